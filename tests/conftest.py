@@ -1,0 +1,18 @@
+"""Shared test set-up: `gpu`-marked tests need a real CUDA device and are skipped cleanly without one."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def pytest_collection_modifyitems(config, items):
+    gpu_items = [item for item in items if item.get_closest_marker("gpu")]
+    if not gpu_items:
+        return
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device (none on this machine)")
+    for item in gpu_items:
+        item.add_marker(skip)

@@ -1,0 +1,5 @@
+"""`python -m torchperf_tui` is the same as the `torchperf-tui` console script."""
+
+from torchperf_tui.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,27 @@
+"""User-facing errors: each carries one line that the CLI prints and the TUI shows, never a traceback."""
+
+from __future__ import annotations
+
+
+class TorchperfError(Exception):
+    """A problem with what the user asked for (not a bug): reported as one line."""
+
+
+class ModelError(TorchperfError):
+    """Unknown model name, a `module:factory` that fails to import or build."""
+
+
+class ShapeError(TorchperfError):
+    """A malformed input shape, or one the model rejects."""
+
+
+class DeviceError(TorchperfError):
+    """A device that is not there (CUDA asked for on a CPU box, a GPU index out of range)."""
+
+
+class FlagError(TorchperfError):
+    """A flag name or value that does not exist or cannot be applied."""
+
+
+class OutOfMemory(TorchperfError):
+    """The device (or the CPU memory cap) ran out of memory; the run was stopped and memory released."""

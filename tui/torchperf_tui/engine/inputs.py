@@ -1,0 +1,82 @@
+"""Parsing what the user types about inputs (shape, dtype, device) and making the input tensor."""
+
+from __future__ import annotations
+
+import re
+
+import torch
+
+from torchperf_tui.engine.errors import DeviceError, ShapeError
+
+DTYPES: dict[str, torch.dtype] = {
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+}
+DTYPE_ALIASES = {"fp32": "float32", "f32": "float32", "fp16": "float16", "half": "float16",
+                 "f16": "float16", "bf16": "bfloat16"}
+
+
+def parse_shape(text: str) -> tuple[int, ...]:
+    """'1x3x224x224' (also '1,3,224,224' or '1 3 224 224') -> (1, 3, 224, 224)."""
+    parts = [p for p in re.split(r"[x×,\s]+", text.strip().lower()) if p]
+    if not parts:
+        raise ShapeError("empty input shape: give it like 1x3x224x224")
+    try:
+        dims = tuple(int(p) for p in parts)
+    except ValueError:
+        raise ShapeError(f"malformed input shape {text!r}: give it like 1x3x224x224") from None
+    if any(d <= 0 for d in dims):
+        raise ShapeError(f"input shape {text!r} has a dimension <= 0")
+    if len(dims) < 2:
+        raise ShapeError(f"input shape {text!r} needs a batch dimension and at least one more")
+    return dims
+
+
+def format_shape(shape: tuple[int, ...] | list[int]) -> str:
+    return "x".join(str(d) for d in shape)
+
+
+def parse_dtype(name: str) -> torch.dtype:
+    key = DTYPE_ALIASES.get(name.strip().lower(), name.strip().lower())
+    if key not in DTYPES:
+        raise ShapeError(f"unknown dtype {name!r}: choose one of {', '.join(DTYPES)}")
+    return DTYPES[key]
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    for name, value in DTYPES.items():
+        if value == dtype:
+            return name
+    return str(dtype).removeprefix("torch.")
+
+
+def resolve_device(name: str = "auto") -> torch.device:
+    """'auto' picks CUDA when present; asking for CUDA on a box without it is a DeviceError."""
+    name = (name or "auto").strip().lower()
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cpu":
+        return torch.device("cpu")
+    if name.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise DeviceError("CUDA was asked for, but no CUDA device is available on this machine")
+        dev = torch.device(name)
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise DeviceError(f"{name}: only {torch.cuda.device_count()} CUDA device(s) present")
+        return dev
+    raise DeviceError(f"unknown device {name!r}: use cpu, cuda or cuda:N")
+
+
+def make_input(shape: tuple[int, ...], dtype: torch.dtype = torch.float32,
+               device: torch.device | str = "cpu", channels_last: bool = False,
+               seed: int = 0) -> torch.Tensor:
+    """A deterministic random input; channels_last applies to 4-D (NCHW) and 5-D (NCDHW) inputs."""
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(shape, generator=gen, dtype=torch.float32).to(device=device, dtype=dtype)
+    if channels_last:
+        if x.dim() == 4:
+            x = x.contiguous(memory_format=torch.channels_last)
+        elif x.dim() == 5:
+            x = x.contiguous(memory_format=torch.channels_last_3d)
+    return x
