@@ -1,0 +1,239 @@
+"""A fake `pynvml` module: same function names, constants and NVMLError as nvidia-ml-py.
+
+Pass an instance wherever the engine takes an NVML module: `Nvml.open(module=FakeNvml(...))`.
+
+    fake = FakeNvml(gpus=[FakeGpu(name="NVIDIA H100 80GB HBM3")])
+    fake.fail("nvmlDeviceGetPowerUsage", NVML_ERROR_NOT_SUPPORTED)   # every later call raises
+    fake.fail("nvmlDeviceGetTemperature", NVML_ERROR_GPU_IS_LOST, times=1)  # only the next call
+    fake.fail_init(NVML_ERROR_LIB_RM_VERSION_MISMATCH)               # nvmlInit raises
+    fake.gpus[0].memory_used = 10 * GiB                              # the next sample sees it
+    fake.calls["nvmlDeviceGetMaxClockInfo"]                          # how often a function was called
+
+Units follow NVML: bytes for memory, mW for power, MHz for clocks, percent for utilisation, Celsius.
+The constant values are NVML's ABI numbers, the same as in pynvml.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from types import SimpleNamespace
+
+GiB = 1024**3
+MiB = 1024**2
+
+NVML_SUCCESS = 0
+NVML_ERROR_UNINITIALIZED = 1
+NVML_ERROR_INVALID_ARGUMENT = 2
+NVML_ERROR_NOT_SUPPORTED = 3
+NVML_ERROR_NO_PERMISSION = 4
+NVML_ERROR_ALREADY_INITIALIZED = 5
+NVML_ERROR_NOT_FOUND = 6
+NVML_ERROR_INSUFFICIENT_SIZE = 7
+NVML_ERROR_INSUFFICIENT_POWER = 8
+NVML_ERROR_DRIVER_NOT_LOADED = 9
+NVML_ERROR_TIMEOUT = 10
+NVML_ERROR_IRQ_ISSUE = 11
+NVML_ERROR_LIBRARY_NOT_FOUND = 12
+NVML_ERROR_FUNCTION_NOT_FOUND = 13
+NVML_ERROR_CORRUPTED_INFOROM = 14
+NVML_ERROR_GPU_IS_LOST = 15
+NVML_ERROR_RESET_REQUIRED = 16
+NVML_ERROR_OPERATING_SYSTEM = 17
+NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18
+NVML_ERROR_IN_USE = 19
+NVML_ERROR_MEMORY = 20
+NVML_ERROR_NO_DATA = 21
+NVML_ERROR_UNKNOWN = 999
+
+NVML_TEMPERATURE_GPU = 0
+NVML_CLOCK_GRAPHICS = 0
+NVML_CLOCK_SM = 1
+NVML_CLOCK_MEM = 2
+NVML_CLOCK_VIDEO = 3
+
+_ERROR_STRINGS = {
+    NVML_ERROR_UNINITIALIZED: "Uninitialized",
+    NVML_ERROR_NOT_SUPPORTED: "Not Supported",
+    NVML_ERROR_NO_PERMISSION: "Insufficient Permissions",
+    NVML_ERROR_DRIVER_NOT_LOADED: "Driver Not Loaded",
+    NVML_ERROR_LIBRARY_NOT_FOUND: "NVML Shared Library Not Found",
+    NVML_ERROR_GPU_IS_LOST: "GPU is lost",
+    NVML_ERROR_LIB_RM_VERSION_MISMATCH: "RM has detected an NVML/RM version mismatch.",
+    NVML_ERROR_UNKNOWN: "Unknown Error",
+}
+
+
+class NVMLError(Exception):
+    """Like pynvml.NVMLError: `.value` is the NVML error code."""
+
+    def __init__(self, value: int) -> None:
+        super().__init__(value)
+        self.value = value
+
+    def __str__(self) -> str:
+        return _ERROR_STRINGS.get(self.value, f"NVML Error with code {self.value}")
+
+
+@dataclasses.dataclass
+class FakeGpu:
+    """One fake GPU as NVML sees it. Defaults are an idle H100 SXM (datasheet values, not measurements)."""
+
+    name: str = "NVIDIA H100 80GB HBM3"
+    uuid: str = "GPU-00000000-0000-0000-0000-000000000000"
+    compute_capability: tuple[int, int] = (9, 0)
+    memory_total: int = 81559 * MiB
+    memory_used: int = 512 * MiB
+    util_gpu: int = 0
+    util_mem: int = 0
+    temperature_c: int = 31
+    power_mw: int = 70_000
+    power_limit_mw: int = 700_000
+    sm_clock_mhz: int = 345
+    mem_clock_mhz: int = 2619
+    max_sm_clock_mhz: int = 1980
+    max_mem_clock_mhz: int = 2619
+    memory_bus_width_bits: int = 5120
+    name_as_bytes: bool = False  # older nvidia-ml-py releases return bytes for strings
+
+
+@dataclasses.dataclass(frozen=True)
+class FakeHandle:
+    index: int
+
+
+class FakeNvml:
+    """A module-like stand-in for `pynvml` with configurable GPUs and injectable errors."""
+
+    NVMLError = NVMLError
+
+    def __init__(self, gpus: list[FakeGpu] | None = None, driver_version: str = "580.159.04",
+                 cuda_driver_version: int = 13000) -> None:
+        self.gpus: list[FakeGpu] = list(gpus) if gpus is not None else [FakeGpu()]
+        self.driver_version = driver_version
+        self.cuda_driver_version = cuda_driver_version
+        self.initialized = False
+        self.calls: Counter[str] = Counter()
+        self._failures: dict[str, tuple[int, int | None]] = {}
+        self._init_error: int | None = None
+
+    def __getattr__(self, name: str):
+        # The NVML_* constants live at module level here; expose them on the instance like pynvml does.
+        if name.startswith("NVML_") and name in globals():
+            return globals()[name]
+        raise AttributeError(name)
+
+    # -- controls for tests -------------------------------------------------------------------------------
+    def fail(self, function: str, code: int, times: int | None = None) -> None:
+        """Make `function` raise NVMLError(code): on every later call, or on the next `times` calls."""
+        self._failures[function] = (code, times)
+
+    def fail_init(self, code: int) -> None:
+        """Make nvmlInit raise NVMLError(code) (library missing, driver mismatch, ...)."""
+        self._init_error = code
+
+    def clear_failures(self) -> None:
+        self._failures.clear()
+        self._init_error = None
+
+    def _enter(self, function: str, handle: FakeHandle | None = None) -> FakeGpu | None:
+        self.calls[function] += 1
+        if not self.initialized:
+            raise NVMLError(NVML_ERROR_UNINITIALIZED)
+        failure = self._failures.get(function)
+        if failure is not None:
+            code, times = failure
+            if times is not None:
+                if times <= 1:
+                    del self._failures[function]
+                else:
+                    self._failures[function] = (code, times - 1)
+            raise NVMLError(code)
+        if handle is None:
+            return None
+        if not isinstance(handle, FakeHandle) or not 0 <= handle.index < len(self.gpus):
+            raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
+        return self.gpus[handle.index]
+
+    def _text(self, gpu: FakeGpu | None, value: str):
+        return value.encode() if gpu is not None and gpu.name_as_bytes else value
+
+    # -- the pynvml surface the engine uses ----------------------------------------------------------------
+    def nvmlInit(self) -> None:
+        self.calls["nvmlInit"] += 1
+        if self._init_error is not None:
+            raise NVMLError(self._init_error)
+        self.initialized = True
+
+    def nvmlShutdown(self) -> None:
+        self._enter("nvmlShutdown")
+        self.initialized = False
+
+    def nvmlSystemGetDriverVersion(self):
+        self._enter("nvmlSystemGetDriverVersion")
+        return self._text(self.gpus[0] if self.gpus else None, self.driver_version)
+
+    def nvmlSystemGetCudaDriverVersion(self) -> int:
+        self._enter("nvmlSystemGetCudaDriverVersion")
+        return self.cuda_driver_version
+
+    def nvmlDeviceGetCount(self) -> int:
+        self._enter("nvmlDeviceGetCount")
+        return len(self.gpus)
+
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> FakeHandle:
+        self._enter("nvmlDeviceGetHandleByIndex")
+        if not 0 <= index < len(self.gpus):
+            raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
+        return FakeHandle(index)
+
+    def nvmlDeviceGetName(self, handle):
+        gpu = self._enter("nvmlDeviceGetName", handle)
+        return self._text(gpu, gpu.name)
+
+    def nvmlDeviceGetUUID(self, handle):
+        gpu = self._enter("nvmlDeviceGetUUID", handle)
+        return self._text(gpu, gpu.uuid)
+
+    def nvmlDeviceGetCudaComputeCapability(self, handle) -> tuple[int, int]:
+        return self._enter("nvmlDeviceGetCudaComputeCapability", handle).compute_capability
+
+    def nvmlDeviceGetMemoryInfo(self, handle, version=None):
+        gpu = self._enter("nvmlDeviceGetMemoryInfo", handle)
+        used = min(gpu.memory_used, gpu.memory_total)
+        return SimpleNamespace(total=gpu.memory_total, used=used, free=gpu.memory_total - used)
+
+    def nvmlDeviceGetUtilizationRates(self, handle):
+        gpu = self._enter("nvmlDeviceGetUtilizationRates", handle)
+        return SimpleNamespace(gpu=gpu.util_gpu, memory=gpu.util_mem)
+
+    def nvmlDeviceGetTemperature(self, handle, sensor: int) -> int:
+        gpu = self._enter("nvmlDeviceGetTemperature", handle)
+        if sensor != NVML_TEMPERATURE_GPU:
+            raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
+        return gpu.temperature_c
+
+    def nvmlDeviceGetPowerUsage(self, handle) -> int:
+        return self._enter("nvmlDeviceGetPowerUsage", handle).power_mw
+
+    def nvmlDeviceGetEnforcedPowerLimit(self, handle) -> int:
+        return self._enter("nvmlDeviceGetEnforcedPowerLimit", handle).power_limit_mw
+
+    def nvmlDeviceGetClockInfo(self, handle, clock_type: int) -> int:
+        gpu = self._enter("nvmlDeviceGetClockInfo", handle)
+        return _pick_clock(gpu.sm_clock_mhz, gpu.mem_clock_mhz, clock_type)
+
+    def nvmlDeviceGetMaxClockInfo(self, handle, clock_type: int) -> int:
+        gpu = self._enter("nvmlDeviceGetMaxClockInfo", handle)
+        return _pick_clock(gpu.max_sm_clock_mhz, gpu.max_mem_clock_mhz, clock_type)
+
+    def nvmlDeviceGetMemoryBusWidth(self, handle) -> int:
+        return self._enter("nvmlDeviceGetMemoryBusWidth", handle).memory_bus_width_bits
+
+
+def _pick_clock(sm: int, mem: int, clock_type: int) -> int:
+    if clock_type in (NVML_CLOCK_SM, NVML_CLOCK_GRAPHICS):
+        return sm
+    if clock_type == NVML_CLOCK_MEM:
+        return mem
+    raise NVMLError(NVML_ERROR_NOT_SUPPORTED)

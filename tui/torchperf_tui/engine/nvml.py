@@ -1,0 +1,210 @@
+"""The one seam for NVML: every failing query becomes an `NA` with a readable reason, here and nowhere else.
+
+Like nvitop's thin NVML wrapper, but on a box without NVML we do not exit: `Nvml.open()` never raises,
+it returns an instance whose `available` is False and whose `reason` says why, and every query on it
+answers `NA(reason)`. Tests inject a fake module (tests/fakes/fake_nvml.py) in place of `pynvml`.
+
+This module imports neither torch nor textual, so it is cheap to import.
+"""
+
+from __future__ import annotations
+
+import atexit
+import dataclasses
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+
+@dataclasses.dataclass(frozen=True)
+class NA:
+    """A value that is not available, with the reason why. Falsy, so `value or default` reads naturally."""
+
+    reason: str
+
+    def __str__(self) -> str:
+        return f"n/a ({self.reason})"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+def is_na(value: object) -> bool:
+    return isinstance(value, NA)
+
+
+def to_jsonable(value: Any) -> Any:
+    """Dataclasses, lists and dicts to plain JSON types; NA becomes "n/a (reason)".
+
+    `dataclasses.asdict` would turn NA into {"reason": ...}, which reads badly in an export, hence this walk.
+    """
+    if isinstance(value, NA):
+        return str(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, bytes):
+        return value.decode(errors="replace")
+    return value
+
+
+# NVML error codes by constant name, with what a user should read. Looked up by name on the module in use,
+# so a fake module and any nvidia-ml-py version agree on the numbers.
+_ERROR_TEXT: dict[str, str] = {
+    "NVML_ERROR_UNINITIALIZED": "NVML not initialised",
+    "NVML_ERROR_INVALID_ARGUMENT": "invalid argument to NVML",
+    "NVML_ERROR_NOT_SUPPORTED": "not supported on this GPU",
+    "NVML_ERROR_NO_PERMISSION": "no permission to read this",
+    "NVML_ERROR_NOT_FOUND": "not found",
+    "NVML_ERROR_DRIVER_NOT_LOADED": "NVIDIA driver not loaded",
+    "NVML_ERROR_TIMEOUT": "NVML timed out",
+    "NVML_ERROR_LIBRARY_NOT_FOUND": "NVML library (libnvidia-ml.so.1) not found: no NVIDIA driver installed",
+    "NVML_ERROR_FUNCTION_NOT_FOUND": "this driver's NVML lacks the function",
+    "NVML_ERROR_CORRUPTED_INFOROM": "GPU infoROM is corrupted",
+    "NVML_ERROR_GPU_IS_LOST": "GPU is lost (fell off the bus); a reset or reboot is needed",
+    "NVML_ERROR_RESET_REQUIRED": "GPU needs a reset",
+    "NVML_ERROR_OPERATING_SYSTEM": "the operating system blocked the request",
+    "NVML_ERROR_LIB_RM_VERSION_MISMATCH": ("NVML library and kernel driver versions differ "
+                                           "(driver updated without a reboot?)"),
+    "NVML_ERROR_IN_USE": "GPU is in use",
+    "NVML_ERROR_MEMORY": "NVML ran out of memory",
+    "NVML_ERROR_NO_DATA": "no data yet",
+    "NVML_ERROR_INSUFFICIENT_RESOURCES": "insufficient resources",
+    "NVML_ERROR_NOT_READY": "not ready",
+    "NVML_ERROR_GPU_NOT_FOUND": "GPU not found",
+    "NVML_ERROR_UNKNOWN": "unknown NVML error",
+}
+
+
+def _decode(value: Any) -> Any:
+    # nvmlDeviceGetName and friends return bytes in older nvidia-ml-py releases and str in newer ones.
+    return value.decode(errors="replace") if isinstance(value, bytes) else value
+
+
+class Nvml:
+    """A handle on NVML (real `pynvml` or an injected fake). Build it with `Nvml.open()`."""
+
+    def __init__(self, module: Any, available: bool, reason: str | None) -> None:
+        self.module = module
+        self.available = available
+        self.reason = reason
+        self._handles: dict[int, Any] = {}
+        self._count: int | None = None
+        self._lock = threading.Lock()
+        self._codes: dict[int, str] = {}
+        if module is not None:
+            for name, text in _ERROR_TEXT.items():
+                code = getattr(module, name, None)
+                if isinstance(code, int):
+                    self._codes[code] = text
+
+    @classmethod
+    def open(cls, module: Any = None) -> Nvml:
+        """Import pynvml (unless a module is given) and call nvmlInit; never raises."""
+        if module is None:
+            try:
+                import pynvml as module  # package nvidia-ml-py
+            except Exception as exc:  # ImportError, or a broken install raising anything at import
+                return cls(None, False, f"nvidia-ml-py (pynvml) is not importable: {exc}")
+        nvml = cls(module, False, None)
+        try:
+            module.nvmlInit()
+        except Exception as exc:
+            nvml.reason = f"NVML init failed: {nvml.describe_error(exc)}"
+            return nvml
+        nvml.available = True
+        return nvml
+
+    def describe_error(self, exc: BaseException) -> str:
+        """One readable line for an exception raised by an NVML call."""
+        code = getattr(exc, "value", None)
+        if isinstance(code, int) and code in self._codes:
+            return self._codes[code]
+        try:
+            text = str(exc)
+        except Exception:  # the real NVMLError.__str__ calls into the library, which may itself be gone
+            text = ""
+        if isinstance(code, int):
+            return f"NVML error {code}" + (f": {text}" if text else "")
+        if isinstance(exc, AttributeError):
+            return f"this nvidia-ml-py lacks the call ({text})"
+        return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+    def _unavailable(self) -> NA:
+        return NA(self.reason or "NVML not available")
+
+    def device_count(self) -> int:
+        """How many GPUs NVML sees (0 when unavailable). Read once: GPUs do not come and go mid-session."""
+        if not self.available:
+            return 0
+        if self._count is None:
+            value = self.query_system("nvmlDeviceGetCount")
+            self._count = value if isinstance(value, int) else 0
+        return self._count
+
+    def handle(self, index: int) -> Any:
+        """The device handle for an NVML index (cached), or NA."""
+        if not self.available:
+            return self._unavailable()
+        with self._lock:
+            cached = self._handles.get(index)
+        if cached is not None:
+            return cached
+        value = self.query_system("nvmlDeviceGetHandleByIndex", index)
+        if not isinstance(value, NA):
+            with self._lock:
+                self._handles[index] = value
+        return value
+
+    def query(self, index: int, function: str, *args: Any) -> Any:
+        """Call `function(handle_of(index), *args)`; any failure becomes NA with a readable reason."""
+        handle = self.handle(index)
+        if isinstance(handle, NA):
+            return handle
+        return self._call(function, handle, *args)
+
+    def query_system(self, function: str, *args: Any) -> Any:
+        """Call a device-less NVML function (nvmlSystemGetDriverVersion, ...); failure becomes NA."""
+        if not self.available:
+            return self._unavailable()
+        return self._call(function, *args)
+
+    def _call(self, function: str, *args: Any) -> Any:
+        try:
+            return _decode(getattr(self.module, function)(*args))
+        except Exception as exc:  # every NVML failure, whatever its kind, degrades to NA right here
+            return NA(self.describe_error(exc))
+
+    def const(self, name: str, default: int) -> int:
+        """An NVML constant (NVML_CLOCK_SM, ...) from the module in use, with the ABI value as fallback."""
+        value = getattr(self.module, name, default)
+        return value if isinstance(value, int) else default
+
+    def shutdown(self) -> None:
+        """Release NVML; later queries answer NA. Safe to call twice."""
+        if not self.available:
+            return
+        self.available = False
+        self.reason = "NVML was shut down"
+        self._handles.clear()
+        try:
+            self.module.nvmlShutdown()
+        except Exception:
+            pass  # shutting down a library that is already gone is not worth reporting
+
+
+_default: Nvml | None = None
+_default_lock = threading.Lock()
+
+
+def default_nvml() -> Nvml:
+    """The process-wide NVML instance, opened on first use and shut down at exit."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = Nvml.open()
+            atexit.register(_default.shutdown)
+        return _default
