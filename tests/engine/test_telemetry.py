@@ -17,7 +17,6 @@ from torchperf_tui.engine.telemetry import (
     GpuSample,
     ReleaseReport,
     TelemetrySampler,
-    format_bytes,
     release_memory,
 )
 
@@ -220,13 +219,6 @@ def test_summary_reads_as_one_line():
     assert report.summary() == "released 412.0 MiB (reserved 1.2 GiB -> 0.8 GiB)"
     assert "\n" not in report.summary()
 
-
-def test_format_bytes():
-    assert format_bytes(412 * MiB) == "412.0 MiB"
-    assert format_bytes(int(1.5 * GiB)) == "1.5 GiB"
-    assert format_bytes(512) == "512 B"
-    assert format_bytes(NA("gone")) == "n/a (gone)"
-    assert format_bytes(800 * MiB, like=2 * GiB) == "0.8 GiB"
 
 
 def test_gpu_sample_is_a_plain_dataclass():

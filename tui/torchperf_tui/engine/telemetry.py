@@ -22,28 +22,10 @@ import psutil
 
 from torchperf_tui.engine.errors import DeviceError
 from torchperf_tui.engine.nvml import NA, Nvml, default_nvml, to_jsonable
+from torchperf_tui.formatting import format_bytes
 
 MiB = 1024**2
 GiB = 1024**3
-
-
-_UNITS = (("GiB", GiB), ("MiB", MiB), ("KiB", 1024))
-
-
-def _unit_for(value: float) -> tuple[str, int]:
-    for unit, size in _UNITS:
-        if abs(value) >= size:
-            return unit, size
-    return "B", 1
-
-
-def format_bytes(value: int | float | NA, like: int | float | None = None) -> str:
-    """1288490188 -> "1.2 GiB"; NA stays readable. `like` picks the unit from another value, so a
-    before/after pair reads in one unit ("1.2 GiB -> 0.8 GiB", not "1.2 GiB -> 819.2 MiB")."""
-    if isinstance(value, NA):
-        return str(value)
-    unit, size = _unit_for(value if like is None else like)
-    return f"{int(value)} B" if size == 1 else f"{value / size:.1f} {unit}"
 
 
 @dataclasses.dataclass
@@ -234,7 +216,7 @@ class ReleaseReport:
 def _before_after(label: str, before: int | NA, after: int | NA) -> str:
     numbers = [v for v in (before, after) if not isinstance(v, NA)]
     like = max(numbers, key=abs) if numbers else None
-    return f"{label} {format_bytes(before, like)} -> {format_bytes(after, like)}"
+    return f"{label} {format_bytes(before, like=like)} -> {format_bytes(after, like=like)}"
 
 
 _malloc_trim: Any = None

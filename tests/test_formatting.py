@@ -1,0 +1,33 @@
+import pytest
+
+from torchperf_tui.formatting import format_bytes, format_count, format_flops, format_ms, format_percent
+
+
+class NA:
+    def __str__(self):
+        return "n/a (not supported)"
+
+
+@pytest.mark.parametrize("value, text", [
+    (0, "0 B"), (1023, "1023 B"), (1024, "1.0 KiB"), (3 * 1024**3, "3.0 GiB"), (None, "n/a"),
+    (NA(), "n/a (not supported)"),
+])
+def test_bytes(value, text):
+    assert format_bytes(value) == text
+
+
+def test_counts_flops_ms_percent():
+    assert format_count(11_689_512) == "11.69 M"
+    assert format_count(999) == "999"
+    assert format_flops(3.64e9) == "3.64 GFLOPs"
+    assert format_flops(512) == "512 FLOPs"
+    assert format_ms(12.3456) == "12.346 ms"
+    assert format_ms(0.25) == "250.0 µs"
+    assert format_ms(2500) == "2.500 s"
+    assert format_percent(42.4) == "42 %"
+    assert format_ms(NA()) == "n/a (not supported)"
+
+
+def test_bytes_in_the_unit_of_another_value():
+    assert format_bytes(800 * 1024**2, like=2 * 1024**3) == "0.8 GiB"
+    assert format_bytes(412 * 1024**2) == "412.0 MiB"
