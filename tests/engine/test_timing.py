@@ -1,0 +1,128 @@
+import numpy as np
+import pytest
+import torch
+
+from torchperf_tui.engine.errors import OutOfMemory, ShapeError
+from torchperf_tui.engine.flags import Flags
+from torchperf_tui.engine.timing import (BenchConfig, compute_stats, run_benchmark, run_timed_loop)
+
+TINY = "tests.tinymodels:tiny_cnn"
+
+
+def test_loop_streams_first_warmup_then_timed_samples_in_order():
+    events = []
+    times = run_timed_loop(lambda: None, warmup=3, iters=5,
+                           on_sample=lambda phase, i, n, ms: events.append((phase, i, n)))
+    assert events[0] == ("first", 0, 1)
+    assert events[1:4] == [("warmup", i, 3) for i in range(3)]
+    assert events[4:] == [("timed", i, 5) for i in range(5)]
+    assert times.first_iter_ms is not None and len(times.warmup_ms) == 3 and len(times.samples_ms) == 5
+    assert not times.cancelled
+
+
+def test_loop_cancels_between_iterations_and_keeps_what_it_has():
+    calls = []
+    times = run_timed_loop(lambda: calls.append(1), warmup=2, iters=100,
+                           should_cancel=lambda: len(calls) >= 6)
+    # cancelled after 6 forward passes: first + 2 warm-up + 3 timed; no extra pass after the cancel
+    assert times.cancelled
+    assert len(times.samples_ms) == 3
+    assert len(calls) == 6
+
+
+def test_auto_warmup_stops_when_latency_is_stable():
+    times = run_timed_loop(lambda: sum(range(200)), warmup="auto", iters=2)
+    assert 10 <= len(times.warmup_ms) <= 200
+
+
+def test_stats_match_numpy_on_known_samples():
+    rng = np.random.default_rng(0)
+    samples = list(rng.gamma(5.0, 2.0, size=1000))
+    stats = compute_stats(samples, batch=4)
+    assert stats.n == 1000
+    assert stats.mean_ms == pytest.approx(np.mean(samples))
+    assert stats.std_ms == pytest.approx(np.std(samples, ddof=1))
+    assert stats.p50_ms == pytest.approx(np.median(samples))
+    assert stats.p99_ms == pytest.approx(np.percentile(samples, 99))
+    assert stats.iqr_ms == pytest.approx(np.percentile(samples, 75) - np.percentile(samples, 25))
+    assert stats.min_ms <= stats.p50_ms <= stats.p90_ms <= stats.p99_ms <= stats.max_ms
+    assert stats.fps == pytest.approx(4 * 1000 / np.mean(samples))
+    assert compute_stats([]) is None
+
+
+def test_benchmark_runs_a_model_under_its_flags_and_restores_them():
+    before = Flags.current()
+    flags = Flags(num_threads=1, mkldnn_enabled=False)
+    threads_inside = []
+    cfg = BenchConfig(model=TINY, input_shape=(2, 3, 16, 16), device="cpu", warmup=2, iters=7, flags=flags)
+    result = run_benchmark(cfg, on_sample=lambda *a: threads_inside.append(torch.get_num_threads()))
+    assert Flags.current() == before
+    assert set(threads_inside) == {1}
+    assert result.flags == flags
+    assert len(result.samples_ms) == 7 and len(result.warmup_ms) == 2
+    assert result.stats.n == 7 and result.stats.p50_ms > 0
+    assert result.input_shape == (2, 3, 16, 16) and result.batch == 2
+    assert result.timer == "perf_counter" and result.device == "cpu"
+    assert result.to_dict()["flags"]["num_threads"] == 1
+
+
+def test_batch_overrides_the_first_dimension_and_dtypes_run():
+    cfg = BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), batch=3, device="cpu", warmup=0, iters=2,
+                      dtype="bfloat16", channels_last=True)
+    result = run_benchmark(cfg)
+    assert result.input_shape == (3, 3, 8, 8)
+    assert result.dtype == "bfloat16" and result.channels_last
+
+
+def test_rejected_shape_is_a_one_line_shape_error():
+    cfg = BenchConfig(model=TINY, input_shape=(1, 5, 8, 8), device="cpu", warmup=0, iters=1)
+    with pytest.raises(ShapeError) as info:
+        run_benchmark(cfg)
+    assert "rejected input 1x5x8x8" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_out_of_memory_is_reported_not_raised_raw():
+    cfg = BenchConfig(model="tests.tinymodels:oom_model", input_shape=(1, 3, 8, 8), device="cpu",
+                      warmup=0, iters=1)
+    with pytest.raises(OutOfMemory, match="out of memory"):
+        run_benchmark(cfg)
+
+
+def test_cancelled_benchmark_says_so():
+    seen = []
+    cfg = BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu", warmup=0, iters=1000)
+    result = run_benchmark(cfg, on_sample=lambda *a: seen.append(a), should_cancel=lambda: len(seen) >= 4)
+    assert result.cancelled and len(result.samples_ms) == 3
+
+
+@pytest.mark.gpu
+def test_cuda_benchmark_uses_events_and_restores_flags():
+    before = Flags.current()
+    cfg = BenchConfig(model=TINY, input_shape=(4, 3, 32, 32), device="cuda", warmup=3, iters=10,
+                      flags=Flags(cudnn_benchmark=True))
+    result = run_benchmark(cfg)
+    assert result.timer == "cuda-events" and result.device.startswith("cuda")
+    assert result.stats.n == 10 and result.stats.p50_ms > 0
+    assert Flags.current() == before
+
+
+def test_compiled_run_reports_compile_time_apart_from_samples():
+    cfg = BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu", warmup=1, iters=3, compile="default")
+    result = run_benchmark(cfg)
+    assert result.compiled and result.compile_error is None
+    assert result.compile_s > 0 and len(result.samples_ms) == 3
+    assert result.to_dict()["compile_mode"] == "default"
+
+
+def test_failing_compile_falls_back_to_eager_and_says_why(monkeypatch):
+    def broken_compile(model, **kwargs):
+        def run(x):
+            raise RuntimeError("no working C++ compiler found\nmore detail")
+        return run
+
+    monkeypatch.setattr(torch, "compile", broken_compile)
+    cfg = BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu", warmup=0, iters=2, compile="default")
+    result = run_benchmark(cfg)
+    assert not result.compiled and result.compile_s is None
+    assert "no working C++ compiler found" in result.compile_error and "\n" not in result.compile_error
+    assert len(result.samples_ms) == 2  # the eager numbers are there

@@ -1,0 +1,34 @@
+"""Tiny models for fast tests, loaded through the same `module:factory` path a user's own model takes."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class TinyCNN(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(8, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = torch.relu(self.bn(self.conv(x)))
+        return self.fc(torch.flatten(self.pool(x), 1))
+
+
+def tiny_cnn() -> nn.Module:
+    return TinyCNN()
+
+
+class OutOfMemoryModel(nn.Module):
+    """Raises the real exception type a CUDA allocation failure raises."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB")
+
+
+def oom_model() -> nn.Module:
+    return OutOfMemoryModel()

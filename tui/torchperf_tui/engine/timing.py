@@ -1,0 +1,310 @@
+"""Warm-up, then a timed loop: per-iteration CUDA events (GPU) or perf_counter_ns (CPU), streamed, cancellable.
+
+Every iteration is synchronised, so each sample is the latency of one forward pass, not the launch time.
+The first iteration is kept apart: it holds one-off costs (cudnn.benchmark's autotuning, oneDNN primitive
+creation, lazy CUDA module loading) that would otherwise pollute the distribution.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Literal
+
+import numpy as np
+import torch
+
+from torchperf_tui.engine.errors import OutOfMemory, ShapeError, TorchperfError
+from torchperf_tui.engine.flags import Flags, applied_flags
+from torchperf_tui.engine.inputs import dtype_name, format_shape, make_input, parse_dtype, resolve_device
+
+Phase = Literal["first", "warmup", "timed"]
+OnSample = Callable[[str, int, int, float], None]
+ShouldCancel = Callable[[], bool]
+
+# "Until stable" warm-up: stop when the median of the last window is within this fraction of the one
+# before it; bounded in iterations and seconds so a noisy box cannot warm up forever.
+STABLE_WINDOW = 5
+STABLE_TOLERANCE = 0.02
+STABLE_MAX_ITERS = 200
+STABLE_MAX_SECONDS = 10.0
+
+# torch.compile modes offered: "reduce-overhead" adds CUDA graphs on a GPU (a static graph replayed whole).
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
+
+
+@dataclass(frozen=True)
+class TimingStats:
+    """Summary of the timed samples, in milliseconds; fps counts input items (batch x iterations) per second."""
+
+    n: int
+    mean_ms: float
+    std_ms: float
+    min_ms: float
+    max_ms: float
+    p50_ms: float
+    p90_ms: float
+    p99_ms: float
+    iqr_ms: float
+    fps: float
+
+
+def compute_stats(samples_ms: list[float], batch: int = 1) -> TimingStats | None:
+    if not samples_ms:
+        return None
+    a = np.asarray(samples_ms, dtype=np.float64)
+    p25, p50, p75, p90, p99 = np.percentile(a, [25, 50, 75, 90, 99])
+    mean = float(a.mean())
+    return TimingStats(
+        n=int(a.size),
+        mean_ms=mean,
+        std_ms=float(a.std(ddof=1)) if a.size > 1 else 0.0,
+        min_ms=float(a.min()),
+        max_ms=float(a.max()),
+        p50_ms=float(p50),
+        p90_ms=float(p90),
+        p99_ms=float(p99),
+        iqr_ms=float(p75 - p25),
+        fps=batch * 1000.0 / mean if mean > 0 else float("inf"),
+    )
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """What to time. `input_shape` includes the batch; when None the catalogue's default is used with `batch`.
+    `warmup` is an iteration count, or "auto" to warm up until the latency is stable."""
+
+    model: str
+    input_shape: tuple[int, ...] | None = None
+    batch: int | None = None
+    device: str = "auto"
+    dtype: str = "float32"
+    channels_last: bool = False
+    warmup: int | str = 10
+    iters: int = 50
+    flags: Flags = field(default_factory=Flags)
+    compile: str | None = None  # None: eager; else a torch.compile mode, see COMPILE_MODES
+
+    def resolved_shape(self) -> tuple[int, ...]:
+        if self.input_shape is None:
+            from torchperf_tui.engine.models import default_input_shape
+
+            return tuple(default_input_shape(self.model, batch=self.batch or 1))
+        if self.batch is not None:
+            return (self.batch, *self.input_shape[1:])
+        return tuple(self.input_shape)
+
+
+@dataclass
+class LoopTimes:
+    """Raw output of the timed loop."""
+
+    first_iter_ms: float | None = None
+    warmup_ms: list[float] = field(default_factory=list)
+    samples_ms: list[float] = field(default_factory=list)
+    cancelled: bool = False
+
+
+@dataclass
+class TimingResult:
+    """One timing run: every sample, under exactly one set of flags."""
+
+    model: str
+    device: str
+    input_shape: tuple[int, ...]
+    dtype: str
+    channels_last: bool
+    flags: Flags
+    first_iter_ms: float | None
+    warmup_ms: list[float]
+    samples_ms: list[float]
+    stats: TimingStats | None
+    cancelled: bool
+    started_at: float
+    duration_s: float
+    timer: str  # "cuda-events" or "perf_counter"
+    compile_mode: str | None = None  # what was asked for
+    compiled: bool = False  # whether the timed iterations ran the compiled model
+    compile_s: float | None = None  # compilation (first call of the compiled model), kept out of the samples
+    compile_error: str | None = None  # why compilation failed; the samples are then eager
+
+    @property
+    def batch(self) -> int:
+        return self.input_shape[0]
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["input_shape"] = list(self.input_shape)
+        data["flags"] = self.flags.to_dict()
+        return data
+
+
+def _cuda_sample(fn: Callable[[], object]) -> float:
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    start.record()
+    fn()
+    end.record()
+    end.synchronize()
+    return float(start.elapsed_time(end))
+
+
+def _cpu_sample(fn: Callable[[], object]) -> float:
+    t0 = time.perf_counter_ns()
+    fn()
+    return (time.perf_counter_ns() - t0) / 1e6
+
+
+def _wall_sample(fn: Callable[[], object], device: torch.device) -> float:
+    """Wall time with synchronisation: for the first iteration, whose one-off work is partly on the host."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    t0 = time.perf_counter_ns()
+    fn()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return (time.perf_counter_ns() - t0) / 1e6
+
+
+def _is_stable(warmup_ms: list[float]) -> bool:
+    if len(warmup_ms) < 2 * STABLE_WINDOW:
+        return False
+    last = float(np.median(warmup_ms[-STABLE_WINDOW:]))
+    before = float(np.median(warmup_ms[-2 * STABLE_WINDOW:-STABLE_WINDOW]))
+    return abs(last - before) <= STABLE_TOLERANCE * before
+
+
+def run_timed_loop(fn: Callable[[], object], *, device: torch.device | str = "cpu", warmup: int | str = 10,
+                   iters: int = 50, on_sample: OnSample | None = None,
+                   should_cancel: ShouldCancel | None = None) -> LoopTimes:
+    """Time `fn` (one forward pass): one first iteration, the warm-up, then `iters` timed iterations.
+
+    `on_sample(phase, index, total, ms)` is called after every iteration (total is 0 for an "auto" warm-up);
+    `should_cancel()` is checked between iterations, and a cancelled loop returns what it has so far.
+    """
+    device = torch.device(device)
+    if iters < 1:
+        raise TorchperfError(f"iterations must be at least 1, got {iters}")
+    sample = _cuda_sample if device.type == "cuda" else _cpu_sample
+    emit = on_sample or (lambda phase, index, total, ms: None)
+    cancelled = should_cancel or (lambda: False)
+    out = LoopTimes()
+
+    if cancelled():
+        out.cancelled = True
+        return out
+    out.first_iter_ms = _wall_sample(fn, device)
+    emit("first", 0, 1, out.first_iter_ms)
+
+    auto = warmup == "auto"
+    if not auto and (not isinstance(warmup, int) or warmup < 0):
+        raise TorchperfError(f"warm-up must be a count >= 0 or 'auto', got {warmup!r}")
+    warm_total = 0 if auto else int(warmup)
+    warm_start = time.perf_counter()
+    while True:
+        if auto:
+            if (_is_stable(out.warmup_ms) or len(out.warmup_ms) >= STABLE_MAX_ITERS
+                    or time.perf_counter() - warm_start > STABLE_MAX_SECONDS):
+                break
+        elif len(out.warmup_ms) >= warm_total:
+            break
+        if cancelled():
+            out.cancelled = True
+            return out
+        ms = sample(fn)
+        out.warmup_ms.append(ms)
+        emit("warmup", len(out.warmup_ms) - 1, warm_total, ms)
+
+    for i in range(iters):
+        if cancelled():
+            out.cancelled = True
+            return out
+        ms = sample(fn)
+        out.samples_ms.append(ms)
+        emit("timed", i, iters, ms)
+    return out
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def run_benchmark(cfg: BenchConfig, on_sample: OnSample | None = None,
+                  should_cancel: ShouldCancel | None = None) -> TimingResult:
+    """Build the model (weights=None), make the input, and time it under `cfg.flags`, restored afterwards."""
+    from torchperf_tui.engine.models import build_model
+
+    started = time.time()
+    device = resolve_device(cfg.device)
+    dtype = parse_dtype(cfg.dtype)
+    shape = cfg.resolved_shape()
+    model = build_model(cfg.model, device="cpu")
+    try:
+        memory_format = torch.channels_last if cfg.channels_last and len(shape) == 4 else None
+        model = model.to(device=device, dtype=dtype)
+        if memory_format is not None:
+            model = model.to(memory_format=memory_format)
+        x = make_input(shape, dtype=dtype, device=device, channels_last=cfg.channels_last)
+
+        with applied_flags(cfg.flags), torch.inference_mode():
+            runner, compile_s, compile_error = _maybe_compile(model, x, cfg.compile, device)
+
+            def forward() -> object:
+                return runner(x)
+
+            try:
+                times = run_timed_loop(forward, device=device, warmup=cfg.warmup, iters=cfg.iters,
+                                       on_sample=on_sample, should_cancel=should_cancel)
+            except torch.OutOfMemoryError as exc:
+                raise OutOfMemory(f"out of memory running {cfg.model} at input {format_shape(shape)} on "
+                                  f"{device}: {_first_line(exc)}") from None
+            except (RuntimeError, ValueError, TypeError, AssertionError, IndexError) as exc:
+                raise ShapeError(f"{cfg.model} rejected input {format_shape(shape)} ({dtype_name(dtype)}): "
+                                 f"{_first_line(exc)}") from None
+    finally:
+        # Drop the model before returning so a following run (or a memory release) starts clean.
+        del model
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+    return TimingResult(
+        model=cfg.model,
+        device=str(device),
+        input_shape=tuple(shape),
+        dtype=dtype_name(dtype),
+        channels_last=cfg.channels_last,
+        flags=cfg.flags,
+        first_iter_ms=times.first_iter_ms,
+        warmup_ms=times.warmup_ms,
+        samples_ms=times.samples_ms,
+        stats=compute_stats(times.samples_ms, batch=shape[0]),
+        cancelled=times.cancelled,
+        started_at=started,
+        duration_s=time.time() - started,
+        timer="cuda-events" if device.type == "cuda" else "perf_counter",
+        compile_mode=cfg.compile,
+        compiled=cfg.compile is not None and compile_error is None,
+        compile_s=compile_s,
+        compile_error=compile_error,
+    )
+
+
+def _maybe_compile(model: torch.nn.Module, x: torch.Tensor, mode: str | None, device: torch.device):
+    """(callable to time, compile seconds, error). Compilation happens at the first call, so that call is
+    timed here as the compile cost; a failing compile (no C++ compiler, an unsupported op) falls back to eager
+    and says why instead of failing the run."""
+    if mode is None:
+        return model, None, None
+    if mode not in COMPILE_MODES:
+        raise TorchperfError(f"unknown compile mode {mode!r}: choose one of {', '.join(COMPILE_MODES)}")
+    torch._dynamo.reset()  # a fresh cache: earlier runs' graphs must not count toward this one's limits
+    t0 = time.perf_counter()
+    try:
+        compiled = torch.compile(model, mode=mode)
+        compiled(x)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+    except Exception as exc:  # any backend failure: report it, keep the eager numbers
+        torch._dynamo.reset()
+        return model, None, f"torch.compile(mode={mode!r}) failed: {type(exc).__name__}: {_first_line(exc)}"
+    return compiled, time.perf_counter() - t0, None
