@@ -1,0 +1,118 @@
+"""The headless CLI: readable output, --json, and one-line errors with exit code 2 for bad input."""
+
+import json
+
+import pytest
+
+from torchperf_tui.cli import main
+
+TINY = "tests.tinymodels:tiny_cnn"
+
+
+def run(capsys, *argv):
+    try:
+        code = main(list(argv))
+    except SystemExit as exit_:  # argparse's own usage errors
+        code = exit_.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_info_json_reports_cpu_and_why_cuda_is_missing(capsys):
+    code, out, err = run(capsys, "info", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["cpu"]["logical_cores"] >= 1
+    assert data["torch_version"]
+    if not data["cuda_available"]:
+        assert data["cuda_reason"]
+
+
+def test_info_readable(capsys):
+    code, out, _ = run(capsys, "info")
+    assert code == 0 and "CPU" in out and "torch" in out
+
+
+def test_models_lists_the_catalogue_by_task(capsys):
+    code, out, _ = run(capsys, "models", "--task", "classification", "--json")
+    assert code == 0
+    names = {m["name"] for m in json.loads(out)}
+    assert {"resnet18", "vit_b_16", "inception_v3"} <= names
+    code, out, _ = run(capsys, "models")
+    assert code == 0 and "resnet50" in out and "segmentation" in out
+
+
+def test_flops_json_and_layers(capsys):
+    code, out, _ = run(capsys, "flops", "resnet18", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["params_total"] == 11_689_512 and "layers" not in data
+    assert data["macs"] == pytest.approx(1.814e9, rel=0.01)
+    code, out, _ = run(capsys, "flops", "resnet18", "--layers", "--batch", "2")
+    assert code == 0 and "layer1.0.conv1" in out and "2x3x224x224" in out
+
+
+def test_bench_readable_and_json(capsys):
+    code, out, _ = run(capsys, "bench", TINY, "--input", "2x3x16x16", "--warmup", "1", "--iters", "5",
+                       "--threads", "1")
+    assert code == 0 and "p99" in out and "threads=1" in out
+    code, out, _ = run(capsys, "bench", TINY, "--input", "1x3x16x16", "--warmup", "0", "--iters", "4",
+                       "--json", "--samples", "--cudnn-benchmark", "--deterministic", "--channels-last")
+    data = json.loads(out)
+    assert code == 0 and len(data["samples_ms"]) == 4 and data["stats"]["n"] == 4
+    assert data["flags"]["cudnn_benchmark"] and data["flags"]["cudnn_deterministic"]
+    assert data["channels_last"] is True
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["flops", "resnt18"], "did you mean resnet18"),
+    (["bench", "resnet18", "--input", "1x3xab"], "malformed input shape"),
+    (["flops", "resnet18", "--input", "1x5x224x224"], "rejects input 1x5x224x224"),
+    (["bench", TINY, "--input", "1x5x8x8", "--iters", "1", "--warmup", "0"], "rejected input 1x5x8x8"),
+    (["flops", "no_such_pkg.mod:factory"], "cannot import 'no_such_pkg.mod'"),
+    (["bench", "resnet18", "--dtype", "int4"], "unknown dtype"),
+    (["bench", "resnet18", "--iters", "0"], "--iters"),
+    (["models", "--task", "nope"], "unknown task"),
+])
+def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert message in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_cuda_on_a_cpu_box_is_exit_2(capsys, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    code, _, err = run(capsys, "bench", TINY, "--device", "cuda")
+    assert code == 2 and "no CUDA device" in err
+
+
+def test_argparse_usage_errors_are_one_line(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["bench"])
+    _, err = capsys.readouterr()
+    assert info.value.code == 2 and err.count("\n") == 1
+
+
+def test_python_dash_m_entry_point():
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "torchperf_tui", "--version"], capture_output=True, text=True)
+    assert proc.returncode == 0 and "torchperf-tui" in proc.stdout
+
+
+def test_bench_compile_failure_is_reported_with_eager_numbers(capsys, monkeypatch):
+    import torch
+
+    def broken_compile(model, **kwargs):
+        def run(x):
+            raise RuntimeError("unsupported op")
+        return run
+
+    monkeypatch.setattr(torch, "compile", broken_compile)
+    code, out, _ = run(capsys, "bench", TINY, "--input", "1x3x8x8", "--iters", "2", "--warmup", "0", "--compile")
+    assert code == 0 and "FAILED, eager numbers shown" in out and "unsupported op" in out and "p50" in out
+    code, _, err = run(capsys, "bench", TINY, "--compile", "fastest")
+    assert code == 2 and "unknown compile mode" in err

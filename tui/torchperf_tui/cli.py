@@ -1,0 +1,235 @@
+"""`torchperf-tui`: the TUI with no subcommand, headless subcommands for scripts.
+
+Bad input ends in one line on stderr and exit code 2, never a traceback. The engine is imported inside each
+command, so starting the TUI does not pay for torch before its first frame.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Sequence
+
+EXIT_BAD_INPUT = 2
+EXIT_FAILURE = 1
+PROG = "torchperf-tui"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (the full usage stays behind --help)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {value}")
+    return value
+
+
+def _warmup(text: str) -> int | str:
+    if text == "auto":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a count or 'auto', got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a count >= 0, got {value}")
+    return value
+
+
+def _add_input_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--input", metavar="SHAPE", help="input shape with batch, e.g. 1x3x224x224 "
+                   "(default: the model's own input size)")
+    p.add_argument("--batch", type=_positive_int, help="batch size (replaces the shape's first dimension)")
+    p.add_argument("--dtype", default="float32", help="float32 | float16 | bfloat16 (default float32)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description="How fast is this PyTorch model on this box, and why. "
+                     "With no command, starts the terminal app.")
+    parser.add_argument("--model", help="TUI: open with this model selected (torchvision name or module:factory)")
+    parser.add_argument("--autostart", action="store_true", help="TUI: start a timing run at once (demos)")
+    parser.add_argument("--interval", type=float, default=0.5, help="TUI: telemetry period in seconds (0.5)")
+    parser.add_argument("--device", dest="app_device", default="auto", help="TUI: auto | cpu | cuda[:N]")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    p = sub.add_parser("info", help="device facts: GPU/CPU, versions, peak FLOPS and bandwidth")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+    p = sub.add_parser("models", help="the model catalogue")
+    p.add_argument("--task", help="only this task (classification, segmentation, video, ...)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+    p = sub.add_parser("flops", help="parameters, size, FLOPs and MACs (on the meta device: instant)")
+    p.add_argument("model", help="torchvision model name or package.module:factory")
+    _add_input_options(p)
+    p.add_argument("--layers", action="store_true", help="also the per-layer table")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+    p = sub.add_parser("bench", help="latency: warm-up, then timed iterations with synchronisation")
+    p.add_argument("model", help="torchvision model name or package.module:factory")
+    _add_input_options(p)
+    p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N] (default auto)")
+    p.add_argument("--warmup", type=_warmup, default=10, help="warm-up iterations, or 'auto' (default 10)")
+    p.add_argument("--iters", type=_positive_int, default=50, help="timed iterations (default 50)")
+    p.add_argument("--cudnn-benchmark", action=argparse.BooleanOptionalAction, default=False,
+                   help="torch.backends.cudnn.benchmark (default off)")
+    p.add_argument("--deterministic", action="store_true", help="torch.backends.cudnn.deterministic")
+    p.add_argument("--deterministic-algorithms", action="store_true",
+                   help="torch.use_deterministic_algorithms(True)")
+    p.add_argument("--tf32", action=argparse.BooleanOptionalAction, default=None,
+                   help="allow TF32 for fp32 matmuls and convolutions (default: PyTorch's)")
+    p.add_argument("--threads", type=_positive_int, help="CPU intra-op threads (torch.set_num_threads)")
+    p.add_argument("--channels-last", action="store_true", help="channels_last memory format")
+    p.add_argument("--compile", nargs="?", const="default", metavar="MODE",
+                   help="time the torch.compile'd model (default | reduce-overhead (CUDA graphs) | max-autotune); "
+                        "compile time is reported apart")
+    p.add_argument("--samples", action="store_true", help="with --json: include every sample")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    return parser
+
+
+def _version() -> str:
+    from torchperf_tui import __version__
+
+    return __version__
+
+
+def _print_json(data) -> None:
+    print(json.dumps(data, indent=2, default=str))
+
+
+def _resolve_input(args) -> tuple[int, ...] | None:
+    from torchperf_tui.engine.inputs import parse_shape
+
+    return parse_shape(args.input) if args.input else None
+
+
+def cmd_info(args) -> int:
+    from torchperf_tui.engine.device import probe_device
+    from torchperf_tui.cli_render import render_device_report
+
+    report = probe_device()
+    if args.json:
+        _print_json(report.to_dict())
+    else:
+        render_device_report(report)
+    return 0
+
+
+def cmd_models(args) -> int:
+    from torchperf_tui.engine.models import TASKS, list_catalogue
+    from torchperf_tui.engine.errors import ModelError
+    from torchperf_tui.cli_render import render_catalogue
+
+    if args.task and args.task not in TASKS:
+        raise ModelError(f"unknown task {args.task!r}: choose one of {', '.join(TASKS)}")
+    entries = list_catalogue(args.task)
+    if args.json:
+        _print_json([{"name": e.name, "task": e.task, "input_shape": list(e.input_shape),
+                      "supported": e.supported, "reason": e.reason} for e in entries])
+    else:
+        render_catalogue(entries)
+    return 0
+
+
+def cmd_flops(args) -> int:
+    from torchperf_tui.engine.complexity import analyse_complexity
+    from torchperf_tui.engine.inputs import parse_dtype, dtype_name
+    from torchperf_tui.engine.models import default_input_shape
+    from torchperf_tui.cli_render import render_complexity
+
+    shape = _resolve_input(args)
+    if shape is None:
+        shape = tuple(default_input_shape(args.model, batch=args.batch or 1))
+    elif args.batch:
+        shape = (args.batch, *shape[1:])
+    result = analyse_complexity(args.model, shape, dtype=dtype_name(parse_dtype(args.dtype)), layers=args.layers)
+    if args.json:
+        data = result.to_dict()
+        if not args.layers:
+            data.pop("layers", None)
+        _print_json(data)
+    else:
+        render_complexity(result, layers=args.layers)
+    return 0
+
+
+def cmd_bench(args) -> int:
+    from torchperf_tui.engine.flags import Flags
+    from torchperf_tui.engine.inputs import dtype_name, parse_dtype
+    from torchperf_tui.engine.timing import BenchConfig, run_benchmark
+    from torchperf_tui.cli_render import ProgressLine, render_timing
+
+    flags = Flags(cudnn_benchmark=args.cudnn_benchmark, cudnn_deterministic=args.deterministic,
+                  deterministic_algorithms=args.deterministic_algorithms, num_threads=args.threads)
+    if args.tf32 is not None:
+        flags = flags.replace(tf32_matmul=args.tf32, tf32_cudnn=args.tf32)
+    cfg = BenchConfig(model=args.model, input_shape=_resolve_input(args), batch=args.batch, device=args.device,
+                      dtype=dtype_name(parse_dtype(args.dtype)), channels_last=args.channels_last,
+                      warmup=args.warmup, iters=args.iters, flags=flags, compile=args.compile)
+    progress = ProgressLine(enabled=sys.stderr.isatty() and not args.json)
+    result = run_benchmark(cfg, on_sample=progress.update)
+    progress.close()
+    if args.json:
+        data = result.to_dict()
+        if not args.samples:
+            data.pop("samples_ms", None)
+            data.pop("warmup_ms", None)
+        _print_json(data)
+    else:
+        render_timing(result)
+    return 0
+
+
+COMMANDS = {"info": cmd_info, "models": cmd_models, "flops": cmd_flops, "bench": cmd_bench}
+
+
+def run_tui(args) -> int:
+    from torchperf_tui.app.app import TorchperfApp
+
+    app = TorchperfApp(model=args.model, autostart=args.autostart, interval=args.interval,
+                       device=args.app_device)
+    app.run()
+    return app.return_code or 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.interval <= 0:
+        print(f"{PROG}: error: --interval must be > 0", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    from torchperf_tui.engine.errors import TorchperfError  # cheap: no torch import
+
+    try:
+        if args.command is None:
+            return run_tui(args)
+        return COMMANDS[args.command](args)
+    except TorchperfError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a bug, not bad input: still one line, the traceback on request
+        if os.environ.get("TORCHPERF_DEBUG"):
+            raise
+        lines = str(exc).strip().splitlines()
+        message = lines[0] if lines else ""
+        print(f"{PROG}: internal error: {type(exc).__name__}: {message} "
+              f"(set TORCHPERF_DEBUG=1 for the traceback)", file=sys.stderr)
+        return EXIT_FAILURE
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,160 @@
+"""Readable tables for the headless CLI (rich, plain when piped). Text only: no measurement here."""
+
+from __future__ import annotations
+
+import sys
+import time
+from itertools import groupby
+
+from rich.console import Console
+from rich.table import Table
+
+from torchperf_tui.formatting import format_bytes, format_count, format_flops, format_ms
+
+# Piped output (scripts, files) gets wide lines instead of rich's 80-column wrapping.
+console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+
+
+def _print_kv(title: str, rows: list[tuple[str, object]]) -> None:
+    """A heading line, then key/value rows aligned in two columns."""
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column()
+    for key, value in rows:
+        table.add_row(key, str(value))
+    console.print(title, style="bold underline")
+    console.print(table)
+
+
+def _tflops(value) -> str:
+    return f"{value:.1f} TFLOPS" if isinstance(value, (int, float)) else str(value)
+
+
+def render_device_report(report) -> None:
+    _print_kv("Software", [
+        ("torch", report.torch_version),
+        ("CUDA runtime", report.cuda_runtime),
+        ("cuDNN", report.cudnn_version),
+        ("driver", report.driver_version),
+        ("CUDA", "available" if report.cuda_available else f"not available ({report.cuda_reason})"),
+        ("NVML", "available" if report.nvml_available else f"not available ({report.nvml_reason})"),
+    ])
+    for gpu in report.gpus:
+        console.print()
+        _print_kv(f"GPU {gpu.index}: {gpu.name}", [
+            ("compute capability", gpu.compute_capability),
+            ("SMs", gpu.sm_count),
+            ("memory", format_bytes(gpu.total_memory_bytes)),
+            ("L2 cache", format_bytes(gpu.l2_cache_bytes)),
+            ("max SM clock", f"{gpu.max_sm_clock_mhz} MHz" if isinstance(gpu.max_sm_clock_mhz, int)
+             else gpu.max_sm_clock_mhz),
+            ("max memory clock", f"{gpu.max_mem_clock_mhz} MHz" if isinstance(gpu.max_mem_clock_mhz, int)
+             else gpu.max_mem_clock_mhz),
+            ("memory bus", f"{gpu.memory_bus_width_bits} bit" if isinstance(gpu.memory_bus_width_bits, int)
+             else gpu.memory_bus_width_bits),
+            ("power limit", f"{gpu.power_limit_w:.0f} W" if isinstance(gpu.power_limit_w, (int, float))
+             else gpu.power_limit_w),
+            ("peak FP32", _tflops(gpu.peak_fp32_tflops)),
+            ("peak FP16 tensor", _tflops(gpu.peak_fp16_tensor_tflops)),
+            ("peak BF16 tensor", _tflops(gpu.peak_bf16_tensor_tflops)),
+            ("peak bandwidth", f"{gpu.peak_bandwidth_gbs:.0f} GB/s"
+             if isinstance(gpu.peak_bandwidth_gbs, (int, float)) else gpu.peak_bandwidth_gbs),
+        ])
+        for name, formula in gpu.formulas.items():
+            console.print(f"  {name}: {formula}")
+    cpu = report.cpu
+    console.print()
+    _print_kv("CPU", [
+        ("model", cpu.model),
+        ("cores", f"{cpu.physical_cores} physical, {cpu.logical_cores} logical"),
+        ("frequency", f"{cpu.freq_mhz:.0f} MHz" if isinstance(cpu.freq_mhz, (int, float)) else cpu.freq_mhz),
+        ("RAM", format_bytes(cpu.ram_total_bytes)),
+        ("torch threads", cpu.torch_threads),
+        ("oneDNN (mkldnn)", "available" if cpu.mkldnn_available else "not available"),
+    ])
+
+
+def render_catalogue(entries) -> None:
+    table = Table(title=f"{len(entries)} models (weights=None: nothing is downloaded)", title_justify="left")
+    table.add_column("task")
+    table.add_column("model")
+    table.add_column("input (no batch)")
+    table.add_column("note")
+    for task, group in groupby(sorted(entries, key=lambda e: (e.task, e.name)), key=lambda e: e.task):
+        for i, entry in enumerate(group):
+            table.add_row(task if i == 0 else "", entry.name, "x".join(map(str, entry.input_shape)),
+                          "" if entry.supported else f"not supported: {entry.reason}")
+    console.print(table)
+
+
+def render_complexity(result, layers: bool = False) -> None:
+    _print_kv(f"{result.model} at {'x'.join(map(str, result.input_shape))} ({result.dtype})", [
+        ("parameters", f"{format_count(result.params_total)} ({result.params_total:,}), "
+                       f"trainable {format_count(result.params_trainable)}"),
+        ("size", f"{result.size_mb:.2f} MiB"),
+        ("FLOPs", f"{format_flops(result.flops)} ({result.flops:,})"),
+        ("MACs", f"{format_count(result.macs)}MACs ({result.macs:,})"),
+    ])
+    if not layers:
+        return
+    table = Table(box=None, header_style="bold")
+    for column in ("layer", "type", "input", "output", "params", "FLOPs", "output"):
+        table.add_column(column, justify="right" if column in ("params", "FLOPs") else "left", no_wrap=True)
+    for layer in result.layers:
+        table.add_row(layer.name, layer.type, "x".join(map(str, layer.input_shape)),
+                      "x".join(map(str, layer.output_shape)), format_count(layer.params),
+                      format_count(layer.flops), format_bytes(layer.output_bytes))
+    console.print()
+    console.print("per layer", style="bold underline")
+    console.print(table)
+
+
+def render_timing(result) -> None:
+    s = result.stats
+    title = (f"{result.model} on {result.device}, input {'x'.join(map(str, result.input_shape))} {result.dtype}"
+             f"{' channels_last' if result.channels_last else ''}")
+    rows = [("flags", result.flags.describe(device=result.device)), ("timer", result.timer),
+            ("first iteration", format_ms(result.first_iter_ms)),
+            ("warm-up", f"{len(result.warmup_ms)} iterations")]
+    if result.compile_mode is not None:
+        rows.append(("torch.compile", f"mode {result.compile_mode}, compiled in {result.compile_s:.1f} s"
+                     if result.compiled else f"FAILED, eager numbers shown: {result.compile_error}"))
+    if s is not None:
+        rows += [("iterations", s.n), ("mean", format_ms(s.mean_ms)), ("std", format_ms(s.std_ms)),
+                 ("min", format_ms(s.min_ms)), ("p50", format_ms(s.p50_ms)), ("p90", format_ms(s.p90_ms)),
+                 ("p99", format_ms(s.p99_ms)), ("max", format_ms(s.max_ms)), ("IQR", format_ms(s.iqr_ms)),
+                 ("throughput", f"{s.fps:.1f} items/s")]
+    if result.cancelled:
+        rows.append(("note", "cancelled before the end"))
+    _print_kv(title, rows)
+
+
+class ProgressLine:
+    """A one-line progress counter on stderr while a benchmark runs (only on a terminal), redrawn at most
+    ten times a second: a tiny model runs thousands of iterations a second."""
+
+    PERIOD_S = 0.1
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self._last = ""
+        self._drawn_at = 0.0
+
+    def update(self, phase: str, index: int, total: int, ms: float) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if now - self._drawn_at < self.PERIOD_S:
+            return
+        self._drawn_at = now
+        of = f"/{total}" if total else ""
+        text = f"\r{phase:>7} {index + 1}{of}  {ms:9.3f} ms"
+        if text != self._last:
+            sys.stderr.write(text)
+            sys.stderr.flush()
+            self._last = text
+
+    def close(self) -> None:
+        if self.enabled and self._last:
+            sys.stderr.write("\r" + " " * len(self._last) + "\r")
+            sys.stderr.flush()
