@@ -1,0 +1,326 @@
+"""Model complexity: parameters, size, FLOPs/MACs and a per-layer table, computed on the meta device.
+
+Why meta: shapes and FLOPs do not depend on the numbers in the weights, so a forward on meta tensors
+gives the same counts as a real one while allocating nothing and doing no arithmetic. A 632 M-parameter
+ViT-H/14 at 518 px is analysed in seconds in a few hundred MB.
+
+Why not a real CPU forward: under inference mode nn.MultiheadAttention takes a fused fast path that
+FlopCounterMode has no formula for, so attention models would be undercounted; on meta the fast path is
+never taken (it requires CPU/CUDA tensors), so attention is counted through its matmuls.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterator
+from unittest import mock
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+from torch.overrides import TorchFunctionMode
+from torch.utils import _pytree as pytree
+from torch.utils.flop_counter import FlopCounterMode
+
+from torchperf_tui.engine.errors import ModelError, ShapeError, TorchperfError
+from torchperf_tui.engine.inputs import dtype_name, format_shape, parse_dtype
+from torchperf_tui.engine.models import build_model, resolve_model
+
+MB = 1024 * 1024  # size_mb is in MiB, as torchsummary/torchstat and `du -m` report it
+
+
+@dataclass
+class LayerStat:
+    """One row of the per-layer table.
+
+    flops are the module's own: a leaf module's whole count, or for a container the part done in its
+    own forward outside its children (e.g. Swin's functional window attention). So the rows sum to the
+    model's total. Shapes are of the first tensor in and out; output_bytes counts every output tensor.
+    """
+
+    name: str
+    type: str
+    input_shape: tuple[int, ...]
+    output_shape: tuple[int, ...]
+    params: int
+    flops: int
+    output_bytes: int
+    calls: int = 1
+
+
+@dataclass
+class Complexity:
+    model: str
+    input_shape: tuple[int, ...]
+    dtype: str
+    params_total: int
+    params_trainable: int
+    size_bytes: int
+    size_mb: float
+    flops: int
+    macs: int
+    layers: list[LayerStat] = field(default_factory=list)
+
+    @property
+    def gflops(self) -> float:
+        return self.flops / 1e9
+
+    @property
+    def gmacs(self) -> float:
+        return self.macs / 1e9
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _tensor_leaves(value: Any) -> list[torch.Tensor]:
+    return [leaf for leaf in pytree.tree_leaves(value) if isinstance(leaf, torch.Tensor)]
+
+
+def _first_shape(value: Any) -> tuple[int, ...]:
+    tensors = _tensor_leaves(value)
+    return tuple(tensors[0].shape) if tensors else ()
+
+
+def _nbytes(value: Any) -> int:
+    return sum(t.numel() * t.element_size() for t in _tensor_leaves(value))
+
+
+def _one_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
+def _is_meta_limitation(exc: BaseException) -> bool:
+    # Ops whose output size depends on values (nonzero, nms, masked_select, .item()) cannot run on meta.
+    text = str(exc).lower()
+    return isinstance(exc, NotImplementedError) or "meta" in text or "data-dependent" in text
+
+
+# The detection stand-ins are module attributes swapped for the duration of one analysis: two
+# analyses on different threads must not interleave their swap/restore, so they take turns.
+_analysis_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _detection_on_meta() -> Iterator[None]:
+    """Let torchvision detectors run on meta by assuming every candidate box survives.
+
+    Their post-processing has value-dependent sizes (score thresholds via nonzero, NMS) that meta
+    tensors cannot decide. Keeping every candidate is the worst case, and the counts stay bounded
+    because the detectors cap candidates by count (pre/post-NMS top-n, detections per image): with
+    it, the R-CNN/RetinaNet/FCOS/SSD counts equal torchvision's published `_ops`. Each stand-in acts
+    only on meta tensors and calls the real function otherwise, so a detector timed on another
+    thread meanwhile is unaffected.
+    """
+    import torch.fx.experimental._config as fx_config
+    import torchvision.models.detection.roi_heads as roi_heads
+    import torchvision.models.detection.transform as det_transform
+    import torchvision.ops.boxes as box_ops
+
+    real_nms, real_paste, real_keypoints = (box_ops.batched_nms, det_transform.paste_masks_in_image,
+                                            roi_heads.keypointrcnn_inference)
+
+    def batched_nms(boxes, scores, idxs, iou_threshold):
+        if boxes.device.type != "meta":
+            return real_nms(boxes, scores, idxs, iou_threshold)
+        return torch.arange(boxes.shape[0], device=boxes.device)
+
+    def paste_masks_in_image(masks, boxes, img_shape, padding=1):
+        # Resampling each mask into the image (no FLOPs counted) with box corners read as Python ints.
+        if masks.device.type != "meta":
+            return real_paste(masks, boxes, img_shape, padding=padding)
+        return masks.new_empty((masks.shape[0], 1, *img_shape))
+
+    def keypointrcnn_inference(x, boxes):
+        if x.device.type != "meta":
+            return real_keypoints(x, boxes)
+        counts = [len(b) for b in boxes]
+        probs = [x.new_empty((n, x.shape[1], 3)) for n in counts]
+        scores = [x.new_empty((n, x.shape[1])) for n in counts]
+        return probs, scores
+
+    with contextlib.ExitStack() as stack:
+        # nonzero on meta refuses by default; this flag makes it assume all elements are non-zero.
+        stack.enter_context(mock.patch.object(fx_config, "meta_nonzero_assume_all_nonzero", True))
+        stack.enter_context(mock.patch.object(box_ops, "batched_nms", batched_nms))
+        stack.enter_context(mock.patch.object(det_transform, "paste_masks_in_image", paste_masks_in_image))
+        stack.enter_context(mock.patch.object(roi_heads, "keypointrcnn_inference", keypointrcnn_inference))
+        yield
+
+
+def _fits(func, args: tuple, kwargs: dict) -> bool:
+    """Whether a norm's parameters fit its input; if not, the real function runs and says why."""
+    x = args[0]
+    if func is F.batch_norm:
+        stats = args[1] if len(args) > 1 else kwargs.get("running_mean")
+        return x.dim() >= 2 and (stats is None or stats.numel() == x.shape[1])
+    if func is F.layer_norm:
+        shape = tuple(args[1] if len(args) > 1 else kwargs["normalized_shape"])
+        return tuple(x.shape[-len(shape):]) == shape
+    if func is F.group_norm:
+        groups = args[1] if len(args) > 1 else kwargs["num_groups"]
+        return x.dim() >= 2 and x.shape[1] % groups == 0
+    return True
+
+
+class _FastMetaShapeKeepers(TorchFunctionMode):
+    """Answer normalisations and activations on meta with an empty tensor of the input's shape.
+
+    Their meta kernels are Python decompositions (about 5 ms per BatchNorm), which made them most of
+    an analysis' time, and FlopCounterMode counts no FLOPs for them, so skipping changes no count.
+    (An in-place activation returns a new tensor here; on meta nothing can tell the difference.)
+    """
+
+    SHAPE_KEEPERS = frozenset((F.batch_norm, F.layer_norm, F.group_norm, F.instance_norm,
+                               F.relu, F.relu6, F.hardswish, F.hardsigmoid, F.silu, F.gelu,
+                               F.hardtanh, F.dropout))
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if (func in self.SHAPE_KEEPERS and args and isinstance(args[0], torch.Tensor)
+                and args[0].device.type == "meta" and _fits(func, args, kwargs or {})):
+            return torch.empty_like(args[0])
+        if (func is F.grid_sample and args and isinstance(args[0], torch.Tensor)
+                and args[0].device.type == "meta"):
+            # RAFT samples its correlation pyramid 48 times per forward; output is (N, C, *grid[1:-1]).
+            grid = args[1] if len(args) > 1 else kwargs["grid"]
+            return args[0].new_empty((*args[0].shape[:2], *grid.shape[1:-1]))
+        return func(*args, **(kwargs or {}))
+
+
+def _meta_state(model: nn.Module, dtype: torch.dtype) -> dict[str, torch.Tensor]:
+    """Meta stand-ins for every parameter and buffer (floating ones at `dtype`); nothing is copied."""
+    state: dict[str, torch.Tensor] = {}
+    for name, tensor in [*model.named_parameters(), *model.named_buffers()]:
+        target_dtype = dtype if tensor.is_floating_point() else tensor.dtype
+        state[name] = tensor.detach().to(device="meta", dtype=target_dtype)
+    return state
+
+
+def _size_bytes(model: nn.Module, dtype: torch.dtype) -> int:
+    """Parameters and buffers as they would be stored in `dtype` (integer buffers keep their own size)."""
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    total = 0
+    for tensor in [*model.parameters(), *model.buffers()]:
+        total += tensor.numel() * (itemsize if tensor.is_floating_point() else tensor.element_size())
+    return total
+
+
+class _ShapeRecorder:
+    """Forward hooks on every module: first-call input/output shapes, output bytes, call count."""
+
+    def __init__(self, model: nn.Module) -> None:
+        self.records: dict[str, dict[str, Any]] = {}
+        self._handles = []
+        for name, module in model.named_modules():
+            self._handles.append(module.register_forward_hook(self._hook(name)))
+
+    def _hook(self, name: str):
+        def hook(module: nn.Module, args: Any, output: Any) -> None:
+            record = self.records.get(name)
+            if record is None:
+                self.records[name] = {"input_shape": _first_shape(args), "output_shape": _first_shape(output),
+                                      "output_bytes": _nbytes(output), "calls": 1}
+            else:
+                record["calls"] += 1
+                record["output_bytes"] += _nbytes(output)
+        return hook
+
+    def remove(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+
+
+def _called_descendants(name: str, module: nn.Module, recorder: _ShapeRecorder) -> list[str]:
+    """The nearest descendants that ran a forward: a ModuleList/ModuleDict is never called itself, so
+    its members count as direct children of the module that iterates over them."""
+    found = []
+    for child_name, child in module.named_children():
+        qualified = f"{name}.{child_name}" if name else child_name
+        if qualified in recorder.records:
+            found.append(qualified)
+        else:
+            found.extend(_called_descendants(qualified, child, recorder))
+    return found
+
+
+def _layer_table(model: nn.Module, flop_counts: dict[str, dict[Any, int]],
+                 recorder: _ShapeRecorder, total: int) -> list[LayerStat]:
+    # FlopCounterMode keys modules as "<RootClass>.<qualified.name>" (the root alone for itself).
+    root = type(model).__name__
+    flops_of = {key: sum(ops.values()) for key, ops in flop_counts.items()}
+
+    def key(qualified: str) -> str:
+        return f"{root}.{qualified}" if qualified else root
+
+    rows: list[LayerStat] = []
+    for name, module in model.named_modules():
+        record = recorder.records.get(name)
+        if record is None:
+            continue  # never called (e.g. an aux classifier in eval mode)
+        children = list(module.named_children())
+        own = flops_of.get(key(name), 0) - sum(
+            flops_of.get(key(child), 0) for child in _called_descendants(name, module, recorder))
+        if children and own <= 0:
+            continue
+        rows.append(LayerStat(
+            name=name or "(root)", type=type(module).__name__,
+            input_shape=record["input_shape"], output_shape=record["output_shape"],
+            params=sum(p.numel() for p in module.parameters(recurse=not children)),
+            flops=max(own, 0), output_bytes=record["output_bytes"], calls=record["calls"],
+        ))
+    missing = total - sum(r.flops for r in rows)
+    if missing:
+        # A module shared between two parents is named after one of them by the counter; whatever the
+        # tree walk could not place is shown rather than silently dropped, so the rows still sum up.
+        rows.append(LayerStat("(unattributed)", "", (), (), 0, missing, 0, 0))
+    return rows
+
+
+def analyse_complexity(spec: str | nn.Module, input_shape: tuple[int, ...], dtype: str = "float32",
+                       layers: bool = True) -> Complexity:
+    """Count parameters, size and FLOPs of `spec` for one forward on an input of `input_shape` (with batch).
+
+    `spec` is a catalogue name / `module:factory` (built straight onto meta, no weight memory) or an
+    nn.Module (left untouched: its weights are stood in for by meta tensors through functional_call).
+    A shape the model rejects -> ShapeError; a model that cannot run on meta -> ModelError.
+    """
+    torch_dtype = parse_dtype(dtype) if isinstance(dtype, str) else dtype
+    input_shape = tuple(int(d) for d in input_shape)
+    if isinstance(spec, nn.Module):
+        model, label = spec, type(spec).__name__
+    else:
+        label = resolve_model(spec).name
+        model = build_model(spec, device="meta")
+
+    params_total = sum(p.numel() for p in model.parameters())
+    params_trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    size_bytes = _size_bytes(model, torch_dtype)
+
+    state = _meta_state(model, torch_dtype)
+    x = torch.empty(input_shape, dtype=torch_dtype, device="meta")
+    recorder = _ShapeRecorder(model) if layers else None
+    counter = FlopCounterMode(display=False, depth=None)
+    try:
+        with _analysis_lock, torch.no_grad(), _detection_on_meta(), counter, _FastMetaShapeKeepers():
+            torch.func.functional_call(model, state, (x,), strict=False)
+    except TorchperfError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - whatever the model raises is reported as one line
+        if _is_meta_limitation(exc):
+            raise ModelError(f"{label} cannot be analysed on the meta device: {_one_line(exc)}") from None
+        raise ShapeError(f"{label} rejects input {format_shape(input_shape)}: {_one_line(exc)}") from None
+    finally:
+        if recorder is not None:
+            recorder.remove()
+
+    flops = int(counter.get_total_flops())
+    table = _layer_table(model, counter.get_flop_counts(), recorder, flops) if recorder else []
+    return Complexity(
+        model=label, input_shape=input_shape, dtype=dtype_name(torch_dtype),
+        params_total=params_total, params_trainable=params_trainable,
+        size_bytes=size_bytes, size_mb=size_bytes / MB,
+        flops=flops, macs=flops // 2, layers=table,
+    )
