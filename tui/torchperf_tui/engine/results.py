@@ -1,0 +1,642 @@
+"""Run records, the history file, comparisons of two runs, and JSON/CSV/Markdown export.
+
+The history is a JSON-lines file: one record per line, appended with open-append-write-fsync as soon as a
+run completes, so a crash or a dropped SSH session loses at most the line being written. A line that does
+not parse (a truncated last line from a kill, an edit gone wrong) is skipped with a warning, never a crash.
+
+This module imports neither torch nor textual: `torchperf-tui history` and `export` (and the TUI's history
+pane) read and render records without paying 2-3 s for torch. Only `fingerprint()` imports torch, through
+the device probe, and it caches that probe. Records hold flags as a plain dict for the same reason.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import json
+import math
+import os
+import platform
+import socket
+import sys
+import threading
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Literal
+
+from torchperf_tui.engine.errors import TorchperfError
+from torchperf_tui.engine.nvml import to_jsonable
+from torchperf_tui.formatting import format_ms
+
+if TYPE_CHECKING:  # only for annotations: importing them would import torch
+    from torchperf_tui.engine.device import DeviceReport
+    from torchperf_tui.engine.timing import TimingResult
+
+HISTORY_ENV = "TORCHPERF_HISTORY"
+HISTORY_APP_NAME = "torchperf-tui"
+HISTORY_FILENAME = "history.jsonl"
+# Bumped when a field changes meaning; readers ignore keys they do not know, so adding fields needs no bump.
+RECORD_SCHEMA = 1
+
+RecordKind = Literal["timing", "throughput", "compare"]
+ExportFormat = Literal["json", "csv", "md"]
+EXPORT_FORMATS: tuple[str, ...] = ("json", "csv", "md")
+
+
+# --------------------------------------------------------------------------------------------------
+# Records
+
+
+@dataclass(frozen=True)
+class RunStats:
+    """The summary of a run's timed samples, in milliseconds (fps counts input items per second)."""
+
+    n: int
+    mean_ms: float
+    std_ms: float
+    min_ms: float
+    max_ms: float
+    p50_ms: float
+    p90_ms: float
+    p99_ms: float
+    iqr_ms: float
+    fps: float | None  # None only when it was not finite (a zero mean)
+    first_iter_ms: float | None = None
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "RunStats":
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@dataclass
+class RunRecord:
+    """One completed run as it is kept in the history and exported.
+
+    `flags` is `Flags.to_dict()` and `flags_text` its `describe(device)`, stored at record time so that
+    reading the history needs no torch. `fingerprint` is the environment (see `fingerprint()`); the run's
+    own set-up (model, shape, dtype, channels_last, device, flags) lives in the record's fields.
+    `details` carries what a kind adds (compile mode for timing; later throughput and compare data).
+    """
+
+    id: str
+    kind: str
+    created_at: str  # ISO 8601, UTC, when the run finished
+    model: str
+    input_shape: tuple[int, ...]
+    dtype: str
+    channels_last: bool
+    device: str
+    flags: dict[str, Any]
+    flags_text: str
+    stats: RunStats | None  # None when the run was cancelled before any timed sample
+    samples_ms: list[float]
+    fingerprint: dict[str, Any]
+    cancelled: bool = False
+    duration_s: float | None = None
+    timer: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+    schema: int = RECORD_SCHEMA
+
+    @property
+    def batch(self) -> int:
+        return self.input_shape[0]
+
+    @property
+    def shape_text(self) -> str:
+        return "x".join(str(d) for d in self.input_shape)
+
+    @property
+    def short_id(self) -> str:
+        return self.id[:8]
+
+    def setup(self) -> dict[str, Any]:
+        """What was measured, for spotting that two runs are not like for like."""
+        return {"model": self.model, "input_shape": self.shape_text, "dtype": self.dtype,
+                "channels_last": self.channels_last, "device": self.device,
+                "compile": self.details.get("compile_mode")}
+
+    def summary(self) -> str:
+        """One line for `history` and notifications."""
+        when = self.created_at.replace("T", " ")[:16]
+        head = f"{when}  {self.short_id}  {self.kind:<6} {self.model}  {self.shape_text} {self.dtype}"
+        if self.channels_last:
+            head += " channels_last"
+        head += f"  {self.device}"
+        if self.stats is None:
+            body = "no timed samples"
+        else:
+            fps = "" if self.stats.fps is None else f"  {self.stats.fps:,.1f}/s"
+            body = (f"p50 {format_ms(self.stats.p50_ms)}  p99 {format_ms(self.stats.p99_ms)}{fps}"
+                    f"  (n={self.stats.n})")
+        tail = "  [cancelled]" if self.cancelled else ""
+        return f"{head}  {body}  flags: {self.flags_text}{tail}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able; non-finite floats become None so every JSON reader (not only Python's) accepts it."""
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        data["input_shape"] = list(self.input_shape)
+        data["stats"] = None if self.stats is None else dataclasses.asdict(self.stats)
+        return _finite(to_jsonable(data))
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "RunRecord":
+        """The inverse of to_dict; unknown keys (from a newer version) are ignored.
+
+        Raises ValueError naming the first problem, which `History.load` turns into a warning.
+        """
+        if not isinstance(data, dict):
+            raise ValueError(f"a JSON {_json_type(data)}, not a record object")
+        missing = [k for k in ("id", "kind", "created_at", "model", "input_shape", "dtype", "device")
+                   if k not in data]
+        if missing:
+            raise ValueError(f"record lacks {', '.join(missing)}")
+        shape = data["input_shape"]
+        if not (isinstance(shape, list) and shape and all(isinstance(d, int) for d in shape)):
+            raise ValueError(f"input_shape is not a list of whole numbers: {shape!r}")
+        samples = data.get("samples_ms") or []
+        if not (isinstance(samples, list) and all(isinstance(s, (int, float)) for s in samples)):
+            raise ValueError("samples_ms is not a list of numbers")
+        stats = data.get("stats")
+        if stats is not None and not isinstance(stats, dict):
+            raise ValueError("stats is not an object")
+        try:
+            return cls(
+                id=str(data["id"]), kind=str(data["kind"]), created_at=str(data["created_at"]),
+                model=str(data["model"]), input_shape=tuple(shape), dtype=str(data["dtype"]),
+                channels_last=bool(data.get("channels_last", False)), device=str(data["device"]),
+                flags=dict(data.get("flags") or {}), flags_text=str(data.get("flags_text", "")),
+                stats=None if stats is None else RunStats.from_dict(stats),
+                samples_ms=[float(s) for s in samples], fingerprint=dict(data.get("fingerprint") or {}),
+                cancelled=bool(data.get("cancelled", False)), duration_s=data.get("duration_s"),
+                timer=str(data.get("timer", "")), details=dict(data.get("details") or {}),
+                schema=int(data.get("schema", RECORD_SCHEMA)),
+            )
+        except (TypeError, ValueError) as exc:  # e.g. a stats object missing a field
+            raise ValueError(f"malformed record: {exc}") from None
+
+
+def _json_type(value: Any) -> str:
+    return {list: "array", str: "string", bool: "boolean", int: "number", float: "number",
+            type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+def new_record_id() -> str:
+    """48 random bits in hex: short enough to type, plenty for one user's history."""
+    return uuid.uuid4().hex[:12]
+
+
+def _iso_utc(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, timezone.utc).isoformat(timespec="seconds")
+
+
+def record_from_timing(result: "TimingResult", fingerprint: dict[str, Any] | None = None) -> RunRecord:
+    """A history record of a timing run. Without a fingerprint, one is taken now for the run's device."""
+    env = environment_fingerprint(device=result.device) if fingerprint is None else dict(fingerprint)
+    stats = None
+    if result.stats is not None:
+        s = result.stats
+        stats = RunStats(n=s.n, mean_ms=s.mean_ms, std_ms=s.std_ms, min_ms=s.min_ms, max_ms=s.max_ms,
+                         p50_ms=s.p50_ms, p90_ms=s.p90_ms, p99_ms=s.p99_ms, iqr_ms=s.iqr_ms,
+                         fps=s.fps if math.isfinite(s.fps) else None, first_iter_ms=result.first_iter_ms)
+    details: dict[str, Any] = {"warmup_iters": len(result.warmup_ms)}
+    # getattr: fields that timing.py grew later; an older TimingResult simply lacks them.
+    for name in ("compile_mode", "compiled", "compile_s", "compile_error"):
+        if hasattr(result, name):
+            details[name] = getattr(result, name)
+    return RunRecord(
+        id=new_record_id(), kind="timing", created_at=_iso_utc(result.started_at + result.duration_s),
+        model=result.model, input_shape=tuple(result.input_shape), dtype=result.dtype,
+        channels_last=result.channels_last, device=result.device, flags=result.flags.to_dict(),
+        flags_text=result.flags.describe(result.device), stats=stats, samples_ms=list(result.samples_ms),
+        fingerprint=env, cancelled=result.cancelled, duration_s=result.duration_s, timer=result.timer,
+        details=details,
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Environment fingerprint
+
+_probe_lock = threading.Lock()
+_cached_report: "DeviceReport | None" = None
+
+
+def _device_report() -> "DeviceReport":
+    """The device probe, taken once per process: NVML init and CUDA queries are not free."""
+    global _cached_report
+    with _probe_lock:
+        if _cached_report is None:
+            from torchperf_tui.engine.device import probe_device
+
+            _cached_report = probe_device()
+        return _cached_report
+
+
+def clear_fingerprint_cache() -> None:
+    """Forget the cached probe (a test, or a driver that changed under a long-running app)."""
+    global _cached_report
+    with _probe_lock:
+        _cached_report = None
+
+
+def _package_version(name: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
+
+
+def environment_fingerprint(report: "DeviceReport | None" = None, device: str | None = None) -> dict[str, Any]:
+    """The environment a run's numbers depend on, as a flat JSON-able dict of strings and numbers.
+
+    `device` ("cpu", "cuda", "cuda:N") picks which device's name goes in `device_name`; without it, the
+    first GPU if CUDA is available, else the CPU. Unavailable values read "n/a (reason)". The probe is
+    cached, so this is cheap after the first call; pass `report` to use one you already have.
+    """
+    from torchperf_tui import __version__
+
+    report = report if report is not None else _device_report()
+    data = to_jsonable(report)
+    cpu_model = data["cpu"]["model"]
+    gpus = data["gpus"]
+    wants_gpu = device.startswith("cuda") if device else bool(report.cuda_available and gpus)
+    if wants_gpu and gpus:
+        index = 0
+        if device and ":" in device and device.split(":", 1)[1].isdigit():
+            index = int(device.split(":", 1)[1])
+        gpu = gpus[index] if index < len(gpus) else None
+        device_name = gpu["name"] if gpu else f"n/a (no GPU {index} in the probe)"
+        capability = gpu["compute_capability"] if gpu else None
+    else:
+        device_name, capability = cpu_model, None
+    env = {
+        "device_name": device_name,
+        "compute_capability": capability,
+        "gpu_count": len(gpus),
+        "driver": data["driver_version"],
+        "torch": data["torch_version"],
+        "torchvision": _package_version("torchvision"),
+        "cuda_runtime": data["cuda_runtime"],
+        "cudnn": data["cudnn_version"],
+        "cpu": cpu_model,
+        "cpu_threads": _torch_threads(data["cpu"]["torch_threads"]),
+        "hostname": socket.gethostname(),
+        "python": platform.python_version(),
+        "platform": platform.platform(terse=True),
+        "torchperf_tui": __version__,
+    }
+    return env
+
+
+def _torch_threads(probed: Any) -> Any:
+    """The intra-op thread count now: the cached probe's figure goes stale if anything changed it since."""
+    torch = sys.modules.get("torch")
+    return torch.get_num_threads() if torch is not None else probed
+
+
+# The issue's name for it; `record_from_timing` takes a parameter called `fingerprint`, hence the long name.
+fingerprint = environment_fingerprint
+
+
+# --------------------------------------------------------------------------------------------------
+# The history file
+
+
+def default_history_path(path: str | os.PathLike | None = None) -> Path:
+    """Where the history lives: `path` if given, else $TORCHPERF_HISTORY, else the user's data directory."""
+    if path is not None and str(path) != "":
+        return Path(path).expanduser()
+    env = os.environ.get(HISTORY_ENV, "").strip()
+    if env:
+        return Path(env).expanduser()
+    import platformdirs  # installed with Textual; imported late, only the history needs it
+
+    return Path(platformdirs.user_data_dir(HISTORY_APP_NAME)) / HISTORY_FILENAME
+
+
+@dataclass
+class LoadResult:
+    """The records that parsed, in file order (oldest first), and one warning per line skipped."""
+
+    records: list[RunRecord]
+    warnings: list[str]
+    path: Path | None = None
+
+    def last(self, n: int | None) -> list[RunRecord]:
+        """The newest `n` records, oldest first (all of them when n is None)."""
+        if n is None:
+            return list(self.records)
+        return list(self.records[-n:]) if n > 0 else []
+
+    def find(self, ref: str) -> RunRecord:
+        """A record by id or unique id prefix; TorchperfError when none or several match."""
+        matches = [r for r in self.records if r.id.startswith(ref)]
+        exact = [r for r in matches if r.id == ref]
+        if exact:
+            return exact[-1]
+        if len(matches) == 1:
+            return matches[0]
+        if not matches:
+            raise TorchperfError(f"no run with id {ref!r} in the history")
+        raise TorchperfError(f"id {ref!r} matches {len(matches)} runs: give more characters")
+
+
+# One writer at a time within a process (the "newline before a torn line" check and the write go together);
+# flock covers other processes where the platform has it.
+_append_lock = threading.Lock()
+
+
+class History:
+    """The append-only history file. Each `append` is durable when it returns; nothing needs closing."""
+
+    def __init__(self, path: str | os.PathLike | None = None) -> None:
+        self.path: Path = default_history_path(path)
+
+    def append(self, record: RunRecord) -> None:
+        """Write `record` as one line, then fsync: it survives a crash or kill the moment this returns."""
+        line = json.dumps(record.to_dict(), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        data = (line + "\n").encode("utf-8")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            created = not self.path.exists()
+            with _append_lock:
+                # O_APPEND: the kernel puts each write at the current end, even with another process appending.
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                try:
+                    _lock_file(fd)
+                    if _ends_without_newline(self.path):
+                        # A writer killed mid-line left a torn line: start on a fresh one so that only the
+                        # torn record is lost, not this one glued to it.
+                        data = b"\n" + data
+                    _write_all(fd, data)
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+            if created:
+                _fsync_directory(self.path.parent)
+        except OSError as exc:
+            raise TorchperfError(f"cannot write the history file {self.path}: {exc.strerror or exc}") from None
+
+    def load(self) -> LoadResult:
+        """Every record that parses; each bad line becomes a warning. A missing file is an empty history."""
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return LoadResult([], [], self.path)
+        except OSError as exc:
+            raise TorchperfError(f"cannot read the history file {self.path}: {exc.strerror or exc}") from None
+        records: list[RunRecord] = []
+        warnings: list[str] = []
+        lines = raw.split(b"\n")
+        torn_tail = not raw.endswith(b"\n")
+        for number, chunk in enumerate(lines, start=1):
+            if not chunk.strip():
+                continue
+            is_last = number == len(lines)
+            try:
+                record = RunRecord.from_dict(json.loads(chunk.decode("utf-8")))
+            except UnicodeDecodeError:
+                problem = "not UTF-8 text"
+            except json.JSONDecodeError as exc:
+                problem = f"not valid JSON ({exc.msg})"
+                if is_last and torn_tail:
+                    problem = f"truncated last line, a write interrupted by a kill or crash ({exc.msg})"
+            except ValueError as exc:
+                problem = str(exc)
+            else:
+                records.append(record)
+                continue
+            warnings.append(f"{self.path}:{number}: skipped: {problem}")
+        return LoadResult(records, warnings, self.path)
+
+
+def _lock_file(fd: int) -> None:
+    try:
+        import fcntl
+    except ImportError:  # Windows: the in-process lock and O_APPEND are what there is
+        return
+    fcntl.flock(fd, fcntl.LOCK_EX)  # released when fd is closed
+
+
+def _ends_without_newline(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        if fh.tell() == 0:
+            return False
+        fh.seek(-1, os.SEEK_END)
+        return fh.read(1) != b"\n"
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _fsync_directory(directory: Path) -> None:
+    """A new file's directory entry must reach the disk too, or a crash can lose the whole file."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # not possible on every platform (Windows); the data itself is already synced
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# --------------------------------------------------------------------------------------------------
+# Comparing two runs
+
+
+@dataclass
+class Comparison:
+    """Run `candidate` against run `baseline`.
+
+    median_ratio = candidate p50 / baseline p50 (below 1: the candidate is faster);
+    speedup_pct = (baseline p50 / candidate p50 - 1) x 100, so +25 % means 1.25x as fast;
+    latency_change_pct = (candidate p50 / baseline p50 - 1) x 100, so -20 % means 20 % less time.
+    The diffs map a name to (baseline value, candidate value) for what differs between the two runs.
+    """
+
+    baseline_id: str
+    candidate_id: str
+    baseline_p50_ms: float
+    candidate_p50_ms: float
+    median_ratio: float
+    speedup_pct: float
+    latency_change_pct: float
+    baseline_p99_ms: float
+    candidate_p99_ms: float
+    p99_ratio: float
+    mean_ratio: float
+    flags_diff: dict[str, tuple[Any, Any]]
+    setup_diff: dict[str, tuple[Any, Any]]
+    environment_diff: dict[str, tuple[Any, Any]]
+
+    @property
+    def like_for_like(self) -> bool:
+        """Same model, input, dtype, layout, device and compile mode: only flags or environment differ."""
+        return not self.setup_diff
+
+    def summary(self) -> str:
+        verdict = (f"{1 / self.median_ratio:.2f}x as fast" if self.median_ratio <= 1
+                   else f"{self.median_ratio:.2f}x as slow")
+        text = (f"{self.candidate_id[:8]} vs {self.baseline_id[:8]}: {verdict} "
+                f"(p50 {format_ms(self.baseline_p50_ms)} -> {format_ms(self.candidate_p50_ms)}, "
+                f"speed-up {self.speedup_pct:+.1f} %; p99 ratio {self.p99_ratio:.2f})")
+        changed = [f"{name} {_on_off(a)}->{_on_off(b)}" for name, (a, b) in self.flags_diff.items()]
+        text += "; flags: " + (", ".join(changed) if changed else "same")
+        if self.setup_diff:
+            text += "; not like for like: " + ", ".join(self.setup_diff)
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        return _finite(to_jsonable(self))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Comparison":
+        values = dict(data)
+        for name in ("flags_diff", "setup_diff", "environment_diff"):
+            values[name] = {k: tuple(v) for k, v in (data.get(name) or {}).items()}
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in values.items() if k in names})
+
+
+def _on_off(value: Any) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return "default" if value is None else str(value)
+
+
+def _dict_diff(a: dict[str, Any], b: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+    keys = list(a) + [k for k in b if k not in a]
+    return {k: (a.get(k), b.get(k)) for k in keys if a.get(k) != b.get(k)}
+
+
+def compare_records(baseline: RunRecord, candidate: RunRecord) -> Comparison:
+    """How `candidate` compares with `baseline` on median and p99 latency, and what differs between them."""
+    for record in (baseline, candidate):
+        if record.stats is None or record.stats.p50_ms <= 0:
+            raise TorchperfError(f"run {record.short_id} has no timed samples to compare")
+    a, b = baseline.stats, candidate.stats
+    assert a is not None and b is not None
+    return Comparison(
+        baseline_id=baseline.id, candidate_id=candidate.id,
+        baseline_p50_ms=a.p50_ms, candidate_p50_ms=b.p50_ms,
+        median_ratio=b.p50_ms / a.p50_ms,
+        speedup_pct=(a.p50_ms / b.p50_ms - 1.0) * 100.0,
+        latency_change_pct=(b.p50_ms / a.p50_ms - 1.0) * 100.0,
+        baseline_p99_ms=a.p99_ms, candidate_p99_ms=b.p99_ms,
+        p99_ratio=b.p99_ms / a.p99_ms if a.p99_ms > 0 else math.inf,
+        mean_ratio=b.mean_ms / a.mean_ms if a.mean_ms > 0 else math.inf,
+        flags_diff=_dict_diff(baseline.flags, candidate.flags),
+        setup_diff=_dict_diff(baseline.setup(), candidate.setup()),
+        environment_diff=_dict_diff(baseline.fingerprint, candidate.fingerprint),
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Export
+
+STATS_COLUMNS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(RunStats))
+CSV_BASE_COLUMNS: tuple[str, ...] = ("id", "kind", "created_at", "model", "input_shape", "batch", "dtype",
+                                     "channels_last", "device", "cancelled", "duration_s", "timer",
+                                     "compile_mode", "flags_text")
+
+
+def _union_keys(dicts: Iterable[dict[str, Any]]) -> list[str]:
+    keys: dict[str, None] = {}
+    for d in dicts:
+        keys.update(dict.fromkeys(d))
+    return list(keys)
+
+
+def _csv_value(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, float) and not math.isfinite(value):
+        return ""
+    return value
+
+
+def _export_csv(records: list[RunRecord]) -> str:
+    flag_keys = _union_keys(r.flags for r in records)
+    env_keys = _union_keys(r.fingerprint for r in records)
+    columns = [*CSV_BASE_COLUMNS, *STATS_COLUMNS, *(f"flag.{k}" for k in flag_keys),
+               *(f"env.{k}" for k in env_keys)]
+    out = io.StringIO()
+    # "\n" rather than csv's default "\r\n": the text goes to stdout or a text-mode file.
+    writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    for r in records:
+        row: dict[str, Any] = {
+            "id": r.id, "kind": r.kind, "created_at": r.created_at, "model": r.model,
+            "input_shape": r.shape_text, "batch": r.batch, "dtype": r.dtype, "channels_last": r.channels_last,
+            "device": r.device, "cancelled": r.cancelled, "duration_s": r.duration_s, "timer": r.timer,
+            "compile_mode": r.details.get("compile_mode"), "flags_text": r.flags_text,
+        }
+        stats = dataclasses.asdict(r.stats) if r.stats is not None else {}
+        row.update({k: stats.get(k) for k in STATS_COLUMNS})
+        row.update({f"flag.{k}": r.flags.get(k) for k in flag_keys})
+        row.update({f"env.{k}": r.fingerprint.get(k) for k in env_keys})
+        writer.writerow({k: _csv_value(v) for k, v in row.items()})
+    return out.getvalue()
+
+
+MD_COLUMNS: tuple[str, ...] = ("When (UTC)", "ID", "Model", "Input", "dtype", "Device", "Flags", "p50", "p90",
+                               "p99", "Mean ± std", "Items/s", "First iter", "Device name")
+
+
+def _md_cell(value: Any) -> str:
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _export_md(records: list[RunRecord]) -> str:
+    lines = ["| " + " | ".join(MD_COLUMNS) + " |", "|" + "|".join("---" for _ in MD_COLUMNS) + "|"]
+    for r in records:
+        s = r.stats
+        layout = " channels_last" if r.channels_last else ""
+        if s is None:
+            numbers = ["-"] * 6
+        else:
+            numbers = [format_ms(s.p50_ms), format_ms(s.p90_ms), format_ms(s.p99_ms),
+                       f"{format_ms(s.mean_ms)} ± {format_ms(s.std_ms)}",
+                       "-" if s.fps is None else f"{s.fps:,.1f}", format_ms(s.first_iter_ms)]
+        cells = [r.created_at.replace("T", " ")[:19], r.short_id, r.model, r.shape_text, r.dtype + layout,
+                 r.device, r.flags_text + (" (cancelled)" if r.cancelled else ""), *numbers,
+                 r.fingerprint.get("device_name", "")]
+        lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def export_records(records: Iterable[RunRecord], fmt: str = "json") -> str:
+    """The records as text: "json" (an array of full records, samples included), "csv" (one row per run,
+    flags as flag.*, environment as env.*, no samples) or "md" (a readable Markdown table)."""
+    records = list(records)
+    fmt = fmt.strip().lower()
+    if fmt == "json":
+        return json.dumps([r.to_dict() for r in records], indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    if fmt == "csv":
+        return _export_csv(records)
+    if fmt in ("md", "markdown"):
+        return _export_md(records)
+    raise TorchperfError(f"unknown export format {fmt!r}: choose one of {', '.join(EXPORT_FORMATS)}")
