@@ -16,3 +16,9 @@ def pytest_collection_modifyitems(config, items):
     skip = pytest.mark.skip(reason="needs a CUDA device (none on this machine)")
     for item in gpu_items:
         item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _private_history(tmp_path, monkeypatch):
+    """Runs made by tests go to a history file of their own, never the user's."""
+    monkeypatch.setenv("TORCHPERF_HISTORY", str(tmp_path / "history.jsonl"))

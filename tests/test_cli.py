@@ -116,3 +116,40 @@ def test_bench_compile_failure_is_reported_with_eager_numbers(capsys, monkeypatc
     assert code == 0 and "FAILED, eager numbers shown" in out and "unsupported op" in out and "p50" in out
     code, _, err = run(capsys, "bench", TINY, "--compile", "fastest")
     assert code == 2 and "unknown compile mode" in err
+
+
+def test_bench_appends_to_history_and_history_export_read_it(capsys, tmp_path):
+    history = str(tmp_path / "h.jsonl")
+    for threads in ("1", "2"):
+        code, _, _ = run(capsys, "--history", history, "bench", TINY, "--input", "1x3x8x8", "--warmup", "0",
+                         "--iters", "3", "--threads", threads)
+        assert code == 0
+    code, out, _ = run(capsys, "--history", history, "history")
+    assert code == 0 and out.count(TINY) == 2
+    code, out, _ = run(capsys, "--history", history, "history", "--last", "1", "--json")
+    records = json.loads(out)
+    assert len(records) == 1 and records[0]["flags"]["num_threads"] == 2
+    code, out, _ = run(capsys, "--history", history, "export", "--format", "csv")
+    assert code == 0 and len(out.strip().splitlines()) == 3  # header + two runs
+    target = tmp_path / "runs.md"
+    code, _, err = run(capsys, "--history", history, "export", "--format", "md", "--output", str(target))
+    assert code == 0 and "wrote 2 runs" in err and target.read_text().startswith("|")
+    with open(history, "a") as fh:
+        fh.write("{not json\n")
+    code, out, err = run(capsys, "--history", history, "history")
+    assert code == 0 and out.count(TINY) == 2 and "warning" in err and "skipped" in err
+
+
+def test_no_history_flag_and_empty_history(capsys, tmp_path):
+    history = str(tmp_path / "h.jsonl")
+    run(capsys, "--history", history, "bench", TINY, "--input", "1x3x8x8", "--iters", "1", "--no-history")
+    code, out, _ = run(capsys, "--history", history, "history")
+    assert code == 0 and "no runs recorded yet" in out
+
+
+def test_determinism_command(capsys):
+    code, out, _ = run(capsys, "determinism", TINY, "--input", "1x3x8x8", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["bitwise_equal"] is True and data["runs"] == 2
+    code, out, _ = run(capsys, "determinism", TINY, "--input", "1x3x8x8")
+    assert code == 0 and out.strip()

@@ -53,6 +53,27 @@ def _add_input_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dtype", default="float32", help="float32 | float16 | bfloat16 (default float32)")
 
 
+def _add_flag_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cudnn-benchmark", action=argparse.BooleanOptionalAction, default=False,
+                   help="torch.backends.cudnn.benchmark (default off)")
+    p.add_argument("--deterministic", action="store_true", help="torch.backends.cudnn.deterministic")
+    p.add_argument("--deterministic-algorithms", action="store_true",
+                   help="torch.use_deterministic_algorithms(True)")
+    p.add_argument("--tf32", action=argparse.BooleanOptionalAction, default=None,
+                   help="allow TF32 for fp32 matmuls and convolutions (default: PyTorch's)")
+    p.add_argument("--threads", type=_positive_int, help="CPU intra-op threads (torch.set_num_threads)")
+
+
+def _flags_from(args):
+    from torchperf_tui.engine.flags import Flags
+
+    flags = Flags(cudnn_benchmark=args.cudnn_benchmark, cudnn_deterministic=args.deterministic,
+                  deterministic_algorithms=args.deterministic_algorithms, num_threads=args.threads)
+    if args.tf32 is not None:
+        flags = flags.replace(tf32_matmul=args.tf32, tf32_cudnn=args.tf32)
+    return flags
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="How fast is this PyTorch model on this box, and why. "
                      "With no command, starts the terminal app.")
@@ -60,6 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--autostart", action="store_true", help="TUI: start a timing run at once (demos)")
     parser.add_argument("--interval", type=float, default=0.5, help="TUI: telemetry period in seconds (0.5)")
     parser.add_argument("--device", dest="app_device", default="auto", help="TUI: auto | cpu | cuda[:N]")
+    parser.add_argument("--history", metavar="PATH", help="run history file (JSON lines; default: $TORCHPERF_HISTORY, "
+                        "else the user data directory)")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
@@ -82,20 +105,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N] (default auto)")
     p.add_argument("--warmup", type=_warmup, default=10, help="warm-up iterations, or 'auto' (default 10)")
     p.add_argument("--iters", type=_positive_int, default=50, help="timed iterations (default 50)")
-    p.add_argument("--cudnn-benchmark", action=argparse.BooleanOptionalAction, default=False,
-                   help="torch.backends.cudnn.benchmark (default off)")
-    p.add_argument("--deterministic", action="store_true", help="torch.backends.cudnn.deterministic")
-    p.add_argument("--deterministic-algorithms", action="store_true",
-                   help="torch.use_deterministic_algorithms(True)")
-    p.add_argument("--tf32", action=argparse.BooleanOptionalAction, default=None,
-                   help="allow TF32 for fp32 matmuls and convolutions (default: PyTorch's)")
-    p.add_argument("--threads", type=_positive_int, help="CPU intra-op threads (torch.set_num_threads)")
+    _add_flag_options(p)
     p.add_argument("--channels-last", action="store_true", help="channels_last memory format")
     p.add_argument("--compile", nargs="?", const="default", metavar="MODE",
                    help="time the torch.compile'd model (default | reduce-overhead (CUDA graphs) | max-autotune); "
                         "compile time is reported apart")
     p.add_argument("--samples", action="store_true", help="with --json: include every sample")
+    p.add_argument("--no-history", action="store_true", help="do not append this run to the history file")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+
+    p = sub.add_parser("determinism", help="run the same input twice: bitwise equal, or how far apart")
+    p.add_argument("model", help="torchvision model name or package.module:factory")
+    _add_input_options(p)
+    p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N] (default auto)")
+    p.add_argument("--runs", type=_positive_int, default=2, help="forward passes to compare (default 2)")
+    _add_flag_options(p)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+    p = sub.add_parser("history", help="past runs, newest last")
+    p.add_argument("--last", type=_positive_int, help="only the last N runs")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+    p = sub.add_parser("export", help="export the run history as json, csv or md")
+    p.add_argument("--format", required=True, choices=("json", "csv", "md"))
+    p.add_argument("--last", type=_positive_int, help="only the last N runs")
+    p.add_argument("--output", metavar="FILE", help="write here instead of stdout")
     return parser
 
 
@@ -166,21 +200,19 @@ def cmd_flops(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from torchperf_tui.engine.flags import Flags
     from torchperf_tui.engine.inputs import dtype_name, parse_dtype
     from torchperf_tui.engine.timing import BenchConfig, run_benchmark
     from torchperf_tui.cli_render import ProgressLine, render_timing
 
-    flags = Flags(cudnn_benchmark=args.cudnn_benchmark, cudnn_deterministic=args.deterministic,
-                  deterministic_algorithms=args.deterministic_algorithms, num_threads=args.threads)
-    if args.tf32 is not None:
-        flags = flags.replace(tf32_matmul=args.tf32, tf32_cudnn=args.tf32)
+    flags = _flags_from(args)
     cfg = BenchConfig(model=args.model, input_shape=_resolve_input(args), batch=args.batch, device=args.device,
                       dtype=dtype_name(parse_dtype(args.dtype)), channels_last=args.channels_last,
                       warmup=args.warmup, iters=args.iters, flags=flags, compile=args.compile)
     progress = ProgressLine(enabled=sys.stderr.isatty() and not args.json)
     result = run_benchmark(cfg, on_sample=progress.update)
     progress.close()
+    if not args.no_history and not result.cancelled:
+        _append_history(args, result)
     if args.json:
         data = result.to_dict()
         if not args.samples:
@@ -192,7 +224,84 @@ def cmd_bench(args) -> int:
     return 0
 
 
-COMMANDS = {"info": cmd_info, "models": cmd_models, "flops": cmd_flops, "bench": cmd_bench}
+def _append_history(args, result) -> None:
+    """Every completed run goes to the history at once; a history that cannot be written is a warning, not a
+    lost result."""
+    from torchperf_tui.engine.errors import TorchperfError
+    from torchperf_tui.engine.results import History, record_from_timing
+
+    try:
+        History(args.history).append(record_from_timing(result))
+    except (TorchperfError, OSError) as exc:
+        print(f"{PROG}: warning: run not saved to history: {exc}", file=sys.stderr)
+
+
+def _load_history(args):
+    from torchperf_tui.engine.results import History
+
+    loaded = History(args.history).load()
+    for warning in loaded.warnings:
+        print(f"{PROG}: warning: {warning}", file=sys.stderr)
+    return loaded
+
+
+def cmd_determinism(args) -> int:
+    from torchperf_tui.engine.determinism import check_determinism
+    from torchperf_tui.engine.inputs import dtype_name, parse_dtype
+
+    shape = _resolve_input(args)
+    if shape is not None and args.batch:
+        shape = (args.batch, *shape[1:])
+    if shape is None and args.batch:
+        from torchperf_tui.engine.models import default_input_shape
+
+        shape = tuple(default_input_shape(args.model, batch=args.batch))
+    report = check_determinism(args.model, shape, device=args.device, dtype=dtype_name(parse_dtype(args.dtype)),
+                               flags=_flags_from(args), runs=args.runs)
+    if args.json:
+        _print_json(report.to_dict())
+    else:
+        print(report.summary())
+    return 0
+
+
+def cmd_history(args) -> int:
+    from torchperf_tui.engine.results import export_records
+
+    loaded = _load_history(args)
+    records = loaded.last(args.last)
+    if args.json:
+        print(export_records(records, "json"))
+    elif not records:
+        print(f"no runs recorded yet ({loaded.path})")
+    else:
+        for record in records:
+            print(record.summary())
+    return 0
+
+
+def cmd_export(args) -> int:
+    from torchperf_tui.engine.results import export_records
+
+    loaded = _load_history(args)
+    records = loaded.last(args.last)
+    text = export_records(records, args.format)
+    if args.output:
+        try:
+            with open(args.output, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        except OSError as exc:
+            from torchperf_tui.engine.errors import TorchperfError
+
+            raise TorchperfError(f"cannot write {args.output}: {exc.strerror}") from None
+        print(f"wrote {len(records)} runs to {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return 0
+
+
+COMMANDS = {"info": cmd_info, "models": cmd_models, "flops": cmd_flops, "bench": cmd_bench,
+            "determinism": cmd_determinism, "history": cmd_history, "export": cmd_export}
 
 
 def run_tui(args) -> int:
