@@ -1,0 +1,117 @@
+import pytest
+
+from torchperf_tui.engine.complexity import Complexity, LayerStat, analyse_complexity
+from torchperf_tui.engine.device import GpuFacts
+from torchperf_tui.engine.errors import TorchperfError
+from torchperf_tui.engine.nvml import NA
+from torchperf_tui.engine.roofline import (BYTES_METHOD, analyse_roofline, estimate_bytes, gpu_for_device,
+                                           peaks_for, ridge_point)
+from torchperf_tui.engine.timing import BenchConfig, run_benchmark
+
+
+def _gpu(fp32=60.0, fp16=1000.0, bw=3000.0):
+    return GpuFacts(index=0, name="Fake GPU", compute_capability="9.0", sm_count=132, total_memory_bytes=1,
+                    l2_cache_bytes=1, max_sm_clock_mhz=1, max_mem_clock_mhz=1, memory_bus_width_bits=1,
+                    power_limit_w=1.0, peak_fp32_tflops=fp32, peak_fp16_tensor_tflops=fp16,
+                    peak_bf16_tensor_tflops=fp16, peak_bandwidth_gbs=bw,
+                    formulas={"fp32": "1 x 2 = 60 TFLOPS", "bandwidth": "x = 3000 GB/s"})
+
+
+def _complexity(layers, flops=None, dtype="float32", shape=(1, 4)):
+    return Complexity(model="m", input_shape=shape, dtype=dtype, params_total=0, params_trainable=0,
+                      size_bytes=0, size_mb=0.0, flops=flops if flops is not None else sum(l.flops for l in layers),
+                      macs=0, layers=layers)
+
+
+# A matmul-heavy layer (intensity high) and an elementwise one (intensity low).
+DENSE = LayerStat("fc", "Linear", (1, 1000), (1, 1000), params=1_000_000, flops=2_000_000_000,
+                  output_bytes=4000)
+RELU = LayerStat("act", "ReLU", (1, 1000), (1, 1000), params=0, flops=0, output_bytes=4000)
+
+
+def test_ridge_is_peak_flops_over_peak_bandwidth():
+    assert ridge_point(60.0, 3000.0) == pytest.approx(60e12 / 3000e9)  # 20 FLOPs per byte
+    assert isinstance(ridge_point(NA("x"), 3000.0), NA)
+
+
+def test_dtype_picks_the_matching_peak_and_cpu_is_na_with_reasons():
+    gpu = _gpu()
+    assert peaks_for("cuda", "float32", gpu).peak_tflops == 60.0
+    assert peaks_for("cuda", "float16", gpu).peak_tflops == 1000.0
+    assert "60 TFLOPS" in peaks_for("cuda", "float32", gpu).source
+    cpu = peaks_for("cpu", "float32")
+    assert isinstance(cpu.peak_tflops, NA) and "FMA" in cpu.peak_tflops.reason
+    assert isinstance(cpu.ridge_flops_per_byte, NA)
+    given = peaks_for("cpu", "float32", peak_tflops=2.0, peak_bandwidth_gbs=100.0)
+    assert given.ridge_flops_per_byte == pytest.approx(20.0) and "user" in given.source
+    assert peaks_for("cuda", "float32", gpu, tf32=True).notes
+
+
+def test_bytes_are_weights_inputs_and_outputs_once_each():
+    c = _complexity([DENSE, RELU])
+    nbytes, method = estimate_bytes(c)
+    assert nbytes == (1_000_000 * 4 + 1000 * 4 + 4000) + (1000 * 4 + 4000)
+    assert method == BYTES_METHOD
+    half, _ = estimate_bytes(_complexity([DENSE], dtype="float16"))
+    assert half == 1_000_000 * 2 + 1000 * 2 + 4000  # output_bytes is already in the run's dtype
+
+
+def test_model_numbers_and_sides_per_layer():
+    c = _complexity([DENSE, RELU])
+    peaks = peaks_for("cuda", "float32", _gpu())
+    r = analyse_roofline(c, 1.0, peaks)  # 2 GFLOP in 1 ms
+    assert r.achieved_tflops == pytest.approx(2.0)
+    assert r.mfu_pct == pytest.approx(100 * 2.0 / 60.0)
+    nbytes = estimate_bytes(c)[0]
+    assert r.arithmetic_intensity == pytest.approx(2e9 / nbytes)
+    assert r.achieved_bandwidth_gbs == pytest.approx(nbytes / 1e-3 / 1e9)
+    assert r.ridge_flops_per_byte == pytest.approx(20.0)
+    assert r.side == "compute"  # ~496 FLOPs per byte, far right of the ridge
+    assert r.attainable_tflops == pytest.approx(60.0) and r.roofline_pct == pytest.approx(r.mfu_pct)
+    fc, act = r.layers
+    assert fc.side == "compute" and act.side == "memory" and act.intensity == 0.0
+    assert act.attainable_tflops == 0.0
+    assert isinstance(fc.achieved_tflops, NA)  # no per-layer times given
+    assert r.to_dict()["layers"][1]["achieved_tflops"].startswith("n/a")
+
+
+def test_memory_bound_model_is_capped_by_bandwidth():
+    c = _complexity([RELU], flops=16_000)  # 16 kFLOP over 8 kB: 2 FLOPs per byte
+    r = analyse_roofline(c, 0.001, peaks_for("cuda", "float32", _gpu()))
+    assert r.side == "memory"
+    assert r.attainable_tflops == pytest.approx(2.0 * 3000e9 / 1e12)
+
+
+def test_per_layer_achieved_with_layer_times():
+    c = _complexity([DENSE, RELU])
+    r = analyse_roofline(c, 1.0, peaks_for("cuda", "float32", _gpu()), layer_times_ms={"fc": 0.5})
+    assert r.layers[0].achieved_tflops == pytest.approx(4.0)
+    assert r.layers[0].roofline_pct == pytest.approx(100 * 4.0 / 60.0)
+
+
+def test_unknown_peaks_leave_utilisation_na_but_keep_achieved():
+    c = _complexity([DENSE])
+    r = analyse_roofline(c, 2.0, peaks_for("cpu", "float32"))
+    assert r.achieved_tflops == pytest.approx(1.0)
+    for value in (r.mfu_pct, r.peak_tflops, r.ridge_flops_per_byte, r.side, r.attainable_tflops, r.bandwidth_pct):
+        assert isinstance(value, NA) and value.reason
+
+
+def test_with_a_real_timing_and_complexity_on_cpu():
+    shape = (2, 3, 16, 16)
+    timing = run_benchmark(BenchConfig(model="tests.tinymodels:tiny_cnn", input_shape=shape, device="cpu",
+                                       warmup=1, iters=5))
+    c = analyse_complexity("tests.tinymodels:tiny_cnn", shape)
+    r = analyse_roofline(c, timing, peaks_for("cpu", "float32", peak_tflops=1.0, peak_bandwidth_gbs=50.0))
+    assert r.latency_ms == timing.stats.p50_ms and "median of 5" in r.latency_source
+    assert r.achieved_tflops == pytest.approx(c.flops / (timing.stats.p50_ms / 1000) / 1e12)
+    assert r.side in ("memory", "compute") and len(r.layers) == len(c.layers)
+    with pytest.raises(TorchperfError):
+        analyse_roofline(analyse_complexity("tests.tinymodels:tiny_cnn", (4, 3, 16, 16)), timing,
+                         peaks_for("cpu", "float32"))
+
+
+def test_gpu_for_device_picks_by_index():
+    report = type("R", (), {"gpus": [_gpu()]})()
+    assert gpu_for_device(report, "cuda") is report.gpus[0]
+    assert gpu_for_device(report, "cuda:1") is None and gpu_for_device(report, "cpu") is None

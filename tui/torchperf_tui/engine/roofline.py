@@ -1,0 +1,285 @@
+"""Roofline and utilisation: achieved TFLOPS, % of peak (MFU), arithmetic intensity, the ridge point,
+and which side of the roofline the model (and each layer) sits on. Pure functions over a Complexity,
+a latency and the device's peaks; whatever cannot be known is NA with the reason.
+
+Bytes moved are an estimate of an unfused eager forward pass with no cache reuse between layers: each
+layer reads its weights and its input once and writes its output once, so
+
+    layer bytes = params x itemsize + first input tensor's elements x itemsize + output bytes
+    model bytes = sum of the layer bytes (= weights + every activation read once and written once)
+
+Fused kernels (cuDNN conv+bias+ReLU, torch.compile) and caches move fewer bytes, so the intensity here
+is a lower bound and a "memory" verdict near the ridge should be read with that in mind.
+
+CPU peaks are NA by default: peak FLOP/s needs the FMA units per core and the sustained vector clock,
+and bandwidth the populated memory channels, none of which the OS reports. A user who knows them (from
+a datasheet) passes `peak_tflops` / `peak_bandwidth_gbs`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from torchperf_tui.engine.errors import TorchperfError
+from torchperf_tui.engine.nvml import NA, to_jsonable
+
+BYTES_METHOD = ("unfused estimate: per layer, weights + first input + outputs, each read or written once "
+                "(no fusion, no cache reuse)")
+_ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
+
+
+@dataclass
+class RooflinePeaks:
+    """The device's ceilings for one dtype. ridge = peak FLOP/s / peak bytes/s (FLOPs per byte)."""
+
+    device: str
+    dtype: str
+    peak_tflops: float | NA
+    peak_bandwidth_gbs: float | NA
+    ridge_flops_per_byte: float | NA
+    source: str  # which peak was used and where it came from (the formula when the device gave one)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_jsonable(self)
+
+
+@dataclass
+class LayerRoofline:
+    name: str
+    type: str
+    flops: int
+    bytes: int
+    intensity: float | NA  # FLOPs per byte
+    side: str | NA  # "memory" or "compute"
+    attainable_tflops: float | NA  # min(peak, intensity x bandwidth): the roofline's ceiling here
+    time_ms: float | NA  # from the profiler, when given
+    achieved_tflops: float | NA
+    roofline_pct: float | NA  # achieved / attainable
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_jsonable(self)
+
+
+@dataclass
+class RooflineResult:
+    model: str
+    device: str
+    dtype: str
+    input_shape: tuple[int, ...]
+    flops: int
+    bytes_moved: int
+    bytes_method: str
+    latency_ms: float
+    latency_source: str  # e.g. "median of 50 timed iterations"
+    achieved_tflops: float
+    achieved_bandwidth_gbs: float  # bytes_moved / latency: the bandwidth the estimate implies
+    arithmetic_intensity: float | NA
+    peak_tflops: float | NA
+    peak_bandwidth_gbs: float | NA
+    mfu_pct: float | NA  # achieved / peak FLOP/s
+    bandwidth_pct: float | NA  # achieved bandwidth / peak bandwidth
+    ridge_flops_per_byte: float | NA
+    side: str | NA  # "memory" (intensity below the ridge) or "compute"
+    attainable_tflops: float | NA  # min(peak, intensity x bandwidth)
+    roofline_pct: float | NA  # achieved / attainable
+    peaks_source: str
+    layers: list[LayerRoofline] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_jsonable(self)
+
+
+def _num(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+
+
+# --------------------------------------------------------------------------------------------------------
+# Peaks
+
+
+def peaks_for(device: str, dtype: str = "float32", gpu: Any = None, *, tf32: bool = False,
+              peak_tflops: float | None = None, peak_bandwidth_gbs: float | None = None) -> RooflinePeaks:
+    """The ceilings for `dtype` on `device` ("cpu", "cuda", "cuda:N").
+
+    `gpu` is a device.GpuFacts: float32 uses its FP32 (CUDA core) peak, float16/bfloat16 its dense tensor
+    peak. Pass `tf32=flags.tf32_cudnn or flags.tf32_matmul` for a float32 run: with TF32 on (cuDNN's
+    default) convolutions run on tensor cores and can beat the FP32 peak; the result then says so.
+    `peak_tflops`/`peak_bandwidth_gbs` override (a datasheet figure, or a CPU's).
+    """
+    notes: list[str] = []
+    sources: list[str] = []
+    flops_peak: float | NA
+    bandwidth: float | NA
+    if device.startswith("cuda"):
+        if gpu is None:
+            flops_peak = bandwidth = NA("no GPU facts given (device.probe_device)")
+        else:
+            attr, formula_key = {"float16": ("peak_fp16_tensor_tflops", "fp16_tensor"),
+                                 "bfloat16": ("peak_bf16_tensor_tflops", "bf16_tensor")}.get(
+                dtype, ("peak_fp32_tflops", "fp32"))
+            flops_peak = getattr(gpu, attr, NA(f"GPU facts lack {attr}"))
+            bandwidth = getattr(gpu, "peak_bandwidth_gbs", NA("GPU facts lack peak bandwidth"))
+            formulas = getattr(gpu, "formulas", {}) or {}
+            name = getattr(gpu, "name", "GPU")
+            sources.append(f"{name} {formula_key.replace('_', ' ')}: "
+                           + formulas.get(formula_key, str(flops_peak)))
+            if "bandwidth" in formulas:
+                sources.append(formulas["bandwidth"])
+            if dtype == "float32" and tf32:
+                notes.append("TF32 is on: matmuls/convs may run on tensor cores above the FP32 peak used here, "
+                             "so MFU can exceed what FP32 allows")
+    else:
+        flops_peak = NA("CPU peak FLOP/s needs FMA units per core and the sustained vector clock, which the OS "
+                        "does not report; pass a datasheet figure")
+        bandwidth = NA("CPU peak bandwidth needs the populated memory channels and their speed, which the OS "
+                       "does not report; pass a datasheet figure")
+    if peak_tflops is not None:
+        flops_peak = float(peak_tflops)
+        sources.append(f"peak {peak_tflops:g} TFLOPS given by the user")
+    if peak_bandwidth_gbs is not None:
+        bandwidth = float(peak_bandwidth_gbs)
+        sources.append(f"peak bandwidth {peak_bandwidth_gbs:g} GB/s given by the user")
+    ridge = ridge_point(flops_peak, bandwidth)
+    return RooflinePeaks(device, dtype, flops_peak, bandwidth, ridge, "; ".join(sources) or "none", notes)
+
+
+def ridge_point(peak_tflops: float | NA, peak_bandwidth_gbs: float | NA) -> float | NA:
+    """FLOPs per byte at which the memory roof meets the compute roof."""
+    if isinstance(peak_tflops, NA):
+        return NA(f"no peak FLOP/s: {peak_tflops.reason}")
+    if isinstance(peak_bandwidth_gbs, NA):
+        return NA(f"no peak bandwidth: {peak_bandwidth_gbs.reason}")
+    if not (_num(peak_tflops) and _num(peak_bandwidth_gbs)):
+        return NA("peaks must be positive")
+    return peak_tflops * 1e12 / (peak_bandwidth_gbs * 1e9)
+
+
+def classify(intensity: float | NA, ridge: float | NA) -> str | NA:
+    if isinstance(intensity, NA):
+        return intensity
+    if isinstance(ridge, NA):
+        return NA(f"no ridge point ({ridge.reason})")
+    return "memory" if intensity < ridge else "compute"
+
+
+def attainable(intensity: float | NA, peaks: RooflinePeaks) -> float | NA:
+    """The roofline: min(peak FLOP/s, intensity x peak bandwidth), in TFLOPS."""
+    if isinstance(intensity, NA):
+        return intensity
+    if isinstance(peaks.peak_tflops, NA) or isinstance(peaks.peak_bandwidth_gbs, NA):
+        return NA("a peak is unknown")
+    return min(float(peaks.peak_tflops), intensity * peaks.peak_bandwidth_gbs * 1e9 / 1e12)
+
+
+def _pct(value: float | NA, of: float | NA) -> float | NA:
+    if isinstance(value, NA):
+        return value
+    if isinstance(of, NA):
+        return of
+    return 100.0 * value / of if of > 0 else NA("zero peak")
+
+
+# --------------------------------------------------------------------------------------------------------
+# Bytes moved
+
+
+def itemsize(dtype: str) -> int:
+    try:
+        return _ITEMSIZE[dtype]
+    except KeyError:
+        raise TorchperfError(f"unknown dtype {dtype!r} for a byte estimate") from None
+
+
+def layer_bytes(layer: Any, dtype: str) -> int:
+    """Weights + first input + outputs of one LayerStat, each once (see the module docstring)."""
+    size = itemsize(dtype)
+    inputs = math.prod(layer.input_shape) * size if layer.input_shape else 0
+    return int(layer.params * size + inputs * max(1, getattr(layer, "calls", 1)) + layer.output_bytes)
+
+
+def estimate_bytes(complexity: Any) -> tuple[int, str]:
+    """(bytes one forward moves, how it was estimated) for a complexity.Complexity."""
+    if complexity.layers:
+        return sum(layer_bytes(layer, complexity.dtype) for layer in complexity.layers), BYTES_METHOD
+    size = itemsize(complexity.dtype)
+    inputs = math.prod(complexity.input_shape) * size
+    return (int(complexity.size_bytes + inputs),
+            "weights + input only (no per-layer table, so activations are left out: an underestimate)")
+
+
+# --------------------------------------------------------------------------------------------------------
+# The analysis
+
+
+def _latency(timing: Any) -> tuple[float, str, tuple[int, ...] | None]:
+    if isinstance(timing, (int, float)):
+        return float(timing), "given", None
+    stats = getattr(timing, "stats", None)
+    if stats is None:
+        raise TorchperfError("the timing run has no samples (cancelled?): nothing to compute a rate from")
+    return float(stats.p50_ms), f"median of {stats.n} timed iterations", tuple(timing.input_shape)
+
+
+def analyse_roofline(complexity: Any, timing: Any, peaks: RooflinePeaks,
+                     layer_times_ms: dict[str, float] | None = None) -> RooflineResult:
+    """Where the model sits on the roofline.
+
+    `complexity`: a complexity.Complexity counted at the input the timing ran at. `timing`: a
+    timing.TimingResult (its median latency is used) or a latency in ms. `layer_times_ms`: optional
+    per-layer times (qualified layer name -> ms per forward), e.g. from a profiler, for per-layer achieved.
+    """
+    latency_ms, latency_source, timed_shape = _latency(timing)
+    if not _num(latency_ms):
+        raise TorchperfError(f"latency must be a positive number of ms, got {latency_ms!r}")
+    if timed_shape is not None and tuple(complexity.input_shape) != timed_shape:
+        raise TorchperfError(f"the FLOPs were counted at input {list(complexity.input_shape)} but the timing "
+                             f"ran at {list(timed_shape)}: analyse both at the same shape")
+    notes = list(peaks.notes)
+    bytes_moved, method = estimate_bytes(complexity)
+    seconds = latency_ms / 1000.0
+    achieved = complexity.flops / seconds / 1e12
+    achieved_bw = bytes_moved / seconds / 1e9
+    intensity: float | NA = complexity.flops / bytes_moved if bytes_moved > 0 else NA("no bytes estimated")
+    if complexity.flops == 0:
+        notes.append("the FLOP counter counted nothing for this model (ops it does not know)")
+    bound = attainable(intensity, peaks)
+    layers = []
+    for layer in complexity.layers:
+        nbytes = layer_bytes(layer, complexity.dtype)
+        li: float | NA = layer.flops / nbytes if nbytes > 0 else NA("no bytes estimated for this row")
+        lbound = attainable(li, peaks)
+        t = (layer_times_ms or {}).get(layer.name)
+        if t is not None and _num(t):
+            l_time: float | NA = float(t)
+            l_achieved: float | NA = layer.flops / (t / 1000.0) / 1e12
+        else:
+            l_time = l_achieved = NA("no per-layer time (profile the model for one)")
+        layers.append(LayerRoofline(layer.name, layer.type, int(layer.flops), nbytes, li,
+                                    classify(li, peaks.ridge_flops_per_byte), lbound, l_time, l_achieved,
+                                    _pct(l_achieved, lbound)))
+    return RooflineResult(
+        model=complexity.model, device=peaks.device, dtype=complexity.dtype,
+        input_shape=tuple(complexity.input_shape), flops=int(complexity.flops), bytes_moved=bytes_moved,
+        bytes_method=method, latency_ms=latency_ms, latency_source=latency_source,
+        achieved_tflops=achieved, achieved_bandwidth_gbs=achieved_bw, arithmetic_intensity=intensity,
+        peak_tflops=peaks.peak_tflops, peak_bandwidth_gbs=peaks.peak_bandwidth_gbs,
+        mfu_pct=_pct(achieved, peaks.peak_tflops), bandwidth_pct=_pct(achieved_bw, peaks.peak_bandwidth_gbs),
+        ridge_flops_per_byte=peaks.ridge_flops_per_byte, side=classify(intensity, peaks.ridge_flops_per_byte),
+        attainable_tflops=bound, roofline_pct=_pct(achieved, bound), peaks_source=peaks.source,
+        layers=layers, notes=notes,
+    )
+
+
+def gpu_for_device(report: Any, device: str) -> Any:
+    """The GpuFacts of `device` ("cuda" -> index 0, "cuda:N") from a device.DeviceReport, or None."""
+    if not device.startswith("cuda"):
+        return None
+    index = int(device.partition(":")[2] or 0)
+    for gpu in getattr(report, "gpus", []):
+        if gpu.index == index:
+            return gpu
+    return None
