@@ -24,7 +24,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils import _pytree as pytree
 from torch.utils.flop_counter import FlopCounterMode
 
-from torchperf_tui.engine.errors import ModelError, ShapeError, TorchperfError
+from torchperf_tui.engine.errors import ModelError, ShapeError, TorchperfError, first_line
 from torchperf_tui.engine.inputs import dtype_name, format_shape, parse_dtype
 from torchperf_tui.engine.models import build_model, resolve_model
 
@@ -86,11 +86,6 @@ def _first_shape(value: Any) -> tuple[int, ...]:
 
 def _nbytes(value: Any) -> int:
     return sum(t.numel() * t.element_size() for t in _tensor_leaves(value))
-
-
-def _one_line(exc: BaseException) -> str:
-    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
-    return lines[0] if lines else type(exc).__name__
 
 
 def _is_meta_limitation(exc: BaseException) -> bool:
@@ -310,8 +305,8 @@ def analyse_complexity(spec: str | nn.Module, input_shape: tuple[int, ...], dtyp
         raise
     except Exception as exc:  # noqa: BLE001 - whatever the model raises is reported as one line
         if _is_meta_limitation(exc):
-            raise ModelError(f"{label} cannot be analysed on the meta device: {_one_line(exc)}") from None
-        raise ShapeError(f"{label} rejects input {format_shape(input_shape)}: {_one_line(exc)}") from None
+            raise ModelError(f"{label} cannot be analysed on the meta device: {first_line(exc)}") from None
+        raise ShapeError(f"{label} rejects input {format_shape(input_shape)}: {first_line(exc)}") from None
     finally:
         if recorder is not None:
             recorder.remove()

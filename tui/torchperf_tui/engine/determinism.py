@@ -20,9 +20,10 @@ from typing import Any, Iterator
 import torch
 from torch import nn
 
-from torchperf_tui.engine.errors import OutOfMemory, ShapeError, TorchperfError
+from torchperf_tui.engine.errors import ShapeError, TorchperfError
 from torchperf_tui.engine.flags import Flags, applied_flags
-from torchperf_tui.engine.inputs import dtype_name, format_shape, make_input, parse_dtype, resolve_device
+from torchperf_tui.engine.inputs import dtype_name, parse_dtype, resolve_device
+from torchperf_tui.engine.workload import forward_errors, model_name, prepare_workload
 
 # Same-width integer views for comparing floating-point tensors bit for bit.
 _BIT_VIEWS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
@@ -227,11 +228,6 @@ def compare_outputs(outputs: list[Any]) -> tuple[list[LeafDiff], list[str]]:
 # The check
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
-
-
 def check_determinism(model_spec: str | nn.Module, input_shape: tuple[int, ...] | None = None,
                       device: str = "auto", dtype: str = "float32", flags: Flags | None = None,
                       runs: int = 2, channels_last: bool = False, warmup: int = 0,
@@ -252,41 +248,28 @@ def check_determinism(model_spec: str | nn.Module, input_shape: tuple[int, ...] 
     torch_device = resolve_device(device)
     torch_dtype = parse_dtype(dtype)
     flags = Flags.current() if flags is None else flags
-    if isinstance(model_spec, nn.Module):
-        name = type(model_spec).__name__
-        if input_shape is None:
+    name = model_name(model_spec)
+    if input_shape is None:
+        if isinstance(model_spec, nn.Module):
             raise ShapeError(f"give an input shape for {name}: a module has no catalogue default")
-        model = model_spec.eval()
-    else:
         # Imported here: the registry pulls in torchvision (seconds), which a module passed in does not need.
-        from torchperf_tui.engine.models import build_model, default_input_shape
+        from torchperf_tui.engine.models import default_input_shape
 
-        name = model_spec
-        if input_shape is None:
-            input_shape = default_input_shape(model_spec)
-        model = build_model(model_spec, device="cpu")
+        input_shape = default_input_shape(model_spec)
     shape = tuple(input_shape)
-    model = model.to(device=torch_device, dtype=torch_dtype)
-    if channels_last and len(shape) == 4:
-        model = model.to(memory_format=torch.channels_last)
-    x = make_input(shape, dtype=torch_dtype, device=torch_device, channels_last=channels_last, seed=seed)
+    work = prepare_workload(model_spec, shape, torch_device, torch_dtype, channels_last, seed=seed)
+    model, x = work.model, work.x
 
     outputs: list[Any] = []
-    with applied_flags(flags), torch.inference_mode():
-        try:
-            for _ in range(warmup):
-                model(x)
-            for _ in range(runs):
-                outputs.append(_detached(model(x)))
-        except torch.OutOfMemoryError as exc:
-            raise OutOfMemory(f"out of memory running {name} at input {format_shape(shape)} on "
-                              f"{torch_device}: {_first_line(exc)}") from None
-        except (RuntimeError, ValueError, TypeError, AssertionError, IndexError) as exc:
-            # With deterministic algorithms on, an op without a deterministic version raises here: say so.
-            raise ShapeError(f"{name} failed at input {format_shape(shape)} ({dtype_name(torch_dtype)}): "
-                             f"{_first_line(exc)}") from None
+    # With deterministic algorithms on, an op without a deterministic version raises here: it is reported.
+    with applied_flags(flags), torch.inference_mode(), forward_errors(name, shape, torch_dtype, torch_device):
+        for _ in range(warmup):
+            model(x)
+        for _ in range(runs):
+            outputs.append(_detached(model(x)))
     leaves, mismatches = compare_outputs(outputs)
-    del model, outputs
+    del model, x, outputs
+    work.release()
     return DeterminismReport(
         model=name, input_shape=shape, dtype=dtype_name(torch_dtype), device=str(torch_device),
         channels_last=channels_last, flags=flags, runs=runs,

@@ -25,3 +25,9 @@ class FlagError(TorchperfError):
 
 class OutOfMemory(TorchperfError):
     """The device (or the CPU memory cap) ran out of memory; the run was stopped and memory released."""
+
+
+def first_line(exc: BaseException) -> str:
+    """The first non-empty line of an exception's message (PyTorch's run to dozens of lines)."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__

@@ -22,7 +22,7 @@ import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
-from torchperf_tui.engine.errors import ModelError
+from torchperf_tui.engine.errors import ModelError, first_line
 
 TASKS: tuple[str, ...] = (
     "classification", "segmentation", "detection", "video", "optical_flow", "quantization", "custom",
@@ -220,7 +220,7 @@ def _load_factory(spec: str):
         with _cwd_importable():
             module = importlib.import_module(module_name)
     except Exception as exc:  # noqa: BLE001 - any import-time failure is the user's, shown as one line
-        raise ModelError(f"cannot import {module_name!r}: {_one_line(exc)}") from None
+        raise ModelError(f"cannot import {module_name!r}: {first_line(exc)}") from None
     target: Any = module
     for part in factory_name.split("."):
         try:
@@ -230,12 +230,6 @@ def _load_factory(spec: str):
     if not callable(target):
         raise ModelError(f"{spec!r} is not callable (it is {type(target).__name__})")
     return target
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    first = text[0].strip() if text else ""
-    return first or type(exc).__name__
 
 
 def _suggest(name: str) -> str:
@@ -411,7 +405,7 @@ def _build_custom(spec: str) -> nn.Module:
         with _cwd_importable():
             model = factory()
     except Exception as exc:  # noqa: BLE001 - the user's factory failing is a one-line ModelError
-        raise ModelError(f"{spec!r} raised {type(exc).__name__}: {_one_line(exc)}") from None
+        raise ModelError(f"{spec!r} raised {type(exc).__name__}: {first_line(exc)}") from None
     if not isinstance(model, nn.Module):
         raise ModelError(f"{spec!r} returned {type(model).__name__}, not a torch.nn.Module")
     return model
@@ -436,7 +430,7 @@ def build_model(spec: str, device: str | torch.device = "cpu", *,
             try:
                 model = _build_torchvision(entry.name, entry.task, builder_kwargs or {})
             except TypeError as exc:
-                raise ModelError(f"cannot build {entry.name}: {_one_line(exc)}") from None
+                raise ModelError(f"cannot build {entry.name}: {first_line(exc)}") from None
     if meta:
         # A custom factory may create tensors outside register_parameter (e.g. load a state dict):
         # move whatever is left so the whole module is on meta.

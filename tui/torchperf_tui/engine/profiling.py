@@ -23,11 +23,12 @@ from typing import Any, Callable, Iterable
 
 import torch
 
-from torchperf_tui.engine.errors import OutOfMemory, ShapeError, TorchperfError
+from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.flags import applied_flags
-from torchperf_tui.engine.inputs import dtype_name, format_shape, make_input, parse_dtype, resolve_device
+from torchperf_tui.engine.inputs import dtype_name, parse_dtype, resolve_device
 from torchperf_tui.engine.nvml import to_jsonable
 from torchperf_tui.engine.timing import BenchConfig
+from torchperf_tui.engine.workload import forward_errors, prepare_workload
 
 ITERATION_LABEL = "torchperf-tui/iteration"
 DEFAULT_ITERS = 5
@@ -245,38 +246,26 @@ def profile_model(cfg: BenchConfig, *, iters: int = DEFAULT_ITERS, warmup: int =
 
     Sorted by self device time on a GPU, self CPU time on the CPU, unless `sort_by` says otherwise.
     """
-    from torchperf_tui.engine.models import build_model
-
     started = time.time()
     device = resolve_device(cfg.device)
     dtype = parse_dtype(cfg.dtype)
     shape = cfg.resolved_shape()
-    model = build_model(cfg.model, device="cpu")
+    work = prepare_workload(cfg.model, shape, device, dtype, cfg.channels_last)
     try:
-        model = model.to(device=device, dtype=dtype)
-        if cfg.channels_last and len(shape) == 4:
-            model = model.to(memory_format=torch.channels_last)
-        x = make_input(shape, dtype=dtype, device=device, channels_last=cfg.channels_last)
+        model, x = work.model, work.x
 
         def forward() -> object:
             return model(x)
 
-        with applied_flags(cfg.flags), torch.inference_mode():
-            try:
-                ops, facts = profile_callable(forward, device=device, iters=iters, warmup=warmup,
-                                              sort_by=sort_by, group_by_input_shape=group_by_input_shape,
-                                              trace_path=trace_path, label=cfg.model,
-                                              on_progress=on_progress, should_cancel=should_cancel)
-            except torch.OutOfMemoryError as exc:
-                raise OutOfMemory(f"out of memory profiling {cfg.model} at input {format_shape(shape)} on "
-                                  f"{device}: {_first_line(exc)}") from None
-            except (RuntimeError, ValueError, TypeError, AssertionError, IndexError) as exc:
-                raise ShapeError(f"{cfg.model} rejected input {format_shape(shape)} ({dtype_name(dtype)}): "
-                                 f"{_first_line(exc)}") from None
+        with applied_flags(cfg.flags), torch.inference_mode(), \
+                forward_errors(cfg.model, shape, dtype, device, action="profiling"):
+            ops, facts = profile_callable(forward, device=device, iters=iters, warmup=warmup,
+                                          sort_by=sort_by, group_by_input_shape=group_by_input_shape,
+                                          trace_path=trace_path, label=cfg.model,
+                                          on_progress=on_progress, should_cancel=should_cancel)
+        del model, x, forward
     finally:
-        model = None  # drop the weights before returning, so a following run starts clean
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
+        work.release()
     notes = []
     if device.type == "cuda":
         notes.append("device times are from CUPTI kernel records; CPU times include the profiler's overhead")
@@ -287,8 +276,3 @@ def profile_model(cfg: BenchConfig, *, iters: int = DEFAULT_ITERS, warmup: int =
         total_self_device_ms=total_self_device_ms(ops), trace_path=facts["trace_path"],
         cancelled=facts["cancelled"], duration_s=time.time() - started, notes=notes,
     )
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
-    return lines[0] if lines else type(exc).__name__

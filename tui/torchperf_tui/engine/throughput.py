@@ -24,12 +24,13 @@ from typing import Any, Callable
 import psutil
 import torch
 
-from torchperf_tui.engine.errors import OutOfMemory, ShapeError, TorchperfError
+from torchperf_tui.engine.errors import OutOfMemory, TorchperfError, first_line
 from torchperf_tui.engine.flags import applied_flags
-from torchperf_tui.engine.inputs import dtype_name, format_shape, make_input, parse_dtype, resolve_device
+from torchperf_tui.engine.inputs import dtype_name, make_input, parse_dtype, resolve_device
 from torchperf_tui.engine.nvml import NA, to_jsonable
 from torchperf_tui.engine.telemetry import release_memory
 from torchperf_tui.engine.timing import BenchConfig, run_timed_loop
+from torchperf_tui.engine.workload import forward_errors, place_model
 from torchperf_tui.formatting import format_bytes
 
 DEFAULT_MAX_BATCH = 1024
@@ -134,11 +135,6 @@ def is_out_of_memory(exc: BaseException) -> bool:
     return isinstance(exc, RuntimeError) and any(t in str(exc).lower() for t in _OOM_TEXT)
 
 
-def _first_line(exc: BaseException) -> str:
-    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
-    return lines[0] if lines else type(exc).__name__
-
-
 def _rate(samples_ms: list[float], batch: int) -> tuple[float | None, float | None]:
     """(median latency ms, samples/s = iterations x batch / total time)."""
     if not samples_ms:
@@ -196,7 +192,7 @@ def search_max_batch(try_batch: TryBatch, *, max_batch: int = DEFAULT_MAX_BATCH,
         except Exception as exc:  # noqa: BLE001 - only out-of-memory is swallowed, anything else re-raised
             if not is_out_of_memory(exc):
                 raise
-            reason = _first_line(exc)
+            reason = first_line(exc)
             estimated = getattr(exc, "estimated_bytes", None)
             # `exc` (and its traceback, which pins the failed try's tensors) dies with this block.
         if outcome is None:
@@ -425,12 +421,11 @@ def find_max_batch(cfg: BenchConfig, *, max_batch: int = DEFAULT_MAX_BATCH, reso
         from torchperf_tui.engine.models import build_model
 
         try:
-            model = build_model(cfg.model, device="cpu").to(device=device, dtype=dtype)
+            model = place_model(build_model(cfg.model, device="cpu"), device, dtype, cfg.channels_last,
+                                1 + len(sample_shape))
         except torch.OutOfMemoryError as exc:
             release()
-            raise OutOfMemory(f"{cfg.model}'s weights alone do not fit on {device}: {_first_line(exc)}") from None
-        if cfg.channels_last and len(sample_shape) == 3:
-            model = model.to(memory_format=torch.channels_last)
+            raise OutOfMemory(f"{cfg.model}'s weights alone do not fit on {device}: {first_line(exc)}") from None
         per_sample = None if on_cuda else _activation_bytes_per_sample(cfg, (1, *sample_shape))
         if not on_cuda:
             release()  # trim first: the runner's RSS baseline must not hold reusable free pages
@@ -441,15 +436,10 @@ def find_max_batch(cfg: BenchConfig, *, max_batch: int = DEFAULT_MAX_BATCH, reso
     measurement: BatchTry | None = None
     try:
         with applied_flags(cfg.flags), torch.inference_mode():
-            try:
+            with forward_errors(cfg.model, (1, *sample_shape), dtype, device):
                 outcome = search_max_batch(runner, max_batch=max_batch, resolution=resolution,
                                            warmup=try_warmup, iters=try_iters, release=release,
                                            on_progress=on_progress, should_cancel=should_cancel)
-            except TorchperfError:
-                raise
-            except (RuntimeError, ValueError, TypeError, AssertionError, IndexError) as exc:
-                raise ShapeError(f"{cfg.model} rejected input {format_shape((1, *sample_shape))} "
-                                 f"({dtype_name(dtype)}): {_first_line(exc)}") from None
             if outcome.max_batch and not outcome.cancelled and not (should_cancel and should_cancel()):
                 measurement = _measure(runner, outcome.max_batch, measure_warmup, measure_iters)
                 if on_progress is not None:
@@ -495,7 +485,7 @@ def _measure(runner: TryBatch, batch: int, warmup: int, iters: int) -> BatchTry:
     except Exception as exc:  # noqa: BLE001
         if not is_out_of_memory(exc):
             raise
-        reason = _first_line(exc)
+        reason = first_line(exc)
         outcome = None
     if outcome is None:
         return BatchTry(batch, False, "measure", reason=reason)

@@ -14,9 +14,10 @@ from typing import Callable, Literal
 import numpy as np
 import torch
 
-from torchperf_tui.engine.errors import OutOfMemory, ShapeError, TorchperfError
+from torchperf_tui.engine.errors import TorchperfError, first_line
 from torchperf_tui.engine.flags import Flags, applied_flags
-from torchperf_tui.engine.inputs import dtype_name, format_shape, make_input, parse_dtype, resolve_device
+from torchperf_tui.engine.inputs import dtype_name, parse_dtype, resolve_device
+from torchperf_tui.engine.workload import forward_errors, prepare_workload
 
 Phase = Literal["first", "warmup", "timed"]
 OnSample = Callable[[str, int, int, float], None]
@@ -225,48 +226,24 @@ def run_timed_loop(fn: Callable[[], object], *, device: torch.device | str = "cp
     return out
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
-
-
 def run_benchmark(cfg: BenchConfig, on_sample: OnSample | None = None,
                   should_cancel: ShouldCancel | None = None) -> TimingResult:
     """Build the model (weights=None), make the input, and time it under `cfg.flags`, restored afterwards."""
-    from torchperf_tui.engine.models import build_model
-
     started = time.time()
     device = resolve_device(cfg.device)
     dtype = parse_dtype(cfg.dtype)
     shape = cfg.resolved_shape()
-    model = build_model(cfg.model, device="cpu")
+    work = prepare_workload(cfg.model, shape, device, dtype, cfg.channels_last)
     try:
-        memory_format = torch.channels_last if cfg.channels_last and len(shape) == 4 else None
-        model = model.to(device=device, dtype=dtype)
-        if memory_format is not None:
-            model = model.to(memory_format=memory_format)
-        x = make_input(shape, dtype=dtype, device=device, channels_last=cfg.channels_last)
-
         with applied_flags(cfg.flags), torch.inference_mode():
-            runner, compile_s, compile_error = _maybe_compile(model, x, cfg.compile, device)
-
-            def forward() -> object:
-                return runner(x)
-
-            try:
-                times = run_timed_loop(forward, device=device, warmup=cfg.warmup, iters=cfg.iters,
+            runner, compile_s, compile_error = _maybe_compile(work.model, work.x, cfg.compile, device)
+            x = work.x
+            with forward_errors(cfg.model, shape, dtype, device):
+                times = run_timed_loop(lambda: runner(x), device=device, warmup=cfg.warmup, iters=cfg.iters,
                                        on_sample=on_sample, should_cancel=should_cancel)
-            except torch.OutOfMemoryError as exc:
-                raise OutOfMemory(f"out of memory running {cfg.model} at input {format_shape(shape)} on "
-                                  f"{device}: {_first_line(exc)}") from None
-            except (RuntimeError, ValueError, TypeError, AssertionError, IndexError) as exc:
-                raise ShapeError(f"{cfg.model} rejected input {format_shape(shape)} ({dtype_name(dtype)}): "
-                                 f"{_first_line(exc)}") from None
+            del runner, x
     finally:
-        # Drop the model before returning so a following run (or a memory release) starts clean.
-        del model
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
+        work.release()
     return TimingResult(
         model=cfg.model,
         device=str(device),
@@ -306,5 +283,5 @@ def _maybe_compile(model: torch.nn.Module, x: torch.Tensor, mode: str | None, de
             torch.cuda.synchronize(device)
     except Exception as exc:  # any backend failure: report it, keep the eager numbers
         torch._dynamo.reset()
-        return model, None, f"torch.compile(mode={mode!r}) failed: {type(exc).__name__}: {_first_line(exc)}"
+        return model, None, f"torch.compile(mode={mode!r}) failed: {type(exc).__name__}: {first_line(exc)}"
     return compiled, time.perf_counter() - t0, None
