@@ -153,3 +153,32 @@ def test_determinism_command(capsys):
     assert code == 0 and data["bitwise_equal"] is True and data["runs"] == 2
     code, out, _ = run(capsys, "determinism", TINY, "--input", "1x3x8x8")
     assert code == 0 and out.strip()
+
+
+def test_throughput_command_finds_the_largest_batch_under_the_bound(capsys):
+    code, out, err = run(capsys, "throughput", TINY, "--input", "1x3x8x8", "--max-batch", "8", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["max_batch"] == 8 and data["hit_bound"] is True
+    assert data["samples_per_s"] > 0
+    code, out, err = run(capsys, "throughput", "tests.tinymodels:oom_model", "--input", "1x3x8x8")
+    assert code == 0 and "largest batch" in out and "does not fit" in err
+
+
+def test_profile_command_lists_top_ops_and_writes_a_trace(capsys, tmp_path):
+    trace = tmp_path / "trace.json"
+    code, out, _ = run(capsys, "profile", TINY, "--input", "2x3x16x16", "--iters", "2", "--top", "5",
+                       "--trace", str(trace))
+    assert code == 0 and "convolution" in out and str(trace) in out
+    assert json.loads(trace.read_text())["traceEvents"]
+    code, _, err = run(capsys, "profile", TINY, "--sort", "speed")
+    assert code == 2 and "unknown sort key" in err
+
+
+def test_roofline_command_on_cpu_says_why_peaks_are_missing(capsys):
+    code, out, _ = run(capsys, "roofline", TINY, "--input", "2x3x16x16", "--iters", "3", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["flops"] > 0 and data["achieved_tflops"] > 0
+    assert str(data["mfu_pct"]).startswith("n/a (")
+    code, out, _ = run(capsys, "roofline", TINY, "--input", "2x3x16x16", "--iters", "3",
+                       "--peak-tflops", "1.0", "--peak-bandwidth", "50")
+    assert code == 0 and "side of the roofline" in out and ("memory" in out or "compute" in out)

@@ -114,6 +114,42 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-history", action="store_true", help="do not append this run to the history file")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
+    p = sub.add_parser("throughput", help="largest batch that fits (grow, then bisect to OOM), then samples/s")
+    p.add_argument("model", help="torchvision model name or package.module:factory")
+    _add_input_options(p)
+    p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N] (default auto)")
+    p.add_argument("--channels-last", action="store_true", help="channels_last memory format")
+    p.add_argument("--max-batch", type=_positive_int, default=1024, help="stop growing here (default 1024)")
+    p.add_argument("--memory-cap", type=float, metavar="GIB",
+                   help="CPU only: memory the search may use (default half of the available RAM)")
+    _add_flag_options(p)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+    p = sub.add_parser("profile", help="torch.profiler top ops by self time, and a Chrome trace for Perfetto")
+    p.add_argument("model", help="torchvision model name or package.module:factory")
+    _add_input_options(p)
+    p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N] (default auto)")
+    p.add_argument("--channels-last", action="store_true", help="channels_last memory format")
+    p.add_argument("--iters", type=_positive_int, default=5, help="profiled iterations (default 5)")
+    p.add_argument("--sort", default=None, help="self_cpu | self_device | cpu_total | device_total | calls | "
+                   "self_cpu_memory | self_device_memory | name (default: self time on the model's device)")
+    p.add_argument("--top", type=_positive_int, default=20, help="rows to show (default 20)")
+    p.add_argument("--trace", metavar="PATH", help="where to write the Chrome trace (default: a temp folder)")
+    _add_flag_options(p)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+    p = sub.add_parser("roofline", help="achieved TFLOPS, MFU, arithmetic intensity: memory- or compute-bound")
+    p.add_argument("model", help="torchvision model name or package.module:factory")
+    _add_input_options(p)
+    p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N] (default auto)")
+    p.add_argument("--channels-last", action="store_true", help="channels_last memory format")
+    p.add_argument("--iters", type=_positive_int, default=50, help="timed iterations (default 50)")
+    p.add_argument("--peak-tflops", type=float, help="the device's peak, where it cannot be derived (CPU)")
+    p.add_argument("--peak-bandwidth", type=float, metavar="GB/S", help="likewise, the peak memory bandwidth")
+    p.add_argument("--layers", action="store_true", help="also the per-layer intensity table")
+    _add_flag_options(p)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
     p = sub.add_parser("determinism", help="run the same input twice: bitwise equal, or how far apart")
     p.add_argument("model", help="torchvision model name or package.module:factory")
     _add_input_options(p)
@@ -200,14 +236,10 @@ def cmd_flops(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from torchperf_tui.engine.inputs import dtype_name, parse_dtype
-    from torchperf_tui.engine.timing import BenchConfig, run_benchmark
+    from torchperf_tui.engine.timing import run_benchmark
     from torchperf_tui.cli_render import ProgressLine, render_timing
 
-    flags = _flags_from(args)
-    cfg = BenchConfig(model=args.model, input_shape=_resolve_input(args), batch=args.batch, device=args.device,
-                      dtype=dtype_name(parse_dtype(args.dtype)), channels_last=args.channels_last,
-                      warmup=args.warmup, iters=args.iters, flags=flags, compile=args.compile)
+    cfg = _bench_config(args, warmup=args.warmup, iters=args.iters, compile=args.compile)
     progress = ProgressLine(enabled=sys.stderr.isatty() and not args.json)
     result = run_benchmark(cfg, on_sample=progress.update)
     progress.close()
@@ -221,6 +253,73 @@ def cmd_bench(args) -> int:
         _print_json(data)
     else:
         render_timing(result)
+    return 0
+
+
+def _bench_config(args, **overrides):
+    """A BenchConfig from the shared input, device and flag options."""
+    from torchperf_tui.engine.inputs import dtype_name, parse_dtype
+    from torchperf_tui.engine.timing import BenchConfig
+
+    values = dict(model=args.model, input_shape=_resolve_input(args), batch=args.batch, device=args.device,
+                  dtype=dtype_name(parse_dtype(args.dtype)), channels_last=args.channels_last,
+                  flags=_flags_from(args))
+    values.update(overrides)
+    return BenchConfig(**values)
+
+
+def cmd_throughput(args) -> int:
+    from torchperf_tui.engine.errors import TorchperfError
+    from torchperf_tui.engine.throughput import find_max_batch
+    from torchperf_tui.cli_render import render_batch_try, render_throughput
+
+    if args.memory_cap is not None and args.memory_cap <= 0:
+        raise TorchperfError("--memory-cap must be > 0 GiB")
+    cap = int(args.memory_cap * 1024**3) if args.memory_cap else None
+    result = find_max_batch(_bench_config(args), max_batch=args.max_batch, memory_cap_bytes=cap,
+                            on_progress=None if args.json else render_batch_try)
+    if args.json:
+        _print_json(result.to_dict())
+    else:
+        render_throughput(result)
+    return 0
+
+
+def cmd_profile(args) -> int:
+    from torchperf_tui.engine.errors import TorchperfError
+    from torchperf_tui.engine.profiling import SORT_KEYS, profile_model
+    from torchperf_tui.cli_render import render_profile
+
+    if args.sort is not None and args.sort not in SORT_KEYS:
+        raise TorchperfError(f"unknown sort key {args.sort!r}: choose one of {', '.join(SORT_KEYS)}")
+    result = profile_model(_bench_config(args), iters=args.iters, sort_by=args.sort, trace_path=args.trace)
+    if args.json:
+        _print_json(result.to_dict(top=args.top))
+    else:
+        render_profile(result, top=args.top)
+    return 0
+
+
+def cmd_roofline(args) -> int:
+    from torchperf_tui.engine.complexity import analyse_complexity
+    from torchperf_tui.engine.device import probe_device
+    from torchperf_tui.engine.roofline import analyse_roofline, gpu_for_device, peaks_for
+    from torchperf_tui.engine.timing import run_benchmark
+    from torchperf_tui.cli_render import render_roofline
+
+    timing = run_benchmark(_bench_config(args, iters=args.iters))
+    complexity = analyse_complexity(args.model, timing.input_shape, dtype=timing.dtype, layers=True)
+    gpu = gpu_for_device(probe_device(), timing.device) if timing.device.startswith("cuda") else None
+    peaks = peaks_for(timing.device, timing.dtype, gpu, tf32=timing.flags.tf32_cudnn or timing.flags.tf32_matmul,
+                      peak_tflops=args.peak_tflops, peak_bandwidth_gbs=args.peak_bandwidth)
+    result = analyse_roofline(complexity, timing, peaks)
+    if args.json:
+        data = result.to_dict()
+        if not args.layers:
+            data.pop("layers", None)
+        _print_json(data)
+    else:
+        render_roofline(result, layers=args.layers)
     return 0
 
 
@@ -301,6 +400,7 @@ def cmd_export(args) -> int:
 
 
 COMMANDS = {"info": cmd_info, "models": cmd_models, "flops": cmd_flops, "bench": cmd_bench,
+            "throughput": cmd_throughput, "profile": cmd_profile, "roofline": cmd_roofline,
             "determinism": cmd_determinism, "history": cmd_history, "export": cmd_export}
 
 

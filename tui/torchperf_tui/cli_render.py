@@ -158,3 +158,100 @@ class ProgressLine:
         if self.enabled and self._last:
             sys.stderr.write("\r" + " " * len(self._last) + "\r")
             sys.stderr.flush()
+
+
+def _num(value, fmt: str, unit: str = "") -> str:
+    """A number with its format and unit; anything else (an NA, None) as its own text."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{value:{fmt}}{unit}"
+    return "n/a" if value is None else str(value)
+
+
+def render_batch_try(t) -> None:
+    """One line per batch tried, as the search goes (stderr: stdout keeps the result)."""
+    if t.fits:
+        text = (f"batch {t.batch:>5} ({t.phase}): fits, {_num(t.latency_ms, '.3f', ' ms')}, "
+                f"{_num(t.samples_per_s, '.1f', ' samples/s')}")
+    else:
+        text = f"batch {t.batch:>5} ({t.phase}): does not fit: {t.reason}"
+    print(text, file=sys.stderr)
+
+
+def render_throughput(result) -> None:
+    rows = [("largest batch", f"{result.max_batch}" + (" (the --max-batch bound: more may fit)"
+                                                          if result.hit_bound else "")),
+            ("throughput", _num(result.samples_per_s, ".1f", " samples/s")),
+            ("latency at that batch", _num(result.latency_ms, ".3f", " ms")),
+            ("memory cap", format_bytes(result.memory_cap_bytes)),
+            ("allocator before / after", f"{format_bytes(result.allocator_before_bytes)} / "
+                                         f"{format_bytes(result.allocator_after_bytes)}"),
+            ("search took", f"{result.duration_s:.1f} s")]
+    rows += [("note", note) for note in result.notes]
+    _print_kv(f"{result.model} on {result.device}, sample {'x'.join(map(str, result.sample_shape))} "
+              f"{result.dtype}", rows)
+    table = Table(box=None, header_style="bold")
+    for column in ("batch", "latency", "samples/s"):
+        table.add_column(column, justify="right")
+    for point in result.points:
+        table.add_row(str(point.batch), _num(point.latency_ms, ".3f", " ms"), _num(point.samples_per_s, ".1f"))
+    console.print()
+    console.print("batches that fit", style="bold underline")
+    console.print(table)
+
+
+def render_profile(result, top: int = 20) -> None:
+    on_gpu = result.device.startswith("cuda")
+    table = Table(box=None, header_style="bold")
+    columns = ["op", "calls", "self CPU", "CPU total"] + (["self GPU", "GPU total"] if on_gpu else []) + \
+        ["share", "self mem", "input shapes"]
+    for column in columns:
+        table.add_column(column, justify="left" if column in ("op", "input shapes") else "right",
+                         no_wrap=column != "input shapes", overflow="fold")
+    for op in result.top(top):
+        row = [op.name, str(op.calls), format_ms(op.self_cpu_ms), format_ms(op.cpu_total_ms)]
+        if on_gpu:
+            row += [format_ms(op.self_device_ms), format_ms(op.device_total_ms)]
+        row += [f"{result.share_pct(op):.1f} %",
+                format_bytes(op.self_device_memory_bytes if on_gpu else op.self_cpu_memory_bytes),
+                op.input_shapes]
+        table.add_row(*row)
+    _print_kv(f"{result.model} on {result.device}, input {'x'.join(map(str, result.input_shape))} {result.dtype}",
+              [("profiled", f"{result.iters} iterations ({', '.join(result.activities)})"),
+               ("sorted by", result.sort_by),
+               ("self CPU total", format_ms(result.total_self_cpu_ms))]
+              + ([("self GPU total", format_ms(result.total_self_device_ms))] if on_gpu else [])
+              + [("note", note) for note in result.notes])
+    console.print()
+    console.print(table)
+    if result.trace_path:
+        console.print()
+        console.print(f"trace: {result.trace_path} (open it in https://ui.perfetto.dev or chrome://tracing)")
+
+
+def render_roofline(result, layers: bool = False) -> None:
+    rows = [("latency", f"{format_ms(result.latency_ms)} ({result.latency_source})"),
+            ("FLOPs per pass", format_flops(result.flops)),
+            ("achieved", f"{format_count(result.achieved_tflops * 1e12)}FLOP/s"),
+            ("peak", f"{_num(result.peak_tflops, '.1f', ' TFLOPS')}, {_num(result.peak_bandwidth_gbs, '.0f', ' GB/s')}"),
+            ("MFU (of peak FLOP/s)", _num(result.mfu_pct, ".1f", " %")),
+            ("arithmetic intensity", f"{_num(result.arithmetic_intensity, '.1f', ' FLOP/byte')} "
+                                     f"(ridge {_num(result.ridge_flops_per_byte, '.1f')})"),
+            ("side of the roofline", result.side),
+            ("attainable here", _num(result.attainable_tflops, ".2f", " TFLOPS")),
+            ("of the roofline", _num(result.roofline_pct, ".1f", " %")),
+            ("bytes moved", f"{format_bytes(result.bytes_moved)} ({result.bytes_method})"),
+            ("peaks from", result.peaks_source)]
+    rows += [("note", note) for note in result.notes]
+    _print_kv(f"{result.model} on {result.device}, input {'x'.join(map(str, result.input_shape))} {result.dtype}",
+              rows)
+    if not layers:
+        return
+    table = Table(box=None, header_style="bold")
+    for column in ("layer", "type", "FLOPs", "bytes", "FLOP/byte", "side"):
+        table.add_column(column, justify="left" if column in ("layer", "type", "side") else "right", no_wrap=True)
+    for layer in result.layers:
+        table.add_row(layer.name, layer.type, format_count(layer.flops), format_bytes(layer.bytes),
+                      _num(layer.intensity, ".1f"), str(layer.side))
+    console.print()
+    console.print("per layer", style="bold underline")
+    console.print(table)
