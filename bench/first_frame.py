@@ -1,0 +1,88 @@
+"""Time to first frame: torchperf-tui against a bare Textual app (Header, Static, Footer), both in tmux.
+
+Each app is started in a fresh 80x24 tmux session and the pane is polled until the app's marker text is on
+screen; the elapsed wall time is the time a user waits for something to look at. The budget
+(../shared/DESIGN.md) is 1.3x the bare app: torch, plotting and scipy must load behind the first frame.
+
+    .venv/bin/python bench/first_frame.py [--runs 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+BARE_APP = '''
+from textual.app import App
+from textual.widgets import Footer, Header, Static
+
+class Bare(App):
+    def compose(self):
+        yield Header()
+        yield Static("bare textual app")
+        yield Footer()
+
+Bare().run()
+'''
+
+
+def time_to_marker(command: str, marker: str, timeout: float = 30.0) -> float:
+    session = f"firstframe{os.getpid()}"
+    subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+    t0 = time.perf_counter()
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "80", "-y", "24", command], check=True)
+    try:
+        while time.perf_counter() - t0 < timeout:
+            screen = subprocess.run(["tmux", "capture-pane", "-p", "-t", session],
+                                    capture_output=True, text=True).stdout
+            if marker in screen:
+                return time.perf_counter() - t0
+            time.sleep(0.005)
+        raise TimeoutError(f"{marker!r} did not appear within {timeout} s: {command}")
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+        time.sleep(0.3)  # let the killed app's process exit before the next start
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--marker", default="Model", help="text that shows torchperf-tui's first frame")
+    args = parser.parse_args()
+    if shutil.which("tmux") is None:
+        print("tmux is needed: apt-get install tmux", file=sys.stderr)
+        return 1
+    python = sys.executable
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as fh:
+        fh.write(BARE_APP)
+        bare_script = fh.name
+    env = "TORCHPERF_HISTORY=/tmp/torchperf-first-frame-history.jsonl"
+    apps = {
+        "bare textual": (f"{python} {bare_script}", "bare textual app"),
+        "torchperf-tui": (f"env {env} {python} -m torchperf_tui", args.marker),
+    }
+    import textual
+
+    print(f"python {sys.version.split()[0]}, textual {textual.__version__}, {os.cpu_count()} CPUs, "
+          f"{args.runs} runs each, alternating, 80x24 tmux")
+    times: dict[str, list[float]] = {name: [] for name in apps}
+    for _ in range(args.runs):
+        for name, (command, marker) in apps.items():
+            times[name].append(time_to_marker(command, marker))
+    for name, values in times.items():
+        print(f"{name:>14}: median {statistics.median(values):.3f} s  "
+              f"(min {min(values):.3f}, max {max(values):.3f})")
+    ratio = statistics.median(times["torchperf-tui"]) / statistics.median(times["bare textual"])
+    print(f"ratio {ratio:.2f}x (budget 1.3x): {'within' if ratio <= 1.3 else 'OVER'} budget")
+    os.unlink(bare_script)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""Make screenshots/*.svg from the real app: the main screen after a run, two runs compared, the layer table.
+
+    PYTHONPATH=tui .venv/bin/python scripts/make_screenshots.py [--model mobilenet_v3_small] [--iters 60]
+
+Drives the app with Pilot as a user would (type to pick a model, r to run, flip a flag, switch tabs)
+and saves each view with App.save_screenshot. Real timings: the numbers are this machine's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tui"))
+
+from torchperf_tui.app.app import TorchperfApp  # noqa: E402
+
+SIZE = (120, 36)
+
+
+async def wait_until(pilot, predicate, timeout: float = 300.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"timed out waiting for {what}")
+        await pilot.pause(0.1)
+
+
+async def make(out: Path, model: str, flag: str, warmup: int, iters: int) -> list[Path]:
+    app = TorchperfApp(warmup=warmup, iters=iters, interval=0.5)
+    saved: list[Path] = []
+
+    def shoot(name: str) -> None:
+        for field in app.query("Input"):
+            field.cursor_blink = False
+        app.save_screenshot(filename=f"{name}.svg", path=str(out))
+        saved.append(out / f"{name}.svg")
+
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.report is not None and app.flags is not None
+                         and app.main.query_one("#model-list").option_count > 1, what="the engine")
+        await pilot.press("slash", *model, "enter")
+        await wait_until(pilot, lambda: app.complexity is not None, what="the model analysis")
+        await pilot.press("escape", "r")
+        await wait_until(pilot, lambda: app.history.get(1) is not None and app.history.get(1).finished,
+                         what="run 1")
+        await pilot.pause(0.5)
+        shoot("main")
+        await pilot.click(f"#flag-{flag}")  # flipping a flag starts run 2 with the new flags
+        await wait_until(pilot, lambda: app.history.get(2) is not None and app.history.get(2).finished,
+                         what="run 2")
+        await pilot.press("2")
+        await pilot.pause(0.5)
+        shoot("compare")
+        await pilot.press("3")
+        await pilot.pause(0.5)
+        shoot("layers")
+        await pilot.press("5")
+        await pilot.pause(1.0)
+        shoot("memory")
+        await pilot.press("4")
+        await pilot.pause(0.3)
+        shoot("device")
+    return saved
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="mobilenet_v3_small")
+    parser.add_argument("--flag", default="mkldnn_enabled", help="the flag switch flipped for run 2")
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--iters", type=int, default=60)
+    parser.add_argument("--out", type=Path, default=ROOT / "screenshots")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    for path in asyncio.run(make(args.out, args.model, args.flag, args.warmup, args.iters)):
+        print(path)
+
+
+if __name__ == "__main__":
+    main()

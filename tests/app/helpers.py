@@ -1,0 +1,95 @@
+"""Shared pieces for the UI tests: waiting on the app, fixed device reports, a frozen telemetry source."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+
+TINY = "tests.tinymodels:tiny_cnn"
+GiB = 1024**3
+
+
+async def wait_until(pilot, predicate, timeout: float = 120.0, what: str = "condition") -> None:
+    """Let the app run until `predicate()` is true (workers report through messages)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await pilot.pause(0.05)
+
+
+async def wait_ready(pilot, timeout: float = 90.0) -> None:
+    """Engine imported, device probed, catalogue listed and flag switches built."""
+    app = pilot.app
+
+    def ready() -> bool:
+        return (app.report is not None and app.flags is not None
+                and bool(app.main.query("FlagRow"))
+                and bool(app.main.query_one("#model-list").option_count > 1))
+
+    await wait_until(pilot, ready, timeout, "the engine to load")
+
+
+def screen_text(app, selector: str) -> str:
+    """The plain text a Static shows."""
+    rendered = app.main.query_one(selector).render()
+    return rendered.plain if hasattr(rendered, "plain") else str(rendered)
+
+
+def fixed_cpu(report):
+    """The report with CPU facts fixed, so snapshots do not depend on the machine."""
+    from torchperf_tui.engine.device import CpuFacts
+
+    cpu = CpuFacts(model="Test CPU 8-core", physical_cores=8, logical_cores=16, freq_mhz=3000.0,
+                   ram_total_bytes=64 * GiB, torch_threads=8, mkldnn_available=True)
+    return dataclasses.replace(report, cpu=cpu, torch_version="2.x (test)")
+
+
+def cpu_report():
+    from torchperf_tui.engine.device import DeviceReport
+    from torchperf_tui.engine.nvml import NA
+
+    return fixed_cpu(DeviceReport(
+        torch_version="", cuda_available=False,
+        cuda_reason="this PyTorch build has CUDA but no NVIDIA driver was found",
+        cuda_runtime=NA("no CUDA"), cudnn_version=NA("no CUDA"), driver_version=NA("no driver"),
+        nvml_available=False, nvml_reason="NVML library not found (libnvidia-ml.so.1)",
+        gpus=[], cpu=None))
+
+
+def gpu_report_and_fakes():
+    from tests.fakes.fake_cuda import h100_fakes
+    from torchperf_tui.engine.device import probe_device
+    from torchperf_tui.engine.nvml import Nvml
+
+    fake_nvml, fake_cuda = h100_fakes()
+    report = probe_device(nvml=Nvml.open(module=fake_nvml), cuda=fake_cuda)
+    return fixed_cpu(report), fake_nvml, fake_cuda
+
+
+class FrozenTelemetry:
+    """A telemetry source that returns the same history every time (for deterministic snapshots)."""
+
+    def __init__(self, gpu: bool) -> None:
+        from torchperf_tui.engine.nvml import NA
+        from torchperf_tui.engine.telemetry import GpuSample, TelemetrySample
+
+        samples = []
+        for i in range(20):
+            used = (4 + (i % 5)) * GiB if i < 15 else 2 * GiB  # a release shows as the drop at the end
+            gpus = [GpuSample(index=0, mem_used_bytes=used, mem_total_bytes=80 * GiB,
+                              mem_free_bytes=80 * GiB - used, util_gpu_pct=40 + i, util_mem_pct=20,
+                              temperature_c=45, power_w=210.0, sm_clock_mhz=1980)] if gpu else []
+            no_cuda = NA("no CUDA")
+            samples.append(TelemetrySample(
+                timestamp=1_000_000.0 + 0.5 * i, gpus=gpus,
+                torch_allocated_bytes=1 * GiB if gpu else no_cuda,
+                torch_reserved_bytes=3 * GiB if gpu else no_cuda,
+                torch_peak_bytes=3 * GiB if gpu else no_cuda,
+                process_rss_bytes=(700 + 10 * (i % 5)) * 1024**2,
+                system_ram_used_bytes=20 * GiB, system_ram_total_bytes=64 * GiB))
+        self.history = samples
+
+    def sample(self):
+        return self.history[-1]

@@ -1,0 +1,297 @@
+"""UI behaviour, driven with Pilot on the CPU with a tiny model (tests.tinymodels:tiny_cnn at 3x32x32)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.app.helpers import TINY, GiB, gpu_report_and_fakes, screen_text, wait_ready, wait_until
+from torchperf_tui.app.app import TorchperfApp
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def notifications(app) -> list[str]:
+    return [n.message for n in app._notifications]
+
+
+async def choose_tiny(pilot, shape: str = "3x32x32") -> None:
+    """Type the custom spec and the input shape as a user would, and wait for the analysis."""
+    app = pilot.app
+    await pilot.click("#custom-spec")
+    await pilot.press(*TINY, "enter")
+    await wait_until(pilot, lambda: app.complexity is not None, what="the tiny model's analysis")
+    shape_field = app.main.query_one("#shape")
+    shape_field.focus()
+    shape_field.value = ""
+    await pilot.press(*shape, "enter")
+    await wait_until(pilot, lambda: app.complexity is not None and app.complexity.input_shape[-1] == 32,
+                     what="the analysis at the new shape")
+    await pilot.press("escape")
+
+
+def test_app_module_imports_no_torch_numpy_or_engine():
+    """The first frame paints before torch: importing the app must not pull torch, numpy, scipy, textual-plot."""
+    code = ("import sys; import torchperf_tui.app.app; "
+            "heavy = [m for m in ('torch', 'numpy', 'scipy', 'textual_plot', 'torchvision') if m in sys.modules]; "
+            "engine = [m for m in sys.modules if m.startswith('torchperf_tui.engine.') "
+            "and m != 'torchperf_tui.engine.errors']; print(heavy + engine)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                         env={"PYTHONPATH": str(ROOT / "tui"), "PATH": "/usr/bin:/bin"}, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+async def test_panes_say_loading_before_the_engine_and_fill_in_after():
+    app = TorchperfApp(poll_telemetry=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: bool(app.main.query("#device-facts")), what="the lazy device pane")
+        # The engine worker has not reported yet on the first frame.
+        if app.report is None:
+            assert "loading" in screen_text(app, "#device-facts")
+        await wait_ready(pilot)
+        assert "loading" not in screen_text(app, "#device-facts")
+        assert "CPU" in screen_text(app, "#device-facts")
+        assert "No CUDA device" in screen_text(app, "#device-facts")  # this box has none
+        assert "pick a model" in screen_text(app, "#model-summary")
+
+
+async def test_pick_a_model_by_typing_shows_its_flops_and_layers():
+    app = TorchperfApp(poll_telemetry=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_ready(pilot)
+        await pilot.press("slash", *"squeezenet1_0")
+        listing = app.main.query_one("#model-list")
+        visible = [listing.get_option_at_index(i).id for i in range(listing.option_count)]
+        assert "squeezenet1_0" in visible and "resnet18" not in visible  # the list is filtered
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.complexity is not None, what="analysis")
+        from torchperf_tui.app.format import fmt_count
+
+        summary = screen_text(app, "#model-summary")
+        assert "squeezenet1_0" in summary
+        assert fmt_count(app.complexity.flops, "FLOPs") in summary and "GFLOPs" in summary
+        assert fmt_count(app.complexity.params_total) in summary
+        await pilot.press("escape", "3")
+        table = app.main.query_one("#layers-table")
+        assert table.row_count == len(app.complexity.layers) > 10
+
+
+async def test_a_run_fills_progress_stats_and_histogram():
+    app = TorchperfApp(poll_telemetry=False, warmup=3, iters=150)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_ready(pilot)
+        await choose_tiny(pilot)
+        await pilot.press("r")
+        await wait_until(pilot, lambda: app.history.get(1) is not None and app.history.get(1).finished,
+                         what="the run to finish")
+        record = app.history.get(1)
+        assert record.status == "done", record.error
+        assert len(record.samples_ms) == 150 and len(record.warmup_ms) == 3
+        stats = screen_text(app, "#run-stats")
+        for word in ("mean", "p50", "p90", "p99", "std", "FPS", "first"):
+            assert word in stats
+        histogram = app.main.query_one("#latency-histogram")
+        assert len(histogram.samples) == 150
+        # Bars drawn (redraws are throttled to a few a second, so the last one may lag a little).
+        await wait_until(pilot, lambda: histogram.has_plot and bool(histogram._plot._datasets)
+                         and sum(histogram._plot._datasets[0].y) == 150, what="bars of all 150 samples")
+        assert app.main.query_one("#run-progress").percentage == 1.0
+
+
+async def test_samples_arrive_in_batches_not_one_message_per_iteration():
+    app = TorchperfApp(poll_telemetry=False, warmup=0, iters=2000)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_ready(pilot)
+        await choose_tiny(pilot)
+        await pilot.press("r")
+        await wait_until(pilot, lambda: app.history.get(1) is not None and app.history.get(1).finished,
+                         what="the run to finish")
+        record = app.history.get(1)
+    assert record.status == "done" and len(record.samples_ms) == 2000
+    assert 2 <= record.batches < 2001 / 4  # first iteration + timed batches, far fewer than iterations
+
+
+async def test_flipping_a_flag_mid_run_cancels_it_and_restarts_with_the_new_flags():
+    app = TorchperfApp(poll_telemetry=False, warmup=0, iters=1_000_000)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_ready(pilot)
+        await choose_tiny(pilot)
+        await pilot.press("r")
+        await wait_until(pilot, lambda: len(app.history.get(1).samples_ms) > 20, what="run 1 in flight")
+        assert app.flags.mkldnn_enabled is True
+        await pilot.click("#flag-mkldnn_enabled")  # the switch for oneDNN
+        await wait_until(pilot, lambda: app.history.get(2) is not None
+                         and len(app.history.get(2).samples_ms) > 20, what="run 2 in flight")
+        await wait_until(pilot, lambda: app.history.get(1).status == "cancelled", what="run 1 cancelled")
+        first, second = app.history.get(1), app.history.get(2)
+        assert first.result.cancelled
+        assert second.flags.mkldnn_enabled is False and first.flags.mkldnn_enabled is True
+        # What torch itself reported inside each run's thread, batch by batch.
+        assert first.flags_seen and all(f.mkldnn_enabled for f in first.flags_seen)
+        assert second.flags_seen and all(not f.mkldnn_enabled for f in second.flags_seen)
+        await pilot.press("c")
+        await wait_until(pilot, lambda: app.history.get(2).finished, what="run 2 cancelled")
+        assert app.history.get(2).status == "cancelled"
+
+
+async def test_release_memory_key_shows_what_was_freed():
+    app = TorchperfApp(poll_telemetry=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_ready(pilot)
+        await pilot.press("e")
+        await wait_until(pilot, lambda: app.last_release is not None, what="the release")
+        assert any(app.last_release.summary() in text for text in notifications(app))
+        assert "released" in app.last_release.summary()
+
+
+async def test_model_errors_are_notified_and_earlier_results_stay():
+    app = TorchperfApp(poll_telemetry=False, warmup=0, iters=30)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_ready(pilot)
+        await choose_tiny(pilot)
+        await pilot.press("r")
+        await wait_until(pilot, lambda: app.history.get(1).finished, what="run 1")
+        await pilot.click("#custom-spec")
+        app.main.query_one("#custom-spec").value = ""
+        await pilot.press(*"resnt18", "enter")
+        await wait_until(pilot, lambda: any("did you mean" in t for t in notifications(app)),
+                         what="the error notification")
+        assert "resnt18" in screen_text(app, "#model-summary") and "error" in screen_text(app, "#model-summary")
+        # A model whose forward raises: the run fails with a one-line error, the app keeps going.
+        app.main.query_one("#custom-spec").value = "tests.tinymodels:oom_model"
+        await pilot.press("enter")
+        await pilot.press("escape", "r")
+        await wait_until(pilot, lambda: app.history.get(2) is not None and app.history.get(2).finished,
+                         what="the failing run")
+        assert app.history.get(2).status == "failed" and "out of memory" in app.history.get(2).error.lower()
+        assert app.history.get(1).status == "done"  # still there
+        await pilot.press("2")
+        assert app.main.query_one("#compare-table").row_count == 2
+
+
+async def test_tiny_and_resized_terminals_do_not_crash():
+    app = TorchperfApp(poll_telemetry=True, interval=0.2)
+    async with app.run_test(size=(40, 12)) as pilot:
+        await wait_ready(pilot)
+        for size in ((80, 24), (30, 8), (160, 50), (40, 12)):
+            await pilot.resize_terminal(*size)
+            for key in ("2", "3", "4", "5", "1"):
+                await pilot.press(key)
+            await pilot.pause(0.3)
+        assert app.is_running and app.last_telemetry is not None
+
+
+async def test_help_screenshot_and_command_palette(tmp_path):
+    app = TorchperfApp(poll_telemetry=False, screenshot_dir=str(tmp_path))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_ready(pilot)
+        await pilot.press("question_mark")
+        assert type(app.screen).__name__ == "HelpScreen"
+        await pilot.press("escape")
+        assert app.screen is app.main
+        await pilot.press("s")
+        saved = list(tmp_path.glob("*.svg"))
+        assert len(saved) == 1 and any(str(saved[0].name) in t for t in notifications(app))
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        for title in ("Run timing", "Cancel run", "Release memory", "Save screenshot", "Help"):
+            assert title in titles
+
+
+async def test_quit_key_cancels_a_run_in_flight():
+    app = TorchperfApp(poll_telemetry=False, warmup=0, iters=1_000_000)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_ready(pilot)
+        await choose_tiny(pilot)
+        await pilot.press("r")
+        await wait_until(pilot, lambda: len(app.history.get(1).samples_ms) > 5, what="run in flight")
+        worker = next(w for w in app.workers if w.group == "timing")
+        await pilot.press("q")
+    assert worker.is_cancelled
+
+
+async def test_autostart_opens_with_the_model_chosen_and_a_run_started():
+    app = TorchperfApp(model=TINY, autostart=True, poll_telemetry=False, warmup=0, iters=20)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: app.history.get(1) is not None and app.history.get(1).finished,
+                         timeout=90, what="the autostarted run")
+        assert app.spec == TINY and app.history.get(1).status == "done", app.history.get(1).error
+
+
+async def test_fake_h100_device_and_memory_views():
+    report, fake_nvml, fake_cuda = gpu_report_and_fakes()
+    app = TorchperfApp(nvml=fake_nvml, cuda=fake_cuda, poll_telemetry=False)
+    async with app.run_test(size=(110, 32)) as pilot:
+        await wait_ready(pilot)
+        await wait_until(pilot, lambda: app.last_telemetry is not None, what="a telemetry sample")
+        await pilot.press("5")
+        facts = screen_text(app, "#device-facts")
+        assert "H100" in facts and "TFLOPS" in facts
+        assert "H100" in app.sub_title
+        selector = app.main.query_one("#device-select")
+        assert selector.display and selector.value == "cuda:0"  # a choice between the CPU and the GPU
+        sample = app.last_telemetry[0]
+        gpu = sample.gpus[0]
+        bar = app.main.query_one("#mem-bar")
+        assert bar.total == gpu.mem_total_bytes and bar.progress == gpu.mem_used_bytes
+        assert f"{gpu.mem_total_bytes / GiB:.1f} GiB" in screen_text(app, "#mem-title")
+        assert "reserved but not used by tensors: 2.0 GiB" in screen_text(app, "#mem-allocator")
+        # cuDNN switches apply on a GPU; the CPU-only ones are disabled with a reason.
+        assert not app.main.query_one("#flag-cudnn_benchmark").disabled
+        assert app.main.query_one("#flag-mkldnn_enabled").disabled
+        used_before = gpu.mem_used_bytes
+        await pilot.press("e")
+        await wait_until(pilot, lambda: app.last_release is not None, what="the release")
+        await wait_until(pilot, lambda: app.last_telemetry[0].gpus[0].mem_used_bytes < used_before,
+                         what="the drop in NVML used memory")
+        assert used_before - app.last_telemetry[0].gpus[0].mem_used_bytes == 2 * GiB
+        assert any("released" in t for t in notifications(app))
+
+
+async def test_two_runs_are_compared_overlaid_and_the_baseline_can_change():
+    app = TorchperfApp(poll_telemetry=False, warmup=2, iters=60)
+    async with app.run_test(size=(110, 32)) as pilot:
+        await wait_ready(pilot)
+        await choose_tiny(pilot)
+        await pilot.press("r")
+        await wait_until(pilot, lambda: app.history.get(1).finished, what="run 1")
+        await pilot.click("#flag-deterministic_algorithms")  # run 2 with another flag set
+        await wait_until(pilot, lambda: app.history.get(2) is not None and app.history.get(2).finished,
+                         what="run 2")
+        await pilot.press("2")
+        table = app.main.query_one("#compare-table")
+        assert table.row_count == 2
+        rows = [[str(cell) for cell in table.get_row(str(i))] for i in (1, 2)]
+        columns = [str(c.label) for c in table.columns.values()]
+        speed = columns.index("speed-up")
+        assert rows[0][speed] == "baseline" and rows[1][speed].endswith("x")
+        one, two = app.history.get(1), app.history.get(2)
+        assert float(rows[1][speed][:-1]) == pytest.approx(one.stats.p50_ms / two.stats.p50_ms, rel=0.01)
+        assert "deterministic" in rows[1][columns.index("flags")]
+        overlay = app.main.query_one("#latency-overlay")
+        await wait_until(pilot, lambda: overlay.has_plot and len(overlay._plot._datasets) == 2, what="overlay")
+        assert [label.split()[0] for label in overlay._plot._labels] == ["#1", "#2"]  # legend entries
+        # Make run 2 the baseline: run 1's speed-up becomes the inverse.
+        table.focus()
+        await pilot.press("down", "b")
+        assert app.history.baseline() is two
+        rows = [[str(cell) for cell in table.get_row(str(i))] for i in (1, 2)]
+        assert rows[1][speed] == "baseline" and rows[0][speed].endswith("x")
+
+
+async def test_choosing_the_cpu_in_the_device_selector_switches_flags_and_memory_view():
+    report, fake_nvml, fake_cuda = gpu_report_and_fakes()
+    app = TorchperfApp(nvml=fake_nvml, cuda=fake_cuda, poll_telemetry=False)
+    async with app.run_test(size=(110, 32)) as pilot:
+        await wait_ready(pilot)
+        await wait_until(pilot, lambda: app.last_telemetry is not None, what="a telemetry sample")
+        assert app.device_kind() == "cuda" and app.gpu_index() == 0
+        app.main.query_one("#device-select").value = "cpu"
+        await pilot.pause(0.2)
+        assert app.device == "cpu" and app.gpu_index() is None
+        assert app.main.query_one("#flag-cudnn_benchmark").disabled
+        assert not app.main.query_one("#flag-mkldnn_enabled").disabled
+        await pilot.press("5")
+        assert "System RAM" in screen_text(app, "#mem-title")

@@ -1,0 +1,59 @@
+"""The app's small pure parts: histogram bins, run history and baseline, number formatting."""
+
+from __future__ import annotations
+
+import pytest
+
+from torchperf_tui.app.format import fmt_bytes, fmt_count, fmt_ms, one_line_error
+from torchperf_tui.app.runs import RunHistory, RunRecord
+from torchperf_tui.app.widgets.timing.histogram import bin_count, histogram_bins
+
+
+def test_histogram_bins_count_every_sample_once_including_the_maximum():
+    samples = [1.0, 1.5, 2.0, 2.0, 3.0, 10.0]
+    centres, counts, width = histogram_bins(samples, 9)
+    assert sum(counts) == len(samples) and len(centres) == 9
+    assert width == pytest.approx(1.0)
+    assert counts[-1] == 1  # 10.0 lands in the last bin, not outside
+
+
+def test_histogram_of_identical_samples_is_one_visible_bar():
+    centres, counts, width = histogram_bins([2.0, 2.0, 2.0], 10)
+    assert counts == [3] and centres == [2.0] and width > 0
+
+
+def test_bin_count_grows_with_samples_within_bounds():
+    assert bin_count(1) == 5 and bin_count(10_000) == 40 and 5 < bin_count(200) < 40
+
+
+def _record(run_id: int, status: str = "done") -> RunRecord:
+    return RunRecord(run_id=run_id, model="m", device="cpu", flags=None, flags_text="defaults",
+                     status=status, samples_ms=[1.0])
+
+
+def test_run_history_is_bounded_and_the_baseline_falls_back_to_the_oldest_complete_run():
+    history = RunHistory(capacity=3)
+    for i in range(1, 6):
+        history.add(_record(i, "cancelled" if i == 3 else "done"))
+    assert [r.run_id for r in history] == [3, 4, 5]
+    assert history.baseline().run_id == 4  # 3 was cancelled
+    history.baseline_id = 5
+    assert history.baseline().run_id == 5
+    history.baseline_id = 1  # no longer kept
+    assert history.baseline().run_id == 4
+
+
+def test_formatting():
+    assert fmt_count(11_689_512) == "11.7 M"
+    assert fmt_count(1.82e9, "FLOPs") == "1.82 GFLOPs"
+    assert fmt_bytes(3 * 1024**3) == "3.0 GiB"
+    assert fmt_ms(0.25) == "250 µs" and fmt_ms(12.345) == "12.35 ms"
+    assert fmt_bytes("n/a (no CUDA)") == "n/a (no CUDA)"
+
+
+def test_one_line_error_keeps_engine_messages_and_names_other_exceptions():
+    from torchperf_tui.engine.errors import ShapeError
+
+    assert one_line_error(ShapeError("bad shape 1x2")) == "bad shape 1x2"
+    assert one_line_error(KeyError("x")) == "KeyError: 'x'"
+    assert one_line_error(RuntimeError("first\nsecond")) == "RuntimeError: first"

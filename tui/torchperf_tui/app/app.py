@@ -1,0 +1,669 @@
+"""TorchperfApp: the Textual front end of torchperf-tui.
+
+The first frame paints before torch loads: this module imports no torch, numpy, scipy, textual-plot
+or engine module. The engine is imported by a thread worker after mount and every measurement
+runs in thread workers that post messages (app/messages.py) back; the UI only calls engine functions.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+import time
+from types import SimpleNamespace
+from typing import Any, Iterable
+
+from textual import on, work
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.css.query import NoMatches
+from textual.screen import Screen
+from textual.widgets import TabbedContent
+from textual.worker import get_current_worker
+
+from torchperf_tui.app.format import fmt_ms, one_line_error
+from torchperf_tui.app.messages import (
+    CatalogueLoaded,
+    DeviceChosen,
+    DeviceProbed,
+    EngineLoaded,
+    EngineProblem,
+    FlagChanged,
+    InputSettingsChanged,
+    MemoryReleased,
+    ModelAnalysed,
+    ModelChosen,
+    ModelFailed,
+    RunFailed,
+    RunFinished,
+    SamplesArrived,
+    TelemetryTick,
+)
+from torchperf_tui.app.runs import RunHistory, RunRecord
+from torchperf_tui.app.screens.main import TABS, MainScreen
+from torchperf_tui.app.widgets.compare.compare_pane import ComparePane
+from torchperf_tui.app.widgets.device.device_pane import DevicePane, short_name
+from torchperf_tui.app.widgets.flags.flags_pane import FlagsPane
+from torchperf_tui.app.widgets.layers.layers_pane import LayersPane, complexity_summary
+from torchperf_tui.app.widgets.memory.memory_pane import MemoryPane
+from torchperf_tui.app.widgets.picker.model_picker import ModelPicker
+from torchperf_tui.app.widgets.timing.histogram import theme_palette
+from torchperf_tui.app.widgets.timing.timing_pane import TimingPane
+
+ENGINE_MODULES = ("inputs", "flags", "timing", "models", "complexity", "nvml", "device", "telemetry")
+BATCH_SECONDS = 0.1  # samples reach the UI at most ~10 times a second, however fast the model is
+
+
+def while_running(handler):
+    """Skip a worker's message that arrives after the main screen is gone (the app is shutting down)."""
+
+    def wrapper(self, message):
+        if self.main is None or not self.main.is_attached or not self.main.children:
+            return None
+        try:
+            return handler(self, message)
+        except NoMatches:
+            return None  # the panes are being torn down
+
+    wrapper.__name__ = handler.__name__
+    wrapper.__doc__ = handler.__doc__
+    return wrapper
+
+
+class SampleBatcher:
+    """Collects on_sample calls in the timing worker's thread and posts them in batches."""
+
+    def __init__(self, app: "TorchperfApp", run_id: int, engine, batch: int) -> None:
+        self.app = app
+        self.run_id = run_id
+        self.engine = engine
+        self.batch = batch
+        self.phase: str | None = None
+        self.pending: list[float] = []
+        self.timed: list[float] = []
+        self.index = 0
+        self.total = 0
+        self.last_post = time.monotonic()
+
+    def on_sample(self, phase: str, index: int, total: int, ms: float) -> None:
+        if phase != self.phase and self.pending:
+            self.flush()
+        self.phase, self.index, self.total = phase, index, total
+        self.pending.append(ms)
+        if phase == "timed":
+            self.timed.append(ms)
+        last = total and index >= total - 1
+        if phase == "first" or last or time.monotonic() - self.last_post >= BATCH_SECONDS:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        flags = self.engine.flags.Flags.current()  # read in the run's thread, inside its flags context
+        stats = self.engine.timing.compute_stats(self.timed, batch=self.batch) if self.phase == "timed" else None
+        self.app.post_message(SamplesArrived(self.run_id, self.phase or "", self.index, self.total,
+                                             self.pending, flags, stats))
+        self.pending = []
+        self.last_post = time.monotonic()
+
+
+class TorchperfApp(App):
+    """How fast a PyTorch model runs on this box, and why."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "torchperf"
+    ENABLE_COMMAND_PALETTE = True
+
+    BINDINGS = [
+        Binding("r", "run", "Run"),
+        Binding("c", "cancel_run", "Cancel"),
+        Binding("slash", "focus_filter", "Model"),
+        Binding("f", "focus_flags", "Flags", show=False),
+        Binding("e", "release_memory", "Free mem"),
+        Binding("s", "screenshot", "Shot"),
+        Binding("question_mark", "help", "Help"),
+        Binding("q", "quit", "Quit"),
+        Binding("b", "set_baseline", "Baseline", show=False),
+        Binding("x", "clear_runs", "Clear runs", show=False),
+        Binding("escape", "leave_field", "Leave field", show=False),
+        *[Binding(str(i + 1), f"show_tab('{name}')", name.title(), show=False) for i, name in enumerate(TABS)],
+    ]
+
+    def __init__(self, model: str | None = None, autostart: bool = False, interval: float = 0.5,
+                 device: str = "auto", *, nvml: Any = None, cuda: Any = None, telemetry: Any = None,
+                 device_report: Any = None, warmup: int | str = 10, iters: int = 50,
+                 screenshot_dir: str | None = None, poll_telemetry: bool = True) -> None:
+        """`nvml`, `cuda`: seams for fake NVML / CUDA backends; `telemetry`: an object with .sample() and
+        .history (a frozen source for snapshots); `device_report`: a fixed DeviceReport;
+        `poll_telemetry=False` samples once instead of every `interval` seconds."""
+        super().__init__()
+        self.initial_model = model
+        self.autostart = autostart
+        self.interval = interval
+        self.device = device or "auto"
+        self._nvml_seam = nvml
+        self._cuda_seam = cuda
+        self._sampler = telemetry
+        self._fixed_report = device_report
+        self.warmup = warmup
+        self.iters = iters
+        self.screenshot_dir = screenshot_dir
+        self.poll_telemetry = poll_telemetry
+        self.engine: SimpleNamespace | None = None
+        self.missing: dict[str, str] = {}
+        self.report: Any = None
+        self.flags: Any = None
+        self.spec: str | None = None
+        self.complexity: Any = None
+        self.history = RunHistory()
+        self.current_run_id: int | None = None
+        self._run_seq = 0
+        self._telemetry_wake = threading.Event()
+        self._probe_failed = False
+        self._ui_ready = threading.Event()
+        self.main: MainScreen | None = None
+        self.last_telemetry: Any = None
+        self.last_release: Any = None
+
+    def get_default_screen(self) -> Screen:
+        self.main = MainScreen(id="main")
+        return self.main
+
+    # -- start-up: paint first, then load the engine in a thread -------------------------
+    def on_mount(self) -> None:
+        self.sub_title = "loading engine…"
+        self._check_ui_ready()
+        # Importing torch holds the GIL for seconds: start it only once the first frame is out.
+        self.call_after_refresh(self.call_after_refresh, self._start_workers)
+        if self.poll_telemetry:
+            self.set_interval(self.interval, self.request_telemetry)
+
+    def _start_workers(self) -> None:
+        self.load_engine()
+        self.telemetry_loop()
+
+    def _check_ui_ready(self) -> None:
+        """The panes inside the tabs mount a little after the screen; the engine reports wait for them."""
+        panes = (TimingPane, ComparePane, LayersPane, DevicePane, MemoryPane, FlagsPane, ModelPicker)
+        if (self.main is not None and all(self.main.query(pane) for pane in panes)
+                and all(select.query("SelectCurrent") for select in self.main.query("Select"))):
+            self._ui_ready.set()
+        else:
+            self.set_timer(0.02, self._check_ui_ready)
+
+    @work(thread=True, group="engine", exit_on_error=False)
+    def load_engine(self) -> None:
+        missing: dict[str, str] = {}
+        modules: dict[str, Any] = {}
+        for name in ENGINE_MODULES:
+            try:
+                modules[name] = importlib.import_module(f"torchperf_tui.engine.{name}")
+            except Exception as exc:  # a module that is missing or broken disables its pane, not the app
+                missing[name] = one_line_error(exc)
+        try:
+            importlib.import_module("textual_plot")
+        except Exception as exc:
+            missing["textual_plot"] = one_line_error(exc)
+        self.engine = SimpleNamespace(**modules)
+        # With torch already imported (a second app in one process) this can beat the panes' mount.
+        self._ui_ready.wait(timeout=30)
+        self.post_message(EngineLoaded(missing))
+
+        nvml = self._nvml_handle()
+        if self._fixed_report is not None:
+            self.post_message(DeviceProbed(self._fixed_report))
+        elif "device" in modules:
+            try:
+                self.post_message(DeviceProbed(modules["device"].probe_device(nvml=nvml, cuda=self._cuda_seam)))
+            except Exception as exc:
+                self.post_message(EngineProblem("device", one_line_error(exc)))
+        if "models" in modules:
+            try:
+                self.post_message(CatalogueLoaded(modules["models"].list_catalogue()))
+            except Exception as exc:
+                self.post_message(EngineProblem("models", one_line_error(exc)))
+        if self._sampler is None and "telemetry" in modules:
+            try:
+                self._sampler = modules["telemetry"].TelemetrySampler(nvml=nvml, cuda=self._cuda_seam)
+            except Exception as exc:
+                self.post_message(EngineProblem("telemetry", one_line_error(exc)))
+        if not self.poll_telemetry:
+            self.call_from_thread(self.request_telemetry)
+
+    def _nvml_handle(self):
+        """The NVML seam: an Nvml instance, or a (fake) pynvml module to open one with, or the default."""
+        seam = self._nvml_seam
+        if seam is None or self.engine is None or not hasattr(self.engine, "nvml"):
+            return seam
+        if not isinstance(seam, self.engine.nvml.Nvml):
+            self._nvml_seam = seam = self.engine.nvml.Nvml.open(module=seam)
+        return seam
+
+    @while_running
+    def on_engine_loaded(self, message: EngineLoaded) -> None:
+        self.missing = dict(message.missing)
+        main = self.main
+        if "textual_plot" not in self.missing:
+            from torchperf_tui.app.widgets.timing.histogram import _PlotHolder
+
+            for holder in main.query(_PlotHolder):
+                holder.attach_plot()
+        if self.engine is not None and hasattr(self.engine, "flags"):
+            self.flags = self.engine.flags.Flags()
+        for name, why in self.missing.items():
+            self.notify(f"engine module {name} not available: {why}", severity="warning", timeout=8)
+        if "models" in self.missing:
+            main.query_one(TimingPane).show_model(f"model catalogue not available: {self.missing['models']}")
+        self._build_flags()
+
+    def device_kind(self) -> str:
+        """'cuda' or 'cpu': where runs go, for flag applicability and the memory view."""
+        if self.device.startswith("cuda"):
+            return "cuda"
+        if self.device == "cpu":
+            return "cpu"
+        return "cuda" if (self.report is not None and self.report.cuda_available) else "cpu"
+
+    def gpu_index(self) -> int | None:
+        if self.report is None or not self.report.gpus or self.device == "cpu":
+            return None
+        if self.device.startswith("cuda:"):
+            return int(self.device.split(":")[1])
+        return self.report.gpus[0].index
+
+    def _applicability(self, name: str, device_kind: str):
+        try:
+            return self.engine.flags.flag_applicability(name, device_kind)
+        except Exception as exc:
+            return False, one_line_error(exc)
+
+    def _build_flags(self) -> None:
+        if self.engine is None or not hasattr(self.engine, "flags"):
+            return
+        if self.report is None and hasattr(self.engine, "device") and not self._probe_failed:
+            return  # wait for the device report, so the switches come up with the right applicability
+        pane = self.main.query_one(FlagsPane)
+        if pane.query("FlagRow"):
+            pane.update_applicability(self.device_kind(), self._applicability)
+            return
+        pane.build(self.engine.flags.FLAG_SPECS, self.flags, self.device_kind(), self._applicability)
+
+    @while_running
+    def on_device_probed(self, message: DeviceProbed) -> None:
+        self.report = message.report
+        self.main.query_one(DevicePane).show_report(self.report, self._resolved_device())
+        self.sub_title = short_name(self.report, self._resolved_device())
+        self._build_flags()
+
+    def _resolved_device(self) -> str:
+        if self.device != "auto":
+            return self.device
+        return "cuda:0" if self.report is not None and self.report.cuda_available else "cpu"
+
+    @while_running
+    def on_catalogue_loaded(self, message: CatalogueLoaded) -> None:
+        self.main.query_one(ModelPicker).set_catalogue(message.entries)
+        timing = self.main.query_one(TimingPane)
+        if self.spec is None:
+            timing.show_model("pick a model: / to filter, ⏎ to choose")
+        if self.initial_model and self.spec is None:
+            self.choose_model(self.initial_model)
+            if self.autostart:
+                self.action_run()
+
+    @while_running
+    def on_engine_problem(self, message: EngineProblem) -> None:
+        self.notify(f"{message.where}: {message.error}", severity="error", timeout=8)
+        if message.where == "device":
+            self._probe_failed = True
+            self.main.query_one(DevicePane).show_error(message.error)
+            self._build_flags()
+        elif message.where in ("telemetry", "release"):
+            self.main.query_one(MemoryPane).show_error(message.error)
+
+    # -- model choice and analysis --------------------------------------------------------
+    @on(ModelChosen)
+    def _model_chosen(self, message: ModelChosen) -> None:
+        self.choose_model(message.spec)
+
+    def choose_model(self, spec: str) -> None:
+        if self.engine is None or not hasattr(self.engine, "models"):
+            self.notify("the model registry is still loading", severity="warning")
+            return
+        picker = self.main.query_one(ModelPicker)
+        if spec != self.spec:
+            picker.set_default_shape(())  # a new model starts from its own default input
+        self.spec = spec
+        self.complexity = None
+        self.main.query_one(TimingPane).show_model(f"[b]{spec}[/] · analysing…")
+        self.analyse_model(spec, picker.settings())
+
+    @on(InputSettingsChanged)
+    def _settings_changed(self, message: InputSettingsChanged) -> None:
+        if self.spec is not None:
+            self.choose_model(self.spec)
+
+    def _full_shape(self, settings: dict, default: tuple | None) -> tuple | None:
+        """(batch, *dims) from the typed fields; None when no shape is typed and there is no default."""
+        inputs = self.engine.inputs
+        batch = inputs.parse_shape(f"{settings['batch']}x1")[0]
+        if settings["shape"]:
+            return inputs.parse_shape(f"{batch}x{settings['shape']}")
+        if default is None:
+            return None
+        return (batch, *default)
+
+    @work(thread=True, exclusive=True, group="analysis", exit_on_error=False)
+    def analyse_model(self, spec: str, settings: dict) -> None:
+        worker = get_current_worker()
+        try:
+            entry = self.engine.models.resolve_model(spec)
+            shape = self._full_shape(settings, tuple(entry.input_shape))
+            if not hasattr(self.engine, "complexity"):
+                raise RuntimeError(f"complexity analysis not available: {self.missing.get('complexity')}")
+            cx = self.engine.complexity.analyse_complexity(spec, shape, dtype=settings["dtype"])
+        except Exception as exc:
+            if not worker.is_cancelled:
+                self.post_message(ModelFailed(spec, one_line_error(exc)))
+            return
+        if not worker.is_cancelled:
+            self.post_message(ModelAnalysed(spec, entry, cx))
+
+    @while_running
+    def on_model_analysed(self, message: ModelAnalysed) -> None:
+        if message.spec != self.spec:
+            return
+        self.complexity = message.complexity
+        self.main.query_one(ModelPicker).set_default_shape(tuple(message.complexity.input_shape)[1:])
+        self.main.query_one(TimingPane).show_model(
+            f"[b]{message.spec}[/] · {complexity_summary(message.complexity)}")
+        self.main.query_one(LayersPane).show_complexity(message.spec, message.complexity)
+
+    @while_running
+    def on_model_failed(self, message: ModelFailed) -> None:
+        if message.spec != self.spec:
+            return
+        self.notify(message.error, title=message.spec, severity="error", timeout=8)
+        self.main.query_one(TimingPane).show_model(f"[b]{message.spec}[/] · [b $error]error:[/] {message.error}")
+        self.main.query_one(LayersPane).show_error(message.spec, message.error)
+
+    # -- timing runs ----------------------------------------------------------------------
+    def action_run(self) -> None:
+        """Start a timing run of the chosen model under the current flags (cancelling any in flight)."""
+        if self.engine is None or not hasattr(self.engine, "timing"):
+            self.notify("the timing engine is still loading", severity="warning")
+            return
+        if self.spec is None:
+            self.notify("pick a model first: / to filter, ⏎ to choose", severity="warning")
+            return
+        self._mark_cancelling()
+        self._run_seq += 1
+        run_id = self._run_seq
+        flags = self.flags
+        record = RunRecord(run_id=run_id, model=self.spec, device=self._resolved_device(), flags=flags,
+                           flags_text=flags.describe(self.device_kind()))
+        self.history.add(record)
+        self.current_run_id = run_id
+        timing = self.main.query_one(TimingPane)
+        timing.set_planned_iters(self.iters)
+        timing.show_run(record)
+        self._refresh_compare()
+        self.run_timing(run_id, self.spec, self.main.query_one(ModelPicker).settings(), flags)
+
+    def _mark_cancelling(self) -> None:
+        current = self.history.get(self.current_run_id) if self.current_run_id else None
+        if current is not None and not current.finished:
+            current.status = "cancelling"
+
+    @work(thread=True, exclusive=True, group="timing", exit_on_error=False)
+    def run_timing(self, run_id: int, spec: str, settings: dict, flags) -> None:
+        """One run; exclusive=True cancels the previous worker, which stops at its next iteration. Its
+        flags context (engine.flags holds a lock) ends before this run's flags are applied."""
+        worker = get_current_worker()
+        eng = self.engine
+        try:
+            shape = self._full_shape(settings, None)
+            batch = shape[0] if shape else eng.inputs.parse_shape(f"{settings['batch']}x1")[0]
+            cfg = eng.timing.BenchConfig(model=spec, input_shape=shape, batch=batch, device=self.device,
+                                         dtype=settings["dtype"], channels_last=settings["channels_last"],
+                                         warmup=self.warmup, iters=self.iters, flags=flags)
+            batcher = SampleBatcher(self, run_id, eng, batch)
+            result = eng.timing.run_benchmark(cfg, on_sample=batcher.on_sample,
+                                              should_cancel=lambda: worker.is_cancelled)
+            batcher.flush()
+        except Exception as exc:
+            self.post_message(RunFailed(run_id, one_line_error(exc)))
+            return
+        self.post_message(RunFinished(run_id, result))
+
+    @while_running
+    def on_samples_arrived(self, message: SamplesArrived) -> None:
+        record = self.history.get(message.run_id)
+        if record is None or message.run_id != self.current_run_id or record.finished:
+            return  # a cancelled run's last samples: dropped, never mixed into the new run
+        record.batches += 1
+        if message.phase == "first":
+            record.first_iter_ms = message.samples_ms[0]
+        elif message.phase == "warmup":
+            record.warmup_ms.extend(message.samples_ms)
+        elif message.phase == "timed":
+            record.samples_ms.extend(message.samples_ms)
+            record.flags_seen.append(message.flags_seen)
+            record.stats = message.stats or record.stats
+        record.status, record.index, record.total = message.phase, message.index, message.total
+        self._show_current(record)
+
+    def _active_tab(self) -> str:
+        try:
+            return self.main.query_one(TabbedContent).active.removeprefix("tab-")
+        except NoMatches:
+            return ""
+
+    def _show_current(self, record: RunRecord) -> None:
+        if not self._active_tab():
+            return  # shutting down
+        self.main.query_one(TimingPane).show_run(record, histogram=self._active_tab() == "timing")
+
+    @while_running
+    def on_run_finished(self, message: RunFinished) -> None:
+        record = self.history.get(message.run_id)
+        if record is None:
+            return
+        result = message.result
+        record.result = result
+        record.status = "cancelled" if result.cancelled else "done"
+        record.samples_ms = list(result.samples_ms)
+        record.warmup_ms = list(result.warmup_ms)
+        record.first_iter_ms = result.first_iter_ms
+        record.stats = result.stats
+        if message.run_id == self.current_run_id:
+            self._show_current(record)
+            if record.status == "done" and record.stats is not None:
+                self.notify(f"{record.label} {record.model}: median {fmt_ms(record.stats.p50_ms)}, "
+                            f"p99 {fmt_ms(record.stats.p99_ms)}", title="run finished", timeout=4)
+        self._refresh_compare()
+
+    @while_running
+    def on_run_failed(self, message: RunFailed) -> None:
+        record = self.history.get(message.run_id)
+        if record is None:
+            return
+        record.status = "failed"
+        record.error = message.error
+        self.notify(message.error, title=f"run {record.label} failed", severity="error", timeout=8)
+        if message.run_id == self.current_run_id:
+            self._show_current(record)
+        self._refresh_compare()
+
+    def action_cancel_run(self) -> None:
+        """Cancel the run in flight (it stops between iterations and is kept as cancelled)."""
+        cancelled = [w for w in self.workers if w.group == "timing" and not w.is_finished]
+        for worker in cancelled:
+            worker.cancel()
+        if cancelled:
+            self._mark_cancelling()
+            self.notify("cancelling the run…", timeout=2)
+
+    def _refresh_compare(self) -> None:
+        if self._active_tab() == "compare":
+            self.main.query_one(ComparePane).show_runs(self.history, theme_palette(self))
+
+    def action_set_baseline(self) -> None:
+        """Make the run highlighted in Compare the baseline for speed-ups."""
+        run_id = self.main.query_one(ComparePane).highlighted_run_id()
+        if run_id is None:
+            return
+        self.history.baseline_id = run_id
+        self._refresh_compare()
+        self.notify(f"baseline is now run #{run_id}", timeout=2)
+
+    def action_clear_runs(self) -> None:
+        """Forget the kept runs (a run in flight continues)."""
+        current = self.history.get(self.current_run_id) if self.current_run_id else None
+        self.history.clear()
+        if current is not None and not current.finished:
+            self.history.add(current)
+        self._refresh_compare()
+
+    # -- flags and device --------------------------------------------------------------
+    @on(FlagChanged)
+    def _flag_changed(self, message: FlagChanged) -> None:
+        if self.flags is None:
+            return
+        try:
+            self.flags = self.flags.replace(**{message.name: message.value})
+        except Exception as exc:
+            self.notify(one_line_error(exc), severity="error")
+            return
+        if self.spec is not None and hasattr(self.engine, "timing"):
+            # Never mix flag sets: the run in flight is cancelled and a new one starts.
+            self.action_run()
+
+    @on(DeviceChosen)
+    def _device_chosen(self, message: DeviceChosen) -> None:
+        self.device = message.device
+        if self.report is not None:
+            self.sub_title = short_name(self.report, self._resolved_device())
+        self._build_flags()
+        if self.last_telemetry is not None:
+            self._show_telemetry(self.last_telemetry[0], self.last_telemetry[1])
+
+    # -- telemetry -----------------------------------------------------------------------
+    def request_telemetry(self) -> None:
+        """Called by set_interval: wake the sampling thread (a tick is skipped while it is busy)."""
+        self._telemetry_wake.set()
+
+    @work(thread=True, group="telemetry", exit_on_error=False)
+    def telemetry_loop(self) -> None:
+        """One long-lived thread samples when woken: NVML can block (a GPU falling off the bus) and
+        must never stall the UI, and one thread costs less than a worker per tick."""
+        worker = get_current_worker()
+        while not worker.is_cancelled:
+            if not self._telemetry_wake.wait(timeout=0.2):
+                continue
+            self._telemetry_wake.clear()
+            if self._sampler is None:
+                continue
+            try:
+                sample = self._sampler.sample()
+                self.post_message(TelemetryTick(sample, list(self._sampler.history)))
+            except Exception as exc:
+                self.post_message(EngineProblem("telemetry", one_line_error(exc)))
+
+    @while_running
+    def on_telemetry_tick(self, message: TelemetryTick) -> None:
+        self.last_telemetry = (message.sample, message.history)
+        self._show_telemetry(message.sample, message.history)
+
+    def _show_telemetry(self, sample, history) -> None:
+        if self._active_tab() != "memory":
+            return  # a hidden pane is not redrawn every tick; it catches up when its tab is shown
+        self.main.query_one(MemoryPane).show_sample(sample, history, self.gpu_index())
+
+    def action_release_memory(self) -> None:
+        """Release cached memory through the engine and say what was freed."""
+        if self.engine is None or not hasattr(self.engine, "telemetry"):
+            self.notify("telemetry is still loading", severity="warning")
+            return
+        self.release_memory()
+
+    @work(thread=True, exclusive=True, group="release", exit_on_error=False)
+    def release_memory(self) -> None:
+        try:
+            kind = self.device_kind() if self.device == "auto" else self.device
+            report = self.engine.telemetry.release_memory(device=kind, nvml=self._nvml_handle(),
+                                                          cuda=self._cuda_seam)
+        except Exception as exc:
+            self.post_message(EngineProblem("release", one_line_error(exc)))
+            return
+        self.post_message(MemoryReleased(report))
+
+    @while_running
+    def on_memory_released(self, message: MemoryReleased) -> None:
+        self.last_release = message.report
+        self.notify(message.report.summary(), title="memory released", timeout=6)
+        self.request_telemetry()  # an immediate sample, so the chart shows the drop
+
+    # -- navigation, help, screenshot, quit --------------------------------------------------
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        # Panes that are not visible are not redrawn every tick; catch up when one is shown.
+        tab = self._active_tab()
+        if tab == "compare":
+            self._refresh_compare()
+        elif tab == "timing":
+            record = self.history.get(self.current_run_id) if self.current_run_id else None
+            if record is not None:
+                self._show_current(record)
+        elif tab == "memory" and self.last_telemetry is not None:
+            self._show_telemetry(*self.last_telemetry)
+
+    def action_show_tab(self, name: str) -> None:
+        self.main.query_one(TabbedContent).active = f"tab-{name}"
+
+    def action_focus_filter(self) -> None:
+        self.main.query_one("#model-filter").focus()
+
+    def action_focus_flags(self) -> None:
+        for control in self.main.query("FlagRow Switch, FlagRow Select"):
+            if not control.disabled:
+                control.focus()
+                return
+
+    def action_leave_field(self) -> None:
+        self.main.query_one(TabbedContent).query_one("Tabs").focus()
+
+    def action_help(self) -> None:
+        # Imported here: Markdown (markdown-it) would cost the first frame ~50 ms for a screen seen later.
+        from torchperf_tui.app.screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def action_screenshot(self) -> None:
+        """Save an SVG of the screen and say where."""
+        try:
+            path = self.save_screenshot(path=self.screenshot_dir)
+        except OSError as exc:
+            self.notify(one_line_error(exc), title="screenshot failed", severity="error")
+            return
+        self.notify(f"saved to {path}", title="screenshot", timeout=8)
+
+    async def action_quit(self) -> None:
+        """Quit, cancelling runs first (a thread worker stops at its next iteration)."""
+        self.workers.cancel_all()
+        self.exit()
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("Run timing", "Time the chosen model with the current flags", self.action_run)
+        yield SystemCommand("Cancel run", "Cancel the timing run in flight", self.action_cancel_run)
+        yield SystemCommand("Release memory", "gc + empty_cache / malloc_trim, and show what was freed",
+                            self.action_release_memory)
+        yield SystemCommand("Save screenshot", "Save an SVG screenshot of the screen", self.action_screenshot)
+        yield SystemCommand("Set baseline", "Make the run highlighted in Compare the baseline",
+                            self.action_set_baseline)
+        yield SystemCommand("Clear runs", "Forget the kept runs", self.action_clear_runs)
+        yield SystemCommand("Help", "Keys and a short guide", self.action_help)
+        for name in TABS:
+            yield SystemCommand(f"Show {name.title()}", f"Switch to the {name} tab",
+                                lambda name=name: self.action_show_tab(name))

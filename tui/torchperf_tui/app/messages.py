@@ -1,0 +1,133 @@
+"""Every custom Message of the app: small dataclasses, posted by workers and widgets.
+
+Workers run in threads and post these to the app (post_message is thread-safe); widgets post
+the user's choices. High-frequency telemetry may replace an older unhandled tick; timing
+samples are batched by the worker (about every 100 ms), never one message per iteration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from textual.message import Message
+
+
+@dataclass
+class EngineLoaded(Message):
+    """The engine modules were imported in a worker; `missing` maps module -> why it is not usable."""
+
+    missing: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class DeviceProbed(Message):
+    """The device report (a DeviceReport) is ready."""
+
+    report: Any
+
+
+@dataclass
+class CatalogueLoaded(Message):
+    """The model catalogue (list of ModelEntry) is ready."""
+
+    entries: list
+
+
+@dataclass
+class ModelChosen(Message):
+    """The user picked a model spec (a torchvision name or module:factory)."""
+
+    spec: str
+
+
+@dataclass
+class InputSettingsChanged(Message):
+    """The user changed the input shape, batch, dtype or channels_last."""
+
+
+@dataclass
+class ModelAnalysed(Message):
+    """The complexity analysis of a model finished."""
+
+    spec: str
+    entry: Any
+    complexity: Any
+
+
+@dataclass
+class ModelFailed(Message):
+    """Resolving or analysing a model failed; `error` is a one-line message."""
+
+    spec: str
+    error: str
+
+
+@dataclass
+class FlagChanged(Message):
+    """The user flipped a flag switch (or chose a thread count)."""
+
+    name: str
+    value: Any
+
+
+@dataclass
+class DeviceChosen(Message):
+    """The user chose another device in the device selector ('cpu', 'cuda:N')."""
+
+    device: str
+
+
+@dataclass
+class SamplesArrived(Message):
+    """A batch of iteration times from a timing run; `flags_seen` are the torch flags read in the run's thread."""
+
+    run_id: int
+    phase: str
+    index: int
+    total: int
+    samples_ms: list[float]
+    flags_seen: Any = None
+    stats: Any = None  # engine.timing.TimingStats of all timed samples so far, computed in the worker
+
+
+@dataclass
+class RunFinished(Message):
+    """A timing run ended (complete or cancelled) with its TimingResult."""
+
+    run_id: int
+    result: Any
+
+
+@dataclass
+class RunFailed(Message):
+    """A timing run raised; `error` is a one-line message."""
+
+    run_id: int
+    error: str
+
+
+@dataclass
+class TelemetryTick(Message):
+    """A fresh TelemetrySample and the sampler's history (the newest tick replaces an unhandled older one)."""
+
+    sample: Any
+    history: list
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, TelemetryTick)
+
+
+@dataclass
+class MemoryReleased(Message):
+    """release_memory finished; `report` is a ReleaseReport."""
+
+    report: Any
+
+
+@dataclass
+class EngineProblem(Message):
+    """Something in a worker failed outside a run: `where` names the part, `error` is one line."""
+
+    where: str
+    error: str

@@ -1,0 +1,78 @@
+"""What the UI remembers about timing runs: one RunRecord per run, the last few kept for comparing."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+MAX_RUNS = 8
+
+
+@dataclass
+class RunRecord:
+    """One timing run as the UI saw it: samples as they streamed in, then the engine's TimingResult."""
+
+    run_id: int
+    model: str
+    device: str
+    flags: Any  # engine.flags.Flags
+    flags_text: str
+    status: str = "starting"  # starting, first, warmup, timed, done, cancelled, failed
+    index: int = 0
+    total: int = 0
+    first_iter_ms: float | None = None
+    warmup_ms: list[float] = field(default_factory=list)
+    samples_ms: list[float] = field(default_factory=list)
+    flags_seen: list = field(default_factory=list)  # Flags read in the worker, once per batch
+    batches: int = 0  # SamplesArrived messages received (the worker batches ~every 100 ms)
+    stats: Any = None  # engine.timing.TimingStats
+    result: Any = None  # engine.timing.TimingResult
+    error: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"#{self.run_id}"
+
+    @property
+    def finished(self) -> bool:
+        return self.status in ("done", "cancelled", "failed")
+
+    @property
+    def complete(self) -> bool:
+        return self.status == "done" and bool(self.samples_ms)
+
+
+class RunHistory:
+    """The last MAX_RUNS runs (bounded, so memory never grows) and which one is the baseline."""
+
+    def __init__(self, capacity: int = MAX_RUNS) -> None:
+        self._runs: deque[RunRecord] = deque(maxlen=capacity)
+        self.baseline_id: int | None = None
+
+    def add(self, record: RunRecord) -> None:
+        self._runs.append(record)
+
+    def get(self, run_id: int) -> RunRecord | None:
+        return next((r for r in self._runs if r.run_id == run_id), None)
+
+    def __iter__(self):
+        return iter(list(self._runs))
+
+    def __len__(self) -> int:
+        return len(self._runs)
+
+    def completed(self) -> list[RunRecord]:
+        return [r for r in self._runs if r.complete]
+
+    def baseline(self) -> RunRecord | None:
+        """The chosen baseline if it is still kept and complete, else the oldest complete run."""
+        chosen = self.get(self.baseline_id) if self.baseline_id is not None else None
+        if chosen is not None and chosen.complete:
+            return chosen
+        done = self.completed()
+        return done[0] if done else None
+
+    def clear(self) -> None:
+        self._runs.clear()
+        self.baseline_id = None

@@ -1,0 +1,52 @@
+"""The help screen (`?`): the keys and what the panes show."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Markdown
+
+HELP = """\
+# torchperf-tui
+
+How fast a PyTorch model runs on this box, and why.
+
+| key | action |
+| --- | --- |
+| `/` | filter the model list (type, `↓` to the list, `⏎` to choose) |
+| `r` | start a timing run (cancels the one in flight) |
+| `c` | cancel the run in flight |
+| `f` | go to the flags; flipping one restarts the run with the new flags |
+| `1`–`5` | Timing, Compare, Layers, Device, Memory tabs |
+| `b` | (Compare) make the highlighted run the baseline |
+| `x` | forget all kept runs |
+| `e` | release memory (gc, `empty_cache` / `malloc_trim`) |
+| `s` | save an SVG screenshot |
+| `ctrl+p` | command palette |
+| `esc` | leave a text field |
+| `q` | quit |
+
+**Timing**: a first iteration (one-off costs), the warm-up, then timed iterations; the histogram
+fills as samples arrive. Every run uses exactly one set of flags.
+
+**Compare**: the last runs, their median and p99, and the speed-up of each over the baseline
+(baseline median / run median); up to four finished runs are overlaid, one colour each.
+
+**Memory**: NVML's used memory is what the driver sees; the allocator's *reserved* minus
+*allocated* is memory this process caches but no tensor uses; `e` gives it back.
+"""
+
+
+class HelpScreen(ModalScreen[None]):
+    """Keys and a short guide; any of esc, q, ? closes it."""
+
+    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close")]
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help-box"):
+            yield Markdown(HELP)
+
+    def action_dismiss(self, result=None) -> None:
+        self.dismiss(None)

@@ -1,0 +1,1 @@
+"""Widgets, one folder per area of the screen."""

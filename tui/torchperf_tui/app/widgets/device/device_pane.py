@@ -1,0 +1,111 @@
+"""Device pane: what this box is (GPU facts with peak FLOPS and bandwidth, or CPU facts and why no
+CUDA/NVML was found), with a device selector when there is a choice."""
+
+from __future__ import annotations
+
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Select, Static
+
+from torchperf_tui.app.format import fmt_bytes, fmt_num
+from torchperf_tui.app.messages import DeviceChosen
+
+
+def _v(value, unit: str = "", digits: int = 0) -> str:
+    return fmt_num(value, unit, digits)
+
+
+def gpu_text(gpu) -> str:
+    lines = [
+        f"[b]GPU {gpu.index}: {gpu.name}[/]  (compute capability {gpu.compute_capability})",
+        f"  {_v(gpu.sm_count)} SMs · memory {fmt_bytes(gpu.total_memory_bytes)} · L2 {fmt_bytes(gpu.l2_cache_bytes)}"
+        f" · bus {_v(gpu.memory_bus_width_bits, 'bit')}",
+        f"  clocks SM {_v(gpu.max_sm_clock_mhz, 'MHz')} · memory {_v(gpu.max_mem_clock_mhz, 'MHz')}"
+        f" · power limit {_v(gpu.power_limit_w, 'W')}",
+        f"  peak FP32 {_v(gpu.peak_fp32_tflops, 'TFLOPS', 1)} · FP16 tensor {_v(gpu.peak_fp16_tensor_tflops, 'TFLOPS', 1)}"
+        f" · BF16 tensor {_v(gpu.peak_bf16_tensor_tflops, 'TFLOPS', 1)}",
+        f"  peak bandwidth {_v(gpu.peak_bandwidth_gbs, 'GB/s', 0)}",
+    ]
+    for name, formula in (gpu.formulas or {}).items():
+        lines.append(f"  [dim]{name}: {formula}[/]")
+    return "\n".join(lines)
+
+
+def cpu_text(cpu) -> str:
+    return "\n".join([
+        f"[b]CPU: {cpu.model}[/]",
+        f"  {_v(cpu.physical_cores)} physical / {_v(cpu.logical_cores)} logical cores · "
+        f"{_v(cpu.freq_mhz, 'MHz')} · RAM {fmt_bytes(cpu.ram_total_bytes)}",
+        f"  torch threads {_v(cpu.torch_threads)} · oneDNN (mkldnn) "
+        f"{'available' if cpu.mkldnn_available else 'not available'}",
+    ])
+
+
+def report_text(report) -> str:
+    lines = [f"torch {report.torch_version}"]
+    if report.cuda_available:
+        lines[0] += (f" · CUDA runtime {report.cuda_runtime} · cuDNN {report.cudnn_version}"
+                     f" · driver {report.driver_version}")
+    else:
+        lines.append(f"[b $warning]No CUDA device:[/] {report.cuda_reason or 'torch.cuda.is_available() is False'}")
+    if report.nvml_available:
+        lines.append(f"NVML: {len(report.gpus)} GPU(s)")
+    else:
+        lines.append(f"[b $warning]No NVML:[/] {report.nvml_reason or 'not available'}")
+    lines.append("")
+    for gpu in report.gpus:
+        lines.append(gpu_text(gpu))
+        lines.append("")
+    lines.append(cpu_text(report.cpu))
+    return "\n".join(lines)
+
+
+def device_choices(report) -> list[str]:
+    """Devices a run can use: the CPU, and each CUDA device torch can see."""
+    choices = ["cpu"]
+    if report.cuda_available:
+        choices += [f"cuda:{g.index}" for g in report.gpus]
+    return choices
+
+
+def short_name(report, device: str) -> str:
+    """'NVIDIA H100 … (cuda:0)' or 'CPU: model' for the header."""
+    if device.startswith("cuda"):
+        index = int(device.split(":")[1]) if ":" in device else 0
+        gpu = next((g for g in report.gpus if g.index == index), None)
+        return f"{gpu.name if gpu else 'CUDA'} ({device})"
+    return f"CPU: {report.cpu.model}"
+
+
+class DevicePane(VerticalScroll):
+    """Filled from a DeviceReport once the engine has probed the device."""
+
+    DEFAULT_CSS = "DevicePane { height: 1fr; } DevicePane > Static { height: auto; }"
+
+    def compose(self) -> ComposeResult:
+        select = Select([("auto", "auto")], value="auto", allow_blank=False, id="device-select", compact=True)
+        select.display = False  # shown once the report says there is a choice
+        yield select
+        yield Static("loading…", id="device-facts", classes="loading")
+
+    def show_report(self, report, device: str) -> None:
+        facts = self.query_one("#device-facts", Static)
+        facts.remove_class("loading")
+        facts.update(report_text(report))
+        choices = device_choices(report)
+        select = self.query_one("#device-select", Select)
+        # A selector only where there is a choice (a GPU box: the CPU or each GPU).
+        select.display = len(choices) > 1
+        with select.prevent(Select.Changed):
+            select.set_options([(c, c) for c in choices])
+            select.value = device if device in choices else ("cuda:0" if report.cuda_available else "cpu")
+
+    def show_error(self, text: str) -> None:
+        self.query_one("#device-facts", Static).update(f"[b $error]error:[/] {text}")
+
+    @on(Select.Changed, "#device-select")
+    def _chosen(self, event: Select.Changed) -> None:
+        event.stop()
+        if isinstance(event.value, str):
+            self.post_message(DeviceChosen(event.value))

@@ -1,0 +1,59 @@
+"""Layers pane: the model's complexity summary and the per-layer table (params, FLOPs, shapes)."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import DataTable, Static
+
+from torchperf_tui.app.format import fmt_bytes, fmt_count
+
+
+def shape_text(shape) -> str:
+    if shape is None:
+        return "–"
+    if isinstance(shape, (list, tuple)) and shape and isinstance(shape[0], (list, tuple)):
+        return ", ".join(shape_text(s) for s in shape)
+    if isinstance(shape, (list, tuple)):
+        return "x".join(str(d) for d in shape)
+    return str(shape)
+
+
+def complexity_summary(cx) -> str:
+    """One line: parameters, size, FLOPs and MACs of a Complexity."""
+    return (f"{fmt_count(cx.params_total)} params · {fmt_bytes(cx.size_bytes)} · "
+            f"{fmt_count(cx.flops, 'FLOPs')} ({fmt_count(cx.macs, 'MACs')}) · "
+            f"input {shape_text(cx.input_shape)} {cx.dtype}")
+
+
+class LayersPane(Vertical):
+    """Filled when a model has been analysed."""
+
+    DEFAULT_CSS = "LayersPane { height: 1fr; } LayersPane > DataTable { height: 1fr; }"
+
+    def compose(self) -> ComposeResult:
+        yield Static("pick a model to see its layers", id="layers-summary")
+        yield DataTable(id="layers-table", cursor_type="row", zebra_stripes=True)
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        # FLOPs and their share first: they say where the time is likely to go.
+        for key, label in (("name", "layer"), ("type", "type"), ("flops", "FLOPs"), ("share", "% FLOPs"),
+                           ("params", "params"), ("out", "output"), ("bytes", "out bytes")):
+            table.add_column(label, key=key)
+
+    def show_complexity(self, spec: str, cx) -> None:
+        self.query_one("#layers-summary", Static).update(
+            f"[b]{spec}[/] · {complexity_summary(cx)} · {len(cx.layers)} layers")
+        table = self.query_one(DataTable)
+        table.clear()
+        total = cx.flops or 0
+        for i, layer in enumerate(cx.layers):
+            share = f"{100.0 * layer.flops / total:.1f}" if total and isinstance(layer.flops, (int, float)) else "–"
+            table.add_row(layer.name or "(model)", layer.type, fmt_count(layer.flops), share,
+                          fmt_count(layer.params), shape_text(layer.output_shape),
+                          fmt_bytes(layer.output_bytes), key=f"{i}")
+
+    def show_error(self, spec: str, text: str) -> None:
+        self.query_one("#layers-summary", Static).update(f"[b]{spec}[/]: [b $error]error:[/] {text}")
+        self.query_one(DataTable).clear()

@@ -1,0 +1,1 @@
+"""widgets memory widgets."""

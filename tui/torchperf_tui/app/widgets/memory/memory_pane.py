@@ -1,0 +1,141 @@
+"""Memory pane: live NVML memory (bar and time-series chart), utilisation, temperature and power,
+beside the torch allocator's allocated / reserved / peak for this process; on a CPU box the
+process RSS and system RAM. `e` releases memory through the engine."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import ProgressBar, Static
+
+from torchperf_tui.app.format import fmt_bytes, fmt_num
+from torchperf_tui.app.widgets.timing.histogram import _PlotHolder, theme_palette
+
+GIB = 1024 ** 3
+
+
+def _num(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+class MemoryChart(_PlotHolder):
+    """Used memory over time (GiB against seconds ago), from the sampler's ring buffer."""
+
+    empty_text = "collecting samples…"
+    # The chart is the costliest thing drawn at idle: once a second keeps idle CPU low.
+    min_redraw_interval = 1.0
+    max_points = 240  # more points than braille columns only costs time
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.points: list[tuple[float, float]] = []
+        self.label = ""
+
+    def show_points(self, points: list[tuple[float, float]], label: str) -> None:
+        self.points = points
+        self.label = label
+        self.request_redraw()
+
+    def redraw(self) -> None:
+        if self._plot is None:
+            return
+        plot = self._plot
+        plot.clear()
+        self._set_placeholder(len(self.points) < 2)
+        if len(self.points) < 2:
+            return
+        from textual_plot import HiResMode
+
+        step = max(1, len(self.points) // self.max_points)
+        points = self.points[::-1][::step][::-1]  # thin from the old end, keep the newest point
+        xs = [p[0] for p in points]
+        ys = [p[1] for p in points]
+        plot.plot(xs, ys, line_style=theme_palette(self.app)[0], hires_mode=HiResMode.BRAILLE)
+        plot.set_xlimits(min(xs), 0)
+        plot.set_ylimits(0, max(max(ys) * 1.15, 0.1))
+        plot.set_xlabel("seconds ago")
+        plot.set_ylabel(self.label)
+
+
+def memory_series(history, gpu_index: int | None) -> tuple[list[tuple[float, float]], str]:
+    """(seconds ago, GiB used) points: NVML used memory for a GPU, else this process's RSS."""
+    if not history:
+        return [], ""
+    now = history[-1].timestamp
+    points = []
+    for sample in history:
+        if gpu_index is not None:
+            gpu = next((g for g in sample.gpus if g.index == gpu_index), None)
+            value = gpu.mem_used_bytes if gpu is not None else None
+        else:
+            value = sample.process_rss_bytes
+        if _num(value):
+            points.append((sample.timestamp - now, value / GIB))
+    return points, ("GPU used, GiB" if gpu_index is not None else "process RSS, GiB")
+
+
+class MemoryPane(Vertical):
+    """Fed a TelemetrySample every tick by the app."""
+
+    DEFAULT_CSS = """
+    MemoryPane { height: 1fr; }
+    MemoryPane > Static { height: auto; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Static("loading…", id="mem-title", classes="loading")
+        yield ProgressBar(total=1, show_eta=False, id="mem-bar")
+        yield Static("", id="mem-device")
+        yield Static("", id="mem-allocator")
+        yield MemoryChart(id="mem-chart")
+        yield Static("e: release memory (gc + empty_cache / malloc_trim)", id="mem-hint", classes="dim-note")
+
+    def _set(self, selector: str, text: str) -> None:
+        """Update a Static only when its text changes: each update costs a layout pass."""
+        widget = self.query_one(selector, Static)
+        if getattr(widget, "_shown_text", None) != text:
+            widget._shown_text = text
+            widget.update(text)
+
+    def show_sample(self, sample, history, gpu_index: int | None, chart: bool = True) -> None:
+        title = self.query_one("#mem-title", Static)
+        title.remove_class("loading")
+        bar = self.query_one("#mem-bar", ProgressBar)
+        gpu = None
+        if gpu_index is not None:
+            gpu = next((g for g in sample.gpus if g.index == gpu_index), None)
+        if gpu is not None:
+            used, total = gpu.mem_used_bytes, gpu.mem_total_bytes
+            self._set("#mem-title", f"[b]GPU {gpu.index} memory (NVML)[/]: {fmt_bytes(used)} used of {fmt_bytes(total)}")
+            self._set("#mem-device", 
+                f"util {fmt_num(gpu.util_gpu_pct, '%')} · mem util {fmt_num(gpu.util_mem_pct, '%')} · "
+                f"temp {fmt_num(gpu.temperature_c, '°C')} · power {fmt_num(gpu.power_w, 'W', 0)} · "
+                f"SM clock {fmt_num(gpu.sm_clock_mhz, 'MHz')}")
+        else:
+            used, total = sample.system_ram_used_bytes, sample.system_ram_total_bytes
+            self._set("#mem-title", f"[b]System RAM[/]: {fmt_bytes(used)} used of {fmt_bytes(total)}")
+            self._set("#mem-device", 
+                f"this process RSS {fmt_bytes(sample.process_rss_bytes)}")
+        if _num(used) and _num(total) and total > 0:
+            if (bar.total, bar.progress) != (total, used):
+                bar.update(total=total, progress=used)
+        elif bar.total != 1:
+            bar.update(total=1, progress=0)
+        alloc, reserved, peak = (sample.torch_allocated_bytes, sample.torch_reserved_bytes,
+                                 sample.torch_peak_bytes)
+        if _num(alloc) and _num(reserved):
+            gap = reserved - alloc
+            self._set("#mem-allocator",
+                f"torch allocator (this process): allocated {fmt_bytes(alloc)} · reserved {fmt_bytes(reserved)}"
+                f" · peak {fmt_bytes(peak)}\n  reserved but not used by tensors: [b]{fmt_bytes(gap)}[/]")
+        else:
+            self._set("#mem-allocator", f"torch CUDA allocator: {alloc}")
+        if chart:
+            self.update_chart(history, gpu.index if gpu is not None else None)
+
+    def update_chart(self, history, gpu_index: int | None) -> None:
+        points, label = memory_series(history, gpu_index)
+        self.query_one(MemoryChart).show_points(points, label)
+
+    def show_error(self, text: str) -> None:
+        self._set("#mem-title", f"[b $error]error:[/] {text}")

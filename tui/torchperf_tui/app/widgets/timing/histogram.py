@@ -1,0 +1,181 @@
+"""Latency histograms drawn with textual-plot: one that fills live during a run, and an overlay of
+several runs on shared bins with a legend. textual-plot is imported only after the first frame."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Sequence
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Static
+
+
+def histogram_bins(samples: Sequence[float], bins: int, lo: float | None = None,
+                   hi: float | None = None) -> tuple[list[float], list[int], float]:
+    """Equal-width bins over [lo, hi]: (centres, counts, width); values outside are not counted."""
+    if not samples:
+        return [], [], 0.0
+    lo = min(samples) if lo is None else lo
+    hi = max(samples) if hi is None else hi
+    if hi <= lo:
+        # All samples equal (or one sample): one visible bar around the value.
+        width = max(abs(lo) * 0.01, 1e-6)
+        return [lo], [len(samples)], width
+    width = (hi - lo) / bins
+    import numpy as np  # loaded by the engine before any sample exists; not at app import
+
+    counts = np.histogram(np.asarray(samples, dtype=float), bins=bins, range=(lo, hi))[0].tolist()
+    centres = [lo + (i + 0.5) * width for i in range(bins)]
+    return centres, counts, width
+
+
+def bin_count(n: int) -> int:
+    """About sqrt(n) bins, between 5 and 40, so a few samples still show a shape."""
+    return max(5, min(40, int(math.sqrt(max(n, 1))) + 1))
+
+
+def theme_palette(app) -> list[str]:
+    """Run colours from the current theme (no hard-coded colours): distinguishable in order."""
+    theme = app.current_theme
+    colours = [theme.primary, theme.warning, theme.success, theme.accent, theme.error, theme.secondary]
+    return [c for c in colours if c]
+
+
+class _PlotHolder(Vertical):
+    """A placeholder until textual-plot is loaded, then a PlotWidget."""
+
+    DEFAULT_CSS = """
+    _PlotHolder { height: 1fr; min-height: 4; }
+    _PlotHolder > PlotWidget { height: 1fr; }
+    """
+
+    placeholder_text = "loading…"
+    # Redrawing a plot costs milliseconds of the UI thread; at most this often, the latest data wins.
+    min_redraw_interval = 0.25
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._plot = None
+        self._last_redraw = 0.0
+        self._redraw_timer = None
+
+    def request_redraw(self) -> None:
+        """Redraw now, or once the minimum interval has passed (never more than one pending)."""
+        wait = self._last_redraw + self.min_redraw_interval - time.monotonic()
+        if wait <= 0:
+            self._redraw_now()
+        elif self._redraw_timer is None:
+            self._redraw_timer = self.set_timer(wait, self._redraw_now)
+
+    def _redraw_now(self) -> None:
+        self._redraw_timer = None
+        self._last_redraw = time.monotonic()
+        self.redraw()
+
+    def compose(self) -> ComposeResult:
+        yield Static(self.placeholder_text, classes="plot-placeholder loading")
+
+    @property
+    def has_plot(self) -> bool:
+        return self._plot is not None
+
+    def attach_plot(self) -> None:
+        """Mount the PlotWidget; call once textual-plot has been imported (in the engine loader)."""
+        if self._plot is not None:
+            return
+        from textual_plot import PlotWidget
+
+        self._plot = PlotWidget(allow_pan_and_zoom=False)
+        self.query_one(".plot-placeholder", Static).update(self.empty_text)
+        self.mount(self._plot)
+        self._plot.display = False
+        self.call_after_refresh(self.redraw)
+
+    empty_text = "no samples yet"
+
+    def redraw(self) -> None:  # pragma: no cover - overridden
+        pass
+
+    def _set_placeholder(self, visible: bool) -> None:
+        """The placeholder text when there is nothing to draw, the plot otherwise (never empty axes)."""
+        self.query_one(".plot-placeholder", Static).display = visible
+        if self._plot is not None:
+            self._plot.display = not visible
+
+
+class LatencyHistogram(_PlotHolder):
+    """The live histogram of one run's timed samples."""
+
+    empty_text = "no samples yet: press r to run"
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.samples: list[float] = []
+        self.title = ""
+
+    def show_samples(self, samples: Sequence[float], title: str = "") -> None:
+        self.samples = list(samples)
+        self.title = title
+        self.request_redraw()
+
+    def redraw(self) -> None:
+        if self._plot is None:
+            return
+        plot = self._plot
+        plot.clear()
+        self._set_placeholder(not self.samples)
+        if not self.samples:
+            return
+        from textual_plot import HiResMode
+
+        centres, counts, width = histogram_bins(self.samples, bin_count(len(self.samples)))
+        plot.bar(centres, counts, width=width, bar_style=theme_palette(self.app)[0],
+                 hires_mode=HiResMode.QUADRANT)
+        plot.set_xlabel(f"latency, ms{('  ' + self.title) if self.title else ''}")
+        plot.set_ylabel("count")
+        plot.set_ylimits(0, max(counts) * 1.1)
+
+
+class LatencyOverlay(_PlotHolder):
+    """Histograms of several runs on shared bins, one colour each, with a legend."""
+
+    empty_text = "finish two runs to overlay them"
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.series: list[tuple[str, list[float]]] = []
+
+    def show_runs(self, series: list[tuple[str, list[float]]]) -> None:
+        self.series = [(label, list(samples)) for label, samples in series if samples]
+        self.request_redraw()
+
+    def redraw(self) -> None:
+        if self._plot is None:
+            return
+        plot = self._plot
+        plot.clear()
+        self._set_placeholder(not self.series)
+        if not self.series:
+            plot.show_legend(is_visible=False)
+            return
+        from textual_plot import HiResMode, LegendLocation
+
+        # Shared bins clipped at the 99.5th percentile of all runs, so one outlier does not squash the rest.
+        everything = sorted(s for _, samples in self.series for s in samples)
+        lo = everything[0]
+        hi = everything[min(len(everything) - 1, int(len(everything) * 0.995))]
+        bins = bin_count(len(everything) // len(self.series))
+        palette = theme_palette(self.app)
+        top = 0.0
+        for i, (label, samples) in enumerate(self.series):
+            centres, counts, _ = histogram_bins(samples, bins, lo, hi)
+            share = [100.0 * c / len(samples) for c in counts]
+            top = max(top, max(share))
+            plot.plot(centres, share, line_style=palette[i % len(palette)],
+                      hires_mode=HiResMode.BRAILLE, label=label)
+        plot.set_xlabel("latency, ms")
+        plot.set_ylabel("% of run")
+        plot.set_ylimits(0, top * 1.1)
+        plot.show_legend(LegendLocation.TOPRIGHT)
