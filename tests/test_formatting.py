@@ -1,6 +1,7 @@
 import pytest
 
-from torchperf_tui.formatting import format_bytes, format_count, format_flops, format_ms, format_percent
+from torchperf_tui.formatting import (format_bytes, format_count, format_flops, format_ms, format_number,
+                                      format_percent)
 
 
 class NA:
@@ -17,13 +18,18 @@ def test_bytes(value, text):
 
 
 def test_counts_flops_ms_percent():
-    assert format_count(11_689_512) == "11.69 M"
+    assert format_count(11_689_512) == "11.7 M"
+    assert format_count(11_689_512, precision=3) == "11.690 M"
     assert format_count(999) == "999"
+    assert format_count(1.82e9, "MACs") == "1.82 GMACs"
     assert format_flops(3.64e9) == "3.64 GFLOPs"
     assert format_flops(512) == "512 FLOPs"
-    assert format_ms(12.3456) == "12.346 ms"
-    assert format_ms(0.25) == "250.0 µs"
-    assert format_ms(2500) == "2.500 s"
+    assert format_ms(12.3456) == "12.35 ms"
+    assert format_ms(130.4) == "130 ms"
+    assert format_ms(0.25) == "250 µs"
+    assert format_ms(2500) == "2.50 s"
+    assert format_number(71.4, "°C") == "71 °C"
+    assert format_number(15.83, digits=1) == "15.8"
     assert format_percent(42.4) == "42 %"
     assert format_ms(NA()) == "n/a (not supported)"
 

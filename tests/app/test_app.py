@@ -68,12 +68,12 @@ async def test_pick_a_model_by_typing_shows_its_flops_and_layers():
         assert "squeezenet1_0" in visible and "resnet18" not in visible  # the list is filtered
         await pilot.press("enter")
         await wait_until(pilot, lambda: app.complexity is not None, what="analysis")
-        from torchperf_tui.app.format import fmt_count
+        from torchperf_tui.formatting import format_count
 
         summary = screen_text(app, "#model-summary")
         assert "squeezenet1_0" in summary
-        assert fmt_count(app.complexity.flops, "FLOPs") in summary and "GFLOPs" in summary
-        assert fmt_count(app.complexity.params_total) in summary
+        assert format_count(app.complexity.flops, "FLOPs") in summary and "GFLOPs" in summary
+        assert format_count(app.complexity.params_total) in summary
         await pilot.press("escape", "3")
         table = app.main.query_one("#layers-table")
         assert table.row_count == len(app.complexity.layers) > 10

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from torchperf_tui.app.format import fmt_bytes, fmt_count, fmt_ms, one_line_error
+from torchperf_tui.formatting import format_bytes, format_count, format_ms
+from torchperf_tui.engine.errors import user_message
 from torchperf_tui.app.runs import RunHistory, RunRecord
 from torchperf_tui.app.widgets.timing.histogram import bin_count, histogram_bins
 
@@ -44,16 +45,16 @@ def test_run_history_is_bounded_and_the_baseline_falls_back_to_the_oldest_comple
 
 
 def test_formatting():
-    assert fmt_count(11_689_512) == "11.7 M"
-    assert fmt_count(1.82e9, "FLOPs") == "1.82 GFLOPs"
-    assert fmt_bytes(3 * 1024**3) == "3.0 GiB"
-    assert fmt_ms(0.25) == "250 µs" and fmt_ms(12.345) == "12.35 ms"
-    assert fmt_bytes("n/a (no CUDA)") == "n/a (no CUDA)"
+    assert format_count(11_689_512) == "11.7 M"
+    assert format_count(1.82e9, "FLOPs") == "1.82 GFLOPs"
+    assert format_bytes(3 * 1024**3) == "3.0 GiB"
+    assert format_ms(0.25) == "250 µs" and format_ms(12.345) == "12.35 ms"
+    assert format_bytes("n/a (no CUDA)") == "n/a (no CUDA)"
 
 
 def test_one_line_error_keeps_engine_messages_and_names_other_exceptions():
     from torchperf_tui.engine.errors import ShapeError
 
-    assert one_line_error(ShapeError("bad shape 1x2")) == "bad shape 1x2"
-    assert one_line_error(KeyError("x")) == "KeyError: 'x'"
-    assert one_line_error(RuntimeError("first\nsecond")) == "RuntimeError: first"
+    assert user_message(ShapeError("bad shape 1x2")) == "bad shape 1x2"
+    assert user_message(KeyError("x")) == "KeyError: 'x'"
+    assert user_message(RuntimeError("first\nsecond")) == "RuntimeError: first"

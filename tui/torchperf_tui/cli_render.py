@@ -93,7 +93,7 @@ def render_complexity(result, layers: bool = False) -> None:
                        f"trainable {format_count(result.params_trainable)}"),
         ("size", f"{result.size_mb:.2f} MiB"),
         ("FLOPs", f"{format_flops(result.flops)} ({result.flops:,})"),
-        ("MACs", f"{format_count(result.macs)}MACs ({result.macs:,})"),
+        ("MACs", f"{format_count(result.macs, 'MACs')} ({result.macs:,})"),
     ])
     if not layers:
         return
@@ -231,7 +231,7 @@ def render_profile(result, top: int = 20) -> None:
 def render_roofline(result, layers: bool = False) -> None:
     rows = [("latency", f"{format_ms(result.latency_ms)} ({result.latency_source})"),
             ("FLOPs per pass", format_flops(result.flops)),
-            ("achieved", f"{format_count(result.achieved_tflops * 1e12)}FLOP/s"),
+            ("achieved", format_count(result.achieved_tflops * 1e12, "FLOP/s")),
             ("peak", f"{_num(result.peak_tflops, '.1f', ' TFLOPS')}, {_num(result.peak_bandwidth_gbs, '.0f', ' GB/s')}"),
             ("MFU (of peak FLOP/s)", _num(result.mfu_pct, ".1f", " %")),
             ("arithmetic intensity", f"{_num(result.arithmetic_intensity, '.1f', ' FLOP/byte')} "

@@ -30,37 +30,52 @@ def format_bytes(value, precision: int = 1, like=None) -> str:
     return f"{float(value):.0f} B"
 
 
-def format_count(value, precision: int = 2) -> str:
-    """11689512 -> '11.69 M'."""
+def format_count(value, unit: str = "", precision: int | None = None) -> str:
+    """11_689_512 -> '11.7 M'; with a unit, 1.82e9 -> '1.82 GFLOPs'. Three significant figures unless
+    `precision` fixes the decimals."""
     text = _unavailable(value)
     if text is not None:
         return text
     v = float(value)
-    for threshold, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+    prefix = ""
+    for threshold, symbol in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
         if abs(v) >= threshold:
-            return f"{v / threshold:.{precision}f} {suffix}"
-    return f"{v:.0f}"
+            v, prefix = v / threshold, symbol
+            break
+    if precision is None:
+        precision = 0 if not prefix else (2 if abs(v) < 10 else 1)
+    number = f"{v:.{precision}f}"
+    if prefix:
+        return f"{number} {prefix}{unit}"
+    return f"{number} {unit}" if unit else number
 
 
-def format_flops(value, precision: int = 2) -> str:
-    """3.6e9 -> '3.60 GFLOPs'."""
-    text = _unavailable(value)
-    if text is not None:
-        return text
-    count = format_count(value, precision)
-    return f"{count}FLOPs" if count[-1].isalpha() else f"{count} FLOPs"
+def format_flops(value) -> str:
+    """3.64e9 -> '3.64 GFLOPs'."""
+    return format_count(value, "FLOPs")
 
 
-def format_ms(value, precision: int = 3) -> str:
+def format_ms(value) -> str:
+    """Milliseconds to three significant figures: '130 ms', '58.09 ms', '250 µs', '2.50 s'."""
     text = _unavailable(value)
     if text is not None:
         return text
     v = float(value)
     if v >= 1000:
-        return f"{v / 1000:.{precision}f} s"
-    if v < 1:
-        return f"{v * 1000:.1f} µs"
-    return f"{v:.{precision}f} ms"
+        return f"{v / 1000:.2f} s"
+    if v >= 100:
+        return f"{v:.0f} ms"
+    if v >= 1:
+        return f"{v:.2f} ms"
+    return f"{v * 1000:.0f} µs"
+
+
+def format_number(value, unit: str = "", digits: int = 0) -> str:
+    """A plain number with an optional unit: format_number(71.4, '°C') -> '71 °C'."""
+    text = _unavailable(value)
+    if text is not None:
+        return text
+    return f"{float(value):.{digits}f}{(' ' + unit) if unit else ''}"
 
 
 def format_percent(value, precision: int = 0) -> str:

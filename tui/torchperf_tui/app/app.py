@@ -21,7 +21,8 @@ from textual.screen import Screen
 from textual.widgets import TabbedContent
 from textual.worker import get_current_worker
 
-from torchperf_tui.app.format import fmt_ms, one_line_error
+from torchperf_tui.formatting import format_ms
+from torchperf_tui.engine.errors import user_message
 from torchperf_tui.app.messages import (
     CatalogueLoaded,
     DeviceChosen,
@@ -199,11 +200,11 @@ class TorchperfApp(App):
             try:
                 modules[name] = importlib.import_module(f"torchperf_tui.engine.{name}")
             except Exception as exc:  # a module that is missing or broken disables its pane, not the app
-                missing[name] = one_line_error(exc)
+                missing[name] = user_message(exc)
         try:
             importlib.import_module("textual_plot")
         except Exception as exc:
-            missing["textual_plot"] = one_line_error(exc)
+            missing["textual_plot"] = user_message(exc)
         self.engine = SimpleNamespace(**modules)
         # With torch already imported (a second app in one process) this can beat the panes' mount.
         self._ui_ready.wait(timeout=30)
@@ -216,17 +217,17 @@ class TorchperfApp(App):
             try:
                 self.post_message(DeviceProbed(modules["device"].probe_device(nvml=nvml, cuda=self._cuda_seam)))
             except Exception as exc:
-                self.post_message(EngineProblem("device", one_line_error(exc)))
+                self.post_message(EngineProblem("device", user_message(exc)))
         if "models" in modules:
             try:
                 self.post_message(CatalogueLoaded(modules["models"].list_catalogue()))
             except Exception as exc:
-                self.post_message(EngineProblem("models", one_line_error(exc)))
+                self.post_message(EngineProblem("models", user_message(exc)))
         if self._sampler is None and "telemetry" in modules:
             try:
                 self._sampler = modules["telemetry"].TelemetrySampler(nvml=nvml, cuda=self._cuda_seam)
             except Exception as exc:
-                self.post_message(EngineProblem("telemetry", one_line_error(exc)))
+                self.post_message(EngineProblem("telemetry", user_message(exc)))
         if not self.poll_telemetry:
             self.call_from_thread(self.request_telemetry)
 
@@ -275,7 +276,7 @@ class TorchperfApp(App):
         try:
             return self.engine.flags.flag_applicability(name, device_kind)
         except Exception as exc:
-            return False, one_line_error(exc)
+            return False, user_message(exc)
 
     def _build_flags(self) -> None:
         if self.engine is None or not hasattr(self.engine, "flags"):
@@ -364,7 +365,7 @@ class TorchperfApp(App):
             cx = self.engine.complexity.analyse_complexity(spec, shape, dtype=settings["dtype"])
         except Exception as exc:
             if not worker.is_cancelled:
-                self.post_message(ModelFailed(spec, one_line_error(exc)))
+                self.post_message(ModelFailed(spec, user_message(exc)))
             return
         if not worker.is_cancelled:
             self.post_message(ModelAnalysed(spec, entry, cx))
@@ -432,7 +433,7 @@ class TorchperfApp(App):
                                               should_cancel=lambda: worker.is_cancelled)
             batcher.flush()
         except Exception as exc:
-            self.post_message(RunFailed(run_id, one_line_error(exc)))
+            self.post_message(RunFailed(run_id, user_message(exc)))
             return
         self.post_message(RunFinished(run_id, result))
 
@@ -479,8 +480,8 @@ class TorchperfApp(App):
         if message.run_id == self.current_run_id:
             self._show_current(record)
             if record.status == "done" and record.stats is not None:
-                self.notify(f"{record.label} {record.model}: median {fmt_ms(record.stats.p50_ms)}, "
-                            f"p99 {fmt_ms(record.stats.p99_ms)}", title="run finished", timeout=4)
+                self.notify(f"{record.label} {record.model}: median {format_ms(record.stats.p50_ms)}, "
+                            f"p99 {format_ms(record.stats.p99_ms)}", title="run finished", timeout=4)
         self._refresh_compare()
 
     @while_running
@@ -533,7 +534,7 @@ class TorchperfApp(App):
         try:
             self.flags = self.flags.replace(**{message.name: message.value})
         except Exception as exc:
-            self.notify(one_line_error(exc), severity="error")
+            self.notify(user_message(exc), severity="error")
             return
         if self.spec is not None and hasattr(self.engine, "timing"):
             # Never mix flag sets: the run in flight is cancelled and a new one starts.
@@ -568,7 +569,7 @@ class TorchperfApp(App):
                 sample = self._sampler.sample()
                 self.post_message(TelemetryTick(sample, list(self._sampler.history)))
             except Exception as exc:
-                self.post_message(EngineProblem("telemetry", one_line_error(exc)))
+                self.post_message(EngineProblem("telemetry", user_message(exc)))
 
     @while_running
     def on_telemetry_tick(self, message: TelemetryTick) -> None:
@@ -594,7 +595,7 @@ class TorchperfApp(App):
             report = self.engine.telemetry.release_memory(device=kind, nvml=self._nvml_handle(),
                                                           cuda=self._cuda_seam)
         except Exception as exc:
-            self.post_message(EngineProblem("release", one_line_error(exc)))
+            self.post_message(EngineProblem("release", user_message(exc)))
             return
         self.post_message(MemoryReleased(report))
 
@@ -644,7 +645,7 @@ class TorchperfApp(App):
         try:
             path = self.save_screenshot(path=self.screenshot_dir)
         except OSError as exc:
-            self.notify(one_line_error(exc), title="screenshot failed", severity="error")
+            self.notify(user_message(exc), title="screenshot failed", severity="error")
             return
         self.notify(f"saved to {path}", title="screenshot", timeout=8)
 

@@ -31,3 +31,11 @@ def first_line(exc: BaseException) -> str:
     """The first non-empty line of an exception's message (PyTorch's run to dozens of lines)."""
     lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
     return lines[0] if lines else type(exc).__name__
+
+
+def user_message(exc: BaseException) -> str:
+    """One line for a person: a TorchperfError's own message; anything else (a bug) as 'Type: first line'."""
+    if isinstance(exc, TorchperfError):
+        return first_line(exc)
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {first_line(exc)}" if text else type(exc).__name__

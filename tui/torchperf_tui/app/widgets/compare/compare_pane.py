@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
-from torchperf_tui.app.format import fmt_ms, fmt_num
+from torchperf_tui.formatting import format_ms, format_number
 from torchperf_tui.app.widgets.timing.histogram import LatencyOverlay
 
 OVERLAY_RUNS = 4
@@ -55,8 +55,8 @@ class ComparePane(Vertical):
             label = record.label
             if record.run_id in colour:
                 label = f"[{colour[record.run_id]}]■[/] {label}"
-            table.add_row(label, record.flags_text, fmt_ms(s.p50_ms) if s else "–",
-                          fmt_ms(s.p99_ms) if s else "–", speed, fmt_num(s.fps, digits=1) if s else "–",
+            table.add_row(label, record.flags_text, format_ms(s.p50_ms) if s else "–",
+                          format_ms(s.p99_ms) if s else "–", speed, format_number(s.fps, digits=1) if s else "–",
                           record.status, record.model, key=str(record.run_id))
         if keep is not None and history.get(keep) is not None:
             table.move_cursor(row=table.get_row_index(str(keep)))

@@ -8,18 +8,18 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Select, Static
 
-from torchperf_tui.app.format import fmt_bytes, fmt_num
+from torchperf_tui.formatting import format_bytes, format_number
 from torchperf_tui.app.messages import DeviceChosen
 
 
 def _v(value, unit: str = "", digits: int = 0) -> str:
-    return fmt_num(value, unit, digits)
+    return format_number(value, unit, digits)
 
 
 def gpu_text(gpu) -> str:
     lines = [
         f"[b]GPU {gpu.index}: {gpu.name}[/]  (compute capability {gpu.compute_capability})",
-        f"  {_v(gpu.sm_count)} SMs · memory {fmt_bytes(gpu.total_memory_bytes)} · L2 {fmt_bytes(gpu.l2_cache_bytes)}"
+        f"  {_v(gpu.sm_count)} SMs · memory {format_bytes(gpu.total_memory_bytes)} · L2 {format_bytes(gpu.l2_cache_bytes)}"
         f" · bus {_v(gpu.memory_bus_width_bits, 'bit')}",
         f"  clocks SM {_v(gpu.max_sm_clock_mhz, 'MHz')} · memory {_v(gpu.max_mem_clock_mhz, 'MHz')}"
         f" · power limit {_v(gpu.power_limit_w, 'W')}",
@@ -36,7 +36,7 @@ def cpu_text(cpu) -> str:
     return "\n".join([
         f"[b]CPU: {cpu.model}[/]",
         f"  {_v(cpu.physical_cores)} physical / {_v(cpu.logical_cores)} logical cores · "
-        f"{_v(cpu.freq_mhz, 'MHz')} · RAM {fmt_bytes(cpu.ram_total_bytes)}",
+        f"{_v(cpu.freq_mhz, 'MHz')} · RAM {format_bytes(cpu.ram_total_bytes)}",
         f"  torch threads {_v(cpu.torch_threads)} · oneDNN (mkldnn) "
         f"{'available' if cpu.mkldnn_available else 'not available'}",
     ])

@@ -6,7 +6,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
-from torchperf_tui.app.format import fmt_bytes, fmt_count
+from torchperf_tui.formatting import format_bytes, format_count
 
 
 def shape_text(shape) -> str:
@@ -21,8 +21,8 @@ def shape_text(shape) -> str:
 
 def complexity_summary(cx) -> str:
     """One line: parameters, size, FLOPs and MACs of a Complexity."""
-    return (f"{fmt_count(cx.params_total)} params · {fmt_bytes(cx.size_bytes)} · "
-            f"{fmt_count(cx.flops, 'FLOPs')} ({fmt_count(cx.macs, 'MACs')}) · "
+    return (f"{format_count(cx.params_total)} params · {format_bytes(cx.size_bytes)} · "
+            f"{format_count(cx.flops, 'FLOPs')} ({format_count(cx.macs, 'MACs')}) · "
             f"input {shape_text(cx.input_shape)} {cx.dtype}")
 
 
@@ -50,9 +50,9 @@ class LayersPane(Vertical):
         total = cx.flops or 0
         for i, layer in enumerate(cx.layers):
             share = f"{100.0 * layer.flops / total:.1f}" if total and isinstance(layer.flops, (int, float)) else "–"
-            table.add_row(layer.name or "(model)", layer.type, fmt_count(layer.flops), share,
-                          fmt_count(layer.params), shape_text(layer.output_shape),
-                          fmt_bytes(layer.output_bytes), key=f"{i}")
+            table.add_row(layer.name or "(model)", layer.type, format_count(layer.flops), share,
+                          format_count(layer.params), shape_text(layer.output_shape),
+                          format_bytes(layer.output_bytes), key=f"{i}")
 
     def show_error(self, spec: str, text: str) -> None:
         self.query_one("#layers-summary", Static).update(f"[b]{spec}[/]: [b $error]error:[/] {text}")

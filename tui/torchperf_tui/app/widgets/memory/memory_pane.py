@@ -8,7 +8,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import ProgressBar, Static
 
-from torchperf_tui.app.format import fmt_bytes, fmt_num
+from torchperf_tui.formatting import format_bytes, format_number
 from torchperf_tui.app.widgets.timing.histogram import _PlotHolder, theme_palette
 
 GIB = 1024 ** 3
@@ -106,16 +106,16 @@ class MemoryPane(Vertical):
             gpu = next((g for g in sample.gpus if g.index == gpu_index), None)
         if gpu is not None:
             used, total = gpu.mem_used_bytes, gpu.mem_total_bytes
-            self._set("#mem-title", f"[b]GPU {gpu.index} memory (NVML)[/]: {fmt_bytes(used)} used of {fmt_bytes(total)}")
+            self._set("#mem-title", f"[b]GPU {gpu.index} memory (NVML)[/]: {format_bytes(used)} used of {format_bytes(total)}")
             self._set("#mem-device", 
-                f"util {fmt_num(gpu.util_gpu_pct, '%')} · mem util {fmt_num(gpu.util_mem_pct, '%')} · "
-                f"temp {fmt_num(gpu.temperature_c, '°C')} · power {fmt_num(gpu.power_w, 'W', 0)} · "
-                f"SM clock {fmt_num(gpu.sm_clock_mhz, 'MHz')}")
+                f"util {format_number(gpu.util_gpu_pct, '%')} · mem util {format_number(gpu.util_mem_pct, '%')} · "
+                f"temp {format_number(gpu.temperature_c, '°C')} · power {format_number(gpu.power_w, 'W', 0)} · "
+                f"SM clock {format_number(gpu.sm_clock_mhz, 'MHz')}")
         else:
             used, total = sample.system_ram_used_bytes, sample.system_ram_total_bytes
-            self._set("#mem-title", f"[b]System RAM[/]: {fmt_bytes(used)} used of {fmt_bytes(total)}")
+            self._set("#mem-title", f"[b]System RAM[/]: {format_bytes(used)} used of {format_bytes(total)}")
             self._set("#mem-device", 
-                f"this process RSS {fmt_bytes(sample.process_rss_bytes)}")
+                f"this process RSS {format_bytes(sample.process_rss_bytes)}")
         if _num(used) and _num(total) and total > 0:
             if (bar.total, bar.progress) != (total, used):
                 bar.update(total=total, progress=used)
@@ -126,8 +126,8 @@ class MemoryPane(Vertical):
         if _num(alloc) and _num(reserved):
             gap = reserved - alloc
             self._set("#mem-allocator",
-                f"torch allocator (this process): allocated {fmt_bytes(alloc)} · reserved {fmt_bytes(reserved)}"
-                f" · peak {fmt_bytes(peak)}\n  reserved but not used by tensors: [b]{fmt_bytes(gap)}[/]")
+                f"torch allocator (this process): allocated {format_bytes(alloc)} · reserved {format_bytes(reserved)}"
+                f" · peak {format_bytes(peak)}\n  reserved but not used by tensors: [b]{format_bytes(gap)}[/]")
         else:
             self._set("#mem-allocator", f"torch CUDA allocator: {alloc}")
         if chart:

@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import ProgressBar, Static
 
-from torchperf_tui.app.format import fmt_ms, fmt_num
+from torchperf_tui.formatting import format_ms, format_number
 from torchperf_tui.app.widgets.timing.histogram import LatencyHistogram
 
 PHASE_TEXT = {"starting": "building model…", "first": "first iteration", "warmup": "warm-up",
@@ -17,12 +17,12 @@ PHASE_TEXT = {"starting": "building model…", "first": "first iteration", "warm
 def stats_text(record) -> str:
     """Two lines of stats for a run (live or final)."""
     s = record.stats
-    first = fmt_ms(record.first_iter_ms) if record.first_iter_ms is not None else "–"
+    first = format_ms(record.first_iter_ms) if record.first_iter_ms is not None else "–"
     if s is None:
         return f"no timed samples yet · first iteration {first}"
-    return (f"mean {fmt_ms(s.mean_ms)}  p50 {fmt_ms(s.p50_ms)}  p90 {fmt_ms(s.p90_ms)}  "
-            f"p99 {fmt_ms(s.p99_ms)}\n"
-            f"std {fmt_ms(s.std_ms)}  FPS {fmt_num(s.fps, digits=1)}  first {first}  n={s.n}")
+    return (f"mean {format_ms(s.mean_ms)}  p50 {format_ms(s.p50_ms)}  p90 {format_ms(s.p90_ms)}  "
+            f"p99 {format_ms(s.p99_ms)}\n"
+            f"std {format_ms(s.std_ms)}  FPS {format_number(s.fps, digits=1)}  first {first}  n={s.n}")
 
 
 class TimingPane(Vertical):
