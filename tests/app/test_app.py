@@ -101,6 +101,22 @@ async def test_a_run_fills_progress_stats_and_histogram():
         assert app.main.query_one("#run-progress").percentage == 1.0
 
 
+async def test_a_completed_run_is_in_the_history_file_at_once(tmp_path):
+    from torchperf_tui.engine.results import History
+
+    path = tmp_path / "runs.jsonl"
+    app = TorchperfApp(poll_telemetry=False, warmup=1, iters=5, history_path=str(path))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_ready(pilot)
+        await choose_tiny(pilot)
+        await pilot.press("r")
+        await wait_until(pilot, lambda: path.exists() and History(str(path)).load().records,
+                         what="the run in the history file")
+        record = History(str(path)).load().records[-1]
+        assert record.model == TINY and len(record.samples_ms) == 5
+        assert record.flags == app.history.get(1).result.flags.to_dict()
+
+
 async def test_samples_arrive_in_batches_not_one_message_per_iteration():
     app = TorchperfApp(poll_telemetry=False, warmup=0, iters=2000)
     async with app.run_test(size=(100, 30)) as pilot:

@@ -408,7 +408,7 @@ def run_tui(args) -> int:
     from torchperf_tui.app.app import TorchperfApp
 
     app = TorchperfApp(model=args.model, autostart=args.autostart, interval=args.interval,
-                       device=args.app_device)
+                       device=args.app_device, history_path=args.history)
     app.run()
     return app.return_code or 0
 

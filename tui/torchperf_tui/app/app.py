@@ -51,7 +51,8 @@ from torchperf_tui.app.widgets.picker.model_picker import ModelPicker
 from torchperf_tui.app.widgets.timing.histogram import theme_palette
 from torchperf_tui.app.widgets.timing.timing_pane import TimingPane
 
-ENGINE_MODULES = ("inputs", "flags", "timing", "models", "complexity", "nvml", "device", "telemetry")
+ENGINE_MODULES = ("inputs", "flags", "timing", "models", "complexity", "nvml", "device", "telemetry",
+                  "results")
 BATCH_SECONDS = 0.1  # samples reach the UI at most ~10 times a second, however fast the model is
 
 
@@ -133,10 +134,12 @@ class TorchperfApp(App):
     def __init__(self, model: str | None = None, autostart: bool = False, interval: float = 0.5,
                  device: str = "auto", *, nvml: Any = None, cuda: Any = None, telemetry: Any = None,
                  device_report: Any = None, warmup: int | str = 10, iters: int = 50,
-                 screenshot_dir: str | None = None, poll_telemetry: bool = True) -> None:
+                 screenshot_dir: str | None = None, poll_telemetry: bool = True,
+                 history_path: str | None = None) -> None:
         """`nvml`, `cuda`: seams for fake NVML / CUDA backends; `telemetry`: an object with .sample() and
         .history (a frozen source for snapshots); `device_report`: a fixed DeviceReport;
-        `poll_telemetry=False` samples once instead of every `interval` seconds."""
+        `poll_telemetry=False` samples once instead of every `interval` seconds; `history_path`: the run
+        history file (None: $TORCHPERF_HISTORY, else the user data directory)."""
         super().__init__()
         self.initial_model = model
         self.autostart = autostart
@@ -150,6 +153,7 @@ class TorchperfApp(App):
         self.iters = iters
         self.screenshot_dir = screenshot_dir
         self.poll_telemetry = poll_telemetry
+        self.history_path = history_path
         self.engine: SimpleNamespace | None = None
         self.missing: dict[str, str] = {}
         self.report: Any = None
@@ -436,6 +440,18 @@ class TorchperfApp(App):
             self.post_message(RunFailed(run_id, user_message(exc)))
             return
         self.post_message(RunFinished(run_id, result))
+        if not result.cancelled:
+            self._save_to_history(result)
+
+    def _save_to_history(self, result) -> None:
+        """Append a completed run to the history file at once (from the worker thread), so a killed SSH
+        session loses nothing; a history that cannot be written is a warning, never a lost run."""
+        results = self.engine.results
+        try:
+            results.History(self.history_path).append(results.record_from_timing(result))
+        except Exception as exc:
+            self.call_from_thread(self.notify, f"run not saved to history: {user_message(exc)}",
+                                  severity="warning")
 
     @while_running
     def on_samples_arrived(self, message: SamplesArrived) -> None:
