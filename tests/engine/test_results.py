@@ -163,7 +163,7 @@ def test_record_from_timing_keeps_setup_stats_samples_and_flags():
     assert record.stats.fps == pytest.approx(2 * 1000 / 5.0)
     assert record.created_at == "2027-01-15T08:00:02+00:00"  # started_at + duration, in UTC
     assert record.details["warmup_iters"] == 2
-    assert "p50 5.000 ms" in record.summary() and "threads=2" in record.summary()
+    assert "p50 5.00 ms" in record.summary() and "threads=2" in record.summary()
 
 
 def _report(gpu_names: list[str], cuda: bool = True) -> DeviceReport:
@@ -275,7 +275,7 @@ def test_export_md_is_a_table_with_a_header_row():
     assert len(lines) == 4
     header_cells = lines[0].count(" | ")
     assert all(line.replace("\\|", "").count(" | ") == header_cells for line in lines[2:])
-    assert "my\\|model" in lines[2] and "10.000 ms" in lines[2]
+    assert "my\\|model" in lines[2] and "10.00 ms" in lines[2]
 
 
 def test_export_unknown_format_is_a_one_line_error():

@@ -204,9 +204,11 @@ def render_profile(result, top: int = 20) -> None:
     table = Table(box=None, header_style="bold")
     columns = ["op", "calls", "self CPU", "CPU total"] + (["self GPU", "GPU total"] if on_gpu else []) + \
         ["share", "self mem", "input shapes"]
+    # CUDA kernel names run to hundreds of characters: cut them, so the numbers stay on screen.
+    widths = {"op": 56, "input shapes": 48}
     for column in columns:
-        table.add_column(column, justify="left" if column in ("op", "input shapes") else "right",
-                         no_wrap=column != "input shapes", overflow="fold")
+        table.add_column(column, justify="left" if column in widths else "right", no_wrap=True,
+                         overflow="ellipsis", max_width=widths.get(column))
     for op in result.top(top):
         row = [op.name, str(op.calls), format_ms(op.self_cpu_ms), format_ms(op.cpu_total_ms)]
         if on_gpu:

@@ -379,6 +379,17 @@ def _activation_bytes_per_sample(cfg: BenchConfig, shape: tuple[int, ...]) -> in
     return total or None
 
 
+def _drop_cublas_workspaces() -> bool:
+    """The first matmul gives each stream a cuBLAS workspace from the caching allocator, kept for the life of
+    the process; hand them back so the allocator really ends where it started (a private torch function:
+    looked up, not assumed)."""
+    clear = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
+    if clear is None:
+        return False
+    clear()
+    return True
+
+
 def find_max_batch(cfg: BenchConfig, *, max_batch: int = DEFAULT_MAX_BATCH, resolution: int = 1,
                    try_warmup: int = TRY_WARMUP, try_iters: int = TRY_ITERS,
                    measure_warmup: int = MEASURE_WARMUP, measure_iters: int = MEASURE_ITERS,
@@ -401,6 +412,7 @@ def find_max_batch(cfg: BenchConfig, *, max_batch: int = DEFAULT_MAX_BATCH, reso
     if on_cuda:
         cap = NA("on CUDA the device's own memory is the limit")
         torch.cuda.synchronize(device)
+        _drop_cublas_workspaces()  # the same footing as the end, where they are dropped too
         allocated_before: int | NA = int(torch.cuda.memory_allocated(device))
     else:
         if memory_cap_bytes is None:
@@ -447,13 +459,8 @@ def find_max_batch(cfg: BenchConfig, *, max_batch: int = DEFAULT_MAX_BATCH, reso
     finally:
         del runner, model
         release()
-        if on_cuda:
-            # The first matmul gives each stream a cuBLAS workspace from the caching allocator, kept for
-            # the life of the process; hand it back so the allocator really ends where it started.
-            clear_cublas = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
-            if clear_cublas is not None:
-                clear_cublas()
-                release()
+        if on_cuda and _drop_cublas_workspaces():
+            release()
     if outcome.hit_bound:
         notes.append(f"stopped at the max-batch bound {max_batch}: larger batches may fit too")
     if outcome.max_batch == 0 and outcome.tries:

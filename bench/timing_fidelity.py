@@ -1,0 +1,74 @@
+"""Timing fidelity: this engine's median latency against torch.utils.benchmark on the same model.
+
+Both timers run in one process on the same model and input, alternating round by round, so drift and
+neighbours hit both alike. Prints each round and the ratio of medians (target: within 3 %).
+
+    .venv/bin/python bench/timing_fidelity.py                 # resnet18, batch 1, CPU, 2 threads
+    .venv/bin/python bench/timing_fidelity.py --device cuda   # the same on a GPU
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+import sys
+
+import torch
+import torch.utils.benchmark as tbench
+
+from torchperf_tui.engine.flags import Flags, applied_flags
+from torchperf_tui.engine.inputs import make_input, resolve_device
+from torchperf_tui.engine.models import build_model, default_input_shape
+from torchperf_tui.engine.timing import run_timed_loop
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="resnet18")
+    parser.add_argument("--batch", type=int, default=1)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=6, help="alternating rounds of each timer")
+    parser.add_argument("--iters", type=int, default=100, help="engine iterations per round")
+    parser.add_argument("--min-run-time", type=float, default=2.0, help="blocked_autorange seconds per round")
+    args = parser.parse_args()
+
+    device = resolve_device(args.device)
+    print(f"torch {torch.__version__} | python {platform.python_version()} | {platform.machine()} | "
+          f"{torch.cuda.get_device_name(device) if device.type == 'cuda' else platform.processor() or 'cpu'}")
+    print(f"model {args.model}, batch {args.batch}, device {device}, threads {args.threads}, "
+          f"{args.rounds} rounds alternating (engine: {args.iters} iterations; "
+          f"torch.utils.benchmark: blocked_autorange(min_run_time={args.min_run_time}))")
+
+    model = build_model(args.model).to(device)
+    x = make_input(default_input_shape(args.model, batch=args.batch), device=device)
+    engine_medians, timer_medians = [], []
+    with applied_flags(Flags(num_threads=args.threads)), torch.inference_mode():
+        timer = tbench.Timer(stmt="model(x)", globals={"model": model, "x": x}, num_threads=args.threads)
+        run_timed_loop(lambda: model(x), device=device, warmup=10, iters=10)  # shared warm-up, discarded
+        for round_ in range(args.rounds):
+            # Alternate which goes first so neither always follows the other.
+            order = ("engine", "timer") if round_ % 2 == 0 else ("timer", "engine")
+            for which in order:
+                if which == "engine":
+                    times = run_timed_loop(lambda: model(x), device=device, warmup=3, iters=args.iters)
+                    engine_medians.append(statistics.median(times.samples_ms))
+                else:
+                    m = timer.blocked_autorange(min_run_time=args.min_run_time)
+                    timer_medians.append(m.median * 1e3)
+            print(f"round {round_ + 1}: engine p50 {engine_medians[-1]:8.3f} ms   "
+                  f"torch.utils.benchmark median {timer_medians[-1]:8.3f} ms   "
+                  f"ratio {engine_medians[-1] / timer_medians[-1]:.4f}")
+
+    engine = statistics.median(engine_medians)
+    reference = statistics.median(timer_medians)
+    ratio = engine / reference
+    verdict = "within" if abs(ratio - 1) <= 0.03 else "OUTSIDE"
+    print(f"median of rounds: engine {engine:.3f} ms, torch.utils.benchmark {reference:.3f} ms")
+    print(f"ratio of medians {ratio:.4f} ({(ratio - 1) * 100:+.2f} %): {verdict} the 3 % target")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
