@@ -53,6 +53,14 @@ def _add_input_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dtype", default="float32", help="float32 | float16 | bfloat16 (default float32)")
 
 
+def _add_workload_options(p: argparse.ArgumentParser) -> None:
+    """What to run and where: the model, its input, the device and the memory format."""
+    p.add_argument("model", help="torchvision model name or package.module:factory")
+    _add_input_options(p)
+    p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N] (default auto)")
+    p.add_argument("--channels-last", action="store_true", help="channels_last memory format")
+
+
 def _add_flag_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cudnn-benchmark", action=argparse.BooleanOptionalAction, default=False,
                    help="torch.backends.cudnn.benchmark (default off)")
@@ -100,13 +108,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
     p = sub.add_parser("bench", help="latency: warm-up, then timed iterations with synchronisation")
-    p.add_argument("model", help="torchvision model name or package.module:factory")
-    _add_input_options(p)
-    p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N] (default auto)")
+    _add_workload_options(p)
     p.add_argument("--warmup", type=_warmup, default=10, help="warm-up iterations, or 'auto' (default 10)")
     p.add_argument("--iters", type=_positive_int, default=50, help="timed iterations (default 50)")
     _add_flag_options(p)
-    p.add_argument("--channels-last", action="store_true", help="channels_last memory format")
     p.add_argument("--compile", nargs="?", const="default", metavar="MODE",
                    help="time the torch.compile'd model (default | reduce-overhead (CUDA graphs) | max-autotune); "
                         "compile time is reported apart")
@@ -115,10 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
     p = sub.add_parser("throughput", help="largest batch that fits (grow, then bisect to OOM), then samples/s")
-    p.add_argument("model", help="torchvision model name or package.module:factory")
-    _add_input_options(p)
-    p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N] (default auto)")
-    p.add_argument("--channels-last", action="store_true", help="channels_last memory format")
+    _add_workload_options(p)
     p.add_argument("--max-batch", type=_positive_int, default=1024, help="stop growing here (default 1024)")
     p.add_argument("--memory-cap", type=float, metavar="GIB",
                    help="CPU only: memory the search may use (default half of the available RAM)")
@@ -126,10 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
     p = sub.add_parser("profile", help="torch.profiler top ops by self time, and a Chrome trace for Perfetto")
-    p.add_argument("model", help="torchvision model name or package.module:factory")
-    _add_input_options(p)
-    p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N] (default auto)")
-    p.add_argument("--channels-last", action="store_true", help="channels_last memory format")
+    _add_workload_options(p)
     p.add_argument("--iters", type=_positive_int, default=5, help="profiled iterations (default 5)")
     p.add_argument("--sort", default=None, help="self_cpu | self_device | cpu_total | device_total | calls | "
                    "self_cpu_memory | self_device_memory | name (default: self time on the model's device)")
@@ -139,10 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
     p = sub.add_parser("roofline", help="achieved TFLOPS, MFU, arithmetic intensity: memory- or compute-bound")
-    p.add_argument("model", help="torchvision model name or package.module:factory")
-    _add_input_options(p)
-    p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N] (default auto)")
-    p.add_argument("--channels-last", action="store_true", help="channels_last memory format")
+    _add_workload_options(p)
     p.add_argument("--iters", type=_positive_int, default=50, help="timed iterations (default 50)")
     p.add_argument("--peak-tflops", type=float, help="the device's peak, where it cannot be derived (CPU)")
     p.add_argument("--peak-bandwidth", type=float, metavar="GB/S", help="likewise, the peak memory bandwidth")
@@ -151,9 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
     p = sub.add_parser("determinism", help="run the same input twice: bitwise equal, or how far apart")
-    p.add_argument("model", help="torchvision model name or package.module:factory")
-    _add_input_options(p)
-    p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N] (default auto)")
+    _add_workload_options(p)
     p.add_argument("--runs", type=_positive_int, default=2, help="forward passes to compare (default 2)")
     _add_flag_options(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -183,6 +177,13 @@ def _resolve_input(args) -> tuple[int, ...] | None:
     from torchperf_tui.engine.inputs import parse_shape
 
     return parse_shape(args.input) if args.input else None
+
+
+def _input_shape(args) -> tuple[int, ...]:
+    """--input and --batch, or the model's default input with --batch."""
+    from torchperf_tui.engine.timing import BenchConfig
+
+    return BenchConfig(model=args.model, input_shape=_resolve_input(args), batch=args.batch).resolved_shape()
 
 
 def cmd_info(args) -> int:
@@ -216,15 +217,9 @@ def cmd_models(args) -> int:
 def cmd_flops(args) -> int:
     from torchperf_tui.engine.complexity import analyse_complexity
     from torchperf_tui.engine.inputs import parse_dtype, dtype_name
-    from torchperf_tui.engine.models import default_input_shape
     from torchperf_tui.cli_render import render_complexity
 
-    shape = _resolve_input(args)
-    if shape is None:
-        shape = tuple(default_input_shape(args.model, batch=args.batch or 1))
-    elif args.batch:
-        shape = (args.batch, *shape[1:])
-    result = analyse_complexity(args.model, shape, dtype=dtype_name(parse_dtype(args.dtype)), layers=args.layers)
+    result = analyse_complexity(args.model, _input_shape(args), dtype=dtype_name(parse_dtype(args.dtype)), layers=args.layers)
     if args.json:
         data = result.to_dict()
         if not args.layers:
@@ -348,15 +343,9 @@ def cmd_determinism(args) -> int:
     from torchperf_tui.engine.determinism import check_determinism
     from torchperf_tui.engine.inputs import dtype_name, parse_dtype
 
-    shape = _resolve_input(args)
-    if shape is not None and args.batch:
-        shape = (args.batch, *shape[1:])
-    if shape is None and args.batch:
-        from torchperf_tui.engine.models import default_input_shape
-
-        shape = tuple(default_input_shape(args.model, batch=args.batch))
-    report = check_determinism(args.model, shape, device=args.device, dtype=dtype_name(parse_dtype(args.dtype)),
-                               flags=_flags_from(args), runs=args.runs)
+    report = check_determinism(args.model, _input_shape(args), device=args.device,
+                               dtype=dtype_name(parse_dtype(args.dtype)), flags=_flags_from(args), runs=args.runs,
+                               channels_last=args.channels_last)
     if args.json:
         _print_json(report.to_dict())
     else:
