@@ -182,3 +182,21 @@ def test_roofline_command_on_cpu_says_why_peaks_are_missing(capsys):
     code, out, _ = run(capsys, "roofline", TINY, "--input", "2x3x16x16", "--iters", "3",
                        "--peak-tflops", "1.0", "--peak-bandwidth", "50")
     assert code == 0 and "side of the roofline" in out and ("memory" in out or "compute" in out)
+
+
+def test_compare_command_gives_a_verdict(capsys):
+    code, out, _ = run(capsys, "compare", TINY, "--input", "1x3x16x16", "--a", "threads=1", "--b", "threads=2",
+                       "--blocks", "5", "--per-block", "2", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["verdict"]["blocks"] == 5
+    assert data["a"]["flags"]["num_threads"] == 1 and data["b"]["flags"]["num_threads"] == 2
+    assert data["summary"].startswith(("B is", "no significant difference"))
+    code, out, _ = run(capsys, "compare", TINY, "--input", "1x3x16x16", "--a", "", "--b", "mkldnn=off",
+                       "--blocks", "5", "--per-block", "2")
+    assert code == 0 and "randomised blocks" in out and "Wilcoxon" in out
+
+
+@pytest.mark.parametrize("spec, message", [("benchmark=maybe", "expected on/off"), ("speed=1", "unknown key")])
+def test_compare_bad_specs_exit_2(capsys, spec, message):
+    code, _, err = run(capsys, "compare", TINY, "--a", "", "--b", spec)
+    assert code == 2 and message in err and err.count("\n") == 1

@@ -32,3 +32,17 @@ class OutOfMemoryModel(nn.Module):
 
 def oom_model() -> nn.Module:
     return OutOfMemoryModel()
+
+
+class ThreadsProbe(TinyCNN):
+    """Records torch's intra-op thread count at every forward pass: what the flags were while it ran."""
+
+    seen: list[int] = []
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        ThreadsProbe.seen.append(torch.get_num_threads())
+        return super().forward(x)
+
+
+def threads_probe() -> nn.Module:
+    return ThreadsProbe()

@@ -146,6 +146,17 @@ def build_parser() -> argparse.ArgumentParser:
     _add_flag_options(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
+    p = sub.add_parser("compare", help="A vs B interleaved in randomised blocks, with a significance verdict")
+    _add_workload_options(p)
+    p.add_argument("--a", required=True, metavar="SPEC", help="arm A: key=value,... over cudnn_benchmark, "
+                   "deterministic, tf32, threads, mkldnn, dtype, channels_last ('' = the base run)")
+    p.add_argument("--b", required=True, metavar="SPEC", help="arm B, likewise")
+    p.add_argument("--blocks", type=_positive_int, default=10, help="blocks per arm (default 10, at least 5)")
+    p.add_argument("--per-block", type=_positive_int, default=20, help="timed iterations per block (default 20)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the block order and the bootstrap")
+    _add_flag_options(p)  # the base flags; each arm's SPEC applies on top
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
     p = sub.add_parser("determinism", help="run the same input twice: bitwise equal, or how far apart")
     _add_workload_options(p)
     p.add_argument("--runs", type=_positive_int, default=2, help="forward passes to compare (default 2)")
@@ -339,6 +350,20 @@ def _load_history(args):
     return loaded
 
 
+def cmd_compare(args) -> int:
+    from torchperf_tui.engine.abtest import parse_arm_spec, run_ab
+    from torchperf_tui.cli_render import render_ab
+
+    base = _bench_config(args)
+    arm_a, arm_b = parse_arm_spec(args.a, base=base.flags), parse_arm_spec(args.b, base=base.flags)
+    result = run_ab(base, arm_a, arm_b, blocks=args.blocks, per_block=args.per_block, seed=args.seed)
+    if args.json:
+        _print_json(result.to_dict())
+    else:
+        render_ab(result)
+    return 0
+
+
 def cmd_determinism(args) -> int:
     from torchperf_tui.engine.determinism import check_determinism
     from torchperf_tui.engine.inputs import dtype_name, parse_dtype
@@ -390,7 +415,7 @@ def cmd_export(args) -> int:
 
 COMMANDS = {"info": cmd_info, "models": cmd_models, "flops": cmd_flops, "bench": cmd_bench,
             "throughput": cmd_throughput, "profile": cmd_profile, "roofline": cmd_roofline,
-            "determinism": cmd_determinism, "history": cmd_history, "export": cmd_export}
+            "compare": cmd_compare, "determinism": cmd_determinism, "history": cmd_history, "export": cmd_export}
 
 
 def run_tui(args) -> int:

@@ -257,3 +257,23 @@ def render_roofline(result, layers: bool = False) -> None:
     console.print()
     console.print("per layer", style="bold underline")
     console.print(table)
+
+
+def render_ab(result) -> None:
+    """Both arms side by side, then the verdict in one line."""
+    table = Table(box=None, header_style="bold")
+    for column in ("arm", "spec", "flags", "median", "p90", "p99", "blocks"):
+        table.add_column(column, justify="right" if column in ("median", "p90", "p99", "blocks") else "left")
+    for name, arm in (("A", result.a), ("B", result.b)):
+        table.add_row(name, arm.spec, arm.flags.describe(device=result.device) +
+                      (f", {arm.dtype}" if arm.dtype != "float32" else "") +
+                      (", channels_last" if arm.channels_last else ""),
+                      format_ms(arm.median_ms), format_ms(arm.p90_ms), format_ms(arm.p99_ms), str(len(arm.blocks)))
+    console.print(f"{result.model} on {result.device}, input {'x'.join(map(str, result.input_shape))}: "
+                  f"A and B interleaved in {len(result.order)} randomised blocks", style="bold underline")
+    console.print(table)
+    console.print()
+    console.print(result.summary(), style="bold")
+    if result.verdict is not None:
+        console.print(f"(Wilcoxon signed-rank on {result.verdict.blocks} paired block medians; bootstrap 95 % CI "
+                      "of the ratio of medians B/A)")

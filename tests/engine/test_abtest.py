@@ -1,0 +1,123 @@
+"""The A/B statistics on synthetic samples with a known shift and with none (seeded, no timing)."""
+
+import numpy as np
+import pytest
+
+from torchperf_tui.engine.abtest import block_order, block_verdict, parse_arm_spec
+from torchperf_tui.engine.errors import FlagError
+from torchperf_tui.engine.flags import Flags
+
+
+def synthetic_blocks(rng, blocks, per_block, scale_b=1.0):
+    """Latencies with a per-block drift shared by both arms (the noise a shared box adds) and right skew."""
+    a_blocks, b_blocks = [], []
+    for _ in range(blocks):
+        drift = rng.normal(1.0, 0.05)
+        a_blocks.append(list(10.0 * drift * (1 + rng.gamma(2.0, 0.02, per_block))))
+        drift_b = drift * rng.normal(1.0, 0.01)
+        b_blocks.append(list(10.0 * scale_b * drift_b * (1 + rng.gamma(2.0, 0.02, per_block))))
+    return a_blocks, b_blocks
+
+
+def test_a_known_speed_up_is_found_with_its_size():
+    rng = np.random.default_rng(1)
+    a, b = synthetic_blocks(rng, 12, 20, scale_b=0.75)
+    v = block_verdict(a, b)
+    assert v.significant and v.p_value < 0.01
+    assert v.ratio == pytest.approx(0.75, rel=0.03)
+    assert v.ci_low < 0.75 * 1.03 and v.ci_high > 0.75 * 0.97 and v.ci_high < 1
+    assert v.summary().startswith("B is 33.")  # 1/0.75 - 1 = 33 % faster
+    assert "faster" in v.summary() and "95 % CI" in v.summary()
+
+
+def test_a_slowdown_reads_as_slower():
+    rng = np.random.default_rng(2)
+    a, b = synthetic_blocks(rng, 10, 20, scale_b=1.2)
+    v = block_verdict(a, b)
+    assert v.significant and "slower" in v.summary()
+
+
+def test_identical_arms_are_called_noise_at_most_alpha_of_the_time():
+    rng = np.random.default_rng(3)
+    trials = 200
+    false_positives = sum(block_verdict(*synthetic_blocks(rng, 10, 15), seed=i).significant
+                          for i in range(trials))
+    assert false_positives / trials <= 0.05
+
+
+def test_no_difference_summary_and_all_equal_blocks():
+    v = block_verdict([[5.0, 5.0]] * 6, [[5.0, 5.0]] * 6)
+    assert not v.significant and v.p_value == 1.0 and v.ratio == 1.0
+    assert v.summary().startswith("no significant difference (ratio 1.00")
+
+
+def test_too_few_or_unpaired_blocks_are_refused():
+    with pytest.raises(Exception, match="at least 5 blocks"):
+        block_verdict([[1.0]] * 3, [[1.0]] * 3)
+    with pytest.raises(Exception, match="same number of blocks"):
+        block_verdict([[1.0]] * 6, [[1.0]] * 5)
+
+
+def test_block_order_is_balanced_and_seeded():
+    order = block_order(20, seed=7)
+    assert order.count("A") == order.count("B") == 20
+    assert all(sorted(order[i:i + 2]) == ["A", "B"] for i in range(0, 40, 2))
+    assert order == block_order(20, seed=7) and order != block_order(20, seed=8)
+    assert {tuple(order[i:i + 2]) for i in range(0, 40, 2)} == {("A", "B"), ("B", "A")}
+
+
+def test_arm_specs_parse_flags_and_settings():
+    spec = parse_arm_spec("threads=2, cudnn_benchmark=on, tf32=off, dtype=fp16, channels_last=true")
+    assert spec.flags == Flags(num_threads=2, cudnn_benchmark=True, tf32_matmul=False, tf32_cudnn=False)
+    assert spec.dtype == "float16" and spec.channels_last is True
+    assert parse_arm_spec("").flags == Flags() and parse_arm_spec("").text == "base"
+    assert parse_arm_spec("deterministic=1").flags.cudnn_deterministic
+
+
+@pytest.mark.parametrize("text, message", [
+    ("benchmark=maybe", "expected on/off"),
+    ("speed=fast", "unknown key 'speed'"),
+    ("threads=two", "whole number"),
+    ("threads=0", "at least 1"),
+    ("threads", "write key=value"),
+    ("dtype=int3", "unknown dtype"),
+])
+def test_bad_specs_are_one_line_errors(text, message):
+    with pytest.raises(Exception, match=message) as info:
+        parse_arm_spec(text)
+    assert "\n" not in str(info.value)
+
+
+def test_interleaved_run_gives_each_block_its_own_flags_and_a_verdict():
+    from tests.tinymodels import ThreadsProbe
+    from torchperf_tui.engine.abtest import run_ab
+    from torchperf_tui.engine.timing import BenchConfig
+
+    before = Flags.current()
+    ThreadsProbe.seen.clear()
+    blocks = []
+    base = BenchConfig(model="tests.tinymodels:threads_probe", input_shape=(1, 3, 16, 16), device="cpu")
+    result = run_ab(base, parse_arm_spec("threads=1"), parse_arm_spec("threads=2"), blocks=6, per_block=3,
+                    seed=3, on_block=lambda arm, i, n, s: blocks.append((arm, len(s))))
+    assert Flags.current() == before
+    assert [arm for arm, _ in blocks] == result.order and len(blocks) == 12
+    # every forward pass (first + warm-up + 3 timed per block) ran under its own arm's thread count
+    expected = [1 if arm == "A" else 2 for arm in result.order for _ in range(5)]
+    assert ThreadsProbe.seen == expected
+    assert len(result.a.blocks) == len(result.b.blocks) == 6 and all(n == 3 for _, n in blocks)
+    assert result.verdict is not None and result.verdict.blocks == 6
+    assert result.a.median_ms > 0 and result.to_dict()["b"]["flags"]["num_threads"] == 2
+    assert result.summary() == result.verdict.summary()
+
+
+def test_cancelled_comparison_keeps_complete_pairs_only():
+    from torchperf_tui.engine.abtest import run_ab
+    from torchperf_tui.engine.timing import BenchConfig
+
+    blocks_done = []
+    base = BenchConfig(model="tests.tinymodels:tiny_cnn", input_shape=(1, 3, 8, 8), device="cpu")
+    result = run_ab(base, parse_arm_spec(""), parse_arm_spec("mkldnn=off"), blocks=6, per_block=2,
+                    on_block=lambda *a: blocks_done.append(a), should_cancel=lambda: len(blocks_done) >= 3)
+    assert result.cancelled and result.verdict is None
+    assert len(result.a.blocks) == len(result.b.blocks) == 1
+    assert result.summary() == "no verdict: cancelled"

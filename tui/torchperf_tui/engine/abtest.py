@@ -1,0 +1,273 @@
+"""A/B comparison that can be trusted: two arms interleaved in randomised blocks, and a verdict that
+respects that samples inside a block are correlated.
+
+Two runs taken one after the other on a shared machine differ by several percent with nothing changed, so
+the arms alternate block by block (A B / B A, the order of each pair drawn at random), each block under its
+own flags context. The verdict works on paired block medians: a Wilcoxon signed-rank test on the paired
+differences and a bootstrap 95 % CI of the ratio of medians (B / A). A difference is called real only when
+both agree (p < alpha and the CI excludes 1).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import asdict, dataclass, field, fields
+from typing import Callable
+
+import numpy as np
+
+from torchperf_tui.engine.errors import FlagError, TorchperfError
+from torchperf_tui.engine.flags import Flags, applied_flags
+
+ALPHA = 0.05
+CONFIDENCE = 0.95
+
+# SPEC keys: flag names the user types -> (Flags field(s), value parser); run settings apart.
+_BOOL_WORDS = {"1": True, "true": True, "on": True, "yes": True, "0": False, "false": False, "off": False,
+               "no": False}
+FLAG_KEYS: dict[str, tuple[str, ...]] = {
+    "cudnn_benchmark": ("cudnn_benchmark",),
+    "benchmark": ("cudnn_benchmark",),
+    "deterministic": ("cudnn_deterministic",),
+    "cudnn_deterministic": ("cudnn_deterministic",),
+    "deterministic_algorithms": ("deterministic_algorithms",),
+    "cudnn_enabled": ("cudnn_enabled",),
+    "tf32": ("tf32_matmul", "tf32_cudnn"),
+    "mkldnn": ("mkldnn_enabled",),
+    "threads": ("num_threads",),
+}
+SETTING_KEYS = ("dtype", "channels_last")
+
+
+@dataclass(frozen=True)
+class ArmSpec:
+    """One arm: backend flags, and run settings that differ from the base run (None: as the base)."""
+
+    flags: Flags
+    dtype: str | None = None
+    channels_last: bool | None = None
+    text: str = ""
+
+
+def _parse_bool(key: str, value: str) -> bool:
+    try:
+        return _BOOL_WORDS[value.strip().lower()]
+    except KeyError:
+        raise FlagError(f"{key}={value!r}: expected on/off, true/false or 1/0") from None
+
+
+def parse_arm_spec(text: str, base: Flags | None = None) -> ArmSpec:
+    """'threads=2,cudnn_benchmark=on' -> ArmSpec. An empty spec is the base run unchanged."""
+    from torchperf_tui.engine.inputs import dtype_name, parse_dtype
+
+    flags = base or Flags()
+    dtype: str | None = None
+    channels_last: bool | None = None
+    for part in [p.strip() for p in text.split(",") if p.strip()]:
+        key, sep, value = part.partition("=")
+        key = key.strip().lower().replace("-", "_")
+        if not sep or not value.strip():
+            raise FlagError(f"{part!r} in {text!r}: write key=value, e.g. threads=2")
+        if key in FLAG_KEYS:
+            targets = FLAG_KEYS[key]
+            if key == "threads":
+                try:
+                    threads = int(value)
+                except ValueError:
+                    raise FlagError(f"threads={value!r}: expected a whole number") from None
+                if threads < 1:
+                    raise FlagError(f"threads={threads}: must be at least 1")
+                flags = flags.replace(num_threads=threads)
+            else:
+                on = _parse_bool(key, value)
+                flags = flags.replace(**{target: on for target in targets})
+        elif key == "dtype":
+            dtype = dtype_name(parse_dtype(value))
+        elif key == "channels_last":
+            channels_last = _parse_bool(key, value)
+        elif key == "shapes":
+            raise FlagError("shapes schedules are not supported in comparisons yet")
+        else:
+            known = ", ".join([*FLAG_KEYS, *SETTING_KEYS])
+            raise FlagError(f"unknown key {key!r} in {text!r}: known keys are {known}")
+    return ArmSpec(flags=flags, dtype=dtype, channels_last=channels_last, text=text.strip() or "base")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """B against A on paired block medians. ratio = median(B) / median(A): below 1, B is faster."""
+
+    blocks: int
+    ratio: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    significant: bool
+    alpha: float = ALPHA
+
+    def summary(self) -> str:
+        ci = f"{self.ci_low:.3f}-{self.ci_high:.3f}"
+        if not self.significant:
+            return f"no significant difference (ratio {self.ratio:.2f}, CI {ci}, p={self.p_value:.3g})"
+        faster = self.ratio < 1
+        change = (1 / self.ratio - 1) * 100 if faster else (self.ratio - 1) * 100
+        lo, hi = sorted(((1 / self.ci_high - 1) * 100, (1 / self.ci_low - 1) * 100) if faster
+                        else ((self.ci_low - 1) * 100, (self.ci_high - 1) * 100))
+        word = "faster" if faster else "slower"
+        return f"B is {change:.1f} % {word} (95 % CI {lo:.1f}-{hi:.1f} %, p={self.p_value:.3g})"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def block_verdict(a_blocks: list[list[float]], b_blocks: list[list[float]], alpha: float = ALPHA,
+                  seed: int = 0) -> Verdict:
+    """The verdict from per-block samples of each arm (block i of A is paired with block i of B)."""
+    from scipy import stats
+
+    if len(a_blocks) != len(b_blocks):
+        raise TorchperfError("the two arms need the same number of blocks")
+    if len(a_blocks) < 5:
+        raise TorchperfError(f"a verdict needs at least 5 blocks per arm, got {len(a_blocks)}")
+    a = np.array([np.median(block) for block in a_blocks], dtype=np.float64)
+    b = np.array([np.median(block) for block in b_blocks], dtype=np.float64)
+    ratio = float(np.median(b) / np.median(a))
+    diffs = b - a
+    if np.all(diffs == 0):
+        p_value = 1.0
+    else:
+        p_value = float(stats.wilcoxon(b, a, zero_method="wilcox", alternative="two-sided").pvalue)
+    boot = stats.bootstrap((a, b), lambda x, y, axis=-1: np.median(y, axis=axis) / np.median(x, axis=axis),
+                           paired=True, vectorized=True, confidence_level=CONFIDENCE, n_resamples=4999,
+                           method="percentile", random_state=np.random.default_rng(seed))
+    low, high = float(boot.confidence_interval.low), float(boot.confidence_interval.high)
+    significant = p_value < alpha and not (low <= 1.0 <= high)
+    return Verdict(blocks=len(a), ratio=ratio, ci_low=low, ci_high=high, p_value=p_value,
+                   significant=significant, alpha=alpha)
+
+
+def block_order(blocks: int, seed: int) -> list[str]:
+    """A B / B A pairs in random order: each arm runs `blocks` times, and neither always goes first."""
+    rng = random.Random(seed)
+    order: list[str] = []
+    for _ in range(blocks):
+        order += ["A", "B"] if rng.random() < 0.5 else ["B", "A"]
+    return order
+
+
+@dataclass
+class ArmResult:
+    """One arm's samples, block by block, and their summary (per-iteration stats pooled over blocks)."""
+
+    spec: str
+    flags: Flags
+    dtype: str
+    channels_last: bool
+    blocks: list[list[float]]
+    median_ms: float | None = None
+    p90_ms: float | None = None
+    p99_ms: float | None = None
+
+    @property
+    def samples_ms(self) -> list[float]:
+        return [ms for block in self.blocks for ms in block]
+
+    def summarise(self) -> None:
+        samples = self.samples_ms
+        if samples:
+            self.median_ms, self.p90_ms, self.p99_ms = (float(v) for v in np.percentile(samples, [50, 90, 99]))
+
+
+@dataclass
+class ABResult:
+    model: str
+    device: str
+    input_shape: tuple[int, ...]
+    a: ArmResult
+    b: ArmResult
+    order: list[str]
+    verdict: Verdict | None
+    cancelled: bool
+    duration_s: float
+    notes: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        if self.verdict is None:
+            return "no verdict: " + ("cancelled" if self.cancelled else "too few blocks")
+        return self.verdict.summary()
+
+    def to_dict(self) -> dict:
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        for arm in ("a", "b"):
+            arm_result = getattr(self, arm)
+            data[arm] = {**asdict(arm_result), "flags": arm_result.flags.to_dict()}
+        data["input_shape"] = list(self.input_shape)
+        data["verdict"] = self.verdict.to_dict() if self.verdict else None
+        data["summary"] = self.summary()
+        return data
+
+
+OnBlock = Callable[[str, int, int, list[float]], None]
+
+
+def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int = 20, seed: int = 0,
+           on_block: OnBlock | None = None, should_cancel: Callable[[], bool] | None = None) -> ABResult:
+    """Time arms A and B of `base` (a timing.BenchConfig) interleaved in randomised blocks.
+
+    Each block runs under its arm's own flags context and starts with one discarded iteration plus one
+    warm-up (a flag change such as the thread count needs a pass to settle). `on_block(arm, index, total,
+    samples)` is called after each block; `should_cancel()` is checked between iterations.
+    """
+    import torch
+
+    from torchperf_tui.engine.inputs import parse_dtype, resolve_device
+    from torchperf_tui.engine.timing import run_timed_loop
+    from torchperf_tui.engine.workload import forward_errors, prepare_workload
+
+    if blocks < 5:
+        raise TorchperfError(f"a comparison needs at least 5 blocks per arm, got {blocks}")
+    if per_block < 1:
+        raise TorchperfError(f"samples per block must be at least 1, got {per_block}")
+    started = time.time()
+    device = resolve_device(base.device)
+    shape = base.resolved_shape()
+    cancelled = should_cancel or (lambda: False)
+    arms = {}
+    for name, spec in (("A", a), ("B", b)):
+        arms[name] = ArmResult(spec=spec.text, flags=spec.flags, dtype=spec.dtype or base.dtype,
+                               channels_last=base.channels_last if spec.channels_last is None else spec.channels_last,
+                               blocks=[])
+    workloads = {}
+    for name, arm in arms.items():
+        key = (arm.dtype, arm.channels_last)
+        if key not in workloads:
+            workloads[key] = prepare_workload(base.model, shape, device, parse_dtype(arm.dtype), arm.channels_last)
+    order = block_order(blocks, seed)
+    stopped = False
+    try:
+        for index, name in enumerate(order):
+            arm = arms[name]
+            work = workloads[(arm.dtype, arm.channels_last)]
+            model, x = work.model, work.x
+            with applied_flags(arm.flags), torch.inference_mode(), \
+                    forward_errors(base.model, shape, work.dtype, device):
+                times = run_timed_loop(lambda: model(x), device=device, warmup=1, iters=per_block,
+                                       should_cancel=cancelled)
+            if times.cancelled:
+                stopped = True
+                break
+            arm.blocks.append(times.samples_ms)
+            if on_block is not None:
+                on_block(name, index, len(order), times.samples_ms)
+    finally:
+        for work in workloads.values():
+            work.release()
+    # Only complete pairs count: a cancelled run can leave one arm a block ahead.
+    pairs = min(len(arms["A"].blocks), len(arms["B"].blocks))
+    for arm in arms.values():
+        arm.blocks = arm.blocks[:pairs]
+        arm.summarise()
+    verdict = block_verdict(arms["A"].blocks, arms["B"].blocks, seed=seed) if pairs >= 5 else None
+    return ABResult(model=base.model, device=str(device), input_shape=tuple(shape), a=arms["A"], b=arms["B"],
+                    order=order, verdict=verdict, cancelled=stopped, duration_s=time.time() - started)
