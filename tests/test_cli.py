@@ -193,7 +193,7 @@ def test_compare_command_gives_a_verdict(capsys):
     assert data["summary"].startswith(("B is", "no significant difference"))
     code, out, _ = run(capsys, "compare", TINY, "--input", "1x3x16x16", "--a", "", "--b", "mkldnn=off",
                        "--blocks", "5", "--per-block", "2")
-    assert code == 0 and "randomised blocks" in out and "Wilcoxon" in out
+    assert code == 0 and "randomised blocks" in out and "Wilcoxon signed-rank" in out
 
 
 @pytest.mark.parametrize("spec, message", [("benchmark=maybe", "expected on/off"), ("speed=1", "unknown key")])

@@ -275,5 +275,5 @@ def render_ab(result) -> None:
     console.print()
     console.print(result.summary(), style="bold")
     if result.verdict is not None:
-        console.print(f"(Wilcoxon signed-rank on {result.verdict.blocks} paired block medians; bootstrap 95 % CI "
-                      "of the ratio of medians B/A)")
+        console.print(f"(ratio: median of B/A over {result.verdict.blocks} neighbouring block pairs, with a "
+                      "bootstrap 95 % CI; Wilcoxon signed-rank on the paired log-ratios)")
