@@ -1,8 +1,10 @@
-"""Make screenshots/*.svg from the real app: the main screen after a run, two runs compared, the layer table.
+"""Make screenshots/*.svg from the real app: the main screen after a run, two runs compared, the layer table,
+the throughput search, the profiler's top operators and the run history with two runs compared.
 
     PYTHONPATH=tui .venv/bin/python scripts/make_screenshots.py [--model mobilenet_v3_small] [--iters 60]
 
-Drives the app with Pilot as a user would (type to pick a model, r to run, flip a flag, switch tabs)
+Drives the app with Pilot as a user would (type to pick a model, r to run, flip a flag, switch tabs,
+t to find the largest batch, p to profile, m to mark two runs in the history)
 and saves each view with App.save_screenshot. Real timings: the numbers are this machine's.
 """
 
@@ -30,8 +32,10 @@ async def wait_until(pilot, predicate, timeout: float = 300.0, what: str = "cond
         await pilot.pause(0.1)
 
 
-async def make(out: Path, model: str, flag: str, warmup: int, iters: int) -> list[Path]:
-    app = TorchperfApp(warmup=warmup, iters=iters, interval=0.5)
+async def make(out: Path, model: str, flag: str, warmup: int, iters: int, max_batch: int,
+               history: Path) -> list[Path]:
+    history.unlink(missing_ok=True)  # the history view shows only this script's runs
+    app = TorchperfApp(warmup=warmup, iters=iters, interval=0.5, max_batch=max_batch, history_path=str(history))
     saved: list[Path] = []
 
     def shoot(name: str) -> None:
@@ -65,6 +69,23 @@ async def make(out: Path, model: str, flag: str, warmup: int, iters: int) -> lis
         await pilot.press("4")
         await pilot.pause(0.3)
         shoot("device")
+        await pilot.press("t")
+        await wait_until(pilot, lambda: "largest batch" in str(app.main.query_one("#throughput-summary").render())
+                         or "no batch fits" in str(app.main.query_one("#throughput-summary").render()),
+                         what="the throughput search")
+        await pilot.pause(1.0)
+        shoot("throughput")
+        await pilot.press("p")
+        await wait_until(pilot, lambda: app.main.query_one("#profile").result is not None, what="the profile")
+        await pilot.pause(0.5)
+        app.clear_notifications()
+        shoot("profile")
+        await pilot.press("8")
+        await wait_until(pilot, lambda: app.main.query_one("#history-table").row_count >= 2, what="the history")
+        await pilot.press("m", "down", "m")
+        await pilot.pause(0.5)
+        app.clear_notifications()
+        shoot("history")
     return saved
 
 
@@ -74,10 +95,14 @@ def main() -> None:
     parser.add_argument("--flag", default="mkldnn_enabled", help="the flag switch flipped for run 2")
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--iters", type=int, default=60)
+    parser.add_argument("--max-batch", type=int, default=64, help="the bound of the throughput search")
     parser.add_argument("--out", type=Path, default=ROOT / "screenshots")
+    parser.add_argument("--history", type=Path, default=Path("/tmp/torchperf-screenshots-history.jsonl"),
+                        help="a history file of its own (emptied first), so the History view shows these runs")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    for path in asyncio.run(make(args.out, args.model, args.flag, args.warmup, args.iters)):
+    for path in asyncio.run(make(args.out, args.model, args.flag, args.warmup, args.iters, args.max_batch,
+                                 args.history)):
         print(path)
 
 

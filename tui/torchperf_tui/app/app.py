@@ -7,7 +7,10 @@ runs in thread workers that post messages (app/messages.py) back; the UI only ca
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import os
+import tempfile
 import threading
 import time
 from types import SimpleNamespace
@@ -18,42 +21,81 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.screen import Screen
-from textual.widgets import TabbedContent
+from textual.widgets import DataTable, TabbedContent
 from textual.worker import get_current_worker
 
 from torchperf_tui.formatting import format_ms
 from torchperf_tui.engine.errors import user_message
 from torchperf_tui.app.messages import (
+    AnalysisFailed,
+    BatchTried,
     CatalogueLoaded,
     DeviceChosen,
     DeviceProbed,
     EngineLoaded,
     EngineProblem,
     FlagChanged,
+    HistoryChanged,
+    HistoryLoaded,
     InputSettingsChanged,
     MemoryReleased,
     ModelAnalysed,
     ModelChosen,
     ModelFailed,
+    ProfileFinished,
+    RooflineReady,
     RunFailed,
     RunFinished,
     SamplesArrived,
     TelemetryTick,
+    ThroughputFinished,
 )
 from torchperf_tui.app.runs import RunHistory, RunRecord
 from torchperf_tui.app.screens.main import TABS, MainScreen
 from torchperf_tui.app.widgets.compare.compare_pane import ComparePane
 from torchperf_tui.app.widgets.device.device_pane import DevicePane, short_name
 from torchperf_tui.app.widgets.flags.flags_pane import FlagsPane
+from torchperf_tui.app.widgets.history.history_pane import HistoryPane, comparison_text
 from torchperf_tui.app.widgets.layers.layers_pane import LayersPane, complexity_summary
 from torchperf_tui.app.widgets.memory.memory_pane import MemoryPane
 from torchperf_tui.app.widgets.picker.model_picker import ModelPicker
+from torchperf_tui.app.widgets.profile.profile_pane import ProfilePane
+from torchperf_tui.app.widgets.throughput.throughput_pane import ThroughputPane
 from torchperf_tui.app.widgets.timing.histogram import theme_palette
-from torchperf_tui.app.widgets.timing.timing_pane import TimingPane
+from torchperf_tui.app.widgets.timing.timing_pane import TimingPane, roofline_notes, roofline_text
 
 ENGINE_MODULES = ("inputs", "flags", "timing", "models", "complexity", "nvml", "device", "telemetry",
-                  "results")
+                  "results", "roofline", "throughput", "profiling")
+PROFILE_ITERS = 5  # a profile needs only a few iterations; the trace of many is slow to open
 BATCH_SECONDS = 0.1  # samples reach the UI at most ~10 times a second, however fast the model is
+
+
+@contextlib.contextmanager
+def native_stderr_silenced():
+    """torch.profiler's C++ side (Kineto) writes log lines straight to file descriptor 2, which is the
+    terminal Textual draws on: send fd 2 to a log file while the profiler starts and stops. Textual's own
+    writes in that window are lost too, so the caller repaints the screen afterwards."""
+    log = os.path.join(tempfile.gettempdir(), "torchperf-tui", "profiler-stderr.log")
+    # One redirect at a time: a second profile (the first one cancelled and finishing) that saved the
+    # redirected fd 2 would restore the log file instead of the terminal.
+    with _stderr_lock:
+        try:
+            os.makedirs(os.path.dirname(log), exist_ok=True)
+            target = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            saved = os.dup(2)
+        except OSError:
+            yield  # no redirect possible: the log lines may show, nothing else changes
+            return
+        try:
+            os.dup2(target, 2)
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            os.close(target)
+
+
+_stderr_lock = threading.Lock()
 
 
 def while_running(handler):
@@ -127,6 +169,10 @@ class TorchperfApp(App):
         Binding("q", "quit", "Quit"),
         Binding("b", "set_baseline", "Baseline", show=False),
         Binding("x", "clear_runs", "Clear runs", show=False),
+        Binding("t", "find_max_batch", "Max batch", show=False),
+        Binding("p", "profile", "Profile", show=False),
+        Binding("o", "cycle_profile_sort", "Sort ops", show=False),
+        Binding("m", "mark_history_run", "Mark run", show=False),
         Binding("escape", "leave_field", "Leave field", show=False),
         *[Binding(str(i + 1), f"show_tab('{name}')", name.title(), show=False) for i, name in enumerate(TABS)],
     ]
@@ -135,11 +181,13 @@ class TorchperfApp(App):
                  device: str = "auto", *, nvml: Any = None, cuda: Any = None, telemetry: Any = None,
                  device_report: Any = None, warmup: int | str = 10, iters: int = 50,
                  screenshot_dir: str | None = None, poll_telemetry: bool = True,
-                 history_path: str | None = None) -> None:
+                 history_path: str | None = None, max_batch: int | None = None,
+                 profile_iters: int = PROFILE_ITERS) -> None:
         """`nvml`, `cuda`: seams for fake NVML / CUDA backends; `telemetry`: an object with .sample() and
         .history (a frozen source for snapshots); `device_report`: a fixed DeviceReport;
         `poll_telemetry=False` samples once instead of every `interval` seconds; `history_path`: the run
-        history file (None: $TORCHPERF_HISTORY, else the user data directory)."""
+        history file (None: $TORCHPERF_HISTORY, else the user data directory); `max_batch`: the bound of
+        the throughput search (None: the engine's default); `profile_iters`: iterations the profiler records."""
         super().__init__()
         self.initial_model = model
         self.autostart = autostart
@@ -154,6 +202,11 @@ class TorchperfApp(App):
         self.screenshot_dir = screenshot_dir
         self.poll_telemetry = poll_telemetry
         self.history_path = history_path
+        self.max_batch = max_batch
+        self.profile_iters = profile_iters
+        self._throughput_seq = 0
+        self._profile_seq = 0
+        self._history_stale = True
         self.engine: SimpleNamespace | None = None
         self.missing: dict[str, str] = {}
         self.report: Any = None
@@ -189,7 +242,8 @@ class TorchperfApp(App):
 
     def _check_ui_ready(self) -> None:
         """The panes inside the tabs mount a little after the screen; the engine reports wait for them."""
-        panes = (TimingPane, ComparePane, LayersPane, DevicePane, MemoryPane, FlagsPane, ModelPicker)
+        panes = (TimingPane, ComparePane, LayersPane, DevicePane, MemoryPane, ThroughputPane, ProfilePane,
+                 HistoryPane, FlagsPane, ModelPicker)
         if (self.main is not None and all(self.main.query(pane) for pane in panes)
                 and all(select.query("SelectCurrent") for select in self.main.query("Select"))):
             self._ui_ready.set()
@@ -260,6 +314,8 @@ class TorchperfApp(App):
         if "models" in self.missing:
             main.query_one(TimingPane).show_model(f"model catalogue not available: {self.missing['models']}")
         self._build_flags()
+        if self._active_tab() == "history":
+            self.refresh_history()
 
     def device_kind(self) -> str:
         """'cuda' or 'cpu': where runs go, for flag applicability and the memory view."""
@@ -325,6 +381,8 @@ class TorchperfApp(App):
             self._build_flags()
         elif message.where in ("telemetry", "release"):
             self.main.query_one(MemoryPane).show_error(message.error)
+        elif message.where == "history":
+            self.main.query_one(HistoryPane).show_error(message.error)
 
     # -- model choice and analysis --------------------------------------------------------
     @on(ModelChosen)
@@ -420,6 +478,15 @@ class TorchperfApp(App):
         if current is not None and not current.finished:
             current.status = "cancelling"
 
+    def _bench_config(self, spec: str, settings: dict, flags):
+        """The engine's BenchConfig for the chosen model, input settings, device and flags (worker thread)."""
+        eng = self.engine
+        shape = self._full_shape(settings, None)
+        batch = shape[0] if shape else eng.inputs.parse_shape(f"{settings['batch']}x1")[0]
+        return eng.timing.BenchConfig(model=spec, input_shape=shape, batch=batch, device=self.device,
+                                      dtype=settings["dtype"], channels_last=settings["channels_last"],
+                                      warmup=self.warmup, iters=self.iters, flags=flags)
+
     @work(thread=True, exclusive=True, group="timing", exit_on_error=False)
     def run_timing(self, run_id: int, spec: str, settings: dict, flags) -> None:
         """One run; exclusive=True cancels the previous worker, which stops at its next iteration. Its
@@ -427,11 +494,8 @@ class TorchperfApp(App):
         worker = get_current_worker()
         eng = self.engine
         try:
-            shape = self._full_shape(settings, None)
-            batch = shape[0] if shape else eng.inputs.parse_shape(f"{settings['batch']}x1")[0]
-            cfg = eng.timing.BenchConfig(model=spec, input_shape=shape, batch=batch, device=self.device,
-                                         dtype=settings["dtype"], channels_last=settings["channels_last"],
-                                         warmup=self.warmup, iters=self.iters, flags=flags)
+            cfg = self._bench_config(spec, settings, flags)
+            batch = cfg.batch
             batcher = SampleBatcher(self, run_id, eng, batch)
             result = eng.timing.run_benchmark(cfg, on_sample=batcher.on_sample,
                                               should_cancel=lambda: worker.is_cancelled)
@@ -442,6 +506,38 @@ class TorchperfApp(App):
         self.post_message(RunFinished(run_id, result))
         if not result.cancelled:
             self._save_to_history(result)
+            if not worker.is_cancelled:
+                self._post_roofline(run_id, spec, result)
+
+    def _post_roofline(self, run_id: int, spec: str, result) -> None:
+        """The run's place on the roofline, as `torchperf-tui roofline` computes it: FLOPs counted at the
+        run's own input, peaks from the app's device report (NA on the CPU, with the reason)."""
+        eng = self.engine
+        try:
+            for name in ("roofline", "complexity"):
+                if not hasattr(eng, name):
+                    raise RuntimeError(f"roofline not available: {self.missing.get(name)}")
+            complexity = eng.complexity.analyse_complexity(spec, result.input_shape, dtype=result.dtype,
+                                                           layers=True)
+            device = result.device
+            gpu = eng.roofline.gpu_for_device(self.report, device) if device.startswith("cuda") else None
+            flags = result.flags
+            peaks = eng.roofline.peaks_for(device, result.dtype, gpu, tf32=flags.tf32_cudnn or flags.tf32_matmul)
+            self.post_message(RooflineReady(run_id, eng.roofline.analyse_roofline(complexity, result, peaks)))
+        except Exception as exc:
+            self.post_message(RooflineReady(run_id, error=user_message(exc)))
+
+    @while_running
+    def on_roofline_ready(self, message: RooflineReady) -> None:
+        record = self.history.get(message.run_id)
+        if record is None or message.run_id != self.current_run_id:
+            return
+        timing = self.main.query_one(TimingPane)
+        if message.error:
+            timing.show_roofline(f"run {record.label} roofline: [b $error]n/a:[/] {message.error}")
+        else:
+            timing.show_roofline(f"run {record.label} {roofline_text(message.result)}",
+                                 roofline_notes(message.result))
 
     def _save_to_history(self, result) -> None:
         """Append a completed run to the history file at once (from the worker thread), so a killed SSH
@@ -452,6 +548,8 @@ class TorchperfApp(App):
         except Exception as exc:
             self.call_from_thread(self.notify, f"run not saved to history: {user_message(exc)}",
                                   severity="warning")
+            return
+        self.post_message(HistoryChanged())
 
     @while_running
     def on_samples_arrived(self, message: SamplesArrived) -> None:
@@ -513,8 +611,9 @@ class TorchperfApp(App):
         self._refresh_compare()
 
     def action_cancel_run(self) -> None:
-        """Cancel the run in flight (it stops between iterations and is kept as cancelled)."""
-        cancelled = [w for w in self.workers if w.group == "timing" and not w.is_finished]
+        """Cancel the run in flight: timing, throughput search or profile (each stops between iterations)."""
+        cancelled = [w for w in self.workers
+                     if w.group in ("timing", "throughput", "profile") and not w.is_finished]
         for worker in cancelled:
             worker.cancel()
         if cancelled:
@@ -541,6 +640,181 @@ class TorchperfApp(App):
         if current is not None and not current.finished:
             self.history.add(current)
         self._refresh_compare()
+
+    # -- throughput: the largest batch that fits ------------------------------------------
+    def _ready_for(self, module: str, what: str) -> bool:
+        if self.engine is None or not hasattr(self.engine, module):
+            why = self.missing.get(module)
+            self.notify(f"{what} not available: {why}" if why else f"the {what} engine is still loading",
+                        severity="warning")
+            return False
+        if self.spec is None:
+            self.notify("pick a model first: / to filter, ⏎ to choose", severity="warning")
+            return False
+        return True
+
+    def action_find_max_batch(self) -> None:
+        """Search the largest batch that fits for the chosen model and settings (cancels a search in flight)."""
+        if not self._ready_for("throughput", "throughput"):
+            return
+        self._throughput_seq += 1
+        self.action_show_tab("throughput")
+        self.main.query_one(ThroughputPane).start(
+            f"[b]{self.spec}[/] on {self._resolved_device()} · "
+            f"{self.flags.describe(self.device_kind()) if self.flags is not None else 'default flags'} · "
+            "searching: grow the batch, then bisect…")
+        self.find_max_batch(self._throughput_seq, self.spec, self.main.query_one(ModelPicker).settings(),
+                            self.flags)
+
+    @work(thread=True, exclusive=True, group="throughput", exit_on_error=False)
+    def find_max_batch(self, search_id: int, spec: str, settings: dict, flags) -> None:
+        """One search; exclusive=True cancels the previous one, which stops at its next try or iteration."""
+        worker = get_current_worker()
+        eng = self.engine
+        try:
+            cfg = self._bench_config(spec, settings, flags)
+            bound = {} if self.max_batch is None else {"max_batch": self.max_batch}
+            result = eng.throughput.find_max_batch(
+                cfg, **bound, on_progress=lambda t: self.post_message(BatchTried(search_id, t)),
+                should_cancel=lambda: worker.is_cancelled)
+        except Exception as exc:
+            self.post_message(AnalysisFailed("throughput", search_id, user_message(exc)))
+            return
+        self.post_message(ThroughputFinished(search_id, result))
+
+    @while_running
+    def on_batch_tried(self, message: BatchTried) -> None:
+        if message.search_id == self._throughput_seq:
+            self.main.query_one(ThroughputPane).add_try(message.batch_try)
+
+    @while_running
+    def on_throughput_finished(self, message: ThroughputFinished) -> None:
+        if message.search_id != self._throughput_seq:
+            return
+        result = message.result
+        pane = self.main.query_one(ThroughputPane)
+        pane.show_result(result)
+        pane.show_status(f"[b]{result.model}[/] {'x'.join(map(str, result.sample_shape))} per sample, "
+                         f"{result.dtype} on {result.device} · {'cancelled' if result.cancelled else 'done'}")
+        if not result.cancelled:
+            rate = f", {result.samples_per_s:,.1f} samples/s" if result.samples_per_s else ""
+            self.notify(f"{result.model}: largest batch {result.max_batch}{rate}", title="throughput", timeout=4)
+
+    @while_running
+    def on_analysis_failed(self, message: AnalysisFailed) -> None:
+        """A failed search or profile: a notification and the pane's error line; earlier results stay."""
+        if message.kind == "profile":
+            self._repaint()  # the profiler's span had the terminal's output redirected
+        if message.kind == "throughput" and message.job_id == self._throughput_seq:
+            self.main.query_one(ThroughputPane).show_error(message.error)
+        elif message.kind == "profile" and message.job_id == self._profile_seq:
+            self.main.query_one(ProfilePane).show_error(message.error)
+        else:
+            return
+        self.notify(message.error, title=f"{message.kind} failed", severity="error", timeout=8)
+
+    # -- profile: torch.profiler's top operators ----------------------------------------------
+    def action_profile(self) -> None:
+        """Profile a few iterations of the chosen model (cancels a profile in flight)."""
+        if not self._ready_for("profiling", "profiler"):
+            return
+        self._profile_seq += 1
+        self.action_show_tab("profile")
+        pane = self.main.query_one(ProfilePane)
+        pane.show_status(f"[b]{self.spec}[/] on {self._resolved_device()} · profiling {self.profile_iters} "
+                         "iterations…")
+        self.profile_model(self._profile_seq, self.spec, self.main.query_one(ModelPicker).settings(), self.flags)
+
+    @work(thread=True, exclusive=True, group="profile", exit_on_error=False)
+    def profile_model(self, profile_id: int, spec: str, settings: dict, flags) -> None:
+        worker = get_current_worker()
+        try:
+            cfg = self._bench_config(spec, settings, flags)
+            with native_stderr_silenced():
+                result = self.engine.profiling.profile_model(cfg, iters=self.profile_iters,
+                                                             should_cancel=lambda: worker.is_cancelled)
+        except Exception as exc:
+            self.post_message(AnalysisFailed("profile", profile_id, user_message(exc)))
+            return
+        self.post_message(ProfileFinished(profile_id, result))
+
+    def _repaint(self) -> None:
+        """Redraw every cell (after a span in which the terminal's output was redirected)."""
+        self.screen.refresh(repaint=True, layout=True)
+
+    @while_running
+    def on_profile_finished(self, message: ProfileFinished) -> None:
+        self._repaint()  # the profiler's span had the terminal's output redirected
+        if message.profile_id != self._profile_seq:
+            return
+        result = message.result
+        self.main.query_one(ProfilePane).show_result(result, self.engine.profiling.sort_ops)
+        if result.trace_path:
+            self.notify(f"Chrome trace saved to {result.trace_path}", title="profile", timeout=8)
+
+    def action_cycle_profile_sort(self) -> None:
+        """Sort the profile's operators by the next key of the engine's SORT_KEYS."""
+        pane = self.main.query_one(ProfilePane)
+        if pane.result is None or self.engine is None or not hasattr(self.engine, "profiling"):
+            return
+        keys = list(self.engine.profiling.SORT_KEYS)
+        current = pane.sort_key if pane.sort_key in keys else keys[-1]
+        pane.sort_by(keys[(keys.index(current) + 1) % len(keys)])
+
+    # -- history: past runs from the history file ---------------------------------------------
+    def refresh_history(self) -> None:
+        """Reload the history now if its tab is shown, else when it next is."""
+        self._history_stale = True
+        if self._active_tab() == "history" and self.engine is not None and hasattr(self.engine, "results"):
+            self._history_stale = False
+            self.load_history()
+
+    @work(thread=True, exclusive=True, group="history", exit_on_error=False)
+    def load_history(self) -> None:
+        try:
+            loaded = self.engine.results.History(self.history_path).load()
+        except Exception as exc:
+            self.post_message(EngineProblem("history", user_message(exc)))
+            return
+        self.post_message(HistoryLoaded(loaded))
+
+    @while_running
+    def on_history_loaded(self, message: HistoryLoaded) -> None:
+        self.main.query_one(HistoryPane).show_records(message.loaded)
+        if message.loaded.warnings:
+            shown = "\n".join(message.loaded.warnings[:3])
+            more = f"\n… and {len(message.loaded.warnings) - 3} more" if len(message.loaded.warnings) > 3 else ""
+            self.notify(shown + more, title="history: lines skipped", severity="warning", timeout=8)
+        self._show_history_comparison()
+
+    @on(HistoryChanged)
+    def _history_changed(self, message: HistoryChanged) -> None:
+        self.refresh_history()
+
+    def action_mark_history_run(self) -> None:
+        """Mark (or unmark) the highlighted history run; with two marked, compare them."""
+        if self._active_tab() != "history":
+            return
+        self.main.query_one(HistoryPane).toggle_mark()
+        self._show_history_comparison()
+
+    @on(DataTable.RowSelected, "#history-table")
+    def _history_row_selected(self, event: DataTable.RowSelected) -> None:
+        self.main.query_one(HistoryPane).toggle_mark(event.row_key.value)
+        self._show_history_comparison()
+
+    def _show_history_comparison(self) -> None:
+        pane = self.main.query_one(HistoryPane)
+        pair = pane.marked_pair()
+        if pair is None:
+            pane.show_comparison(f"{len(pane.marked)} of 2 runs marked: m or ⏎ on a row marks it")
+            return
+        try:
+            comparison = self.engine.results.compare_records(*pair)
+        except Exception as exc:
+            pane.show_comparison(f"[b $error]error:[/] {user_message(exc)}")
+            return
+        pane.show_comparison(comparison_text(comparison))
 
     # -- flags and device --------------------------------------------------------------
     @on(FlagChanged)
@@ -633,6 +907,11 @@ class TorchperfApp(App):
                 self._show_current(record)
         elif tab == "memory" and self.last_telemetry is not None:
             self._show_telemetry(*self.last_telemetry)
+        elif tab == "history":
+            # Marking runs needs the row cursor: the table takes the focus (r, t, p, / still work there).
+            self.main.query_one("#history-table").focus()
+            if self._history_stale:
+                self.refresh_history()
 
     def action_show_tab(self, name: str) -> None:
         self.main.query_one(TabbedContent).active = f"tab-{name}"
@@ -680,6 +959,11 @@ class TorchperfApp(App):
         yield SystemCommand("Set baseline", "Make the run highlighted in Compare the baseline",
                             self.action_set_baseline)
         yield SystemCommand("Clear runs", "Forget the kept runs", self.action_clear_runs)
+        yield SystemCommand("Find max batch", "Largest batch that fits, and samples/s there",
+                            self.action_find_max_batch)
+        yield SystemCommand("Profile", "torch.profiler top operators and a Chrome trace", self.action_profile)
+        yield SystemCommand("Sort profile", "Sort the profiled operators by the next key",
+                            self.action_cycle_profile_sort)
         yield SystemCommand("Help", "Keys and a short guide", self.action_help)
         for name in TABS:
             yield SystemCommand(f"Show {name.title()}", f"Switch to the {name} tab",

@@ -131,3 +131,57 @@ class EngineProblem(Message):
 
     where: str
     error: str
+
+
+@dataclass
+class RooflineReady(Message):
+    """The roofline of a finished timing run (a RooflineResult), or why it could not be computed."""
+
+    run_id: int
+    result: Any = None
+    error: str | None = None
+
+
+@dataclass
+class BatchTried(Message):
+    """One batch size tried by a throughput search (an engine.throughput.BatchTry)."""
+
+    search_id: int
+    batch_try: Any
+
+
+@dataclass
+class ThroughputFinished(Message):
+    """A throughput search ended (complete or cancelled) with its ThroughputResult."""
+
+    search_id: int
+    result: Any
+
+
+@dataclass
+class ProfileFinished(Message):
+    """A profiler run ended with its ProfileResult (ops, totals, the Chrome trace path)."""
+
+    profile_id: int
+    result: Any
+
+
+@dataclass
+class AnalysisFailed(Message):
+    """A throughput search or a profiler run raised: `kind` is "throughput" or "profile", `error` one line."""
+
+    kind: str
+    job_id: int
+    error: str
+
+
+@dataclass
+class HistoryLoaded(Message):
+    """The history file was read: `loaded` is an engine.results.LoadResult (records oldest first, warnings)."""
+
+    loaded: Any
+
+
+@dataclass
+class HistoryChanged(Message):
+    """A run was appended to the history file."""

@@ -17,10 +17,14 @@ How fast a PyTorch model runs on this box, and why.
 | --- | --- |
 | `/` | filter the model list (type, `↓` to the list, `⏎` to choose) |
 | `r` | start a timing run (cancels the one in flight) |
-| `c` | cancel the run in flight |
+| `c` | cancel the run, search or profile in flight |
 | `f` | go to the flags; flipping one restarts the run with the new flags |
-| `1`–`5` | Timing, Compare, Layers, Device, Memory tabs |
+| `1`–`8` | Timing, Compare, Layers, Device, Memory, Throughput, Profile, History tabs |
 | `b` | (Compare) make the highlighted run the baseline |
+| `t` | find the largest batch that fits, and samples/s there (Throughput) |
+| `p` | profile a few iterations: top operators and a Chrome trace (Profile) |
+| `o` | (Profile) sort the operators by the next key; or press a column header |
+| `m` / `⏎` | (History) mark a run; with two marked, see how they compare |
 | `x` | forget all kept runs |
 | `e` | release memory (gc, `empty_cache` / `malloc_trim`) |
 | `s` | save an SVG screenshot |
@@ -33,6 +37,9 @@ fills as samples arrive. Every run uses exactly one set of flags.
 
 **Compare**: the last runs, their median and p99, and the speed-up of each over the baseline
 (baseline median / run median); up to four finished runs are overlaid, one colour each.
+
+**Roofline** (under the timing stats): achieved TFLOP/s, MFU (n/a on a CPU: no peak is known),
+arithmetic intensity and whether the model sits on the memory or the compute side.
 
 **Memory**: NVML's used memory is what the driver sees; the allocator's *reserved* minus
 *allocated* is memory this process caches but no tensor uses; `e` gives it back.

@@ -11,12 +11,15 @@ from textual.widgets import Footer, Header, Label, TabbedContent, TabPane
 from torchperf_tui.app.widgets.compare.compare_pane import ComparePane
 from torchperf_tui.app.widgets.device.device_pane import DevicePane
 from torchperf_tui.app.widgets.flags.flags_pane import FlagsPane
+from torchperf_tui.app.widgets.history.history_pane import HistoryPane
 from torchperf_tui.app.widgets.layers.layers_pane import LayersPane
 from torchperf_tui.app.widgets.memory.memory_pane import MemoryPane
 from torchperf_tui.app.widgets.picker.model_picker import ModelPicker
+from torchperf_tui.app.widgets.profile.profile_pane import ProfilePane
+from torchperf_tui.app.widgets.throughput.throughput_pane import ThroughputPane
 from torchperf_tui.app.widgets.timing.timing_pane import TimingPane
 
-TABS = ("timing", "compare", "layers", "device", "memory")
+TABS = ("timing", "compare", "layers", "device", "memory", "throughput", "profile", "history")
 
 
 class MainScreen(Screen):
@@ -45,4 +48,10 @@ class MainScreen(Screen):
                     yield Lazy(DevicePane(id="device"))
                 with TabPane("Memory", id="tab-memory"):
                     yield Lazy(MemoryPane(id="memory"))
+                with TabPane("Throughput", id="tab-throughput"):
+                    yield Lazy(ThroughputPane(id="throughput"))
+                with TabPane("Profile", id="tab-profile"):
+                    yield Lazy(ProfilePane(id="profile"))
+                with TabPane("History", id="tab-history"):
+                    yield Lazy(HistoryPane(id="history"))
         yield Footer()

@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import ProgressBar, Static
 
-from torchperf_tui.formatting import format_ms, format_number
+from torchperf_tui.formatting import format_count, format_ms, format_number
 from torchperf_tui.app.widgets.timing.histogram import LatencyHistogram
 
 PHASE_TEXT = {"starting": "building model…", "first": "first iteration", "warmup": "warm-up",
@@ -25,6 +25,39 @@ def stats_text(record) -> str:
             f"std {format_ms(s.std_ms)}  FPS {format_number(s.fps, digits=1)}  first {first}  n={s.n}")
 
 
+def _value(value, spec: str, unit: str = "") -> str:
+    """A number formatted, or "n/a" for an engine NA (whose reason is said elsewhere)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{value:{spec}}{unit}"
+    return "n/a"
+
+
+def roofline_text(result) -> str:
+    """One line: achieved TFLOP/s, MFU (or why n/a), arithmetic intensity and the side of the roofline."""
+    mfu = _value(result.mfu_pct, ".1f", " %")
+    if mfu == "n/a":
+        mfu = f"n/a ({short_reason(getattr(result.mfu_pct, 'reason', 'no peak'))})"
+    side = f"{result.side} bound" if isinstance(result.side, str) else "side n/a"
+    ridge = _value(result.ridge_flops_per_byte, ".1f")
+    achieved = format_count(result.achieved_tflops * 1e12, "FLOP/s")
+    return (f"roofline: {achieved} achieved · MFU {mfu} · intensity "
+            f"{_value(result.arithmetic_intensity, '.1f', ' FLOP/byte')} (ridge {ridge}) · {side}")
+
+
+def short_reason(reason: str, limit: int = 40) -> str:
+    """The first clause of an NA reason, so the roofline stays one or two lines (the full text is a tooltip)."""
+    head = reason.split(", ")[0].split("; ")[0]
+    return head if len(head) <= limit else head[: limit - 1] + "…"
+
+
+def roofline_notes(result) -> str:
+    """Why each n/a is n/a, and the engine's notes, for the roofline line's tooltip."""
+    reasons = [f"{name}: {value.reason}" for name, value in
+               (("MFU", result.mfu_pct), ("ridge", result.ridge_flops_per_byte), ("side", result.side))
+               if hasattr(value, "reason")]
+    return "\n".join(reasons + list(result.notes) + [f"bytes moved: {result.bytes_method}"])
+
+
 class TimingPane(Vertical):
     """Shows the current (or last) run; the app feeds it RunRecords."""
 
@@ -40,6 +73,7 @@ class TimingPane(Vertical):
         bar.display = False  # until the first run
         yield bar
         yield Static("", id="run-stats")
+        yield Static("", id="run-roofline")
         yield LatencyHistogram(id="latency-histogram")
 
     def show_model(self, text: str) -> None:
@@ -49,6 +83,11 @@ class TimingPane(Vertical):
 
     def show_error(self, text: str) -> None:
         self.query_one("#run-status", Static).update(f"[b $error]error:[/] {text}")
+
+    def show_roofline(self, text: str, tooltip: str | None = None) -> None:
+        line = self.query_one("#run-roofline", Static)
+        line.update(text)
+        line.tooltip = tooltip
 
     def show_status(self, text: str) -> None:
         self.query_one("#run-status", Static).update(text)

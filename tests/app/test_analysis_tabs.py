@@ -1,0 +1,205 @@
+"""The Throughput, Profile and History tabs and the roofline line, driven with Pilot on the CPU with the
+tiny model at 3x16x16 and few iterations."""
+
+from __future__ import annotations
+
+import os
+
+from tests.app.helpers import TINY, screen_text, wait_ready, wait_until
+from tests.app.test_app import notifications
+from torchperf_tui.app.app import TorchperfApp
+from torchperf_tui.app.screens.main import TABS
+
+
+async def choose(pilot, spec: str = TINY, shape: str = "3x16x16") -> None:
+    """Type the spec and the input shape as a user would, and wait for the analysis at that shape."""
+    app = pilot.app
+    await pilot.click("#custom-spec")
+    app.main.query_one("#custom-spec").value = ""
+    await pilot.press(*spec, "enter")
+    shape_field = app.main.query_one("#shape")
+    if "oom" in spec:  # its forward raises, so the analysis fails too: wait for that error
+        await wait_until(pilot, lambda: app.spec == spec and "error" in screen_text(app, "#model-summary"),
+                         what="the analysis error")
+        shape_field.value = shape
+        await pilot.press("escape")
+        return
+    await wait_until(pilot, lambda: app.spec == spec and app.complexity is not None, what="the analysis")
+    shape_field.focus()
+    shape_field.value = ""
+    await pilot.press(*shape, "enter")
+    size = int(shape.split("x")[-1])
+    await wait_until(pilot, lambda: app.complexity is not None and app.complexity.input_shape[-1] == size,
+                     what="the analysis at the new shape")
+    await pilot.press("escape")
+
+
+def rows(app, selector: str) -> list[list[str]]:
+    table = app.main.query_one(selector)
+    return [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+async def test_number_keys_reach_every_tab_including_the_new_ones():
+    app = TorchperfApp(poll_telemetry=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_ready(pilot)
+        for i, name in enumerate(TABS):
+            await pilot.press(str(i + 1))
+            assert app._active_tab() == name
+        assert TABS[-3:] == ("throughput", "profile", "history")
+
+
+async def test_throughput_search_streams_tries_then_shows_the_largest_batch_and_a_plot():
+    app = TorchperfApp(poll_telemetry=False, max_batch=16)
+    async with app.run_test(size=(110, 32)) as pilot:
+        await wait_ready(pilot)
+        await choose(pilot)
+        await pilot.press("t")
+        assert app._active_tab() == "throughput"
+        await wait_until(pilot, lambda: "largest batch" in screen_text(app, "#throughput-summary"),
+                         what="the search to finish")
+        table = rows(app, "#throughput-table")
+        assert [r[0] for r in table[:5]] == ["1", "2", "4", "8", "16"]  # grown 1, 2, 4, ... to the bound
+        assert all(r[2] == "fits" and r[4] != "–" for r in table)
+        assert table[-1][1] == "measure"
+        summary = screen_text(app, "#throughput-summary")
+        assert "largest batch 16" in summary and "samples/s" in summary
+        plot = app.main.query_one("#throughput-plot")
+        await wait_until(pilot, lambda: plot.has_plot and bool(plot._plot._datasets), what="the plot")
+        assert [int(x) for x in plot._plot._datasets[0].x] == [1, 2, 4, 8, 16]
+
+
+async def test_throughput_on_a_model_that_runs_out_of_memory_says_so_and_keeps_going():
+    app = TorchperfApp(poll_telemetry=False, max_batch=16)
+    async with app.run_test(size=(110, 32)) as pilot:
+        await wait_ready(pilot)
+        await choose(pilot, "tests.tinymodels:oom_model")
+        await pilot.press("t")
+        await wait_until(pilot, lambda: "no batch fits" in screen_text(app, "#throughput-summary"),
+                         what="the search to end")
+        table = rows(app, "#throughput-table")
+        assert table and all("does not fit" in r[2] and "out of memory" in r[2].lower() for r in table)
+        assert "even batch 1 does not fit" in screen_text(app, "#throughput-summary")
+        assert app.is_running
+
+
+async def test_a_new_request_or_c_cancels_the_search_in_flight():
+    app = TorchperfApp(poll_telemetry=False)  # the default bound (1024): long enough to be cancelled
+    async with app.run_test(size=(110, 32)) as pilot:
+        await wait_ready(pilot)
+        await choose(pilot, shape="3x96x96")  # large enough batches take a while
+        await pilot.press("t")
+        first = next(w for w in app.workers if w.group == "throughput")
+        await wait_until(pilot, lambda: app.main.query_one("#throughput-table").row_count >= 1, what="a try")
+        assert not first.is_finished
+        await pilot.press("t")  # a new request cancels the first
+        await wait_until(pilot, lambda: first.is_cancelled, what="the first search cancelled")
+        await wait_until(pilot, lambda: app.main.query_one("#throughput-table").row_count >= 1, what="a try")
+        await pilot.press("c")
+        await wait_until(pilot, lambda: "cancelled" in screen_text(app, "#throughput-summary"), timeout=60,
+                         what="the search cancelled")
+        # Both threads have stopped: nothing keeps computing after the app is gone.
+        await wait_until(pilot, lambda: all(w.is_finished for w in app.workers if w.group == "throughput"),
+                         timeout=60, what="the searches to stop")
+
+
+async def test_profile_shows_a_convolution_row_sorts_and_writes_the_trace():
+    app = TorchperfApp(poll_telemetry=False, profile_iters=2)
+    async with app.run_test(size=(120, 32)) as pilot:
+        await wait_ready(pilot)
+        await choose(pilot)
+        await pilot.press("p")
+        assert app._active_tab() == "profile"
+        pane = app.main.query_one("#profile")
+        await wait_until(pilot, lambda: pane.result is not None, what="the profile")
+        names = [r[0] for r in rows(app, "#profile-table")]
+        assert any("conv" in name for name in names)
+        trace = pane.result.trace_path
+        assert trace and os.path.exists(trace)
+        assert trace in screen_text(app, "#profile-trace")
+        assert any(trace in text for text in notifications(app))
+        # o cycles the engine's sort keys; the rows follow.
+        assert pane.sort_key == "self_cpu"
+        await pilot.press("o")
+        assert pane.sort_key == "self_device"
+        await pilot.press("o", "o", "o")  # cpu_total, device_total, calls
+        assert pane.sort_key == "calls"
+        calls = [int(r[1]) for r in rows(app, "#profile-table")]
+        assert calls == sorted(calls, reverse=True)
+        # Pressing the "operator" header sorts by name.
+        await pilot.click("#profile-table", offset=(2, 0))
+        assert pane.sort_key == "name"
+        names = [r[0] for r in rows(app, "#profile-table")]
+        assert names == sorted(names)
+
+
+async def test_a_failed_profile_is_notified_and_the_earlier_result_stays():
+    app = TorchperfApp(poll_telemetry=False, profile_iters=1)
+    async with app.run_test(size=(120, 32)) as pilot:
+        await wait_ready(pilot)
+        await choose(pilot)
+        await pilot.press("p")
+        pane = app.main.query_one("#profile")
+        await wait_until(pilot, lambda: pane.result is not None, what="the profile")
+        before = app.main.query_one("#profile-table").row_count
+        await choose(pilot, "tests.tinymodels:oom_model")
+        await pilot.press("p")
+        await wait_until(pilot, lambda: "error" in screen_text(app, "#profile-status"), what="the error line")
+        assert any("out of memory" in text.lower() for text in notifications(app))
+        assert app.main.query_one("#profile-table").row_count == before > 0
+
+
+async def test_history_lists_runs_made_here_and_compares_two_marked():
+    app = TorchperfApp(poll_telemetry=False, warmup=1, iters=10)
+    async with app.run_test(size=(120, 32)) as pilot:
+        await wait_ready(pilot)
+        await pilot.press("8")
+        await wait_until(pilot, lambda: "no runs recorded yet" in screen_text(app, "#history-note"),
+                         what="the empty history")
+        await pilot.press("1")
+        await choose(pilot)
+        await pilot.press("r")
+        await wait_until(pilot, lambda: app.history.get(1) is not None and app.history.get(1).finished, what="run 1")
+        await pilot.click("#flag-mkldnn_enabled")  # run 2, with oneDNN off
+        await wait_until(pilot, lambda: app.history.get(2) is not None and app.history.get(2).finished, what="run 2")
+        await pilot.press("8")
+        table = app.main.query_one("#history-table")
+        await wait_until(pilot, lambda: table.row_count == 2, what="both runs listed")
+        listed = rows(app, "#history-table")
+        assert all(TINY in r[5] for r in listed)
+        assert "oneDNN" in listed[0][4] or "mkldnn" in listed[0][4]  # run 2 (oneDNN off) is the newest
+        newest = app.main.query_one("#history").records
+        assert list(newest)[0].startswith(listed[0][1])  # newest first
+        table.focus()
+        await pilot.press("m", "down", "enter")
+        text = screen_text(app, "#history-compare")
+        assert "as fast" in text or "as slow" in text
+        assert "flag mkldnn_enabled: on -> off" in text
+        # A third run appears without leaving the tab; the marks stay.
+        await pilot.press("r")
+        await wait_until(pilot, lambda: table.row_count == 3, what="the third run listed")
+        assert len(app.main.query_one("#history").marked) == 2
+
+
+async def test_corrupt_history_lines_are_a_warning_not_a_failure(tmp_path):
+    path = tmp_path / "runs.jsonl"
+    path.write_text("{not json\n")
+    app = TorchperfApp(poll_telemetry=False, history_path=str(path))
+    async with app.run_test(size=(120, 32)) as pilot:
+        await wait_ready(pilot)
+        await pilot.press("8")
+        await wait_until(pilot, lambda: any("skipped" in text for text in notifications(app)),
+                         what="the warning")
+        assert "1 bad line(s) skipped" in screen_text(app, "#history-note")
+
+
+async def test_a_finished_run_shows_its_roofline():
+    app = TorchperfApp(poll_telemetry=False, warmup=1, iters=10)
+    async with app.run_test(size=(120, 32)) as pilot:
+        await wait_ready(pilot)
+        await choose(pilot)
+        await pilot.press("r")
+        await wait_until(pilot, lambda: "roofline" in screen_text(app, "#run-roofline"), what="the roofline line")
+        line = screen_text(app, "#run-roofline")
+        assert "#1" in line and "FLOP/s achieved" in line and "FLOP/byte" in line
+        assert "MFU n/a (CPU peak" in line  # no CPU peak is known: it says why

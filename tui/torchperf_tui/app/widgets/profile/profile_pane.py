@@ -1,0 +1,94 @@
+"""Profile pane: torch.profiler's top operators over a few iterations, sortable by any timed column, and
+where the Chrome trace was written."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Button, DataTable, Static
+
+from torchperf_tui.formatting import format_ms
+
+TOP_OPS = 30
+# Table column -> the engine's sort key (profiling.SORT_KEYS); share and shapes follow self time.
+COLUMNS = (("name", "operator", "name"), ("calls", "calls", "calls"), ("self_cpu", "self CPU", "self_cpu"),
+           ("self_device", "self device", "self_device"), ("share", "share %", None), ("shapes", "shapes", None))
+
+
+class ProfilePane(Vertical):
+    """Filled by the app from ProfileFinished; `sort_by` re-sorts the kept result with the engine's sort_ops."""
+
+    DEFAULT_CSS = """
+    ProfilePane { height: 1fr; }
+    ProfilePane > Static { height: auto; }
+    ProfilePane > DataTable { height: 1fr; }
+    """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.result = None
+        self.sort_key: str | None = None
+        self._sort_ops: Callable | None = None
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(classes="pane-actions"):
+            yield Button("Profile (p)", id="profile-start", compact=True, action="app.profile")
+            yield Static("pick a model, then p: the top operators over a few iterations", id="profile-status")
+        yield Static("", id="profile-trace")
+        yield DataTable(id="profile-table", cursor_type="row", zebra_stripes=True)
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        for key, label, _ in COLUMNS:
+            table.add_column(label, key=key)
+
+    def show_status(self, text: str) -> None:
+        self.query_one("#profile-status", Static).update(text)
+
+    def show_error(self, text: str) -> None:
+        self.show_status(f"[b $error]error:[/] {text}")
+
+    def show_result(self, result, sort_ops: Callable) -> None:
+        self.result = result
+        self._sort_ops = sort_ops
+        self.sort_key = result.sort_by or None
+        self.query_one("#profile-trace", Static).update(
+            f"Chrome trace: {result.trace_path} (open in ui.perfetto.dev)" if result.trace_path
+            else "no trace written (no iteration was recorded)")
+        self._fill()
+
+    def sort_by(self, key: str) -> None:
+        if self.result is None or self._sort_ops is None:
+            return
+        self.sort_key = key
+        self._fill()
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        """Pressing a column header sorts by it (share % sorts by the self time it is a share of)."""
+        event.stop()
+        if self.result is None:
+            return
+        key = dict((k, s) for k, _, s in COLUMNS).get(event.column_key.value)
+        if key is None and event.column_key.value == "share":
+            key = "self_device" if self.result.total_self_device_ms > 0 else "self_cpu"
+        if key is None:
+            self.app.notify("the shapes column is not sortable", timeout=2)
+            return
+        self.sort_by(key)
+
+    def _fill(self) -> None:
+        result = self.result
+        table = self.query_one(DataTable)
+        table.clear()
+        ops = self._sort_ops(result.ops, self.sort_key) if self.sort_key else list(result.ops)
+        for i, op in enumerate(ops[:TOP_OPS]):
+            device = format_ms(op.self_device_ms) if op.self_device_ms else "–"
+            table.add_row(op.name, str(op.calls), format_ms(op.self_cpu_ms), device,
+                          f"{result.share_pct(op):.1f}", op.input_shapes or "–", key=str(i))
+        cancelled = " · cancelled" if result.cancelled else ""
+        self.show_status(
+            f"[b]{result.model}[/] {'x'.join(map(str, result.input_shape))} {result.dtype} on {result.device} · "
+            f"{result.iters} iterations{cancelled} · {len(result.ops)} ops · by [b]{self.sort_key or 'self time'}[/] "
+            "(o or a header: sort)")

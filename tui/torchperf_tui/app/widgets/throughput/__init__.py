@@ -1,0 +1,1 @@
+"""Throughput widgets."""

@@ -1,0 +1,121 @@
+"""Throughput pane: the largest-batch search as it goes (one row per batch tried), then the largest batch,
+its samples/s, and samples/s against batch as a plot."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Button, DataTable, Static
+
+from torchperf_tui.formatting import format_bytes, format_ms, format_number
+from torchperf_tui.app.widgets.timing.histogram import _PlotHolder, theme_palette
+
+
+def try_cells(t) -> tuple[str, str, str, str, str]:
+    """(batch, phase, fits or why not, latency, samples/s) of one BatchTry."""
+    fits = "fits" if t.fits else f"does not fit: {t.reason}"
+    return (str(t.batch), t.phase, fits, format_ms(t.latency_ms) if t.latency_ms is not None else "–",
+            format_number(t.samples_per_s, digits=1) if t.samples_per_s is not None else "–")
+
+
+def throughput_summary(result) -> str:
+    """One or two lines: the largest batch, samples/s and latency there, and the engine's notes."""
+    if result.cancelled:
+        head = f"cancelled · largest batch that fitted so far: {result.max_batch}"
+    elif result.max_batch == 0:
+        head = "[b $error]no batch fits[/]"
+    else:
+        bound = " (the max-batch bound: larger may fit)" if result.hit_bound else ""
+        rate = format_number(result.samples_per_s, digits=1) if result.samples_per_s is not None else "–"
+        head = (f"largest batch [b]{result.max_batch}[/]{bound} · [b]{rate}[/] samples/s · "
+                f"latency {format_ms(result.latency_ms) if result.latency_ms is not None else '–'} "
+                f"per batch · {result.duration_s:.1f} s")
+    cap = result.memory_cap_bytes
+    if isinstance(cap, int):
+        head += f" · CPU cap {format_bytes(cap)}"
+    notes = [n for n in result.notes if not n.startswith("CPU memory cap")]
+    return head + ("".join(f"\n{n}" for n in notes) if notes else "")
+
+
+class ThroughputPlot(_PlotHolder):
+    """samples/s against batch for the batches that fitted."""
+
+    empty_text = "no batches yet: press t to search"
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.points: list[tuple[int, float]] = []
+
+    def show_points(self, points: list[tuple[int, float]]) -> None:
+        self.points = sorted(points)
+        self.request_redraw()
+
+    def redraw(self) -> None:
+        if self._plot is None:
+            return
+        plot = self._plot
+        plot.clear()
+        self._set_placeholder(not self.points)
+        if not self.points:
+            return
+        from textual_plot import HiResMode
+
+        xs = [float(b) for b, _ in self.points]
+        ys = [r for _, r in self.points]
+        plot.plot(xs, ys, line_style=theme_palette(self.app)[0], hires_mode=HiResMode.BRAILLE)
+        plot.scatter(xs, ys, marker_style=theme_palette(self.app)[1 % len(theme_palette(self.app))])
+        plot.set_xlabel("batch")
+        plot.set_ylabel("samples/s")
+        plot.set_xlimits(0, max(xs) * 1.05 if max(xs) > 0 else 1)
+        plot.set_ylimits(0, max(ys) * 1.1 if max(ys) > 0 else 1)
+
+
+class ThroughputPane(Vertical):
+    """Filled by the app from BatchTried / ThroughputFinished messages."""
+
+    DEFAULT_CSS = """
+    ThroughputPane { height: 1fr; }
+    ThroughputPane > Static { height: auto; }
+    ThroughputPane > DataTable { height: auto; max-height: 9; }
+    """
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(classes="pane-actions"):
+            yield Button("Find max batch (t)", id="throughput-start", compact=True, action="app.find_max_batch")
+            yield Static("pick a model, then t: grow the batch until it does not fit, then bisect",
+                         id="throughput-status")
+        yield DataTable(id="throughput-table", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="throughput-summary")
+        yield ThroughputPlot(id="throughput-plot")
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        for key, label in (("batch", "batch"), ("phase", "phase"), ("fits", "fits"), ("latency", "latency"),
+                           ("rate", "samples/s")):
+            table.add_column(label, key=key)
+
+    def start(self, text: str) -> None:
+        """A new search: clear the previous one's rows and plot."""
+        self.query_one(DataTable).clear()
+        self.query_one("#throughput-summary", Static).update("")
+        self.query_one(ThroughputPlot).show_points([])
+        self.show_status(text)
+
+    def show_status(self, text: str) -> None:
+        self.query_one("#throughput-status", Static).update(text)
+
+    def show_error(self, text: str) -> None:
+        self.show_status(f"[b $error]error:[/] {text}")
+
+    def add_try(self, t) -> None:
+        table = self.query_one(DataTable)
+        table.add_row(*try_cells(t))
+        table.move_cursor(row=table.row_count - 1)
+        plot = self.query_one(ThroughputPlot)
+        if t.fits and t.samples_per_s is not None and t.phase != "measure":
+            plot.show_points([p for p in plot.points if p[0] != t.batch] + [(t.batch, t.samples_per_s)])
+
+    def show_result(self, result) -> None:
+        self.query_one("#throughput-summary", Static).update(throughput_summary(result))
+        self.query_one(ThroughputPlot).show_points(
+            [(p.batch, p.samples_per_s) for p in result.points if p.samples_per_s is not None])
