@@ -36,14 +36,10 @@ class MemoryChart(_PlotHolder):
         self.label = label
         self.request_redraw()
 
-    def redraw(self) -> None:
-        if self._plot is None:
-            return
-        plot = self._plot
-        plot.clear()
-        self._set_placeholder(len(self.points) < 2)
-        if len(self.points) < 2:
-            return
+    def has_data(self) -> bool:
+        return len(self.points) >= 2  # a line needs two points
+
+    def draw(self, plot) -> None:
         from textual_plot import HiResMode
 
         step = max(1, len(self.points) // self.max_points)

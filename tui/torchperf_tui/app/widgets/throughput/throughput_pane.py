@@ -50,14 +50,10 @@ class ThroughputPlot(_PlotHolder):
         self.points = sorted(points)
         self.request_redraw()
 
-    def redraw(self) -> None:
-        if self._plot is None:
-            return
-        plot = self._plot
-        plot.clear()
-        self._set_placeholder(not self.points)
-        if not self.points:
-            return
+    def has_data(self) -> bool:
+        return bool(self.points)
+
+    def draw(self, plot) -> None:
         from textual_plot import HiResMode
 
         xs = [float(b) for b, _ in self.points]

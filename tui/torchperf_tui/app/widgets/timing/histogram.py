@@ -95,8 +95,21 @@ class _PlotHolder(Vertical):
 
     empty_text = "no samples yet"
 
-    def redraw(self) -> None:  # pragma: no cover - overridden
-        pass
+    def redraw(self) -> None:
+        """Clear the plot, then draw the data, or show the placeholder when there is nothing to draw."""
+        if self._plot is None:
+            return
+        self._plot.clear()
+        empty = not self.has_data()
+        self._set_placeholder(empty)
+        if not empty:
+            self.draw(self._plot)
+
+    def has_data(self) -> bool:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def draw(self, plot) -> None:  # pragma: no cover - overridden
+        raise NotImplementedError
 
     def _set_placeholder(self, visible: bool) -> None:
         """The placeholder text when there is nothing to draw, the plot otherwise (never empty axes)."""
@@ -120,14 +133,10 @@ class LatencyHistogram(_PlotHolder):
         self.title = title
         self.request_redraw()
 
-    def redraw(self) -> None:
-        if self._plot is None:
-            return
-        plot = self._plot
-        plot.clear()
-        self._set_placeholder(not self.samples)
-        if not self.samples:
-            return
+    def has_data(self) -> bool:
+        return bool(self.samples)
+
+    def draw(self, plot) -> None:
         from textual_plot import HiResMode
 
         centres, counts, width = histogram_bins(self.samples, bin_count(len(self.samples)))
@@ -151,15 +160,10 @@ class LatencyOverlay(_PlotHolder):
         self.series = [(label, list(samples)) for label, samples in series if samples]
         self.request_redraw()
 
-    def redraw(self) -> None:
-        if self._plot is None:
-            return
-        plot = self._plot
-        plot.clear()
-        self._set_placeholder(not self.series)
-        if not self.series:
-            plot.show_legend(is_visible=False)
-            return
+    def has_data(self) -> bool:
+        return bool(self.series)
+
+    def draw(self, plot) -> None:
         from textual_plot import HiResMode, LegendLocation
 
         # Shared bins clipped at the 99.5th percentile of all runs, so one outlier does not squash the rest.
