@@ -210,16 +210,14 @@ def cmd_info(args) -> int:
 
 
 def cmd_models(args) -> int:
-    from torchperf_tui.engine.models import TASKS, list_catalogue
-    from torchperf_tui.engine.errors import ModelError
+    from dataclasses import asdict
+
+    from torchperf_tui.engine.models import list_catalogue  # an unknown task is its ModelError
     from torchperf_tui.cli_render import render_catalogue
 
-    if args.task and args.task not in TASKS:
-        raise ModelError(f"unknown task {args.task!r}: choose one of {', '.join(TASKS)}")
     entries = list_catalogue(args.task)
     if args.json:
-        _print_json([{"name": e.name, "task": e.task, "input_shape": list(e.input_shape),
-                      "supported": e.supported, "reason": e.reason} for e in entries])
+        _print_json([asdict(e) for e in entries])
     else:
         render_catalogue(entries)
     return 0
