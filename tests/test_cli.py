@@ -1,6 +1,7 @@
 """The headless CLI: readable output, --json, and one-line errors with exit code 2 for bad input."""
 
 import json
+import os
 
 import pytest
 
@@ -196,7 +197,41 @@ def test_compare_command_gives_a_verdict(capsys):
     assert code == 0 and "randomised blocks" in out and "Wilcoxon signed-rank" in out
 
 
-@pytest.mark.parametrize("spec, message", [("benchmark=maybe", "expected on/off"), ("speed=1", "unknown key")])
+def test_bench_with_a_shape_schedule_reports_first_seen_shapes_and_tuning_cost(capsys):
+    code, out, _ = run(capsys, "bench", TINY, "--input", "1x3x16x16", "--iters", "6", "--warmup", "1",
+                       "--shapes", "cycle:3:8-24", "--no-history")
+    assert code == 0 and "cycle:3:8-24: 3 distinct, 2 of 6 timed iterations met a new shape" in out
+    assert "tuning cost" in out
+    code, out, _ = run(capsys, "bench", TINY, "--input", "1x3x16x16", "--iters", "4", "--warmup", "1",
+                       "--shapes", "random:8-24", "--no-history", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["shapes"] == "random:8-24" and len(data["sample_first_seen"]) == 4
+    assert data["shape_report"]["distinct"] >= 2
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--shapes", "cycle:x"), "K must be a whole number"),
+    (("--input", "1x3x16x16", "--shapes", "random:12-16"), "rejects input 1x3x12x12"),
+])
+def test_bench_bad_shape_schedules_exit_2(capsys, args, message):
+    code, _, err = run(capsys, "bench", "tests.tinymodels:fixed_size", "--iters", "2", "--no-history", *args)
+    assert code == 2 and message in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("spec, message", [("benchmark=maybe", "expected on/off"), ("speed=1", "unknown key"),
+                                           ("shapes=sometimes", "unknown shape schedule")])
 def test_compare_bad_specs_exit_2(capsys, spec, message):
     code, _, err = run(capsys, "compare", TINY, "--a", "", "--b", spec)
     assert code == 2 and message in err and err.count("\n") == 1
+
+
+def test_memsnap_on_a_cpu_box_is_one_line_and_exit_2(capsys):
+    code, out, err = run(capsys, "memsnap", TINY, "--device", "cpu")
+    assert code == 2 and out == "" and "needs a CUDA device" in err and err.count("\n") == 1
+
+
+@pytest.mark.gpu
+def test_memsnap_on_cuda_writes_the_snapshot_it_announces(capsys, tmp_path):
+    code, out, _ = run(capsys, "memsnap", TINY, "--input", "2x3x32x32", "--out", str(tmp_path), "--json")
+    data = json.loads(out)
+    assert code == 0 and data["path"].startswith(str(tmp_path)) and os.path.getsize(data["path"]) > 0

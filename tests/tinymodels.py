@@ -46,3 +46,15 @@ class ThreadsProbe(TinyCNN):
 
 def threads_probe() -> nn.Module:
     return ThreadsProbe()
+
+
+class FixedSize(TinyCNN):
+    """Takes only 16x16 images, as a ViT takes only its own image size."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        torch._assert(x.shape[-1] == 16 and x.shape[-2] == 16, f"Wrong image size! Expected 16 but got {x.shape[-1]}")
+        return super().forward(x)
+
+
+def fixed_size() -> nn.Module:
+    return FixedSize()

@@ -82,6 +82,7 @@ def test_arm_specs_parse_flags_and_settings():
     ("threads=0", "at least 1"),
     ("threads", "write key=value"),
     ("dtype=int3", "unknown dtype"),
+    ("shapes=sometimes", "unknown shape schedule"),
 ])
 def test_bad_specs_are_one_line_errors(text, message):
     with pytest.raises(Exception, match=message) as info:
@@ -122,3 +123,16 @@ def test_cancelled_comparison_keeps_complete_pairs_only():
     assert result.cancelled and result.verdict is None
     assert len(result.a.blocks) == len(result.b.blocks) == 1
     assert result.summary() == "no verdict: cancelled"
+
+
+def test_arms_can_follow_their_own_shape_schedule():
+    from torchperf_tui.engine.abtest import run_ab
+    from torchperf_tui.engine.timing import BenchConfig
+
+    assert parse_arm_spec("shapes=random:8-16").shapes == "random:8-16"
+    base = BenchConfig(model="tests.tinymodels:tiny_cnn", input_shape=(1, 3, 16, 16), device="cpu")
+    result = run_ab(base, parse_arm_spec(""), parse_arm_spec("shapes=cycle:2:8-24"), blocks=5, per_block=2)
+    assert result.a.shapes == "fixed" and result.a.first_seen == 0
+    assert result.b.shapes == "cycle:2:8-24" and result.b.first_seen == 2  # 8 and 24 are new, once each
+    assert result.verdict is not None
+    assert result.a.ci_low_ms <= result.a.median_ms * 1.5 and result.a.ci_low_ms <= result.a.ci_high_ms

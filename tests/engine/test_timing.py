@@ -126,3 +126,45 @@ def test_failing_compile_falls_back_to_eager_and_says_why(monkeypatch):
     assert not result.compiled and result.compile_s is None
     assert "no working C++ compiler found" in result.compile_error and "\n" not in result.compile_error
     assert len(result.samples_ms) == 2  # the eager numbers are there
+
+
+def test_a_cycle_schedule_marks_first_seen_samples_and_reports_the_tuning_cost():
+    from torchperf_tui.engine.timing import BenchConfig, run_benchmark
+
+    told = []
+    cfg = BenchConfig(model="tests.tinymodels:tiny_cnn", input_shape=(1, 3, 16, 16), device="cpu", warmup=2,
+                      iters=8, shapes="cycle:3:8-24")
+    result = run_benchmark(cfg, on_shape=lambda i, shape, first: told.append((i, shape, first)))
+    sizes = [shape[-1] for shape in result.sample_shapes]
+    assert sizes == [8, 16, 24, 8, 16, 24, 8, 16]
+    # 16 is the configured size: the first iteration and the warm-up met it already
+    assert result.sample_first_seen == [True, False, True, False, False, False, False, False]
+    assert told == [(i, s, f) for i, (s, f) in enumerate(zip(result.sample_shapes, result.sample_first_seen))]
+    report = result.shape_report
+    assert report.distinct == 3 and report.first_seen == 2 and report.unrepeated == 0
+    assert report.tuning_cost_ms == pytest.approx(sum(c.first_ms - c.repeat_median_ms for c in report.per_shape))
+    assert result.repeat_stats.n == 6 and result.stats.n == 8
+    data = result.to_dict()
+    assert data["shapes"] == "cycle:3:8-24" and data["sample_shapes"][0] == [1, 3, 8, 8]
+
+
+def test_a_schedule_the_model_rejects_fails_before_the_run():
+    from torchperf_tui.engine.errors import ShapeError
+    from torchperf_tui.engine.timing import BenchConfig, run_benchmark
+
+    samples = []
+    cfg = BenchConfig(model="tests.tinymodels:fixed_size", input_shape=(1, 3, 16, 16), device="cpu",
+                      iters=4, shapes="random:12-16")
+    with pytest.raises(ShapeError, match="shape schedule random:12-16: .* rejects input 1x3x12x12"):
+        run_benchmark(cfg, on_sample=lambda *a: samples.append(a))
+    assert samples == []
+
+
+def test_memory_is_sampled_between_iterations():
+    from torchperf_tui.engine.timing import BenchConfig, run_benchmark
+
+    result = run_benchmark(BenchConfig(model="tests.tinymodels:tiny_cnn", input_shape=(1, 3, 8, 8), device="cpu",
+                                       warmup=2, iters=3))
+    assert result.memory_kind == "rss" and len(result.memory_trace) == 1 + 2 + 3 + 1
+    times = [t for t, _, _ in result.memory_trace]
+    assert times == sorted(times) and all(alloc > 0 for _, alloc, _ in result.memory_trace)

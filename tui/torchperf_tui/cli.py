@@ -72,6 +72,12 @@ def _add_flag_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=_positive_int, help="CPU intra-op threads (torch.set_num_threads)")
 
 
+def _add_shapes_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--shapes", default="fixed", metavar="SCHEDULE",
+                   help="input shapes of the timed iterations: fixed | cycle:K[:LO-HI] | random:LO-HI[:batch=B1-B2] "
+                        "(default fixed; cudnn.benchmark re-tunes for every new shape)")
+
+
 def _flags_from(args):
     from torchperf_tui.engine.flags import Flags
 
@@ -115,6 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--compile", nargs="?", const="default", metavar="MODE",
                    help="time the torch.compile'd model (default | reduce-overhead (CUDA graphs) | max-autotune); "
                         "compile time is reported apart")
+    _add_shapes_option(p)
     p.add_argument("--samples", action="store_true", help="with --json: include every sample")
     p.add_argument("--no-history", action="store_true", help="do not append this run to the history file")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -149,17 +156,26 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("compare", help="A vs B interleaved in randomised blocks, with a significance verdict")
     _add_workload_options(p)
     p.add_argument("--a", required=True, metavar="SPEC", help="arm A: key=value,... over cudnn_benchmark, "
-                   "deterministic, tf32, threads, mkldnn, dtype, channels_last ('' = the base run)")
+                   "deterministic, tf32, threads, mkldnn, dtype, channels_last, shapes ('' = the base run)")
     p.add_argument("--b", required=True, metavar="SPEC", help="arm B, likewise")
     p.add_argument("--blocks", type=_positive_int, default=10, help="blocks per arm (default 10, at least 5)")
     p.add_argument("--per-block", type=_positive_int, default=20, help="timed iterations per block (default 20)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the block order and the bootstrap")
+    p.add_argument("--seed", type=int, default=0, help="seed of the block order, random shapes and the bootstrap")
+    _add_shapes_option(p)
     _add_flag_options(p)  # the base flags; each arm's SPEC applies on top
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
     p = sub.add_parser("determinism", help="run the same input twice: bitwise equal, or how far apart")
     _add_workload_options(p)
     p.add_argument("--runs", type=_positive_int, default=2, help="forward passes to compare (default 2)")
+    _add_flag_options(p)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+    p = sub.add_parser("memsnap", help="CUDA only: record the allocator's history over a few iterations and write a "
+                       "snapshot for pytorch.org/memory_viz")
+    _add_workload_options(p)
+    p.add_argument("--iters", type=_positive_int, default=3, help="recorded iterations (default 3)")
+    p.add_argument("--out", metavar="DIR", help="folder for the snapshot (default: a temp folder)")
     _add_flag_options(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
@@ -243,7 +259,7 @@ def cmd_bench(args) -> int:
     from torchperf_tui.engine.timing import run_benchmark
     from torchperf_tui.cli_render import ProgressLine, render_timing
 
-    cfg = _bench_config(args, warmup=args.warmup, iters=args.iters, compile=args.compile)
+    cfg = _bench_config(args, warmup=args.warmup, iters=args.iters, compile=args.compile, shapes=args.shapes)
     progress = ProgressLine(enabled=sys.stderr.isatty() and not args.json)
     result = run_benchmark(cfg, on_sample=progress.update)
     progress.close()
@@ -269,6 +285,10 @@ def _bench_config(args, **overrides):
                   dtype=dtype_name(parse_dtype(args.dtype)), channels_last=args.channels_last,
                   flags=_flags_from(args))
     values.update(overrides)
+    if "shapes" in values:
+        from torchperf_tui.engine.shapes import parse_schedule
+
+        values["shapes"] = parse_schedule(values["shapes"]).describe()  # a bad schedule: one line, exit 2
     return BenchConfig(**values)
 
 
@@ -352,7 +372,7 @@ def cmd_compare(args) -> int:
     from torchperf_tui.engine.abtest import parse_arm_spec, run_ab
     from torchperf_tui.cli_render import render_ab
 
-    base = _bench_config(args)
+    base = _bench_config(args, shapes=args.shapes, seed=args.seed)
     arm_a, arm_b = parse_arm_spec(args.a, base=base.flags), parse_arm_spec(args.b, base=base.flags)
     result = run_ab(base, arm_a, arm_b, blocks=args.blocks, per_block=args.per_block, seed=args.seed)
     if args.json:
@@ -373,6 +393,22 @@ def cmd_determinism(args) -> int:
         _print_json(report.to_dict())
     else:
         print(report.summary())
+    return 0
+
+
+def cmd_memsnap(args) -> int:
+    from torchperf_tui.engine.memsnap import record_memory_snapshot
+    from torchperf_tui.formatting import format_bytes
+
+    result = record_memory_snapshot(_bench_config(args), iters=args.iters, out_dir=args.out)
+    if args.json:
+        _print_json(result.to_dict())
+    else:
+        print(f"{result.model} on {result.device}, input {'x'.join(map(str, result.input_shape))}: "
+              f"{result.iters} iterations recorded, peak allocated {format_bytes(result.peak_allocated_bytes)}, "
+              f"{result.entries} allocator events")
+        print(f"snapshot: {result.path}" if result.path else "no snapshot written (cancelled)")
+        print(result.viewer_hint)
     return 0
 
 
@@ -413,7 +449,8 @@ def cmd_export(args) -> int:
 
 COMMANDS = {"info": cmd_info, "models": cmd_models, "flops": cmd_flops, "bench": cmd_bench,
             "throughput": cmd_throughput, "profile": cmd_profile, "roofline": cmd_roofline,
-            "compare": cmd_compare, "determinism": cmd_determinism, "history": cmd_history, "export": cmd_export}
+            "compare": cmd_compare, "determinism": cmd_determinism, "memsnap": cmd_memsnap, "history": cmd_history,
+            "export": cmd_export}
 
 
 def run_tui(args) -> int:

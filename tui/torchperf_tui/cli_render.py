@@ -124,6 +124,15 @@ def render_timing(result) -> None:
                  ("min", format_ms(s.min_ms)), ("p50", format_ms(s.p50_ms)), ("p90", format_ms(s.p90_ms)),
                  ("p99", format_ms(s.p99_ms)), ("max", format_ms(s.max_ms)), ("IQR", format_ms(s.iqr_ms)),
                  ("throughput", f"{s.fps:.1f} items/s")]
+    report = result.shape_report
+    if result.shapes != "fixed" and report is not None:
+        rows += [("shapes", f"{result.shapes}: {report.distinct} distinct, {report.first_seen} of "
+                            f"{len(result.samples_ms)} timed iterations met a new shape"),
+                 ("p50 first-seen", format_ms(report.first_seen_median_ms)),
+                 ("p50 repeats", format_ms(report.repeat_median_ms)),
+                 ("tuning cost", f"{report.tuning_cost_ms:.1f} ms (per shape: first iteration - median of "
+                                 f"its repeats, summed)" + (f"; {report.unrepeated} shape(s) never repeated, "
+                                                             "not counted" if report.unrepeated else ""))]
     if result.cancelled:
         rows.append(("note", "cancelled before the end"))
     _print_kv(title, rows)
@@ -262,13 +271,17 @@ def render_roofline(result, layers: bool = False) -> None:
 def render_ab(result) -> None:
     """Both arms side by side, then the verdict in one line."""
     table = Table(box=None, header_style="bold")
-    for column in ("arm", "spec", "flags", "median", "p90", "p99", "blocks"):
-        table.add_column(column, justify="right" if column in ("median", "p90", "p99", "blocks") else "left")
+    numeric = ("median", "95 % CI", "p90", "p99", "blocks")
+    for column in ("arm", "spec", "flags", *numeric):
+        table.add_column(column, justify="right" if column in numeric else "left")
     for name, arm in (("A", result.a), ("B", result.b)):
+        ci = "-" if arm.ci_low_ms is None else f"{format_ms(arm.ci_low_ms)} - {format_ms(arm.ci_high_ms)}"
         table.add_row(name, arm.spec, arm.flags.describe(device=result.device) +
                       (f", {arm.dtype}" if arm.dtype != "float32" else "") +
-                      (", channels_last" if arm.channels_last else ""),
-                      format_ms(arm.median_ms), format_ms(arm.p90_ms), format_ms(arm.p99_ms), str(len(arm.blocks)))
+                      (", channels_last" if arm.channels_last else "") +
+                      (f", shapes {arm.shapes} ({arm.first_seen} new)" if arm.shapes != "fixed" else ""),
+                      format_ms(arm.median_ms), ci, format_ms(arm.p90_ms), format_ms(arm.p99_ms),
+                      str(len(arm.blocks)))
     console.print(f"{result.model} on {result.device}, input {'x'.join(map(str, result.input_shape))}: "
                   f"A and B interleaved in {len(result.order)} randomised blocks", style="bold underline")
     console.print(table)

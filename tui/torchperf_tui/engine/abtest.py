@@ -39,7 +39,7 @@ FLAG_KEYS: dict[str, tuple[str, ...]] = {
     "mkldnn": ("mkldnn_enabled",),
     "threads": ("num_threads",),
 }
-SETTING_KEYS = ("dtype", "channels_last")
+SETTING_KEYS = ("dtype", "channels_last", "shapes")
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,7 @@ class ArmSpec:
     flags: Flags
     dtype: str | None = None
     channels_last: bool | None = None
+    shapes: str | None = None  # an input-shape schedule (engine/shapes.py), e.g. "random:192-288"
     text: str = ""
 
 
@@ -66,6 +67,7 @@ def parse_arm_spec(text: str, base: Flags | None = None) -> ArmSpec:
     flags = base or Flags()
     dtype: str | None = None
     channels_last: bool | None = None
+    shapes: str | None = None
     for part in [p.strip() for p in text.split(",") if p.strip()]:
         key, sep, value = part.partition("=")
         key = key.strip().lower().replace("-", "_")
@@ -89,11 +91,14 @@ def parse_arm_spec(text: str, base: Flags | None = None) -> ArmSpec:
         elif key == "channels_last":
             channels_last = _parse_bool(key, value)
         elif key == "shapes":
-            raise FlagError("shapes schedules are not supported in comparisons yet")
+            from torchperf_tui.engine.shapes import parse_schedule
+
+            shapes = parse_schedule(value).describe()
         else:
             known = ", ".join([*FLAG_KEYS, *SETTING_KEYS])
             raise FlagError(f"unknown key {key!r} in {text!r}: known keys are {known}")
-    return ArmSpec(flags=flags, dtype=dtype, channels_last=channels_last, text=text.strip() or "base")
+    return ArmSpec(flags=flags, dtype=dtype, channels_last=channels_last, shapes=shapes,
+                   text=text.strip() or "base")
 
 
 @dataclass(frozen=True)
@@ -166,18 +171,32 @@ class ArmResult:
     dtype: str
     channels_last: bool
     blocks: list[list[float]]
+    shapes: str = "fixed"
+    first_seen: int = 0  # timed iterations that met their input shape for the first time
     median_ms: float | None = None
     p90_ms: float | None = None
     p99_ms: float | None = None
+    ci_low_ms: float | None = None  # bootstrap 95 % CI of the median of the block medians
+    ci_high_ms: float | None = None
 
     @property
     def samples_ms(self) -> list[float]:
         return [ms for block in self.blocks for ms in block]
 
-    def summarise(self) -> None:
+    def summarise(self, seed: int = 0) -> None:
         samples = self.samples_ms
         if samples:
             self.median_ms, self.p90_ms, self.p99_ms = (float(v) for v in np.percentile(samples, [50, 90, 99]))
+        medians = np.array([np.median(block) for block in self.blocks if block], dtype=np.float64)
+        if medians.size >= 2 and np.ptp(medians) > 0:
+            from scipy import stats
+
+            boot = stats.bootstrap((medians,), np.median, vectorized=True, confidence_level=CONFIDENCE,
+                                   n_resamples=2999, method="percentile", random_state=np.random.default_rng(seed))
+            self.ci_low_ms = float(boot.confidence_interval.low)
+            self.ci_high_ms = float(boot.confidence_interval.high)
+        elif medians.size:
+            self.ci_low_ms = self.ci_high_ms = float(medians[0])
 
 
 @dataclass
@@ -223,7 +242,8 @@ def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int = 2
     import torch
 
     from torchperf_tui.engine.inputs import parse_dtype, resolve_device
-    from torchperf_tui.engine.timing import run_timed_loop
+    from torchperf_tui.engine.shapes import parse_schedule
+    from torchperf_tui.engine.timing import ShapeFeed, check_schedule_accepted, run_timed_loop
     from torchperf_tui.engine.workload import forward_errors, prepare_workload
 
     if blocks < 5:
@@ -235,26 +255,48 @@ def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int = 2
     shape = base.resolved_shape()
     cancelled = should_cancel or (lambda: False)
     arms = {}
+    schedules = {}
     for name, spec in (("A", a), ("B", b)):
+        schedule = parse_schedule(spec.shapes or base.shapes, seed=seed)
+        schedules[name] = schedule
         arms[name] = ArmResult(spec=spec.text, flags=spec.flags, dtype=spec.dtype or base.dtype,
                                channels_last=base.channels_last if spec.channels_last is None else spec.channels_last,
-                               blocks=[])
+                               blocks=[], shapes=schedule.describe())
+        if schedule.varies:
+            check_schedule_accepted(base.model, schedule, shape, arms[name].dtype)
     workloads = {}
     for name, arm in arms.items():
         key = (arm.dtype, arm.channels_last)
         if key not in workloads:
             workloads[key] = prepare_workload(base.model, shape, device, parse_dtype(arm.dtype), arm.channels_last)
+    # Each arm follows its own schedule across its blocks (the same seeded sequence for both arms, so a
+    # random schedule shows them the same shapes in the same order); the block's settling iteration
+    # runs the configured shape.
+    feeds = {name: ShapeFeed(workloads[(arm.dtype, arm.channels_last)].x, shape,
+                             schedules[name].shapes(shape, blocks * per_block), parse_dtype(arm.dtype), device,
+                             arm.channels_last, seed, None)
+             for name, arm in arms.items()}
+    done = {"A": 0, "B": 0}
     order = block_order(blocks, seed)
     stopped = False
     try:
         for index, name in enumerate(order):
             arm = arms[name]
             work = workloads[(arm.dtype, arm.channels_last)]
-            model, x = work.model, work.x
+            model, feed = work.model, feeds[name]
+            base_x = work.x
+
+            def before(phase: str, i: int, feed=feed, name=name) -> None:
+                if phase == "timed":
+                    feed.advance(done[name])
+                    done[name] += 1
+                elif feed.shape != tuple(shape):  # the settling iterations: the configured shape
+                    feed.x, feed.shape = base_x, tuple(shape)
+
             with applied_flags(arm.flags), torch.inference_mode(), \
                     forward_errors(base.model, shape, work.dtype, device):
-                times = run_timed_loop(lambda: model(x), device=device, warmup=1, iters=per_block,
-                                       should_cancel=cancelled)
+                times = run_timed_loop(lambda: model(feed.x), device=device, warmup=1, iters=per_block,
+                                       should_cancel=cancelled, before_iteration=before)
             if times.cancelled:
                 stopped = True
                 break
@@ -262,13 +304,16 @@ def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int = 2
             if on_block is not None:
                 on_block(name, index, len(order), times.samples_ms)
     finally:
+        for feed in feeds.values():
+            feed.x = None
         for work in workloads.values():
             work.release()
     # Only complete pairs count: a cancelled run can leave one arm a block ahead.
     pairs = min(len(arms["A"].blocks), len(arms["B"].blocks))
-    for arm in arms.values():
+    for name, arm in arms.items():
         arm.blocks = arm.blocks[:pairs]
-        arm.summarise()
+        arm.first_seen = sum(feeds[name].first_seen[:pairs * per_block])
+        arm.summarise(seed=seed)
     verdict = block_verdict(arms["A"].blocks, arms["B"].blocks, seed=seed) if pairs >= 5 else None
     return ABResult(model=base.model, device=str(device), input_shape=tuple(shape), a=arms["A"], b=arms["B"],
                     order=order, verdict=verdict, cancelled=stopped, duration_s=time.time() - started)

@@ -117,7 +117,7 @@ class RunRecord:
         """What was measured, for spotting that two runs are not like for like."""
         return {"model": self.model, "input_shape": self.shape_text, "dtype": self.dtype,
                 "channels_last": self.channels_last, "device": self.device,
-                "compile": self.details.get("compile_mode")}
+                "compile": self.details.get("compile_mode"), "shapes": self.details.get("shapes", "fixed")}
 
     def summary(self) -> str:
         """One line for `history` and notifications."""
@@ -217,6 +217,13 @@ def record_from_timing(result: "TimingResult", fingerprint: dict[str, Any] | Non
     for name in ("compile_mode", "compiled", "compile_s", "compile_error"):
         if hasattr(result, name):
             details[name] = getattr(result, name)
+    report = getattr(result, "shape_report", None)
+    if getattr(result, "shapes", "fixed") != "fixed" and report is not None:
+        details["shapes"] = result.shapes
+        details["tuning_cost_ms"] = report.tuning_cost_ms
+        details["first_seen"] = report.first_seen
+        details["distinct_shapes"] = report.distinct
+        details["repeat_p50_ms"] = result.repeat_stats.p50_ms if result.repeat_stats else None
     return RunRecord(
         id=new_record_id(), kind="timing", created_at=_iso_utc(result.started_at + result.duration_s),
         model=result.model, input_shape=tuple(result.input_shape), dtype=result.dtype,

@@ -16,12 +16,15 @@ import torch
 
 from torchperf_tui.engine.errors import TorchperfError, first_line
 from torchperf_tui.engine.flags import Flags, applied_flags
-from torchperf_tui.engine.inputs import dtype_name, parse_dtype, resolve_device
+from torchperf_tui.engine.inputs import dtype_name, make_input, parse_dtype, resolve_device
+from torchperf_tui.engine.shapes import ShapeReport, ShapeSchedule, parse_schedule, shape_report
 from torchperf_tui.engine.workload import forward_errors, prepare_workload
 
 Phase = Literal["first", "warmup", "timed"]
 OnSample = Callable[[str, int, int, float], None]
+OnShape = Callable[[int, tuple, bool], None]  # (timed index, input shape, first time this shape was met)
 ShouldCancel = Callable[[], bool]
+BeforeIteration = Callable[[str, int], None]
 
 # "Until stable" warm-up: stop when the median of the last window is within this fraction of the one
 # before it; bounded in iterations and seconds so a noisy box cannot warm up forever.
@@ -85,6 +88,8 @@ class BenchConfig:
     iters: int = 50
     flags: Flags = field(default_factory=Flags)
     compile: str | None = None  # None: eager; else a torch.compile mode, see COMPILE_MODES
+    shapes: str = "fixed"  # the timed iterations' input-shape schedule, see engine/shapes.py
+    seed: int = 0  # of the input values and of a random shape schedule
 
     def resolved_shape(self) -> tuple[int, ...]:
         if self.input_shape is None:
@@ -128,6 +133,13 @@ class TimingResult:
     compiled: bool = False  # whether the timed iterations ran the compiled model
     compile_s: float | None = None  # compilation (first call of the compiled model), kept out of the samples
     compile_error: str | None = None  # why compilation failed; the samples are then eager
+    shapes: str = "fixed"  # the schedule the timed iterations followed
+    sample_shapes: list[tuple[int, ...]] = field(default_factory=list)  # the input shape of each timed sample
+    sample_first_seen: list[bool] = field(default_factory=list)  # per timed sample: its shape met for the first time
+    repeat_stats: TimingStats | None = None  # the timed samples whose shape had been seen before
+    shape_report: ShapeReport | None = None  # per-shape first-call cost (None: no iteration ran)
+    memory_trace: list[tuple[float, int, int]] = field(default_factory=list)  # (s, allocated, reserved) per iteration
+    memory_kind: str = ""  # "cuda-allocator" (allocated, reserved) or "rss" (process RSS in both)
 
     @property
     def batch(self) -> int:
@@ -137,6 +149,9 @@ class TimingResult:
         data = asdict(self)
         data["input_shape"] = list(self.input_shape)
         data["flags"] = self.flags.to_dict()
+        data["sample_shapes"] = [list(shape) for shape in self.sample_shapes]
+        data["shape_report"] = self.shape_report.to_dict() if self.shape_report else None
+        data["memory_trace"] = [list(point) for point in self.memory_trace]
         return data
 
 
@@ -177,11 +192,14 @@ def _is_stable(warmup_ms: list[float]) -> bool:
 
 def run_timed_loop(fn: Callable[[], object], *, device: torch.device | str = "cpu", warmup: int | str = 10,
                    iters: int = 50, on_sample: OnSample | None = None,
-                   should_cancel: ShouldCancel | None = None) -> LoopTimes:
+                   should_cancel: ShouldCancel | None = None,
+                   before_iteration: BeforeIteration | None = None) -> LoopTimes:
     """Time `fn` (one forward pass): one first iteration, the warm-up, then `iters` timed iterations.
 
     `on_sample(phase, index, total, ms)` is called after every iteration (total is 0 for an "auto" warm-up);
     `should_cancel()` is checked between iterations, and a cancelled loop returns what it has so far.
+    `before_iteration(phase, index)` runs before each iteration, outside the timer (a new input shape,
+    a memory sample).
     """
     device = torch.device(device)
     if iters < 1:
@@ -189,11 +207,13 @@ def run_timed_loop(fn: Callable[[], object], *, device: torch.device | str = "cp
     sample = _cuda_sample if device.type == "cuda" else _cpu_sample
     emit = on_sample or (lambda phase, index, total, ms: None)
     cancelled = should_cancel or (lambda: False)
+    before = before_iteration or (lambda phase, index: None)
     out = LoopTimes()
 
     if cancelled():
         out.cancelled = True
         return out
+    before("first", 0)
     out.first_iter_ms = _wall_sample(fn, device)
     emit("first", 0, 1, out.first_iter_ms)
 
@@ -212,6 +232,7 @@ def run_timed_loop(fn: Callable[[], object], *, device: torch.device | str = "cp
         if cancelled():
             out.cancelled = True
             return out
+        before("warmup", len(out.warmup_ms))
         ms = sample(fn)
         out.warmup_ms.append(ms)
         emit("warmup", len(out.warmup_ms) - 1, warm_total, ms)
@@ -220,6 +241,7 @@ def run_timed_loop(fn: Callable[[], object], *, device: torch.device | str = "cp
         if cancelled():
             out.cancelled = True
             return out
+        before("timed", i)
         ms = sample(fn)
         out.samples_ms.append(ms)
         emit("timed", i, iters, ms)
@@ -227,23 +249,52 @@ def run_timed_loop(fn: Callable[[], object], *, device: torch.device | str = "cp
 
 
 def run_benchmark(cfg: BenchConfig, on_sample: OnSample | None = None,
-                  should_cancel: ShouldCancel | None = None) -> TimingResult:
-    """Build the model (weights=None), make the input, and time it under `cfg.flags`, restored afterwards."""
+                  should_cancel: ShouldCancel | None = None, on_shape: OnShape | None = None) -> TimingResult:
+    """Build the model (weights=None), make the input, and time it under `cfg.flags`, restored afterwards.
+
+    With a varying shape schedule the timed iterations change their input before each one (outside the
+    timer) and `on_shape(index, shape, first_seen)` is told; the schedule's extreme shapes are checked on
+    the meta device first, so a size the model rejects is a ShapeError before anything runs.
+    """
     started = time.time()
     device = resolve_device(cfg.device)
     dtype = parse_dtype(cfg.dtype)
     shape = cfg.resolved_shape()
-    work = prepare_workload(cfg.model, shape, device, dtype, cfg.channels_last)
+    schedule = parse_schedule(cfg.shapes, seed=cfg.seed)
+    timed_shapes = schedule.shapes(shape, cfg.iters)
+    if schedule.varies:
+        check_schedule_accepted(cfg.model, schedule, shape, cfg.dtype)
+    work = prepare_workload(cfg.model, shape, device, dtype, cfg.channels_last, seed=cfg.seed)
+    feed = ShapeFeed(work.x, shape, timed_shapes, dtype, device, cfg.channels_last, cfg.seed, on_shape)
+    memory = _MemoryTrace(device)
     try:
         with applied_flags(cfg.flags), torch.inference_mode():
             runner, compile_s, compile_error = _maybe_compile(work.model, work.x, cfg.compile, device)
-            x = work.x
-            with forward_errors(cfg.model, shape, dtype, device):
-                times = run_timed_loop(lambda: runner(x), device=device, warmup=cfg.warmup, iters=cfg.iters,
-                                       on_sample=on_sample, should_cancel=should_cancel)
-            del runner, x
+            work.x = None  # the feed holds the input from here on
+
+            def before(phase: str, index: int) -> None:
+                memory.sample()
+                if phase == "timed":
+                    feed.advance(index)
+
+            with forward_errors(cfg.model, feed.shape, dtype, device):
+                times = run_timed_loop(lambda: runner(feed.x), device=device, warmup=cfg.warmup,
+                                       iters=cfg.iters, on_sample=on_sample, should_cancel=should_cancel,
+                                       before_iteration=before)
+            memory.sample()
+            del runner
     finally:
+        feed.x = None
         work.release()
+    samples = times.samples_ms
+    shapes_done = timed_shapes[:len(samples)]
+    first_seen = feed.first_seen[:len(samples)]
+    report = None
+    if times.first_iter_ms is not None:
+        iterations = [(shape, times.first_iter_ms), *((shape, ms) for ms in times.warmup_ms),
+                      *zip(shapes_done, samples)]
+        report = shape_report(schedule, iterations, first_seen)
+    repeats = [ms for ms, seen in zip(samples, first_seen) if not seen]
     return TimingResult(
         model=cfg.model,
         device=str(device),
@@ -253,8 +304,8 @@ def run_benchmark(cfg: BenchConfig, on_sample: OnSample | None = None,
         flags=cfg.flags,
         first_iter_ms=times.first_iter_ms,
         warmup_ms=times.warmup_ms,
-        samples_ms=times.samples_ms,
-        stats=compute_stats(times.samples_ms, batch=shape[0]),
+        samples_ms=samples,
+        stats=compute_stats(samples, batch=shape[0]),
         cancelled=times.cancelled,
         started_at=started,
         duration_s=time.time() - started,
@@ -263,7 +314,90 @@ def run_benchmark(cfg: BenchConfig, on_sample: OnSample | None = None,
         compiled=cfg.compile is not None and compile_error is None,
         compile_s=compile_s,
         compile_error=compile_error,
+        shapes=schedule.describe(),
+        sample_shapes=list(shapes_done),
+        sample_first_seen=first_seen,
+        repeat_stats=compute_stats(repeats, batch=shape[0]),
+        shape_report=report,
+        memory_trace=memory.points,
+        memory_kind=memory.kind,
     )
+
+
+def check_schedule_accepted(model: str, schedule: ShapeSchedule, shape: tuple[int, ...], dtype: str) -> None:
+    """Run the schedule's smallest and largest shapes through the model on the meta device (no memory,
+    milliseconds): a size the model rejects (a ViT's fixed 224, a too-small image) is a ShapeError now,
+    not a failure halfway through a run. A model that cannot run on meta at all is not checked."""
+    from torchperf_tui.engine.complexity import analyse_complexity
+    from torchperf_tui.engine.errors import ModelError, ShapeError
+
+    for extreme in schedule.extremes(shape):
+        try:
+            analyse_complexity(model, extreme, dtype=dtype)
+        except ShapeError as exc:
+            raise ShapeError(f"shape schedule {schedule.describe()}: {exc}") from None
+        except ModelError:
+            return
+
+
+class ShapeFeed:
+    """The input of the timed iterations under a shape schedule; remembers which shapes were met."""
+
+    def __init__(self, x: torch.Tensor, shape: tuple[int, ...], timed_shapes: list[tuple[int, ...]],
+                 dtype: torch.dtype, device: torch.device, channels_last: bool, seed: int,
+                 on_shape: OnShape | None) -> None:
+        self.x, self.shape = x, tuple(shape)
+        self.timed_shapes = timed_shapes
+        self.dtype, self.device, self.channels_last, self.seed = dtype, device, channels_last, seed
+        self.seen = {self.shape}  # the first iteration and the warm-up ran the configured shape
+        self.first_seen: list[bool] = []
+        self.on_shape = on_shape
+
+    def advance(self, index: int) -> None:
+        shape = self.timed_shapes[index]
+        first = shape not in self.seen
+        self.seen.add(shape)
+        self.first_seen.append(first)
+        if shape != self.shape:
+            self.x = None  # free the old input before making the new one
+            self.x = make_input(shape, dtype=self.dtype, device=self.device, channels_last=self.channels_last,
+                                seed=self.seed + index)
+            self.shape = shape
+        if self.on_shape is not None:
+            self.on_shape(index, shape, first)
+
+
+class _MemoryTrace:
+    """Memory sampled between iterations: the caching allocator on CUDA (cheap host-side counters),
+    the process RSS on the CPU. Bounded: past LIMIT points every other one is dropped."""
+
+    LIMIT = 2000
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        self.points: list[tuple[float, int, int]] = []
+        self.kind = "cuda-allocator" if device.type == "cuda" else "rss"
+        self._process = None
+        if device.type != "cuda":
+            try:
+                import psutil
+
+                self._process = psutil.Process()
+            except Exception:
+                self.kind = ""
+
+    def sample(self) -> None:
+        if len(self.points) >= self.LIMIT:
+            self.points = self.points[::2]
+        if self.kind == "cuda-allocator":
+            point = (time.time(), int(torch.cuda.memory_allocated(self.device)),
+                     int(torch.cuda.memory_reserved(self.device)))
+        elif self._process is not None:
+            rss = int(self._process.memory_info().rss)
+            point = (time.time(), rss, rss)
+        else:
+            return
+        self.points.append(point)
 
 
 def _maybe_compile(model: torch.nn.Module, x: torch.Tensor, mode: str | None, device: torch.device):

@@ -1,0 +1,188 @@
+"""A CUDA memory snapshot over a few forward passes, for PyTorch's memory viewer (pytorch.org/memory_viz).
+
+The Memory tab shows how much the caching allocator holds; a snapshot shows what holds it. With the
+allocator's history recorded, the snapshot keeps every allocation and free with the Python stack that made
+it, and every segment (cudaMalloc'd block) with what lives in it, so a user sees which layer's activation,
+which weight or which workspace keeps reserved memory up. Recording starts before the model is moved to
+the GPU, so the weights carry stacks too, and it is always stopped, even when the model fails.
+
+torch.cuda.memory calls go through one small seam (`TorchCudaMemory`), so CPU tests drive the whole flow
+with a fake recorder while the real code path stays the same.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import re
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol
+
+import torch
+
+from torchperf_tui.engine.errors import DeviceError, OutOfMemory, TorchperfError
+from torchperf_tui.engine.flags import applied_flags
+from torchperf_tui.engine.inputs import dtype_name, parse_dtype, resolve_device
+from torchperf_tui.engine.nvml import to_jsonable
+from torchperf_tui.engine.timing import BenchConfig
+from torchperf_tui.engine.workload import forward_errors, prepare_workload
+
+DEFAULT_ITERS = 3
+DEFAULT_MAX_ENTRIES = 100_000  # alloc/free events kept (a ring buffer); each costs a few KB with its stack
+VIEWER_HINT = "open it at https://pytorch.org/memory_viz (drag the file in)"
+NOT_CUDA = ("memory snapshots record the CUDA caching allocator: this needs a CUDA device "
+            "(on CPU use the Memory tab's RSS curve)")
+
+OnProgress = Callable[[int, int], None]  # (iterations done, total)
+ShouldCancel = Callable[[], bool]
+
+
+class MemoryRecorder(Protocol):
+    """What the snapshot needs from torch.cuda.memory; tests inject a fake."""
+
+    def records_on(self, device: torch.device) -> bool: ...
+    def record(self, max_entries: int) -> None: ...
+    def stop(self) -> None: ...
+    def snapshot(self) -> dict[str, Any]: ...
+    def reset_peak(self, device: torch.device) -> None: ...
+    def peak(self, device: torch.device) -> int: ...
+    def synchronize(self, device: torch.device) -> None: ...
+
+
+class TorchCudaMemory:
+    """The real MemoryRecorder: a thin adapter over torch.cuda's allocator history and statistics."""
+
+    def records_on(self, device: torch.device) -> bool:
+        return device.type == "cuda"
+
+    def record(self, max_entries: int) -> None:
+        # The string API (enabled/context/stacks/max_entries) is the one torch has had since 2.1;
+        # clear_history (so a second snapshot does not repeat the first one's events) came later.
+        # stacks="python": the model's own lines are what a user reads, and symbolising C++ frames can
+        # take minutes when the snapshot is taken.
+        kwargs: dict[str, Any] = dict(enabled="all", context="all", stacks="python", max_entries=max_entries)
+        try:
+            torch.cuda.memory._record_memory_history(**kwargs, clear_history=True)
+        except TypeError:
+            torch.cuda.memory._record_memory_history(**kwargs)
+
+    def stop(self) -> None:
+        torch.cuda.memory._record_memory_history(enabled=None)
+
+    def snapshot(self) -> dict[str, Any]:
+        return torch.cuda.memory._snapshot()
+
+    def reset_peak(self, device: torch.device) -> None:
+        torch.cuda.reset_peak_memory_stats(device)
+
+    def peak(self, device: torch.device) -> int:
+        return int(torch.cuda.max_memory_allocated(device))
+
+    def synchronize(self, device: torch.device) -> None:
+        torch.cuda.synchronize(device)
+
+
+@dataclass
+class MemorySnapshotResult:
+    model: str
+    device: str
+    input_shape: tuple[int, ...]
+    dtype: str
+    iters: int  # forward passes recorded (fewer than asked when cancelled)
+    path: str | None  # the pickled snapshot; None when cancelled before the first pass
+    size_bytes: int
+    peak_allocated_bytes: int  # since recording started: weights, input and the passes' activations
+    entries: int  # alloc/free events in the history (at most max_entries: older ones were dropped)
+    segments: int  # cudaMalloc'd segments held by the allocator when the snapshot was taken
+    cancelled: bool
+    viewer_hint: str = VIEWER_HINT
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_jsonable(self)
+
+
+def default_snapshot_path(model: str, out_dir: str | None = None) -> str:
+    """<out_dir or temp dir/torchperf-tui/memsnap>/<model>-<UTC time>-<pid>.pickle, as traces are named."""
+    folder = out_dir or os.path.join(tempfile.gettempdir(), "torchperf-tui", "memsnap")
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", model).strip("_") or "model"
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    return os.path.join(folder, f"{safe}-{stamp}-{os.getpid()}.pickle")
+
+
+def write_snapshot(snapshot: dict[str, Any], path: str) -> int:
+    """Pickle the snapshot dict (what torch's _dump_snapshot writes and memory_viz reads); its size in bytes.
+
+    Written beside the target and renamed, so the announced path never holds half a file."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    partial = path + ".part"
+    with open(partial, "wb") as fh:
+        pickle.dump(snapshot, fh)
+    os.replace(partial, path)
+    return os.path.getsize(path)
+
+
+def count_entries(snapshot: dict[str, Any]) -> tuple[int, int]:
+    """(trace entries over all devices, segments)."""
+    traces = snapshot.get("device_traces") or []
+    return sum(len(t) for t in traces), len(snapshot.get("segments") or [])
+
+
+def record_memory_snapshot(cfg: BenchConfig, *, iters: int = DEFAULT_ITERS, out_dir: str | None = None,
+                           max_entries: int = DEFAULT_MAX_ENTRIES, on_progress: OnProgress | None = None,
+                           should_cancel: ShouldCancel | None = None,
+                           memory: MemoryRecorder | None = None) -> MemorySnapshotResult:
+    """Record the allocator's history over `iters` forward passes of `cfg.model` and write the snapshot.
+
+    A CUDA device is needed (DeviceError otherwise). An out-of-memory still writes the snapshot, which
+    then shows the failed allocation, and names its path in the OutOfMemory message.
+    """
+    if iters < 1:
+        raise TorchperfError(f"iterations must be at least 1, got {iters}")
+    memory = memory if memory is not None else TorchCudaMemory()
+    device = resolve_device(cfg.device)
+    if not memory.records_on(device):
+        raise DeviceError(NOT_CUDA)
+    dtype = parse_dtype(cfg.dtype)
+    shape = cfg.resolved_shape()
+    cancelled = should_cancel or (lambda: False)
+    emit = on_progress or (lambda done, total: None)
+    path = default_snapshot_path(cfg.model, out_dir)
+    done, was_cancelled, work = 0, False, None
+    memory.reset_peak(device)
+    memory.record(max_entries)
+    try:
+        try:
+            work = prepare_workload(cfg.model, shape, device, dtype, cfg.channels_last)
+            model, x = work.model, work.x
+            with applied_flags(cfg.flags), torch.inference_mode(), \
+                    forward_errors(cfg.model, shape, dtype, device, action="snapshotting"):
+                for _ in range(iters):
+                    if cancelled():
+                        was_cancelled = True
+                        break
+                    model(x)
+                    done += 1
+                    emit(done, iters)
+                memory.synchronize(device)
+        except OutOfMemory as exc:
+            try:
+                write_snapshot(memory.snapshot(), path)
+            except Exception:  # the failure itself is what the user must read
+                raise exc from None
+            raise OutOfMemory(f"{exc} (memory snapshot of the failure: {path})") from None
+        del model, x
+        snapshot = memory.snapshot() if done else {}
+        peak = memory.peak(device)
+    finally:
+        memory.stop()
+        if work is not None:
+            work.release()
+    size = write_snapshot(snapshot, path) if done else 0
+    entries, segments = count_entries(snapshot)
+    return MemorySnapshotResult(
+        model=cfg.model, device=str(device), input_shape=tuple(shape), dtype=dtype_name(dtype), iters=done,
+        path=path if done else None, size_bytes=size, peak_allocated_bytes=peak, entries=entries,
+        segments=segments, cancelled=was_cancelled,
+    )
