@@ -235,3 +235,13 @@ def test_memsnap_on_cuda_writes_the_snapshot_it_announces(capsys, tmp_path):
     code, out, _ = run(capsys, "memsnap", TINY, "--input", "2x3x32x32", "--out", str(tmp_path), "--json")
     data = json.loads(out)
     assert code == 0 and data["path"].startswith(str(tmp_path)) and os.path.getsize(data["path"]) > 0
+
+
+def test_compare_kernels_shows_each_conv_layer_under_both_arms(capsys):
+    code, out, _ = run(capsys, "compare", TINY, "--input", "2x3x16x16", "--a", "", "--b", "mkldnn=off", "--kernels")
+    assert code == 0 and "conv" in out and "mkldnn_convolution" in out
+    assert "1 of 1 conv layers changed" in out and "GPU view" in out
+    code, out, _ = run(capsys, "compare", TINY, "--input", "2x3x16x16", "--a", "", "--b", "mkldnn=off", "--kernels",
+                       "--json")
+    data = json.loads(out)
+    assert code == 0 and data["kind"] == "cpu-op" and data["layers"][0]["changed"] is True

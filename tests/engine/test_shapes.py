@@ -34,6 +34,8 @@ def test_random_is_seeded_within_its_range_and_can_vary_the_batch():
     assert {s[0] for s in shapes} == set(range(1, 9))
     assert schedule.extremes(BASE) == [(1, 3, 192, 192), (8, 3, 288, 288)]
     assert schedule.describe() == "random:192-288:batch=1-8"
+    around = parse_schedule("random")  # no range: around the configured size, as cycle:K
+    assert around.describe() == "random" and around.extremes(BASE) == [(2, 3, 192, 192), (2, 3, 288, 288)]
 
 
 def test_spatial_dims_follow_the_input_rank():

@@ -74,7 +74,7 @@ def _add_flag_options(p: argparse.ArgumentParser) -> None:
 
 def _add_shapes_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shapes", default="fixed", metavar="SCHEDULE",
-                   help="input shapes of the timed iterations: fixed | cycle:K[:LO-HI] | random:LO-HI[:batch=B1-B2] "
+                   help="input shapes of the timed iterations: fixed | cycle:K[:LO-HI] | random[:LO-HI[:batch=B1-B2]] "
                         "(default fixed; cudnn.benchmark re-tunes for every new shape)")
 
 
@@ -161,6 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--blocks", type=_positive_int, default=10, help="blocks per arm (default 10, at least 5)")
     p.add_argument("--per-block", type=_positive_int, default=20, help="timed iterations per block (default 20)")
     p.add_argument("--seed", type=int, default=0, help="seed of the block order, random shapes and the bootstrap")
+    p.add_argument("--kernels", action="store_true", help="instead of timing: the kernels each conv layer ran under "
+                   "A and under B, side by side (torch.profiler; on the CPU the ATen implementation)")
     _add_shapes_option(p)
     _add_flag_options(p)  # the base flags; each arm's SPEC applies on top
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -374,6 +376,16 @@ def cmd_compare(args) -> int:
 
     base = _bench_config(args, shapes=args.shapes, seed=args.seed)
     arm_a, arm_b = parse_arm_spec(args.a, base=base.flags), parse_arm_spec(args.b, base=base.flags)
+    if args.kernels:
+        from torchperf_tui.engine.kernels import conv_kernels
+        from torchperf_tui.cli_render import render_kernels
+
+        kernels = conv_kernels(base, arm_a, arm_b)
+        if args.json:
+            _print_json(kernels.to_dict())
+        else:
+            render_kernels(kernels)
+        return 0
     result = run_ab(base, arm_a, arm_b, blocks=args.blocks, per_block=args.per_block, seed=args.seed)
     if args.json:
         _print_json(result.to_dict())

@@ -290,3 +290,30 @@ def render_ab(result) -> None:
     if result.verdict is not None:
         console.print(f"(ratio: median of B/A over {result.verdict.blocks} neighbouring block pairs, with a "
                       "bootstrap 95 % CI; Wilcoxon signed-rank on the paired log-ratios)")
+
+
+def render_kernels(result) -> None:
+    """Per conv layer: what ran under A and under B, with its time per iteration; changed layers marked."""
+    from torchperf_tui.engine.kernels import short_kernel_name
+
+    def cell(kernels) -> str:
+        if not kernels:
+            return "(nothing recorded)"
+        if len(kernels) == 1:
+            return short_kernel_name(kernels[0].name, 36)  # its time is the layer's, in the us column
+        return "\n".join(f"{short_kernel_name(k.name, 36)} {k.us_per_iter:,.0f} us" for k in kernels[:3]) + (
+            f"\n+{len(kernels) - 3} more" if len(kernels) > 3 else "")
+
+    table = Table(box=None, header_style="bold")
+    for column in ("layer", f"A: {result.a_spec}", f"B: {result.b_spec}", "A us", "B us", ""):
+        table.add_column(column, justify="right" if column in ("A us", "B us") else "left")
+    for layer in result.layers:
+        table.add_row(layer.layer, cell(layer.a), cell(layer.b) if layer.changed else "same",
+                      f"{layer.a_us:,.0f}", f"{layer.b_us:,.0f}", "changed" if layer.changed else "")
+    what = "GPU kernels" if result.kind == "cuda-kernel" else "ATen conv implementation"
+    console.print(f"{result.model} on {result.device}, input {'x'.join(map(str, result.input_shape))}: {what} per "
+                  f"conv layer, per iteration ({result.iters} profiled)", style="bold underline")
+    console.print(table)
+    changed = len(result.changed_layers)
+    console.print(f"{changed} of {len(result.layers)} conv layers changed what they ran", style="bold")
+    console.print(result.note)

@@ -7,8 +7,8 @@ a schedule instead:
 
     fixed              the configured shape every iteration (the default)
     cycle:K            K spatial sizes around the configured one, repeated in order (cycle:K:LO-HI sets them)
-    random:LO-HI       a new spatial size drawn each iteration, seeded (random:LO-HI:batch=B1-B2 varies
-                       the batch too)
+    random[:LO-HI]     a new spatial size drawn each iteration, seeded (without a range: around the
+                       configured size; random:LO-HI:batch=B1-B2 varies the batch too)
 
 Only the timed iterations follow the schedule; the first iteration and the warm-up use the configured
 shape, so the timed samples show each new shape's first-call cost. The tuning cost of a run is, per
@@ -55,7 +55,7 @@ class ShapeSchedule:
         if self.kind == "cycle":
             return f"cycle:{self.count}" + (f":{size}" if size else "")
         batch = f":batch={self.batch_low}-{self.batch_high}" if self.batch_low is not None else ""
-        return f"random:{size}{batch}"
+        return f"random:{size}{batch}" if size else "random"
 
     def to_dict(self) -> dict:
         return {**asdict(self), "text": self.describe()}
@@ -140,8 +140,8 @@ def _range_arg(text: str, what: str) -> tuple[int, int]:
 
 
 def parse_schedule(text: str | None, seed: int = 0) -> ShapeSchedule:
-    """'fixed', 'cycle:4', 'cycle:4:192-288', 'random:192-288' or 'random:192-288:batch=1-8'."""
-    usage = "use fixed, cycle:K, cycle:K:LO-HI, random:LO-HI or random:LO-HI:batch=B1-B2"
+    """'fixed', 'cycle:4', 'cycle:4:192-288', 'random', 'random:192-288' or 'random:192-288:batch=1-8'."""
+    usage = "use fixed, cycle:K, cycle:K:LO-HI, random, random:LO-HI or random:LO-HI:batch=B1-B2"
     text = (text or "fixed").strip().lower()
     kind, _, rest = text.partition(":")
     parts = rest.split(":") if rest else []
@@ -158,6 +158,8 @@ def parse_schedule(text: str | None, seed: int = 0) -> ShapeSchedule:
         if low is not None and high - low + 1 < count:
             raise ShapeError(f"shape schedule {text!r}: {count} sizes do not fit in {low}-{high}")
         return ShapeSchedule(kind="cycle", count=count, low=low, high=high, seed=seed)
+    if kind == "random" and not parts:
+        return ShapeSchedule(kind="random", seed=seed)
     if kind == "random" and 1 <= len(parts) <= 2:
         low, high = _range_arg(parts[0], "random size range")
         batch_low = batch_high = None

@@ -1,0 +1,314 @@
+"""Which kernel each convolution ran under flag set A and under B, side by side, per layer.
+
+cudnn.benchmark, TF32, cudnn.deterministic and oneDNN change *which* implementation a convolution runs,
+and the timings alone do not say so. torch.profiler records the kernels, but its operator table merges
+every conv of the model into one `aten::cudnn_convolution` row. So every conv module gets a forward
+pre-hook and post-hook that open and close a `record_function` range named after its qualified module
+name; the ops recorded inside a range, and the device kernels they launched (`FunctionEvent.kernels`,
+attached by correlation id to the op that launched them), belong to that layer. The hooks are removed
+afterwards, whatever happens.
+
+Each arm is warmed up under its own flags outside the profiler (cudnn.benchmark autotunes on the first
+call, oneDNN creates its primitives) and then profiled for a few iterations.
+
+On the CPU there are no kernels to see, and the profiler does not expose oneDNN's primitives; what it
+does show is which ATen implementation ran (aten::mkldnn_convolution, aten::_slow_conv2d_forward,
+aten::slow_conv_transpose2d, ...): the deepest conv-named op under the layer's conv call. Its time is
+its total CPU time, children included (the slow path's im2col copy is part of its cost). A transposed
+conv on oneDNN is called inline by aten::_convolution and shows under that name.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
+
+import torch
+from torch import nn
+
+from torchperf_tui.engine.abtest import ArmSpec
+from torchperf_tui.engine.errors import TorchperfError
+from torchperf_tui.engine.flags import applied_flags
+from torchperf_tui.engine.inputs import parse_dtype, resolve_device
+from torchperf_tui.engine.timing import BenchConfig
+from torchperf_tui.engine.workload import forward_errors, model_name, prepare_workload
+
+LAYER_PREFIX = "torchperf-tui/layer:"
+CONV_TYPES = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)
+CUDA_NOTE = ("GPU kernels from CUPTI, grouped by conv layer; autotuning (cudnn.benchmark) ran in the "
+             "warm-up, outside the profile")
+CPU_NOTE = ("cuDNN kernel choice is a GPU view; on the CPU this shows the ATen convolution implementation "
+            "each layer ran (oneDNN primitives are not exposed by the profiler)")
+
+
+@dataclass(frozen=True)
+class KernelTime:
+    """One kernel (or CPU implementation op) of a layer, per profiled iteration."""
+
+    name: str
+    us_per_iter: float
+    calls_per_iter: float
+
+
+@dataclass
+class LayerKernels:
+    """What one conv layer ran under arm A and under arm B, longest first."""
+
+    layer: str
+    a: list[KernelTime] = field(default_factory=list)
+    b: list[KernelTime] = field(default_factory=list)
+
+    @property
+    def a_us(self) -> float:
+        return sum(k.us_per_iter for k in self.a)
+
+    @property
+    def b_us(self) -> float:
+        return sum(k.us_per_iter for k in self.b)
+
+    @property
+    def changed(self) -> bool:
+        """The two arms ran a different set of kernels (implementations) for this layer."""
+        return {k.name for k in self.a} != {k.name for k in self.b}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "a_us": self.a_us, "b_us": self.b_us, "changed": self.changed}
+
+
+@dataclass
+class KernelComparison:
+    model: str
+    device: str
+    input_shape: tuple[int, ...]
+    a_spec: str
+    b_spec: str
+    layers: list[LayerKernels]  # in forward order
+    kind: str  # "cuda-kernel" or "cpu-op"
+    note: str
+    iters: int  # iterations profiled per arm (the fewer of the two; fewer than asked when cancelled)
+    cancelled: bool = False
+
+    @property
+    def changed_layers(self) -> list[LayerKernels]:
+        return [layer for layer in self.layers if layer.changed]
+
+    def lines(self, width: int = 40) -> list[str]:
+        """One line per layer: 'layer3.0.conv2: implicit_gemm 41 us -> winograd 23 us'."""
+        def describe(kernels: list[KernelTime]) -> str:
+            names = [short_kernel_name(k.name, width) for k in kernels[:2]]
+            more = f" +{len(kernels) - 2} more" if len(kernels) > 2 else ""
+            return " + ".join(names) + more if names else "(nothing recorded)"
+
+        out = []
+        for layer in self.layers:
+            b_text = describe(layer.b) if layer.changed else "same"
+            out.append(f"{layer.layer}: {describe(layer.a)} {layer.a_us:.0f} us -> {b_text} {layer.b_us:.0f} us")
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {k: v for k, v in asdict(self).items() if k != "layers"}
+        data["input_shape"] = list(self.input_shape)
+        data["layers"] = [layer.to_dict() for layer in self.layers]
+        return data
+
+
+_GENERIC = re.compile(r"(?i)^(device_)?kernel\d*(_traits)?$|^params$")
+_CONFIG = re.compile(r"(?i)^(tilesize|warpsize|warpgroupsize|stage|execute)")
+_DROP = re.compile(r"(?i)^(g\d+|\d+x\d+(x\d+)?|tensor\d+x\d+x\d+|align\d+|kernel|[nchwdkrs]{4,8})$")
+_DTYPE = re.compile(r"^(?:tf32|bf16|fp16|fp32|f16|f32|f64|s8|i8|s32|i32|u8)+$")
+
+
+def _split_name(text: str) -> tuple[str, str]:
+    """'ns::name<args>(params)' -> ('ns::name', 'args'): the name before its template arguments, and those."""
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += (ch == "<") - (ch == ">")
+        if ch == "(" and depth == 0:
+            text = text[:i]
+            break
+    start = text.find("<")
+    return (text.strip(), "") if start < 0 else (text[:start].strip(), text[start + 1:text.rfind(">")].strip())
+
+
+def short_kernel_name(name: str, width: int = 40) -> str:
+    """A readable name for a long CUDA kernel (or ATen op): no 'void', template arguments, parameters,
+    namespaces or tile configuration; a generic wrapper (cutlass::Kernel<...>) is named by its argument."""
+    text = name.strip().removeprefix("void ").replace("(anonymous namespace)::", "")
+    outer, inner = _split_name(text)
+    parts = [p for p in outer.split("::") if p]
+    if parts and _GENERIC.match(parts[-1]) and inner:
+        first_arg = _split_name(inner)[0].split(",")[0]
+        inner_parts = [p.strip() for p in first_arg.split("::") if p.strip() and not _GENERIC.match(p.strip())]
+        parts = ["_".join(inner_parts[-2:])] if inner_parts else parts
+    short = parts[-1] if parts else text
+    tokens, kept, seen_dtype = short.split("_"), [], False
+    if len(tokens) > 3:  # a long generated name: drop its configuration, keep the family and first dtype
+        for token in tokens:
+            if _CONFIG.match(token):
+                break
+            if _DROP.match(token) or (_DTYPE.match(token) and seen_dtype):
+                continue
+            seen_dtype = seen_dtype or bool(_DTYPE.match(token))
+            kept.append(token)
+        short = "_".join(kept) or short
+    return _fit(short, width)
+
+
+def _fit(text: str, width: int) -> str:
+    """Drop whole tokens from the middle first ('cutlass_80_tensorop_s1688fprop_…_tf32'), then characters."""
+    if len(text) <= width:
+        return text
+    head, tail = text.split("_")[:-1], text.split("_")[-1]
+    while len(head) > 1 and len("_".join(head)) + len(tail) + 3 > width:
+        head.pop()
+    if head and len("_".join(head)) + len(tail) + 3 <= width:
+        return f"{'_'.join(head)}_…_{tail}"
+    keep = (width - 1) * 2 // 3
+    return text[:keep] + "…" + text[len(text) - (width - 1 - keep):]
+
+
+def conv_layers(model: nn.Module) -> list[tuple[str, nn.Module]]:
+    return [(name or type(m).__name__, m) for name, m in model.named_modules() if isinstance(m, CONV_TYPES)]
+
+
+def _attach_layer_ranges(layers: list[tuple[str, nn.Module]]) -> list[Any]:
+    """Hooks that open a record_function range before each conv's forward and close it after."""
+    from torch.profiler import record_function
+
+    open_ranges: list[Any] = []
+    handles = []
+    for name, module in layers:
+        def pre(_m, _args, label=f"{LAYER_PREFIX}{name}"):
+            open_ranges.append(record_function(label).__enter__())
+
+        def post(_m, _args, _out):
+            if open_ranges:
+                open_ranges.pop().__exit__(None, None, None)
+
+        handles.append(module.register_forward_pre_hook(pre))
+        handles.append(module.register_forward_hook(post, always_call=True))
+    return handles
+
+
+def _descendants(event: Any) -> list[Any]:
+    out, stack = [], list(getattr(event, "cpu_children", []) or [])
+    while stack:
+        child = stack.pop()
+        out.append(child)
+        stack.extend(getattr(child, "cpu_children", []) or [])
+    return out
+
+
+def _implementation(op: Any) -> Any:
+    """Follow a conv call down its conv-named children to the op that did the work."""
+    while True:
+        nxt = [c for c in getattr(op, "cpu_children", []) or [] if "conv" in str(c.name).lower()]
+        if len(nxt) != 1:
+            return op
+        op = nxt[0]
+
+
+def _on_cpu(event: Any) -> bool:
+    device_type = getattr(event, "device_type", None)
+    return device_type is None or getattr(device_type, "name", str(device_type)).split(".")[-1] == "CPU"
+
+
+def group_by_layer(events: Any, iters: int, on_cuda: bool) -> dict[str, list[KernelTime]]:
+    """Layer name -> its kernels (CUDA) or implementation ops (CPU), per iteration, longest first, in
+    the order the layers first ran."""
+    totals: dict[str, dict[str, list[float]]] = {}
+    for event in sorted(events, key=lambda e: e.time_range.start):
+        if not (str(event.name).startswith(LAYER_PREFIX) and _on_cpu(event)):
+            continue
+        per_name = totals.setdefault(str(event.name)[len(LAYER_PREFIX):], {})
+        if on_cuda:
+            found = [(str(k.name), float(k.duration)) for op in _descendants(event)
+                     for k in getattr(op, "kernels", []) or [] if not str(k.name).startswith(LAYER_PREFIX)]
+        else:
+            found = [(str(impl.name), float(impl.cpu_time_total)) for impl in
+                     (_implementation(op) for op in event.cpu_children if "conv" in str(op.name).lower())]
+        for name, us in found:
+            slot = per_name.setdefault(name, [0.0, 0])
+            slot[0] += us
+            slot[1] += 1
+    n = max(iters, 1)
+    return {layer: sorted((KernelTime(name, us / n, calls / n) for name, (us, calls) in per_name.items()),
+                          key=lambda k: (-k.us_per_iter, k.name)) for layer, per_name in totals.items()}
+
+
+def _profile_arm(model: nn.Module, x: torch.Tensor, device: torch.device, iters: int, warmup: int,
+                 cancelled: Callable[[], bool]) -> tuple[Any, int, bool]:
+    """Warm up, then profile up to `iters` forward passes: (events or None, iterations done, cancelled)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    def step() -> None:
+        model(x)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    for _ in range(warmup):
+        if cancelled():
+            return None, 0, True
+        step()
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    done, stopped = 0, False
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*clears events at the end of each cycle.*")
+        with profile(activities=activities) as prof:
+            for _ in range(iters):
+                if cancelled():
+                    stopped = True
+                    break
+                step()
+                done += 1
+    return (prof.events() if done else None), done, stopped
+
+
+def conv_kernels(base: BenchConfig, a: ArmSpec, b: ArmSpec, *, iters: int = 3, warmup: int = 3,
+                 should_cancel: Callable[[], bool] | None = None) -> KernelComparison:
+    """Profile `base`'s model under arm A, then arm B, and line up each conv layer's kernels."""
+    if iters < 1:
+        raise TorchperfError(f"iterations must be at least 1, got {iters}")
+    device = resolve_device(base.device)
+    shape = base.resolved_shape()
+    name = model_name(base.model)
+    cancelled = should_cancel or (lambda: False)
+    on_cuda = device.type == "cuda"
+    arms = {"a": a, "b": b}
+    settings = {arm: (spec.dtype or base.dtype, base.channels_last if spec.channels_last is None
+                      else spec.channels_last) for arm, spec in arms.items()}
+    workloads = {}
+    grouped: dict[str, dict[str, list[KernelTime]]] = {"a": {}, "b": {}}
+    profiled: list[int] = []  # iterations each arm that ran got to profile
+    stopped = False
+    try:
+        for key in dict.fromkeys(settings.values()):
+            workloads[key] = prepare_workload(base.model, shape, device, parse_dtype(key[0]), key[1])
+        for arm, spec in arms.items():
+            work = workloads[settings[arm]]
+            layers = conv_layers(work.model)
+            if not layers:
+                raise TorchperfError(f"{name} has no convolution layers: kernel choice per conv needs one")
+            handles = _attach_layer_ranges(layers)
+            try:
+                with applied_flags(spec.flags), torch.inference_mode(), \
+                        forward_errors(name, shape, work.dtype, device, action="profiling kernels of"):
+                    events, done, stopped = _profile_arm(work.model, work.x, device, iters, warmup, cancelled)
+            finally:
+                for handle in handles:
+                    handle.remove()
+            profiled.append(done)
+            if events is not None:
+                grouped[arm] = group_by_layer(events, done, on_cuda)
+            if stopped:
+                break
+    finally:
+        for work in workloads.values():
+            work.release()
+    order = list(dict.fromkeys([*grouped["a"], *grouped["b"]]))
+    layers = [LayerKernels(layer, grouped["a"].get(layer, []), grouped["b"].get(layer, [])) for layer in order]
+    return KernelComparison(model=name, device=str(device), input_shape=tuple(shape), a_spec=a.text or "A",
+                            b_spec=b.text or "B", layers=layers, kind="cuda-kernel" if on_cuda else "cpu-op",
+                            note=CUDA_NOTE if on_cuda else CPU_NOTE, iters=min(profiled, default=0), cancelled=stopped)
