@@ -46,7 +46,7 @@ async def test_number_keys_reach_every_tab_including_the_new_ones():
         for i, name in enumerate(TABS):
             await pilot.press(str(i + 1))
             assert app._active_tab() == name
-        assert TABS[-3:] == ("throughput", "profile", "history")
+        assert TABS[-4:] == ("throughput", "profile", "history", "kernels")
 
 
 async def test_throughput_search_streams_tries_then_shows_the_largest_batch_and_a_plot():

@@ -13,6 +13,7 @@ import os
 import tempfile
 import threading
 import time
+from collections import deque
 from types import SimpleNamespace
 from typing import Any, Iterable
 
@@ -44,18 +45,23 @@ from torchperf_tui.app.messages import (
     ModelFailed,
     ProfileFinished,
     RooflineReady,
+    RunOptionChanged,
     RunFailed,
     RunFinished,
     SamplesArrived,
     TelemetryTick,
     ThroughputFinished,
 )
+from torchperf_tui.app.checks import CheckActions
+from torchperf_tui.app.comparison import ComparisonActions
 from torchperf_tui.app.runs import RunHistory, RunRecord
 from torchperf_tui.app.screens.main import TABS, MainScreen
 from torchperf_tui.app.widgets.compare.compare_pane import ComparePane
 from torchperf_tui.app.widgets.device.device_pane import DevicePane, short_name
 from torchperf_tui.app.widgets.flags.flags_pane import FlagsPane
+from torchperf_tui.app.widgets.flags.run_options import DEFAULTS as RUN_OPTION_DEFAULTS, RunOptionsPane
 from torchperf_tui.app.widgets.history.history_pane import HistoryPane, comparison_text
+from torchperf_tui.app.widgets.kernels.kernels_pane import KernelsPane
 from torchperf_tui.app.widgets.layers.layers_pane import LayersPane, complexity_summary
 from torchperf_tui.app.widgets.memory.memory_pane import MemoryPane
 from torchperf_tui.app.widgets.picker.model_picker import ModelPicker
@@ -64,8 +70,8 @@ from torchperf_tui.app.widgets.throughput.throughput_pane import ThroughputPane
 from torchperf_tui.app.widgets.timing.histogram import theme_palette
 from torchperf_tui.app.widgets.timing.timing_pane import TimingPane, roofline_notes, roofline_text
 
-ENGINE_MODULES = ("inputs", "flags", "timing", "models", "complexity", "nvml", "device", "telemetry",
-                  "results", "roofline", "throughput", "profiling")
+ENGINE_MODULES = ("inputs", "flags", "shapes", "timing", "models", "complexity", "nvml", "device", "telemetry",
+                  "results", "roofline", "throughput", "profiling", "abtest", "kernels", "determinism", "memsnap")
 PROFILE_ITERS = 5  # a profile needs only a few iterations; the trace of many is slow to open
 BATCH_SECONDS = 0.1  # samples reach the UI at most ~10 times a second, however fast the model is
 
@@ -124,6 +130,10 @@ class SampleBatcher:
         self.batch = batch
         self.phase: str | None = None
         self.pending: list[float] = []
+        self.pending_first: list[bool] = []
+        self.pending_memory: list[tuple] = []
+        self.memory_kind = ""
+        self.next_is_new = False
         self.timed: list[float] = []
         self.index = 0
         self.total = 0
@@ -136,9 +146,18 @@ class SampleBatcher:
         self.pending.append(ms)
         if phase == "timed":
             self.timed.append(ms)
+            self.pending_first.append(self.next_is_new)
+            self.next_is_new = False
         last = total and index >= total - 1
         if phase == "first" or last or time.monotonic() - self.last_post >= BATCH_SECONDS:
             self.flush()
+
+    def on_shape(self, index: int, shape: tuple, first_seen: bool) -> None:
+        """Called before timed iteration `index` (outside the timer): its input shape, new or met before."""
+        self.next_is_new = first_seen
+
+    def on_memory(self, point: tuple) -> None:
+        self.pending_memory.append(point)
 
     def flush(self) -> None:
         if not self.pending:
@@ -146,12 +165,13 @@ class SampleBatcher:
         flags = self.engine.flags.Flags.current()  # read in the run's thread, inside its flags context
         stats = self.engine.timing.compute_stats(self.timed, batch=self.batch) if self.phase == "timed" else None
         self.app.post_message(SamplesArrived(self.run_id, self.phase or "", self.index, self.total,
-                                             self.pending, flags, stats))
-        self.pending = []
+                                             self.pending, flags, stats, self.pending_first,
+                                             self.pending_memory, self.memory_kind))
+        self.pending, self.pending_first, self.pending_memory = [], [], []
         self.last_post = time.monotonic()
 
 
-class TorchperfApp(App):
+class TorchperfApp(ComparisonActions, CheckActions, App):
     """How fast a PyTorch model runs on this box, and why."""
 
     CSS_PATH = "app.tcss"
@@ -173,6 +193,10 @@ class TorchperfApp(App):
         Binding("p", "profile", "Profile", show=False),
         Binding("o", "cycle_profile_sort", "Sort ops", show=False),
         Binding("m", "mark_history_run", "Mark run", show=False),
+        Binding("a", "compare_ab", "A/B", show=False),
+        Binding("k", "kernels", "Kernels", show=False),
+        Binding("d", "check_determinism", "Determinism", show=False),
+        Binding("n", "memory_snapshot", "Mem snapshot", show=False),
         Binding("escape", "leave_field", "Leave field", show=False),
         *[Binding(str(i + 1), f"show_tab('{name}')", name.title(), show=False) for i, name in enumerate(TABS)],
     ]
@@ -222,6 +246,12 @@ class TorchperfApp(App):
         self.main: MainScreen | None = None
         self.last_telemetry: Any = None
         self.last_release: Any = None
+        self.run_options = dict(RUN_OPTION_DEFAULTS)
+        # Memory between iterations of the latest run (allocator on CUDA, RSS on CPU), and releases, for
+        # the Memory chart; bounded like every history in the app.
+        self.run_memory: deque = deque(maxlen=2000)
+        self.run_memory_kind = ""
+        self.releases: deque = deque(maxlen=16)
 
     def get_default_screen(self) -> Screen:
         self.main = MainScreen(id="main")
@@ -243,7 +273,7 @@ class TorchperfApp(App):
     def _check_ui_ready(self) -> None:
         """The panes inside the tabs mount a little after the screen; the engine reports wait for them."""
         panes = (TimingPane, ComparePane, LayersPane, DevicePane, MemoryPane, ThroughputPane, ProfilePane,
-                 HistoryPane, FlagsPane, ModelPicker)
+                 HistoryPane, KernelsPane, FlagsPane, RunOptionsPane, ModelPicker)
         if (self.main is not None and all(self.main.query(pane) for pane in panes)
                 and all(select.query("SelectCurrent") for select in self.main.query("Select"))):
             self._ui_ready.set()
@@ -463,10 +493,13 @@ class TorchperfApp(App):
         self._run_seq += 1
         run_id = self._run_seq
         flags = self.flags
+        compile_mode = self.run_options["compile"]
         record = RunRecord(run_id=run_id, model=self.spec, device=self._resolved_device(), flags=flags,
-                           flags_text=flags.describe(self.device_kind()))
+                           flags_text=flags.describe(self.device_kind()), shapes=self.run_options["shapes"],
+                           compile=None if compile_mode == "eager" else compile_mode)
         self.history.add(record)
         self.current_run_id = run_id
+        self.run_memory.clear()
         timing = self.main.query_one(TimingPane)
         timing.set_planned_iters(self.iters)
         timing.show_run(record)
@@ -483,9 +516,12 @@ class TorchperfApp(App):
         eng = self.engine
         shape = self._full_shape(settings, None)
         batch = shape[0] if shape else eng.inputs.parse_shape(f"{settings['batch']}x1")[0]
+        compile_mode = self.run_options["compile"]
         return eng.timing.BenchConfig(model=spec, input_shape=shape, batch=batch, device=self.device,
                                       dtype=settings["dtype"], channels_last=settings["channels_last"],
-                                      warmup=self.warmup, iters=self.iters, flags=flags)
+                                      warmup=self.warmup, iters=self.iters, flags=flags,
+                                      shapes=self.run_options["shapes"],
+                                      compile=None if compile_mode == "eager" else compile_mode)
 
     @work(thread=True, exclusive=True, group="timing", exit_on_error=False)
     def run_timing(self, run_id: int, spec: str, settings: dict, flags) -> None:
@@ -497,8 +533,10 @@ class TorchperfApp(App):
             cfg = self._bench_config(spec, settings, flags)
             batch = cfg.batch
             batcher = SampleBatcher(self, run_id, eng, batch)
+            batcher.memory_kind = "cuda-allocator" if cfg.device != "cpu" and self.device_kind() == "cuda" else "rss"
             result = eng.timing.run_benchmark(cfg, on_sample=batcher.on_sample,
-                                              should_cancel=lambda: worker.is_cancelled)
+                                              should_cancel=lambda: worker.is_cancelled,
+                                              on_shape=batcher.on_shape, on_memory=batcher.on_memory)
             batcher.flush()
         except Exception as exc:
             self.post_message(RunFailed(run_id, user_message(exc)))
@@ -557,12 +595,16 @@ class TorchperfApp(App):
         if record is None or message.run_id != self.current_run_id or record.finished:
             return  # a cancelled run's last samples: dropped, never mixed into the new run
         record.batches += 1
+        if message.memory_points:
+            self.run_memory.extend(message.memory_points)
+            self.run_memory_kind = message.memory_kind
         if message.phase == "first":
             record.first_iter_ms = message.samples_ms[0]
         elif message.phase == "warmup":
             record.warmup_ms.extend(message.samples_ms)
         elif message.phase == "timed":
             record.samples_ms.extend(message.samples_ms)
+            record.first_seen.extend(message.first_seen)
             record.flags_seen.append(message.flags_seen)
             record.stats = message.stats or record.stats
         record.status, record.index, record.total = message.phase, message.index, message.total
@@ -591,6 +633,8 @@ class TorchperfApp(App):
         record.warmup_ms = list(result.warmup_ms)
         record.first_iter_ms = result.first_iter_ms
         record.stats = result.stats
+        if len(result.sample_first_seen) == len(record.samples_ms):
+            record.first_seen = list(result.sample_first_seen)
         if message.run_id == self.current_run_id:
             self._show_current(record)
             if record.status == "done" and record.stats is not None:
@@ -613,7 +657,7 @@ class TorchperfApp(App):
     def action_cancel_run(self) -> None:
         """Cancel the run in flight: timing, throughput search or profile (each stops between iterations)."""
         cancelled = [w for w in self.workers
-                     if w.group in ("timing", "throughput", "profile") and not w.is_finished]
+                     if w.group in ("timing", "throughput", "profile", "kernels", "checks") and not w.is_finished]
         for worker in cancelled:
             worker.cancel()
         if cancelled:
@@ -703,9 +747,16 @@ class TorchperfApp(App):
     @while_running
     def on_analysis_failed(self, message: AnalysisFailed) -> None:
         """A failed search or profile: a notification and the pane's error line; earlier results stay."""
-        if message.kind == "profile":
+        if message.kind in ("profile", "kernels"):
             self._repaint()  # the profiler's span had the terminal's output redirected
-        if message.kind == "throughput" and message.job_id == self._throughput_seq:
+        if message.kind == "compare":
+            self.comparison_failed(message.job_id, message.error)
+        elif message.kind == "kernels" and message.job_id == self._kernels_seq:
+            self.main.query_one(KernelsPane).show_error(message.error)
+        elif message.kind in ("determinism", "memsnap") and message.job_id == self._check_seq:
+            if message.kind == "determinism":
+                self.main.query_one(TimingPane).show_note(f"determinism: [b $error]error:[/] {message.error}")
+        elif message.kind == "throughput" and message.job_id == self._throughput_seq:
             self.main.query_one(ThroughputPane).show_error(message.error)
         elif message.kind == "profile" and message.job_id == self._profile_seq:
             self.main.query_one(ProfilePane).show_error(message.error)
@@ -822,12 +873,23 @@ class TorchperfApp(App):
         if self.flags is None:
             return
         try:
-            self.flags = self.flags.replace(**{message.name: message.value})
+            before, self.flags = self.flags, self.flags.replace(**{message.name: message.value})
         except Exception as exc:
             self.notify(user_message(exc), severity="error")
             return
-        if self.spec is not None and hasattr(self.engine, "timing"):
-            # Never mix flag sets: the run in flight is cancelled and a new one starts.
+        self.previous_flags = before
+        if self.spec is None or not hasattr(self.engine, "timing"):
+            return
+        if self.run_options["flip"] == "ab" and hasattr(self.engine, "abtest"):
+            self.start_comparison(before, self.flags)  # the old flags against the new, interleaved
+        else:
+            self.action_run()  # never mix flag sets: the run in flight is cancelled and a new one starts
+
+    @on(RunOptionChanged)
+    def _run_option_changed(self, message: RunOptionChanged) -> None:
+        self.run_options[message.name] = message.value
+        if message.name in ("shapes", "compile") and self.spec is not None and self.engine is not None \
+                and hasattr(self.engine, "timing"):
             self.action_run()
 
     @on(DeviceChosen)
@@ -869,7 +931,8 @@ class TorchperfApp(App):
     def _show_telemetry(self, sample, history) -> None:
         if self._active_tab() != "memory":
             return  # a hidden pane is not redrawn every tick; it catches up when its tab is shown
-        self.main.query_one(MemoryPane).show_sample(sample, history, self.gpu_index())
+        self.main.query_one(MemoryPane).show_sample(sample, history, self.gpu_index(), run_trace=list(self.run_memory),
+                                                    run_kind=self.run_memory_kind, releases=list(self.releases))
 
     def action_release_memory(self) -> None:
         """Release cached memory through the engine and say what was freed."""
@@ -892,6 +955,7 @@ class TorchperfApp(App):
     @while_running
     def on_memory_released(self, message: MemoryReleased) -> None:
         self.last_release = message.report
+        self.releases.append((time.time(), message.report))
         self.notify(message.report.summary(), title="memory released", timeout=6)
         self.request_telemetry()  # an immediate sample, so the chart shows the drop
 
@@ -964,6 +1028,14 @@ class TorchperfApp(App):
         yield SystemCommand("Profile", "torch.profiler top operators and a Chrome trace", self.action_profile)
         yield SystemCommand("Sort profile", "Sort the profiled operators by the next key",
                             self.action_cycle_profile_sort)
+        yield SystemCommand("A/B comparison", "The flags before the last flip against the current ones, "
+                            "interleaved, with a verdict", self.action_compare_ab)
+        yield SystemCommand("Kernels per conv layer", "What each conv layer ran before and after the last flip",
+                            self.action_kernels)
+        yield SystemCommand("Determinism check", "The same input twice under the current flags",
+                            self.action_check_determinism)
+        yield SystemCommand("Memory snapshot", "CUDA: the allocator's history for pytorch.org/memory_viz",
+                            self.action_memory_snapshot)
         yield SystemCommand("Help", "Keys and a short guide", self.action_help)
         for name in TABS:
             yield SystemCommand(f"Show {name.title()}", f"Switch to the {name} tab",

@@ -89,6 +89,9 @@ class SamplesArrived(Message):
     samples_ms: list[float]
     flags_seen: Any = None
     stats: Any = None  # engine.timing.TimingStats of all timed samples so far, computed in the worker
+    first_seen: list[bool] = field(default_factory=list)  # timed phase: whether each sample met a new shape
+    memory_points: list[tuple] = field(default_factory=list)  # (time, allocated, reserved) between iterations
+    memory_kind: str = ""  # "cuda-allocator" or "rss"
 
 
 @dataclass
@@ -167,8 +170,52 @@ class ProfileFinished(Message):
 
 
 @dataclass
+class RunOptionChanged(Message):
+    """The user changed a run option: `name` is "shapes", "compile" or "flip"; `value` its new value."""
+
+    name: str
+    value: Any
+
+
+@dataclass
+class ComparisonBlock(Message):
+    """One block of an interleaved A/B comparison finished: `arm` is "A" or "B"."""
+
+    ab_id: int
+    arm: str
+    index: int
+    total: int
+    samples_ms: list[float]
+
+
+@dataclass
+class ComparisonFinished(Message):
+    """An interleaved A/B comparison ended (complete or cancelled) with its ABResult."""
+
+    ab_id: int
+    result: Any
+
+
+@dataclass
+class KernelsFinished(Message):
+    """The per-convolution kernel comparison of two flag sets (a KernelComparison)."""
+
+    job_id: int
+    result: Any
+
+
+@dataclass
+class CheckFinished(Message):
+    """A determinism check (DeterminismReport) or a memory snapshot (MemorySnapshotResult) finished."""
+
+    kind: str  # "determinism" or "memsnap"
+    job_id: int
+    result: Any
+
+
+@dataclass
 class AnalysisFailed(Message):
-    """A throughput search or a profiler run raised: `kind` is "throughput" or "profile", `error` one line."""
+    """A search, profile, comparison or check raised: `kind` names it, `error` is one line."""
 
     kind: str
     job_id: int

@@ -25,6 +25,11 @@ class RunRecord:
     warmup_ms: list[float] = field(default_factory=list)
     samples_ms: list[float] = field(default_factory=list)
     flags_seen: list = field(default_factory=list)  # Flags read in the worker, once per batch
+    first_seen: list[bool] = field(default_factory=list)  # per timed sample: it met a new input shape
+    shapes: str = "fixed"  # the input-shape schedule
+    compile: str | None = None  # the torch.compile mode, None for eager
+    arm: str | None = None  # "A" or "B" when the run is an arm of an interleaved comparison
+    verdict: Any = None  # an arm's comparison verdict (engine.abtest.Verdict), on both arms
     batches: int = 0  # SamplesArrived messages received (the worker batches ~every 100 ms)
     stats: Any = None  # engine.timing.TimingStats
     result: Any = None  # engine.timing.TimingResult
@@ -32,7 +37,14 @@ class RunRecord:
 
     @property
     def label(self) -> str:
-        return f"#{self.run_id}"
+        return f"#{self.run_id}" + (f" {self.arm}" if self.arm else "")
+
+    def split_by_shape(self) -> tuple[list[float], list[float]]:
+        """(repeats, first-seen): the timed samples whose input shape had been met before, and the rest."""
+        if not any(self.first_seen):
+            return list(self.samples_ms), []
+        pairs = list(zip(self.samples_ms, self.first_seen))
+        return [ms for ms, new in pairs if not new], [ms for ms, new in pairs if new]
 
     @property
     def finished(self) -> bool:

@@ -249,12 +249,14 @@ def run_timed_loop(fn: Callable[[], object], *, device: torch.device | str = "cp
 
 
 def run_benchmark(cfg: BenchConfig, on_sample: OnSample | None = None,
-                  should_cancel: ShouldCancel | None = None, on_shape: OnShape | None = None) -> TimingResult:
+                  should_cancel: ShouldCancel | None = None, on_shape: OnShape | None = None,
+                  on_memory: Callable[[tuple[float, int, int]], None] | None = None) -> TimingResult:
     """Build the model (weights=None), make the input, and time it under `cfg.flags`, restored afterwards.
 
     With a varying shape schedule the timed iterations change their input before each one (outside the
     timer) and `on_shape(index, shape, first_seen)` is told; the schedule's extreme shapes are checked on
-    the meta device first, so a size the model rejects is a ShapeError before anything runs.
+    the meta device first, so a size the model rejects is a ShapeError before anything runs. Memory is
+    sampled between iterations (`memory_trace`) and each point is passed to `on_memory` as it is taken.
     """
     started = time.time()
     device = resolve_device(cfg.device)
@@ -266,7 +268,7 @@ def run_benchmark(cfg: BenchConfig, on_sample: OnSample | None = None,
         check_schedule_accepted(cfg.model, schedule, shape, cfg.dtype)
     work = prepare_workload(cfg.model, shape, device, dtype, cfg.channels_last, seed=cfg.seed)
     feed = ShapeFeed(work.x, shape, timed_shapes, dtype, device, cfg.channels_last, cfg.seed, on_shape)
-    memory = _MemoryTrace(device)
+    memory = _MemoryTrace(device, on_memory)
     try:
         with applied_flags(cfg.flags), torch.inference_mode():
             runner, compile_s, compile_error = _maybe_compile(work.model, work.x, cfg.compile, device)
@@ -373,8 +375,9 @@ class _MemoryTrace:
 
     LIMIT = 2000
 
-    def __init__(self, device: torch.device) -> None:
+    def __init__(self, device: torch.device, on_point: Callable[[tuple[float, int, int]], None] | None = None) -> None:
         self.device = device
+        self.on_point = on_point
         self.points: list[tuple[float, int, int]] = []
         self.kind = "cuda-allocator" if device.type == "cuda" else "rss"
         self._process = None
@@ -398,6 +401,8 @@ class _MemoryTrace:
         else:
             return
         self.points.append(point)
+        if self.on_point is not None:
+            self.on_point(point)
 
 
 def _maybe_compile(model: torch.nn.Module, x: torch.Tensor, mode: str | None, device: torch.device):

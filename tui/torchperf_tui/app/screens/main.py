@@ -11,7 +11,9 @@ from textual.widgets import Footer, Header, Label, TabbedContent, TabPane
 from torchperf_tui.app.widgets.compare.compare_pane import ComparePane
 from torchperf_tui.app.widgets.device.device_pane import DevicePane
 from torchperf_tui.app.widgets.flags.flags_pane import FlagsPane
+from torchperf_tui.app.widgets.flags.run_options import RunOptionsPane
 from torchperf_tui.app.widgets.history.history_pane import HistoryPane
+from torchperf_tui.app.widgets.kernels.kernels_pane import KernelsPane
 from torchperf_tui.app.widgets.layers.layers_pane import LayersPane
 from torchperf_tui.app.widgets.memory.memory_pane import MemoryPane
 from torchperf_tui.app.widgets.picker.model_picker import ModelPicker
@@ -19,7 +21,7 @@ from torchperf_tui.app.widgets.profile.profile_pane import ProfilePane
 from torchperf_tui.app.widgets.throughput.throughput_pane import ThroughputPane
 from torchperf_tui.app.widgets.timing.timing_pane import TimingPane
 
-TABS = ("timing", "compare", "layers", "device", "memory", "throughput", "profile", "history")
+TABS = ("timing", "compare", "layers", "device", "memory", "throughput", "profile", "history", "kernels")
 
 
 class MainScreen(Screen):
@@ -36,6 +38,7 @@ class MainScreen(Screen):
                 yield Label("Model", classes="section-title", id="picker-title")
                 yield Lazy(ModelPicker(id="picker"))
                 yield Lazy(FlagsPane(id="flags"))
+                yield Lazy(RunOptionsPane(id="run-options"))
             with TabbedContent(initial="tab-timing", id="tabs"):
                 with TabPane("Timing", id="tab-timing"):
                     yield Lazy(TimingPane(id="timing"))
@@ -54,4 +57,6 @@ class MainScreen(Screen):
                     yield Lazy(ProfilePane(id="profile"))
                 with TabPane("History", id="tab-history"):
                     yield Lazy(HistoryPane(id="history"))
+                with TabPane("Kernels", id="tab-kernels"):
+                    yield Lazy(KernelsPane(id="kernels"))
         yield Footer()

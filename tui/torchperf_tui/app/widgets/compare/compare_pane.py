@@ -23,6 +23,8 @@ class ComparePane(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static("no runs yet: pick a model and press r", id="compare-note")
+        yield Static("a: A/B, the flags before the last flip against the current ones, interleaved in blocks "
+                     "with a significance verdict", id="compare-verdict")
         yield DataTable(id="compare-table", cursor_type="row", zebra_stripes=True)
         yield LatencyOverlay(id="latency-overlay")
 
@@ -32,6 +34,9 @@ class ComparePane(Vertical):
         for key, label in (("run", "run"), ("flags", "flags"), ("median", "median"), ("p99", "p99"),
                            ("speedup", "speed-up"), ("fps", "FPS"), ("status", "status"), ("model", "model")):
             table.add_column(label, key=key)
+
+    def show_verdict(self, text: str) -> None:
+        self.query_one("#compare-verdict", Static).update(text)
 
     def highlighted_run_id(self) -> int | None:
         table = self.query_one(DataTable)

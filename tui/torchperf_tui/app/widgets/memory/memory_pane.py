@@ -19,7 +19,8 @@ def _num(value) -> bool:
 
 
 class MemoryChart(_PlotHolder):
-    """Used memory over time (GiB against seconds ago), from the sampler's ring buffer."""
+    """Memory over time (GiB against seconds ago): the sampler's curve, the latest run's per-iteration
+    trace over it, and a vertical mark at each release with what it freed."""
 
     empty_text = "collecting samples…"
     # The chart is the costliest thing drawn at idle: once a second keeps idle CPU low.
@@ -28,11 +29,20 @@ class MemoryChart(_PlotHolder):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.points: list[tuple[float, float]] = []
+        self.series: list[tuple[str, list[tuple[float, float]]]] = []
+        self.marks: list[tuple[float, str]] = []
         self.label = ""
 
-    def show_points(self, points: list[tuple[float, float]], label: str) -> None:
-        self.points = points
+    @property
+    def points(self) -> list[tuple[float, float]]:
+        """The main curve (NVML used, or RSS)."""
+        return self.series[0][1] if self.series else []
+
+    def show_points(self, points: list[tuple[float, float]], label: str,
+                    extra: list[tuple[str, list[tuple[float, float]]]] | None = None,
+                    marks: list[tuple[float, str]] | None = None) -> None:
+        self.series = [(label, points), *[(name, pts) for name, pts in (extra or []) if len(pts) >= 2]]
+        self.marks = list(marks or [])
         self.label = label
         self.request_redraw()
 
@@ -40,17 +50,29 @@ class MemoryChart(_PlotHolder):
         return len(self.points) >= 2  # a line needs two points
 
     def draw(self, plot) -> None:
-        from textual_plot import HiResMode
+        from textual_plot import HiResMode, LegendLocation
 
-        step = max(1, len(self.points) // self.max_points)
-        points = self.points[::-1][::step][::-1]  # thin from the old end, keep the newest point
-        xs = [p[0] for p in points]
-        ys = [p[1] for p in points]
-        plot.plot(xs, ys, line_style=theme_palette(self.app)[0], hires_mode=HiResMode.BRAILLE)
-        plot.set_xlimits(min(xs), 0)
-        plot.set_ylimits(0, max(max(ys) * 1.15, 0.1))
+        palette = theme_palette(self.app)
+        xs_all, top = [], 0.1
+        for i, (name, series) in enumerate(self.series):
+            step = max(1, len(series) // self.max_points)
+            points = series[::-1][::step][::-1]  # thin from the old end, keep the newest point
+            xs = [p[0] for p in points]
+            ys = [p[1] for p in points]
+            xs_all += xs
+            top = max(top, max(ys) * 1.15)
+            plot.plot(xs, ys, line_style=palette[i % len(palette)], hires_mode=HiResMode.BRAILLE,
+                      label=name if len(self.series) > 1 or self.marks else None)
+        left = min(xs_all)
+        for x, text in self.marks:
+            if x >= left:
+                plot.add_v_line(x, line_style=palette[-1], label=text)
+        plot.set_xlimits(left, 0)
+        plot.set_ylimits(0, top)
         plot.set_xlabel("seconds ago")
-        plot.set_ylabel(self.label)
+        plot.set_ylabel("GiB")
+        if len(self.series) > 1 or self.marks:
+            plot.show_legend(LegendLocation.TOPLEFT)
 
 
 def memory_series(history, gpu_index: int | None) -> tuple[list[tuple[float, float]], str]:
@@ -67,7 +89,23 @@ def memory_series(history, gpu_index: int | None) -> tuple[list[tuple[float, flo
             value = sample.process_rss_bytes
         if _num(value):
             points.append((sample.timestamp - now, value / GIB))
-    return points, ("GPU used, GiB" if gpu_index is not None else "process RSS, GiB")
+    return points, ("GPU used (NVML)" if gpu_index is not None else "process RSS")
+
+
+def run_series(trace, kind: str, now: float, since: float) -> list[tuple[str, list[tuple[float, float]]]]:
+    """The latest run's memory between iterations, as (label, points) on the chart's clock."""
+    points = [(t - now, alloc / GIB, reserved / GIB) for t, alloc, reserved in trace if t - now >= since]
+    if kind == "cuda-allocator":
+        return [("allocated, per iteration", [(x, a) for x, a, _ in points]),
+                ("reserved, per iteration", [(x, r) for x, _, r in points])]
+    if kind == "rss":
+        return [("RSS, per iteration", [(x, a) for x, a, _ in points])]
+    return []
+
+
+def release_marks(releases, now: float) -> list[tuple[float, str]]:
+    """A vertical mark per memory release: when, and what it freed."""
+    return [(t - now, f"freed {format_bytes(report.released_bytes)}") for t, report in releases]
 
 
 class MemoryPane(Vertical):
@@ -93,7 +131,8 @@ class MemoryPane(Vertical):
             widget._shown_text = text
             widget.update(text)
 
-    def show_sample(self, sample, history, gpu_index: int | None, chart: bool = True) -> None:
+    def show_sample(self, sample, history, gpu_index: int | None, chart: bool = True, run_trace=(),
+                    run_kind: str = "", releases=()) -> None:
         title = self.query_one("#mem-title", Static)
         title.remove_class("loading")
         bar = self.query_one("#mem-bar", ProgressBar)
@@ -127,11 +166,16 @@ class MemoryPane(Vertical):
         else:
             self._set("#mem-allocator", f"torch CUDA allocator: {alloc}")
         if chart:
-            self.update_chart(history, gpu.index if gpu is not None else None)
+            self.update_chart(history, gpu.index if gpu is not None else None, run_trace, run_kind, releases)
 
-    def update_chart(self, history, gpu_index: int | None) -> None:
+    def update_chart(self, history, gpu_index: int | None, run_trace=(), run_kind: str = "", releases=()) -> None:
         points, label = memory_series(history, gpu_index)
-        self.query_one(MemoryChart).show_points(points, label)
+        extra, marks = [], []
+        if points:
+            now = history[-1].timestamp
+            extra = run_series(run_trace, run_kind, now, points[0][0])
+            marks = release_marks(releases, now)
+        self.query_one(MemoryChart).show_points(points, label, extra, marks)
 
     def show_error(self, text: str) -> None:
         self._set("#mem-title", f"[b $error]error:[/] {text}")

@@ -119,32 +119,54 @@ class _PlotHolder(Vertical):
 
 
 class LatencyHistogram(_PlotHolder):
-    """The live histogram of one run's timed samples."""
+    """The live histogram of one run's timed samples; under a varying shape schedule the iterations that
+    met a new input shape are drawn apart (another colour, stacked on the same bins) from the repeats."""
 
     empty_text = "no samples yet: press r to run"
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.samples: list[float] = []
+        self.first_seen: list[float] = []
         self.title = ""
 
-    def show_samples(self, samples: Sequence[float], title: str = "") -> None:
+    def show_samples(self, samples: Sequence[float], title: str = "",
+                     first_seen: Sequence[float] = ()) -> None:
+        """`samples`: the repeats (all samples under a fixed shape); `first_seen`: new-shape iterations."""
         self.samples = list(samples)
+        self.first_seen = list(first_seen)
         self.title = title
         self.request_redraw()
 
     def has_data(self) -> bool:
-        return bool(self.samples)
+        return bool(self.samples or self.first_seen)
 
     def draw(self, plot) -> None:
-        from textual_plot import HiResMode
+        from textual_plot import HiResMode, LegendLocation
 
-        centres, counts, width = histogram_bins(self.samples, bin_count(len(self.samples)))
-        plot.bar(centres, counts, width=width, bar_style=theme_palette(self.app)[0],
-                 hires_mode=HiResMode.QUADRANT)
+        palette = theme_palette(self.app)
+        everything = self.samples + self.first_seen
+        lo, hi = min(everything), max(everything)
+        bins = bin_count(len(everything))
+        centres, counts, width = histogram_bins(self.samples, bins, lo, hi)
+        if self.first_seen:
+            # Stacked: the first-seen bars are drawn first at full height, the repeats over them.
+            _, new_counts, width = histogram_bins(self.first_seen, bins, lo, hi)
+            total = [a + b for a, b in zip(counts, new_counts)] if counts else new_counts
+            centres = centres or histogram_bins(self.first_seen, bins, lo, hi)[0]
+            plot.bar(centres, total, width=width, bar_style=palette[1 % len(palette)],
+                     hires_mode=HiResMode.QUADRANT, label=f"new shape ({len(self.first_seen)})")
+            if counts:
+                plot.bar(centres, counts, width=width, bar_style=palette[0], hires_mode=HiResMode.QUADRANT,
+                         label=f"repeat ({len(self.samples)})")
+            plot.show_legend(LegendLocation.TOPRIGHT)
+            top = max(total)
+        else:
+            plot.bar(centres, counts, width=width, bar_style=palette[0], hires_mode=HiResMode.QUADRANT)
+            top = max(counts)
         plot.set_xlabel(f"latency, ms{('  ' + self.title) if self.title else ''}")
         plot.set_ylabel("count")
-        plot.set_ylimits(0, max(counts) * 1.1)
+        plot.set_ylimits(0, top * 1.1)
 
 
 class LatencyOverlay(_PlotHolder):

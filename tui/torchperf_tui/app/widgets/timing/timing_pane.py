@@ -15,14 +15,52 @@ PHASE_TEXT = {"starting": "building model…", "first": "first iteration", "warm
 
 
 def stats_text(record) -> str:
-    """Two lines of stats for a run (live or final)."""
+    """Two lines of stats for a run (live or final), then what the shape schedule and torch.compile did."""
     s = record.stats
     first = format_ms(record.first_iter_ms) if record.first_iter_ms is not None else "–"
     if s is None:
-        return f"no timed samples yet · first iteration {first}"
-    return (f"mean {format_ms(s.mean_ms)}  p50 {format_ms(s.p50_ms)}  p90 {format_ms(s.p90_ms)}  "
-            f"p99 {format_ms(s.p99_ms)}\n"
-            f"std {format_ms(s.std_ms)}  FPS {format_number(s.fps, digits=1)}  first {first}  n={s.n}")
+        text = f"no timed samples yet · first iteration {first}"
+    else:
+        text = (f"mean {format_ms(s.mean_ms)}  p50 {format_ms(s.p50_ms)}  p90 {format_ms(s.p90_ms)}  "
+                f"p99 {format_ms(s.p99_ms)}\n"
+                f"std {format_ms(s.std_ms)}  FPS {format_number(s.fps, digits=1)}  first {first}  n={s.n}")
+    extra = [line for line in (shapes_text(record), compile_text(record)) if line]
+    return "\n".join([text, *extra])
+
+
+def _median(values) -> float | None:
+    ordered = sorted(values)
+    if not ordered:
+        return None
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def shapes_text(record) -> str:
+    """Under a varying schedule: first-seen iterations against repeats, and the tuning cost when done."""
+    if record.shapes == "fixed":
+        return ""
+    repeats, new = record.split_by_shape()
+    text = (f"shapes {record.shapes}: {len(new)} new-shape iteration(s) p50 {format_ms(_median(new))} · "
+            f"{len(repeats)} repeat(s) p50 {format_ms(_median(repeats))}")
+    report = getattr(record.result, "shape_report", None)
+    if report is not None:
+        text += f" · tuning cost {format_ms(report.tuning_cost_ms)}"
+        if report.unrepeated:
+            text += f" ({report.unrepeated} shape(s) never repeated)"
+    return text
+
+
+def compile_text(record) -> str:
+    """torch.compile: the compile time apart from the samples, or why it failed (eager numbers shown)."""
+    result = record.result
+    if record.compile is None:
+        return ""
+    if result is None:
+        return f"torch.compile mode {record.compile}: compiling before the timed iterations…"
+    if result.compiled:
+        return f"torch.compile mode {record.compile}: compiled in {result.compile_s:.1f} s (not in the samples)"
+    return f"[b $warning]torch.compile failed, eager numbers shown:[/] {result.compile_error}"
 
 
 def _value(value, spec: str, unit: str = "") -> str:
@@ -74,6 +112,7 @@ class TimingPane(Vertical):
         yield bar
         yield Static("", id="run-stats")
         yield Static("", id="run-roofline")
+        yield Static("", id="run-note")
         yield LatencyHistogram(id="latency-histogram")
 
     def show_model(self, text: str) -> None:
@@ -88,6 +127,10 @@ class TimingPane(Vertical):
         line = self.query_one("#run-roofline", Static)
         line.update(text)
         line.tooltip = tooltip
+
+    def show_note(self, text: str) -> None:
+        """A line for one-shot checks (the determinism check) under the run's stats."""
+        self.query_one("#run-note", Static).update(text)
 
     def show_status(self, text: str) -> None:
         self.query_one("#run-status", Static).update(text)
@@ -116,7 +159,8 @@ class TimingPane(Vertical):
             bar.update(total=1, progress=0)
         self.query_one("#run-stats", Static).update(stats_text(record))
         if histogram:
-            self.query_one(LatencyHistogram).show_samples(record.samples_ms, record.label)
+            repeats, new = record.split_by_shape()
+            self.query_one(LatencyHistogram).show_samples(repeats, record.label, first_seen=new)
 
     _iters: int | None = None
 

@@ -1,0 +1,74 @@
+"""Kernels pane: for each conv layer, what ran under flag set A (before the last flip) and under B (now),
+with its time per iteration; the layers whose choice changed are marked. On the CPU the engine shows the
+ATen convolution implementation and says that kernel choice is a GPU view."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Button, DataTable, Static
+
+COLUMNS = (("layer", "layer"), ("a", "A ran"), ("a_us", "A µs"), ("b", "B ran"), ("b_us", "B µs"),
+           ("changed", ""))
+
+
+def kernel_names(kernels, short_name) -> str:
+    if not kernels:
+        return "–"
+    more = f" +{len(kernels) - 1}" if len(kernels) > 1 else ""
+    return short_name(kernels[0].name, 30) + more
+
+
+class KernelsPane(Vertical):
+    """Filled by the app from KernelsFinished (an engine.kernels.KernelComparison)."""
+
+    DEFAULT_CSS = """
+    KernelsPane { height: 1fr; }
+    KernelsPane > Static { height: auto; }
+    KernelsPane > DataTable { height: 1fr; }
+    """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.result = None
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(classes="pane-actions"):
+            yield Button("Kernels (k)", id="kernels-start", compact=True, action="app.kernels")
+            yield Static("flip a flag, then k: what each conv layer ran before (A) and after (B)",
+                         id="kernels-status")
+        yield Static("", id="kernels-summary")
+        yield DataTable(id="kernels-table", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="kernels-note", classes="dim-note")
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        for key, label in COLUMNS:
+            table.add_column(label, key=key)
+
+    def show_status(self, text: str) -> None:
+        self.query_one("#kernels-status", Static).update(text)
+
+    def show_error(self, text: str) -> None:
+        self.show_status(f"[b $error]error:[/] {text}")
+
+    def show_result(self, result) -> None:
+        from torchperf_tui.engine.kernels import short_kernel_name  # the engine is loaded by now
+
+        self.result = result
+        table = self.query_one(DataTable)
+        table.clear()
+        for layer in result.layers:
+            same = not layer.changed
+            table.add_row(layer.layer, kernel_names(layer.a, short_kernel_name), f"{layer.a_us:,.0f}",
+                          "same" if same else kernel_names(layer.b, short_kernel_name), f"{layer.b_us:,.0f}",
+                          "" if same else "[b $warning]changed[/]", key=layer.layer)
+        shape = "x".join(map(str, result.input_shape))
+        state = " · cancelled" if result.cancelled else ""
+        self.show_status(f"[b]{result.model}[/] {shape} on {result.device} · A: {result.a_spec} · "
+                         f"B: {result.b_spec}{state}")
+        what = "GPU kernels" if result.kind == "cuda-kernel" else "ATen conv implementation"
+        self.query_one("#kernels-summary", Static).update(
+            f"{len(result.changed_layers)} of {len(result.layers)} conv layers changed what they ran · {what}, "
+            f"µs per iteration over {result.iters} profiled")
+        self.query_one("#kernels-note", Static).update(result.note)
