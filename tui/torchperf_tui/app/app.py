@@ -160,7 +160,7 @@ class SampleBatcher:
         self.pending_memory.append(point)
 
     def flush(self) -> None:
-        if not self.pending:
+        if not self.pending and not self.pending_memory:
             return
         flags = self.engine.flags.Flags.current()  # read in the run's thread, inside its flags context
         stats = self.engine.timing.compute_stats(self.timed, batch=self.batch) if self.phase == "timed" else None

@@ -1,0 +1,144 @@
+"""The cuDNN trade-offs in the TUI (issue 6), driven with Pilot on the CPU with the tiny model: the shape
+schedule selector, A/B on a flag flip with its verdict, the kernels table, the determinism check, the
+memory snapshot key and the memory chart's per-iteration trace and release marks."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from tests.app.helpers import TINY, screen_text, wait_ready, wait_until
+from tests.app.test_analysis_tabs import choose, rows
+from tests.app.test_app import notifications
+from torchperf_tui.app.app import TorchperfApp
+from torchperf_tui.app.runs import RunRecord
+from torchperf_tui.app.widgets.memory.memory_pane import MemoryChart
+from torchperf_tui.app.widgets.timing.histogram import LatencyHistogram, LatencyOverlay
+from torchperf_tui.app.widgets.timing.timing_pane import compile_text
+
+
+async def pick(pilot, name: str, downs: int) -> None:
+    """Open a run-option select with the keyboard and move `downs` rows from the current value."""
+    pilot.app.main.query_one(f"#option-{name}").focus()
+    await pilot.press("enter", *["down"] * downs, "enter")
+    await pilot.press("escape")
+
+
+async def test_a_random_shape_schedule_reruns_and_draws_new_shape_iterations_apart():
+    app = TorchperfApp(poll_telemetry=False, warmup=1, iters=12)
+    async with app.run_test(size=(110, 34)) as pilot:
+        await wait_ready(pilot)
+        await choose(pilot, shape="3x32x32")
+        await pick(pilot, "shapes", 2)  # fixed -> cycle:4 -> random
+        assert app.run_options["shapes"] == "random"
+        await wait_until(pilot, lambda: app.current_run_id is not None
+                         and app.history.get(app.current_run_id).status == "done", what="the run")
+        record = app.history.get(app.current_run_id)
+        assert record.shapes == "random" and record.result.shapes == "random"
+        assert len(record.first_seen) == len(record.samples_ms) == 12 and any(record.first_seen)
+        assert record.first_seen == record.result.sample_first_seen
+        stats = screen_text(app, "#run-stats")
+        assert "shapes random:" in stats and "new-shape iteration" in stats and "tuning cost" in stats
+        histogram = app.main.query_one(LatencyHistogram)
+        assert len(histogram.first_seen) == sum(record.first_seen)
+        assert len(histogram.samples) + len(histogram.first_seen) == 12
+
+
+async def test_a_flip_in_ab_mode_runs_both_flag_sets_interleaved_and_gives_a_verdict():
+    app = TorchperfApp(poll_telemetry=False, warmup=1, iters=10)
+    async with app.run_test(size=(110, 34)) as pilot:
+        await wait_ready(pilot)
+        await choose(pilot)
+        await pilot.press("a")  # nothing flipped yet: says how to use it
+        assert any("flip a flag first" in text for text in notifications(app))
+        await pick(pilot, "flip", 1)
+        assert app.run_options["flip"] == "ab"
+        await pilot.click("#flag-mkldnn_enabled")
+        assert app._active_tab() == "compare"
+        a_id, b_id = app._ab_runs
+        await wait_until(pilot, lambda: app.history.get(b_id).status == "done", what="the comparison")
+        arm_a, arm_b = app.history.get(a_id), app.history.get(b_id)
+        assert (arm_a.arm, arm_b.arm) == ("A", "B") and arm_a.label.endswith(" A")
+        assert arm_a.flags.mkldnn_enabled is True and arm_b.flags.mkldnn_enabled is False
+        assert len(arm_a.samples_ms) == len(arm_b.samples_ms) == 10 * 3
+        assert arm_b.verdict is not None and arm_b.verdict.blocks == 10
+        verdict = screen_text(app, "#compare-verdict")
+        assert "A/B, 10 interleaved block pairs" in verdict and "CI" in verdict
+        assert ("B is" in verdict) or ("no significant difference" in verdict)
+        table = rows(app, "#compare-table")
+        assert any("A" in row[0] and row[4] == "baseline" for row in table)
+        labels = [label for label, _ in app.main.query_one(LatencyOverlay).series]
+        assert any(label.startswith(arm_a.label) for label in labels)
+        assert any(label.startswith(arm_b.label) for label in labels)
+
+
+async def test_kernels_key_tables_each_conv_layer_under_the_old_and_new_flags():
+    app = TorchperfApp(poll_telemetry=False, warmup=1, iters=5)
+    async with app.run_test(size=(110, 34)) as pilot:
+        await wait_ready(pilot)
+        await choose(pilot, shape="3x32x32")
+        app.main.query_one("#batch").value = "2"  # oneDNN takes a float32 conv from batch 2
+        await pilot.click("#flag-mkldnn_enabled")
+        await pilot.press("c")
+        await pilot.press("k")
+        assert app._active_tab() == "kernels"
+        pane = app.main.query_one("KernelsPane")
+        await wait_until(pilot, lambda: pane.result is not None, what="the kernel profile")
+        table = rows(app, "#kernels-table")
+        assert [row[0] for row in table] == ["conv"]
+        assert "mkldnn_convolution" in table[0][1] and "changed" in table[0][5]
+        assert "1 of 1 conv layers changed" in screen_text(app, "#kernels-summary")
+        assert "GPU view" in screen_text(app, "#kernels-note")
+
+
+async def test_determinism_key_reports_bitwise_equality_and_memsnap_says_it_needs_cuda():
+    app = TorchperfApp(poll_telemetry=False)
+    async with app.run_test(size=(110, 34)) as pilot:
+        await wait_ready(pilot)
+        await choose(pilot)
+        await pilot.press("d")
+        await wait_until(pilot, lambda: app.last_determinism is not None, what="the determinism check")
+        assert "bitwise identical" in screen_text(app, "#run-note")
+        await pilot.press("n")
+        await wait_until(pilot, lambda: any("needs a CUDA device" in text for text in notifications(app)),
+                         what="the memsnap error")
+
+
+async def test_memory_chart_draws_the_runs_per_iteration_trace_and_marks_a_release():
+    app = TorchperfApp(poll_telemetry=False, warmup=1, iters=8)
+    async with app.run_test(size=(110, 34)) as pilot:
+        await wait_ready(pilot)
+        await choose(pilot)
+        await pilot.press("r")
+        await wait_until(pilot, lambda: app.history.get(1) is not None and app.history.get(1).status == "done",
+                         what="the run")
+        assert app.run_memory_kind == "rss" and len(app.run_memory) == 1 + 1 + 8 + 1
+        await pilot.press("e")
+        await wait_until(pilot, lambda: app.last_release is not None, what="the release")
+        await pilot.press("5")
+        chart = app.main.query_one(MemoryChart)
+        await wait_until(pilot, lambda: len(chart.series) == 2 and chart.marks, what="the chart with the run")
+        assert [label for label, _ in chart.series] == ["process RSS", "RSS, per iteration"]
+        assert chart.marks[0][1].startswith("freed ") and chart.marks[0][0] <= 0
+
+
+def test_compile_line_reports_compile_time_apart_or_the_failure_with_eager_numbers():
+    record = RunRecord(run_id=1, model="m", device="cpu", flags=None, flags_text="", compile="default")
+    assert "compiling" in compile_text(record)
+    record.result = SimpleNamespace(compiled=True, compile_s=12.34, compile_error=None)
+    assert compile_text(record) == "torch.compile mode default: compiled in 12.3 s (not in the samples)"
+    record.result = SimpleNamespace(compiled=False, compile_s=None, compile_error="no C++ compiler")
+    assert "failed, eager numbers shown" in compile_text(record) and "no C++ compiler" in compile_text(record)
+    record.compile = None
+    assert compile_text(record) == ""
+
+
+async def test_the_graph_option_reaches_the_engine_config():
+    app = TorchperfApp(poll_telemetry=False)
+    async with app.run_test(size=(110, 34)) as pilot:
+        await wait_ready(pilot)
+        settings = {"batch": "1", "shape": "3x16x16", "dtype": "float32", "channels_last": False}
+        assert app._bench_config(TINY, settings, app.flags).compile is None
+        await pick(pilot, "compile", 2)  # eager -> compile -> compile+graphs
+        assert app.run_options["compile"] == "reduce-overhead"
+        cfg = app._bench_config(TINY, settings, app.flags)
+        assert cfg.compile == "reduce-overhead" and cfg.shapes == "fixed"
