@@ -92,7 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="How fast is this PyTorch model on this box, and why. "
                      "With no command, starts the terminal app.")
     parser.add_argument("--model", help="TUI: open with this model selected (torchvision name or module:factory)")
-    parser.add_argument("--autostart", action="store_true", help="TUI: start a timing run at once (demos)")
+    parser.add_argument("--autostart", action="store_true", help="TUI: start a timing run at once")
+    parser.add_argument("--demo", nargs="?", const="resnet18", metavar="MODEL",
+                        help="TUI: play the cuDNN trade-offs hands-free on MODEL (default resnet18); any key takes over")
     parser.add_argument("--interval", type=float, default=0.5, help="TUI: telemetry period in seconds (0.5)")
     parser.add_argument("--device", dest="app_device", default="auto", help="TUI: auto | cpu | cuda[:N]")
     parser.add_argument("--history", metavar="PATH", help="run history file (JSON lines; default: $TORCHPERF_HISTORY, "
@@ -468,8 +470,8 @@ COMMANDS = {"info": cmd_info, "models": cmd_models, "flops": cmd_flops, "bench":
 def run_tui(args) -> int:
     from torchperf_tui.app.app import TorchperfApp
 
-    app = TorchperfApp(model=args.model, autostart=args.autostart, interval=args.interval,
-                       device=args.app_device, history_path=args.history)
+    app = TorchperfApp(model=args.demo or args.model, autostart=args.autostart, interval=args.interval,
+                       device=args.app_device, history_path=args.history, demo=args.demo is not None)
     app.run()
     return app.return_code or 0
 

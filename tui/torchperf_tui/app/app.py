@@ -17,7 +17,7 @@ from collections import deque
 from types import SimpleNamespace
 from typing import Any, Iterable
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.css.query import NoMatches
@@ -206,12 +206,13 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
                  device_report: Any = None, warmup: int | str = 10, iters: int = 50,
                  screenshot_dir: str | None = None, poll_telemetry: bool = True,
                  history_path: str | None = None, max_batch: int | None = None,
-                 profile_iters: int = PROFILE_ITERS) -> None:
+                 profile_iters: int = PROFILE_ITERS, demo: bool = False, demo_pace: float = 3.0) -> None:
         """`nvml`, `cuda`: seams for fake NVML / CUDA backends; `telemetry`: an object with .sample() and
         .history (a frozen source for snapshots); `device_report`: a fixed DeviceReport;
         `poll_telemetry=False` samples once instead of every `interval` seconds; `history_path`: the run
         history file (None: $TORCHPERF_HISTORY, else the user data directory); `max_batch`: the bound of
-        the throughput search (None: the engine's default); `profile_iters`: iterations the profiler records."""
+        the throughput search (None: the engine's default); `profile_iters`: iterations the profiler records;
+        `demo`: play the hands-free demo (app/demo.py) on `model`, `demo_pace` seconds per banner."""
         super().__init__()
         self.initial_model = model
         self.autostart = autostart
@@ -252,6 +253,11 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
         self.run_memory: deque = deque(maxlen=2000)
         self.run_memory_kind = ""
         self.releases: deque = deque(maxlen=16)
+        self.demo = None
+        if demo:
+            from torchperf_tui.app.demo import DemoDirector
+
+            self.demo = DemoDirector(self, pace=demo_pace)
 
     def get_default_screen(self) -> Screen:
         self.main = MainScreen(id="main")
@@ -399,7 +405,9 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
             timing.show_model("pick a model: / to filter, ⏎ to choose")
         if self.initial_model and self.spec is None:
             self.choose_model(self.initial_model)
-            if self.autostart:
+            if self.demo is not None:
+                self.demo.start()
+            elif self.autostart:
                 self.action_run()
 
     @while_running
@@ -477,6 +485,8 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
         if message.spec != self.spec:
             return
         self.notify(message.error, title=message.spec, severity="error", timeout=8)
+        if self.demo is not None:
+            self.demo.stop(f"demo stopped: {message.spec}: {message.error}")
         self.main.query_one(TimingPane).show_model(f"[b]{message.spec}[/] · [b $error]error:[/] {message.error}")
         self.main.query_one(LayersPane).show_error(message.spec, message.error)
 
@@ -1007,6 +1017,28 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
             self.notify(user_message(exc), title="screenshot failed", severity="error")
             return
         self.notify(f"saved to {path}", title="screenshot", timeout=8)
+
+    # -- the demo: banner, and the settings it changes as a user would ---------------------------
+    async def on_event(self, event: events.Event) -> None:
+        # Any key takes over from the demo (and then does what it always does).
+        if isinstance(event, events.Key) and self.demo is not None and self.demo.running:
+            self.demo.stop()
+        await super().on_event(event)
+
+    def show_demo_banner(self, title: str, note: str) -> None:
+        banner = self.main.query_one("#demo-banner")
+        banner.update(f"[b]{title}[/]" + (f"\n{note}" if note else ""))
+        banner.display = True
+
+    def set_run_option(self, name: str, value: str) -> None:
+        """Change a run option as the selector would show it (without starting a run)."""
+        self.run_options[name] = value
+        self.main.query_one(RunOptionsPane).set_value(name, value)
+
+    def set_flags(self, flags) -> None:
+        """Change the flags as the switches would show them (without starting a run)."""
+        self.flags = flags
+        self.main.query_one(FlagsPane).set_values(flags)
 
     async def action_quit(self) -> None:
         """Quit, cancelling runs first (a thread worker stops at its next iteration)."""

@@ -6,7 +6,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.lazy import Lazy
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Label, TabbedContent, TabPane
+from textual.widgets import Footer, Header, Label, Static, TabbedContent, TabPane
 
 from torchperf_tui.app.widgets.compare.compare_pane import ComparePane
 from torchperf_tui.app.widgets.device.device_pane import DevicePane
@@ -32,6 +32,9 @@ class MainScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False, icon="⏱")
+        banner = Static("", id="demo-banner")
+        banner.display = False  # shown by the demo only
+        yield banner
         with Horizontal(id="body"):
             with VerticalScroll(id="sidebar"):
                 # Titles and placeholders paint in the first frame; the controls mount right after it.

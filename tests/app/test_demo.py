@@ -1,0 +1,47 @@
+"""The hands-free demo: it plays its steps on its own, announced in a banner, and any key takes over."""
+
+from __future__ import annotations
+
+from tests.app.helpers import TINY, screen_text, wait_until
+from torchperf_tui.app.app import TorchperfApp
+from torchperf_tui.app.demo import story
+
+
+def banner(app) -> str:
+    return screen_text(app, "#demo-banner")
+
+
+async def test_the_demo_plays_its_first_steps_hands_free_with_cpu_analogues():
+    app = TorchperfApp(model=TINY, demo=True, demo_pace=0.0, poll_telemetry=False, warmup=1, iters=5)
+    async with app.run_test(size=(110, 34)) as pilot:
+        await wait_until(pilot, lambda: "demo 1/5" in banner(app), what="step 1")
+        assert "oneDNN on vs off, fixed shape" in banner(app) and "GPU-only" in banner(app)
+        assert "any key takes over" in banner(app)
+        await wait_until(pilot, lambda: "demo 2/5" in banner(app), what="step 2")
+        # step 1 was an interleaved comparison of oneDNN on (A) against off (B), with a verdict
+        first_b = app.history.get(2)
+        assert first_b.arm == "B" and first_b.status == "done" and first_b.verdict is not None
+        assert app.history.get(1).flags.mkldnn_enabled and not first_b.flags.mkldnn_enabled
+        await wait_until(pilot, lambda: app._ab_runs == (3, 4) and app.history.get(4).finished, what="step 2's A/B")
+        assert app.history.get(4).shapes == "random"
+        await wait_until(pilot, lambda: "demo 3/5" in banner(app), what="step 3")
+        await wait_until(pilot, lambda: "demo 5/5" in banner(app), timeout=180, what="the end")
+        assert app.last_determinism is not None and app.last_release is not None
+        assert app.flags == app.engine.flags.Flags()  # the demo put the flags back
+        assert not app.demo.running
+
+
+async def test_any_key_takes_over_from_the_demo():
+    app = TorchperfApp(model=TINY, demo=True, demo_pace=30.0, poll_telemetry=False, warmup=1, iters=5)
+    async with app.run_test(size=(110, 34)) as pilot:
+        await wait_until(pilot, lambda: "demo 1/5" in banner(app), what="step 1")
+        await pilot.press("2")  # a user switches to Compare: the demo stops, the key still works
+        assert not app.demo.running and "the keys are yours" in banner(app)
+        assert app._active_tab() == "compare"
+        await pilot.pause(0.5)
+        assert app._ab_runs is None  # the step never started its comparison
+
+
+def test_the_story_names_the_gpu_flags_on_a_gpu():
+    titles = " ".join(step.title for step in story(on_gpu=True))
+    assert "cudnn.benchmark off vs on" in titles and "cudnn.deterministic" in titles and "GPU-only" not in titles

@@ -1,0 +1,145 @@
+"""A hands-free demo (`torchperf-tui --demo [MODEL]`): the cuDNN trade-offs played as a story, each step
+announced in a banner and paced for an audience. Any key takes over.
+
+The story, on a GPU: cudnn.benchmark off vs on at a fixed shape (interleaved A/B with a verdict), the same
+with random shapes (benchmark re-tunes for every new one), cudnn.deterministic on (its cost, then the
+determinism check's bit-equality), and a memory release on the Memory tab. On a CPU box each GPU-only flag
+is replaced by its CPU analogue (oneDNN, deterministic algorithms) and the banner says so.
+
+The director drives the app only through its own actions (start_comparison, the determinism check, the
+release), so the demo shows exactly what a user would get by pressing the keys.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Callable
+
+DEFAULT_MODEL = "resnet18"
+
+
+@dataclass(frozen=True)
+class DemoStep:
+    title: str  # the banner
+    note: str  # one line under it: what to look at
+
+
+def story(on_gpu: bool) -> list[DemoStep]:
+    """The steps' banners for this device."""
+    if on_gpu:
+        first = DemoStep("cudnn.benchmark off vs on, fixed input shape",
+                         "A/B interleaved in blocks: the verdict says whether the difference is real")
+        second = DemoStep("cudnn.benchmark off vs on, a new random input size each iteration",
+                          "it re-tunes for every new shape: watch the win shrink or turn into a loss")
+        third = DemoStep("cudnn.deterministic on: its cost, and bit-equality",
+                         "A/B of its speed, then the same input twice: bitwise equal or not")
+    else:
+        first = DemoStep("oneDNN on vs off, fixed shape (cudnn.benchmark is GPU-only; this is its CPU analogue)",
+                         "A/B interleaved in blocks: the verdict says whether the difference is real")
+        second = DemoStep("oneDNN on vs off, a new random input size each iteration",
+                          "oneDNN builds primitives per new shape, as cudnn.benchmark re-tunes on a GPU")
+        third = DemoStep("deterministic algorithms on: cost and bit-equality (cudnn.deterministic is GPU-only)",
+                         "A/B of the speed, then the same input twice: bitwise equal or not")
+    fourth = DemoStep("release cached memory and watch the curve drop",
+                      "the chart marks the instant and what was freed")
+    return [first, second, third, fourth]
+
+
+class DemoDirector:
+    """Plays the story on a TorchperfApp; `stop()` (any key) hands the keys back at once."""
+
+    def __init__(self, app, pace: float = 3.0) -> None:
+        self.app = app
+        self.pace = pace  # seconds a banner stays before its step acts, and after it finishes
+        self.running = False
+        self.step = 0
+        self._worker = None
+
+    def start(self) -> None:
+        self.running = True
+        self._worker = self.app.run_worker(self._play(), group="demo", exclusive=True, exit_on_error=False)
+
+    def stop(self, reason: str = "demo stopped: the keys are yours") -> None:
+        if not self.running:
+            return
+        self.running = False
+        if self._worker is not None:
+            self._worker.cancel()
+        self.app.show_demo_banner(reason, "")
+
+    async def _wait(self, predicate: Callable[[], bool], timeout: float = 600.0) -> None:
+        waited = 0.0
+        while not predicate():
+            await asyncio.sleep(0.1)
+            waited += 0.1
+            if waited > timeout:
+                raise TimeoutError("a demo step took too long")
+
+    async def _announce(self, index: int, step: DemoStep, total: int) -> None:
+        self.step = index
+        self.app.show_demo_banner(f"demo {index}/{total} · {step.title}", f"{step.note} · any key takes over")
+        await asyncio.sleep(self.pace)
+
+    async def _ab(self, flags_a, flags_b) -> None:
+        app = self.app
+        app.start_comparison(flags_a, flags_b)
+        arm_b = app._ab_runs[1]
+        await self._wait(lambda: app.history.get(arm_b) is None or app.history.get(arm_b).finished)
+        await asyncio.sleep(self.pace)
+
+    async def _play(self) -> None:
+        try:
+            await self._story()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a step that cannot go on: say so, hand the keys back
+            from torchperf_tui.engine.errors import user_message
+
+            self.stop(f"demo stopped: {user_message(exc)}")
+
+    async def _story(self) -> None:
+        app = self.app
+        await self._wait(lambda: app.spec is not None and app.complexity is not None and app.flags is not None)
+        on_gpu = app.device_kind() == "cuda"
+        steps = story(on_gpu)
+        total = len(steps) + 1
+        base = app.flags
+        if on_gpu:
+            switch, switched = "cudnn_benchmark", True
+            strict = {"cudnn_deterministic": True}
+        else:
+            switch, switched = "mkldnn_enabled", False
+            strict = {"deterministic_algorithms": True}
+        flipped = base.replace(**{switch: switched})
+
+        await self._announce(1, steps[0], total)
+        app.set_run_option("shapes", "fixed")
+        await self._ab(base, flipped)
+
+        await self._announce(2, steps[1], total)
+        app.set_run_option("shapes", "random")
+        await self._ab(base, flipped)
+        app.set_run_option("shapes", "fixed")
+
+        await self._announce(3, steps[2], total)
+        strict_flags = base.replace(**strict)
+        await self._ab(base, strict_flags)
+        app.set_flags(strict_flags)
+        app.last_determinism = None
+        app.action_check_determinism()
+        app.action_show_tab("timing")
+        await self._wait(lambda: app.last_determinism is not None)
+        await asyncio.sleep(self.pace)
+        app.set_flags(base)
+
+        await self._announce(4, steps[3], total)
+        app.action_show_tab("memory")
+        released = app.last_release
+        app.action_release_memory()
+        await self._wait(lambda: app.last_release is not released)
+        await asyncio.sleep(self.pace * 2)
+
+        self.running = False
+        app.show_demo_banner(f"demo {total}/{total} · that's the story",
+                             "r runs, a compares the flags before and after a flip, k shows the kernels, ? for help")
