@@ -1,10 +1,12 @@
 """Make screenshots/*.svg from the real app: the main screen after a run, two runs compared, the layer table,
-the throughput search, the profiler's top operators and the run history with two runs compared.
+the throughput search, the profiler's top operators, the run history with two runs compared, a random
+shape schedule, an interleaved A/B with its verdict, the kernel table and the hands-free demo.
 
     PYTHONPATH=tui .venv/bin/python scripts/make_screenshots.py [--model mobilenet_v3_small] [--iters 60]
 
 Drives the app with Pilot as a user would (type to pick a model, r to run, flip a flag, switch tabs,
-t to find the largest batch, p to profile, m to mark two runs in the history)
+t to find the largest batch, p to profile, m to mark two runs in the history, the run options, a flag
+flipped in A/B mode, k for the kernels, --demo)
 and saves each view with App.save_screenshot. Real timings: the numbers are this machine's.
 """
 
@@ -86,7 +88,47 @@ async def make(out: Path, model: str, flag: str, warmup: int, iters: int, max_ba
         await pilot.pause(0.5)
         app.clear_notifications()
         shoot("history")
+
+        async def finished_run(set_option) -> None:
+            before = app._run_seq
+            set_option()
+            await wait_until(pilot, lambda: app._run_seq > before and app.history.get(app._run_seq).finished,
+                             what="the run")
+            await pilot.pause(0.8)
+
+        await pilot.press("1")
+        await finished_run(lambda: setattr(app.main.query_one("#option-shapes"), "value", "random"))
+        app.clear_notifications()
+        shoot("shapes")
+        await finished_run(lambda: setattr(app.main.query_one("#option-shapes"), "value", "fixed"))
+        app.main.query_one("#option-flip").value = "ab"
+        await pilot.pause(0.2)
+        await pilot.click(f"#flag-{flag}")  # back: in A/B mode the flip compares the two flag sets
+        await wait_until(pilot, lambda: app._ab_runs is not None and app.history.get(app._ab_runs[1]).finished,
+                         what="the A/B comparison")
+        await pilot.pause(1.0)
+        app.clear_notifications()
+        shoot("ab")
+        await pilot.press("k")
+        await wait_until(pilot, lambda: app.main.query_one("#kernels").result is not None, what="the kernels")
+        await pilot.pause(0.5)
+        app.clear_notifications()
+        shoot("kernels")
     return saved
+
+
+async def make_demo(out: Path, model: str, history: Path) -> Path:
+    """The demo during its second step (random shapes), banner shown."""
+    app = TorchperfApp(model=model, demo=True, demo_pace=1.0, warmup=3, iters=30, history_path=str(history))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app._ab_runs is not None and app._ab_runs[0] >= 3
+                         and app.history.get(app._ab_runs[1]).finished, what="the demo's second comparison")
+        await pilot.pause(0.3)
+        for field in app.query("Input"):
+            field.cursor_blink = False
+        app.clear_notifications()
+        app.save_screenshot(filename="demo.svg", path=str(out))
+    return out / "demo.svg"
 
 
 def main() -> None:
@@ -104,6 +146,7 @@ def main() -> None:
     for path in asyncio.run(make(args.out, args.model, args.flag, args.warmup, args.iters, args.max_batch,
                                  args.history)):
         print(path)
+    print(asyncio.run(make_demo(args.out, args.model, args.history)))
 
 
 if __name__ == "__main__":

@@ -59,3 +59,83 @@ class TestFakeH100:
     def test_memory_tab(self, snap_compare):
         """NVML used/total as a bar and a chart, utilisation, temperature, power and the allocator's gap."""
         assert snap_compare(frozen_app(gpu=True), terminal_size=(110, 32), run_before=press_then_settle("5"))
+
+
+def synthetic_ab(app):
+    """A finished A/B of cudnn.benchmark off (A) vs on (B) with fixed samples: B about 15 % faster."""
+    import numpy as np
+
+    from torchperf_tui.app.runs import RunRecord
+    from torchperf_tui.engine.abtest import ABResult, ArmResult, block_order, block_verdict
+
+    rng = np.random.default_rng(7)
+    a_blocks = [list(6.0 + 0.2 * rng.standard_normal(10)) for _ in range(10)]
+    b_blocks = [list(5.1 + 0.2 * rng.standard_normal(10)) for _ in range(10)]
+    flags_a = app.flags
+    flags_b = flags_a.replace(cudnn_benchmark=True)
+    arms = []
+    for name, flags, blocks in (("A", flags_a, a_blocks), ("B", flags_b, b_blocks)):
+        arm = ArmResult(spec=flags.describe("cuda"), flags=flags, dtype="float32", channels_last=False, blocks=blocks)
+        arm.summarise()
+        arms.append(arm)
+        app._run_seq += 1
+        app.history.add(RunRecord(run_id=app._run_seq, model="resnet50", device="cuda:0", flags=flags,
+                                  flags_text=flags.describe("cuda"), arm=name, status="timed"))
+    app._ab_seq += 1
+    app._ab_runs = (app._run_seq - 1, app._run_seq)
+    app.history.baseline_id = app._run_seq - 1
+    return app._ab_seq, ABResult(model="resnet50", device="cuda:0", input_shape=(1, 3, 224, 224), a=arms[0],
+                                 b=arms[1], order=block_order(10, 0), verdict=block_verdict(a_blocks, b_blocks),
+                                 cancelled=False, duration_s=4.2)
+
+
+def synthetic_kernels():
+    from torchperf_tui.engine.kernels import CUDA_NOTE, KernelComparison, KernelTime, LayerKernels
+
+    gemm = "void cudnn::cnn::implicit_convolve_sgemm<float, float, 1024, 5, 5, 3, 3, 3, 1, false, false, true>"
+    wino = "void cudnn::winograd_nonfused::winogradForwardData4x4<float, float>(cudnn::winograd_nonfused::Params)"
+    fft = "sm80_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nchw_tilesize128x128x16_stage4_kernel"
+    layers = [LayerKernels("conv1", [KernelTime(gemm, 88.0, 1)], [KernelTime(fft, 52.0, 1)]),
+              LayerKernels("layer1.0.conv1", [KernelTime(gemm, 41.0, 1)], [KernelTime(wino, 23.0, 1)]),
+              LayerKernels("layer1.0.conv2", [KernelTime(gemm, 40.0, 1)], [KernelTime(gemm, 40.5, 1)]),
+              LayerKernels("layer3.0.conv2", [KernelTime(gemm, 41.0, 1)], [KernelTime(wino, 23.0, 1)])]
+    return KernelComparison(model="resnet50", device="cuda:0", input_shape=(1, 3, 224, 224), a_spec="defaults",
+                            b_spec="cudnn.benchmark=on", layers=layers, kind="cuda-kernel", note=CUDA_NOTE, iters=3)
+
+
+def settle_then(post):
+    """press_then_settle, with `post(app)` posting a finished result the way a worker would."""
+    async def run_before(pilot) -> None:
+        await press_then_settle()(pilot)
+        post(pilot.app)
+        await pilot.pause(0.3)
+        await pilot.wait_for_scheduled_animations()
+        await pilot.pause(1.2)
+
+    return run_before
+
+
+class TestTradeOffs:
+    """Issue 6's views on the fake H100, filled with fixed results (no timing in a snapshot)."""
+
+    def test_compare_view_with_a_verdict(self, snap_compare):
+        """A vs B with each arm's median and CI, the verdict line, the table and both histograms overlaid."""
+        from torchperf_tui.app.messages import ComparisonFinished
+
+        def post(app):
+            app.action_show_tab("compare")
+            ab_id, result = synthetic_ab(app)
+            app.post_message(ComparisonFinished(ab_id, result))
+
+        assert snap_compare(frozen_app(gpu=True), terminal_size=(110, 32), run_before=settle_then(post))
+
+    def test_kernel_table(self, snap_compare):
+        """Per conv layer: the kernel under A and under B with its time; changed layers marked."""
+        from torchperf_tui.app.messages import KernelsFinished
+
+        def post(app):
+            app.action_show_tab("kernels")
+            app._kernels_seq += 1
+            app.post_message(KernelsFinished(app._kernels_seq, synthetic_kernels()))
+
+        assert snap_compare(frozen_app(gpu=True), terminal_size=(110, 32), run_before=settle_then(post))

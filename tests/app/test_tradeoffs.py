@@ -85,7 +85,8 @@ async def test_kernels_key_tables_each_conv_layer_under_the_old_and_new_flags():
         await wait_until(pilot, lambda: pane.result is not None, what="the kernel profile")
         table = rows(app, "#kernels-table")
         assert [row[0] for row in table] == ["conv"]
-        assert "mkldnn_convolution" in table[0][1] and "changed" in table[0][5]
+        assert "mkldnn_convolution" in table[0][4] and "changed" in table[0][3]
+        assert "slow_conv2d" in table[0][5]
         assert "1 of 1 conv layers changed" in screen_text(app, "#kernels-summary")
         assert "GPU view" in screen_text(app, "#kernels-note")
 

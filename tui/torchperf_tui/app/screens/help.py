@@ -18,8 +18,12 @@ How fast a PyTorch model runs on this box, and why.
 | `/` | filter the model list (type, `↓` to the list, `⏎` to choose) |
 | `r` | start a timing run (cancels the one in flight) |
 | `c` | cancel the run, search or profile in flight |
-| `f` | go to the flags; flipping one restarts the run with the new flags |
-| `1`–`8` | Timing, Compare, Layers, Device, Memory, Throughput, Profile, History tabs |
+| `f` | go to the flags; flipping one restarts the run (or, with *on flip: A/B*, compares old and new) |
+| `a` | A/B: the flags before the last flip against the current ones, interleaved, with a verdict |
+| `k` | the kernels each conv layer ran before and after the last flip (Kernels) |
+| `d` | determinism check: the same input twice under the current flags, bitwise equal or not |
+| `n` | CUDA: a memory snapshot of a few iterations, for pytorch.org/memory_viz |
+| `1`–`9` | Timing, Compare, Layers, Device, Memory, Throughput, Profile, History, Kernels tabs |
 | `b` | (Compare) make the highlighted run the baseline |
 | `t` | find the largest batch that fits, and samples/s there (Throughput) |
 | `p` | profile a few iterations: top operators and a Chrome trace (Profile) |
@@ -35,14 +39,25 @@ How fast a PyTorch model runs on this box, and why.
 **Timing**: a first iteration (one-off costs), the warm-up, then timed iterations; the histogram
 fills as samples arrive. Every run uses exactly one set of flags.
 
+**Run options** (under the flags): *shapes* fixed, `cycle:4` or `random` (a new input size each
+iteration: cudnn.benchmark re-tunes for every new shape, and those first-seen iterations are drawn
+apart with their tuning cost); *graph* eager or `torch.compile` (compile time reported apart);
+*on flip* a new run or an interleaved A/B.
+
 **Compare**: the last runs, their median and p99, and the speed-up of each over the baseline
-(baseline median / run median); up to four finished runs are overlaid, one colour each.
+(baseline median / run median); up to four finished runs are overlaid, one colour each. An A/B
+runs both flag sets in alternating blocks in one process, so drift hits both alike, and says
+whether B differs from A beyond noise (Wilcoxon on paired blocks, bootstrap 95 % CI).
 
 **Roofline** (under the timing stats): achieved TFLOP/s, MFU (n/a on a CPU: no peak is known),
 arithmetic intensity and whether the model sits on the memory or the compute side.
 
+**Kernels**: per conv layer, the GPU kernels cuDNN picked under each flag set (on a CPU, the
+ATen convolution implementation: kernel choice is a GPU view).
+
 **Memory**: NVML's used memory is what the driver sees; the allocator's *reserved* minus
-*allocated* is memory this process caches but no tensor uses; `e` gives it back.
+*allocated* is memory this process caches but no tensor uses; `e` gives it back, and the chart
+marks the instant with what was freed. During a run the allocator is sampled every iteration.
 """
 
 

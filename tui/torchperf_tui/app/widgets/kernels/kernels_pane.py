@@ -8,15 +8,16 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, DataTable, Static
 
-COLUMNS = (("layer", "layer"), ("a", "A ran"), ("a_us", "A µs"), ("b", "B ran"), ("b_us", "B µs"),
-           ("changed", ""))
+# The numbers and whether the choice changed come first, so they fit at 80 columns; the names follow.
+COLUMNS = (("layer", "layer"), ("a_us", "A µs"), ("b_us", "B µs"), ("changed", "choice"), ("a", "A ran"),
+           ("b", "B ran"))
 
 
 def kernel_names(kernels, short_name) -> str:
     if not kernels:
         return "–"
     more = f" +{len(kernels) - 1}" if len(kernels) > 1 else ""
-    return short_name(kernels[0].name, 30) + more
+    return short_name(kernels[0].name, 26) + more
 
 
 class KernelsPane(Vertical):
@@ -60,12 +61,12 @@ class KernelsPane(Vertical):
         table.clear()
         for layer in result.layers:
             same = not layer.changed
-            table.add_row(layer.layer, kernel_names(layer.a, short_kernel_name), f"{layer.a_us:,.0f}",
-                          "same" if same else kernel_names(layer.b, short_kernel_name), f"{layer.b_us:,.0f}",
-                          "" if same else "[b $warning]changed[/]", key=layer.layer)
+            table.add_row(layer.layer, f"{layer.a_us:,.0f}", f"{layer.b_us:,.0f}",
+                          "same" if same else "[b $warning]changed[/]", kernel_names(layer.a, short_kernel_name),
+                          "same" if same else kernel_names(layer.b, short_kernel_name), key=layer.layer)
         shape = "x".join(map(str, result.input_shape))
         state = " · cancelled" if result.cancelled else ""
-        self.show_status(f"[b]{result.model}[/] {shape} on {result.device} · A: {result.a_spec} · "
+        self.show_status(f"[b]{result.model}[/] · {shape} on {result.device} · A: {result.a_spec} · "
                          f"B: {result.b_spec}{state}")
         what = "GPU kernels" if result.kind == "cuda-kernel" else "ATen conv implementation"
         self.query_one("#kernels-summary", Static).update(
