@@ -225,6 +225,12 @@ def test_compare_bad_specs_exit_2(capsys, spec, message):
     assert code == 2 and message in err and err.count("\n") == 1
 
 
+def test_compare_with_a_shape_schedule_the_model_rejects_exits_2_before_running(capsys):
+    code, out, err = run(capsys, "compare", "tests.tinymodels:fixed_size", "--input", "1x3x16x16", "--a", "",
+                         "--b", "shapes=random:12-16")
+    assert code == 2 and out == "" and "rejects input 1x3x12x12" in err and err.count("\n") == 1
+
+
 def test_memsnap_on_a_cpu_box_is_one_line_and_exit_2(capsys):
     code, out, err = run(capsys, "memsnap", TINY, "--device", "cpu")
     assert code == 2 and out == "" and "needs a CUDA device" in err and err.count("\n") == 1

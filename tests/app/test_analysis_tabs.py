@@ -203,3 +203,8 @@ async def test_a_finished_run_shows_its_roofline():
         line = screen_text(app, "#run-roofline")
         assert "#1" in line and "FLOP/s achieved" in line and "FLOP/byte" in line
         assert "MFU n/a (CPU peak" in line  # no CPU peak is known: it says why
+        # per layer in the Layers tab: the arithmetic intensity where the data allows (side needs a peak)
+        conv = next(i for i, row in enumerate(rows(app, "#layers-table")) if row[0] == "conv")
+        intensity = rows(app, "#layers-table")[conv][7]
+        assert intensity != "–" and float(intensity) > 0
+        assert rows(app, "#layers-table")[conv][8] == "–"  # no CPU peak: no side

@@ -58,3 +58,12 @@ def test_one_line_error_keeps_engine_messages_and_names_other_exceptions():
     assert user_message(ShapeError("bad shape 1x2")) == "bad shape 1x2"
     assert user_message(KeyError("x")) == "KeyError: 'x'"
     assert user_message(RuntimeError("first\nsecond")) == "RuntimeError: first"
+
+
+def test_an_ab_pair_is_overlaid_alone_and_other_runs_by_the_last_four():
+    from torchperf_tui.app.widgets.compare.compare_pane import overlaid_runs
+
+    runs = [_record(i) for i in range(1, 6)]
+    assert [r.run_id for r in overlaid_runs(runs)] == [2, 3, 4, 5]
+    runs[3].arm, runs[4].arm = "A", "B"
+    assert [r.run_id for r in overlaid_runs(runs)] == [4, 5]

@@ -586,6 +586,8 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
         else:
             timing.show_roofline(f"run {record.label} {roofline_text(message.result)}",
                                  roofline_notes(message.result))
+            if message.result.model == self.spec:
+                self.main.query_one(LayersPane).show_roofline(message.result.layers)
 
     def _save_to_history(self, result) -> None:
         """Append a completed run to the history file at once (from the worker thread), so a killed SSH
@@ -897,6 +899,8 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
 
     @on(RunOptionChanged)
     def _run_option_changed(self, message: RunOptionChanged) -> None:
+        if self.run_options.get(message.name) == message.value:
+            return  # a select reporting its value as it mounts, or the same value again: nothing changed
         self.run_options[message.name] = message.value
         if message.name in ("shapes", "compile") and self.spec is not None and self.engine is not None \
                 and hasattr(self.engine, "timing"):

@@ -13,6 +13,14 @@ from torchperf_tui.app.widgets.timing.histogram import LatencyOverlay
 OVERLAY_RUNS = 4
 
 
+def overlaid_runs(completed: list) -> list:
+    """The runs whose histograms are overlaid: the last few, or only the A/B pair when the newest finished
+    run is the B arm of an interleaved comparison (its verdict is about those two)."""
+    if len(completed) >= 2 and completed[-1].arm == "B" and completed[-2].arm == "A":
+        return completed[-2:]
+    return completed[-OVERLAY_RUNS:]
+
+
 class ComparePane(Vertical):
     """Runs side by side; `b` makes the highlighted run the baseline."""
 
@@ -50,7 +58,7 @@ class ComparePane(Vertical):
         keep = self.highlighted_run_id()
         table.clear()
         base = history.baseline()
-        overlaid = [r for r in history.completed()][-OVERLAY_RUNS:]
+        overlaid = overlaid_runs(history.completed())
         colour = {r.run_id: palette[i % len(palette)] for i, r in enumerate(overlaid)}
         for record in history:
             s = record.stats

@@ -39,7 +39,8 @@ class LayersPane(Vertical):
         table = self.query_one(DataTable)
         # FLOPs and their share first: they say where the time is likely to go.
         for key, label in (("name", "layer"), ("type", "type"), ("flops", "FLOPs"), ("share", "% FLOPs"),
-                           ("params", "params"), ("out", "output"), ("bytes", "out bytes")):
+                           ("params", "params"), ("out", "output"), ("bytes", "out bytes"),
+                           ("intensity", "FLOP/byte"), ("side", "bound")):
             table.add_column(label, key=key)
 
     def show_complexity(self, spec: str, cx) -> None:
@@ -47,12 +48,28 @@ class LayersPane(Vertical):
             f"[b]{spec}[/] · {complexity_summary(cx)} · {len(cx.layers)} layers")
         table = self.query_one(DataTable)
         table.clear()
+        self._row_of = {}
         total = cx.flops or 0
         for i, layer in enumerate(cx.layers):
+            self._row_of.setdefault(layer.name, f"{i}")
             share = f"{100.0 * layer.flops / total:.1f}" if total and isinstance(layer.flops, (int, float)) else "–"
             table.add_row(layer.name or "(model)", layer.type, format_count(layer.flops), share,
                           format_count(layer.params), shape_text(layer.output_shape),
-                          format_bytes(layer.output_bytes), key=f"{i}")
+                          format_bytes(layer.output_bytes), "–", "–", key=f"{i}")
+
+    _row_of: dict[str, str] = {}
+
+    def show_roofline(self, layers) -> None:
+        """Per layer, from a finished run's roofline: arithmetic intensity and the side of the roofline
+        (the run's device peaks; "–" where the data does not allow it)."""
+        table = self.query_one(DataTable)
+        for layer in layers:
+            key = self._row_of.get(layer.name)
+            if key is None:
+                continue
+            intensity = layer.intensity
+            table.update_cell(key, "intensity", f"{intensity:.1f}" if isinstance(intensity, (int, float)) else "–")
+            table.update_cell(key, "side", layer.side if isinstance(layer.side, str) else "–")
 
     def show_error(self, spec: str, text: str) -> None:
         self.query_one("#layers-summary", Static).update(f"[b]{spec}[/]: [b $error]error:[/] {text}")
