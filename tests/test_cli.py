@@ -251,3 +251,8 @@ def test_compare_kernels_shows_each_conv_layer_under_both_arms(capsys):
                        "--json")
     data = json.loads(out)
     assert code == 0 and data["kind"] == "cpu-op" and data["layers"][0]["changed"] is True
+
+
+def test_compare_kernels_with_a_shape_schedule_is_refused(capsys):
+    code, out, err = run(capsys, "compare", TINY, "--a", "", "--b", "shapes=cycle:2", "--kernels")
+    assert code == 2 and out == "" and "--kernels profiles one input shape" in err

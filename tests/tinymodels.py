@@ -58,3 +58,19 @@ class FixedSize(TinyCNN):
 
 def fixed_size() -> nn.Module:
     return FixedSize()
+
+
+class ThreadIdentProbe(TinyCNN):
+    """Records the thread each forward pass ran on."""
+
+    seen: list[int] = []
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        import threading
+
+        ThreadIdentProbe.seen.append(threading.get_ident())
+        return super().forward(x)
+
+
+def thread_probe() -> nn.Module:
+    return ThreadIdentProbe()

@@ -38,6 +38,8 @@ async def test_a_random_shape_schedule_reruns_and_draws_new_shape_iterations_apa
         assert record.first_seen == record.result.sample_first_seen
         stats = screen_text(app, "#run-stats")
         assert "shapes random:" in stats and "new-shape iteration" in stats and "tuning cost" in stats
+        await wait_until(pilot, lambda: "roofline" in screen_text(app, "#run-roofline"), what="the roofline line")
+        assert "needs one input shape" in screen_text(app, "#run-roofline")  # FLOPs are per shape
         histogram = app.main.query_one(LatencyHistogram)
         assert len(histogram.first_seen) == sum(record.first_seen)
         assert len(histogram.samples) + len(histogram.first_seen) == 12
@@ -72,13 +74,19 @@ async def test_a_flip_in_ab_mode_runs_both_flag_sets_interleaved_and_gives_a_ver
 
 
 async def test_kernels_key_tables_each_conv_layer_under_the_old_and_new_flags():
-    app = TorchperfApp(poll_telemetry=False, warmup=1, iters=5)
+    app = TorchperfApp(poll_telemetry=False, warmup=1, iters=1_000_000)
     async with app.run_test(size=(110, 34)) as pilot:
         await wait_ready(pilot)
         await choose(pilot, shape="3x32x32")
         app.main.query_one("#batch").value = "2"  # oneDNN takes a float32 conv from batch 2
-        await pilot.click("#flag-mkldnn_enabled")
+        await pilot.click("#flag-mkldnn_enabled")  # starts a run with the new flags
+        await wait_until(pilot, lambda: app.current_run_id is not None
+                         and app.history.get(app.current_run_id).samples_ms, what="the run in flight")
+        await pilot.press("k")  # refused while that run measures: it would share the machine
+        assert any("a run is in flight" in text for text in notifications(app))
         await pilot.press("c")
+        await wait_until(pilot, lambda: not any(w.group == "timing" and not w.is_finished for w in app.workers),
+                         what="the run to stop")
         await pilot.press("k")
         assert app._active_tab() == "kernels"
         pane = app.main.query_one("KernelsPane")

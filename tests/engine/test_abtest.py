@@ -136,3 +136,19 @@ def test_arms_can_follow_their_own_shape_schedule():
     assert result.b.shapes == "cycle:2:8-24" and result.b.first_seen == 2  # 8 and 24 are new, once each
     assert result.verdict is not None
     assert result.a.ci_low_ms <= result.a.median_ms * 1.5 and result.a.ci_low_ms <= result.a.ci_high_ms
+
+
+def test_each_arm_always_runs_on_a_thread_of_its_own():
+    """cuDNN's per-thread algorithm cache must not carry one arm's choices into the other."""
+    from tests.tinymodels import ThreadIdentProbe
+    from torchperf_tui.engine.abtest import run_ab
+    from torchperf_tui.engine.timing import BenchConfig
+
+    ThreadIdentProbe.seen.clear()
+    base = BenchConfig(model="tests.tinymodels:thread_probe", input_shape=(1, 3, 8, 8), device="cpu")
+    result = run_ab(base, parse_arm_spec(""), parse_arm_spec("mkldnn=off"), blocks=5, per_block=2)
+    per_block = 1 + 1 + 2  # settling + warm-up + timed
+    threads = {arm: set() for arm in "AB"}
+    for i, arm in enumerate(result.order):
+        threads[arm].update(ThreadIdentProbe.seen[i * per_block:(i + 1) * per_block])
+    assert len(threads["A"]) == len(threads["B"]) == 1 and threads["A"] != threads["B"]

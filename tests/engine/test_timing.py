@@ -142,7 +142,9 @@ def test_a_cycle_schedule_marks_first_seen_samples_and_reports_the_tuning_cost()
     assert told == [(i, s, f) for i, (s, f) in enumerate(zip(result.sample_shapes, result.sample_first_seen))]
     report = result.shape_report
     assert report.distinct == 3 and report.first_seen == 2 and report.unrepeated == 0
-    assert report.tuning_cost_ms == pytest.approx(sum(c.first_ms - c.repeat_median_ms for c in report.per_shape))
+    timed_first = [c for c in report.per_shape if c.first_timed]
+    assert sorted(c.shape[-1] for c in timed_first) == [8, 24]
+    assert report.tuning_cost_ms == pytest.approx(sum(c.first_ms - c.repeat_median_ms for c in timed_first))
     assert result.repeat_stats.n == 6 and result.stats.n == 8
     data = result.to_dict()
     assert data["shapes"] == "cycle:3:8-24" and data["sample_shapes"][0] == [1, 3, 8, 8]
@@ -158,6 +160,25 @@ def test_a_schedule_the_model_rejects_fails_before_the_run():
     with pytest.raises(ShapeError, match="shape schedule random:12-16: .* rejects input 1x3x12x12"):
         run_benchmark(cfg, on_sample=lambda *a: samples.append(a))
     assert samples == []
+
+
+def test_compile_with_a_varying_schedule_is_refused_before_anything_runs():
+    from torchperf_tui.engine.errors import TorchperfError
+    from torchperf_tui.engine.timing import BenchConfig, run_benchmark
+
+    cfg = BenchConfig(model="tests.tinymodels:tiny_cnn", input_shape=(1, 3, 16, 16), device="cpu", iters=2,
+                      shapes="cycle:2", compile="default")
+    with pytest.raises(TorchperfError, match="recompilations inside the samples"):
+        run_benchmark(cfg)
+
+
+def test_items_per_second_counts_every_items_when_the_batch_varies():
+    from torchperf_tui.engine.timing import BenchConfig, run_benchmark
+
+    result = run_benchmark(BenchConfig(model="tests.tinymodels:tiny_cnn", input_shape=(2, 3, 8, 8), device="cpu",
+                                       warmup=1, iters=6, shapes="random:8-12:batch=1-4"))
+    items = sum(shape[0] for shape in result.sample_shapes)
+    assert result.stats.fps == pytest.approx(items * 1000.0 / sum(result.samples_ms))
 
 
 def test_memory_is_sampled_between_iterations():

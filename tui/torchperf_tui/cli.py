@@ -379,7 +379,11 @@ def cmd_compare(args) -> int:
     base = _bench_config(args, shapes=args.shapes, seed=args.seed)
     arm_a, arm_b = parse_arm_spec(args.a, base=base.flags), parse_arm_spec(args.b, base=base.flags)
     if args.kernels:
+        from torchperf_tui.engine.errors import TorchperfError
         from torchperf_tui.engine.kernels import conv_kernels
+
+        if base.shapes != "fixed" or arm_a.shapes or arm_b.shapes:
+            raise TorchperfError("--kernels profiles one input shape: leave out --shapes and shapes= in the SPECs")
         from torchperf_tui.cli_render import render_kernels
 
         kernels = conv_kernels(base, arm_a, arm_b)

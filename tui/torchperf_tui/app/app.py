@@ -53,6 +53,7 @@ from torchperf_tui.app.messages import (
     ThroughputFinished,
 )
 from torchperf_tui.app.checks import CheckActions
+from torchperf_tui.app.guards import while_running
 from torchperf_tui.app.comparison import ComparisonActions
 from torchperf_tui.app.runs import RunHistory, RunRecord
 from torchperf_tui.app.screens.main import TABS, MainScreen
@@ -102,22 +103,6 @@ def native_stderr_silenced():
 
 
 _stderr_lock = threading.Lock()
-
-
-def while_running(handler):
-    """Skip a worker's message that arrives after the main screen is gone (the app is shutting down)."""
-
-    def wrapper(self, message):
-        if self.main is None or not self.main.is_attached or not self.main.children:
-            return None
-        try:
-            return handler(self, message)
-        except NoMatches:
-            return None  # the panes are being torn down
-
-    wrapper.__name__ = handler.__name__
-    wrapper.__doc__ = handler.__doc__
-    return wrapper
 
 
 class SampleBatcher:
@@ -562,6 +547,8 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
         run's own input, peaks from the app's device report (NA on the CPU, with the reason)."""
         eng = self.engine
         try:
+            if result.shapes != "fixed":
+                raise RuntimeError(f"shape schedule {result.shapes}: the roofline needs one input shape")
             for name in ("roofline", "complexity"):
                 if not hasattr(eng, name):
                     raise RuntimeError(f"roofline not available: {self.missing.get(name)}")
@@ -669,7 +656,8 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
     def action_cancel_run(self) -> None:
         """Cancel the run in flight: timing, throughput search or profile (each stops between iterations)."""
         cancelled = [w for w in self.workers
-                     if w.group in ("timing", "throughput", "profile", "kernels", "checks") and not w.is_finished]
+                     if w.group in ("timing", "throughput", "profile", "kernels", "determinism", "memsnap")
+                     and not w.is_finished]
         for worker in cancelled:
             worker.cancel()
         if cancelled:
@@ -698,6 +686,15 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
         self._refresh_compare()
 
     # -- throughput: the largest batch that fits ------------------------------------------
+    def _measuring(self, what: str) -> bool:
+        """True (and says so) while a timing run or comparison is in flight: a second measurement on the
+        same machine would disturb it."""
+        busy = any(w.group == "timing" and not w.is_finished for w in self.workers)
+        if busy:
+            self.notify(f"a run is in flight: the {what} would share the machine with it (c cancels the run)",
+                        severity="warning")
+        return busy
+
     def _ready_for(self, module: str, what: str) -> bool:
         if self.engine is None or not hasattr(self.engine, module):
             why = self.missing.get(module)
@@ -765,9 +762,10 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
             self.comparison_failed(message.job_id, message.error)
         elif message.kind == "kernels" and message.job_id == self._kernels_seq:
             self.main.query_one(KernelsPane).show_error(message.error)
-        elif message.kind in ("determinism", "memsnap") and message.job_id == self._check_seq:
-            if message.kind == "determinism":
-                self.main.query_one(TimingPane).show_note(f"determinism: [b $error]error:[/] {message.error}")
+        elif message.kind == "determinism" and message.job_id == self._determinism_seq:
+            self.main.query_one(TimingPane).show_note(f"determinism: [b $error]error:[/] {message.error}")
+        elif message.kind == "memsnap" and message.job_id == self._memsnap_seq:
+            pass  # the notification below is all: there is no pane for snapshots
         elif message.kind == "throughput" and message.job_id == self._throughput_seq:
             self.main.query_one(ThroughputPane).show_error(message.error)
         elif message.kind == "profile" and message.job_id == self._profile_seq:

@@ -7,24 +7,26 @@ from __future__ import annotations
 from textual import work
 
 from torchperf_tui.engine.errors import user_message
+from torchperf_tui.app.guards import while_running
 from torchperf_tui.app.messages import AnalysisFailed, CheckFinished
 from torchperf_tui.app.widgets.picker.model_picker import ModelPicker
 from torchperf_tui.app.widgets.timing.timing_pane import TimingPane
 
 
 class CheckActions:
-    _check_seq = 0
+    _determinism_seq = 0
+    _memsnap_seq = 0
 
     def action_check_determinism(self) -> None:
         """Run the chosen model twice on one input under the current flags: bitwise equal, or how far apart."""
-        if not self._ready_for("determinism", "determinism check"):
+        if not self._ready_for("determinism", "determinism check") or self._measuring("determinism check"):
             return
-        self._check_seq += 1
+        self._determinism_seq += 1
         self.main.query_one(TimingPane).show_note(
             f"determinism: running {self.spec} twice under {self.flags.describe(self.device_kind())}…")
-        self.check_determinism(self._check_seq, self.spec, self.main.query_one(ModelPicker).settings(), self.flags)
+        self.check_determinism(self._determinism_seq, self.spec, self.main.query_one(ModelPicker).settings(), self.flags)
 
-    @work(thread=True, exclusive=True, group="checks", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="determinism", exit_on_error=False)
     def check_determinism(self, job_id: int, spec: str, settings: dict, flags) -> None:
         try:
             cfg = self._bench_config(spec, settings, flags)
@@ -38,23 +40,29 @@ class CheckActions:
 
     def action_memory_snapshot(self) -> None:
         """Record the CUDA allocator's history over a few iterations; say where the snapshot went."""
-        if not self._ready_for("memsnap", "memory snapshot"):
+        if not self._ready_for("memsnap", "memory snapshot") or self._measuring("memory snapshot"):
             return
-        self._check_seq += 1
+        self._memsnap_seq += 1
         self.notify(f"recording the allocator's history over {self.spec}…", title="memory snapshot", timeout=3)
-        self.record_snapshot(self._check_seq, self.spec, self.main.query_one(ModelPicker).settings(), self.flags)
+        self.record_snapshot(self._memsnap_seq, self.spec, self.main.query_one(ModelPicker).settings(), self.flags)
 
-    @work(thread=True, exclusive=True, group="checks", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="memsnap", exit_on_error=False)
     def record_snapshot(self, job_id: int, spec: str, settings: dict, flags) -> None:
+        from textual.worker import get_current_worker
+
+        worker = get_current_worker()
         try:
-            result = self.engine.memsnap.record_memory_snapshot(self._bench_config(spec, settings, flags))
+            result = self.engine.memsnap.record_memory_snapshot(self._bench_config(spec, settings, flags),
+                                                                should_cancel=lambda: worker.is_cancelled)
         except Exception as exc:
             self.post_message(AnalysisFailed("memsnap", job_id, user_message(exc)))
             return
         self.post_message(CheckFinished("memsnap", job_id, result))
 
+    @while_running
     def on_check_finished(self, message: CheckFinished) -> None:
-        if self.main is None or not self.main.is_attached or message.job_id != self._check_seq:
+        seq = self._determinism_seq if message.kind == "determinism" else self._memsnap_seq
+        if message.job_id != seq:
             return
         result = message.result
         if message.kind == "determinism":

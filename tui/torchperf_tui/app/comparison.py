@@ -11,6 +11,7 @@ from textual import work
 from textual.worker import get_current_worker
 
 from torchperf_tui.engine.errors import user_message
+from torchperf_tui.app.guards import while_running
 from torchperf_tui.app.messages import AnalysisFailed, ComparisonBlock, ComparisonFinished, KernelsFinished
 from torchperf_tui.app.runs import RunRecord
 from torchperf_tui.app.widgets.compare.compare_pane import ComparePane
@@ -46,6 +47,12 @@ class ComparisonActions:
 
     def start_comparison(self, flags_a, flags_b) -> None:
         self._mark_cancelling()
+        for arm in ("A", "B"):  # a comparison in flight is replaced: its result will be dropped
+            record = self._ab_record(arm)
+            if record is not None and not record.finished:
+                record.status = "cancelled"
+        if self.run_options.get("compile", "eager") != "eager":
+            self.notify("A/B compares the flag sets eager: compiled A/B is not supported", severity="warning")
         self._ab_seq += 1
         kind = self.device_kind()
         records = []
@@ -89,8 +96,9 @@ class ComparisonActions:
             return None
         return self.history.get(self._ab_runs[0 if arm == "A" else 1])
 
+    @while_running
     def on_comparison_block(self, message: ComparisonBlock) -> None:
-        if message.ab_id != self._ab_seq or self.main is None or not self.main.is_attached:
+        if message.ab_id != self._ab_seq:
             return
         record = self._ab_record(message.arm)
         if record is None or record.finished:
@@ -102,8 +110,9 @@ class ComparisonActions:
             f"A/B: block {message.index + 1} of {message.total} done ({message.arm}) · the verdict comes at the end")
         self._refresh_compare()
 
+    @while_running
     def on_comparison_finished(self, message: ComparisonFinished) -> None:
-        if message.ab_id != self._ab_seq or self.main is None or not self.main.is_attached:
+        if message.ab_id != self._ab_seq:
             return
         result = message.result
         batch = result.input_shape[0]
@@ -133,7 +142,7 @@ class ComparisonActions:
     # -- kernels: what each conv layer ran under A and under B ----------------------------
     def action_kernels(self) -> None:
         """Profile the conv layers under the flags before the last flip (A) and now (B), side by side."""
-        if not self._ready_for("kernels", "kernel view"):
+        if not self._ready_for("kernels", "kernel view") or self._measuring("kernel profile"):
             return
         a, b = self._arms() or (self.flags, self.flags)
         self._kernels_seq += 1
@@ -161,9 +170,8 @@ class ComparisonActions:
             return
         self.post_message(KernelsFinished(job_id, result))
 
+    @while_running
     def on_kernels_finished(self, message: KernelsFinished) -> None:
-        if self.main is None or not self.main.is_attached:
-            return
         self._repaint()  # the profiler's span had the terminal's output redirected
         if message.job_id == self._kernels_seq:
             self.main.query_one(KernelsPane).show_result(message.result)

@@ -129,7 +129,7 @@ class DemoDirector:
         app.last_determinism = None
         app.action_check_determinism()
         app.action_show_tab("timing")
-        await self._wait(lambda: app.last_determinism is not None)
+        await self._wait(lambda: app.last_determinism is not None, timeout=180)
         await asyncio.sleep(self.pace)
         app.set_flags(base)
 
@@ -137,7 +137,7 @@ class DemoDirector:
         app.action_show_tab("memory")
         released = app.last_release
         app.action_release_memory()
-        await self._wait(lambda: app.last_release is not released)
+        await self._wait(lambda: app.last_release is not released, timeout=60)
         await asyncio.sleep(self.pace * 2)
 
         self.running = False

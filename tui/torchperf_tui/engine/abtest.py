@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import random
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, fields
 from typing import Callable
 
@@ -228,6 +229,32 @@ class ABResult:
         return data
 
 
+class ArmThreads:
+    """One long-lived thread per arm, each arm's work always run on its own thread.
+
+    cuDNN (the v8 API PyTorch uses) keeps the conv algorithm it picked for a shape in a thread-local cache
+    keyed by shape, dtype, deterministic and TF32, but not by cudnn.benchmark, and consults it before the
+    flag: in one thread, whichever arm met a shape first would choose the algorithm for both, and
+    benchmark=off vs on would compare the same kernels. (With TORCH_CUDNN_V8_API_DISABLED=1 the old API's
+    cache is process-wide and this cannot separate the arms.)
+    """
+
+    def __init__(self, names) -> None:
+        self._pools = {name: ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"torchperf-arm-{name}")
+                       for name in names}
+
+    def run(self, name: str, fn: Callable, *args):
+        """Run `fn(*args)` on arm `name`'s thread and wait for it (its exceptions are raised here)."""
+        return self._pools[name].submit(fn, *args).result()
+
+    def __enter__(self) -> "ArmThreads":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for pool in self._pools.values():
+            pool.shutdown(wait=True)
+
+
 OnBlock = Callable[[str, int, int, list[float]], None]
 
 
@@ -235,8 +262,9 @@ def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int = 2
            on_block: OnBlock | None = None, should_cancel: Callable[[], bool] | None = None) -> ABResult:
     """Time arms A and B of `base` (a timing.BenchConfig) interleaved in randomised blocks.
 
-    Each block runs under its arm's own flags context and starts with one discarded iteration plus one
-    warm-up (a flag change such as the thread count needs a pass to settle). `on_block(arm, index, total,
+    Each block runs under its arm's own flags context, on its arm's own thread (see ArmThreads), and starts
+    with one discarded iteration plus one warm-up (a flag change such as the thread count needs a pass to
+    settle). `on_block(arm, index, total,
     samples)` is called after each block; `should_cancel()` is checked between iterations.
     """
     import torch
@@ -279,30 +307,34 @@ def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int = 2
     done = {"A": 0, "B": 0}
     order = block_order(blocks, seed)
     stopped = False
+
+    def run_block(name: str):
+        arm = arms[name]
+        work = workloads[(arm.dtype, arm.channels_last)]
+        model, feed, base_x = work.model, feeds[name], work.x
+
+        def before(phase: str, i: int) -> None:
+            if phase == "timed":
+                feed.advance(done[name])
+                done[name] += 1
+            elif feed.shape != tuple(shape):  # the settling iterations: the configured shape
+                feed.x, feed.shape = base_x, tuple(shape)
+
+        with applied_flags(arm.flags), torch.inference_mode(), \
+                forward_errors(base.model, shape, work.dtype, device):
+            return run_timed_loop(lambda: model(feed.x), device=device, warmup=1, iters=per_block,
+                                  should_cancel=cancelled, before_iteration=before)
+
     try:
-        for index, name in enumerate(order):
-            arm = arms[name]
-            work = workloads[(arm.dtype, arm.channels_last)]
-            model, feed = work.model, feeds[name]
-            base_x = work.x
-
-            def before(phase: str, i: int, feed=feed, name=name) -> None:
-                if phase == "timed":
-                    feed.advance(done[name])
-                    done[name] += 1
-                elif feed.shape != tuple(shape):  # the settling iterations: the configured shape
-                    feed.x, feed.shape = base_x, tuple(shape)
-
-            with applied_flags(arm.flags), torch.inference_mode(), \
-                    forward_errors(base.model, shape, work.dtype, device):
-                times = run_timed_loop(lambda: model(feed.x), device=device, warmup=1, iters=per_block,
-                                       should_cancel=cancelled, before_iteration=before)
-            if times.cancelled:
-                stopped = True
-                break
-            arm.blocks.append(times.samples_ms)
-            if on_block is not None:
-                on_block(name, index, len(order), times.samples_ms)
+        with ArmThreads(arms) as threads:
+            for index, name in enumerate(order):
+                times = threads.run(name, run_block, name)
+                if times.cancelled:
+                    stopped = True
+                    break
+                arms[name].blocks.append(times.samples_ms)
+                if on_block is not None:
+                    on_block(name, index, len(order), times.samples_ms)
     finally:
         for feed in feeds.values():
             feed.x = None

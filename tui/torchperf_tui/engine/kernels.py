@@ -28,7 +28,7 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-from torchperf_tui.engine.abtest import ArmSpec
+from torchperf_tui.engine.abtest import ArmSpec, ArmThreads
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.flags import applied_flags
 from torchperf_tui.engine.inputs import parse_dtype, resolve_device
@@ -291,14 +291,21 @@ def conv_kernels(base: BenchConfig, a: ArmSpec, b: ArmSpec, *, iters: int = 3, w
             layers = conv_layers(work.model)
             if not layers:
                 raise TorchperfError(f"{name} has no convolution layers: kernel choice per conv needs one")
-            handles = _attach_layer_ranges(layers)
-            try:
-                with applied_flags(spec.flags), torch.inference_mode(), \
-                        forward_errors(name, shape, work.dtype, device, action="profiling kernels of"):
-                    events, done, stopped = _profile_arm(work.model, work.x, device, iters, warmup, cancelled)
-            finally:
-                for handle in handles:
-                    handle.remove()
+
+            def profile_arm(work=work, layers=layers, spec=spec):
+                handles = _attach_layer_ranges(layers)
+                try:
+                    with applied_flags(spec.flags), torch.inference_mode(), \
+                            forward_errors(name, shape, work.dtype, device, action="profiling kernels of"):
+                        return _profile_arm(work.model, work.x, device, iters, warmup, cancelled)
+                finally:
+                    for handle in handles:
+                        handle.remove()
+
+            # Each arm on a thread of its own: cuDNN's per-thread algorithm cache must not carry A's
+            # choices into B (see ArmThreads).
+            with ArmThreads([arm]) as thread:
+                events, done, stopped = thread.run(arm, profile_arm)
             profiled.append(done)
             if events is not None:
                 grouped[arm] = group_by_layer(events, done, on_cuda)

@@ -12,7 +12,9 @@ a schedule instead:
 
 Only the timed iterations follow the schedule; the first iteration and the warm-up use the configured
 shape, so the timed samples show each new shape's first-call cost. The tuning cost of a run is, per
-shape, its first iteration minus the median of its repeats, summed.
+shape first met in the timed iterations, that iteration minus the median of its repeats, summed. (The
+configured shape's first iteration also holds one-off costs such as lazy CUDA loading, and is reported
+apart as the run's first iteration.)
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ class ShapeSchedule:
         """The spatial sizes a cycle goes through (in order) for a configured shape `base`."""
         low, high = self._range(base)
         if self.count == 1:
-            return [_spatial(base)]
+            return [low] if self.low is not None else [_spatial(base)]
         raw = np.linspace(low, high, self.count)
         lowest, highest = -(-low // SIZE_STEP) * SIZE_STEP, high // SIZE_STEP * SIZE_STEP  # inside the range
         sizes = sorted({min(highest, max(lowest, int(round(v / SIZE_STEP)) * SIZE_STEP)) for v in raw})
@@ -181,6 +183,7 @@ class ShapeCost:
     first_ms: float
     repeat_median_ms: float | None  # None: the shape never came back, so its first-call cost is unknown
     repeats: int
+    first_timed: bool = True  # first met in a timed iteration (False: the configured shape)
 
     @property
     def cost_ms(self) -> float | None:
@@ -197,8 +200,8 @@ class ShapeReport:
     repeats: int
     first_seen_median_ms: float | None
     repeat_median_ms: float | None
-    tuning_cost_ms: float  # summed over shapes that came back; their first iteration minus their repeats
-    unrepeated: int  # shapes seen once only: their first-call cost cannot be told apart from their size
+    tuning_cost_ms: float  # over timed-first shapes that came back: their first iteration minus their repeats
+    unrepeated: int  # timed-first shapes seen once only: their cost cannot be told apart from their size
     per_shape: list[ShapeCost] = field(default_factory=list)
 
     def summary(self) -> str:
@@ -221,14 +224,18 @@ def shape_report(schedule: ShapeSchedule, iterations: Iterable[tuple[tuple[int, 
     """`iterations`: (shape, ms) of every iteration in order (first, warm-up, timed); `timed_first_seen`:
     whether each timed iteration met its shape for the first time."""
     iterations = list(iterations)
+    untimed = len(iterations) - len(timed_first_seen)
     by_shape: dict[tuple[int, ...], list[float]] = {}
-    for shape, ms in iterations:
+    first_index: dict[tuple[int, ...], int] = {}
+    for index, (shape, ms) in enumerate(iterations):
         by_shape.setdefault(tuple(shape), []).append(ms)
+        first_index.setdefault(tuple(shape), index)
     per_shape = []
     for shape, times in by_shape.items():
         repeat = float(np.median(times[1:])) if len(times) > 1 else None
-        per_shape.append(ShapeCost(shape=shape, first_ms=times[0], repeat_median_ms=repeat, repeats=len(times) - 1))
-    timed = iterations[-len(timed_first_seen):] if timed_first_seen else []
+        per_shape.append(ShapeCost(shape=shape, first_ms=times[0], repeat_median_ms=repeat, repeats=len(times) - 1,
+                                   first_timed=first_index[shape] >= untimed))
+    timed = iterations[untimed:]
     first = [ms for (_, ms), seen in zip(timed, timed_first_seen) if seen]
     again = [ms for (_, ms), seen in zip(timed, timed_first_seen) if not seen]
     return ShapeReport(
@@ -238,7 +245,7 @@ def shape_report(schedule: ShapeSchedule, iterations: Iterable[tuple[tuple[int, 
         repeats=len(again),
         first_seen_median_ms=float(np.median(first)) if first else None,
         repeat_median_ms=float(np.median(again)) if again else None,
-        tuning_cost_ms=float(sum(c.cost_ms for c in per_shape if c.cost_ms is not None)),
-        unrepeated=sum(1 for c in per_shape if c.repeat_median_ms is None),
+        tuning_cost_ms=float(sum(c.cost_ms for c in per_shape if c.first_timed and c.cost_ms is not None)),
+        unrepeated=sum(1 for c in per_shape if c.first_timed and c.repeat_median_ms is None),
         per_shape=per_shape,
     )

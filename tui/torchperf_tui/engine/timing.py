@@ -8,7 +8,7 @@ creation, lazy CUDA module loading) that would otherwise pollute the distributio
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Callable, Literal
 
 import numpy as np
@@ -204,6 +204,11 @@ def run_timed_loop(fn: Callable[[], object], *, device: torch.device | str = "cp
     device = torch.device(device)
     if iters < 1:
         raise TorchperfError(f"iterations must be at least 1, got {iters}")
+    if device.type == "cuda" and device.index is not None:
+        # Events and syncs go to the current device, which is per thread: a worker thread starts on cuda:0.
+        with torch.cuda.device(device):
+            return run_timed_loop(fn, device="cuda", warmup=warmup, iters=iters, on_sample=on_sample,
+                                  should_cancel=should_cancel, before_iteration=before_iteration)
     sample = _cuda_sample if device.type == "cuda" else _cpu_sample
     emit = on_sample or (lambda phase, index, total, ms: None)
     cancelled = should_cancel or (lambda: False)
@@ -264,6 +269,10 @@ def run_benchmark(cfg: BenchConfig, on_sample: OnSample | None = None,
     shape = cfg.resolved_shape()
     schedule = parse_schedule(cfg.shapes, seed=cfg.seed)
     timed_shapes = schedule.shapes(shape, cfg.iters)
+    if schedule.varies and cfg.compile is not None:
+        # Each new shape would recompile (or re-record CUDA graphs) inside a timed sample.
+        raise TorchperfError(f"torch.compile with the shape schedule {schedule.describe()} would time "
+                             "recompilations inside the samples: use fixed shapes to compare eager and compiled")
     if schedule.varies:
         check_schedule_accepted(cfg.model, schedule, shape, cfg.dtype)
     work = prepare_workload(cfg.model, shape, device, dtype, cfg.channels_last, seed=cfg.seed)
@@ -297,6 +306,10 @@ def run_benchmark(cfg: BenchConfig, on_sample: OnSample | None = None,
                       *zip(shapes_done, samples)]
         report = shape_report(schedule, iterations, first_seen)
     repeats = [ms for ms, seen in zip(samples, first_seen) if not seen]
+    stats = compute_stats(samples, batch=shape[0])
+    if stats is not None and schedule.batch_low is not None and sum(samples) > 0:
+        # The batch varies: items per second is every item over every second, not the configured batch.
+        stats = replace(stats, fps=sum(s[0] for s in shapes_done) * 1000.0 / sum(samples))
     return TimingResult(
         model=cfg.model,
         device=str(device),
@@ -307,7 +320,7 @@ def run_benchmark(cfg: BenchConfig, on_sample: OnSample | None = None,
         first_iter_ms=times.first_iter_ms,
         warmup_ms=times.warmup_ms,
         samples_ms=samples,
-        stats=compute_stats(samples, batch=shape[0]),
+        stats=stats,
         cancelled=times.cancelled,
         started_at=started,
         duration_s=time.time() - started,
