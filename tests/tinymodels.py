@@ -74,3 +74,16 @@ class ThreadIdentProbe(TinyCNN):
 
 def thread_probe() -> nn.Module:
     return ThreadIdentProbe()
+
+
+class Picky(TinyCNN):
+    """Fails on 24x24 inputs at run time only (the meta-device check lets it through)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.device.type != "meta" and x.shape[-1] == 24:
+            raise ValueError("24 is not supported")
+        return super().forward(x)
+
+
+def picky() -> nn.Module:
+    return Picky()

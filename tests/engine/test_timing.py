@@ -189,3 +189,13 @@ def test_memory_is_sampled_between_iterations():
     assert result.memory_kind == "rss" and len(result.memory_trace) == 1 + 2 + 3 + 1
     times = [t for t, _, _ in result.memory_trace]
     assert times == sorted(times) and all(alloc > 0 for _, alloc, _ in result.memory_trace)
+
+
+def test_a_failure_at_a_scheduled_shape_names_that_shape():
+    from torchperf_tui.engine.errors import ShapeError
+    from torchperf_tui.engine.timing import BenchConfig, run_benchmark
+
+    cfg = BenchConfig(model="tests.tinymodels:picky", input_shape=(1, 3, 16, 16), device="cpu", warmup=1,
+                      iters=4, shapes="cycle:3:8-24")
+    with pytest.raises(ShapeError, match="rejected input 1x3x24x24"):
+        run_benchmark(cfg)

@@ -288,7 +288,7 @@ def run_benchmark(cfg: BenchConfig, on_sample: OnSample | None = None,
                 if phase == "timed":
                     feed.advance(index)
 
-            with forward_errors(cfg.model, feed.shape, dtype, device):
+            with forward_errors(cfg.model, lambda: feed.shape, dtype, device):
                 times = run_timed_loop(lambda: runner(feed.x), device=device, warmup=cfg.warmup,
                                        iters=cfg.iters, on_sample=on_sample, should_cancel=should_cancel,
                                        before_iteration=before)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Callable, Iterator
 
 import torch
 from torch import nn
@@ -73,14 +73,19 @@ def prepare_workload(spec: str | nn.Module, shape: tuple[int, ...], device: torc
 
 
 @contextmanager
-def forward_errors(name: str, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device,
-                   action: str = "running") -> Iterator[None]:
-    """Turn an out-of-memory into OutOfMemory and a rejected input into ShapeError, each one line."""
+def forward_errors(name: str, shape: tuple[int, ...] | Callable[[], tuple[int, ...]], dtype: torch.dtype,
+                   device: torch.device, action: str = "running") -> Iterator[None]:
+    """Turn an out-of-memory into OutOfMemory and a rejected input into ShapeError, each one line. `shape`
+    may be a callable, read when the error happens (a shape schedule changes the input as it goes)."""
     try:
         yield
     except torch.OutOfMemoryError as exc:
-        raise OutOfMemory(f"out of memory {action} {name} at input {format_shape(shape)} on {device}: "
+        raise OutOfMemory(f"out of memory {action} {name} at input {format_shape(_now(shape))} on {device}: "
                           f"{first_line(exc)}") from None
     except FORWARD_ERRORS as exc:
-        raise ShapeError(f"{name} rejected input {format_shape(shape)} ({dtype_name(dtype)}): "
+        raise ShapeError(f"{name} rejected input {format_shape(_now(shape))} ({dtype_name(dtype)}): "
                          f"{first_line(exc)}") from None
+
+
+def _now(shape):
+    return shape() if callable(shape) else shape
