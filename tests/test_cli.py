@@ -192,6 +192,13 @@ def test_compare_command_gives_a_verdict(capsys):
     assert code == 0 and data["verdict"]["blocks"] == 5
     assert data["a"]["flags"]["num_threads"] == 1 and data["b"]["flags"]["num_threads"] == 2
     assert data["summary"].startswith(("B is", "no significant difference"))
+    # both arms are in the history, each pointing at the other and carrying the verdict
+    code, out, _ = run(capsys, "history", "--json")
+    arms = [r for r in json.loads(out) if r["kind"] == "ab"]
+    assert [r["details"]["arm"] for r in arms] == ["A", "B"]
+    assert arms[0]["details"]["pair"] == arms[1]["id"] and arms[1]["details"]["pair"] == arms[0]["id"]
+    assert arms[1]["details"]["summary"] == data["summary"] and arms[1]["flags"]["num_threads"] == 2
+    assert arms[0]["stats"]["n"] == 5 * 2
     code, out, _ = run(capsys, "compare", TINY, "--input", "1x3x16x16", "--a", "", "--b", "mkldnn=off",
                        "--blocks", "5", "--per-block", "2")
     assert code == 0 and "randomised blocks" in out and "Wilcoxon signed-rank" in out

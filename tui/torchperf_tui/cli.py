@@ -163,6 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--blocks", type=_positive_int, default=10, help="blocks per arm (default 10, at least 5)")
     p.add_argument("--per-block", type=_positive_int, default=20, help="timed iterations per block (default 20)")
     p.add_argument("--seed", type=int, default=0, help="seed of the block order, random shapes and the bootstrap")
+    p.add_argument("--no-history", action="store_true", help="do not append the two arms to the history file")
     p.add_argument("--kernels", action="store_true", help="instead of timing: the kernels each conv layer ran under "
                    "A and under B, side by side (torch.profiler; on the CPU the ATen implementation)")
     _add_shapes_option(p)
@@ -355,10 +356,12 @@ def _append_history(args, result) -> None:
     """Every completed run goes to the history at once; a history that cannot be written is a warning, not a
     lost result."""
     from torchperf_tui.engine.errors import TorchperfError
-    from torchperf_tui.engine.results import History, record_from_timing
+    from torchperf_tui.engine.results import History, record_from_timing, records_from_ab
 
     try:
-        History(args.history).append(record_from_timing(result))
+        history = History(args.history)
+        for record in (records_from_ab(result) if hasattr(result, "verdict") else [record_from_timing(result)]):
+            history.append(record)
     except (TorchperfError, OSError) as exc:
         print(f"{PROG}: warning: run not saved to history: {exc}", file=sys.stderr)
 
@@ -393,6 +396,8 @@ def cmd_compare(args) -> int:
             render_kernels(kernels)
         return 0
     result = run_ab(base, arm_a, arm_b, blocks=args.blocks, per_block=args.per_block, seed=args.seed)
+    if not args.no_history and not result.cancelled:
+        _append_history(args, result)
     if args.json:
         _print_json(result.to_dict())
     else:

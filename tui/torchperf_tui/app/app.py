@@ -577,11 +577,17 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
                 self.main.query_one(LayersPane).show_roofline(message.result.layers)
 
     def _save_to_history(self, result) -> None:
-        """Append a completed run to the history file at once (from the worker thread), so a killed SSH
-        session loses nothing; a history that cannot be written is a warning, never a lost run."""
+        """Append a completed run (or both arms of a comparison) to the history file at once, from the
+        worker thread, so a killed SSH session loses nothing; a history that cannot be written is a
+        warning, never a lost run."""
         results = self.engine.results
         try:
-            results.History(self.history_path).append(results.record_from_timing(result))
+            history = results.History(self.history_path)
+            if hasattr(result, "verdict"):
+                for record in results.records_from_ab(result):
+                    history.append(record)
+            else:
+                history.append(results.record_from_timing(result))
         except Exception as exc:
             self.call_from_thread(self.notify, f"run not saved to history: {user_message(exc)}",
                                   severity="warning")

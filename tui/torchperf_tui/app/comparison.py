@@ -90,6 +90,8 @@ class ComparisonActions:
             self.post_message(AnalysisFailed("compare", ab_id, user_message(exc)))
             return
         self.post_message(ComparisonFinished(ab_id, result))
+        if not result.cancelled:
+            self._save_to_history(result)
 
     def _ab_record(self, arm: str) -> RunRecord | None:
         if self._ab_runs is None:

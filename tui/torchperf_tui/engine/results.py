@@ -21,6 +21,7 @@ import platform
 import socket
 import sys
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -33,6 +34,7 @@ from torchperf_tui.formatting import format_ms
 
 if TYPE_CHECKING:  # only for annotations: importing them would import torch
     from torchperf_tui.engine.device import DeviceReport
+    from torchperf_tui.engine.abtest import ABResult
     from torchperf_tui.engine.timing import TimingResult
 
 HISTORY_ENV = "TORCHPERF_HISTORY"
@@ -206,12 +208,7 @@ def _iso_utc(timestamp: float) -> str:
 def record_from_timing(result: "TimingResult", fingerprint: dict[str, Any] | None = None) -> RunRecord:
     """A history record of a timing run. Without a fingerprint, one is taken now for the run's device."""
     env = environment_fingerprint(device=result.device) if fingerprint is None else dict(fingerprint)
-    stats = None
-    if result.stats is not None:
-        s = result.stats
-        stats = RunStats(n=s.n, mean_ms=s.mean_ms, std_ms=s.std_ms, min_ms=s.min_ms, max_ms=s.max_ms,
-                         p50_ms=s.p50_ms, p90_ms=s.p90_ms, p99_ms=s.p99_ms, iqr_ms=s.iqr_ms,
-                         fps=s.fps if math.isfinite(s.fps) else None, first_iter_ms=result.first_iter_ms)
+    stats = _run_stats(result.stats, result.first_iter_ms)
     details: dict[str, Any] = {"warmup_iters": len(result.warmup_ms)}
     # getattr: fields that timing.py grew later; an older TimingResult simply lacks them.
     for name in ("compile_mode", "compiled", "compile_s", "compile_error"):
@@ -232,6 +229,39 @@ def record_from_timing(result: "TimingResult", fingerprint: dict[str, Any] | Non
         fingerprint=env, cancelled=result.cancelled, duration_s=result.duration_s, timer=result.timer,
         details=details,
     )
+
+
+def _run_stats(s, first_iter_ms: float | None = None) -> RunStats | None:
+    """RunStats from the engine's TimingStats (None stays None)."""
+    if s is None:
+        return None
+    return RunStats(n=s.n, mean_ms=s.mean_ms, std_ms=s.std_ms, min_ms=s.min_ms, max_ms=s.max_ms,
+                    p50_ms=s.p50_ms, p90_ms=s.p90_ms, p99_ms=s.p99_ms, iqr_ms=s.iqr_ms,
+                    fps=s.fps if math.isfinite(s.fps) else None, first_iter_ms=first_iter_ms)
+
+
+def records_from_ab(result: "ABResult", fingerprint: dict[str, Any] | None = None) -> list[RunRecord]:
+    """Two history records of an interleaved comparison, one per arm (kind "ab"), each carrying the
+    verdict and the other arm's id, so a comparison is kept and exported like any run."""
+    from torchperf_tui.engine.timing import compute_stats  # the caller has torch loaded: it just measured
+
+    env = environment_fingerprint(device=result.device) if fingerprint is None else dict(fingerprint)
+    ids = {"A": new_record_id(), "B": new_record_id()}
+    verdict = result.verdict.to_dict() if result.verdict is not None else None
+    created = _iso_utc(time.time())
+    records = []
+    for name, arm in (("A", result.a), ("B", result.b)):
+        details = {"arm": name, "pair": ids["B" if name == "A" else "A"], "spec": arm.spec, "shapes": arm.shapes,
+                   "blocks": len(arm.blocks), "verdict": verdict, "summary": result.summary()}
+        records.append(RunRecord(
+            id=ids[name], kind="ab", created_at=created, model=result.model,
+            input_shape=tuple(result.input_shape), dtype=arm.dtype, channels_last=arm.channels_last,
+            device=result.device, flags=arm.flags.to_dict(), flags_text=arm.flags.describe(result.device),
+            stats=_run_stats(compute_stats(arm.samples_ms, batch=result.input_shape[0])),
+            samples_ms=list(arm.samples_ms), fingerprint=env, cancelled=result.cancelled,
+            duration_s=result.duration_s, timer="cuda-events" if result.device.startswith("cuda") else "perf_counter",
+            details=details))
+    return records
 
 
 # --------------------------------------------------------------------------------------------------
