@@ -260,6 +260,14 @@ def test_compare_kernels_shows_each_conv_layer_under_both_arms(capsys):
     assert code == 0 and data["kind"] == "cpu-op" and data["layers"][0]["changed"] is True
 
 
+def test_a_cuda_flag_on_the_cpu_is_called_out_not_silently_ignored(capsys):
+    code, out, _ = run(capsys, "compare", TINY, "--input", "1x3x8x8", "--a", "", "--b", "cudnn_benchmark=on",
+                       "--blocks", "5", "--per-block", "1", "--json", "--no-history")
+    assert code == 0 and any("cudnn.benchmark has no effect here" in note for note in json.loads(out)["notes"])
+    code, _, err = run(capsys, "bench", TINY, "--input", "1x3x8x8", "--iters", "2", "--cudnn-benchmark", "--no-history")
+    assert code == 0 and "note: cudnn.benchmark has no effect here" in err
+
+
 def test_compare_kernels_with_a_shape_schedule_is_refused(capsys):
     code, out, err = run(capsys, "compare", TINY, "--a", "", "--b", "shapes=cycle:2", "--kernels")
     assert code == 2 and out == "" and "--kernels profiles one input shape" in err

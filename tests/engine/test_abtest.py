@@ -152,3 +152,15 @@ def test_each_arm_always_runs_on_a_thread_of_its_own():
     for i, arm in enumerate(result.order):
         threads[arm].update(ThreadIdentProbe.seen[i * per_block:(i + 1) * per_block])
     assert len(threads["A"]) == len(threads["B"]) == 1 and threads["A"] != threads["B"]
+
+
+def test_verdict_wording_for_large_ratios_and_disagreeing_tests():
+    from torchperf_tui.engine.abtest import Verdict
+
+    slow = Verdict(blocks=10, ratio=8.62, ci_low=7.9, ci_high=9.4, p_value=0.002, significant=True)
+    assert slow.summary() == "B is 8.62x slower (95 % CI 7.90-9.40x, p=0.002)"
+    fast = Verdict(blocks=10, ratio=0.25, ci_low=0.2, ci_high=0.3, p_value=0.002, significant=True)
+    assert fast.summary().startswith("B is 4.00x faster (95 % CI 3.33-5.00x")
+    torn = Verdict(blocks=10, ratio=1.12, ci_low=1.013, ci_high=1.236, p_value=0.0645, significant=False)
+    assert "excludes 1, but the signed-rank test does not agree (p=0.0645)" in torn.summary()
+    assert torn.summary().startswith("no significant difference")

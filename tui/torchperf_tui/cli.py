@@ -265,6 +265,11 @@ def cmd_bench(args) -> int:
     from torchperf_tui.cli_render import ProgressLine, render_timing
 
     cfg = _bench_config(args, warmup=args.warmup, iters=args.iters, compile=args.compile, shapes=args.shapes)
+    from torchperf_tui.engine.flags import inert_flags
+    from torchperf_tui.engine.inputs import resolve_device
+
+    for line in inert_flags(cfg.flags, resolve_device(cfg.device).type):
+        print(f"{PROG}: note: {line}", file=sys.stderr)
     progress = ProgressLine(enabled=sys.stderr.isatty() and not args.json)
     result = run_benchmark(cfg, on_sample=progress.update)
     progress.close()
@@ -321,7 +326,10 @@ def cmd_profile(args) -> int:
 
     if args.sort is not None and args.sort not in SORT_KEYS:
         raise TorchperfError(f"unknown sort key {args.sort!r}: choose one of {', '.join(SORT_KEYS)}")
-    result = profile_model(_bench_config(args), iters=args.iters, sort_by=args.sort, trace_path=args.trace)
+    from torchperf_tui.native_stderr import native_stderr_silenced
+
+    with native_stderr_silenced():  # Kineto's log lines read like failures; they are not
+        result = profile_model(_bench_config(args), iters=args.iters, sort_by=args.sort, trace_path=args.trace)
     if args.json:
         _print_json(result.to_dict(top=args.top))
     else:
@@ -389,7 +397,10 @@ def cmd_compare(args) -> int:
             raise TorchperfError("--kernels profiles one input shape: leave out --shapes and shapes= in the SPECs")
         from torchperf_tui.cli_render import render_kernels
 
-        kernels = conv_kernels(base, arm_a, arm_b)
+        from torchperf_tui.native_stderr import native_stderr_silenced
+
+        with native_stderr_silenced():  # Kineto's log lines read like failures; they are not
+            kernels = conv_kernels(base, arm_a, arm_b)
         if args.json:
             _print_json(kernels.to_dict())
         else:

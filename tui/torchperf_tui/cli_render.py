@@ -127,7 +127,8 @@ def render_timing(result) -> None:
     report = result.shape_report
     if result.shapes != "fixed" and report is not None:
         rows += [("shapes", f"{result.shapes}: {report.distinct} distinct, {report.first_seen} of "
-                            f"{len(result.samples_ms)} timed iterations met a new shape"),
+                            f"{len(result.samples_ms)} timed iterations met a new shape (the configured "
+                            f"shape was met in the warm-up)"),
                  ("p50 first-seen", format_ms(report.first_seen_median_ms)),
                  ("p50 repeats", format_ms(report.repeat_median_ms)),
                  ("tuning cost", f"{report.tuning_cost_ms:.1f} ms (per shape: first iteration - median of "
@@ -287,6 +288,8 @@ def render_ab(result) -> None:
     console.print(table)
     console.print()
     console.print(result.summary(), style="bold")
+    for note in result.notes:
+        console.print(f"note: {note}")
     if result.verdict is not None:
         console.print(f"(ratio: median of B/A over {result.verdict.blocks} neighbouring block pairs, with a "
                       "bootstrap 95 % CI; Wilcoxon signed-rank on the paired log-ratios)")

@@ -7,10 +7,7 @@ runs in thread workers that post messages (app/messages.py) back; the UI only ca
 
 from __future__ import annotations
 
-import contextlib
 import importlib
-import os
-import tempfile
 import threading
 import time
 from collections import deque
@@ -54,6 +51,7 @@ from torchperf_tui.app.messages import (
 )
 from torchperf_tui.app.checks import CheckActions
 from torchperf_tui.app.guards import while_running
+from torchperf_tui.native_stderr import native_stderr_silenced
 from torchperf_tui.app.comparison import ComparisonActions
 from torchperf_tui.app.runs import RunHistory, RunRecord
 from torchperf_tui.app.screens.main import TABS, MainScreen
@@ -77,32 +75,6 @@ PROFILE_ITERS = 5  # a profile needs only a few iterations; the trace of many is
 BATCH_SECONDS = 0.1  # samples reach the UI at most ~10 times a second, however fast the model is
 
 
-@contextlib.contextmanager
-def native_stderr_silenced():
-    """torch.profiler's C++ side (Kineto) writes log lines straight to file descriptor 2, which is the
-    terminal Textual draws on: send fd 2 to a log file while the profiler starts and stops. Textual's own
-    writes in that window are lost too, so the caller repaints the screen afterwards."""
-    log = os.path.join(tempfile.gettempdir(), "torchperf-tui", "profiler-stderr.log")
-    # One redirect at a time: a second profile (the first one cancelled and finishing) that saved the
-    # redirected fd 2 would restore the log file instead of the terminal.
-    with _stderr_lock:
-        try:
-            os.makedirs(os.path.dirname(log), exist_ok=True)
-            target = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-            saved = os.dup(2)
-        except OSError:
-            yield  # no redirect possible: the log lines may show, nothing else changes
-            return
-        try:
-            os.dup2(target, 2)
-            yield
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-            os.close(target)
-
-
-_stderr_lock = threading.Lock()
 
 
 class SampleBatcher:

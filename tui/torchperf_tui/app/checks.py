@@ -42,6 +42,9 @@ class CheckActions:
         """Record the CUDA allocator's history over a few iterations; say where the snapshot went."""
         if not self._ready_for("memsnap", "memory snapshot") or self._measuring("memory snapshot"):
             return
+        if self.device_kind() != "cuda":
+            self.notify(self.engine.memsnap.NOT_CUDA, title="memory snapshot", severity="warning", timeout=8)
+            return
         self._memsnap_seq += 1
         self.notify(f"recording the allocator's history over {self.spec}…", title="memory snapshot", timeout=3)
         self.record_snapshot(self._memsnap_seq, self.spec, self.main.query_one(ModelPicker).settings(), self.flags)

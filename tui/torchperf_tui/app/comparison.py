@@ -156,7 +156,7 @@ class ComparisonActions:
 
     @work(thread=True, exclusive=True, group="kernels", exit_on_error=False)
     def profile_kernels(self, job_id: int, spec: str, settings: dict, flags_a, flags_b) -> None:
-        from torchperf_tui.app.app import native_stderr_silenced
+        from torchperf_tui.native_stderr import native_stderr_silenced
 
         worker = get_current_worker()
         eng = self.engine

@@ -117,7 +117,14 @@ class Verdict:
     def summary(self) -> str:
         ci = f"{self.ci_low:.3f}-{self.ci_high:.3f}"
         if not self.significant:
+            if not (self.ci_low <= 1.0 <= self.ci_high):  # the two tests disagree: say so, not just "no"
+                return (f"no significant difference: the CI {ci} of ratio {self.ratio:.2f} excludes 1, but the "
+                        f"signed-rank test does not agree (p={self.p_value:.3g}); more blocks would settle it")
             return f"no significant difference (ratio {self.ratio:.2f}, CI {ci}, p={self.p_value:.3g})"
+        if self.ratio >= 2 or self.ratio <= 0.5:  # "761.6 % slower" reads worse than "8.62x slower"
+            times, word = (self.ratio, "slower") if self.ratio > 1 else (1 / self.ratio, "faster")
+            lo, hi = sorted((self.ci_low, self.ci_high) if self.ratio > 1 else (1 / self.ci_high, 1 / self.ci_low))
+            return f"B is {times:.2f}x {word} (95 % CI {lo:.2f}-{hi:.2f}x, p={self.p_value:.3g})"
         faster = self.ratio < 1
         change = (1 / self.ratio - 1) * 100 if faster else (self.ratio - 1) * 100
         lo, hi = sorted(((1 / self.ci_high - 1) * 100, (1 / self.ci_low - 1) * 100) if faster
@@ -347,5 +354,9 @@ def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int = 2
         arm.first_seen = sum(feeds[name].first_seen[:pairs * per_block])
         arm.summarise(seed=seed)
     verdict = block_verdict(arms["A"].blocks, arms["B"].blocks, seed=seed) if pairs >= 5 else None
+    from torchperf_tui.engine.flags import inert_flags
+
+    notes = [f"B: {line}" for line in inert_flags(arms["B"].flags, device.type, arms["A"].flags)]
     return ABResult(model=base.model, device=str(device), input_shape=tuple(shape), a=arms["A"], b=arms["B"],
-                    order=order, verdict=verdict, cancelled=stopped, duration_s=time.time() - started)
+                    order=order, verdict=verdict, cancelled=stopped, duration_s=time.time() - started,
+                    notes=notes)

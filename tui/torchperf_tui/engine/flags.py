@@ -151,6 +151,19 @@ def flag_applicability(name: str, device: str) -> tuple[bool, str | None]:
     return True, None
 
 
+def inert_flags(flags: Flags, device: str, reference: Flags | None = None) -> list[str]:
+    """One line per flag set away from `reference` (default: PyTorch's defaults) that has no effect on
+    `device`, e.g. cudnn.benchmark on the CPU: a user should not read a same-speed result as its effect."""
+    reference = reference or Flags()
+    lines = []
+    for spec in FLAG_SPECS:
+        if getattr(flags, spec.name) != getattr(reference, spec.name):
+            ok, why = flag_applicability(spec.name, device)
+            if not ok:
+                lines.append(f"{spec.label} has no effect here: {why}")
+    return lines
+
+
 def _apply(flags: Flags) -> None:
     torch.backends.cudnn.benchmark = flags.cudnn_benchmark
     torch.backends.cudnn.deterministic = flags.cudnn_deterministic

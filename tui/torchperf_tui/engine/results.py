@@ -127,6 +127,10 @@ class RunRecord:
         head = f"{when}  {self.short_id}  {self.kind:<6} {self.model}  {self.shape_text} {self.dtype}"
         if self.channels_last:
             head += " channels_last"
+        if self.details.get("shapes", "fixed") != "fixed":
+            head += f" shapes {self.details['shapes']}"
+        if self.kind == "ab" and self.details.get("arm"):
+            head += f" arm {self.details['arm']}"
         head += f"  {self.device}"
         if self.stats is None:
             body = "no timed samples"

@@ -182,7 +182,7 @@ class ShapeCost:
     shape: tuple[int, ...]
     first_ms: float
     repeat_median_ms: float | None  # None: the shape never came back, so its first-call cost is unknown
-    repeats: int
+    repeats: int  # its later iterations, warm-up included
     first_timed: bool = True  # first met in a timed iteration (False: the configured shape)
 
     @property

@@ -32,9 +32,10 @@ How fast a PyTorch model runs on this box, and why.
 | `x` | forget all kept runs |
 | `e` | release memory (gc, `empty_cache` / `malloc_trim`) |
 | `s` | save an SVG screenshot |
+| `tab` / `shift+tab` | move between controls (`space` flips a switch, `⏎` opens a selector) |
 | `ctrl+p` | command palette |
 | `esc` | leave a text field |
-| `q` | quit |
+| `q` | quit (in this help: `esc`, `q` or `?` closes it) |
 
 **Timing**: a first iteration (one-off costs), the warm-up, then timed iterations; the histogram
 fills as samples arrive. Every run uses exactly one set of flags.

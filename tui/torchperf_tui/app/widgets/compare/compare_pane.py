@@ -68,7 +68,8 @@ class ComparePane(Vertical):
             label = record.label
             if record.run_id in colour:
                 label = f"[{colour[record.run_id]}]■[/] {label}"
-            table.add_row(label, record.flags_text, format_ms(s.p50_ms) if s else "–",
+            setup = record.flags_text + (f" · shapes {record.shapes}" if record.shapes != "fixed" else "")
+            table.add_row(label, setup, format_ms(s.p50_ms) if s else "–",
                           format_ms(s.p99_ms) if s else "–", speed, format_number(s.fps, digits=1) if s else "–",
                           record.status, record.model, key=str(record.run_id))
         if keep is not None and history.get(keep) is not None:
