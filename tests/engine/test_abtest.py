@@ -138,20 +138,32 @@ def test_arms_can_follow_their_own_shape_schedule():
     assert result.a.ci_low_ms <= result.a.median_ms * 1.5 and result.a.ci_low_ms <= result.a.ci_high_ms
 
 
-def test_each_arm_always_runs_on_a_thread_of_its_own():
-    """cuDNN's per-thread algorithm cache must not carry one arm's choices into the other."""
+def test_arm_threads_keep_each_arm_on_one_thread_of_its_own_on_cuda_only():
+    """cuDNN's per-thread algorithm cache must not carry one arm's choices into the other (CUDA); on the
+    CPU one thread serves both, so no second OpenMP pool spins beside the running arm."""
+    import threading
+
+    from torchperf_tui.engine.abtest import ArmThreads
+
+    with ArmThreads("AB", separate=True) as threads:
+        seen = {arm: {threads.run(arm, threading.get_ident) for _ in range(3)} for arm in "AB"}
+    assert len(seen["A"]) == len(seen["B"]) == 1 and seen["A"] != seen["B"]
+    assert threading.get_ident() not in seen["A"] | seen["B"]
+    with ArmThreads("AB", separate=False) as threads:
+        assert {threads.run(arm, threading.get_ident) for arm in "AB"} == {threading.get_ident()}
+
+
+def test_a_cpu_comparison_runs_both_arms_on_the_callers_thread():
+    import threading
+
     from tests.tinymodels import ThreadIdentProbe
     from torchperf_tui.engine.abtest import run_ab
     from torchperf_tui.engine.timing import BenchConfig
 
     ThreadIdentProbe.seen.clear()
     base = BenchConfig(model="tests.tinymodels:thread_probe", input_shape=(1, 3, 8, 8), device="cpu")
-    result = run_ab(base, parse_arm_spec(""), parse_arm_spec("mkldnn=off"), blocks=5, per_block=2)
-    per_block = 1 + 1 + 2  # settling + warm-up + timed
-    threads = {arm: set() for arm in "AB"}
-    for i, arm in enumerate(result.order):
-        threads[arm].update(ThreadIdentProbe.seen[i * per_block:(i + 1) * per_block])
-    assert len(threads["A"]) == len(threads["B"]) == 1 and threads["A"] != threads["B"]
+    run_ab(base, parse_arm_spec(""), parse_arm_spec("mkldnn=off"), blocks=5, per_block=2)
+    assert set(ThreadIdentProbe.seen) == {threading.get_ident()}
 
 
 def test_verdict_wording_for_large_ratios_and_disagreeing_tests():

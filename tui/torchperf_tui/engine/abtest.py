@@ -244,14 +244,21 @@ class ArmThreads:
     flag: in one thread, whichever arm met a shape first would choose the algorithm for both, and
     benchmark=off vs on would compare the same kernels. (With TORCH_CUDNN_V8_API_DISABLED=1 the old API's
     cache is process-wide and this cannot separate the arms.)
+
+    Only on CUDA (`separate=True`): on the CPU every calling thread gets an OpenMP pool of its own, and the
+    idle arm's pool spin-waits on the cores the running arm needs, so there both arms run on the caller's
+    thread.
     """
 
-    def __init__(self, names) -> None:
+    def __init__(self, names, separate: bool = True) -> None:
         self._pools = {name: ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"torchperf-arm-{name}")
-                       for name in names}
+                       for name in names} if separate else {}
 
     def run(self, name: str, fn: Callable, *args):
-        """Run `fn(*args)` on arm `name`'s thread and wait for it (its exceptions are raised here)."""
+        """Run `fn(*args)` on arm `name`'s thread (or the caller's) and wait for it; its exceptions are
+        raised here."""
+        if not self._pools:
+            return fn(*args)
         return self._pools[name].submit(fn, *args).result()
 
     def __enter__(self) -> "ArmThreads":
@@ -269,7 +276,8 @@ def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int = 2
            on_block: OnBlock | None = None, should_cancel: Callable[[], bool] | None = None) -> ABResult:
     """Time arms A and B of `base` (a timing.BenchConfig) interleaved in randomised blocks.
 
-    Each block runs under its arm's own flags context, on its arm's own thread (see ArmThreads), and starts
+    Each block runs under its arm's own flags context, on a CUDA device on its arm's own thread (see
+    ArmThreads), and starts
     with one discarded iteration plus one warm-up (a flag change such as the thread count needs a pass to
     settle). `on_block(arm, index, total,
     samples)` is called after each block; `should_cancel()` is checked between iterations.
@@ -333,7 +341,7 @@ def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int = 2
                                   should_cancel=cancelled, before_iteration=before)
 
     try:
-        with ArmThreads(arms) as threads:
+        with ArmThreads(arms, separate=device.type == "cuda") as threads:
             for index, name in enumerate(order):
                 times = threads.run(name, run_block, name)
                 if times.cancelled:

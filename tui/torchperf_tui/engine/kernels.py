@@ -304,7 +304,7 @@ def conv_kernels(base: BenchConfig, a: ArmSpec, b: ArmSpec, *, iters: int = 3, w
 
             # Each arm on a thread of its own: cuDNN's per-thread algorithm cache must not carry A's
             # choices into B (see ArmThreads).
-            with ArmThreads([arm]) as thread:
+            with ArmThreads([arm], separate=on_cuda) as thread:
                 events, done, stopped = thread.run(arm, profile_arm)
             profiled.append(done)
             if events is not None:
