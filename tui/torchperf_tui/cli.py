@@ -364,11 +364,11 @@ def _append_history(args, result) -> None:
     """Every completed run goes to the history at once; a history that cannot be written is a warning, not a
     lost result."""
     from torchperf_tui.engine.errors import TorchperfError
-    from torchperf_tui.engine.results import History, record_from_timing, records_from_ab
+    from torchperf_tui.engine.results import History, records_of
 
     try:
         history = History(args.history)
-        for record in (records_from_ab(result) if hasattr(result, "verdict") else [record_from_timing(result)]):
+        for record in records_of(result):
             history.append(record)
     except (TorchperfError, OSError) as exc:
         print(f"{PROG}: warning: run not saved to history: {exc}", file=sys.stderr)

@@ -555,11 +555,8 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
         results = self.engine.results
         try:
             history = results.History(self.history_path)
-            if hasattr(result, "verdict"):
-                for record in results.records_from_ab(result):
-                    history.append(record)
-            else:
-                history.append(results.record_from_timing(result))
+            for record in results.records_of(result):
+                history.append(record)
         except Exception as exc:
             self.call_from_thread(self.notify, f"run not saved to history: {user_message(exc)}",
                                   severity="warning")

@@ -268,6 +268,13 @@ def records_from_ab(result: "ABResult", fingerprint: dict[str, Any] | None = Non
     return records
 
 
+def records_of(result: "TimingResult | ABResult") -> list[RunRecord]:
+    """The history records of a finished measurement: one for a timing run, one per arm for an A/B."""
+    if hasattr(result, "verdict"):  # an ABResult (imported by name only: it would import torch)
+        return records_from_ab(result)
+    return [record_from_timing(result)]
+
+
 # --------------------------------------------------------------------------------------------------
 # Environment fingerprint
 
