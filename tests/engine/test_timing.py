@@ -184,9 +184,11 @@ def test_items_per_second_counts_every_items_when_the_batch_varies():
 def test_memory_is_sampled_between_iterations():
     from torchperf_tui.engine.timing import BenchConfig, run_benchmark
 
+    told = []
     result = run_benchmark(BenchConfig(model="tests.tinymodels:tiny_cnn", input_shape=(1, 3, 8, 8), device="cpu",
-                                       warmup=2, iters=3))
+                                       warmup=2, iters=3), on_memory=lambda point, kind: told.append((point, kind)))
     assert result.memory_kind == "rss" and len(result.memory_trace) == 1 + 2 + 3 + 1
+    assert told == [(point, "rss") for point in result.memory_trace]  # streamed as taken, with their kind
     times = [t for t, _, _ in result.memory_trace]
     assert times == sorted(times) and all(alloc > 0 for _, alloc, _ in result.memory_trace)
 

@@ -113,8 +113,9 @@ class SampleBatcher:
         """Called before timed iteration `index` (outside the timer): its input shape, new or met before."""
         self.next_is_new = first_seen
 
-    def on_memory(self, point: tuple) -> None:
+    def on_memory(self, point: tuple, kind: str) -> None:
         self.pending_memory.append(point)
+        self.memory_kind = kind
 
     def flush(self) -> None:
         if not self.pending and not self.pending_memory:
@@ -500,7 +501,6 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
             cfg = self._bench_config(spec, settings, flags)
             batch = cfg.batch
             batcher = SampleBatcher(self, run_id, eng, batch)
-            batcher.memory_kind = "cuda-allocator" if cfg.device != "cpu" and self.device_kind() == "cuda" else "rss"
             result = eng.timing.run_benchmark(cfg, on_sample=batcher.on_sample,
                                               should_cancel=lambda: worker.is_cancelled,
                                               on_shape=batcher.on_shape, on_memory=batcher.on_memory)

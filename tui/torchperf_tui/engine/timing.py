@@ -25,6 +25,7 @@ OnSample = Callable[[str, int, int, float], None]
 OnShape = Callable[[int, tuple, bool], None]  # (timed index, input shape, first time this shape was met)
 ShouldCancel = Callable[[], bool]
 BeforeIteration = Callable[[str, int], None]
+OnMemory = Callable[[tuple[float, int, int], str], None]  # ((time, allocated, reserved), kind)
 
 # "Until stable" warm-up: stop when the median of the last window is within this fraction of the one
 # before it; bounded in iterations and seconds so a noisy box cannot warm up forever.
@@ -255,13 +256,14 @@ def run_timed_loop(fn: Callable[[], object], *, device: torch.device | str = "cp
 
 def run_benchmark(cfg: BenchConfig, on_sample: OnSample | None = None,
                   should_cancel: ShouldCancel | None = None, on_shape: OnShape | None = None,
-                  on_memory: Callable[[tuple[float, int, int]], None] | None = None) -> TimingResult:
+                  on_memory: OnMemory | None = None) -> TimingResult:
     """Build the model (weights=None), make the input, and time it under `cfg.flags`, restored afterwards.
 
     With a varying shape schedule the timed iterations change their input before each one (outside the
     timer) and `on_shape(index, shape, first_seen)` is told; the schedule's extreme shapes are checked on
     the meta device first, so a size the model rejects is a ShapeError before anything runs. Memory is
-    sampled between iterations (`memory_trace`) and each point is passed to `on_memory` as it is taken.
+    sampled between iterations (`memory_trace`) and each point is passed to `on_memory(point, kind)` as it
+    is taken (kind: see `TimingResult.memory_kind`).
     """
     started = time.time()
     device = resolve_device(cfg.device)
@@ -388,7 +390,7 @@ class _MemoryTrace:
 
     LIMIT = 2000
 
-    def __init__(self, device: torch.device, on_point: Callable[[tuple[float, int, int]], None] | None = None) -> None:
+    def __init__(self, device: torch.device, on_point: OnMemory | None = None) -> None:
         self.device = device
         self.on_point = on_point
         self.points: list[tuple[float, int, int]] = []
@@ -415,7 +417,7 @@ class _MemoryTrace:
             return
         self.points.append(point)
         if self.on_point is not None:
-            self.on_point(point)
+            self.on_point(point, self.kind)
 
 
 def _maybe_compile(model: torch.nn.Module, x: torch.Tensor, mode: str | None, device: torch.device):
