@@ -14,9 +14,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import re
-import tempfile
-import time
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
@@ -105,10 +102,9 @@ class MemorySnapshotResult:
 
 def default_snapshot_path(model: str, out_dir: str | None = None) -> str:
     """<out_dir or temp dir/torchperf-tui/memsnap>/<model>-<UTC time>-<pid>.pickle, as traces are named."""
-    folder = out_dir or os.path.join(tempfile.gettempdir(), "torchperf-tui", "memsnap")
-    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", model).strip("_") or "model"
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-    return os.path.join(folder, f"{safe}-{stamp}-{os.getpid()}.pickle")
+    from torchperf_tui.engine.profiling import artifact_path
+
+    return artifact_path("memsnap", model, "pickle", out_dir)
 
 
 def write_snapshot(snapshot: dict[str, Any], path: str) -> int:

@@ -166,12 +166,18 @@ def summarise_events(events: Iterable[Any]) -> list[OpStat]:
     return ops
 
 
-def default_trace_path(model: str) -> str:
-    """<temp dir>/torchperf-tui/traces/<model>-<UTC time>.json; the folder is made if needed."""
-    folder = os.path.join(tempfile.gettempdir(), "torchperf-tui", "traces")
+def artifact_path(kind: str, model: str, ext: str, out_dir: str | None = None) -> str:
+    """<out_dir, else temp dir/torchperf-tui/<kind>>/<model>-<UTC time>-<pid>.<ext>: where a trace or a
+    memory snapshot goes when the user names no path (the writer makes the folder)."""
+    folder = out_dir or os.path.join(tempfile.gettempdir(), "torchperf-tui", kind)
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", model).strip("_") or "model"
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-    return os.path.join(folder, f"{safe}-{stamp}-{os.getpid()}.json")
+    return os.path.join(folder, f"{safe}-{stamp}-{os.getpid()}.{ext}")
+
+
+def default_trace_path(model: str) -> str:
+    """<temp dir>/torchperf-tui/traces/<model>-<UTC time>-<pid>.json."""
+    return artifact_path("traces", model, "json")
 
 
 def profile_callable(fn: Callable[[], object], *, device: torch.device | str = "cpu", iters: int = DEFAULT_ITERS,
