@@ -29,11 +29,9 @@ def stats_text(record) -> str:
 
 
 def _median(values) -> float | None:
-    ordered = sorted(values)
-    if not ordered:
-        return None
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+    import statistics  # here, not at import: this module is on the first frame's path
+
+    return statistics.median(values) if values else None
 
 
 def shapes_text(record) -> str:
