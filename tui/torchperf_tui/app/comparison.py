@@ -82,9 +82,11 @@ class ComparisonActions:
             base = self._bench_config(spec, settings, flags_a)
             arm_a = eng.abtest.ArmSpec(flags=flags_a, text=flags_a.describe(kind))
             arm_b = eng.abtest.ArmSpec(flags=flags_b, text=flags_b.describe(kind))
+            batch = base.resolved_shape()[0]
             result = eng.abtest.run_ab(
                 base, arm_a, arm_b, blocks=AB_BLOCKS, per_block=max(3, self.iters // 5), seed=ab_id,
-                on_block=lambda arm, i, n, samples: self.post_message(ComparisonBlock(ab_id, arm, i, n, list(samples))),
+                on_block=lambda arm, i, n, samples: self.post_message(
+                    ComparisonBlock(ab_id, arm, i, n, list(samples), batch)),
                 should_cancel=lambda: worker.is_cancelled)
         except Exception as exc:
             self.post_message(AnalysisFailed("compare", ab_id, user_message(exc)))
@@ -107,7 +109,7 @@ class ComparisonActions:
             return
         record.samples_ms.extend(message.samples_ms)
         record.status, record.index, record.total = "timed", message.index, message.total
-        record.stats = self.engine.timing.compute_stats(record.samples_ms, batch=1)
+        record.stats = self.engine.timing.compute_stats(record.samples_ms, batch=message.batch)
         self.main.query_one(ComparePane).show_verdict(
             f"A/B: block {message.index + 1} of {message.total} done ({message.arm}) · the verdict comes at the end")
         self._refresh_compare()

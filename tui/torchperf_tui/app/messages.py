@@ -186,6 +186,7 @@ class ComparisonBlock(Message):
     index: int
     total: int
     samples_ms: list[float]
+    batch: int = 1  # items per iteration, for the arm's items/s
 
 
 @dataclass

@@ -151,9 +151,9 @@ class LatencyHistogram(_PlotHolder):
         centres, counts, width = histogram_bins(self.samples, bins, lo, hi)
         if self.first_seen:
             # Stacked: the first-seen bars are drawn first at full height, the repeats over them.
-            _, new_counts, width = histogram_bins(self.first_seen, bins, lo, hi)
+            new_centres, new_counts, width = histogram_bins(self.first_seen, bins, lo, hi)
             total = [a + b for a, b in zip(counts, new_counts)] if counts else new_counts
-            centres = centres or histogram_bins(self.first_seen, bins, lo, hi)[0]
+            centres = centres or new_centres  # no repeats yet: the first-seen bins are the bins
             plot.bar(centres, total, width=width, bar_style=palette[1 % len(palette)],
                      hires_mode=HiResMode.QUADRANT, label=f"new shape ({len(self.first_seen)})")
             if counts:
