@@ -8,7 +8,7 @@ import torch
 from torchperf_tui.engine.errors import DeviceError, OutOfMemory, ShapeError, TorchperfError
 from torchperf_tui.engine.flags import Flags
 from torchperf_tui.engine.memsnap import (NOT_CUDA, VIEWER_HINT, TorchCudaMemory, count_entries,
-                                          record_memory_snapshot)
+                                          record_memory_snapshot, write_snapshot)
 from torchperf_tui.engine.timing import BenchConfig
 
 TINY = "tests.tinymodels:tiny_cnn"
@@ -198,3 +198,20 @@ def test_gpu_snapshot_opens_as_a_memory_viz_pickle(tmp_path):
     after = torch.cuda.memory._snapshot()
     assert sum(len(t) for t in after["device_traces"]) <= result.entries
     del keep
+
+
+def test_snapshot_is_pickle_protocol_4_whatever_the_interpreters_default(tmp_path):
+    # memory_viz shows nothing for protocol 5, Python 3.14's default
+    path = tmp_path / "snap.pickle"
+    write_snapshot({"segments": [], "device_traces": [[]]}, str(path))
+    data = path.read_bytes()
+    assert data[0] == 0x80 and data[1] == 4
+    assert pickle.loads(data) == {"segments": [], "device_traces": [[]]}
+
+
+def test_snapshot_path_that_is_a_directory_is_refused(tmp_path):
+    from torchperf_tui.engine.output_files import OutputPathError
+
+    (tmp_path / "snap.pickle").mkdir()
+    with pytest.raises(OutputPathError, match="a directory"):
+        write_snapshot({"segments": []}, str(tmp_path / "snap.pickle"))

@@ -27,6 +27,7 @@ from torchperf_tui.engine.timing import BenchConfig
 from torchperf_tui.engine.workload import forward_errors, prepare_workload
 
 DEFAULT_ITERS = 3
+SNAPSHOT_PICKLE_PROTOCOL = 4  # what memory_viz shows; see write_snapshot
 DEFAULT_MAX_ENTRIES = 100_000  # alloc/free events kept (a ring buffer); each costs a few KB with its stack
 VIEWER_HINT = "open it at https://pytorch.org/memory_viz (drag the file in)"
 NOT_CUDA = ("memory snapshots record the CUDA caching allocator: this needs a CUDA device "
@@ -107,16 +108,16 @@ def default_snapshot_path(model: str, out_dir: str | None = None) -> str:
     return artifact_path("memsnap", model, "pickle", out_dir)
 
 
-def write_snapshot(snapshot: dict[str, Any], path: str) -> int:
+def write_snapshot(snapshot: dict[str, Any], path: str, *, make_parents: bool = True) -> int:
     """Pickle the snapshot dict (what torch's _dump_snapshot writes and memory_viz reads); its size in bytes.
 
-    Written beside the target and renamed, so the announced path never holds half a file."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    partial = path + ".part"
-    with open(partial, "wb") as fh:
-        pickle.dump(snapshot, fh)
-    os.replace(partial, path)
-    return os.path.getsize(path)
+    Pickle protocol 4, not the interpreter's default: Python 3.14's default (5) loads in pytorch.org/memory_viz
+    but shows nothing. Written beside the target and renamed, so the announced path never holds half a file,
+    and a target that is not a regular file is refused."""
+    from torchperf_tui.engine.output_files import write_bytes
+
+    data = pickle.dumps(snapshot, protocol=SNAPSHOT_PICKLE_PROTOCOL)
+    return os.path.getsize(write_bytes(path, data, make_parents=make_parents))
 
 
 def count_entries(snapshot: dict[str, Any]) -> tuple[int, int]:
@@ -145,6 +146,9 @@ def record_memory_snapshot(cfg: BenchConfig, *, iters: int = DEFAULT_ITERS, out_
     cancelled = should_cancel or (lambda: False)
     emit = on_progress or (lambda done, total: None)
     path = default_snapshot_path(cfg.model, out_dir)
+    from torchperf_tui.engine.output_files import check_output_path
+
+    check_output_path(path, make_parents=True)  # a bad --out is one line before anything is recorded
     done, was_cancelled, work = 0, False, None
     memory.reset_peak(device)
     memory.record(max_entries)

@@ -230,9 +230,12 @@ def profile_callable(fn: Callable[[], object], *, device: torch.device | str = "
                 emit(done, iters)
     path: str | None = None
     if trace_path is not False and done:
-        path = default_trace_path(label) if trace_path in (None, True) else str(trace_path)
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        prof.export_chrome_trace(path)
+        from torchperf_tui.engine.output_files import write_output
+
+        default = trace_path in (None, True)
+        path = default_trace_path(label) if default else str(trace_path)
+        # Beside the target, then renamed: a device, a folder or a link at the path is refused, not replaced.
+        path = str(write_output(path, prof.export_chrome_trace, make_parents=default))
     ops = sort_ops(summarise_events(prof.key_averages(group_by_input_shape=group_by_input_shape)), sort_by)
     facts = {
         "activities": ["cpu"] + (["cuda"] if on_cuda else []),
@@ -253,6 +256,10 @@ def profile_model(cfg: BenchConfig, *, iters: int = DEFAULT_ITERS, warmup: int =
     Sorted by self device time on a GPU, self CPU time on the CPU, unless `sort_by` says otherwise.
     """
     started = time.time()
+    if isinstance(trace_path, str):
+        from torchperf_tui.engine.output_files import check_output_path
+
+        check_output_path(trace_path)  # a path that will be refused is one line now, not after the profile
     device = resolve_device(cfg.device)
     dtype = parse_dtype(cfg.dtype)
     shape = cfg.resolved_shape()

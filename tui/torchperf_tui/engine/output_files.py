@@ -1,0 +1,139 @@
+"""Every file the app writes (traces, memory snapshots, exports, screenshots) is written here, safely.
+
+A target must be a regular file or not exist yet: a device node, a directory, a symbolic link, a FIFO is
+refused with one line, never replaced (as root, writing a trace to /dev/full once replaced the device). The
+data goes to a new temporary file beside the target, created exclusively so it can clobber nothing, and is
+renamed over the target only once it is complete; a failure removes the temporary file. No torch, no
+Textual: the CLI, the engine and the app all call it.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+from torchperf_tui.engine.errors import TorchperfError
+
+
+class OutputPathError(TorchperfError):
+    """A path the app was asked to write that it must not or cannot write."""
+
+
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISLNK, "a symbolic link"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
+
+
+def _kind(mode: int) -> str:
+    for test, name in _KINDS:
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def check_output_path(path: str | os.PathLike, *, make_parents: bool = False) -> Path:
+    """The target as a Path, if it may be written: a regular file or nothing yet, in a folder that exists
+    (or may be made). Raises OutputPathError with one line otherwise."""
+    text = os.fspath(path)
+    if not text.strip():
+        raise OutputPathError("empty output path")
+    target = Path(text).expanduser()
+    try:
+        info = os.lstat(target)
+    except FileNotFoundError:
+        info = None
+    except OSError as exc:
+        raise OutputPathError(f"cannot write {target}: {exc.strerror or exc}") from None
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        raise OutputPathError(f"will not write {target}: it is {_kind(info.st_mode)}, not a regular file")
+    parent = target.parent
+    if make_parents:
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OutputPathError(f"cannot create the folder {parent}: {exc.strerror or exc}") from None
+    if not parent.is_dir():
+        raise OutputPathError(f"cannot write {target}: the folder {parent} does not exist")
+    return target
+
+
+def write_output(path: str | os.PathLike, write: Callable[[str], None], *, make_parents: bool = False) -> Path:
+    """Call `write(temp_path)` to fill a new temporary file beside `path`, then rename it over `path`.
+
+    `write` may open the temporary path itself (a profiler's exporter does); a `write` that raises, or
+    that leaves the file empty, fails the whole write with one line and leaves `path` as it was.
+    """
+    target = check_output_path(path, make_parents=make_parents)
+    try:
+        fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as exc:
+        raise OutputPathError(f"cannot write {target}: {exc.strerror or exc}") from None
+    os.close(fd)
+    try:
+        try:
+            write(temp)
+        except TorchperfError:
+            raise
+        except OSError as exc:
+            raise OutputPathError(f"cannot write {target}: {exc.strerror or exc}") from None
+        try:
+            size = os.path.getsize(temp)
+        except OSError:
+            size = 0
+        if size == 0:  # an exporter that logs its failure instead of raising (Kineto does) writes nothing
+            raise OutputPathError(f"cannot write {target}: nothing was written")
+        _match_mode(temp, target)
+        check_output_path(target)  # something may have appeared there while we wrote
+        try:
+            os.replace(temp, target)
+        except OSError as exc:
+            raise OutputPathError(f"cannot write {target}: {exc.strerror or exc}") from None
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        raise
+    return target
+
+
+def write_bytes(path: str | os.PathLike, data: bytes, *, make_parents: bool = False) -> Path:
+    def fill(temp: str) -> None:
+        with open(temp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    if not data:
+        raise OutputPathError(f"nothing to write to {os.fspath(path)}")
+    return write_output(path, fill, make_parents=make_parents)
+
+
+def write_text(path: str | os.PathLike, text: str, *, make_parents: bool = False) -> Path:
+    return write_bytes(path, text.encode("utf-8"), make_parents=make_parents)
+
+
+def _match_mode(temp: str, target: Path) -> None:
+    """mkstemp makes 0600; give the file the target's mode, or what a plain open() would (0666 less umask)."""
+    try:
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        mode = 0o666 & ~_umask()
+    try:
+        os.chmod(temp, mode)
+    except OSError:
+        pass
+
+
+def _umask() -> int:
+    """The process umask, read without changing it (os.umask would set it for a moment, for every thread)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o022
