@@ -12,6 +12,8 @@ import os
 import sys
 from typing import Sequence
 
+from torchperf_tui import options
+
 EXIT_BAD_INPUT = 2
 EXIT_FAILURE = 1
 PROG = "torchperf-tui"
@@ -32,6 +34,26 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a number >= 1, got {value}")
     return value
+
+
+def _checked(check, name: str | None = None):
+    """An argparse type from a check in options.py (the one place user numbers are validated)."""
+    from torchperf_tui import options
+
+    def convert(text: str):
+        try:
+            return check(name, text) if name is not None else check(text)
+        except options.OptionError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    convert.__name__ = getattr(check, "__name__", "value")  # argparse names the type in its messages
+    return convert
+
+
+def _positive_float(name: str):
+    from torchperf_tui import options
+
+    return _checked(options.positive_float, name)
 
 
 def _warmup(text: str) -> int | str:
@@ -69,7 +91,8 @@ def _add_flag_options(p: argparse.ArgumentParser) -> None:
                    help="torch.use_deterministic_algorithms(True)")
     p.add_argument("--tf32", action=argparse.BooleanOptionalAction, default=None,
                    help="allow TF32 for fp32 matmuls and convolutions (default: PyTorch's)")
-    p.add_argument("--threads", type=_positive_int, help="CPU intra-op threads (torch.set_num_threads)")
+    p.add_argument("--threads", type=_checked(options.thread_count),
+                   help="CPU intra-op threads (torch.set_num_threads), at most the machine's logical CPUs")
 
 
 def _add_shapes_option(p: argparse.ArgumentParser) -> None:
@@ -95,7 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--autostart", action="store_true", help="TUI: start a timing run at once")
     parser.add_argument("--demo", nargs="?", const="resnet18", metavar="MODEL",
                         help="TUI: play the cuDNN trade-offs hands-free on MODEL (default resnet18); any key takes over")
-    parser.add_argument("--interval", type=float, default=0.5, help="TUI: telemetry period in seconds (0.5)")
+    parser.add_argument("--interval", type=_checked(options.interval), default=0.5,
+                        help="TUI: telemetry period in seconds, 0.1-60 (default 0.5)")
     parser.add_argument("--device", dest="app_device", default="auto", help="TUI: auto | cpu | cuda[:N]")
     parser.add_argument("--history", metavar="PATH", help="run history file (JSON lines; default: $TORCHPERF_HISTORY, "
                         "else the user data directory)")
@@ -131,7 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("throughput", help="largest batch that fits (grow, then bisect to OOM), then samples/s")
     _add_workload_options(p)
     p.add_argument("--max-batch", type=_positive_int, default=1024, help="stop growing here (default 1024)")
-    p.add_argument("--memory-cap", type=float, metavar="GIB",
+    p.add_argument("--memory-cap", type=_positive_float("--memory-cap"), metavar="GIB",
                    help="CPU only: memory the search may use (default half of the available RAM)")
     _add_flag_options(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -149,8 +173,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("roofline", help="achieved TFLOPS, MFU, arithmetic intensity: memory- or compute-bound")
     _add_workload_options(p)
     p.add_argument("--iters", type=_positive_int, default=50, help="timed iterations (default 50)")
-    p.add_argument("--peak-tflops", type=float, help="the device's peak, where it cannot be derived (CPU)")
-    p.add_argument("--peak-bandwidth", type=float, metavar="GB/S", help="likewise, the peak memory bandwidth")
+    p.add_argument("--peak-tflops", type=_positive_float("--peak-tflops"), help="the device's peak, where it cannot be derived (CPU)")
+    p.add_argument("--peak-bandwidth", type=_positive_float("--peak-bandwidth"), metavar="GB/S", help="likewise, the peak memory bandwidth")
     p.add_argument("--layers", action="store_true", help="also the per-layer intensity table")
     _add_flag_options(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -162,7 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--b", required=True, metavar="SPEC", help="arm B, likewise")
     p.add_argument("--blocks", type=_positive_int, default=10, help="blocks per arm (default 10, at least 5)")
     p.add_argument("--per-block", type=_positive_int, default=20, help="timed iterations per block (default 20)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the block order, random shapes and the bootstrap")
+    p.add_argument("--seed", type=_checked(options.seed), default=0, help="seed of the block order, random shapes and the bootstrap")
     p.add_argument("--no-history", action="store_true", help="do not append the two arms to the history file")
     p.add_argument("--kernels", action="store_true", help="instead of timing: the kernels each conv layer ran under "
                    "A and under B, side by side (torch.profiler; on the CPU the ATen implementation)")
@@ -208,7 +232,7 @@ def _print_json(data) -> None:
 def _resolve_input(args) -> tuple[int, ...] | None:
     from torchperf_tui.engine.inputs import parse_shape
 
-    return parse_shape(args.input) if args.input else None
+    return parse_shape(args.input) if args.input is not None else None  # '' is an error, not the default
 
 
 def _input_shape(args) -> tuple[int, ...]:
@@ -307,8 +331,6 @@ def cmd_throughput(args) -> int:
     from torchperf_tui.engine.throughput import find_max_batch
     from torchperf_tui.cli_render import render_batch_try, render_throughput
 
-    if args.memory_cap is not None and args.memory_cap <= 0:
-        raise TorchperfError("--memory-cap must be > 0 GiB")
     cap = int(args.memory_cap * 1024**3) if args.memory_cap else None
     result = find_max_batch(_bench_config(args), max_batch=args.max_batch, memory_cap_bytes=cap,
                             on_progress=None if args.json else render_batch_try)
@@ -467,14 +489,10 @@ def cmd_export(args) -> int:
     loaded = _load_history(args)
     records = loaded.last(args.last)
     text = export_records(records, args.format)
-    if args.output:
-        try:
-            with open(args.output, "w", encoding="utf-8") as fh:
-                fh.write(text)
-        except OSError as exc:
-            from torchperf_tui.engine.errors import TorchperfError
+    if args.output is not None:
+        from torchperf_tui.engine.output_files import write_text
 
-            raise TorchperfError(f"cannot write {args.output}: {exc.strerror}") from None
+        write_text(args.output, text)  # beside the target, then renamed; a non-regular target is refused
         print(f"wrote {len(records)} runs to {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
@@ -498,9 +516,6 @@ def run_tui(args) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.interval <= 0:
-        print(f"{PROG}: error: --interval must be > 0", file=sys.stderr)
-        return EXIT_BAD_INPUT
     from torchperf_tui.engine.errors import TorchperfError  # cheap: no torch import
 
     try:

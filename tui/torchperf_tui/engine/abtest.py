@@ -77,13 +77,9 @@ def parse_arm_spec(text: str, base: Flags | None = None) -> ArmSpec:
         if key in FLAG_KEYS:
             targets = FLAG_KEYS[key]
             if key == "threads":
-                try:
-                    threads = int(value)
-                except ValueError:
-                    raise FlagError(f"threads={value!r}: expected a whole number") from None
-                if threads < 1:
-                    raise FlagError(f"threads={threads}: must be at least 1")
-                flags = flags.replace(num_threads=threads)
+                from torchperf_tui.options import thread_count
+
+                flags = flags.replace(num_threads=thread_count(value.strip()))
             else:
                 on = _parse_bool(key, value)
                 flags = flags.replace(**{target: on for target in targets})

@@ -27,6 +27,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from torchperf_tui.engine.errors import ModelError, ShapeError, TorchperfError, first_line
 from torchperf_tui.engine.inputs import dtype_name, format_shape, parse_dtype
 from torchperf_tui.engine.models import build_model, resolve_model
+from torchperf_tui.engine.workload import FORWARD_ERRORS, model_code_error
 
 MB = 1024 * 1024  # size_mb is in MiB, as torchsummary/torchstat and `du -m` report it
 
@@ -301,12 +302,17 @@ def analyse_complexity(spec: str | nn.Module, input_shape: tuple[int, ...], dtyp
     try:
         with _analysis_lock, torch.no_grad(), _detection_on_meta(), counter, _FastMetaShapeKeepers():
             torch.func.functional_call(model, state, (x,), strict=False)
-    except TorchperfError:
+    except (TorchperfError, KeyboardInterrupt):
         raise
-    except Exception as exc:  # noqa: BLE001 - whatever the model raises is reported as one line
-        if _is_meta_limitation(exc):
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - whatever the model raises is reported as one line
+        if isinstance(exc, Exception) and _is_meta_limitation(exc):
             raise ModelError(f"{label} cannot be analysed on the meta device: {first_line(exc)}") from None
-        raise ShapeError(f"{label} rejects input {format_shape(input_shape)}: {first_line(exc)}") from None
+        if isinstance(exc, FORWARD_ERRORS):  # on meta any such error is the shape: no pass has run before
+            raise ShapeError(f"{label} rejects input {format_shape(input_shape)}: {first_line(exc)}") from None
+        error = model_code_error(label, exc, action="analysing", where=f"input {format_shape(input_shape)}")
+        if error is None:
+            raise
+        raise error from None
     finally:
         if recorder is not None:
             recorder.remove()

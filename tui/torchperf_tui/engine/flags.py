@@ -177,6 +177,8 @@ def _apply(flags: Flags) -> None:
     if flags.num_threads is not None:
         if flags.num_threads < 1:
             raise FlagError(f"threads must be at least 1, got {flags.num_threads}")
+        # The upper bound (the machine's CPUs) is checked where a count enters, options.thread_count: here
+        # it would also refuse to restore torch's own default on a box whose affinity is narrower.
         torch.set_num_threads(flags.num_threads)
 
 

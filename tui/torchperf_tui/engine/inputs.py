@@ -17,6 +17,13 @@ DTYPE_ALIASES = {"fp32": "float32", "f32": "float32", "fp16": "float16", "half":
                  "f16": "float16", "bf16": "bfloat16"}
 
 
+# Bounds on an input shape: a dimension must fit a 32-bit index and the whole tensor must be one that some
+# machine could hold (2**40 elements is 4 TiB in float32). Past them torch fails with an overflow deep
+# inside, or the meta-device analysis reports nonsense.
+MAX_DIM = 2**31 - 1
+MAX_ELEMENTS = 2**40
+
+
 def parse_shape(text: str) -> tuple[int, ...]:
     """'1x3x224x224' (also '1,3,224,224' or '1 3 224 224') -> (1, 3, 224, 224)."""
     parts = [p for p in re.split(r"[x×,\s]+", text.strip().lower()) if p]
@@ -30,6 +37,22 @@ def parse_shape(text: str) -> tuple[int, ...]:
         raise ShapeError(f"input shape {text!r} has a dimension <= 0")
     if len(dims) < 2:
         raise ShapeError(f"input shape {text!r} needs a batch dimension and at least one more")
+    return check_dims(dims)
+
+
+def check_dims(dims: tuple[int, ...]) -> tuple[int, ...]:
+    """`dims` if every dimension is >= 1 and the shape is within MAX_DIM and MAX_ELEMENTS; ShapeError if not."""
+    dims = tuple(dims)
+    if any(d <= 0 for d in dims):
+        raise ShapeError(f"input shape {format_shape(dims)} has a dimension <= 0")
+    if any(d > MAX_DIM for d in dims):
+        raise ShapeError(f"input shape {format_shape(dims)[:80]}: a dimension is over {MAX_DIM:,}")
+    total = 1
+    for d in dims:
+        total *= d
+    if total > MAX_ELEMENTS:
+        raise ShapeError(f"input shape {format_shape(dims)}: {total:.3g} elements is more than any device "
+                         f"holds (at most {MAX_ELEMENTS:.3g})")
     return dims
 
 

@@ -22,7 +22,7 @@ import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
-from torchperf_tui.engine.errors import ModelError, first_line
+from torchperf_tui.engine.errors import ModelError, ShapeError, first_line
 
 TASKS: tuple[str, ...] = (
     "classification", "segmentation", "detection", "video", "optical_flow", "quantization", "custom",
@@ -219,6 +219,8 @@ def _load_factory(spec: str):
     try:
         with _cwd_importable():
             module = importlib.import_module(module_name)
+    except SystemExit as exc:  # the user's module ending the program is its failure, not the app's end
+        raise ModelError(f"importing {module_name!r} called sys.exit({exc.code!r})") from None
     except Exception as exc:  # noqa: BLE001 - any import-time failure is the user's, shown as one line
         raise ModelError(f"cannot import {module_name!r}: {first_line(exc)}") from None
     target: Any = module
@@ -251,13 +253,27 @@ def resolve_model(spec: str) -> ModelEntry:
         raise ModelError("no model given: give a torchvision name or package.module:factory")
     if _is_custom(spec):
         factory = _load_factory(spec)
-        shape = tuple(getattr(factory, "input_shape", CUSTOM_DEFAULT_SHAPE))
-        return ModelEntry(spec, "custom", shape)
+        return ModelEntry(spec, "custom", _factory_input_shape(spec, factory))
     name = spec.lower()
     task = _task_by_name().get(name)
     if task is None:
         raise ModelError(_suggest(name))
     return _entry(name, task)
+
+
+def _factory_input_shape(spec: str, factory: Any) -> tuple[int, ...]:
+    """The factory's `input_shape` (no batch dimension), checked as a typed shape is."""
+    shape = getattr(factory, "input_shape", CUSTOM_DEFAULT_SHAPE)
+    if not isinstance(shape, (tuple, list)) or not shape or not all(
+            isinstance(d, int) and not isinstance(d, bool) for d in shape):
+        raise ModelError(f"{spec}: its input_shape must be a tuple of whole numbers without the batch, "
+                         f"e.g. (3, 224, 224); it is {shape!r}"[:300])
+    from torchperf_tui.engine.inputs import check_dims
+
+    try:
+        return check_dims((1, *shape))[1:]
+    except ShapeError as exc:
+        raise ModelError(f"{spec}: its input_shape {tuple(shape)}: {exc}") from None
 
 
 def default_input_shape(spec: str, batch: int = 1) -> tuple[int, ...]:
@@ -404,6 +420,8 @@ def _build_custom(spec: str) -> nn.Module:
     try:
         with _cwd_importable():
             model = factory()
+    except SystemExit as exc:
+        raise ModelError(f"{spec!r} called sys.exit({exc.code!r}) while building the model") from None
     except Exception as exc:  # noqa: BLE001 - the user's factory failing is a one-line ModelError
         raise ModelError(f"{spec!r} raised {type(exc).__name__}: {first_line(exc)}") from None
     if not isinstance(model, nn.Module):

@@ -93,13 +93,15 @@ class BenchConfig:
     seed: int = 0  # of the input values and of a random shape schedule
 
     def resolved_shape(self) -> tuple[int, ...]:
+        from torchperf_tui.engine.inputs import check_dims
+
         if self.input_shape is None:
             from torchperf_tui.engine.models import default_input_shape
 
-            return tuple(default_input_shape(self.model, batch=self.batch or 1))
+            return check_dims(default_input_shape(self.model, batch=self.batch or 1))
         if self.batch is not None:
-            return (self.batch, *self.input_shape[1:])
-        return tuple(self.input_shape)
+            return check_dims((self.batch, *self.input_shape[1:]))
+        return check_dims(self.input_shape)
 
 
 @dataclass
@@ -289,8 +291,9 @@ def run_benchmark(cfg: BenchConfig, on_sample: OnSample | None = None,
                 memory.sample()
                 if phase == "timed":
                     feed.advance(index)
+                feed.passes_started += 1
 
-            with forward_errors(cfg.model, lambda: feed.shape, dtype, device):
+            with forward_errors(cfg.model, lambda: feed.shape, dtype, device, calls_done=feed.passes_done):
                 times = run_timed_loop(lambda: runner(feed.x), device=device, warmup=cfg.warmup,
                                        iters=cfg.iters, on_sample=on_sample, should_cancel=should_cancel,
                                        before_iteration=before)
@@ -369,6 +372,13 @@ class ShapeFeed:
         self.seen = {self.shape}  # the first iteration and the warm-up ran the configured shape
         self.first_seen: list[bool] = []
         self.on_shape = on_shape
+        self.passes_started = 0  # counted outside the timer, to tell a rejected input from a failing model
+
+    def passes_done(self) -> int:
+        """Passes completed before the one in flight; 0 when that one is the first at a new shape."""
+        if self.first_seen and self.first_seen[-1]:
+            return 0
+        return max(0, self.passes_started - 1)
 
     def advance(self, index: int) -> None:
         shape = self.timed_shapes[index]

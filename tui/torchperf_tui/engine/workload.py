@@ -6,6 +6,7 @@ moved to the device and dtype, channels_last where asked) and report its failure
 
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Iterator
@@ -13,7 +14,7 @@ from typing import Callable, Iterator
 import torch
 from torch import nn
 
-from torchperf_tui.engine.errors import OutOfMemory, ShapeError, first_line
+from torchperf_tui.engine.errors import ModelError, OutOfMemory, ShapeError, TorchperfError, first_line
 from torchperf_tui.engine.inputs import dtype_name, format_shape, make_input
 
 # What a model raises when it cannot take an input (a wrong channel count, a too-small image, a dtype
@@ -74,17 +75,57 @@ def prepare_workload(spec: str | nn.Module, shape: tuple[int, ...], device: torc
 
 @contextmanager
 def forward_errors(name: str, shape: tuple[int, ...] | Callable[[], tuple[int, ...]], dtype: torch.dtype,
-                   device: torch.device, action: str = "running") -> Iterator[None]:
-    """Turn an out-of-memory into OutOfMemory and a rejected input into ShapeError, each one line. `shape`
-    may be a callable, read when the error happens (a shape schedule changes the input as it goes)."""
+                   device: torch.device, action: str = "running",
+                   calls_done: Callable[[], int] | None = None) -> Iterator[None]:
+    """Turn what a model's code raises into one line: an out-of-memory into OutOfMemory, a rejected input
+    into ShapeError, anything else it raises (a ZeroDivisionError, a sys.exit) into ModelError. `shape`
+    may be a callable, read when the error happens (a shape schedule changes the input as it goes).
+
+    `calls_done()` says how many passes at this input had already completed: a failure after some did is
+    the model failing, not the input being rejected."""
     try:
         yield
     except torch.OutOfMemoryError as exc:
         raise OutOfMemory(f"out of memory {action} {name} at input {format_shape(_now(shape))} on {device}: "
                           f"{first_line(exc)}") from None
-    except FORWARD_ERRORS as exc:
-        raise ShapeError(f"{name} rejected input {format_shape(_now(shape))} ({dtype_name(dtype)}): "
-                         f"{first_line(exc)}") from None
+    except (TorchperfError, KeyboardInterrupt, GeneratorExit):
+        raise
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - sorted below: the model's, or ours
+        error = model_code_error(name, exc, action=action,
+                                 where=f"input {format_shape(_now(shape))} ({dtype_name(dtype)})",
+                                 calls_done=calls_done() if calls_done is not None else 0)
+        if error is None:
+            raise
+        raise error from None
+
+
+def model_code_error(name: str, exc: BaseException, *, action: str, where: str,
+                     calls_done: int = 0) -> TorchperfError | None:
+    """The one line for an exception from a model's code, or None when it came from this package (a bug,
+    which must surface as one). A rejected input is an error of the kinds a model raises for a wrong shape
+    or dtype on its first pass at that input; the same error after passes that ran is the model failing."""
+    if isinstance(exc, SystemExit):
+        return ModelError(f"{name} called sys.exit({exc.code!r}) while {action} at {where}: "
+                          "the model's code tried to end the program")
+    if _raised_here(exc):
+        return None
+    if isinstance(exc, FORWARD_ERRORS) and calls_done == 0:
+        return ShapeError(f"{name} rejected {where}: {first_line(exc)}")
+    after = f" after {calls_done} pass(es) that ran" if calls_done else ""
+    return ModelError(f"{name} failed while {action} at {where}{after}: {type(exc).__name__}: {first_line(exc)}")
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _raised_here(exc: BaseException) -> bool:
+    """True when the innermost frame of the traceback is this package's own code, not the model's or torch's."""
+    tb = exc.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(_PACKAGE_DIR + os.sep)
 
 
 def _now(shape):

@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-import os
-
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Label, Select, Static, Switch
 
 from torchperf_tui.app.messages import FlagChanged
+from torchperf_tui.options import cpu_count
 
 
 class FlagRow(Horizontal):
@@ -32,7 +31,7 @@ class FlagRow(Horizontal):
             yield Switch(bool(self._value), id=f"flag-{self.spec.name}", animate=False,
                          tooltip=self.spec.help, disabled=not self._ok)
         else:
-            cores = os.cpu_count() or 1
+            cores = cpu_count()  # the same bound the CLI and the A/B SPECs enforce
             counts = sorted({1, 2, 4, 8, 16, cores} & set(range(1, cores + 1)) | {cores})
             yield Select([("auto", "auto")] + [(str(n), str(n)) for n in counts],
                          value="auto" if self._value is None else str(self._value),

@@ -1,0 +1,77 @@
+"""Models whose code misbehaves as user code does: each failure must be reported as the model's, in one line."""
+
+from __future__ import annotations
+
+import sys
+
+import torch
+from torch import nn
+
+
+class FailsOnFifthCall(nn.Module):
+    """Runs four passes, then raises the error type a rejected input raises: the input was fine."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+        self.calls = 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls += 1
+        if self.calls == 5:
+            raise RuntimeError("the model broke on its fifth call")
+        return self.fc(x)
+
+
+def fails_on_fifth_call() -> nn.Module:
+    return FailsOnFifthCall()
+
+
+fails_on_fifth_call.input_shape = (8,)
+
+
+class DividesByZero(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * (1 // 0)
+
+
+def divides_by_zero() -> nn.Module:
+    return DividesByZero()
+
+
+divides_by_zero.input_shape = (8,)
+
+
+class LooksUpAMissingKey(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return {"a": x}["b"]
+
+
+def missing_key() -> nn.Module:
+    return LooksUpAMissingKey()
+
+
+missing_key.input_shape = (8,)
+
+
+class ExitsInForward(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        sys.exit(3)
+
+
+def exits_in_forward() -> nn.Module:
+    return ExitsInForward()
+
+
+exits_in_forward.input_shape = (8,)
+
+
+def exits_in_factory() -> nn.Module:
+    raise SystemExit(4)
+
+
+def shape_not_a_tuple() -> nn.Module:
+    return nn.Linear(8, 8)
+
+
+shape_not_a_tuple.input_shape = "8"

@@ -1,0 +1,148 @@
+"""Hostile and careless input to the CLI: one line on stderr and exit 2, never a file clobbered, a hang or a
+traceback. Each case here was found by a probe of the released CLI."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from tests.test_cli import TINY, run
+
+HOSTILE = "tests.hostilemodels"
+
+
+def _leftovers(folder) -> list[str]:
+    return [name for name in os.listdir(folder) if name.endswith(".tmp") or name.endswith(".part")]
+
+
+# -- 1. paths the app writes ---------------------------------------------------------------------------
+
+def _fifo(tmp_path):
+    path = tmp_path / "fifo"
+    os.mkfifo(path)
+    return path, "a FIFO"
+
+
+def _empty_dir(tmp_path):
+    path = tmp_path / "empty"
+    path.mkdir()
+    return path, "a directory"
+
+
+def _full_dir(tmp_path):
+    path = tmp_path / "full"
+    path.mkdir()
+    (path / "keep.txt").write_text("mine")
+    return path, "a directory"
+
+
+def _symlink(tmp_path):
+    real = tmp_path / "real.json"
+    real.write_text("precious")
+    path = tmp_path / "link.json"
+    path.symlink_to(real)
+    return path, "a symbolic link"
+
+
+def _missing_folder(tmp_path):
+    return tmp_path / "no" / "such" / "trace.json", "does not exist"
+
+
+@pytest.mark.parametrize("make", [_fifo, _empty_dir, _full_dir, _symlink, _missing_folder],
+                         ids=["fifo", "empty-dir", "non-empty-dir", "symlink", "missing-folder"])
+def test_profile_trace_refuses_a_path_that_is_not_a_regular_file(capsys, tmp_path, make):
+    path, why = make(tmp_path)
+    before = os.lstat(path) if os.path.lexists(path) else None
+    code, out, err = run(capsys, "profile", TINY, "--input", "1x3x8x8", "--iters", "1", "--trace", str(path))
+    assert code == 2 and out == "" and why in err and err.count("\n") == 1
+    if before is not None:  # the same kind of thing is still there, untouched
+        after = os.lstat(path)
+        assert stat.S_IFMT(after.st_mode) == stat.S_IFMT(before.st_mode) and after.st_ino == before.st_ino
+    assert _leftovers(tmp_path) == []
+    if make is _symlink:
+        assert (tmp_path / "real.json").read_text() == "precious"
+    if make is _full_dir:
+        assert os.listdir(path) == ["keep.txt"]
+
+
+def test_profile_trace_replaces_a_regular_file_whole_and_leaves_no_temporary(capsys, tmp_path):
+    path = tmp_path / "trace.json"
+    path.write_text("old")
+    code, out, err = run(capsys, "profile", TINY, "--input", "1x3x8x8", "--iters", "1", "--trace", str(path))
+    assert code == 0 and f"{path}" in out
+    assert path.read_text().lstrip().startswith("{") and "traceEvents" in path.read_text()
+    assert _leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("make", [_fifo, _empty_dir, _symlink, _missing_folder],
+                         ids=["fifo", "dir", "symlink", "missing-folder"])
+def test_export_output_refuses_what_is_not_a_regular_file(capsys, tmp_path, make):
+    path, why = make(tmp_path)
+    code, out, err = run(capsys, "export", "--format", "csv", "--output", str(path))
+    assert code == 2 and why in err and err.count("\n") == 1
+    assert _leftovers(tmp_path) == []
+
+
+def test_export_output_writes_a_regular_file(capsys, tmp_path):
+    path = tmp_path / "runs.csv"
+    code, _, err = run(capsys, "export", "--format", "csv", "--output", str(path))
+    assert code == 0 and path.read_text().startswith("id,kind,") and _leftovers(tmp_path) == []
+
+
+# -- 2, 3, 8. numbers ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("argv, message", [
+    (["bench", TINY, "--threads", "99999"], "logical CPU"),
+    (["compare", TINY, "--a", "threads=99999", "--b", ""], "logical CPU"),
+    (["--interval", "nan"], "finite"),
+    (["--interval", "inf"], "finite"),
+    (["--interval", "1e-9"], ">= 0.1"),
+    (["--interval", "-1"], ">= 0.1"),
+    (["throughput", TINY, "--memory-cap", "nan"], "finite"),
+    (["throughput", TINY, "--memory-cap", "inf"], "finite"),
+    (["throughput", TINY, "--memory-cap", "0"], "> 0"),
+    (["roofline", TINY, "--peak-tflops", "nan"], "finite"),
+    (["roofline", TINY, "--peak-tflops", "-1"], "> 0"),
+    (["roofline", TINY, "--peak-tflops", "0"], "> 0"),
+    (["roofline", TINY, "--peak-tflops", "inf"], "finite"),
+    (["roofline", TINY, "--peak-bandwidth", "nan"], "finite"),
+    (["compare", TINY, "--a", "", "--b", "", "--seed", "-5"], "at least 0"),
+    (["compare", TINY, "--a", "", "--b", "", "--seed", str(2**32)], "at most"),
+    (["flops", "resnet18", "--input", "1x3x99999999999999999999x8"], "a dimension is over"),
+    (["flops", "resnet18", "--input", "100000x3x100000x1000"], "more than any device holds"),
+    (["bench", TINY, "--batch", "99999999999"], "a dimension is over"),
+    (["flops", TINY, "--input", ""], "empty input shape"),
+    (["bench", TINY, "--input", "", "--iters", "1"], "empty input shape"),
+])
+def test_bad_numbers_are_refused_before_any_work(capsys, argv, message):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == "" and message in err and err.count("\n") == 1, err
+
+
+# -- 7, 8. the model's own code failing ---------------------------------------------------------------
+
+@pytest.mark.parametrize("factory, message", [
+    ("fails_on_fifth_call", "failed while running at input 1x8 (float32) after 4 pass(es) that ran: "
+                            "RuntimeError: the model broke on its fifth call"),
+    ("divides_by_zero", "ZeroDivisionError"),
+    ("missing_key", "KeyError: 'b'"),
+    ("exits_in_forward", "called sys.exit(3)"),
+    ("exits_in_factory", "called sys.exit(4) while building the model"),
+    ("shape_not_a_tuple", "input_shape must be a tuple of whole numbers"),
+])
+def test_a_failing_model_is_the_models_error_exit_2(capsys, factory, message):
+    code, out, err = run(capsys, "bench", f"{HOSTILE}:{factory}", "--iters", "5", "--warmup", "2", "--no-history")
+    assert code == 2 and message in err and err.count("\n") == 1, err
+    assert "internal error" not in err and "rejected input" not in err
+
+
+def test_sys_exit_at_import_is_reported_not_obeyed(capsys):
+    code, _, err = run(capsys, "flops", "tests.hostile_exit_on_import:factory")
+    assert code == 2 and "importing 'tests.hostile_exit_on_import' called sys.exit(5)" in err
+
+
+def test_sys_exit_in_forward_on_the_meta_device_is_reported(capsys):
+    code, _, err = run(capsys, "flops", f"{HOSTILE}:exits_in_forward")
+    assert code == 2 and "called sys.exit(3) while analysing" in err

@@ -1,0 +1,90 @@
+"""The one place where numbers a user types are checked: finite, in range, said in one line when not.
+
+The CLI's argparse types, the A/B SPEC parser and the app's constructor all call these, so `--interval nan`,
+`threads=99999` or `--seed -5` is refused where it enters, before any work starts. No torch, no Textual:
+checking an option must cost nothing.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+from torchperf_tui.engine.errors import TorchperfError
+
+# Seeds feed numpy's and torch's generators; numpy takes 0 .. 2**32 - 1.
+SEED_MAX = 2**32 - 1
+# The app's telemetry period: below 0.1 s the event loop does little but sample; above a minute the
+# time series say nothing.
+INTERVAL_RANGE = (0.1, 60.0)
+
+
+class OptionError(TorchperfError):
+    """A number outside what the option accepts."""
+
+
+def finite_float(name: str, value: float | str, *, low: float | None = None, high: float | None = None,
+                 low_inclusive: bool = True) -> float:
+    """`value` as a float that is finite and within [low, high] (or (low, high] when not low_inclusive)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise OptionError(f"{name}: expected a number, got {value!r}") from None
+    if not math.isfinite(number):
+        raise OptionError(f"{name}: expected a finite number, got {value!r}")
+    if low is not None and (number < low or (number == low and not low_inclusive)):
+        bound = f">= {low:g}" if low_inclusive else f"> {low:g}"
+        raise OptionError(f"{name}: must be {bound}" + (f" and <= {high:g}" if high is not None else "")
+                          + f", got {number:g}")
+    if high is not None and number > high:
+        raise OptionError(f"{name}: must be <= {high:g}, got {number:g}")
+    return number
+
+
+def whole_number(name: str, value: int | str, *, low: int | None = None, high: int | None = None) -> int:
+    """`value` as an int within [low, high]."""
+    if isinstance(value, bool):
+        raise OptionError(f"{name}: expected a whole number, got {value!r}")
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise OptionError(f"{name}: expected a whole number, got {value!r}") from None
+    if low is not None and number < low:
+        raise OptionError(f"{name}: must be at least {low}, got {number}")
+    if high is not None and number > high:
+        raise OptionError(f"{name}: must be at most {high}, got {number}")
+    return number
+
+
+def cpu_count() -> int:
+    """Logical CPUs this process may run on (its affinity where the platform has one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def thread_count(value: int | str, name: str = "threads") -> int:
+    """An intra-op thread count: 1 .. the logical CPUs this process has. More only oversubscribes the cores
+    (and 99,999 would exhaust the machine's PIDs), so it is refused with what the machine has."""
+    cpus = cpu_count()
+    number = whole_number(name, value, low=1)
+    if number > cpus:
+        raise OptionError(f"{name}={number}: this machine gives the process {cpus} logical CPU(s); "
+                          f"choose 1-{cpus}")
+    return number
+
+
+def seed(value: int | str, name: str = "seed") -> int:
+    return whole_number(name, value, low=0, high=SEED_MAX)
+
+
+def interval(value: float | str, name: str = "interval") -> float:
+    """The telemetry period in seconds."""
+    low, high = INTERVAL_RANGE
+    return finite_float(name, value, low=low, high=high)
+
+
+def positive_float(name: str, value: float | str) -> float:
+    """A finite number > 0 (a peak, a memory cap, a time budget)."""
+    return finite_float(name, value, low=0.0, low_inclusive=False)
