@@ -157,3 +157,44 @@ def test_default_nvml_is_one_lazily_opened_instance(monkeypatch):
     first = default_nvml()
     assert default_nvml() is first
     assert opened == [1]
+
+
+@pytest.mark.parametrize("function, bad", [
+    ("nvmlDeviceGetMemoryInfo", None),
+    ("nvmlDeviceGetMemoryInfo", 7),
+    ("nvmlDeviceGetMemoryInfo", "8 GiB"),
+    ("nvmlDeviceGetUtilizationRates", object()),
+    ("nvmlDeviceGetPowerUsage", "300 W"),
+    ("nvmlDeviceGetPowerUsage", None),
+    ("nvmlDeviceGetTemperature", -5),
+    ("nvmlDeviceGetTemperature", True),
+    ("nvmlDeviceGetClockInfo", 1.5),
+    ("nvmlDeviceGetName", 42),
+    ("nvmlDeviceGetCudaComputeCapability", "9.0"),
+    ("nvmlDeviceGetHandleByIndex", None),
+])
+def test_a_malformed_value_from_nvml_is_na_at_the_seam(monkeypatch, function, bad):
+    fake = FakeNvml()
+    monkeypatch.setattr(fake, function, lambda *args, **kwargs: bad)
+    nvml = Nvml.open(fake)
+    if function == "nvmlDeviceGetHandleByIndex":
+        value = nvml.query(0, "nvmlDeviceGetMemoryInfo")
+    else:
+        value = nvml.query(0, function, *([0] if function in ("nvmlDeviceGetTemperature",
+                                                              "nvmlDeviceGetClockInfo") else []))
+    assert is_na(value) and "malformed" in value.reason and function in value.reason
+
+
+def test_malformed_nvml_values_leave_the_rest_of_a_telemetry_sample(monkeypatch):
+    from tests.fakes.fake_cuda import FakeCuda
+    from torchperf_tui.engine.telemetry import TelemetrySampler
+
+    fake = FakeNvml()
+    monkeypatch.setattr(fake, "nvmlDeviceGetMemoryInfo", lambda *a, **k: None)
+    monkeypatch.setattr(fake, "nvmlDeviceGetUtilizationRates", lambda *a, **k: "busy")
+    monkeypatch.setattr(fake, "nvmlDeviceGetPowerUsage", lambda *a, **k: "300 W")
+    sample = TelemetrySampler(nvml=Nvml.open(fake), cuda=FakeCuda.unavailable()).sample()
+    gpu = sample.gpus[0]
+    assert is_na(gpu.mem_used_bytes) and is_na(gpu.util_gpu_pct) and is_na(gpu.power_w)
+    assert not is_na(gpu.temperature_c)
+    assert isinstance(sample.process_rss_bytes, int) and sample.process_rss_bytes > 0

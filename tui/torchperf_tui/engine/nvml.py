@@ -84,6 +84,46 @@ def _decode(value: Any) -> Any:
     return value.decode(errors="replace") if isinstance(value, bytes) else value
 
 
+# What each query the app makes must return; anything else (None, a string where a struct belongs, a
+# negative count from a broken binding) is NA here, so no caller ever reads a field of a malformed value.
+_STRUCT_FIELDS: dict[str, tuple[str, ...]] = {
+    "nvmlDeviceGetMemoryInfo": ("total", "used", "free"),
+    "nvmlDeviceGetUtilizationRates": ("gpu", "memory"),
+}
+_COUNTS = frozenset({"nvmlDeviceGetCount", "nvmlDeviceGetTemperature", "nvmlDeviceGetPowerUsage",
+                     "nvmlDeviceGetEnforcedPowerLimit", "nvmlDeviceGetClockInfo", "nvmlDeviceGetMaxClockInfo",
+                     "nvmlDeviceGetMemoryBusWidth", "nvmlSystemGetCudaDriverVersion"})
+_TEXTS = frozenset({"nvmlDeviceGetName", "nvmlDeviceGetUUID", "nvmlSystemGetDriverVersion"})
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def checked_result(function: str, value: Any) -> Any:
+    """`value` if it has the form `function` returns, else NA saying what came back instead."""
+    def malformed(what: str) -> NA:
+        return NA(f"NVML returned a malformed value for {function}: {what}")
+
+    if value is None:
+        return malformed("None")
+    if function in _STRUCT_FIELDS:
+        for name in _STRUCT_FIELDS[function]:
+            field = getattr(value, name, None)
+            if not _is_count(field):
+                return malformed(f"{type(value).__name__} without a whole number {name!r}")
+    elif function in _COUNTS:
+        if not _is_count(value):
+            return malformed(f"{type(value).__name__} {value!r}"[:160])
+    elif function in _TEXTS:
+        if not isinstance(value, str):
+            return malformed(f"{type(value).__name__}, not text")
+    elif function == "nvmlDeviceGetCudaComputeCapability":
+        if not (isinstance(value, (tuple, list)) and len(value) == 2 and all(_is_count(v) for v in value)):
+            return malformed(f"{type(value).__name__} {value!r}"[:160])
+    return value
+
+
 class Nvml:
     """A handle on NVML (real `pynvml` or an injected fake). Build it with `Nvml.open()`."""
 
@@ -174,9 +214,10 @@ class Nvml:
 
     def _call(self, function: str, *args: Any) -> Any:
         try:
-            return _decode(getattr(self.module, function)(*args))
+            value = _decode(getattr(self.module, function)(*args))
         except Exception as exc:  # every NVML failure, whatever its kind, degrades to NA right here
             return NA(self.describe_error(exc))
+        return checked_result(function, value)
 
     def const(self, name: str, default: int) -> int:
         """An NVML constant (NVML_CLOCK_SM, ...) from the module in use, with the ABI value as fallback."""
