@@ -8,6 +8,7 @@ runs in thread workers that post messages (app/messages.py) back; the UI only ca
 from __future__ import annotations
 
 import importlib
+import os
 import threading
 import time
 from collections import deque
@@ -22,8 +23,9 @@ from textual.screen import Screen
 from textual.widgets import DataTable, TabbedContent
 from textual.worker import get_current_worker
 
+from torchperf_tui import options
 from torchperf_tui.formatting import format_ms
-from torchperf_tui.engine.errors import user_message
+from torchperf_tui.engine.errors import TorchperfError, user_message
 from torchperf_tui.app.messages import (
     AnalysisFailed,
     BatchTried,
@@ -174,7 +176,7 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
         super().__init__()
         self.initial_model = model
         self.autostart = autostart
-        self.interval = interval
+        self.interval = options.interval(interval)  # nan or 1e-9 would flood the event loop: refused here too
         self.device = device or "auto"
         self._nvml_seam = nvml
         self._cuda_seam = cuda
@@ -222,6 +224,12 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
         return self.main
 
     # -- start-up: paint first, then load the engine in a thread -------------------------
+    def on_load(self) -> None:
+        # SIGTERM / SIGHUP (a dropped SSH session) exit as `q` does, giving the terminal back.
+        from torchperf_tui.app.signals import exit_on_signals
+
+        exit_on_signals(self)
+
     def on_mount(self) -> None:
         self.sub_title = "loading engine…"
         self._check_ui_ready()
@@ -990,10 +998,32 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
         """Save an SVG of the screen and say where."""
         try:
             path = self.save_screenshot(path=self.screenshot_dir)
-        except OSError as exc:
+        except (OSError, TorchperfError) as exc:
             self.notify(user_message(exc), title="screenshot failed", severity="error")
             return
         self.notify(f"saved to {path}", title="screenshot", timeout=8)
+
+    def save_screenshot(self, filename: str | None = None, path: str | None = None,
+                        time_format: str | None = None) -> str:
+        """Textual's, but written beside the target and renamed, and never over a non-regular file."""
+        from textual._files import generate_datetime_filename
+
+        from torchperf_tui.engine.output_files import write_text
+
+        name = filename or generate_datetime_filename(self.title, ".svg", time_format)
+        target = os.path.join(os.path.expanduser(path or "./"), name)
+        return str(write_text(target, self.export_screenshot()))
+
+    def deliver_screenshot(self, filename: str | None = None, path: str | None = None,
+                           time_format: str | None = None) -> str | None:
+        """The command palette's screenshot: saved as `s` saves it (this app runs in a terminal, not a browser)."""
+        try:
+            saved = self.save_screenshot(filename, path or self.screenshot_dir, time_format)
+        except (OSError, TorchperfError) as exc:
+            self.notify(user_message(exc), title="screenshot failed", severity="error")
+            return None
+        self.notify(f"saved to {saved}", title="screenshot", timeout=8)
+        return None
 
     # -- the demo: banner, and the settings it changes as a user would ---------------------------
     async def on_event(self, event: events.Event) -> None:

@@ -1,0 +1,31 @@
+"""The app refuses bad options where they enter and never writes over what is not a regular file."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from torchperf_tui.app.app import TorchperfApp
+from torchperf_tui.engine.output_files import OutputPathError
+from torchperf_tui.options import OptionError
+
+
+@pytest.mark.parametrize("interval", [math.nan, math.inf, 1e-9, 0.0, -1.0, 3600.0])
+def test_a_telemetry_interval_that_would_flood_or_starve_the_loop_is_refused(interval):
+    with pytest.raises(OptionError, match="interval"):
+        TorchperfApp(interval=interval)
+
+
+async def test_a_screenshot_never_replaces_a_directory_and_the_palettes_goes_where_s_does(tmp_path):
+    app = TorchperfApp(poll_telemetry=False, screenshot_dir=str(tmp_path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        (tmp_path / "shot.svg").mkdir()
+        with pytest.raises(OutputPathError, match="a directory"):
+            app.save_screenshot(filename="shot.svg", path=str(tmp_path))
+        assert (tmp_path / "shot.svg").is_dir()
+        app.deliver_screenshot()  # the command palette's "Save screenshot"
+        await pilot.pause(0.1)
+        saved = [p for p in tmp_path.glob("*.svg") if p.is_file()]
+        assert len(saved) == 1 and saved[0].read_text().startswith("<svg")
+        assert not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob(".*.tmp"))

@@ -1,0 +1,65 @@
+"""SIGTERM and SIGHUP end the real app as `q` does: the terminal leaves the alternate screen with mouse
+reporting off, and the exit code is 128 + the signal."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and a pseudo-terminal")
+
+ALT_SCREEN_ON = b"\x1b[?1049h"
+ALT_SCREEN_OFF = b"\x1b[?1049l"
+MOUSE_OFF = b"\x1b[?1000l"
+
+
+def _read_until(fd: int, proc: subprocess.Popen, needle: bytes, timeout: float, out: bytearray) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if needle in out:
+            return True
+        ready, _, _ = select.select([fd], [], [], 0.1)
+        if ready:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:  # the child closed the terminal
+                return needle in out
+            if not chunk:
+                return needle in out
+            out.extend(chunk)
+        elif proc.poll() is not None:
+            return needle in out
+    return needle in out
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_signal_restores_the_terminal_and_exits_with_its_code(tmp_path, sig):
+    master, slave = pty.openpty()
+    env = dict(os.environ, TERM="xterm-256color", COLUMNS="100", LINES="30",
+               TORCHPERF_HISTORY=str(tmp_path / "h.jsonl"))
+    proc = subprocess.Popen([sys.executable, "-m", "torchperf_tui", "--device", "cpu"], stdin=slave,
+                            stdout=slave, stderr=slave, env=env, close_fds=True, start_new_session=True)
+    os.close(slave)
+    out = bytearray()
+    try:
+        assert _read_until(master, proc, ALT_SCREEN_ON, 30, out), "the app never entered application mode"
+        assert _read_until(master, proc, b"Quit", 30, out), "the first frame never painted"
+        proc.send_signal(sig)
+        _read_until(master, proc, b"\x00never", 10, out)  # drain until the child closes the terminal
+        code = proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+    assert code == 128 + int(sig)
+    tail = bytes(out[out.rindex(ALT_SCREEN_ON):])
+    assert ALT_SCREEN_OFF in tail, "still in the alternate screen"
+    assert MOUSE_OFF in tail, "mouse reporting left on"
