@@ -75,3 +75,26 @@ def shape_not_a_tuple() -> nn.Module:
 
 
 shape_not_a_tuple.input_shape = "8"
+
+
+class ExitsWhenTimed(nn.Module):
+    """Analyses fine on the meta device, then calls sys.exit on its second real pass."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+        self.calls = 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not x.is_meta:
+            self.calls += 1
+            if self.calls == 2:
+                sys.exit(7)
+        return self.fc(x)
+
+
+def exits_when_timed() -> nn.Module:
+    return ExitsWhenTimed()
+
+
+exits_when_timed.input_shape = (8,)
