@@ -17,8 +17,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterator
 
-import torch
-from torch import nn
+from torchperf_tui.engine.lazy_torch import torch
 
 from torchperf_tui.engine.errors import ShapeError, TorchperfError
 from torchperf_tui.engine.flags import Flags, applied_flags
@@ -26,7 +25,7 @@ from torchperf_tui.engine.inputs import dtype_name, parse_dtype, resolve_device
 from torchperf_tui.engine.workload import forward_errors, model_name, prepare_workload
 
 # Same-width integer views for comparing floating-point tensors bit for bit.
-_BIT_VIEWS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+_BIT_VIEW_NAMES = {1: "uint8", 2: "int16", 4: "int32", 8: "int64"}  # integer dtypes by element size
 
 
 @dataclass(frozen=True)
@@ -151,7 +150,7 @@ def _bits(t: torch.Tensor) -> torch.Tensor:
     if t.is_complex():
         t = torch.view_as_real(t)
     if t.is_floating_point():
-        return t.contiguous().view(_BIT_VIEWS[t.element_size()])
+        return t.contiguous().view(getattr(torch, _BIT_VIEW_NAMES[t.element_size()]))
     return t
 
 
@@ -228,7 +227,7 @@ def compare_outputs(outputs: list[Any]) -> tuple[list[LeafDiff], list[str]]:
 # The check
 
 
-def check_determinism(model_spec: str | nn.Module, input_shape: tuple[int, ...] | None = None,
+def check_determinism(model_spec: str | torch.nn.Module, input_shape: tuple[int, ...] | None = None,
                       device: str = "auto", dtype: str = "float32", flags: Flags | None = None,
                       runs: int = 2, channels_last: bool = False, warmup: int = 0,
                       seed: int = 0) -> DeterminismReport:
@@ -250,7 +249,7 @@ def check_determinism(model_spec: str | nn.Module, input_shape: tuple[int, ...] 
     flags = Flags.current() if flags is None else flags
     name = model_name(model_spec)
     if input_shape is None:
-        if isinstance(model_spec, nn.Module):
+        if isinstance(model_spec, torch.nn.Module):
             raise ShapeError(f"give an input shape for {name}: a module has no catalogue default")
         # Imported here: the registry pulls in torchvision (seconds), which a module passed in does not need.
         from torchperf_tui.engine.models import default_input_shape

@@ -13,8 +13,6 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Iterator
 
-import torch
-
 from torchperf_tui.engine.errors import FlagError
 
 # cuBLAS is only deterministic with a fixed workspace; PyTorch raises at the first matmul otherwise.
@@ -71,6 +69,8 @@ class Flags:
     @classmethod
     def current(cls) -> "Flags":
         """The flags torch runs with right now."""
+        import torch
+
         return cls(
             cudnn_benchmark=bool(torch.backends.cudnn.benchmark),
             cudnn_deterministic=bool(torch.backends.cudnn.deterministic),
@@ -124,6 +124,8 @@ def flag_spec(name: str) -> FlagSpec:
 
 
 def _cuda_capability() -> tuple[int, int] | None:
+    import torch
+
     if not torch.cuda.is_available():
         return None
     return torch.cuda.get_device_capability()
@@ -131,6 +133,8 @@ def _cuda_capability() -> tuple[int, int] | None:
 
 def flag_applicability(name: str, device: str) -> tuple[bool, str | None]:
     """Whether setting flag `name` changes anything for a model on `device` ("cpu"/"cuda"), and why not."""
+    import torch
+
     spec = flag_spec(name)
     on_cuda = device.startswith("cuda")
     if spec.device == "cuda" and not on_cuda:
@@ -165,6 +169,8 @@ def inert_flags(flags: Flags, device: str, reference: Flags | None = None) -> li
 
 
 def _apply(flags: Flags) -> None:
+    import torch
+
     torch.backends.cudnn.benchmark = flags.cudnn_benchmark
     torch.backends.cudnn.deterministic = flags.cudnn_deterministic
     torch.backends.cudnn.enabled = flags.cudnn_enabled
@@ -185,6 +191,8 @@ def _apply(flags: Flags) -> None:
 @contextmanager
 def applied_flags(flags: Flags) -> Iterator[Flags]:
     """Run the body under `flags`, then put back exactly what was there before, even on error."""
+    import torch
+
     with _FLAGS_LOCK:
         previous = Flags.current()
         warn_only = torch.is_deterministic_algorithms_warn_only_enabled()

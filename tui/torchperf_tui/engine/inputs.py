@@ -1,18 +1,20 @@
-"""Parsing what the user types about inputs (shape, dtype, device) and making the input tensor."""
+"""Parsing what the user types about inputs (shape, dtype, device) and making the input tensor.
+
+Parsing needs no torch (the app's UI process checks shapes and dtypes without it); only the functions that
+return torch objects import it.
+"""
 
 from __future__ import annotations
 
 import re
-
-import torch
+from typing import TYPE_CHECKING
 
 from torchperf_tui.engine.errors import DeviceError, ShapeError
 
-DTYPES: dict[str, torch.dtype] = {
-    "float32": torch.float32,
-    "float16": torch.float16,
-    "bfloat16": torch.bfloat16,
-}
+if TYPE_CHECKING:
+    import torch
+
+DTYPE_NAMES: tuple[str, ...] = ("float32", "float16", "bfloat16")  # attributes of torch with these names
 DTYPE_ALIASES = {"fp32": "float32", "f32": "float32", "fp16": "float16", "half": "float16",
                  "f16": "float16", "bf16": "bfloat16"}
 
@@ -60,22 +62,29 @@ def format_shape(shape: tuple[int, ...] | list[int]) -> str:
     return "x".join(str(d) for d in shape)
 
 
-def parse_dtype(name: str) -> torch.dtype:
+def canonical_dtype(name: str) -> str:
+    """'fp16', 'half', 'float16' -> 'float16'; ShapeError for a dtype the app does not time."""
     key = DTYPE_ALIASES.get(name.strip().lower(), name.strip().lower())
-    if key not in DTYPES:
-        raise ShapeError(f"unknown dtype {name!r}: choose one of {', '.join(DTYPES)}")
-    return DTYPES[key]
+    if key not in DTYPE_NAMES:
+        raise ShapeError(f"unknown dtype {name!r}: choose one of {', '.join(DTYPE_NAMES)}")
+    return key
 
 
-def dtype_name(dtype: torch.dtype) -> str:
-    for name, value in DTYPES.items():
-        if value == dtype:
-            return name
-    return str(dtype).removeprefix("torch.")
+def parse_dtype(name: str) -> "torch.dtype":
+    import torch
+
+    return getattr(torch, canonical_dtype(name))
 
 
-def resolve_device(name: str = "auto") -> torch.device:
+def dtype_name(dtype: "torch.dtype") -> str:
+    text = str(dtype).removeprefix("torch.")
+    return text
+
+
+def resolve_device(name: str = "auto") -> "torch.device":
     """'auto' picks CUDA when present; asking for CUDA on a box without it is a DeviceError."""
+    import torch
+
     name = (name or "auto").strip().lower()
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -91,10 +100,14 @@ def resolve_device(name: str = "auto") -> torch.device:
     raise DeviceError(f"unknown device {name!r}: use cpu, cuda or cuda:N")
 
 
-def make_input(shape: tuple[int, ...], dtype: torch.dtype = torch.float32,
-               device: torch.device | str = "cpu", channels_last: bool = False,
-               seed: int = 0) -> torch.Tensor:
-    """A deterministic random input; channels_last applies to 4-D (NCHW) and 5-D (NCDHW) inputs."""
+def make_input(shape: tuple[int, ...], dtype: "torch.dtype | None" = None,
+               device: "torch.device | str" = "cpu", channels_last: bool = False,
+               seed: int = 0) -> "torch.Tensor":
+    """A deterministic random input (float32 unless `dtype` says otherwise); channels_last applies to 4-D
+    (NCHW) and 5-D (NCDHW) inputs."""
+    import torch
+
+    dtype = torch.float32 if dtype is None else dtype
     gen = torch.Generator().manual_seed(seed)
     x = torch.randn(shape, generator=gen, dtype=torch.float32).to(device=device, dtype=dtype)
     if channels_last:

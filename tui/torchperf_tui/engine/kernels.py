@@ -25,8 +25,7 @@ import warnings
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
-import torch
-from torch import nn
+from torchperf_tui.engine.lazy_torch import torch
 
 from torchperf_tui.engine.abtest import ArmSpec, ArmThreads
 from torchperf_tui.engine.errors import TorchperfError
@@ -36,7 +35,7 @@ from torchperf_tui.engine.timing import BenchConfig
 from torchperf_tui.engine.workload import forward_errors, model_name, prepare_workload
 
 LAYER_PREFIX = "torchperf-tui/layer:"
-CONV_TYPES = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)
+CONV_TYPE_NAMES = ("Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d")
 CUDA_NOTE = ("GPU kernels from CUPTI, grouped by conv layer; autotuning (cudnn.benchmark) ran in the "
              "warm-up, outside the profile")
 CPU_NOTE = ("cuDNN kernel choice is a GPU view; on the CPU this shows the ATen convolution implementation "
@@ -169,11 +168,12 @@ def _fit(text: str, width: int) -> str:
     return text[:keep] + "…" + text[len(text) - (width - 1 - keep):]
 
 
-def conv_layers(model: nn.Module) -> list[tuple[str, nn.Module]]:
-    return [(name or type(m).__name__, m) for name, m in model.named_modules() if isinstance(m, CONV_TYPES)]
+def conv_layers(model: torch.nn.Module) -> list[tuple[str, torch.nn.Module]]:
+    conv_types = tuple(getattr(torch.nn, name) for name in CONV_TYPE_NAMES)
+    return [(name or type(m).__name__, m) for name, m in model.named_modules() if isinstance(m, conv_types)]
 
 
-def _attach_layer_ranges(layers: list[tuple[str, nn.Module]]) -> list[Any]:
+def _attach_layer_ranges(layers: list[tuple[str, torch.nn.Module]]) -> list[Any]:
     """Hooks that open a record_function range before each conv's forward and close it after."""
     from torch.profiler import record_function
 
@@ -238,7 +238,7 @@ def group_by_layer(events: Any, iters: int, on_cuda: bool) -> dict[str, list[Ker
                           key=lambda k: (-k.us_per_iter, k.name)) for layer, per_name in totals.items()}
 
 
-def _profile_arm(model: nn.Module, x: torch.Tensor, device: torch.device, iters: int, warmup: int,
+def _profile_arm(model: torch.nn.Module, x: torch.Tensor, device: torch.device, iters: int, warmup: int,
                  cancelled: Callable[[], bool]) -> tuple[Any, int, bool]:
     """Warm up, then profile up to `iters` forward passes: (events or None, iterations done, cancelled)."""
     from torch.profiler import ProfilerActivity, profile

@@ -17,7 +17,7 @@ import pickle
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
-import torch
+from torchperf_tui.engine.lazy_torch import torch
 
 from torchperf_tui.engine.errors import DeviceError, OutOfMemory, TorchperfError
 from torchperf_tui.engine.flags import applied_flags

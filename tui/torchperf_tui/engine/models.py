@@ -15,7 +15,6 @@ import inspect
 import os
 import sys
 import threading
-from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 import torch
@@ -23,6 +22,7 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 
 from torchperf_tui.engine.errors import ModelError, ShapeError, first_line
+from torchperf_tui.engine.model_entry import ModelEntry, WeightsReference
 
 TASKS: tuple[str, ...] = (
     "classification", "segmentation", "detection", "video", "optical_flow", "quantization", "custom",
@@ -44,32 +44,6 @@ OPTICAL_FLOW_SHAPE: tuple[int, ...] = (2, 3, 520, 960)
 
 QUANTIZED_REASON = ("int8 quantized kernels run only on CPU backends, cannot run on the meta device and are "
                     "not counted by FlopCounterMode; analyse or time the float model of the same name instead")
-
-
-@dataclass(frozen=True)
-class ModelEntry:
-    """One model the app can build: its name, task, default input shape (no batch dim), and support."""
-
-    name: str
-    task: str
-    input_shape: tuple[int, ...]
-    supported: bool = True
-    reason: str = ""
-
-
-@dataclass(frozen=True)
-class WeightsReference:
-    """A torchvision weights entry's published cost: GMACs (`meta["_ops"]`) at its eval input size.
-
-    `builder_kwargs` are what the builder itself would set for these weights (ViT's SWAG weights fix a
-    larger `image_size`); they change the architecture's accepted size, not its weights.
-    """
-
-    model: str
-    weights: str
-    input_shape: tuple[int, ...]
-    gmacs: float
-    builder_kwargs: dict[str, Any] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------------------------------

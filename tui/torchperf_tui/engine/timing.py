@@ -12,13 +12,12 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Callable, Literal
 
 import numpy as np
-import torch
 
 from torchperf_tui.engine.errors import TorchperfError, first_line
 from torchperf_tui.engine.flags import Flags, applied_flags
 from torchperf_tui.engine.inputs import dtype_name, make_input, parse_dtype, resolve_device
+from torchperf_tui.engine.lazy_torch import torch
 from torchperf_tui.engine.shapes import ShapeReport, ShapeSchedule, parse_schedule, shape_report
-from torchperf_tui.engine.workload import forward_errors, prepare_workload
 
 Phase = Literal["first", "warmup", "timed"]
 OnSample = Callable[[str, int, int, float], None]
@@ -279,6 +278,8 @@ def run_benchmark(cfg: BenchConfig, on_sample: OnSample | None = None,
                              "recompilations inside the samples: use fixed shapes to compare eager and compiled")
     if schedule.varies:
         check_schedule_accepted(cfg.model, schedule, shape, cfg.dtype)
+    from torchperf_tui.engine.workload import forward_errors, prepare_workload
+
     work = prepare_workload(cfg.model, shape, device, dtype, cfg.channels_last, seed=cfg.seed)
     feed = ShapeFeed(work.x, shape, timed_shapes, dtype, device, cfg.channels_last, cfg.seed, on_shape)
     memory = _MemoryTrace(device, on_memory)

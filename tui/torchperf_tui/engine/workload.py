@@ -11,8 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
-import torch
-from torch import nn
+from torchperf_tui.engine.lazy_torch import torch
 
 from torchperf_tui.engine.errors import ModelError, OutOfMemory, ShapeError, TorchperfError, first_line
 from torchperf_tui.engine.inputs import dtype_name, format_shape, make_input
@@ -22,12 +21,12 @@ from torchperf_tui.engine.inputs import dtype_name, format_shape, make_input
 FORWARD_ERRORS = (RuntimeError, ValueError, TypeError, AssertionError, IndexError)
 
 
-def model_name(spec: str | nn.Module) -> str:
+def model_name(spec: str | torch.nn.Module) -> str:
     return spec if isinstance(spec, str) else type(spec).__name__
 
 
-def place_model(model: nn.Module, device: torch.device, dtype: torch.dtype, channels_last: bool,
-                input_rank: int) -> nn.Module:
+def place_model(model: torch.nn.Module, device: torch.device, dtype: torch.dtype, channels_last: bool,
+                input_rank: int) -> torch.nn.Module:
     """Move a model to the device and dtype; channels_last for 4-D (NCHW) and 5-D (NCDHW) inputs."""
     model = model.to(device=device, dtype=dtype)
     if channels_last and input_rank == 4:
@@ -42,7 +41,7 @@ class Workload:
     """A model on its device with one input for it."""
 
     name: str
-    model: nn.Module | None
+    model: torch.nn.Module | None
     x: torch.Tensor | None
     shape: tuple[int, ...]
     device: torch.device
@@ -56,13 +55,13 @@ class Workload:
             torch.cuda.synchronize(self.device)
 
 
-def prepare_workload(spec: str | nn.Module, shape: tuple[int, ...], device: torch.device, dtype: torch.dtype,
+def prepare_workload(spec: str | torch.nn.Module, shape: tuple[int, ...], device: torch.device, dtype: torch.dtype,
                      channels_last: bool = False, seed: int = 0) -> Workload:
     """Build `spec` (a name or module:factory, with random weights, eval mode; or a module as it is) on
     `device` in `dtype`, with a deterministic random input of `shape`."""
     name = model_name(spec)
     with forward_errors(name, shape, dtype, device, action="loading"):
-        if isinstance(spec, nn.Module):
+        if isinstance(spec, torch.nn.Module):
             model = spec.eval()
         else:
             from torchperf_tui.engine.models import build_model  # torchvision: seconds, only when needed
