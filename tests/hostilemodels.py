@@ -98,3 +98,53 @@ def exits_when_timed() -> nn.Module:
 
 
 exits_when_timed.input_shape = (8,)
+
+
+class KillsItsProcess(nn.Module):
+    """Runs two real passes, then ends its process at once, as a segfault or the OOM killer would."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+        self.calls = 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not x.is_meta:
+            self.calls += 1
+            if self.calls == 3:
+                import os
+                import signal
+
+                os.kill(os.getpid(), signal.SIGKILL)
+        return self.fc(x)
+
+
+def kills_its_process() -> nn.Module:
+    return KillsItsProcess()
+
+
+kills_its_process.input_shape = (8,)
+
+
+class IgnoresCancel(nn.Module):
+    """Its second real pass does not return for a minute, as one stuck in native code would not."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not x.is_meta:
+            self.calls += 1
+            if self.calls == 2:
+                import time
+
+                time.sleep(60)
+        return x
+
+
+def ignores_cancel() -> nn.Module:
+    return IgnoresCancel()
+
+
+ignores_cancel.input_shape = (8,)

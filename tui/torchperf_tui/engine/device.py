@@ -484,7 +484,7 @@ def probe_device(nvml: Nvml | None = None, cuda: CudaBackend | None = None) -> D
         gpus = [_gpu_from_nvml(j, nvml, f"torch cannot use it: {cuda_reason}") for j in range(nvml.device_count())]
     runtime = _safe(cuda.runtime_version, None)
     return DeviceReport(
-        torch_version=torch.__version__,
+        torch_version=str(torch.__version__),  # a TorchVersion would pickle as a torch class
         cuda_available=cuda_available,
         cuda_reason=cuda_reason,
         cuda_runtime=runtime if runtime else NA("torch was built without CUDA"),

@@ -1,0 +1,145 @@
+"""The measurement process: jobs round-trip, a process that dies or hangs is replaced, and the next job works.
+
+These start the real process (a new interpreter that imports torch: a few seconds each), as the app does.
+"""
+
+from __future__ import annotations
+
+import pickle
+import sys
+import threading
+import time
+
+import pytest
+
+from torchperf_tui.engine.timing import BenchConfig
+from torchperf_tui.jobs.measurement import MeasurementProcess, describe_exit
+from torchperf_tui.worker.protocol import (PROTOCOL_VERSION, JobDone, JobFailed, ProtocolError, Ready, Samples,
+                                           StartJob, pack, unpack)
+
+TINY = "tests.tinymodels:tiny_cnn"
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list = []
+        self.notices: list[str] = []
+        self.changed = threading.Condition()
+
+    def on_event(self, event) -> None:
+        with self.changed:
+            self.events.append(event)
+            self.changed.notify_all()
+
+    def on_notice(self, text: str) -> None:
+        with self.changed:
+            self.notices.append(text)
+            self.changed.notify_all()
+
+    def wait_for(self, predicate, timeout: float = 60.0):
+        deadline = time.monotonic() + timeout
+        with self.changed:
+            while not predicate():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(f"timed out; events: {[type(e).__name__ for e in self.events]}, "
+                                         f"notices: {self.notices}")
+                self.changed.wait(left)
+
+    def end_of(self, job_id: int):
+        for event in self.events:
+            if isinstance(event, (JobDone, JobFailed)) and event.job_id == job_id:
+                return event
+        return None
+
+
+@pytest.fixture
+def measurement():
+    recorder = Recorder()
+    process = MeasurementProcess(recorder.on_event, recorder.on_notice)
+    process.start()
+    yield process, recorder
+    process.stop()
+
+
+def _cfg(model: str = TINY, **kw) -> BenchConfig:
+    values = dict(model=model, input_shape=(1, 3, 16, 16), warmup=1, iters=20, device="cpu")
+    values.update(kw)
+    return BenchConfig(**values)
+
+
+def test_the_protocol_refuses_another_version_and_round_trips_its_own():
+    message = StartJob(3, "time", {"cfg": _cfg()})
+    assert unpack(pickle.loads(pickle.dumps(pack(message)))) == message
+    with pytest.raises(ProtocolError, match="version"):
+        unpack((PROTOCOL_VERSION + 1, message))
+    with pytest.raises(ProtocolError):
+        unpack("hello")
+
+
+def test_describe_exit_names_the_signal():
+    assert describe_exit(-9) == "was killed (SIGKILL)" and describe_exit(3) == "exited with code 3"
+
+
+def test_a_timing_job_streams_samples_and_returns_its_result_without_torch_here(measurement):
+    process, rec = measurement
+    job = process.submit("time", {"cfg": _cfg()}, "timing tiny")
+    rec.wait_for(lambda: rec.end_of(job) is not None)
+    done = rec.end_of(job)
+    assert isinstance(done, JobDone) and len(done.result.samples_ms) == 20
+    streamed = [s for e in rec.events if isinstance(e, Samples) and e.phase == "timed" for s in e.samples_ms]
+    assert streamed == list(done.result.samples_ms)  # every sample, in order, before the result
+    assert done.extra["fingerprint"]["torch"]
+    assert any(isinstance(e, Ready) for e in rec.events) and process.pid not in (None, 0)
+    assert "torch" not in sys.modules or "pytest" in sys.modules  # (pytest's own process has torch: see below)
+
+
+def test_a_model_that_kills_its_process_fails_its_job_and_the_next_job_works(measurement):
+    process, rec = measurement
+    job = process.submit("time", {"cfg": _cfg("tests.hostilemodels:kills_its_process", input_shape=(1, 8))},
+                         "timing tests.hostilemodels:kills_its_process at 1x8")
+    rec.wait_for(lambda: rec.end_of(job) is not None)
+    failed = rec.end_of(job)
+    assert isinstance(failed, JobFailed)
+    assert failed.error.startswith("the measurement process was killed (SIGKILL) while timing "
+                                   "tests.hostilemodels:kills_its_process at 1x8; started a new one")
+    after = process.submit("time", {"cfg": _cfg(iters=3)})
+    rec.wait_for(lambda: rec.end_of(after) is not None)
+    assert isinstance(rec.end_of(after), JobDone)
+
+
+def test_a_forward_that_ignores_cancel_is_killed_within_the_grace_and_replaced(measurement):
+    process, rec = measurement
+    job = process.submit("time", {"cfg": _cfg("tests.hostilemodels:ignores_cancel", input_shape=(1, 8))},
+                         "timing the sleeper")
+    rec.wait_for(lambda: any(isinstance(e, Samples) and e.phase == "first" for e in rec.events))
+    time.sleep(0.3)  # inside the second pass, which sleeps for a minute
+    started = time.monotonic()
+    process.cancel(job, grace_s=1.0)
+    rec.wait_for(lambda: rec.end_of(job) is not None, timeout=10)
+    assert time.monotonic() - started < 4
+    assert "did not stop timing the sleeper within" in rec.end_of(job).error
+    after = process.submit("memory")
+    rec.wait_for(lambda: rec.end_of(after) is not None)
+    assert isinstance(rec.end_of(after), JobDone)
+
+
+def test_a_cancelled_run_stops_between_iterations_with_what_it_has(measurement):
+    process, rec = measurement
+    job = process.submit("time", {"cfg": _cfg(iters=1_000_000)})
+    rec.wait_for(lambda: any(isinstance(e, Samples) and e.phase == "timed" for e in rec.events))
+    process.cancel(job)
+    rec.wait_for(lambda: rec.end_of(job) is not None, timeout=10)
+    done = rec.end_of(job)
+    assert isinstance(done, JobDone) and done.result.cancelled and 0 < len(done.result.samples_ms) < 1_000_000
+
+
+def test_release_runs_where_the_model_was_and_reports_it(measurement):
+    process, rec = measurement
+    job = process.submit("release", {"device": "cpu"})
+    rec.wait_for(lambda: rec.end_of(job) is not None)
+    done = rec.end_of(job)
+    assert isinstance(done, JobDone) and done.result.device == "cpu"
+    reading = process.submit("memory")
+    rec.wait_for(lambda: rec.end_of(reading) is not None)
+    assert rec.end_of(reading).result["pid"] == process.pid != 0

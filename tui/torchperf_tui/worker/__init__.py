@@ -1,0 +1,1 @@
+"""The measurement process: the one place where the TUI's torch work runs (see worker/main.py)."""

@@ -1,0 +1,253 @@
+"""What each job kind does in the measurement process: plain calls of the engine, the same functions the
+CLI calls, with the job's cancel flag and event stream wired in.
+
+A runner takes the job's params (plain values: a BenchConfig, a Flags, strings) and a JobContext, and
+returns (result, extra). It may raise: the main loop turns the exception into one line (JobFailed).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from typing import Any, Callable
+
+from torchperf_tui.worker.protocol import Progress, Samples
+
+SEND_EVERY_S = 0.1  # batched samples leave at most ~10 times a second, however fast the model is
+
+
+class JobContext:
+    """A running job's link to the UI: its cancel flag, progress events, and the sample stream."""
+
+    def __init__(self, job_id: int, send: Callable[[Any], None]) -> None:
+        self.job_id = job_id
+        self.send = send
+        self.cancel_event = threading.Event()
+
+    def cancelled(self) -> bool:
+        return self.cancel_event.is_set()
+
+    def progress(self, what: str, data: Any) -> None:
+        self.send(Progress(self.job_id, what, data))
+
+
+class SampleStream:
+    """Samples from a timed loop, sent in batches by a thread of their own.
+
+    The loop's callbacks only append to deques (atomic, no lock, no pickling): between timed iterations
+    the measuring thread does nothing else. Every SEND_EVERY_S the sender thread drains them and sends one
+    Samples event per phase; `close()` sends the rest, before the job's result.
+    """
+
+    def __init__(self, ctx: JobContext) -> None:
+        self.ctx = ctx
+        self.samples: deque = deque()  # (phase, index, total, ms)
+        self.first_seen: deque = deque()  # bool per timed iteration, appended before its sample
+        self.memory: deque = deque()  # (time, allocated, reserved)
+        self.memory_kind = ""
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="sample-stream", daemon=True)
+        self._thread.start()
+
+    # -- the measuring thread's side: appends only ----------------------------------------------
+    def on_sample(self, phase: str, index: int, total: int, ms: float) -> None:
+        self.samples.append((phase, index, total, ms))
+
+    def on_shape(self, index: int, shape: tuple, first_seen: bool) -> None:
+        self.first_seen.append(first_seen)
+
+    def on_memory(self, point: tuple, kind: str) -> None:
+        self.memory_kind = kind
+        self.memory.append(point)
+
+    # -- the sender's side ------------------------------------------------------------------------
+    def _run(self) -> None:
+        while not self._stop.wait(SEND_EVERY_S):
+            self._flush()
+
+    def _flush(self) -> None:
+        taken = []
+        while self.samples:
+            taken.append(self.samples.popleft())
+        memory = []
+        while self.memory:
+            memory.append(self.memory.popleft())
+        if not taken and not memory:
+            return
+        groups: list[list[tuple]] = []
+        for item in taken:
+            if groups and groups[-1][0][0] == item[0]:
+                groups[-1].append(item)
+            else:
+                groups.append([item])
+        if not groups:  # memory points alone (between iterations of a slow model)
+            self.ctx.send(Samples(self.ctx.job_id, "", 0, 0, (), (), tuple(memory), self.memory_kind))
+            return
+        for n, group in enumerate(groups):
+            phase, index, total = group[-1][0], group[-1][1], group[-1][2]
+            seen: tuple[bool, ...] = ()
+            if phase == "timed":
+                seen = tuple(self.first_seen.popleft() if self.first_seen else False for _ in group)
+            self.ctx.send(Samples(self.ctx.job_id, phase, index, total, tuple(item[3] for item in group), seen,
+                                  tuple(memory) if n == len(groups) - 1 else (), self.memory_kind))
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._flush()
+
+
+# -- the runners ------------------------------------------------------------------------------------
+
+def run_probe(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """-> (DeviceReport, {"applicability": {device kind: {flag: (ok, why)}}})."""
+    from torchperf_tui.engine.device import probe_device
+    from torchperf_tui.engine.flags import FLAG_SPECS, flag_applicability
+
+    report = probe_device()
+    table = {kind: {spec.name: flag_applicability(spec.name, kind) for spec in FLAG_SPECS}
+             for kind in ("cpu", "cuda")}
+    return report, {"applicability": table}
+
+
+def run_catalogue(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    from torchperf_tui.engine.models import list_catalogue
+
+    return list_catalogue(), {}
+
+
+def run_analyse(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: spec, batch, dims (the typed shape without batch, or None for the model's default), dtype.
+    -> (Complexity, {"entry": ModelEntry})."""
+    from torchperf_tui.engine.complexity import analyse_complexity
+    from torchperf_tui.engine.inputs import check_dims
+    from torchperf_tui.engine.models import resolve_model
+
+    entry = resolve_model(params["spec"])
+    dims = params.get("dims") or tuple(entry.input_shape)
+    shape = check_dims((params["batch"], *dims))
+    return analyse_complexity(params["spec"], shape, dtype=params["dtype"]), {"entry": entry}
+
+
+def _fingerprint(device: str) -> dict:
+    from torchperf_tui.engine.results import environment_fingerprint
+
+    return environment_fingerprint(device=device)
+
+
+def run_time(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: cfg (BenchConfig). Streams Samples. -> (TimingResult, {"fingerprint": ...})."""
+    from torchperf_tui.engine.timing import run_benchmark
+
+    stream = SampleStream(ctx)
+    try:
+        result = run_benchmark(params["cfg"], on_sample=stream.on_sample, should_cancel=ctx.cancelled,
+                               on_shape=stream.on_shape, on_memory=stream.on_memory)
+    finally:
+        stream.close()
+    return result, {"fingerprint": _fingerprint(result.device)}
+
+
+def run_ab_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: base (BenchConfig), a, b (Flags), blocks, per_block, seed. Progress "block": (arm, index,
+    total, samples_ms). -> (ABResult, {"fingerprint": ...})."""
+    from torchperf_tui.engine.abtest import ArmSpec, run_ab
+
+    device_kind = params.get("device_kind", "cpu")
+    arm_a = ArmSpec(flags=params["a"], text=params["a"].describe(device_kind))
+    arm_b = ArmSpec(flags=params["b"], text=params["b"].describe(device_kind))
+    result = run_ab(params["base"], arm_a, arm_b, blocks=params["blocks"], per_block=params["per_block"],
+                    seed=params["seed"], should_cancel=ctx.cancelled,
+                    on_block=lambda arm, i, n, samples: ctx.progress("block", (arm, i, n, list(samples))))
+    return result, {"fingerprint": _fingerprint(result.device)}
+
+
+def run_kernels(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: base (BenchConfig), a, b (Flags), device_kind."""
+    from torchperf_tui.engine.abtest import ArmSpec
+    from torchperf_tui.engine.kernels import conv_kernels
+
+    kind = params.get("device_kind", "cpu")
+    return conv_kernels(params["base"], ArmSpec(flags=params["a"], text=params["a"].describe(kind)),
+                        ArmSpec(flags=params["b"], text=params["b"].describe(kind)),
+                        should_cancel=ctx.cancelled), {}
+
+
+def run_throughput(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: cfg, options (find_max_batch's keyword arguments). Progress "batch_try": a BatchTry."""
+    from torchperf_tui.engine.throughput import find_max_batch
+
+    return find_max_batch(params["cfg"], **params.get("options", {}),
+                          on_progress=lambda t: ctx.progress("batch_try", t), should_cancel=ctx.cancelled), {}
+
+
+def run_profile(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: cfg, iters."""
+    from torchperf_tui.engine.profiling import profile_model
+
+    return profile_model(params["cfg"], iters=params["iters"], should_cancel=ctx.cancelled), {}
+
+
+def run_roofline(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: spec, result (a TimingResult), report (the DeviceReport the UI shows)."""
+    from torchperf_tui.engine.complexity import analyse_complexity
+    from torchperf_tui.engine.errors import TorchperfError
+    from torchperf_tui.engine.roofline import analyse_roofline, gpu_for_device, peaks_for
+
+    result = params["result"]
+    if result.shapes != "fixed":
+        raise TorchperfError(f"shape schedule {result.shapes}: the roofline needs one input shape")
+    complexity = analyse_complexity(params["spec"], result.input_shape, dtype=result.dtype, layers=True)
+    gpu = gpu_for_device(params.get("report"), result.device) if result.device.startswith("cuda") else None
+    flags = result.flags
+    peaks = peaks_for(result.device, result.dtype, gpu, tf32=flags.tf32_cudnn or flags.tf32_matmul)
+    return analyse_roofline(complexity, result, peaks), {}
+
+
+def run_determinism(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: cfg (BenchConfig)."""
+    from torchperf_tui.engine.determinism import check_determinism
+
+    cfg = params["cfg"]
+    return check_determinism(cfg.model, cfg.resolved_shape(), device=cfg.device, dtype=cfg.dtype, flags=cfg.flags,
+                             runs=2, channels_last=cfg.channels_last), {}
+
+
+def run_memsnap(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: cfg (BenchConfig)."""
+    from torchperf_tui.engine.memsnap import record_memory_snapshot
+
+    return record_memory_snapshot(params["cfg"], should_cancel=ctx.cancelled), {}
+
+
+def run_release(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: device ("cpu", "cuda", "cuda:N"). gc + empty_cache (CUDA) or malloc_trim (CPU), here, where
+    the model and the caching allocator live. -> ReleaseReport."""
+    from torchperf_tui.engine.telemetry import release_memory
+
+    return release_memory(device=params.get("device", "auto")), {}
+
+
+def run_memory(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """The allocator's readings and this process's RSS now: {"pid", "rss", "allocated", "reserved", "peak"}
+    (allocator figures None without CUDA)."""
+    import os
+
+    import psutil
+
+    from torchperf_tui.engine.lazy_torch import torch
+
+    reading: dict[str, Any] = {"pid": os.getpid(), "rss": psutil.Process().memory_info().rss,
+                               "allocated": None, "reserved": None, "peak": None, "at": time.time()}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        reading.update(allocated=torch.cuda.memory_allocated(), reserved=torch.cuda.memory_reserved(),
+                       peak=torch.cuda.max_memory_allocated())
+    return reading, {}
+
+
+RUNNERS: dict[str, Callable[[dict, JobContext], tuple[Any, dict]]] = {
+    "probe": run_probe, "catalogue": run_catalogue, "analyse": run_analyse, "time": run_time, "ab": run_ab_job,
+    "kernels": run_kernels, "throughput": run_throughput, "profile": run_profile, "roofline": run_roofline,
+    "determinism": run_determinism, "memsnap": run_memsnap, "release": run_release, "memory": run_memory,
+}

@@ -1,0 +1,154 @@
+"""The measurement process's main loop: it imports torch, holds the model, and runs one job at a time.
+
+Started as a new interpreter (`python -m torchperf_tui.worker`, never forked: CUDA is initialised only
+here) by jobs/measurement.py, with one end of a socket pair. Its own stdout and stderr go to a log file and its stdin is /dev/null, so nothing a model prints or
+reads can touch the app's terminal. A reader thread takes requests off the pipe: a new job joins the
+queue, a cancel sets that job's flag (checked by the engine between iterations), a quit or a closed pipe
+ends the process. Jobs run on the main thread, one after another: while one measures, this process does
+nothing else (samples leave in batches from worker/jobs.py's sender thread).
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+from torchperf_tui.worker.protocol import (CancelJob, JobDone, JobFailed, ProtocolError, Quit, Ready, StartJob,
+                                           Started, pack, unpack)
+
+
+def _detach_from_terminal(log_path: str | None) -> None:
+    """stdin from /dev/null, stdout and stderr (the file descriptors: native libraries write there too) to the
+    log; SIGINT ignored (Ctrl-C belongs to the app); ended by the kernel if the app dies."""
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    out = os.open(log_path or os.devnull, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(out, 1)
+    os.dup2(out, 2)
+    os.close(out)
+    sys.stdout = open(1, "w", buffering=1, closefd=False)
+    sys.stderr = open(2, "w", buffering=1, closefd=False)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent()
+
+
+def _die_with_parent() -> None:
+    """Linux: SIGKILL this process when the app's process ends, even by SIGKILL (no orphans holding a GPU)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        PR_SET_PDEATHSIG = 1
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+
+
+class Worker:
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self.send_lock = threading.Lock()
+        self.jobs: queue.Queue = queue.Queue()
+        self.contexts: dict[int, Any] = {}  # job id -> JobContext, from queued until finished
+        self.cancelled_early: set[int] = set()
+        self.lock = threading.Lock()
+
+    def send(self, message: Any) -> None:
+        with self.send_lock:
+            try:
+                self.conn.send(pack(message))
+            except (OSError, EOFError, BrokenPipeError):
+                os._exit(0)  # the app is gone: nothing to measure for
+
+    def read_requests(self) -> None:
+        while True:
+            try:
+                message = unpack(self.conn.recv())
+            except (EOFError, OSError):
+                os._exit(0)
+            except ProtocolError:
+                continue  # not ours to act on; the app side logs its own errors
+            if isinstance(message, StartJob):
+                self.jobs.put(message)
+            elif isinstance(message, CancelJob):
+                with self.lock:
+                    ctx = self.contexts.get(message.job_id)
+                    if ctx is None:
+                        self.cancelled_early.add(message.job_id)
+                    else:
+                        ctx.cancel_event.set()
+            elif isinstance(message, Quit):
+                with self.lock:
+                    for ctx in self.contexts.values():
+                        ctx.cancel_event.set()
+                self.jobs.put(None)
+                return
+
+    def serve(self) -> None:
+        from torchperf_tui.engine.errors import user_message
+        from torchperf_tui.worker.jobs import RUNNERS, JobContext
+
+        while True:
+            job = self.jobs.get()
+            if job is None:
+                return
+            ctx = JobContext(job.job_id, self.send)
+            with self.lock:
+                if job.job_id in self.cancelled_early:
+                    self.cancelled_early.discard(job.job_id)
+                    ctx.cancel_event.set()
+                self.contexts[job.job_id] = ctx
+            try:
+                if ctx.cancelled():
+                    self.send(JobFailed(job.job_id, "cancelled before it started"))
+                    continue
+                runner = RUNNERS.get(job.kind)
+                if runner is None:
+                    self.send(JobFailed(job.job_id, f"unknown job kind {job.kind!r}"))
+                    continue
+                self.send(Started(job.job_id))
+                try:
+                    result, extra = runner(job.params, ctx)
+                except (Exception, SystemExit) as exc:  # the model's or ours: one line either way
+                    if os.environ.get("TORCHPERF_DEBUG"):
+                        import traceback
+
+                        traceback.print_exc()  # to the log file
+                    self.send(JobFailed(job.job_id, user_message(exc)))
+                else:
+                    self.send(JobDone(job.job_id, result, extra))
+            finally:
+                with self.lock:
+                    self.contexts.pop(job.job_id, None)
+
+
+def serve_fd(fd: int, log_path: str | None = None) -> None:
+    """The process entry point: `fd` is this end of the socket pair the app made."""
+    from multiprocessing.connection import Connection
+
+    serve(Connection(fd), log_path)
+
+
+def serve(conn: Any, log_path: str | None = None) -> None:
+    _detach_from_terminal(log_path)
+    import faulthandler
+
+    faulthandler.enable()  # a segfault in an extension leaves its Python stack in the log
+    started = time.perf_counter()
+    import torch  # noqa: F401 - the seconds this takes are spent here, once, before the first job
+
+    import torchperf_tui.engine.timing  # noqa: F401
+
+    worker = Worker(conn)
+    threading.Thread(target=worker.read_requests, name="requests", daemon=True).start()
+    worker.send(Ready(os.getpid(), time.perf_counter() - started))
+    worker.serve()
+    os._exit(0)

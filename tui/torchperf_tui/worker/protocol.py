@@ -1,0 +1,136 @@
+"""The messages between the app's UI process and its measurement process, carried over a pipe.
+
+Requests go to the measurement process (start a job, cancel it, quit); events come back (ready, progress,
+batched samples, a result, an error). Each message travels as `(PROTOCOL_VERSION, message)`: a process
+that receives another version refuses it rather than misread it. Everything here is plain data: results
+are the engine's own dataclasses, whose modules load without torch (engine/lazy_torch.py).
+
+Job kinds, with the params each takes, are listed in JOB_KINDS; worker/jobs.py runs them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+PROTOCOL_VERSION = 1
+
+# kind -> what it does (the params are documented on each runner in worker/jobs.py)
+JOB_KINDS: dict[str, str] = {
+    "probe": "the device report, and which flags apply on each device",
+    "catalogue": "the model catalogue",
+    "analyse": "parameters, FLOPs and the per-layer table on the meta device",
+    "time": "a timing run (streams samples)",
+    "ab": "an interleaved A/B comparison (streams blocks)",
+    "kernels": "the kernels each conv layer ran under two flag sets",
+    "throughput": "the largest batch that fits, and samples/s (streams tries)",
+    "profile": "torch.profiler's top operators and a Chrome trace",
+    "roofline": "a finished run's place on the roofline",
+    "determinism": "the same input twice: bitwise equal or how far apart",
+    "memsnap": "a CUDA allocator history snapshot",
+    "release": "empty_cache in the process that holds the model",
+    "memory": "the allocator's readings now",
+}
+# Jobs that measure: one at a time on the machine, and the process does nothing else while one runs.
+MEASURING_KINDS = frozenset({"time", "ab", "kernels", "throughput", "profile", "determinism", "memsnap"})
+
+
+class ProtocolError(Exception):
+    """A message of another protocol version, or not a message at all."""
+
+
+# -- requests: UI -> measurement process ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class StartJob:
+    """Run job `kind` with `params`; its events carry `job_id`."""
+
+    job_id: int
+    kind: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CancelJob:
+    """Stop job `job_id` at its next iteration (a queued one never starts)."""
+
+    job_id: int
+
+
+@dataclass(frozen=True)
+class Quit:
+    """Finish: the process exits once the job in flight has stopped."""
+
+
+# -- events: measurement process -> UI ------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Ready:
+    """The process has imported torch and the engine and takes jobs."""
+
+    pid: int
+    import_s: float
+
+
+@dataclass(frozen=True)
+class Started:
+    """Job `job_id` left the queue and runs now."""
+
+    job_id: int
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A step of a job: `what` names it ("batch_try", "block", "iteration"), `data` is the engine's value."""
+
+    job_id: int
+    what: str
+    data: Any
+
+
+@dataclass(frozen=True)
+class Samples:
+    """Timing samples of one phase ("first", "warmup", "timed"), batched: raw milliseconds, no statistics
+    (the UI computes them). `first_seen` flags the timed samples whose input shape was new; `memory` is
+    (time, allocated, reserved) points read between iterations, of kind `memory_kind`."""
+
+    job_id: int
+    phase: str
+    index: int
+    total: int
+    samples_ms: tuple[float, ...]
+    first_seen: tuple[bool, ...] = ()
+    memory: tuple[tuple[float, int, int], ...] = ()
+    memory_kind: str = ""
+
+
+@dataclass(frozen=True)
+class JobDone:
+    """Job `job_id` finished: `result` is the engine's result; `extra` what the UI needs beside it (the
+    environment fingerprint for history records)."""
+
+    job_id: int
+    result: Any
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class JobFailed:
+    """Job `job_id` failed; `error` is one line for a person."""
+
+    job_id: int
+    error: str
+
+
+def pack(message: Any) -> tuple[int, Any]:
+    return (PROTOCOL_VERSION, message)
+
+
+def unpack(envelope: Any) -> Any:
+    """The message inside an envelope; ProtocolError for another version or a malformed envelope."""
+    if not (isinstance(envelope, tuple) and len(envelope) == 2 and isinstance(envelope[0], int)):
+        raise ProtocolError(f"not a protocol message: {type(envelope).__name__}")
+    version, message = envelope
+    if version != PROTOCOL_VERSION:
+        raise ProtocolError(f"protocol version {version}, expected {PROTOCOL_VERSION}")
+    return message
