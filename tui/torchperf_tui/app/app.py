@@ -45,6 +45,8 @@ from torchperf_tui.app.messages import (
     ProfileFinished,
     RooflineReady,
     RunOptionChanged,
+    MeasurementEvent,
+    MeasurementNotice,
     RunFailed,
     RunFinished,
     SamplesArrived,
@@ -53,7 +55,7 @@ from torchperf_tui.app.messages import (
 )
 from torchperf_tui.app.checks import CheckActions
 from torchperf_tui.app.guards import while_running
-from torchperf_tui.native_stderr import native_stderr_silenced
+from torchperf_tui.worker.protocol import MEASURING_KINDS, JobDone, JobFailed, Progress, Ready, Samples
 from torchperf_tui.app.comparison import ComparisonActions
 from torchperf_tui.app.runs import RunHistory, RunRecord
 from torchperf_tui.app.screens.main import TABS, MainScreen
@@ -71,64 +73,22 @@ from torchperf_tui.app.widgets.throughput.throughput_pane import ThroughputPane
 from torchperf_tui.app.widgets.timing.histogram import theme_palette
 from torchperf_tui.app.widgets.timing.timing_pane import TimingPane, roofline_notes, roofline_text
 
-ENGINE_MODULES = ("inputs", "flags", "shapes", "timing", "models", "complexity", "nvml", "device", "telemetry",
-                  "results", "roofline", "throughput", "profiling", "abtest", "kernels", "determinism", "memsnap")
+# The engine modules the UI process uses for their types and pure functions; none imports torch (the
+# measurement process does everything that needs it).
+ENGINE_MODULES = ("inputs", "flags", "shapes", "timing", "nvml", "device", "telemetry", "results", "roofline",
+                  "throughput", "profiling", "abtest", "kernels", "determinism", "memsnap", "model_entry",
+                  "complexity_result")
 PROFILE_ITERS = 5  # a profile needs only a few iterations; the trace of many is slow to open
-BATCH_SECONDS = 0.1  # samples reach the UI at most ~10 times a second, however fast the model is
+LIVE_STATS_EVERY_S = 0.5  # live statistics over all samples so far are recomputed at most this often
 
 
 
 
-class SampleBatcher:
-    """Collects on_sample calls in the timing worker's thread and posts them in batches."""
-
-    def __init__(self, app: "TorchperfApp", run_id: int, engine, batch: int) -> None:
-        self.app = app
-        self.run_id = run_id
-        self.engine = engine
-        self.batch = batch
-        self.phase: str | None = None
-        self.pending: list[float] = []
-        self.pending_first: list[bool] = []
-        self.pending_memory: list[tuple] = []
-        self.memory_kind = ""
-        self.next_is_new = False
-        self.timed: list[float] = []
-        self.index = 0
-        self.total = 0
-        self.last_post = time.monotonic()
-
-    def on_sample(self, phase: str, index: int, total: int, ms: float) -> None:
-        if phase != self.phase and self.pending:
-            self.flush()
-        self.phase, self.index, self.total = phase, index, total
-        self.pending.append(ms)
-        if phase == "timed":
-            self.timed.append(ms)
-            self.pending_first.append(self.next_is_new)
-            self.next_is_new = False
-        last = total and index >= total - 1
-        if phase == "first" or last or time.monotonic() - self.last_post >= BATCH_SECONDS:
-            self.flush()
-
-    def on_shape(self, index: int, shape: tuple, first_seen: bool) -> None:
-        """Called before timed iteration `index` (outside the timer): its input shape, new or met before."""
-        self.next_is_new = first_seen
-
-    def on_memory(self, point: tuple, kind: str) -> None:
-        self.pending_memory.append(point)
-        self.memory_kind = kind
-
-    def flush(self) -> None:
-        if not self.pending and not self.pending_memory:
-            return
-        flags = self.engine.flags.Flags.current()  # read in the run's thread, inside its flags context
-        stats = self.engine.timing.compute_stats(self.timed, batch=self.batch) if self.phase == "timed" else None
-        self.app.post_message(SamplesArrived(self.run_id, self.phase or "", self.index, self.total,
-                                             self.pending, flags, stats, self.pending_first,
-                                             self.pending_memory, self.memory_kind))
-        self.pending, self.pending_first, self.pending_memory = [], [], []
-        self.last_post = time.monotonic()
+def input_text(cfg) -> str:
+    """'1x3x224x224', or the model's default with the batch, for lines that say what a job was doing."""
+    if cfg.input_shape is not None:
+        return "x".join(str(d) for d in (cfg.batch or cfg.input_shape[0], *cfg.input_shape[1:]))
+    return f"its default input, batch {cfg.batch or 1}"
 
 
 class TorchperfApp(ComparisonActions, CheckActions, App):
@@ -191,6 +151,8 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
         self.profile_iters = profile_iters
         self._throughput_seq = 0
         self._profile_seq = 0
+        self._throughput_job: int | None = None
+        self._profile_job: int | None = None
         self._history_stale = True
         self.engine: SimpleNamespace | None = None
         self.missing: dict[str, str] = {}
@@ -203,6 +165,14 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
         self._run_seq = 0
         self._telemetry_wake = threading.Event()
         self._probe_failed = False
+        self.measure: Any = None  # the measurement process's client (jobs/measurement.py), from mount on
+        self.measurement_pid: int | None = None
+        self._job_handlers: dict[int, Any] = {}
+        self.applicability: dict[str, dict[str, tuple]] = {}  # device kind -> flag -> (applies, why not)
+        self._analysis_job: int | None = None
+        self._run_job: int | None = None  # the timing run or A/B comparison in flight
+        self._memory_job: int | None = None
+        self.allocator_reading: dict | None = None  # the measurement process's allocator and RSS, when idle
         self._ui_ready = threading.Event()
         self.main: MainScreen | None = None
         self.last_telemetry: Any = None
@@ -239,8 +209,82 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
             self.set_interval(self.interval, self.request_telemetry)
 
     def _start_workers(self) -> None:
+        self._start_measurement()
         self.load_engine()
         self.telemetry_loop()
+
+    # -- the measurement process: every torch job runs there ------------------------------
+    def _start_measurement(self) -> None:
+        from torchperf_tui.jobs.measurement import MeasurementProcess
+
+        self.measure = MeasurementProcess(on_event=lambda event: self.post_message(MeasurementEvent(event)),
+                                          on_notice=lambda text: self.post_message(MeasurementNotice(text)))
+        self.measure.start()
+        if self._nvml_seam is not None or self._cuda_seam is not None:
+            self.probe_with_seams()  # tests: a fake GPU, probed here through the injected seams
+        else:
+            self.submit("probe", {}, "probing the device", self._probe_answered)
+        self.submit("catalogue", {}, "listing the models", self._catalogue_answered)
+
+    def submit(self, kind: str, params: dict, what: str, handler) -> int:
+        """Send a job to the measurement process; its events go to `handler` on the UI thread."""
+        job_id = self.measure.submit(kind, params, what)
+        self._job_handlers[job_id] = handler
+        return job_id
+
+    def cancel_job(self, job_id: int | None) -> None:
+        if job_id is not None and self.measure is not None:
+            self.measure.cancel(job_id)
+
+    @on(MeasurementEvent)
+    def _measurement_event(self, message: MeasurementEvent) -> None:
+        event = message.event
+        if isinstance(event, Ready):
+            self.measurement_pid = event.pid
+            return
+        if not isinstance(event, (Samples, Progress, JobDone, JobFailed)):
+            return  # Started: nothing to show
+        handler = self._job_handlers.get(event.job_id)
+        if isinstance(event, (JobDone, JobFailed)):
+            self._job_handlers.pop(event.job_id, None)
+        if handler is not None and self.is_running:
+            handler(event)
+
+    @on(MeasurementNotice)
+    def _measurement_notice(self, message: MeasurementNotice) -> None:
+        self.notify(message.text, title="measurement process", severity="error", timeout=12)
+
+    @work(thread=True, group="engine", exit_on_error=False)
+    def probe_with_seams(self) -> None:
+        from torchperf_tui.engine.device import probe_device
+        from torchperf_tui.engine.flags import FLAG_SPECS, flag_applicability
+
+        self._ui_ready.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while self.engine is None and time.monotonic() < deadline:  # one Nvml opened on the seam, by either
+            time.sleep(0.02)
+        nvml = self._nvml_handle()
+        try:
+            report = self._fixed_report or probe_device(nvml=nvml, cuda=self._cuda_seam)
+            self.applicability = {kind: {spec.name: flag_applicability(spec.name, kind) for spec in FLAG_SPECS}
+                                  for kind in ("cpu", "cuda")}
+        except Exception as exc:
+            self.post_message(EngineProblem("device", user_message(exc)))
+            return
+        self.post_message(DeviceProbed(report))
+
+    def _probe_answered(self, event) -> None:
+        if isinstance(event, JobFailed):
+            self.post_message(EngineProblem("device", event.error))
+            return
+        self.applicability = event.extra.get("applicability", {})
+        self.post_message(DeviceProbed(self._fixed_report if self._fixed_report is not None else event.result))
+
+    def _catalogue_answered(self, event) -> None:
+        if isinstance(event, JobFailed):
+            self.post_message(EngineProblem("models", event.error))
+            return
+        self.post_message(CatalogueLoaded(event.result))
 
     def _check_ui_ready(self) -> None:
         """The panes inside the tabs mount a little after the screen; the engine reports wait for them."""
@@ -254,6 +298,8 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
 
     @work(thread=True, group="engine", exit_on_error=False)
     def load_engine(self) -> None:
+        """The UI's own modules (no torch: numpy for the plots, NVML and psutil for telemetry), off the UI
+        thread so the first frame never waits for them."""
         missing: dict[str, str] = {}
         modules: dict[str, Any] = {}
         for name in ENGINE_MODULES:
@@ -266,26 +312,16 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
         except Exception as exc:
             missing["textual_plot"] = user_message(exc)
         self.engine = SimpleNamespace(**modules)
-        # With torch already imported (a second app in one process) this can beat the panes' mount.
+        # With the modules already imported (a second app in one process) this can beat the panes' mount.
         self._ui_ready.wait(timeout=30)
         self.post_message(EngineLoaded(missing))
 
         nvml = self._nvml_handle()
-        if self._fixed_report is not None:
-            self.post_message(DeviceProbed(self._fixed_report))
-        elif "device" in modules:
-            try:
-                self.post_message(DeviceProbed(modules["device"].probe_device(nvml=nvml, cuda=self._cuda_seam)))
-            except Exception as exc:
-                self.post_message(EngineProblem("device", user_message(exc)))
-        if "models" in modules:
-            try:
-                self.post_message(CatalogueLoaded(modules["models"].list_catalogue()))
-            except Exception as exc:
-                self.post_message(EngineProblem("models", user_message(exc)))
         if self._sampler is None and "telemetry" in modules:
             try:
-                self._sampler = modules["telemetry"].TelemetrySampler(nvml=nvml, cuda=self._cuda_seam)
+                # The caching allocator lives in the measurement process: its readings come from there.
+                cuda = self._cuda_seam if self._cuda_seam is not None else modules["telemetry"].ALLOCATOR_ELSEWHERE
+                self._sampler = modules["telemetry"].TelemetrySampler(nvml=nvml, cuda=cuda)
             except Exception as exc:
                 self.post_message(EngineProblem("telemetry", user_message(exc)))
         if not self.poll_telemetry:
@@ -313,8 +349,6 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
             self.flags = self.engine.flags.Flags()
         for name, why in self.missing.items():
             self.notify(f"engine module {name} not available: {why}", severity="warning", timeout=8)
-        if "models" in self.missing:
-            main.query_one(TimingPane).show_model(f"model catalogue not available: {self.missing['models']}")
         self._build_flags()
         if self._active_tab() == "history":
             self.refresh_history()
@@ -335,15 +369,14 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
         return self.report.gpus[0].index
 
     def _applicability(self, name: str, device_kind: str):
-        try:
-            return self.engine.flags.flag_applicability(name, device_kind)
-        except Exception as exc:
-            return False, user_message(exc)
+        """Whether a flag changes anything on the device, as the measurement process's torch answered."""
+        table = self.applicability.get("cuda" if device_kind.startswith("cuda") else "cpu", {})
+        return table.get(name, (False, "not known yet: the measurement process is starting"))
 
     def _build_flags(self) -> None:
         if self.engine is None or not hasattr(self.engine, "flags"):
             return
-        if self.report is None and hasattr(self.engine, "device") and not self._probe_failed:
+        if (self.report is None or not self.applicability) and not self._probe_failed:
             return  # wait for the device report, so the switches come up with the right applicability
         pane = self.main.query_one(FlagsPane)
         if pane.query("FlagRow"):
@@ -387,6 +420,8 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
             self.main.query_one(MemoryPane).show_error(message.error)
         elif message.where == "history":
             self.main.query_one(HistoryPane).show_error(message.error)
+        elif message.where == "models":
+            self.main.query_one(TimingPane).show_model(f"model catalogue not available: {message.error}")
 
     # -- model choice and analysis --------------------------------------------------------
     @on(ModelChosen)
@@ -394,7 +429,7 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
         self.choose_model(message.spec)
 
     def choose_model(self, spec: str) -> None:
-        if self.engine is None or not hasattr(self.engine, "models"):
+        if self.engine is None or not hasattr(self.engine, "inputs"):
             self.notify("the model registry is still loading", severity="warning")
             return
         picker = self.main.query_one(ModelPicker)
@@ -420,21 +455,26 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
             return None
         return (batch, *default)
 
-    @work(thread=True, exclusive=True, group="analysis", exit_on_error=False)
     def analyse_model(self, spec: str, settings: dict) -> None:
-        worker = get_current_worker()
+        """FLOPs, parameters and the layer table on the meta device, in the measurement process (it imports
+        the user's module); a newer request replaces one still waiting."""
         try:
-            entry = self.engine.models.resolve_model(spec)
-            shape = self._full_shape(settings, tuple(entry.input_shape))
-            if not hasattr(self.engine, "complexity"):
-                raise RuntimeError(f"complexity analysis not available: {self.missing.get('complexity')}")
-            cx = self.engine.complexity.analyse_complexity(spec, shape, dtype=settings["dtype"])
+            typed = self._full_shape(settings, ())
         except Exception as exc:
-            if not worker.is_cancelled:
-                self.post_message(ModelFailed(spec, user_message(exc)))
+            self.post_message(ModelFailed(spec, user_message(exc)))
             return
-        if not worker.is_cancelled:
-            self.post_message(ModelAnalysed(spec, entry, cx))
+        batch = typed[0]
+        dims = tuple(typed[1:]) or None
+        self.cancel_job(self._analysis_job)
+
+        def answered(event) -> None:
+            if isinstance(event, JobFailed):
+                self.post_message(ModelFailed(spec, event.error))
+            else:
+                self.post_message(ModelAnalysed(spec, event.extra["entry"], event.result))
+
+        self._analysis_job = self.submit("analyse", {"spec": spec, "batch": batch, "dims": dims,
+                                                     "dtype": settings["dtype"]}, f"analysing {spec}", answered)
 
     @while_running
     def on_model_analysed(self, message: ModelAnalysed) -> None:
@@ -480,7 +520,15 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
         timing.set_planned_iters(self.iters)
         timing.show_run(record)
         self._refresh_compare()
-        self.run_timing(run_id, self.spec, self.main.query_one(ModelPicker).settings(), flags)
+        try:
+            cfg = self._bench_config(self.spec, self.main.query_one(ModelPicker).settings(), flags)
+        except Exception as exc:
+            self.post_message(RunFailed(run_id, user_message(exc)))
+            return
+        self.cancel_job(self._run_job)  # never two measurements at once: the one in flight stops first
+        record.batch = cfg.batch or 1
+        self._run_job = self.submit("time", {"cfg": cfg}, f"timing {self.spec} at {input_text(cfg)}",
+                                    self._timing_handler(run_id, self.spec, cfg))
 
     def _mark_cancelling(self) -> None:
         current = self.history.get(self.current_run_id) if self.current_run_id else None
@@ -488,7 +536,8 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
             current.status = "cancelling"
 
     def _bench_config(self, spec: str, settings: dict, flags):
-        """The engine's BenchConfig for the chosen model, input settings, device and flags (worker thread)."""
+        """The engine's BenchConfig for the chosen model, input settings, device and flags: built on the UI
+        thread and frozen, so a job's config cannot change under it."""
         eng = self.engine
         shape = self._full_shape(settings, None)
         batch = shape[0] if shape else eng.inputs.parse_shape(f"{settings['batch']}x1")[0]
@@ -499,48 +548,36 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
                                       shapes=self.run_options["shapes"],
                                       compile=None if compile_mode == "eager" else compile_mode)
 
-    @work(thread=True, exclusive=True, group="timing", exit_on_error=False)
-    def run_timing(self, run_id: int, spec: str, settings: dict, flags) -> None:
-        """One run; exclusive=True cancels the previous worker, which stops at its next iteration. Its
-        flags context (engine.flags holds a lock) ends before this run's flags are applied."""
-        worker = get_current_worker()
-        eng = self.engine
-        try:
-            cfg = self._bench_config(spec, settings, flags)
-            batch = cfg.batch
-            batcher = SampleBatcher(self, run_id, eng, batch)
-            result = eng.timing.run_benchmark(cfg, on_sample=batcher.on_sample,
-                                              should_cancel=lambda: worker.is_cancelled,
-                                              on_shape=batcher.on_shape, on_memory=batcher.on_memory)
-            batcher.flush()
-        except Exception as exc:
-            self.post_message(RunFailed(run_id, user_message(exc)))
-            return
-        self.post_message(RunFinished(run_id, result))
-        if not result.cancelled:
-            self._save_to_history(result)
-            if not worker.is_cancelled:
-                self._post_roofline(run_id, spec, result)
+    def _timing_handler(self, run_id: int, spec: str, cfg):
+        """What a timing job's events do: batches of samples to the run's record, then its result (saved
+        to the history and placed on the roofline), or its failure."""
+        def handle(event) -> None:
+            if isinstance(event, Samples):
+                self.post_message(SamplesArrived(run_id, event.phase, event.index, event.total,
+                                                 list(event.samples_ms), list(event.first_seen),
+                                                 list(event.memory), event.memory_kind))
+            elif isinstance(event, JobFailed):
+                self.post_message(RunFailed(run_id, event.error))
+            elif isinstance(event, JobDone):
+                result = event.result
+                self.post_message(RunFinished(run_id, result))
+                if not result.cancelled:
+                    self.save_to_history(result, event.extra.get("fingerprint"))
+                    if run_id == self.current_run_id:
+                        self._post_roofline(run_id, spec, result)
+        return handle
 
     def _post_roofline(self, run_id: int, spec: str, result) -> None:
         """The run's place on the roofline, as `torchperf-tui roofline` computes it: FLOPs counted at the
         run's own input, peaks from the app's device report (NA on the CPU, with the reason)."""
-        eng = self.engine
-        try:
-            if result.shapes != "fixed":
-                raise RuntimeError(f"shape schedule {result.shapes}: the roofline needs one input shape")
-            for name in ("roofline", "complexity"):
-                if not hasattr(eng, name):
-                    raise RuntimeError(f"roofline not available: {self.missing.get(name)}")
-            complexity = eng.complexity.analyse_complexity(spec, result.input_shape, dtype=result.dtype,
-                                                           layers=True)
-            device = result.device
-            gpu = eng.roofline.gpu_for_device(self.report, device) if device.startswith("cuda") else None
-            flags = result.flags
-            peaks = eng.roofline.peaks_for(device, result.dtype, gpu, tf32=flags.tf32_cudnn or flags.tf32_matmul)
-            self.post_message(RooflineReady(run_id, eng.roofline.analyse_roofline(complexity, result, peaks)))
-        except Exception as exc:
-            self.post_message(RooflineReady(run_id, error=user_message(exc)))
+        def answered(event) -> None:
+            if isinstance(event, JobFailed):
+                self.post_message(RooflineReady(run_id, error=event.error))
+            else:
+                self.post_message(RooflineReady(run_id, event.result))
+
+        self.submit("roofline", {"spec": spec, "result": result, "report": self.report},
+                    f"placing run {run_id} on the roofline", answered)
 
     @while_running
     def on_roofline_ready(self, message: RooflineReady) -> None:
@@ -556,14 +593,15 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
             if message.result.model == self.spec:
                 self.main.query_one(LayersPane).show_roofline(message.result.layers)
 
-    def _save_to_history(self, result) -> None:
-        """Append a completed run (or both arms of a comparison) to the history file at once, from the
-        worker thread, so a killed SSH session loses nothing; a history that cannot be written is a
-        warning, never a lost run."""
+    @work(thread=True, group="history-append", exit_on_error=False)
+    def save_to_history(self, result, fingerprint: dict | None) -> None:
+        """Append a completed run (or both arms of a comparison) to the history file at once, from a thread
+        of the UI process (the measurement process may die; this one writes whole records), so a killed SSH
+        session loses nothing; a history that cannot be written is a warning, never a lost run."""
         results = self.engine.results
         try:
             history = results.History(self.history_path)
-            for record in results.records_of(result):
+            for record in results.records_of(result, fingerprint=fingerprint or {}):
                 history.append(record)
         except Exception as exc:
             self.call_from_thread(self.notify, f"run not saved to history: {user_message(exc)}",
@@ -587,10 +625,18 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
         elif message.phase == "timed":
             record.samples_ms.extend(message.samples_ms)
             record.first_seen.extend(message.first_seen)
-            record.flags_seen.append(message.flags_seen)
-            record.stats = message.stats or record.stats
+            self._live_stats(record, message.index >= message.total - 1)
         record.status, record.index, record.total = message.phase, message.index, message.total
         self._show_current(record)
+
+    def _live_stats(self, record: RunRecord, last: bool) -> None:
+        """Statistics over every sample so far, computed here (the measurement process only measures), at
+        most every LIVE_STATS_EVERY_S: the work grows with the samples, the redraw rate must not."""
+        now = time.monotonic()
+        if not last and now - record.stats_at < LIVE_STATS_EVERY_S:
+            return
+        record.stats_at = now
+        record.stats = self.engine.timing.compute_stats(record.samples_ms, batch=record.batch or 1)
 
     def _active_tab(self) -> str:
         try:
@@ -637,13 +683,12 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
         self._refresh_compare()
 
     def action_cancel_run(self) -> None:
-        """Cancel the run in flight: timing, throughput search or profile (each stops between iterations)."""
-        cancelled = [w for w in self.workers
-                     if w.group in ("timing", "throughput", "profile", "kernels", "determinism", "memsnap")
-                     and not w.is_finished]
-        for worker in cancelled:
-            worker.cancel()
-        if cancelled:
+        """Cancel what measures: timing or A/B, throughput search, profile, kernels, checks (each stops
+        between iterations; one stuck in native code is killed with its process after a grace period)."""
+        jobs = self.measure.pending(MEASURING_KINDS) if self.measure is not None else []
+        for job in jobs:
+            self.measure.cancel(job.job_id)
+        if jobs:
             self._mark_cancelling()
             self.notify("cancelling the run…", timeout=2)
 
@@ -672,7 +717,7 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
     def _measuring(self, what: str) -> bool:
         """True (and says so) while a timing run or comparison is in flight: a second measurement on the
         same machine would disturb it."""
-        busy = any(w.group == "timing" and not w.is_finished for w in self.workers)
+        busy = self.measure is not None and any(j.kind in ("time", "ab") for j in self.measure.pending())
         if busy:
             self.notify(f"a run is in flight: the {what} would share the machine with it (c cancels the run)",
                         severity="warning")
@@ -699,24 +744,25 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
             f"[b]{self.spec}[/] on {self._resolved_device()} · "
             f"{self.flags.describe(self.device_kind()) if self.flags is not None else 'default flags'} · "
             "searching: grow the batch, then bisect…")
-        self.find_max_batch(self._throughput_seq, self.spec, self.main.query_one(ModelPicker).settings(),
-                            self.flags)
-
-    @work(thread=True, exclusive=True, group="throughput", exit_on_error=False)
-    def find_max_batch(self, search_id: int, spec: str, settings: dict, flags) -> None:
-        """One search; exclusive=True cancels the previous one, which stops at its next try or iteration."""
-        worker = get_current_worker()
-        eng = self.engine
+        search_id = self._throughput_seq
         try:
-            cfg = self._bench_config(spec, settings, flags)
-            bound = {} if self.max_batch is None else {"max_batch": self.max_batch}
-            result = eng.throughput.find_max_batch(
-                cfg, **bound, on_progress=lambda t: self.post_message(BatchTried(search_id, t)),
-                should_cancel=lambda: worker.is_cancelled)
+            cfg = self._bench_config(self.spec, self.main.query_one(ModelPicker).settings(), self.flags)
         except Exception as exc:
             self.post_message(AnalysisFailed("throughput", search_id, user_message(exc)))
             return
-        self.post_message(ThroughputFinished(search_id, result))
+        options = {} if self.max_batch is None else {"max_batch": self.max_batch}
+
+        def handle(event) -> None:
+            if isinstance(event, Progress):
+                self.post_message(BatchTried(search_id, event.data))
+            elif isinstance(event, JobFailed):
+                self.post_message(AnalysisFailed("throughput", search_id, event.error))
+            elif isinstance(event, JobDone):
+                self.post_message(ThroughputFinished(search_id, event.result))
+
+        self.cancel_job(self._throughput_job)
+        self._throughput_job = self.submit("throughput", {"cfg": cfg, "options": options},
+                                           f"searching the largest batch of {self.spec}", handle)
 
     @while_running
     def on_batch_tried(self, message: BatchTried) -> None:
@@ -739,8 +785,6 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
     @while_running
     def on_analysis_failed(self, message: AnalysisFailed) -> None:
         """A failed search or profile: a notification and the pane's error line; earlier results stay."""
-        if message.kind in ("profile", "kernels"):
-            self._repaint()  # the profiler's span had the terminal's output redirected
         if message.kind == "compare":
             self.comparison_failed(message.job_id, message.error)
         elif message.kind == "kernels" and message.job_id == self._kernels_seq:
@@ -767,28 +811,25 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
         pane = self.main.query_one(ProfilePane)
         pane.show_status(f"[b]{self.spec}[/] on {self._resolved_device()} · profiling {self.profile_iters} "
                          "iterations…")
-        self.profile_model(self._profile_seq, self.spec, self.main.query_one(ModelPicker).settings(), self.flags)
-
-    @work(thread=True, exclusive=True, group="profile", exit_on_error=False)
-    def profile_model(self, profile_id: int, spec: str, settings: dict, flags) -> None:
-        worker = get_current_worker()
+        profile_id = self._profile_seq
         try:
-            cfg = self._bench_config(spec, settings, flags)
-            with native_stderr_silenced():
-                result = self.engine.profiling.profile_model(cfg, iters=self.profile_iters,
-                                                             should_cancel=lambda: worker.is_cancelled)
+            cfg = self._bench_config(self.spec, self.main.query_one(ModelPicker).settings(), self.flags)
         except Exception as exc:
             self.post_message(AnalysisFailed("profile", profile_id, user_message(exc)))
             return
-        self.post_message(ProfileFinished(profile_id, result))
 
-    def _repaint(self) -> None:
-        """Redraw every cell (after a span in which the terminal's output was redirected)."""
-        self.screen.refresh(repaint=True, layout=True)
+        def handle(event) -> None:
+            if isinstance(event, JobFailed):
+                self.post_message(AnalysisFailed("profile", profile_id, event.error))
+            elif isinstance(event, JobDone):
+                self.post_message(ProfileFinished(profile_id, event.result))
+
+        self.cancel_job(self._profile_job)
+        self._profile_job = self.submit("profile", {"cfg": cfg, "iters": self.profile_iters},
+                                        f"profiling {self.spec}", handle)
 
     @while_running
     def on_profile_finished(self, message: ProfileFinished) -> None:
-        self._repaint()  # the profiler's span had the terminal's output redirected
         if message.profile_id != self._profile_seq:
             return
         result = message.result
@@ -922,12 +963,40 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
     def on_telemetry_tick(self, message: TelemetryTick) -> None:
         self.last_telemetry = (message.sample, message.history)
         self._show_telemetry(message.sample, message.history)
+        self._read_allocator()
+
+    def _read_allocator(self) -> None:
+        """Ask the measurement process for its allocator and RSS, only while nothing measures there (a run's
+        own memory trace covers that time) and only one question at a time."""
+        if self.measure is None or self._memory_job is not None or self.measure.pending(MEASURING_KINDS):
+            return
+
+        def answered(event) -> None:
+            self._memory_job = None
+            if isinstance(event, JobDone):
+                self.allocator_reading = event.result
+
+        self._memory_job = self.submit("memory", {}, "reading memory", answered)
 
     def _show_telemetry(self, sample, history) -> None:
         if self._active_tab() != "memory":
             return  # a hidden pane is not redrawn every tick; it catches up when its tab is shown
-        self.main.query_one(MemoryPane).show_sample(sample, history, self.gpu_index(), run_trace=list(self.run_memory),
-                                                    run_kind=self.run_memory_kind, releases=list(self.releases))
+        self.main.query_one(MemoryPane).show_sample(self._with_allocator(sample), history, self.gpu_index(),
+                                                    run_trace=list(self.run_memory), run_kind=self.run_memory_kind,
+                                                    releases=list(self.releases))
+
+    def _with_allocator(self, sample):
+        """The sample with the measurement process's allocator figures and RSS (this process holds no model)."""
+        reading = self.allocator_reading
+        if reading is None or self._cuda_seam is not None:
+            return sample
+        import dataclasses
+
+        changes = {"process_rss_bytes": reading["rss"]}
+        if reading.get("allocated") is not None:
+            changes.update(torch_allocated_bytes=reading["allocated"], torch_reserved_bytes=reading["reserved"],
+                           torch_peak_bytes=reading["peak"])
+        return dataclasses.replace(sample, **changes)
 
     def action_release_memory(self) -> None:
         """Release cached memory through the engine and say what was freed."""
@@ -936,12 +1005,26 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
             return
         self.release_memory()
 
-    @work(thread=True, exclusive=True, group="release", exit_on_error=False)
     def release_memory(self) -> None:
+        """gc + empty_cache (malloc_trim on the CPU) in the measurement process, which holds the model and the
+        caching allocator: releasing here would release nothing."""
+        kind = self.device_kind() if self.device == "auto" else self.device
+        if self._cuda_seam is not None:
+            self.release_with_seams(kind)  # tests: the fake GPU's allocator lives in this process
+            return
+
+        def answered(event) -> None:
+            if isinstance(event, JobFailed):
+                self.post_message(EngineProblem("release", event.error))
+            else:
+                self.post_message(MemoryReleased(event.result))
+
+        self.submit("release", {"device": kind}, "releasing memory", answered)
+
+    @work(thread=True, exclusive=True, group="release", exit_on_error=False)
+    def release_with_seams(self, kind: str) -> None:
         try:
-            kind = self.device_kind() if self.device == "auto" else self.device
-            report = self.engine.telemetry.release_memory(device=kind, nvml=self._nvml_handle(),
-                                                          cuda=self._cuda_seam)
+            report = self.engine.telemetry.release_memory(device=kind, nvml=self._nvml_handle(), cuda=self._cuda_seam)
         except Exception as exc:
             self.post_message(EngineProblem("release", user_message(exc)))
             return
@@ -1048,9 +1131,13 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
         self.main.query_one(FlagsPane).set_values(flags)
 
     async def action_quit(self) -> None:
-        """Quit, cancelling runs first (a thread worker stops at its next iteration)."""
+        """Quit: the measurement process is stopped as the app unmounts."""
         self.workers.cancel_all()
         self.exit()
+
+    def on_unmount(self) -> None:
+        if self.measure is not None:
+            self.measure.stop()
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)

@@ -4,13 +4,12 @@ TorchperfApp (app.py), kept apart so each file has one job."""
 
 from __future__ import annotations
 
-from textual import work
-
 from torchperf_tui.engine.errors import user_message
 from torchperf_tui.app.guards import while_running
 from torchperf_tui.app.messages import AnalysisFailed, CheckFinished
 from torchperf_tui.app.widgets.picker.model_picker import ModelPicker
 from torchperf_tui.app.widgets.timing.timing_pane import TimingPane
+from torchperf_tui.worker.protocol import JobDone, JobFailed
 
 
 class CheckActions:
@@ -24,19 +23,22 @@ class CheckActions:
         self._determinism_seq += 1
         self.main.query_one(TimingPane).show_note(
             f"determinism: running {self.spec} twice under {self.flags.describe(self.device_kind())}…")
-        self.check_determinism(self._determinism_seq, self.spec, self.main.query_one(ModelPicker).settings(), self.flags)
+        self._submit_check("determinism", self._determinism_seq, f"checking determinism of {self.spec}")
 
-    @work(thread=True, exclusive=True, group="determinism", exit_on_error=False)
-    def check_determinism(self, job_id: int, spec: str, settings: dict, flags) -> None:
+    def _submit_check(self, kind: str, job_id: int, what: str) -> None:
         try:
-            cfg = self._bench_config(spec, settings, flags)
-            report = self.engine.determinism.check_determinism(
-                spec, cfg.resolved_shape(), device=cfg.device, dtype=cfg.dtype, flags=flags, runs=2,
-                channels_last=cfg.channels_last)
+            cfg = self._bench_config(self.spec, self.main.query_one(ModelPicker).settings(), self.flags)
         except Exception as exc:
-            self.post_message(AnalysisFailed("determinism", job_id, user_message(exc)))
+            self.post_message(AnalysisFailed(kind, job_id, user_message(exc)))
             return
-        self.post_message(CheckFinished("determinism", job_id, report))
+
+        def handle(event) -> None:
+            if isinstance(event, JobFailed):
+                self.post_message(AnalysisFailed(kind, job_id, event.error))
+            elif isinstance(event, JobDone):
+                self.post_message(CheckFinished(kind, job_id, event.result))
+
+        self.submit(kind, {"cfg": cfg}, what, handle)
 
     def action_memory_snapshot(self) -> None:
         """Record the CUDA allocator's history over a few iterations; say where the snapshot went."""
@@ -47,20 +49,7 @@ class CheckActions:
             return
         self._memsnap_seq += 1
         self.notify(f"recording the allocator's history over {self.spec}…", title="memory snapshot", timeout=3)
-        self.record_snapshot(self._memsnap_seq, self.spec, self.main.query_one(ModelPicker).settings(), self.flags)
-
-    @work(thread=True, exclusive=True, group="memsnap", exit_on_error=False)
-    def record_snapshot(self, job_id: int, spec: str, settings: dict, flags) -> None:
-        from textual.worker import get_current_worker
-
-        worker = get_current_worker()
-        try:
-            result = self.engine.memsnap.record_memory_snapshot(self._bench_config(spec, settings, flags),
-                                                                should_cancel=lambda: worker.is_cancelled)
-        except Exception as exc:
-            self.post_message(AnalysisFailed("memsnap", job_id, user_message(exc)))
-            return
-        self.post_message(CheckFinished("memsnap", job_id, result))
+        self._submit_check("memsnap", self._memsnap_seq, f"recording the allocator's history over {self.spec}")
 
     @while_running
     def on_check_finished(self, message: CheckFinished) -> None:

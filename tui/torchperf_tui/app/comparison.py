@@ -1,14 +1,11 @@
 """The app's comparisons of two flag sets: interleaved A/B timing with a verdict, and the kernels each
 conv layer ran under each set. A mixin of TorchperfApp (app.py), kept apart so each file has one job.
 
-A is the flags before the last flip, B the flags now. A/B runs in the "timing" worker group, so it and a
-plain timing run cancel each other: two measurements never share the machine.
+A is the flags before the last flip, B the flags now. Both jobs run in the measurement process; an A/B and
+a plain timing run replace each other, so two measurements never share the machine.
 """
 
 from __future__ import annotations
-
-from textual import work
-from textual.worker import get_current_worker
 
 from torchperf_tui.engine.errors import user_message
 from torchperf_tui.app.guards import while_running
@@ -17,6 +14,7 @@ from torchperf_tui.app.runs import RunRecord
 from torchperf_tui.app.widgets.compare.compare_pane import ComparePane
 from torchperf_tui.app.widgets.kernels.kernels_pane import KernelsPane
 from torchperf_tui.app.widgets.picker.model_picker import ModelPicker
+from torchperf_tui.worker.protocol import JobDone, JobFailed, Progress
 
 AB_BLOCKS = 10
 
@@ -71,29 +69,30 @@ class ComparisonActions:
             f"A/B: [b]{records[0].flags_text}[/] vs [b]{records[1].flags_text}[/] · interleaved in "
             f"{AB_BLOCKS} randomised blocks per arm…")
         self._refresh_compare()
-        self.run_comparison(self._ab_seq, self.spec, self.main.query_one(ModelPicker).settings(), flags_a, flags_b)
-
-    @work(thread=True, exclusive=True, group="timing", exit_on_error=False)
-    def run_comparison(self, ab_id: int, spec: str, settings: dict, flags_a, flags_b) -> None:
-        worker = get_current_worker()
-        eng = self.engine
-        kind = self.device_kind()
+        ab_id = self._ab_seq
         try:
-            base = self._bench_config(spec, settings, flags_a)
-            arm_a = eng.abtest.ArmSpec(flags=flags_a, text=flags_a.describe(kind))
-            arm_b = eng.abtest.ArmSpec(flags=flags_b, text=flags_b.describe(kind))
-            batch = base.resolved_shape()[0]
-            result = eng.abtest.run_ab(
-                base, arm_a, arm_b, blocks=AB_BLOCKS, per_block=max(3, self.iters // 5), seed=ab_id,
-                on_block=lambda arm, i, n, samples: self.post_message(
-                    ComparisonBlock(ab_id, arm, i, n, list(samples), batch)),
-                should_cancel=lambda: worker.is_cancelled)
+            base = self._bench_config(self.spec, self.main.query_one(ModelPicker).settings(), flags_a)
         except Exception as exc:
             self.post_message(AnalysisFailed("compare", ab_id, user_message(exc)))
             return
-        self.post_message(ComparisonFinished(ab_id, result))
-        if not result.cancelled:
-            self._save_to_history(result)
+        batch = base.batch or 1
+
+        def handle(event) -> None:
+            if isinstance(event, Progress):
+                arm, index, total, samples = event.data
+                self.post_message(ComparisonBlock(ab_id, arm, index, total, list(samples), batch))
+            elif isinstance(event, JobFailed):
+                self.post_message(AnalysisFailed("compare", ab_id, event.error))
+            elif isinstance(event, JobDone):
+                self.post_message(ComparisonFinished(ab_id, event.result))
+                if not event.result.cancelled:
+                    self.save_to_history(event.result, event.extra.get("fingerprint"))
+
+        self.cancel_job(self._run_job)  # A/B and a plain run replace each other: one measurement at a time
+        self._run_job = self.submit("ab", {"base": base, "a": flags_a, "b": flags_b, "blocks": AB_BLOCKS,
+                                           "per_block": max(3, self.iters // 5), "seed": ab_id,
+                                           "device_kind": self.device_kind()},
+                                    f"comparing A/B on {self.spec}", handle)
 
     def _ab_record(self, arm: str) -> RunRecord | None:
         if self._ab_runs is None:
@@ -154,29 +153,24 @@ class ComparisonActions:
         kind = self.device_kind()
         self.main.query_one(KernelsPane).show_status(
             f"[b]{self.spec}[/] · profiling each conv layer under A: {a.describe(kind)} and B: {b.describe(kind)}…")
-        self.profile_kernels(self._kernels_seq, self.spec, self.main.query_one(ModelPicker).settings(), a, b)
-
-    @work(thread=True, exclusive=True, group="kernels", exit_on_error=False)
-    def profile_kernels(self, job_id: int, spec: str, settings: dict, flags_a, flags_b) -> None:
-        from torchperf_tui.native_stderr import native_stderr_silenced
-
-        worker = get_current_worker()
-        eng = self.engine
-        kind = self.device_kind()
+        job_id = self._kernels_seq
         try:
-            base = self._bench_config(spec, settings, flags_a)
-            with native_stderr_silenced():
-                result = eng.kernels.conv_kernels(base, eng.abtest.ArmSpec(flags=flags_a, text=flags_a.describe(kind)),
-                                                  eng.abtest.ArmSpec(flags=flags_b, text=flags_b.describe(kind)),
-                                                  should_cancel=lambda: worker.is_cancelled)
+            base = self._bench_config(self.spec, self.main.query_one(ModelPicker).settings(), a)
         except Exception as exc:
             self.post_message(AnalysisFailed("kernels", job_id, user_message(exc)))
             return
-        self.post_message(KernelsFinished(job_id, result))
+
+        def handle(event) -> None:
+            if isinstance(event, JobFailed):
+                self.post_message(AnalysisFailed("kernels", job_id, event.error))
+            elif isinstance(event, JobDone):
+                self.post_message(KernelsFinished(job_id, event.result))
+
+        self.submit("kernels", {"base": base, "a": a, "b": b, "device_kind": kind},
+                    f"profiling the conv kernels of {self.spec}", handle)
 
     @while_running
     def on_kernels_finished(self, message: KernelsFinished) -> None:
-        self._repaint()  # the profiler's span had the terminal's output redirected
         if message.job_id == self._kernels_seq:
             self.main.query_one(KernelsPane).show_result(message.result)
 

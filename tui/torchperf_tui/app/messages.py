@@ -80,15 +80,13 @@ class DeviceChosen(Message):
 
 @dataclass
 class SamplesArrived(Message):
-    """A batch of iteration times from a timing run; `flags_seen` are the torch flags read in the run's thread."""
+    """A batch of iteration times from a timing run, as the measurement process sent them."""
 
     run_id: int
     phase: str
     index: int
     total: int
     samples_ms: list[float]
-    flags_seen: Any = None
-    stats: Any = None  # engine.timing.TimingStats of all timed samples so far, computed in the worker
     first_seen: list[bool] = field(default_factory=list)  # timed phase: whether each sample met a new shape
     memory_points: list[tuple] = field(default_factory=list)  # (time, allocated, reserved) between iterations
     memory_kind: str = ""  # "cuda-allocator" or "rss"
@@ -233,3 +231,17 @@ class HistoryLoaded(Message):
 @dataclass
 class HistoryChanged(Message):
     """A run was appended to the history file."""
+
+
+@dataclass
+class MeasurementEvent(Message):
+    """An event from the measurement process (worker/protocol.py), posted by its reader thread."""
+
+    event: Any
+
+
+@dataclass
+class MeasurementNotice(Message):
+    """One line about the measurement process itself: it died and was replaced, it could not start."""
+
+    text: str

@@ -24,14 +24,15 @@ class RunRecord:
     first_iter_ms: float | None = None
     warmup_ms: list[float] = field(default_factory=list)
     samples_ms: list[float] = field(default_factory=list)
-    flags_seen: list = field(default_factory=list)  # Flags read in the worker, once per batch
     first_seen: list[bool] = field(default_factory=list)  # per timed sample: it met a new input shape
     shapes: str = "fixed"  # the input-shape schedule
     compile: str | None = None  # the torch.compile mode, None for eager
     arm: str | None = None  # "A" or "B" when the run is an arm of an interleaved comparison
     verdict: Any = None  # an arm's comparison verdict (engine.abtest.Verdict), on both arms
-    batches: int = 0  # SamplesArrived messages received (the worker batches ~every 100 ms)
-    stats: Any = None  # engine.timing.TimingStats
+    batches: int = 0  # SamplesArrived messages received (the measurement process batches ~every 100 ms)
+    stats: Any = None  # engine.timing.TimingStats, recomputed in the UI as samples arrive
+    stats_at: float = 0.0  # monotonic time of that last recomputation
+    batch: int = 1  # items per iteration, for items/s
     result: Any = None  # engine.timing.TimingResult
     error: str | None = None
 

@@ -247,7 +247,7 @@ def _run_stats(s, first_iter_ms: float | None = None) -> RunStats | None:
 def records_from_ab(result: "ABResult", fingerprint: dict[str, Any] | None = None) -> list[RunRecord]:
     """Two history records of an interleaved comparison, one per arm (kind "ab"), each carrying the
     verdict and the other arm's id, so a comparison is kept and exported like any run."""
-    from torchperf_tui.engine.timing import compute_stats  # the caller has torch loaded: it just measured
+    from torchperf_tui.engine.timing import compute_stats
 
     env = environment_fingerprint(device=result.device) if fingerprint is None else dict(fingerprint)
     ids = {"A": new_record_id(), "B": new_record_id()}
@@ -268,11 +268,12 @@ def records_from_ab(result: "ABResult", fingerprint: dict[str, Any] | None = Non
     return records
 
 
-def records_of(result: "TimingResult | ABResult") -> list[RunRecord]:
-    """The history records of a finished measurement: one for a timing run, one per arm for an A/B."""
+def records_of(result: "TimingResult | ABResult", fingerprint: dict[str, Any] | None = None) -> list[RunRecord]:
+    """The history records of a finished measurement: one for a timing run, one per arm for an A/B.
+    `fingerprint`: the environment as the process that measured saw it (None: take it here, with torch)."""
     if hasattr(result, "verdict"):  # an ABResult (imported by name only: it would import torch)
-        return records_from_ab(result)
-    return [record_from_timing(result)]
+        return records_from_ab(result, fingerprint)
+    return [record_from_timing(result, fingerprint)]
 
 
 # --------------------------------------------------------------------------------------------------

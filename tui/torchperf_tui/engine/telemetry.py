@@ -56,6 +56,20 @@ class TelemetrySample:
         return to_jsonable(self)
 
 
+class _AllocatorElsewhere:
+    """A CUDA backend for a process that holds no model: the app's UI process, whose measurement process owns
+    the caching allocator. Its figures read n/a here; the app shows the measurement process's instead."""
+
+    def is_available(self) -> bool:
+        return False
+
+    def unavailable_reason(self) -> str:
+        return "the caching allocator lives in the measurement process"
+
+
+ALLOCATOR_ELSEWHERE = _AllocatorElsewhere()
+
+
 def _default_cuda() -> Any:
     from torchperf_tui.engine.device import TorchCudaBackend  # imports torch: only when asked for
 

@@ -142,6 +142,7 @@ class TimingResult:
     shape_report: ShapeReport | None = None  # per-shape first-call cost (None: no iteration ran)
     memory_trace: list[tuple[float, int, int]] = field(default_factory=list)  # (s, allocated, reserved) per iteration
     memory_kind: str = ""  # "cuda-allocator" (allocated, reserved) or "rss" (process RSS in both)
+    flags_in_effect: Flags | None = None  # read from torch inside the run's flags context, after the loop
 
     @property
     def batch(self) -> int:
@@ -298,6 +299,7 @@ def run_benchmark(cfg: BenchConfig, on_sample: OnSample | None = None,
                 times = run_timed_loop(lambda: runner(feed.x), device=device, warmup=cfg.warmup,
                                        iters=cfg.iters, on_sample=on_sample, should_cancel=should_cancel,
                                        before_iteration=before)
+            in_effect = Flags.current()  # what torch itself reported, read once the loop is over
             memory.sample()
             del runner
     finally:
@@ -328,6 +330,7 @@ def run_benchmark(cfg: BenchConfig, on_sample: OnSample | None = None,
         samples_ms=samples,
         stats=stats,
         cancelled=times.cancelled,
+        flags_in_effect=in_effect,
         started_at=started,
         duration_s=time.time() - started,
         timer="cuda-events" if device.type == "cuda" else "perf_counter",
