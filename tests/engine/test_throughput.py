@@ -430,6 +430,18 @@ def test_a_best_batch_that_fails_its_measurement_is_not_counted_as_fitting_and_t
     assert any("batch 8 fitted in the search but not in the longer measurement" in n for n in result.notes)
 
 
+def test_a_measurement_far_off_its_own_try_says_the_machine_changed_speed():
+    def try_batch(batch, warmup, iters):
+        slow = 20 if iters == 5 else 1  # another process took the cores after the search
+        return [slow * (1.0 + batch / 100)] * iters
+
+    cfg = BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu")
+    result = find_max_batch(cfg, max_batch=8, measure_iters=5, try_batch=try_batch)
+    assert any("the machine's speed changed during the search" in n for n in result.notes), result.notes
+    steady = find_max_batch(cfg, max_batch=8, measure_iters=5, try_batch=oom_above(100))
+    assert not any("speed changed" in n for n in steady.notes)
+
+
 def test_a_search_whose_batches_cannot_be_measured_is_an_error_not_a_result_without_a_rate():
     def try_batch(batch, warmup, iters):
         if iters == 5:

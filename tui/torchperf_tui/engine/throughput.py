@@ -54,6 +54,7 @@ DEFAULT_MAX_BATCH = 1024
 DEFAULT_MEMORY_FRACTION = 0.5  # of the RAM available when a CPU search starts
 DEFAULT_TIME_BUDGET_S = 120.0  # search and final measurement together, on any device
 PLATEAU_DOUBLINGS = 2  # doublings in a row below the best samples/s that stop the growth
+SPEED_CHANGE = 2.0  # a measurement this many times off its own try's rate says the machine's speed changed
 # A try only has to tell "fits" from "does not" and give a rough rate to compare: keep it short.
 TRY_WARMUP = 1
 TRY_ITERS = 3
@@ -696,6 +697,14 @@ def find_max_batch(cfg: BenchConfig, *, max_batch: int = DEFAULT_MAX_BATCH, reso
                          "before the search (library workspaces created by the first run stay allocated)")
     fitted = measurement if measurement is not None and measurement.fits else None
     best_try = _best_of([t for t in outcome.tries if fitted is not None and t.batch == fitted.batch])
+    if best_try is not None and fitted.samples_per_s and best_try.samples_per_s:
+        ratio = fitted.samples_per_s / best_try.samples_per_s
+        if not 1 / SPEED_CHANGE <= ratio <= SPEED_CHANGE:
+            # Seen with another process on a 2-core box: the tries compared batches at another speed.
+            notes.append(f"the measurement at batch {fitted.batch} gave {_per_s(fitted.samples_per_s)}, {ratio:.2g}x "
+                         f"its try's {_per_s(best_try.samples_per_s)}: the machine's speed changed during the "
+                         "search (another process on it?), so the batch picked may not be the best; rerun on a "
+                         "quiet machine")
     return ThroughputResult(
         model=cfg.model, device=str(device), sample_shape=sample_shape, dtype=dtype_name(dtype),
         channels_last=cfg.channels_last, max_batch=max_fit, max_batch_bound=max_batch,
