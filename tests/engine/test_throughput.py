@@ -558,8 +558,9 @@ def test_gpu_real_out_of_memory_and_allocator_back_to_baseline():
     free, total = torch.cuda.mem_get_info()
     cfg = BenchConfig(model="tests.engine.test_throughput:quarter_gib_per_sample",
                       input_shape=(1, 3, 4, 4), device="cuda")
-    result = find_max_batch(cfg, max_batch=4096, measure_iters=2)
-    assert not result.hit_bound
+    # to_oom: this test is about the real out-of-memory path, which a plateau would stop short of.
+    result = find_max_batch(cfg, max_batch=4096, measure_iters=2, to_oom=True)
+    assert not result.hit_bound and result.stop_rule is StopRule.OOM
     assert any(not t.fits and "out of memory" in t.reason.lower() for t in result.tries)
     assert 0 < result.max_batch * 256 * MiB <= free
     assert result.samples_per_s > 0
@@ -573,8 +574,8 @@ def test_gpu_real_out_of_memory_and_allocator_back_to_baseline():
 def test_gpu_tiny_model_throughput_rises_with_batch():
     before = torch.cuda.memory_allocated()
     cfg = BenchConfig(model=TINY, input_shape=(1, 3, 32, 32), device="cuda")
-    result = find_max_batch(cfg, max_batch=256, measure_iters=20)
-    assert result.max_batch == 256 and result.hit_bound
+    result = find_max_batch(cfg, max_batch=256, measure_iters=20, to_oom=True)
+    assert result.max_batch == 256 and result.hit_bound and result.stop_rule is StopRule.MAX_BATCH
     assert result.points[-1].samples_per_s > result.points[0].samples_per_s
     assert all(p.peak_bytes > 0 for p in result.points)
     assert torch.cuda.memory_allocated() == before
