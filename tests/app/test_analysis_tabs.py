@@ -4,9 +4,14 @@ tiny model at 3x16x16 and few iterations."""
 from __future__ import annotations
 
 import os
+import time
+
+import torch
+from torch import nn
 
 from tests.app.helpers import TINY, screen_text, wait_ready, wait_until
 from tests.app.test_app import notifications
+from tests.tinymodels import TinyCNN
 from torchperf_tui.app.app import TorchperfApp
 from torchperf_tui.app.screens.main import TABS
 
@@ -60,10 +65,15 @@ async def test_throughput_search_streams_tries_then_shows_the_largest_batch_and_
                          what="the search to finish")
         table = rows(app, "#throughput-table")
         assert [r[0] for r in table[:5]] == ["1", "2", "4", "8", "16"]  # grown 1, 2, 4, ... to the bound
-        assert all(r[2] == "fits" and r[4] != "–" for r in table)
+        assert all(r[2] == "fits" and r[4] != "–" and r[5].endswith(" s") for r in table)
         assert table[-1][1] == "measure"
         summary = screen_text(app, "#throughput-summary")
-        assert "largest batch 16" in summary and "samples/s" in summary
+        # The best rate and its batch (the one measured last), how far the search went, why it stopped,
+        # and the time spent against the budget.
+        assert f"samples/s at batch {table[-1][0]}" in summary and summary.startswith("best ")
+        assert "largest batch that fits: not searched past 16: stopped by max-batch" in summary
+        assert "stopped by max-batch: stopped growing at the max-batch bound 16" in summary
+        assert "s of the 120 s budget" in summary
         plot = app.main.query_one("#throughput-plot")
         await wait_until(pilot, lambda: plot.has_plot and bool(plot._plot._datasets), what="the plot")
         assert [int(x) for x in plot._plot._datasets[0].x] == [1, 2, 4, 8, 16]
@@ -75,19 +85,35 @@ async def test_throughput_on_a_model_that_runs_out_of_memory_says_so_and_keeps_g
         await wait_ready(pilot)
         await choose(pilot, "tests.tinymodels:oom_model")
         await pilot.press("t")
-        await wait_until(pilot, lambda: "no batch fits" in screen_text(app, "#throughput-summary"),
+        # No batch fitting is an error (one line), not a result without a rate.
+        await wait_until(pilot, lambda: "even batch 1 does not fit" in screen_text(app, "#throughput-status"),
                          what="the search to end")
+        assert "error:" in screen_text(app, "#throughput-status")
         table = rows(app, "#throughput-table")
         assert table and all("does not fit" in r[2] and "out of memory" in r[2].lower() for r in table)
-        assert "even batch 1 does not fit" in screen_text(app, "#throughput-summary")
+        assert screen_text(app, "#throughput-summary") == ""
         assert app.is_running
 
 
+class SlowRising(TinyCNN):
+    """A pass takes 20 ms + 1 ms per sample: samples/s rises with batch, so the search neither plateaus nor
+    ends soon (about 11 s to the default bound 1024), and a test has time to cancel it."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        time.sleep(0.020 + 0.001 * x.shape[0])
+        return super().forward(x)
+
+
+def slow_rising() -> nn.Module:
+    return SlowRising()
+
+
 async def test_a_new_request_or_c_cancels_the_search_in_flight():
-    app = TorchperfApp(poll_telemetry=False)  # the default bound (1024): long enough to be cancelled
+    app = TorchperfApp(poll_telemetry=False)  # the default bound (1024) and time budget (120 s)
     async with app.run_test(size=(110, 32)) as pilot:
         await wait_ready(pilot)
-        await choose(pilot, shape="3x96x96")  # large enough batches take a while
+        # The tiny CNN's search now stops at its plateau in under a second: too soon to be cancelled.
+        await choose(pilot, "tests.app.test_analysis_tabs:slow_rising")
         await pilot.press("t")
         first = next(w for w in app.workers if w.group == "throughput")
         await wait_until(pilot, lambda: app.main.query_one("#throughput-table").row_count >= 1, what="a try")

@@ -74,7 +74,7 @@ def test_missing_history_is_empty_without_warnings(tmp_path):
     assert loaded.records == [] and loaded.warnings == []
 
 
-def test_corrupt_lines_are_skipped_with_a_warning_each(tmp_path):
+def test_corrupt_lines_are_skipped_counted_and_summed_up_in_one_warning(tmp_path):
     path = tmp_path / "h.jsonl"
     good1, good2 = make_record(), make_record()
     torn = json.dumps(make_record().to_dict())[:57]  # what a kill in the middle of a write leaves
@@ -90,13 +90,37 @@ def test_corrupt_lines_are_skipped_with_a_warning_each(tmp_path):
     ]))
     loaded = History(path).load()
     assert loaded.records == [good1, good2]
-    assert len(loaded.warnings) == 5
-    by_line = {int(re.match(rf"{re.escape(str(path))}:(\d+): skipped: ", w).group(1)): w for w in loaded.warnings}
-    assert set(by_line) == {2, 3, 4, 5, 8}
-    assert "not valid JSON" in by_line[2]
-    assert "array" in by_line[3] and "string" in by_line[4]
-    assert "lacks" in by_line[5] and "created_at" in by_line[5]
-    assert "truncated last line" in by_line[8]
+    assert loaded.skipped == 5
+    # one line for all of them, naming the first few by line number
+    assert loaded.warnings == [f"{path}: skipped 5 bad lines (line 2: not valid JSON (Expecting value); "
+                               "line 3: a JSON array, not a record object; line 4: a JSON string, not a record "
+                               "object; and 2 more)"]
+
+
+@pytest.mark.parametrize("line, problem", [
+    ("this is not json", "not valid JSON"),
+    ("[1, 2, 3]", "a JSON array, not a record object"),
+    ('"a string"', "a JSON string, not a record object"),
+    (json.dumps({"id": "abc", "kind": "timing"}), "lacks created_at"),
+])
+def test_a_single_bad_line_is_named_by_its_line_number(tmp_path, line, problem):
+    path = tmp_path / "h.jsonl"
+    good = make_record()
+    path.write_text(json.dumps(good.to_dict()) + "\n" + line + "\n")
+    loaded = History(path).load()
+    assert loaded.records == [good] and loaded.skipped == 1
+    assert len(loaded.warnings) == 1 and loaded.warnings[0].startswith(f"{path}:2: skipped: ")
+    assert problem in loaded.warnings[0]
+
+
+def test_a_torn_last_line_is_called_so(tmp_path):
+    path = tmp_path / "h.jsonl"
+    good = make_record()
+    path.write_text(json.dumps(good.to_dict()) + "\n" + json.dumps(make_record().to_dict())[:57])
+    for loaded in (History(path).load(), History(path).load(last=5)):
+        assert loaded.records == [good]
+        assert loaded.warnings[0].startswith(f"{path}:2: skipped: truncated last line, a write interrupted by a "
+                                             "kill or crash")
 
 
 def test_append_after_a_torn_line_starts_a_fresh_line(tmp_path):

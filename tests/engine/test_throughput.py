@@ -8,11 +8,11 @@ import pytest
 import torch
 from torch import nn
 
-from torchperf_tui.engine.errors import ShapeError
+from torchperf_tui.engine.errors import OutOfMemory, ShapeError, TorchperfError
 from torchperf_tui.engine.nvml import NA, Nvml
 from torchperf_tui.engine.telemetry import release_memory
-from torchperf_tui.engine.throughput import (BatchTry, MemoryCapExceeded, find_max_batch, is_out_of_memory,
-                                             search_max_batch)
+from torchperf_tui.engine.throughput import (DEFAULT_TIME_BUDGET_S, BatchTry, MemoryCapExceeded, StopRule,
+                                             find_max_batch, is_out_of_memory, search_max_batch)
 from torchperf_tui.engine.timing import BenchConfig
 from tests.fakes.fake_cuda import h100_fakes
 from tests.fakes.fake_nvml import MiB
@@ -20,6 +20,7 @@ from tests.fakes.fake_nvml import MiB
 TINY = "tests.tinymodels:tiny_cnn"
 CAPPED = "tests.engine.test_throughput:cnn_oom_above_12"
 HUNGRY = "tests.engine.test_throughput:forty_mib_per_sample"
+STEP = "tests.engine.test_throughput:step_hungry"
 
 
 # -- seams ---------------------------------------------------------------------------------------------
@@ -63,6 +64,70 @@ def forty_mib_per_sample() -> nn.Module:
     return FortyMiBPerSample()
 
 
+class StepHungry(nn.Module):
+    """20 MiB per sample up to batch 4, then 100 MiB per sample (as a kernel that switches to an algorithm
+    with a workspace does): a straight line through the small batches underestimates batch 8, which runs and
+    goes over a 300 MiB cap."""
+
+    seen: list[int] = []
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        batch = x.shape[0]
+        StepHungry.seen.append(batch)
+        per_sample = (20 if batch <= 4 else 100) * MiB // 4  # float32 elements
+        big = torch.ones(batch, per_sample)  # every page written
+        return big.sum(1, keepdim=True) + x.flatten(1)[:, :1]
+
+
+def step_hungry() -> nn.Module:
+    return StepHungry()
+
+
+class FakeClock:
+    """A monotonic clock that only moves when a fake try says it took time."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def rate_curve(rates: dict[int, float], *, limit: int = 10**9, calls: list[int] | None = None,
+               clock: FakeClock | None = None):
+    """A try_batch whose samples/s at a batch is `rates` at the largest listed batch not above it; each
+    try moves `clock` on by its passes (first + warm-up + iterations) x its latency."""
+    def try_batch(batch: int, warmup: int, iters: int):
+        if calls is not None:
+            calls.append(batch)
+        if batch > limit:
+            raise torch.OutOfMemoryError(f"CUDA out of memory at batch {batch}")
+        rate = rates[max(b for b in rates if b <= batch)]
+        ms = batch / rate * 1000.0
+        if clock is not None:
+            clock.now += (1 + warmup + iters) * ms / 1000.0
+        return [ms] * iters
+    return try_batch
+
+
+def slow_passes(clock: FakeClock, calls: list[int] | None = None, limit: int = 10**9,
+                pass_s=lambda batch: 0.5 + 0.1 * batch):
+    """A try_batch whose pass at `batch` takes `pass_s(batch)` seconds of `clock` (samples/s rises with
+    batch: the plateau rule never fires), raising out-of-memory above `limit` at once."""
+    def try_batch(batch: int, warmup: int, iters: int):
+        if calls is not None:
+            calls.append(batch)
+        if batch > limit:
+            raise torch.OutOfMemoryError(f"CUDA out of memory at batch {batch}")
+        clock.now += (1 + warmup + iters) * pass_s(batch)
+        return [pass_s(batch) * 1000.0] * iters
+    return try_batch
+
+
+# samples/s peaks at batch 8 and falls ever after, as squeezenet1_1's did on the 2-core CPU box.
+PEAK_AT_8 = {1: 100, 2: 180, 4: 300, 8: 400, 16: 350, 32: 300, 64: 250, 128: 200, 256: 150, 512: 100}
+
+
 def oom_above(limit: int, calls: list[int] | None = None):
     def try_batch(batch: int, warmup: int, iters: int):
         if calls is not None:
@@ -99,6 +164,111 @@ def test_max_batch_bound_stops_growth_and_is_reported():
     out = search_max_batch(oom_above(10**9, calls), max_batch=100)
     assert calls == [1, 2, 4, 8, 16, 32, 64, 100]
     assert out.max_batch == 100 and out.hit_bound
+    assert out.stop_rule is StopRule.MAX_BATCH and not out.limit_found and out.first_failure is None
+    assert out.stop_reason == "stopped growing at the max-batch bound 100: larger batches may fit"
+
+
+def test_out_of_memory_stops_growth_is_named_and_bisected():
+    out = search_max_batch(oom_above(12), max_batch=1024)
+    assert out.stop_rule is StopRule.OOM and out.limit_found and (out.max_batch, out.first_failure) == (12, 13)
+    assert out.stop_reason == "stopped growing at batch 16: out of memory; bisection: 12 fits, 13 does not"
+    assert [t.failed_on for t in out.tries if not t.fits] == ["oom", "oom", "oom"]
+
+
+def test_memory_cap_stops_growth_and_is_named_apart_from_out_of_memory():
+    def capped(batch, warmup, iters):
+        if batch > 12:
+            raise MemoryCapExceeded("over the CPU memory cap: needs about 1 GiB, cap 512 MiB")
+        return [1.0] * iters
+
+    out = search_max_batch(capped, max_batch=1024)
+    assert out.stop_rule is StopRule.MEMORY_CAP and (out.max_batch, out.first_failure) == (12, 13)
+    assert out.stop_reason.startswith("stopped growing at batch 16: over the CPU memory cap")
+
+
+# -- the plateau rule ----------------------------------------------------------------------------------
+
+
+def test_growth_stops_two_doublings_after_the_best_samples_per_second_without_bisecting():
+    calls: list[int] = []
+    out = search_max_batch(rate_curve(PEAK_AT_8, calls=calls), max_batch=1024)
+    assert calls == [1, 2, 4, 8, 16, 32]  # was 1, 2, ... 1024: a pass at 1024 took 32 s on the CPU
+    assert out.stop_rule is StopRule.PLATEAU and not out.hit_bound and not out.cancelled
+    assert out.stop_reason == ("stopped growing at batch 32: samples/s fell below the best (batch 8, 400.0/s) "
+                               "for two doublings")
+    assert out.best.batch == 8 and out.best.samples_per_s == pytest.approx(400)
+    # Not bisected, and the limit is not claimed: 32 fits, nothing larger was tried.
+    assert {t.phase for t in out.tries} == {"grow"}
+    assert out.max_batch == 32 and not out.limit_found and out.first_failure is None
+
+
+@pytest.mark.parametrize("doublings, last, best", [(1, 4, 2), (2, 32, 8), (3, 64, 8)])
+def test_plateau_counts_doublings_in_a_row_below_the_best_and_a_new_best_starts_over(doublings, last, best):
+    # A one-doubling dip at 4, the best at 8; 32 is above 16 but still below the best: it counts.
+    rates = {1: 100, 2: 200, 4: 150, 8: 300, 16: 250, 32: 260, 64: 200, 128: 100}
+    calls: list[int] = []
+    out = search_max_batch(rate_curve(rates, calls=calls), max_batch=1024, plateau_doublings=doublings)
+    assert calls[-1] == last and out.best.batch == best and out.stop_rule is StopRule.PLATEAU
+
+
+def test_to_oom_turns_the_plateau_rule_off_and_grows_to_the_failure_then_bisects():
+    calls: list[int] = []
+    out = search_max_batch(rate_curve(PEAK_AT_8, limit=40, calls=calls), max_batch=1024, to_oom=True)
+    assert calls[:7] == [1, 2, 4, 8, 16, 32, 64] and calls[7:] == [48, 40, 44, 42, 41]
+    assert out.stop_rule is StopRule.OOM and out.limit_found and (out.max_batch, out.first_failure) == (40, 41)
+    assert out.best.batch == 8  # the best rate stays where it was, apart from the largest batch that fits
+
+
+def test_a_flat_rate_is_a_plateau_too_larger_batches_only_cost_time():
+    out = search_max_batch(rate_curve({1: 500}), max_batch=1024)
+    assert [t.batch for t in out.tries] == [1, 2, 4] and out.best.batch == 1
+    assert out.stop_rule is StopRule.PLATEAU
+
+
+# -- the time budget -----------------------------------------------------------------------------------
+
+
+def test_a_try_that_would_not_end_within_the_budget_is_not_started():
+    clock, calls = FakeClock(), []
+    # A pass at batch b takes 0.5 + 0.1 b s, a try 5 passes: 1, 2, ... 32 end at 3, 6.5, 11, 17.5, 28, 46.5 s.
+    out = search_max_batch(slow_passes(clock, calls), max_batch=1024, time_budget_s=60, clock=clock)
+    assert calls == [1, 2, 4, 8, 16, 32]  # 64, estimated at 2 x 18.5 s = 37 s, does not fit in 13.5 s
+    assert out.stop_rule is StopRule.TIME_BUDGET and out.max_batch == 32 and not out.limit_found
+    assert out.stop_reason.startswith("stopped growing at batch 32: batch 64 would take about 37 s")
+    assert "of the 60 s time budget" in out.stop_reason
+    assert out.elapsed_s == pytest.approx(46.5) and [t.seconds for t in out.tries][:2] == [3.0, 3.5]
+
+
+def test_the_budget_keeps_time_back_for_the_measurement_after_the_search():
+    clock, calls = FakeClock(), []
+    out = search_max_batch(slow_passes(clock, calls), max_batch=1024, time_budget_s=60, reserve_factor=1.0,
+                           clock=clock)
+    assert calls == [1, 2, 4, 8, 16]  # 32: 2 x 2 x 10.5 s = 42 s with its measurement, 32 s left
+    assert out.stop_rule is StopRule.TIME_BUDGET
+
+
+def test_a_budget_spent_by_one_try_stops_the_next():
+    clock, calls = FakeClock(), []
+    out = search_max_batch(slow_passes(clock, calls, pass_s=lambda b: 2.0), time_budget_s=5, clock=clock)
+    assert calls == [1] and out.max_batch == 1  # the first try always runs
+    assert out.stop_reason == "stopped growing at batch 1: the 5 s time budget was spent"
+
+
+def test_the_budget_stops_a_bisection_and_the_limit_is_not_claimed():
+    clock, calls = FakeClock(), []
+    out = search_max_batch(slow_passes(clock, calls, limit=13, pass_s=lambda b: 1.0), time_budget_s=30,
+                           clock=clock)
+    # 1, 2, 4, 8 end at 20 s; 16 fails at once; 12 (about 7.5 s) ends at 25 s; 14 (about 5.8 s) is not run.
+    assert calls == [1, 2, 4, 8, 16, 12]
+    assert out.stop_rule is StopRule.TIME_BUDGET and not out.limit_found
+    assert (out.max_batch, out.first_failure) == (12, 16)
+    assert "bisection stopped between 12 (fits) and 16 (does not)" in out.stop_reason
+
+
+@pytest.mark.parametrize("bad", [0, -1, float("inf"), float("nan")])
+def test_a_time_budget_must_be_a_positive_finite_number(bad):
+    with pytest.raises(TorchperfError, match="time budget"):
+        search_max_batch(oom_above(4), time_budget_s=bad)
 
 
 def test_batch_one_not_fitting_gives_zero():
@@ -183,8 +353,12 @@ def test_real_model_out_of_memory_path_and_final_measurement():
     assert result.max_batch == 12 and not result.hit_bound and not result.cancelled
     assert [t.batch for t in result.points] == [1, 2, 4, 8, 12]
     assert all(p.samples_per_s > 0 and p.latency_ms > 0 for p in result.points)
-    assert result.measurement.batch == 12 and result.measurement.iters == 4
+    # The longer measurement runs at the batch whose try gave the most samples/s, not at the largest.
+    best = max(result.points, key=lambda p: p.samples_per_s)
+    assert result.best_batch == best.batch == result.measurement.batch and result.measurement.iters == 4
+    assert result.best_try_samples_per_s == best.samples_per_s
     assert result.samples_per_s == result.measurement.samples_per_s > 0
+    assert result.stop_rule is StopRule.OOM and result.limit_found and result.first_failure == 13
     assert seen[-1] is result.measurement and seen[:-1] == result.tries
     assert isinstance(result.allocator_before_bytes, NA) and result.memory_cap_bytes > 0
     assert result.sample_shape == (3, 8, 8)
@@ -193,7 +367,7 @@ def test_real_model_out_of_memory_path_and_final_measurement():
     assert data["allocator_before_bytes"].startswith("n/a")
 
 
-def test_samples_per_second_is_batches_times_batch_over_total_time():
+def test_samples_per_second_of_a_try_is_by_its_median_and_of_the_measurement_by_total_time():
     def try_batch(batch, warmup, iters):
         if batch > 8:
             raise torch.OutOfMemoryError("no")
@@ -202,40 +376,151 @@ def test_samples_per_second_is_batches_times_batch_over_total_time():
     cfg = BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu")
     result = find_max_batch(cfg, max_batch=64, try_iters=3, measure_iters=5, try_batch=try_batch)
     assert result.max_batch == 8
-    assert result.points[0].samples_per_s == pytest.approx(3 * 1 / 0.040)
+    # A try's rate is batch / median latency: its one slow iteration of three does not steer the search.
+    assert result.points[0].samples_per_s == pytest.approx(1 / 0.010)
     assert result.points[0].latency_ms == 10.0
+    # The measurement's is iterations x batch / total time: what a sustained run delivers.
     assert result.samples_per_s == pytest.approx(5 * 8 / 0.070)  # 4 x 10 ms + 30 ms
 
 
-def cap_search_outcome() -> dict:
-    """The capped search, reported as plain data (run in a fresh process by the test below)."""
-    FortyMiBPerSample.seen.clear()
-    cfg = BenchConfig(model=HUNGRY, input_shape=(1, 3, 4, 4), device="cpu")
-    result = find_max_batch(cfg, max_batch=1024, memory_cap_bytes=300 * MiB, try_warmup=0, try_iters=1,
-                            measure_warmup=0, measure_iters=1)
-    return {"max_batch": result.max_batch, "seen": sorted(FortyMiBPerSample.seen),
+def test_the_default_time_budget_bounds_the_whole_search_and_its_measurement():
+    clock = FakeClock()
+    cfg = BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu")
+    result = find_max_batch(cfg, try_batch=slow_passes(clock), clock=clock)  # samples/s rises with batch
+    assert result.time_budget_s == DEFAULT_TIME_BUDGET_S == 120
+    # A try counts 5 passes and the measurement 14: 64 (about 2 x 18.5 s x (1 + 14/5) = 141 s with the
+    # measurement after it) is not started at 46.5 s; 32 is measured (51.8 s).
+    assert [t.batch for t in result.tries] == [1, 2, 4, 8, 16, 32]
+    assert result.stop_rule is StopRule.TIME_BUDGET and result.best_batch == 32
+    assert result.duration_s == pytest.approx(46.5 + 14 * 3.7) and result.duration_s <= 120
+    assert result.time_text() == "98.3 s of the 120 s budget"
+    assert result.limit_text() == "not searched past 32: stopped by time-budget"
+    data = json.loads(json.dumps(result.to_dict()))
+    assert data["stop_rule"] == "time-budget" and data["time_budget_s"] == 120 and data["best_batch"] == 32
+    assert data["stop_reason"].startswith("stopped growing at batch 32: batch 64 would take about")
+
+
+def test_result_reports_the_best_rate_and_its_batch_beside_the_largest_batch_that_fits():
+    cfg = BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu")
+    seen: list[BatchTry] = []
+    result = find_max_batch(cfg, to_oom=True, try_batch=rate_curve(PEAK_AT_8, limit=40), on_progress=seen.append)
+    assert (result.max_batch, result.first_failure, result.limit_found) == (40, 41, True)
+    assert result.best_batch == 8 and result.measurement.batch == 8 and result.measurement.phase == "measure"
+    assert result.samples_per_s == pytest.approx(400) and result.best_try_samples_per_s == pytest.approx(400)
+    assert result.to_oom and result.stop_rule is StopRule.OOM and seen[-1] is result.measurement
+    assert result.limit_text() == "40 (41 does not fit)"
+    assert result.headline().startswith("best 400.0 samples/s at batch 8 · largest batch that fits: 40 (41 does")
+    plateau = find_max_batch(cfg, try_batch=rate_curve(PEAK_AT_8, limit=40))
+    assert plateau.stop_rule is StopRule.PLATEAU and plateau.best_batch == 8 and plateau.max_batch == 32
+    assert plateau.limit_text() == "not searched past 32: stopped by plateau"  # 40 is not claimed
+
+
+def test_a_best_batch_that_fails_its_measurement_is_not_counted_as_fitting_and_the_next_best_is_measured():
+    def try_batch(batch, warmup, iters):
+        if iters == 5 and batch > 4:  # the measurement: memory noise makes 8 go over this time
+            raise MemoryCapExceeded("went over the CPU memory cap: used about 1 GiB, cap 512 MiB")
+        return [1.0 + batch / 100] * iters  # samples/s rises with batch
+
+    cfg = BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu")
+    seen: list[BatchTry] = []
+    result = find_max_batch(cfg, max_batch=8, measure_iters=5, try_batch=try_batch, on_progress=seen.append)
+    assert [(t.batch, t.fits) for t in seen if t.phase == "measure"] == [(8, False), (4, True)]
+    assert result.best_batch == 4 and result.measurement is seen[-1] and result.samples_per_s > 0
+    assert result.max_batch == 4 and result.first_failure == 8
+    assert any("batch 8 fitted in the search but not in the longer measurement" in n for n in result.notes)
+
+
+def test_a_measurement_far_off_its_own_try_says_the_machine_changed_speed():
+    def try_batch(batch, warmup, iters):
+        slow = 20 if iters == 5 else 1  # another process took the cores after the search
+        return [slow * (1.0 + batch / 100)] * iters
+
+    cfg = BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu")
+    result = find_max_batch(cfg, max_batch=8, measure_iters=5, try_batch=try_batch)
+    assert any("the machine's speed changed during the search" in n for n in result.notes), result.notes
+    steady = find_max_batch(cfg, max_batch=8, measure_iters=5, try_batch=oom_above(100))
+    assert not any("speed changed" in n for n in steady.notes)
+
+
+def test_a_search_whose_batches_cannot_be_measured_is_an_error_not_a_result_without_a_rate():
+    def try_batch(batch, warmup, iters):
+        if iters == 5:
+            raise torch.OutOfMemoryError("CUDA out of memory")
+        return [1.0] * iters
+
+    cfg = BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu")
+    with pytest.raises(OutOfMemory, match="no batch that fitted in the search could be measured"):
+        find_max_batch(cfg, max_batch=8, measure_iters=5, try_batch=try_batch)
+
+
+def test_no_batch_fitting_is_an_error():
+    cfg = BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu")
+    with pytest.raises(OutOfMemory, match="even batch 1 does not fit on cpu: CUDA out of memory at batch 1"):
+        find_max_batch(cfg, max_batch=8, try_batch=oom_above(0))
+
+
+def capped_search(spec: str) -> dict:
+    """A search under a 300 MiB CPU cap, reported as plain data (run in a fresh process by the fixture below).
+    to_oom: these models' samples/s is flat, so the plateau rule would stop them before the cap."""
+    model = {HUNGRY: FortyMiBPerSample, STEP: StepHungry}[spec]
+    model.seen.clear()
+    cfg = BenchConfig(model=spec, input_shape=(1, 3, 4, 4), device="cpu")
+    result = find_max_batch(cfg, max_batch=1024, memory_cap_bytes=300 * MiB, to_oom=True, try_warmup=0,
+                            try_iters=1, measure_warmup=0, measure_iters=1)
+    return {"max_batch": result.max_batch, "seen": sorted(model.seen),
             "tries": [(t.batch, t.fits, t.reason, t.peak_bytes, t.estimated_bytes) for t in result.tries],
-            "points": [(p.batch, p.peak_bytes) for p in result.points]}
+            "points": [(p.batch, p.peak_bytes) for p in result.points],
+            "first_failure": result.first_failure, "limit_found": result.limit_found,
+            "stop_rule": result.stop_rule.value, "best_batch": result.best_batch,
+            "samples_per_s": result.samples_per_s,
+            "measurement": (result.measurement.batch, result.measurement.fits)}
 
 
-def test_cpu_memory_cap_refuses_tries_estimated_over_it_without_running_them():
+def capped_searches() -> dict:
+    return {"forty": capped_search(HUNGRY), "step": capped_search(STEP)}
+
+
+@pytest.fixture(scope="module")
+def capped() -> dict:
     # A fresh process: peak RSS is process-wide, and threads other tests leave behind (app workers,
     # compile pools) would add their allocations to a try's measured peak.
-    code = ("import json; from tests.engine.test_throughput import cap_search_outcome; "
-            "print(json.dumps(cap_search_outcome()))")
+    code = ("import json; from tests.engine.test_throughput import capped_searches; "
+            "print(json.dumps(capped_searches()))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                           cwd=str(Path(__file__).resolve().parents[2]))
     assert proc.returncode == 0, proc.stderr[-2000:]
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_cpu_memory_cap_refuses_tries_estimated_over_it_without_running_them(capped):
+    out = capped["forty"]
     cap = 300 * MiB
     refused = [t for t in out["tries"] if not t[1]]
     assert refused and all("cap" in t[2] and t[4] > cap for t in refused)
     assert all(t[0] not in out["seen"] for t in refused)  # never run
     # 7 x 40 MiB (+ a little) fits under 300 MiB and 8 x 40 MiB does not.
     assert 5 <= out["max_batch"] <= 7, out["tries"]
+    assert out["stop_rule"] == "memory-cap" and out["limit_found"]
     assert max(out["seen"]) * 40 * MiB <= cap
     big_batch, big_peak = max(out["points"])
     assert big_peak >= 0.99 * big_batch * 40 * MiB  # measured peak RSS growth
+
+
+def test_a_try_that_ran_over_the_cap_does_not_count_as_fitting(capped):
+    """`--memory-cap 0.2` once said "largest batch 16" for a batch whose run went over the cap, then
+    refused to measure it: "throughput n/a", exit 0."""
+    out = capped["step"]
+    cap = 300 * MiB
+    over = [t for t in out["tries"] if not t[1] and "went over" in t[2]]
+    # 8 is estimated at 160 MiB from 2 and 4 (20 MiB a sample), runs, and uses 800 MiB.
+    assert over and over[0][0] == 8 and over[0][3] > cap and over[0][4] <= cap, out["tries"]
+    assert 8 in out["seen"]
+    assert all(p[1] <= cap for p in out["points"])  # every batch counted as fitting stayed under the cap
+    assert out["max_batch"] == 4 and out["first_failure"] == 5 and out["limit_found"], out["tries"]
+    assert out["stop_rule"] == "memory-cap"
+    # The result's rate is measured, at a batch that fitted.
+    assert out["measurement"] == [out["best_batch"], True] and out["best_batch"] <= 4
+    assert out["samples_per_s"] > 0
 
 
 def test_model_rejecting_the_shape_is_a_shape_error():
@@ -273,8 +558,9 @@ def test_gpu_real_out_of_memory_and_allocator_back_to_baseline():
     free, total = torch.cuda.mem_get_info()
     cfg = BenchConfig(model="tests.engine.test_throughput:quarter_gib_per_sample",
                       input_shape=(1, 3, 4, 4), device="cuda")
-    result = find_max_batch(cfg, max_batch=4096, measure_iters=2)
-    assert not result.hit_bound
+    # to_oom: this test is about the real out-of-memory path, which a plateau would stop short of.
+    result = find_max_batch(cfg, max_batch=4096, measure_iters=2, to_oom=True)
+    assert not result.hit_bound and result.stop_rule is StopRule.OOM
     assert any(not t.fits and "out of memory" in t.reason.lower() for t in result.tries)
     assert 0 < result.max_batch * 256 * MiB <= free
     assert result.samples_per_s > 0
@@ -288,8 +574,8 @@ def test_gpu_real_out_of_memory_and_allocator_back_to_baseline():
 def test_gpu_tiny_model_throughput_rises_with_batch():
     before = torch.cuda.memory_allocated()
     cfg = BenchConfig(model=TINY, input_shape=(1, 3, 32, 32), device="cuda")
-    result = find_max_batch(cfg, max_batch=256, measure_iters=20)
-    assert result.max_batch == 256 and result.hit_bound
+    result = find_max_batch(cfg, max_batch=256, measure_iters=20, to_oom=True)
+    assert result.max_batch == 256 and result.hit_bound and result.stop_rule is StopRule.MAX_BATCH
     assert result.points[-1].samples_per_s > result.points[0].samples_per_s
     assert all(p.peak_bytes > 0 for p in result.points)
     assert torch.cuda.memory_allocated() == before

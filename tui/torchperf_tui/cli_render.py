@@ -179,33 +179,42 @@ def _num(value, fmt: str, unit: str = "") -> str:
 
 def render_batch_try(t) -> None:
     """One line per batch tried, as the search goes (stderr: stdout keeps the result)."""
+    took = f" ({_num(t.seconds, '.1f', ' s')})" if t.seconds is not None else ""
     if t.fits:
         text = (f"batch {t.batch:>5} ({t.phase}): fits, {_num(t.latency_ms, '.3f', ' ms')}, "
-                f"{_num(t.samples_per_s, '.1f', ' samples/s')}")
+                f"{_num(t.samples_per_s, '.1f', ' samples/s')}{took}")
     else:
-        text = f"batch {t.batch:>5} ({t.phase}): does not fit: {t.reason}"
+        text = f"batch {t.batch:>5} ({t.phase}): does not fit: {t.reason}{took}"
     print(text, file=sys.stderr)
 
 
 def render_throughput(result) -> None:
-    rows = [("largest batch", f"{result.max_batch}" + (" (the --max-batch bound: more may fit)"
-                                                          if result.hit_bound else "")),
-            ("throughput", _num(result.samples_per_s, ".1f", " samples/s")),
+    """The best samples/s and its batch first, then the largest batch that fits as far as the search knows,
+    the rule that stopped it and the time spent; then every batch that fitted, the best one marked."""
+    measured = result.measurement
+    iters = f" ({measured.iters} iterations; its search try: {_num(result.best_try_samples_per_s, '.1f')})" \
+        if measured is not None and measured.fits else ""
+    rows = [("best throughput", f"{_num(result.samples_per_s, '.1f', ' samples/s')} at batch {result.best_batch}"
+                                f"{iters}"),
             ("latency at that batch", _num(result.latency_ms, ".3f", " ms")),
+            ("largest batch that fits", result.limit_text()),
+            ("stopped by", f"{result.stop_rule}: {result.stop_reason}" + (" (--to-oom: no plateau rule)"
+                                                                        if result.to_oom else "")),
+            ("search took", result.time_text()),
             ("memory cap", format_bytes(result.memory_cap_bytes)),
             ("allocator before / after", f"{format_bytes(result.allocator_before_bytes)} / "
-                                         f"{format_bytes(result.allocator_after_bytes)}"),
-            ("search took", f"{result.duration_s:.1f} s")]
+                                         f"{format_bytes(result.allocator_after_bytes)}")]
     rows += [("note", note) for note in result.notes]
     _print_kv(f"{result.model} on {result.device}, sample {'x'.join(map(str, result.sample_shape))} "
               f"{result.dtype}", rows)
     table = Table(box=None, header_style="bold")
-    for column in ("batch", "latency", "samples/s"):
-        table.add_column(column, justify="right")
+    for column in ("batch", "latency", "samples/s", "try took", ""):
+        table.add_column(column, justify="right" if column else "left")
     for point in result.points:
-        table.add_row(str(point.batch), _num(point.latency_ms, ".3f", " ms"), _num(point.samples_per_s, ".1f"))
+        table.add_row(str(point.batch), _num(point.latency_ms, ".3f", " ms"), _num(point.samples_per_s, ".1f"),
+                      _num(point.seconds, ".1f", " s"), "best" if point.batch == result.best_batch else "")
     console.print()
-    console.print("batches that fit", style="bold underline")
+    console.print("batches that fit (short tries; the best batch measured again above)", style="bold underline")
     console.print(table)
 
 

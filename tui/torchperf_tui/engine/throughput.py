@@ -1,15 +1,30 @@
-"""Throughput: the largest batch that fits, found by geometric growth then bisection, and samples/s there.
+"""Throughput: the batch that gives the most samples/s, and the largest batch that fits, found by growing the
+batch geometrically and, when it stops at a failure, bisecting.
 
-The search grows the batch 1, 2, 4, ... until a try runs out of memory (or the max-batch bound is
-reached), then bisects between the last batch that fitted and the first that failed. A try that runs out
-of memory is not an error: its exception is reduced to one line and dropped (its traceback holds the
-frames that hold the half-built activations), memory is released, and the search goes on.
+The search grows the batch 1, 2, 4, ... and stops growing at the first of these rules (`StopRule`):
+
+- plateau: samples/s fell below the best seen for two doublings in a row. More batch only costs time (on
+  a CPU a pass grows linearly with batch while samples/s has long peaked), so the search stops there and
+  does not bisect: the largest batch that fits is then not known beyond the last batch tried, and the
+  result says so. `to_oom=True` turns this rule off (the old behaviour: grow until a failure).
+- oom / memory-cap: a try ran out of memory (or, on the CPU, went over the memory cap): the search bisects
+  between the last batch that fitted and the first that failed.
+- max-batch: the bound was reached; larger batches may fit.
+- time-budget: the next try (and the measurement that may follow it), estimated from the last try's time
+  scaled by batch, would not end within what is left of the budget; the try is not started.
+
+Then the batch with the best samples/s among the tries (a try's rate is batch / its median latency: it
+has three iterations, one slow one must not steer the search) is measured again with more iterations: that
+measurement, iterations x batch / total time, is the result's samples/s. A try that runs out of memory
+is not an error: its exception is reduced to one line and dropped (its traceback holds the frames that hold
+the half-built activations), memory is released, and the search goes on. If not even batch 1 fits,
+`find_max_batch` raises OutOfMemory: a result always has a measured samples/s, unless it was cancelled.
 
 On the CPU nothing raises before the box swaps, so a memory cap (default: half of the RAM available when
 the search starts) stands in for the device's capacity: a try's need is estimated before it runs, from
 the peak RSS growth of the largest batch that fitted so far scaled by batch (or, before anything has run,
 from the activation bytes of the complexity analysis), and a try whose estimate is over the cap counts as
-out of memory without being run.
+out of memory without being run; a try whose measured peak went over the cap counts as not fitting too.
 
 `search_max_batch` is the pure search over a `try_batch(batch, warmup, iters)` callable (the seam tests
 drive with the real `torch.OutOfMemoryError`); `find_max_batch` builds the model and runs it.
@@ -17,6 +32,8 @@ drive with the real `torch.OutOfMemoryError`); `find_max_batch` builds the model
 
 from __future__ import annotations
 
+import enum
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -31,11 +48,14 @@ from torchperf_tui.engine.nvml import NA, to_jsonable
 from torchperf_tui.engine.telemetry import release_memory
 from torchperf_tui.engine.timing import BenchConfig, run_timed_loop
 from torchperf_tui.engine.workload import forward_errors, place_model
-from torchperf_tui.formatting import format_bytes
+from torchperf_tui.formatting import format_bytes, format_number
 
 DEFAULT_MAX_BATCH = 1024
 DEFAULT_MEMORY_FRACTION = 0.5  # of the RAM available when a CPU search starts
-# A try only has to tell "fits" from "does not" and give a rough latency for the plot: keep it short.
+DEFAULT_TIME_BUDGET_S = 120.0  # search and final measurement together, on any device
+PLATEAU_DOUBLINGS = 2  # doublings in a row below the best samples/s that stop the growth
+SPEED_CHANGE = 2.0  # a measurement this many times off its own try's rate says the machine's speed changed
+# A try only has to tell "fits" from "does not" and give a rough rate to compare: keep it short.
 TRY_WARMUP = 1
 TRY_ITERS = 3
 MEASURE_WARMUP = 3
@@ -43,10 +63,25 @@ MEASURE_ITERS = 10
 
 OnProgress = Callable[["BatchTry"], None]
 ShouldCancel = Callable[[], bool]
+Clock = Callable[[], float]
+
+
+class StopRule(str, enum.Enum):
+    """What stopped the search (a str, so it reads as its value in JSON)."""
+
+    PLATEAU = "plateau"
+    OOM = "oom"
+    MEMORY_CAP = "memory-cap"
+    MAX_BATCH = "max-batch"
+    TIME_BUDGET = "time-budget"
+    CANCELLED = "cancelled"
+
+    def __str__(self) -> str:
+        return self.value
 
 
 class MemoryCapExceeded(Exception):
-    """A CPU try whose estimated need is over the memory cap: treated exactly like an out-of-memory."""
+    """A CPU try whose estimated or measured need is over the memory cap: treated like an out-of-memory."""
 
 
 @dataclass
@@ -66,11 +101,15 @@ class BatchTry:
     fits: bool
     phase: str
     latency_ms: float | None = None  # median per-batch latency of the try's iterations
-    samples_per_s: float | None = None  # iterations x batch / total time of those iterations
+    # A try (3 iterations): batch / median latency, so one slow iteration does not steer the search.
+    # The measurement: iterations x batch / total time of those iterations, what a sustained run delivers.
+    samples_per_s: float | None = None
     reason: str = ""  # why it did not fit (one line); "" when it did
     peak_bytes: int | None = None  # memory the try added at its peak (CUDA allocator / CPU RSS)
     estimated_bytes: int | None = None  # the CPU estimate checked against the cap before running
     iters: int = 0
+    seconds: float | None = None  # wall time of the whole try: input, first iteration, warm-up, iterations
+    failed_on: str = ""  # StopRule.OOM or StopRule.MEMORY_CAP when it did not fit
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)
@@ -78,10 +117,25 @@ class BatchTry:
 
 @dataclass
 class SearchOutcome:
-    max_batch: int  # 0 when even batch 1 did not fit
+    max_batch: int  # largest batch that fitted (0 when none did)
     tries: list[BatchTry]
     cancelled: bool
     hit_bound: bool  # growth stopped at the max-batch bound, not at a failure: the real limit may be higher
+    stop_rule: StopRule
+    stop_reason: str  # one sentence: what stopped the search, with its numbers
+    limit_found: bool  # the search saw where batches stop fitting (a failure, bisected to resolution)
+    first_failure: int | None  # the smallest batch that did not fit, if any
+    elapsed_s: float
+
+    @property
+    def best(self) -> BatchTry | None:
+        """The fitting try with the most samples/s (the smaller batch on a tie)."""
+        return _best_of(self.tries)
+
+
+def _best_of(tries: list[BatchTry]) -> BatchTry | None:
+    fitting = [t for t in tries if t.fits and t.samples_per_s is not None]
+    return max(fitting, key=lambda t: (t.samples_per_s, -t.batch)) if fitting else None
 
 
 @dataclass
@@ -91,18 +145,26 @@ class ThroughputResult:
     sample_shape: tuple[int, ...]  # one input item, without the batch dimension
     dtype: str
     channels_last: bool
-    max_batch: int  # largest batch that fitted (0: none did)
+    max_batch: int  # largest batch that fitted among those tried (see limit_found)
     max_batch_bound: int
     hit_bound: bool
     tries: list[BatchTry]
-    measurement: BatchTry | None  # the longer run at max_batch
-    samples_per_s: float | None  # from `measurement`: iterations x batch / total time
-    latency_ms: float | None  # median per-batch latency at max_batch
+    measurement: BatchTry | None  # the longer run at best_batch
+    samples_per_s: float | None  # from `measurement`: iterations x batch / total time, at best_batch
+    latency_ms: float | None  # median per-batch latency at best_batch
     memory_cap_bytes: int | NA  # the CPU cap; NA on CUDA (the device's own memory is the limit)
     allocator_before_bytes: int | NA  # torch.cuda.memory_allocated before the search
     allocator_after_bytes: int | NA  # ... and after it, once everything was released
     cancelled: bool
-    duration_s: float
+    duration_s: float  # building the model, the search and the measurement
+    best_batch: int  # the batch whose try gave the most samples/s: where `measurement` ran (0: none)
+    best_try_samples_per_s: float | None  # that try's own rate (batch / its median latency)
+    stop_rule: StopRule
+    stop_reason: str  # one sentence: what stopped the search, with its numbers
+    limit_found: bool  # False: larger batches than max_batch were not all tried and may fit
+    first_failure: int | None  # the smallest batch that did not fit
+    time_budget_s: float | None
+    to_oom: bool  # the plateau rule was off: growth went on to a failure or the bound
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -114,8 +176,35 @@ class ThroughputResult:
                 best[t.batch] = t
         return [best[b] for b in sorted(best)]
 
+    def limit_text(self) -> str:
+        """The largest batch that fits, as far as the search knows it: '12 (13 does not fit)', or
+        'not searched past 64: stopped by plateau', never a limit the search did not find."""
+        if self.max_batch == 0:
+            return "none fitted before the search stopped" if self.cancelled else "none"
+        if self.limit_found and self.first_failure is not None:
+            within = "" if self.first_failure == self.max_batch + 1 else \
+                f"; bisected to within {self.first_failure - self.max_batch}"
+            return f"{self.max_batch} ({self.first_failure} does not fit{within})"
+        if self.first_failure is not None:
+            return (f"between {self.max_batch} (fits) and {self.first_failure} (does not): "
+                    f"stopped by {self.stop_rule}")
+        return f"not searched past {self.max_batch}: stopped by {self.stop_rule}"
+
+    def time_text(self) -> str:
+        """Time spent, against the budget if there was one."""
+        if self.time_budget_s is None:
+            return f"{self.duration_s:.1f} s (no time budget)"
+        return f"{self.duration_s:.1f} s of the {self.time_budget_s:g} s budget"
+
+    def headline(self) -> str:
+        """One plain line: the best rate and its batch, the largest batch that fits, the time spent."""
+        rate = (f"best {format_number(self.samples_per_s, digits=1)} samples/s at batch {self.best_batch}"
+                if self.samples_per_s is not None else "no measurement")
+        return f"{rate} · largest batch that fits: {self.limit_text()} · {self.time_text()}"
+
     def to_dict(self) -> dict[str, Any]:
         data = to_jsonable(self)
+        data["stop_rule"] = self.stop_rule.value
         data["points"] = [p.to_dict() for p in self.points]
         return data
 
@@ -135,15 +224,21 @@ def is_out_of_memory(exc: BaseException) -> bool:
     return isinstance(exc, RuntimeError) and any(t in str(exc).lower() for t in _OOM_TEXT)
 
 
-def _rate(samples_ms: list[float], batch: int) -> tuple[float | None, float | None]:
-    """(median latency ms, samples/s = iterations x batch / total time)."""
+def _rate(samples_ms: list[float], batch: int, *, by_median: bool = False) -> tuple[float | None, float | None]:
+    """(median latency ms, samples/s): iterations x batch / total time, or batch / median latency."""
     if not samples_ms:
         return None, None
     ordered = sorted(samples_ms)
     mid = len(ordered) // 2
     median = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+    if by_median:
+        return median, (batch * 1000.0 / median if median > 0 else None)
     total_s = sum(samples_ms) / 1000.0
     return median, (len(samples_ms) * batch / total_s if total_s > 0 else None)
+
+
+def _per_s(rate: float | None) -> str:
+    return f"{format_number(rate, digits=1)}/s" if rate is not None else "n/a"
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -161,94 +256,185 @@ def _outcome(value: TryOutcome | float | list[float]) -> TryOutcome:
     return TryOutcome([float(v) for v in value])
 
 
+def run_try(try_batch: TryBatch, batch: int, phase: str, *, warmup: int, iters: int,
+            clock: Clock = time.monotonic) -> BatchTry | None:
+    """One try: a BatchTry that fits or says why not (out of memory, over the cap); None when it was
+    cancelled before one iteration ran (it says nothing about fitting). Other errors propagate."""
+    reason, failed_on = "", ""
+    estimated = peak = None
+    outcome: TryOutcome | None = None
+    started = clock()
+    try:
+        outcome = _outcome(try_batch(batch, warmup=warmup, iters=iters))
+    except Exception as exc:  # noqa: BLE001 - only out-of-memory is swallowed, anything else re-raised
+        if not is_out_of_memory(exc):
+            raise
+        reason = first_line(exc)
+        failed_on = StopRule.MEMORY_CAP.value if isinstance(exc, MemoryCapExceeded) else StopRule.OOM.value
+        estimated = getattr(exc, "estimated_bytes", None)
+        peak = getattr(exc, "peak_bytes", None)  # a CPU try that ran and went over the cap
+        # `exc` (and its traceback, which pins the failed try's tensors) dies with this block.
+    seconds = clock() - started
+    if outcome is None:
+        return BatchTry(batch, False, phase, reason=reason or "out of memory", peak_bytes=peak,
+                        estimated_bytes=estimated, seconds=seconds, failed_on=failed_on)
+    if not outcome.samples_ms:
+        return None
+    latency, rate = _rate(outcome.samples_ms, batch, by_median=phase != "measure")
+    return BatchTry(batch, True, phase, latency, rate, peak_bytes=outcome.peak_bytes,
+                    estimated_bytes=outcome.estimated_bytes, iters=len(outcome.samples_ms), seconds=seconds)
+
+
 def search_max_batch(try_batch: TryBatch, *, max_batch: int = DEFAULT_MAX_BATCH, start: int = 1,
                      resolution: int = 1, warmup: int = TRY_WARMUP, iters: int = TRY_ITERS,
+                     to_oom: bool = False, plateau_doublings: int = PLATEAU_DOUBLINGS,
+                     time_budget_s: float | None = None, budget_started: float | None = None,
+                     reserve_factor: float = 0.0, clock: Clock = time.monotonic,
                      release: Callable[[], object] | None = None, on_progress: OnProgress | None = None,
                      should_cancel: ShouldCancel | None = None) -> SearchOutcome:
-    """Find the largest batch in [start, max_batch] for which `try_batch(batch, warmup=, iters=)` does not
-    run out of memory. `try_batch` returns per-batch latencies in ms (a float, a list, or a TryOutcome)
+    """Grow the batch from `start` by doubling until a `StopRule` stops it; bisect after a failure.
+
+    `try_batch(batch, warmup=, iters=)` returns per-batch latencies in ms (a float, a list, or a TryOutcome)
     and raises torch.OutOfMemoryError (or MemoryCapExceeded) when the batch does not fit; any other error
     propagates. `release()` runs after every try that failed and once at the end, so the caller gets the
     allocator back at its baseline (not after fitting tries: their tensors are freed by reference counting,
     and a full gc costs tenths of a second with torch loaded). Bisection stops when the gap between the
     last fit and the first failure is at most `resolution`.
+
+    Growth stops when samples/s has been below the best seen for `plateau_doublings` doublings in a row
+    (unless `to_oom`), at a failure, at `max_batch`, or when the next try would not end within
+    `time_budget_s` (counted from `budget_started` on `clock`, default now; None: no budget). A try's time
+    is estimated as the last fitting try's wall time scaled by batch, times `1 + reserve_factor`: the
+    caller's measurement after the search, at a batch no larger, must fit in the budget too. The first try
+    always runs.
     """
     if max_batch < 1 or start < 1 or start > max_batch:
         raise TorchperfError(f"batch bounds must satisfy 1 <= start <= max batch, got {start} and {max_batch}")
     if resolution < 1:
         raise TorchperfError(f"resolution must be at least 1, got {resolution}")
+    if plateau_doublings < 1:
+        raise TorchperfError(f"plateau doublings must be at least 1, got {plateau_doublings}")
+    if time_budget_s is not None and not (math.isfinite(time_budget_s) and time_budget_s > 0):
+        raise TorchperfError(f"the time budget must be a finite number of seconds > 0, got {time_budget_s}")
+    if not (math.isfinite(reserve_factor) and reserve_factor >= 0):
+        raise TorchperfError(f"the reserve factor must be >= 0, got {reserve_factor}")
     release = release or (lambda: None)
     emit = on_progress or (lambda t: None)
-    cancelled = should_cancel or (lambda: False)
-    tries: list[BatchTry] = []
+    search = _Search(tries=[], clock=clock, started=clock() if budget_started is None else budget_started,
+                     budget=time_budget_s, reserve=reserve_factor)
 
     def attempt(batch: int, phase: str) -> bool | None:
         """True: fits; False: out of memory; None: cancelled before one iteration ran."""
-        reason = ""
-        estimated = None
-        outcome: TryOutcome | None = None
-        try:
-            outcome = _outcome(try_batch(batch, warmup=warmup, iters=iters))
-        except Exception as exc:  # noqa: BLE001 - only out-of-memory is swallowed, anything else re-raised
-            if not is_out_of_memory(exc):
-                raise
-            reason = first_line(exc)
-            estimated = getattr(exc, "estimated_bytes", None)
-            # `exc` (and its traceback, which pins the failed try's tensors) dies with this block.
-        if outcome is None:
+        t = run_try(try_batch, batch, phase, warmup=warmup, iters=iters, clock=clock)
+        if t is None:
+            return None
+        if not t.fits:
             release()
-        if outcome is not None and not outcome.samples_ms:
-            return None  # the try was cancelled before it ran: it says nothing about fitting
-        if outcome is None:
-            t = BatchTry(batch, False, phase, reason=reason or "out of memory", estimated_bytes=estimated)
-        else:
-            latency, rate = _rate(outcome.samples_ms, batch)
-            t = BatchTry(batch, True, phase, latency, rate, peak_bytes=outcome.peak_bytes,
-                         estimated_bytes=outcome.estimated_bytes, iters=len(outcome.samples_ms))
-        tries.append(t)
+        search.tries.append(t)
         emit(t)
         return t.fits
 
     try:
-        return _grow_then_bisect(attempt, start, max_batch, resolution, tries, cancelled)
+        return search.run(attempt, start, max_batch, resolution, should_cancel or (lambda: False),
+                          None if to_oom else plateau_doublings)
     finally:
         release()
 
 
-def _grow_then_bisect(attempt: Callable[[int, str], bool | None], start: int, max_batch: int,
-                      resolution: int, tries: list[BatchTry], cancelled: ShouldCancel) -> SearchOutcome:
-    last_fit, first_fail = 0, None
-    batch = start
-    while True:
-        if cancelled():
-            return SearchOutcome(last_fit, tries, True, False)
-        fits = attempt(batch, "grow")
-        if fits is None:
-            return SearchOutcome(last_fit, tries, True, False)
-        if fits:
+@dataclass
+class _Search:
+    """The state of one search and its stop rules (`search_max_batch` is the way in)."""
+
+    tries: list[BatchTry]
+    clock: Clock
+    started: float
+    budget: float | None
+    reserve: float
+
+    def _left_s(self) -> float:
+        return (self.budget or 0.0) - (self.clock() - self.started)
+
+    def _over_budget(self, batch: int) -> str | None:
+        """Why a try at `batch` is not started, or None to go ahead."""
+        if self.budget is None:
+            return None
+        ran = [t for t in self.tries if t.fits and t.seconds is not None]
+        if not ran:
+            return None  # nothing to estimate from: the first try always runs
+        last = ran[-1]
+        estimate = last.seconds * batch / last.batch * (1 + self.reserve)
+        left = self._left_s()
+        if left <= 0:
+            return f"the {self.budget:g} s time budget was spent"
+        if estimate <= left:
+            return None
+        return (f"batch {batch} would take about {estimate:.0f} s with the measurement after it, "
+                f"more than the {left:.0f} s left of the {self.budget:g} s time budget")
+
+    def _outcome(self, max_batch: int, rule: StopRule, reason: str, *, limit_found: bool = False,
+                 first_failure: int | None = None) -> SearchOutcome:
+        return SearchOutcome(max_batch, self.tries, rule is StopRule.CANCELLED, rule is StopRule.MAX_BATCH,
+                             rule, reason, limit_found, first_failure, self.clock() - self.started)
+
+    def run(self, attempt: Callable[[int, str], bool | None], start: int, max_batch: int, resolution: int,
+            cancelled: ShouldCancel, plateau_doublings: int | None) -> SearchOutcome:
+        last_fit, batch = 0, start
+        cancel_text = "cancelled"
+        while True:  # growth: start, 2 start, 4 start, ... up to max_batch
+            if cancelled():
+                return self._outcome(last_fit, StopRule.CANCELLED, cancel_text)
+            over = self._over_budget(batch)
+            if over is not None:
+                return self._outcome(last_fit, StopRule.TIME_BUDGET, f"stopped growing at batch {last_fit}: {over}")
+            fits = attempt(batch, "grow")
+            if fits is None:
+                return self._outcome(last_fit, StopRule.CANCELLED, cancel_text)
+            if not fits:
+                break
             last_fit = batch
+            best = _best_of(self.tries)
+            grown = [t for t in self.tries if t.phase == "grow" and t.fits]
+            below = len(grown) - 1 - grown.index(best) if best in grown else 0
+            if plateau_doublings is not None and below >= plateau_doublings:
+                return self._outcome(
+                    last_fit, StopRule.PLATEAU,
+                    f"stopped growing at batch {batch}: samples/s fell below the best (batch {best.batch}, "
+                    f"{_per_s(best.samples_per_s)}) for {_count(below, 'doubling')}")
             if batch >= max_batch:
-                return SearchOutcome(last_fit, tries, False, True)
+                return self._outcome(last_fit, StopRule.MAX_BATCH,
+                                     f"stopped growing at the max-batch bound {max_batch}: larger batches may fit")
             batch = min(batch * 2, max_batch)
-        else:
-            first_fail = batch
-            break
-    if last_fit == 0 and start == 1:
-        return SearchOutcome(0, tries, False, False)
-    low = last_fit if last_fit else 0
-    high = first_fail
-    while high - low > resolution:
-        if cancelled():
-            return SearchOutcome(last_fit, tries, True, False)
-        mid = (low + high) // 2
-        fits = attempt(mid, "bisect")
-        if fits is None:
-            return SearchOutcome(last_fit, tries, True, False)
-        if fits:
-            low = last_fit = mid
-        else:
-            high = mid
-    return SearchOutcome(last_fit, tries, False, False)
+        failure = self.tries[-1]
+        rule = StopRule(failure.failed_on or StopRule.OOM.value)
+        what = "over the CPU memory cap" if rule is StopRule.MEMORY_CAP else "out of memory"
+        grew_to = f"stopped growing at batch {batch}: {what}"
+        low, high = last_fit, batch
+        if low == 0 and start == 1:
+            return self._outcome(0, rule, f"{grew_to}: even batch 1 does not fit", limit_found=True,
+                                 first_failure=1)
+        while high - low > resolution:  # bisection between the last fit and the first failure
+            if cancelled():
+                return self._outcome(low, StopRule.CANCELLED, cancel_text, first_failure=high)
+            mid = (low + high) // 2
+            over = self._over_budget(mid)
+            if over is not None:
+                return self._outcome(low, StopRule.TIME_BUDGET,
+                                     f"{grew_to}; bisection stopped between {low} (fits) and {high} "
+                                     f"(does not): {over}", first_failure=high)
+            fits = attempt(mid, "bisect")
+            if fits is None:
+                return self._outcome(low, StopRule.CANCELLED, cancel_text, first_failure=high)
+            if fits:
+                low = mid
+            else:
+                high = mid
+        return self._outcome(low, rule, f"{grew_to}; bisection: {low} fits, {high} does not",
+                             limit_found=True, first_failure=high)
+
+
+def _count(n: int, noun: str) -> str:
+    words = {1: "one", 2: "two", 3: "three", 4: "four"}
+    return f"{words.get(n, n)} {noun}{'' if n == 1 else 's'}"
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -289,7 +475,7 @@ class ModelBatchRunner:
     """Runs one built model at a given batch: the default `try_batch` of `find_max_batch`.
 
     On the CPU it keeps the estimate of a try's need (see the module docstring) and refuses, with
-    MemoryCapExceeded, a try whose estimate is over `memory_cap_bytes`.
+    MemoryCapExceeded, a try whose estimate is over `memory_cap_bytes`, or that went over it when it ran.
     """
 
     def __init__(self, model: torch.nn.Module, sample_shape: tuple[int, ...], *, device: torch.device,
@@ -304,7 +490,7 @@ class ModelBatchRunner:
         self.memory_cap_bytes = memory_cap_bytes
         self.activation_bytes_per_sample = activation_bytes_per_sample
         self.should_cancel = should_cancel
-        self._fits: dict[int, int] = {}  # batch -> peak growth (bytes) of the tries that fitted
+        self._fits: dict[int, int] = {}  # batch -> peak growth (bytes) of the tries that ran
         self._rss = _PeakRss()
         # Growth is measured from the RSS when the runner was made (just after a release), not from the
         # RSS before each try: freed pages glibc keeps from an earlier try would be reused unseen.
@@ -313,7 +499,7 @@ class ModelBatchRunner:
     def estimate_bytes(self, batch: int) -> int | None:
         """A try's expected peak memory growth.
 
-        From the two largest tries that fitted: a straight line (fixed overhead + bytes per sample) through
+        From the two largest tries that ran: a straight line (fixed overhead + bytes per sample) through
         their measured peaks, never below the larger peak; from one: its peak scaled by batch (its fixed
         overhead scales too, which errs on the safe side); before any: activation bytes x batch.
         """
@@ -337,9 +523,12 @@ class ModelBatchRunner:
 
     def __call__(self, batch: int, warmup: int = TRY_WARMUP, iters: int = TRY_ITERS) -> TryOutcome:
         on_cpu = self.device.type == "cpu"
+        cap = self.memory_cap_bytes if on_cpu else None
         estimated = self.estimate_bytes(batch) if on_cpu else None
-        if on_cpu and self.memory_cap_bytes is not None and estimated is not None \
-                and estimated > self.memory_cap_bytes:
+        # A batch that already ran under the cap runs again (the final measurement): its own measured peak
+        # says more than an estimate drawn through other batches.
+        ran_under_cap = cap is not None and self._fits.get(batch, cap + 1) <= cap
+        if cap is not None and estimated is not None and estimated > cap and not ran_under_cap:
             exc = MemoryCapExceeded(f"over the CPU memory cap: needs about {format_bytes(estimated)}, "
                                     f"cap {format_bytes(self.memory_cap_bytes)}")
             exc.estimated_bytes = estimated  # type: ignore[attr-defined]
@@ -359,7 +548,14 @@ class ModelBatchRunner:
         x = None  # the input goes before the peak is read and before the next, larger try
         if on_cpu:
             peak = max(0, self._rss.peak() - self._baseline_rss)
-            self._fits[batch] = peak
+            self._fits[batch] = peak  # measured: the next estimates draw on it, over the cap or not
+            if cap is not None and peak > cap:
+                # It ran, but a batch that needs more than the cap does not fit under it.
+                exc = MemoryCapExceeded(f"went over the CPU memory cap: used about {format_bytes(peak)}, "
+                                        f"cap {format_bytes(cap)}")
+                exc.estimated_bytes = estimated  # type: ignore[attr-defined]
+                exc.peak_bytes = peak  # type: ignore[attr-defined]
+                raise exc
         else:
             peak = max(0, torch.cuda.max_memory_allocated(self.device) - allocated_before)
         samples = times.samples_ms or ([times.first_iter_ms] if times.first_iter_ms is not None else [])
@@ -391,18 +587,25 @@ def _drop_cublas_workspaces() -> bool:
 
 
 def find_max_batch(cfg: BenchConfig, *, max_batch: int = DEFAULT_MAX_BATCH, resolution: int = 1,
+                   to_oom: bool = False, time_budget_s: float | None = DEFAULT_TIME_BUDGET_S,
+                   plateau_doublings: int = PLATEAU_DOUBLINGS,
                    try_warmup: int = TRY_WARMUP, try_iters: int = TRY_ITERS,
                    measure_warmup: int = MEASURE_WARMUP, measure_iters: int = MEASURE_ITERS,
                    memory_cap_bytes: int | None = None, memory_fraction: float = DEFAULT_MEMORY_FRACTION,
                    on_progress: OnProgress | None = None, should_cancel: ShouldCancel | None = None,
-                   try_batch: TryBatch | None = None) -> ThroughputResult:
-    """Largest batch of `cfg.model` that fits on `cfg.device`, then samples/s at that batch.
+                   try_batch: TryBatch | None = None, clock: Clock = time.monotonic) -> ThroughputResult:
+    """The batch of `cfg.model` that gives the most samples/s on `cfg.device`, measured again there with
+    more iterations, and the largest batch that fits, as far as the search went (see the module docstring).
 
     `cfg.input_shape`/`cfg.batch` only give the per-sample shape (the batch dimension is searched).
+    `to_oom` turns the plateau rule off: growth goes on to a failure or `max_batch`, then bisects.
+    `time_budget_s` (None: none) counts from the call, model building and the final measurement included.
     `memory_cap_bytes` (CPU only) defaults to `memory_fraction` of the RAM available now. `try_batch`
-    replaces the model runner (a seam for tests); by default the model is built here and dropped at the end.
+    replaces the model runner and `clock` the monotonic clock (seams for tests); by default the model is
+    built here and dropped at the end. Raises OutOfMemory when no batch fits, or when even the batches that
+    fitted in the search do not in the final measurement: a result that is not cancelled has a samples/s.
     """
-    started = time.time()
+    started = clock()
     device = resolve_device(cfg.device)
     dtype = parse_dtype(cfg.dtype)
     sample_shape = tuple(cfg.resolved_shape()[1:])
@@ -418,12 +621,15 @@ def find_max_batch(cfg: BenchConfig, *, max_batch: int = DEFAULT_MAX_BATCH, reso
         if memory_cap_bytes is None:
             memory_cap_bytes = int(psutil.virtual_memory().available * memory_fraction)
             notes.append(f"CPU memory cap {format_bytes(memory_cap_bytes)} = {memory_fraction:g} x RAM available "
-                         "at the start; a try estimated over it counts as out of memory")
+                         "at the start; a try estimated or measured over it counts as out of memory")
         cap = memory_cap_bytes
         allocated_before = NA("no CUDA allocator on the CPU")
 
     def release() -> None:
         release_memory("cuda" if on_cuda else "cpu")
+
+    def is_cancelled() -> bool:
+        return bool(should_cancel and should_cancel())
 
     model = None
     runner: TryBatch
@@ -445,26 +651,43 @@ def find_max_batch(cfg: BenchConfig, *, max_batch: int = DEFAULT_MAX_BATCH, reso
                                   channels_last=cfg.channels_last,
                                   memory_cap_bytes=None if on_cuda else memory_cap_bytes,
                                   activation_bytes_per_sample=per_sample, should_cancel=should_cancel)
-    measurement: BatchTry | None = None
+    # The measurement after the search runs the best batch 1 + warm-up + iterations times, a try 1 + ...:
+    # a try is only started if the measurement that may follow it fits in the budget too.
+    reserve = (1 + measure_warmup + measure_iters) / (1 + try_warmup + try_iters)
+    measurements: list[BatchTry] = []
     try:
         with applied_flags(cfg.flags), torch.inference_mode():
             with forward_errors(cfg.model, (1, *sample_shape), dtype, device):
                 outcome = search_max_batch(runner, max_batch=max_batch, resolution=resolution,
-                                           warmup=try_warmup, iters=try_iters, release=release,
-                                           on_progress=on_progress, should_cancel=should_cancel)
-            if outcome.max_batch and not outcome.cancelled and not (should_cancel and should_cancel()):
-                measurement = _measure(runner, outcome.max_batch, measure_warmup, measure_iters)
-                if on_progress is not None:
-                    on_progress(measurement)
+                                           warmup=try_warmup, iters=try_iters, to_oom=to_oom,
+                                           plateau_doublings=plateau_doublings, time_budget_s=time_budget_s,
+                                           budget_started=started, reserve_factor=reserve, clock=clock,
+                                           release=release, on_progress=on_progress, should_cancel=should_cancel)
+            if not outcome.cancelled and not is_cancelled():
+                measurements = _measure_best(runner, outcome.tries, measure_warmup, measure_iters, release,
+                                             on_progress, clock, is_cancelled)
     finally:
         del runner, model
         release()
         if on_cuda and _drop_cublas_workspaces():
             release()
-    if outcome.hit_bound:
-        notes.append(f"stopped at the max-batch bound {max_batch}: larger batches may fit too")
-    if outcome.max_batch == 0 and outcome.tries:
-        notes.append(f"even batch 1 does not fit: {outcome.tries[0].reason}")
+    cancelled = outcome.cancelled or is_cancelled()
+    if outcome.max_batch == 0 and not cancelled:
+        failure = next((t for t in outcome.tries if not t.fits), None)
+        raise OutOfMemory(f"{cfg.model}: even batch {outcome.tries[0].batch if outcome.tries else 1} does not "
+                          f"fit on {device}: {failure.reason if failure else 'out of memory'}")
+    measurement = measurements[-1] if measurements else None
+    max_fit, first_failure, limit_found = outcome.max_batch, outcome.first_failure, outcome.limit_found
+    for failed in (m for m in measurements if not m.fits):
+        notes.append(f"batch {failed.batch} fitted in the search but not in the longer measurement "
+                     f"({failed.reason}): counted as not fitting")
+        first_failure = min(first_failure or failed.batch, failed.batch)
+        if max_fit >= failed.batch:
+            max_fit = max((t.batch for t in outcome.tries if t.fits and t.batch < failed.batch), default=0)
+            limit_found = limit_found and first_failure - max_fit <= resolution
+    if not cancelled and (measurement is None or not measurement.fits or measurement.samples_per_s is None):
+        raise OutOfMemory(f"{cfg.model}: no batch that fitted in the search could be measured on {device}: "
+                          + "; ".join(f"batch {m.batch}: {m.reason}" for m in measurements if not m.fits))
     allocated_after: int | NA = allocated_before
     if on_cuda:
         torch.cuda.synchronize(device)
@@ -473,29 +696,50 @@ def find_max_batch(cfg: BenchConfig, *, max_batch: int = DEFAULT_MAX_BATCH, reso
             notes.append(f"the CUDA allocator holds {format_bytes(allocated_after - allocated_before)} more than "
                          "before the search (library workspaces created by the first run stay allocated)")
     fitted = measurement if measurement is not None and measurement.fits else None
+    best_try = _best_of([t for t in outcome.tries if fitted is not None and t.batch == fitted.batch])
+    if best_try is not None and fitted.samples_per_s and best_try.samples_per_s:
+        ratio = fitted.samples_per_s / best_try.samples_per_s
+        if not 1 / SPEED_CHANGE <= ratio <= SPEED_CHANGE:
+            # Seen with another process on a 2-core box: the tries compared batches at another speed.
+            notes.append(f"the measurement at batch {fitted.batch} gave {_per_s(fitted.samples_per_s)}, {ratio:.2g}x "
+                         f"its try's {_per_s(best_try.samples_per_s)}: the machine's speed changed during the "
+                         "search (another process on it?), so the batch picked may not be the best; rerun on a "
+                         "quiet machine")
     return ThroughputResult(
         model=cfg.model, device=str(device), sample_shape=sample_shape, dtype=dtype_name(dtype),
-        channels_last=cfg.channels_last, max_batch=outcome.max_batch, max_batch_bound=max_batch,
+        channels_last=cfg.channels_last, max_batch=max_fit, max_batch_bound=max_batch,
         hit_bound=outcome.hit_bound, tries=outcome.tries, measurement=measurement,
         samples_per_s=fitted.samples_per_s if fitted else None,
         latency_ms=fitted.latency_ms if fitted else None,
         memory_cap_bytes=cap, allocator_before_bytes=allocated_before, allocator_after_bytes=allocated_after,
-        cancelled=outcome.cancelled or bool(should_cancel and should_cancel()),
-        duration_s=time.time() - started, notes=notes,
+        cancelled=cancelled, duration_s=clock() - started,
+        best_batch=fitted.batch if fitted else 0,
+        best_try_samples_per_s=best_try.samples_per_s if best_try is not None else None,
+        stop_rule=StopRule.CANCELLED if cancelled else outcome.stop_rule,
+        stop_reason="cancelled" if cancelled else outcome.stop_reason,
+        limit_found=limit_found, first_failure=first_failure, time_budget_s=time_budget_s, to_oom=to_oom,
+        notes=notes,
     )
 
 
-def _measure(runner: TryBatch, batch: int, warmup: int, iters: int) -> BatchTry:
-    """The longer run at the batch found. Memory noise can still make it fail: then it says so."""
-    try:
-        outcome = _outcome(runner(batch, warmup=warmup, iters=iters))
-    except Exception as exc:  # noqa: BLE001
-        if not is_out_of_memory(exc):
-            raise
-        reason = first_line(exc)
-        outcome = None
-    if outcome is None:
-        return BatchTry(batch, False, "measure", reason=reason)
-    latency, rate = _rate(outcome.samples_ms, batch)
-    return BatchTry(batch, True, "measure", latency, rate, peak_bytes=outcome.peak_bytes,
-                    estimated_bytes=outcome.estimated_bytes, iters=len(outcome.samples_ms))
+def _measure_best(runner: TryBatch, tries: list[BatchTry], warmup: int, iters: int,
+                  release: Callable[[], object], on_progress: OnProgress | None, clock: Clock,
+                  is_cancelled: ShouldCancel) -> list[BatchTry]:
+    """The longer run at the batch whose try gave the most samples/s. Memory noise can still make it fail:
+    then the best of the smaller batches is measured instead, and so on. Returns every measurement made,
+    the one that counts last (none fitted: no batch could be measured)."""
+    candidates = [t for t in tries if t.fits and t.samples_per_s is not None]
+    made: list[BatchTry] = []
+    while candidates and not is_cancelled():
+        best = _best_of(candidates)
+        m = run_try(runner, best.batch, "measure", warmup=warmup, iters=iters, clock=clock)
+        if m is None:  # cancelled before one iteration ran
+            break
+        made.append(m)
+        if on_progress is not None:
+            on_progress(m)
+        if m.fits:
+            break
+        release()
+        candidates = [t for t in candidates if t.batch < m.batch]
+    return made

@@ -1,10 +1,22 @@
-"""History pane: past runs from the history file, newest first; mark two (m or ⏎) to compare them."""
+"""History pane: past runs from the history file, a page at a time, newest first; mark two (m or ⏎) to compare
+them, on one page or on two.
+
+The pane reads its own pages (`show_history(path)`), backwards from the end of the file, so a history of any
+size costs a page of records in memory and a page's read on screen: ] shows the page of older runs, [ the
+newer one. A LoadResult handed to `show_records` is shown the same way, a page of its newest records.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from textual import on, work
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Vertical
+from textual.message import Message
 from textual.widgets import DataTable, Static
+from textual.worker import get_current_worker
 
 from torchperf_tui.formatting import format_ms
 
@@ -29,7 +41,10 @@ def comparison_text(comparison) -> str:
 
 
 class HistoryPane(Vertical):
-    """The app feeds it LoadResults; it keeps which rows (record ids) are marked, at most two."""
+    """A page of the history file (at most PAGE_SIZE runs, newest first), and the marked runs, at most two,
+    kept with their records so that a run marked on one page can be compared with one on another."""
+
+    PAGE_SIZE = 200
 
     DEFAULT_CSS = """
     HistoryPane { height: 1fr; }
@@ -37,10 +52,37 @@ class HistoryPane(Vertical):
     HistoryPane > DataTable { height: 1fr; }
     """
 
+    BINDINGS = [
+        Binding("right_square_bracket", "older_page", "Older runs"),
+        Binding("left_square_bracket", "newer_page", "Newer runs"),
+    ]
+
+    class Loaded(Message):
+        """A page of the history is shown; `loaded` is its LoadResult (warnings: at most one line)."""
+
+        def __init__(self, loaded) -> None:
+            super().__init__()
+            self.loaded = loaded
+
+    class _PageRead(Message, bubble=False):
+        """The pane's reader thread has a page (`before`: which one), or the one-line error reading it."""
+
+        def __init__(self, before: int | None, loaded=None, error: str | None = None) -> None:
+            super().__init__()
+            self.before, self.loaded, self.error = before, loaded, error
+
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.records: dict[str, object] = {}
+        self.records: dict[str, object] = {}  # the page shown, id -> record, newest first
         self.marked: list[str] = []
+        self._marked_records: dict[str, tuple[int, object]] = {}  # id -> (byte offset in the file, record)
+        self._offsets: dict[str, int] = {}  # id -> byte offset of the page's records
+        self.path: Path | None = None
+        # (before, runs on newer pages) for each page from the newest to the one shown: `before` is the byte
+        # offset the page ends at (None: the end of the file), as History.load(last=..., before=...) takes it.
+        self._pages: list[tuple[int | None, int]] = [(None, 0)]
+        self._older: int | None = None  # `before` of the next older page; None: the oldest page is shown
+        self._loading = False
 
     def compose(self) -> ComposeResult:
         yield Static("loading the history…", id="history-note", classes="loading")
@@ -55,15 +97,91 @@ class HistoryPane(Vertical):
                            ("when", "when (UTC)")):
             table.add_column(label, key=key)
 
+    # -- feeding the pane ---------------------------------------------------------------------------
+    def show_history(self, path: str | Path | None) -> None:
+        """Read the page shown (at first the newest) of the history at `path` (None: the default history)
+        again, in a thread; a new run appears on the newest page, an older page stays where it is."""
+        from torchperf_tui.engine.results import default_history_path  # no torch: cheap
+
+        path = default_history_path(path)
+        if path != self.path:
+            self.path = path
+            self._pages = [(None, 0)]
+            self.marked, self._marked_records = [], {}
+        self._read_page()
+
     def show_records(self, loaded) -> None:
-        """Newest first; the highlighted row and the marks survive a refresh."""
+        """Show a LoadResult read elsewhere as the newest page: its newest PAGE_SIZE records, newest first."""
+        if loaded.path is not None and loaded.path != self.path:
+            self.marked, self._marked_records = [], {}
+        self.path = loaded.path
+        self._pages = [(None, 0)]
+        self._show_page(loaded)
+
+    def action_older_page(self) -> None:
+        if self._loading or self.path is None or self._older is None:
+            self.app.bell()  # the oldest runs are shown (or a page is on its way)
+            return
+        before, newer = self._pages[-1]
+        self._pages.append((self._older, newer + len(self.records)))
+        self._read_page()
+
+    def action_newer_page(self) -> None:
+        if self._loading or len(self._pages) == 1:
+            self.app.bell()
+            return
+        self._pages.pop()
+        self._read_page()
+
+    def _read_page(self) -> None:
+        self._loading = True
+        note = self.query_one("#history-note", Static)
+        note.add_class("loading")
+        self._load_page(self.path, self._pages[-1][0], self.PAGE_SIZE)
+
+    @work(thread=True, exclusive=True, group="history-page", exit_on_error=False)
+    def _load_page(self, path: Path, before: int | None, size: int) -> None:
+        """A page read backwards from `before` (values, not the pane's attributes: this runs in a thread)."""
+        from torchperf_tui.engine.errors import user_message
+        from torchperf_tui.engine.results import History
+
+        try:
+            loaded = History(path).load(last=size, before=before)
+        except Exception as exc:  # a FIFO, a folder, an unreadable file: one line on the pane
+            message = self._PageRead(before, error=user_message(exc))
+        else:
+            message = self._PageRead(before, loaded=loaded)
+        if not get_current_worker().is_cancelled:
+            self.post_message(message)
+
+    @on(_PageRead)
+    def _page_read(self, message: _PageRead) -> None:
+        if message.before != self._pages[-1][0]:
+            return  # a page the user has since paged away from
+        self._loading = False
+        if message.error is not None:
+            self.show_error(message.error)
+            return
+        self._show_page(message.loaded)
+
+    # -- showing a page -----------------------------------------------------------------------------
+    def _show_page(self, loaded) -> None:
+        """Newest first; the highlighted row and the marks survive a refresh of the same page."""
+        self._loading = False
         table = self.query_one(DataTable)
         keep = self.highlighted_id()
-        newest_first = list(reversed(loaded.records))
-        self.records = {r.id: r for r in newest_first}
-        self.marked = [m for m in self.marked if m in self.records]
+        records, offsets = loaded.records[-self.PAGE_SIZE:], self._offsets_of(loaded)[-self.PAGE_SIZE:]
+        if len(loaded.records) > self.PAGE_SIZE:
+            self._older = offsets[0]  # a whole file was handed over: the next page ends where this one starts
+        else:
+            self._older = loaded.start if loaded.more_before else None
+        self.records, self._offsets = {}, {}
+        for record, offset in zip(reversed(records), reversed(offsets)):
+            if record.id not in self.records:  # an id twice in the file (a line copied): the newer one
+                self.records[record.id] = record
+                self._offsets[record.id] = offset
         table.clear()
-        for r in newest_first:
+        for r in self.records.values():
             s = r.stats
             table.add_row(MARK if r.id in self.marked else "", r.short_id,
                           format_ms(s.p50_ms) if s else "–", format_ms(s.p99_ms) if s else "–",
@@ -71,19 +189,44 @@ class HistoryPane(Vertical):
                           f"{r.shape_text} {r.dtype}", r.device, r.created_at.replace("T", " ")[5:16], key=r.id)
         if keep in self.records:
             table.move_cursor(row=table.get_row_index(keep))
+        self._show_note(loaded)
+        self.post_message(self.Loaded(loaded))
+
+    @staticmethod
+    def _offsets_of(loaded) -> list[int]:
+        """Each record's byte offset; a LoadResult made by hand has none: its order stands in."""
+        offsets = list(getattr(loaded, "offsets", None) or [])
+        return offsets if len(offsets) == len(loaded.records) else list(range(len(loaded.records)))
+
+    def _show_note(self, loaded) -> None:
         note = self.query_one("#history-note", Static)
         note.remove_class("loading")
-        skipped = f" · {len(loaded.warnings)} bad line(s) skipped" if loaded.warnings else ""
-        if not newest_first:
-            note.update(f"no runs recorded yet ({loaded.path}){skipped}")
+        skipped_count = getattr(loaded, "skipped", len(loaded.warnings))
+        skipped = f" · {skipped_count} bad line(s) skipped" if skipped_count else ""
+        newer = self._pages[-1][1]
+        shown = len(self.records)
+        if newer == 0 and self._older is None:
+            if not shown:
+                note.update(f"no runs recorded yet ({loaded.path}){skipped}")
+            else:
+                note.update(f"{shown} run(s) in {loaded.path}, newest first{skipped}")
+            return
+        keys = " · ".join(k for k, show in (("\\[ newer", newer > 0), ("] older", self._older is not None)) if show)
+        if newer == 0:
+            where = f"the newest {shown} runs"
+        elif shown:
+            where = f"runs {newer + 1}–{newer + shown} counting back from the newest"
         else:
-            note.update(f"{len(newest_first)} run(s) in {loaded.path}, newest first{skipped}")
+            where = f"no runs before the newest {newer}"
+        note.update(f"{where} in {loaded.path}, newest first{skipped} · {keys}")
 
     def show_error(self, text: str) -> None:
+        self._loading = False
         note = self.query_one("#history-note", Static)
         note.remove_class("loading")
         note.update(f"[b $error]error:[/] {text}")
 
+    # -- marking and comparing ------------------------------------------------------------------------
     def highlighted_id(self) -> str | None:
         table = self.query_one(DataTable)
         if table.row_count == 0:
@@ -98,8 +241,11 @@ class HistoryPane(Vertical):
             return self.marked
         if record_id in self.marked:
             self.marked.remove(record_id)
+            self._marked_records.pop(record_id, None)
         else:
             self.marked = (self.marked + [record_id])[-2:]
+            self._marked_records[record_id] = (self._offsets[record_id], self.records[record_id])
+            self._marked_records = {rid: self._marked_records[rid] for rid in self.marked}
         table = self.query_one(DataTable)
         for rid in self.records:
             table.update_cell(rid, "mark", MARK if rid in self.marked else "")
@@ -109,9 +255,8 @@ class HistoryPane(Vertical):
         """The two marked records, the older run (earlier in the file) first as the baseline, or None."""
         if len(self.marked) != 2:
             return None
-        order = list(self.records)  # newest first
-        older, newer = sorted(self.marked, key=order.index, reverse=True)
-        return self.records[older], self.records[newer]
+        older, newer = sorted((self._marked_records[rid] for rid in self.marked), key=lambda item: item[0])
+        return older[1], newer[1]
 
     def show_comparison(self, text: str) -> None:
         self.query_one("#history-compare", Static).update(text)

@@ -1,40 +1,44 @@
-"""Throughput pane: the largest-batch search as it goes (one row per batch tried), then the largest batch,
-its samples/s, and samples/s against batch as a plot."""
+"""Throughput pane: the batch search as it goes (one row per batch tried), then the best samples/s and its
+batch, the largest batch that fits as far as the search went, the rule that stopped it and the time spent,
+and samples/s against batch as a plot."""
 
 from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.markup import escape
 from textual.widgets import Button, DataTable, Static
 
 from torchperf_tui.formatting import format_bytes, format_ms, format_number
 from torchperf_tui.app.widgets.timing.histogram import _PlotHolder, theme_palette
 
 
-def try_cells(t) -> tuple[str, str, str, str, str]:
-    """(batch, phase, fits or why not, latency, samples/s) of one BatchTry."""
+def try_cells(t) -> tuple[str, str, str, str, str, str]:
+    """(batch, phase, fits or why not, latency, samples/s, time the try took) of one BatchTry."""
     fits = "fits" if t.fits else f"does not fit: {t.reason}"
     return (str(t.batch), t.phase, fits, format_ms(t.latency_ms) if t.latency_ms is not None else "–",
-            format_number(t.samples_per_s, digits=1) if t.samples_per_s is not None else "–")
+            format_number(t.samples_per_s, digits=1) if t.samples_per_s is not None else "–",
+            f"{t.seconds:.1f} s" if t.seconds is not None else "–")
 
 
 def throughput_summary(result) -> str:
-    """One or two lines: the largest batch, samples/s and latency there, and the engine's notes."""
-    if result.cancelled:
-        head = f"cancelled · largest batch that fitted so far: {result.max_batch}"
-    elif result.max_batch == 0:
-        head = "[b $error]no batch fits[/]"
+    """The best samples/s and its batch; the largest batch that fits (or how far the search went); the
+    rule that stopped the search; the time spent; the engine's notes."""
+    latency = format_ms(result.latency_ms) if result.latency_ms is not None else "–"
+    if result.samples_per_s is not None:
+        head = (f"best [b]{format_number(result.samples_per_s, digits=1)}[/] samples/s at batch "
+                f"[b]{result.best_batch}[/] · latency {latency} per batch")
     else:
-        bound = " (the max-batch bound: larger may fit)" if result.hit_bound else ""
-        rate = format_number(result.samples_per_s, digits=1) if result.samples_per_s is not None else "–"
-        head = (f"largest batch [b]{result.max_batch}[/]{bound} · [b]{rate}[/] samples/s · "
-                f"latency {format_ms(result.latency_ms) if result.latency_ms is not None else '–'} "
-                f"per batch · {result.duration_s:.1f} s")
+        head = "[b]cancelled[/] before a measurement" if result.cancelled else "no measurement"
+    head += f" · {result.time_text()}"
     cap = result.memory_cap_bytes
     if isinstance(cap, int):
         head += f" · CPU cap {format_bytes(cap)}"
-    notes = [n for n in result.notes if not n.startswith("CPU memory cap")]
-    return head + ("".join(f"\n{n}" for n in notes) if notes else "")
+    lines = [head, f"largest batch that fits: {result.limit_text()}",
+             f"stopped by [b]{result.stop_rule}[/]: {escape(result.stop_reason)}"]
+    # Notes can quote an exception's text: escaped, so a "[" in it is not read as markup.
+    lines += [escape(n) for n in result.notes if not n.startswith("CPU memory cap")]
+    return "\n".join(lines)
 
 
 class ThroughputPlot(_PlotHolder):
@@ -78,7 +82,8 @@ class ThroughputPane(Vertical):
     def compose(self) -> ComposeResult:
         with Horizontal(classes="pane-actions"):
             yield Button("Find max batch (t)", id="throughput-start", compact=True, action="app.find_max_batch")
-            yield Static("pick a model, then t: grow the batch until it does not fit, then bisect",
+            yield Static("pick a model, then t: double the batch until samples/s stops improving or it does "
+                         "not fit, within a time budget",
                          id="throughput-status")
         yield DataTable(id="throughput-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="throughput-summary")
@@ -87,7 +92,7 @@ class ThroughputPane(Vertical):
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
         for key, label in (("batch", "batch"), ("phase", "phase"), ("fits", "fits"), ("latency", "latency"),
-                           ("rate", "samples/s")):
+                           ("rate", "samples/s"), ("took", "took")):
             table.add_column(label, key=key)
 
     def start(self, text: str) -> None:

@@ -1,0 +1,158 @@
+"""The History tab pages through the history file: at most a page of runs is held and shown, newest first; ]
+and [ go to older and newer pages, read from the end of the file; marks hold across pages."""
+
+from __future__ import annotations
+
+import json
+
+from textual.app import App, ComposeResult
+from textual.widgets import Footer
+
+from tests.app.helpers import screen_text, wait_ready, wait_until
+from tests.engine.test_results import make_record
+from torchperf_tui.app.app import TorchperfApp
+from torchperf_tui.app.widgets.history.history_pane import HistoryPane
+from torchperf_tui.engine.results import History
+
+
+def write_history(path, n: int) -> list:
+    """n runs, oldest first, their p50 1, 2, 3 ... ms so that a row tells which run it is."""
+    records = [make_record(p50=float(i + 1), p99=float(i + 2)) for i in range(n)]
+    History(path).extend(records)
+    return records
+
+
+def shown_ids(pane: HistoryPane) -> list[str]:
+    table = pane.query_one("#history-table")
+    return [str(table.get_row_at(i)[1]) for i in range(table.row_count)]
+
+
+def short(records) -> list[str]:
+    return [r.short_id for r in records]
+
+
+class PaneApp(App):
+    """The pane alone, fed as the app feeds it, keeping the pages it reports."""
+
+    def __init__(self, path) -> None:
+        super().__init__()
+        self.path = path
+        self.loaded: list = []
+
+    @property
+    def main(self):  # where tests.app.helpers looks for widgets, as on TorchperfApp
+        return self.screen
+
+    def compose(self) -> ComposeResult:
+        yield HistoryPane(id="history")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#history-table").focus()
+        self.query_one(HistoryPane).show_history(self.path)
+
+    def on_history_pane_loaded(self, message: HistoryPane.Loaded) -> None:
+        self.loaded.append(message.loaded)
+
+
+async def test_the_pane_reads_a_page_at_a_time_from_the_end_and_pages_with_brackets(tmp_path):
+    path = tmp_path / "h.jsonl"
+    records = write_history(path, 450)
+    app = PaneApp(path)
+    async with app.run_test(size=(120, 30)) as pilot:
+        pane = app.query_one(HistoryPane)
+        await wait_until(pilot, lambda: len(app.loaded) == 1, what="the first page")
+        newest = records[-200:][::-1]
+        assert shown_ids(pane) == short(newest) and list(pane.records) == [r.id for r in newest]
+        assert app.loaded[0].records == records[-200:]  # read from the end: only the page
+        note = screen_text(app, "#history-note")
+        assert "the newest 200 runs" in note and "] older" in note and "[ newer" not in note
+
+        await pilot.press("right_square_bracket")
+        await wait_until(pilot, lambda: len(app.loaded) == 2, what="the older page")
+        assert shown_ids(pane) == short(records[-400:-200][::-1]) and len(pane.records) == 200
+        note = screen_text(app, "#history-note")
+        assert "runs 201–400 counting back from the newest" in note and "[ newer · ] older" in note
+
+        await pilot.press("right_square_bracket")
+        await wait_until(pilot, lambda: len(app.loaded) == 3, what="the oldest page")
+        assert shown_ids(pane) == short(records[:50][::-1])
+        assert "runs 401–450" in screen_text(app, "#history-note") and "] older" not in screen_text(
+            app, "#history-note")
+        await pilot.press("right_square_bracket")  # nothing older: stays
+        await pilot.pause(0.2)
+        assert len(app.loaded) == 3 and shown_ids(pane) == short(records[:50][::-1])
+
+        await pilot.press("left_square_bracket", "left_square_bracket")
+        await wait_until(pilot, lambda: shown_ids(pane) == short(newest), what="back to the newest page")
+
+
+async def test_a_new_run_shows_on_the_newest_page_and_an_older_page_stays_put(tmp_path):
+    path = tmp_path / "h.jsonl"
+    records = write_history(path, 250)
+    app = PaneApp(path)
+    async with app.run_test(size=(120, 30)) as pilot:
+        pane = app.query_one(HistoryPane)
+        await wait_until(pilot, lambda: len(app.loaded) == 1, what="the first page")
+        added = make_record(p50=999.0)
+        History(path).append(added)
+        pane.show_history(path)
+        await wait_until(pilot, lambda: len(app.loaded) == 2, what="the refresh")
+        assert shown_ids(pane)[0] == added.short_id and len(pane.records) == 200
+        await pilot.press("right_square_bracket")
+        await wait_until(pilot, lambda: len(app.loaded) == 3, what="the older page")
+        History(path).append(make_record())
+        pane.show_history(path)
+        await wait_until(pilot, lambda: len(app.loaded) == 4, what="the refresh of the older page")
+        assert shown_ids(pane) == short(records[:51][::-1])
+
+
+async def test_runs_marked_on_two_pages_compare_older_first(tmp_path):
+    path = tmp_path / "h.jsonl"
+    records = write_history(path, 300)
+    app = PaneApp(path)
+    async with app.run_test(size=(120, 30)) as pilot:
+        pane = app.query_one(HistoryPane)
+        await wait_until(pilot, lambda: len(app.loaded) == 1, what="the first page")
+        pane.toggle_mark()  # the newest run, on the first page
+        await pilot.press("right_square_bracket")
+        await wait_until(pilot, lambda: len(app.loaded) == 2, what="the older page")
+        pane.toggle_mark()  # the newest run of the older page
+        assert pane.marked_pair() == (records[-201], records[-1])
+        await pilot.press("left_square_bracket")
+        await wait_until(pilot, lambda: len(app.loaded) == 3, what="back to the newest page")
+        assert pane.marked_pair() == (records[-201], records[-1])
+        assert str(pane.query_one("#history-table").get_row_at(0)[0]) == "●"
+
+
+async def test_a_history_that_is_not_a_file_is_an_error_line(tmp_path):
+    app = PaneApp(tmp_path)  # a folder
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_until(pilot, lambda: "error" in screen_text(app, "#history-note"), what="the error")
+        assert "is a directory, not a regular file" in screen_text(app, "#history-note")
+
+
+async def test_bad_lines_are_counted_on_the_page_and_reported_once(tmp_path):
+    path = tmp_path / "h.jsonl"
+    good = make_record()
+    path.write_bytes(b"\xff\xfe\n" * 500 + json.dumps(good.to_dict()).encode() + b"\n")
+    app = PaneApp(path)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_until(pilot, lambda: len(app.loaded) == 1, what="the page")
+        assert "1 run(s)" in screen_text(app, "#history-note")
+        assert "500 bad line(s) skipped" in screen_text(app, "#history-note")
+        assert len(app.loaded[0].warnings) == 1 and "skipped 500 bad lines" in app.loaded[0].warnings[0]
+
+
+async def test_the_app_history_tab_shows_a_page_of_a_long_history(tmp_path):
+    path = tmp_path / "runs.jsonl"
+    records = write_history(path, 230)
+    app = TorchperfApp(poll_telemetry=False, history_path=str(path))
+    async with app.run_test(size=(120, 32)) as pilot:
+        await wait_ready(pilot)
+        await pilot.press("8")
+        pane = app.main.query_one(HistoryPane)
+        await wait_until(pilot, lambda: pane.query_one("#history-table").row_count > 0, what="the history")
+        assert shown_ids(pane) == short(records[-200:][::-1]) and len(pane.records) == 200
+        await pilot.press("right_square_bracket")
+        await wait_until(pilot, lambda: shown_ids(pane) == short(records[:30][::-1]), what="the older page")
