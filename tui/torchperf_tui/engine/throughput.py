@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import psutil
-import torch
+from torchperf_tui.engine.lazy_torch import torch
 
 from torchperf_tui.engine.errors import OutOfMemory, TorchperfError, first_line
 from torchperf_tui.engine.flags import applied_flags
