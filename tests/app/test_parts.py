@@ -67,3 +67,11 @@ def test_an_ab_pair_is_overlaid_alone_and_other_runs_by_the_last_four():
     assert [r.run_id for r in overlaid_runs(runs)] == [2, 3, 4, 5]
     runs[3].arm, runs[4].arm = "A", "B"
     assert [r.run_id for r in overlaid_runs(runs)] == [4, 5]
+
+
+def test_the_memory_pane_names_the_gap_between_nvml_and_the_allocator():
+    from torchperf_tui.app.widgets.memory.memory_pane import process_gpu_text
+
+    GiB = 1024**3
+    text = process_gpu_text(3 * GiB, 2 * GiB)
+    assert "3.0 GiB" in text and "1.0 GiB" in text and "CUDA context" in text

@@ -261,3 +261,13 @@ def test_gpu_release_memory_drops_reserved():
     assert isinstance(report.nvml_used_before_bytes, int)
     assert report.nvml_used_before_bytes - report.nvml_used_after_bytes >= 256 * MiB
     assert report.summary().startswith("released ")
+
+
+def test_process_gpu_memory_is_nvmls_count_for_one_pid():
+    from torchperf_tui.engine.nvml import is_na
+    from torchperf_tui.engine.telemetry import process_gpu_memory
+
+    nvml = Nvml.open(FakeNvml(gpus=[FakeGpu(processes={4242: 3 * GiB, 7: None})]))
+    assert process_gpu_memory(nvml, 0, 4242) == 3 * GiB
+    assert process_gpu_memory(nvml, 0, 99) == 0  # no CUDA context on that GPU
+    assert is_na(process_gpu_memory(nvml, 0, 7))  # NVML without per-process figures (MIG)

@@ -95,6 +95,7 @@ class FakeGpu:
     max_mem_clock_mhz: int = 2619
     memory_bus_width_bits: int = 5120
     name_as_bytes: bool = False  # older nvidia-ml-py releases return bytes for strings
+    processes: dict = dataclasses.field(default_factory=dict)  # pid -> used GPU memory in bytes (None: n/a)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -226,6 +227,10 @@ class FakeNvml:
     def nvmlDeviceGetMaxClockInfo(self, handle, clock_type: int) -> int:
         gpu = self._enter("nvmlDeviceGetMaxClockInfo", handle)
         return _pick_clock(gpu.max_sm_clock_mhz, gpu.max_mem_clock_mhz, clock_type)
+
+    def nvmlDeviceGetComputeRunningProcesses(self, handle):
+        gpu = self._enter("nvmlDeviceGetComputeRunningProcesses", handle)
+        return [SimpleNamespace(pid=pid, usedGpuMemory=used) for pid, used in gpu.processes.items()]
 
     def nvmlDeviceGetMemoryBusWidth(self, handle) -> int:
         return self._enter("nvmlDeviceGetMemoryBusWidth", handle).memory_bus_width_bits

@@ -141,6 +141,7 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
         self._nvml_seam = nvml
         self._cuda_seam = cuda
         self._sampler = telemetry
+        self._sampler_injected = telemetry is not None
         self._fixed_report = device_report
         self.warmup = warmup
         self.iters = iters
@@ -173,6 +174,7 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
         self._run_job: int | None = None  # the timing run or A/B comparison in flight
         self._memory_job: int | None = None
         self.allocator_reading: dict | None = None  # the measurement process's allocator and RSS, when idle
+        self.measurement_gpu_bytes: Any = None  # NVML's used memory for the measurement process's pid
         self._ui_ready = threading.Event()
         self.main: MainScreen | None = None
         self.last_telemetry: Any = None
@@ -955,9 +957,18 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
                 continue
             try:
                 sample = self._sampler.sample()
+                self.measurement_gpu_bytes = self._measurement_gpu_memory()
                 self.post_message(TelemetryTick(sample, list(self._sampler.history)))
             except Exception as exc:
                 self.post_message(EngineProblem("telemetry", user_message(exc)))
+
+    def _measurement_gpu_memory(self):
+        """NVML's figure for the measurement process on the shown GPU (telemetry thread), or None off CUDA."""
+        index, pid = self.gpu_index(), self.measurement_pid
+        nvml = self._nvml_handle()
+        if index is None or pid is None or self.device_kind() != "cuda" or nvml is None:
+            return None
+        return self.engine.telemetry.process_gpu_memory(nvml, index, pid)
 
     @while_running
     def on_telemetry_tick(self, message: TelemetryTick) -> None:
@@ -981,22 +992,24 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
     def _show_telemetry(self, sample, history) -> None:
         if self._active_tab() != "memory":
             return  # a hidden pane is not redrawn every tick; it catches up when its tab is shown
-        self.main.query_one(MemoryPane).show_sample(self._with_allocator(sample), history, self.gpu_index(),
-                                                    run_trace=list(self.run_memory), run_kind=self.run_memory_kind,
-                                                    releases=list(self.releases))
+        sample, holder = self._with_allocator(sample)
+        self.main.query_one(MemoryPane).show_sample(sample, history, self.gpu_index(), run_trace=list(self.run_memory),
+                                                    run_kind=self.run_memory_kind, releases=list(self.releases),
+                                                    holder=holder, holder_gpu_bytes=self.measurement_gpu_bytes)
 
-    def _with_allocator(self, sample):
-        """The sample with the measurement process's allocator figures and RSS (this process holds no model)."""
+    def _with_allocator(self, sample) -> tuple[Any, str]:
+        """The sample with the measurement process's allocator figures and RSS (this process holds no model),
+        and the name of the process they are from. Injected test sources are shown as they are."""
         reading = self.allocator_reading
-        if reading is None or self._cuda_seam is not None:
-            return sample
+        if reading is None or self._cuda_seam is not None or self._sampler_injected:
+            return sample, "this process"
         import dataclasses
 
         changes = {"process_rss_bytes": reading["rss"]}
         if reading.get("allocated") is not None:
             changes.update(torch_allocated_bytes=reading["allocated"], torch_reserved_bytes=reading["reserved"],
                            torch_peak_bytes=reading["peak"])
-        return dataclasses.replace(sample, **changes)
+        return dataclasses.replace(sample, **changes), f"measurement process (pid {reading['pid']})"
 
     def action_release_memory(self) -> None:
         """Release cached memory through the engine and say what was freed."""

@@ -118,6 +118,9 @@ def checked_result(function: str, value: Any) -> Any:
     elif function in _TEXTS:
         if not isinstance(value, str):
             return malformed(f"{type(value).__name__}, not text")
+    elif function == "nvmlDeviceGetComputeRunningProcesses":
+        if not isinstance(value, (list, tuple)) or not all(_is_count(getattr(p, "pid", None)) for p in value):
+            return malformed(f"{type(value).__name__} without a pid per process")
     elif function == "nvmlDeviceGetCudaComputeCapability":
         if not (isinstance(value, (tuple, list)) and len(value) == 2 and all(_is_count(v) for v in value)):
             return malformed(f"{type(value).__name__} {value!r}"[:160])

@@ -254,6 +254,23 @@ def _find_malloc_trim() -> Any:
     return _malloc_trim
 
 
+def process_gpu_memory(nvml: Nvml, index: int, pid: int) -> int | NA:
+    """GPU memory NVML counts for process `pid` on GPU `index`: its CUDA context, the caching allocator's
+    reserved memory and whatever else it allocated outside PyTorch. 0 when the process has no context there."""
+    processes = nvml.query(index, "nvmlDeviceGetComputeRunningProcesses")
+    if isinstance(processes, NA):
+        return processes
+    for process in processes:
+        if process.pid == pid:
+            used = getattr(process, "usedGpuMemory", None)
+            return used if _is_bytes(used) else NA("NVML does not report per-process memory here (MIG or WSL?)")
+    return 0
+
+
+def _is_bytes(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 def _nvml_used(nvml: Nvml, indices: list[int]) -> int | NA:
     total = 0
     for j in indices:

@@ -109,6 +109,15 @@ def release_marks(releases, now: float) -> list[tuple[float, str]]:
     return [(t - now, f"freed {format_bytes(report.released_bytes)}") for t, report in releases]
 
 
+def process_gpu_text(used, reserved) -> str:
+    """NVML's count for the measurement process beside the allocator's reserved, and what the gap is."""
+    if not _num(used):
+        return f"  the process on the GPU (NVML): {used}"
+    outside = used - reserved
+    return (f"  the process on the GPU (NVML): {format_bytes(used)} · outside the caching allocator: "
+            f"[b]{format_bytes(max(outside, 0))}[/] (the CUDA context and non-PyTorch allocations)")
+
+
 class MemoryPane(Vertical):
     """Fed a TelemetrySample every tick by the app."""
 
@@ -133,7 +142,9 @@ class MemoryPane(Vertical):
             widget.update(text)
 
     def show_sample(self, sample, history, gpu_index: int | None, chart: bool = True, run_trace=(),
-                    run_kind: str = "", releases=()) -> None:
+                    run_kind: str = "", releases=(), holder: str = "this process", holder_gpu_bytes=None) -> None:
+        """`holder` names the process whose RSS and allocator the sample carries (the one holding the model);
+        `holder_gpu_bytes` is what NVML counts for that process on the GPU (None off CUDA)."""
         title = self.query_one("#mem-title", Static)
         title.remove_class("loading")
         bar = self.query_one("#mem-bar", ProgressBar)
@@ -151,7 +162,7 @@ class MemoryPane(Vertical):
             used, total = sample.system_ram_used_bytes, sample.system_ram_total_bytes
             self._set("#mem-title", f"[b]System RAM[/]: {format_bytes(used)} used of {format_bytes(total)}")
             self._set("#mem-device", 
-                f"this process RSS {format_bytes(sample.process_rss_bytes)}")
+                f"{holder} RSS {format_bytes(sample.process_rss_bytes)}")
         if _num(used) and _num(total) and total > 0:
             if (bar.total, bar.progress) != (total, used):
                 bar.update(total=total, progress=used)
@@ -161,9 +172,11 @@ class MemoryPane(Vertical):
                                  sample.torch_peak_bytes)
         if _num(alloc) and _num(reserved):
             gap = reserved - alloc
-            self._set("#mem-allocator",
-                f"torch allocator (this process): allocated {format_bytes(alloc)} · reserved {format_bytes(reserved)}"
-                f" · peak {format_bytes(peak)}\n  reserved but not used by tensors: [b]{format_bytes(gap)}[/]")
+            text = (f"torch allocator ({holder}): allocated {format_bytes(alloc)} · reserved {format_bytes(reserved)}"
+                    f" · peak {format_bytes(peak)}\n  reserved but not used by tensors: [b]{format_bytes(gap)}[/]")
+            if holder_gpu_bytes is not None:
+                text += "\n" + process_gpu_text(holder_gpu_bytes, reserved)
+            self._set("#mem-allocator", text)
         else:
             self._set("#mem-allocator", f"torch CUDA allocator: {alloc}")
         if chart:
