@@ -192,7 +192,7 @@ class RunRecord:
         if not isinstance(samples, list):
             raise ValueError(f"samples_ms is a JSON {_json_type(samples)}, not a list of numbers")
         # Floats whose sum is finite are each finite: the usual case, checked at C speed; else one by one.
-        if not (all(type(s) is float for s in samples) and math.isfinite(sum(samples))):
+        if not (set(map(type, samples)) <= {float} and math.isfinite(sum(samples))):
             samples = [_finite_float(s, "a sample in samples_ms") for s in samples]
         stats = data.get("stats")
         duration = data.get("duration_s")
