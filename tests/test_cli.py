@@ -157,12 +157,24 @@ def test_determinism_command(capsys):
 
 
 def test_throughput_command_finds_the_largest_batch_under_the_bound(capsys):
-    code, out, err = run(capsys, "throughput", TINY, "--input", "1x3x8x8", "--max-batch", "8", "--json")
+    code, out, err = run(capsys, "throughput", TINY, "--input", "1x3x8x8", "--max-batch", "8", "--to-oom",
+                         "--json")
     data = json.loads(out)
-    assert code == 0 and data["max_batch"] == 8 and data["hit_bound"] is True
-    assert data["samples_per_s"] > 0
+    assert code == 0 and data["max_batch"] == 8 and data["hit_bound"] is True and data["to_oom"] is True
+    assert data["samples_per_s"] > 0 and data["stop_rule"] == "max-batch"
+    code, out, err = run(capsys, "throughput", TINY, "--input", "1x3x8x8", "--max-batch", "8")
+    assert code == 0
+    for words in ("best throughput", "largest batch that fits", "stopped by", "search took"):
+        assert words in out, words
     code, out, err = run(capsys, "throughput", "tests.tinymodels:oom_model", "--input", "1x3x8x8")
-    assert code == 0 and "largest batch" in out and "does not fit" in err
+    last = err.strip().splitlines()[-1]  # after the tries' progress lines, one line says why
+    assert code == 2 and last.startswith("torchperf-tui: error:") and "even batch 1 does not fit" in last
+
+
+@pytest.mark.parametrize("budget", ["-1", "nan", "inf", "1e9"])
+def test_throughput_time_budget_is_checked_where_it_enters(capsys, budget):
+    code, _, err = run(capsys, "throughput", TINY, "--time-budget", budget)
+    assert code == 2 and "--time-budget" in err
 
 
 def test_profile_command_lists_top_ops_and_writes_a_trace(capsys, tmp_path):

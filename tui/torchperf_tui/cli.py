@@ -152,9 +152,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-history", action="store_true", help="do not append this run to the history file")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
-    p = sub.add_parser("throughput", help="largest batch that fits (grow, then bisect to OOM), then samples/s")
+    p = sub.add_parser("throughput", help="the batch with the most samples/s, and the largest batch that fits "
+                       "(doubling until samples/s stops improving, it does not fit, or the time budget)")
     _add_workload_options(p)
     p.add_argument("--max-batch", type=_positive_int, default=1024, help="stop growing here (default 1024)")
+    p.add_argument("--to-oom", action="store_true",
+                   help="keep growing past the best samples/s until out of memory or --max-batch, then bisect "
+                        "(finds the largest batch that fits; the time budget still applies)")
+    p.add_argument("--time-budget", type=_checked(options.time_budget), metavar="SECONDS",
+                   help="do not start a try that would not end within this budget, the final measurement "
+                        "included (default 120; 0: no budget)")
     p.add_argument("--memory-cap", type=_positive_float("--memory-cap"), metavar="GIB",
                    help="CPU only: memory the search may use (default half of the available RAM)")
     _add_flag_options(p)
@@ -327,12 +334,13 @@ def _bench_config(args, **overrides):
 
 
 def cmd_throughput(args) -> int:
-    from torchperf_tui.engine.errors import TorchperfError
-    from torchperf_tui.engine.throughput import find_max_batch
+    from torchperf_tui.engine.throughput import DEFAULT_TIME_BUDGET_S, find_max_batch
     from torchperf_tui.cli_render import render_batch_try, render_throughput
 
     cap = int(args.memory_cap * 1024**3) if args.memory_cap else None
+    budget = DEFAULT_TIME_BUDGET_S if args.time_budget is None else (args.time_budget or None)
     result = find_max_batch(_bench_config(args), max_batch=args.max_batch, memory_cap_bytes=cap,
+                            to_oom=args.to_oom, time_budget_s=budget,
                             on_progress=None if args.json else render_batch_try)
     if args.json:
         _print_json(result.to_dict())
@@ -386,20 +394,22 @@ def _append_history(args, result) -> None:
     """Every completed run goes to the history at once; a history that cannot be written is a warning, not a
     lost result."""
     from torchperf_tui.engine.errors import TorchperfError
-    from torchperf_tui.engine.results import History, records_of
+    from torchperf_tui.engine.results import History, HistoryNotDurable, records_of
 
     try:
-        history = History(args.history)
-        for record in records_of(result):
-            history.append(record)
+        History(args.history).extend(records_of(result))
+    except HistoryNotDurable as exc:  # the run is in the file; only the flush to disk failed
+        print(f"{PROG}: warning: {exc}", file=sys.stderr)
     except (TorchperfError, OSError) as exc:
         print(f"{PROG}: warning: run not saved to history: {exc}", file=sys.stderr)
 
 
-def _load_history(args):
+def _load_history(args, last: int | None = None):
+    """The history's records (with `last`, only the newest, read from the end of the file); bad lines are one
+    warning line. A history that is not a regular file is a TorchperfError: exit 2."""
     from torchperf_tui.engine.results import History
 
-    loaded = History(args.history).load()
+    loaded = History(args.history).load(last=last)
     for warning in loaded.warnings:
         print(f"{PROG}: warning: {warning}", file=sys.stderr)
     return loaded
@@ -471,8 +481,8 @@ def cmd_memsnap(args) -> int:
 def cmd_history(args) -> int:
     from torchperf_tui.engine.results import export_records
 
-    loaded = _load_history(args)
-    records = loaded.last(args.last)
+    loaded = _load_history(args, last=args.last)
+    records = loaded.records
     if args.json:
         print(export_records(records, "json"))
     elif not records:
@@ -486,8 +496,8 @@ def cmd_history(args) -> int:
 def cmd_export(args) -> int:
     from torchperf_tui.engine.results import export_records
 
-    loaded = _load_history(args)
-    records = loaded.last(args.last)
+    loaded = _load_history(args, last=args.last)
+    records = loaded.records
     text = export_records(records, args.format)
     if args.output is not None:
         from torchperf_tui.engine.output_files import write_text

@@ -85,6 +85,11 @@ def interval(value: float | str, name: str = "interval") -> float:
     return finite_float(name, value, low=low, high=high)
 
 
+def time_budget(value: float | str, name: str = "--time-budget") -> float:
+    """Seconds a search may take: 0 means no budget; at most a day."""
+    return finite_float(name, value, low=0.0, high=86_400.0)
+
+
 def positive_float(name: str, value: float | str) -> float:
     """A finite number > 0 (a peak, a memory cap, a time budget)."""
     return finite_float(name, value, low=0.0, low_inclusive=False)

@@ -36,7 +36,6 @@ from torchperf_tui.app.messages import (
     EngineProblem,
     FlagChanged,
     HistoryChanged,
-    HistoryLoaded,
     InputSettingsChanged,
     MemoryReleased,
     ModelAnalysed,
@@ -602,9 +601,9 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
         session loses nothing; a history that cannot be written is a warning, never a lost run."""
         results = self.engine.results
         try:
-            history = results.History(self.history_path)
-            for record in results.records_of(result, fingerprint=fingerprint or {}):
-                history.append(record)
+            results.History(self.history_path).extend(results.records_of(result, fingerprint=fingerprint or {}))
+        except results.HistoryNotDurable as exc:  # in the file, not confirmed on disk: say so, and show it
+            self.call_from_thread(self.notify, user_message(exc), severity="warning")
         except Exception as exc:
             self.call_from_thread(self.notify, f"run not saved to history: {user_message(exc)}",
                                   severity="warning")
@@ -745,7 +744,8 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
         self.main.query_one(ThroughputPane).start(
             f"[b]{self.spec}[/] on {self._resolved_device()} · "
             f"{self.flags.describe(self.device_kind()) if self.flags is not None else 'default flags'} · "
-            "searching: grow the batch, then bisect…")
+            "searching: doubling the batch until samples/s stops improving, it does not fit, or the time "
+            "budget runs out…")
         search_id = self._throughput_seq
         try:
             cfg = self._bench_config(self.spec, self.main.query_one(ModelPicker).settings(), self.flags)
@@ -781,8 +781,7 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
         pane.show_status(f"[b]{result.model}[/] {'x'.join(map(str, result.sample_shape))} per sample, "
                          f"{result.dtype} on {result.device} · {'cancelled' if result.cancelled else 'done'}")
         if not result.cancelled:
-            rate = f", {result.samples_per_s:,.1f} samples/s" if result.samples_per_s else ""
-            self.notify(f"{result.model}: largest batch {result.max_batch}{rate}", title="throughput", timeout=4)
+            self.notify(f"{result.model}: {result.headline()}", title="throughput", timeout=4)
 
     @while_running
     def on_analysis_failed(self, message: AnalysisFailed) -> None:
@@ -850,28 +849,19 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
 
     # -- history: past runs from the history file ---------------------------------------------
     def refresh_history(self) -> None:
-        """Reload the history now if its tab is shown, else when it next is."""
+        """Reload the History tab's page now if its tab is shown, else when it next is."""
         self._history_stale = True
         if self._active_tab() == "history" and self.engine is not None and hasattr(self.engine, "results"):
             self._history_stale = False
-            self.load_history()
+            self.main.query_one(HistoryPane).show_history(self.history_path)
 
-    @work(thread=True, exclusive=True, group="history", exit_on_error=False)
-    def load_history(self) -> None:
-        try:
-            loaded = self.engine.results.History(self.history_path).load()
-        except Exception as exc:
-            self.post_message(EngineProblem("history", user_message(exc)))
-            return
-        self.post_message(HistoryLoaded(loaded))
-
+    @on(HistoryPane.Loaded)
     @while_running
-    def on_history_loaded(self, message: HistoryLoaded) -> None:
-        self.main.query_one(HistoryPane).show_records(message.loaded)
+    def _history_page_loaded(self, message: HistoryPane.Loaded) -> None:
+        """The pane read a page: its bad lines in one notification (one line however many), the marks compared."""
         if message.loaded.warnings:
-            shown = "\n".join(message.loaded.warnings[:3])
-            more = f"\n… and {len(message.loaded.warnings) - 3} more" if len(message.loaded.warnings) > 3 else ""
-            self.notify(shown + more, title="history: lines skipped", severity="warning", timeout=8)
+            self.notify("\n".join(message.loaded.warnings), title="history: lines skipped", severity="warning",
+                        timeout=8)
         self._show_history_comparison()
 
     @on(HistoryChanged)

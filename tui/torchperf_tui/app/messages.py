@@ -222,13 +222,6 @@ class AnalysisFailed(Message):
 
 
 @dataclass
-class HistoryLoaded(Message):
-    """The history file was read: `loaded` is an engine.results.LoadResult (records oldest first, warnings)."""
-
-    loaded: Any
-
-
-@dataclass
 class HistoryChanged(Message):
     """A run was appended to the history file."""
 

@@ -25,10 +25,11 @@ How fast a PyTorch model runs on this box, and why.
 | `n` | CUDA: a memory snapshot of a few iterations, for pytorch.org/memory_viz |
 | `1`–`9` | Timing, Compare, Layers, Device, Memory, Throughput, Profile, History, Kernels tabs |
 | `b` | (Compare) make the highlighted run the baseline |
-| `t` | find the largest batch that fits, and samples/s there (Throughput) |
+| `t` | the batch with the most samples/s and the largest that fits (Throughput) |
 | `p` | profile a few iterations: top operators and a Chrome trace (Profile) |
 | `o` | (Profile) sort the operators by the next key; or press a column header |
 | `m` / `⏎` | (History) mark a run; with two marked, see how they compare |
+| `]` / `[` | (History) older / newer page of runs |
 | `x` | forget all kept runs |
 | `e` | release memory (gc, `empty_cache` / `malloc_trim`) |
 | `s` | save an SVG screenshot |

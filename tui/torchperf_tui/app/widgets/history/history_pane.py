@@ -53,8 +53,8 @@ class HistoryPane(Vertical):
     """
 
     BINDINGS = [
-        Binding("right_square_bracket", "older_page", "Older runs"),
-        Binding("left_square_bracket", "newer_page", "Newer runs"),
+        Binding("right_square_bracket", "older_page", "Older runs", show=False),  # the note names them
+        Binding("left_square_bracket", "newer_page", "Newer runs", show=False),
     ]
 
     class Loaded(Message):

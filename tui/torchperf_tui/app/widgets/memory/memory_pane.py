@@ -4,9 +4,14 @@ process RSS and system RAM. `e` releases memory through the engine."""
 
 from __future__ import annotations
 
+from rich.style import Style
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import ProgressBar, Static
+from textual.reactive import reactive
+from textual.renderables.bar import Bar as BarRenderable
+from textual.widget import Widget
+from textual.widgets import Static
 
 from torchperf_tui.formatting import format_bytes, format_number
 from torchperf_tui.app.widgets.timing.histogram import _PlotHolder, theme_palette
@@ -118,6 +123,37 @@ def process_gpu_text(used, reserved) -> str:
             f"[b]{format_bytes(max(outside, 0))}[/] (the CUDA context and non-PyTorch allocations)")
 
 
+class UsageBar(Widget):
+    """`progress` of `total` as a bar and a percentage. The fill is worked out from the width the bar has
+    when it is drawn (Textual's ProgressBar rounds it to the width it had when the value was set, which for a
+    tab just shown is not yet its final one)."""
+
+    COMPONENT_CLASSES = {"usage-bar--bar"}
+    DEFAULT_CSS = """
+    UsageBar { height: 1; }
+    UsageBar > .usage-bar--bar { color: $primary; background: $surface; }
+    """
+    total: reactive[float] = reactive(1.0)
+    progress: reactive[float] = reactive(0.0)
+
+    def update(self, *, total: float, progress: float) -> None:
+        self.total, self.progress = total, progress
+
+    def render(self) -> Text:
+        fraction = min(max(self.progress / self.total, 0.0), 1.0) if self.total > 0 else 0.0
+        label = f"{fraction * 100:.0f}%"
+        width = max(self.size.width - len(label) - 1, 1)
+        style = self.get_component_rich_style("usage-bar--bar")
+        bar = BarRenderable(highlight_range=(0, width * fraction), width=width,
+                            highlight_style=Style.from_color(style.color),
+                            background_style=Style.from_color(style.bgcolor))
+        text = Text()
+        for segment in self.app.console.render(bar, self.app.console.options.update_width(width)):
+            text.append(segment.text, segment.style)
+        text.append(" " + label)
+        return text
+
+
 class MemoryPane(Vertical):
     """Fed a TelemetrySample every tick by the app."""
 
@@ -128,7 +164,7 @@ class MemoryPane(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static("loading…", id="mem-title", classes="loading")
-        yield ProgressBar(total=1, show_eta=False, id="mem-bar")
+        yield UsageBar(id="mem-bar")
         yield Static("", id="mem-device")
         yield Static("", id="mem-allocator")
         yield MemoryChart(id="mem-chart")
@@ -147,7 +183,7 @@ class MemoryPane(Vertical):
         `holder_gpu_bytes` is what NVML counts for that process on the GPU (None off CUDA)."""
         title = self.query_one("#mem-title", Static)
         title.remove_class("loading")
-        bar = self.query_one("#mem-bar", ProgressBar)
+        bar = self.query_one("#mem-bar", UsageBar)
         gpu = None
         if gpu_index is not None:
             gpu = next((g for g in sample.gpus if g.index == gpu_index), None)
