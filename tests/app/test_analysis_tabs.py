@@ -115,18 +115,20 @@ async def test_a_new_request_or_c_cancels_the_search_in_flight():
         # The tiny CNN's search now stops at its plateau in under a second: too soon to be cancelled.
         await choose(pilot, "tests.app.test_analysis_tabs:slow_rising")
         await pilot.press("t")
-        first = next(w for w in app.workers if w.group == "throughput")
+        first = app._throughput_job
         await wait_until(pilot, lambda: app.main.query_one("#throughput-table").row_count >= 1, what="a try")
-        assert not first.is_finished
+        assert any(j.job_id == first for j in app.measure.pending())
         await pilot.press("t")  # a new request cancels the first
-        await wait_until(pilot, lambda: first.is_cancelled, what="the first search cancelled")
+        second = app._throughput_job
+        assert second != first
+        await wait_until(pilot, lambda: not any(j.job_id == first for j in app.measure.pending()),
+                         what="the first search to stop")
         await wait_until(pilot, lambda: app.main.query_one("#throughput-table").row_count >= 1, what="a try")
         await pilot.press("c")
         await wait_until(pilot, lambda: "cancelled" in screen_text(app, "#throughput-summary"), timeout=60,
                          what="the search cancelled")
-        # Both threads have stopped: nothing keeps computing after the app is gone.
-        await wait_until(pilot, lambda: all(w.is_finished for w in app.workers if w.group == "throughput"),
-                         timeout=60, what="the searches to stop")
+        # Both searches have stopped in the measurement process: nothing keeps computing there.
+        assert not app.measure.pending({"throughput"})
 
 
 async def test_profile_shows_a_convolution_row_sorts_and_writes_the_trace():

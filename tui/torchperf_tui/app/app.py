@@ -1,8 +1,11 @@
 """TorchperfApp: the Textual front end of torchperf-tui.
 
-The first frame paints before torch loads: this module imports no torch, numpy, scipy, textual-plot
-or engine module. The engine is imported by a thread worker after mount and every measurement
-runs in thread workers that post messages (app/messages.py) back; the UI only calls engine functions.
+This process never imports torch. Every torch job (analysis, timing, A/B, kernels, throughput, profile,
+checks, memory release) runs in the measurement process (worker/, started through jobs/measurement.py after
+the first frame), so the screen cannot disturb what it measures and a model that crashes cannot take the app
+down. Its events come back as MeasurementEvent messages and go to the handler of the job they belong to. The
+UI's own engine modules (types, statistics, NVML and psutil telemetry, the history file) load in a thread
+after the first frame.
 """
 
 from __future__ import annotations
@@ -469,6 +472,8 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
         self.cancel_job(self._analysis_job)
 
         def answered(event) -> None:
+            if event.job_id != self._analysis_job:
+                return  # replaced by a newer request (another model, another shape)
             if isinstance(event, JobFailed):
                 self.post_message(ModelFailed(spec, event.error))
             else:
@@ -558,7 +563,7 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
                                                  list(event.samples_ms), list(event.first_seen),
                                                  list(event.memory), event.memory_kind))
             elif isinstance(event, JobFailed):
-                self.post_message(RunFailed(run_id, event.error))
+                self.post_message(RunFailed(run_id, event.error, cancelled=event.cancelled))
             elif isinstance(event, JobDone):
                 result = event.result
                 self.post_message(RunFinished(run_id, result))
@@ -619,6 +624,9 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
         if message.memory_points:
             self.run_memory.extend(message.memory_points)
             self.run_memory_kind = message.memory_kind
+        if not message.phase:
+            return  # memory points alone, between iterations of a slow model
+        redraw = True
         if message.phase == "first":
             record.first_iter_ms = message.samples_ms[0]
         elif message.phase == "warmup":
@@ -626,18 +634,20 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
         elif message.phase == "timed":
             record.samples_ms.extend(message.samples_ms)
             record.first_seen.extend(message.first_seen)
-            self._live_stats(record, message.index >= message.total - 1)
+            redraw = self._live_stats(record, message.index >= message.total - 1)
         record.status, record.index, record.total = message.phase, message.index, message.total
-        self._show_current(record)
+        self._show_current(record, redraw)
 
-    def _live_stats(self, record: RunRecord, last: bool) -> None:
+    def _live_stats(self, record: RunRecord, last: bool) -> bool:
         """Statistics over every sample so far, computed here (the measurement process only measures), at
-        most every LIVE_STATS_EVERY_S: the work grows with the samples, the redraw rate must not."""
+        most every LIVE_STATS_EVERY_S: the work grows with the samples, the redraw rate must not. True when
+        they were recomputed (the histogram, also over every sample, is redrawn with them)."""
         now = time.monotonic()
         if not last and now - record.stats_at < LIVE_STATS_EVERY_S:
-            return
+            return False
         record.stats_at = now
         record.stats = self.engine.timing.compute_stats(record.samples_ms, batch=record.batch or 1)
+        return True
 
     def _active_tab(self) -> str:
         try:
@@ -645,10 +655,11 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
         except NoMatches:
             return ""
 
-    def _show_current(self, record: RunRecord) -> None:
+    def _show_current(self, record: RunRecord, redraw: bool = True) -> None:
+        """The run on the Timing tab; `redraw=False` updates the progress line only, not the histogram."""
         if not self._active_tab():
             return  # shutting down
-        self.main.query_one(TimingPane).show_run(record, histogram=self._active_tab() == "timing")
+        self.main.query_one(TimingPane).show_run(record, histogram=redraw and self._active_tab() == "timing")
 
     @while_running
     def on_run_finished(self, message: RunFinished) -> None:
@@ -676,9 +687,12 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
         record = self.history.get(message.run_id)
         if record is None:
             return
-        record.status = "failed"
-        record.error = message.error
-        self.notify(message.error, title=f"run {record.label} failed", severity="error", timeout=8)
+        if message.cancelled:
+            record.status = "cancelled"
+        else:
+            record.status = "failed"
+            record.error = message.error
+            self.notify(message.error, title=f"run {record.label} failed", severity="error", timeout=8)
         if message.run_id == self.current_run_id:
             self._show_current(record)
         self._refresh_compare()

@@ -102,10 +102,11 @@ class RunFinished(Message):
 
 @dataclass
 class RunFailed(Message):
-    """A timing run raised; `error` is a one-line message."""
+    """A timing run raised; `error` is a one-line message. `cancelled`: it was replaced before it began."""
 
     run_id: int
     error: str
+    cancelled: bool = False
 
 
 @dataclass

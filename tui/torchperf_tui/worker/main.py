@@ -108,7 +108,7 @@ class Worker:
                 self.contexts[job.job_id] = ctx
             try:
                 if ctx.cancelled():
-                    self.send(JobFailed(job.job_id, "cancelled before it started"))
+                    self.send(JobFailed(job.job_id, "cancelled before it started", cancelled=True))
                     continue
                 runner = RUNNERS.get(job.kind)
                 if runner is None:

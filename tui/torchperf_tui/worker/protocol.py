@@ -116,10 +116,12 @@ class JobDone:
 
 @dataclass(frozen=True)
 class JobFailed:
-    """Job `job_id` failed; `error` is one line for a person."""
+    """Job `job_id` failed; `error` is one line for a person. `cancelled`: it was cancelled before it began
+    (a queued job replaced by a newer request), which is not a failure to report."""
 
     job_id: int
     error: str
+    cancelled: bool = False
 
 
 def pack(message: Any) -> tuple[int, Any]:

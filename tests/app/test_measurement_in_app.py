@@ -1,0 +1,66 @@
+"""The app measures in a process of its own: the UI never imports torch, and survives a model that kills the
+process it runs in."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+from tests.app.helpers import wait_ready, wait_until
+from torchperf_tui.app.app import TorchperfApp
+
+
+def test_the_ui_process_never_imports_torch_even_after_a_run(tmp_path):
+    # In a fresh interpreter: pytest's own process has imported torch for other tests.
+    script = textwrap.dedent("""
+        import asyncio, sys
+        from torchperf_tui.app.app import TorchperfApp
+        from tests.app.helpers import wait_ready, wait_until
+
+        async def main():
+            app = TorchperfApp(poll_telemetry=False, warmup=1, iters=5, model="tests.tinymodels:tiny_cnn",
+                               autostart=True)
+            async with app.run_test(size=(100, 30)) as pilot:
+                await wait_ready(pilot)
+                await wait_until(pilot, lambda: app.history.get(1) is not None and app.history.get(1).finished,
+                                 what="the run")
+                await pilot.press("t")
+                await wait_until(pilot, lambda: not app.measure.pending(), what="the search")
+                print("status", app.history.get(1).status, len(app.history.get(1).samples_ms))
+                print("torch imported:", "torch" in sys.modules, "scipy imported:", "scipy" in sys.modules)
+
+        asyncio.run(main())
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          env={**__import__("os").environ, "TORCHPERF_HISTORY": str(tmp_path / "h.jsonl")})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "status done 5" in proc.stdout
+    assert "torch imported: False scipy imported: False" in proc.stdout
+
+
+async def test_a_model_that_kills_its_process_fails_its_run_and_the_next_run_works():
+    app = TorchperfApp(poll_telemetry=False, warmup=1, iters=5)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_ready(pilot)
+        await pilot.click("#custom-spec")
+        await pilot.press(*"tests.hostilemodels:kills_its_process", "enter")
+        await wait_until(pilot, lambda: app.complexity is not None, what="the analysis")
+        first_pid = app.measurement_pid
+        await pilot.press("escape", "r")
+        await wait_until(pilot, lambda: app.history.get(1) is not None and app.history.get(1).status == "failed",
+                         what="the run to fail")
+        error = app.history.get(1).error
+        assert error.startswith("the measurement process was killed (SIGKILL) while timing "
+                                "tests.hostilemodels:kills_its_process")
+        assert "started a new one" in error
+        assert any("was killed (SIGKILL)" in str(n.message) for n in app._notifications)
+        assert app.is_running
+        await wait_until(pilot, lambda: app.measurement_pid not in (None, first_pid), what="a new process")
+        await pilot.click("#custom-spec")
+        await pilot.press(*"tests.tinymodels:tiny_cnn", "enter")
+        await wait_until(pilot, lambda: app.complexity is not None and app.spec.endswith("tiny_cnn"),
+                         what="the analysis")
+        await pilot.press("escape", "r")
+        await wait_until(pilot, lambda: app.history.get(2) is not None and app.history.get(2).status == "done",
+                         what="the next run")
