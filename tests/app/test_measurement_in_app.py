@@ -58,6 +58,7 @@ async def test_a_model_that_kills_its_process_fails_its_run_and_the_next_run_wor
         assert app.is_running
         await wait_until(pilot, lambda: app.measurement_pid not in (None, first_pid), what="a new process")
         await pilot.click("#custom-spec")
+        app.main.query_one("#custom-spec").value = ""
         await pilot.press(*"tests.tinymodels:tiny_cnn", "enter")
         await wait_until(pilot, lambda: app.complexity is not None and app.spec.endswith("tiny_cnn"),
                          what="the analysis")
