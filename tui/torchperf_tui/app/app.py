@@ -378,8 +378,8 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
         return table.get(name, (False, "not known yet: the measurement process is starting"))
 
     def _build_flags(self) -> None:
-        if self.engine is None or not hasattr(self.engine, "flags"):
-            return
+        if self.engine is None or not hasattr(self.engine, "flags") or self.flags is None:
+            return  # the engine's modules are not in yet (the device report can arrive first)
         if (self.report is None or not self.applicability) and not self._probe_failed:
             return  # wait for the device report, so the switches come up with the right applicability
         pane = self.main.query_one(FlagsPane)
