@@ -1,8 +1,9 @@
 """Time to first frame: torchperf-tui against a bare Textual app (Header, Static, Footer), both in tmux.
 
 Each app is started in a fresh 80x24 tmux session and the pane is polled until the app's marker text is on
-screen; the elapsed wall time is the time a user waits for something to look at. The budget
-(../shared/DESIGN.md) is 1.3x the bare app: torch, plotting and scipy must load behind the first frame.
+screen; the elapsed wall time is the time a user waits for something to look at. The budget is 1.15x the
+bare app (issue 11; ../shared/DESIGN.md says 1.3x): the UI process never imports torch (the measurement
+process does, after the first frame), and plotting loads behind it.
 
     .venv/bin/python bench/first_frame.py [--runs 7]
 """
@@ -79,7 +80,7 @@ def main() -> int:
         print(f"{name:>14}: median {statistics.median(values):.3f} s  "
               f"(min {min(values):.3f}, max {max(values):.3f})")
     ratio = statistics.median(times["torchperf-tui"]) / statistics.median(times["bare textual"])
-    print(f"ratio {ratio:.2f}x (budget 1.3x): {'within' if ratio <= 1.3 else 'OVER'} budget")
+    print(f"ratio {ratio:.2f}x (budget 1.15x): {'within' if ratio <= 1.15 else 'OVER'} budget")
     os.unlink(bare_script)
     return 0
 

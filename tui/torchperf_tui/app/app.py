@@ -626,17 +626,30 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
             self.run_memory_kind = message.memory_kind
         if not message.phase:
             return  # memory points alone, between iterations of a slow model
-        redraw = True
+        redraw = False
         if message.phase == "first":
             record.first_iter_ms = message.samples_ms[0]
         elif message.phase == "warmup":
             record.warmup_ms.extend(message.samples_ms)
+            redraw = self._due(record)
         elif message.phase == "timed":
             record.samples_ms.extend(message.samples_ms)
             record.first_seen.extend(message.first_seen)
             redraw = self._live_stats(record, message.index >= message.total - 1)
+        phase_changed = record.status != message.phase
         record.status, record.index, record.total = message.phase, message.index, message.total
-        self._show_current(record, redraw)
+        # While the measurement process measures, this process shares the machine's cores with it: the run's
+        # lines are redrawn at most as often as its statistics, plus at each change of phase.
+        if redraw or phase_changed or message.phase == "first":
+            self._show_current(record, redraw)
+
+    def _due(self, record: RunRecord) -> bool:
+        """True at most every LIVE_STATS_EVERY_S per run (the warm-up's progress line)."""
+        now = time.monotonic()
+        if now - record.stats_at < LIVE_STATS_EVERY_S:
+            return False
+        record.stats_at = now
+        return True
 
     def _live_stats(self, record: RunRecord, last: bool) -> bool:
         """Statistics over every sample so far, computed here (the measurement process only measures), at
@@ -945,7 +958,12 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
 
     # -- telemetry -----------------------------------------------------------------------
     def request_telemetry(self) -> None:
-        """Called by set_interval: wake the sampling thread (a tick is skipped while it is busy)."""
+        """Called by set_interval: wake the sampling thread (a tick is skipped while it is busy). Skipped
+        while a run measures on the CPU: there the model's threads fill the cores this process would wake on,
+        and the run's own memory trace (RSS per iteration) is what the Memory chart shows meanwhile."""
+        if self.device_kind() == "cpu" and self.measure is not None and \
+                any(j.running for j in self.measure.pending({"time", "ab"})):
+            return
         self._telemetry_wake.set()
 
     @work(thread=True, group="telemetry", exit_on_error=False)
@@ -954,9 +972,12 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
         must never stall the UI, and one thread costs less than a worker per tick."""
         worker = get_current_worker()
         while not worker.is_cancelled:
-            if not self._telemetry_wake.wait(timeout=0.2):
-                continue
+            # No timeout: a thread that wakes on its own every fraction of a second preempts the model's
+            # threads on a small box. Unmounting sets the event so that the loop sees its cancel.
+            self._telemetry_wake.wait()
             self._telemetry_wake.clear()
+            if worker.is_cancelled:
+                return
             if self._sampler is None:
                 continue
             try:
@@ -1153,6 +1174,8 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
         self.exit()
 
     def on_unmount(self) -> None:
+        self.workers.cancel_group(self, "telemetry")
+        self._telemetry_wake.set()  # the telemetry thread waits on it without a timeout
         if self.measure is not None:
             self.measure.stop()
 
