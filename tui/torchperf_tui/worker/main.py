@@ -5,7 +5,7 @@ here) by jobs/measurement.py, with one end of a socket pair. Its own stdout and 
 reads can touch the app's terminal. A reader thread takes requests off the pipe: a new job joins the
 queue, a cancel sets that job's flag (checked by the engine between iterations), a quit or a closed pipe
 ends the process. Jobs run on the main thread, one after another: while one measures, this process does
-nothing else (samples leave in batches from worker/jobs.py's sender thread).
+nothing else (samples leave in batches, twice a second, between iterations: worker/jobs.py's SampleStream).
 """
 
 from __future__ import annotations
