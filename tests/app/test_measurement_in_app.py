@@ -19,12 +19,18 @@ def test_the_ui_process_never_imports_torch_even_after_a_run(tmp_path):
         from tests.app.helpers import wait_ready, wait_until
 
         async def main():
-            app = TorchperfApp(poll_telemetry=False, warmup=1, iters=5, model="tests.tinymodels:tiny_cnn",
+            app = TorchperfApp(poll_telemetry=True, warmup=1, iters=5, model="tests.tinymodels:tiny_cnn",
                                autostart=True)
             async with app.run_test(size=(100, 30)) as pilot:
                 await wait_ready(pilot)
                 await wait_until(pilot, lambda: app.history.get(1) is not None and app.history.get(1).finished,
                                  what="the run")
+                await pilot.click("#flag-mkldnn_enabled")  # a flag off its default: a new run, flags described
+                await wait_until(pilot, lambda: app.history.get(2) is not None and app.history.get(2).finished,
+                                 what="the run after the flip")
+                await pilot.press("a")  # A/B: both arms described, compared, saved
+                await wait_until(pilot, lambda: app.history.get(4) is not None and app.history.get(4).finished,
+                                 timeout=240, what="the A/B")
                 await pilot.press("t")
                 await wait_until(pilot, lambda: not app.measure.pending(), what="the search")
                 print("status", app.history.get(1).status, len(app.history.get(1).samples_ms))

@@ -155,6 +155,7 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
         self._throughput_seq = 0
         self._profile_seq = 0
         self._throughput_job: int | None = None
+        self._check_jobs: dict[str, int] = {}
         self._profile_job: int | None = None
         self._history_stale = True
         self.engine: SimpleNamespace | None = None
@@ -236,15 +237,19 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
         self._job_handlers[job_id] = handler
         return job_id
 
-    def cancel_job(self, job_id: int | None) -> None:
+    def cancel_job(self, job_id: int | None, enforce: bool = True) -> None:
+        """Cancel a job; `enforce=False` for one that ends by itself soon (its answer is simply dropped)."""
         if job_id is not None and self.measure is not None:
-            self.measure.cancel(job_id)
+            self.measure.cancel(job_id, enforce=enforce)
 
     @on(MeasurementEvent)
     def _measurement_event(self, message: MeasurementEvent) -> None:
         event = message.event
         if isinstance(event, Ready):
             self.measurement_pid = event.pid
+            self.allocator_reading = None  # a new process: the old one's figures are gone with it
+            if self._sampler is not None and not self._sampler_injected:
+                self._sampler.follow_process(event.pid)  # RSS where the model lives, on the chart too
             return
         if not isinstance(event, (Samples, Progress, JobDone, JobFailed)):
             return  # Started: nothing to show
@@ -326,6 +331,8 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
                 # The caching allocator lives in the measurement process: its readings come from there.
                 cuda = self._cuda_seam if self._cuda_seam is not None else modules["telemetry"].ALLOCATOR_ELSEWHERE
                 self._sampler = modules["telemetry"].TelemetrySampler(nvml=nvml, cuda=cuda)
+                if self.measurement_pid is not None:  # it said Ready before the sampler existed
+                    self._sampler.follow_process(self.measurement_pid)
             except Exception as exc:
                 self.post_message(EngineProblem("telemetry", user_message(exc)))
         if not self.poll_telemetry:
@@ -469,7 +476,7 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
             return
         batch = typed[0]
         dims = tuple(typed[1:]) or None
-        self.cancel_job(self._analysis_job)
+        self.cancel_job(self._analysis_job, enforce=False)  # meta-device analysis: it ends by itself
 
         def answered(event) -> None:
             if event.job_id != self._analysis_job:
@@ -642,6 +649,8 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
         # lines are redrawn at most as often as its statistics, plus at each change of phase.
         if redraw or phase_changed or message.phase == "first":
             self._show_current(record, redraw)
+            if redraw and self.last_telemetry is not None:
+                self._show_telemetry(*self.last_telemetry)  # the run's memory trace (telemetry pauses on a CPU)
 
     def _due(self, record: RunRecord) -> bool:
         """True at most every LIVE_STATS_EVERY_S per run (the warm-up's progress line)."""
@@ -784,6 +793,8 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
         def handle(event) -> None:
             if isinstance(event, Progress):
                 self.post_message(BatchTried(search_id, event.data))
+            elif isinstance(event, JobFailed) and event.cancelled:
+                self.post_message(AnalysisFailed("throughput", search_id, "cancelled before it started"))
             elif isinstance(event, JobFailed):
                 self.post_message(AnalysisFailed("throughput", search_id, event.error))
             elif isinstance(event, JobDone):
@@ -815,6 +826,8 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
         """A failed search or profile: a notification and the pane's error line; earlier results stay."""
         if message.kind == "compare":
             self.comparison_failed(message.job_id, message.error)
+            if message.error == "cancelled":
+                return
         elif message.kind == "kernels" and message.job_id == self._kernels_seq:
             self.main.query_one(KernelsPane).show_error(message.error)
         elif message.kind == "determinism" and message.job_id == self._determinism_seq:
@@ -847,6 +860,8 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
             return
 
         def handle(event) -> None:
+            if isinstance(event, JobFailed) and event.cancelled:
+                return  # replaced before it began: the newer request says what happens
             if isinstance(event, JobFailed):
                 self.post_message(AnalysisFailed("profile", profile_id, event.error))
             elif isinstance(event, JobDone):
@@ -1030,11 +1045,11 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
             return sample, "this process"
         import dataclasses
 
-        changes = {"process_rss_bytes": reading["rss"]}
-        if reading.get("allocated") is not None:
-            changes.update(torch_allocated_bytes=reading["allocated"], torch_reserved_bytes=reading["reserved"],
-                           torch_peak_bytes=reading["peak"])
-        return dataclasses.replace(sample, **changes), f"measurement process (pid {reading['pid']})"
+        holder = f"measurement process (pid {reading['pid']})"
+        if reading.get("allocated") is None:
+            return sample, holder  # RSS: the sampler follows that process already
+        return dataclasses.replace(sample, torch_allocated_bytes=reading["allocated"],
+                                   torch_reserved_bytes=reading["reserved"], torch_peak_bytes=reading["peak"]), holder
 
     def action_release_memory(self) -> None:
         """Release cached memory through the engine and say what was freed."""

@@ -15,6 +15,7 @@ from torchperf_tui.worker.protocol import JobDone, JobFailed
 class CheckActions:
     _determinism_seq = 0
     _memsnap_seq = 0
+    _check_jobs: dict  # kind -> the job id in flight, set by the app
 
     def action_check_determinism(self) -> None:
         """Run the chosen model twice on one input under the current flags: bitwise equal, or how far apart."""
@@ -33,12 +34,15 @@ class CheckActions:
             return
 
         def handle(event) -> None:
+            if isinstance(event, JobFailed) and event.cancelled:
+                return  # replaced before it began by a newer check of the same kind
             if isinstance(event, JobFailed):
                 self.post_message(AnalysisFailed(kind, job_id, event.error))
             elif isinstance(event, JobDone):
                 self.post_message(CheckFinished(kind, job_id, event.result))
 
-        self.submit(kind, {"cfg": cfg}, what, handle)
+        self.cancel_job(self._check_jobs.get(kind))  # a newer check of a kind replaces the one in flight
+        self._check_jobs[kind] = self.submit(kind, {"cfg": cfg}, what, handle)
 
     def action_memory_snapshot(self) -> None:
         """Record the CUDA allocator's history over a few iterations; say where the snapshot went."""

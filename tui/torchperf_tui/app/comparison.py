@@ -25,6 +25,7 @@ class ComparisonActions:
     _ab_seq = 0
     _ab_runs: tuple[int, int] | None = None
     _kernels_seq = 0
+    _kernels_job: int | None = None
     previous_flags = None  # the flags before the last flip: arm A
 
     def _arms(self):
@@ -81,6 +82,8 @@ class ComparisonActions:
             if isinstance(event, Progress):
                 arm, index, total, samples = event.data
                 self.post_message(ComparisonBlock(ab_id, arm, index, total, list(samples), batch))
+            elif isinstance(event, JobFailed) and event.cancelled:
+                self.post_message(AnalysisFailed("compare", ab_id, "cancelled"))
             elif isinstance(event, JobFailed):
                 self.post_message(AnalysisFailed("compare", ab_id, event.error))
             elif isinstance(event, JobDone):
@@ -135,11 +138,13 @@ class ComparisonActions:
     def comparison_failed(self, ab_id: int, error: str) -> None:
         if ab_id != self._ab_seq:
             return
+        cancelled = error == "cancelled"
         for arm in ("A", "B"):
             record = self._ab_record(arm)
             if record is not None and not record.finished:
-                record.status, record.error = "failed", error
-        self.main.query_one(ComparePane).show_verdict(f"A/B: [b $error]error:[/] {error}")
+                record.status, record.error = ("cancelled", None) if cancelled else ("failed", error)
+        self.main.query_one(ComparePane).show_verdict("A/B: cancelled" if cancelled
+                                                      else f"A/B: [b $error]error:[/] {error}")
         self._refresh_compare()
 
     # -- kernels: what each conv layer ran under A and under B ----------------------------
@@ -161,13 +166,16 @@ class ComparisonActions:
             return
 
         def handle(event) -> None:
+            if isinstance(event, JobFailed) and event.cancelled:
+                return  # replaced before it began by a newer kernel view
             if isinstance(event, JobFailed):
                 self.post_message(AnalysisFailed("kernels", job_id, event.error))
             elif isinstance(event, JobDone):
                 self.post_message(KernelsFinished(job_id, event.result))
 
-        self.submit("kernels", {"base": base, "a": a, "b": b, "device_kind": kind},
-                    f"profiling the conv kernels of {self.spec}", handle)
+        self.cancel_job(self._kernels_job)  # a newer request replaces the one in flight
+        self._kernels_job = self.submit("kernels", {"base": base, "a": a, "b": b, "device_kind": kind},
+                                        f"profiling the conv kernels of {self.spec}", handle)
 
     @while_running
     def on_kernels_finished(self, message: KernelsFinished) -> None:

@@ -107,7 +107,7 @@ class Flags:
         for name, (_, value) in self.changed_from(Flags()).items():
             if name == "num_threads":
                 continue
-            if device is not None and not flag_applicability(name, device)[0]:
+            if device is not None and not device_applicability(name, device)[0]:
                 continue
             label = _SPECS_BY_NAME[name].label
             diffs.append(f"{label}={'on' if value else 'off'}")
@@ -131,10 +131,9 @@ def _cuda_capability() -> tuple[int, int] | None:
     return torch.cuda.get_device_capability()
 
 
-def flag_applicability(name: str, device: str) -> tuple[bool, str | None]:
-    """Whether setting flag `name` changes anything for a model on `device` ("cpu"/"cuda"), and why not."""
-    import torch
-
+def device_applicability(name: str, device: str) -> tuple[bool, str | None]:
+    """Whether flag `name` is a setting of the kind of device (`"cpu"`/`"cuda"`) at all: no torch needed, so
+    `Flags.describe` can run in the app's UI process."""
     spec = flag_spec(name)
     on_cuda = device.startswith("cuda")
     if spec.device == "cuda" and not on_cuda:
@@ -143,6 +142,17 @@ def flag_applicability(name: str, device: str) -> tuple[bool, str | None]:
         if name == "num_threads":
             return False, "sets CPU threads; the model runs on the GPU"
         return False, "oneDNN runs CPU ops only"
+    return True, None
+
+
+def flag_applicability(name: str, device: str) -> tuple[bool, str | None]:
+    """Whether setting flag `name` changes anything for a model on `device` ("cpu"/"cuda"), and why not:
+    the kind of device, then what this torch build and GPU support."""
+    applies, why = device_applicability(name, device)
+    if not applies:
+        return applies, why
+    import torch
+
     if name.startswith("cudnn_") or name == "tf32_cudnn":
         if not torch.backends.cudnn.is_available():
             return False, "cuDNN is not available in this PyTorch build"

@@ -99,6 +99,13 @@ class _HostMemory:
     def __init__(self) -> None:
         self._process = psutil.Process()
 
+    def follow(self, pid: int) -> None:
+        """Read another process's RSS from now on (the app's measurement process, which holds the model)."""
+        try:
+            self._process = psutil.Process(pid)
+        except Exception:  # gone already: keep reading this one
+            pass
+
     def rss(self) -> int | NA:
         try:
             return int(self._process.memory_info().rss)
@@ -134,6 +141,10 @@ class TelemetrySampler:
             self._no_cuda = None if available else NA(self._cuda.unavailable_reason() or "CUDA not available")
         except Exception as exc:
             self._cuda_count, self._no_cuda = 0, NA(f"CUDA check failed: {exc}")
+
+    def follow_process(self, pid: int) -> None:
+        """Take RSS from process `pid` rather than this one: the app's UI process holds no model."""
+        self._host.follow(pid)
 
     @property
     def capacity(self) -> int:

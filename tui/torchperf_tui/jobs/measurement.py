@@ -20,10 +20,11 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from torchperf_tui.worker.protocol import (CancelJob, JobDone, JobFailed, ProtocolError, Quit, Ready, StartJob,
-                                           Started, pack, unpack)
+from torchperf_tui.worker.protocol import (CancelJob, JobDone, JobFailed, Progress, ProtocolError, Quit, Ready,
+                                           Samples, StartJob, Started, pack, unpack)
 
-CANCEL_GRACE_S = 2.0
+CANCEL_GRACE_S = 2.0  # a job that has started iterating must stop within this of a cancel, or is killed
+BUILD_GRACE_S = 15.0  # one that has not (a model being built, torch.compile compiling) gets this long
 
 
 @dataclass
@@ -33,6 +34,7 @@ class JobInfo:
     params: dict
     what: str  # "timing resnet18 at 1x3x224x224": for the line that says what a crash interrupted
     running: bool = False
+    iterating: bool = False  # it has streamed samples or progress: it checks its cancel flag from now on
     cancel_sent_at: float | None = None
 
 
@@ -60,8 +62,14 @@ def describe_exit(exitcode: int | None) -> str:
 
 
 def default_log_path() -> str:
-    folder = os.path.join(tempfile.gettempdir(), "torchperf-tui")
-    os.makedirs(folder, exist_ok=True)
+    """<temp>/torchperf-tui-<uid>/measurement-<pid>.log, in a folder of this user's alone (on a shared box
+    another user's folder of the same name must not decide where this one's log goes)."""
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    folder = os.path.join(tempfile.gettempdir(), f"torchperf-tui-{uid}")
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    info = os.lstat(folder)
+    if not os.path.isdir(folder) or os.path.islink(folder) or (hasattr(os, "getuid") and info.st_uid != uid):
+        folder = tempfile.mkdtemp(prefix="torchperf-tui-")
     return os.path.join(folder, f"measurement-{os.getpid()}.log")
 
 
@@ -83,6 +91,8 @@ class MeasurementProcess:
         self._generation = 0
         self._stopping = False
         self._ready = False
+        self.unavailable_reason: str | None = None
+        self._supervisor: queue.Queue | None = None
 
     # -- life cycle ------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -98,7 +108,10 @@ class MeasurementProcess:
             generation = self._generation
             ours, theirs = socket.socketpair()
             env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-            process = subprocess.Popen([sys.executable, "-m", "torchperf_tui.worker", str(theirs.fileno()),
+            # -P (3.11+): the current folder is not put first on the path, so a PyTorch source tree there does
+            # not shadow the installed torch (a user's model module there still imports: engine/models.py).
+            safe_path = ["-P"] if sys.version_info >= (3, 11) else []
+            process = subprocess.Popen([sys.executable, *safe_path, "-m", "torchperf_tui.worker", str(theirs.fileno()),
                                         self.log_path], pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
                                        close_fds=True)
@@ -110,9 +123,14 @@ class MeasurementProcess:
                              daemon=True).start()
             threading.Thread(target=self._read, args=(generation, conn, process), name="measure-in",
                              daemon=True).start()
+            dropped = [j for j in self._jobs.values() if j.cancel_sent_at is not None]
+            for job in dropped:  # cancelled while they waited: not worth starting in the new process
+                del self._jobs[job.job_id]
             for job in self._jobs.values():  # jobs that were waiting when the old process went
-                job.running = False
+                job.running = job.iterating = False
                 self._outbox.put(StartJob(job.job_id, job.kind, job.params))
+        for job in dropped:
+            self.on_event(JobFailed(job.job_id, "cancelled before it started", cancelled=True))
 
     def stop(self) -> None:
         """Ask the process to finish; kill it if it has not within a second or two."""
@@ -127,7 +145,10 @@ class MeasurementProcess:
             process.wait(timeout=1.5)
         except Exception:  # subprocess.TimeoutExpired: stuck in native code
             process.kill()
-            process.wait(timeout=2)
+            try:
+                process.wait(timeout=2)
+            except Exception:
+                pass  # it goes when the kernel lets it; the app does not wait for it
 
     @property
     def alive(self) -> bool:
@@ -137,14 +158,19 @@ class MeasurementProcess:
     def submit(self, kind: str, params: dict | None = None, what: str = "") -> int:
         job_id = next(self._ids)
         with self._lock:
-            info = JobInfo(job_id, kind, dict(params or {}), what or kind)
-            self._jobs[job_id] = info
-            if self._outbox is not None:
+            unavailable = self._outbox is None
+            if not unavailable:
+                info = JobInfo(job_id, kind, dict(params or {}), what or kind)
+                self._jobs[job_id] = info
                 self._outbox.put(StartJob(job_id, kind, info.params))
+        if unavailable:  # no process serves (it could not start): say so at once, never leave a job waiting
+            self.on_event(JobFailed(job_id, self.unavailable_reason or "the measurement process is not running"))
         return job_id
 
-    def cancel(self, job_id: int, grace_s: float = CANCEL_GRACE_S) -> None:
-        """Stop a job at its next iteration; if it is still running `grace_s` later, kill the process."""
+    def cancel(self, job_id: int, grace_s: float | None = None, enforce: bool = True) -> None:
+        """Stop a job at its next iteration. With `enforce`, a job still running after the grace (CANCEL_GRACE_S
+        once it iterates, BUILD_GRACE_S before) is stopped by killing the process; without, its result is
+        merely dropped (an analysis on the meta device: it ends by itself)."""
         with self._lock:
             info = self._jobs.get(job_id)
             if info is None or self._outbox is None:
@@ -156,7 +182,11 @@ class MeasurementProcess:
 
             info.cancel_sent_at = time.monotonic()
             generation = self._generation
-        timer = threading.Timer(grace_s, self._enforce_cancel, args=(job_id, generation))
+            if grace_s is None:
+                grace_s = CANCEL_GRACE_S if info.iterating else BUILD_GRACE_S
+        if not enforce:
+            return
+        timer = threading.Timer(grace_s, self._enforce_cancel, args=(job_id, generation, grace_s))
         timer.daemon = True
         timer.start()
 
@@ -164,15 +194,14 @@ class MeasurementProcess:
         with self._lock:
             return [j for j in self._jobs.values() if kinds is None or j.kind in kinds]
 
-    def _enforce_cancel(self, job_id: int, generation: int) -> None:
+    def _enforce_cancel(self, job_id: int, generation: int, grace_s: float) -> None:
         with self._lock:
             info = self._jobs.get(job_id)
             if info is None or generation != self._generation or not info.running:
                 return  # it stopped in time (or never started, or the process was replaced meanwhile)
             process = self._process
-        self._replace(process, f"the measurement process did not stop {info.what} within "
-                               f"{CANCEL_GRACE_S:.0f} s of the cancel (stuck in native code): killed it and "
-                               "started a new one", job_id)
+        self._replace(process, f"the measurement process did not stop {info.what} within {grace_s:g} s of the "
+                               "cancel (stuck in native code?): killed it", job_id)
 
     # -- the pipe ----------------------------------------------------------------------------------------
     def _write(self, generation: int, conn: Any, outbox: queue.Queue) -> None:
@@ -188,16 +217,21 @@ class MeasurementProcess:
                 return
 
     def _read(self, generation: int, conn: Any, process: Any) -> None:
+        try:
+            self._read_until_closed(generation, conn, process)
+        finally:
+            conn.close()
+
+    def _read_until_closed(self, generation: int, conn: Any, process: Any) -> None:
         while True:
             try:
                 message = unpack(_UiUnpickler(io.BytesIO(conn.recv_bytes())).load())
             except (EOFError, OSError):
                 break
-            except ProtocolError as exc:
-                self.on_notice(f"measurement process: {exc}")
-                continue
-            except Exception as exc:  # a result that does not unpickle here: a bug, said in one line
-                self.on_notice(f"measurement process sent what the app cannot read: {type(exc).__name__}: {exc}")
+            except Exception as exc:  # a message that does not unpickle here: a bug, said in one line
+                # Jobs run one at a time and their last message is their result: it is the running job's.
+                self._fail_running(f"the measurement process sent what the app cannot read: "
+                                   f"{type(exc).__name__}: {exc}", generation)
                 continue
             with self._lock:
                 if generation != self._generation:
@@ -210,6 +244,10 @@ class MeasurementProcess:
                         info.running = True
                 elif isinstance(message, (JobDone, JobFailed)):
                     self._jobs.pop(message.job_id, None)
+                elif isinstance(message, (Samples, Progress)):
+                    info = self._jobs.get(message.job_id)
+                    if info is not None:
+                        info.iterating = True
             self.on_event(message)
         try:
             process.wait(timeout=5)
@@ -220,30 +258,83 @@ class MeasurementProcess:
                 return
         self._replace(process, None, None)
 
+    def _on_supervisor(self, fn: Callable[[], None]) -> None:
+        """Run `fn` on one long-lived thread and wait for it. A restart must not start the process from the
+        reader or a timer thread: the measurement process asks to be killed when the thread that started it
+        ends (PR_SET_PDEATHSIG is per thread), and those threads end right after."""
+        with self._lock:
+            if self._supervisor is None:
+                self._supervisor = queue.Queue()
+                threading.Thread(target=self._supervise, args=(self._supervisor,), name="measure-supervisor",
+                                 daemon=True).start()
+            tasks = self._supervisor
+        done: queue.Queue = queue.Queue()
+        tasks.put((fn, done))
+        error = done.get()
+        if error is not None:
+            raise error
+
+    @staticmethod
+    def _supervise(tasks: queue.Queue) -> None:
+        while True:
+            fn, done = tasks.get()
+            try:
+                fn()
+            except Exception as exc:  # handed back to the caller
+                done.put(exc)
+            else:
+                done.put(None)
+
+    def _fail_running(self, reason: str, generation: int) -> None:
+        with self._lock:
+            if generation != self._generation:
+                return
+            running = [self._jobs.pop(j.job_id) for j in list(self._jobs.values()) if j.running]
+        for job in running:
+            self.on_event(JobFailed(job.job_id, reason))
+
     def _replace(self, process: Any, reason: str | None, job_id: int | None) -> None:
         """The process died (reason None: say how) or must go (kill it): fail the job it was running, start a
         fresh process for the queued ones, and say what happened. A process that died before it was ready
-        (torch failed to import) is not restarted: that would only fail again."""
+        (torch failed to import) is not restarted: that would only fail again. The lock guards only the
+        state: killing, waiting and starting happen outside it, so the UI thread never waits on them."""
         with self._lock:
             if process is not self._process or self._stopping:
                 return
-            if process.poll() is None:
-                process.kill()
-                process.wait(timeout=5)
+            self._generation += 1  # the old process's threads stop acting on what they read
+            outbox, self._outbox, self._process = self._outbox, None, None
             running = [j for j in self._jobs.values() if j.running]
-            if reason is None:
-                during = f" while {running[0].what}" if running else ""
-                reason = f"the measurement process {describe_exit(process.returncode)}{during}"
-            failed = [self._jobs.pop(j.job_id) for j in running]
-            if self._ready:
-                reason += f"; started a new one (its log: {self.log_path})"
-                self.start()
-            else:
+            if job_id is not None and not any(j.job_id == job_id for j in running):
+                return  # it finished meanwhile: nothing to kill for
+            was_ready = self._ready
+        if outbox is not None:
+            outbox.put(Quit())  # ends the old writer thread
+        if process.poll() is None:
+            process.kill()
+        try:
+            process.wait(timeout=10)
+        except Exception:  # subprocess.TimeoutExpired: stuck in the driver; it goes when it can
+            pass
+        if reason is None:
+            during = f" while {running[0].what}" if running else ""
+            reason = f"the measurement process {describe_exit(process.returncode)}{during}"
+        with self._lock:
+            failed = [self._jobs.pop(j.job_id) for j in running if j.job_id in self._jobs]
+            if not was_ready:
                 reason += f" before it was ready: measurements are not available (its log: {self.log_path})"
+                self.unavailable_reason = reason
                 failed += list(self._jobs.values())
                 self._jobs.clear()
-                self._process = None
-                self._outbox = None
+        if was_ready:
+            reason += f"; started a new one (its log: {self.log_path})"
+            try:
+                self._on_supervisor(self.start)
+            except OSError as exc:
+                self.unavailable_reason = f"the measurement process could not be started again: {exc}"
+                reason = self.unavailable_reason
+                with self._lock:
+                    failed += list(self._jobs.values())
+                    self._jobs.clear()
         for job in failed:
             self.on_event(JobFailed(job.job_id, reason))
         self.on_notice(reason)

@@ -18,8 +18,7 @@ import threading
 import time
 from typing import Any
 
-from torchperf_tui.worker.protocol import (CancelJob, JobDone, JobFailed, ProtocolError, Quit, Ready, StartJob,
-                                           Started, pack, unpack)
+from torchperf_tui.worker.protocol import CancelJob, JobDone, JobFailed, Quit, Ready, StartJob, Started, pack, unpack
 
 
 def _detach_from_terminal(log_path: str | None) -> None:
@@ -28,7 +27,11 @@ def _detach_from_terminal(log_path: str | None) -> None:
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
-    out = os.open(log_path or os.devnull, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        out = os.open(log_path or os.devnull, flags, 0o600)
+    except OSError:  # no log rather than no measurements
+        out = os.open(os.devnull, os.O_WRONLY)
     os.dup2(out, 1)
     os.dup2(out, 2)
     os.close(out)
@@ -74,8 +77,11 @@ class Worker:
                 message = unpack(self.conn.recv())
             except (EOFError, OSError):
                 os._exit(0)
-            except ProtocolError:
-                continue  # not ours to act on; the app side logs its own errors
+            except Exception:  # a request that does not unpickle here: skipped, the reader goes on
+                import traceback
+
+                traceback.print_exc()  # to the log file
+                continue
             if isinstance(message, StartJob):
                 self.jobs.put(message)
             elif isinstance(message, CancelJob):
@@ -89,6 +95,11 @@ class Worker:
                 with self.lock:
                     for ctx in self.contexts.values():
                         ctx.cancel_event.set()
+                while True:  # queued jobs are dropped: the app is leaving
+                    try:
+                        self.jobs.get_nowait()
+                    except queue.Empty:
+                        break
                 self.jobs.put(None)
                 return
 
@@ -124,7 +135,11 @@ class Worker:
                         traceback.print_exc()  # to the log file
                     self.send(JobFailed(job.job_id, user_message(exc)))
                 else:
-                    self.send(JobDone(job.job_id, result, extra))
+                    try:
+                        self.send(JobDone(job.job_id, result, extra))
+                    except Exception as exc:  # a result that does not pickle: the job fails, the process stays
+                        self.send(JobFailed(job.job_id, f"its result could not be sent to the app: "
+                                                        f"{type(exc).__name__}: {exc}"))
             finally:
                 with self.lock:
                     self.contexts.pop(job.job_id, None)
