@@ -86,10 +86,14 @@ LIVE_STATS_EVERY_S = 0.5  # live statistics over all samples so far are recomput
 
 
 
-def input_text(cfg) -> str:
-    """'1x3x224x224', or the model's default with the batch, for lines that say what a job was doing."""
-    if cfg.input_shape is not None:
-        return "x".join(str(d) for d in (cfg.batch or cfg.input_shape[0], *cfg.input_shape[1:]))
+def input_text(cfg, complexity=None) -> str:
+    """'1x3x224x224' for lines that say what a job was doing: the typed shape, else the model's default as
+    its analysis found it, else words."""
+    shape = cfg.input_shape
+    if shape is None and complexity is not None:
+        shape = tuple(complexity.input_shape)
+    if shape is not None:
+        return "x".join(str(d) for d in (cfg.batch or shape[0], *shape[1:]))
     return f"its default input, batch {cfg.batch or 1}"
 
 
@@ -540,7 +544,7 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
             return
         self.cancel_job(self._run_job)  # never two measurements at once: the one in flight stops first
         record.batch = cfg.batch or 1
-        self._run_job = self.submit("time", {"cfg": cfg}, f"timing {self.spec} at {input_text(cfg)}",
+        self._run_job = self.submit("time", {"cfg": cfg}, f"timing {self.spec} at {input_text(cfg, self.complexity)}",
                                     self._timing_handler(run_id, self.spec, cfg))
 
     def _mark_cancelling(self) -> None:
