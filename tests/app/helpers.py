@@ -31,6 +31,17 @@ async def wait_ready(pilot, timeout: float = 90.0) -> None:
     await wait_until(pilot, ready, timeout, "the engine to load")
 
 
+async def run_custom_model(pilot, spec: str) -> None:
+    """Type a module:factory into the custom field as a user would (the field cleared first), wait for its
+    analysis, and press r."""
+    app = pilot.app
+    await pilot.click("#custom-spec")
+    app.main.query_one("#custom-spec").value = ""
+    await pilot.press(*spec, "enter")
+    await wait_until(pilot, lambda: app.complexity is not None and app.spec == spec, what=f"the analysis of {spec}")
+    await pilot.press("escape", "r")
+
+
 def screen_text(app, selector: str) -> str:
     """The plain text a Static shows."""
     rendered = app.main.query_one(selector).render()

@@ -32,15 +32,12 @@ async def test_a_screenshot_never_replaces_a_directory_and_the_palettes_goes_whe
 
 
 async def test_a_model_calling_sys_exit_fails_its_run_and_the_app_keeps_running():
-    from tests.app.helpers import wait_ready, wait_until
+    from tests.app.helpers import run_custom_model, wait_ready, wait_until
 
     app = TorchperfApp(poll_telemetry=False, warmup=1, iters=3)
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_ready(pilot)
-        await pilot.click("#custom-spec")
-        await pilot.press(*"tests.hostilemodels:exits_when_timed", "enter")
-        await wait_until(pilot, lambda: app.complexity is not None, what="the analysis")
-        await pilot.press("escape", "r")
+        await run_custom_model(pilot, "tests.hostilemodels:exits_when_timed")
         await wait_until(pilot, lambda: app.history.get(1) is not None and app.history.get(1).status == "failed",
                          what="the run to fail")
         assert "called sys.exit(7)" in app.history.get(1).error

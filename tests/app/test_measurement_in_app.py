@@ -7,7 +7,7 @@ import subprocess
 import sys
 import textwrap
 
-from tests.app.helpers import wait_ready, wait_until
+from tests.app.helpers import run_custom_model, wait_ready, wait_until
 from torchperf_tui.app.app import TorchperfApp
 
 
@@ -16,7 +16,7 @@ def test_the_ui_process_never_imports_torch_even_after_a_run(tmp_path):
     script = textwrap.dedent("""
         import asyncio, sys
         from torchperf_tui.app.app import TorchperfApp
-        from tests.app.helpers import wait_ready, wait_until
+        from tests.app.helpers import run_custom_model, wait_ready, wait_until
 
         async def main():
             app = TorchperfApp(poll_telemetry=True, warmup=1, iters=5, model="tests.tinymodels:tiny_cnn",
@@ -49,11 +49,8 @@ async def test_a_model_that_kills_its_process_fails_its_run_and_the_next_run_wor
     app = TorchperfApp(poll_telemetry=False, warmup=1, iters=5)
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_ready(pilot)
-        await pilot.click("#custom-spec")
-        await pilot.press(*"tests.hostilemodels:kills_its_process", "enter")
-        await wait_until(pilot, lambda: app.complexity is not None, what="the analysis")
         first_pid = app.measurement_pid
-        await pilot.press("escape", "r")
+        await run_custom_model(pilot, "tests.hostilemodels:kills_its_process")
         await wait_until(pilot, lambda: app.history.get(1) is not None and app.history.get(1).status == "failed",
                          what="the run to fail")
         error = app.history.get(1).error
@@ -63,11 +60,6 @@ async def test_a_model_that_kills_its_process_fails_its_run_and_the_next_run_wor
         assert any("was killed (SIGKILL)" in str(n.message) for n in app._notifications)
         assert app.is_running
         await wait_until(pilot, lambda: app.measurement_pid not in (None, first_pid), what="a new process")
-        await pilot.click("#custom-spec")
-        app.main.query_one("#custom-spec").value = ""
-        await pilot.press(*"tests.tinymodels:tiny_cnn", "enter")
-        await wait_until(pilot, lambda: app.complexity is not None and app.spec.endswith("tiny_cnn"),
-                         what="the analysis")
-        await pilot.press("escape", "r")
+        await run_custom_model(pilot, "tests.tinymodels:tiny_cnn")
         await wait_until(pilot, lambda: app.history.get(2) is not None and app.history.get(2).status == "done",
                          what="the next run")
