@@ -1045,13 +1045,17 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
         """The sample with the measurement process's allocator figures and RSS (this process holds no model),
         and the name of the process they are from. Injected test sources are shown as they are."""
         reading = self.allocator_reading
-        if reading is None or self._cuda_seam is not None or self._sampler_injected:
+        if self._cuda_seam is not None or self._sampler_injected or self.measurement_pid is None:
             return sample, "this process"
+        holder = f"measurement process (pid {self.measurement_pid})"
+        if reading is None:
+            return sample, holder
         import dataclasses
 
-        holder = f"measurement process (pid {reading['pid']})"
-        if reading.get("allocated") is None:
-            return sample, holder  # RSS: the sampler follows that process already
+        if reading.get("allocated") is None:  # RSS: the sampler follows that process already
+            missing = self.engine.nvml.NA(reading.get("why_none") or "not available")
+            return dataclasses.replace(sample, torch_allocated_bytes=missing, torch_reserved_bytes=missing,
+                                       torch_peak_bytes=missing), holder
         return dataclasses.replace(sample, torch_allocated_bytes=reading["allocated"],
                                    torch_reserved_bytes=reading["reserved"], torch_peak_bytes=reading["peak"]), holder
 

@@ -237,8 +237,11 @@ def run_memory(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     from torchperf_tui.engine.lazy_torch import torch
 
     reading: dict[str, Any] = {"pid": os.getpid(), "rss": psutil.Process().memory_info().rss,
-                               "allocated": None, "reserved": None, "peak": None, "at": time.time()}
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
+                               "allocated": None, "reserved": None, "peak": None, "at": time.time(),
+                               "why_none": "no CUDA device here: the model runs on the CPU"}
+    if torch.cuda.is_available() and not torch.cuda.is_initialized():
+        reading.update(allocated=0, reserved=0, peak=0)  # no CUDA work yet: nothing allocated
+    elif torch.cuda.is_available():
         reading.update(allocated=torch.cuda.memory_allocated(), reserved=torch.cuda.memory_reserved(),
                        peak=torch.cuda.max_memory_allocated())
     return reading, {}
