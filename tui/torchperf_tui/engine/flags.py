@@ -165,6 +165,12 @@ def flag_applicability(name: str, device: str) -> tuple[bool, str | None]:
     return True, None
 
 
+def applicability_table(kinds: tuple[str, ...] = ("cpu", "cuda")) -> dict[str, dict[str, tuple[bool, str | None]]]:
+    """flag_applicability for every flag on every kind of device: what the app's UI process, which has no
+    torch, is told once by the process that has it."""
+    return {kind: {spec.name: flag_applicability(spec.name, kind) for spec in FLAG_SPECS} for kind in kinds}
+
+
 def inert_flags(flags: Flags, device: str, reference: Flags | None = None) -> list[str]:
     """One line per flag set away from `reference` (default: PyTorch's defaults) that has no effect on
     `device`, e.g. cudnn.benchmark on the CPU: a user should not read a same-speed result as its effect."""

@@ -101,12 +101,9 @@ class SampleStream:
 def run_probe(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """-> (DeviceReport, {"applicability": {device kind: {flag: (ok, why)}}})."""
     from torchperf_tui.engine.device import probe_device
-    from torchperf_tui.engine.flags import FLAG_SPECS, flag_applicability
+    from torchperf_tui.engine.flags import applicability_table
 
-    report = probe_device()
-    table = {kind: {spec.name: flag_applicability(spec.name, kind) for spec in FLAG_SPECS}
-             for kind in ("cpu", "cuda")}
-    return report, {"applicability": table}
+    return probe_device(), {"applicability": applicability_table()}
 
 
 def run_catalogue(params: dict, ctx: JobContext) -> tuple[Any, dict]:
