@@ -270,7 +270,7 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
     @work(thread=True, group="engine", exit_on_error=False)
     def probe_with_seams(self) -> None:
         from torchperf_tui.engine.device import probe_device
-        from torchperf_tui.engine.flags import FLAG_SPECS, flag_applicability
+        from torchperf_tui.engine.flags import applicability_table
 
         self._ui_ready.wait(timeout=30)
         deadline = time.monotonic() + 30
@@ -279,8 +279,7 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
         nvml = self._nvml_handle()
         try:
             report = self._fixed_report or probe_device(nvml=nvml, cuda=self._cuda_seam)
-            self.applicability = {kind: {spec.name: flag_applicability(spec.name, kind) for spec in FLAG_SPECS}
-                                  for kind in ("cpu", "cuda")}
+            self.applicability = applicability_table()
         except Exception as exc:
             self.post_message(EngineProblem("device", user_message(exc)))
             return
@@ -656,22 +655,21 @@ class TorchperfApp(ComparisonActions, CheckActions, App):
             if redraw and self.last_telemetry is not None:
                 self._show_telemetry(*self.last_telemetry)  # the run's memory trace (telemetry pauses on a CPU)
 
-    def _due(self, record: RunRecord) -> bool:
-        """True at most every LIVE_STATS_EVERY_S per run (the warm-up's progress line)."""
+    @staticmethod
+    def _due(record: RunRecord, now_anyway: bool = False) -> bool:
+        """True at most every LIVE_STATS_EVERY_S per run (or when `now_anyway`): when its lines are redrawn."""
         now = time.monotonic()
-        if now - record.stats_at < LIVE_STATS_EVERY_S:
+        if not now_anyway and now - record.stats_at < LIVE_STATS_EVERY_S:
             return False
         record.stats_at = now
         return True
 
     def _live_stats(self, record: RunRecord, last: bool) -> bool:
-        """Statistics over every sample so far, computed here (the measurement process only measures), at
-        most every LIVE_STATS_EVERY_S: the work grows with the samples, the redraw rate must not. True when
+        """Statistics over every sample so far, computed here (the measurement process only measures), when
+        `_due` (and at the last sample): the work grows with the samples, the redraw rate must not. True when
         they were recomputed (the histogram, also over every sample, is redrawn with them)."""
-        now = time.monotonic()
-        if not last and now - record.stats_at < LIVE_STATS_EVERY_S:
+        if not self._due(record, now_anyway=last):
             return False
-        record.stats_at = now
         record.stats = self.engine.timing.compute_stats(record.samples_ms, batch=record.batch or 1)
         return True
 
