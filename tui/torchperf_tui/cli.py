@@ -26,20 +26,8 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see --help)\n")
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {value}")
-    return value
-
-
 def _checked(check, name: str | None = None):
     """An argparse type from a check in options.py (the one place user numbers are validated)."""
-    from torchperf_tui import options
-
     def convert(text: str):
         try:
             return check(name, text) if name is not None else check(text)
@@ -51,9 +39,10 @@ def _checked(check, name: str | None = None):
 
 
 def _positive_float(name: str):
-    from torchperf_tui import options
-
     return _checked(options.positive_float, name)
+
+
+_positive_int = _checked(options.positive_int)
 
 
 def _warmup(text: str) -> int | str:

@@ -56,6 +56,11 @@ def whole_number(name: str, value: int | str, *, low: int | None = None, high: i
     return number
 
 
+def positive_int(value: int | str, name: str = "a count") -> int:
+    """A whole number >= 1 (iterations, blocks, a batch, rows)."""
+    return whole_number(name, value, low=1)
+
+
 def cpu_count() -> int:
     """Logical CPUs this process may run on (its affinity where the platform has one)."""
     try:
