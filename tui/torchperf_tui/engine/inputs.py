@@ -35,8 +35,6 @@ def parse_shape(text: str) -> tuple[int, ...]:
         dims = tuple(int(p) for p in parts)
     except ValueError:
         raise ShapeError(f"malformed input shape {text!r}: give it like 1x3x224x224") from None
-    if any(d <= 0 for d in dims):
-        raise ShapeError(f"input shape {text!r} has a dimension <= 0")
     if len(dims) < 2:
         raise ShapeError(f"input shape {text!r} needs a batch dimension and at least one more")
     return check_dims(dims)
@@ -77,8 +75,8 @@ def parse_dtype(name: str) -> "torch.dtype":
 
 
 def dtype_name(dtype: "torch.dtype") -> str:
-    text = str(dtype).removeprefix("torch.")
-    return text
+    """torch.float16 -> 'float16' (the names DTYPE_NAMES and torch share)."""
+    return str(dtype).removeprefix("torch.")
 
 
 def resolve_device(name: str = "auto") -> "torch.device":

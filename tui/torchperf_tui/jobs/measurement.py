@@ -86,7 +86,6 @@ class MeasurementProcess:
         self._lock = threading.RLock()
         self._jobs: dict[int, JobInfo] = {}
         self._process: Any = None
-        self._conn: Any = None
         self._outbox: queue.Queue | None = None
         self._generation = 0
         self._stopping = False
@@ -117,7 +116,7 @@ class MeasurementProcess:
                                        close_fds=True)
             theirs.close()
             conn = Connection(ours.detach())
-            self._process, self._conn, self.pid, self._ready = process, conn, None, False
+            self._process, self.pid, self._ready = process, None, False
             self._outbox = queue.Queue()
             threading.Thread(target=self._write, args=(generation, conn, self._outbox), name="measure-out",
                              daemon=True).start()
