@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import subprocess
 import sys
 import time
+
+from tmux_app import app_in_tmux, require_tmux, send_keys  # bench/tmux_app.py
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -46,28 +47,21 @@ def measure(tab: str, seconds: float, history: str) -> float:
     session = f"idlecpu{os.getpid()}"
     exe = os.path.join(os.path.dirname(sys.executable), "torchperf-tui")
     command = f"TORCHPERF_HISTORY={history} exec {sys.executable} {exe} --interval 0.5"
-    subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
-    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "80", "-y", "24", command], check=True)
-    try:
+    with app_in_tmux(command, session):
         pid = app_pid(session)
         time.sleep(15)  # the engine loads behind the first frame; let it finish
-        subprocess.run(["tmux", "send-keys", "-t", session, tab], check=True)
+        send_keys(session, tab)
         time.sleep(3)
         t0, c0 = time.monotonic(), cpu_seconds(pid)
         time.sleep(seconds)
         return 100.0 * (cpu_seconds(pid) - c0) / (time.monotonic() - t0)
-    finally:
-        subprocess.run(["tmux", "send-keys", "-t", session, "q"], capture_output=True)
-        time.sleep(1)
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=60.0)
     args = parser.parse_args()
-    if shutil.which("tmux") is None:
-        raise SystemExit("tmux is needed (apt-get install tmux)")
+    require_tmux()
     history = f"/tmp/idle-cpu-history-{os.getpid()}.jsonl"
     print(f"torchperf-tui idle CPU, telemetry 2 Hz, 80x24 in tmux, {args.seconds:.0f} s per tab, "
           f"{os.cpu_count()} cores")

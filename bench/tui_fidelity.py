@@ -18,13 +18,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from tmux_app import app_in_tmux, require_tmux, send_keys  # bench/tmux_app.py
 
 HERE = Path(__file__).resolve().parent
 MODELS = ("dispatch_bound:many_tiny_layers", "resnet18")
@@ -50,12 +51,9 @@ def tui_run(model: str, env: dict, settle: float, history: Path) -> list[float]:
     before = history.read_text().count("\n") if history.exists() else 0
     command = (f"env TORCHPERF_HISTORY={history} PYTHONPATH={env.get('PYTHONPATH', '')} {sys.executable} "
                f"-m torchperf_tui --device cpu --model {model}")
-    subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
-    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "80", "-y", "24", "-c", str(HERE), command],
-                   check=True)
-    try:
+    with app_in_tmux(command, session, cwd=str(HERE)):
         time.sleep(settle)  # the engine loaded, the model analysed, the screen quiet
-        subprocess.run(["tmux", "send-keys", "-t", session, "r"], check=True)
+        send_keys(session, "r")
         deadline = time.monotonic() + 600
         while time.monotonic() < deadline:
             if history.exists():
@@ -64,10 +62,6 @@ def tui_run(model: str, env: dict, settle: float, history: Path) -> list[float]:
                     return json.loads(lines[-1])["samples_ms"]
             time.sleep(0.5)
         raise TimeoutError(f"the TUI's run of {model} did not reach the history")
-    finally:
-        subprocess.run(["tmux", "send-keys", "-t", session, "q"], capture_output=True)
-        time.sleep(1.0)
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
 
 
 def main() -> int:
@@ -76,9 +70,7 @@ def main() -> int:
     parser.add_argument("--settle", type=float, default=8.0, help="seconds between starting the TUI and r")
     parser.add_argument("--models", nargs="*", default=list(MODELS))
     args = parser.parse_args()
-    if shutil.which("tmux") is None:
-        print("tmux is needed: apt-get install tmux", file=sys.stderr)
-        return 1
+    require_tmux()
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(HERE), env.get("PYTHONPATH", "")) if p)
     import torchperf_tui
