@@ -114,10 +114,13 @@ def write_snapshot(snapshot: dict[str, Any], path: str, *, make_parents: bool = 
     Pickle protocol 4, not the interpreter's default: Python 3.14's default (5) loads in pytorch.org/memory_viz
     but shows nothing. Written beside the target and renamed, so the announced path never holds half a file,
     and a target that is not a regular file is refused."""
-    from torchperf_tui.engine.output_files import write_bytes
+    from torchperf_tui.engine.output_files import write_output
 
-    data = pickle.dumps(snapshot, protocol=SNAPSHOT_PICKLE_PROTOCOL)
-    return os.path.getsize(write_bytes(path, data, make_parents=make_parents))
+    def fill(temp: str) -> None:  # streamed to the file: a snapshot can be hundreds of MB
+        with open(temp, "wb") as fh:
+            pickle.dump(snapshot, fh, protocol=SNAPSHOT_PICKLE_PROTOCOL)
+
+    return os.path.getsize(write_output(path, fill, make_parents=make_parents))
 
 
 def count_entries(snapshot: dict[str, Any]) -> tuple[int, int]:
