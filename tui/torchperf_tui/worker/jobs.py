@@ -125,10 +125,13 @@ def run_analyse(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     return analyse_complexity(params["spec"], shape, dtype=params["dtype"]), {"entry": entry}
 
 
-def _fingerprint(device: str) -> dict:
+def _history_extra(result: Any) -> dict:
+    """The environment fingerprint for the run's history records; none for a cancelled run (not saved)."""
+    if result.cancelled:
+        return {}
     from torchperf_tui.engine.results import environment_fingerprint
 
-    return environment_fingerprint(device=device)
+    return {"fingerprint": environment_fingerprint(device=result.device)}
 
 
 def run_time(params: dict, ctx: JobContext) -> tuple[Any, dict]:
@@ -141,7 +144,7 @@ def run_time(params: dict, ctx: JobContext) -> tuple[Any, dict]:
                                on_shape=stream.on_shape, on_memory=stream.on_memory)
     finally:
         stream.close()
-    return result, {"fingerprint": _fingerprint(result.device)}
+    return result, _history_extra(result)
 
 
 def run_ab_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
@@ -155,7 +158,7 @@ def run_ab_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     result = run_ab(params["base"], arm_a, arm_b, blocks=params["blocks"], per_block=params["per_block"],
                     seed=params["seed"], should_cancel=ctx.cancelled,
                     on_block=lambda arm, i, n, samples: ctx.progress("block", (arm, i, n, list(samples))))
-    return result, {"fingerprint": _fingerprint(result.device)}
+    return result, _history_extra(result)
 
 
 def run_kernels(params: dict, ctx: JobContext) -> tuple[Any, dict]:
