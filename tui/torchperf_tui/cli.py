@@ -307,19 +307,23 @@ def cmd_bench(args) -> int:
 
 
 def _bench_config(args, **overrides):
-    """A BenchConfig from the shared input, device and flag options."""
+    """A BenchConfig from the shared input, device and flag options, through the same frozen Selection the
+    TUI builds from its sidebar (`overrides`: warmup, iters, compile, shapes, seed)."""
     from torchperf_tui.engine.inputs import dtype_name, parse_dtype
-    from torchperf_tui.engine.timing import BenchConfig
+    from torchperf_tui.engine.shapes import parse_schedule
+    from torchperf_tui.jobs.selection import Selection
 
-    values = dict(model=args.model, input_shape=_resolve_input(args), batch=args.batch, device=args.device,
-                  dtype=dtype_name(parse_dtype(args.dtype)), channels_last=args.channels_last,
+    full = _resolve_input(args)
+    batch = args.batch if args.batch is not None else (full[0] if full else 1)
+    values = dict(spec=args.model, shape="x".join(map(str, full[1:])) if full else "", batch=str(batch),
+                  device=args.device, dtype=dtype_name(parse_dtype(args.dtype)), channels_last=args.channels_last,
                   flags=_flags_from(args))
-    values.update(overrides)
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    if "compile" in values:
+        values["compile"] = values["compile"] or "eager"
     if "shapes" in values:
-        from torchperf_tui.engine.shapes import parse_schedule
-
         values["shapes"] = parse_schedule(values["shapes"]).describe()  # a bad schedule: one line, exit 2
-    return BenchConfig(**values)
+    return Selection(**values).config()
 
 
 def cmd_throughput(args) -> int:
@@ -357,18 +361,12 @@ def cmd_profile(args) -> int:
 
 
 def cmd_roofline(args) -> int:
-    from torchperf_tui.engine.complexity import analyse_complexity
-    from torchperf_tui.engine.device import probe_device
-    from torchperf_tui.engine.roofline import analyse_roofline, gpu_for_device, peaks_for
     from torchperf_tui.engine.timing import run_benchmark
     from torchperf_tui.cli_render import render_roofline
+    from torchperf_tui.jobs.follow_up import roofline_of_run
 
     timing = run_benchmark(_bench_config(args, iters=args.iters))
-    complexity = analyse_complexity(args.model, timing.input_shape, dtype=timing.dtype, layers=True)
-    gpu = gpu_for_device(probe_device(), timing.device) if timing.device.startswith("cuda") else None
-    peaks = peaks_for(timing.device, timing.dtype, gpu, tf32=timing.flags.tf32_cudnn or timing.flags.tf32_matmul,
-                      peak_tflops=args.peak_tflops, peak_bandwidth_gbs=args.peak_bandwidth)
-    result = analyse_roofline(complexity, timing, peaks)
+    result = roofline_of_run(timing, peak_tflops=args.peak_tflops, peak_bandwidth_gbs=args.peak_bandwidth)
     if args.json:
         data = result.to_dict()
         if not args.layers:
@@ -382,15 +380,11 @@ def cmd_roofline(args) -> int:
 def _append_history(args, result) -> None:
     """Every completed run goes to the history at once; a history that cannot be written is a warning, not a
     lost result."""
-    from torchperf_tui.engine.errors import TorchperfError
-    from torchperf_tui.engine.results import History, HistoryNotDurable, records_of
+    from torchperf_tui.jobs.follow_up import save_to_history
 
-    try:
-        History(args.history).extend(records_of(result))
-    except HistoryNotDurable as exc:  # the run is in the file; only the flush to disk failed
-        print(f"{PROG}: warning: {exc}", file=sys.stderr)
-    except (TorchperfError, OSError) as exc:
-        print(f"{PROG}: warning: run not saved to history: {exc}", file=sys.stderr)
+    warning = save_to_history(result, args.history)
+    if warning:
+        print(f"{PROG}: warning: {warning}", file=sys.stderr)
 
 
 def _load_history(args, last: int | None = None):

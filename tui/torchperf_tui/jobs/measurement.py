@@ -155,6 +155,12 @@ class MeasurementProcess:
 
     # -- jobs --------------------------------------------------------------------------------------------
     def submit(self, kind: str, params: dict | None = None, what: str = "") -> int:
+        """Start a job. The one rule of the machine: one measurement at a time. A job that measures (timing,
+        A/B, kernels, throughput, profile, checks) cancels every other measuring job first (their owners get
+        their cancelled answers), so two measurements never share the cores or the GPU."""
+        if kind in MEASURING_KINDS:
+            for other in self.pending(MEASURING_KINDS):
+                self.cancel(other.job_id)
         job_id = next(self._ids)
         with self._lock:
             unavailable = self._outbox is None

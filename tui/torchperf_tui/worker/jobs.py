@@ -188,19 +188,10 @@ def run_profile(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 
 
 def run_roofline(params: dict, ctx: JobContext) -> tuple[Any, dict]:
-    """params: spec, result (a TimingResult), report (the DeviceReport the UI shows)."""
-    from torchperf_tui.engine.complexity import analyse_complexity
-    from torchperf_tui.engine.errors import TorchperfError
-    from torchperf_tui.engine.roofline import analyse_roofline, gpu_for_device, peaks_for
+    """params: result (a TimingResult), report (the DeviceReport the UI shows)."""
+    from torchperf_tui.jobs.follow_up import roofline_of_run
 
-    result = params["result"]
-    if result.shapes != "fixed":
-        raise TorchperfError(f"shape schedule {result.shapes}: the roofline needs one input shape")
-    complexity = analyse_complexity(params["spec"], result.input_shape, dtype=result.dtype, layers=True)
-    gpu = gpu_for_device(params.get("report"), result.device) if result.device.startswith("cuda") else None
-    flags = result.flags
-    peaks = peaks_for(result.device, result.dtype, gpu, tf32=flags.tf32_cudnn or flags.tf32_matmul)
-    return analyse_roofline(complexity, result, peaks), {}
+    return roofline_of_run(params["result"], params.get("report")), {}
 
 
 def run_determinism(params: dict, ctx: JobContext) -> tuple[Any, dict]:

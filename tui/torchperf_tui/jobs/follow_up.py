@@ -1,0 +1,47 @@
+"""The steps both front ends take after a run: saving its records to the history, and placing it on the
+roofline. The CLI calls them in its process; the TUI saves from a thread of the UI process (whole records,
+even if the measurement process dies) and asks the measurement process for the roofline (it needs torch).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def save_to_history(result: Any, path: Any = None, fingerprint: dict | None = None) -> str | None:
+    """Append a completed run (or both arms of an A/B) to the history at once. Returns None when saved, else
+    one line for a warning: a history that cannot be written never loses the result on screen."""
+    from torchperf_tui.engine.errors import TorchperfError, user_message
+    from torchperf_tui.engine.results import History, HistoryNotDurable, records_of
+
+    try:
+        History(path).extend(records_of(result, fingerprint=fingerprint))
+    except HistoryNotDurable as exc:  # in the file; only the flush to disk failed
+        return user_message(exc)
+    except (TorchperfError, OSError, ValueError) as exc:
+        return f"run not saved to history: {user_message(exc)}"
+    return None
+
+
+def roofline_of_run(result: Any, report: Any = None, peak_tflops: float | None = None,
+                    peak_bandwidth_gbs: float | None = None):
+    """A finished TimingResult on the roofline: FLOPs counted at the run's own input and dtype, peaks from
+    `report` (the device report; probed when None on CUDA), or the user's overrides. Needs torch."""
+    from torchperf_tui.engine.complexity import analyse_complexity
+    from torchperf_tui.engine.errors import TorchperfError
+    from torchperf_tui.engine.roofline import analyse_roofline, gpu_for_device, peaks_for
+
+    if result.shapes != "fixed":
+        raise TorchperfError(f"shape schedule {result.shapes}: the roofline needs one input shape")
+    complexity = analyse_complexity(result.model, result.input_shape, dtype=result.dtype, layers=True)
+    gpu = None
+    if result.device.startswith("cuda"):
+        if report is None:
+            from torchperf_tui.engine.device import probe_device
+
+            report = probe_device()
+        gpu = gpu_for_device(report, result.device)
+    flags = result.flags
+    peaks = peaks_for(result.device, result.dtype, gpu, tf32=flags.tf32_cudnn or flags.tf32_matmul,
+                      peak_tflops=peak_tflops, peak_bandwidth_gbs=peak_bandwidth_gbs)
+    return analyse_roofline(complexity, result, peaks)

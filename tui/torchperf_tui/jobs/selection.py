@@ -1,0 +1,76 @@
+"""What the user chose, frozen: the model, its input, the device, the flags and the run options, as one
+value built on the UI thread (or from the CLI's arguments) and turned into the engine's BenchConfig.
+
+A job gets the config made from the selection at the moment it was asked for, so an option changed while it
+runs cannot change what it measures, and its history record says what was measured. No torch: the modules
+used here load without it (engine/lazy_torch.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Selection:
+    """`shape` is the input without the batch as typed ('3x224x224'), or '' for the model's default;
+    `batch` as typed. `flags` is an engine.flags.Flags; `compile` 'eager' or a torch.compile mode."""
+
+    spec: str
+    shape: str = ""
+    batch: str = "1"
+    dtype: str = "float32"
+    channels_last: bool = False
+    device: str = "auto"
+    flags: Any = None
+    shapes: str = "fixed"
+    compile: str = "eager"
+    warmup: int | str = 10
+    iters: int = 50
+    seed: int = 0  # of the input values and of a random shape schedule
+
+    def batch_size(self) -> int:
+        from torchperf_tui.engine.inputs import parse_shape
+
+        return parse_shape(f"{self.batch}x1")[0]
+
+    def full_shape(self) -> tuple[int, ...] | None:
+        """(batch, *dims) as typed, or None when no shape is typed (the model's default applies)."""
+        from torchperf_tui.engine.inputs import parse_shape
+
+        if not self.shape:
+            return None
+        return parse_shape(f"{self.batch_size()}x{self.shape}")
+
+    def config(self, flags: Any = None):
+        """The engine's BenchConfig (with `flags` instead of the selection's, for an arm of an A/B). Raises
+        the engine's one-line errors for a bad shape or batch."""
+        from torchperf_tui.engine.flags import Flags
+        from torchperf_tui.engine.timing import BenchConfig
+
+        return BenchConfig(model=self.spec, input_shape=self.full_shape(), batch=self.batch_size(),
+                           device=self.device, dtype=self.dtype, channels_last=self.channels_last,
+                           warmup=self.warmup, iters=self.iters,
+                           flags=flags if flags is not None else (self.flags or Flags()), shapes=self.shapes,
+                           compile=None if self.compile == "eager" else self.compile, seed=self.seed)
+
+    def analysis_params(self) -> dict:
+        """The measurement process's "analyse" job: the model at the typed input (dims None: its default)."""
+        shape = self.full_shape()
+        return {"spec": self.spec, "batch": self.batch_size(), "dims": tuple(shape[1:]) if shape else None,
+                "dtype": self.dtype}
+
+    def input_text(self, default_shape: tuple | None = None) -> str:
+        """'1x3x224x224' for lines that say what a job is doing: the typed shape, else the model's default
+        (as its analysis found it), else words."""
+        try:
+            shape = self.full_shape()
+            batch = self.batch_size()
+        except Exception:
+            return f"input {self.batch}x{self.shape or '(default)'}"
+        if shape is None and default_shape:
+            shape = (batch, *tuple(default_shape)[1:])
+        if shape is not None:
+            return "x".join(str(d) for d in shape)
+        return f"its default input, batch {batch}"
