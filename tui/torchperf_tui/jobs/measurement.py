@@ -20,8 +20,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from torchperf_tui.worker.protocol import (CancelJob, JobDone, JobFailed, Progress, ProtocolError, Quit, Ready,
-                                           Samples, StartJob, Started, pack, unpack)
+from torchperf_tui.worker.protocol import (MEASURING_KINDS, CancelJob, JobDone, JobFailed, Progress, ProtocolError,
+                                           Quit, Ready, Samples, StartJob, Started, pack, unpack)
 
 CANCEL_GRACE_S = 2.0  # a job that has started iterating must stop within this of a cancel, or is killed
 BUILD_GRACE_S = 15.0  # one that has not (a model being built, torch.compile compiling) gets this long
