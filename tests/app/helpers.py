@@ -24,7 +24,7 @@ async def wait_ready(pilot, timeout: float = 90.0) -> None:
     app = pilot.app
 
     def ready() -> bool:
-        return (app.report is not None and app.flags is not None
+        return (app.session.report is not None and app.pane("flags").flags is not None
                 and bool(app.main.query("FlagRow"))
                 and bool(app.main.query_one("#model-list").option_count > 1))
 
@@ -38,7 +38,7 @@ async def run_custom_model(pilot, spec: str) -> None:
     await pilot.click("#custom-spec")
     app.main.query_one("#custom-spec").value = ""
     await pilot.press(*spec, "enter")
-    await wait_until(pilot, lambda: app.complexity is not None and app.spec == spec, what=f"the analysis of {spec}")
+    await wait_until(pilot, lambda: app.pane("picker").complexity is not None and app.pane("picker").spec == spec, what=f"the analysis of {spec}")
     await pilot.press("escape", "r")
 
 

@@ -24,17 +24,17 @@ async def choose(pilot, spec: str = TINY, shape: str = "3x16x16") -> None:
     await pilot.press(*spec, "enter")
     shape_field = app.main.query_one("#shape")
     if "oom" in spec:  # its forward raises, so the analysis fails too: wait for that error
-        await wait_until(pilot, lambda: app.spec == spec and "error" in screen_text(app, "#model-summary"),
+        await wait_until(pilot, lambda: app.pane("picker").spec == spec and "error" in screen_text(app, "#model-summary"),
                          what="the analysis error")
         shape_field.value = shape
         await pilot.press("escape")
         return
-    await wait_until(pilot, lambda: app.spec == spec and app.complexity is not None, what="the analysis")
+    await wait_until(pilot, lambda: app.pane("picker").spec == spec and app.pane("picker").complexity is not None, what="the analysis")
     shape_field.focus()
     shape_field.value = ""
     await pilot.press(*shape, "enter")
     size = int(shape.split("x")[-1])
-    await wait_until(pilot, lambda: app.complexity is not None and app.complexity.input_shape[-1] == size,
+    await wait_until(pilot, lambda: app.pane("picker").complexity is not None and app.pane("picker").complexity.input_shape[-1] == size,
                      what="the analysis at the new shape")
     await pilot.press("escape")
 
@@ -50,7 +50,7 @@ async def test_number_keys_reach_every_tab_including_the_new_ones():
         await wait_ready(pilot)
         for i, name in enumerate(TABS):
             await pilot.press(str(i + 1))
-            assert app._active_tab() == name
+            assert app.main.active_tab() == name
         assert TABS[-4:] == ("throughput", "profile", "history", "kernels")
 
 
@@ -60,7 +60,7 @@ async def test_throughput_search_streams_tries_then_shows_the_largest_batch_and_
         await wait_ready(pilot)
         await choose(pilot)
         await pilot.press("t")
-        assert app._active_tab() == "throughput"
+        assert app.main.active_tab() == "throughput"
         await wait_until(pilot, lambda: "largest batch" in screen_text(app, "#throughput-summary"),
                          what="the search to finish")
         table = rows(app, "#throughput-table")
@@ -115,20 +115,20 @@ async def test_a_new_request_or_c_cancels_the_search_in_flight():
         # The tiny CNN's search now stops at its plateau in under a second: too soon to be cancelled.
         await choose(pilot, "tests.app.test_analysis_tabs:slow_rising")
         await pilot.press("t")
-        first = app._throughput_job
+        first = app.pane("throughput").jobs.job_id("search")
         await wait_until(pilot, lambda: app.main.query_one("#throughput-table").row_count >= 1, what="a try")
-        assert any(j.job_id == first for j in app.measure.pending())
+        assert any(j.job_id == first for j in app.session.measure.pending())
         await pilot.press("t")  # a new request cancels the first
-        second = app._throughput_job
+        second = app.pane("throughput").jobs.job_id("search")
         assert second != first
-        await wait_until(pilot, lambda: not any(j.job_id == first for j in app.measure.pending()),
+        await wait_until(pilot, lambda: not any(j.job_id == first for j in app.session.measure.pending()),
                          what="the first search to stop")
         await wait_until(pilot, lambda: app.main.query_one("#throughput-table").row_count >= 1, what="a try")
         await pilot.press("c")
         await wait_until(pilot, lambda: "cancelled" in screen_text(app, "#throughput-summary"), timeout=60,
                          what="the search cancelled")
         # Both searches have stopped in the measurement process: nothing keeps computing there.
-        assert not app.measure.pending({"throughput"})
+        assert not app.session.measure.pending({"throughput"})
 
 
 async def test_profile_shows_a_convolution_row_sorts_and_writes_the_trace():
@@ -137,7 +137,7 @@ async def test_profile_shows_a_convolution_row_sorts_and_writes_the_trace():
         await wait_ready(pilot)
         await choose(pilot)
         await pilot.press("p")
-        assert app._active_tab() == "profile"
+        assert app.main.active_tab() == "profile"
         pane = app.main.query_one("#profile")
         await wait_until(pilot, lambda: pane.result is not None, what="the profile")
         names = [r[0] for r in rows(app, "#profile-table")]
@@ -187,9 +187,9 @@ async def test_history_lists_runs_made_here_and_compares_two_marked():
         await pilot.press("1")
         await choose(pilot)
         await pilot.press("r")
-        await wait_until(pilot, lambda: app.history.get(1) is not None and app.history.get(1).finished, what="run 1")
+        await wait_until(pilot, lambda: app.session.runs.get(1) is not None and app.session.runs.get(1).finished, what="run 1")
         await pilot.click("#flag-mkldnn_enabled")  # run 2, with oneDNN off
-        await wait_until(pilot, lambda: app.history.get(2) is not None and app.history.get(2).finished, what="run 2")
+        await wait_until(pilot, lambda: app.session.runs.get(2) is not None and app.session.runs.get(2).finished, what="run 2")
         await pilot.press("8")
         table = app.main.query_one("#history-table")
         await wait_until(pilot, lambda: table.row_count == 2, what="both runs listed")

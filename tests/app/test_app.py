@@ -23,12 +23,12 @@ async def choose_tiny(pilot, shape: str = "3x32x32") -> None:
     app = pilot.app
     await pilot.click("#custom-spec")
     await pilot.press(*TINY, "enter")
-    await wait_until(pilot, lambda: app.complexity is not None, what="the tiny model's analysis")
+    await wait_until(pilot, lambda: app.pane("picker").complexity is not None, what="the tiny model's analysis")
     shape_field = app.main.query_one("#shape")
     shape_field.focus()
     shape_field.value = ""
     await pilot.press(*shape, "enter")
-    await wait_until(pilot, lambda: app.complexity is not None and app.complexity.input_shape[-1] == 32,
+    await wait_until(pilot, lambda: app.pane("picker").complexity is not None and app.pane("picker").complexity.input_shape[-1] == 32,
                      what="the analysis at the new shape")
     await pilot.press("escape")
 
@@ -49,7 +49,7 @@ async def test_panes_say_loading_before_the_engine_and_fill_in_after():
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_until(pilot, lambda: bool(app.main.query("#device-facts")), what="the lazy device pane")
         # The engine worker has not reported yet on the first frame.
-        if app.report is None:
+        if app.session.report is None:
             assert "loading" in screen_text(app, "#device-facts")
         await wait_ready(pilot)
         assert "loading" not in screen_text(app, "#device-facts")
@@ -67,16 +67,16 @@ async def test_pick_a_model_by_typing_shows_its_flops_and_layers():
         visible = [listing.get_option_at_index(i).id for i in range(listing.option_count)]
         assert "squeezenet1_0" in visible and "resnet18" not in visible  # the list is filtered
         await pilot.press("enter")
-        await wait_until(pilot, lambda: app.complexity is not None, what="analysis")
+        await wait_until(pilot, lambda: app.pane("picker").complexity is not None, what="analysis")
         from torchperf_tui.formatting import format_count
 
         summary = screen_text(app, "#model-summary")
         assert "squeezenet1_0" in summary
-        assert format_count(app.complexity.flops, "FLOPs") in summary and "GFLOPs" in summary
-        assert format_count(app.complexity.params_total) in summary
+        assert format_count(app.pane("picker").complexity.flops, "FLOPs") in summary and "GFLOPs" in summary
+        assert format_count(app.pane("picker").complexity.params_total) in summary
         await pilot.press("escape", "3")
         table = app.main.query_one("#layers-table")
-        assert table.row_count == len(app.complexity.layers) > 10
+        assert table.row_count == len(app.pane("picker").complexity.layers) > 10
 
 
 async def test_a_run_fills_progress_stats_and_histogram():
@@ -85,9 +85,9 @@ async def test_a_run_fills_progress_stats_and_histogram():
         await wait_ready(pilot)
         await choose_tiny(pilot)
         await pilot.press("r")
-        await wait_until(pilot, lambda: app.history.get(1) is not None and app.history.get(1).finished,
+        await wait_until(pilot, lambda: app.session.runs.get(1) is not None and app.session.runs.get(1).finished,
                          what="the run to finish")
-        record = app.history.get(1)
+        record = app.session.runs.get(1)
         assert record.status == "done", record.error
         assert len(record.samples_ms) == 150 and len(record.warmup_ms) == 3
         stats = screen_text(app, "#run-stats")
@@ -114,7 +114,7 @@ async def test_a_completed_run_is_in_the_history_file_at_once(tmp_path):
                          what="the run in the history file")
         record = History(str(path)).load().records[-1]
         assert record.model == TINY and len(record.samples_ms) == 5
-        assert record.flags == app.history.get(1).result.flags.to_dict()
+        assert record.flags == app.session.runs.get(1).result.flags.to_dict()
 
 
 async def test_samples_arrive_in_batches_not_one_message_per_iteration():
@@ -123,9 +123,9 @@ async def test_samples_arrive_in_batches_not_one_message_per_iteration():
         await wait_ready(pilot)
         await choose_tiny(pilot)
         await pilot.press("r")
-        await wait_until(pilot, lambda: app.history.get(1) is not None and app.history.get(1).finished,
+        await wait_until(pilot, lambda: app.session.runs.get(1) is not None and app.session.runs.get(1).finished,
                          what="the run to finish")
-        record = app.history.get(1)
+        record = app.session.runs.get(1)
     assert record.status == "done" and len(record.samples_ms) == 2000
     assert 2 <= record.batches < 2001 / 4  # first iteration + timed batches, far fewer than iterations
 
@@ -136,18 +136,18 @@ async def test_flipping_a_flag_mid_run_cancels_it_and_restarts_with_the_new_flag
         await wait_ready(pilot)
         await choose_tiny(pilot)
         await pilot.press("r")
-        await wait_until(pilot, lambda: len(app.history.get(1).samples_ms) > 20, what="run 1 in flight")
-        assert app.flags.mkldnn_enabled is True
+        await wait_until(pilot, lambda: len(app.session.runs.get(1).samples_ms) > 20, what="run 1 in flight")
+        assert app.pane("flags").flags.mkldnn_enabled is True
         await pilot.click("#flag-mkldnn_enabled")  # the switch for oneDNN
-        await wait_until(pilot, lambda: app.history.get(2) is not None
-                         and len(app.history.get(2).samples_ms) > 20, what="run 2 in flight")
-        await wait_until(pilot, lambda: app.history.get(1).status == "cancelled", what="run 1 cancelled")
-        first, second = app.history.get(1), app.history.get(2)
+        await wait_until(pilot, lambda: app.session.runs.get(2) is not None
+                         and len(app.session.runs.get(2).samples_ms) > 20, what="run 2 in flight")
+        await wait_until(pilot, lambda: app.session.runs.get(1).status == "cancelled", what="run 1 cancelled")
+        first, second = app.session.runs.get(1), app.session.runs.get(2)
         assert first.result.cancelled
         assert second.flags.mkldnn_enabled is False and first.flags.mkldnn_enabled is True
         await pilot.press("c")
-        await wait_until(pilot, lambda: app.history.get(2).finished, what="run 2 cancelled")
-        assert app.history.get(2).status == "cancelled"
+        await wait_until(pilot, lambda: app.session.runs.get(2).finished, what="run 2 cancelled")
+        assert app.session.runs.get(2).status == "cancelled"
         # What torch itself reported in the measurement process, inside each run's flags context.
         assert first.result.flags_in_effect.mkldnn_enabled is True
         assert second.result.flags_in_effect.mkldnn_enabled is False
@@ -158,9 +158,9 @@ async def test_release_memory_key_shows_what_was_freed():
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_ready(pilot)
         await pilot.press("e")
-        await wait_until(pilot, lambda: app.last_release is not None, what="the release")
-        assert any(app.last_release.summary() in text for text in notifications(app))
-        assert "released" in app.last_release.summary()
+        await wait_until(pilot, lambda: app.pane("memory").last_release is not None, what="the release")
+        assert any(app.pane("memory").last_release.summary() in text for text in notifications(app))
+        assert "released" in app.pane("memory").last_release.summary()
 
 
 async def test_model_errors_are_notified_and_earlier_results_stay():
@@ -169,7 +169,7 @@ async def test_model_errors_are_notified_and_earlier_results_stay():
         await wait_ready(pilot)
         await choose_tiny(pilot)
         await pilot.press("r")
-        await wait_until(pilot, lambda: app.history.get(1).finished, what="run 1")
+        await wait_until(pilot, lambda: app.session.runs.get(1).finished, what="run 1")
         await pilot.click("#custom-spec")
         app.main.query_one("#custom-spec").value = ""
         await pilot.press(*"resnt18", "enter")
@@ -180,10 +180,10 @@ async def test_model_errors_are_notified_and_earlier_results_stay():
         app.main.query_one("#custom-spec").value = "tests.tinymodels:oom_model"
         await pilot.press("enter")
         await pilot.press("escape", "r")
-        await wait_until(pilot, lambda: app.history.get(2) is not None and app.history.get(2).finished,
+        await wait_until(pilot, lambda: app.session.runs.get(2) is not None and app.session.runs.get(2).finished,
                          what="the failing run")
-        assert app.history.get(2).status == "failed" and "out of memory" in app.history.get(2).error.lower()
-        assert app.history.get(1).status == "done"  # still there
+        assert app.session.runs.get(2).status == "failed" and "out of memory" in app.session.runs.get(2).error.lower()
+        assert app.session.runs.get(1).status == "done"  # still there
         await pilot.press("2")
         assert app.main.query_one("#compare-table").row_count == 2
 
@@ -197,7 +197,7 @@ async def test_tiny_and_resized_terminals_do_not_crash():
             for key in ("2", "3", "4", "5", "1"):
                 await pilot.press(key)
             await pilot.pause(0.3)
-        assert app.is_running and app.last_telemetry is not None
+        assert app.is_running and app.pane("memory").last_telemetry is not None
 
 
 async def test_help_screenshot_and_command_palette(tmp_path):
@@ -222,8 +222,8 @@ async def test_quit_key_cancels_a_run_in_flight():
         await wait_ready(pilot)
         await choose_tiny(pilot)
         await pilot.press("r")
-        await wait_until(pilot, lambda: len(app.history.get(1).samples_ms) > 5, what="run in flight")
-        process = app.measure._process
+        await wait_until(pilot, lambda: len(app.session.runs.get(1).samples_ms) > 5, what="run in flight")
+        process = app.session.measure._process
         assert process.poll() is None
         await pilot.press("q")
     assert process.wait(timeout=5) is not None  # the measurement process went with the app
@@ -232,9 +232,9 @@ async def test_quit_key_cancels_a_run_in_flight():
 async def test_autostart_opens_with_the_model_chosen_and_a_run_started():
     app = TorchperfApp(model=TINY, autostart=True, poll_telemetry=False, warmup=0, iters=20)
     async with app.run_test(size=(100, 30)) as pilot:
-        await wait_until(pilot, lambda: app.history.get(1) is not None and app.history.get(1).finished,
+        await wait_until(pilot, lambda: app.session.runs.get(1) is not None and app.session.runs.get(1).finished,
                          timeout=90, what="the autostarted run")
-        assert app.spec == TINY and app.history.get(1).status == "done", app.history.get(1).error
+        assert app.pane("picker").spec == TINY and app.session.runs.get(1).status == "done", app.session.runs.get(1).error
 
 
 async def test_fake_h100_device_and_memory_views():
@@ -242,14 +242,14 @@ async def test_fake_h100_device_and_memory_views():
     app = TorchperfApp(nvml=fake_nvml, cuda=fake_cuda, poll_telemetry=False)
     async with app.run_test(size=(110, 32)) as pilot:
         await wait_ready(pilot)
-        await wait_until(pilot, lambda: app.last_telemetry is not None, what="a telemetry sample")
+        await wait_until(pilot, lambda: app.pane("memory").last_telemetry is not None, what="a telemetry sample")
         await pilot.press("5")
         facts = screen_text(app, "#device-facts")
         assert "H100" in facts and "TFLOPS" in facts
         assert "H100" in app.sub_title
         selector = app.main.query_one("#device-select")
         assert selector.display and selector.value == "cuda:0"  # a choice between the CPU and the GPU
-        sample = app.last_telemetry[0]
+        sample = app.pane("memory").last_telemetry[0]
         gpu = sample.gpus[0]
         bar = app.main.query_one("#mem-bar")
         assert bar.total == gpu.mem_total_bytes and bar.progress == gpu.mem_used_bytes
@@ -260,10 +260,10 @@ async def test_fake_h100_device_and_memory_views():
         assert app.main.query_one("#flag-mkldnn_enabled").disabled
         used_before = gpu.mem_used_bytes
         await pilot.press("e")
-        await wait_until(pilot, lambda: app.last_release is not None, what="the release")
-        await wait_until(pilot, lambda: app.last_telemetry[0].gpus[0].mem_used_bytes < used_before,
+        await wait_until(pilot, lambda: app.pane("memory").last_release is not None, what="the release")
+        await wait_until(pilot, lambda: app.pane("memory").last_telemetry[0].gpus[0].mem_used_bytes < used_before,
                          what="the drop in NVML used memory")
-        assert used_before - app.last_telemetry[0].gpus[0].mem_used_bytes == 2 * GiB
+        assert used_before - app.pane("memory").last_telemetry[0].gpus[0].mem_used_bytes == 2 * GiB
         assert any("released" in t for t in notifications(app))
 
 
@@ -273,9 +273,9 @@ async def test_two_runs_are_compared_overlaid_and_the_baseline_can_change():
         await wait_ready(pilot)
         await choose_tiny(pilot)
         await pilot.press("r")
-        await wait_until(pilot, lambda: app.history.get(1).finished, what="run 1")
+        await wait_until(pilot, lambda: app.session.runs.get(1).finished, what="run 1")
         await pilot.click("#flag-deterministic_algorithms")  # run 2 with another flag set
-        await wait_until(pilot, lambda: app.history.get(2) is not None and app.history.get(2).finished,
+        await wait_until(pilot, lambda: app.session.runs.get(2) is not None and app.session.runs.get(2).finished,
                          what="run 2")
         await pilot.press("2")
         table = app.main.query_one("#compare-table")
@@ -284,7 +284,7 @@ async def test_two_runs_are_compared_overlaid_and_the_baseline_can_change():
         columns = [str(c.label) for c in table.columns.values()]
         speed = columns.index("speed-up")
         assert rows[0][speed] == "baseline" and rows[1][speed].endswith("x")
-        one, two = app.history.get(1), app.history.get(2)
+        one, two = app.session.runs.get(1), app.session.runs.get(2)
         assert float(rows[1][speed][:-1]) == pytest.approx(one.stats.p50_ms / two.stats.p50_ms, rel=0.01)
         assert "deterministic" in rows[1][columns.index("flags")]
         overlay = app.main.query_one("#latency-overlay")
@@ -293,7 +293,7 @@ async def test_two_runs_are_compared_overlaid_and_the_baseline_can_change():
         # Make run 2 the baseline: run 1's speed-up becomes the inverse.
         table.focus()
         await pilot.press("down", "b")
-        assert app.history.baseline() is two
+        assert app.session.runs.baseline() is two
         rows = [[str(cell) for cell in table.get_row(str(i))] for i in (1, 2)]
         assert rows[1][speed] == "baseline" and rows[0][speed].endswith("x")
 
@@ -303,11 +303,11 @@ async def test_choosing_the_cpu_in_the_device_selector_switches_flags_and_memory
     app = TorchperfApp(nvml=fake_nvml, cuda=fake_cuda, poll_telemetry=False)
     async with app.run_test(size=(110, 32)) as pilot:
         await wait_ready(pilot)
-        await wait_until(pilot, lambda: app.last_telemetry is not None, what="a telemetry sample")
-        assert app.device_kind() == "cuda" and app.gpu_index() == 0
+        await wait_until(pilot, lambda: app.pane("memory").last_telemetry is not None, what="a telemetry sample")
+        assert app.session.device_kind() == "cuda" and app.session.gpu_index() == 0
         app.main.query_one("#device-select").value = "cpu"
         await pilot.pause(0.2)
-        assert app.device == "cpu" and app.gpu_index() is None
+        assert app.session.device == "cpu" and app.session.gpu_index() is None
         assert app.main.query_one("#flag-cudnn_benchmark").disabled
         assert not app.main.query_one("#flag-mkldnn_enabled").disabled
         await pilot.press("5")

@@ -19,16 +19,16 @@ async def test_the_demo_plays_its_first_steps_hands_free_with_cpu_analogues():
         assert "any key takes over" in banner(app)
         await wait_until(pilot, lambda: "demo 2/5" in banner(app), what="step 2")
         # step 1 was an interleaved comparison of oneDNN on (A) against off (B), with a verdict
-        first_b = app.history.get(2)
+        first_b = app.session.runs.get(2)
         assert first_b.arm == "B" and first_b.status == "done" and first_b.verdict is not None
-        assert app.history.get(1).flags.mkldnn_enabled and not first_b.flags.mkldnn_enabled
-        await wait_until(pilot, lambda: app.history.get(4) is not None and app.history.get(4).finished,
+        assert app.session.runs.get(1).flags.mkldnn_enabled and not first_b.flags.mkldnn_enabled
+        await wait_until(pilot, lambda: app.session.runs.get(4) is not None and app.session.runs.get(4).finished,
                          what="step 2's A/B")
-        assert app.history.get(4).arm == "B" and app.history.get(4).shapes == "random"
+        assert app.session.runs.get(4).arm == "B" and app.session.runs.get(4).shapes == "random"
         await wait_until(pilot, lambda: "demo 3/5" in banner(app), what="step 3")
         await wait_until(pilot, lambda: "demo 5/5" in banner(app), timeout=180, what="the end")
-        assert app.last_determinism is not None and app.last_release is not None
-        assert app.flags == app.engine.flags.Flags()  # the demo put the flags back
+        assert app.pane("timing").last_determinism is not None and app.pane("memory").last_release is not None
+        assert app.pane("flags").flags == app.session.engine.flags.Flags()  # the demo put the flags back
         assert not app.demo.running
 
 
@@ -38,9 +38,9 @@ async def test_any_key_takes_over_from_the_demo():
         await wait_until(pilot, lambda: "demo 1/5" in banner(app), what="step 1")
         await pilot.press("2")  # a user switches to Compare: the demo stops, the key still works
         assert not app.demo.running and "the keys are yours" in banner(app)
-        assert app._active_tab() == "compare"
+        assert app.main.active_tab() == "compare"
         await pilot.pause(0.5)
-        assert app._ab_runs is None  # the step never started its comparison
+        assert app.pane("compare").ab_runs is None  # the step never started its comparison
 
 
 def test_the_story_names_the_gpu_flags_on_a_gpu():

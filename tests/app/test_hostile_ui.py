@@ -38,7 +38,7 @@ async def test_a_model_calling_sys_exit_fails_its_run_and_the_app_keeps_running(
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_ready(pilot)
         await run_custom_model(pilot, "tests.hostilemodels:exits_when_timed")
-        await wait_until(pilot, lambda: app.history.get(1) is not None and app.history.get(1).status == "failed",
+        await wait_until(pilot, lambda: app.session.runs.get(1) is not None and app.session.runs.get(1).status == "failed",
                          what="the run to fail")
-        assert "called sys.exit(7)" in app.history.get(1).error
+        assert "called sys.exit(7)" in app.session.runs.get(1).error
         assert app.is_running

@@ -23,17 +23,17 @@ def test_the_ui_process_never_imports_torch_even_after_a_run(tmp_path):
                                autostart=True)
             async with app.run_test(size=(100, 30)) as pilot:
                 await wait_ready(pilot)
-                await wait_until(pilot, lambda: app.history.get(1) is not None and app.history.get(1).finished,
+                await wait_until(pilot, lambda: app.session.runs.get(1) is not None and app.session.runs.get(1).finished,
                                  what="the run")
                 await pilot.click("#flag-mkldnn_enabled")  # a flag off its default: a new run, flags described
-                await wait_until(pilot, lambda: app.history.get(2) is not None and app.history.get(2).finished,
+                await wait_until(pilot, lambda: app.session.runs.get(2) is not None and app.session.runs.get(2).finished,
                                  what="the run after the flip")
                 await pilot.press("a")  # A/B: both arms described, compared, saved
-                await wait_until(pilot, lambda: app.history.get(4) is not None and app.history.get(4).finished,
+                await wait_until(pilot, lambda: app.session.runs.get(4) is not None and app.session.runs.get(4).finished,
                                  timeout=240, what="the A/B")
                 await pilot.press("t")
-                await wait_until(pilot, lambda: not app.measure.pending(), what="the search")
-                print("status", app.history.get(1).status, len(app.history.get(1).samples_ms))
+                await wait_until(pilot, lambda: not app.session.measure.pending(), what="the search")
+                print("status", app.session.runs.get(1).status, len(app.session.runs.get(1).samples_ms))
                 print("torch imported:", "torch" in sys.modules, "scipy imported:", "scipy" in sys.modules)
 
         asyncio.run(main())
@@ -49,17 +49,17 @@ async def test_a_model_that_kills_its_process_fails_its_run_and_the_next_run_wor
     app = TorchperfApp(poll_telemetry=False, warmup=1, iters=5)
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_ready(pilot)
-        first_pid = app.measurement_pid
+        first_pid = app.session.measurement_pid
         await run_custom_model(pilot, "tests.hostilemodels:kills_its_process")
-        await wait_until(pilot, lambda: app.history.get(1) is not None and app.history.get(1).status == "failed",
+        await wait_until(pilot, lambda: app.session.runs.get(1) is not None and app.session.runs.get(1).status == "failed",
                          what="the run to fail")
-        error = app.history.get(1).error
+        error = app.session.runs.get(1).error
         assert error.startswith("the measurement process was killed (SIGKILL) while timing "
                                 "tests.hostilemodels:kills_its_process")
         assert "started a new one" in error
         assert any("was killed (SIGKILL)" in str(n.message) for n in app._notifications)
         assert app.is_running
-        await wait_until(pilot, lambda: app.measurement_pid not in (None, first_pid), what="a new process")
+        await wait_until(pilot, lambda: app.session.measurement_pid not in (None, first_pid), what="a new process")
         await run_custom_model(pilot, "tests.tinymodels:tiny_cnn")
-        await wait_until(pilot, lambda: app.history.get(2) is not None and app.history.get(2).status == "done",
+        await wait_until(pilot, lambda: app.session.runs.get(2) is not None and app.session.runs.get(2).status == "done",
                          what="the next run")

@@ -21,7 +21,7 @@ def frozen_app(gpu: bool) -> TorchperfApp:
 def press_then_settle(*keys: str):
     async def run_before(pilot) -> None:
         await wait_ready(pilot)
-        await wait_until(pilot, lambda: pilot.app.last_telemetry is not None, what="the frozen sample")
+        await wait_until(pilot, lambda: pilot.app.pane("memory").last_telemetry is not None, what="the frozen sample")
         for field in pilot.app.query("Input"):
             field.cursor_blink = False
         await pilot.press(*keys)
@@ -71,20 +71,19 @@ def synthetic_ab(app):
     rng = np.random.default_rng(7)
     a_blocks = [list(6.0 + 0.2 * rng.standard_normal(10)) for _ in range(10)]
     b_blocks = [list(5.1 + 0.2 * rng.standard_normal(10)) for _ in range(10)]
-    flags_a = app.flags
+    flags_a = app.pane("flags").flags
     flags_b = flags_a.replace(cudnn_benchmark=True)
     arms = []
     for name, flags, blocks in (("A", flags_a, a_blocks), ("B", flags_b, b_blocks)):
         arm = ArmResult(spec=flags.describe("cuda"), flags=flags, dtype="float32", channels_last=False, blocks=blocks)
         arm.summarise()
         arms.append(arm)
-        app._run_seq += 1
-        app.history.add(RunRecord(run_id=app._run_seq, model="resnet50", device="cuda:0", flags=flags,
-                                  flags_text=flags.describe("cuda"), arm=name, status="timed"))
-    app._ab_seq += 1
-    app._ab_runs = (app._run_seq - 1, app._run_seq)
-    app.history.baseline_id = app._run_seq - 1
-    return app._ab_seq, ABResult(model="resnet50", device="cuda:0", input_shape=(1, 3, 224, 224), a=arms[0],
+        app.session.runs.add(RunRecord(run_id=app.session.new_run_id(), model="resnet50", device="cuda:0",
+                                       flags=flags, flags_text=flags.describe("cuda"), arm=name, status="timed"))
+    last = app.session.runs.get(app.session._next_run_id).run_id
+    app.pane("compare").ab_runs = (last - 1, last)
+    app.session.runs.baseline_id = last - 1
+    return ABResult(model="resnet50", device="cuda:0", input_shape=(1, 3, 224, 224), a=arms[0],
                                  b=arms[1], order=block_order(10, 0), verdict=block_verdict(a_blocks, b_blocks),
                                  cancelled=False, duration_s=4.2)
 
@@ -101,6 +100,16 @@ def synthetic_kernels():
               LayerKernels("layer3.0.conv2", [KernelTime(gemm, 41.0, 1)], [KernelTime(wino, 23.0, 1)])]
     return KernelComparison(model="resnet50", device="cuda:0", input_shape=(1, 3, 224, 224), a_spec="defaults",
                             b_spec="cudnn.benchmark=on", layers=layers, kind="cuda-kernel", note=CUDA_NOTE, iters=3)
+
+
+def deliver(pane, slot: str, result) -> None:
+    """`result` reaches `pane` as the answer of a job in `slot`, the way the measurement process's would."""
+    from torchperf_tui.app.messages import JobEvent
+    from torchperf_tui.worker.protocol import JobDone
+
+    job_id = -1  # no real job: the slot adopts this id, so the answer is the current one
+    pane.jobs._jobs[slot] = job_id
+    pane.post_message(JobEvent(slot, JobDone(job_id, result)))
 
 
 def settle_then(post):
@@ -120,22 +129,16 @@ class TestTradeOffs:
 
     def test_compare_view_with_a_verdict(self, snap_compare):
         """A vs B with each arm's median and CI, the verdict line, the table and both histograms overlaid."""
-        from torchperf_tui.app.messages import ComparisonFinished
-
         def post(app):
-            app.action_show_tab("compare")
-            ab_id, result = synthetic_ab(app)
-            app.post_message(ComparisonFinished(ab_id, result))
+            app.main.show_tab("compare")
+            deliver(app.pane("compare"), "ab", synthetic_ab(app))
 
         assert snap_compare(frozen_app(gpu=True), terminal_size=(110, 32), run_before=settle_then(post))
 
     def test_kernel_table(self, snap_compare):
         """Per conv layer: the kernel under A and under B with its time; changed layers marked."""
-        from torchperf_tui.app.messages import KernelsFinished
-
         def post(app):
-            app.action_show_tab("kernels")
-            app._kernels_seq += 1
-            app.post_message(KernelsFinished(app._kernels_seq, synthetic_kernels()))
+            app.main.show_tab("kernels")
+            deliver(app.pane("kernels"), "kernels", synthetic_kernels())
 
         assert snap_compare(frozen_app(gpu=True), terminal_size=(110, 32), run_before=settle_then(post))

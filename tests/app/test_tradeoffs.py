@@ -29,10 +29,10 @@ async def test_a_random_shape_schedule_reruns_and_draws_new_shape_iterations_apa
         await wait_ready(pilot)
         await choose(pilot, shape="3x32x32")
         await pick(pilot, "shapes", 2)  # fixed -> cycle:4 -> random
-        assert app.run_options["shapes"] == "random"
-        await wait_until(pilot, lambda: app.current_run_id is not None
-                         and app.history.get(app.current_run_id).status == "done", what="the run")
-        record = app.history.get(app.current_run_id)
+        assert app.pane("options").options["shapes"] == "random"
+        timing = app.pane("timing")
+        await wait_until(pilot, lambda: timing.record is not None and timing.record.status == "done", what="the run")
+        record = timing.record
         assert record.shapes == "random" and record.result.shapes == "random"
         assert len(record.first_seen) == len(record.samples_ms) == 12 and any(record.first_seen)
         assert record.first_seen == record.result.sample_first_seen
@@ -53,12 +53,12 @@ async def test_a_flip_in_ab_mode_runs_both_flag_sets_interleaved_and_gives_a_ver
         await pilot.press("a")  # nothing flipped yet: says how to use it
         assert any("flip a flag first" in text for text in notifications(app))
         await pick(pilot, "flip", 1)
-        assert app.run_options["flip"] == "ab"
+        assert app.pane("options").options["flip"] == "ab"
         await pilot.click("#flag-mkldnn_enabled")
-        assert app._active_tab() == "compare"
-        a_id, b_id = app._ab_runs
-        await wait_until(pilot, lambda: app.history.get(b_id).status == "done", what="the comparison")
-        arm_a, arm_b = app.history.get(a_id), app.history.get(b_id)
+        assert app.main.active_tab() == "compare"
+        a_id, b_id = app.pane("compare").ab_runs
+        await wait_until(pilot, lambda: app.session.runs.get(b_id).status == "done", what="the comparison")
+        arm_a, arm_b = app.session.runs.get(a_id), app.session.runs.get(b_id)
         assert (arm_a.arm, arm_b.arm) == ("A", "B") and arm_a.label.endswith(" A")
         assert arm_a.flags.mkldnn_enabled is True and arm_b.flags.mkldnn_enabled is False
         assert len(arm_a.samples_ms) == len(arm_b.samples_ms) == 10 * 3
@@ -67,8 +67,8 @@ async def test_a_flip_in_ab_mode_runs_both_flag_sets_interleaved_and_gives_a_ver
         assert "A/B, 10 interleaved block pairs" in verdict and "CI" in verdict
         assert ("B is" in verdict) or ("no significant difference" in verdict)
         table = rows(app, "#compare-table")
-        assert any("A" in row[0] and row[4] == "baseline" for row in table)
-        await wait_until(pilot, lambda: sum(r.kind == "ab" for r in app.engine.results.History().load().records) == 2,
+        assert any("A" in row[0] and row[4] == "baseline" for row in table), table
+        await wait_until(pilot, lambda: sum(r.kind == "ab" for r in app.session.engine.results.History().load().records) == 2,
                          what="both arms in the history file")
         labels = [label for label, _ in app.main.query_one(LatencyOverlay).series]
         assert any(label.startswith(arm_a.label) for label in labels)
@@ -82,15 +82,14 @@ async def test_kernels_key_tables_each_conv_layer_under_the_old_and_new_flags():
         await choose(pilot, shape="3x32x32")
         app.main.query_one("#batch").value = "2"  # oneDNN takes a float32 conv from batch 2
         await pilot.click("#flag-mkldnn_enabled")  # starts a run with the new flags
-        await wait_until(pilot, lambda: app.current_run_id is not None
-                         and app.history.get(app.current_run_id).samples_ms, what="the run in flight")
-        await pilot.press("k")  # refused while that run measures: it would share the machine
-        assert any("a run is in flight" in text for text in notifications(app))
-        await pilot.press("c")
-        await wait_until(pilot, lambda: not any(w.group == "timing" and not w.is_finished for w in app.workers),
-                         what="the run to stop")
+        timing = app.pane("timing")
+        await wait_until(pilot, lambda: timing.record is not None and timing.record.samples_ms,
+                         what="the run in flight")
+        run = timing.record
+        # One measurement on the machine at a time: k replaces the run in flight, which ends cancelled.
         await pilot.press("k")
-        assert app._active_tab() == "kernels"
+        assert app.main.active_tab() == "kernels"
+        await wait_until(pilot, lambda: run.status == "cancelled", what="the run to be cancelled")
         pane = app.main.query_one("KernelsPane")
         await wait_until(pilot, lambda: pane.result is not None, what="the kernel profile")
         table = rows(app, "#kernels-table")
@@ -107,7 +106,7 @@ async def test_determinism_key_reports_bitwise_equality_and_memsnap_says_it_need
         await wait_ready(pilot)
         await choose(pilot)
         await pilot.press("d")
-        await wait_until(pilot, lambda: app.last_determinism is not None, what="the determinism check")
+        await wait_until(pilot, lambda: app.pane("timing").last_determinism is not None, what="the determinism check")
         assert "bitwise identical" in screen_text(app, "#run-note")
         await pilot.press("n")
         await wait_until(pilot, lambda: any("needs a CUDA device" in text for text in notifications(app)),
@@ -120,11 +119,11 @@ async def test_memory_chart_draws_the_runs_per_iteration_trace_and_marks_a_relea
         await wait_ready(pilot)
         await choose(pilot)
         await pilot.press("r")
-        await wait_until(pilot, lambda: app.history.get(1) is not None and app.history.get(1).status == "done",
+        await wait_until(pilot, lambda: app.session.runs.get(1) is not None and app.session.runs.get(1).status == "done",
                          what="the run")
-        assert app.run_memory_kind == "rss" and len(app.run_memory) == 1 + 1 + 8 + 1
+        assert app.session.run_memory_kind == "rss" and len(app.session.run_memory) == 1 + 1 + 8 + 1
         await pilot.press("e")
-        await wait_until(pilot, lambda: app.last_release is not None, what="the release")
+        await wait_until(pilot, lambda: app.pane("memory").last_release is not None, what="the release")
         await pilot.press("5")
         chart = app.main.query_one(MemoryChart)
         await wait_until(pilot, lambda: len(chart.series) == 2 and chart.marks, what="the chart with the run")
@@ -147,9 +146,11 @@ async def test_the_graph_option_reaches_the_engine_config():
     app = TorchperfApp(poll_telemetry=False)
     async with app.run_test(size=(110, 34)) as pilot:
         await wait_ready(pilot)
-        settings = {"batch": "1", "shape": "3x16x16", "dtype": "float32", "channels_last": False}
-        assert app._bench_config(TINY, settings, app.flags).compile is None
+        picker = app.pane("picker")
+        picker.spec = TINY  # chosen without its analysis: only the config is looked at
+        app.main.query_one("#shape").value = "3x16x16"
+        assert app.main.selection().config().compile is None
         await pick(pilot, "compile", 2)  # eager -> compile -> compile+graphs
-        assert app.run_options["compile"] == "reduce-overhead"
-        cfg = app._bench_config(TINY, settings, app.flags)
+        assert app.pane("options").options["compile"] == "reduce-overhead"
+        cfg = app.main.selection().config()
         assert cfg.compile == "reduce-overhead" and cfg.shapes == "fixed"

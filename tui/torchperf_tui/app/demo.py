@@ -6,7 +6,7 @@ with random shapes (benchmark re-tunes for every new one), cudnn.deterministic o
 determinism check's bit-equality), and a memory release on the Memory tab. On a CPU box each GPU-only flag
 is replaced by its CPU analogue (oneDNN, deterministic algorithms) and the banner says so.
 
-The director drives the app only through its own actions (start_comparison, the determinism check, the
+The director drives the panes only through what their keys call (the A/B, the determinism check, the
 release), so the demo shows exactly what a user would get by pressing the keys.
 """
 
@@ -66,7 +66,7 @@ class DemoDirector:
         self.running = False
         if self._worker is not None:
             self._worker.cancel()
-        self.app.show_demo_banner(reason, "")
+        self.app.main.show_banner(reason, "")
 
     async def _wait(self, predicate: Callable[[], bool], timeout: float = 600.0) -> None:
         waited = 0.0
@@ -78,15 +78,21 @@ class DemoDirector:
 
     async def _announce(self, index: int, step: DemoStep, total: int) -> None:
         self.step = index
-        self.app.show_demo_banner(f"demo {index}/{total} · {step.title}", f"{step.note} · any key takes over")
+        self.app.main.show_banner(f"demo {index}/{total} · {step.title}", f"{step.note} · any key takes over")
         await asyncio.sleep(self.pace)
 
     async def _ab(self, flags_a, flags_b) -> None:
-        app = self.app
-        app.start_comparison(flags_a, flags_b)
-        arm_b = app._ab_runs[1]
-        await self._wait(lambda: app.history.get(arm_b) is None or app.history.get(arm_b).finished)
+        compare, runs = self.app.pane("compare"), self.app.session.runs
+        compare.start_ab(flags_a, flags_b)
+        if compare.ab_runs is None:
+            raise RuntimeError("the A/B comparison did not start")
+        arm_b = compare.ab_runs[1]
+        await self._wait(lambda: runs.get(arm_b) is None or runs.get(arm_b).finished)
         await asyncio.sleep(self.pace)
+
+    def _set_run_option(self, name: str, value: str) -> None:
+        """Change a run option as the selector would show it (without starting a run)."""
+        self.app.pane("options").set_value(name, value)
 
     async def _play(self) -> None:
         try:
@@ -100,11 +106,13 @@ class DemoDirector:
 
     async def _story(self) -> None:
         app = self.app
-        await self._wait(lambda: app.spec is not None and app.complexity is not None and app.flags is not None)
-        on_gpu = app.device_kind() == "cuda"
+        picker, flags, timing, memory = app.pane("picker"), app.pane("flags"), app.pane("timing"), app.pane("memory")
+        await self._wait(lambda: picker.spec is not None and picker.complexity is not None
+                         and flags.flags is not None and app.session.report is not None)
+        on_gpu = app.session.device_kind() == "cuda"
         steps = story(on_gpu)
         total = len(steps) + 1
-        base = app.flags
+        base = flags.flags
         if on_gpu:
             switch, switched = "cudnn_benchmark", True
             strict = {"cudnn_deterministic": True}
@@ -114,32 +122,32 @@ class DemoDirector:
         flipped = base.replace(**{switch: switched})
 
         await self._announce(1, steps[0], total)
-        app.set_run_option("shapes", "fixed")
+        self._set_run_option("shapes", "fixed")
         await self._ab(base, flipped)
 
         await self._announce(2, steps[1], total)
-        app.set_run_option("shapes", "random")
+        self._set_run_option("shapes", "random")
         await self._ab(base, flipped)
-        app.set_run_option("shapes", "fixed")
+        self._set_run_option("shapes", "fixed")
 
         await self._announce(3, steps[2], total)
         strict_flags = base.replace(**strict)
         await self._ab(base, strict_flags)
-        app.set_flags(strict_flags)
-        app.last_determinism = None
-        app.action_check_determinism()
-        app.action_show_tab("timing")
-        await self._wait(lambda: app.last_determinism is not None, timeout=180)
+        flags.set_values(strict_flags)
+        timing.last_determinism = None
+        timing.check_determinism()
+        app.main.show_tab("timing")
+        await self._wait(lambda: timing.last_determinism is not None, timeout=180)
         await asyncio.sleep(self.pace)
-        app.set_flags(base)
+        flags.set_values(base)
 
         await self._announce(4, steps[3], total)
-        app.action_show_tab("memory")
-        released = app.last_release
-        app.action_release_memory()
-        await self._wait(lambda: app.last_release is not released, timeout=60)
+        app.main.show_tab("memory")
+        released = memory.last_release
+        memory.release()
+        await self._wait(lambda: memory.last_release is not released, timeout=60)
         await asyncio.sleep(self.pace * 2)
 
         self.running = False
-        app.show_demo_banner(f"demo {total}/{total} · that's the story",
+        app.main.show_banner(f"demo {total}/{total} · that's the story",
                              "r runs, a compares the flags before and after a flip, k shows the kernels, ? for help")

@@ -89,3 +89,23 @@ class RunHistory:
     def clear(self) -> None:
         self._runs.clear()
         self.baseline_id = None
+
+
+def save_run(node, result, fingerprint: dict | None) -> None:
+    """Append a finished run (or both arms of an A/B) to the history at once, from a thread of this process
+    (the measurement process may die; this one writes whole records), so a killed SSH session loses
+    nothing. A history that cannot be written is a warning, never a lost run; `node` then posts
+    HistoryChanged."""
+    from torchperf_tui.app.messages import HistoryChanged
+    from torchperf_tui.jobs.follow_up import save_to_history
+
+    app = node.app
+    path = app.session.history_path
+
+    def save() -> None:
+        warning = save_to_history(result, path, fingerprint or {})  # {}: never take one here (torch)
+        if warning:
+            app.call_from_thread(app.notify, warning, severity="warning")
+        node.post_message(HistoryChanged())
+
+    node.run_worker(save, thread=True, group="history-append", exit_on_error=False)

@@ -1,14 +1,22 @@
 """Compare pane: the kept runs in a table (flags, median, p99, speed-up vs the baseline run) and their
-latency histograms overlaid."""
+latency histograms overlaid. It owns the interleaved A/B comparison (key a, or a flag flip with
+"on flip: A/B"): A is the flags before the last flip, B the flags now, timed in randomised blocks with a
+verdict; the arms are kept as runs beside the others."""
 
 from __future__ import annotations
 
+from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
 from torchperf_tui.formatting import format_ms, format_number
-from torchperf_tui.app.widgets.timing.histogram import LatencyOverlay
+from torchperf_tui.app.job_slots import JobSlots
+from torchperf_tui.app.messages import JobEvent, RunsChanged
+from torchperf_tui.app.runs import RunRecord, save_run
+from torchperf_tui.app.widgets.timing.histogram import LatencyOverlay, theme_palette
+
+AB_BLOCKS = 10
 
 OVERLAY_RUNS = 4
 
@@ -28,6 +36,11 @@ class ComparePane(Vertical):
     ComparePane { height: 1fr; }
     ComparePane > DataTable { height: auto; max-height: 10; }
     """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.jobs = JobSlots(self)
+        self.ab_runs: tuple[int, int] | None = None  # the run ids of the latest A/B's arms
 
     def compose(self) -> ComposeResult:
         yield Static("no runs yet: pick a model and press r", id="compare-note")
@@ -52,6 +65,135 @@ class ComparePane(Vertical):
             return None
         row_key, _ = table.coordinate_to_cell_key((table.cursor_row, 0))
         return int(row_key.value)
+
+    # -- the A/B comparison ------------------------------------------------------------------------
+    def start_ab(self, flags_a, flags_b) -> None:
+        """Time A against B interleaved in blocks (replacing a comparison or any measurement in flight)."""
+        selection = self.screen.ready_selection("A/B comparison", module="abtest")
+        if selection is None:
+            return
+        session = self.app.session
+        runs = session.runs
+        for record in self.arms():  # a comparison in flight is replaced: its result will be dropped
+            if not record.finished:
+                record.status = "cancelled"
+        if selection.compile != "eager":
+            self.app.notify("A/B compares the flag sets eager: compiled A/B is not supported", severity="warning")
+        kind = session.device_kind()
+        records = []
+        for arm, flags in (("A", flags_a), ("B", flags_b)):
+            record = RunRecord(run_id=session.new_run_id(), model=selection.spec, device=session.resolved_device(),
+                               flags=flags, flags_text=flags.describe(kind), arm=arm, shapes=selection.shapes)
+            runs.add(record)
+            records.append(record)
+        try:
+            records[0].batch = records[1].batch = selection.batch_size()
+        except Exception:
+            pass  # the config below says what is wrong with it
+        self.ab_runs = (records[0].run_id, records[1].run_id)
+        runs.baseline_id = records[0].run_id  # speed-ups read B against A
+        self.screen.show_tab("compare")
+        self.show_verdict(f"A/B: [b]{records[0].flags_text}[/] vs [b]{records[1].flags_text}[/] · interleaved in "
+                          f"{AB_BLOCKS} randomised blocks per arm…")
+        self.post_message(RunsChanged())
+        try:
+            base = selection.config(flags_a)
+        except Exception as exc:
+            from torchperf_tui.engine.errors import user_message
+
+            self.jobs.cancel("ab")
+            self._ab_failed(user_message(exc))
+            return
+        self.jobs.start("ab", "ab", {"base": base, "a": flags_a, "b": flags_b, "blocks": AB_BLOCKS,
+                                     "per_block": max(3, session.iters // 5), "seed": self.ab_runs[0],
+                                     "device_kind": kind}, f"comparing A/B on {selection.spec}")
+
+    def arms(self) -> list[RunRecord]:
+        """The latest A/B's arms still kept (A, B)."""
+        if self.ab_runs is None:
+            return []
+        return [r for r in map(self.app.session.runs.get, self.ab_runs) if r is not None]
+
+    def comparing(self) -> bool:
+        return self.jobs.busy("ab")
+
+    @on(JobEvent)
+    def _job_event(self, message: JobEvent) -> None:
+        from torchperf_tui.worker.protocol import JobDone, JobFailed, Progress
+
+        message.stop()
+        if not self.jobs.current(message):
+            return
+        event = message.event
+        if isinstance(event, Progress):
+            self._block(*event.data)
+        elif isinstance(event, JobFailed):
+            self._ab_failed("cancelled" if event.cancelled else event.error)
+        elif isinstance(event, JobDone):
+            self._ab_finished(event.result, event.extra.get("fingerprint"))
+
+    def _block(self, arm: str, index: int, total: int, samples) -> None:
+        record = next((r for r in self.arms() if r.arm == arm), None)
+        if record is None or record.finished:
+            return
+        record.samples_ms.extend(samples)
+        record.stats = self.app.session.engine.timing.compute_stats(record.samples_ms, batch=record.batch)
+        record.status, record.index, record.total = "timed", index, total
+        self.show_verdict(f"A/B: block {index + 1} of {total} done ({arm}) · the verdict comes at the end")
+        self.post_message(RunsChanged())
+
+    def _ab_finished(self, result, fingerprint) -> None:
+        compute_stats = self.app.session.engine.timing.compute_stats
+        batch = result.input_shape[0]
+        for record in self.arms():
+            arm_result = result.a if record.arm == "A" else result.b
+            record.samples_ms = list(arm_result.samples_ms)
+            record.stats = compute_stats(record.samples_ms, batch=batch)
+            record.status = "cancelled" if result.cancelled else "done"
+            record.verdict = result.verdict
+        self.show_verdict(ab_verdict_text(result))
+        if result.verdict is not None:
+            self.app.notify(result.summary(), title="A/B verdict", timeout=8)
+        self.post_message(RunsChanged())
+        if not result.cancelled:
+            save_run(self, result, fingerprint)
+
+    def _ab_failed(self, error: str) -> None:
+        cancelled = error == "cancelled"
+        for record in self.arms():
+            if not record.finished:
+                record.status, record.error = ("cancelled", None) if cancelled else ("failed", error)
+        self.show_verdict("A/B: cancelled" if cancelled else f"A/B: [b $error]error:[/] {error}")
+        if not cancelled:
+            self.app.notify(error, title="compare failed", severity="error", timeout=8)
+        self.post_message(RunsChanged())
+
+    # -- the kept runs -------------------------------------------------------------------------------
+    def set_baseline(self) -> None:
+        """Make the highlighted run the baseline for speed-ups."""
+        run_id = self.highlighted_run_id()
+        if run_id is None:
+            return
+        self.app.session.runs.baseline_id = run_id
+        self.refresh_runs()
+        self.app.notify(f"baseline is now run #{run_id}", timeout=2)
+
+    def clear_runs(self) -> None:
+        """Forget the kept runs (a run in flight continues)."""
+        runs = self.app.session.runs
+        unfinished = [r for r in runs if not r.finished]
+        runs.clear()
+        for record in unfinished:
+            runs.add(record)
+        self.refresh_runs()
+
+    def on_shown(self) -> None:
+        self.refresh_runs()
+
+    def refresh_runs(self) -> None:
+        """Redraw the table and overlay, when the tab is shown (it catches up when it is)."""
+        if self.is_attached and self.screen.active_tab() == "compare":
+            self.show_runs(self.app.session.runs, theme_palette(self.app))
 
     def show_runs(self, history, palette: list[str]) -> None:
         table = self.query_one(DataTable)
@@ -82,3 +224,19 @@ class ComparePane(Vertical):
                         f"b: make highlighted run the baseline")
         self.query_one(LatencyOverlay).show_runs(
             [(f"{r.label} {r.flags_text}", r.samples_ms) for r in overlaid])
+
+
+def ab_verdict_text(result) -> str:
+    """The verdict line of the Compare view: each arm's median and CI, then the verdict."""
+    def arm_text(name, arm) -> str:
+        ci = "" if arm.ci_low_ms is None else f" (CI {format_ms(arm.ci_low_ms)} - {format_ms(arm.ci_high_ms)})"
+        return f"{name} {format_ms(arm.median_ms)}{ci}"
+
+    head = (f"A/B, {len(result.order) // 2} interleaved block pairs: {arm_text('A', result.a)} · "
+            f"{arm_text('B', result.b)}")
+    verdict = result.verdict
+    if verdict is None or not verdict.significant:
+        style = "$text-muted"
+    else:
+        style = "$success" if verdict.ratio < 1 else "$error"
+    return f"{head}\n[b {style}]{result.summary()}[/]"

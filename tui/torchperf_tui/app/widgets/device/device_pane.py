@@ -1,15 +1,21 @@
 """Device pane: what this box is (GPU facts with peak FLOPS and bandwidth, or CPU facts and why no
-CUDA/NVML was found), with a device selector when there is a choice."""
+CUDA/NVML was found), with a device selector when there is a choice. It owns the probe, which runs in the
+measurement process (torch answers there), and tells the App the report (flags and the header need it)."""
 
 from __future__ import annotations
 
-from textual import on
+from dataclasses import dataclass
+from typing import Any
+
+from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
+from textual.message import Message
 from textual.widgets import Select, Static
 
 from torchperf_tui.formatting import format_bytes, format_number
-from torchperf_tui.app.messages import DeviceChosen
+from torchperf_tui.app.job_slots import JobSlots
+from torchperf_tui.app.messages import JobEvent
 
 
 def _v(value, unit: str = "", digits: int = 0) -> str:
@@ -79,7 +85,78 @@ def short_name(report, device: str) -> str:
 
 
 class DevicePane(VerticalScroll):
-    """Filled from a DeviceReport once the engine has probed the device."""
+    """Filled from a DeviceReport once the measurement process has probed the device."""
+
+    @dataclass
+    class Probed(Message):
+        """The device report is shown (session.report and session.applicability are set)."""
+
+        report: Any
+
+    @dataclass
+    class ProbeFailed(Message):
+        """The probe failed; `error` is one line."""
+
+        error: str
+
+    @dataclass
+    class Chosen(Message):
+        """The user chose another device in the selector ('cpu', 'cuda:N')."""
+
+        device: str
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.jobs = JobSlots(self)
+
+    def probe(self) -> None:
+        """The device report and which flags apply where, from the measurement process (tests with a fake
+        GPU: probed here, through the injected seams)."""
+        session = self.app.session
+        if session.nvml_seam is not None or session.cuda_seam is not None:
+            self._probe_with_seams()
+        else:
+            self.jobs.start("probe", "probe", {}, "probing the device", enforce_cancel=False)
+
+    @work(thread=True, group="probe", exit_on_error=False)
+    def _probe_with_seams(self) -> None:
+        from torchperf_tui.engine.device import probe_device
+        from torchperf_tui.engine.errors import user_message
+        from torchperf_tui.engine.flags import applicability_table
+
+        session = self.app.session
+        try:
+            report = session.fixed_report or probe_device(nvml=self.app.call_from_thread(session.nvml_handle),
+                                                          cuda=session.cuda_seam)
+            table = applicability_table()
+        except Exception as exc:
+            self.app.call_from_thread(self._failed, user_message(exc))
+            return
+        self.app.call_from_thread(self._probed, report, table)
+
+    @on(JobEvent)
+    def _job_event(self, message: JobEvent) -> None:
+        from torchperf_tui.worker.protocol import JobFailed
+
+        message.stop()
+        if not self.jobs.current(message):
+            return
+        event = message.event
+        if isinstance(event, JobFailed):
+            self._failed(event.error)
+            return
+        fixed = self.app.session.fixed_report
+        self._probed(fixed if fixed is not None else event.result, event.extra.get("applicability", {}))
+
+    def _probed(self, report, applicability: dict) -> None:
+        session = self.app.session
+        session.report, session.applicability = report, applicability
+        self.show_report(report, session.resolved_device())
+        self.post_message(self.Probed(report))
+
+    def _failed(self, error: str) -> None:
+        self.show_error(error)
+        self.post_message(self.ProbeFailed(error))
 
     DEFAULT_CSS = "DevicePane { height: 1fr; } DevicePane > Static { height: auto; }"
 
@@ -108,4 +185,4 @@ class DevicePane(VerticalScroll):
     def _chosen(self, event: Select.Changed) -> None:
         event.stop()
         if isinstance(event.value, str):
-            self.post_message(DeviceChosen(event.value))
+            self.post_message(self.Chosen(event.value))

@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.message import Message
 from textual.widgets import Label, Select, Static, Switch
-
-from torchperf_tui.app.messages import FlagChanged
 from torchperf_tui.options import cpu_count
 
 
@@ -56,20 +58,42 @@ class FlagRow(Horizontal):
 
 
 class FlagsPane(Vertical):
-    """All engine flags as switches; posts FlagChanged when the user flips one."""
+    """All engine flags as switches. `flags` is the set a run uses, `previous` the set before the last flip
+    (arm A of an A/B and of the kernels view); posts Changed when the user flips one."""
 
     DEFAULT_CSS = "FlagsPane { height: auto; }"
+
+    @dataclass
+    class Changed(Message):
+        """The user flipped a flag (or chose a thread count): the flags before and after."""
+
+        before: Any
+        after: Any
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.flags: Any = None  # engine.flags.Flags, from when the engine is loaded
+        self.previous: Any = None
 
     def compose(self) -> ComposeResult:
         yield Label("Flags", classes="section-title")
         yield Static("loading…", id="flags-loading", classes="loading")
         yield Static("", id="flags-reason", classes="dim-note")
 
-    def build(self, specs, flags, device_kind: str, applicability) -> None:
-        """Mount one row per FlagSpec; `applicability(name, device_kind)` -> (ok, reason)."""
+    def arms(self):
+        """(A, B): the flags before the last flip (the defaults if none) and the flags now; None when equal."""
+        a = self.previous if self.previous is not None else type(self.flags)()
+        return (a, self.flags) if a != self.flags else None
+
+    def show_applicability(self, specs, device_kind: str, applicability) -> None:
+        """One row per FlagSpec the first time, then only which apply on `device_kind`;
+        `applicability(name, device_kind)` -> (ok, reason)."""
+        if self.query(FlagRow):
+            self.update_applicability(device_kind, applicability)
+            return
         self.query_one("#flags-loading").remove()
-        self._flags = flags
-        rows = [FlagRow(spec, getattr(flags, spec.name), *applicability(spec.name, device_kind)) for spec in specs]
+        rows = [FlagRow(spec, getattr(self.flags, spec.name), *applicability(spec.name, device_kind))
+                for spec in specs]
         self.mount_all(rows, before=self.query_one("#flags-reason"))
         self._show_reasons({row._reason for row in rows if not row._ok})
 
@@ -87,8 +111,8 @@ class FlagsPane(Vertical):
         note.update("n/a: " + "; ".join(sorted(r for r in reasons if r)) if reasons else "")
 
     def set_values(self, flags) -> None:
-        """Show `flags` without posting FlagChanged (the app changed them, not the user)."""
-        self._flags = flags
+        """Show `flags` as the switches would, without posting Changed (the demo set them, not the user)."""
+        self.flags = flags
         for row in self.query(FlagRow):
             control = row.query_one(f"#flag-{row.spec.name}")
             value = getattr(flags, row.spec.name)
@@ -99,14 +123,18 @@ class FlagsPane(Vertical):
                 with control.prevent(Select.Changed):
                     control.value = "auto" if value is None else str(value)
 
-    _flags = None  # the flags as last built or set: a control reporting the same value is no change
-
     def _post_if_changed(self, name: str, value) -> None:
-        if self._flags is not None and getattr(self._flags, name, object()) == value:
+        if self.flags is None or getattr(self.flags, name, object()) == value:
+            return  # a control reporting the value it was built with is no change
+        try:
+            after = self.flags.replace(**{name: value})
+        except Exception as exc:
+            from torchperf_tui.engine.errors import user_message
+
+            self.app.notify(user_message(exc), severity="error")
             return
-        if self._flags is not None:
-            self._flags = self._flags.replace(**{name: value})
-        self.post_message(FlagChanged(name, value))
+        self.previous, self.flags = self.flags, after
+        self.post_message(self.Changed(self.previous, after))
 
     @on(Switch.Changed)
     def _switch_changed(self, event: Switch.Changed) -> None:

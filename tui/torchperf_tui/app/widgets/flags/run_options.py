@@ -3,12 +3,13 @@ starts (a new run, or an interleaved A/B comparison of the old flags against the
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.message import Message
 from textual.widgets import Label, Select
-
-from torchperf_tui.app.messages import RunOptionChanged
 
 # (name, label, [(shown, value)], help). Values are what the engine takes (a schedule, a compile mode).
 RUN_OPTIONS = (
@@ -26,7 +27,18 @@ DEFAULTS = {"shapes": "fixed", "compile": "eager", "flip": "run"}
 
 
 class RunOptionsPane(Vertical):
-    """Three compact selects; posts RunOptionChanged when the user picks another value."""
+    """Three compact selects; posts Changed when the user picks another value."""
+
+    @dataclass
+    class Changed(Message):
+        """A run option changed: `name` is "shapes", "compile" or "flip"; `value` its new value."""
+
+        name: str
+        value: str
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.options = dict(DEFAULTS)  # the values a run uses
 
     DEFAULT_CSS = """
     RunOptionsPane { height: auto; }
@@ -42,11 +54,9 @@ class RunOptionsPane(Vertical):
                              tooltip=help_text)
                 yield Label(label, classes="option-label")
 
-    def values(self) -> dict:
-        return {name: self.query_one(f"#option-{name}", Select).value for name, *_ in RUN_OPTIONS}
-
     def set_value(self, name: str, value: str) -> None:
-        """Show `value` without posting RunOptionChanged (the app chose it, e.g. the demo)."""
+        """Use and show `value` without posting Changed (the app chose it, e.g. the demo)."""
+        self.options[name] = value
         select = self.query_one(f"#option-{name}", Select)
         with select.prevent(Select.Changed):
             select.value = value
@@ -54,4 +64,8 @@ class RunOptionsPane(Vertical):
     @on(Select.Changed)
     def _changed(self, event: Select.Changed) -> None:
         event.stop()
-        self.post_message(RunOptionChanged((event.select.id or "").removeprefix("option-"), event.value))
+        name = (event.select.id or "").removeprefix("option-")
+        if self.options.get(name) == event.value:
+            return  # a select reporting its value as it mounts, or the same value again: nothing changed
+        self.options[name] = event.value
+        self.post_message(self.Changed(name, event.value))

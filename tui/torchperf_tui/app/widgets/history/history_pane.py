@@ -98,6 +98,21 @@ class HistoryPane(Vertical):
             table.add_column(label, key=key)
 
     # -- feeding the pane ---------------------------------------------------------------------------
+    _stale = True  # the file changed (or was never read) since the page shown was read
+
+    def refresh_history(self) -> None:
+        """Reload the page shown now if the tab is shown, else when it next is."""
+        self._stale = True
+        if self.screen.active_tab() == "history" and self.app.session.has("results"):
+            self._stale = False
+            self.show_history(self.app.session.history_path)
+
+    def on_shown(self) -> None:
+        # Marking runs needs the row cursor: the table takes the focus (r, t, p, / still work there).
+        self.query_one(DataTable).focus()
+        if self._stale:
+            self.refresh_history()
+
     def show_history(self, path: str | Path | None) -> None:
         """Read the page shown (at first the newest) of the history at `path` (None: the default history)
         again, in a thread; a new run appears on the newest page, an older page stays where it is."""
@@ -190,6 +205,10 @@ class HistoryPane(Vertical):
         if keep in self.records:
             table.move_cursor(row=table.get_row_index(keep))
         self._show_note(loaded)
+        if loaded.warnings:  # its bad lines in one notification, one line however many
+            self.app.notify("\n".join(loaded.warnings), title="history: lines skipped", severity="warning",
+                            timeout=8)
+        self.show_marked_comparison()
         self.post_message(self.Loaded(loaded))
 
     @staticmethod
@@ -233,6 +252,32 @@ class HistoryPane(Vertical):
             return None
         row_key, _ = table.coordinate_to_cell_key((table.cursor_row, 0))
         return row_key.value
+
+    def mark(self, record_id: str | None = None) -> None:
+        """Mark (or unmark) a row (the highlighted one by default); with two marked, compare them."""
+        self.toggle_mark(record_id)
+        self.show_marked_comparison()
+
+    @on(DataTable.RowSelected, "#history-table")
+    def _row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.mark(event.row_key.value)
+
+    def show_marked_comparison(self) -> None:
+        pair = self.marked_pair()
+        if pair is None:
+            self.show_comparison(f"{len(self.marked)} of 2 runs marked: m or ⏎ on a row marks it")
+            return
+        try:
+            from torchperf_tui.engine.results import compare_records  # no torch: cheap
+
+            comparison = compare_records(*pair)
+        except Exception as exc:
+            from torchperf_tui.engine.errors import user_message
+
+            self.show_comparison(f"[b $error]error:[/] {user_message(exc)}")
+            return
+        self.show_comparison(comparison_text(comparison))
 
     def toggle_mark(self, record_id: str | None = None) -> list[str]:
         """Mark (or unmark) a row; a third mark drops the oldest. Returns the marked ids, oldest mark first."""

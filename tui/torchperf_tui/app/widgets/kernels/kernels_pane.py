@@ -4,9 +4,13 @@ ATen convolution implementation and says that kernel choice is a GPU view."""
 
 from __future__ import annotations
 
+from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, DataTable, Static
+
+from torchperf_tui.app.job_slots import JobSlots
+from torchperf_tui.app.messages import JobEvent
 
 # The numbers and whether the choice changed come first, so they fit at 80 columns; the names follow.
 COLUMNS = (("layer", "layer"), ("a_us", "A µs"), ("b_us", "B µs"), ("changed", "choice"), ("a", "A ran"),
@@ -21,7 +25,8 @@ def kernel_names(kernels, short_name) -> str:
 
 
 class KernelsPane(Vertical):
-    """Filled by the app from KernelsFinished (an engine.kernels.KernelComparison)."""
+    """Owns the kernel profile (key k): an engine.kernels.KernelComparison of A (the flags before the last
+    flip) and B (the flags now)."""
 
     DEFAULT_CSS = """
     KernelsPane { height: 1fr; }
@@ -32,6 +37,7 @@ class KernelsPane(Vertical):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.result = None
+        self.jobs = JobSlots(self)
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="pane-actions"):
@@ -46,6 +52,45 @@ class KernelsPane(Vertical):
         table = self.query_one(DataTable)
         for key, label in COLUMNS:
             table.add_column(label, key=key)
+
+    def start(self, flags_a, flags_b) -> None:
+        """Profile each conv layer under A and under B (replacing a profile or any measurement in flight)."""
+        selection = self.screen.ready_selection("kernel view", module="kernels")
+        if selection is None:
+            return
+        kind = self.app.session.device_kind()
+        self.screen.show_tab("kernels")
+        self.show_status(f"[b]{selection.spec}[/] · profiling each conv layer under A: {flags_a.describe(kind)} "
+                         f"and B: {flags_b.describe(kind)}…")
+        try:
+            base = selection.config(flags_a)
+        except Exception as exc:
+            from torchperf_tui.engine.errors import user_message
+
+            self.jobs.cancel("kernels")
+            self._failed(user_message(exc))
+            return
+        self.jobs.start("kernels", "kernels", {"base": base, "a": flags_a, "b": flags_b, "device_kind": kind},
+                        f"profiling the conv kernels of {selection.spec}")
+
+    @on(JobEvent)
+    def _job_event(self, message: JobEvent) -> None:
+        from torchperf_tui.worker.protocol import JobFailed
+
+        message.stop()
+        if not self.jobs.current(message):
+            return
+        event = message.event
+        if isinstance(event, JobFailed):
+            self.show_status("cancelled: another measurement replaced it" if event.cancelled else "")
+            if not event.cancelled:
+                self._failed(event.error)
+        else:
+            self.show_result(event.result)
+
+    def _failed(self, error: str) -> None:
+        self.show_error(error)
+        self.app.notify(error, title="kernels failed", severity="error", timeout=8)
 
     def show_status(self, text: str) -> None:
         self.query_one("#kernels-status", Static).update(text)

@@ -1,19 +1,31 @@
-"""Memory pane: live NVML memory (bar and time-series chart), utilisation, temperature and power,
-beside the torch allocator's allocated / reserved / peak for this process; on a CPU box the
-process RSS and system RAM. `e` releases memory through the engine."""
+"""Memory pane: live NVML memory (bar and time-series chart), utilisation, temperature and power, beside
+the torch allocator's allocated / reserved / peak of the measurement process (which holds the model); on a
+CPU box that process's RSS and system RAM. It owns the telemetry thread, the allocator readings, the memory
+release (key e) and the CUDA memory snapshot (key n), all but the first run in the measurement process."""
 
 from __future__ import annotations
 
+import dataclasses
+import threading
+import time
+from collections import deque
+from typing import Any
+
 from rich.style import Style
 from rich.text import Text
+from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.reactive import reactive
 from textual.renderables.bar import Bar as BarRenderable
 from textual.widget import Widget
+from textual.message import Message
 from textual.widgets import Static
+from textual.worker import get_current_worker
 
 from torchperf_tui.formatting import format_bytes, format_number
+from torchperf_tui.app.job_slots import JobSlots
+from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.app.widgets.timing.histogram import _PlotHolder, theme_palette
 
 GIB = 1024 ** 3
@@ -155,12 +167,39 @@ class UsageBar(Widget):
 
 
 class MemoryPane(Vertical):
-    """Fed a TelemetrySample every tick by the app."""
+    """Telemetry at the app's interval (NVML, psutil) from a thread of this pane, and the measurement
+    process's allocator between measurements. Jobs: "reading", "release", "snapshot"."""
 
     DEFAULT_CSS = """
     MemoryPane { height: 1fr; }
     MemoryPane > Static { height: auto; }
     """
+
+    @dataclasses.dataclass
+    class Tick(Message):
+        """A fresh TelemetrySample and the sampler's history (the newest replaces an unhandled older one)."""
+
+        sample: Any
+        history: list
+        gpu_bytes: Any = None  # NVML's used memory for the measurement process's pid (None off CUDA)
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, MemoryPane.Tick)
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.jobs = JobSlots(self)
+        self.sampler: Any = None
+        self._injected = False  # a test's frozen source: shown as it is
+        self._wake = threading.Event()
+        self._gpu_index: int | None = None  # read by the telemetry thread: set on the UI thread each tick
+        self._pid: int | None = None
+        self._on_cuda = False
+        self.last_telemetry: tuple | None = None  # (sample, history)
+        self.allocator_reading: dict | None = None  # the measurement process's allocator and RSS, when idle
+        self.gpu_bytes: Any = None
+        self.last_release = None
+        self.releases: deque = deque(maxlen=16)
 
     def compose(self) -> ComposeResult:
         yield Static("loading…", id="mem-title", classes="loading")
@@ -170,6 +209,226 @@ class MemoryPane(Vertical):
         yield MemoryChart(id="mem-chart")
         yield Static("e: release memory (gc + empty_cache / malloc_trim)", id="mem-hint", classes="dim-note")
 
+    # -- telemetry ---------------------------------------------------------------------------------
+    def start_telemetry(self, interval: float, poll: bool) -> None:
+        """Open the sampler (the engine is loaded) and sample every `interval` s, or once (`poll=False`)."""
+        session = self.app.session
+        self.sampler = session.telemetry_source
+        self._injected = self.sampler is not None
+        if self.sampler is None and session.has("telemetry"):
+            telemetry = session.engine.telemetry
+            try:
+                # The caching allocator lives in the measurement process: its readings come from there.
+                cuda = session.cuda_seam if session.cuda_seam is not None else telemetry.ALLOCATOR_ELSEWHERE
+                self.sampler = telemetry.TelemetrySampler(nvml=session.nvml_handle(), cuda=cuda)
+            except Exception as exc:
+                from torchperf_tui.engine.errors import user_message
+
+                self.show_error(user_message(exc))
+        if session.measurement_pid is not None:
+            self.follow_process(session.measurement_pid)
+        self._telemetry_loop()
+        if poll:
+            self.set_interval(interval, self.request_sample)
+        else:
+            self.request_sample()
+
+    def follow_process(self, pid: int) -> None:
+        """A (new) measurement process: its RSS on the chart, its old figures gone with the old one."""
+        self.allocator_reading = None
+        self._pid = pid
+        if self.sampler is not None and not self._injected:
+            self.sampler.follow_process(pid)
+
+    def request_sample(self) -> None:
+        """Wake the sampling thread (a tick is skipped while it is busy). Skipped while a run measures on the
+        CPU: there the model's threads fill the cores this process would wake on, and the run's own memory
+        trace (RSS per iteration) is what the chart shows meanwhile."""
+        session = self.app.session
+        if session.device_kind() == "cpu" and any(j.running for j in session.measuring({"time", "ab"})):
+            if self.last_telemetry is not None and self.screen.active_tab() == "memory":
+                self._show(*self.last_telemetry)  # the run's trace grows meanwhile
+            return
+        self._gpu_index = session.gpu_index()
+        self._on_cuda = session.device_kind() == "cuda"
+        self._pid = session.measurement_pid
+        self._wake.set()
+
+    @work(thread=True, group="telemetry", exit_on_error=False)
+    def _telemetry_loop(self) -> None:
+        """One long-lived thread samples when woken: NVML can block (a GPU falling off the bus) and must never
+        stall the UI, and one thread costs less than a worker per tick."""
+        worker = get_current_worker()
+        while not worker.is_cancelled:
+            # No timeout: a thread that wakes on its own every fraction of a second preempts the model's
+            # threads on a small box. Unmounting sets the event so that the loop sees its cancel.
+            self._wake.wait()
+            self._wake.clear()
+            if worker.is_cancelled or self.sampler is None:
+                continue
+            try:
+                sample = self.sampler.sample()
+                self.post_message(self.Tick(sample, list(self.sampler.history), self._measurement_gpu_bytes()))
+            except Exception as exc:
+                from torchperf_tui.engine.errors import user_message
+
+                self.app.call_from_thread(self.show_error, user_message(exc))
+
+    def _measurement_gpu_bytes(self):
+        """NVML's figure for the measurement process on the shown GPU (telemetry thread), or None off CUDA."""
+        session = self.app.session
+        nvml = session.nvml_handle()
+        if self._gpu_index is None or self._pid is None or not self._on_cuda or nvml is None:
+            return None
+        return session.engine.telemetry.process_gpu_memory(nvml, self._gpu_index, self._pid)
+
+    def on_unmount(self) -> None:
+        self.workers.cancel_group(self, "telemetry")
+        self._wake.set()  # the thread waits on it without a timeout
+
+    @on(Tick)
+    def _tick(self, message: Tick) -> None:
+        self.last_telemetry = (message.sample, message.history)
+        self.gpu_bytes = message.gpu_bytes
+        if self.screen.active_tab() == "memory":
+            self._show(message.sample, message.history)  # a hidden pane catches up when it is shown
+        self._read_allocator()
+
+    def on_shown(self) -> None:
+        if self.last_telemetry is not None:
+            self._show(*self.last_telemetry)
+
+    def redraw(self) -> None:
+        """The device changed: the last sample again, for the GPU now shown."""
+        if self.last_telemetry is not None and self.screen.active_tab() == "memory":
+            self._show(*self.last_telemetry)
+
+    def _show(self, sample, history) -> None:
+        session = self.app.session
+        sample, holder = self._with_allocator(sample)
+        self.show_sample(sample, history, session.gpu_index(), run_trace=list(session.run_memory),
+                         run_kind=session.run_memory_kind, releases=list(self.releases), holder=holder,
+                         holder_gpu_bytes=self.gpu_bytes)
+
+    # -- the measurement process's allocator --------------------------------------------------------------
+    def _read_allocator(self) -> None:
+        """Ask the measurement process for its allocator and RSS, only while nothing measures there (a run's
+        own memory trace covers that time) and only one question at a time."""
+        session = self.app.session
+        if session.measure is None or self.jobs.busy("reading") or session.measuring():
+            return
+        self.jobs.start("reading", "memory", {}, "reading memory", enforce_cancel=False)
+
+    def _with_allocator(self, sample) -> tuple[Any, str]:
+        """The sample with the measurement process's allocator figures and RSS (this process holds no model),
+        and the name of the process they are from. Injected test sources are shown as they are."""
+        session = self.app.session
+        reading = self.allocator_reading
+        if session.cuda_seam is not None or self._injected or session.measurement_pid is None:
+            return sample, "this process"
+        holder = f"measurement process (pid {session.measurement_pid})"
+        if reading is None:
+            return sample, holder
+        if reading.get("allocated") is None:  # RSS: the sampler follows that process already
+            missing = session.engine.nvml.NA(reading.get("why_none") or "not available")
+            return dataclasses.replace(sample, torch_allocated_bytes=missing, torch_reserved_bytes=missing,
+                                       torch_peak_bytes=missing), holder
+        return dataclasses.replace(sample, torch_allocated_bytes=reading["allocated"],
+                                   torch_reserved_bytes=reading["reserved"], torch_peak_bytes=reading["peak"]), holder
+
+    @on(JobEvent)
+    def _job_event(self, message: JobEvent) -> None:
+        from torchperf_tui.worker.protocol import JobFailed
+
+        message.stop()
+        if not self.jobs.current(message):
+            return
+        event = message.event
+        if message.slot == "reading":
+            if not isinstance(event, JobFailed):
+                self.allocator_reading = event.result
+        elif message.slot == "release":
+            if isinstance(event, JobFailed):
+                self._release_failed(event.error)
+            else:
+                self._released(event.result)
+        elif message.slot == "snapshot":
+            self._snapshot_answered(event)
+
+    # -- release (key e) ----------------------------------------------------------------------------
+    def release(self) -> None:
+        """gc + empty_cache (malloc_trim on the CPU) in the measurement process, which holds the model and the
+        caching allocator (releasing here would release nothing), and say what was freed."""
+        session = self.app.session
+        if not session.has("telemetry"):
+            self.app.notify("telemetry is still loading", severity="warning")
+            return
+        kind = session.device_kind() if session.device == "auto" else session.device
+        if session.cuda_seam is not None:
+            self._release_with_seams(kind)  # tests: the fake GPU's allocator lives in this process
+            return
+        self.jobs.start("release", "release", {"device": kind}, "releasing memory", enforce_cancel=False)
+
+    @work(thread=True, exclusive=True, group="release", exit_on_error=False)
+    def _release_with_seams(self, kind: str) -> None:
+        session = self.app.session
+        try:
+            report = session.engine.telemetry.release_memory(device=kind, nvml=session.nvml_handle(),
+                                                             cuda=session.cuda_seam)
+        except Exception as exc:
+            from torchperf_tui.engine.errors import user_message
+
+            self.app.call_from_thread(self._release_failed, user_message(exc))
+            return
+        self.app.call_from_thread(self._released, report)
+
+    def _released(self, report) -> None:
+        self.last_release = report
+        self.releases.append((time.time(), report))
+        self.app.notify(report.summary(), title="memory released", timeout=6)
+        self.request_sample()  # an immediate sample, so the chart shows the drop
+
+    def _release_failed(self, error: str) -> None:
+        self.app.notify(f"release: {error}", severity="error", timeout=8)
+        self.show_error(error)
+
+    # -- CUDA memory snapshot (key n) ---------------------------------------------------------------
+    def snapshot(self) -> None:
+        """Record the CUDA allocator's history over a few iterations; say where the snapshot went."""
+        selection = self.screen.ready_selection("memory snapshot", module="memsnap")
+        if selection is None:
+            return
+        session = self.app.session
+        if session.device_kind() != "cuda":
+            self.app.notify(session.engine.memsnap.NOT_CUDA, title="memory snapshot", severity="warning", timeout=8)
+            return
+        try:
+            cfg = selection.config()
+        except Exception as exc:
+            from torchperf_tui.engine.errors import user_message
+
+            self.app.notify(user_message(exc), title="memsnap failed", severity="error", timeout=8)
+            return
+        self.app.notify(f"recording the allocator's history over {selection.spec}…", title="memory snapshot",
+                        timeout=3)
+        self.jobs.start("snapshot", "memsnap", {"cfg": cfg},
+                        f"recording the allocator's history over {selection.spec}")
+
+    def _snapshot_answered(self, event) -> None:
+        from torchperf_tui.worker.protocol import JobFailed
+
+        if isinstance(event, JobFailed):
+            if event.cancelled:
+                self.app.notify("no snapshot written (cancelled)", title="memory snapshot", severity="warning")
+            else:
+                self.app.notify(event.error, title="memsnap failed", severity="error", timeout=8)
+        elif event.result.path:
+            self.app.notify(f"snapshot saved to {event.result.path}\n{event.result.viewer_hint}",
+                            title="memory snapshot", timeout=12)
+        else:
+            self.app.notify("no snapshot written (cancelled)", title="memory snapshot", severity="warning")
+
+    # -- drawing ------------------------------------------------------------------------------------
     def _set(self, selector: str, text: str) -> None:
         """Update a Static only when its text changes: each update costs a layout pass."""
         widget = self.query_one(selector, Static)

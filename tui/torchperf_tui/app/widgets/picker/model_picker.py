@@ -1,21 +1,55 @@
 """Model picker: the torchvision catalogue grouped by task with type-to-filter, a custom
-module:factory field, and the input settings (shape, batch, dtype, channels_last)."""
+module:factory field, and the input settings (shape, batch, dtype, channels_last). It owns the catalogue
+and the model's analysis (parameters, FLOPs, layers on the meta device), both answered by the measurement
+process (it imports the user's module, so a module that crashes cannot take the app down)."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
 
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.message import Message
 from textual.widgets import Checkbox, Input, Label, OptionList, Select
 from textual.widgets.option_list import Option
 
-from torchperf_tui.app.messages import InputSettingsChanged, ModelChosen
+from torchperf_tui.app.job_slots import JobSlots
+from torchperf_tui.app.messages import JobEvent
 
 DTYPE_CHOICES = ("float32", "float16", "bfloat16")
 
 
 class ModelPicker(Vertical):
-    """Pick a model and describe its input; posts ModelChosen and InputSettingsChanged."""
+    """Pick a model and describe its input. `spec` is the model chosen, `complexity` its analysis at the
+    input typed (None while it runs); posts CatalogueReady, Analysing, Analysed and Failed."""
+
+    @dataclass
+    class CatalogueReady(Message):
+        """The catalogue is listed (or `error` says why not)."""
+
+        error: str | None = None
+
+    @dataclass
+    class Analysing(Message):
+        """A model was chosen (or its input changed) and is being analysed."""
+
+        spec: str
+
+    @dataclass
+    class Analysed(Message):
+        """The chosen model's analysis (a Complexity) at the input typed."""
+
+        spec: str
+        complexity: Any
+
+    @dataclass
+    class Failed(Message):
+        """Resolving or analysing the chosen model failed; `error` is one line."""
+
+        spec: str
+        error: str
 
     DEFAULT_CSS = """
     ModelPicker { height: auto; }
@@ -26,7 +60,9 @@ class ModelPicker(Vertical):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self._entries: list = []
-        self.chosen: str | None = None
+        self.spec: str | None = None
+        self.complexity: Any = None
+        self.jobs = JobSlots(self)
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="/ type to filter models…", id="model-filter", compact=True)
@@ -49,6 +85,32 @@ class ModelPicker(Vertical):
             self.query_one("#model-list", OptionList).focus()
 
     # -- catalogue -----------------------------------------------------------------------
+    def load_catalogue(self) -> None:
+        self.jobs.start("catalogue", "catalogue", {}, "listing the models", enforce_cancel=False)
+
+    @on(JobEvent)
+    def _job_event(self, message: JobEvent) -> None:
+        from torchperf_tui.worker.protocol import JobFailed
+
+        message.stop()
+        if not self.jobs.current(message):
+            return
+        event = message.event
+        failed = isinstance(event, JobFailed)
+        if message.slot == "catalogue":
+            if not failed:
+                self.set_catalogue(event.result)
+            self.post_message(self.CatalogueReady(event.error if failed else None))
+        elif failed:
+            self._failed(self.spec, event.error)
+        else:
+            self.complexity = event.result
+            self.set_default_shape(tuple(event.result.input_shape)[1:])
+            self.post_message(self.Analysed(self.spec, event.result))
+
+    def _failed(self, spec: str, error: str) -> None:
+        self.post_message(self.Failed(spec, error))
+
     def set_catalogue(self, entries: list) -> None:
         self._entries = list(entries)
         self._refilter(self.query_one("#model-filter", Input).value)
@@ -117,8 +179,37 @@ class ModelPicker(Vertical):
             self.choose(event.value.strip())
 
     def choose(self, spec: str) -> None:
-        self.chosen = spec
-        self.post_message(ModelChosen(spec))
+        """Choose a model and analyse it at the input typed (a new model starts from its own default input)."""
+        if not self.app.session.has("inputs"):
+            self.app.notify("the model registry is still loading", severity="warning")
+            return
+        if spec != self.spec:
+            self.set_default_shape(())
+        self.spec = spec
+        self._analyse()
+
+    def _analyse(self) -> None:
+        """FLOPs, parameters and the layer table on the meta device, in the measurement process; a newer
+        request replaces one still waiting (an analysis ends by itself: it is not killed)."""
+        from torchperf_tui.engine.errors import user_message
+
+        self.complexity = None
+        spec = self.spec
+        self.post_message(self.Analysing(spec))
+        try:
+            params = self._analysis_params()
+        except Exception as exc:
+            self.jobs.cancel("analysis", enforce=False)
+            self._failed(spec, user_message(exc))
+            return
+        self.jobs.start("analysis", "analyse", params, f"analysing {spec}", enforce_cancel=False)
+
+    def _analysis_params(self) -> dict:
+        from torchperf_tui.jobs.selection import Selection
+
+        settings = self.settings()
+        return Selection(spec=self.spec, shape=settings["shape"], batch=settings["batch"],
+                         dtype=settings["dtype"]).analysis_params()
 
     # -- input settings ------------------------------------------------------------------
     def set_default_shape(self, shape: tuple) -> None:
@@ -132,7 +223,8 @@ class ModelPicker(Vertical):
     @on(Checkbox.Changed, "#channels-last")
     def _settings_changed(self, event) -> None:
         event.stop()
-        self.post_message(InputSettingsChanged())
+        if self.spec is not None:
+            self._analyse()
 
     def settings(self) -> dict:
         """The raw input settings as typed; the engine parses and validates them."""

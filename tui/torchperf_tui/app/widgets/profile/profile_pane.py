@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from typing import Callable
 
+from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, DataTable, Static
+
+from torchperf_tui.app.job_slots import JobSlots
+from torchperf_tui.app.messages import JobEvent
 
 from torchperf_tui.formatting import format_ms
 
@@ -18,7 +22,7 @@ COLUMNS = (("name", "operator", "name"), ("calls", "calls", "calls"), ("self_cpu
 
 
 class ProfilePane(Vertical):
-    """Filled by the app from ProfileFinished; `sort_by` re-sorts the kept result with the engine's sort_ops."""
+    """Owns the profile (key p); `sort_by` re-sorts the kept result with the engine's sort_ops."""
 
     DEFAULT_CSS = """
     ProfilePane { height: 1fr; }
@@ -31,10 +35,12 @@ class ProfilePane(Vertical):
         self.result = None
         self.sort_key: str | None = None
         self._sort_ops: Callable | None = None
+        self.jobs = JobSlots(self)
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="pane-actions"):
-            yield Button("Profile (p)", id="profile-start", compact=True, action="app.profile")
+            yield Button("Profile (p)", id="profile-start", compact=True,
+                         action="app.pane('profile', 'start')")
             yield Static("pick a model, then p: the top operators over a few iterations", id="profile-status")
         yield Static("", id="profile-trace")
         yield DataTable(id="profile-table", cursor_type="row", zebra_stripes=True)
@@ -43,6 +49,57 @@ class ProfilePane(Vertical):
         table = self.query_one(DataTable)
         for key, label, _ in COLUMNS:
             table.add_column(label, key=key)
+
+    def start(self) -> None:
+        """Profile a few iterations of the chosen model (replacing a profile or any measurement in flight)."""
+        selection = self.screen.ready_selection("profiler", module="profiling")
+        if selection is None:
+            return
+        session = self.app.session
+        self.screen.show_tab("profile")
+        self.show_status(f"[b]{selection.spec}[/] on {session.resolved_device()} · profiling "
+                         f"{session.profile_iters} iterations…")
+        try:
+            cfg = selection.config()
+        except Exception as exc:
+            from torchperf_tui.engine.errors import user_message
+
+            self.jobs.cancel("profile")
+            self._failed(user_message(exc))
+            return
+        self.jobs.start("profile", "profile", {"cfg": cfg, "iters": session.profile_iters},
+                        f"profiling {selection.spec}")
+
+    @on(JobEvent)
+    def _job_event(self, message: JobEvent) -> None:
+        from torchperf_tui.worker.protocol import JobFailed
+
+        message.stop()
+        if not self.jobs.current(message):
+            return
+        event = message.event
+        if isinstance(event, JobFailed):
+            self._failed("cancelled: another measurement replaced it" if event.cancelled else event.error,
+                         notify=not event.cancelled)
+            return
+        result = event.result
+        self.show_result(result, self.app.session.engine.profiling.sort_ops)
+        if result.trace_path:
+            self.app.notify(f"Chrome trace saved to {result.trace_path}", title="profile", timeout=8)
+
+    def _failed(self, error: str, notify: bool = True) -> None:
+        self.show_error(error)
+        if notify:
+            self.app.notify(error, title="profile failed", severity="error", timeout=8)
+
+    def cycle_sort(self) -> None:
+        """Sort the operators by the next key of the engine's SORT_KEYS."""
+        session = self.app.session
+        if self.result is None or not session.has("profiling"):
+            return
+        keys = list(session.engine.profiling.SORT_KEYS)
+        current = self.sort_key if self.sort_key in keys else keys[-1]
+        self.sort_by(keys[(keys.index(current) + 1) % len(keys)])
 
     def show_status(self, text: str) -> None:
         self.query_one("#profile-status", Static).update(text)

@@ -4,10 +4,14 @@ and samples/s against batch as a plot."""
 
 from __future__ import annotations
 
+from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.markup import escape
 from textual.widgets import Button, DataTable, Static
+
+from torchperf_tui.app.job_slots import JobSlots
+from torchperf_tui.app.messages import JobEvent
 
 from torchperf_tui.formatting import format_bytes, format_ms, format_number
 from torchperf_tui.app.widgets.timing.histogram import _PlotHolder, theme_palette
@@ -71,7 +75,7 @@ class ThroughputPlot(_PlotHolder):
 
 
 class ThroughputPane(Vertical):
-    """Filled by the app from BatchTried / ThroughputFinished messages."""
+    """Owns the batch search (key t): one row per batch tried as it streams, then the result."""
 
     DEFAULT_CSS = """
     ThroughputPane { height: 1fr; }
@@ -79,9 +83,14 @@ class ThroughputPane(Vertical):
     ThroughputPane > DataTable { height: auto; max-height: 9; }
     """
 
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.jobs = JobSlots(self)
+
     def compose(self) -> ComposeResult:
         with Horizontal(classes="pane-actions"):
-            yield Button("Find max batch (t)", id="throughput-start", compact=True, action="app.find_max_batch")
+            yield Button("Find max batch (t)", id="throughput-start", compact=True,
+                         action="app.pane('throughput', 'start')")
             yield Static("pick a model, then t: double the batch until samples/s stops improving or it does "
                          "not fit, within a time budget",
                          id="throughput-status")
@@ -95,12 +104,55 @@ class ThroughputPane(Vertical):
                            ("rate", "samples/s"), ("took", "took")):
             table.add_column(label, key=key)
 
-    def start(self, text: str) -> None:
-        """A new search: clear the previous one's rows and plot."""
+    def start(self) -> None:
+        """Search the largest batch that fits for the chosen model and settings (replacing a search or any
+        measurement in flight); the previous search's rows and plot are cleared."""
+        selection = self.screen.ready_selection("throughput", module="throughput")
+        if selection is None:
+            return
+        session = self.app.session
+        self.screen.show_tab("throughput")
         self.query_one(DataTable).clear()
         self.query_one("#throughput-summary", Static).update("")
         self.query_one(ThroughputPlot).show_points([])
-        self.show_status(text)
+        self.show_status(f"[b]{selection.spec}[/] on {session.resolved_device()} · "
+                         f"{selection.flags.describe(session.device_kind())} · searching: doubling the batch until "
+                         "samples/s stops improving, it does not fit, or the time budget runs out…")
+        try:
+            cfg = selection.config()
+        except Exception as exc:
+            from torchperf_tui.engine.errors import user_message
+
+            self.jobs.cancel("search")
+            self._failed(user_message(exc))
+            return
+        options = {} if session.max_batch is None else {"max_batch": session.max_batch}
+        self.jobs.start("search", "throughput", {"cfg": cfg, "options": options},
+                        f"searching the largest batch of {selection.spec}")
+
+    @on(JobEvent)
+    def _job_event(self, message: JobEvent) -> None:
+        from torchperf_tui.worker.protocol import JobDone, JobFailed, Progress
+
+        message.stop()
+        if not self.jobs.current(message):
+            return
+        event = message.event
+        if isinstance(event, Progress):
+            self.add_try(event.data)
+        elif isinstance(event, JobFailed):
+            self._failed("cancelled before it started" if event.cancelled else event.error)
+        elif isinstance(event, JobDone):
+            result = event.result
+            self.show_result(result)
+            self.show_status(f"[b]{result.model}[/] {'x'.join(map(str, result.sample_shape))} per sample, "
+                             f"{result.dtype} on {result.device} · {'cancelled' if result.cancelled else 'done'}")
+            if not result.cancelled:
+                self.app.notify(f"{result.model}: {result.headline()}", title="throughput", timeout=4)
+
+    def _failed(self, error: str) -> None:
+        self.show_error(error)
+        self.app.notify(error, title="throughput failed", severity="error", timeout=8)
 
     def show_status(self, text: str) -> None:
         self.query_one("#throughput-status", Static).update(text)

@@ -1,14 +1,26 @@
 """Timing pane: the chosen model's summary, progress through warm-up and timed iterations, live stats
-and the live latency histogram of the current run."""
+and the live latency histogram of the current run. It owns the timing run (key r), its follow-up steps
+(saved to the history, placed on the roofline) and the determinism check (key d)."""
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.message import Message
 from textual.widgets import ProgressBar, Static
 
 from torchperf_tui.formatting import format_count, format_ms, format_number
+from torchperf_tui.app.job_slots import JobSlots
+from torchperf_tui.app.messages import JobEvent, RunsChanged
+from torchperf_tui.app.runs import RunRecord, save_run
 from torchperf_tui.app.widgets.timing.histogram import LatencyHistogram
+
+LIVE_STATS_EVERY_S = 0.5  # live statistics over all samples so far are recomputed at most this often
 
 PHASE_TEXT = {"starting": "building model…", "first": "first iteration", "warmup": "warm-up",
               "timed": "timed", "done": "done", "cancelled": "cancelled", "failed": "failed"}
@@ -95,12 +107,25 @@ def roofline_notes(result) -> str:
 
 
 class TimingPane(Vertical):
-    """Shows the current (or last) run; the app feeds it RunRecords."""
+    """The current (or last) run. Jobs: "run" (timing), "roofline" (of the finished run), "determinism"."""
+
+    @dataclass
+    class RooflineReady(Message):
+        """The current run's place on the roofline (a RooflineResult): Layers shows it per layer."""
+
+        result: Any
 
     DEFAULT_CSS = """
     TimingPane { height: 1fr; }
     TimingPane > Static { height: auto; }
     """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.jobs = JobSlots(self)
+        self.record: RunRecord | None = None  # the current run
+        self._job_runs: dict[int, RunRecord] = {}  # job id -> its run, until its final answer
+        self.last_determinism = None  # the latest DeterminismReport
 
     def compose(self) -> ComposeResult:
         yield Static("loading…", id="model-summary", classes="loading")
@@ -113,13 +138,187 @@ class TimingPane(Vertical):
         yield Static("", id="run-note")
         yield LatencyHistogram(id="latency-histogram")
 
+    # -- the timing run ------------------------------------------------------------------------------
+    def start_run(self) -> None:
+        """Time the chosen model under the current flags (a run or any measurement in flight is cancelled)."""
+        selection = self.screen.ready_selection("timing")
+        if selection is None:
+            return
+        session = self.app.session
+        if self.record is not None and not self.record.finished:
+            # Replaced: its job is cancelled below and its last answer dropped, so it ends here.
+            self.record.status = "cancelled"
+        record = RunRecord(run_id=session.new_run_id(), model=selection.spec, device=session.resolved_device(),
+                           flags=selection.flags, flags_text=selection.flags.describe(session.device_kind()),
+                           shapes=selection.shapes, compile=None if selection.compile == "eager" else selection.compile)
+        session.runs.add(record)
+        session.run_memory.clear()
+        self.record = record
+        self.jobs.cancel("roofline", enforce=False)  # the last run's: it would land under this one
+        self.show_roofline("")
+        self._show(record)
+        self.post_message(RunsChanged())
+        try:
+            cfg = selection.config()
+        except Exception as exc:
+            from torchperf_tui.engine.errors import user_message
+
+            self.jobs.cancel("run")
+            self._failed(record, user_message(exc))
+            return
+        record.batch = cfg.batch or 1
+        what = f"timing {selection.spec} at {selection.input_text(self.screen.default_shape())}"
+        self._job_runs[self.jobs.start("run", "time", {"cfg": cfg}, what)] = record
+
+    def cancel_run(self) -> None:
+        self._mark_cancelling()
+
+    def _mark_cancelling(self) -> None:
+        if self.record is not None and not self.record.finished:
+            self.record.status = "cancelling"
+            self._show(self.record, histogram=False)
+
+    @on(JobEvent)
+    def _job_event(self, message: JobEvent) -> None:
+        message.stop()
+        current = self.jobs.current(message)
+        if message.slot == "run":
+            self._run_event(message.event, current)
+        elif current:
+            getattr(self, f"_{message.slot}_event")(message.event)
+
+    def _run_event(self, event, current: bool) -> None:
+        """A run's events; a run replaced by a newer one still gets its final (cancelled) result, kept in
+        Compare, but no longer draws on this pane."""
+        from torchperf_tui.worker.protocol import JobDone, JobFailed, Samples
+
+        record = self._job_runs.get(event.job_id)
+        if record is None:
+            return
+        if isinstance(event, Samples):
+            if current:
+                self._samples(record, event)
+            return
+        del self._job_runs[event.job_id]
+        if isinstance(event, JobFailed):
+            if event.cancelled:
+                record.status = "cancelled"
+                self._show(record)
+                self.post_message(RunsChanged())
+            else:
+                self._failed(record, event.error)
+        elif isinstance(event, JobDone):
+            self._finished(record, event.result, event.extra.get("fingerprint"))
+
+    def _samples(self, record: RunRecord, event) -> None:
+        session = self.app.session
+        record.batches += 1
+        if event.memory:
+            session.run_memory.extend(event.memory)
+            session.run_memory_kind = event.memory_kind
+        if not event.phase:
+            return  # memory points alone, between iterations of a slow model
+        redraw = False
+        if event.phase == "first":
+            record.first_iter_ms = event.samples_ms[0]
+        elif event.phase == "warmup":
+            record.warmup_ms.extend(event.samples_ms)
+            redraw = self._due(record)
+        elif event.phase == "timed":
+            record.samples_ms.extend(event.samples_ms)
+            record.first_seen.extend(event.first_seen)
+            redraw = self._due(record, now_anyway=event.index >= event.total - 1)
+            if redraw:  # over every sample so far: at most every LIVE_STATS_EVERY_S, never per batch
+                record.stats = session.engine.timing.compute_stats(record.samples_ms, batch=record.batch or 1)
+        phase_changed = record.status != event.phase
+        record.status, record.index, record.total = event.phase, event.index, event.total
+        # While the measurement process measures, this process shares the machine's cores with it: the run's
+        # lines are redrawn at most as often as its statistics, plus at each change of phase.
+        if redraw or phase_changed or event.phase == "first":
+            self._show(record, histogram=redraw)
+
+    @staticmethod
+    def _due(record: RunRecord, now_anyway: bool = False) -> bool:
+        """True at most every LIVE_STATS_EVERY_S per run (or when `now_anyway`): when its lines are redrawn."""
+        now = time.monotonic()
+        if not now_anyway and now - record.stats_at < LIVE_STATS_EVERY_S:
+            return False
+        record.stats_at = now
+        return True
+
+    def _finished(self, record: RunRecord, result, fingerprint) -> None:
+        record.result = result
+        record.status = "cancelled" if result.cancelled else "done"
+        record.samples_ms = list(result.samples_ms)
+        record.warmup_ms = list(result.warmup_ms)
+        record.first_iter_ms = result.first_iter_ms
+        record.stats = result.stats
+        if len(result.sample_first_seen) == len(record.samples_ms):
+            record.first_seen = list(result.sample_first_seen)
+        self._show(record)
+        self.post_message(RunsChanged())
+        if result.cancelled or record is not self.record:
+            return
+        if record.stats is not None:
+            self.app.notify(f"{record.label} {record.model}: median {format_ms(record.stats.p50_ms)}, "
+                            f"p99 {format_ms(record.stats.p99_ms)}", title="run finished", timeout=4)
+        save_run(self, result, fingerprint)
+        self.jobs.start("roofline", "roofline", {"result": result, "report": self.app.session.report},
+                        f"placing run {record.label} on the roofline", enforce_cancel=False)
+
+    def _failed(self, record: RunRecord, error: str) -> None:
+        record.status, record.error = "failed", error
+        self.app.notify(error, title=f"run {record.label} failed", severity="error", timeout=8)
+        self._show(record)
+        self.post_message(RunsChanged())
+
+    def _roofline_event(self, event) -> None:
+        from torchperf_tui.worker.protocol import JobFailed
+
+        label = self.record.label if self.record is not None else "?"
+        if isinstance(event, JobFailed):
+            if not event.cancelled:
+                self.show_roofline(f"run {label} roofline: [b $error]n/a:[/] {event.error}")
+            return
+        self.show_roofline(f"run {label} {roofline_text(event.result)}", roofline_notes(event.result))
+        self.post_message(self.RooflineReady(event.result))
+
+    # -- the determinism check ------------------------------------------------------------------------
+    def check_determinism(self) -> None:
+        """The chosen model twice on one input under the current flags: bitwise equal, or how far apart."""
+        selection = self.screen.ready_selection("determinism check", module="determinism")
+        if selection is None:
+            return
+        try:
+            cfg = selection.config()
+        except Exception as exc:
+            from torchperf_tui.engine.errors import user_message
+
+            self.show_note(f"determinism: [b $error]error:[/] {user_message(exc)}")
+            return
+        self.show_note(f"determinism: running {selection.spec} twice under "
+                       f"{selection.flags.describe(self.app.session.device_kind())}…")
+        self.jobs.start("determinism", "determinism", {"cfg": cfg}, f"checking determinism of {selection.spec}")
+
+    def _determinism_event(self, event) -> None:
+        from torchperf_tui.worker.protocol import JobFailed
+
+        if isinstance(event, JobFailed):
+            self.show_note("determinism: cancelled" if event.cancelled
+                           else f"determinism: [b $error]error:[/] {event.error}")
+            if not event.cancelled:
+                self.app.notify(event.error, title="determinism failed", severity="error", timeout=8)
+            return
+        result = self.last_determinism = event.result
+        style = "$success" if result.bitwise_equal else "$warning"
+        self.show_note(f"[b {style}]determinism:[/] {result.summary()}")
+        self.app.notify(result.summary(), title="determinism check", timeout=8)
+
+    # -- lines ----------------------------------------------------------------------------------------
     def show_model(self, text: str) -> None:
         summary = self.query_one("#model-summary", Static)
         summary.remove_class("loading")
         summary.update(text)
-
-    def show_error(self, text: str) -> None:
-        self.query_one("#run-status", Static).update(f"[b $error]error:[/] {text}")
 
     def show_roofline(self, text: str, tooltip: str | None = None) -> None:
         line = self.query_one("#run-roofline", Static)
@@ -130,8 +329,14 @@ class TimingPane(Vertical):
         """A line for one-shot checks (the determinism check) under the run's stats."""
         self.query_one("#run-note", Static).update(text)
 
-    def show_status(self, text: str) -> None:
-        self.query_one("#run-status", Static).update(text)
+    def on_shown(self) -> None:
+        """The tab was shown: the histogram, not redrawn while hidden, catches up."""
+        if self.record is not None:
+            self._show(self.record)
+
+    def _show(self, record: RunRecord, histogram: bool = True) -> None:
+        if self.is_attached and record is self.record:
+            self.show_run(record, histogram=histogram and self.screen.active_tab() == "timing")
 
     def show_run(self, record, histogram: bool = True) -> None:
         phase = PHASE_TEXT.get(record.status, record.status)
@@ -145,7 +350,7 @@ class TimingPane(Vertical):
         if record.status in ("warmup", "timed") and record.total:
             # One bar through warm-up then timed iterations.
             warm_total = len(record.warmup_ms) if record.status == "timed" else record.total
-            timed_total = record.total if record.status == "timed" else (self._iters or 0)
+            timed_total = record.total if record.status == "timed" else self.app.session.iters
             done = len(record.warmup_ms) + len(record.samples_ms)
             bar.update(total=max(warm_total + timed_total, 1), progress=done)
         elif record.status == "done":
@@ -159,9 +364,3 @@ class TimingPane(Vertical):
         if histogram:
             repeats, new = record.split_by_shape()
             self.query_one(LatencyHistogram).show_samples(repeats, record.label, first_seen=new)
-
-    _iters: int | None = None
-
-    def set_planned_iters(self, iters: int) -> None:
-        """The number of timed iterations the run will do, so the bar covers warm-up + timed."""
-        self._iters = iters

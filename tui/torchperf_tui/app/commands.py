@@ -1,0 +1,47 @@
+"""The app's keys and its command-palette entries, as data. A job's key names the pane that owns the job and
+the method that starts it (`pane('timing', 'start_run')`): the App only hands it over."""
+
+from __future__ import annotations
+
+from textual.binding import Binding
+
+from torchperf_tui.app.screens.main import TABS
+
+BINDINGS = [
+    Binding("r", "pane('timing', 'start_run')", "Run"),
+    Binding("c", "cancel_run", "Cancel"),
+    Binding("e", "pane('memory', 'release')", "Free mem"),
+    Binding("s", "screenshot", "Shot"),
+    Binding("question_mark", "help", "Help"),
+    Binding("q", "quit", "Quit"),
+    Binding("b", "pane('compare', 'set_baseline')", "Baseline", show=False),
+    Binding("x", "pane('compare', 'clear_runs')", "Clear runs", show=False),
+    Binding("t", "pane('throughput', 'start')", "Max batch", show=False),
+    Binding("p", "pane('profile', 'start')", "Profile", show=False),
+    Binding("o", "pane('profile', 'cycle_sort')", "Sort ops", show=False),
+    Binding("m", "mark_history_run", "Mark run", show=False),
+    Binding("a", "compare_ab", "A/B", show=False),
+    Binding("k", "kernels", "Kernels", show=False),
+    Binding("d", "pane('timing', 'check_determinism')", "Determinism", show=False),
+    Binding("n", "pane('memory', 'snapshot')", "Mem snapshot", show=False),
+]
+
+# (title, help, action) for the command palette
+PALETTE = [
+    ("Run timing", "Time the chosen model with the current flags", "pane('timing', 'start_run')"),
+    ("Cancel run", "Cancel the measurement in flight", "cancel_run"),
+    ("Release memory", "gc + empty_cache / malloc_trim, and show what was freed", "pane('memory', 'release')"),
+    ("Save screenshot", "Save an SVG screenshot of the screen", "screenshot"),
+    ("Set baseline", "Make the run highlighted in Compare the baseline", "pane('compare', 'set_baseline')"),
+    ("Clear runs", "Forget the kept runs", "pane('compare', 'clear_runs')"),
+    ("Find max batch", "Largest batch that fits, and samples/s there", "pane('throughput', 'start')"),
+    ("Profile", "torch.profiler top operators and a Chrome trace", "pane('profile', 'start')"),
+    ("Sort profile", "Sort the profiled operators by the next key", "pane('profile', 'cycle_sort')"),
+    ("A/B comparison", "The flags before the last flip against the current ones, interleaved, with a verdict",
+     "compare_ab"),
+    ("Kernels per conv layer", "What each conv layer ran before and after the last flip", "kernels"),
+    ("Determinism check", "The same input twice under the current flags", "pane('timing', 'check_determinism')"),
+    ("Memory snapshot", "CUDA: the allocator's history for pytorch.org/memory_viz", "pane('memory', 'snapshot')"),
+    ("Help", "Keys and a short guide", "help"),
+    *[(f"Show {name.title()}", f"Switch to the {name} tab", f"screen.show_tab('{name}')") for name in TABS],
+]

@@ -1,0 +1,52 @@
+"""How a pane owns its jobs in the measurement process: one slot per purpose (a pane's timing run, its
+roofline, its check), each holding the id of the job that is current for it. Starting a job in a slot
+replaces the one there (cancelled); an event of a job that is no longer current is dropped, so a slow
+answer can never paint over a newer one. This replaces a sequence counter per job kind in the App.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class JobSlots:
+    """The jobs of one pane. Events reach the pane as JobEvent messages (app/messages.py) with the slot's
+    name; `current(message)` says whether the pane should show it."""
+
+    def __init__(self, owner) -> None:
+        self.owner = owner  # the pane: its JobEvent messages are posted to it
+        self._jobs: dict[str, int] = {}
+
+    @property
+    def session(self):
+        return self.owner.app.session
+
+    def start(self, slot: str, kind: str, params: dict, what: str, enforce_cancel: bool = True) -> int:
+        """Send a job to the measurement process for `slot`, replacing the one there."""
+        self.cancel(slot, enforce=enforce_cancel)
+        job_id = self.session.submit(kind, params, what, self.owner, slot)
+        self._jobs[slot] = job_id
+        return job_id
+
+    def cancel(self, slot: str, enforce: bool = True) -> None:
+        job_id = self._jobs.pop(slot, None)
+        if job_id is not None:
+            self.session.cancel(job_id, enforce=enforce)
+
+    def busy(self, slot: str) -> bool:
+        return slot in self._jobs
+
+    def job_id(self, slot: str) -> int | None:
+        """The slot's current job, None when it has none."""
+        return self._jobs.get(slot)
+
+    def current(self, message: Any) -> bool:
+        """True when the message's job is the slot's current one; a final event frees the slot."""
+        from torchperf_tui.worker.protocol import JobDone, JobFailed
+
+        event = message.event
+        if self._jobs.get(message.slot) != event.job_id:
+            return False
+        if isinstance(event, (JobDone, JobFailed)):
+            del self._jobs[message.slot]
+        return True

@@ -1,0 +1,147 @@
+"""What the panes share, held by the App: the measurement process's client, the device report and where runs
+go, the runs kept for comparing, the latest run's memory trace, and the options the app was started with.
+
+Not a widget and not a source of events: the App creates one, panes read it as `self.app.session`, and it is
+touched on the UI thread only (the client's threads post MeasurementEvent messages, which the App hands to
+`dispatch`). No torch here.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from types import SimpleNamespace
+from typing import Any, Callable
+
+from torchperf_tui.app.runs import RunHistory
+
+# The engine modules the UI process uses for their types and pure functions; none imports torch (the
+# measurement process does everything that needs it).
+ENGINE_MODULES = ("inputs", "flags", "shapes", "timing", "nvml", "device", "telemetry", "results", "roofline",
+                  "throughput", "profiling", "abtest", "kernels", "determinism", "memsnap", "model_entry",
+                  "complexity_result")
+
+
+class Session:
+    def __init__(self, *, device: str = "auto", warmup: int | str = 10, iters: int = 50, profile_iters: int = 5,
+                 max_batch: int | None = None, history_path: str | None = None, nvml: Any = None,
+                 cuda: Any = None, device_report: Any = None, telemetry: Any = None) -> None:
+        self.device = device or "auto"  # "auto", "cpu" or "cuda:N": where runs go
+        self.warmup, self.iters, self.profile_iters, self.max_batch = warmup, iters, profile_iters, max_batch
+        self.history_path = history_path
+        self.nvml_seam, self.cuda_seam = nvml, cuda  # tests: a fake GPU
+        self.fixed_report = device_report  # tests and snapshots: a fixed DeviceReport
+        self.telemetry_source = telemetry  # tests and snapshots: a frozen telemetry source
+        self.report: Any = None
+        self.applicability: dict[str, dict[str, tuple]] = {}  # device kind -> flag -> (applies, why not)
+        self.engine: SimpleNamespace | None = None
+        self.missing: dict[str, str] = {}  # engine module -> why it is not usable
+        self.runs = RunHistory()
+        self.run_memory: deque = deque(maxlen=2000)  # (time, allocated, reserved) of the latest run
+        self.run_memory_kind = ""
+        self.measure: Any = None
+        self.measurement_pid: int | None = None
+        self._owners: dict[int, tuple[Any, str]] = {}
+        self._next_run_id = 0
+
+    # -- the measurement process ---------------------------------------------------------------------
+    def start(self, post_event: Callable[[Any], None], post_notice: Callable[[str], None]) -> None:
+        from torchperf_tui.jobs.measurement import MeasurementProcess
+
+        self.measure = MeasurementProcess(on_event=post_event, on_notice=post_notice)
+        self.measure.start()
+
+    def stop(self) -> None:
+        if self.measure is not None:
+            self.measure.stop()
+
+    def submit(self, kind: str, params: dict, what: str, owner, slot: str) -> int:
+        """Start a job (jobs/measurement.py: a measuring job replaces any other measuring one); its events go
+        to `owner` as JobEvent(slot, event)."""
+        job_id = self.measure.submit(kind, params, what)
+        self._owners[job_id] = (owner, slot)
+        return job_id
+
+    def cancel(self, job_id: int, enforce: bool = True) -> None:
+        if self.measure is not None:
+            self.measure.cancel(job_id, enforce=enforce)
+
+    def measuring(self, kinds=None) -> list:
+        """The measuring jobs pending in the measurement process (all of them, or of `kinds`)."""
+        from torchperf_tui.worker.protocol import MEASURING_KINDS
+
+        if self.measure is None:
+            return []
+        return self.measure.pending(kinds if kinds is not None else MEASURING_KINDS)
+
+    def dispatch(self, event) -> None:
+        """A job's event to the pane that started it (a final one forgets the job)."""
+        from torchperf_tui.app.messages import JobEvent
+        from torchperf_tui.worker.protocol import JobDone, JobFailed
+
+        owner = self._owners.get(event.job_id)
+        if isinstance(event, (JobDone, JobFailed)):
+            self._owners.pop(event.job_id, None)
+        if owner is not None and owner[0].is_attached:
+            owner[0].post_message(JobEvent(owner[1], event))
+
+    def new_run_id(self) -> int:
+        self._next_run_id += 1
+        return self._next_run_id
+
+    # -- the engine's torch-free modules, loaded in a thread ---------------------------------------------
+    def load_engine(self) -> None:
+        """Import the UI's engine modules (numpy for the plots, NVML and psutil for telemetry); called off
+        the UI thread so the first frame never waits for them."""
+        import importlib
+
+        from torchperf_tui.engine.errors import user_message
+
+        modules: dict[str, Any] = {}
+        for name in ENGINE_MODULES:
+            try:
+                modules[name] = importlib.import_module(f"torchperf_tui.engine.{name}")
+            except Exception as exc:  # a module that is missing or broken disables its pane, not the app
+                self.missing[name] = user_message(exc)
+        try:
+            importlib.import_module("textual_plot")
+        except Exception as exc:
+            self.missing["textual_plot"] = user_message(exc)
+        self.engine = SimpleNamespace(**modules)
+
+    def has(self, module: str) -> bool:
+        return self.engine is not None and hasattr(self.engine, module)
+
+    def nvml_handle(self):
+        """The NVML seam: an Nvml instance, or a (fake) pynvml module to open one with, or None (the default)."""
+        seam = self.nvml_seam
+        if seam is None or not self.has("nvml"):
+            return seam
+        if not isinstance(seam, self.engine.nvml.Nvml):
+            self.nvml_seam = seam = self.engine.nvml.Nvml.open(module=seam)
+        return seam
+
+    # -- the device ------------------------------------------------------------------------------------
+    def device_kind(self) -> str:
+        """'cuda' or 'cpu': where runs go, for flag applicability and the memory view."""
+        if self.device.startswith("cuda"):
+            return "cuda"
+        if self.device == "cpu":
+            return "cpu"
+        return "cuda" if (self.report is not None and self.report.cuda_available) else "cpu"
+
+    def resolved_device(self) -> str:
+        if self.device != "auto":
+            return self.device
+        return "cuda:0" if self.report is not None and self.report.cuda_available else "cpu"
+
+    def gpu_index(self) -> int | None:
+        if self.report is None or not self.report.gpus or self.device == "cpu":
+            return None
+        if self.device.startswith("cuda:"):
+            return int(self.device.split(":")[1])
+        return self.report.gpus[0].index
+
+    def flag_applies(self, name: str, device_kind: str) -> tuple[bool, str | None]:
+        """Whether a flag changes anything on the device, as the measurement process's torch answered."""
+        table = self.applicability.get("cuda" if device_kind.startswith("cuda") else "cpu", {})
+        return table.get(name, (False, "not known yet: the measurement process is starting"))
