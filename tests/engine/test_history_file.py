@@ -4,6 +4,7 @@ nesting are bounded; every field is checked, and bad lines are skipped, counted 
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import json
 import os
@@ -254,7 +255,7 @@ def test_what_the_writer_writes_the_reader_reads(tmp_path):
     whole-number latencies, an A/B arm's nested details."""
     plain = make_record()
     no_fps = make_record()
-    no_fps.stats = results.RunStats(**{**no_fps.stats.__dict__, "fps": float("inf"), "first_iter_ms": None})
+    no_fps.stats = dataclasses.replace(no_fps.stats, fps=None, first_iter_ms=None)
     cancelled = make_record()
     cancelled.stats, cancelled.samples_ms, cancelled.cancelled, cancelled.duration_s = None, [], True, None
     arm = make_record()

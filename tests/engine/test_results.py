@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import re
@@ -16,9 +17,10 @@ from torchperf_tui.engine.device import CpuFacts, DeviceReport, GpuFacts
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.flags import Flags
 from torchperf_tui.engine.nvml import NA
-from torchperf_tui.engine.results import (HISTORY_ENV, History, RunRecord, RunStats, compare_records,
-                                          export_records, fingerprint, record_from_timing)
-from torchperf_tui.engine.timing import TimingResult, compute_stats
+from torchperf_tui.engine.results import (HISTORY_ENV, History, RunRecord, compare_records, export_records,
+                                          fingerprint, record_from_timing)
+from torchperf_tui.engine.stats import TimingStats, compute_stats
+from torchperf_tui.engine.timing import TimingResult
 
 ENV = {"device_name": "NVIDIA H100 80GB HBM3", "driver": "550.54.15", "torch": "2.14.1", "cuda_runtime": "12.8",
        "cudnn": "9.13.0", "hostname": "box", "python": "3.11.9"}
@@ -27,8 +29,8 @@ ENV = {"device_name": "NVIDIA H100 80GB HBM3", "driver": "550.54.15", "torch": "
 def make_record(p50: float = 10.0, p99: float = 20.0, *, flags: dict | None = None, dtype: str = "float32",
                 model: str = "resnet18", env: dict | None = None, record_id: str | None = None) -> RunRecord:
     """A synthetic record whose stats are given outright, so comparisons have known answers."""
-    stats = RunStats(n=3, mean_ms=p50 + 1, std_ms=0.5, min_ms=p50 - 1, max_ms=p99, p50_ms=p50, p90_ms=p50 + 2,
-                     p99_ms=p99, iqr_ms=1.0, fps=1000.0 / (p50 + 1), first_iter_ms=120.0)
+    stats = TimingStats(n=3, mean_ms=p50 + 1, std_ms=0.5, min_ms=p50 - 1, max_ms=p99, p50_ms=p50, p90_ms=p50 + 2,
+                        p99_ms=p99, iqr_ms=1.0, fps=1000.0 / (p50 + 1), first_iter_ms=120.0)
     return RunRecord(id=record_id or results.new_record_id(), kind="timing", created_at="2026-11-22T20:30:00+00:00",
                      model=model, input_shape=(1, 3, 224, 224), dtype=dtype, channels_last=False, device="cuda:0",
                      flags=flags if flags is not None else Flags().to_dict(), flags_text="defaults",
@@ -148,7 +150,7 @@ def test_history_path_argument_then_env_var_then_user_data_dir(tmp_path, monkeyp
 
 def test_non_finite_numbers_are_written_as_strict_json(tmp_path):
     record = make_record()
-    record.stats = RunStats(**{**record.stats.__dict__, "fps": float("inf")})
+    record.stats = dataclasses.replace(record.stats, fps=float("inf"))
     path = tmp_path / "h.jsonl"
     History(path).append(record)
     # parse_constant rejects Infinity/NaN, as JavaScript's and jq's parsers do
@@ -167,6 +169,37 @@ def test_find_by_id_prefix(tmp_path):
         loaded.find("zz")
 
 
+# Two lines as the writer before the one statistics type (RunStats) wrote them: a run, and one whose fps was
+# not finite and whose first iteration was not kept.
+OLD_LINES = [
+    '{"id":"0a1b2c3d4e5f","kind":"timing","created_at":"2026-11-22T20:30:00+00:00","model":"resnet18",'
+    '"input_shape":[2,3,32,32],"dtype":"float32","channels_last":false,"device":"cpu","flags":{"cudnn_benchmark":'
+    'null,"num_threads":2},"flags_text":"threads=2","stats":{"n":3,"mean_ms":5.0,"std_ms":1.0,"min_ms":4.0,'
+    '"max_ms":6.0,"p50_ms":5.0,"p90_ms":5.8,"p99_ms":5.98,"iqr_ms":1.0,"fps":400.0,"first_iter_ms":40.0},'
+    '"samples_ms":[4.0,5.0,6.0],"fingerprint":{"device_name":"Test CPU","torch":"2.9.0"},"cancelled":false,'
+    '"duration_s":1.5,"timer":"perf_counter","details":{"warmup_iters":2,"compile_mode":null},"schema":1}',
+    '{"id":"ffeeddccbbaa","kind":"timing","created_at":"2026-11-22T20:30:00+00:00","model":"resnet18",'
+    '"input_shape":[2,3,32,32],"dtype":"float32","channels_last":false,"device":"cpu","flags":{"cudnn_benchmark":'
+    'null,"num_threads":2},"flags_text":"threads=2","stats":{"n":3,"mean_ms":5.0,"std_ms":1.0,"min_ms":4.0,'
+    '"max_ms":6.0,"p50_ms":5.0,"p90_ms":5.8,"p99_ms":5.98,"iqr_ms":1.0,"fps":null,"first_iter_ms":null},'
+    '"samples_ms":[4.0,5.0,6.0],"fingerprint":{"device_name":"Test CPU","torch":"2.9.0"},"cancelled":false,'
+    '"duration_s":1.5,"timer":"perf_counter","details":{"warmup_iters":2,"compile_mode":null},"schema":1}',
+]
+
+
+def test_a_history_written_before_the_one_stats_type_loads_and_writes_back_the_same(tmp_path):
+    path = tmp_path / "old.jsonl"
+    path.write_text("\n".join(OLD_LINES) + "\n")
+    loaded = History(path).load()
+    assert loaded.warnings == [] and [r.id for r in loaded.records] == ["0a1b2c3d4e5f", "ffeeddccbbaa"]
+    run, no_fps = loaded.records
+    assert isinstance(run.stats, TimingStats) and run.stats.fps == 400.0 and run.stats.first_iter_ms == 40.0
+    assert no_fps.stats.fps is None and no_fps.stats.first_iter_ms is None
+    assert "400.0/s" in run.summary() and "/s" not in no_fps.summary().split("flags:")[0]
+    for record, line in zip(loaded.records, OLD_LINES):
+        assert json.dumps(record.to_dict(), separators=(",", ":")) == line
+
+
 # --------------------------------------------------------------------------------------------------
 # Records from timing results, and the fingerprint
 
@@ -176,8 +209,8 @@ def test_record_from_timing_keeps_setup_stats_samples_and_flags():
     samples = [4.0, 5.0, 6.0, 5.0]
     result = TimingResult(model="resnet18", device="cpu", input_shape=(2, 3, 32, 32), dtype="float32",
                           channels_last=True, flags=flags, first_iter_ms=40.0, warmup_ms=[5.0, 5.0],
-                          samples_ms=samples, stats=compute_stats(samples, batch=2), cancelled=False,
-                          started_at=1_800_000_000.0, duration_s=2.0, timer="perf_counter")
+                          samples_ms=samples, stats=compute_stats(samples, batch=2, first_iter_ms=40.0),
+                          cancelled=False, started_at=1_800_000_000.0, duration_s=2.0, timer="perf_counter")
     record = record_from_timing(result, fingerprint=ENV)
     assert (record.kind, record.model, record.input_shape, record.dtype, record.channels_last, record.device) == \
         ("timing", "resnet18", (2, 3, 32, 32), "float32", True, "cpu")

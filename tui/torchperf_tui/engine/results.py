@@ -34,7 +34,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Literal
 
 from torchperf_tui.engine.errors import TorchperfError
+from torchperf_tui.engine.json_checks import finite_float, is_int, json_type, nonfinite_to_none, shown
 from torchperf_tui.engine.nvml import to_jsonable
+from torchperf_tui.engine.stats import TimingStats, compute_stats
 from torchperf_tui.formatting import format_bytes, format_ms
 
 if TYPE_CHECKING:  # only for annotations: importing them would import torch
@@ -57,43 +59,6 @@ EXPORT_FORMATS: tuple[str, ...] = ("json", "csv", "md")
 # Records
 
 
-@dataclass(frozen=True)
-class RunStats:
-    """The summary of a run's timed samples, in milliseconds (fps counts input items per second)."""
-
-    n: int
-    mean_ms: float
-    std_ms: float
-    min_ms: float
-    max_ms: float
-    p50_ms: float
-    p90_ms: float
-    p99_ms: float
-    iqr_ms: float
-    fps: float | None  # None only when it was not finite (a zero mean)
-    first_iter_ms: float | None = None
-
-    @classmethod
-    def from_dict(cls, data: Any) -> "RunStats":
-        """The inverse of `dataclasses.asdict`, checked: n a whole number >= 0, every latency a finite number,
-        fps and first_iter_ms a finite number or null. Raises ValueError naming the first field that is not."""
-        if not isinstance(data, dict):
-            raise ValueError(f"stats is a JSON {_json_type(data)}, not an object")
-        missing = [name for name in ("n", *_STATS_LATENCIES, "fps") if name not in data]
-        if missing:
-            raise ValueError(f"stats lacks {', '.join(missing)}")
-        n = data["n"]
-        if not _is_int(n) or n < 0:
-            raise ValueError(f"stats.n is not a whole number >= 0: {_shown(n)}")
-        values: dict[str, Any] = {"n": n}
-        for name in _STATS_LATENCIES:
-            values[name] = _finite_float(data[name], f"stats.{name}")
-        for name in ("fps", "first_iter_ms"):
-            value = data.get(name)
-            values[name] = None if value is None else _finite_float(value, f"stats.{name}")
-        return cls(**values)
-
-
 @dataclass
 class RunRecord:
     """One completed run as it is kept in the history and exported.
@@ -114,7 +79,7 @@ class RunRecord:
     device: str
     flags: dict[str, Any]
     flags_text: str
-    stats: RunStats | None  # None when the run was cancelled before any timed sample
+    stats: TimingStats | None  # None when the run was cancelled before any timed sample
     samples_ms: list[float]
     fingerprint: dict[str, Any]
     cancelled: bool = False
@@ -166,7 +131,7 @@ class RunRecord:
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         data["input_shape"] = list(self.input_shape)
         data["stats"] = None if self.stats is None else dataclasses.asdict(self.stats)
-        return _finite(to_jsonable(data))
+        return nonfinite_to_none(to_jsonable(data))
 
     @classmethod
     def from_dict(cls, data: Any) -> "RunRecord":
@@ -177,79 +142,57 @@ class RunRecord:
         `History.load` counts as a skipped line.
         """
         if not isinstance(data, dict):
-            raise ValueError(f"a JSON {_json_type(data)}, not a record object")
+            raise ValueError(f"a JSON {json_type(data)}, not a record object")
         missing = [k for k in ("id", "kind", "created_at", "model", "input_shape", "dtype", "device")
                    if k not in data]
         if missing:
             raise ValueError(f"record lacks {', '.join(missing)}")
         text = {name: _string(data, name) for name in ("id", "kind", "created_at", "model", "dtype", "device")}
         shape = data["input_shape"]
-        if not (isinstance(shape, list) and shape and all(_is_int(d) and d >= 0 for d in shape)):
-            raise ValueError(f"input_shape is not a list of whole numbers: {_shown(shape)}")
+        if not (isinstance(shape, list) and shape and all(is_int(d) and d >= 0 for d in shape)):
+            raise ValueError(f"input_shape is not a list of whole numbers: {shown(shape)}")
         samples = data.get("samples_ms")
         if samples is None:
             samples = []
         if not isinstance(samples, list):
-            raise ValueError(f"samples_ms is a JSON {_json_type(samples)}, not a list of numbers")
+            raise ValueError(f"samples_ms is a JSON {json_type(samples)}, not a list of numbers")
         # Floats whose sum is finite are each finite: the usual case, checked at C speed; else one by one.
         if not (set(map(type, samples)) <= {float} and math.isfinite(sum(samples))):
-            samples = [_finite_float(s, "a sample in samples_ms") for s in samples]
+            samples = [finite_float(s, "a sample in samples_ms") for s in samples]
         stats = data.get("stats")
         duration = data.get("duration_s")
         schema = data.get("schema", RECORD_SCHEMA)
-        if not _is_int(schema):
-            raise ValueError(f"schema is not a whole number: {_shown(schema)}")
+        if not is_int(schema):
+            raise ValueError(f"schema is not a whole number: {shown(schema)}")
         return cls(
             **text, input_shape=tuple(shape),
             channels_last=_boolean(data, "channels_last"), flags=_object(data, "flags"),
             flags_text=_string(data, "flags_text", ""),
-            stats=None if stats is None else RunStats.from_dict(stats),
+            stats=None if stats is None else TimingStats.from_dict(stats),
             samples_ms=samples, fingerprint=_object(data, "fingerprint"),
             cancelled=_boolean(data, "cancelled"),
-            duration_s=None if duration is None else _finite_float(duration, "duration_s"),
+            duration_s=None if duration is None else finite_float(duration, "duration_s"),
             timer=_string(data, "timer", ""), details=_object(data, "details"), schema=schema,
         )
 
 
-# The fields of RunStats that every run with samples has, all finite latencies in milliseconds.
-_STATS_LATENCIES = ("mean_ms", "std_ms", "min_ms", "max_ms", "p50_ms", "p90_ms", "p99_ms", "iqr_ms")
 # How deep flags, fingerprint and details may nest: the writer's own nest a few levels (an A/B verdict's tests);
-# the bound keeps the recursive walks of export (to_jsonable, _finite, json.dumps) far from the recursion limit.
+# the bound keeps the recursive walks of export (to_jsonable, nonfinite_to_none, json.dumps) far from the
+# recursion limit.
 MAX_RECORD_DEPTH = 32
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)  # JSON true is not 1
-
-
-def _shown(value: Any) -> str:
-    """A value in an error message, cut short: a bad record can hold a megabyte in one field."""
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _finite_float(value: Any, name: str) -> float:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        try:
-            number = float(value)  # an int of 400 digits overflows here
-        except OverflowError:
-            number = math.inf
-        if math.isfinite(number):
-            return number
-    raise ValueError(f"{name} is not a finite number: {_shown(value)}")
 
 
 def _string(data: dict[str, Any], name: str, default: str | None = None) -> str:
     value = data.get(name, default)
     if not isinstance(value, str):
-        raise ValueError(f"{name} is not a string: {_shown(value)}")
+        raise ValueError(f"{name} is not a string: {shown(value)}")
     return value
 
 
 def _boolean(data: dict[str, Any], name: str) -> bool:
     value = data.get(name, False)
     if not isinstance(value, bool):
-        raise ValueError(f"{name} is not true or false: {_shown(value)}")
+        raise ValueError(f"{name} is not true or false: {shown(value)}")
     return value
 
 
@@ -259,7 +202,7 @@ def _object(data: dict[str, Any], name: str) -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise ValueError(f"{name} is a JSON {_json_type(value)}, not an object")
+        raise ValueError(f"{name} is a JSON {json_type(value)}, not an object")
     stack = [(value, 1)]
     while stack:  # a loop, not recursion: the depth is what is being checked
         item, depth = stack.pop()
@@ -267,21 +210,6 @@ def _object(data: dict[str, Any], name: str) -> dict[str, Any]:
             raise ValueError(f"{name} nests deeper than {MAX_RECORD_DEPTH} levels")
         children = item.values() if isinstance(item, dict) else item
         stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
-    return value
-
-
-def _json_type(value: Any) -> str:
-    return {list: "array", str: "string", bool: "boolean", int: "number", float: "number",
-            type(None): "null"}.get(type(value), type(value).__name__)
-
-
-def _finite(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
     return value
 
 
@@ -297,7 +225,6 @@ def _iso_utc(timestamp: float) -> str:
 def record_from_timing(result: "TimingResult", fingerprint: dict[str, Any] | None = None) -> RunRecord:
     """A history record of a timing run. Without a fingerprint, one is taken now for the run's device."""
     env = environment_fingerprint(device=result.device) if fingerprint is None else dict(fingerprint)
-    stats = _run_stats(result.stats, result.first_iter_ms)
     details: dict[str, Any] = {"warmup_iters": len(result.warmup_ms)}
     # getattr: fields that timing.py grew later; an older TimingResult simply lacks them.
     for name in ("compile_mode", "compiled", "compile_s", "compile_error"):
@@ -314,26 +241,15 @@ def record_from_timing(result: "TimingResult", fingerprint: dict[str, Any] | Non
         id=new_record_id(), kind="timing", created_at=_iso_utc(result.started_at + result.duration_s),
         model=result.model, input_shape=tuple(result.input_shape), dtype=result.dtype,
         channels_last=result.channels_last, device=result.device, flags=result.flags.to_dict(),
-        flags_text=result.flags.describe(result.device), stats=stats, samples_ms=list(result.samples_ms),
+        flags_text=result.flags.describe(result.device), stats=result.stats, samples_ms=list(result.samples_ms),
         fingerprint=env, cancelled=result.cancelled, duration_s=result.duration_s, timer=result.timer,
         details=details,
     )
 
 
-def _run_stats(s, first_iter_ms: float | None = None) -> RunStats | None:
-    """RunStats from the engine's TimingStats (None stays None)."""
-    if s is None:
-        return None
-    return RunStats(n=s.n, mean_ms=s.mean_ms, std_ms=s.std_ms, min_ms=s.min_ms, max_ms=s.max_ms,
-                    p50_ms=s.p50_ms, p90_ms=s.p90_ms, p99_ms=s.p99_ms, iqr_ms=s.iqr_ms,
-                    fps=s.fps if math.isfinite(s.fps) else None, first_iter_ms=first_iter_ms)
-
-
 def records_from_ab(result: "ABResult", fingerprint: dict[str, Any] | None = None) -> list[RunRecord]:
     """Two history records of an interleaved comparison, one per arm (kind "ab"), each carrying the
     verdict and the other arm's id, so a comparison is kept and exported like any run."""
-    from torchperf_tui.engine.timing import compute_stats
-
     env = environment_fingerprint(device=result.device) if fingerprint is None else dict(fingerprint)
     ids = {"A": new_record_id(), "B": new_record_id()}
     verdict = result.verdict.to_dict() if result.verdict is not None else None
@@ -346,7 +262,7 @@ def records_from_ab(result: "ABResult", fingerprint: dict[str, Any] | None = Non
             id=ids[name], kind="ab", created_at=created, model=result.model,
             input_shape=tuple(result.input_shape), dtype=arm.dtype, channels_last=arm.channels_last,
             device=result.device, flags=arm.flags.to_dict(), flags_text=arm.flags.describe(result.device),
-            stats=_run_stats(compute_stats(arm.samples_ms, batch=result.input_shape[0])),
+            stats=compute_stats(arm.samples_ms, batch=result.input_shape[0]),
             samples_ms=list(arm.samples_ms), fingerprint=env, cancelled=result.cancelled,
             duration_s=result.duration_s, timer="cuda-events" if result.device.startswith("cuda") else "perf_counter",
             details=details))
@@ -883,7 +799,7 @@ class Comparison:
         return text
 
     def to_dict(self) -> dict[str, Any]:
-        return _finite(to_jsonable(self))
+        return nonfinite_to_none(to_jsonable(self))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Comparison":
@@ -930,7 +846,7 @@ def compare_records(baseline: RunRecord, candidate: RunRecord) -> Comparison:
 # --------------------------------------------------------------------------------------------------
 # Export
 
-STATS_COLUMNS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(RunStats))
+STATS_COLUMNS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(TimingStats))
 CSV_BASE_COLUMNS: tuple[str, ...] = ("id", "kind", "created_at", "model", "input_shape", "batch", "dtype",
                                      "channels_last", "device", "cancelled", "duration_s", "timer",
                                      "compile_mode", "flags_text")
