@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from tests.records import ENV, make_record
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.flags import Flags
-from torchperf_tui.engine.history_compare import Comparison, compare_records
+from torchperf_tui.engine.history_compare import compare_records
 
 
 def test_compare_reports_median_and_p99_ratios_and_flag_changes():
@@ -19,21 +17,20 @@ def test_compare_reports_median_and_p99_ratios_and_flag_changes():
     cmp = compare_records(baseline, candidate)
     assert cmp.median_ratio == pytest.approx(0.8)
     assert cmp.speedup_pct == pytest.approx(25.0)
-    assert cmp.latency_change_pct == pytest.approx(-20.0)
     assert cmp.p99_ratio == pytest.approx(0.75)
-    assert cmp.mean_ratio == pytest.approx(9.0 / 11.0)
     assert cmp.flags_diff == {"cudnn_benchmark": (False, True)}
-    assert cmp.environment_diff == {"driver": ("550.54.15", "560.1")}
-    assert cmp.like_for_like and cmp.setup_diff == {}
-    assert "1.25x as fast" in cmp.summary() and "cudnn_benchmark off->on" in cmp.summary()
-    assert Comparison.from_dict(json.loads(json.dumps(cmp.to_dict()))) == cmp
+    assert cmp.setup_diff == {}  # another driver is not another set-up
+    summary = cmp.summary()
+    assert "1.25x as fast" in summary and "p50 10.00 ms -> 8.00 ms" in summary and "speed-up +25.0 %" in summary
+    assert "p99 ratio 0.75" in summary and "cudnn_benchmark off->on" in summary
+    assert "not like for like" not in summary
 
 
 def test_compare_flags_runs_that_are_not_like_for_like():
     cmp = compare_records(make_record(10.0), make_record(20.0, dtype="float16"))
-    assert cmp.setup_diff == {"dtype": ("float32", "float16")} and not cmp.like_for_like
+    assert cmp.setup_diff == {"dtype": ("float32", "float16")}
     assert cmp.speedup_pct == pytest.approx(-50.0)
-    assert "2.00x as slow" in cmp.summary() and "not like for like" in cmp.summary()
+    assert "2.00x as slow" in cmp.summary() and "not like for like: dtype" in cmp.summary()
 
 
 def test_compare_refuses_a_run_without_samples():

@@ -191,16 +191,6 @@ def test_non_finite_numbers_are_written_as_strict_json(tmp_path):
     assert History(path).load().records[0].stats.fps is None
 
 
-def test_find_by_id_prefix(tmp_path):
-    a, b = make_record(record_id="abc123000000"), make_record(record_id="abd456000000")
-    loaded = LoadResult([a, b], [])
-    assert loaded.find("abc") is a and loaded.find("abd456000000") is b
-    with pytest.raises(TorchperfError, match="2 runs"):
-        loaded.find("ab")
-    with pytest.raises(TorchperfError, match="no run"):
-        loaded.find("zz")
-
-
 # Two lines as the writer before the one statistics type (RunStats) wrote them: a run, and one whose fps was
 # not finite and whose first iteration was not kept.
 OLD_LINES = [

@@ -7,14 +7,13 @@ import dataclasses
 import io
 import json
 import math
-from typing import Any, Iterable, Literal
+from typing import Any, Iterable
 
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.history_records import RunRecord
 from torchperf_tui.engine.stats import TimingStats
 from torchperf_tui.formatting import format_ms
 
-ExportFormat = Literal["json", "csv", "md"]
 EXPORT_FORMATS: tuple[str, ...] = ("json", "csv", "md")
 
 STATS_COLUMNS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(TimingStats))

@@ -1,17 +1,14 @@
-"""How one run compares with another: median and p99 ratios, and what differs between the two (flags,
-set-up, environment)."""
+"""How one run compares with another: median and p99 ratios, and what differs between the two (flags and
+set-up)."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
 
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.history_records import RunRecord
-from torchperf_tui.engine.json_checks import nonfinite_to_none
-from torchperf_tui.engine.nvml import to_jsonable
 from torchperf_tui.formatting import format_ms
 
 
@@ -20,8 +17,7 @@ class Comparison:
     """Run `candidate` against run `baseline`.
 
     median_ratio = candidate p50 / baseline p50 (below 1: the candidate is faster);
-    speedup_pct = (baseline p50 / candidate p50 - 1) x 100, so +25 % means 1.25x as fast;
-    latency_change_pct = (candidate p50 / baseline p50 - 1) x 100, so -20 % means 20 % less time.
+    speedup_pct = (baseline p50 / candidate p50 - 1) x 100, so +25 % means 1.25x as fast.
     The diffs map a name to (baseline value, candidate value) for what differs between the two runs.
     """
 
@@ -31,19 +27,9 @@ class Comparison:
     candidate_p50_ms: float
     median_ratio: float
     speedup_pct: float
-    latency_change_pct: float
-    baseline_p99_ms: float
-    candidate_p99_ms: float
     p99_ratio: float
-    mean_ratio: float
     flags_diff: dict[str, tuple[Any, Any]]
-    setup_diff: dict[str, tuple[Any, Any]]
-    environment_diff: dict[str, tuple[Any, Any]]
-
-    @property
-    def like_for_like(self) -> bool:
-        """Same model, input, dtype, layout, device and compile mode: only flags or environment differ."""
-        return not self.setup_diff
+    setup_diff: dict[str, tuple[Any, Any]]  # model, input, dtype, layout, device, compile mode, shapes
 
     def summary(self) -> str:
         verdict = (f"{1 / self.median_ratio:.2f}x as fast" if self.median_ratio <= 1
@@ -56,17 +42,6 @@ class Comparison:
         if self.setup_diff:
             text += "; not like for like: " + ", ".join(self.setup_diff)
         return text
-
-    def to_dict(self) -> dict[str, Any]:
-        return nonfinite_to_none(to_jsonable(self))
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Comparison":
-        values = dict(data)
-        for name in ("flags_diff", "setup_diff", "environment_diff"):
-            values[name] = {k: tuple(v) for k, v in (data.get(name) or {}).items()}
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in values.items() if k in names})
 
 
 def _on_off(value: Any) -> str:
@@ -92,11 +67,7 @@ def compare_records(baseline: RunRecord, candidate: RunRecord) -> Comparison:
         baseline_p50_ms=a.p50_ms, candidate_p50_ms=b.p50_ms,
         median_ratio=b.p50_ms / a.p50_ms,
         speedup_pct=(a.p50_ms / b.p50_ms - 1.0) * 100.0,
-        latency_change_pct=(b.p50_ms / a.p50_ms - 1.0) * 100.0,
-        baseline_p99_ms=a.p99_ms, candidate_p99_ms=b.p99_ms,
         p99_ratio=b.p99_ms / a.p99_ms if a.p99_ms > 0 else math.inf,
-        mean_ratio=b.mean_ms / a.mean_ms if a.mean_ms > 0 else math.inf,
         flags_diff=_dict_diff(baseline.flags, candidate.flags),
         setup_diff=_dict_diff(baseline.setup(), candidate.setup()),
-        environment_diff=_dict_diff(baseline.fingerprint, candidate.fingerprint),
     )

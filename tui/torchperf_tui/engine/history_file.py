@@ -98,18 +98,6 @@ class LoadResult:
             return list(self.records)
         return list(self.records[-n:]) if n > 0 else []
 
-    def find(self, ref: str) -> RunRecord:
-        """A record by id or unique id prefix; TorchperfError when none or several match."""
-        matches = [r for r in self.records if r.id.startswith(ref)]
-        exact = [r for r in matches if r.id == ref]
-        if exact:
-            return exact[-1]
-        if len(matches) == 1:
-            return matches[0]
-        if not matches:
-            raise TorchperfError(f"no run with id {ref!r} in the history")
-        raise TorchperfError(f"id {ref!r} matches {len(matches)} runs: give more characters")
-
 
 # One writer at a time within a process (the "newline before a torn line" check and the write go together);
 # flock covers other processes where the platform has it.

@@ -14,7 +14,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from torchperf_tui.engine.fingerprint import environment_fingerprint
 from torchperf_tui.engine.json_checks import finite_float, is_int, json_type, nonfinite_to_none, shown
@@ -28,8 +28,6 @@ if TYPE_CHECKING:  # only for annotations: importing them would import torch
 
 # Bumped when a field changes meaning; readers ignore keys they do not know, so adding fields needs no bump.
 RECORD_SCHEMA = 1
-
-RecordKind = Literal["timing", "throughput", "compare"]
 
 
 @dataclass
