@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field, replace
-from typing import Callable, Literal
+from typing import Callable
 
 import numpy as np
 
@@ -20,7 +20,6 @@ from torchperf_tui.engine.lazy_torch import torch
 from torchperf_tui.engine.shapes import ShapeReport, ShapeSchedule, parse_schedule, shape_report
 from torchperf_tui.engine.stats import TimingStats, compute_stats, items_per_second
 
-Phase = Literal["first", "warmup", "timed"]
 OnSample = Callable[[str, int, int, float], None]
 OnShape = Callable[[int, tuple, bool], None]  # (timed index, input shape, first time this shape was met)
 ShouldCancel = Callable[[], bool]
