@@ -54,12 +54,11 @@ CHILD = textwrap.dedent('''
         return (status_kib("VmHWM") - before) / 1024
 
     if version == "new":
-        from torchperf_tui.engine import results
+        from torchperf_tui.engine.history_file import History
         from torchperf_tui.app.widgets.history import history_pane as pane_module
     else:
-        results = load("old_results", f"{old_dir}/results.py")
+        History = load("old_results", f"{old_dir}/results.py").History
         pane_module = load("old_history_pane", f"{old_dir}/history_pane.py")
-    History = results.History
 
     def run_reader():
         before = start_memory()
@@ -108,7 +107,7 @@ CHILD = textwrap.dedent('''
 def real_records() -> list[dict]:
     """Records as the app writes them: resnet18 timed on this CPU, at three run lengths, and an A/B pair."""
     from torchperf_tui.engine.flags import Flags
-    from torchperf_tui.engine.results import record_from_timing
+    from torchperf_tui.engine.history_records import record_from_timing
     from torchperf_tui.engine.timing import BenchConfig, run_benchmark
 
     records = []
@@ -118,7 +117,7 @@ def real_records() -> list[dict]:
         records.append(record_from_timing(run_benchmark(cfg)).to_dict())
     try:  # an A/B pair too, if the engine's comparison runs here
         from torchperf_tui.engine.abtest import parse_arm_spec, run_ab
-        from torchperf_tui.engine.results import records_from_ab
+        from torchperf_tui.engine.history_records import records_from_ab
 
         base = BenchConfig(model="resnet18", input_shape=(1, 3, 32, 32), device="cpu", warmup=3, iters=50)
         result = run_ab(base, parse_arm_spec("threads=1", base.flags), parse_arm_spec("threads=2", base.flags),

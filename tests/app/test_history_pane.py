@@ -9,10 +9,10 @@ from textual.app import App, ComposeResult
 from textual.widgets import Footer
 
 from tests.app.helpers import screen_text, wait_ready, wait_until
-from tests.engine.test_results import make_record
+from tests.records import make_record
 from torchperf_tui.app.app import TorchperfApp
 from torchperf_tui.app.widgets.history.history_pane import HistoryPane
-from torchperf_tui.engine.results import History
+from torchperf_tui.engine.history_file import History
 
 
 def write_history(path, n: int) -> list:

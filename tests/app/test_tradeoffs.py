@@ -68,7 +68,7 @@ async def test_a_flip_in_ab_mode_runs_both_flag_sets_interleaved_and_gives_a_ver
         assert ("B is" in verdict) or ("no significant difference" in verdict)
         table = rows(app, "#compare-table")
         assert any("A" in row[0] and row[4] == "baseline" for row in table), table
-        await wait_until(pilot, lambda: sum(r.kind == "ab" for r in app.session.engine.results.History().load().records) == 2,
+        await wait_until(pilot, lambda: sum(r.kind == "ab" for r in app.session.engine.history_file.History().load().records) == 2,
                          what="both arms in the history file")
         labels = [label for label, _ in app.main.query_one(LatencyOverlay).series]
         assert any(label.startswith(arm_a.label) for label in labels)

@@ -1,9 +1,12 @@
-"""The history file as untrusted input: only regular files are read, and never waited on; a line's length and
-nesting are bounded; every field is checked, and bad lines are skipped, counted and summed up in one warning;
+"""The JSON-lines history: records round-trip in order, each append is durable, the path comes from the
+argument, $TORCHPERF_HISTORY or the user's data folder, and a history written by an earlier version loads.
+The file as untrusted input: only regular files are read, and never waited on; a line's length and nesting
+are bounded; every field is checked, and bad lines are skipped, counted and summed up in one warning;
 `load(last=n)` reads from the end; an fsync that fails after the write says the run was saved."""
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import json
 import os
@@ -17,10 +20,14 @@ import tracemalloc
 
 import pytest
 
-from tests.engine.test_results import make_record
-from torchperf_tui.engine import results
+from tests.records import make_record
+from torchperf_tui.engine import history_file, history_records
 from torchperf_tui.engine.errors import TorchperfError
-from torchperf_tui.engine.results import MAX_LINE_BYTES, History, HistoryNotDurable, LoadResult, RunRecord
+from torchperf_tui.engine.export import EXPORT_FORMATS, export_records
+from torchperf_tui.engine.flags import Flags
+from torchperf_tui.engine.history_file import HISTORY_ENV, MAX_LINE_BYTES, History, HistoryNotDurable, LoadResult
+from torchperf_tui.engine.history_records import RunRecord
+from torchperf_tui.engine.stats import TimingStats
 
 posix_only = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs POSIX FIFOs and devices")
 
@@ -64,6 +71,158 @@ def fifo(tmp_path):
 
 
 # --------------------------------------------------------------------------------------------------
+# Writing and reading back
+
+
+def test_history_round_trips_records_in_order(tmp_path):
+    history = History(tmp_path / "h.jsonl")
+    first, second = make_record(10.0), make_record(8.0, flags=Flags(cudnn_benchmark=True).to_dict())
+    history.append(first)
+    history.append(second)
+    loaded = history.load()
+    assert loaded.warnings == []
+    assert loaded.records == [first, second]
+    assert loaded.last(1) == [second] and loaded.last(None) == [first, second] and loaded.last(0) == []
+    # one line per record, each a JSON object
+    lines = (tmp_path / "h.jsonl").read_text().splitlines()
+    assert len(lines) == 2 and all(json.loads(line)["kind"] == "timing" for line in lines)
+
+
+def test_append_is_visible_to_another_reader_at_once_and_fsyncs_each_record(tmp_path, monkeypatch):
+    synced = []
+    real_fsync = history_file.os.fsync
+    monkeypatch.setattr(history_file.os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd)))
+    path = tmp_path / "deep" / "dir" / "history.jsonl"  # parent folders are made on first append
+    writer = History(path)
+    record = make_record()
+    writer.append(record)
+    # a second History on the same path (another process, the TUI's history pane) sees it without any close
+    assert History(path).load().records == [record]
+    assert len(synced) >= 1
+    writer.append(make_record())
+    assert len(History(path).load().records) == 2
+
+
+def test_missing_history_is_empty_without_warnings(tmp_path):
+    loaded = History(tmp_path / "none.jsonl").load()
+    assert loaded.records == [] and loaded.warnings == []
+
+
+def test_corrupt_lines_are_skipped_counted_and_summed_up_in_one_warning(tmp_path):
+    path = tmp_path / "h.jsonl"
+    good1, good2 = make_record(), make_record()
+    torn = json.dumps(make_record().to_dict())[:57]  # what a kill in the middle of a write leaves
+    path.write_text("\n".join([
+        json.dumps(good1.to_dict()),
+        "this is not json",
+        "[1, 2, 3]",
+        '"a string"',
+        json.dumps({"id": "abc", "kind": "timing"}),  # an object, but not a record
+        "",  # blank lines are not records and not worth a warning
+        json.dumps(good2.to_dict()),
+        torn,
+    ]))
+    loaded = History(path).load()
+    assert loaded.records == [good1, good2]
+    assert loaded.skipped == 5
+    # one line for all of them, naming the first few by line number
+    assert loaded.warnings == [f"{path}: skipped 5 bad lines (line 2: not valid JSON (Expecting value); "
+                               "line 3: a JSON array, not a record object; line 4: a JSON string, not a record "
+                               "object; and 2 more)"]
+
+
+@pytest.mark.parametrize("line, problem", [
+    ("this is not json", "not valid JSON"),
+    ("[1, 2, 3]", "a JSON array, not a record object"),
+    ('"a string"', "a JSON string, not a record object"),
+    (json.dumps({"id": "abc", "kind": "timing"}), "lacks created_at"),
+])
+def test_a_single_bad_line_is_named_by_its_line_number(tmp_path, line, problem):
+    path = tmp_path / "h.jsonl"
+    good = make_record()
+    path.write_text(json.dumps(good.to_dict()) + "\n" + line + "\n")
+    loaded = History(path).load()
+    assert loaded.records == [good] and loaded.skipped == 1
+    assert len(loaded.warnings) == 1 and loaded.warnings[0].startswith(f"{path}:2: skipped: ")
+    assert problem in loaded.warnings[0]
+
+
+def test_a_torn_last_line_is_called_so(tmp_path):
+    path = tmp_path / "h.jsonl"
+    good = make_record()
+    path.write_text(json.dumps(good.to_dict()) + "\n" + json.dumps(make_record().to_dict())[:57])
+    for loaded in (History(path).load(), History(path).load(last=5)):
+        assert loaded.records == [good]
+        assert loaded.warnings[0].startswith(f"{path}:2: skipped: truncated last line, a write interrupted by a "
+                                             "kill or crash")
+
+
+def test_append_after_a_torn_line_starts_a_fresh_line(tmp_path):
+    path = tmp_path / "h.jsonl"
+    kept = make_record()
+    path.write_text(json.dumps(kept.to_dict()) + "\n" + json.dumps(make_record().to_dict())[:40])
+    new = make_record()
+    History(path).append(new)
+    loaded = History(path).load()
+    # only the torn record is lost, not the new one glued onto it
+    assert loaded.records == [kept, new]
+    assert len(loaded.warnings) == 1 and ":2:" in loaded.warnings[0]
+
+
+def test_history_path_argument_then_env_var_then_user_data_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv(HISTORY_ENV, str(tmp_path / "from_env.jsonl"))
+    assert History().path == tmp_path / "from_env.jsonl"
+    assert History(tmp_path / "explicit.jsonl").path == tmp_path / "explicit.jsonl"
+    History().append(make_record())
+    assert (tmp_path / "from_env.jsonl").exists()
+    monkeypatch.delenv(HISTORY_ENV)
+    default = History().path
+    assert default.name == "history.jsonl" and "torchperf-tui" in str(default)
+
+
+def test_non_finite_numbers_are_written_as_strict_json(tmp_path):
+    record = make_record()
+    record.stats = dataclasses.replace(record.stats, fps=float("inf"))
+    path = tmp_path / "h.jsonl"
+    History(path).append(record)
+    # parse_constant rejects Infinity/NaN, as JavaScript's and jq's parsers do
+    data = json.loads(path.read_text(), parse_constant=lambda c: pytest.fail(f"{c} in JSON"))
+    assert data["stats"]["fps"] is None
+    assert History(path).load().records[0].stats.fps is None
+
+
+# Two lines as the writer before the one statistics type (RunStats) wrote them: a run, and one whose fps was
+# not finite and whose first iteration was not kept.
+OLD_LINES = [
+    '{"id":"0a1b2c3d4e5f","kind":"timing","created_at":"2026-11-22T20:30:00+00:00","model":"resnet18",'
+    '"input_shape":[2,3,32,32],"dtype":"float32","channels_last":false,"device":"cpu","flags":{"cudnn_benchmark":'
+    'null,"num_threads":2},"flags_text":"threads=2","stats":{"n":3,"mean_ms":5.0,"std_ms":1.0,"min_ms":4.0,'
+    '"max_ms":6.0,"p50_ms":5.0,"p90_ms":5.8,"p99_ms":5.98,"iqr_ms":1.0,"fps":400.0,"first_iter_ms":40.0},'
+    '"samples_ms":[4.0,5.0,6.0],"fingerprint":{"device_name":"Test CPU","torch":"2.9.0"},"cancelled":false,'
+    '"duration_s":1.5,"timer":"perf_counter","details":{"warmup_iters":2,"compile_mode":null},"schema":1}',
+    '{"id":"ffeeddccbbaa","kind":"timing","created_at":"2026-11-22T20:30:00+00:00","model":"resnet18",'
+    '"input_shape":[2,3,32,32],"dtype":"float32","channels_last":false,"device":"cpu","flags":{"cudnn_benchmark":'
+    'null,"num_threads":2},"flags_text":"threads=2","stats":{"n":3,"mean_ms":5.0,"std_ms":1.0,"min_ms":4.0,'
+    '"max_ms":6.0,"p50_ms":5.0,"p90_ms":5.8,"p99_ms":5.98,"iqr_ms":1.0,"fps":null,"first_iter_ms":null},'
+    '"samples_ms":[4.0,5.0,6.0],"fingerprint":{"device_name":"Test CPU","torch":"2.9.0"},"cancelled":false,'
+    '"duration_s":1.5,"timer":"perf_counter","details":{"warmup_iters":2,"compile_mode":null},"schema":1}',
+]
+
+
+def test_a_history_written_before_the_one_stats_type_loads_and_writes_back_the_same(tmp_path):
+    path = tmp_path / "old.jsonl"
+    path.write_text("\n".join(OLD_LINES) + "\n")
+    loaded = History(path).load()
+    assert loaded.warnings == [] and [r.id for r in loaded.records] == ["0a1b2c3d4e5f", "ffeeddccbbaa"]
+    run, no_fps = loaded.records
+    assert isinstance(run.stats, TimingStats) and run.stats.fps == 400.0 and run.stats.first_iter_ms == 40.0
+    assert no_fps.stats.fps is None and no_fps.stats.first_iter_ms is None
+    assert "400.0/s" in run.summary() and "/s" not in no_fps.summary().split("flags:")[0]
+    for record, line in zip(loaded.records, OLD_LINES):
+        assert json.dumps(record.to_dict(), separators=(",", ":")) == line
+
+
+# --------------------------------------------------------------------------------------------------
 # Only regular files
 
 
@@ -78,8 +237,8 @@ def test_a_fifo_is_refused_at_once_not_waited_on(fifo, last):
 @posix_only
 def test_a_fifo_swapped_in_after_the_check_is_still_not_waited_on(fifo, monkeypatch):
     # The name check passes (as if the path were a file then), the descriptor check must catch it.
-    real_stat = results.os.stat
-    monkeypatch.setattr(results.os, "stat", lambda path, *a, **k: real_stat(__file__) if str(path) == str(fifo)
+    real_stat = history_file.os.stat
+    monkeypatch.setattr(history_file.os, "stat", lambda path, *a, **k: real_stat(__file__) if str(path) == str(fifo)
                         else real_stat(path, *a, **k))
     _, error = in_thread(lambda: History(fifo).load())
     assert isinstance(error, TorchperfError) and "named pipe (FIFO)" in str(error)
@@ -89,7 +248,7 @@ def test_a_fifo_swapped_in_after_the_check_is_still_not_waited_on(fifo, monkeypa
 def test_dev_zero_is_refused_without_reading_it():
     # In a child with a time limit: code that reads /dev/zero does not stop, and a thread cannot be killed.
     code = ("import resource; resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"  # fail, not swap
-            "from torchperf_tui.engine.results import History\n"
+            "from torchperf_tui.engine.history_file import History\n"
             "try:\n    History('/dev/zero').load()\nexcept Exception as exc:\n    print(type(exc).__name__, exc)")
     try:
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
@@ -130,7 +289,7 @@ def test_a_line_of_200000_brackets_is_a_skipped_line_not_a_recursion_error(tmp_p
 
 def test_nesting_inside_a_record_is_bounded(tmp_path):
     deep: dict = {}
-    for _ in range(results.MAX_RECORD_DEPTH + 5):
+    for _ in range(history_records.MAX_RECORD_DEPTH + 5):
         deep = {"x": [deep]}
     bad = {**make_record().to_dict(), "details": deep}
     with pytest.raises(ValueError, match="details nests deeper than"):
@@ -141,7 +300,7 @@ def test_nesting_inside_a_record_is_bounded(tmp_path):
 
 @pytest.mark.parametrize("last", [None, 1, 2])
 def test_a_line_over_the_bound_is_skipped_and_counted_without_being_held(tmp_path, monkeypatch, last):
-    monkeypatch.setattr(results, "READ_BLOCK_BYTES", 4096)
+    monkeypatch.setattr(history_file, "READ_BLOCK_BYTES", 4096)
     path = tmp_path / "h.jsonl"
     first, second = make_record(), make_record()
     with open(path, "w") as fh:
@@ -235,8 +394,8 @@ def test_a_record_with_a_wrong_type_is_skipped_and_the_good_ones_survive(tmp_pat
     # what the issue saw fail whole: every record that loads can be summed up and exported
     for record in History(path).load().records:
         record.summary()
-    for fmt in results.EXPORT_FORMATS:
-        results.export_records(History(path).load().records, fmt)
+    for fmt in EXPORT_FORMATS:
+        export_records(History(path).load().records, fmt)
 
 
 def test_non_finite_json_literals_are_refused_where_numbers_belong(tmp_path):
@@ -254,7 +413,7 @@ def test_what_the_writer_writes_the_reader_reads(tmp_path):
     whole-number latencies, an A/B arm's nested details."""
     plain = make_record()
     no_fps = make_record()
-    no_fps.stats = results.RunStats(**{**no_fps.stats.__dict__, "fps": float("inf"), "first_iter_ms": None})
+    no_fps.stats = dataclasses.replace(no_fps.stats, fps=None, first_iter_ms=None)
     cancelled = make_record()
     cancelled.stats, cancelled.samples_ms, cancelled.cancelled, cancelled.duration_s = None, [], True, None
     arm = make_record()
@@ -296,7 +455,7 @@ def mixed_history(path, rng: random.Random, n: int = 40, torn: bool = True) -> l
 
 @pytest.mark.parametrize("block", [7, 64, 1000, 1 << 18])
 def test_last_n_read_backwards_gives_the_newest_n_and_pages_cover_the_file(tmp_path, monkeypatch, block):
-    monkeypatch.setattr(results, "READ_BLOCK_BYTES", block)
+    monkeypatch.setattr(history_file, "READ_BLOCK_BYTES", block)
     path = tmp_path / "h.jsonl"
     good = mixed_history(path, random.Random(block))
     full = History(path).load()
@@ -376,7 +535,7 @@ def test_a_failed_fsync_says_the_run_was_saved_but_not_flushed(tmp_path, monkeyp
     def failing_fsync(fd):
         raise OSError(errno.EIO, os.strerror(errno.EIO))
 
-    monkeypatch.setattr(results.os, "fsync", failing_fsync)
+    monkeypatch.setattr(history_file.os, "fsync", failing_fsync)
     record = make_record()
     with pytest.raises(HistoryNotDurable) as caught:
         History(path).append(record)
@@ -389,14 +548,14 @@ def test_a_failed_fsync_says_the_run_was_saved_but_not_flushed(tmp_path, monkeyp
 
 
 def test_a_failed_folder_fsync_of_a_new_file_is_not_durable_either(tmp_path, monkeypatch):
-    real_fsync = results.os.fsync
+    real_fsync = history_file.os.fsync
 
     def fsync(fd):
         if stat.S_ISDIR(os.fstat(fd).st_mode):
             raise OSError(errno.EIO, os.strerror(errno.EIO))
         real_fsync(fd)
 
-    monkeypatch.setattr(results.os, "fsync", fsync)
+    monkeypatch.setattr(history_file.os, "fsync", fsync)
     path = tmp_path / "new" / "h.jsonl"
     arms = [make_record(), make_record()]
     with pytest.raises(HistoryNotDurable, match=r"^2 runs saved to history .*not flushed to disk"):
@@ -410,7 +569,7 @@ def test_a_failed_write_is_not_saved(tmp_path, monkeypatch):
     def full_disk(fd, data):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(results.os, "write", full_disk)
+    monkeypatch.setattr(history_file.os, "write", full_disk)
     with pytest.raises(TorchperfError) as caught:
         History(path).append(make_record())
     assert not isinstance(caught.value, HistoryNotDurable)
@@ -418,7 +577,7 @@ def test_a_failed_write_is_not_saved(tmp_path, monkeypatch):
 
 
 def test_a_record_the_reader_would_skip_is_not_written(tmp_path, monkeypatch):
-    monkeypatch.setattr(results, "MAX_LINE_BYTES", 2000)
+    monkeypatch.setattr(history_file, "MAX_LINE_BYTES", 2000)
     record = make_record()
     record.samples_ms = [1.2345678] * 500
     with pytest.raises(TorchperfError, match="over the history's 2.0 KiB a line"):

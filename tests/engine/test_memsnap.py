@@ -7,8 +7,8 @@ import torch
 
 from torchperf_tui.engine.errors import DeviceError, OutOfMemory, ShapeError, TorchperfError
 from torchperf_tui.engine.flags import Flags
-from torchperf_tui.engine.memsnap import (NOT_CUDA, VIEWER_HINT, TorchCudaMemory, count_entries,
-                                          record_memory_snapshot, write_snapshot)
+from torchperf_tui.engine.memsnap import (DEFAULT_MAX_ENTRIES, NOT_CUDA, VIEWER_HINT, TorchCudaMemory,
+                                          count_entries, record_memory_snapshot, write_snapshot)
 from torchperf_tui.engine.timing import BenchConfig
 
 TINY = "tests.tinymodels:tiny_cnn"
@@ -74,9 +74,9 @@ def test_a_recorder_that_cannot_record_on_the_device_starts_nothing():
 def test_snapshot_is_written_at_the_announced_path_while_recording(tmp_path):
     fake = FakeMemory()
     result = record_memory_snapshot(_cfg(model="tests.tinymodels:tiny_cnn"), iters=3, out_dir=str(tmp_path),
-                                    max_entries=777, memory=fake,
-                                    on_progress=lambda done, total: fake.calls.append(("pass", done, total)))
-    assert fake.calls == ["reset_peak", ("record", 777), ("pass", 1, 3), ("pass", 2, 3), ("pass", 3, 3),
+                                    memory=fake, should_cancel=lambda: fake.calls.append("cancel?") or False)
+    # recording starts before the first pass (each pass is preceded by its cancel check) and ends after
+    assert fake.calls == ["reset_peak", ("record", DEFAULT_MAX_ENTRIES), "cancel?", "cancel?", "cancel?",
                           "synchronize", "snapshot", "peak", "stop"]
     assert os.path.dirname(result.path) == str(tmp_path)
     name = os.path.basename(result.path)
@@ -132,11 +132,10 @@ def test_out_of_memory_still_writes_the_snapshot_and_names_it(tmp_path):
 
 def test_cancel_between_iterations_keeps_what_was_recorded(tmp_path):
     fake = FakeMemory()
-    done = []
+    asked = []
     result = record_memory_snapshot(_cfg(), iters=10, out_dir=str(tmp_path), memory=fake,
-                                    on_progress=lambda d, total: done.append(d),
-                                    should_cancel=lambda: len(done) >= 2)
-    assert result.cancelled and result.iters == 2 and done == [1, 2]
+                                    should_cancel=lambda: asked.append(1) or len(asked) > 2)
+    assert result.cancelled and result.iters == 2 and len(asked) == 3
     assert os.path.exists(result.path) and fake.calls[-1] == "stop"
 
 

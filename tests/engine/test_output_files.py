@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+from pathlib import Path
 
 import pytest
 
@@ -61,7 +62,7 @@ def test_a_missing_folder_is_refused_unless_asked_to_make_it(tmp_path):
     target = tmp_path / "a" / "b" / "out.txt"
     with pytest.raises(OutputPathError, match="does not exist"):
         check_output_path(target)
-    write_text(target, "x", make_parents=True)
+    write_output(target, lambda temp: Path(temp).write_text("x"), make_parents=True)
     assert target.read_text() == "x"
 
 

@@ -57,11 +57,8 @@ def test_sort_by_any_key():
 
 def test_profile_model_on_cpu_gives_top_ops_and_a_perfetto_trace(tmp_path):
     path = tmp_path / "trace.json"
-    progress = []
     cfg = BenchConfig(model=TINY, input_shape=(2, 3, 16, 16), device="cpu")
-    result = profile_model(cfg, iters=3, warmup=1, trace_path=str(path),
-                           on_progress=lambda done, total: progress.append((done, total)))
-    assert progress == [(1, 3), (2, 3), (3, 3)]
+    result = profile_model(cfg, iters=3, warmup=1, trace_path=str(path))
     assert result.iters == 3 and result.activities == ["cpu"] and result.sort_by == "self_cpu"
     names = [op.name for op in result.ops]
     assert any("conv" in n for n in names) and any("addmm" in n or "linear" in n for n in names)
@@ -71,7 +68,7 @@ def test_profile_model_on_cpu_gives_top_ops_and_a_perfetto_trace(tmp_path):
     conv = next(op for op in result.ops if op.name == "aten::conv2d")
     assert conv.calls == 3 and "[2, 3, 16, 16]" in conv.input_shapes  # record_shapes, grouped by shape
     assert result.total_self_cpu_ms == pytest.approx(sum(selfs))
-    assert result.top(2, key="calls")[0].calls == max(op.calls for op in result.ops)
+    assert result.top(2) == result.ops[:2]
     assert result.trace_path == str(path)
     trace = json.loads(path.read_text())
     events = trace["traceEvents"] if isinstance(trace, dict) else trace
@@ -110,7 +107,7 @@ def test_gpu_profile_has_device_times_and_a_trace(tmp_path):
     assert result.activities == ["cpu", "cuda"] and result.sort_by == "self_device"
     assert result.total_self_device_ms > 0
     assert result.ops[0].self_device_ms > 0
-    kernels = result.top(1000, kind="kernel")
+    kernels = [op for op in result.ops if op.kind == "kernel"]
     assert kernels and all(k.self_cpu_ms == 0 for k in kernels)
     # ops' self device time repeats their kernels' time: the total counts the kernels only
     assert result.total_self_device_ms == pytest.approx(sum(k.self_device_ms for k in kernels))

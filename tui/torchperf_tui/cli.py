@@ -390,7 +390,7 @@ def _append_history(args, result) -> None:
 def _load_history(args, last: int | None = None):
     """The history's records (with `last`, only the newest, read from the end of the file); bad lines are one
     warning line. A history that is not a regular file is a TorchperfError: exit 2."""
-    from torchperf_tui.engine.results import History
+    from torchperf_tui.engine.history_file import History
 
     loaded = History(args.history).load(last=last)
     for warning in loaded.warnings:
@@ -462,7 +462,7 @@ def cmd_memsnap(args) -> int:
 
 
 def cmd_history(args) -> int:
-    from torchperf_tui.engine.results import export_records
+    from torchperf_tui.engine.export import export_records
 
     loaded = _load_history(args, last=args.last)
     records = loaded.records
@@ -477,7 +477,7 @@ def cmd_history(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from torchperf_tui.engine.results import export_records
+    from torchperf_tui.engine.export import export_records
 
     loaded = _load_history(args, last=args.last)
     records = loaded.records

@@ -9,7 +9,7 @@ from itertools import groupby
 from rich.console import Console
 from rich.table import Table
 
-from torchperf_tui.formatting import format_bytes, format_count, format_flops, format_ms
+from torchperf_tui.formatting import format_bytes, format_count, format_flops, format_ms, format_number
 
 # Piped output (scripts, files) gets wide lines instead of rich's 80-column wrapping.
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
@@ -123,7 +123,7 @@ def render_timing(result) -> None:
         rows += [("iterations", s.n), ("mean", format_ms(s.mean_ms)), ("std", format_ms(s.std_ms)),
                  ("min", format_ms(s.min_ms)), ("p50", format_ms(s.p50_ms)), ("p90", format_ms(s.p90_ms)),
                  ("p99", format_ms(s.p99_ms)), ("max", format_ms(s.max_ms)), ("IQR", format_ms(s.iqr_ms)),
-                 ("throughput", f"{s.fps:.1f} items/s")]
+                 ("throughput", format_number(s.fps, "items/s", digits=1))]
     report = result.shape_report
     if result.shapes != "fixed" and report is not None:
         rows += [("shapes", f"{result.shapes}: {report.distinct} distinct, {report.first_seen} of "

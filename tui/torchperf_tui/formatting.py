@@ -17,7 +17,7 @@ def _unavailable(value) -> str | None:
     return str(value)  # engine.nvml.NA renders as "n/a (reason)"
 
 
-def format_bytes(value, precision: int = 1, like=None) -> str:
+def format_bytes(value, like=None) -> str:
     """1288490188 -> '1.2 GiB'. `like` picks the unit from another value, so a before/after pair reads in
     one unit ('1.2 GiB -> 0.8 GiB', not '1.2 GiB -> 819.2 MiB')."""
     text = _unavailable(value)
@@ -26,13 +26,12 @@ def format_bytes(value, precision: int = 1, like=None) -> str:
     scale = abs(float(value if like is None or _unavailable(like) else like))
     for unit, size in _BYTE_UNITS:
         if scale >= size:
-            return f"{float(value) / size:.{precision}f} {unit}"
+            return f"{float(value) / size:.1f} {unit}"
     return f"{float(value):.0f} B"
 
 
-def format_count(value, unit: str = "", precision: int | None = None) -> str:
-    """11_689_512 -> '11.7 M'; with a unit, 1.82e9 -> '1.82 GFLOPs'. Three significant figures unless
-    `precision` fixes the decimals."""
+def format_count(value, unit: str = "") -> str:
+    """11_689_512 -> '11.7 M'; with a unit, 1.82e9 -> '1.82 GFLOPs'. Three significant figures."""
     text = _unavailable(value)
     if text is not None:
         return text
@@ -42,8 +41,7 @@ def format_count(value, unit: str = "", precision: int | None = None) -> str:
         if abs(v) >= threshold:
             v, prefix = v / threshold, symbol
             break
-    if precision is None:
-        precision = 0 if not prefix else (2 if abs(v) < 10 else 1)
+    precision = 0 if not prefix else (2 if abs(v) < 10 else 1)
     number = f"{v:.{precision}f}"
     if prefix:
         return f"{number} {prefix}{unit}"
@@ -76,10 +74,3 @@ def format_number(value, unit: str = "", digits: int = 0) -> str:
     if text is not None:
         return text
     return f"{float(value):.{digits}f}{(' ' + unit) if unit else ''}"
-
-
-def format_percent(value, precision: int = 0) -> str:
-    text = _unavailable(value)
-    if text is not None:
-        return text
-    return f"{float(value):.{precision}f} %"

@@ -69,13 +69,13 @@ def cpu_count() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def thread_count(value: int | str, name: str = "threads") -> int:
+def thread_count(value: int | str) -> int:
     """An intra-op thread count: 1 .. the logical CPUs this process has. More only oversubscribes the cores
     (and 99,999 would exhaust the machine's PIDs), so it is refused with what the machine has."""
     cpus = cpu_count()
-    number = whole_number(name, value, low=1)
+    number = whole_number("threads", value, low=1)
     if number > cpus:
-        raise OptionError(f"{name}={number}: this machine gives the process {cpus} logical CPU(s); "
+        raise OptionError(f"threads={number}: this machine gives the process {cpus} logical CPU(s); "
                           f"choose 1-{cpus}")
     return number
 
@@ -84,10 +84,10 @@ def seed(value: int | str, name: str = "seed") -> int:
     return whole_number(name, value, low=0, high=SEED_MAX)
 
 
-def interval(value: float | str, name: str = "interval") -> float:
+def interval(value: float | str) -> float:
     """The telemetry period in seconds."""
     low, high = INTERVAL_RANGE
-    return finite_float(name, value, low=low, high=high)
+    return finite_float("interval", value, low=low, high=high)
 
 
 def time_budget(value: float | str, name: str = "--time-budget") -> float:

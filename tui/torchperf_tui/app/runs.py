@@ -30,7 +30,7 @@ class RunRecord:
     arm: str | None = None  # "A" or "B" when the run is an arm of an interleaved comparison
     verdict: Any = None  # an arm's comparison verdict (engine.abtest.Verdict), on both arms
     batches: int = 0  # SamplesArrived messages received (the measurement process batches ~every 100 ms)
-    stats: Any = None  # engine.timing.TimingStats, recomputed in the UI as samples arrive
+    stats: Any = None  # engine.stats.TimingStats, recomputed in the UI as samples arrive
     stats_at: float = 0.0  # monotonic time of that last recomputation
     batch: int = 1  # items per iteration, for items/s
     result: Any = None  # engine.timing.TimingResult

@@ -16,9 +16,9 @@ from torchperf_tui.app.runs import RunHistory
 
 # The engine modules the UI process uses for their types and pure functions; none imports torch (the
 # measurement process does everything that needs it).
-ENGINE_MODULES = ("inputs", "flags", "shapes", "timing", "nvml", "device", "telemetry", "results", "roofline",
-                  "throughput", "profiling", "abtest", "kernels", "determinism", "memsnap", "model_entry",
-                  "complexity_result")
+ENGINE_MODULES = ("inputs", "flags", "shapes", "stats", "timing", "nvml", "device", "telemetry", "history_file",
+                  "history_records", "history_compare", "roofline", "throughput", "profiling", "abtest", "kernels",
+                  "determinism", "memsnap", "model_entry", "complexity_result")
 
 
 class Session:

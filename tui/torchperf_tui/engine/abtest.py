@@ -132,8 +132,7 @@ class Verdict:
         return asdict(self)
 
 
-def block_verdict(a_blocks: list[list[float]], b_blocks: list[list[float]], alpha: float = ALPHA,
-                  seed: int = 0) -> Verdict:
+def block_verdict(a_blocks: list[list[float]], b_blocks: list[list[float]], seed: int = 0) -> Verdict:
     """The verdict from per-block samples of each arm (block i of A is paired with block i of B)."""
     from scipy import stats
 
@@ -152,9 +151,9 @@ def block_verdict(a_blocks: list[list[float]], b_blocks: list[list[float]], alph
         boot = stats.bootstrap((log_ratios,), np.median, vectorized=True, confidence_level=CONFIDENCE,
                                n_resamples=4999, method="percentile", random_state=np.random.default_rng(seed))
         low, high = float(np.exp(boot.confidence_interval.low)), float(np.exp(boot.confidence_interval.high))
-    significant = p_value < alpha and not (low <= 1.0 <= high)
+    significant = p_value < ALPHA and not (low <= 1.0 <= high)
     return Verdict(blocks=len(a), ratio=ratio, ci_low=low, ci_high=high, p_value=p_value,
-                   significant=significant, alpha=alpha)
+                   significant=significant, alpha=ALPHA)
 
 
 def block_order(blocks: int, seed: int) -> list[str]:

@@ -41,13 +41,5 @@ class Complexity:
     macs: int
     layers: list[LayerStat] = field(default_factory=list)
 
-    @property
-    def gflops(self) -> float:
-        return self.flops / 1e9
-
-    @property
-    def gmacs(self) -> float:
-        return self.macs / 1e9
-
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -99,23 +99,6 @@ class DeterminismReport:
                     leaf[key] = None
         return data
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "DeterminismReport":
-        def num(value: Any) -> float:
-            return math.inf if value is None else float(value)
-
-        leaves = [LeafDiff(path=d["path"], shape=tuple(d["shape"]), dtype=d["dtype"],
-                           total_elements=d["total_elements"], differing_elements=d["differing_elements"],
-                           max_abs_diff=num(d["max_abs_diff"]), max_rel_diff=num(d["max_rel_diff"]))
-                  for d in data.get("leaves", [])]
-        return cls(model=data["model"], input_shape=tuple(data["input_shape"]), dtype=data["dtype"],
-                   device=data["device"], channels_last=data["channels_last"],
-                   flags=Flags.from_dict(data["flags"]), runs=data["runs"], bitwise_equal=data["bitwise_equal"],
-                   max_abs_diff=num(data["max_abs_diff"]), max_rel_diff=num(data["max_rel_diff"]),
-                   differing_elements=data["differing_elements"], total_elements=data["total_elements"],
-                   leaves=leaves, mismatches=list(data.get("mismatches", [])),
-                   duration_s=data.get("duration_s", 0.0))
-
 
 # --------------------------------------------------------------------------------------------------
 # Walking and comparing outputs
@@ -229,20 +212,16 @@ def compare_outputs(outputs: list[Any]) -> tuple[list[LeafDiff], list[str]]:
 
 def check_determinism(model_spec: str | torch.nn.Module, input_shape: tuple[int, ...] | None = None,
                       device: str = "auto", dtype: str = "float32", flags: Flags | None = None,
-                      runs: int = 2, channels_last: bool = False, warmup: int = 0,
-                      seed: int = 0) -> DeterminismReport:
+                      runs: int = 2, channels_last: bool = False) -> DeterminismReport:
     """Run one input `runs` times under `flags` (None: the flags in effect now) and compare the outputs.
 
     `model_spec` is a torchvision name or `module:factory` (built with random weights, eval mode), or a
     module you built. `input_shape` includes the batch (None: the catalogue's default for a name).
-    `warmup` passes run first and are not compared (e.g. to leave cudnn.benchmark's autotuning out).
     The global RNG is deliberately not reseeded between runs: a model that draws random numbers in its
     forward pass is not repeatable, and the check should say so. Flags are restored afterwards.
     """
     if runs < 2:
         raise TorchperfError(f"a determinism check needs at least 2 runs, got {runs}")
-    if warmup < 0:
-        raise TorchperfError(f"warm-up must be a count >= 0, got {warmup}")
     started = time.perf_counter()
     torch_device = resolve_device(device)
     torch_dtype = parse_dtype(dtype)
@@ -256,14 +235,12 @@ def check_determinism(model_spec: str | torch.nn.Module, input_shape: tuple[int,
 
         input_shape = default_input_shape(model_spec)
     shape = tuple(input_shape)
-    work = prepare_workload(model_spec, shape, torch_device, torch_dtype, channels_last, seed=seed)
+    work = prepare_workload(model_spec, shape, torch_device, torch_dtype, channels_last)
     model, x = work.model, work.x
 
     outputs: list[Any] = []
     # With deterministic algorithms on, an op without a deterministic version raises here: it is reported.
     with applied_flags(flags), torch.inference_mode(), forward_errors(name, shape, torch_dtype, torch_device):
-        for _ in range(warmup):
-            model(x)
         for _ in range(runs):
             outputs.append(_detached(model(x)))
     leaves, mismatches = compare_outputs(outputs)

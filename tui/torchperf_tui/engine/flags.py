@@ -91,11 +91,6 @@ class Flags:
     def to_dict(self) -> dict:
         return asdict(self)
 
-    @classmethod
-    def from_dict(cls, data: dict) -> "Flags":
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
-
     def changed_from(self, other: "Flags") -> dict[str, tuple]:
         """Flags whose values differ: name -> (other's value, this value)."""
         return {f.name: (getattr(other, f.name), getattr(self, f.name))
@@ -165,10 +160,10 @@ def flag_applicability(name: str, device: str) -> tuple[bool, str | None]:
     return True, None
 
 
-def applicability_table(kinds: tuple[str, ...] = ("cpu", "cuda")) -> dict[str, dict[str, tuple[bool, str | None]]]:
-    """flag_applicability for every flag on every kind of device: what the app's UI process, which has no
+def applicability_table() -> dict[str, dict[str, tuple[bool, str | None]]]:
+    """flag_applicability for every flag on the CPU and on CUDA: what the app's UI process, which has no
     torch, is told once by the process that has it."""
-    return {kind: {spec.name: flag_applicability(spec.name, kind) for spec in FLAG_SPECS} for kind in kinds}
+    return {kind: {spec.name: flag_applicability(spec.name, kind) for spec in FLAG_SPECS} for kind in ("cpu", "cuda")}
 
 
 def inert_flags(flags: Flags, device: str, reference: Flags | None = None) -> list[str]:

@@ -93,19 +93,6 @@ class KernelComparison:
     def changed_layers(self) -> list[LayerKernels]:
         return [layer for layer in self.layers if layer.changed]
 
-    def lines(self, width: int = 40) -> list[str]:
-        """One line per layer: 'layer3.0.conv2: implicit_gemm 41 us -> winograd 23 us'."""
-        def describe(kernels: list[KernelTime]) -> str:
-            names = [short_kernel_name(k.name, width) for k in kernels[:2]]
-            more = f" +{len(kernels) - 2} more" if len(kernels) > 2 else ""
-            return " + ".join(names) + more if names else "(nothing recorded)"
-
-        out = []
-        for layer in self.layers:
-            b_text = describe(layer.b) if layer.changed else "same"
-            out.append(f"{layer.layer}: {describe(layer.a)} {layer.a_us:.0f} us -> {b_text} {layer.b_us:.0f} us")
-        return out
-
     def to_dict(self) -> dict[str, Any]:
         data = {k: v for k, v in asdict(self).items() if k != "layers"}
         data["input_shape"] = list(self.input_shape)

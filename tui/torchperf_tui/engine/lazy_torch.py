@@ -32,7 +32,3 @@ class _LazyModule(ModuleType):
 
 
 torch: Any = _LazyModule("torch")
-
-
-def torch_loaded() -> bool:
-    return "torch" in sys.modules

@@ -33,7 +33,6 @@ VIEWER_HINT = "open it at https://pytorch.org/memory_viz (drag the file in)"
 NOT_CUDA = ("memory snapshots record the CUDA caching allocator: this needs a CUDA device "
             "(on CPU use the Memory tab's RSS curve)")
 
-OnProgress = Callable[[int, int], None]  # (iterations done, total)
 ShouldCancel = Callable[[], bool]
 
 
@@ -92,7 +91,7 @@ class MemorySnapshotResult:
     path: str | None  # the pickled snapshot; None when cancelled before the first pass
     size_bytes: int
     peak_allocated_bytes: int  # since recording started: weights, input and the passes' activations
-    entries: int  # alloc/free events in the history (at most max_entries: older ones were dropped)
+    entries: int  # alloc/free events in the history (at most DEFAULT_MAX_ENTRIES: older ones were dropped)
     segments: int  # cudaMalloc'd segments held by the allocator when the snapshot was taken
     cancelled: bool
     viewer_hint: str = VIEWER_HINT
@@ -108,7 +107,7 @@ def default_snapshot_path(model: str, out_dir: str | None = None) -> str:
     return artifact_path("memsnap", model, "pickle", out_dir)
 
 
-def write_snapshot(snapshot: dict[str, Any], path: str, *, make_parents: bool = True) -> int:
+def write_snapshot(snapshot: dict[str, Any], path: str) -> int:
     """Pickle the snapshot dict (what torch's _dump_snapshot writes and memory_viz reads); its size in bytes.
 
     Pickle protocol 4, not the interpreter's default: Python 3.14's default (5) loads in pytorch.org/memory_viz
@@ -120,7 +119,7 @@ def write_snapshot(snapshot: dict[str, Any], path: str, *, make_parents: bool = 
         with open(temp, "wb") as fh:
             pickle.dump(snapshot, fh, protocol=SNAPSHOT_PICKLE_PROTOCOL)
 
-    return os.path.getsize(write_output(path, fill, make_parents=make_parents))
+    return os.path.getsize(write_output(path, fill, make_parents=True))
 
 
 def count_entries(snapshot: dict[str, Any]) -> tuple[int, int]:
@@ -130,7 +129,6 @@ def count_entries(snapshot: dict[str, Any]) -> tuple[int, int]:
 
 
 def record_memory_snapshot(cfg: BenchConfig, *, iters: int = DEFAULT_ITERS, out_dir: str | None = None,
-                           max_entries: int = DEFAULT_MAX_ENTRIES, on_progress: OnProgress | None = None,
                            should_cancel: ShouldCancel | None = None,
                            memory: MemoryRecorder | None = None) -> MemorySnapshotResult:
     """Record the allocator's history over `iters` forward passes of `cfg.model` and write the snapshot.
@@ -147,14 +145,13 @@ def record_memory_snapshot(cfg: BenchConfig, *, iters: int = DEFAULT_ITERS, out_
     dtype = parse_dtype(cfg.dtype)
     shape = cfg.resolved_shape()
     cancelled = should_cancel or (lambda: False)
-    emit = on_progress or (lambda done, total: None)
     path = default_snapshot_path(cfg.model, out_dir)
     from torchperf_tui.engine.output_files import check_output_path
 
     check_output_path(path, make_parents=True)  # a bad --out is one line before anything is recorded
     done, was_cancelled, work = 0, False, None
     memory.reset_peak(device)
-    memory.record(max_entries)
+    memory.record(DEFAULT_MAX_ENTRIES)
     try:
         try:
             work = prepare_workload(cfg.model, shape, device, dtype, cfg.channels_last)
@@ -167,7 +164,6 @@ def record_memory_snapshot(cfg: BenchConfig, *, iters: int = DEFAULT_ITERS, out_
                         break
                     model(x)
                     done += 1
-                    emit(done, iters)
                 memory.synchronize(device)
         except OutOfMemory as exc:
             try:

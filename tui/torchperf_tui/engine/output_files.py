@@ -99,7 +99,7 @@ def write_output(path: str | os.PathLike, write: Callable[[str], None], *, make_
     return target
 
 
-def write_bytes(path: str | os.PathLike, data: bytes, *, make_parents: bool = False) -> Path:
+def write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     def fill(temp: str) -> None:
         with open(temp, "wb") as fh:
             fh.write(data)
@@ -108,11 +108,11 @@ def write_bytes(path: str | os.PathLike, data: bytes, *, make_parents: bool = Fa
 
     if not data:
         raise OutputPathError(f"nothing to write to {os.fspath(path)}")
-    return write_output(path, fill, make_parents=make_parents)
+    return write_output(path, fill)
 
 
-def write_text(path: str | os.PathLike, text: str, *, make_parents: bool = False) -> Path:
-    return write_bytes(path, text.encode("utf-8"), make_parents=make_parents)
+def write_text(path: str | os.PathLike, text: str) -> Path:
+    return write_bytes(path, text.encode("utf-8"))
 
 
 def _match_mode(temp: str, target: Path) -> None:

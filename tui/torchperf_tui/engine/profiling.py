@@ -34,7 +34,6 @@ ITERATION_LABEL = "torchperf-tui/iteration"
 DEFAULT_ITERS = 5
 DEFAULT_WARMUP = 3
 
-OnProgress = Callable[[int, int], None]  # (iterations done, total)
 ShouldCancel = Callable[[], bool]
 
 
@@ -99,10 +98,9 @@ class ProfileResult:
     duration_s: float
     notes: list[str] = field(default_factory=list)
 
-    def top(self, n: int = 20, key: str | None = None, kind: str | None = None) -> list[OpStat]:
-        """The first `n` rows by `key` (default: the result's order), only of `kind` ("op"/"kernel") if given."""
-        rows = [op for op in self.ops if kind is None or op.kind == kind]
-        return (sort_ops(rows, key) if key else rows)[:n]
+    def top(self, n: int = 20) -> list[OpStat]:
+        """The first `n` rows, in the result's order."""
+        return self.ops[:n]
 
     def share_pct(self, op: OpStat) -> float:
         """The op's share of all self time (device time on a GPU, else CPU time)."""
@@ -117,12 +115,13 @@ class ProfileResult:
         return data
 
 
-def _attr(event: Any, *names: str, default: Any = 0) -> Any:
+def _attr(event: Any, *names: str) -> Any:
+    """The first of the attributes `names` that the event has (torch renamed cuda_* to device_*), else 0."""
     for name in names:
         value = getattr(event, name, None)
         if value is not None:
             return value
-    return default
+    return 0
 
 
 def _is_annotation(event: Any) -> bool:
@@ -182,8 +181,7 @@ def default_trace_path(model: str) -> str:
 
 def profile_callable(fn: Callable[[], object], *, device: torch.device | str = "cpu", iters: int = DEFAULT_ITERS,
                      warmup: int = DEFAULT_WARMUP, sort_by: str | None = None,
-                     group_by_input_shape: bool = True, trace_path: str | None | bool = None,
-                     label: str = "model", on_progress: OnProgress | None = None,
+                     trace_path: str | None | bool = None, label: str = "model",
                      should_cancel: ShouldCancel | None = None) -> tuple[list[OpStat], dict[str, Any]]:
     """Profile `fn` (one forward pass): `warmup` passes unrecorded, then `iters` recorded ones.
 
@@ -200,7 +198,6 @@ def profile_callable(fn: Callable[[], object], *, device: torch.device | str = "
     if sort_by not in SORT_KEYS:
         raise TorchperfError(f"unknown sort key {sort_by!r}: choose one of {', '.join(SORT_KEYS)}")
     cancelled = should_cancel or (lambda: False)
-    emit = on_progress or (lambda done, total: None)
 
     def sync() -> None:
         if on_cuda:
@@ -227,7 +224,6 @@ def profile_callable(fn: Callable[[], object], *, device: torch.device | str = "
                     fn()
                     sync()  # so the iteration's annotation spans its kernels, not just their launches
                 done += 1
-                emit(done, iters)
     path: str | None = None
     if trace_path is not False and done:
         from torchperf_tui.engine.output_files import write_output
@@ -236,7 +232,7 @@ def profile_callable(fn: Callable[[], object], *, device: torch.device | str = "
         path = default_trace_path(label) if default else str(trace_path)
         # Beside the target, then renamed: a device, a folder or a link at the path is refused, not replaced.
         path = str(write_output(path, prof.export_chrome_trace, make_parents=default))
-    ops = sort_ops(summarise_events(prof.key_averages(group_by_input_shape=group_by_input_shape)), sort_by)
+    ops = sort_ops(summarise_events(prof.key_averages(group_by_input_shape=True)), sort_by)
     facts = {
         "activities": ["cpu"] + (["cuda"] if on_cuda else []),
         "iters": done,
@@ -248,8 +244,7 @@ def profile_callable(fn: Callable[[], object], *, device: torch.device | str = "
 
 
 def profile_model(cfg: BenchConfig, *, iters: int = DEFAULT_ITERS, warmup: int = DEFAULT_WARMUP,
-                  sort_by: str | None = None, group_by_input_shape: bool = True,
-                  trace_path: str | None | bool = None, on_progress: OnProgress | None = None,
+                  sort_by: str | None = None, trace_path: str | None | bool = None,
                   should_cancel: ShouldCancel | None = None) -> ProfileResult:
     """Build `cfg.model`, profile `iters` forward passes under `cfg.flags` (restored afterwards).
 
@@ -273,9 +268,8 @@ def profile_model(cfg: BenchConfig, *, iters: int = DEFAULT_ITERS, warmup: int =
         with applied_flags(cfg.flags), torch.inference_mode(), \
                 forward_errors(cfg.model, shape, dtype, device, action="profiling"):
             ops, facts = profile_callable(forward, device=device, iters=iters, warmup=warmup,
-                                          sort_by=sort_by, group_by_input_shape=group_by_input_shape,
-                                          trace_path=trace_path, label=cfg.model,
-                                          on_progress=on_progress, should_cancel=should_cancel)
+                                          sort_by=sort_by, trace_path=trace_path, label=cfg.model,
+                                          should_cancel=should_cancel)
         del model, x, forward
     finally:
         work.release()

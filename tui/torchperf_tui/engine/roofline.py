@@ -42,9 +42,6 @@ class RooflinePeaks:
     source: str  # which peak was used and where it came from (the formula when the device gave one)
     notes: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
-        return to_jsonable(self)
-
 
 @dataclass
 class LayerRoofline:
@@ -58,9 +55,6 @@ class LayerRoofline:
     time_ms: float | NA  # from the profiler, when given
     achieved_tflops: float | NA
     roofline_pct: float | NA  # achieved / attainable
-
-    def to_dict(self) -> dict[str, Any]:
-        return to_jsonable(self)
 
 
 @dataclass

@@ -28,7 +28,6 @@ import numpy as np
 
 from torchperf_tui.engine.errors import ShapeError
 
-KINDS = ("fixed", "cycle", "random")
 # cycle:K without a range spreads its sizes over this span around the configured size (224 -> 192..288).
 CYCLE_SPAN = (6 / 7, 9 / 7)
 SIZE_STEP = 8  # cycle sizes are multiples of 8, as real pipelines resize to
@@ -58,9 +57,6 @@ class ShapeSchedule:
             return f"cycle:{self.count}" + (f":{size}" if size else "")
         batch = f":batch={self.batch_low}-{self.batch_high}" if self.batch_low is not None else ""
         return f"random:{size}{batch}" if size else "random"
-
-    def to_dict(self) -> dict:
-        return {**asdict(self), "text": self.describe()}
 
     def sizes(self, base: tuple[int, ...]) -> list[int]:
         """The spatial sizes a cycle goes through (in order) for a configured shape `base`."""

@@ -21,11 +21,10 @@ from typing import Any
 import psutil
 
 from torchperf_tui.engine.errors import DeviceError
-from torchperf_tui.engine.nvml import NA, Nvml, default_nvml, to_jsonable
+from torchperf_tui.engine.nvml import NA, Nvml, default_nvml
 from torchperf_tui.formatting import format_bytes
 
 MiB = 1024**2
-GiB = 1024**3
 
 
 @dataclasses.dataclass
@@ -51,9 +50,6 @@ class TelemetrySample:
     process_rss_bytes: int | NA
     system_ram_used_bytes: int | NA
     system_ram_total_bytes: int | NA
-
-    def to_dict(self) -> dict[str, Any]:
-        return to_jsonable(self)
 
 
 class _AllocatorElsewhere:
@@ -147,23 +143,10 @@ class TelemetrySampler:
         self._host.follow(pid)
 
     @property
-    def capacity(self) -> int:
-        return self._buffer.maxlen or 0
-
-    @property
     def history(self) -> list[TelemetrySample]:
         """The retained samples, oldest first (a copy: safe to read while sampling goes on)."""
         with self._lock:
             return list(self._buffer)
-
-    @property
-    def latest(self) -> TelemetrySample | None:
-        with self._lock:
-            return self._buffer[-1] if self._buffer else None
-
-    def clear(self) -> None:
-        with self._lock:
-            self._buffer.clear()
 
     def _allocator(self) -> tuple[int | NA, int | NA, int | NA]:
         if self._no_cuda is not None:
@@ -233,9 +216,6 @@ class ReleaseReport:
         if self.note:
             parts.append(self.note)
         return f"released {self.released_mib:.1f} MiB ({'; '.join(parts)})"
-
-    def to_dict(self) -> dict[str, Any]:
-        return to_jsonable(self)
 
 
 def _before_after(label: str, before: int | NA, after: int | NA) -> str:

@@ -125,7 +125,6 @@ class SearchOutcome:
     stop_reason: str  # one sentence: what stopped the search, with its numbers
     limit_found: bool  # the search saw where batches stop fitting (a failure, bisected to resolution)
     first_failure: int | None  # the smallest batch that did not fit, if any
-    elapsed_s: float
 
     @property
     def best(self) -> BatchTry | None:
@@ -285,14 +284,14 @@ def run_try(try_batch: TryBatch, batch: int, phase: str, *, warmup: int, iters: 
                     estimated_bytes=outcome.estimated_bytes, iters=len(outcome.samples_ms), seconds=seconds)
 
 
-def search_max_batch(try_batch: TryBatch, *, max_batch: int = DEFAULT_MAX_BATCH, start: int = 1,
-                     resolution: int = 1, warmup: int = TRY_WARMUP, iters: int = TRY_ITERS,
+def search_max_batch(try_batch: TryBatch, *, max_batch: int = DEFAULT_MAX_BATCH, resolution: int = 1,
+                     warmup: int = TRY_WARMUP, iters: int = TRY_ITERS,
                      to_oom: bool = False, plateau_doublings: int = PLATEAU_DOUBLINGS,
                      time_budget_s: float | None = None, budget_started: float | None = None,
                      reserve_factor: float = 0.0, clock: Clock = time.monotonic,
                      release: Callable[[], object] | None = None, on_progress: OnProgress | None = None,
                      should_cancel: ShouldCancel | None = None) -> SearchOutcome:
-    """Grow the batch from `start` by doubling until a `StopRule` stops it; bisect after a failure.
+    """Grow the batch from 1 by doubling until a `StopRule` stops it; bisect after a failure.
 
     `try_batch(batch, warmup=, iters=)` returns per-batch latencies in ms (a float, a list, or a TryOutcome)
     and raises torch.OutOfMemoryError (or MemoryCapExceeded) when the batch does not fit; any other error
@@ -308,8 +307,8 @@ def search_max_batch(try_batch: TryBatch, *, max_batch: int = DEFAULT_MAX_BATCH,
     caller's measurement after the search, at a batch no larger, must fit in the budget too. The first try
     always runs.
     """
-    if max_batch < 1 or start < 1 or start > max_batch:
-        raise TorchperfError(f"batch bounds must satisfy 1 <= start <= max batch, got {start} and {max_batch}")
+    if max_batch < 1:
+        raise TorchperfError(f"the max batch must be at least 1, got {max_batch}")
     if resolution < 1:
         raise TorchperfError(f"resolution must be at least 1, got {resolution}")
     if plateau_doublings < 1:
@@ -335,7 +334,7 @@ def search_max_batch(try_batch: TryBatch, *, max_batch: int = DEFAULT_MAX_BATCH,
         return t.fits
 
     try:
-        return search.run(attempt, start, max_batch, resolution, should_cancel or (lambda: False),
+        return search.run(attempt, max_batch, resolution, should_cancel or (lambda: False),
                           None if to_oom else plateau_doublings)
     finally:
         release()
@@ -374,13 +373,13 @@ class _Search:
     def _outcome(self, max_batch: int, rule: StopRule, reason: str, *, limit_found: bool = False,
                  first_failure: int | None = None) -> SearchOutcome:
         return SearchOutcome(max_batch, self.tries, rule is StopRule.CANCELLED, rule is StopRule.MAX_BATCH,
-                             rule, reason, limit_found, first_failure, self.clock() - self.started)
+                             rule, reason, limit_found, first_failure)
 
-    def run(self, attempt: Callable[[int, str], bool | None], start: int, max_batch: int, resolution: int,
+    def run(self, attempt: Callable[[int, str], bool | None], max_batch: int, resolution: int,
             cancelled: ShouldCancel, plateau_doublings: int | None) -> SearchOutcome:
-        last_fit, batch = 0, start
+        last_fit, batch = 0, 1
         cancel_text = "cancelled"
-        while True:  # growth: start, 2 start, 4 start, ... up to max_batch
+        while True:  # growth: 1, 2, 4, ... up to max_batch
             if cancelled():
                 return self._outcome(last_fit, StopRule.CANCELLED, cancel_text)
             over = self._over_budget(batch)
@@ -409,7 +408,7 @@ class _Search:
         what = "over the CPU memory cap" if rule is StopRule.MEMORY_CAP else "out of memory"
         grew_to = f"stopped growing at batch {batch}: {what}"
         low, high = last_fit, batch
-        if low == 0 and start == 1:
+        if low == 0:
             return self._outcome(0, rule, f"{grew_to}: even batch 1 does not fit", limit_found=True,
                                  first_failure=1)
         while high - low > resolution:  # bisection between the last fit and the first failure

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field, replace
-from typing import Callable, Literal
+from typing import Callable
 
 import numpy as np
 
@@ -18,8 +18,8 @@ from torchperf_tui.engine.flags import Flags, applied_flags
 from torchperf_tui.engine.inputs import dtype_name, make_input, parse_dtype, resolve_device
 from torchperf_tui.engine.lazy_torch import torch
 from torchperf_tui.engine.shapes import ShapeReport, ShapeSchedule, parse_schedule, shape_report
+from torchperf_tui.engine.stats import TimingStats, compute_stats, items_per_second
 
-Phase = Literal["first", "warmup", "timed"]
 OnSample = Callable[[str, int, int, float], None]
 OnShape = Callable[[int, tuple, bool], None]  # (timed index, input shape, first time this shape was met)
 ShouldCancel = Callable[[], bool]
@@ -35,42 +35,6 @@ STABLE_MAX_SECONDS = 10.0
 
 # torch.compile modes offered: "reduce-overhead" adds CUDA graphs on a GPU (a static graph replayed whole).
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
-
-
-@dataclass(frozen=True)
-class TimingStats:
-    """Summary of the timed samples, in milliseconds; fps counts input items (batch x iterations) per second."""
-
-    n: int
-    mean_ms: float
-    std_ms: float
-    min_ms: float
-    max_ms: float
-    p50_ms: float
-    p90_ms: float
-    p99_ms: float
-    iqr_ms: float
-    fps: float
-
-
-def compute_stats(samples_ms: list[float], batch: int = 1) -> TimingStats | None:
-    if not samples_ms:
-        return None
-    a = np.asarray(samples_ms, dtype=np.float64)
-    p25, p50, p75, p90, p99 = np.percentile(a, [25, 50, 75, 90, 99])
-    mean = float(a.mean())
-    return TimingStats(
-        n=int(a.size),
-        mean_ms=mean,
-        std_ms=float(a.std(ddof=1)) if a.size > 1 else 0.0,
-        min_ms=float(a.min()),
-        max_ms=float(a.max()),
-        p50_ms=float(p50),
-        p90_ms=float(p90),
-        p99_ms=float(p99),
-        iqr_ms=float(p75 - p25),
-        fps=batch * 1000.0 / mean if mean > 0 else float("inf"),
-    )
 
 
 @dataclass(frozen=True)
@@ -314,10 +278,10 @@ def run_benchmark(cfg: BenchConfig, on_sample: OnSample | None = None,
                       *zip(shapes_done, samples)]
         report = shape_report(schedule, iterations, first_seen)
     repeats = [ms for ms, seen in zip(samples, first_seen) if not seen]
-    stats = compute_stats(samples, batch=shape[0])
-    if stats is not None and schedule.batch_low is not None and sum(samples) > 0:
+    stats = compute_stats(samples, batch=shape[0], first_iter_ms=times.first_iter_ms)
+    if stats is not None and schedule.batch_low is not None:
         # The batch varies: items per second is every item over every second, not the configured batch.
-        stats = replace(stats, fps=sum(s[0] for s in shapes_done) * 1000.0 / sum(samples))
+        stats = replace(stats, fps=items_per_second(sum(s[0] for s in shapes_done), sum(samples)))
     return TimingResult(
         model=cfg.model,
         device=str(device),

@@ -149,10 +149,6 @@ class MeasurementProcess:
             except Exception:
                 pass  # it goes when the kernel lets it; the app does not wait for it
 
-    @property
-    def alive(self) -> bool:
-        return self._process is not None and self._process.poll() is None
-
     # -- jobs --------------------------------------------------------------------------------------------
     def submit(self, kind: str, params: dict | None = None, what: str = "") -> int:
         """Start a job. The one rule of the machine: one measurement at a time. A job that measures (timing,

@@ -129,7 +129,7 @@ def _history_extra(result: Any) -> dict:
     """The environment fingerprint for the run's history records; none for a cancelled run (not saved)."""
     if result.cancelled:
         return {}
-    from torchperf_tui.engine.results import environment_fingerprint
+    from torchperf_tui.engine.fingerprint import environment_fingerprint
 
     return {"fingerprint": environment_fingerprint(device=result.device)}
 

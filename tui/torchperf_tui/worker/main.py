@@ -15,7 +15,6 @@ import queue
 import signal
 import sys
 import threading
-import time
 from typing import Any
 
 from torchperf_tui.worker.protocol import CancelJob, JobDone, JobFailed, Quit, Ready, StartJob, Started, pack, unpack
@@ -157,13 +156,12 @@ def serve(conn: Any, log_path: str | None = None) -> None:
     import faulthandler
 
     faulthandler.enable()  # a segfault in an extension leaves its Python stack in the log
-    started = time.perf_counter()
     import torch  # noqa: F401 - the seconds this takes are spent here, once, before the first job
 
     import torchperf_tui.engine.timing  # noqa: F401
 
     worker = Worker(conn)
     threading.Thread(target=worker.read_requests, name="requests", daemon=True).start()
-    worker.send(Ready(os.getpid(), time.perf_counter() - started))
+    worker.send(Ready(os.getpid()))
     worker.serve()
     os._exit(0)

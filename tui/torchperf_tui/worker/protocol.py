@@ -5,7 +5,7 @@ batched samples, a result, an error). Each message travels as `(PROTOCOL_VERSION
 that receives another version refuses it rather than misread it. Everything here is plain data: results
 are the engine's own dataclasses, whose modules load without torch (engine/lazy_torch.py).
 
-Job kinds, with the params each takes, are listed in JOB_KINDS; worker/jobs.py runs them.
+Job kinds are the keys of RUNNERS in worker/jobs.py, whose runners document the params each takes.
 """
 
 from __future__ import annotations
@@ -13,24 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2  # bumped whenever a message changes its fields
 
-# kind -> what it does (the params are documented on each runner in worker/jobs.py)
-JOB_KINDS: dict[str, str] = {
-    "probe": "the device report, and which flags apply on each device",
-    "catalogue": "the model catalogue",
-    "analyse": "parameters, FLOPs and the per-layer table on the meta device",
-    "time": "a timing run (streams samples)",
-    "ab": "an interleaved A/B comparison (streams blocks)",
-    "kernels": "the kernels each conv layer ran under two flag sets",
-    "throughput": "the largest batch that fits, and samples/s (streams tries)",
-    "profile": "torch.profiler's top operators and a Chrome trace",
-    "roofline": "a finished run's place on the roofline",
-    "determinism": "the same input twice: bitwise equal or how far apart",
-    "memsnap": "a CUDA allocator history snapshot",
-    "release": "empty_cache in the process that holds the model",
-    "memory": "the allocator's readings now",
-}
 # Jobs that measure: one at a time on the machine, and the process does nothing else while one runs.
 MEASURING_KINDS = frozenset({"time", "ab", "kernels", "throughput", "profile", "determinism", "memsnap"})
 
@@ -69,7 +53,6 @@ class Ready:
     """The process has imported torch and the engine and takes jobs."""
 
     pid: int
-    import_s: float
 
 
 @dataclass(frozen=True)

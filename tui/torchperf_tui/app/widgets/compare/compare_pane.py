@@ -137,13 +137,13 @@ class ComparePane(Vertical):
         if record is None or record.finished:
             return
         record.samples_ms.extend(samples)
-        record.stats = self.app.session.engine.timing.compute_stats(record.samples_ms, batch=record.batch)
+        record.stats = self.app.session.engine.stats.compute_stats(record.samples_ms, batch=record.batch)
         record.status, record.index, record.total = "timed", index, total
         self.show_verdict(f"A/B: block {index + 1} of {total} done ({arm}) · the verdict comes at the end")
         self.post_message(RunsChanged())
 
     def _ab_finished(self, result, fingerprint) -> None:
-        compute_stats = self.app.session.engine.timing.compute_stats
+        compute_stats = self.app.session.engine.stats.compute_stats
         batch = result.input_shape[0]
         for record in self.arms():
             arm_result = result.a if record.arm == "A" else result.b

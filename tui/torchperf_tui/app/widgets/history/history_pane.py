@@ -103,7 +103,7 @@ class HistoryPane(Vertical):
     def refresh_history(self) -> None:
         """Reload the page shown now if the tab is shown, else when it next is."""
         self._stale = True
-        if self.screen.active_tab() == "history" and self.app.session.has("results"):
+        if self.screen.active_tab() == "history" and self.app.session.has("history_file"):
             self._stale = False
             self.show_history(self.app.session.history_path)
 
@@ -116,7 +116,7 @@ class HistoryPane(Vertical):
     def show_history(self, path: str | Path | None) -> None:
         """Read the page shown (at first the newest) of the history at `path` (None: the default history)
         again, in a thread; a new run appears on the newest page, an older page stays where it is."""
-        from torchperf_tui.engine.results import default_history_path  # no torch: cheap
+        from torchperf_tui.engine.history_file import default_history_path  # no torch: cheap
 
         path = default_history_path(path)
         if path != self.path:
@@ -158,7 +158,7 @@ class HistoryPane(Vertical):
     def _load_page(self, path: Path, before: int | None, size: int) -> None:
         """A page read backwards from `before` (values, not the pane's attributes: this runs in a thread)."""
         from torchperf_tui.engine.errors import user_message
-        from torchperf_tui.engine.results import History
+        from torchperf_tui.engine.history_file import History
 
         try:
             loaded = History(path).load(last=size, before=before)
@@ -269,7 +269,7 @@ class HistoryPane(Vertical):
             self.show_comparison(f"{len(self.marked)} of 2 runs marked: m or ⏎ on a row marks it")
             return
         try:
-            from torchperf_tui.engine.results import compare_records  # no torch: cheap
+            from torchperf_tui.engine.history_compare import compare_records  # no torch: cheap
 
             comparison = compare_records(*pair)
         except Exception as exc:

@@ -229,7 +229,7 @@ class TimingPane(Vertical):
             record.first_seen.extend(event.first_seen)
             redraw = self._due(record, now_anyway=event.index >= event.total - 1)
             if redraw:  # over every sample so far: at most every LIVE_STATS_EVERY_S, never per batch
-                record.stats = session.engine.timing.compute_stats(record.samples_ms, batch=record.batch or 1)
+                record.stats = session.engine.stats.compute_stats(record.samples_ms, batch=record.batch or 1)
         phase_changed = record.status != event.phase
         record.status, record.index, record.total = event.phase, event.index, event.total
         # While the measurement process measures, this process shares the machine's cores with it: the run's

@@ -1,0 +1,41 @@
+"""Run records: made from a timing run with its set-up, stats, samples and flags; the history modules load
+without torch."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.records import ENV
+from torchperf_tui.engine.flags import Flags
+from torchperf_tui.engine.history_records import record_from_timing
+from torchperf_tui.engine.stats import compute_stats
+from torchperf_tui.engine.timing import TimingResult
+
+
+def test_record_from_timing_keeps_setup_stats_samples_and_flags():
+    flags = Flags(cudnn_benchmark=True, num_threads=2)
+    samples = [4.0, 5.0, 6.0, 5.0]
+    result = TimingResult(model="resnet18", device="cpu", input_shape=(2, 3, 32, 32), dtype="float32",
+                          channels_last=True, flags=flags, first_iter_ms=40.0, warmup_ms=[5.0, 5.0],
+                          samples_ms=samples, stats=compute_stats(samples, batch=2, first_iter_ms=40.0),
+                          cancelled=False, started_at=1_800_000_000.0, duration_s=2.0, timer="perf_counter")
+    record = record_from_timing(result, fingerprint=ENV)
+    assert (record.kind, record.model, record.input_shape, record.dtype, record.channels_last, record.device) == \
+        ("timing", "resnet18", (2, 3, 32, 32), "float32", True, "cpu")
+    assert record.flags == flags.to_dict() and record.flags_text == flags.describe("cpu")
+    assert record.samples_ms == samples and record.fingerprint == ENV
+    assert record.stats.p50_ms == 5.0 and record.stats.first_iter_ms == 40.0 and record.stats.n == 4
+    assert record.stats.fps == pytest.approx(2 * 1000 / 5.0)
+    assert record.created_at == "2027-01-15T08:00:02+00:00"  # started_at + duration, in UTC
+    assert record.details["warmup_iters"] == 2
+    assert "p50 5.00 ms" in record.summary() and "threads=2" in record.summary()
+
+
+@pytest.mark.parametrize("module", ["history_records", "history_file", "history_compare", "export", "fingerprint"])
+def test_history_modules_do_not_import_torch(module):
+    # `history` and `export` must not pay for torch; only environment_fingerprint() does, through the probe.
+    code = f"import sys, torchperf_tui.engine.{module}; sys.exit('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0

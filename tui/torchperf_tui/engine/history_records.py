@@ -1,0 +1,248 @@
+"""Run records: one completed run as the history keeps it and export writes it, built from a timing run or
+an A/B comparison, and read back from JSON with every field checked.
+
+No torch and no textual here: `torchperf-tui history` and `export`, and the TUI's history pane, read and
+render records without paying 2-3 s for torch. Records hold flags as a plain dict for the same reason; only
+a record made without a fingerprint takes one (see engine/fingerprint.py), and that probe imports torch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from torchperf_tui.engine.fingerprint import environment_fingerprint
+from torchperf_tui.engine.json_checks import finite_float, is_int, json_type, nonfinite_to_none, shown
+from torchperf_tui.engine.nvml import to_jsonable
+from torchperf_tui.engine.stats import TimingStats, compute_stats
+from torchperf_tui.formatting import format_ms
+
+if TYPE_CHECKING:  # only for annotations: importing them would import torch
+    from torchperf_tui.engine.abtest import ABResult
+    from torchperf_tui.engine.timing import TimingResult
+
+# Bumped when a field changes meaning; readers ignore keys they do not know, so adding fields needs no bump.
+RECORD_SCHEMA = 1
+
+
+@dataclass
+class RunRecord:
+    """One completed run as it is kept in the history and exported.
+
+    `flags` is `Flags.to_dict()` and `flags_text` its `describe(device)`, stored at record time so that
+    reading the history needs no torch. `fingerprint` is the environment (see engine/fingerprint.py); the run's
+    own set-up (model, shape, dtype, channels_last, device, flags) lives in the record's fields.
+    `details` carries what a kind adds (compile mode for timing; later throughput and compare data).
+    """
+
+    id: str
+    kind: str
+    created_at: str  # ISO 8601, UTC, when the run finished
+    model: str
+    input_shape: tuple[int, ...]
+    dtype: str
+    channels_last: bool
+    device: str
+    flags: dict[str, Any]
+    flags_text: str
+    stats: TimingStats | None  # None when the run was cancelled before any timed sample
+    samples_ms: list[float]
+    fingerprint: dict[str, Any]
+    cancelled: bool = False
+    duration_s: float | None = None
+    timer: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+    schema: int = RECORD_SCHEMA
+
+    @property
+    def batch(self) -> int:
+        return self.input_shape[0]
+
+    @property
+    def shape_text(self) -> str:
+        return "x".join(str(d) for d in self.input_shape)
+
+    @property
+    def short_id(self) -> str:
+        return self.id[:8]
+
+    def setup(self) -> dict[str, Any]:
+        """What was measured, for spotting that two runs are not like for like."""
+        return {"model": self.model, "input_shape": self.shape_text, "dtype": self.dtype,
+                "channels_last": self.channels_last, "device": self.device,
+                "compile": self.details.get("compile_mode"), "shapes": self.details.get("shapes", "fixed")}
+
+    def summary(self) -> str:
+        """One line for `history` and notifications."""
+        when = self.created_at.replace("T", " ")[:16]
+        head = f"{when}  {self.short_id}  {self.kind:<6} {self.model}  {self.shape_text} {self.dtype}"
+        if self.channels_last:
+            head += " channels_last"
+        if self.details.get("shapes", "fixed") != "fixed":
+            head += f" shapes {self.details['shapes']}"
+        if self.kind == "ab" and self.details.get("arm"):
+            head += f" arm {self.details['arm']}"
+        head += f"  {self.device}"
+        if self.stats is None:
+            body = "no timed samples"
+        else:
+            fps = "" if self.stats.fps is None else f"  {self.stats.fps:,.1f}/s"
+            body = (f"p50 {format_ms(self.stats.p50_ms)}  p99 {format_ms(self.stats.p99_ms)}{fps}"
+                    f"  (n={self.stats.n})")
+        tail = "  [cancelled]" if self.cancelled else ""
+        return f"{head}  {body}  flags: {self.flags_text}{tail}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able; non-finite floats become None so every JSON reader (not only Python's) accepts it."""
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        data["input_shape"] = list(self.input_shape)
+        data["stats"] = None if self.stats is None else dataclasses.asdict(self.stats)
+        return nonfinite_to_none(to_jsonable(data))
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "RunRecord":
+        """The inverse of to_dict, checked field by field; unknown keys (from a newer version) are ignored.
+
+        A record that passes is safe to summarise, compare and export: strings where strings belong, finite
+        numbers where numbers do, objects of bounded depth. Raises ValueError naming the first problem, which
+        `History.load` counts as a skipped line.
+        """
+        if not isinstance(data, dict):
+            raise ValueError(f"a JSON {json_type(data)}, not a record object")
+        missing = [k for k in ("id", "kind", "created_at", "model", "input_shape", "dtype", "device")
+                   if k not in data]
+        if missing:
+            raise ValueError(f"record lacks {', '.join(missing)}")
+        text = {name: _string(data, name) for name in ("id", "kind", "created_at", "model", "dtype", "device")}
+        shape = data["input_shape"]
+        if not (isinstance(shape, list) and shape and all(is_int(d) and d >= 0 for d in shape)):
+            raise ValueError(f"input_shape is not a list of whole numbers: {shown(shape)}")
+        samples = data.get("samples_ms")
+        if samples is None:
+            samples = []
+        if not isinstance(samples, list):
+            raise ValueError(f"samples_ms is a JSON {json_type(samples)}, not a list of numbers")
+        # Floats whose sum is finite are each finite: the usual case, checked at C speed; else one by one.
+        if not (set(map(type, samples)) <= {float} and math.isfinite(sum(samples))):
+            samples = [finite_float(s, "a sample in samples_ms") for s in samples]
+        stats = data.get("stats")
+        duration = data.get("duration_s")
+        schema = data.get("schema", RECORD_SCHEMA)
+        if not is_int(schema):
+            raise ValueError(f"schema is not a whole number: {shown(schema)}")
+        return cls(
+            **text, input_shape=tuple(shape),
+            channels_last=_boolean(data, "channels_last"), flags=_object(data, "flags"),
+            flags_text=_string(data, "flags_text", ""),
+            stats=None if stats is None else TimingStats.from_dict(stats),
+            samples_ms=samples, fingerprint=_object(data, "fingerprint"),
+            cancelled=_boolean(data, "cancelled"),
+            duration_s=None if duration is None else finite_float(duration, "duration_s"),
+            timer=_string(data, "timer", ""), details=_object(data, "details"), schema=schema,
+        )
+
+
+# How deep flags, fingerprint and details may nest: the writer's own nest a few levels (an A/B verdict's tests);
+# the bound keeps the recursive walks of export (to_jsonable, nonfinite_to_none, json.dumps) far from the
+# recursion limit.
+MAX_RECORD_DEPTH = 32
+
+
+def _string(data: dict[str, Any], name: str, default: str | None = None) -> str:
+    value = data.get(name, default)
+    if not isinstance(value, str):
+        raise ValueError(f"{name} is not a string: {shown(value)}")
+    return value
+
+
+def _boolean(data: dict[str, Any], name: str) -> bool:
+    value = data.get(name, False)
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} is not true or false: {shown(value)}")
+    return value
+
+
+def _object(data: dict[str, Any], name: str) -> dict[str, Any]:
+    """A JSON object (null or absent: empty) whose values nest at most MAX_RECORD_DEPTH deep."""
+    value = data.get(name)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError(f"{name} is a JSON {json_type(value)}, not an object")
+    stack = [(value, 1)]
+    while stack:  # a loop, not recursion: the depth is what is being checked
+        item, depth = stack.pop()
+        if depth > MAX_RECORD_DEPTH:
+            raise ValueError(f"{name} nests deeper than {MAX_RECORD_DEPTH} levels")
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return value
+
+
+def new_record_id() -> str:
+    """48 random bits in hex: short enough to type, plenty for one user's history."""
+    return uuid.uuid4().hex[:12]
+
+
+def _iso_utc(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, timezone.utc).isoformat(timespec="seconds")
+
+
+def record_from_timing(result: "TimingResult", fingerprint: dict[str, Any] | None = None) -> RunRecord:
+    """A history record of a timing run. Without a fingerprint, one is taken now for the run's device."""
+    env = environment_fingerprint(device=result.device) if fingerprint is None else dict(fingerprint)
+    details: dict[str, Any] = {"warmup_iters": len(result.warmup_ms)}
+    # getattr: fields that timing.py grew later; an older TimingResult simply lacks them.
+    for name in ("compile_mode", "compiled", "compile_s", "compile_error"):
+        if hasattr(result, name):
+            details[name] = getattr(result, name)
+    report = getattr(result, "shape_report", None)
+    if getattr(result, "shapes", "fixed") != "fixed" and report is not None:
+        details["shapes"] = result.shapes
+        details["tuning_cost_ms"] = report.tuning_cost_ms
+        details["first_seen"] = report.first_seen
+        details["distinct_shapes"] = report.distinct
+        details["repeat_p50_ms"] = result.repeat_stats.p50_ms if result.repeat_stats else None
+    return RunRecord(
+        id=new_record_id(), kind="timing", created_at=_iso_utc(result.started_at + result.duration_s),
+        model=result.model, input_shape=tuple(result.input_shape), dtype=result.dtype,
+        channels_last=result.channels_last, device=result.device, flags=result.flags.to_dict(),
+        flags_text=result.flags.describe(result.device), stats=result.stats, samples_ms=list(result.samples_ms),
+        fingerprint=env, cancelled=result.cancelled, duration_s=result.duration_s, timer=result.timer,
+        details=details,
+    )
+
+
+def records_from_ab(result: "ABResult", fingerprint: dict[str, Any] | None = None) -> list[RunRecord]:
+    """Two history records of an interleaved comparison, one per arm (kind "ab"), each carrying the
+    verdict and the other arm's id, so a comparison is kept and exported like any run."""
+    env = environment_fingerprint(device=result.device) if fingerprint is None else dict(fingerprint)
+    ids = {"A": new_record_id(), "B": new_record_id()}
+    verdict = result.verdict.to_dict() if result.verdict is not None else None
+    created = _iso_utc(time.time())
+    records = []
+    for name, arm in (("A", result.a), ("B", result.b)):
+        details = {"arm": name, "pair": ids["B" if name == "A" else "A"], "spec": arm.spec, "shapes": arm.shapes,
+                   "blocks": len(arm.blocks), "verdict": verdict, "summary": result.summary()}
+        records.append(RunRecord(
+            id=ids[name], kind="ab", created_at=created, model=result.model,
+            input_shape=tuple(result.input_shape), dtype=arm.dtype, channels_last=arm.channels_last,
+            device=result.device, flags=arm.flags.to_dict(), flags_text=arm.flags.describe(result.device),
+            stats=compute_stats(arm.samples_ms, batch=result.input_shape[0]),
+            samples_ms=list(arm.samples_ms), fingerprint=env, cancelled=result.cancelled,
+            duration_s=result.duration_s, timer="cuda-events" if result.device.startswith("cuda") else "perf_counter",
+            details=details))
+    return records
+
+
+def records_of(result: "TimingResult | ABResult", fingerprint: dict[str, Any] | None = None) -> list[RunRecord]:
+    """The history records of a finished measurement: one for a timing run, one per arm for an A/B.
+    `fingerprint`: the environment as the process that measured saw it (None: take it here, with torch)."""
+    if hasattr(result, "verdict"):  # an ABResult (imported by name only: it would import torch)
+        return records_from_ab(result, fingerprint)
+    return [record_from_timing(result, fingerprint)]
