@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import time
 
@@ -29,6 +28,31 @@ async def wait_ready(pilot, timeout: float = 90.0) -> None:
                 and bool(app.main.query_one("#model-list").option_count > 1))
 
     await wait_until(pilot, ready, timeout, "the engine to load")
+
+
+async def choose_model(pilot, spec: str = TINY, shape: str = "3x32x32") -> None:
+    """Type the spec and the input shape as a user would, and wait for the analysis at that shape (for a model
+    whose analysis fails, for its error line)."""
+    app = pilot.app
+    picker = app.pane("picker")
+    await pilot.click("#custom-spec")
+    app.main.query_one("#custom-spec").value = ""
+    await pilot.press(*spec, "enter")
+    shape_field = app.main.query_one("#shape")
+    if "oom" in spec:  # its forward raises, so the analysis fails too: wait for that error
+        await wait_until(pilot, lambda: picker.spec == spec and "error" in screen_text(app, "#model-summary"),
+                         what="the analysis error")
+        shape_field.value = shape
+        await pilot.press("escape")
+        return
+    await wait_until(pilot, lambda: picker.spec == spec and picker.complexity is not None, what="the analysis")
+    shape_field.focus()
+    shape_field.value = ""
+    await pilot.press(*shape, "enter")
+    size = int(shape.split("x")[-1])
+    await wait_until(pilot, lambda: picker.complexity is not None and picker.complexity.input_shape[-1] == size,
+                     what="the analysis at the new shape")
+    await pilot.press("escape")
 
 
 async def run_custom_model(pilot, spec: str) -> None:

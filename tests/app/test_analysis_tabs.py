@@ -9,34 +9,11 @@ import time
 import torch
 from torch import nn
 
-from tests.app.helpers import TINY, screen_text, wait_ready, wait_until
+from tests.app.helpers import TINY, choose_model, screen_text, wait_ready, wait_until
 from tests.app.test_app import notifications
 from tests.tinymodels import TinyCNN
 from torchperf_tui.app.app import TorchperfApp
 from torchperf_tui.app.screens.main import TABS
-
-
-async def choose(pilot, spec: str = TINY, shape: str = "3x16x16") -> None:
-    """Type the spec and the input shape as a user would, and wait for the analysis at that shape."""
-    app = pilot.app
-    await pilot.click("#custom-spec")
-    app.main.query_one("#custom-spec").value = ""
-    await pilot.press(*spec, "enter")
-    shape_field = app.main.query_one("#shape")
-    if "oom" in spec:  # its forward raises, so the analysis fails too: wait for that error
-        await wait_until(pilot, lambda: app.pane("picker").spec == spec and "error" in screen_text(app, "#model-summary"),
-                         what="the analysis error")
-        shape_field.value = shape
-        await pilot.press("escape")
-        return
-    await wait_until(pilot, lambda: app.pane("picker").spec == spec and app.pane("picker").complexity is not None, what="the analysis")
-    shape_field.focus()
-    shape_field.value = ""
-    await pilot.press(*shape, "enter")
-    size = int(shape.split("x")[-1])
-    await wait_until(pilot, lambda: app.pane("picker").complexity is not None and app.pane("picker").complexity.input_shape[-1] == size,
-                     what="the analysis at the new shape")
-    await pilot.press("escape")
 
 
 def rows(app, selector: str) -> list[list[str]]:
@@ -54,11 +31,9 @@ async def test_number_keys_reach_every_tab_including_the_new_ones():
         assert TABS[-4:] == ("throughput", "profile", "history", "kernels")
 
 
-async def test_throughput_search_streams_tries_then_shows_the_largest_batch_and_a_plot():
-    app = TorchperfApp(poll_telemetry=False, max_batch=16)
-    async with app.run_test(size=(110, 32)) as pilot:
-        await wait_ready(pilot)
-        await choose(pilot)
+async def test_throughput_search_streams_tries_then_shows_the_largest_batch_and_a_plot(tiny_app):
+    async with tiny_app(shape="3x16x16", size=(110, 32), max_batch=16) as pilot:
+        app = pilot.app
         await pilot.press("t")
         assert app.main.active_tab() == "throughput"
         await wait_until(pilot, lambda: "largest batch" in screen_text(app, "#throughput-summary"),
@@ -79,11 +54,9 @@ async def test_throughput_search_streams_tries_then_shows_the_largest_batch_and_
         assert [int(x) for x in plot._plot._datasets[0].x] == [1, 2, 4, 8, 16]
 
 
-async def test_throughput_on_a_model_that_runs_out_of_memory_says_so_and_keeps_going():
-    app = TorchperfApp(poll_telemetry=False, max_batch=16)
-    async with app.run_test(size=(110, 32)) as pilot:
-        await wait_ready(pilot)
-        await choose(pilot, "tests.tinymodels:oom_model")
+async def test_throughput_on_a_model_that_runs_out_of_memory_says_so_and_keeps_going(tiny_app):
+    async with tiny_app(spec="tests.tinymodels:oom_model", shape="3x16x16", size=(110, 32), max_batch=16) as pilot:
+        app = pilot.app
         await pilot.press("t")
         # No batch fitting is an error (one line), not a result without a rate.
         await wait_until(pilot, lambda: "even batch 1 does not fit" in screen_text(app, "#throughput-status"),
@@ -113,7 +86,7 @@ async def test_a_new_request_or_c_cancels_the_search_in_flight():
     async with app.run_test(size=(110, 32)) as pilot:
         await wait_ready(pilot)
         # The tiny CNN's search now stops at its plateau in under a second: too soon to be cancelled.
-        await choose(pilot, "tests.app.test_analysis_tabs:slow_rising")
+        await choose_model(pilot, "tests.app.test_analysis_tabs:slow_rising", "3x16x16")
         await pilot.press("t")
         first = app.pane("throughput").jobs.job_id("search")
         await wait_until(pilot, lambda: app.main.query_one("#throughput-table").row_count >= 1, what="a try")
@@ -131,11 +104,9 @@ async def test_a_new_request_or_c_cancels_the_search_in_flight():
         assert not app.session.measure.pending({"throughput"})
 
 
-async def test_profile_shows_a_convolution_row_sorts_and_writes_the_trace():
-    app = TorchperfApp(poll_telemetry=False, profile_iters=2)
-    async with app.run_test(size=(120, 32)) as pilot:
-        await wait_ready(pilot)
-        await choose(pilot)
+async def test_profile_shows_a_convolution_row_sorts_and_writes_the_trace(tiny_app):
+    async with tiny_app(shape="3x16x16", size=(120, 32), profile_iters=2) as pilot:
+        app = pilot.app
         await pilot.press("p")
         assert app.main.active_tab() == "profile"
         pane = app.main.query_one("#profile")
@@ -161,16 +132,14 @@ async def test_profile_shows_a_convolution_row_sorts_and_writes_the_trace():
         assert names == sorted(names)
 
 
-async def test_a_failed_profile_is_notified_and_the_earlier_result_stays():
-    app = TorchperfApp(poll_telemetry=False, profile_iters=1)
-    async with app.run_test(size=(120, 32)) as pilot:
-        await wait_ready(pilot)
-        await choose(pilot)
+async def test_a_failed_profile_is_notified_and_the_earlier_result_stays(tiny_app):
+    async with tiny_app(shape="3x16x16", size=(120, 32), profile_iters=1) as pilot:
+        app = pilot.app
         await pilot.press("p")
         pane = app.main.query_one("#profile")
         await wait_until(pilot, lambda: pane.result is not None, what="the profile")
         before = app.main.query_one("#profile-table").row_count
-        await choose(pilot, "tests.tinymodels:oom_model")
+        await choose_model(pilot, "tests.tinymodels:oom_model", "3x16x16")
         await pilot.press("p")
         await wait_until(pilot, lambda: "error" in screen_text(app, "#profile-status"), what="the error line")
         assert any("out of memory" in text.lower() for text in notifications(app))
@@ -185,7 +154,7 @@ async def test_history_lists_runs_made_here_and_compares_two_marked():
         await wait_until(pilot, lambda: "no runs recorded yet" in screen_text(app, "#history-note"),
                          what="the empty history")
         await pilot.press("1")
-        await choose(pilot)
+        await choose_model(pilot, shape="3x16x16")
         await pilot.press("r")
         await wait_until(pilot, lambda: app.session.runs.get(1) is not None and app.session.runs.get(1).finished, what="run 1")
         await pilot.click("#flag-mkldnn_enabled")  # run 2, with oneDNN off
@@ -221,11 +190,9 @@ async def test_corrupt_history_lines_are_a_warning_not_a_failure(tmp_path):
         assert "1 bad line(s) skipped" in screen_text(app, "#history-note")
 
 
-async def test_a_finished_run_shows_its_roofline():
-    app = TorchperfApp(poll_telemetry=False, warmup=1, iters=10)
-    async with app.run_test(size=(120, 32)) as pilot:
-        await wait_ready(pilot)
-        await choose(pilot)
+async def test_a_finished_run_shows_its_roofline(tiny_app):
+    async with tiny_app(shape="3x16x16", size=(120, 32), warmup=1, iters=10) as pilot:
+        app = pilot.app
         await pilot.press("r")
         await wait_until(pilot, lambda: "roofline" in screen_text(app, "#run-roofline"), what="the roofline line")
         line = screen_text(app, "#run-roofline")

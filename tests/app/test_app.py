@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.app.helpers import TINY, GiB, gpu_report_and_fakes, screen_text, wait_ready, wait_until
+from tests.app.helpers import TINY, GiB, choose_model, gpu_report_and_fakes, screen_text, wait_ready, wait_until
 from torchperf_tui.app.app import TorchperfApp
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -16,21 +16,6 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def notifications(app) -> list[str]:
     return [n.message for n in app._notifications]
-
-
-async def choose_tiny(pilot, shape: str = "3x32x32") -> None:
-    """Type the custom spec and the input shape as a user would, and wait for the analysis."""
-    app = pilot.app
-    await pilot.click("#custom-spec")
-    await pilot.press(*TINY, "enter")
-    await wait_until(pilot, lambda: app.pane("picker").complexity is not None, what="the tiny model's analysis")
-    shape_field = app.main.query_one("#shape")
-    shape_field.focus()
-    shape_field.value = ""
-    await pilot.press(*shape, "enter")
-    await wait_until(pilot, lambda: app.pane("picker").complexity is not None and app.pane("picker").complexity.input_shape[-1] == 32,
-                     what="the analysis at the new shape")
-    await pilot.press("escape")
 
 
 def test_app_module_imports_no_torch_numpy_or_engine():
@@ -79,11 +64,9 @@ async def test_pick_a_model_by_typing_shows_its_flops_and_layers():
         assert table.row_count == len(app.pane("picker").complexity.layers) > 10
 
 
-async def test_a_run_fills_progress_stats_and_histogram():
-    app = TorchperfApp(poll_telemetry=False, warmup=3, iters=150)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await wait_ready(pilot)
-        await choose_tiny(pilot)
+async def test_a_run_fills_progress_stats_and_histogram(tiny_app):
+    async with tiny_app(size=(100, 30), warmup=3, iters=150) as pilot:
+        app = pilot.app
         await pilot.press("r")
         await wait_until(pilot, lambda: app.session.runs.get(1) is not None and app.session.runs.get(1).finished,
                          what="the run to finish")
@@ -108,7 +91,7 @@ async def test_a_completed_run_is_in_the_history_file_at_once(tmp_path):
     app = TorchperfApp(poll_telemetry=False, warmup=1, iters=5, history_path=str(path))
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_ready(pilot)
-        await choose_tiny(pilot)
+        await choose_model(pilot)
         await pilot.press("r")
         await wait_until(pilot, lambda: path.exists() and History(str(path)).load().records,
                          what="the run in the history file")
@@ -117,24 +100,20 @@ async def test_a_completed_run_is_in_the_history_file_at_once(tmp_path):
         assert record.flags == app.session.runs.get(1).result.flags.to_dict()
 
 
-async def test_samples_arrive_in_batches_not_one_message_per_iteration():
-    app = TorchperfApp(poll_telemetry=False, warmup=0, iters=2000)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await wait_ready(pilot)
-        await choose_tiny(pilot)
+async def test_samples_arrive_in_batches_not_one_message_per_iteration(tiny_app):
+    async with tiny_app(size=(100, 30), warmup=0, iters=2000) as pilot:
+        app = pilot.app
         await pilot.press("r")
         await wait_until(pilot, lambda: app.session.runs.get(1) is not None and app.session.runs.get(1).finished,
                          what="the run to finish")
         record = app.session.runs.get(1)
-    assert record.status == "done" and len(record.samples_ms) == 2000
-    assert 2 <= record.batches < 2001 / 4  # first iteration + timed batches, far fewer than iterations
+        assert record.status == "done" and len(record.samples_ms) == 2000
+        assert 2 <= record.batches < 2001 / 4  # first iteration + timed batches, far fewer than iterations
 
 
-async def test_flipping_a_flag_mid_run_cancels_it_and_restarts_with_the_new_flags():
-    app = TorchperfApp(poll_telemetry=False, warmup=0, iters=1_000_000)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await wait_ready(pilot)
-        await choose_tiny(pilot)
+async def test_flipping_a_flag_mid_run_cancels_it_and_restarts_with_the_new_flags(tiny_app):
+    async with tiny_app(size=(100, 30), warmup=0, iters=1_000_000) as pilot:
+        app = pilot.app
         await pilot.press("r")
         await wait_until(pilot, lambda: len(app.session.runs.get(1).samples_ms) > 20, what="run 1 in flight")
         assert app.pane("flags").flags.mkldnn_enabled is True
@@ -163,11 +142,9 @@ async def test_release_memory_key_shows_what_was_freed():
         assert "released" in app.pane("memory").last_release.summary()
 
 
-async def test_model_errors_are_notified_and_earlier_results_stay():
-    app = TorchperfApp(poll_telemetry=False, warmup=0, iters=30)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await wait_ready(pilot)
-        await choose_tiny(pilot)
+async def test_model_errors_are_notified_and_earlier_results_stay(tiny_app):
+    async with tiny_app(size=(100, 30), warmup=0, iters=30) as pilot:
+        app = pilot.app
         await pilot.press("r")
         await wait_until(pilot, lambda: app.session.runs.get(1).finished, what="run 1")
         await pilot.click("#custom-spec")
@@ -216,11 +193,9 @@ async def test_help_screenshot_and_command_palette(tmp_path):
             assert title in titles
 
 
-async def test_quit_key_cancels_a_run_in_flight():
-    app = TorchperfApp(poll_telemetry=False, warmup=0, iters=1_000_000)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await wait_ready(pilot)
-        await choose_tiny(pilot)
+async def test_quit_key_cancels_a_run_in_flight(tiny_app):
+    async with tiny_app(size=(100, 30), warmup=0, iters=1_000_000) as pilot:
+        app = pilot.app
         await pilot.press("r")
         await wait_until(pilot, lambda: len(app.session.runs.get(1).samples_ms) > 5, what="run in flight")
         process = app.session.measure._process
@@ -267,11 +242,9 @@ async def test_fake_h100_device_and_memory_views():
         assert any("released" in t for t in notifications(app))
 
 
-async def test_two_runs_are_compared_overlaid_and_the_baseline_can_change():
-    app = TorchperfApp(poll_telemetry=False, warmup=2, iters=60)
-    async with app.run_test(size=(110, 32)) as pilot:
-        await wait_ready(pilot)
-        await choose_tiny(pilot)
+async def test_two_runs_are_compared_overlaid_and_the_baseline_can_change(tiny_app):
+    async with tiny_app(size=(110, 32), warmup=2, iters=60) as pilot:
+        app = pilot.app
         await pilot.press("r")
         await wait_until(pilot, lambda: app.session.runs.get(1).finished, what="run 1")
         await pilot.click("#flag-deterministic_algorithms")  # run 2 with another flag set

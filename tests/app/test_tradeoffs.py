@@ -7,7 +7,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from tests.app.helpers import TINY, screen_text, wait_ready, wait_until
-from tests.app.test_analysis_tabs import choose, rows
+from tests.app.test_analysis_tabs import rows
 from tests.app.test_app import notifications
 from torchperf_tui.app.app import TorchperfApp
 from torchperf_tui.app.runs import RunRecord
@@ -23,11 +23,9 @@ async def pick(pilot, name: str, downs: int) -> None:
     await pilot.press("escape")
 
 
-async def test_a_random_shape_schedule_reruns_and_draws_new_shape_iterations_apart():
-    app = TorchperfApp(poll_telemetry=False, warmup=1, iters=12)
-    async with app.run_test(size=(110, 34)) as pilot:
-        await wait_ready(pilot)
-        await choose(pilot, shape="3x32x32")
+async def test_a_random_shape_schedule_reruns_and_draws_new_shape_iterations_apart(tiny_app):
+    async with tiny_app(shape="3x32x32", size=(110, 34), warmup=1, iters=12) as pilot:
+        app = pilot.app
         await pick(pilot, "shapes", 2)  # fixed -> cycle:4 -> random
         assert app.pane("options").options["shapes"] == "random"
         timing = app.pane("timing")
@@ -45,11 +43,9 @@ async def test_a_random_shape_schedule_reruns_and_draws_new_shape_iterations_apa
         assert len(histogram.samples) + len(histogram.first_seen) == 12
 
 
-async def test_a_flip_in_ab_mode_runs_both_flag_sets_interleaved_and_gives_a_verdict():
-    app = TorchperfApp(poll_telemetry=False, warmup=1, iters=10)
-    async with app.run_test(size=(110, 34)) as pilot:
-        await wait_ready(pilot)
-        await choose(pilot)
+async def test_a_flip_in_ab_mode_runs_both_flag_sets_interleaved_and_gives_a_verdict(tiny_app):
+    async with tiny_app(shape="3x16x16", size=(110, 34), warmup=1, iters=10) as pilot:
+        app = pilot.app
         await pilot.press("a")  # nothing flipped yet: says how to use it
         assert any("flip a flag first" in text for text in notifications(app))
         await pick(pilot, "flip", 1)
@@ -75,11 +71,9 @@ async def test_a_flip_in_ab_mode_runs_both_flag_sets_interleaved_and_gives_a_ver
         assert any(label.startswith(arm_b.label) for label in labels)
 
 
-async def test_kernels_key_tables_each_conv_layer_under_the_old_and_new_flags():
-    app = TorchperfApp(poll_telemetry=False, warmup=1, iters=1_000_000)
-    async with app.run_test(size=(110, 34)) as pilot:
-        await wait_ready(pilot)
-        await choose(pilot, shape="3x32x32")
+async def test_kernels_key_tables_each_conv_layer_under_the_old_and_new_flags(tiny_app):
+    async with tiny_app(shape="3x32x32", size=(110, 34), warmup=1, iters=1_000_000) as pilot:
+        app = pilot.app
         app.main.query_one("#batch").value = "2"  # oneDNN takes a float32 conv from batch 2
         await pilot.click("#flag-mkldnn_enabled")  # starts a run with the new flags
         timing = app.pane("timing")
@@ -100,11 +94,9 @@ async def test_kernels_key_tables_each_conv_layer_under_the_old_and_new_flags():
         assert "GPU view" in screen_text(app, "#kernels-note")
 
 
-async def test_determinism_key_reports_bitwise_equality_and_memsnap_says_it_needs_cuda():
-    app = TorchperfApp(poll_telemetry=False)
-    async with app.run_test(size=(110, 34)) as pilot:
-        await wait_ready(pilot)
-        await choose(pilot)
+async def test_determinism_key_reports_bitwise_equality_and_memsnap_says_it_needs_cuda(tiny_app):
+    async with tiny_app(shape="3x16x16", size=(110, 34)) as pilot:
+        app = pilot.app
         await pilot.press("d")
         await wait_until(pilot, lambda: app.pane("timing").last_determinism is not None, what="the determinism check")
         assert "bitwise identical" in screen_text(app, "#run-note")
@@ -113,11 +105,9 @@ async def test_determinism_key_reports_bitwise_equality_and_memsnap_says_it_need
                          what="the memsnap error")
 
 
-async def test_memory_chart_draws_the_runs_per_iteration_trace_and_marks_a_release():
-    app = TorchperfApp(poll_telemetry=False, warmup=1, iters=8)
-    async with app.run_test(size=(110, 34)) as pilot:
-        await wait_ready(pilot)
-        await choose(pilot)
+async def test_memory_chart_draws_the_runs_per_iteration_trace_and_marks_a_release(tiny_app):
+    async with tiny_app(shape="3x16x16", size=(110, 34), warmup=1, iters=8) as pilot:
+        app = pilot.app
         await pilot.press("r")
         await wait_until(pilot, lambda: app.session.runs.get(1) is not None and app.session.runs.get(1).status == "done",
                          what="the run")

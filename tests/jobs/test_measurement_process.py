@@ -143,3 +143,17 @@ def test_release_runs_where_the_model_was_and_reports_it(measurement):
     reading = process.submit("memory")
     rec.wait_for(lambda: rec.end_of(reading) is not None)
     assert rec.end_of(reading).result["pid"] == process.pid != 0
+
+
+def test_one_measurement_at_a_time_a_measuring_job_cancels_the_one_in_flight(measurement):
+    process, rec = measurement
+    run = process.submit("time", {"cfg": _cfg(iters=1_000_000)}, "the long run")
+    rec.wait_for(lambda: any(isinstance(e, Samples) and e.phase == "timed" and e.job_id == run for e in rec.events))
+    reading = process.submit("memory")  # not a measurement: it waits its turn, cancels nothing
+    check = process.submit("determinism", {"cfg": _cfg()}, "the check")
+    rec.wait_for(lambda: rec.end_of(check) is not None)
+    stopped = rec.end_of(run)
+    assert isinstance(stopped, JobDone) and stopped.result.cancelled  # the run ended with what it had
+    assert isinstance(rec.end_of(check), JobDone) and isinstance(rec.end_of(reading), JobDone)
+    ends = [e.job_id for e in rec.events if isinstance(e, (JobDone, JobFailed))]
+    assert ends.index(run) < ends.index(check)  # never both on the machine

@@ -8,37 +8,20 @@ Session (app/session.py) holds what they share. The App passes a few facts betwe
 
 from __future__ import annotations
 
-import os
 from typing import Any, Iterable
 
 from textual import events, on
 from textual.app import App, SystemCommand
 from textual.screen import Screen
-from textual.widgets import TabbedContent
 
 from torchperf_tui import options
-from torchperf_tui.engine.errors import TorchperfError, user_message
-from torchperf_tui.app import commands
+from torchperf_tui.app import commands, screenshots
 from torchperf_tui.app.guards import while_running
 from torchperf_tui.app.messages import EngineLoaded, HistoryChanged, MeasurementEvent, MeasurementNotice, RunsChanged
 from torchperf_tui.app.screens.main import MainScreen
 from torchperf_tui.app.session import Session
-from torchperf_tui.app.widgets.compare.compare_pane import ComparePane
-from torchperf_tui.app.widgets.device.device_pane import DevicePane, short_name
-from torchperf_tui.app.widgets.flags.flags_pane import FlagsPane
-from torchperf_tui.app.widgets.flags.run_options import RunOptionsPane
-from torchperf_tui.app.widgets.history.history_pane import HistoryPane
-from torchperf_tui.app.widgets.kernels.kernels_pane import KernelsPane
-from torchperf_tui.app.widgets.layers.layers_pane import LayersPane, complexity_summary
-from torchperf_tui.app.widgets.memory.memory_pane import MemoryPane
-from torchperf_tui.app.widgets.picker.model_picker import ModelPicker
-from torchperf_tui.app.widgets.profile.profile_pane import ProfilePane
-from torchperf_tui.app.widgets.throughput.throughput_pane import ThroughputPane
-from torchperf_tui.app.widgets.timing.timing_pane import TimingPane
-
-PANES = {"timing": TimingPane, "compare": ComparePane, "layers": LayersPane, "device": DevicePane,
-         "memory": MemoryPane, "throughput": ThroughputPane, "profile": ProfilePane, "history": HistoryPane,
-         "kernels": KernelsPane, "picker": ModelPicker, "flags": FlagsPane, "options": RunOptionsPane}
+from torchperf_tui.app.widgets.device.device_pane import short_name
+from torchperf_tui.app.widgets.layers.layers_pane import complexity_summary
 
 
 class TorchperfApp(App):
@@ -82,7 +65,7 @@ class TorchperfApp(App):
         return self.main
 
     def pane(self, name: str):
-        return self.main.query_one(PANES[name])
+        return self.main.pane(name)
 
     # -- start-up: paint first, then the measurement process and the engine ------------------------
     def on_load(self) -> None:
@@ -95,9 +78,8 @@ class TorchperfApp(App):
         self._when_panes_mounted()
 
     def _when_panes_mounted(self) -> None:
-        """The panes mount a little after the first frame (Lazy); the jobs start once they can answer."""
-        if all(self.main.query(pane) for pane in PANES.values()) and \
-                all(select.query("SelectCurrent") for select in self.main.query("Select")):
+        """The jobs start once the panes that own them can answer."""
+        if self.main.panes_mounted():
             self.call_after_refresh(self._start)
         else:
             self.set_timer(0.02, self._when_panes_mounted)
@@ -153,62 +135,60 @@ class TorchperfApp(App):
         self.pane("flags").show_applicability(session.engine.flags.FLAG_SPECS, session.device_kind(),
                                               session.flag_applies)
 
-    @on(DevicePane.Probed)
-    @on(DevicePane.Chosen)
     @while_running
-    def _device_known(self, message) -> None:
-        if isinstance(message, DevicePane.Chosen):
-            self.session.device = message.device
+    def on_device_pane_probed(self, message) -> None:
+        self._device_known()
+
+    @while_running
+    def on_device_pane_chosen(self, message) -> None:
+        self.session.device = message.device
+        self._device_known()
+
+    def _device_known(self) -> None:
         if self.session.report is not None:
             self.sub_title = short_name(self.session.report, self.session.resolved_device())
         self._show_flags()
         self.pane("memory").redraw()
 
-    @on(DevicePane.ProbeFailed)
-    def _probe_failed_(self, message: DevicePane.ProbeFailed) -> None:
+    def on_device_pane_probe_failed(self, message) -> None:
         self.notify(f"device: {message.error}", severity="error", timeout=8)
         self._probe_failed = True
         self._show_flags()
 
-    @on(ModelPicker.CatalogueReady)
     @while_running
-    def _catalogue_ready(self, message: ModelPicker.CatalogueReady) -> None:
+    def on_model_picker_catalogue_ready(self, message) -> None:
+        timing = self.pane("timing")
         if message.error:
             self.notify(f"models: {message.error}", severity="error", timeout=8)
-            self.pane("timing").show_model(f"model catalogue not available: {message.error}")
+            timing.show_model(f"model catalogue not available: {message.error}")
             return
-        self.pane("timing").show_model("pick a model: / to filter, ⏎ to choose")
+        timing.show_model("pick a model: / to filter, ⏎ to choose")
         if self.initial_model and self.pane("picker").spec is None:
             self.pane("picker").choose(self.initial_model)
             if self.demo is not None:
                 self.demo.start()
             elif self.autostart:
-                self.pane("timing").start_run()
+                timing.start_run()
 
-    @on(ModelPicker.Analysing)
-    def _analysing(self, message: ModelPicker.Analysing) -> None:
+    def on_model_picker_analysing(self, message) -> None:
         self.pane("timing").show_model(f"[b]{message.spec}[/] · analysing…")
 
-    @on(ModelPicker.Analysed)
-    def _analysed(self, message: ModelPicker.Analysed) -> None:
+    def on_model_picker_analysed(self, message) -> None:
         self.pane("timing").show_model(f"[b]{message.spec}[/] · {complexity_summary(message.complexity)}")
         self.pane("layers").show_complexity(message.spec, message.complexity)
 
-    @on(ModelPicker.Failed)
-    def _model_failed(self, message: ModelPicker.Failed) -> None:
+    def on_model_picker_failed(self, message) -> None:
         self.notify(message.error, title=message.spec, severity="error", timeout=8)
         if self.demo is not None:
             self.demo.stop(f"demo stopped: {message.spec}: {message.error}")
         self.pane("timing").show_model(f"[b]{message.spec}[/] · [b $error]error:[/] {message.error}")
         self.pane("layers").show_error(message.spec, message.error)
 
-    @on(TimingPane.RooflineReady)
-    def _roofline_ready(self, message: TimingPane.RooflineReady) -> None:
+    def on_timing_pane_roofline_ready(self, message) -> None:
         if message.result.model == self.pane("picker").spec:
             self.pane("layers").show_roofline(message.result.layers)
 
-    @on(FlagsPane.Changed)
-    def _flags_changed(self, message: FlagsPane.Changed) -> None:
+    def on_flags_pane_changed(self, message) -> None:
         """A flip re-measures: the old flags against the new interleaved (on flip: A/B), or a new run."""
         if self.pane("picker").spec is None or not self.session.has("timing"):
             return
@@ -217,8 +197,7 @@ class TorchperfApp(App):
         else:
             self.pane("timing").start_run()
 
-    @on(RunOptionsPane.Changed)
-    def _run_option_changed(self, message: RunOptionsPane.Changed) -> None:
+    def on_run_options_pane_changed(self, message) -> None:
         if message.name in ("shapes", "compile") and self.pane("picker").spec is not None \
                 and self.session.has("timing"):
             self.pane("timing").start_run()
@@ -232,11 +211,6 @@ class TorchperfApp(App):
         self.pane("history").refresh_history()
 
     # -- global keys (navigation keys are the main screen's) ------------------------------------------
-    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        pane = PANES.get(self.main.active_tab())
-        if pane is not None and hasattr(pane, "on_shown") and self.main.query(pane):
-            self.main.query_one(pane).on_shown()  # hidden panes are not redrawn: they catch up here
-
     def action_pane(self, name: str, method: str) -> None:
         """A job's key: the pane that owns the job starts it (app/commands.py names which)."""
         getattr(self.pane(name), method)()
@@ -281,22 +255,12 @@ class TorchperfApp(App):
     def save_screenshot(self, filename: str | None = None, path: str | None = None,
                         time_format: str | None = None) -> str:
         """Textual's, but written beside the target and renamed, and never over a non-regular file."""
-        from textual._files import generate_datetime_filename
-
-        from torchperf_tui.engine.output_files import write_text
-
-        name = filename or generate_datetime_filename(self.title, ".svg", time_format)
-        return str(write_text(os.path.join(os.path.expanduser(path or "./"), name), self.export_screenshot()))
+        return screenshots.save(self, filename, path, time_format)
 
     def deliver_screenshot(self, filename: str | None = None, path: str | None = None,
                            time_format: str | None = None) -> str | None:
         """`s` and the command palette's screenshot: saved (this app runs in a terminal, not a browser)."""
-        try:
-            saved = self.save_screenshot(filename, path or self.screenshot_dir, time_format)
-        except (OSError, TorchperfError) as exc:
-            self.notify(user_message(exc), title="screenshot failed", severity="error")
-            return None
-        self.notify(f"saved to {saved}", title="screenshot", timeout=8)
+        screenshots.deliver(self, filename, path or self.screenshot_dir, time_format)
         return None
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:

@@ -10,6 +10,7 @@ from torchperf_tui.app.screens.main import TABS
 BINDINGS = [
     Binding("r", "pane('timing', 'start_run')", "Run"),
     Binding("c", "cancel_run", "Cancel"),
+    Binding("slash", "screen.focus_filter", "Model"),  # the screen's, here for its place in the footer
     Binding("e", "pane('memory', 'release')", "Free mem"),
     Binding("s", "screenshot", "Shot"),
     Binding("question_mark", "help", "Help"),

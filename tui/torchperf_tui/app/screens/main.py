@@ -25,6 +25,9 @@ from torchperf_tui.app.widgets.throughput.throughput_pane import ThroughputPane
 from torchperf_tui.app.widgets.timing.timing_pane import TimingPane
 
 TABS = ("timing", "compare", "layers", "device", "memory", "throughput", "profile", "history", "kernels")
+PANES = {"timing": TimingPane, "compare": ComparePane, "layers": LayersPane, "device": DevicePane,
+         "memory": MemoryPane, "throughput": ThroughputPane, "profile": ProfilePane, "history": HistoryPane,
+         "kernels": KernelsPane, "picker": ModelPicker, "flags": FlagsPane, "options": RunOptionsPane}
 
 
 class MainScreen(Screen):
@@ -34,7 +37,6 @@ class MainScreen(Screen):
     AUTO_FOCUS = "#model-list"
 
     BINDINGS = [
-        Binding("slash", "focus_filter", "Model"),
         Binding("f", "focus_flags", "Flags", show=False),
         Binding("escape", "leave_field", "Leave field", show=False),
         *[Binding(str(i + 1), f"show_tab('{name}')", name.title(), show=False) for i, name in enumerate(TABS)],
@@ -108,7 +110,21 @@ class MainScreen(Screen):
         complexity = self.query_one(ModelPicker).complexity
         return tuple(complexity.input_shape) if complexity is not None else None
 
+    def pane(self, name: str):
+        """The pane called `name` in PANES."""
+        return self.query_one(PANES[name])
+
+    def panes_mounted(self) -> bool:
+        """The panes mount a little after the first frame (Lazy), their selects a little after them."""
+        return all(self.query(pane) for pane in PANES.values()) and \
+            all(select.query("SelectCurrent") for select in self.query("Select"))
+
     # -- navigation ----------------------------------------------------------------------------------
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        pane = PANES.get(self.active_tab())
+        if pane is not None and hasattr(pane, "on_shown") and self.query(pane):
+            self.query_one(pane).on_shown()  # hidden panes are not redrawn: they catch up when shown
+
     def active_tab(self) -> str:
         try:
             return self.query_one(TabbedContent).active.removeprefix("tab-")

@@ -1,0 +1,29 @@
+"""The app tests' fixture: "app ready, a tiny model chosen", instead of each test repeating it."""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+
+from tests.app.helpers import TINY, choose_model, wait_ready
+
+
+@contextlib.asynccontextmanager
+async def ready_app(spec: str = TINY, shape: str = "3x32x32", size: tuple[int, int] = (110, 34), **options):
+    """TorchperfApp(poll_telemetry=False, **options) under Pilot, the engine loaded, the device probed and the
+    flag switches built, `spec` chosen at `shape` as a user types them and its analysis done."""
+    from torchperf_tui.app.app import TorchperfApp
+
+    app = TorchperfApp(poll_telemetry=False, **options)
+    async with app.run_test(size=size) as pilot:
+        await wait_ready(pilot)
+        await choose_model(pilot, spec, shape)
+        yield pilot
+
+
+@pytest.fixture
+def tiny_app():
+    """`async with tiny_app(**options) as pilot:` gives the app ready with the tiny model chosen (ready_app). The
+    app runs inside the test's own `async with`, so that Textual's context stays the test's."""
+    return ready_app

@@ -1,0 +1,28 @@
+"""Screenshots of the app (key s, and the command palette's): SVGs written beside the target and renamed over
+it (engine/output_files.py), never over a directory, a FIFO or a link, and a failure said in one line."""
+
+from __future__ import annotations
+
+import os
+
+
+def save(app, filename: str | None, path: str | None, time_format: str | None) -> str:
+    """Write the screen as an SVG; returns where. Raises OSError or TorchperfError."""
+    from textual._files import generate_datetime_filename
+
+    from torchperf_tui.engine.output_files import write_text
+
+    name = filename or generate_datetime_filename(app.title, ".svg", time_format)
+    return str(write_text(os.path.join(os.path.expanduser(path or "./"), name), app.export_screenshot()))
+
+
+def deliver(app, filename: str | None, path: str | None, time_format: str | None) -> None:
+    """Save and say where, or say why not."""
+    from torchperf_tui.engine.errors import TorchperfError, user_message
+
+    try:
+        saved = save(app, filename, path, time_format)
+    except (OSError, TorchperfError) as exc:
+        app.notify(user_message(exc), title="screenshot failed", severity="error")
+        return
+    app.notify(f"saved to {saved}", title="screenshot", timeout=8)
