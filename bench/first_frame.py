@@ -60,6 +60,13 @@ def main() -> int:
         print("tmux is needed: apt-get install tmux", file=sys.stderr)
         return 1
     python = sys.executable
+    # Bytecode as an installed package has it (pip compiles at install): this environment sets
+    # PYTHONDONTWRITEBYTECODE, so an edited module would otherwise be compiled from source at every start.
+    import compileall
+
+    import torchperf_tui
+
+    compileall.compile_dir(os.path.dirname(torchperf_tui.__file__), quiet=1)
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as fh:
         fh.write(BARE_APP)
         bare_script = fh.name

@@ -75,3 +75,16 @@ def test_the_memory_pane_names_the_gap_between_nvml_and_the_allocator():
     GiB = 1024**3
     text = process_gpu_text(3 * GiB, 2 * GiB)
     assert "3.0 GiB" in text and "1.0 GiB" in text and "CUDA context" in text
+
+
+def test_the_first_frame_imports_no_pane_torch_numpy_or_scipy():
+    """The panes and their widgets load after the first frame (screens/main.py mounts them): importing the app
+    must not pull them in, nor what only the measurement process needs."""
+    import subprocess
+    import sys
+
+    code = ("import sys, torchperf_tui.app.app\n"
+            "print(sorted(m for m in sys.modules if m.startswith('torchperf_tui.app.widgets')\n"
+            "             or m.split('.')[0] in ('torch', 'numpy', 'scipy', 'textual_plot')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -100,7 +100,9 @@ def _flags_from(args):
     return flags
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands: bool = True) -> argparse.ArgumentParser:
+    """The CLI's parser; `commands=False`: only the app's options (the twelve subcommand parsers cost
+    milliseconds of the app's first frame)."""
     parser = _Parser(prog=PROG, description="How fast is this PyTorch model on this box, and why. "
                      "With no command, starts the terminal app.")
     parser.add_argument("--model", help="TUI: open with this model selected (torchvision name or module:factory)")
@@ -113,6 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--history", metavar="PATH", help="run history file (JSON lines; default: $TORCHPERF_HISTORY, "
                         "else the user data directory)")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    if not commands:
+        return parser
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     p = sub.add_parser("info", help="device facts: GPU/CPU, versions, peak FLOPS and bandwidth")
@@ -507,8 +511,19 @@ def run_tui(args) -> int:
     return app.return_code or 0
 
 
+def _parse(argv: list[str]) -> argparse.Namespace:
+    """Starting the app needs only the top-level options; anything else (a command, help, a word that is
+    neither) goes through the whole parser, which gives the usual messages."""
+    if not any(a in COMMANDS or a in ("-h", "--help") for a in argv):
+        args, extra = build_parser(commands=False).parse_known_args(argv)
+        if not extra:
+            args.command = None
+            return args
+    return build_parser().parse_args(argv)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = _parse(list(sys.argv[1:] if argv is None else argv))
     from torchperf_tui.engine.errors import TorchperfError  # cheap: no torch import
 
     try:

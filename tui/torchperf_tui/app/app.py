@@ -20,8 +20,6 @@ from torchperf_tui.app.guards import while_running
 from torchperf_tui.app.messages import EngineLoaded, HistoryChanged, MeasurementEvent, MeasurementNotice, RunsChanged
 from torchperf_tui.app.screens.main import MainScreen
 from torchperf_tui.app.session import Session
-from torchperf_tui.app.widgets.device.device_pane import short_name
-from torchperf_tui.app.widgets.layers.layers_pane import complexity_summary
 
 
 class TorchperfApp(App):
@@ -146,6 +144,8 @@ class TorchperfApp(App):
 
     def _device_known(self) -> None:
         if self.session.report is not None:
+            from torchperf_tui.app.widgets.device.device_pane import short_name
+
             self.sub_title = short_name(self.session.report, self.session.resolved_device())
         self._show_flags()
         self.pane("memory").redraw()
@@ -174,6 +174,8 @@ class TorchperfApp(App):
         self.pane("timing").show_model(f"[b]{message.spec}[/] · analysing…")
 
     def on_model_picker_analysed(self, message) -> None:
+        from torchperf_tui.app.widgets.layers.layers_pane import complexity_summary
+
         self.pane("timing").show_model(f"[b]{message.spec}[/] · {complexity_summary(message.complexity)}")
         self.pane("layers").show_complexity(message.spec, message.complexity)
 
@@ -213,7 +215,8 @@ class TorchperfApp(App):
     # -- global keys (navigation keys are the main screen's) ------------------------------------------
     def action_pane(self, name: str, method: str) -> None:
         """A job's key: the pane that owns the job starts it (app/commands.py names which)."""
-        getattr(self.pane(name), method)()
+        if self.main.panes_mounted():  # not in the instant before they mount
+            getattr(self.pane(name), method)()
 
     def action_cancel_run(self) -> None:
         """Cancel what measures (each job stops between iterations; one stuck in native code is killed with
@@ -226,6 +229,8 @@ class TorchperfApp(App):
             self.notify("cancelling the run…", timeout=2)
 
     def action_compare_ab(self) -> None:
+        if not self.main.panes_mounted():
+            return
         flags = self.pane("flags")
         arms = flags.arms() if flags.flags is not None else None
         if arms is not None:
@@ -235,6 +240,8 @@ class TorchperfApp(App):
                         severity="warning")
 
     def action_kernels(self) -> None:
+        if not self.main.panes_mounted():
+            return
         flags = self.pane("flags")
         if flags.flags is not None:
             self.pane("kernels").start(*(flags.arms() or (flags.flags, flags.flags)))

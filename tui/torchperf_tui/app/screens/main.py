@@ -3,38 +3,44 @@ one question about the sidebar: what is selected, frozen (jobs/selection.py), at
 
 from __future__ import annotations
 
+import importlib
+
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.containers import Horizontal, VerticalScroll
-from textual.lazy import Lazy
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Label, Static, TabbedContent, TabPane
 
-from torchperf_tui.app.widgets.compare.compare_pane import ComparePane
-from torchperf_tui.app.widgets.device.device_pane import DevicePane
-from torchperf_tui.app.widgets.flags.flags_pane import FlagsPane
-from torchperf_tui.app.widgets.flags.run_options import RunOptionsPane
-from torchperf_tui.app.widgets.history.history_pane import HistoryPane
-from torchperf_tui.app.widgets.kernels.kernels_pane import KernelsPane
-from torchperf_tui.app.widgets.layers.layers_pane import LayersPane
-from torchperf_tui.app.widgets.memory.memory_pane import MemoryPane
-from torchperf_tui.app.widgets.picker.model_picker import ModelPicker
-from torchperf_tui.app.widgets.profile.profile_pane import ProfilePane
-from torchperf_tui.app.widgets.throughput.throughput_pane import ThroughputPane
-from torchperf_tui.app.widgets.timing.timing_pane import TimingPane
-
 TABS = ("timing", "compare", "layers", "device", "memory", "throughput", "profile", "history", "kernels")
-PANES = {"timing": TimingPane, "compare": ComparePane, "layers": LayersPane, "device": DevicePane,
-         "memory": MemoryPane, "throughput": ThroughputPane, "profile": ProfilePane, "history": HistoryPane,
-         "kernels": KernelsPane, "picker": ModelPicker, "flags": FlagsPane, "options": RunOptionsPane}
+# name -> (widget id, module under app/widgets, class). The modules load only after the first frame: the
+# panes and their widgets (DataTable, ProgressBar, plots) are not needed to paint it.
+PANES = {"picker": ("picker", "picker.model_picker", "ModelPicker"),
+         "flags": ("flags", "flags.flags_pane", "FlagsPane"),
+         "options": ("run-options", "flags.run_options", "RunOptionsPane"),
+         "timing": ("timing", "timing.timing_pane", "TimingPane"),
+         "compare": ("compare", "compare.compare_pane", "ComparePane"),
+         "layers": ("layers", "layers.layers_pane", "LayersPane"),
+         "device": ("device", "device.device_pane", "DevicePane"),
+         "memory": ("memory", "memory.memory_pane", "MemoryPane"),
+         "throughput": ("throughput", "throughput.throughput_pane", "ThroughputPane"),
+         "profile": ("profile", "profile.profile_pane", "ProfilePane"),
+         "history": ("history", "history.history_pane", "HistoryPane"),
+         "kernels": ("kernels", "kernels.kernels_pane", "KernelsPane")}
+
+
+def pane_class(name: str):
+    _, module, cls = PANES[name]
+    return getattr(importlib.import_module(f"torchperf_tui.app.widgets.{module}"), cls)
 
 
 class MainScreen(Screen):
-    """Everything on one screen; each pane fills itself from the jobs it starts."""
+    """Everything on one screen; each pane fills itself from the jobs it starts. The first frame is the
+    header, the sidebar's title, a tab bar drawn as text and the footer; the panes and the real tabs are
+    mounted right after it (a bare Textual app paints in ~0.4 s; 9 tabs of widgets would add a third)."""
 
-    # Start in the model list, not a text field: arrows browse, `/` types, and r/q/e keys work at once.
-    AUTO_FOCUS = "#model-list"
+    AUTO_FOCUS = None  # nothing to focus in the first frame: the model list takes it once mounted
 
     BINDINGS = [
         Binding("f", "focus_flags", "Flags", show=False),
@@ -49,53 +55,67 @@ class MainScreen(Screen):
         yield banner
         with Horizontal(id="body"):
             with VerticalScroll(id="sidebar"):
-                # Titles and placeholders paint in the first frame; the controls mount right after it.
                 yield Label("Model", classes="section-title", id="picker-title")
-                yield Lazy(ModelPicker(id="picker"))
-                yield Lazy(FlagsPane(id="flags"))
-                yield Lazy(RunOptionsPane(id="run-options"))
-            with TabbedContent(initial="tab-timing", id="tabs"):
-                with TabPane("Timing", id="tab-timing"):
-                    yield Lazy(TimingPane(id="timing"))
-                # The hidden tabs mount just after the first frame (Lazy): a faster first paint.
-                with TabPane("Compare", id="tab-compare"):
-                    yield Lazy(ComparePane(id="compare"))
-                with TabPane("Layers", id="tab-layers"):
-                    yield Lazy(LayersPane(id="layers"))
-                with TabPane("Device", id="tab-device"):
-                    yield Lazy(DevicePane(id="device"))
-                with TabPane("Memory", id="tab-memory"):
-                    yield Lazy(MemoryPane(id="memory"))
-                with TabPane("Throughput", id="tab-throughput"):
-                    yield Lazy(ThroughputPane(id="throughput"))
-                with TabPane("Profile", id="tab-profile"):
-                    yield Lazy(ProfilePane(id="profile"))
-                with TabPane("History", id="tab-history"):
-                    yield Lazy(HistoryPane(id="history"))
-                with TabPane("Kernels", id="tab-kernels"):
-                    yield Lazy(KernelsPane(id="kernels"))
+            tabs = Text(no_wrap=True, overflow="ellipsis")
+            for i, name in enumerate(TABS):
+                tabs.append(f" {name.title()} ", style="bold" if i == 0 else "dim")
+            yield Static(tabs, id="tabs-placeholder")
         yield Footer()
+
+    def on_mount(self) -> None:
+        self.call_after_refresh(self._mount_panes)
+
+    async def _mount_panes(self) -> None:
+        await self.query_one("#sidebar").mount_all([pane_class(name)(id=PANES[name][0])
+                                                    for name in ("picker", "flags", "options")])
+        tabs = TabbedContent(initial="tab-timing", id="tabs")
+        for name in TABS:
+            tabs.compose_add_child(TabPane(name.title(), pane_class(name)(id=PANES[name][0]), id=f"tab-{name}"))
+        placeholder = self.query_one("#tabs-placeholder")
+        await self.query_one("#body").mount(tabs, after=placeholder)
+        await placeholder.remove()
+        # Start in the model list, not a text field: arrows browse, `/` types, and r/q/e keys work at once.
+        focused = self.focused  # the scrolling sidebar or the tabs take it as they mount, not a user
+        if focused is None or focused.id == "sidebar" or type(focused).__name__ in ("Tabs", "ContentTabs"):
+            self.set_focus(self.query_one("#model-list"))
+
+    def pane(self, name: str):
+        """The pane called `name` in PANES."""
+        return self.query_one(f"#{PANES[name][0]}")
+
+    def panes_mounted(self) -> bool:
+        """The panes mount just after the first frame, their selects a little after them."""
+        return all(self.query(f"#{wid}") for wid, _, _ in PANES.values()) and \
+            all(select.query("SelectCurrent") for select in self.query("Select"))
+
+    # -- navigation ----------------------------------------------------------------------------------
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        name = self.active_tab()
+        if name in PANES and self.query(f"#{PANES[name][0]}"):
+            pane = self.pane(name)
+            if hasattr(pane, "on_shown"):
+                pane.on_shown()  # hidden panes are not redrawn: they catch up when shown
 
     def selection(self):
         """The model, input, device, flags and run options chosen now, frozen (None: no model chosen)."""
         from torchperf_tui.jobs.selection import Selection
 
-        picker = self.query_one(ModelPicker)
+        picker = self.pane("picker")
         if picker.spec is None:
             return None
         settings = picker.settings()
         session = self.app.session
-        options = self.query_one(RunOptionsPane).options
+        options = self.pane("options").options
         return Selection(spec=picker.spec, shape=settings["shape"], batch=settings["batch"], dtype=settings["dtype"],
                          channels_last=settings["channels_last"], device=session.device,
-                         flags=self.query_one(FlagsPane).flags, shapes=options["shapes"], compile=options["compile"],
+                         flags=self.pane("flags").flags, shapes=options["shapes"], compile=options["compile"],
                          warmup=session.warmup, iters=session.iters)
 
     def ready_selection(self, what: str, module: str = "timing"):
         """The selection for a job, or None (and a line saying why) while the engine module it needs is loading
         or missing, or no model is chosen."""
         session = self.app.session
-        if not session.has(module) or self.query_one(FlagsPane).flags is None:
+        if not session.has(module) or self.pane("flags").flags is None:
             why = session.missing.get(module)
             self.app.notify(f"{what} not available: {why}" if why else f"the {what} engine is still loading",
                             severity="warning")
@@ -107,23 +127,8 @@ class MainScreen(Screen):
 
     def default_shape(self) -> tuple | None:
         """The chosen model's input as its analysis found it (None until analysed)."""
-        complexity = self.query_one(ModelPicker).complexity
+        complexity = self.pane("picker").complexity
         return tuple(complexity.input_shape) if complexity is not None else None
-
-    def pane(self, name: str):
-        """The pane called `name` in PANES."""
-        return self.query_one(PANES[name])
-
-    def panes_mounted(self) -> bool:
-        """The panes mount a little after the first frame (Lazy), their selects a little after them."""
-        return all(self.query(pane) for pane in PANES.values()) and \
-            all(select.query("SelectCurrent") for select in self.query("Select"))
-
-    # -- navigation ----------------------------------------------------------------------------------
-    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        pane = PANES.get(self.active_tab())
-        if pane is not None and hasattr(pane, "on_shown") and self.query(pane):
-            self.query_one(pane).on_shown()  # hidden panes are not redrawn: they catch up when shown
 
     def active_tab(self) -> str:
         try:
@@ -132,13 +137,15 @@ class MainScreen(Screen):
             return ""  # shutting down
 
     def show_tab(self, name: str) -> None:
-        self.query_one(TabbedContent).active = f"tab-{name}"
+        if self.query(TabbedContent):  # a key pressed in the instant before the tabs mount does nothing
+            self.query_one(TabbedContent).active = f"tab-{name}"
 
     def action_show_tab(self, name: str) -> None:
         self.show_tab(name)
 
     def action_focus_filter(self) -> None:
-        self.query_one("#model-filter").focus()
+        if self.query("#model-filter"):
+            self.query_one("#model-filter").focus()
 
     def action_focus_flags(self) -> None:
         for control in self.query("FlagRow Switch, FlagRow Select"):
@@ -147,7 +154,8 @@ class MainScreen(Screen):
                 return
 
     def action_leave_field(self) -> None:
-        self.query_one(TabbedContent).query_one("Tabs").focus()
+        if self.query(TabbedContent):
+            self.query_one(TabbedContent).query_one("Tabs").focus()
 
     def show_banner(self, title: str, note: str) -> None:
         """The demo's banner over the tabs."""
