@@ -160,9 +160,9 @@ class TorchperfApp(App):
         timing = self.pane("timing")
         if message.error:
             self.notify(f"models: {message.error}", severity="error", timeout=8)
-            timing.show_model(f"model catalogue not available: {message.error}")
+            timing.model_line = (f"model catalogue not available: {message.error}")
             return
-        timing.show_model("pick a model: / to filter, ⏎ to choose")
+        timing.model_line = ("pick a model: / to filter, ⏎ to choose")
         if self.initial_model and self.pane("picker").spec is None:
             self.pane("picker").choose(self.initial_model)
             if self.demo is not None:
@@ -171,19 +171,19 @@ class TorchperfApp(App):
                 timing.start_run()
 
     def on_model_picker_analysing(self, message) -> None:
-        self.pane("timing").show_model(f"[b]{message.spec}[/] · analysing…")
+        self.pane("timing").model_line = (f"[b]{message.spec}[/] · analysing…")
 
     def on_model_picker_analysed(self, message) -> None:
         from torchperf_tui.app.widgets.layers.layers_pane import complexity_summary
 
-        self.pane("timing").show_model(f"[b]{message.spec}[/] · {complexity_summary(message.complexity)}")
+        self.pane("timing").model_line = (f"[b]{message.spec}[/] · {complexity_summary(message.complexity)}")
         self.pane("layers").show_complexity(message.spec, message.complexity)
 
     def on_model_picker_failed(self, message) -> None:
         self.notify(message.error, title=message.spec, severity="error", timeout=8)
         if self.demo is not None:
             self.demo.stop(f"demo stopped: {message.spec}: {message.error}")
-        self.pane("timing").show_model(f"[b]{message.spec}[/] · [b $error]error:[/] {message.error}")
+        self.pane("timing").model_line = (f"[b]{message.spec}[/] · [b $error]error:[/] {message.error}")
         self.pane("layers").show_error(message.spec, message.error)
 
     def on_timing_pane_roofline_ready(self, message) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from textual import on
 from textual.app import ComposeResult
+from textual.reactive import reactive
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
@@ -37,6 +38,8 @@ class ComparePane(Vertical):
     ComparePane > DataTable { height: auto; max-height: 10; }
     """
 
+    verdict: reactive[str] = reactive("", init=False)  # the A/B line: what runs, then the verdict
+
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.jobs = JobSlots(self)
@@ -56,7 +59,7 @@ class ComparePane(Vertical):
                            ("speedup", "speed-up"), ("fps", "FPS"), ("status", "status"), ("model", "model")):
             table.add_column(label, key=key)
 
-    def show_verdict(self, text: str) -> None:
+    def watch_verdict(self, text: str) -> None:
         self.query_one("#compare-verdict", Static).update(text)
 
     def highlighted_run_id(self) -> int | None:
@@ -93,7 +96,7 @@ class ComparePane(Vertical):
         self.ab_runs = (records[0].run_id, records[1].run_id)
         runs.baseline_id = records[0].run_id  # speed-ups read B against A
         self.screen.show_tab("compare")
-        self.show_verdict(f"A/B: [b]{records[0].flags_text}[/] vs [b]{records[1].flags_text}[/] · interleaved in "
+        self.verdict = (f"A/B: [b]{records[0].flags_text}[/] vs [b]{records[1].flags_text}[/] · interleaved in "
                           f"{AB_BLOCKS} randomised blocks per arm…")
         self.post_message(RunsChanged())
         try:
@@ -139,7 +142,7 @@ class ComparePane(Vertical):
         record.samples_ms.extend(samples)
         record.stats = self.app.session.engine.stats.compute_stats(record.samples_ms, batch=record.batch)
         record.status, record.index, record.total = "timed", index, total
-        self.show_verdict(f"A/B: block {index + 1} of {total} done ({arm}) · the verdict comes at the end")
+        self.verdict = (f"A/B: block {index + 1} of {total} done ({arm}) · the verdict comes at the end")
         self.post_message(RunsChanged())
 
     def _ab_finished(self, result, fingerprint) -> None:
@@ -151,7 +154,7 @@ class ComparePane(Vertical):
             record.stats = compute_stats(record.samples_ms, batch=batch)
             record.status = "cancelled" if result.cancelled else "done"
             record.verdict = result.verdict
-        self.show_verdict(ab_verdict_text(result))
+        self.verdict = (ab_verdict_text(result))
         if result.verdict is not None:
             self.app.notify(result.summary(), title="A/B verdict", timeout=8)
         self.post_message(RunsChanged())
@@ -163,7 +166,7 @@ class ComparePane(Vertical):
         for record in self.arms():
             if not record.finished:
                 record.status, record.error = ("cancelled", None) if cancelled else ("failed", error)
-        self.show_verdict("A/B: cancelled" if cancelled else f"A/B: [b $error]error:[/] {error}")
+        self.verdict = ("A/B: cancelled" if cancelled else f"A/B: [b $error]error:[/] {error}")
         if not cancelled:
             self.app.notify(error, title="compare failed", severity="error", timeout=8)
         self.post_message(RunsChanged())

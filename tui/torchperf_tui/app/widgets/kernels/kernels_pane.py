@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from textual import on
 from textual.app import ComposeResult
+from textual.reactive import reactive
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, DataTable, Static
 
@@ -28,6 +29,9 @@ class KernelsPane(Vertical):
     """Owns the kernel profile (key k): an engine.kernels.KernelComparison of A (the flags before the last
     flip) and B (the flags now)."""
 
+    status: reactive[str] = reactive("", init=False, always_update=True)  # the line beside the pane's button
+    result = reactive(None, init=False)  # the latest engine.kernels.KernelComparison
+
     DEFAULT_CSS = """
     KernelsPane { height: 1fr; }
     KernelsPane > Static { height: auto; }
@@ -36,7 +40,6 @@ class KernelsPane(Vertical):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.result = None
         self.jobs = JobSlots(self)
 
     def compose(self) -> ComposeResult:
@@ -60,7 +63,7 @@ class KernelsPane(Vertical):
             return
         kind = self.app.session.device_kind()
         self.screen.show_tab("kernels")
-        self.show_status(f"[b]{selection.spec}[/] · profiling each conv layer under A: {flags_a.describe(kind)} "
+        self.status = (f"[b]{selection.spec}[/] · profiling each conv layer under A: {flags_a.describe(kind)} "
                          f"and B: {flags_b.describe(kind)}…")
         try:
             base = selection.config(flags_a)
@@ -82,26 +85,25 @@ class KernelsPane(Vertical):
             return
         event = message.event
         if isinstance(event, JobFailed):
-            self.show_status("cancelled: another measurement replaced it" if event.cancelled else "")
+            self.status = ("cancelled: another measurement replaced it" if event.cancelled else "")
             if not event.cancelled:
                 self._failed(event.error)
         else:
-            self.show_result(event.result)
+            self.result = event.result
 
     def _failed(self, error: str) -> None:
         self.show_error(error)
         self.app.notify(error, title="kernels failed", severity="error", timeout=8)
 
-    def show_status(self, text: str) -> None:
+    def watch_status(self, text: str) -> None:
         self.query_one("#kernels-status", Static).update(text)
 
     def show_error(self, text: str) -> None:
-        self.show_status(f"[b $error]error:[/] {text}")
+        self.status = f"[b $error]error:[/] {text}"
 
-    def show_result(self, result) -> None:
+    def watch_result(self, result) -> None:
         from torchperf_tui.engine.kernels import short_kernel_name  # the engine is loaded by now
 
-        self.result = result
         table = self.query_one(DataTable)
         table.clear()
         for layer in result.layers:
@@ -111,7 +113,7 @@ class KernelsPane(Vertical):
                           "same" if same else kernel_names(layer.b, short_kernel_name), key=layer.layer)
         shape = "x".join(map(str, result.input_shape))
         state = " · cancelled" if result.cancelled else ""
-        self.show_status(f"[b]{result.model}[/] · {shape} on {result.device} · A: {result.a_spec} · "
+        self.status = (f"[b]{result.model}[/] · {shape} on {result.device} · A: {result.a_spec} · "
                          f"B: {result.b_spec}{state}")
         what = "GPU kernels" if result.kind == "cuda-kernel" else "ATen conv implementation"
         self.query_one("#kernels-summary", Static).update(

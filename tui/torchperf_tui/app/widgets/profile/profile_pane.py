@@ -7,6 +7,7 @@ from typing import Callable
 
 from textual import on
 from textual.app import ComposeResult
+from textual.reactive import reactive
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, DataTable, Static
 
@@ -24,6 +25,9 @@ COLUMNS = (("name", "operator", "name"), ("calls", "calls", "calls"), ("self_cpu
 class ProfilePane(Vertical):
     """Owns the profile (key p); `sort_by` re-sorts the kept result with the engine's sort_ops."""
 
+    status: reactive[str] = reactive("", init=False, always_update=True)  # the line beside the pane's button
+    sort_key: reactive[str | None] = reactive(None, init=False, always_update=True)  # SORT_KEYS; None: as profiled
+
     DEFAULT_CSS = """
     ProfilePane { height: 1fr; }
     ProfilePane > Static { height: auto; }
@@ -33,7 +37,6 @@ class ProfilePane(Vertical):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.result = None
-        self.sort_key: str | None = None
         self._sort_ops: Callable | None = None
         self.jobs = JobSlots(self)
 
@@ -57,7 +60,7 @@ class ProfilePane(Vertical):
             return
         session = self.app.session
         self.screen.show_tab("profile")
-        self.show_status(f"[b]{selection.spec}[/] on {session.resolved_device()} · profiling "
+        self.status = (f"[b]{selection.spec}[/] on {session.resolved_device()} · profiling "
                          f"{session.profile_iters} iterations…")
         try:
             cfg = selection.config()
@@ -101,11 +104,11 @@ class ProfilePane(Vertical):
         current = self.sort_key if self.sort_key in keys else keys[-1]
         self.sort_by(keys[(keys.index(current) + 1) % len(keys)])
 
-    def show_status(self, text: str) -> None:
+    def watch_status(self, text: str) -> None:
         self.query_one("#profile-status", Static).update(text)
 
     def show_error(self, text: str) -> None:
-        self.show_status(f"[b $error]error:[/] {text}")
+        self.status = f"[b $error]error:[/] {text}"
 
     def show_result(self, result, sort_ops: Callable) -> None:
         self.result = result
@@ -114,13 +117,14 @@ class ProfilePane(Vertical):
         self.query_one("#profile-trace", Static).update(
             f"Chrome trace: {result.trace_path} (open in ui.perfetto.dev)" if result.trace_path
             else "no trace written (no iteration was recorded)")
-        self._fill()
 
     def sort_by(self, key: str) -> None:
-        if self.result is None or self._sort_ops is None:
-            return
-        self.sort_key = key
-        self._fill()
+        if self.result is not None and self._sort_ops is not None:
+            self.sort_key = key
+
+    def watch_sort_key(self) -> None:
+        if self.result is not None:
+            self._fill()
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
         """Pressing a column header sorts by it (share % sorts by the self time it is a share of)."""
@@ -145,7 +149,7 @@ class ProfilePane(Vertical):
             table.add_row(op.name, str(op.calls), format_ms(op.self_cpu_ms), device,
                           f"{result.share_pct(op):.1f}", op.input_shapes or "–", key=str(i))
         cancelled = " · cancelled" if result.cancelled else ""
-        self.show_status(
+        self.status = (
             f"[b]{result.model}[/] {'x'.join(map(str, result.input_shape))} {result.dtype} on {result.device} · "
             f"{result.iters} iterations{cancelled} · {len(result.ops)} ops · by [b]{self.sort_key or 'self time'}[/] "
             "(o or a header: sort)")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from textual import on
 from textual.app import ComposeResult
+from textual.reactive import reactive
 from textual.containers import Horizontal, Vertical
 from textual.markup import escape
 from textual.widgets import Button, DataTable, Static
@@ -77,6 +78,8 @@ class ThroughputPlot(_PlotHolder):
 class ThroughputPane(Vertical):
     """Owns the batch search (key t): one row per batch tried as it streams, then the result."""
 
+    status: reactive[str] = reactive("", init=False, always_update=True)  # the line beside the pane's button
+
     DEFAULT_CSS = """
     ThroughputPane { height: 1fr; }
     ThroughputPane > Static { height: auto; }
@@ -115,7 +118,7 @@ class ThroughputPane(Vertical):
         self.query_one(DataTable).clear()
         self.query_one("#throughput-summary", Static).update("")
         self.query_one(ThroughputPlot).show_points([])
-        self.show_status(f"[b]{selection.spec}[/] on {session.resolved_device()} · "
+        self.status = (f"[b]{selection.spec}[/] on {session.resolved_device()} · "
                          f"{selection.flags.describe(session.device_kind())} · searching: doubling the batch until "
                          "samples/s stops improving, it does not fit, or the time budget runs out…")
         try:
@@ -145,7 +148,7 @@ class ThroughputPane(Vertical):
         elif isinstance(event, JobDone):
             result = event.result
             self.show_result(result)
-            self.show_status(f"[b]{result.model}[/] {'x'.join(map(str, result.sample_shape))} per sample, "
+            self.status = (f"[b]{result.model}[/] {'x'.join(map(str, result.sample_shape))} per sample, "
                              f"{result.dtype} on {result.device} · {'cancelled' if result.cancelled else 'done'}")
             if not result.cancelled:
                 self.app.notify(f"{result.model}: {result.headline()}", title="throughput", timeout=4)
@@ -154,11 +157,11 @@ class ThroughputPane(Vertical):
         self.show_error(error)
         self.app.notify(error, title="throughput failed", severity="error", timeout=8)
 
-    def show_status(self, text: str) -> None:
+    def watch_status(self, text: str) -> None:
         self.query_one("#throughput-status", Static).update(text)
 
     def show_error(self, text: str) -> None:
-        self.show_status(f"[b $error]error:[/] {text}")
+        self.status = f"[b $error]error:[/] {text}"
 
     def add_try(self, t) -> None:
         table = self.query_one(DataTable)

@@ -12,6 +12,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
+from textual.reactive import reactive
 from textual.widgets import ProgressBar, Static
 
 from torchperf_tui.formatting import format_count, format_ms, format_number
@@ -115,6 +116,10 @@ class TimingPane(Vertical):
 
         result: Any
 
+    model_line: reactive[str] = reactive("loading…", init=False)  # the chosen model and its analysis
+    roofline: reactive[tuple] = reactive(("", None), init=False)  # (the current run's line, its tooltip)
+    note: reactive[str] = reactive("", init=False)  # one-shot checks: the determinism check
+
     DEFAULT_CSS = """
     TimingPane { height: 1fr; }
     TimingPane > Static { height: auto; }
@@ -155,7 +160,7 @@ class TimingPane(Vertical):
         session.run_memory.clear()
         self.record = record
         self.jobs.cancel("roofline", enforce=False)  # the last run's: it would land under this one
-        self.show_roofline("")
+        self.roofline = ("", None)
         self._show(record)
         self.post_message(RunsChanged())
         try:
@@ -278,9 +283,9 @@ class TimingPane(Vertical):
         label = self.record.label if self.record is not None else "?"
         if isinstance(event, JobFailed):
             if not event.cancelled:
-                self.show_roofline(f"run {label} roofline: [b $error]n/a:[/] {event.error}")
+                self.roofline = (f"run {label} roofline: [b $error]n/a:[/] {event.error}", None)
             return
-        self.show_roofline(f"run {label} {roofline_text(event.result)}", roofline_notes(event.result))
+        self.roofline = (f"run {label} {roofline_text(event.result)}", roofline_notes(event.result))
         self.post_message(self.RooflineReady(event.result))
 
     # -- the determinism check ------------------------------------------------------------------------
@@ -294,9 +299,9 @@ class TimingPane(Vertical):
         except Exception as exc:
             from torchperf_tui.engine.errors import user_message
 
-            self.show_note(f"determinism: [b $error]error:[/] {user_message(exc)}")
+            self.note = (f"determinism: [b $error]error:[/] {user_message(exc)}")
             return
-        self.show_note(f"determinism: running {selection.spec} twice under "
+        self.note = (f"determinism: running {selection.spec} twice under "
                        f"{selection.flags.describe(self.app.session.device_kind())}…")
         self.jobs.start("determinism", "determinism", {"cfg": cfg}, f"checking determinism of {selection.spec}")
 
@@ -304,29 +309,28 @@ class TimingPane(Vertical):
         from torchperf_tui.worker.protocol import JobFailed
 
         if isinstance(event, JobFailed):
-            self.show_note("determinism: cancelled" if event.cancelled
+            self.note = ("determinism: cancelled" if event.cancelled
                            else f"determinism: [b $error]error:[/] {event.error}")
             if not event.cancelled:
                 self.app.notify(event.error, title="determinism failed", severity="error", timeout=8)
             return
         result = self.last_determinism = event.result
         style = "$success" if result.bitwise_equal else "$warning"
-        self.show_note(f"[b {style}]determinism:[/] {result.summary()}")
+        self.note = (f"[b {style}]determinism:[/] {result.summary()}")
         self.app.notify(result.summary(), title="determinism check", timeout=8)
 
     # -- lines ----------------------------------------------------------------------------------------
-    def show_model(self, text: str) -> None:
+    def watch_model_line(self, text: str) -> None:
         summary = self.query_one("#model-summary", Static)
         summary.remove_class("loading")
         summary.update(text)
 
-    def show_roofline(self, text: str, tooltip: str | None = None) -> None:
-        line = self.query_one("#run-roofline", Static)
-        line.update(text)
-        line.tooltip = tooltip
+    def watch_roofline(self, line: tuple) -> None:
+        widget = self.query_one("#run-roofline", Static)
+        widget.update(line[0])
+        widget.tooltip = line[1]
 
-    def show_note(self, text: str) -> None:
-        """A line for one-shot checks (the determinism check) under the run's stats."""
+    def watch_note(self, text: str) -> None:
         self.query_one("#run-note", Static).update(text)
 
     def on_shown(self) -> None:
