@@ -76,6 +76,11 @@ async def test_a_run_fills_progress_stats_and_histogram(tiny_app):
         stats = screen_text(app, "#run-stats")
         for word in ("mean", "p50", "p90", "p99", "std", "FPS", "first"):
             assert word in stats
+        # FPS says which statistic it comes from: the median's figure beside the median, the mean's named.
+        from torchperf_tui.formatting import format_number
+
+        assert f"FPS {format_number(record.stats.fps_at_median, digits=1)} at p50" in stats.replace("\n", " ")
+        assert f"({format_number(record.stats.fps, digits=1)} at the mean)" in stats.replace("\n", " ")
         histogram = app.main.query_one("#latency-histogram")
         assert len(histogram.samples) == 150
         # Bars drawn (redraws are throttled to a few a second, so the last one may lag a little).

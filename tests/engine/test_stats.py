@@ -87,3 +87,13 @@ def test_stats_module_imports_neither_torch_nor_numpy_until_asked():
             "assert 'torch' not in sys.modules\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_fps_at_the_median_is_what_the_median_says_and_the_mean_figure_stays_apart():
+    # A slow tail: p50 30 ms, mean well above it. At the median, batch 1 makes about 33 items/s.
+    stats = compute_stats([30.0] * 9 + [300.0], batch=1)
+    assert stats.p50_ms == 30.0
+    assert stats.fps_at_median == pytest.approx(1000.0 / 30.0)
+    assert stats.fps == pytest.approx(10 * 1000.0 / (9 * 30.0 + 300.0))  # items over total time
+    assert compute_stats([20.0, 20.0], batch=4).fps_at_median == pytest.approx(200.0)
+    assert compute_stats([0.0], batch=1).fps_at_median is None

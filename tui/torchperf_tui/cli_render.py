@@ -123,7 +123,8 @@ def render_timing(result) -> None:
         rows += [("iterations", s.n), ("mean", format_ms(s.mean_ms)), ("std", format_ms(s.std_ms)),
                  ("min", format_ms(s.min_ms)), ("p50", format_ms(s.p50_ms)), ("p90", format_ms(s.p90_ms)),
                  ("p99", format_ms(s.p99_ms)), ("max", format_ms(s.max_ms)), ("IQR", format_ms(s.iqr_ms)),
-                 ("throughput", format_number(s.fps, "items/s", digits=1))]
+                 ("throughput at p50", format_number(s.fps_at_median, "items/s", digits=1)),
+                 ("throughput, mean", format_number(s.fps, "items/s", digits=1) + " (items / total time)")]
     report = result.shape_report
     if result.shapes != "fixed" and report is not None:
         rows += [("shapes", f"{result.shapes}: {report.distinct} distinct, {report.first_seen} of "

@@ -55,6 +55,14 @@ class TimingStats:
             values[name] = None if value is None else finite_float(value, f"stats.{name}")
         return cls(**values)
 
+    @property
+    def fps_at_median(self) -> float | None:
+        """Items per second at the median latency: what a reader of "p50 30 ms" expects beside it (about 33/s
+        at batch 1). `fps` is items over total time, the mean's figure; a slow tail pulls it below this."""
+        if self.fps is None or self.p50_ms <= 0 or self.mean_ms <= 0:
+            return None
+        return self.fps * self.mean_ms / self.p50_ms  # = items per iteration x 1000 / p50
+
 
 def items_per_second(items: float, total_ms: float) -> float | None:
     """`items` over `total_ms` milliseconds, per second; None when that is not a finite number."""

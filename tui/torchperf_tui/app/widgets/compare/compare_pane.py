@@ -56,7 +56,7 @@ class ComparePane(Vertical):
         table = self.query_one(DataTable)
         # The columns that answer "which flags are faster" come first, so they fit at 80 columns.
         for key, label in (("run", "run"), ("flags", "flags"), ("median", "median"), ("p99", "p99"),
-                           ("speedup", "speed-up"), ("fps", "FPS"), ("status", "status"), ("model", "model")):
+                           ("speedup", "speed-up"), ("fps", "FPS at p50"), ("status", "status"), ("model", "model")):
             table.add_column(label, key=key)
 
     def watch_verdict(self, text: str) -> None:
@@ -215,7 +215,7 @@ class ComparePane(Vertical):
                 label = f"[{colour[record.run_id]}]■[/] {label}"
             setup = record.flags_text + (f" · shapes {record.shapes}" if record.shapes != "fixed" else "")
             table.add_row(label, setup, format_ms(s.p50_ms) if s else "–",
-                          format_ms(s.p99_ms) if s else "–", speed, format_number(s.fps, digits=1) if s else "–",
+                          format_ms(s.p99_ms) if s else "–", speed, format_number(s.fps_at_median, digits=1) if s else "–",
                           record.status, record.model, key=str(record.run_id))
         if keep is not None and history.get(keep) is not None:
             table.move_cursor(row=table.get_row_index(str(keep)))

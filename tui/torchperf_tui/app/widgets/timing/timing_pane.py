@@ -36,7 +36,8 @@ def stats_text(record) -> str:
     else:
         text = (f"mean {format_ms(s.mean_ms)}  p50 {format_ms(s.p50_ms)}  p90 {format_ms(s.p90_ms)}  "
                 f"p99 {format_ms(s.p99_ms)}\n"
-                f"std {format_ms(s.std_ms)}  FPS {format_number(s.fps, digits=1)}  first {first}  n={s.n}")
+                f"std {format_ms(s.std_ms)}  FPS {format_number(s.fps_at_median, digits=1)} at p50 "
+                f"({format_number(s.fps, digits=1)} at the mean)  first {first}  n={s.n}")
     extra = [line for line in (shapes_text(record), compile_text(record)) if line]
     return "\n".join([text, *extra])
 
