@@ -49,7 +49,7 @@ def test_identical_arms_are_called_noise_at_most_alpha_of_the_time():
 def test_no_difference_summary_and_all_equal_blocks():
     v = block_verdict([[5.0, 5.0]] * 6, [[5.0, 5.0]] * 6)
     assert not v.significant and v.p_value == 1.0 and v.ratio == 1.0
-    assert v.summary().startswith("no significant difference (ratio 1.00")
+    assert v.summary().startswith("no significant difference (B/A per block pair 1.00")
 
 
 def test_too_few_or_unpaired_blocks_are_refused():
@@ -122,7 +122,8 @@ def test_cancelled_comparison_keeps_complete_pairs_only():
                     on_block=lambda *a: blocks_done.append(a), should_cancel=lambda: len(blocks_done) >= 3)
     assert result.cancelled and result.verdict is None
     assert len(result.a.blocks) == len(result.b.blocks) == 1
-    assert result.summary() == "no verdict: cancelled"
+    assert result.summary() == "no verdict: cancelled after 1 block pair(s) (a verdict needs 5)"
+    assert result.a.ci_low_ms is None and result.b.ci_low_ms is None  # no CI from one block
 
 
 def test_arms_can_follow_their_own_shape_schedule():
@@ -176,3 +177,25 @@ def test_verdict_wording_for_large_ratios_and_disagreeing_tests():
     torn = Verdict(blocks=10, ratio=1.12, ci_low=1.013, ci_high=1.236, p_value=0.0645, significant=False)
     assert "excludes 1, but the signed-rank test does not agree (p=0.0645)" in torn.summary()
     assert torn.summary().startswith("no significant difference")
+
+
+def test_the_arms_medians_disagreeing_with_the_paired_ratio_is_explained():
+    """Pooled medians read a drift between blocks that the paired ratio cancels: the result says so."""
+    from torchperf_tui.engine.abtest import ABResult, ArmResult, block_order, block_verdict
+    from torchperf_tui.engine.flags import Flags
+
+    # The machine slows down halfway; A happens to run more of its blocks in the slow half. Within each
+    # neighbouring pair B is 2 % slower, but B's pooled median is well below A's.
+    a_blocks = [[10.0] * 5] * 3 + [[20.0] * 5] * 7
+    b_blocks = [[10.2] * 5] * 7 + [[20.4] * 5] * 3
+    arms = []
+    for blocks in (a_blocks, b_blocks):
+        arm = ArmResult(spec="", flags=Flags(), dtype="float32", channels_last=False, blocks=blocks)
+        arm.summarise()
+        arms.append(arm)
+    verdict = block_verdict([[10.0] * 5] * 10, [[10.2] * 5] * 10)
+    result = ABResult(model="m", device="cpu", input_shape=(1, 3), a=arms[0], b=arms[1], order=block_order(10, 0),
+                      verdict=verdict, cancelled=False, duration_s=1.0)
+    assert result.medians_ratio() == pytest.approx(10.2 / 20.0)
+    assert "outside the paired CI" in result.ratio_note()
+    assert "B/A per block pair" in result.summary() or "B is" in result.summary()

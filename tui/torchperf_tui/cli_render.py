@@ -298,6 +298,8 @@ def render_ab(result) -> None:
     console.print(table)
     console.print()
     console.print(result.summary(), style="bold")
+    if result.ratio_note():
+        console.print(f"note: {result.ratio_note()}")
     for note in result.notes:
         console.print(f"note: {note}")
     if result.verdict is not None:

@@ -24,6 +24,7 @@ from torchperf_tui.engine.errors import FlagError, TorchperfError
 from torchperf_tui.engine.flags import Flags, applied_flags
 
 ALPHA = 0.05
+MIN_PAIRS = 5  # block pairs a verdict (and an arm's CI) needs; a cancelled comparison may have fewer
 CONFIDENCE = 0.95
 
 # SPEC keys: flag names the user types -> (Flags field(s), value parser); run settings apart.
@@ -114,9 +115,11 @@ class Verdict:
         ci = f"{self.ci_low:.3f}-{self.ci_high:.3f}"
         if not self.significant:
             if not (self.ci_low <= 1.0 <= self.ci_high):  # the two tests disagree: say so, not just "no"
-                return (f"no significant difference: the CI {ci} of ratio {self.ratio:.2f} excludes 1, but the "
+                return (f"no significant difference: the CI {ci} of B/A per block pair {self.ratio:.2f} excludes 1, "
+                        f"but the "
                         f"signed-rank test does not agree (p={self.p_value:.3g}); more blocks would settle it")
-            return f"no significant difference (ratio {self.ratio:.2f}, CI {ci}, p={self.p_value:.3g})"
+            return (f"no significant difference (B/A per block pair {self.ratio:.2f}, CI {ci}, "
+                    f"p={self.p_value:.3g})")
         if self.ratio >= 2 or self.ratio <= 0.5:  # "761.6 % slower" reads worse than "8.62x slower"
             times, word = (self.ratio, "slower") if self.ratio > 1 else (1 / self.ratio, "faster")
             lo, hi = sorted((self.ci_low, self.ci_high) if self.ratio > 1 else (1 / self.ci_high, 1 / self.ci_low))
@@ -191,15 +194,17 @@ class ArmResult:
         if samples:
             self.median_ms, self.p90_ms, self.p99_ms = (float(v) for v in np.percentile(samples, [50, 90, 99]))
         medians = np.array([np.median(block) for block in self.blocks if block], dtype=np.float64)
-        if medians.size >= 2 and np.ptp(medians) > 0:
+        if medians.size >= MIN_PAIRS and np.ptp(medians) > 0:  # a CI from one or two blocks says nothing
             from scipy import stats
 
             boot = stats.bootstrap((medians,), np.median, vectorized=True, confidence_level=CONFIDENCE,
                                    n_resamples=2999, method="percentile", random_state=np.random.default_rng(seed))
             self.ci_low_ms = float(boot.confidence_interval.low)
             self.ci_high_ms = float(boot.confidence_interval.high)
-        elif medians.size:
+        elif medians.size >= MIN_PAIRS:  # every block the same median: the CI is that value
             self.ci_low_ms = self.ci_high_ms = float(medians[0])
+        else:
+            self.ci_low_ms = self.ci_high_ms = None
 
 
 @dataclass
@@ -215,10 +220,31 @@ class ABResult:
     duration_s: float
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def pairs(self) -> int:
+        return min(len(self.a.blocks), len(self.b.blocks))
+
     def summary(self) -> str:
         if self.verdict is None:
-            return "no verdict: " + ("cancelled" if self.cancelled else "too few blocks")
-        return self.verdict.summary()
+            why = f"cancelled after {self.pairs} block pair(s)" if self.cancelled else "too few blocks"
+            return f"no verdict: {why} (a verdict needs {MIN_PAIRS})"
+        head = f"cancelled after {self.pairs} block pairs; " if self.cancelled else ""
+        return head + self.verdict.summary()
+
+    def medians_ratio(self) -> float | None:
+        """B/A of the two arms' medians over all their samples (what a speed-up column shows)."""
+        if not self.a.median_ms or self.b.median_ms is None:
+            return None
+        return self.b.median_ms / self.a.median_ms
+
+    def ratio_note(self) -> str | None:
+        """When the arms' medians say something the paired ratio does not (outside its CI), why: a line."""
+        pooled, verdict = self.medians_ratio(), self.verdict
+        if pooled is None or verdict is None or verdict.ci_low <= pooled <= verdict.ci_high:
+            return None
+        return (f"the arms' overall medians give B/A {pooled:.2f}, outside the paired CI: the machine's speed "
+                f"drifted during the comparison (some blocks ran slower for both arms), which pooled medians "
+                f"count and the paired ratio, block against its neighbour, does not")
 
     def to_dict(self) -> dict:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -358,7 +384,7 @@ def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int = 2
         arm.blocks = arm.blocks[:pairs]
         arm.first_seen = sum(feeds[name].first_seen[:pairs * per_block])
         arm.summarise(seed=seed)
-    verdict = block_verdict(arms["A"].blocks, arms["B"].blocks, seed=seed) if pairs >= 5 else None
+    verdict = block_verdict(arms["A"].blocks, arms["B"].blocks, seed=seed) if pairs >= MIN_PAIRS else None
     from torchperf_tui.engine.flags import inert_flags
 
     notes = [f"B: {line}" for line in inert_flags(arms["B"].flags, device.type, arms["A"].flags)]

@@ -230,16 +230,20 @@ class ComparePane(Vertical):
 
 
 def ab_verdict_text(result) -> str:
-    """The verdict line of the Compare view: each arm's median and CI, then the verdict."""
+    """The verdict lines of the Compare view: each arm's median (with its CI once there are enough blocks), the
+    verdict on B/A per block pair, and why the arms' medians disagree with it when they do."""
     def arm_text(name, arm) -> str:
         ci = "" if arm.ci_low_ms is None else f" (CI {format_ms(arm.ci_low_ms)} - {format_ms(arm.ci_high_ms)})"
-        return f"{name} {format_ms(arm.median_ms)}{ci}"
+        return f"{name} median {format_ms(arm.median_ms)}{ci}"
 
-    head = (f"A/B, {len(result.order) // 2} interleaved block pairs: {arm_text('A', result.a)} · "
-            f"{arm_text('B', result.b)}")
+    head = f"A/B, {result.pairs} interleaved block pairs: {arm_text('A', result.a)} · {arm_text('B', result.b)}"
     verdict = result.verdict
     if verdict is None or not verdict.significant:
         style = "$text-muted"
     else:
         style = "$success" if verdict.ratio < 1 else "$error"
-    return f"{head}\n[b {style}]{result.summary()}[/]"
+    lines = [head, f"[b {style}]{result.summary()}[/]"]
+    note = result.ratio_note()
+    if note:
+        lines.append(f"[dim]{note}[/]")
+    return "\n".join(lines)
