@@ -24,6 +24,7 @@ def test_counts_flops_ms_numbers():
     assert format_flops(512) == "512 FLOPs"
     assert format_ms(12.3456) == "12.35 ms"
     assert format_ms(130.4) == "130 ms"
+    assert format_ms(-74.87) == "-74.87 ms" and format_ms(-0.25) == "-250 µs"  # unit by size, not sign
     assert format_ms(0.25) == "250 µs"
     assert format_ms(2500) == "2.50 s"
     assert format_number(71.4, "°C") == "71 °C"

@@ -37,7 +37,8 @@ async def test_a_random_shape_schedule_reruns_and_draws_new_shape_iterations_apa
         stats = screen_text(app, "#run-stats")
         assert "shapes random:" in stats and "new-shape iteration" in stats and "tuning cost" in stats
         await wait_until(pilot, lambda: "roofline" in screen_text(app, "#run-roofline"), what="the roofline line")
-        assert "needs one input shape" in screen_text(app, "#run-roofline")  # FLOPs are per shape
+        roofline = screen_text(app, "#run-roofline")
+        assert "needs one input shape" in roofline and "Error" not in roofline  # FLOPs are per shape
         histogram = app.main.query_one(LatencyHistogram)
         assert len(histogram.first_seen) == sum(record.first_seen)
         assert len(histogram.samples) + len(histogram.first_seen) == 12
@@ -119,6 +120,18 @@ async def test_memory_chart_draws_the_runs_per_iteration_trace_and_marks_a_relea
         await wait_until(pilot, lambda: len(chart.series) == 2 and chart.marks, what="the chart with the run")
         assert [label for label, _ in chart.series] == ["process RSS", "RSS, per iteration"]
         assert chart.marks[0][1].startswith("freed ") and chart.marks[0][0] <= 0
+
+
+def test_a_tuning_cost_that_comes_out_negative_is_said_in_words_and_in_ms():
+    from torchperf_tui.app.widgets.timing.timing_pane import shapes_text
+
+    record = RunRecord(run_id=1, model="m", device="cpu", flags=None, flags_text="", shapes="random")
+    record.samples_ms, record.first_seen = [30.0, 31.0, 29.0], [True, False, True]
+    record.result = SimpleNamespace(shape_report=SimpleNamespace(tuning_cost_ms=-74.87, unrepeated=34))
+    text = shapes_text(record)
+    assert "no tuning cost measured" in text and "74.87 ms faster" in text and "µs" not in text
+    record.result.shape_report.tuning_cost_ms = 12.5
+    assert "tuning cost 12.50 ms (34 shape(s) never repeated)" in shapes_text(record)
 
 
 def test_compile_line_reports_compile_time_apart_or_the_failure_with_eager_numbers():

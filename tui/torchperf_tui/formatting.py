@@ -59,6 +59,8 @@ def format_ms(value) -> str:
     if text is not None:
         return text
     v = float(value)
+    if v < 0:  # a difference can be negative: its unit is chosen by its size, as for a positive one
+        return "-" + format_ms(-v)
     if v >= 1000:
         return f"{v / 1000:.2f} s"
     if v >= 100:

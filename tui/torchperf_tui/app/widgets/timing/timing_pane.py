@@ -57,7 +57,11 @@ def shapes_text(record) -> str:
             f"{len(repeats)} repeat(s) p50 {format_ms(_median(repeats))}")
     report = getattr(record.result, "shape_report", None)
     if report is not None:
-        text += f" · tuning cost {format_ms(report.tuning_cost_ms)}"
+        if report.tuning_cost_ms > 0:
+            text += f" · tuning cost {format_ms(report.tuning_cost_ms)}"
+        else:  # noise, or a first call that was not slower: not a negative cost
+            text += (f" · no tuning cost measured (first-seen iterations were {format_ms(-report.tuning_cost_ms)} "
+                     "faster than their repeats, in sum)")
         if report.unrepeated:
             text += f" ({report.unrepeated} shape(s) never repeated)"
     return text
@@ -269,6 +273,10 @@ class TimingPane(Vertical):
             self.app.notify(f"{record.label} {record.model}: median {format_ms(record.stats.p50_ms)}, "
                             f"p99 {format_ms(record.stats.p99_ms)}", title="run finished", timeout=4)
         save_run(self, result, fingerprint)
+        if result.shapes != "fixed":  # FLOPs and bytes are counted at one input shape
+            self.roofline = (f"run {record.label} roofline: n/a under shape schedule {result.shapes} (it needs "
+                             "one input shape: time the model at a fixed shape for it)", None)
+            return
         self.jobs.start("roofline", "roofline", {"result": result, "report": self.app.session.report},
                         f"placing run {record.label} on the roofline", enforce_cancel=False)
 
