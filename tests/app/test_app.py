@@ -290,3 +290,23 @@ async def test_choosing_the_cpu_in_the_device_selector_switches_flags_and_memory
         assert not app.main.query_one("#flag-mkldnn_enabled").disabled
         await pilot.press("5")
         assert "System RAM" in screen_text(app, "#mem-title")
+
+
+async def test_device_cuda_on_a_box_without_one_says_so_and_the_cpu_can_be_chosen():
+    """Never a silent fall-back: the header and a notification say the device is not there, a run on it fails
+    with the engine's line, and choosing cpu in the Device tab makes the next run work."""
+    app = TorchperfApp(poll_telemetry=False, device="cuda", model=TINY, autostart=True, warmup=0, iters=3)
+    async with app.run_test(size=(110, 32)) as pilot:
+        await wait_until(pilot, lambda: app.session.runs.get(1) is not None and app.session.runs.get(1).finished,
+                         what="the run on cuda")
+        assert app.session.runs.get(1).status == "failed" and "CUDA" in app.session.runs.get(1).error
+        assert app.sub_title == "cuda: not available"
+        assert any("--device cuda: no CUDA device here" in text for text in notifications(app))
+        select = app.main.query_one("#device-select")
+        assert select.display and select.value == "cuda"
+        select.value = "cpu"  # as the selector does when the user picks cpu
+        await wait_until(pilot, lambda: app.session.device == "cpu", what="the device choice")
+        await pilot.press("r")
+        await wait_until(pilot, lambda: app.session.runs.get(2) is not None and app.session.runs.get(2).finished,
+                         what="the run on the cpu")
+        assert app.session.runs.get(2).status == "done" and app.session.runs.get(2).device == "cpu"

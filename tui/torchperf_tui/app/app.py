@@ -143,10 +143,16 @@ class TorchperfApp(App):
         self._device_known()
 
     def _device_known(self) -> None:
-        if self.session.report is not None:
+        session, report = self.session, self.session.report
+        if report is not None and session.device.startswith("cuda") and not report.cuda_available:
+            # Never a silent fall-back to the CPU: runs on the device asked for fail, and this says why.
+            self.sub_title = f"{session.device}: not available"
+            self.notify(f"--device {session.device}: no CUDA device here ({report.cuda_reason}). Runs on it fail: "
+                        "choose cpu in the Device tab (5)", title="device", severity="error", timeout=15)
+        elif report is not None:
             from torchperf_tui.app.widgets.device.device_pane import short_name
 
-            self.sub_title = short_name(self.session.report, self.session.resolved_device())
+            self.sub_title = short_name(report, session.resolved_device())
         self._show_flags()
         self.pane("memory").redraw()
 

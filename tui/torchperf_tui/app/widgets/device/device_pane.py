@@ -172,11 +172,13 @@ class DevicePane(VerticalScroll):
         facts.update(report_text(report))
         choices = device_choices(report)
         select = self.query_one("#device-select", Select)
-        # A selector only where there is a choice (a GPU box: the CPU or each GPU).
-        select.display = len(choices) > 1
+        # A selector where there is a choice (a GPU box: the CPU or each GPU), and where the device asked for
+        # (--device cuda on a box without one) is not there: it is shown as such, and the CPU can be chosen.
+        missing = device != "auto" and device not in choices
+        select.display = len(choices) > 1 or missing
         with select.prevent(Select.Changed):
-            select.set_options([(c, c) for c in choices])
-            select.value = device if device in choices else ("cuda:0" if report.cuda_available else "cpu")
+            select.set_options([(c, c) for c in choices] + ([(f"{device} (not available)", device)] if missing else []))
+            select.value = device if device in choices or missing else ("cuda:0" if report.cuda_available else "cpu")
 
     def show_error(self, text: str) -> None:
         self.query_one("#device-facts", Static).update(f"[b $error]error:[/] {text}")
@@ -184,5 +186,6 @@ class DevicePane(VerticalScroll):
     @on(Select.Changed, "#device-select")
     def _chosen(self, event: Select.Changed) -> None:
         event.stop()
-        if isinstance(event.value, str):
+        # The selector reports its placeholder value as it mounts: only a change of device is a choice.
+        if isinstance(event.value, str) and event.value != "auto" and event.value != self.app.session.device:
             self.post_message(self.Chosen(event.value))
