@@ -310,3 +310,46 @@ async def test_device_cuda_on_a_box_without_one_says_so_and_the_cpu_can_be_chose
         await wait_until(pilot, lambda: app.session.runs.get(2) is not None and app.session.runs.get(2).finished,
                          what="the run on the cpu")
         assert app.session.runs.get(2).status == "done" and app.session.runs.get(2).device == "cpu"
+
+
+async def test_each_line_belongs_to_the_model_or_run_it_describes(tiny_app):
+    """The lines that went stale: the status lines of Throughput and Profile name the chosen model, the
+    determinism note names its model and goes when another is chosen, the run line says the input and dtype,
+    the histogram does not say "press r" while a run is under way, and `x` takes the old verdict with it."""
+    async with tiny_app(size=(110, 34), warmup=0, iters=4) as pilot:
+        app = pilot.app
+        assert TINY in screen_text(app, "#throughput-status") and "pick a model" not in screen_text(
+            app, "#throughput-status")
+        assert TINY in screen_text(app, "#profile-status")
+        await pilot.press("d")
+        await wait_until(pilot, lambda: "determinism of" in screen_text(app, "#run-note"), what="the check")
+        assert TINY in screen_text(app, "#run-note")
+        await pilot.press("r")
+        await wait_until(pilot, lambda: app.session.runs.get(1) is not None and app.session.runs.get(1).finished,
+                         what="the run")
+        assert "tests.tinymodels:tiny_cnn 1x3x32x32 float32 on cpu" in screen_text(app, "#run-status")
+        await pilot.press("2", "x")
+        assert "runs cleared" in screen_text(app, "#compare-verdict")
+        await choose_model(pilot, "tests.tinymodels:threads_probe", "3x32x32")
+        assert screen_text(app, "#run-note") == ""
+
+
+async def test_the_model_given_with_model_is_highlighted_in_the_list():
+    app = TorchperfApp(poll_telemetry=False, model="resnet18")
+    async with app.run_test(size=(110, 34)) as pilot:
+        await wait_until(pilot, lambda: app.main.panes_mounted() and app.pane("picker").spec == "resnet18",
+                         what="the model chosen")
+        listing = app.main.query_one("#model-list")
+        assert listing.get_option_at_index(listing.highlighted).id == "resnet18"
+
+
+async def test_the_histogram_says_what_a_run_under_way_is_doing_not_press_r(tiny_app):
+    async with tiny_app(size=(110, 34), warmup=1_000_000, iters=5) as pilot:  # a warm-up that lasts
+        app = pilot.app
+        histogram = app.main.query_one("#latency-histogram")
+        assert "press r" in histogram.empty_text
+        await pilot.press("r")
+        await wait_until(pilot, lambda: "warming up" in histogram.empty_text, what="the warm-up line")
+        await pilot.press("c")
+        await wait_until(pilot, lambda: app.session.runs.get(1).finished, what="the cancel")
+        assert "press r" not in histogram.empty_text

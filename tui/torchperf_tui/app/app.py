@@ -177,7 +177,9 @@ class TorchperfApp(App):
                 timing.start_run()
 
     def on_model_picker_analysing(self, message) -> None:
-        self.pane("timing").model_line = (f"[b]{message.spec}[/] · analysing…")
+        self.pane("timing").model_line = f"[b]{message.spec}[/] · analysing…"
+        for name in ("timing", "throughput", "profile", "kernels"):
+            self.pane(name).model_chosen(message.spec)
 
     def on_model_picker_analysed(self, message) -> None:
         from torchperf_tui.app.widgets.layers.layers_pane import complexity_summary
@@ -283,8 +285,11 @@ class TorchperfApp(App):
 
     # -- the demo: any key takes over ---------------------------------------------------------------
     async def on_event(self, event: events.Event) -> None:
-        if isinstance(event, events.Key) and self.demo is not None and self.demo.running:
-            self.demo.stop()
+        if isinstance(event, events.Key) and self.demo is not None:
+            if self.demo.running:
+                self.demo.stop()
+            else:
+                self.main.hide_banner()  # the demo is over: its last banner goes with the next key
         await super().on_event(event)
 
     async def action_quit(self) -> None:

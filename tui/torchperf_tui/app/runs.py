@@ -25,6 +25,7 @@ class RunRecord:
     warmup_ms: list[float] = field(default_factory=list)
     samples_ms: list[float] = field(default_factory=list)
     first_seen: list[bool] = field(default_factory=list)  # per timed sample: it met a new input shape
+    input_text: str = ""  # "1x3x224x224 float32": what was measured, as the run line says it
     shapes: str = "fixed"  # the input-shape schedule
     compile: str | None = None  # the torch.compile mode, None for eager
     arm: str | None = None  # "A" or "B" when the run is an arm of an interleaved comparison

@@ -162,3 +162,6 @@ class MainScreen(Screen):
         banner = self.query_one("#demo-banner", Static)
         banner.update(f"[b]{title}[/]" + (f"\n{note}" if note else ""))
         banner.display = True
+
+    def hide_banner(self) -> None:
+        self.query_one("#demo-banner", Static).display = False

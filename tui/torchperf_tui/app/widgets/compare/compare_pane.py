@@ -86,7 +86,8 @@ class ComparePane(Vertical):
         records = []
         for arm, flags in (("A", flags_a), ("B", flags_b)):
             record = RunRecord(run_id=session.new_run_id(), model=selection.spec, device=session.resolved_device(),
-                               flags=flags, flags_text=flags.describe(kind), arm=arm, shapes=selection.shapes)
+                               flags=flags, flags_text=flags.describe(kind), arm=arm, shapes=selection.shapes,
+                               input_text=f"{selection.input_text(self.screen.default_shape())} {selection.dtype}")
             runs.add(record)
             records.append(record)
         try:
@@ -188,6 +189,8 @@ class ComparePane(Vertical):
         runs.clear()
         for record in unfinished:
             runs.add(record)
+        if not self.comparing():  # the verdict belonged to runs that are gone
+            self.verdict = "runs cleared · a: A/B, the flags before the last flip against the current ones"
         self.refresh_runs()
 
     def on_shown(self) -> None:

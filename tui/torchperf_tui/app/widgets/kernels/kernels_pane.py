@@ -95,6 +95,11 @@ class KernelsPane(Vertical):
         self.show_error(error)
         self.app.notify(error, title="kernels failed", severity="error", timeout=8)
 
+    def model_chosen(self, spec: str) -> None:
+        """The status line names the chosen model until this pane's first job (it said "pick a model")."""
+        if self.status == "":
+            self.status = f"[b]{spec}[/] · k: flip a flag first: what each conv layer ran before (A) and after (B)"
+
     def watch_status(self, text: str) -> None:
         self.query_one("#kernels-status", Static).update(text)
 

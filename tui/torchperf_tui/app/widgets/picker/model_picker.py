@@ -186,7 +186,15 @@ class ModelPicker(Vertical):
         if spec != self.spec:
             self.set_default_shape(())
         self.spec = spec
+        self._highlight(spec)
         self._analyse()
+
+    def _highlight(self, spec: str) -> None:
+        """The list's highlight on the chosen model (also one chosen with --model or typed), when listed."""
+        listing = self.query_one("#model-list", OptionList)
+        index = next((i for i in range(listing.option_count) if listing.get_option_at_index(i).id == spec), None)
+        if index is not None:
+            listing.highlighted = index
 
     def _analyse(self) -> None:
         """FLOPs, parameters and the layer table on the meta device, in the measurement process; a newer

@@ -104,6 +104,11 @@ class ProfilePane(Vertical):
         current = self.sort_key if self.sort_key in keys else keys[-1]
         self.sort_by(keys[(keys.index(current) + 1) % len(keys)])
 
+    def model_chosen(self, spec: str) -> None:
+        """The status line names the chosen model until this pane's first job (it said "pick a model")."""
+        if self.status == "":
+            self.status = f"[b]{spec}[/] · p: the top operators over a few iterations"
+
     def watch_status(self, text: str) -> None:
         self.query_one("#profile-status", Static).update(text)
 

@@ -157,6 +157,11 @@ class ThroughputPane(Vertical):
         self.show_error(error)
         self.app.notify(error, title="throughput failed", severity="error", timeout=8)
 
+    def model_chosen(self, spec: str) -> None:
+        """The status line names the chosen model until this pane's first job (it said "pick a model")."""
+        if self.status == "":
+            self.status = f"[b]{spec}[/] · t: search the largest batch that fits, doubling until samples/s stops improving or it does not fit, within a time budget"
+
     def watch_status(self, text: str) -> None:
         self.query_one("#throughput-status", Static).update(text)
 

@@ -113,7 +113,10 @@ class _PlotHolder(Vertical):
 
     def _set_placeholder(self, visible: bool) -> None:
         """The placeholder text when there is nothing to draw, the plot otherwise (never empty axes)."""
-        self.query_one(".plot-placeholder", Static).display = visible
+        placeholder = self.query_one(".plot-placeholder", Static)
+        placeholder.display = visible
+        if visible and self._plot is not None:
+            placeholder.update(self.empty_text)
         if self._plot is not None:
             self._plot.display = not visible
 
@@ -131,8 +134,10 @@ class LatencyHistogram(_PlotHolder):
         self.title = ""
 
     def show_samples(self, samples: Sequence[float], title: str = "",
-                     first_seen: Sequence[float] = ()) -> None:
-        """`samples`: the repeats (all samples under a fixed shape); `first_seen`: new-shape iterations."""
+                     first_seen: Sequence[float] = (), empty: str | None = None) -> None:
+        """`samples`: the repeats (all samples under a fixed shape); `first_seen`: new-shape iterations;
+        `empty`: what to say while there is none (a run building or warming up is not "press r")."""
+        self.empty_text = empty or type(self).empty_text
         self.samples = list(samples)
         self.first_seen = list(first_seen)
         self.title = title

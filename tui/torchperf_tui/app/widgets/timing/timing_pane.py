@@ -23,6 +23,11 @@ from torchperf_tui.app.widgets.timing.histogram import LatencyHistogram
 
 LIVE_STATS_EVERY_S = 0.5  # live statistics over all samples so far are recomputed at most this often
 
+# What the histogram says while a run has no timed sample yet (not "press r": a run is under way).
+WAITING_TEXT = {"starting": "building the model: the histogram fills with the timed iterations",
+                "cancelling": "cancelling…", "first": "first iteration: the histogram fills with the timed ones",
+                "warmup": "warming up: the histogram fills with the timed iterations",
+                "cancelled": "cancelled before any timed iteration", "failed": "the run failed: no samples"}
 PHASE_TEXT = {"starting": "building model…", "first": "first iteration", "warmup": "warm-up",
               "timed": "timed", "done": "done", "cancelled": "cancelled", "failed": "failed"}
 
@@ -136,6 +141,7 @@ class TimingPane(Vertical):
         self.record: RunRecord | None = None  # the current run
         self._job_runs: dict[int, RunRecord] = {}  # job id -> its run, until its final answer
         self.last_determinism = None  # the latest DeterminismReport
+        self._note_spec: str | None = None  # the model the note is about
 
     def compose(self) -> ComposeResult:
         yield Static("loading…", id="model-summary", classes="loading")
@@ -160,7 +166,8 @@ class TimingPane(Vertical):
             self.record.status = "cancelled"
         record = RunRecord(run_id=session.new_run_id(), model=selection.spec, device=session.resolved_device(),
                            flags=selection.flags, flags_text=selection.flags.describe(session.device_kind()),
-                           shapes=selection.shapes, compile=None if selection.compile == "eager" else selection.compile)
+                           shapes=selection.shapes, compile=None if selection.compile == "eager" else selection.compile,
+                           input_text=f"{selection.input_text(self.screen.default_shape())} {selection.dtype}")
         session.runs.add(record)
         session.run_memory.clear()
         self.record = record
@@ -258,6 +265,7 @@ class TimingPane(Vertical):
 
     def _finished(self, record: RunRecord, result, fingerprint) -> None:
         record.result = result
+        record.input_text = f"{'x'.join(map(str, result.input_shape))} {result.dtype}"  # as measured
         record.status = "cancelled" if result.cancelled else "done"
         record.samples_ms = list(result.samples_ms)
         record.warmup_ms = list(result.warmup_ms)
@@ -310,6 +318,7 @@ class TimingPane(Vertical):
 
             self.note = (f"determinism: [b $error]error:[/] {user_message(exc)}")
             return
+        self._note_spec = selection.spec
         self.note = (f"determinism: running {selection.spec} twice under "
                        f"{selection.flags.describe(self.app.session.device_kind())}…")
         self.jobs.start("determinism", "determinism", {"cfg": cfg}, f"checking determinism of {selection.spec}")
@@ -325,10 +334,15 @@ class TimingPane(Vertical):
             return
         result = self.last_determinism = event.result
         style = "$success" if result.bitwise_equal else "$warning"
-        self.note = (f"[b {style}]determinism:[/] {result.summary()}")
+        self.note = (f"[b {style}]determinism of {self._note_spec}:[/] {result.summary()}")
         self.app.notify(result.summary(), title="determinism check", timeout=8)
 
     # -- lines ----------------------------------------------------------------------------------------
+    def model_chosen(self, spec: str) -> None:
+        """Another model: a note about the last one would read as this one's."""
+        if self._note_spec is not None and spec != self._note_spec:
+            self.note, self._note_spec = "", None
+
     def watch_model_line(self, text: str) -> None:
         summary = self.query_one("#model-summary", Static)
         summary.remove_class("loading")
@@ -354,7 +368,8 @@ class TimingPane(Vertical):
     def show_run(self, record, histogram: bool = True) -> None:
         phase = PHASE_TEXT.get(record.status, record.status)
         where = f"{record.index + 1}/{record.total}" if record.total and not record.finished else ""
-        line = f"run {record.label} · {record.model} on {record.device} · {record.flags_text} · {phase} {where}"
+        line = (f"run {record.label} · {record.model} {record.input_text} on {record.device} · {record.flags_text} · "
+                f"{phase} {where}")
         if record.error:
             line += f"\n[b $error]error:[/] {record.error}"
         self.query_one("#run-status", Static).update(line.rstrip())
@@ -376,4 +391,5 @@ class TimingPane(Vertical):
         self.query_one("#run-stats", Static).update(stats_text(record))
         if histogram:
             repeats, new = record.split_by_shape()
-            self.query_one(LatencyHistogram).show_samples(repeats, record.label, first_seen=new)
+            self.query_one(LatencyHistogram).show_samples(repeats, record.label, first_seen=new,
+                                                          empty=WAITING_TEXT.get(record.status))
