@@ -264,7 +264,9 @@ async def test_two_runs_are_compared_overlaid_and_the_baseline_can_change(tiny_a
         assert rows[0][speed] == "baseline" and rows[1][speed].endswith("x")
         one, two = app.session.runs.get(1), app.session.runs.get(2)
         assert float(rows[1][speed][:-1]) == pytest.approx(one.stats.p50_ms / two.stats.p50_ms, rel=0.01)
-        assert "deterministic" in rows[1][columns.index("flags")]
+        setup = columns.index("setup vs baseline")
+        assert "tests.tinymodels:tiny_cnn 1x3x32x32 float32 · eager · defaults" in rows[0][setup]  # whole
+        assert rows[1][setup] == "deterministic algos=on"  # against the baseline: only what differs
         overlay = app.main.query_one("#latency-overlay")
         await wait_until(pilot, lambda: overlay.has_plot and len(overlay._plot._datasets) == 2, what="overlay")
         assert [label.split()[0] for label in overlay._plot._labels] == ["#1", "#2"]  # legend entries
@@ -353,3 +355,24 @@ async def test_the_histogram_says_what_a_run_under_way_is_doing_not_press_r(tiny
         await pilot.press("c")
         await wait_until(pilot, lambda: app.session.runs.get(1).finished, what="the cancel")
         assert "press r" not in histogram.empty_text
+
+
+async def test_compare_gives_no_speed_up_between_runs_that_are_not_like_for_like(tiny_app):
+    """Another input is not a flag: its row says what differs, and its speed-up says why there is none."""
+    async with tiny_app(size=(110, 32), warmup=1, iters=10) as pilot:
+        app = pilot.app
+        await pilot.press("r")
+        await wait_until(pilot, lambda: app.session.runs.get(1).finished, what="run 1")
+        await choose_model(pilot, shape="3x16x16")
+        await pilot.press("r")
+        await wait_until(pilot, lambda: app.session.runs.get(2) is not None and app.session.runs.get(2).finished,
+                         what="run 2")
+        await pilot.press("2")
+        table = app.main.query_one("#compare-table")
+        columns = [str(c.label) for c in table.columns.values()]
+        row = [str(cell) for cell in table.get_row("2")]
+        assert row[columns.index("speed-up")] == "n/a: input"
+        assert row[columns.index("setup vs baseline")].startswith("1x3x16x16 float32")
+        overlay = app.main.query_one("#latency-overlay")
+        await wait_until(pilot, lambda: overlay.has_plot and overlay._plot._datasets, what="overlay")
+        assert len(overlay._plot._datasets) == 1  # the input differs: nothing to overlay it with

@@ -63,8 +63,9 @@ async def test_a_flip_in_ab_mode_runs_both_flag_sets_interleaved_and_gives_a_ver
         verdict = screen_text(app, "#compare-verdict")
         assert "A/B, 10 interleaved block pairs" in verdict and "CI" in verdict
         assert ("B is" in verdict) or ("no significant difference" in verdict)
-        table = rows(app, "#compare-table")
-        assert any("A" in row[0] and row[4] == "baseline" for row in table), table
+        # The table is redrawn from a message posted as the comparison ends: wait for it, then read it.
+        await wait_until(pilot, lambda: any("A" in row[0] and row[2] == "baseline"
+                                            for row in rows(app, "#compare-table")), what="the table redrawn")
         await wait_until(pilot, lambda: sum(r.kind == "ab" for r in app.session.engine.history_file.History().load().records) == 2,
                          what="both arms in the history file")
         labels = [label for label, _ in app.main.query_one(LatencyOverlay).series]

@@ -95,3 +95,12 @@ def test_describe_names_only_what_differs():
     text = Flags(cudnn_benchmark=True, num_threads=2).describe()
     assert "cudnn.benchmark=on" in text and "threads=2" in text
     assert Flags(cudnn_benchmark=True).describe(device="cpu") == "defaults"
+
+
+def test_flags_described_against_another_set_name_only_what_differs():
+    base = Flags(deterministic_algorithms=True)
+    assert Flags(deterministic_algorithms=True, mkldnn_enabled=False).describe("cpu", against=base) == \
+        "oneDNN (mkldnn)=off"
+    assert base.describe("cpu", against=base) == "same flags"
+    assert Flags(num_threads=2).describe("cpu", against=Flags()) == "threads=2"
+    assert Flags().describe("cpu", against=Flags(num_threads=2)) == "threads=auto"

@@ -96,19 +96,20 @@ class Flags:
         return {f.name: (getattr(other, f.name), getattr(self, f.name))
                 for f in fields(self) if getattr(self, f.name) != getattr(other, f.name)}
 
-    def describe(self, device: str | None = None) -> str:
-        """Short text of the flags that differ from PyTorch's defaults (those that apply on `device`)."""
+    def describe(self, device: str | None = None, against: "Flags | None" = None) -> str:
+        """Short text of the flags that differ from PyTorch's defaults, or from `against` (those that apply on
+        `device`): "defaults" (or "same flags") when none do."""
         diffs = []
-        for name, (_, value) in self.changed_from(Flags()).items():
+        for name, (_, value) in self.changed_from(against or Flags()).items():
             if name == "num_threads":
                 continue
             if device is not None and not device_applicability(name, device)[0]:
                 continue
             label = _SPECS_BY_NAME[name].label
             diffs.append(f"{label}={'on' if value else 'off'}")
-        if self.num_threads is not None:
-            diffs.append(f"threads={self.num_threads}")
-        return ", ".join(diffs) if diffs else "defaults"
+        if self.num_threads != (against.num_threads if against is not None else None):
+            diffs.append(f"threads={self.num_threads or 'auto'}")
+        return ", ".join(diffs) if diffs else ("same flags" if against is not None else "defaults")
 
 
 def flag_spec(name: str) -> FlagSpec:

@@ -14,6 +14,7 @@ from textual.widgets import DataTable, Static
 from torchperf_tui.formatting import format_ms, format_number
 from torchperf_tui.app.job_slots import JobSlots
 from torchperf_tui.app.messages import JobEvent, RunsChanged
+from torchperf_tui.app.run_setup import against_text, setup_text, speedup_text
 from torchperf_tui.app.runs import RunRecord, save_run
 from torchperf_tui.app.widgets.timing.histogram import LatencyOverlay, theme_palette
 
@@ -23,11 +24,17 @@ OVERLAY_RUNS = 4
 
 
 def overlaid_runs(completed: list) -> list:
-    """The runs whose histograms are overlaid: the last few, or only the A/B pair when the newest finished
-    run is the B arm of an interleaved comparison (its verdict is about those two)."""
+    """The runs whose histograms are overlaid: the last few measured like the newest (another model or input
+    on the same axis would compare nothing), or only the A/B pair when the newest finished run is the B arm of
+    an interleaved comparison (its verdict is about those two)."""
+    from torchperf_tui.app.run_setup import differences
+
     if len(completed) >= 2 and completed[-1].arm == "B" and completed[-2].arm == "A":
         return completed[-2:]
-    return completed[-OVERLAY_RUNS:]
+    if not completed:
+        return []
+    newest = completed[-1]
+    return [r for r in completed if not differences(r, newest)][-OVERLAY_RUNS:]
 
 
 class ComparePane(Vertical):
@@ -55,8 +62,10 @@ class ComparePane(Vertical):
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
         # The columns that answer "which flags are faster" come first, so they fit at 80 columns.
-        for key, label in (("run", "run"), ("flags", "flags"), ("median", "median"), ("p99", "p99"),
-                           ("speedup", "speed-up"), ("fps", "FPS at p50"), ("status", "status"), ("model", "model")):
+        # What answers "which is faster" first, so it fits at 80 columns; the setup is said against the
+        # baseline (the baseline's row says it whole).
+        for key, label in (("run", "run"), ("median", "median"), ("speedup", "speed-up"), ("p99", "p99"),
+                           ("setup", "setup vs baseline"), ("fps", "FPS at p50"), ("status", "status")):
             table.add_column(label, key=key)
 
     def watch_verdict(self, text: str) -> None:
@@ -208,28 +217,33 @@ class ComparePane(Vertical):
         base = history.baseline()
         overlaid = overlaid_runs(history.completed())
         colour = {r.run_id: palette[i % len(palette)] for i, r in enumerate(overlaid)}
+        kind = self.app.session.device_kind()
         for record in history:
             s = record.stats
-            speed = "–"
-            if base is not None and s is not None and record.complete:
-                speed = "baseline" if record is base else f"{base.stats.p50_ms / s.p50_ms:.2f}x"
             label = record.label
             if record.run_id in colour:
                 label = f"[{colour[record.run_id]}]■[/] {label}"
-            setup = record.flags_text + (f" · shapes {record.shapes}" if record.shapes != "fixed" else "")
-            table.add_row(label, setup, format_ms(s.p50_ms) if s else "–",
-                          format_ms(s.p99_ms) if s else "–", speed, format_number(s.fps_at_median, digits=1) if s else "–",
-                          record.status, record.model, key=str(record.run_id))
+            if base is None or record is base:
+                setup = setup_text(record)
+            else:
+                setup = against_text(record, base, kind)
+            table.add_row(label, format_ms(s.p50_ms) if s else "–",
+                          speedup_text(record, base) if base is not None else "–",
+                          format_ms(s.p99_ms) if s else "–", setup,
+                          format_number(s.fps_at_median, digits=1) if s else "–", record.status,
+                          key=str(record.run_id))
         if keep is not None and history.get(keep) is not None:
             table.move_cursor(row=table.get_row_index(str(keep)))
         note = self.query_one("#compare-note", Static)
         if len(history) == 0:
             note.update("no runs yet: pick a model and press r")
         else:
-            note.update(f"{len(history)} run(s) kept · speed-up = baseline median / run median · "
-                        f"b: make highlighted run the baseline")
+            head = f"baseline {base.label}: {setup_text(base)} · " if base is not None else ""
+            note.update(f"{head}speed-up = baseline median / run median, like for like only · b: make the "
+                        "highlighted run the baseline")
         self.query_one(LatencyOverlay).show_runs(
-            [(f"{r.label} {r.flags_text}", r.samples_ms) for r in overlaid])
+            [(f"{r.label} {r.flags_text if base is None or r is base else against_text(r, base, kind)}",
+              r.samples_ms) for r in overlaid])  # the note above says the baseline's whole setup
 
 
 def ab_verdict_text(result) -> str:
