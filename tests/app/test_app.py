@@ -376,3 +376,24 @@ async def test_compare_gives_no_speed_up_between_runs_that_are_not_like_for_like
         overlay = app.main.query_one("#latency-overlay")
         await wait_until(pilot, lambda: overlay.has_plot and overlay._plot._datasets, what="overlay")
         assert len(overlay._plot._datasets) == 1  # the input differs: nothing to overlay it with
+
+
+async def test_h_hides_the_sidebar_for_the_tabs_and_brings_it_back(tiny_app):
+    async with tiny_app(size=(80, 24)) as pilot:
+        app = pilot.app
+        tabs = app.main.query_one("#tabs")
+        narrow = tabs.size.width
+        await pilot.press("h")
+        await pilot.pause(0.1)
+        assert not app.main.query_one("#sidebar").display and tabs.size.width > narrow + 20
+        assert app.focused is not None and app.main.query_one("#sidebar") not in app.focused.ancestors
+        await pilot.press("h")
+        await pilot.pause(0.1)
+        assert app.main.query_one("#sidebar").display and tabs.size.width == narrow
+
+
+def test_the_palette_offers_mark_filter_flags_and_the_sidebar():
+    from torchperf_tui.app.commands import PALETTE
+
+    actions = {action for _, _, action in PALETTE}
+    assert {"mark_history_run", "screen.focus_filter", "screen.focus_flags", "screen.toggle_sidebar"} <= actions

@@ -11,6 +11,7 @@ BINDINGS = [
     Binding("r", "pane('timing', 'start_run')", "Run"),
     Binding("c", "cancel_run", "Cancel"),
     Binding("slash", "screen.focus_filter", "Model"),  # the screen's, here for its place in the footer
+    Binding("h", "screen.toggle_sidebar", "Sidebar", show=False),
     Binding("e", "pane('memory', 'release')", "Free mem"),
     Binding("s", "screenshot", "Shot"),
     Binding("question_mark", "help", "Help"),
@@ -43,6 +44,10 @@ PALETTE = [
     ("Kernels per conv layer", "What each conv layer ran before and after the last flip", "kernels"),
     ("Determinism check", "The same input twice under the current flags", "pane('timing', 'check_determinism')"),
     ("Memory snapshot", "CUDA: the allocator's history for pytorch.org/memory_viz", "pane('memory', 'snapshot')"),
+    ("Mark history run", "History: mark the highlighted run; two marked are compared", "mark_history_run"),
+    ("Filter models", "Type to filter the model list", "screen.focus_filter"),
+    ("Flags", "Move to the flag switches", "screen.focus_flags"),
+    ("Show or hide the sidebar", "More room for the tabs on a narrow terminal", "screen.toggle_sidebar"),
     ("Help", "Keys and a short guide", "help"),
     *[(f"Show {name.title()}", f"Switch to the {name} tab", f"screen.show_tab('{name}')") for name in TABS],
 ]

@@ -24,6 +24,7 @@ How fast a PyTorch model runs on this box, and why.
 | `d` | determinism check: the same input twice under the current flags, bitwise equal or not |
 | `n` | CUDA: a memory snapshot of a few iterations, for pytorch.org/memory_viz |
 | `1`–`9` | Timing, Compare, Layers, Device, Memory, Throughput, Profile, History, Kernels tabs |
+| `h` | hide or show the sidebar (the tabs get the full width) |
 | `b` | (Compare) make the highlighted run the baseline |
 | `t` | the batch with the most samples/s and the largest that fits (Throughput) |
 | `p` | profile a few iterations: top operators and a Chrome trace (Profile) |

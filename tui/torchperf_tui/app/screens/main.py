@@ -153,6 +153,13 @@ class MainScreen(Screen):
                 control.focus()
                 return
 
+    def action_toggle_sidebar(self) -> None:
+        """Hide the sidebar for the tabs' full width (80 columns leave them 47), or show it again."""
+        sidebar = self.query_one("#sidebar")
+        sidebar.display = not sidebar.display
+        if not sidebar.display and self.focused is not None and sidebar in self.focused.ancestors:
+            self.action_leave_field()  # the focus must not stay in what is hidden
+
     def action_leave_field(self) -> None:
         if self.query(TabbedContent):
             self.query_one(TabbedContent).query_one("Tabs").focus()

@@ -95,12 +95,19 @@ class ProfilePane(Vertical):
         if notify:
             self.app.notify(error, title="profile failed", severity="error", timeout=8)
 
+    def sortable_keys(self) -> list[str]:
+        """The sort keys of the columns shown, without the device ones when no device time was recorded (on
+        the CPU they are all "–")."""
+        keys = [key for _, _, key in COLUMNS if key is not None]
+        if self.result is not None and not self.result.total_self_device_ms:
+            keys = [key for key in keys if "device" not in key]
+        return keys
+
     def cycle_sort(self) -> None:
-        """Sort the operators by the next key of the engine's SORT_KEYS."""
-        session = self.app.session
-        if self.result is None or not session.has("profiling"):
+        """Sort the operators by the next column that can tell them apart."""
+        if self.result is None or self._sort_ops is None:
             return
-        keys = list(session.engine.profiling.SORT_KEYS)
+        keys = self.sortable_keys()
         current = self.sort_key if self.sort_key in keys else keys[-1]
         self.sort_by(keys[(keys.index(current) + 1) % len(keys)])
 
