@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 
 import pytest
 
@@ -20,6 +21,9 @@ def test_a_telemetry_interval_that_would_flood_or_starve_the_loop_is_refused(int
 async def test_a_screenshot_never_replaces_a_directory_and_the_palettes_goes_where_s_does(tmp_path):
     app = TorchperfApp(poll_telemetry=False, screenshot_dir=str(tmp_path))
     async with app.run_test(size=(80, 24)) as pilot:
+        from tests.app.helpers import wait_until
+
+        await wait_until(pilot, app.main.panes_mounted, what="the panes")
         (tmp_path / "shot.svg").mkdir()
         with pytest.raises(OutputPathError, match="a directory"):
             app.save_screenshot(filename="shot.svg", path=str(tmp_path))
@@ -42,3 +46,15 @@ async def test_a_model_calling_sys_exit_fails_its_run_and_the_app_keeps_running(
                          what="the run to fail")
         assert "called sys.exit(7)" in app.session.runs.get(1).error
         assert app.is_running
+
+
+def test_screenshots_go_to_the_configured_folder_never_the_current_directory(tmp_path, monkeypatch):
+    from torchperf_tui.app import screenshots
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(screenshots.SCREENSHOTS_ENV, str(tmp_path / "shots"))
+    assert screenshots.default_dir() == str(tmp_path / "shots")
+    monkeypatch.delenv(screenshots.SCREENSHOTS_ENV)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    folder = screenshots.default_dir()
+    assert folder.startswith(str(tmp_path / "data")) and folder.endswith("screenshots") and os.path.isdir(folder)

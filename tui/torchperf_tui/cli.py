@@ -112,6 +112,8 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     parser.add_argument("--interval", type=_checked(options.interval), default=0.5,
                         help="TUI: telemetry period in seconds, 0.1-60 (default 0.5)")
     parser.add_argument("--device", dest="app_device", default="auto", help="TUI: auto | cpu | cuda[:N]")
+    parser.add_argument("--screenshot-dir", metavar="DIR", help="TUI: where s saves screenshots (default: "
+                        "$TORCHPERF_SCREENSHOTS, else the user data directory's screenshots/)")
     parser.add_argument("--history", metavar="PATH", help="run history file (JSON lines; default: $TORCHPERF_HISTORY, "
                         "else the user data directory)")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
@@ -506,7 +508,8 @@ def run_tui(args) -> int:
     from torchperf_tui.app.app import TorchperfApp
 
     app = TorchperfApp(model=args.demo or args.model, autostart=args.autostart, interval=args.interval,
-                       device=args.app_device, history_path=args.history, demo=args.demo is not None)
+                       device=args.app_device, history_path=args.history, demo=args.demo is not None,
+                       screenshot_dir=args.screenshot_dir)
     app.run()
     return app.return_code or 0
 

@@ -1,9 +1,25 @@
 """Screenshots of the app (key s, and the command palette's): SVGs written beside the target and renamed over
-it (engine/output_files.py), never over a directory, a FIFO or a link, and a failure said in one line."""
+it (engine/output_files.py), never over a directory, a FIFO or a link, and a failure said in one line. They go
+to --screenshot-dir, else $TORCHPERF_SCREENSHOTS, else the user data directory's screenshots/ (never the
+current directory, which may be a checkout); the path is announced."""
 
 from __future__ import annotations
 
 import os
+
+SCREENSHOTS_ENV = "TORCHPERF_SCREENSHOTS"
+
+
+def default_dir() -> str:
+    """$TORCHPERF_SCREENSHOTS, else <user data directory>/screenshots, created if missing."""
+    env = os.environ.get(SCREENSHOTS_ENV, "").strip()
+    if env:
+        return os.path.expanduser(env)
+    import platformdirs
+
+    folder = os.path.join(platformdirs.user_data_dir("torchperf-tui"), "screenshots")
+    os.makedirs(folder, exist_ok=True)
+    return folder
 
 
 def save(app, filename: str | None, path: str | None, time_format: str | None) -> str:
@@ -13,7 +29,8 @@ def save(app, filename: str | None, path: str | None, time_format: str | None) -
     from torchperf_tui.engine.output_files import write_text
 
     name = filename or generate_datetime_filename(app.title, ".svg", time_format)
-    return str(write_text(os.path.join(os.path.expanduser(path or "./"), name), app.export_screenshot()))
+    folder = os.path.expanduser(path) if path else default_dir()
+    return str(write_text(os.path.join(folder, name), app.export_screenshot()))
 
 
 def deliver(app, filename: str | None, path: str | None, time_format: str | None) -> None:

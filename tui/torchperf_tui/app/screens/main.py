@@ -66,8 +66,12 @@ class MainScreen(Screen):
         self.call_after_refresh(self._mount_panes)
 
     async def _mount_panes(self) -> None:
+        if not self.app.is_running:
+            return  # quit before the panes were up (a key or a signal in the first instant)
         await self.query_one("#sidebar").mount_all([pane_class(name)(id=PANES[name][0])
                                                     for name in ("picker", "flags", "options")])
+        if not self.app.is_running or not self.is_attached:
+            return
         tabs = TabbedContent(initial="tab-timing", id="tabs")
         for name in TABS:
             tabs.compose_add_child(TabPane(name.title(), pane_class(name)(id=PANES[name][0]), id=f"tab-{name}"))

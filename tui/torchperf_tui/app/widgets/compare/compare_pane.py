@@ -60,6 +60,8 @@ class ComparePane(Vertical):
         yield LatencyOverlay(id="latency-overlay")
 
     def on_mount(self) -> None:
+        if not self.query(DataTable):
+            return  # the app is closing as the pane mounts: its children are already gone
         table = self.query_one(DataTable)
         # The columns that answer "which flags are faster" come first, so they fit at 80 columns.
         # What answers "which is faster" first, so it fits at 80 columns; the setup is said against the

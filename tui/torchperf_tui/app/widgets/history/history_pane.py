@@ -90,6 +90,8 @@ class HistoryPane(Vertical):
         yield Static("mark two runs (m or ⏎ on a row) to compare them", id="history-compare")
 
     def on_mount(self) -> None:
+        if not self.query(DataTable):
+            return  # the app is closing as the pane mounts: its children are already gone
         table = self.query_one(DataTable)
         # What tells runs apart first (p50, p99, flags), so it fits at 80 columns.
         for key, label in (("mark", " "), ("id", "id"), ("p50", "p50"), ("p99", "p99"), ("flags", "flags"),

@@ -52,6 +52,8 @@ class KernelsPane(Vertical):
         yield Static("", id="kernels-note", classes="dim-note")
 
     def on_mount(self) -> None:
+        if not self.query(DataTable):
+            return  # the app is closing as the pane mounts: its children are already gone
         table = self.query_one(DataTable)
         for key, label in COLUMNS:
             table.add_column(label, key=key)

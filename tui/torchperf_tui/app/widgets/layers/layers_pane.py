@@ -36,6 +36,8 @@ class LayersPane(Vertical):
         yield DataTable(id="layers-table", cursor_type="row", zebra_stripes=True)
 
     def on_mount(self) -> None:
+        if not self.query(DataTable):
+            return  # the app is closing as the pane mounts: its children are already gone
         table = self.query_one(DataTable)
         # FLOPs and their share first: they say where the time is likely to go.
         for key, label in (("name", "layer"), ("type", "type"), ("flops", "FLOPs"), ("share", "% FLOPs"),

@@ -49,6 +49,8 @@ class ProfilePane(Vertical):
         yield DataTable(id="profile-table", cursor_type="row", zebra_stripes=True)
 
     def on_mount(self) -> None:
+        if not self.query(DataTable):
+            return  # the app is closing as the pane mounts: its children are already gone
         table = self.query_one(DataTable)
         for key, label, _ in COLUMNS:
             table.add_column(label, key=key)

@@ -102,6 +102,8 @@ class ThroughputPane(Vertical):
         yield ThroughputPlot(id="throughput-plot")
 
     def on_mount(self) -> None:
+        if not self.query(DataTable):
+            return  # the app is closing as the pane mounts: its children are already gone
         table = self.query_one(DataTable)
         for key, label in (("batch", "batch"), ("phase", "phase"), ("fits", "fits"), ("latency", "latency"),
                            ("rate", "samples/s"), ("took", "took")):
