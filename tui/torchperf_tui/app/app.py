@@ -156,6 +156,7 @@ class TorchperfApp(App):
         self._show_flags()
         self.pane("memory").redraw()
 
+    @while_running
     def on_device_pane_probe_failed(self, message) -> None:
         self.notify(f"device: {message.error}", severity="error", timeout=8)
         self._probe_failed = True
@@ -176,17 +177,20 @@ class TorchperfApp(App):
             elif self.autostart:
                 timing.start_run()
 
+    @while_running
     def on_model_picker_analysing(self, message) -> None:
         self.pane("timing").model_line = f"[b]{message.spec}[/] · analysing…"
         for name in ("timing", "throughput", "profile", "kernels"):
             self.pane(name).model_chosen(message.spec)
 
+    @while_running
     def on_model_picker_analysed(self, message) -> None:
         from torchperf_tui.app.widgets.layers.layers_pane import complexity_summary
 
         self.pane("timing").model_line = (f"[b]{message.spec}[/] · {complexity_summary(message.complexity)}")
         self.pane("layers").show_complexity(message.spec, message.complexity)
 
+    @while_running
     def on_model_picker_failed(self, message) -> None:
         self.notify(message.error, title=message.spec, severity="error", timeout=8)
         if self.demo is not None:
@@ -194,10 +198,12 @@ class TorchperfApp(App):
         self.pane("timing").model_line = (f"[b]{message.spec}[/] · [b $error]error:[/] {message.error}")
         self.pane("layers").show_error(message.spec, message.error)
 
+    @while_running
     def on_timing_pane_roofline_ready(self, message) -> None:
         if message.result.model == self.pane("picker").spec:
             self.pane("layers").show_roofline(message.result.layers)
 
+    @while_running
     def on_flags_pane_changed(self, message) -> None:
         """A flip re-measures: the old flags against the new interleaved (on flip: A/B), or a new run."""
         if self.pane("picker").spec is None or not self.session.has("timing"):
@@ -207,17 +213,20 @@ class TorchperfApp(App):
         else:
             self.pane("timing").start_run()
 
+    @while_running
     def on_run_options_pane_changed(self, message) -> None:
         if message.name in ("shapes", "compile") and self.pane("picker").spec is not None \
                 and self.session.has("timing"):
             self.pane("timing").start_run()
 
     @on(RunsChanged)
-    def _runs_changed(self) -> None:
+    @while_running
+    def _runs_changed(self, message: RunsChanged) -> None:
         self.pane("compare").refresh_runs()
 
     @on(HistoryChanged)
-    def _history_changed(self) -> None:
+    @while_running
+    def _history_changed(self, message: HistoryChanged) -> None:
         self.pane("history").refresh_history()
 
     # -- global keys (navigation keys are the main screen's) ------------------------------------------

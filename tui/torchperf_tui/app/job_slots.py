@@ -40,6 +40,24 @@ class JobSlots:
         """The slot's current job, None when it has none."""
         return self._jobs.get(slot)
 
+    def accept(self, message: Any) -> Any:
+        """The message's event when its job is the slot's current one, else None (a replaced job's answer)."""
+        return message.event if self.current(message) else None
+
+    def config(self, selection, on_error, flags: Any = None, slot: str | None = None):
+        """The selection's BenchConfig (with `flags` for an arm), or None after `on_error(line)` when the engine
+        refuses the input (a bad shape or batch); with `slot`, the job there is cancelled too, as the new
+        request replaces it."""
+        try:
+            return selection.config(flags)
+        except Exception as exc:
+            from torchperf_tui.engine.errors import user_message
+
+            if slot is not None:
+                self.cancel(slot)
+            on_error(user_message(exc))
+            return None
+
     def current(self, message: Any) -> bool:
         """True when the message's job is the slot's current one; a final event frees the slot."""
         from torchperf_tui.worker.protocol import JobDone, JobFailed

@@ -16,6 +16,7 @@ from torchperf_tui.app.job_slots import JobSlots
 from torchperf_tui.app.messages import JobEvent, RunsChanged
 from torchperf_tui.app.run_setup import against_text, setup_text, speedup_text
 from torchperf_tui.app.runs import RunRecord, save_run
+from torchperf_tui.worker.protocol import JobDone, JobFailed, Progress
 from torchperf_tui.app.widgets.timing.histogram import LatencyOverlay, theme_palette
 
 AB_BLOCKS = 10
@@ -111,13 +112,8 @@ class ComparePane(Vertical):
         self.verdict = (f"A/B: [b]{records[0].flags_text}[/] vs [b]{records[1].flags_text}[/] · interleaved in "
                           f"{AB_BLOCKS} randomised blocks per arm…")
         self.post_message(RunsChanged())
-        try:
-            base = selection.config(flags_a)
-        except Exception as exc:
-            from torchperf_tui.engine.errors import user_message
-
-            self.jobs.cancel("ab")
-            self._ab_failed(user_message(exc))
+        base = self.jobs.config(selection, self._ab_failed, flags=flags_a, slot="ab")
+        if base is None:
             return
         self.jobs.start("ab", "ab", {"base": base, "a": flags_a, "b": flags_b, "blocks": AB_BLOCKS,
                                      "per_block": max(3, session.iters // 5), "seed": self.ab_runs[0],
@@ -134,12 +130,7 @@ class ComparePane(Vertical):
 
     @on(JobEvent)
     def _job_event(self, message: JobEvent) -> None:
-        from torchperf_tui.worker.protocol import JobDone, JobFailed, Progress
-
-        message.stop()
-        if not self.jobs.current(message):
-            return
-        event = message.event
+        event = self.jobs.accept(message)
         if isinstance(event, Progress):
             self._block(*event.data)
         elif isinstance(event, JobFailed):

@@ -16,6 +16,7 @@ from textual.widgets import Select, Static
 from torchperf_tui.formatting import format_bytes, format_number
 from torchperf_tui.app.job_slots import JobSlots
 from torchperf_tui.app.messages import JobEvent
+from torchperf_tui.worker.protocol import JobFailed
 
 
 def _v(value, unit: str = "", digits: int = 0) -> str:
@@ -136,12 +137,9 @@ class DevicePane(VerticalScroll):
 
     @on(JobEvent)
     def _job_event(self, message: JobEvent) -> None:
-        from torchperf_tui.worker.protocol import JobFailed
-
-        message.stop()
-        if not self.jobs.current(message):
+        event = self.jobs.accept(message)
+        if event is None:
             return
-        event = message.event
         if isinstance(event, JobFailed):
             self._failed(event.error)
             return

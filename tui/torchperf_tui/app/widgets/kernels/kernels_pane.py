@@ -12,6 +12,7 @@ from textual.widgets import Button, DataTable, Static
 
 from torchperf_tui.app.job_slots import JobSlots
 from torchperf_tui.app.messages import JobEvent
+from torchperf_tui.worker.protocol import JobFailed
 
 # The numbers and whether the choice changed come first, so they fit at 80 columns; the names follow.
 COLUMNS = (("layer", "layer"), ("a_us", "A µs"), ("b_us", "B µs"), ("changed", "choice"), ("a", "A ran"),
@@ -67,29 +68,21 @@ class KernelsPane(Vertical):
         self.screen.show_tab("kernels")
         self.status = (f"[b]{selection.spec}[/] · profiling each conv layer under A: {flags_a.describe(kind)} "
                          f"and B: {flags_b.describe(kind)}…")
-        try:
-            base = selection.config(flags_a)
-        except Exception as exc:
-            from torchperf_tui.engine.errors import user_message
-
-            self.jobs.cancel("kernels")
-            self._failed(user_message(exc))
+        base = self.jobs.config(selection, self._failed, flags=flags_a, slot="kernels")
+        if base is None:
             return
         self.jobs.start("kernels", "kernels", {"base": base, "a": flags_a, "b": flags_b, "device_kind": kind},
                         f"profiling the conv kernels of {selection.spec}")
 
     @on(JobEvent)
     def _job_event(self, message: JobEvent) -> None:
-        from torchperf_tui.worker.protocol import JobFailed
-
-        message.stop()
-        if not self.jobs.current(message):
+        event = self.jobs.accept(message)
+        if event is None:
             return
-        event = message.event
-        if isinstance(event, JobFailed):
-            self.status = ("cancelled: another measurement replaced it" if event.cancelled else "")
-            if not event.cancelled:
-                self._failed(event.error)
+        if isinstance(event, JobFailed) and event.cancelled:
+            self.status = "cancelled: another measurement replaced it"
+        elif isinstance(event, JobFailed):
+            self._failed(event.error)
         else:
             self.result = event.result
 

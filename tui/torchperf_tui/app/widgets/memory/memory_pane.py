@@ -26,6 +26,7 @@ from textual.worker import get_current_worker
 from torchperf_tui.formatting import format_bytes, format_number
 from torchperf_tui.app.job_slots import JobSlots
 from torchperf_tui.app.messages import JobEvent
+from torchperf_tui.worker.protocol import JobFailed
 from torchperf_tui.app.widgets.timing.histogram import _PlotHolder, theme_palette
 
 GIB = 1024 ** 3
@@ -338,12 +339,9 @@ class MemoryPane(Vertical):
 
     @on(JobEvent)
     def _job_event(self, message: JobEvent) -> None:
-        from torchperf_tui.worker.protocol import JobFailed
-
-        message.stop()
-        if not self.jobs.current(message):
+        event = self.jobs.accept(message)
+        if event is None:
             return
-        event = message.event
         if message.slot == "reading":
             if not isinstance(event, JobFailed):
                 self.allocator_reading = event.result
@@ -402,12 +400,9 @@ class MemoryPane(Vertical):
         if session.device_kind() != "cuda":
             self.app.notify(session.engine.memsnap.NOT_CUDA, title="memory snapshot", severity="warning", timeout=8)
             return
-        try:
-            cfg = selection.config()
-        except Exception as exc:
-            from torchperf_tui.engine.errors import user_message
-
-            self.app.notify(user_message(exc), title="memsnap failed", severity="error", timeout=8)
+        cfg = self.jobs.config(selection, lambda error: self.app.notify(error, title="memsnap failed",
+                                                                        severity="error", timeout=8))
+        if cfg is None:
             return
         self.app.notify(f"recording the allocator's history over {selection.spec}…", title="memory snapshot",
                         timeout=3)
@@ -415,8 +410,6 @@ class MemoryPane(Vertical):
                         f"recording the allocator's history over {selection.spec}")
 
     def _snapshot_answered(self, event) -> None:
-        from torchperf_tui.worker.protocol import JobFailed
-
         if isinstance(event, JobFailed):
             if event.cancelled:
                 self.app.notify("no snapshot written (cancelled)", title="memory snapshot", severity="warning")

@@ -17,6 +17,7 @@ from textual.widgets.option_list import Option
 
 from torchperf_tui.app.job_slots import JobSlots
 from torchperf_tui.app.messages import JobEvent
+from torchperf_tui.worker.protocol import JobFailed
 
 DTYPE_CHOICES = ("float32", "float16", "bfloat16")
 
@@ -90,12 +91,9 @@ class ModelPicker(Vertical):
 
     @on(JobEvent)
     def _job_event(self, message: JobEvent) -> None:
-        from torchperf_tui.worker.protocol import JobFailed
-
-        message.stop()
-        if not self.jobs.current(message):
+        event = self.jobs.accept(message)
+        if event is None:
             return
-        event = message.event
         failed = isinstance(event, JobFailed)
         if message.slot == "catalogue":
             if not failed:

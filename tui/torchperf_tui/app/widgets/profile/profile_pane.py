@@ -13,6 +13,7 @@ from textual.widgets import Button, DataTable, Static
 
 from torchperf_tui.app.job_slots import JobSlots
 from torchperf_tui.app.messages import JobEvent
+from torchperf_tui.worker.protocol import JobFailed
 
 from torchperf_tui.formatting import format_ms
 
@@ -64,25 +65,17 @@ class ProfilePane(Vertical):
         self.screen.show_tab("profile")
         self.status = (f"[b]{selection.spec}[/] on {session.resolved_device()} · profiling "
                          f"{session.profile_iters} iterations…")
-        try:
-            cfg = selection.config()
-        except Exception as exc:
-            from torchperf_tui.engine.errors import user_message
-
-            self.jobs.cancel("profile")
-            self._failed(user_message(exc))
+        cfg = self.jobs.config(selection, self._failed, slot="profile")
+        if cfg is None:
             return
         self.jobs.start("profile", "profile", {"cfg": cfg, "iters": session.profile_iters},
                         f"profiling {selection.spec}")
 
     @on(JobEvent)
     def _job_event(self, message: JobEvent) -> None:
-        from torchperf_tui.worker.protocol import JobFailed
-
-        message.stop()
-        if not self.jobs.current(message):
+        event = self.jobs.accept(message)
+        if event is None:
             return
-        event = message.event
         if isinstance(event, JobFailed):
             self._failed("cancelled: another measurement replaced it" if event.cancelled else event.error,
                          notify=not event.cancelled)

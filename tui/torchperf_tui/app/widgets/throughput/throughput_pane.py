@@ -13,6 +13,7 @@ from textual.widgets import Button, DataTable, Static
 
 from torchperf_tui.app.job_slots import JobSlots
 from torchperf_tui.app.messages import JobEvent
+from torchperf_tui.worker.protocol import JobDone, JobFailed, Progress
 
 from torchperf_tui.formatting import format_bytes, format_ms, format_number
 from torchperf_tui.app.widgets.timing.histogram import _PlotHolder, theme_palette
@@ -123,13 +124,8 @@ class ThroughputPane(Vertical):
         self.status = (f"[b]{selection.spec}[/] on {session.resolved_device()} · "
                          f"{selection.flags.describe(session.device_kind())} · searching: doubling the batch until "
                          "samples/s stops improving, it does not fit, or the time budget runs out…")
-        try:
-            cfg = selection.config()
-        except Exception as exc:
-            from torchperf_tui.engine.errors import user_message
-
-            self.jobs.cancel("search")
-            self._failed(user_message(exc))
+        cfg = self.jobs.config(selection, self._failed, slot="search")
+        if cfg is None:
             return
         options = {} if session.max_batch is None else {"max_batch": session.max_batch}
         self.jobs.start("search", "throughput", {"cfg": cfg, "options": options},
@@ -137,12 +133,7 @@ class ThroughputPane(Vertical):
 
     @on(JobEvent)
     def _job_event(self, message: JobEvent) -> None:
-        from torchperf_tui.worker.protocol import JobDone, JobFailed, Progress
-
-        message.stop()
-        if not self.jobs.current(message):
-            return
-        event = message.event
+        event = self.jobs.accept(message)
         if isinstance(event, Progress):
             self.add_try(event.data)
         elif isinstance(event, JobFailed):
@@ -162,7 +153,8 @@ class ThroughputPane(Vertical):
     def model_chosen(self, spec: str) -> None:
         """The status line names the chosen model until this pane's first job (it said "pick a model")."""
         if self.status == "":
-            self.status = f"[b]{spec}[/] · t: search the largest batch that fits, doubling until samples/s stops improving or it does not fit, within a time budget"
+            self.status = (f"[b]{spec}[/] · t: search the largest batch that fits, doubling until samples/s stops "
+                           "improving or it does not fit, within a time budget")
 
     def watch_status(self, text: str) -> None:
         self.query_one("#throughput-status", Static).update(text)

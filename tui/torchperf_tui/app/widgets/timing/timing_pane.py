@@ -20,6 +20,7 @@ from torchperf_tui.app.job_slots import JobSlots
 from torchperf_tui.app.messages import JobEvent, RunsChanged
 from torchperf_tui.app.runs import RunRecord, save_run
 from torchperf_tui.app.widgets.timing.histogram import LatencyHistogram
+from torchperf_tui.worker.protocol import JobDone, JobFailed, Samples
 
 LIVE_STATS_EVERY_S = 0.5  # live statistics over all samples so far are recomputed at most this often
 
@@ -175,13 +176,8 @@ class TimingPane(Vertical):
         self.roofline = ("", None)
         self._show(record)
         self.post_message(RunsChanged())
-        try:
-            cfg = selection.config()
-        except Exception as exc:
-            from torchperf_tui.engine.errors import user_message
-
-            self.jobs.cancel("run")
-            self._failed(record, user_message(exc))
+        cfg = self.jobs.config(selection, lambda error: self._failed(record, error), slot="run")
+        if cfg is None:
             return
         record.batch = cfg.batch or 1
         what = f"timing {selection.spec} at {selection.input_text(self.screen.default_shape())}"
@@ -197,7 +193,6 @@ class TimingPane(Vertical):
 
     @on(JobEvent)
     def _job_event(self, message: JobEvent) -> None:
-        message.stop()
         current = self.jobs.current(message)
         if message.slot == "run":
             self._run_event(message.event, current)
@@ -207,8 +202,6 @@ class TimingPane(Vertical):
     def _run_event(self, event, current: bool) -> None:
         """A run's events; a run replaced by a newer one still gets its final (cancelled) result, kept in
         Compare, but no longer draws on this pane."""
-        from torchperf_tui.worker.protocol import JobDone, JobFailed, Samples
-
         record = self._job_runs.get(event.job_id)
         if record is None:
             return
@@ -295,8 +288,6 @@ class TimingPane(Vertical):
         self.post_message(RunsChanged())
 
     def _roofline_event(self, event) -> None:
-        from torchperf_tui.worker.protocol import JobFailed
-
         label = self.record.label if self.record is not None else "?"
         if isinstance(event, JobFailed):
             if not event.cancelled:
@@ -311,21 +302,18 @@ class TimingPane(Vertical):
         selection = self.screen.ready_selection("determinism check", module="determinism")
         if selection is None:
             return
-        try:
-            cfg = selection.config()
-        except Exception as exc:
-            from torchperf_tui.engine.errors import user_message
-
-            self.note = (f"determinism: [b $error]error:[/] {user_message(exc)}")
+        cfg = self.jobs.config(selection, self._determinism_refused)
+        if cfg is None:
             return
         self._note_spec = selection.spec
         self.note = (f"determinism: running {selection.spec} twice under "
                        f"{selection.flags.describe(self.app.session.device_kind())}…")
         self.jobs.start("determinism", "determinism", {"cfg": cfg}, f"checking determinism of {selection.spec}")
 
-    def _determinism_event(self, event) -> None:
-        from torchperf_tui.worker.protocol import JobFailed
+    def _determinism_refused(self, error: str) -> None:
+        self.note = f"determinism: [b $error]error:[/] {error}"
 
+    def _determinism_event(self, event) -> None:
         if isinstance(event, JobFailed):
             self.note = ("determinism: cancelled" if event.cancelled
                            else f"determinism: [b $error]error:[/] {event.error}")
@@ -368,8 +356,8 @@ class TimingPane(Vertical):
     def show_run(self, record, histogram: bool = True) -> None:
         phase = PHASE_TEXT.get(record.status, record.status)
         where = f"{record.index + 1}/{record.total}" if record.total and not record.finished else ""
-        line = (f"run {record.label} · {record.model} {record.input_text} on {record.device} · {record.flags_text} · "
-                f"{phase} {where}")
+        line = (f"run {record.label} · {record.model} {record.input_text} on {record.device} · "
+                f"{record.flags_text} · {phase} {where}")
         if record.error:
             line += f"\n[b $error]error:[/] {record.error}"
         self.query_one("#run-status", Static).update(line.rstrip())
