@@ -203,19 +203,12 @@ class ModelPicker(Vertical):
         spec = self.spec
         self.post_message(self.Analysing(spec))
         try:
-            params = self._analysis_params()
+            params = self.screen.selection().analysis_params()  # the sidebar's choice, frozen, as jobs get it
         except Exception as exc:
             self.jobs.cancel("analysis", enforce=False)
             self._failed(spec, user_message(exc))
             return
         self.jobs.start("analysis", "analyse", params, f"analysing {spec}", enforce_cancel=False)
-
-    def _analysis_params(self) -> dict:
-        from torchperf_tui.jobs.selection import Selection
-
-        settings = self.settings()
-        return Selection(spec=self.spec, shape=settings["shape"], batch=settings["batch"],
-                         dtype=settings["dtype"]).analysis_params()
 
     # -- input settings ------------------------------------------------------------------
     def set_default_shape(self, shape: tuple) -> None:
