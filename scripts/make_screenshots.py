@@ -46,18 +46,21 @@ async def make(out: Path, model: str, flag: str, warmup: int, iters: int, max_ba
         app.save_screenshot(filename=f"{name}.svg", path=str(out))
         saved.append(out / f"{name}.svg")
 
+    runs = app.session.runs
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: app.report is not None and app.flags is not None
+        await wait_until(pilot, lambda: app.session.report is not None and app.main.panes_mounted()
+                         and app.pane("flags").flags is not None
                          and app.main.query_one("#model-list").option_count > 1, what="the engine")
         await pilot.press("slash", *model, "enter")
-        await wait_until(pilot, lambda: app.complexity is not None, what="the model analysis")
-        await pilot.press("escape", "r")
-        await wait_until(pilot, lambda: app.history.get(1) is not None and app.history.get(1).finished,
+        await wait_until(pilot, lambda: app.pane("picker").complexity is not None, what="the model analysis")
+        await pilot.press("escape")
+        await pilot.press("r")
+        await wait_until(pilot, lambda: runs.get(1) is not None and runs.get(1).finished,
                          what="run 1")
         await pilot.pause(0.5)
         shoot("main")
         await pilot.click(f"#flag-{flag}")  # flipping a flag starts run 2 with the new flags
-        await wait_until(pilot, lambda: app.history.get(2) is not None and app.history.get(2).finished,
+        await wait_until(pilot, lambda: runs.get(2) is not None and runs.get(2).finished,
                          what="run 2")
         await pilot.press("2")
         await pilot.pause(0.5)
@@ -90,10 +93,10 @@ async def make(out: Path, model: str, flag: str, warmup: int, iters: int, max_ba
         shoot("history")
 
         async def finished_run(set_option) -> None:
-            before = app._run_seq
+            before = app.pane("timing").record
             set_option()
-            await wait_until(pilot, lambda: app._run_seq > before and app.history.get(app._run_seq).finished,
-                             what="the run")
+            await wait_until(pilot, lambda: app.pane("timing").record is not before
+                             and app.pane("timing").record.finished, what="the run")
             await pilot.pause(0.8)
 
         await pilot.press("1")
@@ -104,7 +107,7 @@ async def make(out: Path, model: str, flag: str, warmup: int, iters: int, max_ba
         app.main.query_one("#option-flip").value = "ab"
         await pilot.pause(0.2)
         await pilot.click(f"#flag-{flag}")  # back: in A/B mode the flip compares the two flag sets
-        await wait_until(pilot, lambda: app._ab_runs is not None and app.history.get(app._ab_runs[1]).finished,
+        await wait_until(pilot, lambda: ab_done(app),
                          what="the A/B comparison")
         await pilot.pause(1.0)
         app.clear_notifications()
@@ -117,12 +120,22 @@ async def make(out: Path, model: str, flag: str, warmup: int, iters: int, max_ba
     return saved
 
 
+def ab_done(app, first_arm: int = 0) -> bool:
+    """The latest A/B (its A arm run #first_arm or later) has finished."""
+    if not app.main.panes_mounted():
+        return False
+    arms = app.pane("compare").ab_runs
+    if arms is None or arms[0] < first_arm:
+        return False
+    record = app.session.runs.get(arms[1])
+    return record is not None and record.finished
+
+
 async def make_demo(out: Path, model: str, history: Path) -> Path:
     """The demo during its second step (random shapes), banner shown."""
     app = TorchperfApp(model=model, demo=True, demo_pace=1.0, warmup=3, iters=30, history_path=str(history))
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: app._ab_runs is not None and app._ab_runs[0] >= 3
-                         and app.history.get(app._ab_runs[1]).finished, what="the demo's second comparison")
+        await wait_until(pilot, lambda: ab_done(app, first_arm=3), what="the demo's second comparison")
         await pilot.pause(0.3)
         for field in app.query("Input"):
             field.cursor_blink = False
