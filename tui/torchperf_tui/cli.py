@@ -45,18 +45,6 @@ def _positive_float(name: str):
 _positive_int = _checked(options.positive_int)
 
 
-def _warmup(text: str) -> int | str:
-    if text == "auto":
-        return text
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a count or 'auto', got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a count >= 0, got {value}")
-    return value
-
-
 def _add_input_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--input", metavar="SHAPE", help="input shape with batch, e.g. 1x3x224x224 "
                    "(default: the model's own input size)")
@@ -136,7 +124,8 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
 
     p = sub.add_parser("bench", help="latency: warm-up, then timed iterations with synchronisation")
     _add_workload_options(p)
-    p.add_argument("--warmup", type=_warmup, default=10, help="warm-up iterations, or 'auto' (default 10)")
+    p.add_argument("--warmup", type=_checked(options.warmup), default=10,
+                   help="warm-up iterations, or 'auto' (default 10)")
     p.add_argument("--iters", type=_positive_int, default=50, help="timed iterations (default 50)")
     _add_flag_options(p)
     p.add_argument("--compile", nargs="?", const="default", metavar="MODE",

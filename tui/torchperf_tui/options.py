@@ -61,6 +61,16 @@ def positive_int(value: int | str, name: str = "a count") -> int:
     return whole_number(name, value, low=1)
 
 
+def warmup(value: int | str) -> int | str:
+    """Warm-up iterations: a count >= 0, or 'auto' (until the iteration time settles)."""
+    if isinstance(value, str) and value.strip() == "auto":
+        return "auto"
+    try:
+        return whole_number("warm-up", value, low=0)
+    except OptionError:
+        raise OptionError(f"warm-up: expected a count >= 0 or 'auto', got {value!r}") from None
+
+
 def cpu_count() -> int:
     """Logical CPUs this process may run on (its affinity where the platform has one)."""
     try:

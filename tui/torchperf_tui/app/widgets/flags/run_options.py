@@ -1,5 +1,6 @@
-"""Run options beside the flags: the input-shape schedule, eager or torch.compile, and what a flag flip
-starts (a new run, or an interleaved A/B comparison of the old flags against the new)."""
+"""Run options beside the flags: timed iterations and warm-up, the input-shape schedule, eager or
+torch.compile, and what a flag flip starts (a new run, or an interleaved A/B comparison of the old flags
+against the new)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.widgets import Label, Select
+from textual.widgets import Input, Label, Select
+
+from torchperf_tui import options as checks
 
 # (name, label, [(shown, value)], help). Values are what the engine takes (a schedule, a compile mode).
 RUN_OPTIONS = (
@@ -26,12 +29,20 @@ RUN_OPTIONS = (
 DEFAULTS = {"shapes": "fixed", "compile": "eager", "flip": "run"}
 
 
+# (name, label, check, help): counts typed in a field, checked as the CLI checks --iters and --warmup.
+COUNTS = (("iters", "iters", checks.positive_int, "timed iterations of a run (an A/B splits them into blocks)"),
+          ("warmup", "warm-up", checks.warmup, "untimed iterations before the timed ones, or 'auto' (until the "
+                                               "iteration time settles)"))
+
+
 class RunOptionsPane(Vertical):
-    """Three compact selects; posts Changed when the user picks another value."""
+    """Iterations and warm-up (the session's, which every job reads) and three compact selects; posts Changed
+    when the user picks another value."""
 
     @dataclass
     class Changed(Message):
-        """A run option changed: `name` is "shapes", "compile" or "flip"; `value` its new value."""
+        """A run option changed: `name` is "iters", "warmup", "shapes", "compile" or "flip"; `value` its new
+        value."""
 
         name: str
         value: str
@@ -44,10 +55,17 @@ class RunOptionsPane(Vertical):
     RunOptionsPane { height: auto; }
     RunOptionsPane > Horizontal { height: auto; }
     RunOptionsPane .option-label { width: 1fr; }
+    RunOptionsPane #option-row-counts Label { width: auto; padding: 0 1 0 0; color: $text-muted; }
+    RunOptionsPane #option-row-counts Input { width: 7; margin-right: 1; }
     """
 
     def compose(self) -> ComposeResult:
         yield Label("Run", classes="section-title")
+        session = self.app.session
+        with Horizontal(id="option-row-counts"):
+            for name, label, _, help_text in COUNTS:
+                yield Label(label)
+                yield Input(str(getattr(session, name)), id=f"option-{name}", compact=True, tooltip=help_text)
         for name, label, choices, help_text in RUN_OPTIONS:
             with Horizontal(id=f"option-row-{name}"):
                 yield Select(choices, value=DEFAULTS[name], allow_blank=False, compact=True, id=f"option-{name}",
@@ -60,6 +78,27 @@ class RunOptionsPane(Vertical):
         select = self.query_one(f"#option-{name}", Select)
         with select.prevent(Select.Changed):
             select.value = value
+
+    @on(Input.Submitted, "#option-iters, #option-warmup")
+    @on(Input.Blurred, "#option-iters, #option-warmup")
+    def _count_entered(self, event) -> None:
+        """A count is taken when entered (or left): checked, used by the next job, or refused in one line and
+        put back to the value in use."""
+        event.stop()
+        field = event.input
+        name = (field.id or "").removeprefix("option-")
+        _, label, check, _ = next(c for c in COUNTS if c[0] == name)
+        session = self.app.session
+        try:
+            value = check(field.value.strip())
+        except checks.OptionError as exc:
+            self.app.notify(f"{exc}; keeping {getattr(session, name)}", title=label, severity="error")
+            field.value = str(getattr(session, name))
+            return
+        field.value = str(value)
+        if value != getattr(session, name):
+            setattr(session, name, value)
+            self.post_message(self.Changed(name, str(value)))
 
     @on(Select.Changed)
     def _changed(self, event: Select.Changed) -> None:
