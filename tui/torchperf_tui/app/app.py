@@ -132,6 +132,7 @@ class TorchperfApp(App):
             return
         self.pane("flags").show_applicability(session.engine.flags.FLAG_SPECS, session.device_kind(),
                                               session.flag_applies)
+        self.pane("device").show_flags_note(session.device_kind(), self.pane("flags").reasons)
 
     @while_running
     def on_device_pane_probed(self, message) -> None:
@@ -148,7 +149,7 @@ class TorchperfApp(App):
             # Never a silent fall-back to the CPU: runs on the device asked for fail, and this says why.
             self.sub_title = f"{session.device}: not available"
             self.notify(f"--device {session.device}: no CUDA device here ({report.cuda_reason}). Runs on it fail: "
-                        "choose cpu in the Device tab (5)", title="device", severity="error", timeout=15)
+                        "choose cpu in the Device tab (4)", title="device", severity="error", timeout=15)
         elif report is not None:
             from torchperf_tui.app.widgets.device.device_pane import short_name
 
@@ -202,6 +203,7 @@ class TorchperfApp(App):
     def on_timing_pane_roofline_ready(self, message) -> None:
         if message.result.model == self.pane("picker").spec:
             self.pane("layers").show_roofline(message.result.layers)
+        self.pane("device").show_roofline(message.label, message.notes)
 
     @while_running
     def on_flags_pane_changed(self, message) -> None:

@@ -12,10 +12,11 @@ BINDINGS = [
     Binding("c", "cancel_run", "Cancel"),
     Binding("slash", "screen.focus_filter", "Model"),  # the screen's, here for its place in the footer
     Binding("h", "screen.toggle_sidebar", "Sidebar", show=False),
-    Binding("e", "pane('memory', 'release')", "Free mem"),
-    Binding("s", "screenshot", "Shot"),
+    # Help and Quit before the rest: a narrow footer cuts from the right.
     Binding("question_mark", "help", "Help"),
     Binding("q", "quit", "Quit"),
+    Binding("e", "pane('memory', 'release')", "Free mem"),
+    Binding("s", "screenshot", "Shot"),
     Binding("b", "pane('compare', 'set_baseline')", "Baseline", show=False),
     Binding("x", "pane('compare', 'clear_runs')", "Clear runs", show=False),
     Binding("t", "pane('throughput', 'start')", "Max batch", show=False),

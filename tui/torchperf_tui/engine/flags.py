@@ -133,7 +133,7 @@ def device_applicability(name: str, device: str) -> tuple[bool, str | None]:
     spec = flag_spec(name)
     on_cuda = device.startswith("cuda")
     if spec.device == "cuda" and not on_cuda:
-        return False, "a CUDA setting: no effect on a model running on the CPU"
+        return False, "a CUDA setting: no effect on the CPU"
     if spec.device == "cpu" and on_cuda:
         if name == "num_threads":
             return False, "sets CPU threads; the model runs on the GPU"

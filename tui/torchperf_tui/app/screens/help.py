@@ -6,7 +6,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Markdown
+from textual.widgets import Footer, Markdown
 
 HELP = """\
 # torchperf-tui
@@ -72,6 +72,7 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-box"):
             yield Markdown(HELP)
+        yield Footer()  # its own, over the main screen's: the keys that work here, not the ones that do not
 
     def action_dismiss(self, result=None) -> None:
         self.dismiss(None)

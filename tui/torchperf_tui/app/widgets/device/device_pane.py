@@ -10,6 +10,7 @@ from typing import Any
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
+from textual.markup import escape
 from textual.message import Message
 from textual.widgets import Select, Static
 
@@ -163,6 +164,8 @@ class DevicePane(VerticalScroll):
         select.display = False  # shown once the report says there is a choice
         yield select
         yield Static("loading…", id="device-facts", classes="loading")
+        yield Static("", id="device-flags")
+        yield Static("", id="device-roofline")
 
     def show_report(self, report, device: str) -> None:
         facts = self.query_one("#device-facts", Static)
@@ -177,6 +180,20 @@ class DevicePane(VerticalScroll):
         with select.prevent(Select.Changed):
             select.set_options([(c, c) for c in choices] + ([(f"{device} (not available)", device)] if missing else []))
             select.value = device if device in choices or missing else ("cuda:0" if report.cuda_available else "cpu")
+
+    def show_flags_note(self, device_kind: str, reasons: str) -> None:
+        """The flags that change nothing for a model on this device, and why (the sidebar, when short, only
+        names them)."""
+        self.query_one("#device-flags", Static).update(
+            f"\n[b]Flags on {'the GPU' if device_kind == 'cuda' else 'the CPU'}[/]\n"
+            + ("\n".join(f"  {escape(line)}" for line in reasons.splitlines()) if reasons else "  every flag applies"))
+
+    def show_roofline(self, label: str, notes: str) -> None:
+        """Why the latest run's roofline figures are n/a on this device, in full (the Timing pane's line cuts
+        the reasons short), and how the figures were computed."""
+        self.query_one("#device-roofline", Static).update(
+            f"\n[b]Roofline of run {label}[/] (Timing pane): the reasons and notes in full\n"
+            + "\n".join(f"  {escape(note)}" for note in notes.splitlines()))
 
     def show_error(self, text: str) -> None:
         self.query_one("#device-facts", Static).update(f"[b $error]error:[/] {text}")

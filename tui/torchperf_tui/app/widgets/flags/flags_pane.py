@@ -61,7 +61,10 @@ class FlagsPane(Vertical):
     """All engine flags as switches. `flags` is the set a run uses, `previous` the set before the last flip
     (arm A of an A/B and of the kernels view); posts Changed when the user flips one."""
 
-    DEFAULT_CSS = "FlagsPane { height: auto; }"
+    DEFAULT_CSS = """
+    FlagsPane { height: auto; }
+    FlagsPane #flags-na { display: none; }
+    """
 
     @dataclass
     class Changed(Message):
@@ -74,11 +77,13 @@ class FlagsPane(Vertical):
         super().__init__(**kwargs)
         self.flags: Any = None  # engine.flags.Flags, from when the engine is loaded
         self.previous: Any = None
+        self.reasons = ""  # which flags do nothing on the device, and why
 
     def compose(self) -> ComposeResult:
         yield Label("Flags", classes="section-title")
         yield Static("loading…", id="flags-loading", classes="loading")
         yield Static("", id="flags-reason", classes="dim-note")
+        yield Static("", id="flags-na", classes="dim-note")
 
     def arms(self):
         """(A, B): the flags before the last flip (the defaults if none) and the flags now; None when equal."""
@@ -95,20 +100,27 @@ class FlagsPane(Vertical):
         rows = [FlagRow(spec, getattr(self.flags, spec.name), *applicability(spec.name, device_kind))
                 for spec in specs]
         self.mount_all(rows, before=self.query_one("#flags-reason"))
-        self._show_reasons({row._reason for row in rows if not row._ok})
+        self._show_reasons([(row.spec.label, row._reason) for row in rows if not row._ok])
 
     def update_applicability(self, device_kind: str, applicability) -> None:
-        reasons = set()
+        not_applicable = []
         for row in self.query(FlagRow):
             ok, reason = applicability(row.spec.name, device_kind)
             row.set_applicable(ok, reason)
             if not ok:
-                reasons.add(reason)
-        self._show_reasons(reasons)
+                not_applicable.append((row.spec.label, reason))
+        self._show_reasons(not_applicable)
 
-    def _show_reasons(self, reasons: set) -> None:
-        note = self.query_one("#flags-reason", Static)
-        note.update("n/a: " + "; ".join(sorted(r for r in reasons if r)) if reasons else "")
+    def _show_reasons(self, not_applicable: list[tuple[str, str | None]]) -> None:
+        """Which flags do nothing here and why, by reason; on a short terminal their rows are hidden and one
+        line names them (the reasons are then in the Device tab)."""
+        by_reason: dict[str, list[str]] = {}
+        for label, reason in not_applicable:
+            by_reason.setdefault(reason or "no effect here", []).append(label)
+        self.reasons = "\n".join(f"n/a {', '.join(labels)}: {reason}" for reason, labels in by_reason.items())
+        self.query_one("#flags-reason", Static).update(self.reasons)
+        self.query_one("#flags-na", Static).update(
+            f"n/a here: {', '.join(label for label, _ in not_applicable)} (why: Device tab)" if not_applicable else "")
 
     def set_values(self, flags) -> None:
         """Show `flags` as the switches would, without posting Changed (the demo set them, not the user)."""

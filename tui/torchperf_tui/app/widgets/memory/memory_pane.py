@@ -72,7 +72,7 @@ class MemoryChart(_PlotHolder):
         from textual_plot import HiResMode, LegendLocation
 
         palette = theme_palette(self.app)
-        xs_all, top = [], 0.1
+        xs_all, top, legend = [], 0.1, []
         for i, (name, series) in enumerate(self.series):
             step = max(1, len(series) // self.max_points)
             points = series[::-1][::step][::-1]  # thin from the old end, keep the newest point
@@ -80,18 +80,20 @@ class MemoryChart(_PlotHolder):
             ys = [p[1] for p in points]
             xs_all += xs
             top = max(top, max(ys) * 1.15)
-            plot.plot(xs, ys, line_style=palette[i % len(palette)], hires_mode=HiResMode.BRAILLE,
+            legend.append((name, palette[i % len(palette)]))
+            plot.plot(xs, ys, line_style=legend[-1][1], hires_mode=HiResMode.BRAILLE,
                       label=name if len(self.series) > 1 or self.marks else None)
         left = min(xs_all)
         for x, text in self.marks:
             if x >= left:
                 plot.add_v_line(x, line_style=palette[-1], label=text)
+                if (text, palette[-1]) not in legend:
+                    legend.append((text, palette[-1]))
         plot.set_xlimits(left, 0)
         plot.set_ylimits(0, top)
-        plot.set_xlabel("seconds ago")
-        plot.set_ylabel("GiB")
+        self.set_labels(plot, "seconds ago", "GiB")
         if len(self.series) > 1 or self.marks:
-            plot.show_legend(LegendLocation.TOPLEFT)
+            self.show_legend(plot, LegendLocation.TOPLEFT, legend)
 
 
 def memory_series(history, gpu_index: int | None) -> tuple[list[tuple[float, float]], str]:

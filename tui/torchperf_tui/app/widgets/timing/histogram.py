@@ -7,6 +7,7 @@ import math
 import time
 from typing import Sequence
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
@@ -43,12 +44,19 @@ def theme_palette(app) -> list[str]:
     return [c for c in colours if c]
 
 
+# Below this height a plot's default margins (2 rows above, 3 below, the axis box) leave no room for bars:
+# the axis labels become one caption line above the plot and the margins shrink to the tick labels.
+COMPACT_BELOW_ROWS = 14
+
+
 class _PlotHolder(Vertical):
-    """A placeholder until textual-plot is loaded, then a PlotWidget."""
+    """A placeholder until textual-plot is loaded, then a PlotWidget. Short of COMPACT_BELOW_ROWS rows it
+    draws compactly: the axis labels as a caption line, margins only for the tick labels."""
 
     DEFAULT_CSS = """
     _PlotHolder { height: 1fr; min-height: 4; }
     _PlotHolder > PlotWidget { height: 1fr; }
+    _PlotHolder > .plot-caption { height: 1; color: $text-muted; text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
     placeholder_text = "loading…"
@@ -60,6 +68,7 @@ class _PlotHolder(Vertical):
         self._plot = None
         self._last_redraw = 0.0
         self._redraw_timer = None
+        self._axis_caption = ""
 
     def request_redraw(self) -> None:
         """Redraw now, or once the minimum interval has passed (never more than one pending)."""
@@ -75,7 +84,40 @@ class _PlotHolder(Vertical):
         self.redraw()
 
     def compose(self) -> ComposeResult:
+        caption = Static("", classes="plot-caption")
+        caption.display = False
+        yield caption
         yield Static(self.placeholder_text, classes="plot-placeholder loading")
+
+    @property
+    def compact(self) -> bool:
+        return 0 < self.size.height < COMPACT_BELOW_ROWS
+
+    def on_resize(self) -> None:
+        if self._plot is not None:
+            self.request_redraw()
+
+    def show_legend(self, plot, location, entries: list[tuple[str, str]]) -> None:
+        """The series' (label, colour) in a box over the plot, or, on a small plot where the box would cover
+        what it names, as coloured names on the caption line (call after set_labels)."""
+        if not (self.compact or self.size.width < 60):
+            plot.show_legend(location)
+            return
+        names = Text("  ").join(Text.assemble(("■ ", colour), label) for label, colour in entries)
+        caption = self.query_one(".plot-caption", Static)
+        caption.display = True
+        caption.update(Text.assemble(self._axis_caption, "  ", names) if self._axis_caption else names)
+
+    def set_labels(self, plot, x_label: str, y_label: str) -> None:
+        """Axis labels on the plot, or (compact) as one caption line above it."""
+        caption = self.query_one(".plot-caption", Static)
+        caption.display = self.compact
+        self._axis_caption = f"{y_label} by {x_label}" if self.compact else ""
+        caption.update(self._axis_caption)
+        if self.compact:
+            x_label = y_label = ""
+        plot.set_xlabel(x_label)
+        plot.set_ylabel(y_label)
 
     @property
     def has_plot(self) -> bool:
@@ -100,6 +142,8 @@ class _PlotHolder(Vertical):
         if self._plot is None:
             return
         self._plot.clear()
+        self._plot.margin_top, self._plot.margin_bottom, self._plot.margin_left = \
+            (0, 1, 6) if self.compact else (2, 3, 10)
         empty = not self.has_data()
         self._set_placeholder(empty)
         if not empty:
@@ -115,6 +159,8 @@ class _PlotHolder(Vertical):
         """The placeholder text when there is nothing to draw, the plot otherwise (never empty axes)."""
         placeholder = self.query_one(".plot-placeholder", Static)
         placeholder.display = visible
+        if visible:
+            self.query_one(".plot-caption", Static).display = False
         if visible and self._plot is not None:
             placeholder.update(self.empty_text)
         if self._plot is not None:
@@ -159,18 +205,19 @@ class LatencyHistogram(_PlotHolder):
             new_centres, new_counts, width = histogram_bins(self.first_seen, bins, lo, hi)
             total = [a + b for a, b in zip(counts, new_counts)] if counts else new_counts
             centres = centres or new_centres  # no repeats yet: the first-seen bins are the bins
-            plot.bar(centres, total, width=width, bar_style=palette[1 % len(palette)],
-                     hires_mode=HiResMode.QUADRANT, label=f"new shape ({len(self.first_seen)})")
+            legend = [(f"new shape ({len(self.first_seen)})", palette[1 % len(palette)])]
             if counts:
-                plot.bar(centres, counts, width=width, bar_style=palette[0], hires_mode=HiResMode.QUADRANT,
-                         label=f"repeat ({len(self.samples)})")
-            plot.show_legend(LegendLocation.TOPRIGHT)
+                legend.append((f"repeat ({len(self.samples)})", palette[0]))
+            for label, colour in legend:
+                plot.bar(centres, total if label.startswith("new") else counts, width=width, bar_style=colour,
+                         hires_mode=HiResMode.QUADRANT, label=label)
             top = max(total)
         else:
             plot.bar(centres, counts, width=width, bar_style=palette[0], hires_mode=HiResMode.QUADRANT)
             top = max(counts)
-        plot.set_xlabel(f"latency, ms{('  ' + self.title) if self.title else ''}")
-        plot.set_ylabel("count")
+        self.set_labels(plot, f"latency, ms{('  ' + self.title) if self.title else ''}", "count")
+        if self.first_seen:
+            self.show_legend(plot, LegendLocation.TOPRIGHT, legend)
         plot.set_ylimits(0, top * 1.1)
 
 
@@ -200,13 +247,13 @@ class LatencyOverlay(_PlotHolder):
         bins = bin_count(len(everything) // len(self.series))
         palette = theme_palette(self.app)
         top = 0.0
+        legend = []
         for i, (label, samples) in enumerate(self.series):
             centres, counts, _ = histogram_bins(samples, bins, lo, hi)
             share = [100.0 * c / len(samples) for c in counts]
             top = max(top, max(share))
-            plot.plot(centres, share, line_style=palette[i % len(palette)],
-                      hires_mode=HiResMode.BRAILLE, label=label)
-        plot.set_xlabel("latency, ms")
-        plot.set_ylabel("% of run")
+            legend.append((label, palette[i % len(palette)]))
+            plot.plot(centres, share, line_style=legend[-1][1], hires_mode=HiResMode.BRAILLE, label=label)
+        self.set_labels(plot, "latency, ms", "% of run")
         plot.set_ylimits(0, top * 1.1)
-        plot.show_legend(LegendLocation.TOPRIGHT)
+        self.show_legend(plot, LegendLocation.TOPRIGHT, legend)

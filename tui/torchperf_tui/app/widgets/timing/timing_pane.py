@@ -11,6 +11,7 @@ from typing import Any
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.markup import escape
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import ProgressBar, Static
@@ -22,6 +23,7 @@ from torchperf_tui.app.runs import RunRecord, save_run
 from torchperf_tui.app.widgets.timing.histogram import LatencyHistogram
 from torchperf_tui.worker.protocol import JobDone, JobFailed, Samples
 
+COMPACT_BELOW_ROWS = 30  # the pane's height under which its lines are compact
 LIVE_STATS_EVERY_S = 0.5  # live statistics over all samples so far are recomputed at most this often
 
 # What the histogram says while a run has no timed sample yet (not "press r": a run is under way).
@@ -33,12 +35,19 @@ PHASE_TEXT = {"starting": "building model…", "first": "first iteration", "warm
               "timed": "timed", "done": "done", "cancelled": "cancelled", "failed": "failed"}
 
 
-def stats_text(record) -> str:
-    """Two lines of stats for a run (live or final), then what the shape schedule and torch.compile did."""
+def stats_text(record, compact: bool = False) -> str:
+    """The stats of a run (live or final), then what the shape schedule and torch.compile did; `compact`
+    (a short terminal): the percentiles on one line, the rest on another. A failed run: its error, whole."""
     s = record.stats
     first = format_ms(record.first_iter_ms) if record.first_iter_ms is not None else "–"
-    if s is None:
+    if record.error:
+        text = f"[b $error]error:[/] {escape(record.error)}"
+    elif s is None:
         text = f"no timed samples yet · first iteration {first}"
+    elif compact:
+        text = (f"p50 {format_ms(s.p50_ms)}  p90 {format_ms(s.p90_ms)}  p99 {format_ms(s.p99_ms)}\n"
+                f"mean {format_ms(s.mean_ms)}  std {format_ms(s.std_ms)}  FPS {format_number(s.fps_at_median, digits=1)}"
+                f" at p50  n={s.n}  first {first}")
     else:
         text = (f"mean {format_ms(s.mean_ms)}  p50 {format_ms(s.p50_ms)}  p90 {format_ms(s.p90_ms)}  "
                 f"p99 {format_ms(s.p99_ms)}\n"
@@ -100,12 +109,16 @@ def roofline_text(result) -> str:
     side = f"{result.side} bound" if isinstance(result.side, str) else "side n/a"
     ridge = _value(result.ridge_flops_per_byte, ".1f")
     achieved = format_count(result.achieved_tflops * 1e12, "FLOP/s")
-    return (f"roofline: {achieved} achieved · MFU {mfu} · intensity "
+    text = (f"roofline: {achieved} achieved · MFU {mfu} · intensity "
             f"{_value(result.arithmetic_intensity, '.1f', ' FLOP/byte')} (ridge {ridge}) · {side}")
+    if any(hasattr(value, "reason") for value in (result.mfu_pct, result.ridge_flops_per_byte, result.side)):
+        text += " · why n/a: Device tab"
+    return text
 
 
 def short_reason(reason: str, limit: int = 40) -> str:
-    """The first clause of an NA reason, so the roofline stays one or two lines (the full text is a tooltip)."""
+    """The first clause of an NA reason, so the roofline stays one or two lines (the full text is in the Device
+    tab and the line's tooltip)."""
     head = reason.split(", ")[0].split("; ")[0]
     return head if len(head) <= limit else head[: limit - 1] + "…"
 
@@ -123,9 +136,12 @@ class TimingPane(Vertical):
 
     @dataclass
     class RooflineReady(Message):
-        """The current run's place on the roofline (a RooflineResult): Layers shows it per layer."""
+        """The current run's place on the roofline (a RooflineResult): Layers shows it per layer, Device the
+        full reasons behind each n/a (`notes`) for run `label`."""
 
         result: Any
+        label: str = ""
+        notes: str = ""
 
     model_line: reactive[str] = reactive("loading…", init=False)  # the chosen model and its analysis
     roofline: reactive[tuple] = reactive(("", None), init=False)  # (the current run's line, its tooltip)
@@ -134,6 +150,10 @@ class TimingPane(Vertical):
     DEFAULT_CSS = """
     TimingPane { height: 1fr; }
     TimingPane > Static { height: auto; }
+    TimingPane.-compact #model-summary, TimingPane.-compact #run-status, TimingPane.-compact #run-roofline {
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
+    }
     """
 
     def __init__(self, **kwargs) -> None:
@@ -151,9 +171,19 @@ class TimingPane(Vertical):
         bar.display = False  # until the first run
         yield bar
         yield Static("", id="run-stats")
-        yield Static("", id="run-roofline")
-        yield Static("", id="run-note")
+        for empty in (Static("", id="run-roofline"), Static("", id="run-note")):
+            empty.display = False  # until there is a line to show
+            yield empty
         yield LatencyHistogram(id="latency-histogram")
+
+    def on_resize(self, event) -> None:
+        """Short of COMPACT_BELOW_ROWS rows (80x24 leaves 20) the lines above the histogram take one row each
+        (cut at the edge: the full text is in Layers, Device and the notifications) so it keeps its bars."""
+        compact = event.size.height < COMPACT_BELOW_ROWS
+        if compact != self.has_class("-compact"):
+            self.set_class(compact, "-compact")
+            if self.record is not None:
+                self._show(self.record, histogram=False)
 
     # -- the timing run ------------------------------------------------------------------------------
     def start_run(self) -> None:
@@ -293,8 +323,9 @@ class TimingPane(Vertical):
             if not event.cancelled:
                 self.roofline = (f"run {label} roofline: [b $error]n/a:[/] {event.error}", None)
             return
-        self.roofline = (f"run {label} {roofline_text(event.result)}", roofline_notes(event.result))
-        self.post_message(self.RooflineReady(event.result))
+        line, notes = f"run {label} {roofline_text(event.result)}", roofline_notes(event.result)
+        self.roofline = (line, notes)
+        self.post_message(self.RooflineReady(event.result, label, notes))
 
     # -- the determinism check ------------------------------------------------------------------------
     def check_determinism(self) -> None:
@@ -340,9 +371,12 @@ class TimingPane(Vertical):
         widget = self.query_one("#run-roofline", Static)
         widget.update(line[0])
         widget.tooltip = line[1]
+        widget.display = bool(line[0])  # an empty line would still take a row from the histogram
 
     def watch_note(self, text: str) -> None:
-        self.query_one("#run-note", Static).update(text)
+        widget = self.query_one("#run-note", Static)
+        widget.update(text)
+        widget.display = bool(text)
 
     def on_shown(self) -> None:
         """The tab was shown: the histogram, not redrawn while hidden, catches up."""
@@ -356,11 +390,10 @@ class TimingPane(Vertical):
     def show_run(self, record, histogram: bool = True) -> None:
         phase = PHASE_TEXT.get(record.status, record.status)
         where = f"{record.index + 1}/{record.total}" if record.total and not record.finished else ""
-        line = (f"run {record.label} · {record.model} {record.input_text} on {record.device} · "
-                f"{record.flags_text} · {phase} {where}")
-        if record.error:
-            line += f"\n[b $error]error:[/] {record.error}"
-        self.query_one("#run-status", Static).update(line.rstrip())
+        # What the run is doing first: on a short terminal the line is cut at the pane's edge.
+        line = (f"run {record.label} · {phase}{' ' + where if where else ''} · {record.model} {record.input_text} "
+                f"on {record.device} · {record.flags_text}")
+        self.query_one("#run-status", Static).update(line)
         bar = self.query_one("#run-progress", ProgressBar)
         bar.display = True
         if record.status in ("warmup", "timed") and record.total:
@@ -376,7 +409,7 @@ class TimingPane(Vertical):
             bar.update(total=None, progress=0)  # indeterminate (animated) only while a run builds
         elif record.status in ("cancelled", "failed", "cancelling"):
             bar.update(total=1, progress=0)
-        self.query_one("#run-stats", Static).update(stats_text(record))
+        self.query_one("#run-stats", Static).update(stats_text(record, compact=self.has_class("-compact")))
         if histogram:
             repeats, new = record.split_by_shape()
             self.query_one(LatencyHistogram).show_samples(repeats, record.label, first_seen=new,

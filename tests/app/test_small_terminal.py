@@ -1,0 +1,166 @@
+"""The app at the size the README promises (80x24) and below it: the histogram keeps its bars beside the
+sidebar, the sidebar's run options stay above the fold, every tab stays in sight, a narrow terminal starts
+without the sidebar, and below the smallest size that works a plain notice says so (with q still in the
+footer). Also the run options' iterations and warm-up, and what the help overlay's footer offers."""
+
+from __future__ import annotations
+
+from textual.widgets import Footer, Input, Tab
+from textual.widgets._footer import FooterKey
+
+from tests.app.helpers import screen_text, wait_until
+
+# Bar glyphs textual-plot draws (full and quadrant blocks); an axis alone has none of them.
+BAR_GLYPHS = set("█▄▀▌▐▖▗▘▝▙▚▛▜▞▟")
+
+
+def plot_rows(holder) -> list[str]:
+    """The text of each row of a plot holder's drawing canvas, as drawn."""
+    canvas = holder._plot.query_one("#plot")
+    return [canvas.render_line(y).text for y in range(canvas.size.height)]
+
+
+def inside_screen(app, widget) -> bool:
+    region = widget.region
+    return region.height > 0 and region.width > 0 and region.bottom <= app.size.height \
+        and region.right <= app.size.width
+
+
+async def run_and_wait(pilot) -> None:
+    app = pilot.app
+    await pilot.press("r")
+    await wait_until(pilot, lambda: app.session.runs.get(1) is not None and app.session.runs.get(1).finished,
+                     what="the run to finish")
+
+
+async def test_at_80x24_the_histogram_has_bars_beside_the_sidebar(tiny_app):
+    async with tiny_app(size=(80, 24), warmup=1, iters=40) as pilot:
+        app = pilot.app
+        assert app.main.query_one("#sidebar").display  # 80 columns: the sidebar stays
+        await run_and_wait(pilot)
+        histogram = app.main.query_one("#latency-histogram")
+        await wait_until(pilot, lambda: histogram.has_plot and bool(histogram._plot._datasets)
+                         and sum(histogram._plot._datasets[0].y) == 40, what="the bars of the run")
+        await pilot.pause(0.3)
+        rows_with_bars = [row for row in plot_rows(histogram) if BAR_GLYPHS & set(row)]
+        assert len(rows_with_bars) >= 4, plot_rows(histogram)
+        # The axis labels moved to one caption line; the stats still say what they are.
+        assert "latency, ms" in screen_text(app, "#latency-histogram .plot-caption")
+        stats = screen_text(app, "#run-stats")
+        for word in ("p50", "p99", "mean", "std", "FPS", "at p50", "n=40"):
+            assert word in stats
+        # The run line says the phase first, so a cut line still says what the run is doing.
+        assert screen_text(app, "#run-status").startswith("run #1 · done")
+
+
+async def test_at_80x24_the_run_options_are_above_the_fold(tiny_app):
+    async with tiny_app(size=(80, 24)) as pilot:
+        app = pilot.app
+        await pilot.pause(0.2)
+        for selector in ("#option-iters", "#option-warmup", "#option-shapes", "#option-compile", "#option-flip"):
+            assert inside_screen(app, app.main.query_one(selector)), selector
+        # On this CPU box the CUDA flags do nothing: their rows give way to one line that names them.
+        na_line = screen_text(app, "#flags-na")
+        assert "cudnn.benchmark" in na_line and "Device tab" in na_line
+        assert not app.main.query_one("#flag-row-cudnn_benchmark").display or \
+            app.main.query_one("#flag-row-cudnn_benchmark").region.height == 0
+        # ... and the Device tab says why.
+        assert "a CUDA setting" in screen_text(app, "#device-flags")
+
+
+async def test_every_tab_is_in_sight_at_80x24_and_full_labels_come_back_when_wide(tiny_app):
+    async with tiny_app(size=(80, 24)) as pilot:
+        app = pilot.app
+        await pilot.pause(0.3)
+        tabs = list(app.main.query(Tab))
+        assert len(tabs) == 9
+        assert all(inside_screen(app, tab) for tab in tabs), [(t.label_text, t.region) for t in tabs]
+        assert [t.label_text for t in tabs][:2] == ["Time", "Comp"]
+        await pilot.resize_terminal(130, 34)
+        await pilot.pause(0.3)
+        assert [t.label_text for t in app.main.query(Tab)][:2] == ["Timing", "Compare"]
+
+
+async def test_below_the_smallest_size_a_notice_and_q_still_in_the_footer(tiny_app):
+    async with tiny_app(size=(100, 30)) as pilot:
+        app = pilot.app
+        await pilot.resize_terminal(60, 15)
+        await pilot.pause(0.3)
+        notice = app.main.query_one("#too-small")
+        assert notice.display and "60x15" in screen_text(app, "#too-small")
+        assert not app.main.query_one("#body").display
+        quit_key = next(key for key in app.main.query_one(Footer).query(FooterKey) if key.action == "app.quit"
+                        or key.key == "q")
+        assert inside_screen(app, quit_key)
+        await pilot.resize_terminal(100, 30)
+        await pilot.pause(0.3)
+        assert not notice.display and app.main.query_one("#body").display
+
+
+async def test_a_narrow_terminal_hides_the_sidebar_until_h_shows_it(tiny_app):
+    async with tiny_app(size=(100, 30)) as pilot:
+        app = pilot.app
+        sidebar = app.main.query_one("#sidebar")
+        await pilot.resize_terminal(66, 24)
+        await pilot.pause(0.2)
+        assert not sidebar.display
+        await pilot.resize_terminal(90, 24)  # wide enough again: it comes back by itself
+        await pilot.pause(0.2)
+        assert sidebar.display
+        await pilot.resize_terminal(66, 24)
+        await pilot.pause(0.2)
+        await pilot.press("h")
+        assert sidebar.display
+        await pilot.resize_terminal(64, 24)  # the user's choice stands when the terminal changes
+        await pilot.pause(0.2)
+        assert sidebar.display
+
+
+async def test_iterations_and_warmup_are_run_options(tiny_app):
+    async with tiny_app(size=(100, 30), warmup=3, iters=20) as pilot:
+        app = pilot.app
+        iters = app.main.query_one("#option-iters", Input)
+        warmup = app.main.query_one("#option-warmup", Input)
+        assert (iters.value, warmup.value) == ("20", "3")
+        for field, text in ((iters, "7"), (warmup, "2")):
+            field.focus()
+            field.value = ""
+            await pilot.press(*text, "enter")
+        await pilot.press("escape")
+        await run_and_wait(pilot)
+        record = app.session.runs.get(1)
+        assert len(record.samples_ms) == 7 and len(record.warmup_ms) == 2
+        # A bad count is refused in one line and the field shows the value in use again.
+        iters.focus()
+        iters.value = ""
+        await pilot.press(*"0", "enter")
+        await pilot.pause(0.1)
+        assert iters.value == "7" and app.session.iters == 7
+        assert any("iters" in str(n.title) and "at least 1" in n.message for n in app._notifications)
+        warmup.focus()
+        warmup.value = ""
+        await pilot.press(*"auto", "enter")
+        assert app.session.warmup == "auto"
+
+
+async def test_the_device_tab_gives_the_roofline_reasons_the_timing_line_cuts(tiny_app):
+    async with tiny_app(size=(80, 24), warmup=1, iters=10) as pilot:
+        app = pilot.app
+        await run_and_wait(pilot)
+        await wait_until(pilot, lambda: "roofline" in screen_text(app, "#run-roofline"), what="the roofline line")
+        assert "Device tab" in screen_text(app, "#run-roofline")
+        await wait_until(pilot, lambda: "run #1" in screen_text(app, "#device-roofline"), what="the reasons")
+        reasons = screen_text(app, "#device-roofline")
+        assert "needs FMA units per core and the sustained vector clock" in reasons  # the whole reason
+
+
+async def test_the_help_overlay_footer_offers_only_what_works_there(tiny_app):
+    async with tiny_app(size=(100, 30)) as pilot:
+        app = pilot.app
+        await pilot.press("escape", "question_mark")
+        await pilot.pause(0.2)
+        keys = [key.description for key in app.screen.query(FooterKey)]
+        assert keys == ["Close"], keys
+        await pilot.press("q")  # closes the help, does not quit
+        await pilot.pause(0.1)
+        assert app.is_running and app.screen is app.main
