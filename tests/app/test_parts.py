@@ -88,3 +88,18 @@ def test_the_first_frame_imports_no_pane_torch_numpy_or_scipy():
             "             or m.split('.')[0] in ('torch', 'numpy', 'scipy', 'textual_plot')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_throughput_search_progress_says_time_spent_budget_left_and_the_next_try():
+    import time
+
+    from torchperf_tui.app.widgets.throughput.throughput_pane import search_progress
+    from torchperf_tui.engine.throughput import BatchTry
+
+    started = time.monotonic() - 30.0
+    line = search_progress("resnet18", started, 120.0, BatchTry(batch=16, fits=True, phase="grow", seconds=4.0))
+    assert "30 s of the 120 s budget" in line and "at most 90 s left" in line
+    assert "next try batch 32, about 8 s" in line
+    # A try that did not fit ends the doubling: no "next try" guess.
+    line = search_progress("resnet18", started, 120.0, BatchTry(batch=64, fits=False, phase="grow", seconds=1.0))
+    assert "next try" not in line

@@ -24,7 +24,7 @@ How fast a PyTorch model runs on this box, and why.
 | `d` | determinism check: the same input twice under the current flags, bitwise equal or not |
 | `n` | CUDA: a memory snapshot of a few iterations, for pytorch.org/memory_viz |
 | `1`–`9` | Timing, Compare, Layers, Device, Memory, Throughput, Profile, History, Kernels tabs |
-| `h` | hide or show the sidebar (the tabs get the full width) |
+| `h` | hide or show the sidebar (the tabs get the full width; below 70 columns it starts hidden) |
 | `b` | (Compare) make the highlighted run the baseline |
 | `t` | the batch with the most samples/s and the largest that fits (Throughput) |
 | `p` | profile a few iterations: top operators and a Chrome trace (Profile) |
@@ -42,7 +42,8 @@ How fast a PyTorch model runs on this box, and why.
 **Timing**: a first iteration (one-off costs), the warm-up, then timed iterations; the histogram
 fills as samples arrive. Every run uses exactly one set of flags.
 
-**Run options** (under the flags): *shapes* fixed, `cycle:4` or `random` (a new input size each
+**Run options** (under the flags): *iters* and *warm-up* (a count, or `auto` until the iteration
+time settles; ⏎ takes a value); *shapes* fixed, `cycle:4` or `random` (a new input size each
 iteration: cudnn.benchmark re-tunes for every new shape, and those first-seen iterations are drawn
 apart with their tuning cost); *graph* eager or `torch.compile` (compile time reported apart);
 *on flip* a new run or an interleaved A/B.

@@ -4,6 +4,8 @@ and samples/s against batch as a plot."""
 
 from __future__ import annotations
 
+import time
+
 from textual import on
 from textual.app import ComposeResult
 from textual.reactive import reactive
@@ -45,6 +47,17 @@ def throughput_summary(result) -> str:
     # Notes can quote an exception's text: escaped, so a "[" in it is not read as markup.
     lines += [escape(n) for n in result.notes if not n.startswith("CPU memory cap")]
     return "\n".join(lines)
+
+
+def search_progress(spec: str, started: float, budget_s: float, last) -> str:
+    """While the search runs: the time spent against its budget, and what the next try may take (a doubled
+    batch takes about twice the last try; the budget bounds the whole search)."""
+    elapsed = time.monotonic() - started
+    left = max(budget_s - elapsed, 0.0)
+    text = f"[b]{spec}[/] · searching: {elapsed:.0f} s of the {budget_s:g} s budget, at most {left:.0f} s left"
+    if last.phase == "grow" and last.fits and last.seconds is not None:
+        text += f" · next try batch {2 * last.batch}, about {min(2 * last.seconds, left):.0f} s"
+    return text
 
 
 class ThroughputPlot(_PlotHolder):
@@ -89,6 +102,7 @@ class ThroughputPane(Vertical):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.jobs = JobSlots(self)
+        self._searching: tuple | None = None  # (model, when the search started, its time budget) while it runs
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="pane-actions"):
@@ -129,6 +143,7 @@ class ThroughputPane(Vertical):
         options = {} if session.max_batch is None else {"max_batch": session.max_batch}
         self.jobs.start("search", "throughput", {"cfg": cfg, "options": options},
                         f"searching the largest batch of {selection.spec}")
+        self._searching = (selection.spec, time.monotonic(), session.engine.throughput.DEFAULT_TIME_BUDGET_S)
 
     @on(JobEvent)
     def _job_event(self, message: JobEvent) -> None:
@@ -138,6 +153,7 @@ class ThroughputPane(Vertical):
         elif isinstance(event, JobFailed):
             self._failed("cancelled before it started" if event.cancelled else event.error)
         elif isinstance(event, JobDone):
+            self._searching = None
             result = event.result
             self.show_result(result)
             self.status = (f"[b]{result.model}[/] {'x'.join(map(str, result.sample_shape))} per sample, "
@@ -146,6 +162,7 @@ class ThroughputPane(Vertical):
                 self.app.notify(f"{result.model}: {result.headline()}", title="throughput", timeout=4)
 
     def _failed(self, error: str) -> None:
+        self._searching = None
         self.show_error(error)
         self.app.notify(error, title="throughput failed", severity="error", timeout=8)
 
@@ -164,6 +181,8 @@ class ThroughputPane(Vertical):
     def add_try(self, t) -> None:
         table = self.query_one(DataTable)
         table.add_row(*try_cells(t))
+        if self._searching is not None:
+            self.status = search_progress(*self._searching, t)
         table.move_cursor(row=table.row_count - 1)
         plot = self.query_one(ThroughputPlot)
         if t.fits and t.samples_per_s is not None and t.phase != "measure":

@@ -106,7 +106,8 @@ class _PlotHolder(Vertical):
         names = Text("  ").join(Text.assemble(("■ ", colour), label) for label, colour in entries)
         caption = self.query_one(".plot-caption", Static)
         caption.display = True
-        caption.update(Text.assemble(self._axis_caption, "  ", names) if self._axis_caption else names)
+        # The series first: where the line is cut at the edge, the axis words go before the names.
+        caption.update(Text.assemble(names, "  · ", self._axis_caption) if self._axis_caption else names)
 
     def set_labels(self, plot, x_label: str, y_label: str) -> None:
         """Axis labels on the plot, or (compact) as one caption line above it."""
