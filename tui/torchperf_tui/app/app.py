@@ -27,6 +27,15 @@ class TorchperfApp(App):
 
     CSS_PATH = "app.tcss"
     TITLE = "torchperf"
+
+    def format_title(self, title: str, sub_title: str):
+        """'torchperf · CPU: …': Textual joins them with an em dash, which terminals and SVG fonts draw at
+        ambiguous widths (it read 'torchperf—' with its space swallowed)."""
+        from textual.content import Content
+
+        if not sub_title:
+            return Content(title)
+        return Content.assemble(Content(f"{title} · "), Content(sub_title).stylize("dim"))
     ENABLE_COMMAND_PALETTE = True
     BINDINGS = commands.BINDINGS
 

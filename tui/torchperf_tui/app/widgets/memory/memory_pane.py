@@ -92,6 +92,7 @@ class MemoryChart(_PlotHolder):
         plot.set_xlimits(left, 0)
         plot.set_ylimits(0, top)
         self.set_labels(plot, "seconds ago", "GiB")
+        self.fit_xticks(plot, left, 0)
         if len(self.series) > 1 or self.marks:
             self.show_legend(plot, LegendLocation.TOPLEFT, legend)
 

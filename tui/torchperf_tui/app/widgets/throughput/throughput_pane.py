@@ -84,7 +84,9 @@ class ThroughputPlot(_PlotHolder):
         plot.plot(xs, ys, line_style=theme_palette(self.app)[0], hires_mode=HiResMode.BRAILLE)
         plot.scatter(xs, ys, marker_style=theme_palette(self.app)[1 % len(theme_palette(self.app))])
         self.set_labels(plot, "batch", "samples/s")
-        plot.set_xlimits(0, max(xs) * 1.05 if max(xs) > 0 else 1)
+        right = max(xs) * 1.05 if max(xs) > 0 else 1
+        plot.set_xlimits(0, right)
+        self.fit_xticks(plot, 0, right)
         plot.set_ylimits(0, max(ys) * 1.1 if max(ys) > 0 else 1)
 
 

@@ -37,6 +37,17 @@ def bin_count(n: int) -> int:
     return max(5, min(40, int(math.sqrt(max(n, 1))) + 1))
 
 
+def nice_ticks(lo: float, hi: float, most: int) -> list[float]:
+    """About `most` ticks (at most one more) in [lo, hi] at a step of 1, 2 or 5 times a power of ten."""
+    if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo or most < 1:
+        return []
+    raw = (hi - lo) / most
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    first = math.ceil(lo / step) * step
+    return [round(first + i * step, 12) for i in range(int((hi - first) / step + 1e-9) + 1)]
+
+
 def theme_palette(app) -> list[str]:
     """Run colours from the current theme (no hard-coded colours): distinguishable in order."""
     theme = app.current_theme
@@ -109,6 +120,14 @@ class _PlotHolder(Vertical):
         # The series first: where the line is cut at the edge, the axis words go before the names.
         caption.update(Text.assemble(names, "  · ", self._axis_caption) if self._axis_caption else names)
 
+    def fit_xticks(self, plot, lo: float, hi: float) -> None:
+        """Ticks at round values spaced so their labels never run together (textual-plot's own crowd a narrow
+        plot: '20.521.0')."""
+        width = self.size.width - (self._plot.margin_left if self._plot is not None else 10) - 2
+        ticks = nice_ticks(lo, hi, max(2, width // 8))
+        if ticks:
+            plot.set_xticks(ticks)
+
     def set_labels(self, plot, x_label: str, y_label: str) -> None:
         """Axis labels on the plot, or (compact) as one caption line above it."""
         caption = self.query_one(".plot-caption", Static)
@@ -142,9 +161,14 @@ class _PlotHolder(Vertical):
         """Clear the plot, then draw the data, or show the placeholder when there is nothing to draw."""
         if self._plot is None:
             return
-        self._plot.clear()
-        self._plot.margin_top, self._plot.margin_bottom, self._plot.margin_left = \
-            (0, 1, 6) if self.compact else (2, 3, 10)
+        margins = (0, 1, 6) if self.compact else (2, 3, 10)
+        plot = self._plot
+        if (plot.margin_top, plot.margin_bottom, plot.margin_left) != margins:
+            # The plot's canvas takes its new size at the next layout: draw into that, not the old one.
+            plot.margin_top, plot.margin_bottom, plot.margin_left = margins
+            self.call_after_refresh(self.redraw)
+            return
+        plot.clear()
         empty = not self.has_data()
         self._set_placeholder(empty)
         if not empty:
@@ -217,6 +241,7 @@ class LatencyHistogram(_PlotHolder):
             plot.bar(centres, counts, width=width, bar_style=palette[0], hires_mode=HiResMode.QUADRANT)
             top = max(counts)
         self.set_labels(plot, f"latency, ms{('  ' + self.title) if self.title else ''}", "count")
+        self.fit_xticks(plot, centres[0] - width / 2, centres[-1] + width / 2)
         if self.first_seen:
             self.show_legend(plot, LegendLocation.TOPRIGHT, legend)
         plot.set_ylimits(0, top * 1.1)
@@ -256,5 +281,6 @@ class LatencyOverlay(_PlotHolder):
             legend.append((label, palette[i % len(palette)]))
             plot.plot(centres, share, line_style=legend[-1][1], hires_mode=HiResMode.BRAILLE, label=label)
         self.set_labels(plot, "latency, ms", "% of run")
+        self.fit_xticks(plot, lo, hi)
         plot.set_ylimits(0, top * 1.1)
         self.show_legend(plot, LegendLocation.TOPRIGHT, legend)
