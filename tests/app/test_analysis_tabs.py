@@ -168,8 +168,8 @@ async def test_history_lists_runs_made_here_and_compares_two_marked():
         table = app.main.query_one("#history-table")
         await wait_until(pilot, lambda: table.row_count == 2, what="both runs listed")
         listed = rows(app, "#history-table")
-        assert all(TINY in r[5] for r in listed)
-        assert "oneDNN" in listed[0][4] or "mkldnn" in listed[0][4]  # run 2 (oneDNN off) is the newest
+        assert all(TINY in r[2] for r in listed)
+        assert "oneDNN" in listed[0][5] or "mkldnn" in listed[0][5]  # run 2 (oneDNN off) is the newest
         newest = app.main.query_one("#history").records
         assert list(newest)[0].startswith(listed[0][1])  # newest first
         table.focus()

@@ -164,3 +164,70 @@ async def test_the_help_overlay_footer_offers_only_what_works_there(tiny_app):
         await pilot.press("q")  # closes the help, does not quit
         await pilot.pause(0.1)
         assert app.is_running and app.screen is app.main
+
+
+def column_in_sight(table, key: str) -> bool:
+    """The column `key` ends within the table's width without scrolling (its left columns' widths summed)."""
+    right = 0
+    for column_key, column in table.columns.items():
+        right += column.get_render_width(table)
+        if column_key.value == key:
+            return right <= table.scrollable_content_region.width
+    raise KeyError(key)
+
+
+async def test_at_80x24_layers_history_and_compare_keep_their_key_columns_in_sight(tiny_app):
+    async with tiny_app(size=(80, 24), warmup=1, iters=8) as pilot:
+        app = pilot.app
+        await pilot.press("3")
+        await pilot.pause(0.3)
+        layers = app.main.query_one("#layers-table")
+        assert layers.row_count > 0
+        for key in ("name", "flops", "share"):
+            assert column_in_sight(layers, key), key
+        await pilot.press("1")
+        await run_and_wait(pilot)
+        await pilot.click("#flag-mkldnn_enabled")  # run 2, oneDNN off: like for like with run 1
+        await wait_until(pilot, lambda: app.session.runs.get(2) is not None and app.session.runs.get(2).finished,
+                         what="run 2")
+        await pilot.press("escape", "2")
+        await pilot.pause(0.3)
+        compare = app.main.query_one("#compare-table")
+        assert compare.row_count == 2 and column_in_sight(compare, "speedup")
+        assert str(compare.get_row_at(1)[2]).endswith("x")  # a speed-up, not n/a
+        await pilot.press("8")
+        history = app.main.query_one("#history-table")
+        await wait_until(pilot, lambda: history.row_count == 2, what="both runs in the history")
+        assert column_in_sight(history, "model") and column_in_sight(history, "p99")
+        assert "tiny_cnn" in str(history.get_row_at(0)[2])
+
+
+async def test_layer_columns_fit_the_model_shown_not_an_earlier_one(tiny_app):
+    from types import SimpleNamespace
+
+    def complexity(names):
+        layers = [SimpleNamespace(name=n, type="Conv2d", flops=1000 * (i + 1), params=10, output_shape=(1, 8, 4, 4),
+                                  output_bytes=512) for i, n in enumerate(names)]
+        return SimpleNamespace(flops=sum(layer.flops for layer in layers), macs=1, params_total=10, size_bytes=40,
+                               input_shape=(1, 3, 32, 32), dtype="float32", layers=layers)
+
+    async with tiny_app(size=(120, 30)) as pilot:
+        app = pilot.app
+        await pilot.press("3")
+        pane = app.pane("layers")
+        table = app.main.query_one("#layers-table")
+        long_names = ["backbone.body.layer4.2.conv3", "roi_heads.box_predictor.cls_score.extra.long.name"]
+        pane.show_complexity("detector", complexity(long_names))
+        await pilot.pause(0.1)
+        wide = table.columns[next(k for k in table.columns if k.value == "name")].get_render_width(table)
+        pane.show_complexity("small", complexity(["conv1", "fc"]))
+        await pilot.pause(0.1)
+        narrow = table.columns[next(k for k in table.columns if k.value == "name")].get_render_width(table)
+        assert narrow < wide and narrow <= len("layer") + 2
+        # At 80 columns beside the sidebar a long path keeps its end, and FLOPs stays in sight.
+        pane.show_complexity("detector", complexity(long_names))
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause(0.3)
+        names = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
+        assert names[0].startswith("…") and names[0].endswith("4.2.conv3")
+        assert column_in_sight(table, "flops")

@@ -20,6 +20,8 @@ from torchperf_tui.worker.protocol import JobDone, JobFailed, Progress
 from torchperf_tui.app.widgets.timing.histogram import LatencyOverlay, theme_palette
 
 AB_BLOCKS = 10
+COMPACT_BELOW_ROWS = 30  # the pane's height under which its note takes one row
+IDLE_HINT = "a: A/B, the flags before vs after the last flip"
 
 OVERLAY_RUNS = 4
 
@@ -44,7 +46,13 @@ class ComparePane(Vertical):
     DEFAULT_CSS = """
     ComparePane { height: 1fr; }
     ComparePane > DataTable { height: auto; max-height: 10; }
+    ComparePane.-compact #compare-note { text-wrap: nowrap; text-overflow: ellipsis; }
     """
+
+    def on_resize(self, event) -> None:
+        """On a short terminal the note above the table takes one row (the keys are in the help), so the
+        overlay keeps room to be read; the verdict still wraps."""
+        self.set_class(event.size.height < COMPACT_BELOW_ROWS, "-compact")
 
     verdict: reactive[str] = reactive("", init=False)  # the A/B line: what runs, then the verdict
 
@@ -55,18 +63,21 @@ class ComparePane(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static("no runs yet: pick a model and press r", id="compare-note")
-        yield Static("a: A/B, the flags before the last flip against the current ones, interleaved in blocks "
-                     "with a significance verdict", id="compare-verdict")
+        yield Static(f"{IDLE_HINT} (interleaved, with a verdict)", id="compare-verdict")
         yield DataTable(id="compare-table", cursor_type="row", zebra_stripes=True)
         yield LatencyOverlay(id="latency-overlay")
 
     def on_mount(self) -> None:
         if not self.query(DataTable):
             return  # the app is closing as the pane mounts: its children are already gone
-        table = self.query_one(DataTable)
-        # The columns that answer "which flags are faster" come first, so they fit at 80 columns.
-        # What answers "which is faster" first, so it fits at 80 columns; the setup is said against the
-        # baseline (the baseline's row says it whole).
+        self._columns(self.query_one(DataTable))
+
+    @staticmethod
+    def _columns(table: DataTable) -> None:
+        """The columns anew, sized by what they hold now (not by runs since cleared). What answers "which is
+        faster" first, so it is in sight at 80 columns beside the sidebar; the setup is said against the
+        baseline (the baseline's row says it whole)."""
+        table.clear(columns=True)
         for key, label in (("run", "run"), ("median", "median"), ("speedup", "speed-up"), ("p99", "p99"),
                            ("setup", "setup vs baseline"), ("fps", "FPS at p50"), ("status", "status")):
             table.add_column(label, key=key)
@@ -192,7 +203,7 @@ class ComparePane(Vertical):
         for record in unfinished:
             runs.add(record)
         if not self.comparing():  # the verdict belonged to runs that are gone
-            self.verdict = "runs cleared · a: A/B, the flags before the last flip against the current ones"
+            self.verdict = f"runs cleared · {IDLE_HINT}"
         self.refresh_runs()
 
     def on_shown(self) -> None:
@@ -206,7 +217,7 @@ class ComparePane(Vertical):
     def show_runs(self, history, palette: list[str]) -> None:
         table = self.query_one(DataTable)
         keep = self.highlighted_run_id()
-        table.clear()
+        self._columns(table)
         base = history.baseline()
         overlaid = overlaid_runs(history.completed())
         colour = {r.run_id: palette[i % len(palette)] for i, r in enumerate(overlaid)}

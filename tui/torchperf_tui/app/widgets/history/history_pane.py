@@ -21,6 +21,20 @@ from textual.worker import get_current_worker
 from torchperf_tui.formatting import format_ms
 
 MARK = "●"
+COLUMNS = (("mark", " "), ("id", "id"), ("model", "model"), ("p50", "p50"), ("p99", "p99"), ("flags", "flags"),
+           ("input", "input"), ("device", "device"), ("when", "when (UTC)"))
+BESIDE_MODEL = 34  # the mark, id, p50 and p99 columns with their cell padding
+MIN_MODEL = 12
+
+
+def fit_model(model: str, width: int) -> str:
+    """A model's name in `width` characters: a module:factory keeps its end (the factory), a torchvision name its
+    start."""
+    if len(model) <= width:
+        return model
+    if ":" in model or "." in model:
+        return "…" + model[len(model) - width + 1:]
+    return model[: width - 1] + "…"
 
 
 def flag_value(value) -> str:
@@ -83,6 +97,7 @@ class HistoryPane(Vertical):
         self._pages: list[tuple[int | None, int]] = [(None, 0)]
         self._older: int | None = None  # `before` of the next older page; None: the oldest page is shown
         self._loading = False
+        self._model_width = 0
 
     def compose(self) -> ComposeResult:
         yield Static("loading the history…", id="history-note", classes="loading")
@@ -92,12 +107,22 @@ class HistoryPane(Vertical):
     def on_mount(self) -> None:
         if not self.query(DataTable):
             return  # the app is closing as the pane mounts: its children are already gone
-        table = self.query_one(DataTable)
-        # What tells runs apart first (p50, p99, flags), so it fits at 80 columns.
-        for key, label in (("mark", " "), ("id", "id"), ("p50", "p50"), ("p99", "p99"), ("flags", "flags"),
-                           ("model", "model"), ("input", "input"), ("device", "device"),
-                           ("when", "when (UTC)")):
+        self._columns(self.query_one(DataTable))
+
+    @staticmethod
+    def _columns(table: DataTable) -> None:
+        """The columns anew (no width kept from an earlier page): what tells runs apart first, the model, then
+        its p50 and p99 and flags, so they are in sight at 80 columns beside the sidebar."""
+        table.clear(columns=True)
+        for key, label in COLUMNS:
             table.add_column(label, key=key)
+
+    def model_width(self) -> int:
+        return max(MIN_MODEL, self.size.width - 2 - BESIDE_MODEL)
+
+    def on_resize(self) -> None:
+        if self.records and self.model_width() != self._model_width:
+            self._fill_table()
 
     # -- feeding the pane ---------------------------------------------------------------------------
     _stale = True  # the file changed (or was never read) since the page shown was read
@@ -197,21 +222,27 @@ class HistoryPane(Vertical):
             if record.id not in self.records:  # an id twice in the file (a line copied): the newer one
                 self.records[record.id] = record
                 self._offsets[record.id] = offset
-        table.clear()
-        for r in self.records.values():
-            s = r.stats
-            table.add_row(MARK if r.id in self.marked else "", r.short_id,
-                          format_ms(s.p50_ms) if s else "–", format_ms(s.p99_ms) if s else "–",
-                          r.flags_text + (" (cancelled)" if r.cancelled else ""), r.model,
-                          f"{r.shape_text} {r.dtype}", r.device, r.created_at.replace("T", " ")[5:16], key=r.id)
-        if keep in self.records:
-            table.move_cursor(row=table.get_row_index(keep))
+        self._fill_table(keep)
         self._show_note(loaded)
         if loaded.warnings:  # its bad lines in one notification, one line however many
             self.app.notify("\n".join(loaded.warnings), title="history: lines skipped", severity="warning",
                             timeout=8)
         self.show_marked_comparison()
         self.post_message(self.Loaded(loaded))
+
+    def _fill_table(self, keep: str | None = None) -> None:
+        table = self.query_one(DataTable)
+        keep = keep if keep is not None else self.highlighted_id()
+        self._model_width = width = self.model_width()
+        self._columns(table)
+        for r in self.records.values():
+            s = r.stats
+            table.add_row(MARK if r.id in self.marked else "", r.short_id, fit_model(r.model, width),
+                          format_ms(s.p50_ms) if s else "–", format_ms(s.p99_ms) if s else "–",
+                          r.flags_text + (" (cancelled)" if r.cancelled else ""),
+                          f"{r.shape_text} {r.dtype}", r.device, r.created_at.replace("T", " ")[5:16], key=r.id)
+        if keep in self.records:
+            table.move_cursor(row=table.get_row_index(keep))
 
     @staticmethod
     def _offsets_of(loaded) -> list[int]:

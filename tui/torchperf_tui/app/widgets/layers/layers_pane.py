@@ -26,10 +26,32 @@ def complexity_summary(cx) -> str:
             f"input {shape_text(cx.input_shape)} {cx.dtype}")
 
 
+# (key, label): what says where the time is likely to go first, so it is in sight at 80 columns beside the
+# sidebar (the tab has ~45 there); the type and shapes after.
+COLUMNS = (("name", "layer"), ("flops", "FLOPs"), ("share", "% FLOPs"), ("params", "params"), ("type", "type"),
+           ("out", "output"), ("bytes", "out bytes"), ("intensity", "FLOP/byte"), ("side", "bound"))
+NUMBERS_WIDTH = 30  # FLOPs, % FLOPs and params with their cell padding
+MIN_NAME = 14
+
+
+def fit_name(name: str, width: int) -> str:
+    """A dotted layer path in `width` characters, keeping its end ('…layer4.2.conv3'): the last parts say which
+    layer it is, the first ones only where it sits."""
+    return name if len(name) <= width else "…" + name[len(name) - width + 1:]
+
+
 class LayersPane(Vertical):
-    """Filled when a model has been analysed."""
+    """Filled when a model has been analysed. The table is rebuilt for each model (no column keeps the width
+    of an earlier model's names) and when the pane is resized (the name column fits the numbers beside it)."""
 
     DEFAULT_CSS = "LayersPane { height: 1fr; } LayersPane > DataTable { height: 1fr; }"
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._shown: tuple | None = None  # (spec, complexity) on show
+        self._roofline: list = []  # the latest run's per-layer roofline, for a rebuild
+        self._row_of: dict[str, str] = {}
+        self._name_width = 0
 
     def compose(self) -> ComposeResult:
         yield Static("pick a model to see its layers", id="layers-summary")
@@ -38,32 +60,48 @@ class LayersPane(Vertical):
     def on_mount(self) -> None:
         if not self.query(DataTable):
             return  # the app is closing as the pane mounts: its children are already gone
-        table = self.query_one(DataTable)
-        # FLOPs and their share first: they say where the time is likely to go.
-        for key, label in (("name", "layer"), ("type", "type"), ("flops", "FLOPs"), ("share", "% FLOPs"),
-                           ("params", "params"), ("out", "output"), ("bytes", "out bytes"),
-                           ("intensity", "FLOP/byte"), ("side", "bound")):
+        self._columns(self.query_one(DataTable))
+
+    @staticmethod
+    def _columns(table: DataTable) -> None:
+        table.clear(columns=True)
+        for key, label in COLUMNS:
             table.add_column(label, key=key)
 
+    def name_width(self) -> int:
+        return max(MIN_NAME, self.size.width - 2 - NUMBERS_WIDTH)
+
+    def on_resize(self) -> None:
+        if self._shown is not None and self.name_width() != self._name_width:
+            self.show_complexity(*self._shown)
+
     def show_complexity(self, spec: str, cx) -> None:
+        if self._shown is None or self._shown[1] is not cx:
+            self._roofline = []  # another model or input: the last run's roofline is not this one's
+        self._shown = (spec, cx)
+        self._name_width = width = self.name_width()
         self.query_one("#layers-summary", Static).update(
             f"[b]{spec}[/] · {complexity_summary(cx)} · {len(cx.layers)} layers")
         table = self.query_one(DataTable)
-        table.clear()
+        cursor = table.cursor_row
+        self._columns(table)
         self._row_of = {}
         total = cx.flops or 0
         for i, layer in enumerate(cx.layers):
             self._row_of.setdefault(layer.name, f"{i}")
             share = f"{100.0 * layer.flops / total:.1f}" if total and isinstance(layer.flops, (int, float)) else "–"
-            table.add_row(layer.name or "(model)", layer.type, format_count(layer.flops), share,
-                          format_count(layer.params), shape_text(layer.output_shape),
+            table.add_row(fit_name(layer.name or "(model)", width), format_count(layer.flops), share,
+                          format_count(layer.params), layer.type, shape_text(layer.output_shape),
                           format_bytes(layer.output_bytes), "–", "–", key=f"{i}")
-
-    _row_of: dict[str, str] = {}
+        if self._roofline:
+            self.show_roofline(self._roofline)
+        if 0 < cursor < table.row_count:
+            table.move_cursor(row=cursor)
 
     def show_roofline(self, layers) -> None:
         """Per layer, from a finished run's roofline: arithmetic intensity and the side of the roofline
         (the run's device peaks; "–" where the data does not allow it)."""
+        self._roofline = list(layers)
         table = self.query_one(DataTable)
         for layer in layers:
             key = self._row_of.get(layer.name)
@@ -74,5 +112,6 @@ class LayersPane(Vertical):
             table.update_cell(key, "side", layer.side if isinstance(layer.side, str) else "–")
 
     def show_error(self, spec: str, text: str) -> None:
+        self._shown, self._roofline = None, []
         self.query_one("#layers-summary", Static).update(f"[b]{spec}[/]: [b $error]error:[/] {text}")
-        self.query_one(DataTable).clear()
+        self._columns(self.query_one(DataTable))

@@ -161,13 +161,11 @@ class _PlotHolder(Vertical):
         """Clear the plot, then draw the data, or show the placeholder when there is nothing to draw."""
         if self._plot is None:
             return
-        margins = (0, 1, 6) if self.compact else (2, 3, 10)
         plot = self._plot
-        if (plot.margin_top, plot.margin_bottom, plot.margin_left) != margins:
-            # The plot's canvas takes its new size at the next layout: draw into that, not the old one.
-            plot.margin_top, plot.margin_bottom, plot.margin_left = margins
-            self.call_after_refresh(self.redraw)
-            return
+        plot.margin_top, plot.margin_bottom, plot.margin_left = (0, 1, 6) if self.compact else (2, 3, 10)
+        # textual-plot sizes its canvas to the widget only on a layout refresh: after a resize or new margins
+        # it would draw into the old size (a small box above empty rows).
+        plot.refresh(layout=True)
         plot.clear()
         empty = not self.has_data()
         self._set_placeholder(empty)
