@@ -231,3 +231,33 @@ async def test_layer_columns_fit_the_model_shown_not_an_earlier_one(tiny_app):
         names = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
         assert names[0].startswith("…") and names[0].endswith("4.2.conv3")
         assert column_in_sight(table, "flops")
+
+
+async def test_the_input_fields_say_their_own_errors_and_float16_on_the_cpu_is_noted(tiny_app):
+    from textual.widgets import Select
+
+    async with tiny_app(size=(100, 30)) as pilot:
+        app = pilot.app
+        shape = app.main.query_one("#shape", Input)
+        shape.focus()
+        shape.value = ""
+        await pilot.press(*"3x-5x32", "enter")
+        await wait_until(pilot, lambda: "error" in screen_text(app, "#model-summary"), what="the shape error")
+        summary = screen_text(app, "#model-summary")
+        assert "input '3x-5x32'" in summary and "1x3x-5x32" not in summary
+        shape.value = ""
+        await pilot.press(*"3x32x32", "enter")
+        batch = app.main.query_one("#batch", Input)
+        batch.focus()
+        batch.value = ""
+        await pilot.press(*"100000", "enter")
+        await pilot.pause(0.2)
+        assert batch.content_region.width >= len("100000")  # all six digits in sight (it showed 0000)
+        note = app.main.query_one("#dtype-note")
+        assert not note.display
+        app.main.query_one("#dtype", Select).value = "float16"
+        await pilot.pause(0.2)
+        assert note.display and "float16 on the CPU" in screen_text(app, "#dtype-note")
+        app.main.query_one("#dtype", Select).value = "bfloat16"
+        await pilot.pause(0.2)
+        assert not note.display

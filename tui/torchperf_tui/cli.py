@@ -281,9 +281,10 @@ def cmd_bench(args) -> int:
 
     cfg = _bench_config(args, warmup=args.warmup, iters=args.iters, compile=args.compile, shapes=args.shapes)
     from torchperf_tui.engine.flags import inert_flags
-    from torchperf_tui.engine.inputs import resolve_device
+    from torchperf_tui.engine.inputs import dtype_note, resolve_device
 
-    for line in inert_flags(cfg.flags, resolve_device(cfg.device).type):
+    kind = resolve_device(cfg.device).type
+    for line in inert_flags(cfg.flags, kind) + [note for note in (dtype_note(cfg.dtype, kind),) if note]:
         print(f"{PROG}: note: {line}", file=sys.stderr)
     progress = ProgressLine(enabled=sys.stderr.isatty() and not args.json)
     result = run_benchmark(cfg, on_sample=progress.update)

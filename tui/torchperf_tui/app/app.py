@@ -164,6 +164,7 @@ class TorchperfApp(App):
 
             self.sub_title = short_name(report, session.resolved_device())
         self._show_flags()
+        self.pane("picker").update_dtype_note()
         self.pane("memory").redraw()
 
     @while_running

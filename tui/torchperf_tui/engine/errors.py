@@ -27,6 +27,12 @@ class OutOfMemory(TorchperfError):
     """The device (or the CPU memory cap) ran out of memory; the run was stopped and memory released."""
 
 
+class InputTooLarge(OutOfMemory, MemoryError):
+    """The input tensor alone is larger than the memory free for it: refused before the allocator is asked (it
+    would fail with a C++ message that seems to blame the model). A MemoryError, so the throughput search counts
+    the batch as one that does not fit."""
+
+
 def first_line(exc: BaseException) -> str:
     """The first non-empty line of an exception's message (PyTorch's run to dozens of lines)."""
     lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]

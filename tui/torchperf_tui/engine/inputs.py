@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from torchperf_tui.engine.errors import DeviceError, ShapeError
+from torchperf_tui.engine.errors import DeviceError, InputTooLarge, ShapeError
 
 if TYPE_CHECKING:
     import torch
@@ -17,6 +17,16 @@ if TYPE_CHECKING:
 DTYPE_NAMES: tuple[str, ...] = ("float32", "float16", "bfloat16")  # attributes of torch with these names
 DTYPE_ALIASES = {"fp32": "float32", "f32": "float32", "fp16": "float16", "half": "float16",
                  "f16": "float16", "bf16": "bfloat16"}
+
+
+# What a person choosing float16 on the CPU should know before timing it (no figures: they depend on the CPU).
+CPU_FLOAT16_NOTE = ("float16 on the CPU: few ops have fast float16 kernels there (they need AVX512-FP16 or AMX-FP16), "
+                    "so it is often slower than float32; bfloat16 is the CPU's fast half precision (AVX512-BF16, AMX)")
+
+
+def dtype_note(dtype: str, device_kind: str) -> str:
+    """A word on the chosen dtype where the device makes it misleading ('cpu' or 'cuda'), else ''."""
+    return CPU_FLOAT16_NOTE if dtype == "float16" and device_kind == "cpu" else ""
 
 
 # Bounds on an input shape: a dimension must fit a 32-bit index and the whole tensor must be one that some
@@ -38,6 +48,34 @@ def parse_shape(text: str) -> tuple[int, ...]:
     if len(dims) < 2:
         raise ShapeError(f"input shape {text!r} needs a batch dimension and at least one more")
     return check_dims(dims)
+
+
+def parse_dims(text: str, field: str = "input") -> tuple[int, ...]:
+    """The app's input field, which takes the shape without the batch ('3x224x224'): its errors quote what was
+    typed there and give an example without a batch (the batch has a field of its own)."""
+    parts = [p for p in re.split(r"[x×,\s]+", text.strip().lower()) if p]
+    example = "give it like 3x224x224 (without the batch: it has its own field)"
+    if not parts:
+        raise ShapeError(f"{field} is empty: {example}")
+    try:
+        dims = tuple(int(p) for p in parts)
+    except ValueError:
+        raise ShapeError(f"{field} {text.strip()!r} is not a shape: {example}") from None
+    for i, d in enumerate(dims):
+        if d <= 0:
+            raise ShapeError(f"{field} {text.strip()!r}: dimension {i + 1} is {d}; every dimension must be at least 1")
+    return dims
+
+
+def parse_batch(text: str) -> int:
+    """The app's batch field: a whole number of at least 1, said in the field's words when not."""
+    try:
+        batch = int(str(text).strip())
+    except ValueError:
+        raise ShapeError(f"batch {str(text).strip()!r} is not a whole number: give it like 1 or 32") from None
+    if batch < 1:
+        raise ShapeError(f"batch {batch}: the batch must be at least 1")
+    return batch
 
 
 def check_dims(dims: tuple[int, ...]) -> tuple[int, ...]:
@@ -98,6 +136,44 @@ def resolve_device(name: str = "auto") -> "torch.device":
     raise DeviceError(f"unknown device {name!r}: use cpu, cuda or cuda:N")
 
 
+def free_bytes(device: "torch.device | str") -> int | None:
+    """Memory free for a new tensor: the GPU's free memory (CUDA), or the RAM the OS calls available (CPU);
+    None when it cannot be told."""
+    import torch
+
+    device = torch.device(device)
+    try:
+        if device.type == "cuda":
+            return int(torch.cuda.mem_get_info(device)[0])
+        import psutil
+
+        return int(psutil.virtual_memory().available)
+    except Exception:  # noqa: BLE001 - no figure: the allocator decides, as before
+        return None
+
+
+def check_input_fits(shape: tuple[int, ...], dtype: "torch.dtype", device: "torch.device | str") -> None:
+    """InputTooLarge, in one line with both sizes, when the input alone cannot fit where make_input builds it:
+    in host RAM (it is drawn in float32 there first) and, on a GPU, in the GPU's free memory."""
+    import torch
+
+    from torchperf_tui.formatting import format_bytes
+
+    device = torch.device(device)
+    numel = 1
+    for d in shape:
+        numel *= d
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    host_need = numel * 4 + (numel * itemsize if device.type == "cpu" and dtype != torch.float32 else 0)
+    needs = [("cpu", host_need)] + ([(device, numel * itemsize)] if device.type == "cuda" else [])
+    for where, need in needs:
+        free = free_bytes(where)
+        if free is not None and need > free:
+            place = "the CPU has" if where == "cpu" else f"{where} has"
+            raise InputTooLarge(f"input {format_shape(shape)} {dtype_name(dtype)} needs {format_bytes(need)}; {place} "
+                                f"{format_bytes(free)} free: lower the batch")
+
+
 def make_input(shape: tuple[int, ...], dtype: "torch.dtype | None" = None,
                device: "torch.device | str" = "cpu", channels_last: bool = False,
                seed: int = 0) -> "torch.Tensor":
@@ -106,6 +182,7 @@ def make_input(shape: tuple[int, ...], dtype: "torch.dtype | None" = None,
     import torch
 
     dtype = torch.float32 if dtype is None else dtype
+    check_input_fits(shape, dtype, device)
     gen = torch.Generator().manual_seed(seed)
     x = torch.randn(shape, generator=gen, dtype=torch.float32).to(device=device, dtype=dtype)
     if channels_last:

@@ -31,17 +31,18 @@ class Selection:
     seed: int = 0  # of the input values and of a random shape schedule
 
     def batch_size(self) -> int:
-        from torchperf_tui.engine.inputs import parse_shape
+        from torchperf_tui.engine.inputs import check_dims, parse_batch
 
-        return parse_shape(f"{self.batch}x1")[0]
+        return check_dims((parse_batch(self.batch),))[0]
 
     def full_shape(self) -> tuple[int, ...] | None:
-        """(batch, *dims) as typed, or None when no shape is typed (the model's default applies)."""
-        from torchperf_tui.engine.inputs import parse_shape
+        """(batch, *dims) as typed, or None when no shape is typed (the model's default applies). Each field's
+        error quotes that field as typed (not the two glued together)."""
+        from torchperf_tui.engine.inputs import check_dims, parse_dims
 
         if not self.shape:
             return None
-        return parse_shape(f"{self.batch_size()}x{self.shape}")
+        return check_dims((self.batch_size(), *parse_dims(self.shape)))
 
     def config(self, flags: Any = None):
         """The engine's BenchConfig (with `flags` instead of the selection's, for an arm of an A/B). Raises

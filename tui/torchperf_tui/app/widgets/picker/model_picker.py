@@ -12,9 +12,10 @@ from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.widgets import Checkbox, Input, Label, OptionList, Select
+from textual.widgets import Checkbox, Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
+from torchperf_tui.engine.inputs import dtype_note
 from torchperf_tui.app.job_slots import JobSlots
 from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.worker.protocol import JobFailed
@@ -78,6 +79,9 @@ class ModelPicker(Vertical):
             yield Select([(d, d) for d in DTYPE_CHOICES], value="float32", allow_blank=False,
                          id="dtype", compact=True)
             yield Checkbox("channels_last", id="channels-last", compact=True)
+        note = Static("", id="dtype-note", classes="dim-note")
+        note.display = False
+        yield note
 
     def on_mount(self) -> None:
         # Mounted lazily, after the screen chose its focus: start in the list (arrows browse, keys work).
@@ -222,8 +226,16 @@ class ModelPicker(Vertical):
     @on(Checkbox.Changed, "#channels-last")
     def _settings_changed(self, event) -> None:
         event.stop()
+        self.update_dtype_note()
         if self.spec is not None:
             self._analyse()
+
+    def update_dtype_note(self) -> None:
+        """The dtype's note for the device runs go to (called again when the device is known or changes)."""
+        note = self.query_one("#dtype-note", Static)
+        text = dtype_note(self.settings()["dtype"], self.app.session.device_kind())
+        note.update(text)
+        note.display = bool(text)
 
     def settings(self) -> dict:
         """The raw input settings as typed; the engine parses and validates them."""

@@ -210,6 +210,9 @@ class TimingPane(Vertical):
         if cfg is None:
             return
         record.batch = cfg.batch or 1
+        note = self.app.session.engine.inputs.dtype_note(selection.dtype, session.device_kind())
+        if note:
+            self.app.notify(note, title="dtype", severity="warning", timeout=8)
         what = f"timing {selection.spec} at {selection.input_text(self.screen.default_shape())}"
         self._job_runs[self.jobs.start("run", "time", {"cfg": cfg}, what)] = record
 
