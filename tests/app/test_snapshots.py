@@ -10,12 +10,13 @@ from tests.app.helpers import FrozenTelemetry, cpu_report, gpu_report_and_fakes,
 from torchperf_tui.app.app import TorchperfApp
 
 
-def frozen_app(gpu: bool) -> TorchperfApp:
+def frozen_app(gpu: bool, **options) -> TorchperfApp:
     if gpu:
         report, fake_nvml, fake_cuda = gpu_report_and_fakes()
         return TorchperfApp(device_report=report, nvml=fake_nvml, cuda=fake_cuda,
-                            telemetry=FrozenTelemetry(gpu=True), poll_telemetry=False)
-    return TorchperfApp(device_report=cpu_report(), telemetry=FrozenTelemetry(gpu=False), poll_telemetry=False)
+                            telemetry=FrozenTelemetry(gpu=True), poll_telemetry=False, **options)
+    return TorchperfApp(device_report=cpu_report(), telemetry=FrozenTelemetry(gpu=False), poll_telemetry=False,
+                        **options)
 
 
 def press_then_settle(*keys: str):
@@ -142,3 +143,101 @@ class TestTradeOffs:
             deliver(app.pane("kernels"), "kernels", synthetic_kernels())
 
         assert snap_compare(frozen_app(gpu=True), terminal_size=(110, 32), run_before=settle_then(post))
+
+
+def synthetic_runs(app, *flag_sets: dict) -> list:
+    """Finished timing runs of the chosen (tiny) model on the CPU with fixed samples, one per set of flags, kept
+    as a run's answer is, the last one current in the Timing pane."""
+    import numpy as np
+
+    from torchperf_tui.app.messages import RunsChanged
+    from torchperf_tui.app.runs import RunRecord
+    from torchperf_tui.engine.stats import compute_stats
+
+    rng = np.random.default_rng(11)
+    records = []
+    for i, changes in enumerate(flag_sets):
+        flags = app.pane("flags").flags.replace(**changes)
+        samples = list(20.0 - 2.0 * i + rng.gamma(2.0, 0.6, 60))
+        record = RunRecord(run_id=app.session.new_run_id(), model=app.pane("picker").spec, device="cpu",
+                           flags=flags, flags_text=flags.describe("cpu"), status="done",
+                           input_text="1x3x32x32 float32", first_iter_ms=85.0, warmup_ms=samples[:10],
+                           samples_ms=samples, stats=compute_stats(samples, batch=1))
+        app.session.runs.add(record)
+        records.append(record)
+    timing = app.pane("timing")
+    timing.record = records[-1]
+    timing.show_run(records[-1])
+    app.post_message(RunsChanged())
+    return records
+
+
+def with_tiny_model(post=None, key: str = ""):
+    """press_then_settle, the tiny model chosen as a user types it, then `post(app)` and `key`."""
+    async def run_before(pilot) -> None:
+        from tests.app.helpers import choose_model
+
+        await press_then_settle()(pilot)
+        await choose_model(pilot, shape="3x32x32")
+        for field in pilot.app.query("Input"):
+            field.cursor_blink = False
+        if post is not None:
+            post(pilot.app)
+        if key:
+            await pilot.press(key)
+        await pilot.pause(0.3)
+        await pilot.wait_for_scheduled_animations()
+        await pilot.pause(1.2)
+        await pilot.wait_for_scheduled_animations()
+
+    return run_before
+
+
+def history_file() -> str:
+    """A history of four saved runs of three models with pinned ids and dates, at a fixed path (the History tab
+    shows it)."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from tests.records import make_record
+    from torchperf_tui.engine.history_file import History
+
+    folder = Path(tempfile.gettempdir()) / "torchperf-snapshot-history"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir()
+    path = folder / "history.jsonl"
+    records = []
+    for i, (model, p50, flags) in enumerate((("resnet18", 21.0, {}), ("resnet18", 19.5, {"mkldnn_enabled": False}),
+                                             ("mobilenet_v3_small", 6.2, {}), ("vit_b_16", 88.0, {}))):
+        record = make_record(p50, p50 * 1.6, model=model, record_id=f"r{i:07d}")
+        if flags:
+            record.flags = {**record.flags, **flags}
+            record.flags_text = ", ".join(f"{k}={v}" for k, v in flags.items())
+        records.append(record)
+    History(path).extend(records)
+    return str(path)
+
+
+class TestAt80x24:
+    """The views the README promises at 80x24, the sidebar shown: Timing, Compare, Layers and History."""
+
+    def test_timing_after_a_run(self, snap_compare):
+        """The run's lines one row each and a histogram that keeps its bars."""
+        assert snap_compare(frozen_app(gpu=False), terminal_size=(80, 24),
+                            run_before=with_tiny_model(lambda app: synthetic_runs(app, {})))
+
+    def test_compare_two_runs(self, snap_compare):
+        """Two runs like for like: the speed-up in sight, the overlay with its series named on its caption."""
+        assert snap_compare(frozen_app(gpu=False), terminal_size=(80, 24),
+                            run_before=with_tiny_model(lambda app: synthetic_runs(app, {}, {"mkldnn_enabled": False}),
+                                                       key="2"))
+
+    def test_layers_of_a_model(self, snap_compare):
+        """The tiny model's layer table with FLOPs in sight."""
+        assert snap_compare(frozen_app(gpu=False), terminal_size=(80, 24), run_before=with_tiny_model(key="3"))
+
+    def test_history_with_models(self, snap_compare):
+        """Saved runs with their model in sight."""
+        app = frozen_app(gpu=False, history_path=history_file())
+        assert snap_compare(app, terminal_size=(80, 24), run_before=press_then_settle("8"))

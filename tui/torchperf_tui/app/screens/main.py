@@ -18,7 +18,7 @@ MIN_SIZE = (60, 18)
 # Narrower than this, the sidebar starts hidden (h shows it); shorter than this, the sidebar and the panes
 # draw compactly (a shorter model list, no blank line above each section, inapplicable flags as one line).
 NARROW_COLUMNS = 70
-SHORT_ROWS = 32
+SHORT_ROWS = 36
 
 # Tab labels when the full ones do not fit (80x24 with the sidebar leaves the tab bar ~46 columns; the full
 # labels need 80): every tab stays in sight, and 1-9 still switch to them.

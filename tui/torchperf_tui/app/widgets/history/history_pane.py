@@ -23,8 +23,13 @@ from torchperf_tui.formatting import format_ms
 MARK = "●"
 COLUMNS = (("mark", " "), ("id", "id"), ("model", "model"), ("p50", "p50"), ("p99", "p99"), ("flags", "flags"),
            ("input", "input"), ("device", "device"), ("when", "when (UTC)"))
-BESIDE_MODEL = 34  # the mark, id, p50 and p99 columns with their cell padding
-MIN_MODEL = 12
+MIN_MODEL = 8
+
+
+def home_short(path) -> str:
+    """The path with the home directory as ~ (the note wraps less at 80 columns)."""
+    text, home = str(path), str(Path.home())
+    return "~" + text[len(home):] if home != "/" and text.startswith(home + "/") else text
 
 
 def fit_model(model: str, width: int) -> str:
@@ -97,7 +102,7 @@ class HistoryPane(Vertical):
         self._pages: list[tuple[int | None, int]] = [(None, 0)]
         self._older: int | None = None  # `before` of the next older page; None: the oldest page is shown
         self._loading = False
-        self._model_width = 0
+        self._fitted_to = 0  # the pane's width the table was last fitted to
 
     def compose(self) -> ComposeResult:
         yield Static("loading the history…", id="history-note", classes="loading")
@@ -117,11 +122,8 @@ class HistoryPane(Vertical):
         for key, label in COLUMNS:
             table.add_column(label, key=key)
 
-    def model_width(self) -> int:
-        return max(MIN_MODEL, self.size.width - 2 - BESIDE_MODEL)
-
-    def on_resize(self) -> None:
-        if self.records and self.model_width() != self._model_width:
+    def on_resize(self, event) -> None:
+        if self.records and event.size.width != self._fitted_to:
             self._fill_table()
 
     # -- feeding the pane ---------------------------------------------------------------------------
@@ -233,14 +235,23 @@ class HistoryPane(Vertical):
     def _fill_table(self, keep: str | None = None) -> None:
         table = self.query_one(DataTable)
         keep = keep if keep is not None else self.highlighted_id()
-        self._model_width = width = self.model_width()
-        self._columns(table)
+        rows = []
         for r in self.records.values():
             s = r.stats
-            table.add_row(MARK if r.id in self.marked else "", r.short_id, fit_model(r.model, width),
-                          format_ms(s.p50_ms) if s else "–", format_ms(s.p99_ms) if s else "–",
-                          r.flags_text + (" (cancelled)" if r.cancelled else ""),
-                          f"{r.shape_text} {r.dtype}", r.device, r.created_at.replace("T", " ")[5:16], key=r.id)
+            rows.append([MARK if r.id in self.marked else "", r.short_id, r.model,
+                         format_ms(s.p50_ms) if s else "–", format_ms(s.p99_ms) if s else "–",
+                         r.flags_text + (" (cancelled)" if r.cancelled else ""), f"{r.shape_text} {r.dtype}",
+                         r.device, r.created_at.replace("T", " ")[5:16], r.id])
+        # The model gets what the mark, id, p50 and p99 leave of the width (each column: its widest cell + 2).
+        beside = sum(max([len(label)] + [len(row[i]) for row in rows]) + 2
+                     for i, (_, label) in enumerate(COLUMNS) if i in (0, 1, 3, 4))
+        self._fitted_to = self.size.width
+        scrollbar = 2 if len(rows) + 1 > self.query_one(DataTable).size.height else 0
+        width = max(MIN_MODEL, self.size.width - scrollbar - beside - 2)  # 2: its own cell padding
+        self._columns(table)
+        for row in rows:
+            row[2] = fit_model(row[2], width)
+            table.add_row(*row[:-1], key=row[-1])
         if keep in self.records:
             table.move_cursor(row=table.get_row_index(keep))
 
@@ -259,9 +270,9 @@ class HistoryPane(Vertical):
         shown = len(self.records)
         if newer == 0 and self._older is None:
             if not shown:
-                note.update(f"no runs recorded yet ({loaded.path}){skipped}")
+                note.update(f"no runs recorded yet ({home_short(loaded.path)}){skipped}")
             else:
-                note.update(f"{shown} run(s) in {loaded.path}, newest first{skipped}")
+                note.update(f"{shown} run(s), newest first, in {home_short(loaded.path)}{skipped}")
             return
         keys = " · ".join(k for k, show in (("\\[ newer", newer > 0), ("] older", self._older is not None)) if show)
         if newer == 0:
@@ -270,7 +281,7 @@ class HistoryPane(Vertical):
             where = f"runs {newer + 1}–{newer + shown} counting back from the newest"
         else:
             where = f"no runs before the newest {newer}"
-        note.update(f"{where} in {loaded.path}, newest first{skipped} · {keys}")
+        note.update(f"{where}, newest first, in {home_short(loaded.path)}{skipped} · {keys}")
 
     def show_error(self, text: str) -> None:
         self._loading = False

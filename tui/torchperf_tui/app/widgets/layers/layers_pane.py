@@ -30,8 +30,7 @@ def complexity_summary(cx) -> str:
 # sidebar (the tab has ~45 there); the type and shapes after.
 COLUMNS = (("name", "layer"), ("flops", "FLOPs"), ("share", "% FLOPs"), ("params", "params"), ("type", "type"),
            ("out", "output"), ("bytes", "out bytes"), ("intensity", "FLOP/byte"), ("side", "bound"))
-NUMBERS_WIDTH = 30  # FLOPs, % FLOPs and params with their cell padding
-MIN_NAME = 14
+MIN_NAME = 10
 
 
 def fit_name(name: str, width: int) -> str:
@@ -51,7 +50,7 @@ class LayersPane(Vertical):
         self._shown: tuple | None = None  # (spec, complexity) on show
         self._roofline: list = []  # the latest run's per-layer roofline, for a rebuild
         self._row_of: dict[str, str] = {}
-        self._name_width = 0
+        self._fitted_to = 0  # the pane's width the table was last fitted to
 
     def compose(self) -> ComposeResult:
         yield Static("pick a model to see its layers", id="layers-summary")
@@ -68,31 +67,36 @@ class LayersPane(Vertical):
         for key, label in COLUMNS:
             table.add_column(label, key=key)
 
-    def name_width(self) -> int:
-        return max(MIN_NAME, self.size.width - 2 - NUMBERS_WIDTH)
-
-    def on_resize(self) -> None:
-        if self._shown is not None and self.name_width() != self._name_width:
+    def on_resize(self, event) -> None:
+        if self._shown is not None and event.size.width != self._fitted_to:
             self.show_complexity(*self._shown)
 
     def show_complexity(self, spec: str, cx) -> None:
         if self._shown is None or self._shown[1] is not cx:
             self._roofline = []  # another model or input: the last run's roofline is not this one's
         self._shown = (spec, cx)
-        self._name_width = width = self.name_width()
         self.query_one("#layers-summary", Static).update(
             f"[b]{spec}[/] · {complexity_summary(cx)} · {len(cx.layers)} layers")
         table = self.query_one(DataTable)
         cursor = table.cursor_row
-        self._columns(table)
         self._row_of = {}
         total = cx.flops or 0
+        rows = []
         for i, layer in enumerate(cx.layers):
             self._row_of.setdefault(layer.name, f"{i}")
             share = f"{100.0 * layer.flops / total:.1f}" if total and isinstance(layer.flops, (int, float)) else "–"
-            table.add_row(fit_name(layer.name or "(model)", width), format_count(layer.flops), share,
-                          format_count(layer.params), layer.type, shape_text(layer.output_shape),
-                          format_bytes(layer.output_bytes), "–", "–", key=f"{i}")
+            rows.append([layer.name or "(model)", format_count(layer.flops), share, format_count(layer.params),
+                         layer.type, shape_text(layer.output_shape), format_bytes(layer.output_bytes), "–", "–"])
+        # The name gets what FLOPs, its share and params leave of the width (each: its widest cell + 2).
+        beside = sum(max([len(label)] + [len(row[i]) for row in rows]) + 2
+                     for i, (_, label) in enumerate(COLUMNS) if i in (1, 2, 3))
+        self._fitted_to = self.size.width
+        scrollbar = 2 if len(rows) + 1 > table.size.height else 0
+        width = max(MIN_NAME, self.size.width - scrollbar - beside - 2)  # 2: its own cell padding
+        self._columns(table)
+        for i, row in enumerate(rows):
+            row[0] = fit_name(row[0], width)
+            table.add_row(*row, key=f"{i}")
         if self._roofline:
             self.show_roofline(self._roofline)
         if 0 < cursor < table.row_count:
