@@ -4,6 +4,8 @@ shape schedule, an interleaved A/B with its verdict, the kernel table and the ha
 
     PYTHONPATH=tui .venv/bin/python scripts/make_screenshots.py [--model mobilenet_v3_small] [--iters 60]
 
+Each view twice: at 100x30 (name.svg) and at the README's smallest promised size, 80x24 (name-80x24.svg).
+
 Drives the app with Pilot as a user would (type to pick a model, r to run, flip a flag, switch tabs,
 t to find the largest batch, p to profile, m to mark two runs in the history, the run options, a flag
 flipped in A/B mode, k for the kernels, --demo)
@@ -23,7 +25,7 @@ sys.path.insert(0, str(ROOT / "tui"))
 
 from torchperf_tui.app.app import TorchperfApp  # noqa: E402
 
-SIZE = (120, 36)
+SIZES = {"": (100, 30), "-80x24": (80, 24)}  # file-name suffix -> terminal size
 
 
 async def wait_until(pilot, predicate, timeout: float = 300.0, what: str = "condition") -> None:
@@ -35,7 +37,7 @@ async def wait_until(pilot, predicate, timeout: float = 300.0, what: str = "cond
 
 
 async def make(out: Path, model: str, flag: str, warmup: int, iters: int, max_batch: int,
-               history: Path) -> list[Path]:
+               history: Path, suffix: str = "") -> list[Path]:
     history.unlink(missing_ok=True)  # the history view shows only this script's runs
     app = TorchperfApp(warmup=warmup, iters=iters, interval=0.5, max_batch=max_batch, history_path=str(history))
     saved: list[Path] = []
@@ -43,11 +45,11 @@ async def make(out: Path, model: str, flag: str, warmup: int, iters: int, max_ba
     def shoot(name: str) -> None:
         for field in app.query("Input"):
             field.cursor_blink = False
-        app.save_screenshot(filename=f"{name}.svg", path=str(out))
-        saved.append(out / f"{name}.svg")
+        app.save_screenshot(filename=f"{name}{suffix}.svg", path=str(out))
+        saved.append(out / f"{name}{suffix}.svg")
 
     runs = app.session.runs
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=SIZES[suffix]) as pilot:
         await wait_until(pilot, lambda: app.session.report is not None and app.main.panes_mounted()
                          and app.pane("flags").flags is not None
                          and app.main.query_one("#model-list").option_count > 1, what="the engine")
@@ -134,7 +136,7 @@ def ab_done(app, first_arm: int = 0) -> bool:
 async def make_demo(out: Path, model: str, history: Path) -> Path:
     """The demo during its second step (random shapes), banner shown."""
     app = TorchperfApp(model=model, demo=True, demo_pace=1.0, warmup=3, iters=30, history_path=str(history))
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=SIZES[""]) as pilot:
         await wait_until(pilot, lambda: ab_done(app, first_arm=3), what="the demo's second comparison")
         await pilot.pause(0.3)
         for field in app.query("Input"):
@@ -156,9 +158,10 @@ def main() -> None:
                         help="a history file of its own (emptied first), so the History view shows these runs")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    for path in asyncio.run(make(args.out, args.model, args.flag, args.warmup, args.iters, args.max_batch,
-                                 args.history)):
-        print(path)
+    for suffix in SIZES:
+        for path in asyncio.run(make(args.out, args.model, args.flag, args.warmup, args.iters, args.max_batch,
+                                     args.history, suffix)):
+            print(path)
     print(asyncio.run(make_demo(args.out, args.model, args.history)))
 
 

@@ -65,7 +65,7 @@ async def test_pick_a_model_by_typing_shows_its_flops_and_layers():
 
 
 async def test_a_run_fills_progress_stats_and_histogram(tiny_app):
-    async with tiny_app(size=(100, 30), warmup=3, iters=150) as pilot:
+    async with tiny_app(size=(100, 40), warmup=3, iters=150) as pilot:
         app = pilot.app
         await pilot.press("r")
         await wait_until(pilot, lambda: app.session.runs.get(1) is not None and app.session.runs.get(1).finished,

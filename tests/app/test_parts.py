@@ -103,3 +103,17 @@ def test_throughput_search_progress_says_time_spent_budget_left_and_the_next_try
     # A try that did not fit ends the doubling: no "next try" guess.
     line = search_progress("resnet18", started, 120.0, BatchTry(batch=64, fits=False, phase="grow", seconds=1.0))
     assert "next try" not in line
+
+
+def test_run_colours_are_each_used_once_even_where_a_theme_repeats_one():
+    from types import SimpleNamespace
+
+    from torchperf_tui.app.widgets.timing.histogram import nice_ticks, theme_palette
+
+    theme = SimpleNamespace(primary="#0178D4", warning="#ffa62b", success="#4EBF71", accent="#0178D4",
+                            error="#ba3c5b", secondary=None)
+    assert theme_palette(SimpleNamespace(current_theme=theme)) == ["#0178D4", "#ffa62b", "#4EBF71", "#ba3c5b"]
+    # x ticks at round steps, few enough that their labels do not run together
+    assert nice_ticks(20.3, 23.6, 4) == [21.0, 22.0, 23.0]
+    assert nice_ticks(0, 1075, 4) == [0, 500, 1000]
+    assert nice_ticks(1.0, 1.0, 4) == []

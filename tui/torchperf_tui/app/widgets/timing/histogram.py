@@ -52,7 +52,7 @@ def theme_palette(app) -> list[str]:
     """Run colours from the current theme (no hard-coded colours): distinguishable in order."""
     theme = app.current_theme
     colours = [theme.primary, theme.warning, theme.success, theme.accent, theme.error, theme.secondary]
-    return [c for c in colours if c]
+    return list(dict.fromkeys(c for c in colours if c))  # a theme may give two roles one colour: each once
 
 
 # Below this height a plot's default margins (2 rows above, 3 below, the axis box) leave no room for bars:
@@ -105,8 +105,12 @@ class _PlotHolder(Vertical):
         return 0 < self.size.height < COMPACT_BELOW_ROWS
 
     def on_resize(self) -> None:
-        if self._plot is not None:
-            self.request_redraw()
+        """A new size redraws at once (the rate limit is for data arriving): the ticks, margins and caption
+        depend on it, and a plot drawn while hidden had no size at all."""
+        if self._plot is not None and self.size.width > 0:
+            if self._redraw_timer is not None:
+                self._redraw_timer.stop()
+            self._redraw_now()
 
     def show_legend(self, plot, location, entries: list[tuple[str, str]]) -> None:
         """The series' (label, colour) in a box over the plot, or, on a small plot where the box would cover
@@ -124,6 +128,8 @@ class _PlotHolder(Vertical):
         """Ticks at round values spaced so their labels never run together (textual-plot's own crowd a narrow
         plot: '20.521.0')."""
         width = self.size.width - (self._plot.margin_left if self._plot is not None else 10) - 2
+        if width <= 0:
+            return  # not laid out yet (a hidden tab): its resize redraws it
         ticks = nice_ticks(lo, hi, max(2, width // 8))
         if ticks:
             plot.set_xticks(ticks)
