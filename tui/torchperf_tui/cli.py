@@ -128,6 +128,14 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                    help="warm-up iterations, or 'auto' (default 10)")
     p.add_argument("--iters", type=_positive_int, default=50, help="timed iterations (default 50)")
     _add_flag_options(p)
+    p.add_argument("--step", choices=("infer", "train"), default="infer",
+                   help="what one iteration does: infer (a forward pass, the default) or train (forward, loss, "
+                        "backward, optimizer step; gradients set to None between steps)")
+    p.add_argument("--optimizer", choices=("sgd", "adamw"), default="sgd",
+                   help="the training step's optimizer (default sgd with momentum 0.9)")
+    p.add_argument("--amp", choices=("fp16", "bf16"),
+                   help="mixed precision: torch.autocast around forward and loss (a gradient scaler for fp16 "
+                        "training); not --dtype, which casts the whole model")
     p.add_argument("--compile", nargs="?", const="default", metavar="MODE",
                    help="time the torch.compile'd model (default | reduce-overhead (CUDA graphs) | max-autotune); "
                         "compile time is reported apart")
@@ -279,7 +287,8 @@ def cmd_bench(args) -> int:
     from torchperf_tui.engine.timing import run_benchmark
     from torchperf_tui.cli_render import ProgressLine, render_timing
 
-    cfg = _bench_config(args, warmup=args.warmup, iters=args.iters, compile=args.compile, shapes=args.shapes)
+    cfg = _bench_config(args, warmup=args.warmup, iters=args.iters, compile=args.compile, shapes=args.shapes,
+                        step=args.step, optimizer=args.optimizer, amp=args.amp)
     from torchperf_tui.engine.flags import inert_flags
     from torchperf_tui.engine.inputs import dtype_note, resolve_device
 
@@ -304,7 +313,7 @@ def cmd_bench(args) -> int:
 
 def _bench_config(args, **overrides):
     """A BenchConfig from the shared input, device and flag options, through the same frozen Selection the
-    TUI builds from its sidebar (`overrides`: warmup, iters, compile, shapes, seed)."""
+    TUI builds from its sidebar (`overrides`: warmup, iters, compile, shapes, seed, step, optimizer, amp)."""
     from torchperf_tui.engine.inputs import dtype_name, parse_dtype
     from torchperf_tui.engine.shapes import parse_schedule
     from torchperf_tui.jobs.selection import Selection

@@ -116,6 +116,12 @@ def render_timing(result) -> None:
     rows = [("flags", result.flags.describe(device=result.device)), ("timer", result.timer),
             ("first iteration", format_ms(result.first_iter_ms)),
             ("warm-up", f"{len(result.warmup_ms)} iterations")]
+    step = getattr(result, "step", "infer")
+    rows.insert(0, ("step", "inference (forward pass)" if step == "infer" else
+                    f"training: forward, loss ({result.loss}), backward, {result.optimizer} step"))
+    if getattr(result, "amp", None):
+        rows.insert(1, ("mixed precision", f"torch.autocast {result.amp}"
+                        + (" with a gradient scaler" if step == "train" and result.amp == "fp16" else "")))
     if result.compile_mode is not None:
         rows.append(("torch.compile", f"mode {result.compile_mode}, compiled in {result.compile_s:.1f} s"
                      if result.compiled else f"FAILED, eager numbers shown: {result.compile_error}"))

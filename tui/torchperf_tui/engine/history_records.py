@@ -75,7 +75,9 @@ class RunRecord:
         """What was measured, for spotting that two runs are not like for like."""
         return {"model": self.model, "input_shape": self.shape_text, "dtype": self.dtype,
                 "channels_last": self.channels_last, "device": self.device,
-                "compile": self.details.get("compile_mode"), "shapes": self.details.get("shapes", "fixed")}
+                "compile": self.details.get("compile_mode"), "shapes": self.details.get("shapes", "fixed"),
+                "step": self.details.get("step", "infer"), "optimizer": self.details.get("optimizer"),
+                "amp": self.details.get("amp")}
 
     def summary(self) -> str:
         """One line for `history` and notifications."""
@@ -85,6 +87,10 @@ class RunRecord:
             head += " channels_last"
         if self.details.get("shapes", "fixed") != "fixed":
             head += f" shapes {self.details['shapes']}"
+        if self.details.get("step", "infer") != "infer":
+            head += f" step {self.details['step']} ({self.details.get('optimizer')})"
+        if self.details.get("amp"):
+            head += f" amp {self.details['amp']}"
         if self.kind == "ab" and self.details.get("arm"):
             head += f" arm {self.details['arm']}"
         head += f"  {self.device}"
@@ -198,7 +204,7 @@ def record_from_timing(result: "TimingResult", fingerprint: dict[str, Any] | Non
     env = environment_fingerprint(device=result.device) if fingerprint is None else dict(fingerprint)
     details: dict[str, Any] = {"warmup_iters": len(result.warmup_ms)}
     # getattr: fields that timing.py grew later; an older TimingResult simply lacks them.
-    for name in ("compile_mode", "compiled", "compile_s", "compile_error"):
+    for name in ("compile_mode", "compiled", "compile_s", "compile_error", "step", "optimizer", "amp", "loss"):
         if hasattr(result, name):
             details[name] = getattr(result, name)
     report = getattr(result, "shape_report", None)

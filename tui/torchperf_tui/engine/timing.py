@@ -54,6 +54,14 @@ class BenchConfig:
     compile: str | None = None  # None: eager; else a torch.compile mode, see COMPILE_MODES
     shapes: str = "fixed"  # the timed iterations' input-shape schedule, see engine/shapes.py
     seed: int = 0  # of the input values and of a random shape schedule
+    step: str = "infer"  # "infer" (a forward pass) or "train" (forward, loss, backward, optimizer step)
+    optimizer: str = "sgd"  # of a training step: "sgd" (momentum 0.9) or "adamw"
+    amp: str | None = None  # mixed precision: None, "fp16" or "bf16" (torch.autocast; not a cast of the model)
+
+    def step_spec(self):
+        from torchperf_tui.engine.train_step import StepSpec
+
+        return StepSpec(step=self.step, optimizer=self.optimizer, amp=self.amp)
 
     def resolved_shape(self) -> tuple[int, ...]:
         from torchperf_tui.engine.inputs import check_dims
@@ -107,6 +115,10 @@ class TimingResult:
     memory_trace: list[tuple[float, int, int]] = field(default_factory=list)  # (s, allocated, reserved) per iteration
     memory_kind: str = ""  # "cuda-allocator" (allocated, reserved) or "rss" (process RSS in both)
     flags_in_effect: Flags | None = None  # read from torch inside the run's flags context, after the loop
+    step: str = "infer"  # what one iteration did: "infer" or "train"
+    optimizer: str | None = None  # a training step's optimizer
+    amp: str | None = None  # mixed precision: None, "fp16" or "bf16"
+    loss: str | None = None  # a training step's loss (engine.train_step: cross-entropy or the sum of outputs)
 
     @property
     def batch(self) -> int:
@@ -231,9 +243,15 @@ def run_benchmark(cfg: BenchConfig, on_sample: OnSample | None = None,
     sampled between iterations (`memory_trace`) and each point is passed to `on_memory(point, kind)` as it
     is taken (kind: see `TimingResult.memory_kind`).
     """
+    from torchperf_tui.engine.train_step import StepRunner, amp_problem, grad_context
+
     started = time.time()
     device = resolve_device(cfg.device)
     dtype = parse_dtype(cfg.dtype)
+    step = cfg.step_spec()
+    problem = amp_problem(step.amp, device, dtype)
+    if problem:
+        raise TorchperfError(problem)
     shape = cfg.resolved_shape()
     schedule = parse_schedule(cfg.shapes, seed=cfg.seed)
     timed_shapes = schedule.shapes(shape, cfg.iters)
@@ -249,8 +267,9 @@ def run_benchmark(cfg: BenchConfig, on_sample: OnSample | None = None,
     feed = ShapeFeed(work.x, shape, timed_shapes, dtype, device, cfg.channels_last, cfg.seed, on_shape)
     memory = _MemoryTrace(device, on_memory)
     try:
-        with applied_flags(cfg.flags), torch.inference_mode():
-            runner, compile_s, compile_error = _maybe_compile(work.model, work.x, cfg.compile, device)
+        with applied_flags(cfg.flags), grad_context(step):
+            forward, compile_s, compile_error = _maybe_compile(work.model, work.x, cfg.compile, device)
+            runner = StepRunner(work.model, step, device, seed=cfg.seed, forward=forward)
             work.x = None  # the feed holds the input from here on
 
             def before(phase: str, index: int) -> None:
@@ -265,6 +284,7 @@ def run_benchmark(cfg: BenchConfig, on_sample: OnSample | None = None,
                                        before_iteration=before)
             in_effect = Flags.current()  # what torch itself reported, read once the loop is over
             memory.sample()
+            loss_kind = runner.loss_kind
             del runner
     finally:
         feed.x = None
@@ -309,6 +329,10 @@ def run_benchmark(cfg: BenchConfig, on_sample: OnSample | None = None,
         shape_report=report,
         memory_trace=memory.points,
         memory_kind=memory.kind,
+        step=step.step,
+        optimizer=step.optimizer if step.training else None,
+        amp=step.amp,
+        loss=loss_kind,
     )
 
 

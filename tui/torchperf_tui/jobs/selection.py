@@ -29,6 +29,9 @@ class Selection:
     warmup: int | str = 10
     iters: int = 50
     seed: int = 0  # of the input values and of a random shape schedule
+    step: str = "infer"  # "infer" or "train" (forward, loss, backward, optimizer step)
+    optimizer: str = "sgd"  # a training step's
+    amp: str | None = None  # mixed precision: None, "fp16" or "bf16"
 
     def batch_size(self) -> int:
         from torchperf_tui.engine.inputs import check_dims, parse_batch
@@ -54,7 +57,8 @@ class Selection:
                            device=self.device, dtype=self.dtype, channels_last=self.channels_last,
                            warmup=self.warmup, iters=self.iters,
                            flags=flags if flags is not None else (self.flags or Flags()), shapes=self.shapes,
-                           compile=None if self.compile == "eager" else self.compile, seed=self.seed)
+                           compile=None if self.compile == "eager" else self.compile, seed=self.seed,
+                           step=self.step, optimizer=self.optimizer, amp=self.amp)
 
     def analysis_params(self) -> dict:
         """The measurement process's "analyse" job: the model at the typed input (dims None: its default)."""

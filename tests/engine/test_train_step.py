@@ -1,0 +1,120 @@
+"""A timed iteration that is a training step (forward, loss, backward, optimizer step) and mixed precision
+(torch.autocast, not a cast of the model): the step really trains, its loss fits the model, gradients are set
+to None between steps, and autocast's dtype is the one seen inside the forward."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from torchperf_tui.engine.errors import TorchperfError
+from torchperf_tui.engine.timing import BenchConfig, run_benchmark
+from torchperf_tui.engine.train_step import LOSS_CROSS_ENTROPY, LOSS_SUM, StepRunner, StepSpec
+
+TINY = "tests.tinymodels:tiny_cnn"
+CPU = torch.device("cpu")
+
+
+class DtypeProbe(nn.Module):
+    """Records the dtype of its linear layer's output at every forward pass, and returns a feature map (not
+    class scores), so a training step takes the sum of its outputs as the loss."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+        self.seen: list[torch.dtype] = []
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.fc(x)
+        self.seen.append(y.dtype)
+        return y.unsqueeze(1)
+
+
+def test_a_training_step_changes_the_weights_and_leaves_no_gradients_behind():
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+    before = [p.detach().clone() for p in model.parameters()]
+    runner = StepRunner(model, StepSpec(step="train"), CPU, seed=3)
+    x = torch.randn(5, 8)
+    runner(x)
+    assert model.training  # batch norm statistics and dropout as in training
+    assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters()))
+    assert all(p.grad is None for p in model.parameters())  # zero_grad(set_to_none=True)
+    assert runner.loss_kind == LOSS_CROSS_ENTROPY  # (batch, classes) output
+
+
+def test_the_loss_fits_the_model_and_labels_are_seeded():
+    probe = DtypeProbe()
+    runner = StepRunner(probe, StepSpec(step="train"), CPU)
+    runner(torch.randn(4, 8))
+    assert runner.loss_kind == LOSS_SUM
+    a = StepRunner(nn.Linear(8, 5), StepSpec(step="train"), CPU, seed=7)._labels_for(6, 5)
+    b = StepRunner(nn.Linear(8, 5), StepSpec(step="train"), CPU, seed=7)._labels_for(6, 5)
+    assert torch.equal(a, b) and a.shape == (6,) and int(a.max()) < 5
+
+
+def test_an_inference_pass_does_not_train():
+    model = nn.Linear(8, 4).eval()
+    before = [p.detach().clone() for p in model.parameters()]
+    runner = StepRunner(model, StepSpec(), CPU)
+    with torch.inference_mode():
+        runner(torch.randn(2, 8))
+    assert runner.optimizer is None and not model.training
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_autocast_bf16_is_the_dtype_seen_inside_the_forward_and_the_weights_stay_float32(training):
+    probe = DtypeProbe()
+    runner = StepRunner(probe, StepSpec(step="train" if training else "infer", amp="bf16"), CPU)
+    if training:
+        runner(torch.randn(4, 8))
+    else:
+        with torch.inference_mode():
+            runner(torch.randn(4, 8))
+    assert probe.seen == [torch.bfloat16]
+    assert all(p.dtype == torch.float32 for p in probe.parameters())
+
+
+def test_fp16_training_uses_a_gradient_scaler():
+    runner = StepRunner(nn.Linear(8, 4), StepSpec(step="train", amp="fp16"), CPU)
+    assert runner.scaler is not None
+    assert StepRunner(nn.Linear(8, 4), StepSpec(step="train", amp="bf16"), CPU).scaler is None
+
+
+def test_a_timed_training_run_says_what_it_did():
+    result = run_benchmark(BenchConfig(model=TINY, input_shape=(2, 3, 16, 16), warmup=1, iters=4, device="cpu",
+                                       step="train", optimizer="adamw", amp="bf16"))
+    assert (result.step, result.optimizer, result.amp) == ("train", "adamw", "bf16")
+    assert result.loss == LOSS_CROSS_ENTROPY and len(result.samples_ms) == 4
+    inference = run_benchmark(BenchConfig(model=TINY, input_shape=(2, 3, 16, 16), warmup=0, iters=2, device="cpu"))
+    assert (inference.step, inference.optimizer, inference.amp, inference.loss) == ("infer", None, None, None)
+
+
+def test_mixed_precision_over_a_model_already_cast_is_refused_in_one_line():
+    with pytest.raises(TorchperfError, match="use --dtype float32 with it"):
+        run_benchmark(BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), dtype="bfloat16", amp="bf16", iters=1,
+                                  warmup=0, device="cpu"))
+    with pytest.raises(TorchperfError, match="choose infer or train"):
+        StepSpec(step="fit")
+
+
+def test_the_history_record_keeps_the_step_and_compares_only_like_for_like():
+    from torchperf_tui.engine.history_compare import compare_records
+    from torchperf_tui.engine.history_records import record_from_timing
+
+    cfg = dict(model=TINY, input_shape=(2, 3, 16, 16), warmup=0, iters=3, device="cpu")
+    train = record_from_timing(run_benchmark(BenchConfig(step="train", **cfg)), fingerprint={})
+    infer = record_from_timing(run_benchmark(BenchConfig(**cfg)), fingerprint={})
+    assert train.setup()["step"] == "train" and infer.setup()["step"] == "infer"
+    assert "step train (sgd)" in train.summary()
+    assert "step" in compare_records(infer, train).setup_diff
+
+
+def test_the_cli_times_a_training_step(capsys):
+    from torchperf_tui.cli import main
+
+    assert main(["bench", TINY, "--input", "2x3x16x16", "--step", "train", "--amp", "bf16", "--iters", "3",
+                 "--warmup", "0", "--no-history"]) == 0
+    out = capsys.readouterr().out
+    assert "training: forward, loss (cross-entropy" in out and "torch.autocast bf16" in out

@@ -1,0 +1,162 @@
+"""What one timed iteration does: an inference pass, or a training step (forward, loss, backward, optimizer
+step), either one optionally under mixed precision (torch.autocast, with a gradient scaler for fp16 training).
+
+Mixed precision is not `--dtype`: the model keeps its float32 weights and autocast runs the ops that gain from
+it in half precision. A training step's loss is one that fits the model: cross-entropy against seeded random
+labels when the output is (batch, classes), else the sum of every output tensor; the result says which.
+Gradients are set to None between steps, as `optimizer.zero_grad(set_to_none=True)` does in training code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any
+
+from torchperf_tui.engine.errors import TorchperfError
+from torchperf_tui.engine.lazy_torch import torch
+
+STEPS = ("infer", "train")
+OPTIMIZERS = ("sgd", "adamw")
+AMP_DTYPES = {"fp16": "float16", "bf16": "bfloat16"}  # --amp value -> the autocast dtype's name
+
+LOSS_CROSS_ENTROPY = "cross-entropy against seeded random labels"
+LOSS_SUM = "sum of the outputs"
+
+
+@dataclass(frozen=True)
+class StepSpec:
+    """`step`: "infer" or "train"; `optimizer`: for a training step; `amp`: None, "fp16" or "bf16"."""
+
+    step: str = "infer"
+    optimizer: str = "sgd"
+    amp: str | None = None
+
+    def __post_init__(self) -> None:
+        check_step(self.step)
+        check_optimizer(self.optimizer)
+        check_amp(self.amp)
+
+    @property
+    def training(self) -> bool:
+        return self.step == "train"
+
+    def describe(self) -> str:
+        """'train (sgd) · amp bf16', 'infer': how a run's line and its record say it."""
+        text = f"train ({self.optimizer})" if self.training else "infer"
+        return text + (f" · amp {self.amp}" if self.amp else "")
+
+
+def check_step(value: str) -> str:
+    if value not in STEPS:
+        raise TorchperfError(f"unknown step {value!r}: choose infer or train")
+    return value
+
+
+def check_optimizer(value: str) -> str:
+    if value not in OPTIMIZERS:
+        raise TorchperfError(f"unknown optimizer {value!r}: choose {' or '.join(OPTIMIZERS)}")
+    return value
+
+
+def check_amp(value: str | None) -> str | None:
+    if value is not None and value not in AMP_DTYPES:
+        raise TorchperfError(f"unknown mixed precision {value!r}: choose fp16 or bf16 (or leave it off)")
+    return value
+
+
+def amp_problem(amp: str | None, device: torch.device, dtype: torch.dtype) -> str | None:
+    """Why autocast `amp` cannot run here (None when it can): the device must have autocast, and autocast
+    casts down from float32 weights (a model already cast with --dtype has nothing to gain)."""
+    if amp is None:
+        return None
+    if dtype != torch.float32:
+        return (f"mixed precision (--amp {amp}) runs float32 weights with half-precision ops: use --dtype "
+                f"float32 with it (the model is {str(dtype).removeprefix('torch.')})")
+    if not torch.amp.is_autocast_available(device.type):
+        return f"torch.autocast is not available on {device.type} in this PyTorch build"
+    if device.type == "cuda" and amp == "bf16" and not torch.cuda.is_bf16_supported():
+        return f"{device} does not support bfloat16"
+    return None
+
+
+def grad_context(spec: StepSpec):
+    """No autograd for an inference pass (torch.inference_mode); a training step needs it."""
+    return contextlib.nullcontext() if spec.training else torch.inference_mode()
+
+
+class StepRunner:
+    """Calls one iteration on an input: `runner(x)`. For a training step it owns the optimizer and the
+    gradient scaler, and sets the model to train mode (batch norm updates its statistics, dropout is on)."""
+
+    def __init__(self, model: torch.nn.Module, spec: StepSpec, device: torch.device, seed: int = 0,
+                 forward: Any = None) -> None:
+        """`forward`: what runs the model (a compiled one), by default the model itself."""
+        self.model, self.spec, self.device, self.seed = model, spec, device, seed
+        self.forward = forward if forward is not None else model
+        self.loss_kind: str | None = None  # said once the first output is seen
+        self._labels: dict[tuple[int, int], torch.Tensor] = {}
+        self.optimizer = self.scaler = None
+        if spec.training:
+            model.train()
+            params = [p for p in model.parameters() if p.requires_grad]
+            if not params:
+                raise TorchperfError("a training step needs parameters that require gradients: this model has none")
+            if spec.optimizer == "adamw":
+                self.optimizer = torch.optim.AdamW(params, lr=1e-3)
+            else:
+                self.optimizer = torch.optim.SGD(params, lr=0.01, momentum=0.9)
+            if spec.amp == "fp16":
+                self.scaler = torch.amp.GradScaler(device.type)
+
+    def autocast(self):
+        if self.spec.amp is None:
+            return contextlib.nullcontext()
+        return torch.autocast(self.device.type, dtype=getattr(torch, AMP_DTYPES[self.spec.amp]))
+
+    def __call__(self, x: torch.Tensor):
+        if not self.spec.training:
+            with self.autocast():
+                return self.forward(x)
+        with self.autocast():
+            loss = self.loss(self.forward(x))
+        if self.scaler is not None:
+            self.scaler.scale(loss).backward()
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        else:
+            loss.backward()
+            self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return loss
+
+    def loss(self, output) -> torch.Tensor:
+        """Cross-entropy against seeded labels for a (batch, classes) output, else the sum of every output
+        tensor (detection and segmentation models return dicts and tuples)."""
+        if isinstance(output, torch.Tensor) and output.dim() == 2 and output.shape[1] > 1:
+            self.loss_kind = LOSS_CROSS_ENTROPY
+            return torch.nn.functional.cross_entropy(output.float(), self._labels_for(*output.shape))
+        tensors = [t for t in _tensors(output) if t.is_floating_point()]
+        if not tensors:
+            raise TorchperfError("a training step needs a floating-point output to take a loss of: "
+                                 f"the model returned {type(output).__name__}")
+        self.loss_kind = LOSS_SUM
+        return sum(t.float().sum() for t in tensors)
+
+    def _labels_for(self, batch: int, classes: int) -> torch.Tensor:
+        key = (batch, classes)
+        if key not in self._labels:
+            gen = torch.Generator().manual_seed(self.seed)
+            self._labels[key] = torch.randint(0, classes, (batch,), generator=gen).to(self.device)
+        return self._labels[key]
+
+
+def _tensors(output):
+    if isinstance(output, torch.Tensor):
+        yield output
+    elif isinstance(output, dict):
+        for value in output.values():
+            yield from _tensors(value)
+    elif isinstance(output, (list, tuple)):
+        for value in output:
+            yield from _tensors(value)
