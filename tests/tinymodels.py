@@ -87,3 +87,23 @@ class Picky(TinyCNN):
 
 def picky() -> nn.Module:
     return Picky()
+
+
+class WeightProbe(nn.Module):
+    """Records the sum of its weights at every forward pass (class-level, as the model is built by name): what
+    state each training step started from."""
+
+    seen: list[float] = []
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(3 * 8 * 8, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        WeightProbe.seen.append(float(self.fc.weight.detach().sum()))
+        return self.fc(torch.flatten(x, 1))
+
+
+def weight_probe() -> nn.Module:
+    WeightProbe.seen = []
+    return WeightProbe()

@@ -118,3 +118,30 @@ def test_the_cli_times_a_training_step(capsys):
                  "--warmup", "0", "--no-history"]) == 0
     out = capsys.readouterr().out
     assert "training: forward, loss (cross-entropy" in out and "torch.autocast bf16" in out
+
+
+def test_an_ab_of_training_steps_starts_every_block_of_both_arms_from_the_same_weights():
+    from tests.tinymodels import WeightProbe
+    from torchperf_tui.engine.abtest import parse_arm_spec, run_ab
+
+    base = BenchConfig(model="tests.tinymodels:weight_probe", input_shape=(4, 3, 8, 8), device="cpu", step="train")
+    result = run_ab(base, parse_arm_spec(""), parse_arm_spec("mkldnn=off"), blocks=5, per_block=2)
+    assert result.step == "train" and result.optimizer == "sgd" and result.pairs == 5
+    per_block = 1 + 1 + 2  # the settling iteration, one warm-up, the timed ones
+    seen = WeightProbe.seen
+    assert len(seen) == 10 * per_block
+    starts = seen[::per_block]
+    assert all(value == starts[0] for value in starts)  # every block, A's and B's, from the built weights
+    assert any(value != starts[0] for value in seen[1:per_block])  # and within a block, it trains
+
+
+def test_the_cli_compares_training_steps_and_refuses_kernels_of_one(capsys):
+    from torchperf_tui.cli import main
+
+    assert main(["compare", TINY, "--input", "2x3x16x16", "--a", "", "--b", "mkldnn=off", "--step", "train",
+                 "--blocks", "5", "--per-block", "2", "--no-history"]) == 0
+    assert "each iteration a training step (sgd, every block from the same weights)" in capsys.readouterr().out
+    assert main(["compare", TINY, "--input", "1x3x16x16", "--a", "", "--b", "mkldnn=off", "--step", "train",
+                 "--kernels"]) == 2
+    err = capsys.readouterr().err
+    assert "backward kernels are not profiled yet" in err and len(err.strip().splitlines()) == 1

@@ -45,6 +45,18 @@ def _positive_float(name: str):
 _positive_int = _checked(options.positive_int)
 
 
+def _add_step_options(p: argparse.ArgumentParser) -> None:
+    """What one timed iteration does: an inference pass or a training step, and mixed precision."""
+    p.add_argument("--step", choices=("infer", "train"), default="infer",
+                   help="what one iteration does: infer (a forward pass, the default) or train (forward, loss, "
+                        "backward, optimizer step; gradients set to None between steps)")
+    p.add_argument("--optimizer", choices=("sgd", "adamw"), default="sgd",
+                   help="the training step's optimizer (default sgd with momentum 0.9)")
+    p.add_argument("--amp", choices=("fp16", "bf16"),
+                   help="mixed precision: torch.autocast around forward and loss (a gradient scaler for fp16 "
+                        "training); not --dtype, which casts the whole model")
+
+
 def _add_input_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--input", metavar="SHAPE", help="input shape with batch, e.g. 1x3x224x224 "
                    "(default: the model's own input size)")
@@ -128,14 +140,7 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                    help="warm-up iterations, or 'auto' (default 10)")
     p.add_argument("--iters", type=_positive_int, default=50, help="timed iterations (default 50)")
     _add_flag_options(p)
-    p.add_argument("--step", choices=("infer", "train"), default="infer",
-                   help="what one iteration does: infer (a forward pass, the default) or train (forward, loss, "
-                        "backward, optimizer step; gradients set to None between steps)")
-    p.add_argument("--optimizer", choices=("sgd", "adamw"), default="sgd",
-                   help="the training step's optimizer (default sgd with momentum 0.9)")
-    p.add_argument("--amp", choices=("fp16", "bf16"),
-                   help="mixed precision: torch.autocast around forward and loss (a gradient scaler for fp16 "
-                        "training); not --dtype, which casts the whole model")
+    _add_step_options(p)
     p.add_argument("--compile", nargs="?", const="default", metavar="MODE",
                    help="time the torch.compile'd model (default | reduce-overhead (CUDA graphs) | max-autotune); "
                         "compile time is reported apart")
@@ -190,6 +195,7 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--kernels", action="store_true", help="instead of timing: the kernels each conv layer ran under "
                    "A and under B, side by side (torch.profiler; on the CPU the ATen implementation)")
     _add_shapes_option(p)
+    _add_step_options(p)
     _add_flag_options(p)  # the base flags; each arm's SPEC applies on top
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
@@ -407,7 +413,8 @@ def cmd_compare(args) -> int:
     from torchperf_tui.engine.abtest import parse_arm_spec, run_ab
     from torchperf_tui.cli_render import render_ab
 
-    base = _bench_config(args, shapes=args.shapes, seed=args.seed)
+    base = _bench_config(args, shapes=args.shapes, seed=args.seed, step=args.step, optimizer=args.optimizer,
+                         amp=args.amp)
     arm_a, arm_b = parse_arm_spec(args.a, base=base.flags), parse_arm_spec(args.b, base=base.flags)
     if args.kernels:
         from torchperf_tui.engine.errors import TorchperfError
@@ -415,6 +422,9 @@ def cmd_compare(args) -> int:
 
         if base.shapes != "fixed" or arm_a.shapes or arm_b.shapes:
             raise TorchperfError("--kernels profiles one input shape: leave out --shapes and shapes= in the SPECs")
+        if base.step != "infer" or base.amp:
+            raise TorchperfError("--kernels profiles the forward pass, without autocast: leave out --step train "
+                                 "and --amp (the backward kernels are not profiled yet)")
         from torchperf_tui.cli_render import render_kernels
 
         from torchperf_tui.native_stderr import native_stderr_silenced

@@ -299,7 +299,10 @@ def render_ab(result) -> None:
                       (f", shapes {arm.shapes} ({arm.first_seen} new)" if arm.shapes != "fixed" else ""),
                       format_ms(arm.median_ms), ci, format_ms(arm.p90_ms), format_ms(arm.p99_ms),
                       str(len(arm.blocks)))
-    console.print(f"{result.model} on {result.device}, input {'x'.join(map(str, result.input_shape))}: "
+    step = getattr(result, "step", "infer")
+    what = (f", each iteration a training step ({result.optimizer}, every block from the same weights)"
+            if step == "train" else "") + (f", torch.autocast {result.amp}" if getattr(result, "amp", None) else "")
+    console.print(f"{result.model} on {result.device}, input {'x'.join(map(str, result.input_shape))}{what}: "
                   f"A and B interleaved in {len(result.order)} randomised blocks", style="bold underline")
     console.print(table)
     console.print()

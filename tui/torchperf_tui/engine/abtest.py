@@ -219,6 +219,9 @@ class ABResult:
     cancelled: bool
     duration_s: float
     notes: list[str] = field(default_factory=list)
+    step: str = "infer"  # what one iteration of both arms did: "infer" or "train"
+    optimizer: str | None = None  # a training step's
+    amp: str | None = None  # mixed precision of both arms
 
     @property
     def pairs(self) -> int:
@@ -308,6 +311,7 @@ def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int = 2
     from torchperf_tui.engine.inputs import parse_dtype, resolve_device
     from torchperf_tui.engine.shapes import parse_schedule
     from torchperf_tui.engine.timing import ShapeFeed, check_schedule_accepted, run_timed_loop
+    from torchperf_tui.engine.train_step import StepRunner, amp_problem, grad_context
     from torchperf_tui.engine.workload import forward_errors, prepare_workload
 
     if blocks < 5:
@@ -316,6 +320,11 @@ def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int = 2
         raise TorchperfError(f"samples per block must be at least 1, got {per_block}")
     started = time.time()
     device = resolve_device(base.device)
+    step = base.step_spec()
+    for arm_dtype in {a.dtype or base.dtype, b.dtype or base.dtype}:
+        problem = amp_problem(step.amp, device, parse_dtype(arm_dtype))
+        if problem:
+            raise TorchperfError(problem)
     shape = base.resolved_shape()
     cancelled = should_cancel or (lambda: False)
     arms = {}
@@ -335,6 +344,10 @@ def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int = 2
         key = (arm.dtype, arm.channels_last)
         if key not in workloads:
             workloads[key] = prepare_workload(base.model, shape, device, parse_dtype(arm.dtype), arm.channels_last)
+    # A training step changes the weights (and batch norm's statistics): every block of either arm starts
+    # from the state the model was built in, with a fresh optimizer, so neither arm trains on the other's steps.
+    initial = ({key: {k: v.detach().clone() for k, v in work.model.state_dict().items()}
+                for key, work in workloads.items()} if step.training else {})
     # Each arm follows its own schedule across its blocks (the same seeded sequence for both arms, so a
     # random schedule shows them the same shapes in the same order); the block's settling iteration
     # runs the configured shape.
@@ -358,9 +371,11 @@ def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int = 2
             elif feed.shape != tuple(shape):  # the settling iterations: the configured shape
                 feed.x, feed.shape = base_x, tuple(shape)
 
-        with applied_flags(arm.flags), torch.inference_mode(), \
-                forward_errors(base.model, shape, work.dtype, device):
-            return run_timed_loop(lambda: model(feed.x), device=device, warmup=1, iters=per_block,
+        if step.training:
+            model.load_state_dict(initial[(arm.dtype, arm.channels_last)])
+        with applied_flags(arm.flags), grad_context(step), forward_errors(base.model, shape, work.dtype, device):
+            runner = StepRunner(model, step, device, seed=seed)
+            return run_timed_loop(lambda: runner(feed.x), device=device, warmup=1, iters=per_block,
                                   should_cancel=cancelled, before_iteration=before)
 
     try:
@@ -390,4 +405,5 @@ def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int = 2
     notes = [f"B: {line}" for line in inert_flags(arms["B"].flags, device.type, arms["A"].flags)]
     return ABResult(model=base.model, device=str(device), input_shape=tuple(shape), a=arms["A"], b=arms["B"],
                     order=order, verdict=verdict, cancelled=stopped, duration_s=time.time() - started,
-                    notes=notes)
+                    notes=notes, step=step.step, optimizer=step.optimizer if step.training else None,
+                    amp=step.amp)
