@@ -261,3 +261,34 @@ async def test_the_input_fields_say_their_own_errors_and_float16_on_the_cpu_is_n
         app.main.query_one("#dtype", Select).value = "bfloat16"
         await pilot.pause(0.2)
         assert not note.display
+
+
+async def test_a_training_step_with_mixed_precision_is_a_run_option(tiny_app):
+    from textual.widgets import Select
+
+    async with tiny_app(size=(80, 24), warmup=1, iters=6) as pilot:
+        app = pilot.app
+        for selector in ("#option-step", "#option-amp"):
+            assert inside_screen(app, app.main.query_one(selector)), selector  # in sight at 80x24 too
+        await run_and_wait(pilot)  # run 1: inference
+        app.main.query_one("#option-step", Select).value = "train:adamw"  # a changed step starts run 2
+        await wait_until(pilot, lambda: app.session.runs.get(2) is not None and app.session.runs.get(2).finished,
+                         what="run 2")
+        app.main.query_one("#option-amp", Select).value = "bf16"  # run 3
+        await wait_until(pilot, lambda: app.session.runs.get(3) is not None and app.session.runs.get(3).finished,
+                         what="run 3")
+        run = app.session.runs.get(3)
+        assert run.status == "done", run.error
+        assert (run.result.step, run.result.optimizer, run.result.amp) == ("train", "adamw", "bf16")
+        assert "train (adamw) · amp bf16" in screen_text(app, "#run-status")
+        await wait_until(pilot, lambda: "roofline" in screen_text(app, "#run-roofline"), what="the roofline line")
+        assert "n/a for train (adamw) · amp bf16" in screen_text(app, "#run-roofline")
+        # Compare puts no speed-up between an inference run and a training step.
+        from torchperf_tui.app.run_setup import speedup_text
+
+        assert speedup_text(app.session.runs.get(3), app.session.runs.get(1)) == "n/a: step"
+        # A job that measures inference passes only says so instead of measuring the wrong thing.
+        await pilot.press("t")
+        await pilot.pause(0.3)
+        assert any("inference passes only" in n.message for n in app._notifications)
+        assert not app.pane("throughput").jobs.busy("search")

@@ -227,7 +227,7 @@ class TorchperfApp(App):
 
     @while_running
     def on_run_options_pane_changed(self, message) -> None:
-        if message.name in ("shapes", "compile") and self.pane("picker").spec is not None \
+        if message.name in ("shapes", "compile", "step", "amp") and self.pane("picker").spec is not None \
                 and self.session.has("timing"):
             self.pane("timing").start_run()
 

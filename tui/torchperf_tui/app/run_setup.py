@@ -1,10 +1,11 @@
 """What a kept run measured, beside the baseline: which parts of the setup differ (model, input and dtype,
-graph mode, shape schedule, device) and which flags. Only runs whose setup is the same are compared by a
-speed-up; the others say what differs ("not like for like: model, input")."""
+step (inference or training, mixed precision), graph mode, shape schedule, device) and which flags. Only
+runs whose setup is the same are compared by a speed-up; the others say what differs ("not like for like:
+model, input")."""
 
 from __future__ import annotations
 
-SETUP = (("model", "model"), ("input", "input_text"), ("graph", "compile"), ("shapes", "shapes"),
+SETUP = (("model", "model"), ("input", "input_text"), ("step", "step"), ("graph", "compile"), ("shapes", "shapes"),
          ("device", "device"))
 
 
@@ -15,7 +16,8 @@ def differences(record, base) -> list[str]:
 
 def setup_text(record) -> str:
     """The whole setup in a few words: 'resnet18 1x3x224x224 float32 · eager · defaults'."""
-    parts = [f"{record.model} {record.input_text}".strip(), record.compile or "eager"]
+    parts = [f"{record.model} {record.input_text}".strip(), *([record.step] if record.step != "infer" else []),
+             record.compile or "eager"]
     if record.shapes != "fixed":
         parts.append(f"shapes {record.shapes}")
     return " · ".join(parts + [record.flags_text])
@@ -23,7 +25,8 @@ def setup_text(record) -> str:
 
 def against_text(record, base, device_kind: str) -> str:
     """`record` against the baseline: its differing setup, then its flags against the baseline's."""
-    values = {"model": record.model, "input": record.input_text, "graph": record.compile or "eager",
+    values = {"model": record.model, "input": record.input_text, "step": record.step,
+              "graph": record.compile or "eager",
               "shapes": record.shapes, "device": record.device}
     parts = [values[name] for name in differences(record, base)]
     if record.flags is not None and base.flags is not None:

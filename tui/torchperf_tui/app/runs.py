@@ -28,6 +28,7 @@ class RunRecord:
     input_text: str = ""  # "1x3x224x224 float32": what was measured, as the run line says it
     shapes: str = "fixed"  # the input-shape schedule
     compile: str | None = None  # the torch.compile mode, None for eager
+    step: str = "infer"  # what an iteration did: "infer", "train (sgd)", with " · amp bf16" under mixed precision
     arm: str | None = None  # "A" or "B" when the run is an arm of an interleaved comparison
     verdict: Any = None  # an arm's comparison verdict (engine.abtest.Verdict), on both arms
     batches: int = 0  # SamplesArrived messages received (the measurement process batches ~every 100 ms)

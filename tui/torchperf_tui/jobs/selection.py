@@ -60,6 +60,11 @@ class Selection:
                            compile=None if self.compile == "eager" else self.compile, seed=self.seed,
                            step=self.step, optimizer=self.optimizer, amp=self.amp)
 
+    def step_text(self) -> str:
+        """'infer', 'train (sgd)', 'train (adamw) · amp bf16': what an iteration does, as run lines say it."""
+        text = f"train ({self.optimizer})" if self.step == "train" else "infer"
+        return text + (f" · amp {self.amp}" if self.amp else "")
+
     def analysis_params(self) -> dict:
         """The measurement process's "analyse" job: the model at the typed input (dims None: its default)."""
         shape = self.full_shape()

@@ -42,7 +42,9 @@ How fast a PyTorch model runs on this box, and why.
 **Timing**: a first iteration (one-off costs), the warm-up, then timed iterations; the histogram
 fills as samples arrive. Every run uses exactly one set of flags.
 
-**Run options** (under the flags): *iters* and *warm-up* (a count, or `auto` until the iteration
+**Run options** (under the flags): *step*, an inference pass or a training step (forward, loss,
+backward, SGD-momentum or AdamW step), and *amp*, mixed precision by torch.autocast (not a cast of the
+model); timing and A/B take both, the other views measure inference passes and say so; *iters* and *warm-up* (a count, or `auto` until the iteration
 time settles; ⏎ takes a value); *shapes* fixed, `cycle:4` or `random` (a new input size each
 iteration: cudnn.benchmark re-tunes for every new shape, and those first-seen iterations are drawn
 apart with their tuning cost); *graph* eager or `torch.compile` (compile time reported apart);

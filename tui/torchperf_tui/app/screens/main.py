@@ -156,10 +156,12 @@ class MainScreen(Screen):
         settings = picker.settings()
         session = self.app.session
         options = self.pane("options").options
+        step, _, optimizer = options["step"].partition(":")
         return Selection(spec=picker.spec, shape=settings["shape"], batch=settings["batch"], dtype=settings["dtype"],
                          channels_last=settings["channels_last"], device=session.device,
                          flags=self.pane("flags").flags, shapes=options["shapes"], compile=options["compile"],
-                         warmup=session.warmup, iters=session.iters)
+                         warmup=session.warmup, iters=session.iters, step=step, optimizer=optimizer or "sgd",
+                         amp=None if options["amp"] == "off" else options["amp"])
 
     def ready_selection(self, what: str, module: str = "timing"):
         """The selection for a job, or None (and a line saying why) while the engine module it needs is loading

@@ -26,7 +26,13 @@ RUN_OPTIONS = (
      "what flipping a flag starts: a new run, or the old flags against the new interleaved in blocks, "
      "with a significance verdict in Compare"),
 )
-DEFAULTS = {"shapes": "fixed", "compile": "eager", "flip": "run"}
+# One row, two selects whose values say what they are: what an iteration does, and mixed precision.
+STEP_CHOICES = [("infer", "infer"), ("train · sgd", "train:sgd"), ("train · adamw", "train:adamw")]
+AMP_CHOICES = [("no amp", "off"), ("amp bf16", "bf16"), ("amp fp16", "fp16")]
+STEP_HELP = ("what one timed iteration does: a forward pass (infer), or a training step: forward, loss, backward "
+             "and the optimizer's step")
+AMP_HELP = "mixed precision: torch.autocast around forward and loss (not a cast of the model, as dtype is)"
+DEFAULTS = {"shapes": "fixed", "compile": "eager", "flip": "run", "step": "infer", "amp": "off"}
 
 
 # (name, label, check, help): counts typed in a field, checked as the CLI checks --iters and --warmup.
@@ -41,8 +47,8 @@ class RunOptionsPane(Vertical):
 
     @dataclass
     class Changed(Message):
-        """A run option changed: `name` is "iters", "warmup", "shapes", "compile" or "flip"; `value` its new
-        value."""
+        """A run option changed: `name` is "iters", "warmup", "step", "amp", "shapes", "compile" or "flip";
+        `value` its new value."""
 
         name: str
         value: str
@@ -57,11 +63,17 @@ class RunOptionsPane(Vertical):
     RunOptionsPane .option-label { width: 1fr; }
     RunOptionsPane #option-row-counts Label { width: auto; padding: 0 1 0 0; color: $text-muted; }
     RunOptionsPane #option-row-counts Input { width: 7; margin-right: 1; }
+    RunOptionsPane #option-row-step Select { width: 16; margin-right: 1; }
     """
 
     def compose(self) -> ComposeResult:
         yield Label("Run", classes="section-title")
         session = self.app.session
+        with Horizontal(id="option-row-step"):
+            yield Select(STEP_CHOICES, value=DEFAULTS["step"], allow_blank=False, compact=True, id="option-step",
+                         tooltip=STEP_HELP)
+            yield Select(AMP_CHOICES, value=DEFAULTS["amp"], allow_blank=False, compact=True, id="option-amp",
+                         tooltip=AMP_HELP)
         with Horizontal(id="option-row-counts"):
             for name, label, _, help_text in COUNTS:
                 yield Label(label)

@@ -68,7 +68,8 @@ class KernelsPane(Vertical):
         self.screen.show_tab("kernels")
         self.status = (f"[b]{selection.spec}[/] · profiling each conv layer under A: {flags_a.describe(kind)} "
                          f"and B: {flags_b.describe(kind)}…")
-        base = self.jobs.config(selection, self._failed, flags=flags_a, slot="kernels")
+        base = self.jobs.config(selection, self._failed, flags=flags_a, slot="kernels",
+                                inference_only="the kernels view")
         if base is None:
             return
         self.jobs.start("kernels", "kernels", {"base": base, "a": flags_a, "b": flags_b, "device_kind": kind},

@@ -404,7 +404,8 @@ class MemoryPane(Vertical):
             self.app.notify(session.engine.memsnap.NOT_CUDA, title="memory snapshot", severity="warning", timeout=8)
             return
         cfg = self.jobs.config(selection, lambda error: self.app.notify(error, title="memsnap failed",
-                                                                        severity="error", timeout=8))
+                                                                        severity="error", timeout=8),
+                               inference_only="a memory snapshot")
         if cfg is None:
             return
         self.app.notify(f"recording the allocator's history over {selection.spec}…", title="memory snapshot",

@@ -65,7 +65,7 @@ class ProfilePane(Vertical):
         self.screen.show_tab("profile")
         self.status = (f"[b]{selection.spec}[/] on {session.resolved_device()} · profiling "
                          f"{session.profile_iters} iterations…")
-        cfg = self.jobs.config(selection, self._failed, slot="profile")
+        cfg = self.jobs.config(selection, self._failed, slot="profile", inference_only="the profiler")
         if cfg is None:
             return
         self.jobs.start("profile", "profile", {"cfg": cfg, "iters": session.profile_iters},

@@ -139,7 +139,8 @@ class ThroughputPane(Vertical):
         self.status = (f"[b]{selection.spec}[/] on {session.resolved_device()} · "
                          f"{selection.flags.describe(session.device_kind())} · searching: doubling the batch until "
                          "samples/s stops improving, it does not fit, or the time budget runs out…")
-        cfg = self.jobs.config(selection, self._failed, slot="search")
+        cfg = self.jobs.config(selection, self._failed, slot="search",
+                               inference_only="the throughput search")
         if cfg is None:
             return
         options = {} if session.max_batch is None else {"max_batch": session.max_batch}

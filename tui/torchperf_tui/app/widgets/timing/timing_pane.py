@@ -195,7 +195,8 @@ class TimingPane(Vertical):
         if self.record is not None and not self.record.finished:
             # Replaced: its job is cancelled below and its last answer dropped, so it ends here.
             self.record.status = "cancelled"
-        record = RunRecord(run_id=session.new_run_id(), model=selection.spec, device=session.resolved_device(),
+        record = RunRecord(run_id=session.new_run_id(), model=selection.spec, step=selection.step_text(),
+                           device=session.resolved_device(),
                            flags=selection.flags, flags_text=selection.flags.describe(session.device_kind()),
                            shapes=selection.shapes, compile=None if selection.compile == "eager" else selection.compile,
                            input_text=f"{selection.input_text(self.screen.default_shape())} {selection.dtype}")
@@ -307,6 +308,10 @@ class TimingPane(Vertical):
             self.app.notify(f"{record.label} {record.model}: median {format_ms(record.stats.p50_ms)}, "
                             f"p99 {format_ms(record.stats.p99_ms)}", title="run finished", timeout=4)
         save_run(self, result, fingerprint)
+        if record.step != "infer":  # the analysis counts a forward pass in float32
+            self.roofline = (f"run {record.label} roofline: n/a for {record.step} (FLOPs are counted for a "
+                             "forward pass without autocast, so far)", None)
+            return
         if result.shapes != "fixed":  # FLOPs and bytes are counted at one input shape
             self.roofline = (f"run {record.label} roofline: n/a under shape schedule {result.shapes} (it needs "
                              "one input shape: time the model at a fixed shape for it)", None)
@@ -336,7 +341,7 @@ class TimingPane(Vertical):
         selection = self.screen.ready_selection("determinism check", module="determinism")
         if selection is None:
             return
-        cfg = self.jobs.config(selection, self._determinism_refused)
+        cfg = self.jobs.config(selection, self._determinism_refused, inference_only="the determinism check")
         if cfg is None:
             return
         self._note_spec = selection.spec
@@ -394,8 +399,9 @@ class TimingPane(Vertical):
         phase = PHASE_TEXT.get(record.status, record.status)
         where = f"{record.index + 1}/{record.total}" if record.total and not record.finished else ""
         # What the run is doing first: on a short terminal the line is cut at the pane's edge.
+        step = f" · {record.step}" if record.step != "infer" else ""
         line = (f"run {record.label} · {phase}{' ' + where if where else ''} · {record.model} {record.input_text} "
-                f"on {record.device} · {record.flags_text}")
+                f"on {record.device}{step} · {record.flags_text}")
         self.query_one("#run-status", Static).update(line)
         bar = self.query_one("#run-progress", ProgressBar)
         bar.display = True
