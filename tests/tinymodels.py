@@ -107,3 +107,37 @@ class WeightProbe(nn.Module):
 def weight_probe() -> nn.Module:
     WeightProbe.seen = []
     return WeightProbe()
+
+
+class _DriftingBackward(torch.autograd.Function):
+    """Identity forward; a backward whose result drifts by a hair from call to call, as the atomics of a
+    GPU's scatter or weight-gradient kernels do (the CPU has no such kernel to show it)."""
+
+    calls = 0
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        _DriftingBackward.calls += 1
+        return grad * (1.0 + 1e-6 * _DriftingBackward.calls)
+
+
+class DriftingBackwardNet(nn.Module):
+    """A forward pass that repeats bit for bit, and a training step whose gradients do not (in `conv`, which
+    sits before the drifting op; `fc`, after it, gets the same gradients every time)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.fc = nn.Linear(4, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = _DriftingBackward.apply(torch.relu(self.conv(x)))
+        return self.fc(x.mean(dim=(2, 3)))
+
+
+def drifting_backward() -> nn.Module:
+    return DriftingBackwardNet()

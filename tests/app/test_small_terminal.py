@@ -292,3 +292,18 @@ async def test_a_training_step_with_mixed_precision_is_a_run_option(tiny_app):
         await pilot.pause(0.3)
         assert any("inference passes only" in n.message for n in app._notifications)
         assert not app.pane("throughput").jobs.busy("search")
+
+
+async def test_d_checks_a_training_step_when_step_is_train(tiny_app):
+    from textual.widgets import Select
+
+    async with tiny_app(size=(100, 40)) as pilot:
+        app = pilot.app
+        with app.main.query_one("#option-step", Select).prevent(Select.Changed):
+            app.main.query_one("#option-step", Select).value = "train:sgd"
+        app.pane("options").options["step"] = "train:sgd"
+        await pilot.press("d")
+        await wait_until(pilot, lambda: app.pane("timing").last_determinism is not None, what="the check")
+        report = app.pane("timing").last_determinism
+        assert report.step == "train" and report.bitwise_equal
+        assert "training steps from the same state" in screen_text(app, "#run-note")

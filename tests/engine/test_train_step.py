@@ -145,3 +145,31 @@ def test_the_cli_compares_training_steps_and_refuses_kernels_of_one(capsys):
                  "--kernels"]) == 2
     err = capsys.readouterr().err
     assert "backward kernels are not profiled yet" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_forward_pass_can_repeat_bit_for_bit_while_the_training_step_does_not():
+    from torchperf_tui.engine.determinism import check_determinism
+
+    spec = "tests.tinymodels:drifting_backward"
+    forward = check_determinism(spec, (2, 3, 8, 8), device="cpu")
+    assert forward.bitwise_equal and forward.step == "infer"
+    train = check_determinism(spec, (2, 3, 8, 8), device="cpu", step="train")
+    assert not train.bitwise_equal and train.step == "train"
+    # The layer before the drifting backward differs, the one after it does not; the summary names it.
+    assert set(train.differing_parameters()) == {"conv.weight", "conv.bias"}
+    assert "gradients differ in conv." in train.summary() and "training steps from the same state" in train.summary()
+
+
+def test_a_training_determinism_check_reseeds_dropout_and_restores_the_state():
+    from torchperf_tui.engine.determinism import check_determinism
+
+    model = nn.Sequential(nn.Flatten(), nn.Dropout(0.5), nn.Linear(3 * 4 * 4, 5), nn.BatchNorm1d(5))
+    report = check_determinism(model, (4, 3, 4, 4), device="cpu", step="train", optimizer="adamw")
+    assert report.bitwise_equal  # the same dropout masks, the same starting weights and batch-norm statistics
+
+
+def test_the_cli_checks_training_determinism(capsys):
+    from torchperf_tui.cli import main
+
+    assert main(["determinism", "tests.tinymodels:drifting_backward", "--input", "2x3x8x8", "--step", "train"]) == 0
+    assert "not deterministic" in capsys.readouterr().out

@@ -201,7 +201,10 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
 
     p = sub.add_parser("determinism", help="run the same input twice: bitwise equal, or how far apart")
     _add_workload_options(p)
-    p.add_argument("--runs", type=_positive_int, default=2, help="forward passes to compare (default 2)")
+    p.add_argument("--runs", type=_positive_int, default=2,
+                   help="passes to compare (default 2): forward passes, or with --step train training steps from "
+                        "the same state (gradients and updated weights compared)")
+    _add_step_options(p)
     _add_flag_options(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
@@ -452,7 +455,8 @@ def cmd_determinism(args) -> int:
 
     report = check_determinism(args.model, _input_shape(args), device=args.device,
                                dtype=dtype_name(parse_dtype(args.dtype)), flags=_flags_from(args), runs=args.runs,
-                               channels_last=args.channels_last)
+                               channels_last=args.channels_last, step=args.step, optimizer=args.optimizer,
+                               amp=args.amp)
     if args.json:
         _print_json(report.to_dict())
     else:

@@ -70,16 +70,30 @@ class DeterminismReport:
     leaves: list[LeafDiff] = field(default_factory=list)
     mismatches: list[str] = field(default_factory=list)
     duration_s: float = 0.0
+    step: str = "infer"  # "train": each run is one training step from the same state; the gradients and the
+    # updated weights are compared (leaves "grad NAME", "weight NAME" and "loss")
+    amp: str | None = None
+
+    def differing_parameters(self) -> list[str]:
+        """A training check: the parameters whose gradient differs between the runs, largest difference first."""
+        grads = [leaf for leaf in self.leaves if leaf.path.startswith("['grad ") and not leaf.bitwise_equal]
+        return [leaf.path[len("['grad "):-2] for leaf in sorted(grads, key=lambda leaf: -leaf.max_abs_diff)]
 
     def summary(self) -> str:
         """One line for the CLI and a notification."""
         flags = self.flags.describe(self.device)
+        what = "output elements" if self.step == "infer" else "values (loss, gradients, updated weights)"
+        runs = f"{self.runs} runs" if self.step == "infer" else f"{self.runs} training steps from the same state"
         if self.bitwise_equal:
-            return (f"deterministic: {self.runs} runs bitwise identical ({self.total_elements:,} output "
-                    f"elements) on {self.device}, flags: {flags}")
-        text = (f"not deterministic: {self.differing_elements:,} of {self.total_elements:,} output elements "
-                f"differ across {self.runs} runs on {self.device} (max abs diff {self.max_abs_diff:.3g}, "
+            return (f"deterministic: {runs} bitwise identical ({self.total_elements:,} {what}) on {self.device}, "
+                    f"flags: {flags}")
+        text = (f"not deterministic: {self.differing_elements:,} of {self.total_elements:,} {what} "
+                f"differ across {runs} on {self.device} (max abs diff {self.max_abs_diff:.3g}, "
                 f"max rel diff {self.max_rel_diff:.3g})")
+        differing = self.differing_parameters() if self.step != "infer" else []
+        if differing:
+            more = f" and {len(differing) - 3} more" if len(differing) > 3 else ""
+            text += f"; gradients differ in {', '.join(differing[:3])}{more}"
         if self.mismatches:
             text += f"; {len(self.mismatches)} output(s) changed shape or value: {self.mismatches[0]}"
         return f"{text}, flags: {flags}"
@@ -212,14 +226,22 @@ def compare_outputs(outputs: list[Any]) -> tuple[list[LeafDiff], list[str]]:
 
 def check_determinism(model_spec: str | torch.nn.Module, input_shape: tuple[int, ...] | None = None,
                       device: str = "auto", dtype: str = "float32", flags: Flags | None = None,
-                      runs: int = 2, channels_last: bool = False) -> DeterminismReport:
+                      runs: int = 2, channels_last: bool = False, step: str = "infer", optimizer: str = "sgd",
+                      amp: str | None = None, seed: int = 0) -> DeterminismReport:
     """Run one input `runs` times under `flags` (None: the flags in effect now) and compare the outputs.
 
     `model_spec` is a torchvision name or `module:factory` (built with random weights, eval mode), or a
     module you built. `input_shape` includes the batch (None: the catalogue's default for a name).
     The global RNG is deliberately not reseeded between runs: a model that draws random numbers in its
     forward pass is not repeatable, and the check should say so. Flags are restored afterwards.
+
+    `step="train"`: each run is one training step (engine/train_step.py) from the same weights, buffers and a
+    fresh optimizer, with the RNG reseeded (dropout draws the same masks), so what differs comes from the
+    kernels: the backward passes (cuDNN's data- and weight-gradient algorithms, atomics in scatter and
+    index_add backward) are where training drifts even when a forward pass is bitwise repeatable.
     """
+    from torchperf_tui.engine.train_step import StepRunner, StepSpec, amp_problem
+
     if runs < 2:
         raise TorchperfError(f"a determinism check needs at least 2 runs, got {runs}")
     started = time.perf_counter()
@@ -238,11 +260,26 @@ def check_determinism(model_spec: str | torch.nn.Module, input_shape: tuple[int,
     work = prepare_workload(model_spec, shape, torch_device, torch_dtype, channels_last)
     model, x = work.model, work.x
 
+    spec = StepSpec(step=step, optimizer=optimizer, amp=amp)
+    problem = amp_problem(amp, torch_device, torch_dtype)
+    if problem:
+        work.release()
+        raise TorchperfError(problem)
     outputs: list[Any] = []
     # With deterministic algorithms on, an op without a deterministic version raises here: it is reported.
-    with applied_flags(flags), torch.inference_mode(), forward_errors(name, shape, torch_dtype, torch_device):
-        for _ in range(runs):
-            outputs.append(_detached(model(x)))
+    if spec.training:
+        initial = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        with applied_flags(flags), forward_errors(name, shape, torch_dtype, torch_device):
+            for _ in range(runs):
+                model.load_state_dict(initial)
+                torch.manual_seed(seed)
+                outputs.append(StepRunner(model, spec, torch_device, seed=seed).step_once(x))
+        del initial
+    else:
+        with applied_flags(flags), torch.inference_mode(), forward_errors(name, shape, torch_dtype, torch_device):
+            for _ in range(runs):
+                with StepRunner(model, spec, torch_device).autocast():
+                    outputs.append(_detached(model(x)))
     leaves, mismatches = compare_outputs(outputs)
     del model, x, outputs
     work.release()
@@ -254,5 +291,5 @@ def check_determinism(model_spec: str | torch.nn.Module, input_shape: tuple[int,
         max_rel_diff=max((leaf.max_rel_diff for leaf in leaves), default=0.0),
         differing_elements=sum(leaf.differing_elements for leaf in leaves),
         total_elements=sum(leaf.total_elements for leaf in leaves),
-        leaves=leaves, mismatches=mismatches, duration_s=time.perf_counter() - started,
+        leaves=leaves, mismatches=mismatches, duration_s=time.perf_counter() - started, step=step, amp=amp,
     )

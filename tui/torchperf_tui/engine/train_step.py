@@ -130,6 +130,24 @@ class StepRunner:
         self.optimizer.zero_grad(set_to_none=True)
         return loss
 
+    def step_once(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        """One training step, keeping what it computed for a determinism check: the loss, every parameter's
+        gradient (before the optimizer used it) and every parameter after the step, as private copies."""
+        with self.autocast():
+            loss = self.loss(self.forward(x))
+        (self.scaler.scale(loss) if self.scaler is not None else loss).backward()
+        named = [(n, p) for n, p in self.model.named_parameters() if p.requires_grad]
+        kept = {"loss": loss.detach().clone()}
+        kept.update({f"grad {n}": p.grad.detach().clone() for n, p in named if p.grad is not None})
+        if self.scaler is not None:
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        else:
+            self.optimizer.step()
+        kept.update({f"weight {n}": p.detach().clone() for n, p in named})
+        self.optimizer.zero_grad(set_to_none=True)
+        return kept
+
     def loss(self, output) -> torch.Tensor:
         """Cross-entropy against seeded labels for a (batch, classes) output, else the sum of every output
         tensor (detection and segmentation models return dicts and tuples)."""

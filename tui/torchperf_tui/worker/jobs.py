@@ -200,7 +200,8 @@ def run_determinism(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 
     cfg = params["cfg"]
     return check_determinism(cfg.model, cfg.resolved_shape(), device=cfg.device, dtype=cfg.dtype, flags=cfg.flags,
-                             runs=2, channels_last=cfg.channels_last), {}
+                             runs=2, channels_last=cfg.channels_last, step=cfg.step, optimizer=cfg.optimizer,
+                             amp=cfg.amp, seed=cfg.seed), {}
 
 
 def run_memsnap(params: dict, ctx: JobContext) -> tuple[Any, dict]:

@@ -21,7 +21,7 @@ How fast a PyTorch model runs on this box, and why.
 | `f` | go to the flags; flipping one restarts the run (or, with *on flip: A/B*, compares old and new) |
 | `a` | A/B: the flags before the last flip against the current ones, interleaved, with a verdict |
 | `k` | the kernels each conv layer ran before and after the last flip (Kernels) |
-| `d` | determinism check: the same input twice under the current flags, bitwise equal or not |
+| `d` | determinism check: the same input twice under the current flags, bitwise equal or not (step train: two training steps from the same state, gradients and updated weights compared) |
 | `n` | CUDA: a memory snapshot of a few iterations, for pytorch.org/memory_viz |
 | `1`–`9` | Timing, Compare, Layers, Device, Memory, Throughput, Profile, History, Kernels tabs |
 | `h` | hide or show the sidebar (the tabs get the full width; below 70 columns it starts hidden) |
@@ -44,7 +44,8 @@ fills as samples arrive. Every run uses exactly one set of flags.
 
 **Run options** (under the flags): *step*, an inference pass or a training step (forward, loss,
 backward, SGD-momentum or AdamW step), and *amp*, mixed precision by torch.autocast (not a cast of the
-model); timing and A/B take both, the other views measure inference passes and say so; *iters* and *warm-up* (a count, or `auto` until the iteration
+model); timing, A/B and the determinism check take both, the other views measure inference passes and
+say so; *iters* and *warm-up* (a count, or `auto` until the iteration
 time settles; ⏎ takes a value); *shapes* fixed, `cycle:4` or `random` (a new input size each
 iteration: cudnn.benchmark re-tunes for every new shape, and those first-seen iterations are drawn
 apart with their tuning cost); *graph* eager or `torch.compile` (compile time reported apart);

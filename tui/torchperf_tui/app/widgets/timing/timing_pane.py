@@ -341,11 +341,11 @@ class TimingPane(Vertical):
         selection = self.screen.ready_selection("determinism check", module="determinism")
         if selection is None:
             return
-        cfg = self.jobs.config(selection, self._determinism_refused, inference_only="the determinism check")
+        cfg = self.jobs.config(selection, self._determinism_refused)
         if cfg is None:
             return
         self._note_spec = selection.spec
-        self.note = (f"determinism: running {selection.spec} twice under "
+        self.note = (f"determinism: running {selection.spec} ({selection.step_text()}) twice under "
                        f"{selection.flags.describe(self.app.session.device_kind())}…")
         self.jobs.start("determinism", "determinism", {"cfg": cfg}, f"checking determinism of {selection.spec}")
 
