@@ -141,3 +141,21 @@ class DriftingBackwardNet(nn.Module):
 
 def drifting_backward() -> nn.Module:
     return DriftingBackwardNet()
+
+
+class DepthwiseNet(nn.Module):
+    """A dense convolution, a depthwise (grouped) one and a classifier: a grouped convolution's backward is
+    where a FLOP formula that ignores groups overcounts."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 16, 3, padding=1)
+        self.depthwise = nn.Conv2d(16, 16, 3, padding=1, groups=16)
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(self.depthwise(self.conv(x)).mean(dim=(2, 3)))
+
+
+def depthwise_net() -> nn.Module:
+    return DepthwiseNet()

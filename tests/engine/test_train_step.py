@@ -173,3 +173,26 @@ def test_the_cli_checks_training_determinism(capsys):
 
     assert main(["determinism", "tests.tinymodels:drifting_backward", "--input", "2x3x8x8", "--step", "train"]) == 0
     assert "not deterministic" in capsys.readouterr().out
+
+
+def test_the_flops_of_a_training_step_count_the_backward_apart_and_groups_right():
+    from torchperf_tui.engine.complexity import analyse_complexity
+
+    shape = (2, 3, 16, 16)
+    infer = analyse_complexity("tests.tinymodels:depthwise_net", shape, layers=False)
+    train = analyse_complexity("tests.tinymodels:depthwise_net", shape, layers=False, step="train")
+    assert train.flops == infer.flops and infer.backward_flops is None  # the forward, counted the same
+    conv, depthwise, fc = 2 * 2 * 16 * 16 * 16 * 3 * 9, 2 * 2 * 16 * 16 * 16 * 1 * 9, 2 * 2 * 16 * 10
+    assert infer.flops == conv + depthwise + fc
+    # Backward: the first conv needs only its weight's gradient (1x), the depthwise conv both (2x, with its
+    # groups: PyTorch's formula counted its input gradient as dense, 16x too much), the classifier both.
+    assert train.backward_flops == conv + 2 * depthwise + 2 * fc
+    assert train.step_flops == train.flops + train.backward_flops
+
+
+def test_the_cli_counts_a_training_step(capsys):
+    from torchperf_tui.cli import main
+
+    assert main(["flops", "tests.tinymodels:depthwise_net", "--input", "2x3x16x16", "--step", "train"]) == 0
+    out = capsys.readouterr().out
+    assert "training step" in out and "x the forward" in out

@@ -132,6 +132,8 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     p.add_argument("model", help="torchvision model name or package.module:factory")
     _add_input_options(p)
     p.add_argument("--layers", action="store_true", help="also the per-layer table")
+    p.add_argument("--step", choices=("infer", "train"), default="infer",
+                   help="train: also the backward of a training step's loss, counted apart (default infer)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
     p = sub.add_parser("bench", help="latency: warm-up, then timed iterations with synchronisation")
@@ -281,7 +283,8 @@ def cmd_flops(args) -> int:
     from torchperf_tui.engine.inputs import parse_dtype, dtype_name
     from torchperf_tui.cli_render import render_complexity
 
-    result = analyse_complexity(args.model, _input_shape(args), dtype=dtype_name(parse_dtype(args.dtype)), layers=args.layers)
+    result = analyse_complexity(args.model, _input_shape(args), dtype=dtype_name(parse_dtype(args.dtype)),
+                                layers=args.layers, step=args.step)
     if args.json:
         data = result.to_dict()
         if not args.layers:

@@ -94,6 +94,10 @@ def render_complexity(result, layers: bool = False) -> None:
         ("size", f"{result.size_mb:.2f} MiB"),
         ("FLOPs", f"{format_flops(result.flops)} ({result.flops:,})"),
         ("MACs", f"{format_count(result.macs, 'MACs')} ({result.macs:,})"),
+        *([("training step", f"forward {format_flops(result.flops)} + backward {format_flops(result.backward_flops)}"
+                             f" = {format_flops(result.step_flops)} ({result.step_flops / result.flops:.2f}x the "
+                             "forward; the optimizer's update not counted)")]
+          if getattr(result, "backward_flops", None) is not None and result.flops else []),
     ])
     if not layers:
         return

@@ -142,6 +142,17 @@ class _FastMetaShapeKeepers(TorchFunctionMode):
         return func(*args, **(kwargs or {}))
 
 
+def _conv_backward_flops(grad_out_shape, x_shape, w_shape, _bias, _stride, _padding, _dilation, transposed,
+                         _output_padding, _groups, output_mask, out_shape=None, **_) -> int:
+    """A convolution's backward: the input's and the weight's gradients each cost what the forward did.
+    PyTorch's own formula counts a grouped (depthwise) convolution's input gradient as if it were dense
+    (mobilenet_v3_small's backward came out 24x its forward)."""
+    from torch.utils.flop_counter import conv_flop_count
+
+    forward = conv_flop_count(list(x_shape), list(w_shape), list(grad_out_shape), transposed=transposed)
+    return forward * (int(bool(output_mask[0])) + int(bool(output_mask[1])))
+
+
 def _meta_state(model: nn.Module, dtype: torch.dtype) -> dict[str, torch.Tensor]:
     """Meta stand-ins for every parameter and buffer (floating ones at `dtype`); nothing is copied."""
     state: dict[str, torch.Tensor] = {}
@@ -232,8 +243,9 @@ def _layer_table(model: nn.Module, flop_counts: dict[str, dict[Any, int]],
 
 
 def analyse_complexity(spec: str | nn.Module, input_shape: tuple[int, ...], dtype: str = "float32",
-                       layers: bool = True) -> Complexity:
-    """Count parameters, size and FLOPs of `spec` for one forward on an input of `input_shape` (with batch).
+                       layers: bool = True, step: str = "infer") -> Complexity:
+    """Count parameters, size and FLOPs of `spec` for one forward on an input of `input_shape` (with batch);
+    `step="train"` also counts the backward of a training step's loss (engine/train_step.py), apart.
 
     `spec` is a catalogue name / `module:factory` (built straight onto meta, no weight memory) or an
     nn.Module (left untouched: its weights are stood in for by meta tensors through functional_call).
@@ -255,9 +267,26 @@ def analyse_complexity(spec: str | nn.Module, input_shape: tuple[int, ...], dtyp
     x = torch.empty(input_shape, dtype=torch_dtype, device="meta")
     recorder = _ShapeRecorder(model) if layers else None
     counter = FlopCounterMode(display=False, depth=None)
+    backward = FlopCounterMode(display=False, depth=None,
+                               custom_mapping={torch.ops.aten.convolution_backward: _conv_backward_flops})
+    training = step == "train"
+    if training:
+        names = {name for name, _ in model.named_parameters()}
+        state = {k: v.requires_grad_(True) if k in names and v.is_floating_point() else v for k, v in state.items()}
     try:
-        with _analysis_lock, torch.no_grad(), _detection_on_meta(), counter, _FastMetaShapeKeepers():
-            torch.func.functional_call(model, state, (x,), strict=False)
+        # The fast shape keepers answer with fresh tensors, which would cut the autograd graph a training
+        # step's backward walks: it runs the real meta kernels (slower, the same forward count).
+        keepers = contextlib.nullcontext() if training else _FastMetaShapeKeepers()
+        with _analysis_lock, torch.set_grad_enabled(training), _detection_on_meta(), keepers:
+            with counter:
+                output = torch.func.functional_call(model, state, (x,), strict=False)
+                if training:
+                    from torchperf_tui.engine.train_step import training_loss
+
+                    loss, _ = training_loss(output, lambda n, c: torch.zeros(n, dtype=torch.long, device="meta"))
+            if training:
+                with backward:
+                    loss.backward()
     except (TorchperfError, KeyboardInterrupt):
         raise
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - whatever the model raises is reported as one line
@@ -279,5 +308,6 @@ def analyse_complexity(spec: str | nn.Module, input_shape: tuple[int, ...], dtyp
         model=label, input_shape=input_shape, dtype=dtype_name(torch_dtype),
         params_total=params_total, params_trainable=params_trainable,
         size_bytes=size_bytes, size_mb=size_bytes / MB,
-        flops=flops, macs=flops // 2, layers=table,
+        flops=flops, macs=flops // 2, layers=table, step=step,
+        backward_flops=int(backward.get_total_flops()) if training else None,
     )

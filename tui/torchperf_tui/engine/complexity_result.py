@@ -39,7 +39,15 @@ class Complexity:
     size_mb: float
     flops: int
     macs: int
-    layers: list[LayerStat] = field(default_factory=list)
+    layers: list[LayerStat] = field(default_factory=list)  # per layer: the forward pass
+    step: str = "infer"  # "train": a training step was counted, its backward in backward_flops
+    backward_flops: int | None = None  # the backward pass of a training step (flops and macs: the forward)
+
+    @property
+    def step_flops(self) -> int:
+        """FLOPs of one iteration: the forward, plus the backward for a training step (the optimizer's
+        elementwise update is not counted)."""
+        return self.flops + (self.backward_flops or 0)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

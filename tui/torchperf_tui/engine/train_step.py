@@ -149,17 +149,8 @@ class StepRunner:
         return kept
 
     def loss(self, output) -> torch.Tensor:
-        """Cross-entropy against seeded labels for a (batch, classes) output, else the sum of every output
-        tensor (detection and segmentation models return dicts and tuples)."""
-        if isinstance(output, torch.Tensor) and output.dim() == 2 and output.shape[1] > 1:
-            self.loss_kind = LOSS_CROSS_ENTROPY
-            return torch.nn.functional.cross_entropy(output.float(), self._labels_for(*output.shape))
-        tensors = [t for t in _tensors(output) if t.is_floating_point()]
-        if not tensors:
-            raise TorchperfError("a training step needs a floating-point output to take a loss of: "
-                                 f"the model returned {type(output).__name__}")
-        self.loss_kind = LOSS_SUM
-        return sum(t.float().sum() for t in tensors)
+        loss, self.loss_kind = training_loss(output, self._labels_for)
+        return loss
 
     def _labels_for(self, batch: int, classes: int) -> torch.Tensor:
         key = (batch, classes)
@@ -167,6 +158,18 @@ class StepRunner:
             gen = torch.Generator().manual_seed(self.seed)
             self._labels[key] = torch.randint(0, classes, (batch,), generator=gen).to(self.device)
         return self._labels[key]
+
+
+def training_loss(output, labels_for) -> tuple[torch.Tensor, str]:
+    """(loss, what it is): cross-entropy against `labels_for(batch, classes)` for a (batch, classes) output,
+    else the sum of every output tensor (detection and segmentation models return dicts and tuples)."""
+    if isinstance(output, torch.Tensor) and output.dim() == 2 and output.shape[1] > 1:
+        return torch.nn.functional.cross_entropy(output.float(), labels_for(*output.shape)), LOSS_CROSS_ENTROPY
+    tensors = [t for t in _tensors(output) if t.is_floating_point()]
+    if not tensors:
+        raise TorchperfError("a training step needs a floating-point output to take a loss of: "
+                             f"the model returned {type(output).__name__}")
+    return sum(t.float().sum() for t in tensors), LOSS_SUM
 
 
 def _tensors(output):
