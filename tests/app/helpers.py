@@ -30,6 +30,18 @@ async def wait_ready(pilot, timeout: float = 90.0) -> None:
     await wait_until(pilot, ready, timeout, "the engine to load")
 
 
+def analysed(app, spec: str | None = None) -> bool:
+    """The picker holds the analysis of `spec` (any model when None) and the screen shows it: the picker sets
+    its result before the App hears of it, so a test that read the summary on the first alone could race."""
+    from torchperf_tui.app.widgets.layers.layers_pane import complexity_summary
+
+    picker = app.pane("picker")
+    if picker.complexity is None or (spec is not None and picker.spec != spec):
+        return False
+    summary = " ".join(screen_text(app, "#model-summary").split())
+    return f"{picker.spec} · {complexity_summary(picker.complexity)}" in summary
+
+
 async def choose_model(pilot, spec: str = TINY, shape: str = "3x32x32") -> None:
     """Type the spec and the input shape as a user would, and wait for the analysis at that shape (for a model
     whose analysis fails, for its error line)."""
@@ -45,12 +57,12 @@ async def choose_model(pilot, spec: str = TINY, shape: str = "3x32x32") -> None:
         shape_field.value = shape
         await pilot.press("escape")
         return
-    await wait_until(pilot, lambda: picker.spec == spec and picker.complexity is not None, what="the analysis")
+    await wait_until(pilot, lambda: analysed(app, spec), what="the analysis")
     shape_field.focus()
     shape_field.value = ""
     await pilot.press(*shape, "enter")
     size = int(shape.split("x")[-1])
-    await wait_until(pilot, lambda: picker.complexity is not None and picker.complexity.input_shape[-1] == size,
+    await wait_until(pilot, lambda: analysed(app) and picker.complexity.input_shape[-1] == size,
                      what="the analysis at the new shape")
     await pilot.press("escape")
 
@@ -62,7 +74,7 @@ async def run_custom_model(pilot, spec: str) -> None:
     await pilot.click("#custom-spec")
     app.main.query_one("#custom-spec").value = ""
     await pilot.press(*spec, "enter")
-    await wait_until(pilot, lambda: app.pane("picker").complexity is not None and app.pane("picker").spec == spec, what=f"the analysis of {spec}")
+    await wait_until(pilot, lambda: analysed(app, spec), what=f"the analysis of {spec}")
     await pilot.press("escape", "r")
 
 

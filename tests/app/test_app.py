@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.app.helpers import TINY, GiB, choose_model, gpu_report_and_fakes, screen_text, wait_ready, wait_until
+from tests.app.helpers import TINY, GiB, analysed, choose_model, gpu_report_and_fakes, screen_text, wait_ready, wait_until
 from torchperf_tui.app.app import TorchperfApp
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,7 +52,7 @@ async def test_pick_a_model_by_typing_shows_its_flops_and_layers():
         visible = [listing.get_option_at_index(i).id for i in range(listing.option_count)]
         assert "squeezenet1_0" in visible and "resnet18" not in visible  # the list is filtered
         await pilot.press("enter")
-        await wait_until(pilot, lambda: app.pane("picker").complexity is not None, what="analysis")
+        await wait_until(pilot, lambda: analysed(app, "squeezenet1_0"), what="analysis")
         from torchperf_tui.formatting import format_count
 
         summary = screen_text(app, "#model-summary")
