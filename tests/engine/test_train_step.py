@@ -135,6 +135,47 @@ def test_an_ab_of_training_steps_starts_every_block_of_both_arms_from_the_same_w
     assert any(value != starts[0] for value in seen[1:per_block])  # and within a block, it trains
 
 
+def test_an_arm_spec_can_set_its_own_step_optimizer_and_mixed_precision():
+    from torchperf_tui.engine.abtest import parse_arm_spec
+    from torchperf_tui.engine.errors import FlagError
+
+    base = BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu", amp="bf16")
+    spec = parse_arm_spec("step=train, optimizer=adamw, amp=off")
+    assert spec.step_spec(base) == StepSpec(step="train", optimizer="adamw", amp=None)
+    assert parse_arm_spec("").step_spec(base) == StepSpec(step="infer", amp="bf16")  # the base's
+    for text, words in (("step=eval", "unknown step 'eval'"), ("amp=fp8", "unknown mixed precision 'fp8'"),
+                        ("optimizer=lamb", "unknown optimizer 'lamb'")):
+        with pytest.raises(FlagError, match=words) as caught:
+            parse_arm_spec(text)
+        assert text in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_an_ab_of_inference_against_a_training_step_keeps_the_inference_arm_on_the_built_weights():
+    from tests.tinymodels import WeightProbe
+    from torchperf_tui.engine.abtest import parse_arm_spec, run_ab
+    from torchperf_tui.engine.history_records import records_from_ab
+
+    base = BenchConfig(model="tests.tinymodels:weight_probe", input_shape=(4, 3, 8, 8), device="cpu")
+    result = run_ab(base, parse_arm_spec(""), parse_arm_spec("step=train,amp=bf16"), blocks=5, per_block=2,
+                    seed=3)
+    assert (result.a.step, result.a.amp, result.b.step, result.b.optimizer, result.b.amp) == \
+        ("infer", None, "train", "sgd", "bf16")
+    assert result.step == "mixed" and result.amp == "mixed"
+    assert any("A infer, B train (sgd) · amp bf16" in note and "not a flag's effect" in note for note in result.notes)
+    per_block = 4
+    seen = WeightProbe.seen
+    blocks = [seen[i:i + per_block] for i in range(0, len(seen), per_block)]
+    order = result.order[:len(blocks)]
+    built = blocks[0][0]
+    for arm, block in zip(order, blocks):
+        assert block[0] == built  # every block starts from the built weights
+        if arm == "A":  # inference never trains, even right after a block of B's training steps
+            assert all(value == built for value in block)
+    records = {record.details["arm"]: record for record in records_from_ab(result, fingerprint={})}
+    assert records["A"].details["step"] == "infer" and records["B"].details["step"] == "train"
+    assert records["B"].details["amp"] == "bf16"
+
+
 def test_the_cli_compares_training_steps_and_refuses_kernels_of_one(capsys):
     from torchperf_tui.cli import main
 

@@ -188,7 +188,8 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     p = sub.add_parser("compare", help="A vs B interleaved in randomised blocks, with a significance verdict")
     _add_workload_options(p)
     p.add_argument("--a", required=True, metavar="SPEC", help="arm A: key=value,... over cudnn_benchmark, "
-                   "deterministic, tf32, threads, mkldnn, dtype, channels_last, shapes ('' = the base run)")
+                   "deterministic, tf32, threads, mkldnn, dtype, channels_last, shapes, step, optimizer, amp "
+                   "('' = the base run; e.g. amp=fp16 against amp=off)")
     p.add_argument("--b", required=True, metavar="SPEC", help="arm B, likewise")
     p.add_argument("--blocks", type=_positive_int, default=10, help="blocks per arm (default 10, at least 5)")
     p.add_argument("--per-block", type=_positive_int, default=20, help="timed iterations per block (default 20)")

@@ -291,6 +291,9 @@ def render_roofline(result, layers: bool = False) -> None:
 
 def render_ab(result) -> None:
     """Both arms side by side, then the verdict in one line."""
+    from torchperf_tui.engine.abtest import arm_step_text
+
+    mixed = "mixed" in (getattr(result, "step", "infer"), getattr(result, "amp", None))  # each arm says its own
     table = Table(box=None, header_style="bold")
     numeric = ("median", "95 % CI", "p90", "p99", "blocks")
     for column in ("arm", "spec", "flags", *numeric):
@@ -300,12 +303,15 @@ def render_ab(result) -> None:
         table.add_row(name, arm.spec, arm.flags.describe(device=result.device) +
                       (f", {arm.dtype}" if arm.dtype != "float32" else "") +
                       (", channels_last" if arm.channels_last else "") +
-                      (f", shapes {arm.shapes} ({arm.first_seen} new)" if arm.shapes != "fixed" else ""),
+                      (f", shapes {arm.shapes} ({arm.first_seen} new)" if arm.shapes != "fixed" else "") +
+                      (f", {arm_step_text(arm)}" if mixed else ""),
                       format_ms(arm.median_ms), ci, format_ms(arm.p90_ms), format_ms(arm.p99_ms),
                       str(len(arm.blocks)))
     step = getattr(result, "step", "infer")
+    amp = getattr(result, "amp", None)
     what = (f", each iteration a training step ({result.optimizer}, every block from the same weights)"
-            if step == "train" else "") + (f", torch.autocast {result.amp}" if getattr(result, "amp", None) else "")
+            if step == "train" else ", every block from the same weights" if step == "mixed" else "") + \
+        (f", torch.autocast {amp}" if amp and amp != "mixed" else "")
     console.print(f"{result.model} on {result.device}, input {'x'.join(map(str, result.input_shape))}{what}: "
                   f"A and B interleaved in {len(result.order)} randomised blocks", style="bold underline")
     console.print(table)

@@ -41,7 +41,7 @@ FLAG_KEYS: dict[str, tuple[str, ...]] = {
     "mkldnn": ("mkldnn_enabled",),
     "threads": ("num_threads",),
 }
-SETTING_KEYS = ("dtype", "channels_last", "shapes")
+SETTING_KEYS = ("dtype", "channels_last", "shapes", "step", "optimizer", "amp")
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,17 @@ class ArmSpec:
     channels_last: bool | None = None
     shapes: str | None = None  # an input-shape schedule (engine/shapes.py), e.g. "random:192-288"
     text: str = ""
+    step: str | None = None  # "infer" or "train"
+    optimizer: str | None = None  # a training step's: "sgd" or "adamw"
+    amp: str | None = None  # "fp16", "bf16", or "off" (mixed precision off where the base has it on)
+
+    def step_spec(self, base):
+        """This arm's StepSpec: its own step, optimizer and mixed precision where it sets them, else the base's."""
+        from torchperf_tui.engine.train_step import StepSpec
+
+        base_step = base.step_spec()
+        amp = base_step.amp if self.amp is None else (None if self.amp == "off" else self.amp)
+        return StepSpec(step=self.step or base_step.step, optimizer=self.optimizer or base_step.optimizer, amp=amp)
 
 
 def _parse_bool(key: str, value: str) -> bool:
@@ -70,6 +81,7 @@ def parse_arm_spec(text: str, base: Flags | None = None) -> ArmSpec:
     dtype: str | None = None
     channels_last: bool | None = None
     shapes: str | None = None
+    steps: dict[str, str | None] = {}
     for part in [p.strip() for p in text.split(",") if p.strip()]:
         key, sep, value = part.partition("=")
         key = key.strip().lower().replace("-", "_")
@@ -92,11 +104,20 @@ def parse_arm_spec(text: str, base: Flags | None = None) -> ArmSpec:
             from torchperf_tui.engine.shapes import parse_schedule
 
             shapes = parse_schedule(value).describe()
+        elif key in ("step", "optimizer", "amp"):
+            from torchperf_tui.engine.train_step import check_amp, check_optimizer, check_step
+
+            word = value.strip().lower()
+            check = {"step": check_step, "optimizer": check_optimizer, "amp": check_amp}[key]
+            try:
+                steps[key] = word if key == "amp" and word == "off" else check(word)
+            except TorchperfError as exc:
+                raise FlagError(f"{part!r} in {text!r}: {exc}") from None
         else:
             known = ", ".join([*FLAG_KEYS, *SETTING_KEYS])
             raise FlagError(f"unknown key {key!r} in {text!r}: known keys are {known}")
     return ArmSpec(flags=flags, dtype=dtype, channels_last=channels_last, shapes=shapes,
-                   text=text.strip() or "base")
+                   text=text.strip() or "base", **steps)
 
 
 @dataclass(frozen=True)
@@ -184,6 +205,9 @@ class ArmResult:
     p99_ms: float | None = None
     ci_low_ms: float | None = None  # bootstrap 95 % CI of the median of the block medians
     ci_high_ms: float | None = None
+    step: str = "infer"  # what one of this arm's iterations did
+    optimizer: str | None = None  # a training step's
+    amp: str | None = None  # its mixed precision
 
     @property
     def samples_ms(self) -> list[float]:
@@ -320,9 +344,9 @@ def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int = 2
         raise TorchperfError(f"samples per block must be at least 1, got {per_block}")
     started = time.time()
     device = resolve_device(base.device)
-    step = base.step_spec()
-    for arm_dtype in {a.dtype or base.dtype, b.dtype or base.dtype}:
-        problem = amp_problem(step.amp, device, parse_dtype(arm_dtype))
+    steps = {"A": a.step_spec(base), "B": b.step_spec(base)}
+    for spec, step in ((a, steps["A"]), (b, steps["B"])):
+        problem = amp_problem(step.amp, device, parse_dtype(spec.dtype or base.dtype))
         if problem:
             raise TorchperfError(problem)
     shape = base.resolved_shape()
@@ -333,9 +357,11 @@ def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int = 2
     for name, spec in (("A", a), ("B", b)):
         schedule = parse_schedule(spec.shapes or base.shapes, seed=seed)
         schedules[name] = schedule
+        step = steps[name]
         arms[name] = ArmResult(spec=spec.text, flags=spec.flags, dtype=spec.dtype or base.dtype,
                                channels_last=base.channels_last if spec.channels_last is None else spec.channels_last,
-                               blocks=[], shapes=schedule.describe())
+                               blocks=[], shapes=schedule.describe(), step=step.step,
+                               optimizer=step.optimizer if step.training else None, amp=step.amp)
         if schedule.varies and (schedule.describe(), arms[name].dtype) not in checked:
             check_schedule_accepted(base.model, schedule, shape, arms[name].dtype)
             checked.add((schedule.describe(), arms[name].dtype))
@@ -344,10 +370,12 @@ def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int = 2
         key = (arm.dtype, arm.channels_last)
         if key not in workloads:
             workloads[key] = prepare_workload(base.model, shape, device, parse_dtype(arm.dtype), arm.channels_last)
-    # A training step changes the weights (and batch norm's statistics): every block of either arm starts
-    # from the state the model was built in, with a fresh optimizer, so neither arm trains on the other's steps.
+    # A training step changes the weights (and batch norm's statistics): when either arm trains, every block
+    # of either arm starts from the state the model was built in (a training arm with a fresh optimizer), so
+    # neither arm trains on, or infers with, the other's steps.
+    training = any(step.training for step in steps.values())
     initial = ({key: {k: v.detach().clone() for k, v in work.model.state_dict().items()}
-                for key, work in workloads.items()} if step.training else {})
+                for key, work in workloads.items()} if training else {})
     # Each arm follows its own schedule across its blocks (the same seeded sequence for both arms, so a
     # random schedule shows them the same shapes in the same order); the block's settling iteration
     # runs the configured shape.
@@ -371,7 +399,8 @@ def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int = 2
             elif feed.shape != tuple(shape):  # the settling iterations: the configured shape
                 feed.x, feed.shape = base_x, tuple(shape)
 
-        if step.training:
+        step = steps[name]
+        if training:
             model.load_state_dict(initial[(arm.dtype, arm.channels_last)])
         with applied_flags(arm.flags), grad_context(step), forward_errors(base.model, shape, work.dtype, device):
             runner = StepRunner(model, step, device, seed=seed)
@@ -403,7 +432,29 @@ def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int = 2
     from torchperf_tui.engine.flags import inert_flags
 
     notes = [f"B: {line}" for line in inert_flags(arms["B"].flags, device.type, arms["A"].flags)]
+    notes += step_notes(arms["A"], arms["B"])
+    # The result's step and amp are what both arms did; where the arms differ they are said per arm.
+    same = arms["A"].step == arms["B"].step and arms["A"].optimizer == arms["B"].optimizer
     return ABResult(model=base.model, device=str(device), input_shape=tuple(shape), a=arms["A"], b=arms["B"],
                     order=order, verdict=verdict, cancelled=stopped, duration_s=time.time() - started,
-                    notes=notes, step=step.step, optimizer=step.optimizer if step.training else None,
-                    amp=step.amp)
+                    notes=notes, step=arms["A"].step if same else "mixed",
+                    optimizer=arms["A"].optimizer if same else None,
+                    amp=arms["A"].amp if arms["A"].amp == arms["B"].amp else "mixed")
+
+
+def arm_step_text(arm: ArmResult) -> str:
+    """'train (sgd) · amp fp16', 'infer': what one of the arm's iterations did."""
+    text = f"train ({arm.optimizer})" if arm.step == "train" else "infer"
+    return text + (f" · amp {arm.amp}" if arm.amp else "")
+
+
+def step_notes(a: ArmResult, b: ArmResult) -> list[str]:
+    """What a reader of the ratio must know when the arms ran different iterations."""
+    if (a.step, a.optimizer, a.amp) == (b.step, b.optimizer, b.amp):
+        return []
+    notes = [f"the arms ran different iterations: A {arm_step_text(a)}, B {arm_step_text(b)}; B/A is the cost of "
+             f"one against the other, not a flag's effect"]
+    if a.amp != b.amp and "train" in (a.step, b.step):
+        notes.append("mixed precision changes the numbers a training step computes as well as its time "
+                     "(fp16 with a gradient scaler): check its loss before trusting the speed-up")
+    return notes

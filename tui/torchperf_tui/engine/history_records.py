@@ -235,8 +235,8 @@ def records_from_ab(result: "ABResult", fingerprint: dict[str, Any] | None = Non
     for name, arm in (("A", result.a), ("B", result.b)):
         details = {"arm": name, "pair": ids["B" if name == "A" else "A"], "spec": arm.spec, "shapes": arm.shapes,
                    "blocks": len(arm.blocks), "verdict": verdict, "summary": result.summary(),
-                   "step": getattr(result, "step", "infer"), "optimizer": getattr(result, "optimizer", None),
-                   "amp": getattr(result, "amp", None)}
+                   "step": getattr(arm, "step", "infer"), "optimizer": getattr(arm, "optimizer", None),
+                   "amp": getattr(arm, "amp", None)}
         records.append(RunRecord(
             id=ids[name], kind="ab", created_at=created, model=result.model,
             input_shape=tuple(result.input_shape), dtype=arm.dtype, channels_last=arm.channels_last,

@@ -108,6 +108,8 @@ class StepRunner:
                 self.optimizer = torch.optim.SGD(params, lr=0.01, momentum=0.9)
             if spec.amp == "fp16":
                 self.scaler = torch.amp.GradScaler(device.type)
+        else:  # an inference pass after a training one on the same model (an A/B of the two) must not train
+            model.eval()
 
     def autocast(self):
         if self.spec.amp is None:
