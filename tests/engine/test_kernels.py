@@ -125,6 +125,50 @@ def test_cuda_kernels_are_summed_per_layer_and_per_iteration():
     assert grouped["layer1.conv"][0] == KernelTime("winograd", 22.0, 1.0)
 
 
+def test_a_training_step_puts_each_layers_backward_kernels_under_it_by_autograd_sequence_number():
+    def layer(name, start, seq, kernel):
+        conv = _op("aten::convolution", start, kernels=[Kernel(kernel, 0, 10.0)])
+        conv.sequence_nr, conv.thread = seq, 7
+        return _op(LAYER_PREFIX + name, start, [conv])
+
+    def backward(seq, start, kernels, fwd_thread=7):
+        node = _op("ConvolutionBackward0", start, [_op("aten::convolution_backward", start,
+                                                        kernels=[Kernel(k, 0, us) for k, us in kernels])])
+        event = _op(f"autograd::engine::evaluate_function: ConvolutionBackward0", start, [node])
+        event.sequence_nr, event.fwd_thread = seq, fwd_thread
+        return event
+
+    events = [layer("conv1", 0, 6, "sm90_xmma_fprop_implicit_gemm"), layer("conv2", 5, 8, "winograd_fwd"),
+              backward(8, 20, [("sm90_xmma_dgrad_implicit_gemm", 30.0), ("cutlass_tensorop_s1688wgrad_optimized", 50.0),
+                               ("reduce_bias_kernel", 4.0)]),
+              backward(6, 40, [("wgrad_alg0_engine", 70.0)]),
+              backward(6, 60, [("dgrad_engine", 1.0)], fwd_thread=9)]  # another thread's node 6: not ours
+    grouped = group_by_layer(events, iters=1, on_cuda=True)
+    assert [(k.phase, k.name) for k in grouped["conv2"]] == [
+        ("fwd", "winograd_fwd"), ("dgrad", "sm90_xmma_dgrad_implicit_gemm"),
+        ("wgrad", "cutlass_tensorop_s1688wgrad_optimized"), ("bwd", "reduce_bias_kernel")]
+    assert [(k.phase, k.name) for k in grouped["conv1"]] == [("fwd", "sm90_xmma_fprop_implicit_gemm"),
+                                                             ("wgrad", "wgrad_alg0_engine")]
+    layer = LayerKernels("conv2", a=grouped["conv2"], b=grouped["conv2"][:1])
+    assert layer.changed and [phase for phase, _ in layer.phases()] == ["fwd", "dgrad", "wgrad", "bwd"]
+    assert not layer.phases()[0][1].changed and layer.phases()[1][1].changed
+
+
+@needs_onednn
+def test_the_kernels_of_a_training_step_on_the_cpu_show_each_layers_forward_and_backward_op():
+    base = BenchConfig(model="tests.tinymodels:depthwise_net", input_shape=(2, 3, 16, 16), device="cpu",
+                       step="train")
+    result = conv_kernels(base, BASE, MKLDNN_OFF, iters=1, warmup=1)
+    assert result.training and result.step == "train (sgd)" and "shown as bwd" in result.note
+    assert [layer.layer for layer in result.layers] == ["conv", "depthwise"]
+    for layer in result.layers:
+        assert [phase for phase, _ in layer.phases()] == ["fwd", "bwd"]
+        assert {k.name for k in layer.a if k.phase == "bwd"} == {"aten::convolution_backward"}  # oneDNN, inline
+    conv_b = {k.phase: k.name for k in result.layers[0].b}
+    assert conv_b == {"fwd": "aten::_slow_conv2d_forward", "bwd": "aten::_slow_conv2d_backward"}
+    assert result.to_dict()["layers"][0]["a"][1]["phase"] == "bwd"
+
+
 def test_a_layer_changed_when_its_kernels_differ_not_their_times():
     gemm = ("void cudnn::cnn::implicit_convolve_sgemm<float, float, 1024, 5, 5, 3, 3, 3, 1, false, false, true>"
             "(int, int, int, float const*, int, float*, float const*, kernel_conv_params, unsigned long long)")
@@ -178,3 +222,19 @@ def test_gpu_every_conv_layer_shows_its_kernels():
         assert layer.a and layer.b and layer.a_us > 0 and layer.b_us > 0
         assert not any(k.name.startswith(LAYER_PREFIX) for k in layer.a + layer.b)
     assert json.dumps(result.to_dict()) and _hooks_left(model) == 0
+
+
+@pytest.mark.gpu
+def test_gpu_a_training_steps_backward_kernels_are_found_per_layer():
+    model = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.Conv2d(16, 16, 3, padding=1),
+                          nn.Flatten(), nn.Linear(16 * 32 * 32, 10))
+    cfg = BenchConfig(model=model, input_shape=(8, 3, 32, 32), device="cuda", step="train")
+    result = conv_kernels(cfg, BASE, parse_arm_spec("benchmark=on"), iters=2, warmup=2)
+    assert result.training and [layer.layer for layer in result.layers] == ["0", "2"]
+    for layer in result.layers:
+        phases = [phase for phase, _ in layer.phases()]
+        assert phases[0] == "fwd" and len(phases) > 1, phases  # the backward's kernels came with the layer
+    # The second conv's input needs a gradient: some kernel of its backward computes it (named dgrad, or
+    # left as bwd where cuDNN's name does not say).
+    assert {k.phase for k in result.layers[1].a} - {"fwd"}
+    assert _hooks_left(model) == 0

@@ -429,9 +429,6 @@ def cmd_compare(args) -> int:
 
         if base.shapes != "fixed" or arm_a.shapes or arm_b.shapes:
             raise TorchperfError("--kernels profiles one input shape: leave out --shapes and shapes= in the SPECs")
-        if base.step != "infer" or base.amp:
-            raise TorchperfError("--kernels profiles the forward pass, without autocast: leave out --step train "
-                                 "and --amp (the backward kernels are not profiled yet)")
         from torchperf_tui.cli_render import render_kernels
 
         from torchperf_tui.native_stderr import native_stderr_silenced

@@ -338,15 +338,22 @@ def render_kernels(result) -> None:
         return "\n".join(f"{short_kernel_name(k.name, 36)} {k.us_per_iter:,.0f} us" for k in kernels[:3]) + (
             f"\n+{len(kernels) - 3} more" if len(kernels) > 3 else "")
 
+    training = getattr(result, "training", False)
     table = Table(box=None, header_style="bold")
-    for column in ("layer", f"A: {result.a_spec}", f"B: {result.b_spec}", "A us", "B us", ""):
+    columns = ("layer", *(["pass"] if training else []), f"A: {result.a_spec}", f"B: {result.b_spec}", "A us", "B us", "")
+    for column in columns:
         table.add_column(column, justify="right" if column in ("A us", "B us") else "left")
     for layer in result.layers:
-        table.add_row(layer.layer, cell(layer.a), cell(layer.b) if layer.changed else "same",
-                      f"{layer.a_us:,.0f}", f"{layer.b_us:,.0f}", "changed" if layer.changed else "")
+        # a training step: a row per pass of the layer (fwd, dgrad, wgrad, bwd), the layer named on its first
+        for index, (phase, part) in enumerate(layer.phases() if training else [("", layer)]):
+            table.add_row(layer.layer if index == 0 else "", *([phase] if training else []), cell(part.a),
+                          cell(part.b) if part.changed else "same", f"{part.a_us:,.0f}", f"{part.b_us:,.0f}",
+                          "changed" if part.changed else "")
     what = "GPU kernels" if result.kind == "cuda-kernel" else "ATen conv implementation"
-    console.print(f"{result.model} on {result.device}, input {'x'.join(map(str, result.input_shape))}: {what} per "
-                  f"conv layer, per iteration ({result.iters} profiled)", style="bold underline")
+    step = f", each iteration {result.step}" if training or getattr(result, "amp", None) else ""
+    console.print(f"{result.model} on {result.device}, input {'x'.join(map(str, result.input_shape))}{step}: {what} "
+                  f"per conv layer{' and pass' if training else ''}, per iteration ({result.iters} profiled)",
+                  style="bold underline")
     console.print(table)
     changed = len(result.changed_layers)
     console.print(f"{changed} of {len(result.layers)} conv layers changed what they ran", style="bold")

@@ -8,6 +8,14 @@ name; the ops recorded inside a range, and the device kernels they launched (`Fu
 attached by correlation id to the op that launched them), belong to that layer. The hooks are removed
 afterwards, whatever happens.
 
+A training step (`step="train"`) profiles forward, loss, backward and the optimizer step. The backward of a
+layer runs outside its range (in the autograd engine, on CUDA on a thread of its own), so it is found by
+the autograd sequence number: the forward ops inside the layer's range carry one, and the backward node
+that autograd built for them ('autograd::engine::evaluate_function: ConvolutionBackward0') carries the same
+one with the forward's thread. Its GPU kernels are sorted by name into data-gradient ('dgrad') and
+weight-gradient ('wgrad') kernels, the rest of the layer's backward (bias gradient, layout copies) as 'bwd';
+on the CPU one ATen op computes both gradients, shown as 'bwd'.
+
 Each arm is warmed up under its own flags outside the profiler (cudnn.benchmark autotunes on the first
 call, oneDNN creates its primitives) and then profiled for a few iterations.
 
@@ -40,6 +48,22 @@ CUDA_NOTE = ("GPU kernels from CUPTI, grouped by conv layer; autotuning (cudnn.b
              "warm-up, outside the profile")
 CPU_NOTE = ("cuDNN kernel choice is a GPU view; on the CPU this shows the ATen convolution implementation "
             "each layer ran (oneDNN primitives are not exposed by the profiler)")
+CUDA_TRAIN_NOTE = ("backward kernels sorted by their names: dgrad (data gradient), wgrad (weight gradient), bwd "
+                   "(the rest of the layer's backward: bias gradient, layout copies)")
+CPU_TRAIN_NOTE = "on the CPU one ATen op computes a conv layer's data and weight gradients: shown as bwd"
+PHASES = ("fwd", "dgrad", "wgrad", "bwd")  # the order a layer's kernels are listed in
+BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
+_WGRAD = re.compile(r"(?i)wgrad|grad_?weight|grad_?filter|backward_?filter|bwd_?filter")
+_DGRAD = re.compile(r"(?i)dgrad|grad_?input|backward_?data|bwd_?data|depthwise\dd_backward")
+
+
+def backward_phase(kernel_name: str) -> str:
+    """'dgrad', 'wgrad' or 'bwd' for a kernel launched by a layer's backward, by what its name says."""
+    if _WGRAD.search(kernel_name):
+        return "wgrad"
+    if _DGRAD.search(kernel_name):
+        return "dgrad"
+    return "bwd"
 
 
 @dataclass(frozen=True)
@@ -49,6 +73,7 @@ class KernelTime:
     name: str
     us_per_iter: float
     calls_per_iter: float
+    phase: str = "fwd"  # fwd, or for a training step's backward dgrad, wgrad or bwd
 
 
 @dataclass
@@ -70,7 +95,15 @@ class LayerKernels:
     @property
     def changed(self) -> bool:
         """The two arms ran a different set of kernels (implementations) for this layer."""
-        return {k.name for k in self.a} != {k.name for k in self.b}
+        return {(k.phase, k.name) for k in self.a} != {(k.phase, k.name) for k in self.b}
+
+    def phases(self) -> list[tuple[str, "LayerKernels"]]:
+        """(pass, its kernels under A and B) for each pass of this layer that ran something (fwd, then a training
+        step's dgrad, wgrad, bwd), in that order."""
+        present = {k.phase for k in [*self.a, *self.b]}
+        return [(phase, LayerKernels(self.layer, [k for k in self.a if k.phase == phase],
+                                     [k for k in self.b if k.phase == phase]))
+                for phase in PHASES if phase in present]
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "a_us": self.a_us, "b_us": self.b_us, "changed": self.changed}
@@ -88,6 +121,13 @@ class KernelComparison:
     note: str
     iters: int  # iterations profiled per arm (the fewer of the two; fewer than asked when cancelled)
     cancelled: bool = False
+    step: str = "infer"  # what each profiled iteration was: "infer", "train (sgd)", with " · amp bf16"
+    amp: str | None = None
+
+    @property
+    def training(self) -> bool:
+        """The profiled iterations were training steps: the layers carry their backward kernels too."""
+        return self.step.startswith("train")
 
     @property
     def changed_layers(self) -> list[LayerKernels]:
@@ -197,19 +237,44 @@ def _implementation(op: Any) -> Any:
         op = nxt[0]
 
 
+def _top_aten_convs(event: Any) -> list[Any]:
+    """The outermost ATen conv ops under an event (aten::convolution_backward under ConvolutionBackward0)."""
+    found, stack = [], list(getattr(event, "cpu_children", []) or [])
+    while stack:
+        op = stack.pop()
+        name = str(op.name).lower()
+        if name.startswith("aten::") and "conv" in name:
+            found.append(op)
+        else:
+            stack.extend(getattr(op, "cpu_children", []) or [])
+    return found
+
+
 def _on_cpu(event: Any) -> bool:
     device_type = getattr(event, "device_type", None)
     return device_type is None or getattr(device_type, "name", str(device_type)).split(".")[-1] == "CPU"
 
 
 def group_by_layer(events: Any, iters: int, on_cuda: bool) -> dict[str, list[KernelTime]]:
-    """Layer name -> its kernels (CUDA) or implementation ops (CPU), per iteration, longest first, in
-    the order the layers first ran."""
-    totals: dict[str, dict[str, list[float]]] = {}
-    for event in sorted(events, key=lambda e: e.time_range.start):
+    """Layer name -> its kernels (CUDA) or implementation ops (CPU), per iteration, longest first within each
+    pass (fwd, then a training step's dgrad, wgrad, bwd), in the order the layers first ran."""
+    totals: dict[str, dict[tuple[str, str], list[float]]] = {}
+    backward_of: dict[tuple[Any, int], str] = {}  # (forward thread, autograd sequence number) -> layer
+
+    def add(layer: str, phase: str, name: str, us: float) -> None:
+        slot = totals.setdefault(layer, {}).setdefault((phase, name), [0.0, 0])
+        slot[0] += us
+        slot[1] += 1
+
+    ordered = sorted(events, key=lambda e: e.time_range.start)
+    for event in ordered:
         if not (str(event.name).startswith(LAYER_PREFIX) and _on_cpu(event)):
             continue
-        per_name = totals.setdefault(str(event.name)[len(LAYER_PREFIX):], {})
+        layer = str(event.name)[len(LAYER_PREFIX):]
+        totals.setdefault(layer, {})
+        for op in _descendants(event):
+            if getattr(op, "sequence_nr", -1) is not None and getattr(op, "sequence_nr", -1) >= 0:
+                backward_of[(getattr(op, "thread", None), op.sequence_nr)] = layer
         if on_cuda:
             found = [(str(k.name), float(k.duration)) for op in _descendants(event)
                      for k in getattr(op, "kernels", []) or [] if not str(k.name).startswith(LAYER_PREFIX)]
@@ -217,21 +282,34 @@ def group_by_layer(events: Any, iters: int, on_cuda: bool) -> dict[str, list[Ker
             found = [(str(impl.name), float(impl.cpu_time_total)) for impl in
                      (_implementation(op) for op in event.cpu_children if "conv" in str(op.name).lower())]
         for name, us in found:
-            slot = per_name.setdefault(name, [0.0, 0])
-            slot[0] += us
-            slot[1] += 1
+            add(layer, "fwd", name, us)
+    for event in ordered:  # a training step's backward: the autograd nodes built for a layer's forward ops
+        if not (str(event.name).startswith(BACKWARD_PREFIX) and _on_cpu(event)):
+            continue
+        layer = backward_of.get((getattr(event, "fwd_thread", None), getattr(event, "sequence_nr", -1)))
+        if layer is None:
+            continue
+        if on_cuda:
+            for op in _descendants(event):
+                for k in getattr(op, "kernels", []) or []:
+                    add(layer, backward_phase(str(k.name)), str(k.name), float(k.duration))
+        else:
+            for impl in map(_implementation, _top_aten_convs(event)):
+                add(layer, "bwd", str(impl.name), float(impl.cpu_time_total))
     n = max(iters, 1)
-    return {layer: sorted((KernelTime(name, us / n, calls / n) for name, (us, calls) in per_name.items()),
-                          key=lambda k: (-k.us_per_iter, k.name)) for layer, per_name in totals.items()}
+    return {layer: sorted((KernelTime(name, us / n, calls / n, phase) for (phase, name), (us, calls) in per.items()),
+                          key=lambda k: (PHASES.index(k.phase), -k.us_per_iter, k.name))
+            for layer, per in totals.items()}
 
 
-def _profile_arm(model: torch.nn.Module, x: torch.Tensor, device: torch.device, iters: int, warmup: int,
-                 cancelled: Callable[[], bool]) -> tuple[Any, int, bool]:
-    """Warm up, then profile up to `iters` forward passes: (events or None, iterations done, cancelled)."""
+def _profile_arm(run: Callable[[torch.Tensor], Any], x: torch.Tensor, device: torch.device, iters: int,
+                 warmup: int, cancelled: Callable[[], bool]) -> tuple[Any, int, bool]:
+    """Warm up, then profile up to `iters` iterations of `run(x)` (a forward pass, or a training step):
+    (events or None, iterations done, cancelled)."""
     from torch.profiler import ProfilerActivity, profile
 
     def step() -> None:
-        model(x)
+        run(x)
         if device.type == "cuda":
             torch.cuda.synchronize(device)
 
@@ -255,9 +333,16 @@ def _profile_arm(model: torch.nn.Module, x: torch.Tensor, device: torch.device, 
 
 def conv_kernels(base: BenchConfig, a: ArmSpec, b: ArmSpec, *, iters: int = 3, warmup: int = 3,
                  should_cancel: Callable[[], bool] | None = None) -> KernelComparison:
-    """Profile `base`'s model under arm A, then arm B, and line up each conv layer's kernels."""
+    """Profile `base`'s model under arm A, then arm B, and line up each conv layer's kernels (for a training
+    step, those of its backward too: both arms run the same step, from the weights the model was built with)."""
+    from torchperf_tui.engine.train_step import StepRunner, amp_problem, grad_context
+
     if iters < 1:
         raise TorchperfError(f"iterations must be at least 1, got {iters}")
+    step = a.step_spec(base)
+    if b.step_spec(base) != step:
+        raise TorchperfError("--kernels compares the kernels of one kind of iteration under two flag sets: give "
+                             "step, optimizer and amp to both arms alike (or as --step, --optimizer, --amp)")
     device = resolve_device(base.device)
     shape = base.resolved_shape()
     name = model_name(base.model)
@@ -272,19 +357,29 @@ def conv_kernels(base: BenchConfig, a: ArmSpec, b: ArmSpec, *, iters: int = 3, w
     stopped = False
     try:
         for key in dict.fromkeys(settings.values()):
+            problem = amp_problem(step.amp, device, parse_dtype(key[0]))
+            if problem:
+                raise TorchperfError(problem)
             workloads[key] = prepare_workload(base.model, shape, device, parse_dtype(key[0]), key[1])
+        # A training step changes the weights: each arm starts from the built ones (kernel choice does not
+        # depend on the values, but a diverging model could reach NaNs, and those take other paths on the CPU).
+        initial = ({key: {k: v.detach().clone() for k, v in work.model.state_dict().items()}
+                    for key, work in workloads.items()} if step.training else {})
         for arm, spec in arms.items():
             work = workloads[settings[arm]]
             layers = conv_layers(work.model)
             if not layers:
                 raise TorchperfError(f"{name} has no convolution layers: kernel choice per conv needs one")
 
-            def profile_arm(work=work, layers=layers, spec=spec):
+            def profile_arm(work=work, layers=layers, spec=spec, key=settings[arm]):
+                if step.training:
+                    work.model.load_state_dict(initial[key])
                 handles = _attach_layer_ranges(layers)
                 try:
-                    with applied_flags(spec.flags), torch.inference_mode(), \
+                    with applied_flags(spec.flags), grad_context(step), \
                             forward_errors(name, shape, work.dtype, device, action="profiling kernels of"):
-                        return _profile_arm(work.model, work.x, device, iters, warmup, cancelled)
+                        runner = StepRunner(work.model, step, device, seed=base.seed)
+                        return _profile_arm(runner, work.x, device, iters, warmup, cancelled)
                 finally:
                     for handle in handles:
                         handle.remove()
@@ -303,6 +398,10 @@ def conv_kernels(base: BenchConfig, a: ArmSpec, b: ArmSpec, *, iters: int = 3, w
             work.release()
     order = list(dict.fromkeys([*grouped["a"], *grouped["b"]]))
     layers = [LayerKernels(layer, grouped["a"].get(layer, []), grouped["b"].get(layer, [])) for layer in order]
+    note = CUDA_NOTE if on_cuda else CPU_NOTE
+    if step.training:
+        note += "; " + (CUDA_TRAIN_NOTE if on_cuda else CPU_TRAIN_NOTE)
     return KernelComparison(model=name, device=str(device), input_shape=tuple(shape), a_spec=a.text or "A",
                             b_spec=b.text or "B", layers=layers, kind="cuda-kernel" if on_cuda else "cpu-op",
-                            note=CUDA_NOTE if on_cuda else CPU_NOTE, iters=min(profiled, default=0), cancelled=stopped)
+                            note=note, iters=min(profiled, default=0), cancelled=stopped, step=step.describe(),
+                            amp=step.amp)

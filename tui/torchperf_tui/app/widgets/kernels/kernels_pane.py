@@ -14,9 +14,15 @@ from torchperf_tui.app.job_slots import JobSlots
 from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.worker.protocol import JobFailed
 
-# The numbers and whether the choice changed come first, so they fit at 80 columns; the names follow.
+# The numbers and whether the choice changed come first, so they fit at 80 columns; the names follow. A
+# training step's comparison has a row per pass of each layer (fwd, dgrad, wgrad, bwd) and says which.
 COLUMNS = (("layer", "layer"), ("a_us", "A µs"), ("b_us", "B µs"), ("changed", "choice"), ("a", "A ran"),
            ("b", "B ran"))
+PASS_COLUMN = ("pass", "pass")
+
+
+def columns_for(training: bool) -> tuple[tuple[str, str], ...]:
+    return (COLUMNS[0], PASS_COLUMN, *COLUMNS[1:]) if training else COLUMNS
 
 
 def kernel_names(kernels, short_name) -> str:
@@ -55,8 +61,12 @@ class KernelsPane(Vertical):
     def on_mount(self) -> None:
         if not self.query(DataTable):
             return  # the app is closing as the pane mounts: its children are already gone
+        self._set_columns(training=False)
+
+    def _set_columns(self, training: bool) -> None:
         table = self.query_one(DataTable)
-        for key, label in COLUMNS:
+        table.clear(columns=True)
+        for key, label in columns_for(training):
             table.add_column(label, key=key)
 
     def start(self, flags_a, flags_b) -> None:
@@ -66,10 +76,10 @@ class KernelsPane(Vertical):
             return
         kind = self.app.session.device_kind()
         self.screen.show_tab("kernels")
-        self.status = (f"[b]{selection.spec}[/] · profiling each conv layer under A: {flags_a.describe(kind)} "
-                         f"and B: {flags_b.describe(kind)}…")
-        base = self.jobs.config(selection, self._failed, flags=flags_a, slot="kernels",
-                                inference_only="the kernels view")
+        what = "" if selection.step == "infer" and not selection.amp else f" ({selection.step_text()})"
+        self.status = (f"[b]{selection.spec}[/]{what} · profiling each conv layer under A: {flags_a.describe(kind)} "
+                       f"and B: {flags_b.describe(kind)}…")
+        base = self.jobs.config(selection, self._failed, flags=flags_a, slot="kernels")
         if base is None:
             return
         self.jobs.start("kernels", "kernels", {"base": base, "a": flags_a, "b": flags_b, "device_kind": kind},
@@ -105,19 +115,24 @@ class KernelsPane(Vertical):
     def watch_result(self, result) -> None:
         from torchperf_tui.engine.kernels import short_kernel_name  # the engine is loaded by now
 
+        training = result.training
+        self._set_columns(training)
         table = self.query_one(DataTable)
-        table.clear()
         for layer in result.layers:
-            same = not layer.changed
-            table.add_row(layer.layer, f"{layer.a_us:,.0f}", f"{layer.b_us:,.0f}",
-                          "same" if same else "[b $warning]changed[/]", kernel_names(layer.a, short_kernel_name),
-                          "same" if same else kernel_names(layer.b, short_kernel_name), key=layer.layer)
+            for index, (phase, part) in enumerate(layer.phases() if training else [("", layer)]):
+                same = not part.changed
+                name = layer.layer if index == 0 else ""
+                table.add_row(name, *([phase] if training else []), f"{part.a_us:,.0f}", f"{part.b_us:,.0f}",
+                              "same" if same else "[b $warning]changed[/]", kernel_names(part.a, short_kernel_name),
+                              "same" if same else kernel_names(part.b, short_kernel_name),
+                              key=f"{layer.layer}:{phase}")
         shape = "x".join(map(str, result.input_shape))
         state = " · cancelled" if result.cancelled else ""
-        self.status = (f"[b]{result.model}[/] · {shape} on {result.device} · A: {result.a_spec} · "
-                         f"B: {result.b_spec}{state}")
+        step = f" · {result.step}" if training or result.amp else ""
+        self.status = (f"[b]{result.model}[/] · {shape}{step} on {result.device} · A: {result.a_spec} · "
+                       f"B: {result.b_spec}{state}")
         what = "GPU kernels" if result.kind == "cuda-kernel" else "ATen conv implementation"
         self.query_one("#kernels-summary", Static).update(
-            f"{len(result.changed_layers)} of {len(result.layers)} conv layers changed what they ran · {what}, "
-            f"µs per iteration over {result.iters} profiled")
+            f"{len(result.changed_layers)} of {len(result.layers)} conv layers changed what they ran · {what}"
+            f"{' per pass' if training else ''}, µs per iteration over {result.iters} profiled")
         self.query_one("#kernels-note", Static).update(result.note)
