@@ -30,6 +30,26 @@ async def wait_ready(pilot, timeout: float = 90.0) -> None:
     await wait_until(pilot, ready, timeout, "the engine to load")
 
 
+async def flip(pilot, name: str, attempts: int = 5) -> None:
+    """Click the switch of flag `name` as a user would, and return once the Flags pane holds the new value.
+    A click can land on a toast or tooltip that happens to lie over the switch at that moment (CI saw the
+    run after a flip never start): then it is clicked again, and a switch that never flips fails the test."""
+    from textual.widgets import Switch
+
+    flags = pilot.app.pane("flags")
+    before = getattr(flags.flags, name)
+    switch = pilot.app.main.query_one(f"#flag-{name}", Switch)
+    for _ in range(attempts):
+        await pilot.click(switch)
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline:
+            if getattr(flags.flags, name) != before:
+                return
+            await pilot.pause(0.05)
+        pilot.app.clear_notifications()
+    raise AssertionError(f"clicking #flag-{name} did not flip it")
+
+
 def analysed(app, spec: str | None = None) -> bool:
     """The picker holds the analysis of `spec` (any model when None) and the screen shows it: the picker sets
     its result before the App hears of it, so a test that read the summary on the first alone could race."""

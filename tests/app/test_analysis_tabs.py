@@ -9,7 +9,7 @@ import time
 import torch
 from torch import nn
 
-from tests.app.helpers import TINY, choose_model, screen_text, wait_ready, wait_until
+from tests.app.helpers import TINY, choose_model, flip, screen_text, wait_ready, wait_until
 from tests.app.test_app import notifications
 from tests.tinymodels import TinyCNN
 from torchperf_tui.app.app import TorchperfApp
@@ -162,7 +162,7 @@ async def test_history_lists_runs_made_here_and_compares_two_marked():
         await choose_model(pilot, shape="3x16x16")
         await pilot.press("r")
         await wait_until(pilot, lambda: app.session.runs.get(1) is not None and app.session.runs.get(1).finished, what="run 1")
-        await pilot.click("#flag-mkldnn_enabled")  # run 2, with oneDNN off
+        await flip(pilot, "mkldnn_enabled")  # run 2, with oneDNN off
         await wait_until(pilot, lambda: app.session.runs.get(2) is not None and app.session.runs.get(2).finished, what="run 2")
         await pilot.press("8")
         table = app.main.query_one("#history-table")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.app.helpers import TINY, GiB, analysed, choose_model, gpu_report_and_fakes, screen_text, wait_ready, wait_until
+from tests.app.helpers import TINY, GiB, analysed, choose_model, flip, gpu_report_and_fakes, screen_text, wait_ready, wait_until
 from torchperf_tui.app.app import TorchperfApp
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -122,7 +122,7 @@ async def test_flipping_a_flag_mid_run_cancels_it_and_restarts_with_the_new_flag
         await pilot.press("r")
         await wait_until(pilot, lambda: len(app.session.runs.get(1).samples_ms) > 20, what="run 1 in flight")
         assert app.pane("flags").flags.mkldnn_enabled is True
-        await pilot.click("#flag-mkldnn_enabled")  # the switch for oneDNN
+        await flip(pilot, "mkldnn_enabled")  # the switch for oneDNN
         await wait_until(pilot, lambda: app.session.runs.get(2) is not None
                          and len(app.session.runs.get(2).samples_ms) > 20, what="run 2 in flight")
         await wait_until(pilot, lambda: app.session.runs.get(1).status == "cancelled", what="run 1 cancelled")
@@ -252,7 +252,7 @@ async def test_two_runs_are_compared_overlaid_and_the_baseline_can_change(tiny_a
         app = pilot.app
         await pilot.press("r")
         await wait_until(pilot, lambda: app.session.runs.get(1).finished, what="run 1")
-        await pilot.click("#flag-deterministic_algorithms")  # run 2 with another flag set
+        await flip(pilot, "deterministic_algorithms")  # run 2 with another flag set
         await wait_until(pilot, lambda: app.session.runs.get(2) is not None and app.session.runs.get(2).finished,
                          what="run 2")
         await pilot.press("2")

@@ -16,7 +16,7 @@ def test_the_ui_process_never_imports_torch_even_after_a_run(tmp_path):
     script = textwrap.dedent("""
         import asyncio, sys
         from torchperf_tui.app.app import TorchperfApp
-        from tests.app.helpers import run_custom_model, wait_ready, wait_until
+        from tests.app.helpers import flip, run_custom_model, wait_ready, wait_until
 
         async def main():
             app = TorchperfApp(poll_telemetry=True, warmup=1, iters=5, model="tests.tinymodels:tiny_cnn",
@@ -25,7 +25,7 @@ def test_the_ui_process_never_imports_torch_even_after_a_run(tmp_path):
                 await wait_ready(pilot)
                 await wait_until(pilot, lambda: app.session.runs.get(1) is not None and app.session.runs.get(1).finished,
                                  what="the run")
-                await pilot.click("#flag-mkldnn_enabled")  # a flag off its default: a new run, flags described
+                await flip(pilot, "mkldnn_enabled")  # a flag off its default: a new run, flags described
                 await wait_until(pilot, lambda: app.session.runs.get(2) is not None and app.session.runs.get(2).finished,
                                  what="the run after the flip")
                 await pilot.press("a")  # A/B: both arms described, compared, saved

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from tests.app.helpers import TINY, screen_text, wait_ready, wait_until
+from tests.app.helpers import TINY, flip, screen_text, wait_ready, wait_until
 from tests.app.test_analysis_tabs import rows
 from tests.app.test_app import notifications
 from torchperf_tui.app.app import TorchperfApp
@@ -51,7 +51,7 @@ async def test_a_flip_in_ab_mode_runs_both_flag_sets_interleaved_and_gives_a_ver
         assert any("flip a flag first" in text for text in notifications(app))
         await pick(pilot, "flip", 1)
         assert app.pane("options").options["flip"] == "ab"
-        await pilot.click("#flag-mkldnn_enabled")
+        await flip(pilot, "mkldnn_enabled")
         assert app.main.active_tab() == "compare"
         a_id, b_id = app.pane("compare").ab_runs
         await wait_until(pilot, lambda: app.session.runs.get(b_id).status == "done", what="the comparison")
@@ -77,7 +77,7 @@ async def test_kernels_key_tables_each_conv_layer_under_the_old_and_new_flags(ti
     async with tiny_app(shape="3x32x32", size=(110, 34), warmup=1, iters=1_000_000) as pilot:
         app = pilot.app
         app.main.query_one("#batch").value = "2"  # oneDNN takes a float32 conv from batch 2
-        await pilot.click("#flag-mkldnn_enabled")  # starts a run with the new flags
+        await flip(pilot, "mkldnn_enabled")  # starts a run with the new flags
         timing = app.pane("timing")
         await wait_until(pilot, lambda: timing.record is not None and timing.record.samples_ms,
                          what="the run in flight")
