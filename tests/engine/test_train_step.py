@@ -241,3 +241,110 @@ def test_the_cli_counts_a_training_step(capsys):
     assert main(["flops", "tests.tinymodels:depthwise_net", "--input", "2x3x16x16", "--step", "train"]) == 0
     out = capsys.readouterr().out
     assert "training step" in out and "x the forward" in out
+
+
+def test_each_layer_has_its_own_backward_flops_and_they_sum_to_the_backward():
+    from torchperf_tui.engine.complexity import analyse_complexity
+
+    train = analyse_complexity("tests.tinymodels:depthwise_net", (2, 3, 16, 16), step="train")
+    by_name = {layer.name: layer for layer in train.layers}
+    # The first conv computes only its weight's gradient (no input gradient for the data): 1x its forward;
+    # the depthwise conv and the classifier both gradients: 2x.
+    assert by_name["conv"].backward_flops == by_name["conv"].flops
+    assert by_name["depthwise"].backward_flops == 2 * by_name["depthwise"].flops
+    assert by_name["fc"].backward_flops == 2 * by_name["fc"].flops
+    assert sum(layer.backward_flops for layer in train.layers) == train.backward_flops
+    infer = analyse_complexity("tests.tinymodels:depthwise_net", (2, 3, 16, 16))
+    assert all(layer.backward_flops is None for layer in infer.layers)
+
+
+def test_the_cli_tables_each_layers_backward_flops(capsys):
+    from torchperf_tui.cli import main
+
+    assert main(["flops", "tests.tinymodels:depthwise_net", "--input", "2x3x16x16", "--step", "train",
+                 "--layers"]) == 0
+    assert "bwd FLOPs" in capsys.readouterr().out
+    assert main(["flops", "tests.tinymodels:depthwise_net", "--input", "2x3x16x16", "--layers"]) == 0
+    assert "bwd FLOPs" not in capsys.readouterr().out
+
+
+def test_the_throughput_search_can_time_training_steps():
+    from torchperf_tui.engine.throughput import find_max_batch
+    from torchperf_tui.engine.timing import BenchConfig
+
+    cfg = BenchConfig(model="tests.tinymodels:tiny_cnn", input_shape=(1, 3, 16, 16), device="cpu", step="train",
+                      optimizer="adamw")
+    result = find_max_batch(cfg, max_batch=4, time_budget_s=None)
+    assert result.step == "train (adamw)" and result.samples_per_s and result.best_batch >= 1
+    infer = find_max_batch(BenchConfig(model="tests.tinymodels:tiny_cnn", input_shape=(1, 3, 16, 16),
+                                       device="cpu"), max_batch=4, time_budget_s=None)
+    assert infer.step == "infer"
+
+
+def test_a_training_search_builds_its_step_runner_and_runs_it():
+    # The tries run the step, not a forward pass: the model's parameters change between tries.
+    from torchperf_tui.engine.throughput import ModelBatchRunner
+    from torchperf_tui.engine.train_step import StepSpec
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(12, 3))
+    before = model[1].weight.detach().clone()
+    runner = ModelBatchRunner(model, (3, 2, 2), device=torch.device("cpu"), dtype=torch.float32,
+                              step=StepSpec(step="train"))
+    with torch.enable_grad():
+        runner(2, 0, 2)
+    assert not torch.equal(before, model[1].weight.detach())
+    inference = ModelBatchRunner(model, (3, 2, 2), device=torch.device("cpu"), dtype=torch.float32)
+    after = model[1].weight.detach().clone()
+    with torch.inference_mode():
+        inference(2, 0, 2)
+    assert torch.equal(after, model[1].weight.detach())
+
+
+def test_profile_and_roofline_of_a_training_step_count_its_backward(capsys):
+    from torchperf_tui.cli import main
+
+    assert main(["profile", "tests.tinymodels:tiny_cnn", "--input", "2x3x16x16", "--iters", "1", "--step",
+                 "train", "--json"]) == 0
+    import json
+
+    data = json.loads(capsys.readouterr().out)
+    names = {op["name"] for op in data["ops"]}
+    assert data["step"] == "train (sgd)"
+    assert any("backward" in name for name in names), sorted(names)[:20]  # the backward's ops are profiled
+    assert main(["roofline", "tests.tinymodels:depthwise_net", "--input", "2x3x16x16", "--iters", "3",
+                 "--step", "train", "--json"]) == 0
+    roofline = json.loads(capsys.readouterr().out)
+    conv, depthwise, fc = 2 * 2 * 16 * 16 * 16 * 3 * 9, 2 * 2 * 16 * 16 * 16 * 1 * 9, 2 * 2 * 16 * 10
+    assert roofline["flops"] == (conv + depthwise + fc) + (conv + 2 * depthwise + 2 * fc)  # forward + backward
+    assert roofline["step"] == "train" and roofline["bytes_moved"] == 0
+    assert "not estimated" in str(roofline["arithmetic_intensity"])
+
+
+def test_a_cpu_training_run_has_no_allocator_peaks_and_says_why(capsys):
+    from torchperf_tui.cli import main
+
+    result = run_benchmark(BenchConfig(model="tests.tinymodels:tiny_cnn", input_shape=(2, 3, 8, 8), device="cpu",
+                                       warmup=0, iters=2, step="train"))
+    assert result.step_peak_bytes is None and result.forward_peak_bytes is None
+    assert main(["bench", "tests.tinymodels:tiny_cnn", "--input", "2x3x8x8", "--iters", "2", "--warmup", "0",
+                 "--step", "train", "--no-history"]) == 0
+    assert "n/a on the CPU (no allocator statistics" in capsys.readouterr().out
+
+
+def test_the_timing_pane_sets_a_training_steps_peak_beside_the_forward_alone():
+    from types import SimpleNamespace
+
+    from torchperf_tui.app.widgets.timing.timing_pane import peak_text
+
+    record = SimpleNamespace(result=SimpleNamespace(step_peak_bytes=3 * 1024**3, forward_peak_bytes=1024**3))
+    assert peak_text(record) == "peak allocated: training step 3.0 GiB · forward pass alone 1.0 GiB"
+    assert peak_text(SimpleNamespace(result=SimpleNamespace(step_peak_bytes=None))) == ""
+
+
+@pytest.mark.gpu
+def test_a_cuda_training_step_peaks_above_its_forward_pass_alone():
+    result = run_benchmark(BenchConfig(model="resnet18", input_shape=(8, 3, 64, 64), device="cuda", warmup=1,
+                                       iters=3, step="train", optimizer="adamw"))
+    # Activations kept for the backward, gradients and AdamW's two moments come on top of the forward's.
+    assert result.step_peak_bytes > result.forward_peak_bytes > 0

@@ -163,6 +163,7 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                         "included (default 120; 0: no budget)")
     p.add_argument("--memory-cap", type=_positive_float("--memory-cap"), metavar="GIB",
                    help="CPU only: memory the search may use (default half of the available RAM)")
+    _add_step_options(p)
     _add_flag_options(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
@@ -173,6 +174,7 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                    "self_cpu_memory | self_device_memory | name (default: self time on the model's device)")
     p.add_argument("--top", type=_positive_int, default=20, help="rows to show (default 20)")
     p.add_argument("--trace", metavar="PATH", help="where to write the Chrome trace (default: a temp folder)")
+    _add_step_options(p)
     _add_flag_options(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
@@ -182,6 +184,7 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--peak-tflops", type=_positive_float("--peak-tflops"), help="the device's peak, where it cannot be derived (CPU)")
     p.add_argument("--peak-bandwidth", type=_positive_float("--peak-bandwidth"), metavar="GB/S", help="likewise, the peak memory bandwidth")
     p.add_argument("--layers", action="store_true", help="also the per-layer intensity table")
+    _add_step_options(p)
     _add_flag_options(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
@@ -216,6 +219,7 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     _add_workload_options(p)
     p.add_argument("--iters", type=_positive_int, default=3, help="recorded iterations (default 3)")
     p.add_argument("--out", metavar="DIR", help="folder for the snapshot (default: a temp folder)")
+    _add_step_options(p)
     _add_flag_options(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
@@ -300,8 +304,7 @@ def cmd_bench(args) -> int:
     from torchperf_tui.engine.timing import run_benchmark
     from torchperf_tui.cli_render import ProgressLine, render_timing
 
-    cfg = _bench_config(args, warmup=args.warmup, iters=args.iters, compile=args.compile, shapes=args.shapes,
-                        step=args.step, optimizer=args.optimizer, amp=args.amp)
+    cfg = _bench_config(args, warmup=args.warmup, iters=args.iters, compile=args.compile, shapes=args.shapes)
     from torchperf_tui.engine.flags import inert_flags
     from torchperf_tui.engine.inputs import dtype_note, resolve_device
 
@@ -326,7 +329,8 @@ def cmd_bench(args) -> int:
 
 def _bench_config(args, **overrides):
     """A BenchConfig from the shared input, device and flag options, through the same frozen Selection the
-    TUI builds from its sidebar (`overrides`: warmup, iters, compile, shapes, seed, step, optimizer, amp)."""
+    TUI builds from its sidebar, with --step, --optimizer and --amp where the command has them (`overrides`:
+    warmup, iters, compile, shapes, seed)."""
     from torchperf_tui.engine.inputs import dtype_name, parse_dtype
     from torchperf_tui.engine.shapes import parse_schedule
     from torchperf_tui.jobs.selection import Selection
@@ -336,6 +340,7 @@ def _bench_config(args, **overrides):
     values = dict(spec=args.model, shape="x".join(map(str, full[1:])) if full else "", batch=str(batch),
                   device=args.device, dtype=dtype_name(parse_dtype(args.dtype)), channels_last=args.channels_last,
                   flags=_flags_from(args))
+    values.update({k: getattr(args, k) for k in ("step", "optimizer", "amp") if getattr(args, k, None) is not None})
     values.update({k: v for k, v in overrides.items() if v is not None})
     if "compile" in values:
         values["compile"] = values["compile"] or "eager"
@@ -420,8 +425,7 @@ def cmd_compare(args) -> int:
     from torchperf_tui.engine.abtest import parse_arm_spec, run_ab
     from torchperf_tui.cli_render import render_ab
 
-    base = _bench_config(args, shapes=args.shapes, seed=args.seed, step=args.step, optimizer=args.optimizer,
-                         amp=args.amp)
+    base = _bench_config(args, shapes=args.shapes, seed=args.seed)
     arm_a, arm_b = parse_arm_spec(args.a, base=base.flags), parse_arm_spec(args.b, base=base.flags)
     if args.kernels:
         from torchperf_tui.engine.errors import TorchperfError

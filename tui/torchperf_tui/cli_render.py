@@ -101,13 +101,17 @@ def render_complexity(result, layers: bool = False) -> None:
     ])
     if not layers:
         return
+    training = getattr(result, "backward_flops", None) is not None
     table = Table(box=None, header_style="bold")
-    for column in ("layer", "type", "input", "output", "params", "FLOPs", "output"):
-        table.add_column(column, justify="right" if column in ("params", "FLOPs") else "left", no_wrap=True)
+    numeric = ("params", "FLOPs", "bwd FLOPs")
+    for column in ("layer", "type", "input", "output", "params", "FLOPs", *(("bwd FLOPs",) if training else ()),
+                   "output"):
+        table.add_column(column, justify="right" if column in numeric else "left", no_wrap=True)
     for layer in result.layers:
+        backward = (format_count(layer.backward_flops or 0),) if training else ()
         table.add_row(layer.name, layer.type, "x".join(map(str, layer.input_shape)),
                       "x".join(map(str, layer.output_shape)), format_count(layer.params),
-                      format_count(layer.flops), format_bytes(layer.output_bytes))
+                      format_count(layer.flops), *backward, format_bytes(layer.output_bytes))
     console.print()
     console.print("per layer", style="bold underline")
     console.print(table)
@@ -123,6 +127,11 @@ def render_timing(result) -> None:
     step = getattr(result, "step", "infer")
     rows.insert(0, ("step", "inference (forward pass)" if step == "infer" else
                     f"training: forward, loss ({result.loss}), backward, {result.optimizer} step"))
+    if step == "train":
+        rows.append(("peak memory", f"training step {format_bytes(result.step_peak_bytes)} · forward pass alone "
+                     f"{format_bytes(result.forward_peak_bytes)} (allocated: weights, activations kept for the "
+                     "backward, gradients, optimizer state)" if result.step_peak_bytes is not None else
+                     "n/a on the CPU (no allocator statistics; the memory trace has the process RSS)"))
     if getattr(result, "amp", None):
         rows.insert(1, ("mixed precision", f"torch.autocast {result.amp}"
                         + (" with a gradient scaler" if step == "train" and result.amp == "fp16" else "")))
@@ -216,6 +225,11 @@ def render_throughput(result) -> None:
             ("allocator before / after", f"{format_bytes(result.allocator_before_bytes)} / "
                                          f"{format_bytes(result.allocator_after_bytes)}")]
     rows += [("note", note) for note in result.notes]
+    step = getattr(result, "step", "infer")
+    if step != "infer":
+        rows.insert(0, ("each iteration", step if not step.startswith("train") else
+                        f"a training step, {step}: the largest batch that fits is the largest that fits for "
+                        "training (activations kept for the backward, gradients, optimizer state)"))
     _print_kv(f"{result.model} on {result.device}, sample {'x'.join(map(str, result.sample_shape))} "
               f"{result.dtype}", rows)
     table = Table(box=None, header_style="bold")
@@ -262,7 +276,7 @@ def render_profile(result, top: int = 20) -> None:
 
 def render_roofline(result, layers: bool = False) -> None:
     rows = [("latency", f"{format_ms(result.latency_ms)} ({result.latency_source})"),
-            ("FLOPs per pass", format_flops(result.flops)),
+            ("FLOPs per iteration", format_flops(result.flops)),
             ("achieved", format_count(result.achieved_tflops * 1e12, "FLOP/s")),
             ("peak", f"{_num(result.peak_tflops, '.1f', ' TFLOPS')}, {_num(result.peak_bandwidth_gbs, '.0f', ' GB/s')}"),
             ("MFU (of peak FLOP/s)", _num(result.mfu_pct, ".1f", " %")),
@@ -271,7 +285,8 @@ def render_roofline(result, layers: bool = False) -> None:
             ("side of the roofline", result.side),
             ("attainable here", _num(result.attainable_tflops, ".2f", " TFLOPS")),
             ("of the roofline", _num(result.roofline_pct, ".1f", " %")),
-            ("bytes moved", f"{format_bytes(result.bytes_moved)} ({result.bytes_method})"),
+            ("bytes moved", f"{format_bytes(result.bytes_moved)} ({result.bytes_method})" if result.bytes_moved
+                            else result.bytes_method),
             ("peaks from", result.peaks_source)]
     rows += [("note", note) for note in result.notes]
     _print_kv(f"{result.model} on {result.device}, input {'x'.join(map(str, result.input_shape))} {result.dtype}",

@@ -267,8 +267,11 @@ def analyse_complexity(spec: str | nn.Module, input_shape: tuple[int, ...], dtyp
     x = torch.empty(input_shape, dtype=torch_dtype, device="meta")
     recorder = _ShapeRecorder(model) if layers else None
     counter = FlopCounterMode(display=False, depth=None)
-    backward = FlopCounterMode(display=False, depth=None,
-                               custom_mapping={torch.ops.aten.convolution_backward: _conv_backward_flops})
+    # A training step is counted twice at once: the forward alone (`counter`, inside) and forward + backward
+    # (`both`, outside); a module's backward is the difference. (A counter opened for the backward alone
+    # sees no modules: its module tracker hooks forwards that ran under it.)
+    both = FlopCounterMode(display=False, depth=None,
+                           custom_mapping={torch.ops.aten.convolution_backward: _conv_backward_flops})
     training = step == "train"
     if training:
         names = {name for name, _ in model.named_parameters()}
@@ -277,7 +280,8 @@ def analyse_complexity(spec: str | nn.Module, input_shape: tuple[int, ...], dtyp
         # The fast shape keepers answer with fresh tensors, which would cut the autograd graph a training
         # step's backward walks: it runs the real meta kernels (slower, the same forward count).
         keepers = contextlib.nullcontext() if training else _FastMetaShapeKeepers()
-        with _analysis_lock, torch.set_grad_enabled(training), _detection_on_meta(), keepers:
+        with _analysis_lock, torch.set_grad_enabled(training), _detection_on_meta(), keepers, \
+                (both if training else contextlib.nullcontext()):
             with counter:
                 output = torch.func.functional_call(model, state, (x,), strict=False)
                 if training:
@@ -285,8 +289,7 @@ def analyse_complexity(spec: str | nn.Module, input_shape: tuple[int, ...], dtyp
 
                     loss, _ = training_loss(output, lambda n, c: torch.zeros(n, dtype=torch.long, device="meta"))
             if training:
-                with backward:
-                    loss.backward()
+                loss.backward()
     except (TorchperfError, KeyboardInterrupt):
         raise
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - whatever the model raises is reported as one line
@@ -304,10 +307,31 @@ def analyse_complexity(spec: str | nn.Module, input_shape: tuple[int, ...], dtyp
 
     flops = int(counter.get_total_flops())
     table = _layer_table(model, counter.get_flop_counts(), recorder, flops) if recorder else []
+    backward_flops = int(both.get_total_flops()) - flops if training else None
+    if training and recorder is not None:
+        table = _with_backward(table, _layer_table(model, both.get_flop_counts(), recorder, flops + backward_flops))
     return Complexity(
         model=label, input_shape=input_shape, dtype=dtype_name(torch_dtype),
         params_total=params_total, params_trainable=params_trainable,
         size_bytes=size_bytes, size_mb=size_bytes / MB,
         flops=flops, macs=flops // 2, layers=table, step=step,
-        backward_flops=int(backward.get_total_flops()) if training else None,
+        backward_flops=backward_flops,
     )
+
+
+def _with_backward(forward: list[LayerStat], step: list[LayerStat]) -> list[LayerStat]:
+    """The forward table with each row's backward FLOPs: its forward + backward count less its forward. A
+    module whose forward counted nothing of its own but whose backward did (a container's functional op
+    in the backward only) gets a row of its own, so the backward column sums to the backward total too."""
+    import dataclasses
+
+    forward_of = {row.name: row for row in forward}
+    rows = [dataclasses.replace(row, backward_flops=0) for row in forward]
+    index = {row.name: i for i, row in enumerate(rows)}
+    for row in step:
+        own = row.flops - (forward_of[row.name].flops if row.name in forward_of else 0)
+        if row.name in index:
+            rows[index[row.name]].backward_flops = own
+        elif own:
+            rows.append(dataclasses.replace(row, flops=0, backward_flops=own))
+    return rows

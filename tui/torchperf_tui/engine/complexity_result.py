@@ -26,6 +26,7 @@ class LayerStat:
     flops: int
     output_bytes: int
     calls: int = 1
+    backward_flops: int | None = None  # a training step's backward in this module (None: not counted)
 
 
 @dataclass

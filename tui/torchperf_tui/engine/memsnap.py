@@ -87,7 +87,7 @@ class MemorySnapshotResult:
     device: str
     input_shape: tuple[int, ...]
     dtype: str
-    iters: int  # forward passes recorded (fewer than asked when cancelled)
+    iters: int  # iterations recorded (fewer than asked when cancelled)
     path: str | None  # the pickled snapshot; None when cancelled before the first pass
     size_bytes: int
     peak_allocated_bytes: int  # since recording started: weights, input and the passes' activations
@@ -95,6 +95,7 @@ class MemorySnapshotResult:
     segments: int  # cudaMalloc'd segments held by the allocator when the snapshot was taken
     cancelled: bool
     viewer_hint: str = VIEWER_HINT
+    step: str = "infer"  # what each iteration was: "infer", or "train (sgd)"; " · amp bf16" under autocast
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)
@@ -131,7 +132,9 @@ def count_entries(snapshot: dict[str, Any]) -> tuple[int, int]:
 def record_memory_snapshot(cfg: BenchConfig, *, iters: int = DEFAULT_ITERS, out_dir: str | None = None,
                            should_cancel: ShouldCancel | None = None,
                            memory: MemoryRecorder | None = None) -> MemorySnapshotResult:
-    """Record the allocator's history over `iters` forward passes of `cfg.model` and write the snapshot.
+    """Record the allocator's history over `iters` iterations of `cfg.model` and write the snapshot: forward
+    passes, or with `cfg.step == "train"` training steps, where the snapshot shows the activations kept for
+    the backward, the gradients and the optimizer state that a forward pass never allocates.
 
     A CUDA device is needed (DeviceError otherwise). An out-of-memory still writes the snapshot, which
     then shows the failed allocation, and names its path in the OutOfMemory message.
@@ -142,7 +145,13 @@ def record_memory_snapshot(cfg: BenchConfig, *, iters: int = DEFAULT_ITERS, out_
     device = resolve_device(cfg.device)
     if not memory.records_on(device):
         raise DeviceError(NOT_CUDA)
+    from torchperf_tui.engine.train_step import StepRunner, amp_problem, grad_context
+
     dtype = parse_dtype(cfg.dtype)
+    step = cfg.step_spec()
+    problem = amp_problem(step.amp, device, dtype)
+    if problem:
+        raise TorchperfError(problem)
     shape = cfg.resolved_shape()
     cancelled = should_cancel or (lambda: False)
     path = default_snapshot_path(cfg.model, out_dir)
@@ -156,13 +165,14 @@ def record_memory_snapshot(cfg: BenchConfig, *, iters: int = DEFAULT_ITERS, out_
         try:
             work = prepare_workload(cfg.model, shape, device, dtype, cfg.channels_last)
             model, x = work.model, work.x
-            with applied_flags(cfg.flags), torch.inference_mode(), \
+            run_step = StepRunner(model, step, device, seed=cfg.seed)
+            with applied_flags(cfg.flags), grad_context(step), \
                     forward_errors(cfg.model, shape, dtype, device, action="snapshotting"):
                 for _ in range(iters):
                     if cancelled():
                         was_cancelled = True
                         break
-                    model(x)
+                    run_step(x)
                     done += 1
                 memory.synchronize(device)
         except OutOfMemory as exc:
@@ -171,7 +181,7 @@ def record_memory_snapshot(cfg: BenchConfig, *, iters: int = DEFAULT_ITERS, out_
             except Exception:  # the failure itself is what the user must read
                 raise exc from None
             raise OutOfMemory(f"{exc} (memory snapshot of the failure: {path})") from None
-        del model, x
+        del model, x, run_step
         snapshot = memory.snapshot() if done else {}
         peak = memory.peak(device)
     finally:
@@ -183,5 +193,5 @@ def record_memory_snapshot(cfg: BenchConfig, *, iters: int = DEFAULT_ITERS, out_
     return MemorySnapshotResult(
         model=cfg.model, device=str(device), input_shape=tuple(shape), dtype=dtype_name(dtype), iters=done,
         path=path if done else None, size_bytes=size, peak_allocated_bytes=peak, entries=entries,
-        segments=segments, cancelled=was_cancelled,
+        segments=segments, cancelled=was_cancelled, step=step.describe(),
     )

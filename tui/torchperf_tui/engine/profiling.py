@@ -97,6 +97,7 @@ class ProfileResult:
     cancelled: bool
     duration_s: float
     notes: list[str] = field(default_factory=list)
+    step: str = "infer"  # what each iteration was: "infer", or "train (sgd)"; " · amp bf16" under autocast
 
     def top(self, n: int = 20) -> list[OpStat]:
         """The first `n` rows, in the result's order."""
@@ -246,7 +247,9 @@ def profile_callable(fn: Callable[[], object], *, device: torch.device | str = "
 def profile_model(cfg: BenchConfig, *, iters: int = DEFAULT_ITERS, warmup: int = DEFAULT_WARMUP,
                   sort_by: str | None = None, trace_path: str | None | bool = None,
                   should_cancel: ShouldCancel | None = None) -> ProfileResult:
-    """Build `cfg.model`, profile `iters` forward passes under `cfg.flags` (restored afterwards).
+    """Build `cfg.model`, profile `iters` iterations under `cfg.flags` (restored afterwards): forward passes,
+    or with `cfg.step == "train"` training steps (forward, loss, backward, optimizer step, under autocast with
+    `cfg.amp`), so the backward's and the optimizer's ops are in the table and the trace.
 
     Sorted by self device time on a GPU, self CPU time on the CPU, unless `sort_by` says otherwise.
     """
@@ -255,22 +258,29 @@ def profile_model(cfg: BenchConfig, *, iters: int = DEFAULT_ITERS, warmup: int =
         from torchperf_tui.engine.output_files import check_output_path
 
         check_output_path(trace_path)  # a path that will be refused is one line now, not after the profile
+    from torchperf_tui.engine.train_step import StepRunner, amp_problem, grad_context
+
     device = resolve_device(cfg.device)
     dtype = parse_dtype(cfg.dtype)
+    step = cfg.step_spec()
+    problem = amp_problem(step.amp, device, dtype)
+    if problem:
+        raise TorchperfError(problem)
     shape = cfg.resolved_shape()
     work = prepare_workload(cfg.model, shape, device, dtype, cfg.channels_last)
     try:
         model, x = work.model, work.x
+        run_step = StepRunner(model, step, device, seed=cfg.seed)
 
-        def forward() -> object:
-            return model(x)
+        def iteration() -> object:
+            return run_step(x)
 
-        with applied_flags(cfg.flags), torch.inference_mode(), \
+        with applied_flags(cfg.flags), grad_context(step), \
                 forward_errors(cfg.model, shape, dtype, device, action="profiling"):
-            ops, facts = profile_callable(forward, device=device, iters=iters, warmup=warmup,
+            ops, facts = profile_callable(iteration, device=device, iters=iters, warmup=warmup,
                                           sort_by=sort_by, trace_path=trace_path, label=cfg.model,
                                           should_cancel=should_cancel)
-        del model, x, forward
+        del model, x, iteration, run_step
     finally:
         work.release()
     notes = []
@@ -281,5 +291,5 @@ def profile_model(cfg: BenchConfig, *, iters: int = DEFAULT_ITERS, warmup: int =
         iters=facts["iters"], activities=facts["activities"], sort_by=facts.get("sort_by", sort_by or ""),
         ops=ops, total_self_cpu_ms=sum(op.self_cpu_ms for op in ops),
         total_self_device_ms=total_self_device_ms(ops), trace_path=facts["trace_path"],
-        cancelled=facts["cancelled"], duration_s=time.time() - started, notes=notes,
+        cancelled=facts["cancelled"], duration_s=time.time() - started, notes=notes, step=step.describe(),
     )

@@ -63,13 +63,13 @@ class RooflineResult:
     device: str
     dtype: str
     input_shape: tuple[int, ...]
-    flops: int
+    flops: int  # of one iteration: a forward pass, or a training step's forward and backward
     bytes_moved: int
     bytes_method: str
     latency_ms: float
     latency_source: str  # e.g. "median of 50 timed iterations"
     achieved_tflops: float
-    achieved_bandwidth_gbs: float  # bytes_moved / latency: the bandwidth the estimate implies
+    achieved_bandwidth_gbs: float | NA  # bytes_moved / latency: the bandwidth the estimate implies
     arithmetic_intensity: float | NA
     peak_tflops: float | NA
     peak_bandwidth_gbs: float | NA
@@ -82,6 +82,7 @@ class RooflineResult:
     peaks_source: str
     layers: list[LayerRoofline] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    step: str = "infer"  # "train": flops and latency are a training step's (bytes and intensity n/a)
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)
@@ -233,16 +234,28 @@ def analyse_roofline(complexity: Any, timing: Any, peaks: RooflinePeaks,
         raise TorchperfError(f"the FLOPs were counted at input {list(complexity.input_shape)} but the timing "
                              f"ran at {list(timed_shape)}: analyse both at the same shape")
     notes = list(peaks.notes)
-    bytes_moved, method = estimate_bytes(complexity)
     seconds = latency_ms / 1000.0
-    achieved = complexity.flops / seconds / 1e12
-    achieved_bw = bytes_moved / seconds / 1e9
-    intensity: float | NA = complexity.flops / bytes_moved if bytes_moved > 0 else NA("no bytes estimated")
-    if complexity.flops == 0:
+    training = getattr(complexity, "step", "infer") == "train"
+    flops = complexity.step_flops if training else complexity.flops
+    achieved = flops / seconds / 1e12
+    if training:
+        # The byte estimate reads each layer's forward tensors once; a backward reads them again, with the
+        # gradients, and the optimizer reads and writes every weight and its state: no honest single count.
+        bytes_moved, method = 0, "not estimated for a training step (only a forward pass's are)"
+        why = "the bytes a training step moves are not estimated"
+        achieved_bw: float | NA = NA(why)
+        intensity: float | NA = NA(why)
+        notes.append(f"FLOPs of one training step: forward {complexity.flops:,} + backward "
+                     f"{complexity.backward_flops or 0:,} (the optimizer's element-wise update is not counted)")
+    else:
+        bytes_moved, method = estimate_bytes(complexity)
+        achieved_bw = bytes_moved / seconds / 1e9
+        intensity = complexity.flops / bytes_moved if bytes_moved > 0 else NA("no bytes estimated")
+    if flops == 0:
         notes.append("the FLOP counter counted nothing for this model (ops it does not know)")
     bound = attainable(intensity, peaks)
     layers = []
-    for layer in complexity.layers:
+    for layer in ([] if training else complexity.layers):
         nbytes = layer_bytes(layer, complexity.dtype)
         li: float | NA = layer.flops / nbytes if nbytes > 0 else NA("no bytes estimated for this row")
         lbound = attainable(li, peaks)
@@ -257,14 +270,14 @@ def analyse_roofline(complexity: Any, timing: Any, peaks: RooflinePeaks,
                                     _pct(l_achieved, lbound)))
     return RooflineResult(
         model=complexity.model, device=peaks.device, dtype=complexity.dtype,
-        input_shape=tuple(complexity.input_shape), flops=int(complexity.flops), bytes_moved=bytes_moved,
+        input_shape=tuple(complexity.input_shape), flops=int(flops), bytes_moved=bytes_moved,
         bytes_method=method, latency_ms=latency_ms, latency_source=latency_source,
         achieved_tflops=achieved, achieved_bandwidth_gbs=achieved_bw, arithmetic_intensity=intensity,
         peak_tflops=peaks.peak_tflops, peak_bandwidth_gbs=peaks.peak_bandwidth_gbs,
         mfu_pct=_pct(achieved, peaks.peak_tflops), bandwidth_pct=_pct(achieved_bw, peaks.peak_bandwidth_gbs),
         ridge_flops_per_byte=peaks.ridge_flops_per_byte, side=classify(intensity, peaks.ridge_flops_per_byte),
         attainable_tflops=bound, roofline_pct=_pct(achieved, bound), peaks_source=peaks.source,
-        layers=layers, notes=notes,
+        layers=layers, notes=notes, step="train" if training else "infer",
     )
 
 

@@ -26,6 +26,11 @@ the peak RSS growth of the largest batch that fitted so far scaled by batch (or,
 from the activation bytes of the complexity analysis), and a try whose estimate is over the cap counts as
 out of memory without being run; a try whose measured peak went over the cap counts as not fitting too.
 
+With `cfg.step == "train"` every try is a training step (engine/train_step.py): forward, loss, backward and
+the optimizer step, under autocast with `cfg.amp`. The largest batch that fits is then the largest that fits
+*for training*: activations are kept for the backward, and gradients and optimizer state are resident too.
+The weights train as the search goes (nothing there depends on their values).
+
 `search_max_batch` is the pure search over a `try_batch(batch, warmup, iters)` callable (the seam tests
 drive with the real `torch.OutOfMemoryError`); `find_max_batch` builds the model and runs it.
 """
@@ -165,6 +170,7 @@ class ThroughputResult:
     time_budget_s: float | None
     to_oom: bool  # the plateau rule was off: growth went on to a failure or the bound
     notes: list[str] = field(default_factory=list)
+    step: str = "infer"  # what each iteration was: "infer", or "train (sgd)"; " · amp bf16" under autocast
 
     @property
     def points(self) -> list[BatchTry]:
@@ -480,8 +486,13 @@ class ModelBatchRunner:
     def __init__(self, model: torch.nn.Module, sample_shape: tuple[int, ...], *, device: torch.device,
                  dtype: torch.dtype, channels_last: bool = False, memory_cap_bytes: int | None = None,
                  activation_bytes_per_sample: int | None = None,
-                 should_cancel: ShouldCancel | None = None) -> None:
+                 should_cancel: ShouldCancel | None = None, step=None, seed: int = 0) -> None:
+        """`step`: a train_step.StepSpec (None: an inference pass), run by a StepRunner kept across tries (its
+        optimizer state is allocated once, at the first try, as in a training loop)."""
+        from torchperf_tui.engine.train_step import StepRunner, StepSpec
+
         self.model = model
+        self.run_step = StepRunner(model, step or StepSpec(), device, seed=seed)
         self.sample_shape = tuple(sample_shape)
         self.device = device
         self.dtype = dtype
@@ -541,8 +552,8 @@ class ModelBatchRunner:
             torch.cuda.reset_peak_memory_stats(self.device)
             allocated_before = torch.cuda.memory_allocated(self.device)
         x = make_input(shape, dtype=self.dtype, device=self.device, channels_last=self.channels_last)
-        model = self.model
-        times = run_timed_loop(lambda: model(x), device=self.device, warmup=warmup, iters=iters,
+        run_step = self.run_step
+        times = run_timed_loop(lambda: run_step(x), device=self.device, warmup=warmup, iters=iters,
                                should_cancel=self.should_cancel)
         x = None  # the input goes before the peak is read and before the next, larger try
         if on_cpu:
@@ -563,7 +574,9 @@ class ModelBatchRunner:
 
 def _activation_bytes_per_sample(cfg: BenchConfig, shape: tuple[int, ...]) -> int | None:
     """Sum of every layer's output bytes for one sample: an upper bound on live activations under
-    inference mode (outputs are freed as soon as the next layer has read them). None if analysis fails."""
+    inference mode (outputs are freed as soon as the next layer has read them), and about what a training
+    step keeps for its backward (its gradients come on top, which the first try's measured growth
+    catches). None if analysis fails."""
     from torchperf_tui.engine.complexity import analyse_complexity
 
     try:
@@ -604,9 +617,15 @@ def find_max_batch(cfg: BenchConfig, *, max_batch: int = DEFAULT_MAX_BATCH, reso
     built here and dropped at the end. Raises OutOfMemory when no batch fits, or when even the batches that
     fitted in the search do not in the final measurement: a result that is not cancelled has a samples/s.
     """
+    from torchperf_tui.engine.train_step import amp_problem, grad_context
+
     started = clock()
     device = resolve_device(cfg.device)
     dtype = parse_dtype(cfg.dtype)
+    step = cfg.step_spec()
+    problem = amp_problem(step.amp, device, dtype)
+    if problem:
+        raise TorchperfError(problem)
     sample_shape = tuple(cfg.resolved_shape()[1:])
     on_cuda = device.type == "cuda"
     notes: list[str] = []
@@ -649,13 +668,14 @@ def find_max_batch(cfg: BenchConfig, *, max_batch: int = DEFAULT_MAX_BATCH, reso
         runner = ModelBatchRunner(model, sample_shape, device=device, dtype=dtype,
                                   channels_last=cfg.channels_last,
                                   memory_cap_bytes=None if on_cuda else memory_cap_bytes,
-                                  activation_bytes_per_sample=per_sample, should_cancel=should_cancel)
+                                  activation_bytes_per_sample=per_sample, should_cancel=should_cancel,
+                                  step=step, seed=cfg.seed)
     # The measurement after the search runs the best batch 1 + warm-up + iterations times, a try 1 + ...:
     # a try is only started if the measurement that may follow it fits in the budget too.
     reserve = (1 + measure_warmup + measure_iters) / (1 + try_warmup + try_iters)
     measurements: list[BatchTry] = []
     try:
-        with applied_flags(cfg.flags), torch.inference_mode():
+        with applied_flags(cfg.flags), grad_context(step):
             with forward_errors(cfg.model, (1, *sample_shape), dtype, device):
                 outcome = search_max_batch(runner, max_batch=max_batch, resolution=resolution,
                                            warmup=try_warmup, iters=try_iters, to_oom=to_oom,
@@ -717,7 +737,7 @@ def find_max_batch(cfg: BenchConfig, *, max_batch: int = DEFAULT_MAX_BATCH, reso
         stop_rule=StopRule.CANCELLED if cancelled else outcome.stop_rule,
         stop_reason="cancelled" if cancelled else outcome.stop_reason,
         limit_found=limit_found, first_failure=first_failure, time_budget_s=time_budget_s, to_oom=to_oom,
-        notes=notes,
+        notes=notes, step=step.describe(),
     )
 
 

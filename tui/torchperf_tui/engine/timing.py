@@ -119,6 +119,10 @@ class TimingResult:
     optimizer: str | None = None  # a training step's optimizer
     amp: str | None = None  # mixed precision: None, "fp16" or "bf16"
     loss: str | None = None  # a training step's loss (engine.train_step: cross-entropy or the sum of outputs)
+    # CUDA, a training step: the allocator's peak over the warm-up and timed steps (activations kept for the
+    # backward, gradients, optimizer state), and over one forward pass without gradients before them.
+    step_peak_bytes: int | None = None
+    forward_peak_bytes: int | None = None
 
     @property
     def batch(self) -> int:
@@ -271,6 +275,7 @@ def run_benchmark(cfg: BenchConfig, on_sample: OnSample | None = None,
             forward, compile_s, compile_error = _maybe_compile(work.model, work.x, cfg.compile, device)
             runner = StepRunner(work.model, step, device, seed=cfg.seed, forward=forward)
             work.x = None  # the feed holds the input from here on
+            forward_peak = runner.forward_only_peak(feed.x) if step.training else None
 
             def before(phase: str, index: int) -> None:
                 memory.sample()
@@ -283,6 +288,7 @@ def run_benchmark(cfg: BenchConfig, on_sample: OnSample | None = None,
                                        iters=cfg.iters, on_sample=on_sample, should_cancel=should_cancel,
                                        before_iteration=before)
             in_effect = Flags.current()  # what torch itself reported, read once the loop is over
+            step_peak = int(torch.cuda.max_memory_allocated(device)) if forward_peak is not None else None
             memory.sample()
             loss_kind = runner.loss_kind
             del runner
@@ -333,6 +339,8 @@ def run_benchmark(cfg: BenchConfig, on_sample: OnSample | None = None,
         optimizer=step.optimizer if step.training else None,
         amp=step.amp,
         loss=loss_kind,
+        step_peak_bytes=step_peak,
+        forward_peak_bytes=forward_peak,
     )
 
 

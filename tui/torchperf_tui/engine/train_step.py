@@ -111,6 +111,22 @@ class StepRunner:
         else:  # an inference pass after a training one on the same model (an A/B of the two) must not train
             model.eval()
 
+    def forward_only_peak(self, x: torch.Tensor) -> int | None:
+        """CUDA: the caching allocator's peak over one forward pass without gradients, under this step's
+        autocast, measured before the first training step (no gradients or optimizer state exist yet): the
+        memory an inference pass needs, to set beside a training step's peak. The peak statistics are reset
+        afterwards so the next reading is the training steps' own. None off CUDA (no allocator statistics)."""
+        if self.device.type != "cuda":
+            return None
+        torch.cuda.synchronize(self.device)
+        torch.cuda.reset_peak_memory_stats(self.device)
+        with torch.no_grad(), self.autocast():
+            self.forward(x)
+        torch.cuda.synchronize(self.device)
+        peak = int(torch.cuda.max_memory_allocated(self.device))
+        torch.cuda.reset_peak_memory_stats(self.device)
+        return peak
+
     def autocast(self):
         if self.spec.amp is None:
             return contextlib.nullcontext()

@@ -26,15 +26,19 @@ def save_to_history(result: Any, path: Any = None, fingerprint: dict | None = No
 
 def roofline_of_run(result: Any, report: Any = None, peak_tflops: float | None = None,
                     peak_bandwidth_gbs: float | None = None):
-    """A finished TimingResult on the roofline: FLOPs counted at the run's own input and dtype, peaks from
-    `report` (the device report; probed when None on CUDA), or the user's overrides. Needs torch."""
+    """A finished TimingResult on the roofline: FLOPs counted at the run's own input and dtype (a training
+    run's forward and backward), peaks from `report` (the device report; probed when None on CUDA), or the
+    user's overrides; under autocast the peaks of the autocast dtype, which its convolutions and matmuls run
+    in. Needs torch."""
     from torchperf_tui.engine.complexity import analyse_complexity
     from torchperf_tui.engine.errors import TorchperfError
     from torchperf_tui.engine.roofline import analyse_roofline, gpu_for_device, peaks_for
 
     if result.shapes != "fixed":
         raise TorchperfError(f"shape schedule {result.shapes}: the roofline needs one input shape")
-    complexity = analyse_complexity(result.model, result.input_shape, dtype=result.dtype, layers=True)
+    step = getattr(result, "step", "infer")
+    complexity = analyse_complexity(result.model, result.input_shape, dtype=result.dtype, layers=True,
+                                    step=step)
     gpu = None
     if result.device.startswith("cuda"):
         if report is None:
@@ -43,6 +47,12 @@ def roofline_of_run(result: Any, report: Any = None, peak_tflops: float | None =
             report = probe_device()
         gpu = gpu_for_device(report, result.device)
     flags = result.flags
-    peaks = peaks_for(result.device, result.dtype, gpu, tf32=flags.tf32_cudnn or flags.tf32_matmul,
+    amp = getattr(result, "amp", None)
+    compute_dtype = {"fp16": "float16", "bf16": "bfloat16"}.get(amp, result.dtype)
+    peaks = peaks_for(result.device, compute_dtype, gpu, tf32=flags.tf32_cudnn or flags.tf32_matmul,
                       peak_tflops=peak_tflops, peak_bandwidth_gbs=peak_bandwidth_gbs)
-    return analyse_roofline(complexity, result, peaks)
+    roofline = analyse_roofline(complexity, result, peaks)
+    if amp:
+        roofline.notes.append(f"autocast {amp}: the peaks are {compute_dtype}'s, which its convolutions and "
+                              "matmuls run in (the FLOPs are the same count)")
+    return roofline
