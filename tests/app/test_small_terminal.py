@@ -8,7 +8,7 @@ from __future__ import annotations
 from textual.widgets import Footer, Input, Tab
 from textual.widgets._footer import FooterKey
 
-from tests.app.helpers import screen_text, wait_until
+from tests.app.helpers import flip, screen_text, wait_until
 
 # Bar glyphs textual-plot draws (full and quadrant blocks); an axis alone has none of them.
 BAR_GLYPHS = set("█▄▀▌▐▖▗▘▝▙▚▛▜▞▟")
@@ -187,7 +187,7 @@ async def test_at_80x24_layers_history_and_compare_keep_their_key_columns_in_sig
             assert column_in_sight(layers, key), key
         await pilot.press("1")
         await run_and_wait(pilot)
-        await pilot.click("#flag-mkldnn_enabled")  # run 2, oneDNN off: like for like with run 1
+        await flip(pilot, "mkldnn_enabled")  # run 2, oneDNN off: like for like with run 1
         await wait_until(pilot, lambda: app.session.runs.get(2) is not None and app.session.runs.get(2).finished,
                          what="run 2")
         await pilot.press("escape", "2")
@@ -274,6 +274,12 @@ async def test_a_training_step_with_mixed_precision_is_a_run_option(tiny_app):
         app.main.query_one("#option-step", Select).value = "train:adamw"  # a changed step starts run 2
         await wait_until(pilot, lambda: app.session.runs.get(2) is not None and app.session.runs.get(2).finished,
                          what="run 2")
+        # The Layers tab counts the training step's backward per layer, in a column of its own.
+        picker = app.pane("picker")
+        await wait_until(pilot, lambda: picker.complexity is not None and picker.complexity.step == "train",
+                         what="the training step's analysis")
+        await wait_until(pilot, lambda: "bwd" in app.main.query_one("#layers-table").columns, what="the column")
+        assert "+ backward" in screen_text(app, "#layers-summary")
         app.main.query_one("#option-amp", Select).value = "bf16"  # run 3
         await wait_until(pilot, lambda: app.session.runs.get(3) is not None and app.session.runs.get(3).finished,
                          what="run 3")
@@ -281,17 +287,20 @@ async def test_a_training_step_with_mixed_precision_is_a_run_option(tiny_app):
         assert run.status == "done", run.error
         assert (run.result.step, run.result.optimizer, run.result.amp) == ("train", "adamw", "bf16")
         assert "train (adamw) · amp bf16" in screen_text(app, "#run-status")
-        await wait_until(pilot, lambda: "roofline" in screen_text(app, "#run-roofline"), what="the roofline line")
-        assert "n/a for train (adamw) · amp bf16" in screen_text(app, "#run-roofline")
+        await wait_until(pilot, lambda: "achieved" in screen_text(app, "#run-roofline"), what="the roofline line")
+        line = screen_text(app, "#run-roofline")  # FLOPs of forward and backward over the step's median
+        assert "run #3 roofline of a training step" in line and "intensity n/a" in line, line
         # Compare puts no speed-up between an inference run and a training step.
         from torchperf_tui.app.run_setup import speedup_text
 
         assert speedup_text(app.session.runs.get(3), app.session.runs.get(1)) == "n/a: step"
-        # A job that measures inference passes only says so instead of measuring the wrong thing.
+        # The throughput search takes the same step: each try is a training step under autocast.
+        app.session.max_batch = 4
         await pilot.press("t")
-        await pilot.pause(0.3)
-        assert any("inference passes only" in n.message for n in app._notifications)
-        assert not app.pane("throughput").jobs.busy("search")
+        status = lambda: screen_text(app, "#throughput-status")  # noqa: E731
+        await wait_until(pilot, lambda: "done" in status() or "error" in status(), what="the search")
+        assert "train (adamw) · amp bf16 · done" in status(), status()
+        assert "samples/s at batch" in screen_text(app, "#throughput-summary")
 
 
 async def test_d_checks_a_training_step_when_step_is_train(tiny_app):

@@ -28,7 +28,8 @@ def test_no_shape_typed_means_the_models_default_at_the_batch_and_eager_means_no
     cfg = Selection(spec="resnet18", batch="2").config()
     assert cfg.input_shape is None and cfg.batch == 2 and cfg.compile is None and cfg.flags == Flags()
     assert Selection(spec="x", batch="2").analysis_params() == {"spec": "x", "batch": 2, "dims": None,
-                                                                "dtype": "float32"}
+                                                                "dtype": "float32", "step": "infer"}
+    assert Selection(spec="x", step="train").analysis_params()["step"] == "train"  # the backward per layer too
     assert Selection(spec="x", shape="3x8x8").analysis_params()["dims"] == (3, 8, 8)
 
 

@@ -227,6 +227,8 @@ class TorchperfApp(App):
 
     @while_running
     def on_run_options_pane_changed(self, message) -> None:
+        if message.name == "step":  # the Layers tab counts a training step's backward per layer
+            self.pane("picker").reanalyse()
         if message.name in ("shapes", "compile", "step", "amp") and self.pane("picker").spec is not None \
                 and self.session.has("timing"):
             self.pane("timing").start_run()

@@ -44,18 +44,11 @@ class JobSlots:
         """The message's event when its job is the slot's current one, else None (a replaced job's answer)."""
         return message.event if self.current(message) else None
 
-    def config(self, selection, on_error, flags: Any = None, slot: str | None = None,
-               inference_only: str | None = None):
+    def config(self, selection, on_error, flags: Any = None, slot: str | None = None):
         """The selection's BenchConfig (with `flags` for an arm), or None after `on_error(line)` when the engine
-        refuses the input (a bad shape or batch), or when the job (`inference_only` names it) measures inference
-        passes only and the selection asks for a training step or mixed precision; with `slot`, the job there is
-        cancelled too, as the new request replaces it."""
+        refuses the input (a bad shape or batch); with `slot`, the job there is cancelled too, as the new
+        request replaces it."""
         try:
-            if inference_only and (selection.step != "infer" or selection.amp):
-                from torchperf_tui.engine.errors import TorchperfError
-
-                raise TorchperfError(f"{inference_only} measures inference passes only, so far: set step to infer "
-                                     "and amp off (timing and A/B take training steps and mixed precision)")
             return selection.config(flags)
         except Exception as exc:
             from torchperf_tui.engine.errors import user_message

@@ -69,7 +69,7 @@ class Selection:
         """The measurement process's "analyse" job: the model at the typed input (dims None: its default)."""
         shape = self.full_shape()
         return {"spec": self.spec, "batch": self.batch_size(), "dims": tuple(shape[1:]) if shape else None,
-                "dtype": self.dtype}
+                "dtype": self.dtype, "step": self.step}
 
     def input_text(self, default_shape: tuple | None = None) -> str:
         """'1x3x224x224' for lines that say what a job is doing: the typed shape, else the model's default

@@ -113,8 +113,8 @@ def run_catalogue(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 
 
 def run_analyse(params: dict, ctx: JobContext) -> tuple[Any, dict]:
-    """params: spec, batch, dims (the typed shape without batch, or None for the model's default), dtype.
-    -> (Complexity, {"entry": ModelEntry})."""
+    """params: spec, batch, dims (the typed shape without batch, or None for the model's default), dtype, step
+    ("train": the backward counted too, per layer). -> (Complexity, {"entry": ModelEntry})."""
     from torchperf_tui.engine.complexity import analyse_complexity
     from torchperf_tui.engine.inputs import check_dims
     from torchperf_tui.engine.models import resolve_model
@@ -122,7 +122,8 @@ def run_analyse(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     entry = resolve_model(params["spec"])
     dims = params.get("dims") or tuple(entry.input_shape)
     shape = check_dims((params["batch"], *dims))
-    return analyse_complexity(params["spec"], shape, dtype=params["dtype"]), {"entry": entry}
+    return (analyse_complexity(params["spec"], shape, dtype=params["dtype"], step=params.get("step", "infer")),
+            {"entry": entry})
 
 
 def _history_extra(result: Any) -> dict:

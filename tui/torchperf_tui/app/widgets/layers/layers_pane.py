@@ -20,9 +20,12 @@ def shape_text(shape) -> str:
 
 
 def complexity_summary(cx) -> str:
-    """One line: parameters, size, FLOPs and MACs of a Complexity."""
+    """One line: parameters, size, FLOPs and MACs of a Complexity (of a training step: its backward too)."""
+    backward = getattr(cx, "backward_flops", None)
+    step = (f" + backward {format_count(backward, 'FLOPs')} (training step {cx.step_flops / cx.flops:.2f}x)"
+            if backward is not None and cx.flops else "")
     return (f"{format_count(cx.params_total)} params · {format_bytes(cx.size_bytes)} · "
-            f"{format_count(cx.flops, 'FLOPs')} ({format_count(cx.macs, 'MACs')}) · "
+            f"{format_count(cx.flops, 'FLOPs')} ({format_count(cx.macs, 'MACs')}){step} · "
             f"input {shape_text(cx.input_shape)} {cx.dtype}")
 
 
@@ -31,6 +34,13 @@ def complexity_summary(cx) -> str:
 COLUMNS = (("name", "layer"), ("flops", "FLOPs"), ("share", "% FLOPs"), ("params", "params"), ("type", "type"),
            ("out", "output"), ("bytes", "out bytes"), ("intensity", "FLOP/byte"), ("side", "bound"))
 MIN_NAME = 10
+
+
+def columns_for(cx) -> tuple:
+    """The table's columns for a Complexity: a training step's has its backward FLOPs beside the forward's."""
+    if getattr(cx, "backward_flops", None) is None:
+        return COLUMNS
+    return COLUMNS[:3] + (("bwd", "bwd FLOPs"),) + COLUMNS[3:]
 
 
 def fit_name(name: str, width: int) -> str:
@@ -62,9 +72,9 @@ class LayersPane(Vertical):
         self._columns(self.query_one(DataTable))
 
     @staticmethod
-    def _columns(table: DataTable) -> None:
+    def _columns(table: DataTable, columns: tuple = COLUMNS) -> None:
         table.clear(columns=True)
-        for key, label in COLUMNS:
+        for key, label in columns:
             table.add_column(label, key=key)
 
     def on_resize(self, event) -> None:
@@ -81,19 +91,24 @@ class LayersPane(Vertical):
         cursor = table.cursor_row
         self._row_of = {}
         total = cx.flops or 0
+        columns = columns_for(cx)
+        training = columns is not COLUMNS
         rows = []
         for i, layer in enumerate(cx.layers):
             self._row_of.setdefault(layer.name, f"{i}")
             share = f"{100.0 * layer.flops / total:.1f}" if total and isinstance(layer.flops, (int, float)) else "–"
-            rows.append([layer.name or "(model)", format_count(layer.flops), share, format_count(layer.params),
-                         layer.type, shape_text(layer.output_shape), format_bytes(layer.output_bytes), "–", "–"])
-        # The name gets what FLOPs, its share and params leave of the width (each: its widest cell + 2).
+            backward = [format_count(layer.backward_flops or 0)] if training else []
+            rows.append([layer.name or "(model)", format_count(layer.flops), share, *backward,
+                         format_count(layer.params), layer.type, shape_text(layer.output_shape),
+                         format_bytes(layer.output_bytes), "–", "–"])
+        # The name gets what the numbers beside it leave of the width (each: its widest cell + 2): FLOPs, their
+        # share (a training step's backward FLOPs) and params.
         beside = sum(max([len(label)] + [len(row[i]) for row in rows]) + 2
-                     for i, (_, label) in enumerate(COLUMNS) if i in (1, 2, 3))
+                     for i, (_, label) in enumerate(columns) if 1 <= i <= (4 if training else 3))
         self._fitted_to = self.size.width
         scrollbar = 2 if len(rows) + 1 > table.size.height else 0
         width = max(MIN_NAME, self.size.width - scrollbar - beside - 2)  # 2: its own cell padding
-        self._columns(table)
+        self._columns(table, columns)
         for i, row in enumerate(rows):
             row[0] = fit_name(row[0], width)
             table.add_row(*row, key=f"{i}")

@@ -404,12 +404,11 @@ class MemoryPane(Vertical):
             self.app.notify(session.engine.memsnap.NOT_CUDA, title="memory snapshot", severity="warning", timeout=8)
             return
         cfg = self.jobs.config(selection, lambda error: self.app.notify(error, title="memsnap failed",
-                                                                        severity="error", timeout=8),
-                               inference_only="a memory snapshot")
+                                                                        severity="error", timeout=8))
         if cfg is None:
             return
-        self.app.notify(f"recording the allocator's history over {selection.spec}…", title="memory snapshot",
-                        timeout=3)
+        self.app.notify(f"recording the allocator's history over {selection.spec} ({selection.step_text()})…",
+                        title="memory snapshot", timeout=3)
         self.jobs.start("snapshot", "memsnap", {"cfg": cfg},
                         f"recording the allocator's history over {selection.spec}")
 

@@ -221,6 +221,11 @@ class ModelPicker(Vertical):
         with field.prevent(Input.Changed):
             field.value = "x".join(str(d) for d in shape)
 
+    def reanalyse(self) -> None:
+        """Analyse the chosen model again (the step changed: a training step's backward is counted too)."""
+        if self.spec is not None:
+            self._analyse()
+
     @on(Input.Submitted, "#shape, #batch")
     @on(Select.Changed, "#dtype")
     @on(Checkbox.Changed, "#channels-last")

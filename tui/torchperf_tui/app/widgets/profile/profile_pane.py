@@ -64,8 +64,8 @@ class ProfilePane(Vertical):
         session = self.app.session
         self.screen.show_tab("profile")
         self.status = (f"[b]{selection.spec}[/] on {session.resolved_device()} · profiling "
-                         f"{session.profile_iters} iterations…")
-        cfg = self.jobs.config(selection, self._failed, slot="profile", inference_only="the profiler")
+                         f"{session.profile_iters} iterations, {selection.step_text()}…")
+        cfg = self.jobs.config(selection, self._failed, slot="profile")
         if cfg is None:
             return
         self.jobs.start("profile", "profile", {"cfg": cfg, "iters": session.profile_iters},
@@ -158,5 +158,5 @@ class ProfilePane(Vertical):
         cancelled = " · cancelled" if result.cancelled else ""
         self.status = (
             f"[b]{result.model}[/] {'x'.join(map(str, result.input_shape))} {result.dtype} on {result.device} · "
-            f"{result.iters} iterations{cancelled} · {len(result.ops)} ops · by [b]{self.sort_key or 'self time'}[/] "
+            f"{result.iters} iterations, {result.step}{cancelled} · {len(result.ops)} ops · by [b]{self.sort_key or 'self time'}[/] "
             "(o or a header: sort)")

@@ -136,11 +136,10 @@ class ThroughputPane(Vertical):
         self.query_one(DataTable).clear()
         self.query_one("#throughput-summary", Static).update("")
         self.query_one(ThroughputPlot).show_points([])
-        self.status = (f"[b]{selection.spec}[/] on {session.resolved_device()} · "
+        self.status = (f"[b]{selection.spec}[/] on {session.resolved_device()} · {selection.step_text()} · "
                          f"{selection.flags.describe(session.device_kind())} · searching: doubling the batch until "
                          "samples/s stops improving, it does not fit, or the time budget runs out…")
-        cfg = self.jobs.config(selection, self._failed, slot="search",
-                               inference_only="the throughput search")
+        cfg = self.jobs.config(selection, self._failed, slot="search")
         if cfg is None:
             return
         options = {} if session.max_batch is None else {"max_batch": session.max_batch}
@@ -160,7 +159,8 @@ class ThroughputPane(Vertical):
             result = event.result
             self.show_result(result)
             self.status = (f"[b]{result.model}[/] {'x'.join(map(str, result.sample_shape))} per sample, "
-                             f"{result.dtype} on {result.device} · {'cancelled' if result.cancelled else 'done'}")
+                             f"{result.dtype} on {result.device} · {result.step} · "
+                             f"{'cancelled' if result.cancelled else 'done'}")
             if not result.cancelled:
                 self.app.notify(f"{result.model}: {result.headline()}", title="throughput", timeout=4)
 

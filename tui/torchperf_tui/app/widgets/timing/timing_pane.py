@@ -16,7 +16,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import ProgressBar, Static
 
-from torchperf_tui.formatting import format_count, format_ms, format_number
+from torchperf_tui.formatting import format_bytes, format_count, format_ms, format_number
 from torchperf_tui.app.job_slots import JobSlots
 from torchperf_tui.app.messages import JobEvent, RunsChanged
 from torchperf_tui.app.runs import RunRecord, save_run
@@ -53,8 +53,17 @@ def stats_text(record, compact: bool = False) -> str:
                 f"p99 {format_ms(s.p99_ms)}\n"
                 f"std {format_ms(s.std_ms)}  FPS {format_number(s.fps_at_median, digits=1)} at p50 "
                 f"({format_number(s.fps, digits=1)} at the mean)  first {first}  n={s.n}")
-    extra = [line for line in (shapes_text(record), compile_text(record)) if line]
+    extra = [line for line in (shapes_text(record), compile_text(record), peak_text(record)) if line]
     return "\n".join([text, *extra])
+
+
+def peak_text(record) -> str:
+    """A finished CUDA training run: the allocator's peak over its steps beside one forward pass's alone."""
+    result = record.result
+    if getattr(result, "step_peak_bytes", None) is None:
+        return ""
+    return (f"peak allocated: training step {format_bytes(result.step_peak_bytes)} · forward pass alone "
+            f"{format_bytes(result.forward_peak_bytes)}")
 
 
 def _median(values) -> float | None:
@@ -109,7 +118,8 @@ def roofline_text(result) -> str:
     side = f"{result.side} bound" if isinstance(result.side, str) else "side n/a"
     ridge = _value(result.ridge_flops_per_byte, ".1f")
     achieved = format_count(result.achieved_tflops * 1e12, "FLOP/s")
-    text = (f"roofline: {achieved} achieved · MFU {mfu} · intensity "
+    of = " of a training step" if getattr(result, "step", "infer") == "train" else ""
+    text = (f"roofline{of}: {achieved} achieved · MFU {mfu} · intensity "
             f"{_value(result.arithmetic_intensity, '.1f', ' FLOP/byte')} (ridge {ridge}) · {side}")
     if any(hasattr(value, "reason") for value in (result.mfu_pct, result.ridge_flops_per_byte, result.side)):
         text += " · why n/a: Device tab"
@@ -308,10 +318,6 @@ class TimingPane(Vertical):
             self.app.notify(f"{record.label} {record.model}: median {format_ms(record.stats.p50_ms)}, "
                             f"p99 {format_ms(record.stats.p99_ms)}", title="run finished", timeout=4)
         save_run(self, result, fingerprint)
-        if record.step != "infer":  # the analysis counts a forward pass in float32
-            self.roofline = (f"run {record.label} roofline: n/a for {record.step} (FLOPs are counted for a "
-                             "forward pass without autocast, so far)", None)
-            return
         if result.shapes != "fixed":  # FLOPs and bytes are counted at one input shape
             self.roofline = (f"run {record.label} roofline: n/a under shape schedule {result.shapes} (it needs "
                              "one input shape: time the model at a fixed shape for it)", None)
