@@ -14,10 +14,10 @@ def banner(app) -> str:
 async def test_the_demo_plays_its_first_steps_hands_free_with_cpu_analogues():
     app = TorchperfApp(model=TINY, demo=True, demo_pace=0.0, poll_telemetry=False, warmup=1, iters=5)
     async with app.run_test(size=(110, 34)) as pilot:
-        await wait_until(pilot, lambda: "demo 1/5" in banner(app), what="step 1")
+        await wait_until(pilot, lambda: "demo 1/6" in banner(app), what="step 1")
         assert "oneDNN on vs off, fixed shape" in banner(app) and "GPU-only" in banner(app)
         assert "any key takes over" in banner(app)
-        await wait_until(pilot, lambda: "demo 2/5" in banner(app), what="step 2")
+        await wait_until(pilot, lambda: "demo 2/6" in banner(app), what="step 2")
         # step 1 was an interleaved comparison of oneDNN on (A) against off (B), with a verdict
         first_b = app.session.runs.get(2)
         assert first_b.arm == "B" and first_b.status == "done" and first_b.verdict is not None
@@ -25,9 +25,15 @@ async def test_the_demo_plays_its_first_steps_hands_free_with_cpu_analogues():
         await wait_until(pilot, lambda: app.session.runs.get(4) is not None and app.session.runs.get(4).finished,
                          what="step 2's A/B")
         assert app.session.runs.get(4).arm == "B" and app.session.runs.get(4).shapes == "random"
-        await wait_until(pilot, lambda: "demo 3/5" in banner(app), what="step 3")
-        await wait_until(pilot, lambda: "demo 5/5" in banner(app), timeout=180, what="the end")
-        assert app.pane("timing").last_determinism is not None and app.pane("memory").last_release is not None
+        await wait_until(pilot, lambda: "demo 3/6" in banner(app), what="step 3")
+        await wait_until(pilot, lambda: "demo 4/6" in banner(app), timeout=180, what="step 4")
+        assert "a training step" in banner(app)
+        await wait_until(pilot, lambda: "demo 6/6" in banner(app), timeout=180, what="the end")
+        # step 4 compared a training step under deterministic algorithms off and on, then checked its gradients
+        train_b = app.session.runs.get(8)
+        assert train_b.arm == "B" and train_b.status == "done" and train_b.step.startswith("train")
+        assert app.pane("timing").last_determinism.step == "train" and app.pane("memory").last_release is not None
+        assert app.pane("options").options["step"] == "infer"  # and put the step back
         assert app.pane("flags").flags == app.session.engine.flags.Flags()  # the demo put the flags back
         assert not app.demo.running
 
@@ -35,7 +41,7 @@ async def test_the_demo_plays_its_first_steps_hands_free_with_cpu_analogues():
 async def test_any_key_takes_over_from_the_demo():
     app = TorchperfApp(model=TINY, demo=True, demo_pace=30.0, poll_telemetry=False, warmup=1, iters=5)
     async with app.run_test(size=(110, 34)) as pilot:
-        await wait_until(pilot, lambda: "demo 1/5" in banner(app), what="step 1")
+        await wait_until(pilot, lambda: "demo 1/6" in banner(app), what="step 1")
         await pilot.press("2")  # a user switches to Compare: the demo stops, the key still works
         assert not app.demo.running and "the keys are yours" in banner(app)
         assert app.main.active_tab() == "compare"

@@ -3,7 +3,8 @@ announced in a banner and paced for an audience. Any key takes over.
 
 The story, on a GPU: cudnn.benchmark off vs on at a fixed shape (interleaved A/B with a verdict), the same
 with random shapes (benchmark re-tunes for every new one), cudnn.deterministic on (its cost, then the
-determinism check's bit-equality), and a memory release on the Memory tab. On a CPU box each GPU-only flag
+determinism check's bit-equality), the same for a training step (forward, loss, backward, SGD: where
+non-determinism lives, in the gradients), and a memory release on the Memory tab. On a CPU box each GPU-only flag
 is replaced by its CPU analogue (oneDNN, deterministic algorithms) and the banner says so.
 
 The director drives the panes only through what their keys call (the A/B, the determinism check, the
@@ -34,6 +35,8 @@ def story(on_gpu: bool) -> list[DemoStep]:
                           "it re-tunes for every new shape: watch the win shrink or turn into a loss")
         third = DemoStep("cudnn.deterministic on: its cost, and bit-equality",
                          "A/B of its speed, then the same input twice: bitwise equal or not")
+        training = DemoStep("a training step: cudnn.deterministic off vs on",
+                            "forward, loss, backward, SGD: its cost, then gradients and updated weights bit for bit")
     else:
         first = DemoStep("oneDNN on vs off, fixed shape (cudnn.benchmark is GPU-only; this is its CPU analogue)",
                          "A/B interleaved in blocks: the verdict says whether the difference is real")
@@ -41,9 +44,11 @@ def story(on_gpu: bool) -> list[DemoStep]:
                           "oneDNN builds primitives per new shape, as cudnn.benchmark re-tunes on a GPU")
         third = DemoStep("deterministic algorithms on: cost and bit-equality (cudnn.deterministic is GPU-only)",
                          "A/B of the speed, then the same input twice: bitwise equal or not")
+        training = DemoStep("a training step: deterministic algorithms off vs on",
+                            "forward, loss, backward, SGD: its cost, then gradients and updated weights bit for bit")
     fourth = DemoStep("release cached memory and watch the curve drop",
                       "the chart marks the instant and what was freed")
-    return [first, second, third, fourth]
+    return [first, second, third, training, fourth]
 
 
 class DemoDirector:
@@ -94,6 +99,18 @@ class DemoDirector:
         """Change a run option as the selector would show it (without starting a run)."""
         self.app.pane("options").set_value(name, value)
 
+    async def _check_determinism(self, strict_flags) -> None:
+        """The determinism check under `strict_flags` (of the run options' step), on the Timing tab."""
+        flags, timing = self.app.pane("flags"), self.app.pane("timing")
+        base = flags.flags
+        flags.set_values(strict_flags)
+        timing.last_determinism = None
+        timing.check_determinism()
+        self.app.main.show_tab("timing")
+        await self._wait(lambda: timing.last_determinism is not None, timeout=180)
+        await asyncio.sleep(self.pace)
+        flags.set_values(base)
+
     async def _play(self) -> None:
         try:
             await self._story()
@@ -106,7 +123,7 @@ class DemoDirector:
 
     async def _story(self) -> None:
         app = self.app
-        picker, flags, timing, memory = app.pane("picker"), app.pane("flags"), app.pane("timing"), app.pane("memory")
+        picker, flags, memory = app.pane("picker"), app.pane("flags"), app.pane("memory")
         await self._wait(lambda: picker.spec is not None and picker.complexity is not None
                          and flags.flags is not None and app.session.report is not None)
         on_gpu = app.session.device_kind() == "cuda"
@@ -133,15 +150,15 @@ class DemoDirector:
         await self._announce(3, steps[2], total)
         strict_flags = base.replace(**strict)
         await self._ab(base, strict_flags)
-        flags.set_values(strict_flags)
-        timing.last_determinism = None
-        timing.check_determinism()
-        app.main.show_tab("timing")
-        await self._wait(lambda: timing.last_determinism is not None, timeout=180)
-        await asyncio.sleep(self.pace)
-        flags.set_values(base)
+        await self._check_determinism(strict_flags)
 
         await self._announce(4, steps[3], total)
+        self._set_run_option("step", "train:sgd")
+        await self._ab(base, strict_flags)
+        await self._check_determinism(strict_flags)
+        self._set_run_option("step", "infer")
+
+        await self._announce(5, steps[4], total)
         app.main.show_tab("memory")
         released = memory.last_release
         memory.release()
