@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import platform
-import statistics
 import sys
 
 import torch
@@ -25,6 +24,7 @@ from torchperf_tui.engine.flags import Flags, applied_flags
 from torchperf_tui.engine.inputs import make_input, parse_shape, resolve_device
 from torchperf_tui.engine.models import build_model
 from torchperf_tui.engine.timing import BenchConfig, run_benchmark
+from timing_fidelity import report_agreement  # bench/ is on the path when a script here runs
 
 
 def hand_written_step(name: str, shape: tuple[int, ...], device: torch.device, amp: str | None, seed: int):
@@ -106,15 +106,7 @@ def main() -> int:
                   f"torch.utils.benchmark median {timer_medians[-1]:9.3f} ms   "
                   f"ratio {engine_medians[-1] / timer_medians[-1]:.4f}")
 
-    engine, reference = statistics.median(engine_medians), statistics.median(timer_medians)
-    ratio = engine / reference
-    verdict = "within" if abs(ratio - 1) <= 0.03 else "OUTSIDE"
-    print(f"median of rounds: engine {engine:.3f} ms, torch.utils.benchmark {reference:.3f} ms")
-    print(f"ratio of medians {ratio:.4f} ({(ratio - 1) * 100:+.2f} %): {verdict} the 3 % target")
-    paired = statistics.median(e / t for e, t in zip(engine_medians, timer_medians))
-    print(f"median of the rounds' ratios {paired:.4f} ({(paired - 1) * 100:+.2f} %)")
-    mean_ratio = statistics.median(engine_means) / statistics.median(timer_means)
-    print(f"ratio of means   {mean_ratio:.4f} ({(mean_ratio - 1) * 100:+.2f} %)")
+    report_agreement(engine_medians, timer_medians, engine_means, timer_means)
     return 0
 
 

@@ -1,6 +1,7 @@
 """Make screenshots/*.svg from the real app: the main screen after a run, two runs compared, the layer table,
 the throughput search, the profiler's top operators, the run history with two runs compared, a random
-shape schedule, an interleaved A/B with its verdict, the kernel table and the hands-free demo.
+shape schedule, an interleaved A/B with its verdict, the kernel table, a training step's layers, A/B and
+kernels per pass, and the hands-free demo.
 
     PYTHONPATH=tui .venv/bin/python scripts/make_screenshots.py [--model mobilenet_v3_small] [--iters 60]
 
@@ -36,26 +37,38 @@ async def wait_until(pilot, predicate, timeout: float = 300.0, what: str = "cond
         await pilot.pause(0.1)
 
 
+def shooter(app, out: Path, suffix: str, saved: list[Path]):
+    """shoot(name): save the screen as out/name{suffix}.svg (cursors still, toasts gone) and list it."""
+    def shoot(name: str) -> None:
+        for field in app.query("Input"):
+            field.cursor_blink = False
+        app.clear_notifications()
+        app.save_screenshot(filename=f"{name}{suffix}.svg", path=str(out))
+        saved.append(out / f"{name}{suffix}.svg")
+    return shoot
+
+
+async def pick(pilot, model: str) -> None:
+    """Wait for the engine, then type the model's name into the picker as a user would, and wait for its
+    analysis."""
+    app = pilot.app
+    await wait_until(pilot, lambda: app.session.report is not None and app.main.panes_mounted()
+                     and app.pane("flags").flags is not None
+                     and app.main.query_one("#model-list").option_count > 1, what="the engine")
+    await pilot.press("slash", *model, "enter")
+    await wait_until(pilot, lambda: app.pane("picker").complexity is not None, what="the model analysis")
+    await pilot.press("escape")
+
+
 async def make(out: Path, model: str, flag: str, warmup: int, iters: int, max_batch: int,
                history: Path, suffix: str = "") -> list[Path]:
     history.unlink(missing_ok=True)  # the history view shows only this script's runs
     app = TorchperfApp(warmup=warmup, iters=iters, interval=0.5, max_batch=max_batch, history_path=str(history))
     saved: list[Path] = []
-
-    def shoot(name: str) -> None:
-        for field in app.query("Input"):
-            field.cursor_blink = False
-        app.save_screenshot(filename=f"{name}{suffix}.svg", path=str(out))
-        saved.append(out / f"{name}{suffix}.svg")
-
+    shoot = shooter(app, out, suffix, saved)
     runs = app.session.runs
     async with app.run_test(size=SIZES[suffix]) as pilot:
-        await wait_until(pilot, lambda: app.session.report is not None and app.main.panes_mounted()
-                         and app.pane("flags").flags is not None
-                         and app.main.query_one("#model-list").option_count > 1, what="the engine")
-        await pilot.press("slash", *model, "enter")
-        await wait_until(pilot, lambda: app.pane("picker").complexity is not None, what="the model analysis")
-        await pilot.press("escape")
+        await pick(pilot, model)
         await pilot.press("r")
         await wait_until(pilot, lambda: runs.get(1) is not None and runs.get(1).finished,
                          what="run 1")
@@ -122,6 +135,36 @@ async def make(out: Path, model: str, flag: str, warmup: int, iters: int, max_ba
     return saved
 
 
+async def make_training(out: Path, model: str, flag: str, warmup: int, iters: int, history: Path,
+                        suffix: str = "") -> list[Path]:
+    """A training step (step train · sgd, batch 4): its layers with the backward per layer, an A/B of the flag
+    flipped in A/B mode, and the kernels of each conv layer per pass (forward, input and weight gradient)."""
+    history.unlink(missing_ok=True)
+    app = TorchperfApp(warmup=warmup, iters=iters, interval=0.5, history_path=str(history))
+    saved: list[Path] = []
+    shoot = shooter(app, out, suffix, saved)
+    async with app.run_test(size=SIZES[suffix]) as pilot:
+        await pick(pilot, model)
+        app.main.query_one("#batch").value = "4"
+        app.main.query_one("#option-flip").value = "ab"
+        app.main.query_one("#option-step").value = "train:sgd"  # analysed again, with the backward
+        await wait_until(pilot, lambda: app.pane("picker").complexity is not None
+                         and app.pane("picker").complexity.step == "train", what="the training analysis")
+        await pilot.press("3")
+        await pilot.pause(0.5)
+        shoot("train-layers")
+        await pilot.press("1")
+        await pilot.click(f"#flag-{flag}")  # in A/B mode: both flag sets, training steps, interleaved
+        await wait_until(pilot, lambda: ab_done(app), what="the A/B of training steps")
+        await pilot.pause(1.0)
+        shoot("train-ab")
+        await pilot.press("k")
+        await wait_until(pilot, lambda: app.main.query_one("#kernels").result is not None, what="the kernels")
+        await pilot.pause(0.5)
+        shoot("train-kernels")
+    return saved
+
+
 def ab_done(app, first_arm: int = 0) -> bool:
     """The latest A/B (its A arm run #first_arm or later) has finished."""
     if not app.main.panes_mounted():
@@ -156,8 +199,15 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "screenshots")
     parser.add_argument("--history", type=Path, default=Path("/tmp/torchperf-screenshots-history.jsonl"),
                         help="a history file of its own (emptied first), so the History view shows these runs")
+    parser.add_argument("--only", choices=("training",), help="only the training-step views")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    for suffix in SIZES:
+        for path in asyncio.run(make_training(args.out, args.model, args.flag, args.warmup, args.iters,
+                                              args.history, suffix)):
+            print(path)
+    if args.only == "training":
+        return
     for suffix in SIZES:
         for path in asyncio.run(make(args.out, args.model, args.flag, args.warmup, args.iters, args.max_batch,
                                      args.history, suffix)):
