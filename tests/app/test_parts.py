@@ -117,3 +117,40 @@ def test_run_colours_are_each_used_once_even_where_a_theme_repeats_one():
     assert nice_ticks(20.3, 23.6, 4) == [21.0, 22.0, 23.0]
     assert nice_ticks(0, 1075, 4) == [0, 500, 1000]
     assert nice_ticks(1.0, 1.0, 4) == []
+
+
+async def test_the_kernels_table_fits_long_layer_names_so_times_and_choice_stay_in_sight_at_80_columns():
+    from textual.app import App
+
+    from tests.app.test_small_terminal import column_in_sight
+    from torchperf_tui.app.widgets.kernels.kernels_pane import KernelsPane
+    from torchperf_tui.engine.kernels import KernelComparison, KernelTime, LayerKernels
+
+    def layer(name: str) -> LayerKernels:
+        return LayerKernels(name, a=[KernelTime("aten::mkldnn_convolution", 611.0, 1.0),
+                                     KernelTime("aten::convolution_backward", 546.0, 1.0, phase="bwd")],
+                            b=[KernelTime("aten::_slow_conv2d_forward", 3868.0, 1.0),
+                               KernelTime("aten::convolution_backward", 4814.0, 1.0, phase="bwd")])
+
+    names = [f"features.{i}.block.{i % 3}.squeeze_excitation.fc{i % 2 + 1}" for i in range(12)]
+    result = KernelComparison(model="m", device="cpu", input_shape=(4, 3, 224, 224), a_spec="defaults",
+                              b_spec="mkldnn=off", layers=[layer(n) for n in names], kind="cpu-op", note="",
+                              iters=3, step="train (sgd)")
+
+    class Host(App):
+        def compose(self):
+            yield KernelsPane(id="kernels")
+
+    app = Host()
+    async with app.run_test(size=(46, 24)) as pilot:  # about what the tab has beside the sidebar at 80x24
+        pane = app.query_one(KernelsPane)
+        pane.result = result
+        await pilot.pause(0.2)
+        table = app.query_one("#kernels-table")
+        for key in ("pass", "a_us", "b_us", "changed"):
+            assert column_in_sight(table, key), key
+        first = table.get_row_at(0)[0]
+        assert first.startswith("…") and first.endswith("squeeze_excitation.fc1"[-8:])  # its end kept
+        await pilot.resize_terminal(120, 24)  # wider: the whole name again
+        await pilot.pause(0.2)
+        assert app.query_one("#kernels-table").get_row_at(0)[0] == names[0]

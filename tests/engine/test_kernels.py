@@ -9,7 +9,8 @@ from torch import nn
 from torchperf_tui.engine.abtest import parse_arm_spec
 from torchperf_tui.engine.errors import ShapeError, TorchperfError
 from torchperf_tui.engine.kernels import (CPU_NOTE, LAYER_PREFIX, KernelComparison, KernelTime, LayerKernels,
-                                          conv_kernels, group_by_layer, short_kernel_name)
+                                          backward_phase, conv_kernels, group_by_layer, short_kernel_name,
+                                          short_kernel_names)
 from torchperf_tui.engine.timing import BenchConfig
 
 TINY = "tests.tinymodels:tiny_cnn"
@@ -204,6 +205,28 @@ def test_a_layer_changed_when_its_kernels_differ_not_their_times():
 ])
 def test_short_kernel_name_keeps_the_recognisable_part(name, short):
     assert short_kernel_name(name) == short
+
+
+def test_two_kernels_that_shorten_alike_are_told_apart_by_the_first_token_the_other_lacks():
+    # Seen on an H100: cudnn.benchmark picked the same family in another tile configuration, and the layer read
+    # "changed" with the same text under A and B.
+    a = "sm90_xmma_fprop_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nchw_tilesize128x128x32_stage4_warpsize2x1x1_g1"
+    b = "sm90_xmma_fprop_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nchw_tilesize64x128x32_stage5_warpsize2x1x1_g1"
+    copy = "void cudnn::engines_precompiled::nchwToNhwcKernel<float, float, float, false, true, (cudnn::Kern)0>(x)"
+    names = short_kernel_names([a, copy, b, copy], width=36)
+    assert short_kernel_name(a, 36) == short_kernel_name(b, 36)
+    assert names[a] != names[b]
+    assert names[a].endswith("·128x128x32") and names[b].endswith("·64x128x32")
+    assert all(len(text) <= 36 for text in names.values())
+    assert names[copy] == short_kernel_name(copy, 36)  # a name alone keeps its plain short form
+
+
+def test_a_mangled_kernel_name_is_named_by_its_own_identifier():
+    # Seen on an H100 as a conv layer's wgrad: "_ZN17cutlass__5x_…_6ParamsE"
+    inner = "cutlass_tensorop_s1688wgrad_precomputed_optimized_tf32_128x128_16x4_nhwc_align4"
+    name = f"_ZN17cutlass__5x_cudnn6KernelI{len(inner)}{inner}EEvNT_6ParamsE"
+    assert short_kernel_name(name) == "cutlass_tensorop_s1688wgrad_…_tf32"
+    assert backward_phase(name) == "wgrad"
 
 
 def test_short_kernel_name_fits_the_width():

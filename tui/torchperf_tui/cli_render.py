@@ -343,14 +343,14 @@ def render_ab(result) -> None:
 
 def render_kernels(result) -> None:
     """Per conv layer: what ran under A and under B, with its time per iteration; changed layers marked."""
-    from torchperf_tui.engine.kernels import short_kernel_name
+    from torchperf_tui.engine.kernels import short_kernel_names
 
-    def cell(kernels) -> str:
+    def cell(kernels, names) -> str:
         if not kernels:
             return "(nothing recorded)"
         if len(kernels) == 1:
-            return short_kernel_name(kernels[0].name, 36)  # its time is the layer's, in the us column
-        return "\n".join(f"{short_kernel_name(k.name, 36)} {k.us_per_iter:,.0f} us" for k in kernels[:3]) + (
+            return names[kernels[0].name]  # its time is the layer's, in the us column
+        return "\n".join(f"{names[k.name]} {k.us_per_iter:,.0f} us" for k in kernels[:3]) + (
             f"\n+{len(kernels) - 3} more" if len(kernels) > 3 else "")
 
     training = getattr(result, "training", False)
@@ -361,8 +361,9 @@ def render_kernels(result) -> None:
     for layer in result.layers:
         # a training step: a row per pass of the layer (fwd, dgrad, wgrad, bwd), the layer named on its first
         for index, (phase, part) in enumerate(layer.phases() if training else [("", layer)]):
-            table.add_row(layer.layer if index == 0 else "", *([phase] if training else []), cell(part.a),
-                          cell(part.b) if part.changed else "same", f"{part.a_us:,.0f}", f"{part.b_us:,.0f}",
+            names = short_kernel_names([k.name for k in [*part.a, *part.b]], 36)
+            table.add_row(layer.layer if index == 0 else "", *([phase] if training else []), cell(part.a, names),
+                          cell(part.b, names) if part.changed else "same", f"{part.a_us:,.0f}", f"{part.b_us:,.0f}",
                           "changed" if part.changed else "")
     what = "GPU kernels" if result.kind == "cuda-kernel" else "ATen conv implementation"
     step = f", each iteration {result.step}" if training or getattr(result, "amp", None) else ""

@@ -76,3 +76,9 @@ def format_number(value, unit: str = "", digits: int = 0) -> str:
     if text is not None:
         return text
     return f"{float(value):.{digits}f}{(' ' + unit) if unit else ''}"
+
+
+def fit_name(name: str, width: int) -> str:
+    """A dotted layer path in `width` characters, keeping its end ('…layer4.2.conv3'): the last parts say which
+    layer it is, the first ones only where it sits."""
+    return name if len(name) <= width else "…" + name[len(name) - width + 1:]

@@ -158,10 +158,28 @@ def _split_name(text: str) -> tuple[str, str]:
     return (text.strip(), "") if start < 0 else (text[:start].strip(), text[start + 1:text.rfind(">")].strip())
 
 
+def _mangled_words(name: str) -> list[str]:
+    """The identifiers of an Itanium-mangled name ('_ZN17cutlass__5x_cudnn6KernelI...': each a length, then
+    that many characters); the profiler reports some CUTLASS kernels so."""
+    words, i = [], 2
+    while i < len(name):
+        digits = re.match(r"\d+", name[i:])
+        if digits is None:
+            i += 1
+            continue
+        start = i + len(digits.group())
+        words.append(name[start:start + int(digits.group())])
+        i = start + int(digits.group())
+    return words
+
+
 def short_kernel_name(name: str, width: int = 40) -> str:
     """A readable name for a long CUDA kernel (or ATen op): no 'void', template arguments, parameters,
-    namespaces or tile configuration; a generic wrapper (cutlass::Kernel<...>) is named by its argument."""
+    namespaces or tile configuration; a generic wrapper (cutlass::Kernel<...>) is named by its argument; a
+    mangled name by its longest identifier (the kernel's own, 'cutlass_tensorop_s1688wgrad_...')."""
     text = name.strip().removeprefix("void ").replace("(anonymous namespace)::", "")
+    if text.startswith("_Z") and (words := [w for w in _mangled_words(text) if w.isidentifier()]):
+        text = max(words, key=len)
     outer, inner = _split_name(text)
     parts = [p for p in outer.split("::") if p]
     if parts and _GENERIC.match(parts[-1]) and inner:
@@ -180,6 +198,24 @@ def short_kernel_name(name: str, width: int = 40) -> str:
             kept.append(token)
         short = "_".join(kept) or short
     return _fit(short, width)
+
+
+def short_kernel_names(names: list[str], width: int = 40) -> dict[str, str]:
+    """{full name: short name} for the kernels shown side by side (one layer's, under A and B). Two different
+    kernels that shorten alike (the same family in another tile configuration) each get the first token of
+    their full name that the others lack, so a layer marked changed never shows the same text for A and B."""
+    shorts = {name: short_kernel_name(name, width) for name in dict.fromkeys(names)}
+    alike: dict[str, list[str]] = {}
+    for name, short in shorts.items():
+        alike.setdefault(short, []).append(name)
+    for group in (g for g in alike.values() if len(g) > 1):
+        tokens = {name: re.findall(r"[A-Za-z0-9]+", name) for name in group}
+        for index, name in enumerate(group):
+            others = {t for other in group if other != name for t in tokens[other]}
+            tag = next((t for t in tokens[name] if t not in others), f"#{index + 1}")
+            tag = (re.sub(r"^[A-Za-z]+(?=\d)", "", tag) if len(tag) > 14 else tag)[:14]  # tilesize128x128x32
+            shorts[name] = f"{short_kernel_name(name, max(8, width - len(tag) - 1))}·{tag}"
+    return shorts
 
 
 def _fit(text: str, width: int) -> str:

@@ -12,6 +12,7 @@ from textual.widgets import Button, DataTable, Static
 
 from torchperf_tui.app.job_slots import JobSlots
 from torchperf_tui.app.messages import JobEvent
+from torchperf_tui.formatting import fit_name
 from torchperf_tui.worker.protocol import JobFailed
 
 # The numbers and whether the choice changed come first, so they fit at 80 columns; the names follow. A
@@ -19,17 +20,19 @@ from torchperf_tui.worker.protocol import JobFailed
 COLUMNS = (("layer", "layer"), ("a_us", "A µs"), ("b_us", "B µs"), ("changed", "choice"), ("a", "A ran"),
            ("b", "B ran"))
 PASS_COLUMN = ("pass", "pass")
+MIN_NAME = 10
 
 
 def columns_for(training: bool) -> tuple[tuple[str, str], ...]:
     return (COLUMNS[0], PASS_COLUMN, *COLUMNS[1:]) if training else COLUMNS
 
 
-def kernel_names(kernels, short_name) -> str:
+def kernel_names(kernels, names: dict[str, str]) -> str:
+    """The layer's longest kernel (its short name from `names`), and how many more ran."""
     if not kernels:
         return "–"
     more = f" +{len(kernels) - 1}" if len(kernels) > 1 else ""
-    return short_name(kernels[0].name, 26) + more
+    return names[kernels[0].name] + more
 
 
 class KernelsPane(Vertical):
@@ -48,6 +51,7 @@ class KernelsPane(Vertical):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.jobs = JobSlots(self)
+        self._fitted_to = 0  # the pane's width the table was last fitted to
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="pane-actions"):
@@ -62,6 +66,36 @@ class KernelsPane(Vertical):
         if not self.query(DataTable):
             return  # the app is closing as the pane mounts: its children are already gone
         self._set_columns(training=False)
+
+    def _fill_table(self, result) -> None:
+        """A row per conv layer (per pass of a training step's). The layer's name gets what the pass, the times
+        and the choice leave of the width, keeping its end, so they stay in sight at 80 columns."""
+        from torchperf_tui.engine.kernels import short_kernel_names  # text only: torch stays unimported
+
+        training = result.training
+        columns = columns_for(training)
+        rows = []
+        for layer in result.layers:
+            for index, (phase, part) in enumerate(layer.phases() if training else [("", layer)]):
+                same = not part.changed
+                names = short_kernel_names([k.name for k in [*part.a, *part.b]], 26)
+                rows.append([layer.layer if index == 0 else "", *([phase] if training else []),
+                             f"{part.a_us:,.0f}", f"{part.b_us:,.0f}", "same" if same else "[b $warning]changed[/]",
+                             kernel_names(part.a, names),
+                             "same" if same else kernel_names(part.b, names), f"{layer.layer}:{phase}"])
+        keys = [key for key, _ in columns]
+        beside = sum(max([len(label)] + [len(row[i]) for row in rows]) + 2 for i, (key, label) in enumerate(columns)
+                     if key in ("pass", "a_us", "b_us"))
+        beside += len("changed") + 2
+        table = self.query_one(DataTable)
+        self._fitted_to = self.size.width
+        scrollbar = 2 if len(rows) + 1 > table.size.height else 0
+        width = max(MIN_NAME, self.size.width - scrollbar - beside - 2)
+        self._set_columns(training)
+        for row in rows:
+            *cells, key = row
+            cells[keys.index("layer")] = fit_name(cells[0], width)
+            table.add_row(*cells, key=key)
 
     def _set_columns(self, training: bool) -> None:
         table = self.query_one(DataTable)
@@ -112,20 +146,13 @@ class KernelsPane(Vertical):
     def show_error(self, text: str) -> None:
         self.status = f"[b $error]error:[/] {text}"
 
-    def watch_result(self, result) -> None:
-        from torchperf_tui.engine.kernels import short_kernel_name  # the engine is loaded by now
+    def on_resize(self, event) -> None:
+        if self.result is not None and event.size.width != self._fitted_to:
+            self._fill_table(self.result)
 
+    def watch_result(self, result) -> None:
+        self._fill_table(result)
         training = result.training
-        self._set_columns(training)
-        table = self.query_one(DataTable)
-        for layer in result.layers:
-            for index, (phase, part) in enumerate(layer.phases() if training else [("", layer)]):
-                same = not part.changed
-                name = layer.layer if index == 0 else ""
-                table.add_row(name, *([phase] if training else []), f"{part.a_us:,.0f}", f"{part.b_us:,.0f}",
-                              "same" if same else "[b $warning]changed[/]", kernel_names(part.a, short_kernel_name),
-                              "same" if same else kernel_names(part.b, short_kernel_name),
-                              key=f"{layer.layer}:{phase}")
         shape = "x".join(map(str, result.input_shape))
         state = " · cancelled" if result.cancelled else ""
         step = f" · {result.step}" if training or result.amp else ""

@@ -6,7 +6,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
-from torchperf_tui.formatting import format_bytes, format_count
+from torchperf_tui.formatting import fit_name, format_bytes, format_count
 
 
 def shape_text(shape) -> str:
@@ -41,12 +41,6 @@ def columns_for(cx) -> tuple:
     if getattr(cx, "backward_flops", None) is None:
         return COLUMNS
     return COLUMNS[:3] + (("bwd", "bwd FLOPs"),) + COLUMNS[3:]
-
-
-def fit_name(name: str, width: int) -> str:
-    """A dotted layer path in `width` characters, keeping its end ('…layer4.2.conv3'): the last parts say which
-    layer it is, the first ones only where it sits."""
-    return name if len(name) <= width else "…" + name[len(name) - width + 1:]
 
 
 class LayersPane(Vertical):
