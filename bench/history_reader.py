@@ -121,7 +121,7 @@ def real_records() -> list[dict]:
 
         base = BenchConfig(model="resnet18", input_shape=(1, 3, 32, 32), device="cpu", warmup=3, iters=50)
         result = run_ab(base, parse_arm_spec("threads=1", base.flags), parse_arm_spec("threads=2", base.flags),
-                        blocks=5, per_block=10)
+                        blocks=6, per_block=10)
         records.extend(r.to_dict() for r in records_from_ab(result))
     except Exception as exc:  # noqa: BLE001 -- the timing records are enough for a realistic file
         print(f"(no A/B records: {type(exc).__name__}: {exc})", file=sys.stderr)

@@ -199,9 +199,9 @@ def test_roofline_command_on_cpu_says_why_peaks_are_missing(capsys):
 
 def test_compare_command_gives_a_verdict(capsys):
     code, out, _ = run(capsys, "compare", TINY, "--input", "1x3x16x16", "--a", "threads=1", "--b", "threads=2",
-                       "--blocks", "5", "--per-block", "2", "--json")
+                       "--blocks", "6", "--per-block", "2", "--json")
     data = json.loads(out)
-    assert code == 0 and data["verdict"]["blocks"] == 5
+    assert code == 0 and data["verdict"]["blocks"] == 6
     assert data["a"]["flags"]["num_threads"] == 1 and data["b"]["flags"]["num_threads"] == 2
     assert data["summary"].startswith(("B is", "no significant difference"))
     # both arms are in the history, each pointing at the other and carrying the verdict
@@ -210,9 +210,9 @@ def test_compare_command_gives_a_verdict(capsys):
     assert [r["details"]["arm"] for r in arms] == ["A", "B"]
     assert arms[0]["details"]["pair"] == arms[1]["id"] and arms[1]["details"]["pair"] == arms[0]["id"]
     assert arms[1]["details"]["summary"] == data["summary"] and arms[1]["flags"]["num_threads"] == 2
-    assert arms[0]["stats"]["n"] == 5 * 2
+    assert arms[0]["stats"]["n"] == 6 * 2
     code, out, _ = run(capsys, "compare", TINY, "--input", "1x3x16x16", "--a", "", "--b", "mkldnn=off",
-                       "--blocks", "5", "--per-block", "2")
+                       "--blocks", "6", "--per-block", "2")
     assert code == 0 and "randomised blocks" in out and "Wilcoxon signed-rank" in out
 
 
@@ -274,7 +274,7 @@ def test_compare_kernels_shows_each_conv_layer_under_both_arms(capsys):
 
 def test_a_cuda_flag_on_the_cpu_is_called_out_not_silently_ignored(capsys):
     code, out, _ = run(capsys, "compare", TINY, "--input", "1x3x8x8", "--a", "", "--b", "cudnn_benchmark=on",
-                       "--blocks", "5", "--per-block", "1", "--json", "--no-history")
+                       "--blocks", "6", "--per-block", "1", "--json", "--no-history")
     assert code == 0 and any("cudnn.benchmark has no effect here" in note for note in json.loads(out)["notes"])
     code, _, err = run(capsys, "bench", TINY, "--input", "1x3x8x8", "--iters", "2", "--cudnn-benchmark", "--no-history")
     assert code == 0 and "note: cudnn.benchmark has no effect here" in err

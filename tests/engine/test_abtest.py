@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from torchperf_tui.engine.abtest import block_order, block_verdict, parse_arm_spec
+from torchperf_tui.engine.abtest import MIN_PAIRS, block_order, block_verdict, parse_arm_spec
 from torchperf_tui.engine.errors import FlagError
 from torchperf_tui.engine.flags import Flags
 
@@ -52,9 +52,18 @@ def test_no_difference_summary_and_all_equal_blocks():
     assert v.summary().startswith("no significant difference (B/A per block pair 1.00")
 
 
+def test_the_fewest_blocks_allowed_can_still_call_a_clear_difference():
+    # Five pairs could not: the signed-rank test's smallest two-sided p with 5 is 0.0625 (seen on an H100, an AMP
+    # step 30 % faster in every pair, with a CI far from 1, read "no significant difference").
+    a = [[10.0 + 0.01 * i] * 3 for i in range(MIN_PAIRS)]
+    b = [[7.0 + 0.013 * i] * 3 for i in range(MIN_PAIRS)]
+    v = block_verdict(a, b)
+    assert v.significant and v.p_value < 0.05 and v.summary().startswith("B is")
+
+
 def test_too_few_or_unpaired_blocks_are_refused():
-    with pytest.raises(Exception, match="at least 5 blocks"):
-        block_verdict([[1.0]] * 3, [[1.0]] * 3)
+    with pytest.raises(Exception, match="at least 6 blocks"):
+        block_verdict([[1.0]] * 5, [[1.0]] * 5)
     with pytest.raises(Exception, match="same number of blocks"):
         block_verdict([[1.0]] * 6, [[1.0]] * 5)
 
@@ -122,7 +131,7 @@ def test_cancelled_comparison_keeps_complete_pairs_only():
                     on_block=lambda *a: blocks_done.append(a), should_cancel=lambda: len(blocks_done) >= 3)
     assert result.cancelled and result.verdict is None
     assert len(result.a.blocks) == len(result.b.blocks) == 1
-    assert result.summary() == "no verdict: cancelled after 1 block pair(s) (a verdict needs 5)"
+    assert result.summary() == "no verdict: cancelled after 1 block pair(s) (a verdict needs 6)"
     assert result.a.ci_low_ms is None and result.b.ci_low_ms is None  # no CI from one block
 
 
@@ -132,7 +141,7 @@ def test_arms_can_follow_their_own_shape_schedule():
 
     assert parse_arm_spec("shapes=random:8-16").shapes == "random:8-16"
     base = BenchConfig(model="tests.tinymodels:tiny_cnn", input_shape=(1, 3, 16, 16), device="cpu")
-    result = run_ab(base, parse_arm_spec(""), parse_arm_spec("shapes=cycle:2:8-24"), blocks=5, per_block=2)
+    result = run_ab(base, parse_arm_spec(""), parse_arm_spec("shapes=cycle:2:8-24"), blocks=6, per_block=2)
     assert result.a.shapes == "fixed" and result.a.first_seen == 0
     assert result.b.shapes == "cycle:2:8-24" and result.b.first_seen == 2  # 8 and 24 are new, once each
     assert result.verdict is not None
@@ -163,7 +172,7 @@ def test_a_cpu_comparison_runs_both_arms_on_the_callers_thread():
 
     ThreadIdentProbe.seen.clear()
     base = BenchConfig(model="tests.tinymodels:thread_probe", input_shape=(1, 3, 8, 8), device="cpu")
-    run_ab(base, parse_arm_spec(""), parse_arm_spec("mkldnn=off"), blocks=5, per_block=2)
+    run_ab(base, parse_arm_spec(""), parse_arm_spec("mkldnn=off"), blocks=6, per_block=2)
     assert set(ThreadIdentProbe.seen) == {threading.get_ident()}
 
 

@@ -125,11 +125,11 @@ def test_an_ab_of_training_steps_starts_every_block_of_both_arms_from_the_same_w
     from torchperf_tui.engine.abtest import parse_arm_spec, run_ab
 
     base = BenchConfig(model="tests.tinymodels:weight_probe", input_shape=(4, 3, 8, 8), device="cpu", step="train")
-    result = run_ab(base, parse_arm_spec(""), parse_arm_spec("mkldnn=off"), blocks=5, per_block=2)
-    assert result.step == "train" and result.optimizer == "sgd" and result.pairs == 5
+    result = run_ab(base, parse_arm_spec(""), parse_arm_spec("mkldnn=off"), blocks=6, per_block=2)
+    assert result.step == "train" and result.optimizer == "sgd" and result.pairs == 6
     per_block = 1 + 1 + 2  # the settling iteration, one warm-up, the timed ones
     seen = WeightProbe.seen
-    assert len(seen) == 10 * per_block
+    assert len(seen) == 12 * per_block
     starts = seen[::per_block]
     assert all(value == starts[0] for value in starts)  # every block, A's and B's, from the built weights
     assert any(value != starts[0] for value in seen[1:per_block])  # and within a block, it trains
@@ -156,7 +156,7 @@ def test_an_ab_of_inference_against_a_training_step_keeps_the_inference_arm_on_t
     from torchperf_tui.engine.history_records import records_from_ab
 
     base = BenchConfig(model="tests.tinymodels:weight_probe", input_shape=(4, 3, 8, 8), device="cpu")
-    result = run_ab(base, parse_arm_spec(""), parse_arm_spec("step=train,amp=bf16"), blocks=5, per_block=2,
+    result = run_ab(base, parse_arm_spec(""), parse_arm_spec("step=train,amp=bf16"), blocks=6, per_block=2,
                     seed=3)
     assert (result.a.step, result.a.amp, result.b.step, result.b.optimizer, result.b.amp) == \
         ("infer", None, "train", "sgd", "bf16")
@@ -180,7 +180,7 @@ def test_the_cli_compares_training_steps_and_their_kernels_per_pass(capsys):
     from torchperf_tui.cli import main
 
     assert main(["compare", TINY, "--input", "2x3x16x16", "--a", "", "--b", "mkldnn=off", "--step", "train",
-                 "--blocks", "5", "--per-block", "2", "--no-history"]) == 0
+                 "--blocks", "6", "--per-block", "2", "--no-history"]) == 0
     assert "each iteration a training step (sgd, every block from the same weights)" in capsys.readouterr().out
     assert main(["compare", TINY, "--input", "1x3x16x16", "--a", "", "--b", "mkldnn=off", "--step", "train",
                  "--kernels"]) == 0
@@ -211,6 +211,9 @@ def test_a_training_determinism_check_reseeds_dropout_and_restores_the_state():
     model = nn.Sequential(nn.Flatten(), nn.Dropout(0.5), nn.Linear(3 * 4 * 4, 5), nn.BatchNorm1d(5))
     report = check_determinism(model, (4, 3, 4, 4), device="cpu", step="train", optimizer="adamw")
     assert report.bitwise_equal  # the same dropout masks, the same starting weights and batch-norm statistics
+    assert "(amp" not in report.summary()
+    autocast = check_determinism(model, (4, 3, 4, 4), device="cpu", step="train", amp="bf16")
+    assert "2 training steps from the same state (amp bf16)" in autocast.summary()
 
 
 def test_the_cli_checks_training_determinism(capsys):

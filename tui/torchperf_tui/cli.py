@@ -194,7 +194,7 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                    "deterministic, tf32, threads, mkldnn, dtype, channels_last, shapes, step, optimizer, amp "
                    "('' = the base run; e.g. amp=fp16 against amp=off)")
     p.add_argument("--b", required=True, metavar="SPEC", help="arm B, likewise")
-    p.add_argument("--blocks", type=_positive_int, default=10, help="blocks per arm (default 10, at least 5)")
+    p.add_argument("--blocks", type=_positive_int, default=10, help="blocks per arm (default 10, at least 6: with 5 pairs the signed-rank test's smallest p is 0.0625)")
     p.add_argument("--per-block", type=_positive_int, default=20, help="timed iterations per block (default 20)")
     p.add_argument("--seed", type=_checked(options.seed), default=0, help="seed of the block order, random shapes and the bootstrap")
     p.add_argument("--no-history", action="store_true", help="do not append the two arms to the history file")

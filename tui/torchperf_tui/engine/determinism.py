@@ -84,6 +84,7 @@ class DeterminismReport:
         flags = self.flags.describe(self.device)
         what = "output elements" if self.step == "infer" else "values (loss, gradients, updated weights)"
         runs = f"{self.runs} runs" if self.step == "infer" else f"{self.runs} training steps from the same state"
+        runs += f" (amp {self.amp})" if self.amp else ""  # autocast changes which kernels run
         if self.bitwise_equal:
             return (f"deterministic: {runs} bitwise identical ({self.total_elements:,} {what}) on {self.device}, "
                     f"flags: {flags}")
