@@ -34,6 +34,17 @@ def test_record_from_timing_keeps_setup_stats_samples_and_flags():
     assert "p50 5.00 ms" in record.summary() and "threads=2" in record.summary()
 
 
+def test_the_summary_line_gives_the_rate_at_its_p50_not_the_means():
+    # Seen on an H100: "p50 6.07 ms ... 5,053.5/s" for a batch of 32, where 32 / 6.07 ms is 5,272/s.
+    samples = [4.0, 4.0, 4.0, 4.0, 24.0]  # median 4 ms, mean 8 ms: a slow tail
+    result = TimingResult(model="resnet18", device="cpu", input_shape=(2, 3, 32, 32), dtype="float32",
+                          channels_last=False, flags=Flags(), first_iter_ms=40.0, warmup_ms=[], samples_ms=samples,
+                          stats=compute_stats(samples, batch=2, first_iter_ms=40.0), cancelled=False,
+                          started_at=1_800_000_000.0, duration_s=1.0, timer="perf_counter")
+    line = record_from_timing(result, fingerprint=ENV).summary()
+    assert "p50 4.00 ms" in line and "500.0/s at p50" in line and "250.0" not in line
+
+
 @pytest.mark.parametrize("module", ["history_records", "history_file", "history_compare", "export", "fingerprint"])
 def test_history_modules_do_not_import_torch(module):
     # `history` and `export` must not pay for torch; only environment_fingerprint() does, through the probe.

@@ -97,7 +97,8 @@ class RunRecord:
         if self.stats is None:
             body = "no timed samples"
         else:
-            fps = "" if self.stats.fps is None else f"  {self.stats.fps:,.1f}/s"
+            at_p50 = self.stats.fps_at_median  # beside the p50: its rate, not the mean's (items / total time)
+            fps = "" if at_p50 is None else f"  {at_p50:,.1f}/s at p50"
             body = (f"p50 {format_ms(self.stats.p50_ms)}  p99 {format_ms(self.stats.p99_ms)}{fps}"
                     f"  (n={self.stats.n})")
         tail = "  [cancelled]" if self.cancelled else ""
