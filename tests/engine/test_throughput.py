@@ -555,6 +555,9 @@ def test_gpu_real_out_of_memory_and_allocator_back_to_baseline():
     torch.cuda.synchronize()
     gc.collect()
     before = torch.cuda.memory_allocated()
+    # Blocks an earlier test left cached count as used here, and the search frees them first (seen on an H100:
+    # 313 x 256 MiB fitted, 1.7 MB more than mem_get_info said was free with the cache held).
+    torch.cuda.empty_cache()
     free, total = torch.cuda.mem_get_info()
     cfg = BenchConfig(model="tests.engine.test_throughput:quarter_gib_per_sample",
                       input_shape=(1, 3, 4, 4), device="cuda")
@@ -562,7 +565,8 @@ def test_gpu_real_out_of_memory_and_allocator_back_to_baseline():
     result = find_max_batch(cfg, max_batch=4096, measure_iters=2, to_oom=True)
     assert not result.hit_bound and result.stop_rule is StopRule.OOM
     assert any(not t.fits and "out of memory" in t.reason.lower() for t in result.tries)
-    assert 0 < result.max_batch * 256 * MiB <= free
+    released = before - result.allocator_before_bytes  # the cuBLAS workspaces the search dropped
+    assert 0 < result.max_batch * 256 * MiB <= free + released
     assert result.samples_per_s > 0
     assert torch.cuda.memory_allocated() == result.allocator_after_bytes == result.allocator_before_bytes
     # The search starts by dropping cuBLAS workspaces an earlier test may have left: never more than before.
