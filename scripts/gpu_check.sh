@@ -10,12 +10,14 @@
 #   train_more  AMP at batch 128 (past launch-bound), the gradient determinism check under cudnn.benchmark,
 #             AMP, and on a model with a non-deterministic backward (bilinear upsampling), the kernels' names
 #   train_bench bench/train_step.py: the engine's training step against torch.utils.benchmark
+#   modes     issue 14: resnet18 and resnet50 at batch 1 and 64 in every timing mode, a cold L2, a training
+#             step's modes, bench/timing_modes.py
 #   shots     screenshots of the TUI on CUDA (the usual views and the training views), and the TUI's fidelity
 # Usage there: bash scripts/gpu_check.sh OUTDIR [SECTION...]   (default: all; Textual & co. installed first)
 # Each section writes OUTDIR/SECTION.log; the screenshots go to OUTDIR/shots.
 set -uo pipefail
 out=${1:?output folder}; shift
-sections=${*:-tests cli fidelity threads train train_more train_bench shots}
+sections=${*:-tests cli fidelity threads train train_more train_bench modes shots}
 mkdir -p "$out/shots"
 export TORCHPERF_HISTORY="$out/history.jsonl" PYTHONUNBUFFERED=1
 run() { echo; echo "\$ torchperf-tui $*"; local t0=$SECONDS
@@ -73,6 +75,16 @@ train_more() {
 train_bench() {
   timeout 300 python3 bench/train_step.py --device cuda --model resnet50 --batch 32 --input 3x224x224 \
       --rounds 4 --iters 20 --min-run-time 1.0 2>&1
+}
+modes() {
+  for model in resnet18 resnet50; do for batch in 1 64; do
+    run bench $model --device cuda --batch $batch --modes sync,pipelined,graph --iters 60
+  done; done
+  run bench resnet18 --device cuda --batch 1 --modes sync,pipelined,graph --iters 60 --cold-l2
+  run bench resnet50 --device cuda --batch 64 --modes sync,pipelined,graph --iters 60 --cold-l2
+  run bench resnet50 --device cuda --batch 32 --modes sync,pipelined,graph --iters 30 --step train
+  echo; echo "== bench/timing_modes.py"
+  timeout 200 python3 bench/timing_modes.py --device cuda --models resnet18 resnet50 --rounds 3 2>&1
 }
 shots() {
   timeout 200 python3 scripts/make_screenshots.py --model resnet50 --flag cudnn_benchmark --iters 100 \

@@ -147,6 +147,16 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                    help="time the torch.compile'd model (default | reduce-overhead (CUDA graphs) | max-autotune); "
                         "compile time is reported apart")
     _add_shapes_option(p)
+    p.add_argument("--modes", metavar="MODES",
+                   help="instead of one timing: the same model in several timing modes side by side, in interleaved "
+                        "rounds: sync (every iteration synchronised: one request's latency), pipelined (back to back, "
+                        "one synchronisation per block: the steady state), graph (CUDA: replayed as a CUDA graph, no "
+                        "launch overhead); e.g. --modes sync,pipelined,graph")
+    p.add_argument("--cold-l2", action="store_true",
+                   help="with --modes, CUDA: write a buffer twice the L2 size before each sync and graph iteration, "
+                        "outside the timed region")
+    p.add_argument("--per-block", type=_positive_int, default=10,
+                   help="with --modes: iterations per pipelined block (default 10)")
     p.add_argument("--samples", action="store_true", help="with --json: include every sample")
     p.add_argument("--no-history", action="store_true", help="do not append this run to the history file")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -311,6 +321,12 @@ def cmd_bench(args) -> int:
     kind = resolve_device(cfg.device).type
     for line in inert_flags(cfg.flags, kind) + [note for note in (dtype_note(cfg.dtype, kind),) if note]:
         print(f"{PROG}: note: {line}", file=sys.stderr)
+    if args.modes is not None:
+        return _bench_modes(args, cfg)
+    if args.cold_l2:
+        from torchperf_tui.engine.errors import TorchperfError
+
+        raise TorchperfError("--cold-l2 goes with --modes (it flushes the L2 between the modes' iterations)")
     progress = ProgressLine(enabled=sys.stderr.isatty() and not args.json)
     result = run_benchmark(cfg, on_sample=progress.update)
     progress.close()
@@ -324,6 +340,23 @@ def cmd_bench(args) -> int:
         _print_json(data)
     else:
         render_timing(result)
+    return 0
+
+
+def _bench_modes(args, cfg) -> int:
+    """bench --modes: the timing modes side by side (not appended to the history: a record holds one timing)."""
+    from torchperf_tui.engine.timing_modes import parse_modes, run_modes
+    from torchperf_tui.cli_render import render_modes
+
+    result = run_modes(cfg, parse_modes(args.modes), cold_l2=args.cold_l2, per_block=args.per_block)
+    if args.json:
+        data = result.to_dict()
+        if not args.samples:
+            for mode in data["modes"]:
+                mode.pop("samples_ms", None)
+        _print_json(data)
+    else:
+        render_modes(result)
     return 0
 
 

@@ -159,6 +159,33 @@ def render_timing(result) -> None:
     _print_kv(title, rows)
 
 
+def render_modes(result) -> None:
+    """bench --modes: a row per timing mode (median, p90, mean, samples, what it measures), then the gaps."""
+    from torchperf_tui.engine.timing_modes import MEANING
+
+    console.print(f"{result.model} on {result.device}, input {'x'.join(map(str, result.input_shape))} {result.dtype}, "
+                  f"{result.step}, flags {result.flags.describe(device=result.device)}: timing modes in "
+                  f"{result.rounds} interleaved rounds", style="bold underline")
+    table = Table(box=None, header_style="bold")
+    for column in ("mode", "median", "p90", "mean", "samples", "what it measures"):
+        table.add_column(column, justify="right" if column in ("median", "p90", "mean", "samples") else "left")
+    for mode in result.modes:
+        s = mode.stats
+        if mode.unavailable is not None:
+            table.add_row(mode.mode, "–", "–", "–", "0", f"n/a: {mode.unavailable}")
+        elif s is None:
+            table.add_row(mode.mode, "–", "–", "–", "0", "no samples (cancelled)")
+        else:
+            what = MEANING[mode.mode] + (f" (blocks of {result.per_block}; a sample is a block's time per iteration)"
+                                         if mode.mode == "pipelined" else "")
+            table.add_row(mode.mode, format_ms(s.p50_ms), format_ms(s.p90_ms), format_ms(s.mean_ms), str(s.n), what)
+    console.print(table)
+    for line in result.findings:
+        console.print(f"- {line}")
+    if result.cancelled:
+        console.print("cancelled before the end: the medians are of the samples taken")
+
+
 class ProgressLine:
     """A one-line progress counter on stderr while a benchmark runs (only on a terminal), redrawn at most
     ten times a second: a tiny model runs thousands of iterations a second."""
