@@ -26,6 +26,7 @@ BINDINGS = [
     Binding("a", "compare_ab", "A/B", show=False),
     Binding("k", "kernels", "Kernels", show=False),
     Binding("d", "pane('timing', 'check_determinism')", "Determinism", show=False),
+    Binding("M", "pane('timing', 'start_modes')", "Timing modes", show=False),
     Binding("n", "pane('memory', 'snapshot')", "Mem snapshot", show=False),
 ]
 
@@ -44,6 +45,8 @@ PALETTE = [
      "compare_ab"),
     ("Kernels per conv layer", "What each conv layer ran before and after the last flip", "kernels"),
     ("Determinism check", "The same input twice under the current flags", "pane('timing', 'check_determinism')"),
+    ("Timing modes", "Sync, pipelined and CUDA-graph timing side by side, and what the gaps mean",
+     "pane('timing', 'start_modes')"),
     ("Memory snapshot", "CUDA: the allocator's history for pytorch.org/memory_viz", "pane('memory', 'snapshot')"),
     ("Mark history run", "History: mark the highlighted run; two marked are compared", "mark_history_run"),
     ("Filter models", "Type to filter the model list", "screen.focus_filter"),

@@ -162,6 +162,23 @@ def run_ab_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     return result, _history_extra(result)
 
 
+def run_modes_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: cfg (BenchConfig), modes. Progress "mode": (mode, done, total), at most twice a second and at
+    each change of mode (a tiny model takes thousands of samples a second). -> (ModesResult, {})."""
+    from torchperf_tui.engine.timing_modes import MODES, run_modes
+
+    last = {"mode": None, "at": 0.0}
+
+    def progress(mode: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if mode != last["mode"] or now - last["at"] >= SEND_EVERY_S or done == total:
+            last.update(mode=mode, at=now)
+            ctx.progress("mode", (mode, done, total))
+
+    return run_modes(params["cfg"], tuple(params.get("modes", MODES)), should_cancel=ctx.cancelled,
+                     on_progress=progress), {}
+
+
 def run_kernels(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: base (BenchConfig), a, b (Flags), device_kind."""
     from torchperf_tui.engine.abtest import ArmSpec
@@ -242,6 +259,6 @@ def run_memory(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 
 RUNNERS: dict[str, Callable[[dict, JobContext], tuple[Any, dict]]] = {
     "probe": run_probe, "catalogue": run_catalogue, "analyse": run_analyse, "time": run_time, "ab": run_ab_job,
-    "kernels": run_kernels, "throughput": run_throughput, "profile": run_profile, "roofline": run_roofline,
+    "kernels": run_kernels, "modes": run_modes_job, "throughput": run_throughput, "profile": run_profile, "roofline": run_roofline,
     "determinism": run_determinism, "memsnap": run_memsnap, "release": run_release, "memory": run_memory,
 }

@@ -1,6 +1,7 @@
 """Timing pane: the chosen model's summary, progress through warm-up and timed iterations, live stats
 and the live latency histogram of the current run. It owns the timing run (key r), its follow-up steps
-(saved to the history, placed on the roofline) and the determinism check (key d)."""
+(saved to the history, placed on the roofline), the determinism check (key d) and the timing modes side by
+side (key M)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from torchperf_tui.app.job_slots import JobSlots
 from torchperf_tui.app.messages import JobEvent, RunsChanged
 from torchperf_tui.app.runs import RunRecord, save_run
 from torchperf_tui.app.widgets.timing.histogram import LatencyHistogram
-from torchperf_tui.worker.protocol import JobDone, JobFailed, Samples
+from torchperf_tui.worker.protocol import JobDone, JobFailed, Progress, Samples
 
 COMPACT_BELOW_ROWS = 30  # the pane's height under which its lines are compact
 LIVE_STATS_EVERY_S = 0.5  # live statistics over all samples so far are recomputed at most this often
@@ -141,6 +142,28 @@ def roofline_notes(result) -> str:
     return "\n".join(reasons + list(result.notes) + [f"bytes moved: {result.bytes_method}"])
 
 
+def modes_text(result, flags_text: str, compact: bool = False) -> tuple[str, str]:
+    """(the lines under the run, the full text for the tooltip) of a ModesResult: what was measured, each
+    mode's median, then the gaps in words (on a short terminal only the first line and the first gap)."""
+    shape = "x".join(map(str, result.input_shape))
+    head = f"timing modes of {result.model} {shape} {result.dtype} · {result.step} · {flags_text}"
+    parts = []
+    for mode in result.modes:
+        if mode.unavailable is not None:
+            parts.append(f"{mode.mode} n/a")
+        elif mode.stats is None:
+            parts.append(f"{mode.mode} –")
+        else:
+            unit = f" (blocks of {result.per_block})" if mode.mode == "pipelined" else ""
+            parts.append(f"{mode.mode} p50 {format_ms(mode.stats.p50_ms)}{unit}")
+    medians = " · ".join(parts) + (" · cancelled" if result.cancelled else "")
+    why_not = [f"{mode.mode}: {mode.unavailable}" for mode in result.modes if mode.unavailable is not None]
+    full = "\n".join([head, medians, *result.findings, *why_not])
+    if compact:
+        return "\n".join([f"[b]modes[/] {escape(medians)}", *(escape(line) for line in result.findings[:1])]), full
+    return "\n".join([f"[b]{escape(head)}[/]", escape(medians), *(f"· {escape(line)}" for line in result.findings)]), full
+
+
 class TimingPane(Vertical):
     """The current (or last) run. Jobs: "run" (timing), "roofline" (of the finished run), "determinism"."""
 
@@ -156,11 +179,13 @@ class TimingPane(Vertical):
     model_line: reactive[str] = reactive("loading…", init=False)  # the chosen model and its analysis
     roofline: reactive[tuple] = reactive(("", None), init=False)  # (the current run's line, its tooltip)
     note: reactive[str] = reactive("", init=False)  # one-shot checks: the determinism check
+    modes: reactive[tuple] = reactive(("", None), init=False)  # (the timing modes' lines, their full text)
 
     DEFAULT_CSS = """
     TimingPane { height: 1fr; }
     TimingPane > Static { height: auto; }
-    TimingPane.-compact #model-summary, TimingPane.-compact #run-status, TimingPane.-compact #run-roofline {
+    TimingPane.-compact #model-summary, TimingPane.-compact #run-status, TimingPane.-compact #run-roofline,
+    TimingPane.-compact #run-modes {
         text-wrap: nowrap;
         text-overflow: ellipsis;
     }
@@ -173,6 +198,8 @@ class TimingPane(Vertical):
         self._job_runs: dict[int, RunRecord] = {}  # job id -> its run, until its final answer
         self.last_determinism = None  # the latest DeterminismReport
         self._note_spec: str | None = None  # the model the note is about
+        self.last_modes = None  # the latest ModesResult
+        self._modes_spec: str | None = None  # the model the timing modes are about
 
     def compose(self) -> ComposeResult:
         yield Static("loading…", id="model-summary", classes="loading")
@@ -181,7 +208,7 @@ class TimingPane(Vertical):
         bar.display = False  # until the first run
         yield bar
         yield Static("", id="run-stats")
-        for empty in (Static("", id="run-roofline"), Static("", id="run-note")):
+        for empty in (Static("", id="run-roofline"), Static("", id="run-note"), Static("", id="run-modes")):
             empty.display = False  # until there is a line to show
             yield empty
         yield LatencyHistogram(id="latency-histogram")
@@ -194,6 +221,9 @@ class TimingPane(Vertical):
             self.set_class(compact, "-compact")
             if self.record is not None:
                 self._show(self.record, histogram=False)
+            if self.last_modes is not None and self.modes[0]:
+                self.modes = modes_text(self.last_modes, self.last_modes.flags.describe(self.app.session.device_kind()),
+                                        compact=compact)
 
     # -- the timing run ------------------------------------------------------------------------------
     def start_run(self) -> None:
@@ -370,11 +400,54 @@ class TimingPane(Vertical):
         self.note = (f"[b {style}]determinism of {self._note_spec}:[/] {result.summary()}")
         self.app.notify(result.summary(), title="determinism check", timeout=8)
 
+    # -- the timing modes ------------------------------------------------------------------------------
+    def start_modes(self) -> None:
+        """The chosen model under the current flags in each timing mode (sync, pipelined, graph), side by side."""
+        selection = self.screen.ready_selection("timing modes")
+        if selection is None:
+            return
+        cfg = self.jobs.config(selection, self._modes_refused)
+        if cfg is None:
+            return
+        if selection.shapes != "fixed" or selection.compile != "eager":
+            self._modes_refused("timing modes measure the eager model at a fixed shape (a CUDA graph replays one "
+                                "shape): set shapes to fixed and graph to eager")
+            return
+        self._modes_spec = selection.spec
+        self._modes_setup = (f"{selection.spec} {selection.input_text(self.screen.default_shape())} "
+                             f"{selection.dtype} · {selection.step_text()}")
+        self.modes = (f"timing modes: measuring {self._modes_setup} in sync, pipelined and graph…", None)
+        self.jobs.start("modes", "modes", {"cfg": cfg}, f"timing modes of {selection.spec}")
+
+    def _modes_refused(self, error: str) -> None:
+        self.modes = (f"timing modes: [b $error]error:[/] {escape(error)}", error)
+
+    def _modes_event(self, event) -> None:
+        if isinstance(event, Progress):
+            mode, done, total = event.data
+            self.modes = (f"timing modes: measuring {self._modes_setup}: {mode} {done}/{total}…", None)
+            return
+        if isinstance(event, JobFailed):
+            if event.cancelled:
+                self.modes = ("timing modes: cancelled", None)
+            else:
+                self._modes_refused(event.error)
+                self.app.notify(event.error, title="timing modes failed", severity="error", timeout=8)
+            return
+        result = self.last_modes = event.result
+        self.modes = modes_text(result, result.flags.describe(self.app.session.device_kind()),
+                                compact=self.has_class("-compact"))
+        if result.findings:
+            self.app.notify(result.findings[0], title=f"timing modes of {result.model}", timeout=8)
+
     # -- lines ----------------------------------------------------------------------------------------
     def model_chosen(self, spec: str) -> None:
         """Another model: a note about the last one would read as this one's."""
         if self._note_spec is not None and spec != self._note_spec:
             self.note, self._note_spec = "", None
+        if self._modes_spec is not None and spec != self._modes_spec:
+            self.jobs.cancel("modes", enforce=False)
+            self.modes, self._modes_spec, self.last_modes = ("", None), None, None
 
     def watch_model_line(self, text: str) -> None:
         summary = self.query_one("#model-summary", Static)
@@ -386,6 +459,12 @@ class TimingPane(Vertical):
         widget.update(line[0])
         widget.tooltip = line[1]
         widget.display = bool(line[0])  # an empty line would still take a row from the histogram
+
+    def watch_modes(self, lines: tuple) -> None:
+        widget = self.query_one("#run-modes", Static)
+        widget.update(lines[0])
+        widget.tooltip = lines[1]
+        widget.display = bool(lines[0])
 
     def watch_note(self, text: str) -> None:
         widget = self.query_one("#run-note", Static)
