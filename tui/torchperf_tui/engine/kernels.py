@@ -13,7 +13,8 @@ layer runs outside its range (in the autograd engine, on CUDA on a thread of its
 the autograd sequence number: the forward ops inside the layer's range carry one, and the backward node
 that autograd built for them ('autograd::engine::evaluate_function: ConvolutionBackward0') carries the same
 one with the forward's thread. Its GPU kernels are sorted by name into data-gradient ('dgrad') and
-weight-gradient ('wgrad') kernels, the rest of the layer's backward (bias gradient, layout copies) as 'bwd';
+weight-gradient ('wgrad') kernels, the rest of the layer's backward as 'bwd' (bias gradient, layout copies, and
+the plain GEMMs cuDNN runs for a 1x1 conv's gradients, whose names say neither: seen on an H100);
 on the CPU one ATen op computes both gradients, shown as 'bwd'.
 
 Each arm is warmed up under its own flags outside the profiler (cudnn.benchmark autotunes on the first
@@ -49,7 +50,8 @@ CUDA_NOTE = ("GPU kernels from CUPTI, grouped by conv layer; autotuning (cudnn.b
 CPU_NOTE = ("cuDNN kernel choice is a GPU view; on the CPU this shows the ATen convolution implementation "
             "each layer ran (oneDNN primitives are not exposed by the profiler)")
 CUDA_TRAIN_NOTE = ("backward kernels sorted by their names: dgrad (data gradient), wgrad (weight gradient), bwd "
-                   "(the rest of the layer's backward: bias gradient, layout copies)")
+                   "(the rest of the layer's backward: kernels whose names say neither, such as the GEMMs cuDNN runs "
+                   "for a 1x1 conv's gradients, the bias gradient, layout copies)")
 CPU_TRAIN_NOTE = "on the CPU one ATen op computes a conv layer's data and weight gradients: shown as bwd"
 PHASES = ("fwd", "dgrad", "wgrad", "bwd")  # the order a layer's kernels are listed in
 BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
