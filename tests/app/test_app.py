@@ -397,3 +397,15 @@ def test_the_palette_offers_mark_filter_flags_and_the_sidebar():
 
     actions = {action for _, _, action in PALETTE}
     assert {"mark_history_run", "screen.focus_filter", "screen.focus_flags", "screen.toggle_sidebar"} <= actions
+
+
+async def test_the_run_stats_give_each_percentile_its_interval_and_mark_the_ones_the_run_cannot_support(tiny_app):
+    async with tiny_app(size=(120, 40), warmup=0, iters=12) as pilot:
+        app = pilot.app
+        await pilot.press("r")
+        await wait_until(pilot, lambda: app.session.runs.get(1) is not None and app.session.runs.get(1).finished,
+                         what="the run")
+        text = screen_text(app, "#run-stats")
+        assert "p90 " in text and "?" in text.split("\n")[0]  # p90 and p99 of 12 samples are marked
+        assert "95 % CI  p50 " in text and "p90? not supported by 12 samples, needs 54" in text
+        assert "p99? not supported by 12 samples, needs 555" in app.main.query_one("#run-stats").tooltip

@@ -139,9 +139,18 @@ def render_timing(result) -> None:
         rows.append(("torch.compile", f"mode {result.compile_mode}, compiled in {result.compile_s:.1f} s"
                      if result.compiled else f"FAILED, eager numbers shown: {result.compile_error}"))
     if s is not None:
+        from torchperf_tui.engine.stats import percentile_intervals
+        from torchperf_tui.formatting import interval_text
+
+        intervals = {i.name: f"{format_ms(i.value_ms)}  (95 % CI {interval_text(i)})" if i.supported else
+                     f"{format_ms(i.value_ms)}  ({interval_text(i)}: its 95 % CI reaches the "
+                     f"{'largest' if i.q > 0.5 else 'smallest'} sample)"
+                     for i in percentile_intervals(result.samples_ms)}
         rows += [("iterations", s.n), ("mean", format_ms(s.mean_ms)), ("std", format_ms(s.std_ms)),
-                 ("min", format_ms(s.min_ms)), ("p50", format_ms(s.p50_ms)), ("p90", format_ms(s.p90_ms)),
-                 ("p99", format_ms(s.p99_ms)), ("max", format_ms(s.max_ms)), ("IQR", format_ms(s.iqr_ms)),
+                 ("min", format_ms(s.min_ms)), ("p50", intervals.get("p50", format_ms(s.p50_ms))),
+                 ("p90", intervals.get("p90", format_ms(s.p90_ms))),
+                 ("p99", intervals.get("p99", format_ms(s.p99_ms))), ("max", format_ms(s.max_ms)),
+                 ("IQR", format_ms(s.iqr_ms)),
                  ("throughput at p50", format_number(s.fps_at_median, "items/s", digits=1)),
                  ("throughput, mean", format_number(s.fps, "items/s", digits=1) + " (items / total time)")]
     report = result.shape_report

@@ -82,3 +82,11 @@ def fit_name(name: str, width: int) -> str:
     """A dotted layer path in `width` characters, keeping its end ('…layer4.2.conv3'): the last parts say which
     layer it is, the first ones only where it sits."""
     return name if len(name) <= width else "…" + name[len(name) - width + 1:]
+
+
+def interval_text(interval) -> str:
+    """A stats.PercentileInterval: '6.05-6.14 ms' (its 95 % CI), or why the sample cannot support it."""
+    if not interval.supported:
+        return f"not supported by {interval.n} samples, needs {interval.needed}"
+    return f"{format_ms(interval.low_ms)}-{format_ms(interval.high_ms)}"
+

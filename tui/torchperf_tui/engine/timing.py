@@ -18,7 +18,7 @@ from torchperf_tui.engine.flags import Flags, applied_flags
 from torchperf_tui.engine.inputs import dtype_name, make_input, parse_dtype, resolve_device
 from torchperf_tui.engine.lazy_torch import torch
 from torchperf_tui.engine.shapes import ShapeReport, ShapeSchedule, parse_schedule, shape_report
-from torchperf_tui.engine.stats import TimingStats, compute_stats, items_per_second
+from torchperf_tui.engine.stats import TimingStats, compute_stats, items_per_second, percentile_intervals
 
 OnSample = Callable[[str, int, int, float], None]
 OnShape = Callable[[int, tuple, bool], None]  # (timed index, input shape, first time this shape was met)
@@ -135,6 +135,7 @@ class TimingResult:
         data["sample_shapes"] = [list(shape) for shape in self.sample_shapes]
         data["shape_report"] = self.shape_report.to_dict() if self.shape_report else None
         data["memory_trace"] = [list(point) for point in self.memory_trace]
+        data["percentiles"] = [asdict(interval) for interval in percentile_intervals(self.samples_ms)]
         return data
 
 

@@ -46,16 +46,43 @@ def stats_text(record, compact: bool = False) -> str:
     elif s is None:
         text = f"no timed samples yet · first iteration {first}"
     elif compact:
-        text = (f"p50 {format_ms(s.p50_ms)}  p90 {format_ms(s.p90_ms)}  p99 {format_ms(s.p99_ms)}\n"
+        intervals = _intervals(record)
+        p50, p90, p99 = (percentile_cell(intervals, name, value) for name, value in
+                         (("p50", s.p50_ms), ("p90", s.p90_ms), ("p99", s.p99_ms)))
+        text = (f"p50 {p50}  p90 {p90}  p99 {p99}\n"
                 f"mean {format_ms(s.mean_ms)}  std {format_ms(s.std_ms)}  FPS {format_number(s.fps_at_median, digits=1)}"
                 f" at p50  n={s.n}  first {first}")
     else:
-        text = (f"mean {format_ms(s.mean_ms)}  p50 {format_ms(s.p50_ms)}  p90 {format_ms(s.p90_ms)}  "
-                f"p99 {format_ms(s.p99_ms)}\n"
+        intervals = _intervals(record)
+        p50, p90, p99 = (percentile_cell(intervals, name, value) for name, value in
+                         (("p50", s.p50_ms), ("p90", s.p90_ms), ("p99", s.p99_ms)))
+        text = (f"mean {format_ms(s.mean_ms)}  p50 {p50}  p90 {p90}  p99 {p99}\n"
                 f"std {format_ms(s.std_ms)}  FPS {format_number(s.fps_at_median, digits=1)} at p50 "
-                f"({format_number(s.fps, digits=1)} at the mean)  first {first}  n={s.n}")
+                f"({format_number(s.fps, digits=1)} at the mean)  first {first}  n={s.n}\n"
+                f"{intervals_text(record, intervals)}")
     extra = [line for line in (shapes_text(record), compile_text(record), peak_text(record)) if line]
     return "\n".join([text, *extra])
+
+
+def _intervals(record) -> dict:
+    from torchperf_tui.engine.stats import percentile_intervals
+
+    return {interval.name: interval for interval in percentile_intervals(record.samples_ms)}
+
+
+def percentile_cell(intervals: dict, name: str, value_ms: float) -> str:
+    """'6.07 ms', or '14.6 ms?' when the samples cannot support that percentile (intervals_text says why)."""
+    interval = intervals.get(name)
+    return format_ms(value_ms) + ("" if interval is None or interval.supported else "[$warning]?[/]")
+
+
+def intervals_text(record, intervals: dict | None = None) -> str:
+    """'95 % CI  p50 4.68-4.73 ms · p90 6.21-7.10 ms · p99? not supported by 50 samples, needs 555'."""
+    from torchperf_tui.formatting import interval_text
+
+    intervals = _intervals(record) if intervals is None else intervals
+    parts = [f"{name}{'' if i.supported else '?'} {interval_text(i)}" for name, i in intervals.items()]
+    return "95 % CI  " + " · ".join(parts) if parts else ""
 
 
 def peak_text(record) -> str:
@@ -503,7 +530,9 @@ class TimingPane(Vertical):
             bar.update(total=None, progress=0)  # indeterminate (animated) only while a run builds
         elif record.status in ("cancelled", "failed", "cancelling"):
             bar.update(total=1, progress=0)
-        self.query_one("#run-stats", Static).update(stats_text(record, compact=self.has_class("-compact")))
+        stats = self.query_one("#run-stats", Static)
+        stats.update(stats_text(record, compact=self.has_class("-compact")))
+        stats.tooltip = intervals_text(record) or None  # on a short terminal the "?" is explained here
         if histogram:
             repeats, new = record.split_by_shape()
             self.query_one(LatencyHistogram).show_samples(repeats, record.label, first_seen=new,
