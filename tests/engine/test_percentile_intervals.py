@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 
 import numpy as np
 import pytest
@@ -75,3 +76,30 @@ def test_the_cli_gives_each_percentile_its_interval_or_says_it_is_not_supported(
     data = json.loads(out)
     assert [(p["q"], p["supported"], p["n"]) for p in data["percentiles"]] == [(0.5, True, 20), (0.9, False, 20),
                                                                              (0.99, False, 20)]
+
+
+# -- the default run's length: p90 supported, within a time budget -----------------------------------------
+
+def test_the_default_run_is_long_enough_for_p90():
+    from torchperf_tui.engine.timing import DEFAULT_ITERS, BenchConfig
+
+    assert DEFAULT_ITERS >= samples_needed(0.9) and BenchConfig(model="m").iters == DEFAULT_ITERS
+
+
+def test_a_time_budget_stops_the_timed_iterations_and_says_so(capsys):
+    from torchperf_tui.engine.timing import BenchConfig, run_benchmark, run_timed_loop
+
+    loop = run_timed_loop(lambda: time.sleep(0.005), warmup=0, iters=100, budget_s=0.02)
+    assert loop.budget_stopped and 1 <= len(loop.samples_ms) < 100
+    assert not run_timed_loop(lambda: None, warmup=0, iters=5, budget_s=None).budget_stopped
+    sleepy = "tests.engine.test_timing_modes:sleepy"
+    result = run_benchmark(BenchConfig(model=sleepy, input_shape=(2, 4), device="cpu", warmup=0, iters=50,
+                                       time_budget_s=0.03))
+    assert result.budget_stopped and len(result.samples_ms) < 50 and result.iters_asked == 50
+    code, out, _ = run(capsys, "bench", sleepy, "--input", "2x4", "--iters", "50", "--warmup", "0",
+                       "--time-budget", "0.03", "--no-history")
+    assert code == 0 and "stopped at the 0.03 s time budget after " in out and " of 50 timed iterations" in out
+    code, out, _ = run(capsys, "bench", "tests.tinymodels:tiny_cnn", "--input", "1x3x8x8", "--warmup", "0",
+                       "--no-history", "--json")
+    data = json.loads(out)
+    assert data["stats"]["n"] == 64 and not data["budget_stopped"]  # the default: 64 iterations, in budget

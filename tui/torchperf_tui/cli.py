@@ -7,6 +7,7 @@ command, so starting the TUI does not pay for torch before its first frame.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -140,7 +141,11 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     _add_workload_options(p)
     p.add_argument("--warmup", type=_checked(options.warmup), default=10,
                    help="warm-up iterations, or 'auto' (default 10)")
-    p.add_argument("--iters", type=_positive_int, default=50, help="timed iterations (default 50)")
+    p.add_argument("--iters", type=_positive_int, default=64,
+                   help="timed iterations (default 64: enough for p90's 95 %% interval to lie inside the sample)")
+    p.add_argument("--time-budget", type=_checked(options.time_budget), metavar="SECONDS", default=60.0,
+                   help="stop the timed iterations once they have taken this long; the percentiles the samples "
+                        "cannot support are marked (default 60; 0: no budget)")
     _add_flag_options(p)
     _add_step_options(p)
     p.add_argument("--compile", nargs="?", const="default", metavar="MODE",
@@ -315,6 +320,7 @@ def cmd_bench(args) -> int:
     from torchperf_tui.cli_render import ProgressLine, render_timing
 
     cfg = _bench_config(args, warmup=args.warmup, iters=args.iters, compile=args.compile, shapes=args.shapes)
+    cfg = dataclasses.replace(cfg, time_budget_s=args.time_budget or None)
     from torchperf_tui.engine.flags import inert_flags
     from torchperf_tui.engine.inputs import dtype_note, resolve_device
 

@@ -9,7 +9,7 @@ from itertools import groupby
 from rich.console import Console
 from rich.table import Table
 
-from torchperf_tui.formatting import format_bytes, format_count, format_flops, format_ms, format_number
+from torchperf_tui.formatting import budget_text, format_bytes, format_count, format_flops, format_ms, format_number
 
 # Piped output (scripts, files) gets wide lines instead of rich's 80-column wrapping.
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
@@ -163,6 +163,8 @@ def render_timing(result) -> None:
                  ("tuning cost", f"{report.tuning_cost_ms:.1f} ms (per shape: first iteration - median of "
                                  f"its repeats, summed)" + (f"; {report.unrepeated} shape(s) never repeated, "
                                                              "not counted" if report.unrepeated else ""))]
+    if getattr(result, "budget_stopped", False):
+        rows.append(("note", budget_text(result)))
     if result.cancelled:
         rows.append(("note", "cancelled before the end"))
     _print_kv(title, rows)

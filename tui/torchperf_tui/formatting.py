@@ -90,3 +90,9 @@ def interval_text(interval) -> str:
         return f"not supported by {interval.n} samples, needs {interval.needed}"
     return f"{format_ms(interval.low_ms)}-{format_ms(interval.high_ms)}"
 
+
+def budget_text(result) -> str:
+    """A timing run that its time budget stopped early: how far it got, and what that costs."""
+    return (f"stopped at the {result.time_budget_s:g} s time budget after {len(result.samples_ms)} of "
+            f"{result.iters_asked} timed iterations: the percentiles these samples cannot support are marked")
+

@@ -41,7 +41,7 @@ class TorchperfApp(App):
 
     def __init__(self, model: str | None = None, autostart: bool = False, interval: float = 0.5,
                  device: str = "auto", *, nvml: Any = None, cuda: Any = None, telemetry: Any = None,
-                 device_report: Any = None, warmup: int | str = 10, iters: int = 50,
+                 device_report: Any = None, warmup: int | str = 10, iters: int = 64,
                  screenshot_dir: str | None = None, poll_telemetry: bool = True,
                  history_path: str | None = None, max_batch: int | None = None,
                  profile_iters: int = 5, demo: bool = False, demo_pace: float = 3.0) -> None:

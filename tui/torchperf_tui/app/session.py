@@ -22,7 +22,7 @@ ENGINE_MODULES = ("inputs", "flags", "shapes", "stats", "timing", "nvml", "devic
 
 
 class Session:
-    def __init__(self, *, device: str = "auto", warmup: int | str = 10, iters: int = 50, profile_iters: int = 5,
+    def __init__(self, *, device: str = "auto", warmup: int | str = 10, iters: int = 64, profile_iters: int = 5,
                  max_batch: int | None = None, history_path: str | None = None, nvml: Any = None,
                  cuda: Any = None, device_report: Any = None, telemetry: Any = None) -> None:
         self.device = device or "auto"  # "auto", "cpu" or "cuda:N": where runs go

@@ -33,6 +33,11 @@ STABLE_TOLERANCE = 0.02
 STABLE_MAX_ITERS = 200
 STABLE_MAX_SECONDS = 10.0
 
+# The default run: enough timed iterations that p90's 95 % interval lies inside the sample (it needs 54; see
+# stats.PercentileInterval), within a time budget so a slow model does not take minutes.
+DEFAULT_ITERS = 64
+DEFAULT_TIME_BUDGET_S = 60.0
+
 # torch.compile modes offered: "reduce-overhead" adds CUDA graphs on a GPU (a static graph replayed whole).
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
 
@@ -49,7 +54,7 @@ class BenchConfig:
     dtype: str = "float32"
     channels_last: bool = False
     warmup: int | str = 10
-    iters: int = 50
+    iters: int = DEFAULT_ITERS
     flags: Flags = field(default_factory=Flags)
     compile: str | None = None  # None: eager; else a torch.compile mode, see COMPILE_MODES
     shapes: str = "fixed"  # the timed iterations' input-shape schedule, see engine/shapes.py
@@ -57,6 +62,8 @@ class BenchConfig:
     step: str = "infer"  # "infer" (a forward pass) or "train" (forward, loss, backward, optimizer step)
     optimizer: str = "sgd"  # of a training step: "sgd" (momentum 0.9) or "adamw"
     amp: str | None = None  # mixed precision: None, "fp16" or "bf16" (torch.autocast; not a cast of the model)
+    # The timed iterations stop once they have taken this long (None: no budget); the result says so.
+    time_budget_s: float | None = DEFAULT_TIME_BUDGET_S
 
     def step_spec(self):
         from torchperf_tui.engine.train_step import StepSpec
@@ -83,6 +90,7 @@ class LoopTimes:
     warmup_ms: list[float] = field(default_factory=list)
     samples_ms: list[float] = field(default_factory=list)
     cancelled: bool = False
+    budget_stopped: bool = False  # the timed iterations ran out of their time budget before `iters`
 
 
 @dataclass
@@ -123,6 +131,9 @@ class TimingResult:
     # backward, gradients, optimizer state), and over one forward pass without gradients before them.
     step_peak_bytes: int | None = None
     forward_peak_bytes: int | None = None
+    iters_asked: int | None = None  # the timed iterations asked for
+    time_budget_s: float | None = None  # their time budget, and whether it stopped them early
+    budget_stopped: bool = False
 
     @property
     def batch(self) -> int:
@@ -175,15 +186,16 @@ def _is_stable(warmup_ms: list[float]) -> bool:
 
 
 def run_timed_loop(fn: Callable[[], object], *, device: torch.device | str = "cpu", warmup: int | str = 10,
-                   iters: int = 50, on_sample: OnSample | None = None,
+                   iters: int = DEFAULT_ITERS, on_sample: OnSample | None = None,
                    should_cancel: ShouldCancel | None = None,
-                   before_iteration: BeforeIteration | None = None) -> LoopTimes:
+                   before_iteration: BeforeIteration | None = None, budget_s: float | None = None) -> LoopTimes:
     """Time `fn` (one forward pass): one first iteration, the warm-up, then `iters` timed iterations.
 
     `on_sample(phase, index, total, ms)` is called after every iteration (total is 0 for an "auto" warm-up);
     `should_cancel()` is checked between iterations, and a cancelled loop returns what it has so far.
     `before_iteration(phase, index)` runs before each iteration, outside the timer (a new input shape,
-    a memory sample).
+    a memory sample). With `budget_s`, the timed iterations stop once they have taken that long in wall time
+    (`budget_stopped`), however few that leaves.
     """
     device = torch.device(device)
     if iters < 1:
@@ -192,7 +204,7 @@ def run_timed_loop(fn: Callable[[], object], *, device: torch.device | str = "cp
         # Events and syncs go to the current device, which is per thread: a worker thread starts on cuda:0.
         with torch.cuda.device(device):
             return run_timed_loop(fn, device="cuda", warmup=warmup, iters=iters, on_sample=on_sample,
-                                  should_cancel=should_cancel, before_iteration=before_iteration)
+                                  should_cancel=should_cancel, before_iteration=before_iteration, budget_s=budget_s)
     sample = _cuda_sample if device.type == "cuda" else _cpu_sample
     emit = on_sample or (lambda phase, index, total, ms: None)
     cancelled = should_cancel or (lambda: False)
@@ -226,6 +238,7 @@ def run_timed_loop(fn: Callable[[], object], *, device: torch.device | str = "cp
         out.warmup_ms.append(ms)
         emit("warmup", len(out.warmup_ms) - 1, warm_total, ms)
 
+    timed_start = time.perf_counter()
     for i in range(iters):
         if cancelled():
             out.cancelled = True
@@ -234,6 +247,9 @@ def run_timed_loop(fn: Callable[[], object], *, device: torch.device | str = "cp
         ms = sample(fn)
         out.samples_ms.append(ms)
         emit("timed", i, iters, ms)
+        if budget_s is not None and i + 1 < iters and time.perf_counter() - timed_start >= budget_s:
+            out.budget_stopped = True
+            break
     return out
 
 
@@ -287,7 +303,7 @@ def run_benchmark(cfg: BenchConfig, on_sample: OnSample | None = None,
             with forward_errors(cfg.model, lambda: feed.shape, dtype, device, calls_done=feed.passes_done):
                 times = run_timed_loop(lambda: runner(feed.x), device=device, warmup=cfg.warmup,
                                        iters=cfg.iters, on_sample=on_sample, should_cancel=should_cancel,
-                                       before_iteration=before)
+                                       before_iteration=before, budget_s=cfg.time_budget_s)
             in_effect = Flags.current()  # what torch itself reported, read once the loop is over
             step_peak = int(torch.cuda.max_memory_allocated(device)) if forward_peak is not None else None
             memory.sample()
@@ -342,6 +358,9 @@ def run_benchmark(cfg: BenchConfig, on_sample: OnSample | None = None,
         loss=loss_kind,
         step_peak_bytes=step_peak,
         forward_peak_bytes=forward_peak,
+        iters_asked=cfg.iters,
+        time_budget_s=cfg.time_budget_s,
+        budget_stopped=times.budget_stopped,
     )
 
 

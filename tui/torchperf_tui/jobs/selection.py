@@ -27,7 +27,7 @@ class Selection:
     shapes: str = "fixed"
     compile: str = "eager"
     warmup: int | str = 10
-    iters: int = 50
+    iters: int = 64  # engine.timing.DEFAULT_ITERS (the engine is not imported before a job needs it)
     seed: int = 0  # of the input values and of a random shape schedule
     step: str = "infer"  # "infer" or "train" (forward, loss, backward, optimizer step)
     optimizer: str = "sgd"  # a training step's

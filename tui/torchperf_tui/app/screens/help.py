@@ -45,9 +45,9 @@ fills as samples arrive. Every run uses exactly one set of flags.
 
 **Run options** (under the flags): *step*, an inference pass or a training step (forward, loss,
 backward, SGD-momentum or AdamW step), and *amp*, mixed precision by torch.autocast (not a cast of the
-model); timing, A/B and the determinism check take both, the other views measure inference passes and
-say so; *iters* and *warm-up* (a count, or `auto` until the iteration
-time settles; ⏎ takes a value); *shapes* fixed, `cycle:4` or `random` (a new input size each
+model); every measurement takes both; *iters* (64 by default, enough for p90's 95 % interval: a `?`
+marks a percentile the samples cannot support, and a run stops at a 60 s budget) and *warm-up* (a count,
+or `auto` until the iteration time settles; ⏎ takes a value); *shapes* fixed, `cycle:4` or `random` (a new input size each
 iteration: cudnn.benchmark re-tunes for every new shape, and those first-seen iterations are drawn
 apart with their tuning cost); *graph* eager or `torch.compile` (compile time reported apart);
 *on flip* a new run or an interleaved A/B.

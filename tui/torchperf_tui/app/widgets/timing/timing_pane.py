@@ -17,7 +17,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import ProgressBar, Static
 
-from torchperf_tui.formatting import format_bytes, format_count, format_ms, format_number
+from torchperf_tui.formatting import budget_text, format_bytes, format_count, format_ms, format_number
 from torchperf_tui.app.job_slots import JobSlots
 from torchperf_tui.app.messages import JobEvent, RunsChanged
 from torchperf_tui.app.runs import RunRecord, save_run
@@ -60,7 +60,8 @@ def stats_text(record, compact: bool = False) -> str:
                 f"std {format_ms(s.std_ms)}  FPS {format_number(s.fps_at_median, digits=1)} at p50 "
                 f"({format_number(s.fps, digits=1)} at the mean)  first {first}  n={s.n}\n"
                 f"{intervals_text(record, intervals)}")
-    extra = [line for line in (shapes_text(record), compile_text(record), peak_text(record)) if line]
+    budget = budget_text(record.result) if getattr(record.result, "budget_stopped", False) else ""
+    extra = [line for line in (shapes_text(record), compile_text(record), peak_text(record), budget) if line]
     return "\n".join([text, *extra])
 
 
