@@ -18,6 +18,14 @@ async def wait_until(pilot, predicate, timeout: float = 120.0, what: str = "cond
         await pilot.pause(0.05)
 
 
+async def run_and_wait(pilot, run_id: int = 1) -> None:
+    """Press r and wait for run `run_id` to finish (done, cancelled or failed)."""
+    app = pilot.app
+    await pilot.press("r")
+    await wait_until(pilot, lambda: app.session.runs.get(run_id) is not None and app.session.runs.get(run_id).finished,
+                     what=f"run #{run_id} to finish")
+
+
 async def wait_ready(pilot, timeout: float = 90.0) -> None:
     """Engine imported, device probed, catalogue listed and flag switches built."""
     app = pilot.app

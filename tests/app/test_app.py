@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.app.helpers import TINY, GiB, analysed, choose_model, flip, gpu_report_and_fakes, screen_text, wait_ready, wait_until
+from tests.app.helpers import (TINY, GiB, analysed, choose_model, flip, gpu_report_and_fakes, run_and_wait, screen_text,
+                               wait_ready, wait_until)
 from torchperf_tui.app.app import TorchperfApp
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,9 +68,7 @@ async def test_pick_a_model_by_typing_shows_its_flops_and_layers():
 async def test_a_run_fills_progress_stats_and_histogram(tiny_app):
     async with tiny_app(size=(100, 40), warmup=3, iters=150) as pilot:
         app = pilot.app
-        await pilot.press("r")
-        await wait_until(pilot, lambda: app.session.runs.get(1) is not None and app.session.runs.get(1).finished,
-                         what="the run to finish")
+        await run_and_wait(pilot)
         record = app.session.runs.get(1)
         assert record.status == "done", record.error
         assert len(record.samples_ms) == 150 and len(record.warmup_ms) == 3
@@ -402,9 +401,7 @@ def test_the_palette_offers_mark_filter_flags_and_the_sidebar():
 async def test_the_run_stats_give_each_percentile_its_interval_and_mark_the_ones_the_run_cannot_support(tiny_app):
     async with tiny_app(size=(120, 40), warmup=0, iters=12) as pilot:
         app = pilot.app
-        await pilot.press("r")
-        await wait_until(pilot, lambda: app.session.runs.get(1) is not None and app.session.runs.get(1).finished,
-                         what="the run")
+        await run_and_wait(pilot)
         text = screen_text(app, "#run-stats")
         assert "p90 " in text and "?" in text.split("\n")[0]  # p90 and p99 of 12 samples are marked
         assert "95 % CI  p50 " in text and "p90? not supported by 12 samples, needs 54" in text
