@@ -12,12 +12,13 @@
 #   train_bench bench/train_step.py: the engine's training step against torch.utils.benchmark
 #   modes     issue 14: resnet18 and resnet50 at batch 1 and 64 in every timing mode, a cold L2, a training
 #             step's modes, bench/timing_modes.py
+#   ceilings  issue 14: the measured ceilings (matmul per dtype, copy), a roofline against them, bench/ceilings.py
 #   shots     screenshots of the TUI on CUDA (the usual views and the training views), and the TUI's fidelity
 # Usage there: bash scripts/gpu_check.sh OUTDIR [SECTION...]   (default: all; Textual & co. installed first)
 # Each section writes OUTDIR/SECTION.log; the screenshots go to OUTDIR/shots.
 set -uo pipefail
 out=${1:?output folder}; shift
-sections=${*:-tests cli fidelity threads train train_more train_bench modes shots}
+sections=${*:-tests cli fidelity threads train train_more train_bench modes ceilings shots}
 mkdir -p "$out/shots"
 export TORCHPERF_HISTORY="$out/history.jsonl" PYTHONUNBUFFERED=1
 run() { echo; echo "\$ torchperf-tui $*"; local t0=$SECONDS
@@ -85,6 +86,12 @@ modes() {
   run bench resnet50 --device cuda --batch 32 --modes sync,pipelined,graph --iters 30 --step train
   echo; echo "== bench/timing_modes.py"
   timeout 200 python3 bench/timing_modes.py --device cuda --models resnet18 resnet50 --rounds 3 2>&1
+}
+ceilings() {
+  run ceilings --device cuda --refresh
+  run roofline resnet50 --device cuda --batch 64 --dtype float16 --iters 30
+  echo; echo "== bench/ceilings.py"
+  timeout 120 python3 bench/ceilings.py --device cuda --rounds 3 2>&1
 }
 shots() {
   timeout 200 python3 scripts/make_screenshots.py --model resnet50 --flag cudnn_benchmark --iters 100 \

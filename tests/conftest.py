@@ -20,5 +20,6 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(autouse=True)
 def _private_history(tmp_path, monkeypatch):
-    """Runs made by tests go to a history file of their own, never the user's."""
+    """Runs made by tests go to a history file of their own, never the user's; so do measured ceilings."""
     monkeypatch.setenv("TORCHPERF_HISTORY", str(tmp_path / "history.jsonl"))
+    monkeypatch.setenv("TORCHPERF_CEILINGS", str(tmp_path / "ceilings.json"))

@@ -166,6 +166,12 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--no-history", action="store_true", help="do not append this run to the history file")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
+    p = sub.add_parser("ceilings", help="what this device reaches: a large matmul per dtype and a large copy, "
+                       "measured once and kept per device (roofline and MFU are given against them too)")
+    p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N] (default auto)")
+    p.add_argument("--refresh", action="store_true", help="measure again, even if ceilings are kept")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
     p = sub.add_parser("throughput", help="the batch with the most samples/s, and the largest batch that fits "
                        "(doubling until samples/s stops improving, it does not fit, or the time budget)")
     _add_workload_options(p)
@@ -422,6 +428,18 @@ def cmd_profile(args) -> int:
     return 0
 
 
+def cmd_ceilings(args) -> int:
+    from torchperf_tui.cli_render import render_ceilings
+    from torchperf_tui.engine.ceilings import ceilings
+
+    result = ceilings(args.device, refresh=args.refresh)
+    if args.json:
+        _print_json(result.to_dict())
+    else:
+        render_ceilings(result)
+    return 0
+
+
 def cmd_roofline(args) -> int:
     from torchperf_tui.engine.timing import run_benchmark
     from torchperf_tui.cli_render import render_roofline
@@ -555,7 +573,7 @@ def cmd_export(args) -> int:
     return 0
 
 
-COMMANDS = {"info": cmd_info, "models": cmd_models, "flops": cmd_flops, "bench": cmd_bench,
+COMMANDS = {"ceilings": cmd_ceilings, "info": cmd_info, "models": cmd_models, "flops": cmd_flops, "bench": cmd_bench,
             "throughput": cmd_throughput, "profile": cmd_profile, "roofline": cmd_roofline,
             "compare": cmd_compare, "determinism": cmd_determinism, "memsnap": cmd_memsnap, "history": cmd_history,
             "export": cmd_export}

@@ -235,6 +235,23 @@ def _num(value, fmt: str, unit: str = "") -> str:
     return "n/a" if value is None else str(value)
 
 
+def render_ceilings(result) -> None:
+    """`ceilings`: each measured ceiling, and where it is kept."""
+    table = Table(box=None, header_style="bold")
+    for column in ("ceiling", "dtype", "size", "median", "reached"):
+        table.add_column(column, justify="right" if column in ("median", "reached") else "left")
+    for c in result.ceilings:
+        table.add_row("matmul" if c.kind == "matmul" else "copy (read + write)", c.dtype, c.size,
+                      format_ms(c.median_s * 1e3), c.text)
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(result.measured_at))
+    console.print(f"measured ceilings of {result.device} ({result.key}), {when}"
+                  + (", kept from before (--refresh measures again)" if result.cached else ", measured now"),
+                  style="bold underline")
+    console.print(table)
+    if result.path:
+        console.print(f"kept in {result.path}; roofline and MFU are given against them too")
+
+
 def render_batch_try(t) -> None:
     """One line per batch tried, as the search goes (stderr: stdout keeps the result)."""
     took = f" ({_num(t.seconds, '.1f', ' s')})" if t.seconds is not None else ""
@@ -316,8 +333,12 @@ def render_roofline(result, layers: bool = False) -> None:
     rows = [("latency", f"{format_ms(result.latency_ms)} ({result.latency_source})"),
             ("FLOPs per iteration", format_flops(result.flops)),
             ("achieved", format_count(result.achieved_tflops * 1e12, "FLOP/s")),
-            ("peak", f"{_num(result.peak_tflops, '.1f', ' TFLOPS')}, {_num(result.peak_bandwidth_gbs, '.0f', ' GB/s')}"),
+            ("peak", f"{_num(result.peak_tflops, '.4g', ' TFLOPS')}, {_num(result.peak_bandwidth_gbs, '.0f', ' GB/s')}"),
             ("MFU (of peak FLOP/s)", _num(result.mfu_pct, ".1f", " %")),
+            ("of measured ceiling", f"{_num(result.measured_mfu_pct, '.1f', ' %')} of "
+                                    f"{_num(result.measured_tflops, '.4g', ' TFLOP/s')} (this box's matmul ceiling; "
+                                    f"copy {_num(result.measured_bandwidth_gbs, '.4g', ' GB/s')})"
+             if not hasattr(result.measured_tflops, "reason") else str(result.measured_tflops)),
             ("arithmetic intensity", f"{_num(result.arithmetic_intensity, '.1f', ' FLOP/byte')} "
                                      f"(ridge {_num(result.ridge_flops_per_byte, '.1f')})"),
             ("side of the roofline", result.side),
@@ -334,12 +355,24 @@ def render_roofline(result, layers: bool = False) -> None:
     table = Table(box=None, header_style="bold")
     for column in ("layer", "type", "FLOPs", "bytes", "FLOP/byte", "side"):
         table.add_column(column, justify="left" if column in ("layer", "type", "side") else "right", no_wrap=True)
+    reasons: list[str] = []  # each n/a's reason, said once under the table rather than in every row
+
+    def cell(value, fmt: str = "") -> str:
+        reason = getattr(value, "reason", None)
+        if reason is None:
+            return _num(value, fmt) if fmt else str(value)
+        if reason not in reasons:
+            reasons.append(reason)
+        return f"n/a [{reasons.index(reason) + 1}]"
+
     for layer in result.layers:
         table.add_row(layer.name, layer.type, format_count(layer.flops), format_bytes(layer.bytes),
-                      _num(layer.intensity, ".1f"), str(layer.side))
+                      cell(layer.intensity, ".1f"), cell(layer.side))
     console.print()
     console.print("per layer", style="bold underline")
     console.print(table)
+    for number, reason in enumerate(reasons, 1):
+        console.print(f"[{number}] n/a: {reason}", markup=False)
 
 
 def render_ab(result) -> None:

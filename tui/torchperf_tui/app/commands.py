@@ -27,6 +27,7 @@ BINDINGS = [
     Binding("k", "kernels", "Kernels", show=False),
     Binding("d", "pane('timing', 'check_determinism')", "Determinism", show=False),
     Binding("M", "pane('timing', 'start_modes')", "Timing modes", show=False),
+    Binding("C", "pane('device', 'measure_ceilings')", "Ceilings", show=False),
     Binding("n", "pane('memory', 'snapshot')", "Mem snapshot", show=False),
 ]
 
@@ -47,6 +48,8 @@ PALETTE = [
     ("Determinism check", "The same input twice under the current flags", "pane('timing', 'check_determinism')"),
     ("Timing modes", "Sync, pipelined and CUDA-graph timing side by side, and what the gaps mean",
      "pane('timing', 'start_modes')"),
+    ("Measure ceilings", "Device: a large matmul per dtype and a large copy, kept; roofline and MFU use them",
+     "pane('device', 'measure_ceilings')"),
     ("Memory snapshot", "CUDA: the allocator's history for pytorch.org/memory_viz", "pane('memory', 'snapshot')"),
     ("Mark history run", "History: mark the highlighted run; two marked are compared", "mark_history_run"),
     ("Filter models", "Type to filter the model list", "screen.focus_filter"),

@@ -426,7 +426,7 @@ def _driver_version(nvml: Nvml) -> str | NA:
     return version if isinstance(version, NA) else NA("driver version unknown")
 
 
-def _cpu_model() -> str | NA:
+def cpu_model() -> str | NA:
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
             for line in fh:
@@ -455,7 +455,7 @@ def probe_cpu() -> CpuFacts:
         if best and best > 0:
             freq_mhz = float(best)
     return CpuFacts(
-        model=_cpu_model(),
+        model=cpu_model(),
         physical_cores=physical if physical else NA("physical core count not reported"),
         logical_cores=logical if logical else NA("logical core count not reported"),
         freq_mhz=freq_mhz,

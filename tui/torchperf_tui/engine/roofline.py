@@ -41,6 +41,9 @@ class RooflinePeaks:
     ridge_flops_per_byte: float | NA
     source: str  # which peak was used and where it came from (the formula when the device gave one)
     notes: list[str] = field(default_factory=list)
+    # What this box measured (engine.ceilings): the matmul ceiling of the dtype and the copy bandwidth
+    measured_tflops: float | NA = NA("no measured ceilings kept for this device: run `torchperf-tui ceilings`")
+    measured_bandwidth_gbs: float | NA = NA("no measured ceilings kept for this device: run `torchperf-tui ceilings`")
 
 
 @dataclass
@@ -83,6 +86,10 @@ class RooflineResult:
     layers: list[LayerRoofline] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     step: str = "infer"  # "train": flops and latency are a training step's (bytes and intensity n/a)
+    # against what this box measured (engine.ceilings): the matmul ceiling of the dtype, the copy bandwidth
+    measured_tflops: float | NA = NA("no measured ceilings")
+    measured_bandwidth_gbs: float | NA = NA("no measured ceilings")
+    measured_mfu_pct: float | NA = NA("no measured ceilings")
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self)
@@ -97,13 +104,16 @@ def _num(value: Any) -> bool:
 
 
 def peaks_for(device: str, dtype: str = "float32", gpu: Any = None, *, tf32: bool = False,
-              peak_tflops: float | None = None, peak_bandwidth_gbs: float | None = None) -> RooflinePeaks:
+              peak_tflops: float | None = None, peak_bandwidth_gbs: float | None = None,
+              measured: Any = None) -> RooflinePeaks:
     """The ceilings for `dtype` on `device` ("cpu", "cuda", "cuda:N").
 
     `gpu` is a device.GpuFacts: float32 uses its FP32 (CUDA core) peak, float16/bfloat16 its dense tensor
     peak. Pass `tf32=flags.tf32_cudnn or flags.tf32_matmul` for a float32 run: with TF32 on (cuDNN's
     default) convolutions run on tensor cores and can beat the FP32 peak; the result then says so.
-    `peak_tflops`/`peak_bandwidth_gbs` override (a datasheet figure, or a CPU's).
+    `peak_tflops`/`peak_bandwidth_gbs` override (a datasheet figure, or a CPU's). `measured`: the ceilings
+    this box measured (engine.ceilings.CeilingsResult), reported beside the datasheet's; where the datasheet
+    has none (the CPU) and the user gave none, they are the roofline's peaks.
     """
     notes: list[str] = []
     sources: list[str] = []
@@ -138,8 +148,27 @@ def peaks_for(device: str, dtype: str = "float32", gpu: Any = None, *, tf32: boo
     if peak_bandwidth_gbs is not None:
         bandwidth = float(peak_bandwidth_gbs)
         sources.append(f"peak bandwidth {peak_bandwidth_gbs:g} GB/s given by the user")
+    measured_flops, measured_bw = _measured(measured, dtype, tf32 and device.startswith("cuda"))
+    if isinstance(flops_peak, NA) and not isinstance(measured_flops, NA):
+        flops_peak = measured_flops
+        sources.append(f"measured on this box ({measured.key}): {dtype} matmul ceiling {measured_flops:.3g} TFLOP/s")
+    if isinstance(bandwidth, NA) and not isinstance(measured_bw, NA):
+        bandwidth = measured_bw
+        sources.append(f"measured copy bandwidth {measured_bw:.3g} GB/s")
     ridge = ridge_point(flops_peak, bandwidth)
-    return RooflinePeaks(device, dtype, flops_peak, bandwidth, ridge, "; ".join(sources) or "none", notes)
+    return RooflinePeaks(device, dtype, flops_peak, bandwidth, ridge, "; ".join(sources) or "none", notes,
+                         measured_flops, measured_bw)
+
+
+def _measured(measured: Any, dtype: str, tf32: bool) -> tuple[float | NA, float | NA]:
+    """(matmul ceiling in TFLOP/s for `dtype`, copy bandwidth in GB/s) from a CeilingsResult, or NAs why not."""
+    if measured is None:
+        why = NA("no measured ceilings kept for this device: run `torchperf-tui ceilings`")
+        return why, why
+    key = "tf32" if dtype == "float32" and tf32 else dtype
+    matmul, copy = measured.matmul(key), measured.copy()
+    flops = matmul.value / 1e12 if matmul is not None else NA(f"no {key} matmul ceiling measured on this device")
+    return flops, (copy.value / 1e9 if copy is not None else NA("no copy bandwidth measured on this device"))
 
 
 def ridge_point(peak_tflops: float | NA, peak_bandwidth_gbs: float | NA) -> float | NA:
@@ -278,6 +307,8 @@ def analyse_roofline(complexity: Any, timing: Any, peaks: RooflinePeaks,
         ridge_flops_per_byte=peaks.ridge_flops_per_byte, side=classify(intensity, peaks.ridge_flops_per_byte),
         attainable_tflops=bound, roofline_pct=_pct(achieved, bound), peaks_source=peaks.source,
         layers=layers, notes=notes, step="train" if training else "infer",
+        measured_tflops=peaks.measured_tflops, measured_bandwidth_gbs=peaks.measured_bandwidth_gbs,
+        measured_mfu_pct=_pct(achieved, peaks.measured_tflops),
     )
 
 

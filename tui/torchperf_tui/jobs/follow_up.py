@@ -25,11 +25,12 @@ def save_to_history(result: Any, path: Any = None, fingerprint: dict | None = No
 
 
 def roofline_of_run(result: Any, report: Any = None, peak_tflops: float | None = None,
-                    peak_bandwidth_gbs: float | None = None):
+                    peak_bandwidth_gbs: float | None = None, measured: Any = "kept"):
     """A finished TimingResult on the roofline: FLOPs counted at the run's own input and dtype (a training
     run's forward and backward), peaks from `report` (the device report; probed when None on CUDA), or the
     user's overrides; under autocast the peaks of the autocast dtype, which its convolutions and matmuls run
-    in. Needs torch."""
+    in. `measured`: the ceilings this box measured (engine.ceilings), by default those kept for the run's
+    device (none measured here). Needs torch."""
     from torchperf_tui.engine.complexity import analyse_complexity
     from torchperf_tui.engine.errors import TorchperfError
     from torchperf_tui.engine.roofline import analyse_roofline, gpu_for_device, peaks_for
@@ -49,8 +50,12 @@ def roofline_of_run(result: Any, report: Any = None, peak_tflops: float | None =
     flags = result.flags
     amp = getattr(result, "amp", None)
     compute_dtype = {"fp16": "float16", "bf16": "bfloat16"}.get(amp, result.dtype)
+    if measured == "kept":
+        from torchperf_tui.engine.ceilings import kept_for
+
+        measured = kept_for(result.device)
     peaks = peaks_for(result.device, compute_dtype, gpu, tf32=flags.tf32_cudnn or flags.tf32_matmul,
-                      peak_tflops=peak_tflops, peak_bandwidth_gbs=peak_bandwidth_gbs)
+                      peak_tflops=peak_tflops, peak_bandwidth_gbs=peak_bandwidth_gbs, measured=measured)
     roofline = analyse_roofline(complexity, result, peaks)
     if amp:
         roofline.notes.append(f"autocast {amp}: the peaks are {compute_dtype}'s, which its convolutions and "

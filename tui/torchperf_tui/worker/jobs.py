@@ -229,6 +229,21 @@ def run_memsnap(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     return record_memory_snapshot(params["cfg"], should_cancel=ctx.cancelled), {}
 
 
+def run_ceilings_kept(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: device. The ceilings kept for it (engine.ceilings), or None: nothing is measured."""
+    from torchperf_tui.engine.ceilings import kept_for
+
+    return kept_for(params.get("device", "auto")), {}
+
+
+def run_ceilings(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: device. Measure the ceilings now and keep them. Progress "ceiling": what is being measured."""
+    from torchperf_tui.engine.ceilings import ceilings
+
+    return ceilings(params.get("device", "auto"), refresh=True, should_cancel=ctx.cancelled,
+                    on_progress=lambda what: ctx.progress("ceiling", what)), {}
+
+
 def run_release(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: device ("cpu", "cuda", "cuda:N"). gc + empty_cache (CUDA) or malloc_trim (CPU), here, where
     the model and the caching allocator live. -> ReleaseReport."""
@@ -260,5 +275,6 @@ def run_memory(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 RUNNERS: dict[str, Callable[[dict, JobContext], tuple[Any, dict]]] = {
     "probe": run_probe, "catalogue": run_catalogue, "analyse": run_analyse, "time": run_time, "ab": run_ab_job,
     "kernels": run_kernels, "modes": run_modes_job, "throughput": run_throughput, "profile": run_profile, "roofline": run_roofline,
-    "determinism": run_determinism, "memsnap": run_memsnap, "release": run_release, "memory": run_memory,
+    "determinism": run_determinism, "memsnap": run_memsnap, "ceilings": run_ceilings,
+    "ceilings_kept": run_ceilings_kept, "release": run_release, "memory": run_memory,
 }

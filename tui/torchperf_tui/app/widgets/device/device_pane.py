@@ -4,6 +4,7 @@ measurement process (torch answers there), and tells the App the report (flags a
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +18,7 @@ from textual.widgets import Select, Static
 from torchperf_tui.formatting import format_bytes, format_number
 from torchperf_tui.app.job_slots import JobSlots
 from torchperf_tui.app.messages import JobEvent
-from torchperf_tui.worker.protocol import JobFailed
+from torchperf_tui.worker.protocol import JobFailed, Progress
 
 
 def _v(value, unit: str = "", digits: int = 0) -> str:
@@ -86,6 +87,18 @@ def short_name(report, device: str) -> str:
     return f"CPU: {report.cpu.model}"
 
 
+def ceilings_text(result, device: str) -> str:
+    """The kept ceilings of the device, or how to measure them."""
+    if result is None:
+        return (f"\n[b]Measured ceilings[/] of {device}: none yet. Press C to measure a large matmul per dtype and a "
+                "large copy (seconds); the roofline and MFU are then given against them too")
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(result.measured_at))
+    lines = [f"  {'matmul' if c.kind == 'matmul' else 'copy (read + write)'} {c.dtype} {c.size}: {c.text}"
+             for c in result.ceilings]
+    kept = f"\n  kept in {escape(str(result.path))}" if result.path else ""
+    return f"\n[b]Measured ceilings[/] of {device}, {when} (C measures again)\n" + "\n".join(lines) + kept
+
+
 class DevicePane(VerticalScroll):
     """Filled from a DeviceReport once the measurement process has probed the device."""
 
@@ -136,10 +149,38 @@ class DevicePane(VerticalScroll):
             return
         self.app.call_from_thread(self._probed, report, table)
 
+    # -- measured ceilings (key C) ------------------------------------------------------------------------
+    def load_ceilings(self) -> None:
+        """The ceilings kept for the device runs go to (nothing is measured)."""
+        self.jobs.start("ceilings", "ceilings_kept", {"device": self.app.session.resolved_device()},
+                        "reading the kept ceilings", enforce_cancel=False)
+
+    def measure_ceilings(self) -> None:
+        """Measure the ceilings of the device runs go to, now, and keep them."""
+        device = self.app.session.resolved_device()
+        self.query_one("#device-ceilings", Static).update(f"\n[b]Measured ceilings[/] of {device}: measuring…")
+        self.jobs.start("ceilings", "ceilings", {"device": device}, f"measuring the ceilings of {device}")
+
+    def _ceilings_event(self, event) -> None:
+        widget = self.query_one("#device-ceilings", Static)
+        device = self.app.session.resolved_device()
+        if isinstance(event, Progress):
+            widget.update(f"\n[b]Measured ceilings[/] of {device}: measuring {escape(str(event.data))}…")
+        elif isinstance(event, JobFailed):
+            widget.update(f"\n[b]Measured ceilings[/] of {device}: "
+                          + ("cancelled" if event.cancelled else f"[b $error]error:[/] {escape(event.error)}"))
+        else:
+            widget.update(ceilings_text(event.result, device))
+            if event.result is not None and not event.result.cached:
+                self.app.notify("kept: the next roofline gives MFU against them", title="ceilings measured")
+
     @on(JobEvent)
     def _job_event(self, message: JobEvent) -> None:
         event = self.jobs.accept(message)
         if event is None:
+            return
+        if message.slot == "ceilings":
+            self._ceilings_event(event)
             return
         if isinstance(event, JobFailed):
             self._failed(event.error)
@@ -165,9 +206,13 @@ class DevicePane(VerticalScroll):
         yield select
         yield Static("loading…", id="device-facts", classes="loading")
         yield Static("", id="device-flags")
+        yield Static("", id="device-ceilings")
         yield Static("", id="device-roofline")
 
     def show_report(self, report, device: str) -> None:
+        session = self.app.session
+        if session.nvml_seam is None and session.cuda_seam is None:  # a fake GPU has no ceilings to read
+            self.load_ceilings()
         facts = self.query_one("#device-facts", Static)
         facts.remove_class("loading")
         facts.update(report_text(report))

@@ -148,6 +148,9 @@ def roofline_text(result) -> str:
     ridge = _value(result.ridge_flops_per_byte, ".1f")
     achieved = format_count(result.achieved_tflops * 1e12, "FLOP/s")
     of = " of a training step" if getattr(result, "step", "infer") == "train" else ""
+    measured = getattr(result, "measured_mfu_pct", None)
+    if isinstance(measured, (int, float)) and result.peak_tflops != result.measured_tflops:
+        mfu += f" ({measured:.1f} % of the measured ceiling)"  # beside a datasheet peak; on the CPU it is the peak
     text = (f"roofline{of}: {achieved} achieved · MFU {mfu} · intensity "
             f"{_value(result.arithmetic_intensity, '.1f', ' FLOP/byte')} (ridge {ridge}) · {side}")
     if any(hasattr(value, "reason") for value in (result.mfu_pct, result.ridge_flops_per_byte, result.side)):
