@@ -52,7 +52,8 @@ def main() -> int:
     print(f"torch {torch.__version__} | {platform.machine()} | "
           f"{torch.cuda.get_device_name(device) if device.type == 'cuda' else 'cpu'} | threads {torch.get_num_threads()}")
     print(f"matmul {n}x{n}x{n}, {args.rounds} rounds alternating: the engine's ceiling (median of {args.reps} "
-          f"event-timed repetitions) against a bare torch.mm loop ({args.reps} calls, one block)")
+          f"timed repetitions: CUDA events on a GPU, perf_counter on the CPU) against a bare torch.mm loop "
+          f"({args.reps} calls, one block)")
     engine: dict[str, list[float]] = {d: [] for d in dtypes}
     bare: dict[str, list[float]] = {d: [] for d in dtypes}
     for round_ in range(args.rounds):
