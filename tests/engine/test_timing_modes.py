@@ -147,3 +147,11 @@ def test_gpu_graph_mode_captures_and_the_cold_l2_buffer_is_twice_the_l2():
     assert result.flush_bytes == 2 * l2 and any("launch overhead" in line for line in result.findings)
     train = run_modes(BenchConfig(model=TINY, input_shape=(8, 3, 32, 32), device="cuda", iters=4, step="train"))
     assert "training step is not captured" in train.mode("graph").unavailable and train.mode("sync").stats.n == 4
+
+
+def test_a_model_that_rejects_its_input_is_one_line_naming_the_input():
+    from torchperf_tui.engine.errors import ShapeError
+
+    with pytest.raises(ShapeError, match="rejected input 1x3x24x24.*24 is not supported"):
+        run_modes(BenchConfig(model="tests.tinymodels:picky", input_shape=(1, 3, 24, 24), device="cpu", iters=2),
+                  ("sync",))

@@ -225,13 +225,16 @@ def run_modes(cfg: BenchConfig, modes: tuple[str, ...] = MODES, *, cold_l2: bool
 
     work = prepare_workload(cfg.model, shape, device, dtype, cfg.channels_last, seed=cfg.seed)
     try:
+        passes = [0]  # completed calls: an error after some is the model failing, not its input rejected
         with applied_flags(cfg.flags), grad_context(step), \
-                forward_errors(cfg.model, shape, dtype, device, calls_done=lambda: 1):
+                forward_errors(cfg.model, shape, dtype, device, calls_done=lambda: passes[0]):
             runner = StepRunner(work.model, step, device, seed=cfg.seed)
             x = work.x
 
             def once() -> object:
-                return runner(x)
+                out = runner(x)
+                passes[0] += 1
+                return out
 
             warm = run_timed_loop(once, device=device, warmup=cfg.warmup, iters=1, should_cancel=cancelled)
             result.first_iter_ms = warm.first_iter_ms
