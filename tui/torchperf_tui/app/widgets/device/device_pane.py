@@ -158,11 +158,14 @@ class DevicePane(VerticalScroll):
     def measure_ceilings(self) -> None:
         """Measure the ceilings of the device runs go to, now, and keep them."""
         device = self.app.session.resolved_device()
-        self.query_one("#device-ceilings", Static).update(f"\n[b]Measured ceilings[/] of {device}: measuring…")
+        widget = self.query_one("#device-ceilings", Static)
+        widget.display = True
+        widget.update(f"\n[b]Measured ceilings[/] of {device}: measuring…")
         self.jobs.start("ceilings", "ceilings", {"device": device}, f"measuring the ceilings of {device}")
 
     def _ceilings_event(self, event) -> None:
         widget = self.query_one("#device-ceilings", Static)
+        widget.display = True
         device = self.app.session.resolved_device()
         if isinstance(event, Progress):
             widget.update(f"\n[b]Measured ceilings[/] of {device}: measuring {escape(str(event.data))}…")
@@ -206,7 +209,9 @@ class DevicePane(VerticalScroll):
         yield select
         yield Static("loading…", id="device-facts", classes="loading")
         yield Static("", id="device-flags")
-        yield Static("", id="device-ceilings")
+        ceilings = Static("", id="device-ceilings")
+        ceilings.display = False  # until there is something to say (none on a fake GPU)
+        yield ceilings
         yield Static("", id="device-roofline")
 
     def show_report(self, report, device: str) -> None:
