@@ -154,3 +154,23 @@ async def test_the_kernels_table_fits_long_layer_names_so_times_and_choice_stay_
         await pilot.resize_terminal(120, 24)  # wider: the whole name again
         await pilot.pause(0.2)
         assert app.query_one("#kernels-table").get_row_at(0)[0] == names[0]
+
+
+async def test_a_resize_before_the_plot_has_composed_draws_once_it_has_instead_of_raising():
+    # Seen in CI at 80x24 under load: the histogram's on_resize ran between mount() and the PlotWidget's
+    # compose, and setting its margins raised NoMatches('Grid'), which took the app down.
+    from textual.app import App
+
+    from torchperf_tui.app.widgets.timing.histogram import LatencyHistogram
+
+    class Holder(App):
+        def compose(self):
+            yield LatencyHistogram(id="h")
+
+    async with Holder().run_test(size=(80, 24)) as pilot:
+        histogram = pilot.app.query_one("#h", LatencyHistogram)
+        histogram.attach_plot()
+        assert not histogram._plot.is_mounted
+        histogram.redraw()  # what on_resize does at once; before the fix: NoMatches
+        await pilot.pause()
+        assert histogram._plot.is_mounted and histogram._plot.margin_left in (6, 10)

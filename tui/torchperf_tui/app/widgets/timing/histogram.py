@@ -168,6 +168,11 @@ class _PlotHolder(Vertical):
         if self._plot is None:
             return
         plot = self._plot
+        if not plot.is_mounted:
+            # A resize between mount() and the plot's compose (seen at 80x24 under load): its margins have no
+            # grid to set yet, and setting them would raise. Once it has composed, draw.
+            self.call_after_refresh(self.redraw)
+            return
         plot.margin_top, plot.margin_bottom, plot.margin_left = (0, 1, 6) if self.compact else (2, 3, 10)
         # textual-plot sizes its canvas to the widget only on a layout refresh: after a resize or new margins
         # it would draw into the old size (a small box above empty rows).
