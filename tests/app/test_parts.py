@@ -44,6 +44,18 @@ def test_run_history_is_bounded_and_the_baseline_falls_back_to_the_oldest_comple
     assert history.baseline().run_id == 4
 
 
+def test_a_speedup_keeps_three_significant_figures_however_slow_the_run():
+    from torchperf_tui.app.run_setup import speedup_text
+    from torchperf_tui.engine.stats import compute_stats
+    base = _record(1)
+    base.stats = compute_stats([1.0, 1.0, 1.0])
+    for p50, text in ((150.0, "0.00667x"), (2.0, "0.5x"), (1.2, "0.833x"), (0.8, "1.25x"), (0.5, "2.00x")):
+        run = _record(2)
+        run.stats = compute_stats([p50] * 3)
+        assert speedup_text(run, base) == text
+    assert speedup_text(base, base) == "baseline"
+
+
 def test_formatting():
     assert format_count(11_689_512) == "11.7 M"
     assert format_count(1.82e9, "FLOPs") == "1.82 GFLOPs"

@@ -45,4 +45,6 @@ def speedup_text(record, base) -> str:
     unlike = differences(record, base)
     if unlike:
         return f"n/a: {', '.join(unlike)}"
-    return f"{base.stats.p50_ms / record.stats.p50_ms:.2f}x"
+    ratio = base.stats.p50_ms / record.stats.p50_ms
+    # Three significant figures below 1x, so a run 150 times slower reads 0.00672x, not 0.01x.
+    return f"{ratio:.2f}x" if ratio >= 1 else f"{ratio:.3g}x"
