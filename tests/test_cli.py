@@ -197,6 +197,36 @@ def test_roofline_command_on_cpu_says_why_peaks_are_missing(capsys):
     assert code == 0 and "side of the roofline" in out and ("memory" in out or "compute" in out)
 
 
+def test_roofline_layers_time_each_layer_at_100_columns_and_say_each_reason_once(capsys, monkeypatch):
+    from torchperf_tui import cli_render
+
+    monkeypatch.setattr(cli_render.console, "_width", 100)
+    code, out, _ = run(capsys, "roofline", "resnet18", "--input", "1x3x32x32", "--iters", "3", "--layers",
+                       "--layer-iters", "2")
+    assert code == 0
+    lines = out.splitlines()
+    assert max(len(line.rstrip()) for line in lines) <= 100
+    header = next(line for line in lines if line.startswith("layer "))
+    for column in ("time", "% pass", "FLOP/s", "FLOP/B", "bound"):
+        assert column in header
+    assert "layer3.0.downsample.0" in out and "…" not in out  # whole names: none collapses
+    assert "rest of the iteration" in out and "modules' own code outside the table's rows" in out
+    assert "pass " in out and "profiled (mean of 2)" in out and "the timed median is" in out
+    # Each n/a's reason once, under the tables (the CPU has no peaks here): no row repeats it.
+    assert out.count("FMA units per core") == 1 and out.count("n/a [") > 20
+    rows = [line for line in lines if line.startswith(("conv1 ", "layer1.0.conv1 "))]
+    assert len(rows) == 2 and all(" ms" in row or " µs" in row for row in rows)
+    code, out, _ = run(capsys, "roofline", TINY, "--input", "1x3x16x16", "--iters", "3", "--layers",
+                       "--layer-iters", "2", "--json")
+    data = json.loads(out)
+    times = data["layer_times"]
+    assert code == 0 and times["iters"] == 2 and {m["name"] for m in times["modules"]} >= {"conv", "fc"}
+    by_row = {layer["name"]: layer for layer in data["layers"]}
+    assert by_row["conv"]["time_ms"] > 0 and by_row["conv"]["pass_pct"] > 0
+    total = sum(l["time_ms"] for l in data["layers"] if isinstance(l["time_ms"], float))
+    assert total + sum(data["time_outside"].values()) == pytest.approx(times["pass_ms"], rel=1e-6)
+
+
 def test_compare_command_gives_a_verdict(capsys):
     code, out, _ = run(capsys, "compare", TINY, "--input", "1x3x16x16", "--a", "threads=1", "--b", "threads=2",
                        "--blocks", "6", "--per-block", "2", "--json")

@@ -4,7 +4,8 @@ from torchperf_tui.engine.complexity import Complexity, LayerStat, analyse_compl
 from torchperf_tui.engine.device import GpuFacts
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.nvml import NA
-from torchperf_tui.engine.roofline import (BYTES_METHOD, analyse_roofline, estimate_bytes, gpu_for_device,
+from torchperf_tui.engine.layer_times import GpuBusy, LayerTimes, ModuleTime
+from torchperf_tui.engine.roofline import (BYTES_METHOD, GPU_IDLE, OUTSIDE_ROWS, analyse_roofline, estimate_bytes, gpu_for_device,
                                            peaks_for, ridge_point)
 from torchperf_tui.engine.timing import BenchConfig, run_benchmark
 
@@ -82,11 +83,50 @@ def test_memory_bound_model_is_capped_by_bandwidth():
     assert r.attainable_tflops == pytest.approx(2.0 * 3000e9 / 1e12)
 
 
-def test_per_layer_achieved_with_layer_times():
+def _times(gpu=None, **outside):
+    # fc and act are the table's rows; "block" is a container that only calls them (its residual add, its Python)
+    modules = [ModuleTime("", "Net", False, 0.02), ModuleTime("block", "Block", False, 0.03),
+               ModuleTime("fc", "Linear", True, 0.5, calls=1), ModuleTime("act", "ReLU", True, 0.1, calls=2)]
+    return LayerTimes(model="m", device="cuda" if gpu else "cpu", input_shape=(1, 4), step="infer", iters=5,
+                      pass_ms=0.7, modules=modules, outside=outside, gpu=gpu)
+
+
+def test_per_layer_time_share_and_achieved_with_what_no_row_owns_said_apart():
     c = _complexity([DENSE, RELU])
-    r = analyse_roofline(c, 1.0, peaks_for("cuda", "float32", _gpu()), layer_times_ms={"fc": 0.5})
-    assert r.layers[0].achieved_tflops == pytest.approx(4.0)
-    assert r.layers[0].roofline_pct == pytest.approx(100 * 4.0 / 60.0)
+    r = analyse_roofline(c, 1.0, peaks_for("cuda", "float32", _gpu()), layer_times=_times(**{"rest of the iteration": 0.05}))
+    fc, act = r.layers
+    assert fc.time_ms == pytest.approx(0.5) and fc.achieved_tflops == pytest.approx(4.0)
+    assert fc.roofline_pct == pytest.approx(100 * 4.0 / 60.0)
+    assert fc.pass_pct == pytest.approx(100 * 0.5 / 0.7) and act.pass_pct == pytest.approx(100 * 0.1 / 0.7)
+    assert isinstance(act.achieved_tflops, NA) and "no FLOPs" in act.achieved_tflops.reason
+    # The model's and the block's own time (no FLOPs of their own, so no rows) is one outside row.
+    assert r.time_outside == {OUTSIDE_ROWS: pytest.approx(0.05), "rest of the iteration": 0.05}
+    assert sum(l.time_ms for l in r.layers) + sum(r.time_outside.values()) == pytest.approx(0.7)
+    data = r.to_dict()
+    assert data["layers"][0]["pass_pct"] == pytest.approx(fc.pass_pct) and data["layer_times"]["pass_ms"] == 0.7
+
+
+def test_on_a_gpu_the_idle_time_completes_the_rows_and_a_mostly_idle_pass_is_launch_bound():
+    busy = GpuBusy(busy_ms=0.63, wall_ms=0.7, kernels=40, median_kernel_us=9.5)
+    r = analyse_roofline(_complexity([DENSE, RELU]), 1.0, peaks_for("cuda", "float32", _gpu()),
+                         layer_times=_times(gpu=busy))
+    assert r.time_outside[GPU_IDLE] == pytest.approx(0.07)
+    assert busy.summary().startswith("GPU busy 90 % of the pass") and "40 kernels" in busy.summary()
+    idle = GpuBusy(busy_ms=0.2, wall_ms=0.7, kernels=40, median_kernel_us=4.0)
+    assert idle.summary().startswith("GPU idle 71 % of the pass: launch-bound")
+
+
+def test_without_layer_times_a_training_step_has_no_rows_and_with_them_its_rows_count_the_backward():
+    fc = LayerStat("fc", "Linear", (1, 1000), (1, 1000), params=1_000_000, flops=2_000_000_000, output_bytes=4000,
+                   backward_flops=4_000_000_000)
+    c = _complexity([fc])
+    c.step, c.backward_flops = "train", 4_000_000_000
+    assert analyse_roofline(c, 3.0, peaks_for("cuda", "float32", _gpu())).layers == []
+    times = _times()
+    times.modules[2].backward_ms = 1.0
+    row = analyse_roofline(c, 3.0, peaks_for("cuda", "float32", _gpu()), layer_times=times).layers[0]
+    assert row.flops == 6_000_000_000 and row.time_ms == pytest.approx(1.5)
+    assert row.achieved_tflops == pytest.approx(4.0) and isinstance(row.intensity, NA)
 
 
 def test_unknown_peaks_leave_utilisation_na_but_keep_achieved():

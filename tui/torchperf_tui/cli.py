@@ -204,7 +204,10 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--iters", type=_positive_int, default=50, help="timed iterations (default 50)")
     p.add_argument("--peak-tflops", type=_positive_float("--peak-tflops"), help="the device's peak, where it cannot be derived (CPU)")
     p.add_argument("--peak-bandwidth", type=_positive_float("--peak-bandwidth"), metavar="GB/S", help="likewise, the peak memory bandwidth")
-    p.add_argument("--layers", action="store_true", help="also the per-layer intensity table")
+    p.add_argument("--layers", action="store_true", help="also the per-layer table: each layer's time (profiled "
+                   "again), share of the pass, achieved FLOP/s, intensity and bound, and on a GPU its busy and idle time")
+    p.add_argument("--layer-iters", type=_positive_int, default=5, metavar="N",
+                   help="passes profiled for --layers (default 5)")
     _add_step_options(p)
     _add_flag_options(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -443,10 +446,12 @@ def cmd_ceilings(args) -> int:
 def cmd_roofline(args) -> int:
     from torchperf_tui.engine.timing import run_benchmark
     from torchperf_tui.cli_render import render_roofline
-    from torchperf_tui.jobs.follow_up import roofline_of_run
+    from torchperf_tui.jobs.follow_up import layer_times_of_run, roofline_of_run
 
     timing = run_benchmark(_bench_config(args, iters=args.iters))
-    result = roofline_of_run(timing, peak_tflops=args.peak_tflops, peak_bandwidth_gbs=args.peak_bandwidth)
+    peaks = {"peak_tflops": args.peak_tflops, "peak_bandwidth_gbs": args.peak_bandwidth}
+    result = (layer_times_of_run(timing, iters=args.layer_iters, **peaks) if args.layers
+              else roofline_of_run(timing, **peaks))
     if args.json:
         data = result.to_dict()
         if not args.layers:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from itertools import groupby
@@ -9,10 +10,12 @@ from itertools import groupby
 from rich.console import Console
 from rich.table import Table
 
-from torchperf_tui.formatting import budget_text, format_bytes, format_count, format_flops, format_ms, format_number
+from torchperf_tui.formatting import (budget_text, fit_name, format_bytes, format_count, format_flops, format_ms,
+                                      format_number)
 
 # Piped output (scripts, files) gets wide lines instead of rich's 80-column wrapping.
-console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+# A pipe gets 200 columns (a log keeps whole lines) unless COLUMNS says how wide to be.
+console = Console(highlight=False, width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 200)
 
 
 def _print_kv(title: str, rows: list[tuple[str, object]]) -> None:
@@ -329,50 +332,134 @@ def render_profile(result, top: int = 20) -> None:
         console.print(f"trace: {result.trace_path} (open it in https://ui.perfetto.dev or chrome://tracing)")
 
 
+class _Footnotes:
+    """Each n/a's reason said once, under what shows it: a cell reads 'n/a [2]'."""
+
+    def __init__(self) -> None:
+        self.reasons: list[str] = []
+
+    def __call__(self, value, fmt: str = "", unit: str = "") -> str:
+        reason = getattr(value, "reason", None)
+        if reason is None:
+            return _num(value, fmt, unit) if fmt else str(value)
+        if reason not in self.reasons:
+            self.reasons.append(reason)
+        return f"n/a [{self.reasons.index(reason) + 1}]"
+
+    def _said(self, number: int, reason: str) -> str:
+        """A reason that quotes an earlier one ('no ridge point (no peak FLOP/s: ...)') points at it instead."""
+        for earlier, text in enumerate(self.reasons[:number - 1], 1):
+            if text in reason:
+                reason = reason.replace(text, f"see [{earlier}]")
+        return reason
+
+    def print(self) -> None:
+        for number, reason in enumerate(self.reasons, 1):
+            console.print(f"[{number}] {self._said(number, reason)}", markup=False)
+
+
 def render_roofline(result, layers: bool = False) -> None:
+    na = _Footnotes()
     rows = [("latency", f"{format_ms(result.latency_ms)} ({result.latency_source})"),
             ("FLOPs per iteration", format_flops(result.flops)),
             ("achieved", format_count(result.achieved_tflops * 1e12, "FLOP/s")),
-            ("peak", f"{_num(result.peak_tflops, '.4g', ' TFLOPS')}, {_num(result.peak_bandwidth_gbs, '.0f', ' GB/s')}"),
-            ("MFU (of peak FLOP/s)", _num(result.mfu_pct, ".1f", " %")),
-            ("of measured ceiling", f"{_num(result.measured_mfu_pct, '.1f', ' %')} of "
-                                    f"{_num(result.measured_tflops, '.4g', ' TFLOP/s')} (this box's matmul ceiling; "
-                                    f"copy {_num(result.measured_bandwidth_gbs, '.4g', ' GB/s')})"
-             if not hasattr(result.measured_tflops, "reason") else str(result.measured_tflops)),
-            ("arithmetic intensity", f"{_num(result.arithmetic_intensity, '.1f', ' FLOP/byte')} "
-                                     f"(ridge {_num(result.ridge_flops_per_byte, '.1f')})"),
-            ("side of the roofline", result.side),
-            ("attainable here", _num(result.attainable_tflops, ".2f", " TFLOPS")),
-            ("of the roofline", _num(result.roofline_pct, ".1f", " %")),
+            ("peak", f"{na(result.peak_tflops, '.4g', ' TFLOPS')}, {na(result.peak_bandwidth_gbs, '.0f', ' GB/s')}"),
+            ("MFU (of peak FLOP/s)", na(result.mfu_pct, ".1f", " %")),
+            ("of measured ceiling", f"{na(result.measured_mfu_pct, '.1f', ' %')} of "
+                                    f"{na(result.measured_tflops, '.4g', ' TFLOP/s')} (this box's matmul ceiling; "
+                                    f"copy {na(result.measured_bandwidth_gbs, '.4g', ' GB/s')})"
+             if not hasattr(result.measured_tflops, "reason") else na(result.measured_tflops)),
+            ("arithmetic intensity", f"{na(result.arithmetic_intensity, '.1f', ' FLOP/byte')} "
+                                     f"(ridge {na(result.ridge_flops_per_byte, '.1f')})"),
+            ("side of the roofline", na(result.side)),
+            ("attainable here", na(result.attainable_tflops, ".2f", " TFLOPS")),
+            ("of the roofline", na(result.roofline_pct, ".1f", " %")),
             ("bytes moved", f"{format_bytes(result.bytes_moved)} ({result.bytes_method})" if result.bytes_moved
                             else result.bytes_method),
             ("peaks from", result.peaks_source)]
     rows += [("note", note) for note in result.notes]
     _print_kv(f"{result.model} on {result.device}, input {'x'.join(map(str, result.input_shape))} {result.dtype}",
               rows)
-    if not layers:
-        return
-    table = Table(box=None, header_style="bold")
-    for column in ("layer", "type", "FLOPs", "bytes", "FLOP/byte", "side"):
-        table.add_column(column, justify="left" if column in ("layer", "type", "side") else "right", no_wrap=True)
-    reasons: list[str] = []  # each n/a's reason, said once under the table rather than in every row
+    if layers:
+        console.print()
+        _render_layer_table(result, na)
+    if na.reasons:
+        console.print()
+        na.print()
 
-    def cell(value, fmt: str = "") -> str:
-        reason = getattr(value, "reason", None)
-        if reason is None:
-            return _num(value, fmt) if fmt else str(value)
-        if reason not in reasons:
-            reasons.append(reason)
-        return f"n/a [{reasons.index(reason) + 1}]"
 
-    for layer in result.layers:
-        table.add_row(layer.name, layer.type, format_count(layer.flops), format_bytes(layer.bytes),
-                      cell(layer.intensity, ".1f"), cell(layer.side))
-    console.print()
-    console.print("per layer", style="bold underline")
+def _render_layer_table(result, na: _Footnotes) -> None:
+    """Per layer, longest first when timed: time, share of the pass, achieved FLOP/s, intensity and bound,
+    then what no layer owns, so the rows add up to the pass. The layer names get the width the numbers leave."""
+    timed = result.layer_times is not None
+    training = result.step == "train"
+    ordered = (sorted(result.layers, key=lambda l: -l.time_ms if isinstance(l.time_ms, float) else 0.0)
+               if timed else result.layers)
+
+    def bound(layer) -> str:
+        if hasattr(layer.side, "reason"):
+            return na(layer.side)
+        pct = layer.roofline_pct
+        return f"{layer.side} {pct:.0f}%" if isinstance(pct, float) and timed else layer.side
+
+    # Timed, the bytes give way to the times (--json has them); a training step's are not estimated.
+    header = (("time", "% pass") if timed else ()) + ("FLOPs",) + (("FLOP/s",) if timed else ()) + \
+        (() if training else (("FLOP/B",) if timed else ("bytes", "FLOP/B"))) + ("bound",)
+    cells = []
+    for layer in ordered:
+        numbers = ([format_ms(layer.time_ms) if timed and not hasattr(layer.time_ms, "reason") else na(layer.time_ms),
+                    na(layer.pass_pct, ".1f")] if timed else [])
+        numbers.append(format_count(layer.flops))
+        if timed:  # a layer that computes nothing the counter counts (a pool, a norm) has no rate: '–'
+            numbers.append(format_count(layer.achieved_tflops * 1e12) if isinstance(layer.achieved_tflops, float)
+                           else "–" if layer.flops == 0 else na(layer.achieved_tflops))
+        if not training:
+            numbers += ([] if timed else [format_bytes(layer.bytes)]) + [na(layer.intensity, ".1f")]
+        numbers.append(bound(layer))
+        cells.append((layer.name, layer.type, numbers))
+    outside = list(result.time_outside.items()) if timed else []
+    # Whole names first (the start of 'layer3.0.downsample.0' says which block it is): the type column only
+    # where the names still fit beside it.
+    widths = [max([len(h)] + [len(c[2][i]) for c in cells]) for i, h in enumerate(header)]
+    type_width = max([4] + [len(c[1]) for c in cells])
+    longest = max([5] + [len(c[0]) for c in cells])
+    room = (console.width or 100) - sum(w + 2 for w in widths) - 2
+    show_type = room - type_width - 2 >= longest
+    name_width = max(12, room - (type_width + 2 if show_type else 0))
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    table.add_column("layer", no_wrap=True, max_width=name_width)
+    if show_type:
+        table.add_column("type", no_wrap=True)
+    for h in header:
+        table.add_column(h, justify="left" if h == "bound" else "right", no_wrap=True)
+    for name, kind, numbers in cells:
+        table.add_row(fit_name(name, name_width), *([kind] if show_type else []), *numbers)
+    title = "per layer" + (", longest first" if timed else "")
+    console.print(title, style="bold underline")
     console.print(table)
-    for number, reason in enumerate(reasons, 1):
-        console.print(f"[{number}] n/a: {reason}", markup=False)
+    if outside:
+        console.print("outside the rows", style="bold")
+        pass_ms = result.layer_times.pass_ms
+        for row, ms in outside:
+            pct = f"{100 * ms / pass_ms:5.1f} %" if pass_ms > 0 else "    –"
+            console.print(f"  {format_ms(ms):>9} {pct}  {row}", markup=False)
+    if not timed:
+        console.print("(time per layer: `roofline --layers` profiles the layers; here it was not asked for)")
+        return
+    _render_time_split(result)
+
+
+def _render_time_split(result) -> None:
+    """What the table's times are, and the profiled pass against the timed median."""
+    times = result.layer_times
+    accounted = sum(l.time_ms for l in result.layers if isinstance(l.time_ms, float)) + sum(result.time_outside.values())
+    overhead = 100.0 * (times.pass_ms / result.latency_ms - 1.0) if result.latency_ms > 0 else 0.0
+    console.print(f"pass {format_ms(times.pass_ms)} profiled (mean of {times.iters}), the rows add up to "
+                  f"{format_ms(accounted)}; the timed median is {format_ms(result.latency_ms)} "
+                  f"(profiling {'adds' if overhead >= 0 else 'takes'} {abs(overhead):.0f} %)", markup=False)
+    if times.gpu is not None:
+        console.print(times.gpu.summary(), style="bold", markup=False)
+    console.print(f"time: {times.method}", markup=False)
 
 
 def render_ab(result) -> None:

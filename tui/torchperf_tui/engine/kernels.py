@@ -30,7 +30,6 @@ conv on oneDNN is called inline by aten::_convolution and shows under that name.
 from __future__ import annotations
 
 import re
-import warnings
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
@@ -40,10 +39,11 @@ from torchperf_tui.engine.abtest import ArmSpec, ArmThreads
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.flags import applied_flags
 from torchperf_tui.engine.inputs import parse_dtype, resolve_device
+from torchperf_tui.engine.layer_ranges import (BACKWARD_PREFIX, LAYER_PREFIX, attach_layer_ranges, descendants,
+                                               on_cpu, profile_iterations)
 from torchperf_tui.engine.timing import BenchConfig
 from torchperf_tui.engine.workload import forward_errors, model_name, prepare_workload
 
-LAYER_PREFIX = "torchperf-tui/layer:"
 CONV_TYPE_NAMES = ("Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d")
 CUDA_NOTE = ("GPU kernels from CUPTI, grouped by conv layer; autotuning (cudnn.benchmark) ran in the "
              "warm-up, outside the profile")
@@ -54,7 +54,6 @@ CUDA_TRAIN_NOTE = ("backward kernels sorted by their names: dgrad (data gradient
                    "for a 1x1 conv's gradients, the bias gradient, layout copies)")
 CPU_TRAIN_NOTE = "on the CPU one ATen op computes a conv layer's data and weight gradients: shown as bwd"
 PHASES = ("fwd", "dgrad", "wgrad", "bwd")  # the order a layer's kernels are listed in
-BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
 _WGRAD = re.compile(r"(?i)wgrad|grad_?weight|grad_?filter|backward_?filter|bwd_?filter")
 _DGRAD = re.compile(r"(?i)dgrad|grad_?input|backward_?data|bwd_?data|depthwise\dd_backward")
 
@@ -238,34 +237,6 @@ def conv_layers(model: torch.nn.Module) -> list[tuple[str, torch.nn.Module]]:
     return [(name or type(m).__name__, m) for name, m in model.named_modules() if isinstance(m, conv_types)]
 
 
-def _attach_layer_ranges(layers: list[tuple[str, torch.nn.Module]]) -> list[Any]:
-    """Hooks that open a record_function range before each conv's forward and close it after."""
-    from torch.profiler import record_function
-
-    open_ranges: list[Any] = []
-    handles = []
-    for name, module in layers:
-        def pre(_m, _args, label=f"{LAYER_PREFIX}{name}"):
-            open_ranges.append(record_function(label).__enter__())
-
-        def post(_m, _args, _out):
-            if open_ranges:
-                open_ranges.pop().__exit__(None, None, None)
-
-        handles.append(module.register_forward_pre_hook(pre))
-        handles.append(module.register_forward_hook(post, always_call=True))
-    return handles
-
-
-def _descendants(event: Any) -> list[Any]:
-    out, stack = [], list(getattr(event, "cpu_children", []) or [])
-    while stack:
-        child = stack.pop()
-        out.append(child)
-        stack.extend(getattr(child, "cpu_children", []) or [])
-    return out
-
-
 def _implementation(op: Any) -> Any:
     """Follow a conv call down its conv-named children to the op that did the work."""
     while True:
@@ -288,11 +259,6 @@ def _top_aten_convs(event: Any) -> list[Any]:
     return found
 
 
-def _on_cpu(event: Any) -> bool:
-    device_type = getattr(event, "device_type", None)
-    return device_type is None or getattr(device_type, "name", str(device_type)).split(".")[-1] == "CPU"
-
-
 def group_by_layer(events: Any, iters: int, on_cuda: bool) -> dict[str, list[KernelTime]]:
     """Layer name -> its kernels (CUDA) or implementation ops (CPU), per iteration, longest first within each
     pass (fwd, then a training step's dgrad, wgrad, bwd), in the order the layers first ran."""
@@ -306,15 +272,15 @@ def group_by_layer(events: Any, iters: int, on_cuda: bool) -> dict[str, list[Ker
 
     ordered = sorted(events, key=lambda e: e.time_range.start)
     for event in ordered:
-        if not (str(event.name).startswith(LAYER_PREFIX) and _on_cpu(event)):
+        if not (str(event.name).startswith(LAYER_PREFIX) and on_cpu(event)):
             continue
         layer = str(event.name)[len(LAYER_PREFIX):]
         totals.setdefault(layer, {})
-        for op in _descendants(event):
+        for op in descendants(event):
             if getattr(op, "sequence_nr", -1) is not None and getattr(op, "sequence_nr", -1) >= 0:
                 backward_of[(getattr(op, "thread", None), op.sequence_nr)] = layer
         if on_cuda:
-            found = [(str(k.name), float(k.duration)) for op in _descendants(event)
+            found = [(str(k.name), float(k.duration)) for op in descendants(event)
                      for k in getattr(op, "kernels", []) or [] if not str(k.name).startswith(LAYER_PREFIX)]
         else:
             found = [(str(impl.name), float(impl.cpu_time_total)) for impl in
@@ -322,13 +288,13 @@ def group_by_layer(events: Any, iters: int, on_cuda: bool) -> dict[str, list[Ker
         for name, us in found:
             add(layer, "fwd", name, us)
     for event in ordered:  # a training step's backward: the autograd nodes built for a layer's forward ops
-        if not (str(event.name).startswith(BACKWARD_PREFIX) and _on_cpu(event)):
+        if not (str(event.name).startswith(BACKWARD_PREFIX) and on_cpu(event)):
             continue
         layer = backward_of.get((getattr(event, "fwd_thread", None), getattr(event, "sequence_nr", -1)))
         if layer is None:
             continue
         if on_cuda:
-            for op in _descendants(event):
+            for op in descendants(event):
                 for k in getattr(op, "kernels", []) or []:
                     add(layer, backward_phase(str(k.name)), str(k.name), float(k.duration))
         else:
@@ -338,35 +304,6 @@ def group_by_layer(events: Any, iters: int, on_cuda: bool) -> dict[str, list[Ker
     return {layer: sorted((KernelTime(name, us / n, calls / n, phase) for (phase, name), (us, calls) in per.items()),
                           key=lambda k: (PHASES.index(k.phase), -k.us_per_iter, k.name))
             for layer, per in totals.items()}
-
-
-def _profile_arm(run: Callable[[torch.Tensor], Any], x: torch.Tensor, device: torch.device, iters: int,
-                 warmup: int, cancelled: Callable[[], bool]) -> tuple[Any, int, bool]:
-    """Warm up, then profile up to `iters` iterations of `run(x)` (a forward pass, or a training step):
-    (events or None, iterations done, cancelled)."""
-    from torch.profiler import ProfilerActivity, profile
-
-    def step() -> None:
-        run(x)
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-
-    for _ in range(warmup):
-        if cancelled():
-            return None, 0, True
-        step()
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
-    done, stopped = 0, False
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*clears events at the end of each cycle.*")
-        with profile(activities=activities) as prof:
-            for _ in range(iters):
-                if cancelled():
-                    stopped = True
-                    break
-                step()
-                done += 1
-    return (prof.events() if done else None), done, stopped
 
 
 def conv_kernels(base: BenchConfig, a: ArmSpec, b: ArmSpec, *, iters: int = 3, warmup: int = 3,
@@ -412,12 +349,12 @@ def conv_kernels(base: BenchConfig, a: ArmSpec, b: ArmSpec, *, iters: int = 3, w
             def profile_arm(work=work, layers=layers, spec=spec, key=settings[arm]):
                 if step.training:
                     work.model.load_state_dict(initial[key])
-                handles = _attach_layer_ranges(layers)
+                handles = attach_layer_ranges(layers)
                 try:
                     with applied_flags(spec.flags), grad_context(step), \
                             forward_errors(name, shape, work.dtype, device, action="profiling kernels of"):
                         runner = StepRunner(work.model, step, device, seed=base.seed)
-                        return _profile_arm(runner, work.x, device, iters, warmup, cancelled)
+                        return profile_iterations(runner, work.x, device, iters, warmup, cancelled)
                 finally:
                     for handle in handles:
                         handle.remove()

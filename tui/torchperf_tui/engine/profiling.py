@@ -26,11 +26,11 @@ from torchperf_tui.engine.lazy_torch import torch
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.flags import applied_flags
 from torchperf_tui.engine.inputs import dtype_name, parse_dtype, resolve_device
+from torchperf_tui.engine.layer_ranges import ITERATION_LABEL
 from torchperf_tui.engine.nvml import to_jsonable
 from torchperf_tui.engine.timing import BenchConfig
 from torchperf_tui.engine.workload import forward_errors, prepare_workload
 
-ITERATION_LABEL = "torchperf-tui/iteration"
 DEFAULT_ITERS = 5
 DEFAULT_WARMUP = 3
 

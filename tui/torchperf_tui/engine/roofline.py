@@ -55,9 +55,10 @@ class LayerRoofline:
     intensity: float | NA  # FLOPs per byte
     side: str | NA  # "memory" or "compute"
     attainable_tflops: float | NA  # min(peak, intensity x bandwidth): the roofline's ceiling here
-    time_ms: float | NA  # from the profiler, when given
+    time_ms: float | NA  # from the profiler, when given: its own time per iteration (engine.layer_times)
     achieved_tflops: float | NA
     roofline_pct: float | NA  # achieved / attainable
+    pass_pct: float | NA = NA("no per-layer time")  # time_ms / the profiled pass's wall time
 
 
 @dataclass
@@ -90,9 +91,15 @@ class RooflineResult:
     measured_tflops: float | NA = NA("no measured ceilings")
     measured_bandwidth_gbs: float | NA = NA("no measured ceilings")
     measured_mfu_pct: float | NA = NA("no measured ceilings")
+    # Time per layer (engine.layer_times.LayerTimes), when profiled: the rows above carry their own times, and
+    # `time_outside` what no row owns, in ms per iteration, so that rows and outside add up to the pass.
+    layer_times: Any = None
+    time_outside: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return to_jsonable(self)
+        data = to_jsonable({k: v for k, v in self.__dict__.items() if k != "layer_times"})
+        data["layer_times"] = self.layer_times.to_dict() if self.layer_times is not None else None
+        return data
 
 
 def _num(value: Any) -> bool:
@@ -248,13 +255,32 @@ def _latency(timing: Any) -> tuple[float, str, tuple[int, ...] | None]:
     return float(stats.p50_ms), f"median of {stats.n} timed iterations", tuple(timing.input_shape)
 
 
-def analyse_roofline(complexity: Any, timing: Any, peaks: RooflinePeaks,
-                     layer_times_ms: dict[str, float] | None = None) -> RooflineResult:
+OUTSIDE_ROWS = "modules' own code outside the table's rows (a residual add, Python in a block's forward)"
+GPU_IDLE = "GPU idle"
+
+
+def join_layer_times(layers: list[Any], times: Any) -> tuple[dict[str, float], dict[str, float]]:
+    """({table row name: its own ms per iteration}, {what no row owns: ms}) from a LayerTimes: the table's rows
+    are the complexity's (leaf modules, and containers that compute something of their own); a container
+    that only calls its children (a ResNet block's residual add is not counted as FLOPs) is summed in one
+    outside row, beside the times the LayerTimes itself keeps outside every module; on a GPU, the pass's
+    idle time completes the rows."""
+    by_name = {m.name or "(root)": m for m in times.modules}
+    rows = {layer.name for layer in layers}
+    own = {name: m.ms for name, m in by_name.items() if name in rows}
+    outside = {OUTSIDE_ROWS: sum(m.ms for name, m in by_name.items() if name not in rows), **times.outside}
+    if times.gpu is not None:
+        outside[GPU_IDLE] = max(0.0, times.gpu.wall_ms - times.gpu.busy_ms)
+    return own, {row: ms for row, ms in outside.items() if ms > 0}
+
+
+def analyse_roofline(complexity: Any, timing: Any, peaks: RooflinePeaks, layer_times: Any = None) -> RooflineResult:
     """Where the model sits on the roofline.
 
     `complexity`: a complexity.Complexity counted at the input the timing ran at. `timing`: a
-    timing.TimingResult (its median latency is used) or a latency in ms. `layer_times_ms`: optional
-    per-layer times (qualified layer name -> ms per forward), e.g. from a profiler, for per-layer achieved.
+    timing.TimingResult (its median latency is used) or a latency in ms. `layer_times`: optional, an
+    engine.layer_times.LayerTimes of the same model and input, for each layer's time, share of the pass and
+    achieved FLOP/s.
     """
     latency_ms, latency_source, timed_shape = _latency(timing)
     if not _num(latency_ms):
@@ -283,20 +309,28 @@ def analyse_roofline(complexity: Any, timing: Any, peaks: RooflinePeaks,
     if flops == 0:
         notes.append("the FLOP counter counted nothing for this model (ops it does not know)")
     bound = attainable(intensity, peaks)
+    own_ms, outside = join_layer_times(complexity.layers, layer_times) if layer_times is not None else ({}, {})
+    no_time = NA("no per-layer time (`roofline --layers` or the Layers tab's t profiles the layers)")
     layers = []
-    for layer in ([] if training else complexity.layers):
-        nbytes = layer_bytes(layer, complexity.dtype)
-        li: float | NA = layer.flops / nbytes if nbytes > 0 else NA("no bytes estimated for this row")
-        lbound = attainable(li, peaks)
-        t = (layer_times_ms or {}).get(layer.name)
-        if t is not None and _num(t):
-            l_time: float | NA = float(t)
-            l_achieved: float | NA = layer.flops / (t / 1000.0) / 1e12
+    # A training step's rows: forward and backward FLOPs and time (no byte estimate), only once timed.
+    for layer in (complexity.layers if not training or layer_times is not None else []):
+        layer_flops = int(layer.flops + ((layer.backward_flops or 0) if training else 0))
+        if training:
+            nbytes, li = 0, NA("the bytes a training step moves are not estimated")
         else:
-            l_time = l_achieved = NA("no per-layer time (profile the model for one)")
-        layers.append(LayerRoofline(layer.name, layer.type, int(layer.flops), nbytes, li,
+            nbytes = layer_bytes(layer, complexity.dtype)
+            li = layer.flops / nbytes if nbytes > 0 else NA("no bytes estimated for this row")
+        lbound = attainable(li, peaks)
+        t = own_ms.get(layer.name)
+        l_time: float | NA = float(t) if t is not None and _num(t) else no_time
+        l_achieved: float | NA = (layer_flops / (t / 1000.0) / 1e12 if not isinstance(l_time, NA) and layer_flops
+                                  else NA("no FLOPs counted for this layer") if not isinstance(l_time, NA)
+                                  else no_time)
+        pass_pct = (100.0 * l_time / layer_times.pass_ms if not isinstance(l_time, NA) and layer_times.pass_ms > 0
+                    else no_time)
+        layers.append(LayerRoofline(layer.name, layer.type, layer_flops, nbytes, li,
                                     classify(li, peaks.ridge_flops_per_byte), lbound, l_time, l_achieved,
-                                    _pct(l_achieved, lbound)))
+                                    _pct(l_achieved, lbound), pass_pct))
     return RooflineResult(
         model=complexity.model, device=peaks.device, dtype=complexity.dtype,
         input_shape=tuple(complexity.input_shape), flops=int(flops), bytes_moved=bytes_moved,
@@ -308,7 +342,7 @@ def analyse_roofline(complexity: Any, timing: Any, peaks: RooflinePeaks,
         attainable_tflops=bound, roofline_pct=_pct(achieved, bound), peaks_source=peaks.source,
         layers=layers, notes=notes, step="train" if training else "infer",
         measured_tflops=peaks.measured_tflops, measured_bandwidth_gbs=peaks.measured_bandwidth_gbs,
-        measured_mfu_pct=_pct(achieved, peaks.measured_tflops),
+        measured_mfu_pct=_pct(achieved, peaks.measured_tflops), layer_times=layer_times, time_outside=outside,
     )
 
 

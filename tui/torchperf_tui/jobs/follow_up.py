@@ -25,12 +25,13 @@ def save_to_history(result: Any, path: Any = None, fingerprint: dict | None = No
 
 
 def roofline_of_run(result: Any, report: Any = None, peak_tflops: float | None = None,
-                    peak_bandwidth_gbs: float | None = None, measured: Any = "kept"):
+                    peak_bandwidth_gbs: float | None = None, measured: Any = "kept", layer_times: Any = None):
     """A finished TimingResult on the roofline: FLOPs counted at the run's own input and dtype (a training
     run's forward and backward), peaks from `report` (the device report; probed when None on CUDA), or the
     user's overrides; under autocast the peaks of the autocast dtype, which its convolutions and matmuls run
     in. `measured`: the ceilings this box measured (engine.ceilings), by default those kept for the run's
-    device (none measured here). Needs torch."""
+    device (none measured here). `layer_times`: the run's engine.layer_times.LayerTimes, for the time of each
+    layer (see layer_times_of_run). Needs torch."""
     from torchperf_tui.engine.complexity import analyse_complexity
     from torchperf_tui.engine.errors import TorchperfError
     from torchperf_tui.engine.roofline import analyse_roofline, gpu_for_device, peaks_for
@@ -56,8 +57,26 @@ def roofline_of_run(result: Any, report: Any = None, peak_tflops: float | None =
         measured = kept_for(result.device)
     peaks = peaks_for(result.device, compute_dtype, gpu, tf32=flags.tf32_cudnn or flags.tf32_matmul,
                       peak_tflops=peak_tflops, peak_bandwidth_gbs=peak_bandwidth_gbs, measured=measured)
-    roofline = analyse_roofline(complexity, result, peaks)
+    roofline = analyse_roofline(complexity, result, peaks, layer_times=layer_times)
     if amp:
         roofline.notes.append(f"autocast {amp}: the peaks are {compute_dtype}'s, which its convolutions and "
                               "matmuls run in (the FLOPs are the same count)")
     return roofline
+
+
+def layer_times_of_run(result: Any, report: Any = None, *, iters: int | None = None,
+                       should_cancel: Any = None, **roofline_options: Any):
+    """A finished run on the roofline with the time of each layer: its model, input, flags and step profiled
+    again (engine.layer_times), so every row has its time, share of the pass and achieved FLOP/s. Needs
+    torch."""
+    from torchperf_tui.engine.layer_times import DEFAULT_ITERS, layer_times
+    from torchperf_tui.engine.timing import BenchConfig
+
+    cfg = BenchConfig(model=result.model, input_shape=tuple(result.input_shape), device=result.device,
+                      dtype=result.dtype, channels_last=result.channels_last, flags=result.flags,
+                      compile=result.compile_mode, shapes=result.shapes, step=getattr(result, "step", "infer"),
+                      optimizer=getattr(result, "optimizer", None) or "sgd", amp=getattr(result, "amp", None))
+    times = layer_times(cfg, iters=iters or DEFAULT_ITERS, should_cancel=should_cancel)
+    if times.cancelled and not times.modules:
+        return None
+    return roofline_of_run(result, report, layer_times=times, **roofline_options)
