@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+# The CLI's output is 200 columns wide in a pipe unless COLUMNS says otherwise; pytest-xdist's workers inherit
+# COLUMNS=80 from execnet, so the tests that read whole lines would depend on how they were started.
+os.environ.pop("COLUMNS", None)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -208,3 +208,32 @@ async def test_a_finished_run_shows_its_roofline(tiny_app):
         intensity = rows(app, "#layers-table")[conv][7]
         assert intensity != "–" and float(intensity) > 0
         assert rows(app, "#layers-table")[conv][8] == "–"  # no CPU peak: no side
+
+
+async def test_l_times_each_layer_of_the_last_run_sorted_by_time_with_what_no_layer_owns(tiny_app):
+    async with tiny_app(shape="3x16x16", size=(80, 24), warmup=1, iters=10) as pilot:
+        app = pilot.app
+        pane = app.pane("layers")
+        await pilot.press("l")  # no run yet: it says what to do first
+        await wait_until(pilot, lambda: any("time a run first" in t for t in notifications(app)), what="the hint")
+        await pilot.press("r")
+        await wait_until(pilot, lambda: pane._run is not None, what="the run's roofline")
+        assert "l: the time of each layer of run #1" in screen_text(app, "#layers-times")
+        await pilot.press("l")
+        assert app.main.active_tab() == "layers"
+        await wait_until(pilot, lambda: pane._timed is not None, what="the layer times")
+        table = app.main.query_one("#layers-table")
+        assert [str(c.label) for c in table.columns.values()][:4] == ["layer", "time", "% pass", "FLOP/s"]
+        shown = rows(app, "#layers-table")
+        times = {layer.name: layer.time_ms for layer in pane._timed.layers}
+        assert [row[0] for row in shown] == sorted(times, key=lambda name: -times[name])  # longest first
+        conv = next(row for row in shown if row[0] == "conv")
+        assert conv[1].endswith(("ms", "µs")) and float(conv[2]) > 0 and conv[3][-1] in "kMGT"
+        line = screen_text(app, "#layers-times")
+        assert "run #1 · CPU wall time per layer, longest first" in line and "profiled" in line
+        tip = str(app.main.query_one("#layers-times").tooltip)
+        assert "CPU wall time of each module's profiler range" in tip and "rest of the iteration" in tip
+        # A new run: its times are not the old run's.
+        await pilot.press("r")
+        await wait_until(pilot, lambda: pane._run is not None and pane._run[0] == "#2", what="run 2's roofline")
+        assert pane._timed is None and "time" not in [str(c.label) for c in table.columns.values()]

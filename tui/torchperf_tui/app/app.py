@@ -212,7 +212,7 @@ class TorchperfApp(App):
     @while_running
     def on_timing_pane_roofline_ready(self, message) -> None:
         if message.result.model == self.pane("picker").spec:
-            self.pane("layers").show_roofline(message.result.layers)
+            self.pane("layers").show_roofline(message.result.layers, run=message.run, label=message.label)
         self.pane("device").show_roofline(message.label, message.notes)
 
     @while_running

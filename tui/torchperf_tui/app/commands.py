@@ -28,6 +28,7 @@ BINDINGS = [
     Binding("d", "pane('timing', 'check_determinism')", "Determinism", show=False),
     Binding("M", "pane('timing', 'start_modes')", "Timing modes", show=False),
     Binding("C", "pane('device', 'measure_ceilings')", "Ceilings", show=False),
+    Binding("l", "pane('layers', 'time_layers')", "Layer times", show=False),
     Binding("n", "pane('memory', 'snapshot')", "Mem snapshot", show=False),
 ]
 
@@ -50,6 +51,8 @@ PALETTE = [
      "pane('timing', 'start_modes')"),
     ("Measure ceilings", "Device: a large matmul per dtype and a large copy, kept; roofline and MFU use them",
      "pane('device', 'measure_ceilings')"),
+    ("Time per layer", "Layers: profile the last run's model again and give each layer its time and share of the "
+     "pass (on a GPU: busy and idle)", "pane('layers', 'time_layers')"),
     ("Memory snapshot", "CUDA: the allocator's history for pytorch.org/memory_viz", "pane('memory', 'snapshot')"),
     ("Mark history run", "History: mark the highlighted run; two marked are compared", "mark_history_run"),
     ("Filter models", "Type to filter the model list", "screen.focus_filter"),

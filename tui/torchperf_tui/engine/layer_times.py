@@ -78,13 +78,19 @@ class GpuBusy:
     def idle_pct(self) -> float:
         return max(0.0, 100.0 * (1.0 - self.busy_ms / self.wall_ms)) if self.wall_ms > 0 else 0.0
 
+    def short(self) -> str:
+        """'GPU idle 58 % of the pass: launch-bound' or 'GPU busy 93 % of the pass'."""
+        if self.idle_pct >= LAUNCH_BOUND_IDLE_PCT:
+            return f"GPU idle {self.idle_pct:.0f} % of the pass: launch-bound"
+        return f"GPU busy {100 - self.idle_pct:.0f} % of the pass"
+
     def summary(self) -> str:
-        """'GPU idle 58 % of the pass: launch-bound ...' or 'GPU busy 93 % of the pass'."""
+        """The short verdict, with the kernel count and size, and what would help a launch-bound pass."""
         counts = f"{self.kernels:.0f} kernels per pass, median {self.median_kernel_us:.1f} µs"
         if self.idle_pct >= LAUNCH_BOUND_IDLE_PCT:
-            return (f"GPU idle {self.idle_pct:.0f} % of the pass: launch-bound, the GPU waits for Python to launch "
-                    f"the next kernel ({counts}); CUDA graphs or a larger batch would help")
-        return f"GPU busy {100 - self.idle_pct:.0f} % of the pass ({counts})"
+            return (f"{self.short()}, the GPU waits for Python to launch the next kernel ({counts}); CUDA graphs "
+                    "or a larger batch would help")
+        return f"{self.short()} ({counts})"
 
     def to_dict(self) -> dict[str, Any]:
         return {**to_jsonable(self), "idle_pct": self.idle_pct, "summary": self.summary()}

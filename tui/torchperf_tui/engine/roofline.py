@@ -255,7 +255,7 @@ def _latency(timing: Any) -> tuple[float, str, tuple[int, ...] | None]:
     return float(stats.p50_ms), f"median of {stats.n} timed iterations", tuple(timing.input_shape)
 
 
-OUTSIDE_ROWS = "modules' own code outside the table's rows (a residual add, Python in a block's forward)"
+OUTSIDE_ROWS = "blocks' own code (a residual add, Python between layers)"
 GPU_IDLE = "GPU idle"
 
 

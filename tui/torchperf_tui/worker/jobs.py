@@ -212,6 +212,14 @@ def run_roofline(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     return roofline_of_run(params["result"], params.get("report")), {}
 
 
+def run_layer_times(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: result (a finished TimingResult), report. The run's roofline with each layer's time (None when
+    cancelled before a pass)."""
+    from torchperf_tui.jobs.follow_up import layer_times_of_run
+
+    return layer_times_of_run(params["result"], params.get("report"), should_cancel=ctx.cancelled), {}
+
+
 def run_determinism(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: cfg (BenchConfig)."""
     from torchperf_tui.engine.determinism import check_determinism
@@ -275,6 +283,7 @@ def run_memory(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 RUNNERS: dict[str, Callable[[dict, JobContext], tuple[Any, dict]]] = {
     "probe": run_probe, "catalogue": run_catalogue, "analyse": run_analyse, "time": run_time, "ab": run_ab_job,
     "kernels": run_kernels, "modes": run_modes_job, "throughput": run_throughput, "profile": run_profile, "roofline": run_roofline,
+    "layer_times": run_layer_times,
     "determinism": run_determinism, "memsnap": run_memsnap, "ceilings": run_ceilings,
     "ceilings_kept": run_ceilings_kept, "release": run_release, "memory": run_memory,
 }

@@ -17,7 +17,7 @@ PROTOCOL_VERSION = 2  # bumped whenever a message changes its fields
 
 # Jobs that measure: one at a time on the machine, and the process does nothing else while one runs.
 MEASURING_KINDS = frozenset({"time", "ab", "kernels", "modes", "throughput", "profile", "determinism", "memsnap",
-                             "ceilings"})
+                             "ceilings", "layer_times"})
 
 
 class ProtocolError(Exception):

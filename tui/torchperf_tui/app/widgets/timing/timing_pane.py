@@ -201,11 +201,13 @@ class TimingPane(Vertical):
     @dataclass
     class RooflineReady(Message):
         """The current run's place on the roofline (a RooflineResult): Layers shows it per layer, Device the
-        full reasons behind each n/a (`notes`) for run `label`."""
+        full reasons behind each n/a (`notes`) for run `label`; `run` is the TimingResult it places (Layers times
+        each layer of it on request)."""
 
         result: Any
         label: str = ""
         notes: str = ""
+        run: Any = None
 
     model_line: reactive[str] = reactive("loading…", init=False)  # the chosen model and its analysis
     roofline: reactive[tuple] = reactive(("", None), init=False)  # (the current run's line, its tooltip)
@@ -400,7 +402,8 @@ class TimingPane(Vertical):
             return
         line, notes = f"run {label} {roofline_text(event.result)}", roofline_notes(event.result)
         self.roofline = (line, notes)
-        self.post_message(self.RooflineReady(event.result, label, notes))
+        run = self.record.result if self.record is not None else None
+        self.post_message(self.RooflineReady(event.result, label, notes, run))
 
     # -- the determinism check ------------------------------------------------------------------------
     def check_determinism(self) -> None:
