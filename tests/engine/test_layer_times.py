@@ -44,7 +44,9 @@ def test_on_the_cpu_each_module_gets_its_own_wall_time_and_the_rows_add_up_to_th
     assert by_name["wait"].forward_ms > by_name["conv"].forward_ms > 0 and by_name[""].forward_ms > 0
     assert all(m.calls == 1 and m.backward_ms == 0 for m in result.modules)
     assert result.pass_ms >= 20.0 and result.accounted_ms == pytest.approx(result.pass_ms, rel=1e-9)
-    assert result.iters == 2 and "CPU wall time" in result.method and "2 profiled passes" in result.method
+    assert [m.name for m in result.modules] == ["", "conv", "wait"]  # in the order they ran
+    # An inference pass on the CPU is clocked by the hooks themselves, without the profiler's cost.
+    assert result.iters == 2 and "no profiler" in result.method and "mean of 2 passes" in result.method
     data = result.to_dict()
     assert data["modules"][0]["ms"] == data["modules"][0]["forward_ms"] and data["gpu"] is None
 
@@ -57,6 +59,7 @@ def test_a_training_step_gives_each_layer_its_backward_and_says_the_loss_and_opt
     assert by_name["pool"].calls == 1 and result.step.startswith("train")
     assert result.outside["optimizer step"] > 0 and result.outside["loss"] > 0
     assert result.accounted_ms == pytest.approx(result.pass_ms, rel=1e-9)
+    assert "profiler range" in result.method and "2 profiled passes" in result.method
 
 
 def test_what_cannot_be_timed_per_layer_says_why():

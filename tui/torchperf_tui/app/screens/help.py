@@ -23,6 +23,7 @@ How fast a PyTorch model runs on this box, and why.
 | `k` | the kernels each conv layer ran before and after the last flip (Kernels) |
 | `d` | determinism check: the same input twice under the current flags, bitwise equal or not (step train: two training steps from the same state, gradients and updated weights compared) |
 | `M` | timing modes: the model synchronised per iteration, pipelined (back to back) and replayed as a CUDA graph, side by side, with what the gaps mean (launch-bound or not) |
+| `l` | time per layer (Layers tab): the last run's model profiled again; each layer's own time, share of the pass and achieved FLOP/s, longest first, what no layer owns, and on a GPU how much of the pass it sat idle |
 | `C` | measured ceilings (Device tab): a large matmul per dtype and a large copy, kept per device; roofline and MFU then use them |
 | `n` | CUDA: a memory snapshot of a few iterations, for pytorch.org/memory_viz |
 | `1`–`9` | Timing, Compare, Layers, Device, Memory, Throughput, Profile, History, Kernels tabs |
