@@ -1,7 +1,7 @@
 """Make screenshots/*.svg from the real app: the main screen after a run, two runs compared, the layer table,
 the throughput search, the profiler's top operators, the run history with two runs compared, a random
 shape schedule, an interleaved A/B with its verdict, the kernel table, a training step's layers, A/B and
-kernels per pass, and the hands-free demo.
+kernels per pass, a run's time per layer and its timing modes, and the hands-free demo.
 
     PYTHONPATH=tui .venv/bin/python scripts/make_screenshots.py [--model mobilenet_v3_small] [--iters 60]
 
@@ -165,6 +165,27 @@ async def make_training(out: Path, model: str, flag: str, warmup: int, iters: in
     return saved
 
 
+async def make_why(out: Path, model: str, warmup: int, iters: int, history: Path, suffix: str = "") -> list[Path]:
+    """The "why" views: a run's time per layer (l, Layers tab) and the timing modes side by side (M, Timing)."""
+    history.unlink(missing_ok=True)
+    app = TorchperfApp(warmup=warmup, iters=iters, interval=0.5, history_path=str(history))
+    saved: list[Path] = []
+    shoot = shooter(app, out, suffix, saved)
+    async with app.run_test(size=SIZES[suffix]) as pilot:
+        await pick(pilot, model)
+        await pilot.press("r")
+        await wait_until(pilot, lambda: app.pane("layers")._run is not None, what="the run's roofline")
+        await pilot.press("l")
+        await wait_until(pilot, lambda: app.pane("layers")._timed is not None, what="the layer times")
+        await pilot.pause(0.5)
+        shoot("layer-times")
+        await pilot.press("1", "M")
+        await wait_until(pilot, lambda: app.pane("timing").last_modes is not None, what="the timing modes")
+        await pilot.pause(0.8)
+        shoot("modes")
+    return saved
+
+
 def ab_done(app, first_arm: int = 0) -> bool:
     """The latest A/B (its A arm run #first_arm or later) has finished."""
     if not app.main.panes_mounted():
@@ -199,9 +220,15 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "screenshots")
     parser.add_argument("--history", type=Path, default=Path("/tmp/torchperf-screenshots-history.jsonl"),
                         help="a history file of its own (emptied first), so the History view shows these runs")
-    parser.add_argument("--only", choices=("training",), help="only the training-step views")
+    parser.add_argument("--only", choices=("training", "why"), help="only the training-step views, or only the "
+                        "time per layer and timing modes views")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    for suffix in SIZES:
+        for path in asyncio.run(make_why(args.out, args.model, args.warmup, args.iters, args.history, suffix)):
+            print(path)
+    if args.only == "why":
+        return
     for suffix in SIZES:
         for path in asyncio.run(make_training(args.out, args.model, args.flag, args.warmup, args.iters,
                                               args.history, suffix)):

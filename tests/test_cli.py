@@ -211,7 +211,7 @@ def test_roofline_layers_time_each_layer_at_100_columns_and_say_each_reason_once
         assert column in header
     assert "layer3.0.downsample.0" in out and "…" not in out  # whole names: none collapses
     assert "rest of the iteration" in out and "blocks' own code (a residual add" in out
-    assert "pass " in out and "profiled (mean of 2)" in out and "the timed median is" in out
+    assert "pass " in out and "timed per layer (mean of 2)" in out and "the run's median is" in out
     # Each n/a's reason once, under the tables (the CPU has no peaks here): no row repeats it.
     assert out.count("FMA units per core") == 1 and out.count("n/a [") > 20
     rows = [line for line in lines if line.startswith(("conv1 ", "layer1.0.conv1 "))]

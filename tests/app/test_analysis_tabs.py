@@ -230,9 +230,9 @@ async def test_l_times_each_layer_of_the_last_run_sorted_by_time_with_what_no_la
         conv = next(row for row in shown if row[0] == "conv")
         assert conv[1].endswith(("ms", "µs")) and float(conv[2]) > 0 and conv[3][-1] in "kMGT"
         line = screen_text(app, "#layers-times")
-        assert "run #1 · CPU wall time per layer, longest first" in line and "profiled" in line
+        assert "run #1 · CPU wall time per layer, longest first" in line and "timed per layer (mean of" in line
         tip = str(app.main.query_one("#layers-times").tooltip)
-        assert "CPU wall time of each module's profiler range" in tip and "rest of the iteration" in tip
+        assert "CPU wall time of each module's forward" in tip and "rest of the iteration" in tip
         # A new run: its times are not the old run's.
         await pilot.press("r")
         await wait_until(pilot, lambda: pane._run is not None and pane._run[0] == "#2", what="run 2's roofline")

@@ -454,9 +454,9 @@ def _render_time_split(result) -> None:
     times = result.layer_times
     accounted = sum(l.time_ms for l in result.layers if isinstance(l.time_ms, float)) + sum(result.time_outside.values())
     overhead = 100.0 * (times.pass_ms / result.latency_ms - 1.0) if result.latency_ms > 0 else 0.0
-    console.print(f"pass {format_ms(times.pass_ms)} profiled (mean of {times.iters}), the rows add up to "
-                  f"{format_ms(accounted)}; the timed median is {format_ms(result.latency_ms)} "
-                  f"(profiling {'adds' if overhead >= 0 else 'takes'} {abs(overhead):.0f} %)", markup=False)
+    console.print(f"pass {format_ms(times.pass_ms)} timed per layer (mean of {times.iters}), the rows add up to "
+                  f"{format_ms(accounted)}; the run's median is {format_ms(result.latency_ms)} "
+                  f"({abs(overhead):.0f} % {'less' if overhead < 0 else 'more'} per layer)", markup=False)
     if times.gpu is not None:
         console.print(times.gpu.summary(), style="bold", markup=False)
     console.print(f"time: {times.method}", markup=False)

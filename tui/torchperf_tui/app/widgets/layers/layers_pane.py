@@ -1,5 +1,5 @@
 """Layers pane: the model's complexity summary and the per-layer table (params, FLOPs, shapes); after a run,
-its intensity and bound per layer, and on request (key l) each layer's time: the run's model profiled again,
+its intensity and bound per layer, and on request (key l) each layer's time: the run's model timed again,
 the table sorted by time, with what no layer owns and, on a GPU, how much of the pass the GPU sat idle."""
 
 from __future__ import annotations
@@ -69,13 +69,13 @@ def time_split_text(roofline, label: str) -> tuple[str, str]:
     times = roofline.layer_times
     kind = "GPU kernel time" if times.kind == "cuda" else "CPU wall time"
     outside = sum(roofline.time_outside.values())
-    line = (f"run {label} · {kind} per layer, longest first · pass {format_ms(times.pass_ms)} profiled, "
-            f"{format_ms(roofline.latency_ms)} timed (median)"
+    line = (f"run {label} · {kind} per layer, longest first · pass {format_ms(times.pass_ms)} timed per layer "
+            f"(mean of {times.iters}), {format_ms(roofline.latency_ms)} run median"
             + (f" · {format_ms(outside)} outside the rows" if outside else ""))
     if times.gpu is not None:
         line += f" · {times.gpu.short()}"
     rows = "\n".join(f"  {format_ms(ms)}  {row}" for row, ms in roofline.time_outside.items())
-    tip = (f"{times.method}.\nProfiled pass {format_ms(times.pass_ms)} (mean of {times.iters}); the run's timed median "
+    tip = (f"{times.method}.\nThe pass timed per layer {format_ms(times.pass_ms)} (mean of {times.iters}); the run's median "
            f"{format_ms(roofline.latency_ms)}." + (f"\nOutside the rows:\n{rows}" if rows else "")
            + (f"\n{times.gpu.summary()}" if times.gpu is not None else ""))
     return line, tip
@@ -181,7 +181,7 @@ class LayersPane(Vertical):
         which `l` times per layer."""
         if run is not None:
             self._run = (label, run)
-            self._times_line(f"l: the time of each layer of run {label} (its model profiled again)")
+            self._times_line(f"l: the time of each layer of run {label} (its model timed again, layer by layer)")
             if self._timed is not None:  # a new run: the times were the previous run's
                 self._timed = None
                 if self._shown is not None:
