@@ -44,7 +44,7 @@ def main() -> int:
     print(f"torch {torch.__version__} | python {platform.python_version()} | {platform.machine()} | "
           f"{torch.cuda.get_device_name(device) if device.type == 'cuda' else platform.processor() or 'cpu'}")
     print(f"device {device}, threads {args.threads}, step {args.step}, {args.rounds} rounds alternating (timed: "
-          f"{args.iters} synchronised iterations, median; per layer: {args.layer_iters} profiled passes, mean)")
+          f"{args.iters} synchronised iterations, median; per layer: {args.layer_iters} passes, mean)")
     worst = 0.0
     with applied_flags(flags):
         for name in args.models:
@@ -53,7 +53,7 @@ def main() -> int:
                 cfg = BenchConfig(model=name, input_shape=shape, device=str(device), warmup=5, iters=args.iters,
                                   flags=flags, step=args.step, time_budget_s=None)
                 print(f"\n{name}, input {'x'.join(map(str, shape))}")
-                ratios = []
+                ratios, means = [], []
                 result = None
                 for round_ in range(args.rounds):
                     # layer_times_of_run profiles the run it is given again; the timed median set beside it is
@@ -66,11 +66,13 @@ def main() -> int:
                     rows = sum(l.time_ms for l in result.layers if isinstance(l.time_ms, float))
                     outside = sum(result.time_outside.values())
                     ratios.append((rows + outside) / timed)
-                    print(f"round {round_ + 1}: timed median {timed:8.3f} ms | profiled pass "
-                          f"{result.layer_times.pass_ms:8.3f} ms | table rows {rows:8.3f} ms + outside {outside:7.3f} ms "
-                          f"= {rows + outside:8.3f} ms | rows+outside / timed {ratios[-1]:.3f}")
+                    means.append((rows + outside) / timing.stats.mean_ms)
+                    print(f"round {round_ + 1}: timed median {timed:7.3f} ms, mean {timing.stats.mean_ms:7.3f} ms | "
+                          f"per layer: rows {rows:7.3f} + outside {outside:6.3f} = {rows + outside:7.3f} ms (mean) | "
+                          f"/ timed median {ratios[-1]:.3f}, / timed mean {means[-1]:.3f}")
                 median = statistics.median(ratios)
                 worst = max(worst, abs(median - 1.0))
+                print(f"median ratio to the timed mean {statistics.median(means):.3f}")
                 print(f"median ratio {median:.3f}: the rows are {'within' if abs(median - 1) <= 0.10 else 'NOT within'} "
                       f"10 % of the timed pass")
                 top = sorted((l for l in result.layers if isinstance(l.time_ms, float)), key=lambda l: -l.time_ms)[:5]

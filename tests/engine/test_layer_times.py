@@ -114,3 +114,28 @@ def test_gpu_layer_times_of_a_real_model():
     assert result.kind == "cuda" and result.gpu is not None
     assert 0 < result.gpu.busy_ms <= result.gpu.wall_ms and result.gpu.kernels > 0
     assert result.by_name()["conv"].forward_ms > 0 and result.by_name()["conv"].kernels >= 1
+
+
+class Raises(nn.Module):
+    def forward(self, x):
+        raise ValueError("bad input")
+
+
+def test_wrapped_forwards_are_undone_and_a_raising_forward_still_closes_its_span():
+    from torchperf_tui.engine.layer_ranges import wrap_forwards
+
+    plain, patched, raising = nn.Linear(2, 2), nn.Linear(2, 2), Raises()
+    own = patched.forward = lambda x: x  # a forward set on the instance before ours
+    calls = []
+    handles = wrap_forwards([("plain", plain), ("patched", patched), ("raising", raising)], calls.append,
+                            lambda: calls.append("leave"))
+    plain(torch.zeros(1, 2))
+    patched(torch.zeros(1, 2))
+    with pytest.raises(ValueError):
+        raising(torch.zeros(1))
+    assert calls == ["plain", "leave", "patched", "leave", "raising", "leave"]
+    for handle in handles:
+        handle.remove()
+    assert "forward" not in plain.__dict__ and "forward" not in raising.__dict__ and patched.forward is own
+    plain(torch.zeros(1, 2))
+    assert len(calls) == 6  # unwrapped: nothing is called any more

@@ -2,11 +2,10 @@
 
 cudnn.benchmark, TF32, cudnn.deterministic and oneDNN change *which* implementation a convolution runs,
 and the timings alone do not say so. torch.profiler records the kernels, but its operator table merges
-every conv of the model into one `aten::cudnn_convolution` row. So every conv module gets a forward
-pre-hook and post-hook that open and close a `record_function` range named after its qualified module
-name; the ops recorded inside a range, and the device kernels they launched (`FunctionEvent.kernels`,
-attached by correlation id to the op that launched them), belong to that layer. The hooks are removed
-afterwards, whatever happens.
+every conv of the model into one `aten::cudnn_convolution` row. So every conv module's forward is wrapped
+in a profiler range named after its qualified module name (engine/layer_ranges.py); the ops recorded
+inside a range, and the device kernels they launched (`FunctionEvent.kernels`, attached by correlation id
+to the op that launched them), belong to that layer. The wrapping is undone afterwards, whatever happens.
 
 A training step (`step="train"`) profiles forward, loss, backward and the optimizer step. The backward of a
 layer runs outside its range (in the autograd engine, on CUDA on a thread of its own), so it is found by

@@ -1,11 +1,11 @@
 """Where the time of one pass goes: each module's own time, the time outside every module, and on a GPU how
 much of the pass the GPU was busy.
 
-Every module gets a profiler range (engine/layer_ranges.py), so ranges nest as the modules do, and each
+Every module's forward is wrapped (engine/layer_ranges.py) in a profiler range, so ranges nest as the modules do, and each
 profiled iteration a range of its own. A module's *own* time is what happens in its range outside the ranges
 of the modules it calls:
 - on the CPU, the wall time of its range minus that of the nested ranges (its ops, and the Python between
-  them, hooks included);
+  them);
 - on a GPU, the duration of the kernels launched by the ops in its range outside the nested ranges (the
   device time, which is what the model costs when the GPU is the bottleneck).
 For a training step each module also gets its backward: the autograd nodes built for the forward ops in its
@@ -19,8 +19,9 @@ so on the CPU the rows add up to the pass exactly. On a GPU the rows are kernel 
 time the GPU sat idle, waiting for Python to launch the next kernel ("GPU idle 58 % of the pass"). Busy time
 is the union of the device's kernel, copy and set intervals within each iteration.
 
-An inference pass on the CPU needs no profiler: the hooks read perf_counter themselves, which costs well under
-a microsecond a module, where the profiler's records of every op added some 7 % to a ResNet-18 pass. A
+An inference pass on the CPU needs no profiler: each module's wrapped forward reads perf_counter itself, which
+costs well under a microsecond a module, where the profiler's records of every op added some 7 % to a
+ResNet-18 pass. A
 training step needs the profiler for its backward (the autograd sequence numbers), a GPU for its kernels.
 Profiled passes run slower than timed ones (every op is recorded); the result keeps the measured pass's
 wall time so a caller can set it beside an unprofiled median.
@@ -37,7 +38,7 @@ from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.flags import applied_flags
 from torchperf_tui.engine.inputs import parse_dtype, resolve_device
 from torchperf_tui.engine.layer_ranges import (BACKWARD_PREFIX, ITERATION_LABEL, LAYER_PREFIX, attach_layer_ranges,
-                                               descendants, on_cpu, profile_iterations)
+                                               descendants, on_cpu, profile_iterations, wrap_forwards)
 from torchperf_tui.engine.lazy_torch import torch
 from torchperf_tui.engine.nvml import to_jsonable
 from torchperf_tui.engine.timing import BenchConfig
@@ -48,7 +49,7 @@ DEFAULT_WARMUP = 3
 LAUNCH_BOUND_IDLE_PCT = 50.0  # a GPU idle this much of the pass is waiting for the CPU to launch work
 CPU_METHOD = ("CPU wall time of each module's profiler range minus the ranges of the modules it calls, mean of "
               "{n} profiled passes")
-CPU_CLOCK_METHOD = ("CPU wall time of each module's forward (perf_counter in its hooks, no profiler) minus the "
+CPU_CLOCK_METHOD = ("CPU wall time of each module's forward (perf_counter around it, no profiler) minus the "
                     "modules it calls, mean of {n} passes")
 CUDA_METHOD = ("GPU time of the kernels each module's own ops launched (CUPTI), mean of {n} profiled passes; "
                "GPU idle: the pass's wall time the device had no kernel, copy or set running")
@@ -290,9 +291,9 @@ def attribute(events: Any, modules: dict[str, Any], on_cuda: bool) -> tuple[list
     return rows, outside, pass_ms, gpu, n
 
 
-class _HookClock:
-    """CPU inference without the profiler: each module's hooks read the clock at its entry and exit; its own
-    time is its span less the spans of the modules it calls."""
+class _ForwardClock:
+    """CPU inference without the profiler: each module's wrapped forward reads the clock as it starts and
+    ends; its own time is its span less the spans of the modules it calls."""
 
     def __init__(self) -> None:
         self.own: dict[str, int] = {}
@@ -302,28 +303,25 @@ class _HookClock:
 
     def attach(self, modules: list[tuple[str, Any]]) -> list[Any]:
         clock, stack = time.perf_counter_ns, self._stack
-        handles = []
-        for name, module in modules:
-            def pre(_m, _args, name=name):
-                if name not in self.own:  # rows in the order the modules first ran
-                    self.own[name], self.calls[name] = 0, 0
-                stack.append([name, clock(), 0])
 
-            def post(_m, _args, _out):
-                if not stack:
-                    return
-                name, start, nested = stack.pop()
-                span = clock() - start
-                self.own[name] += span - nested
-                self.calls[name] += 1
-                if stack:
-                    stack[-1][2] += span
-                else:
-                    self.outer_ns += span
+        def enter(name: str) -> None:
+            if name not in self.own:  # rows in the order the modules first ran
+                self.own[name], self.calls[name] = 0, 0
+            stack.append([name, clock(), 0])
 
-            handles.append(module.register_forward_pre_hook(pre))
-            handles.append(module.register_forward_hook(post, always_call=True))
-        return handles
+        def leave() -> None:
+            if not stack:
+                return
+            name, start, nested = stack.pop()
+            span = clock() - start
+            self.own[name] += span - nested
+            self.calls[name] += 1
+            if stack:
+                stack[-1][2] += span
+            else:
+                self.outer_ns += span
+
+        return wrap_forwards(modules, enter, leave)
 
     def reset(self) -> None:
         self.own, self.calls, self.outer_ns = {}, {}, 0
@@ -332,9 +330,9 @@ class _HookClock:
 
 def _clocked(run: Callable[[Any], Any], x: Any, modules: dict[str, Any], iters: int, warmup: int,
              cancelled: Callable[[], bool]) -> tuple[list[ModuleTime], dict[str, float], float, int] | None:
-    """CPU inference: (modules, outside rows, mean pass ms, passes) from the hooks' clock; None when cancelled
+    """CPU inference: (modules, outside rows, mean pass ms, passes) from the wrapped forwards' clock; None when cancelled
     before a pass."""
-    clock = _HookClock()
+    clock = _ForwardClock()
     handles = clock.attach(list(modules.items()))
     try:
         for _ in range(warmup):
@@ -371,7 +369,7 @@ def layer_times(cfg: BenchConfig, *, iters: int = DEFAULT_ITERS, warmup: int = D
                 should_cancel: Callable[[], bool] | None = None) -> LayerTimes:
     """Profile `iters` passes (or training steps) of `cfg`'s model under its flags and attribute their time
     to its modules. Needs a fixed input shape; torch.compile is not profiled per module (a compiled graph
-    does not call the modules' hooks)."""
+    does not call the modules' forwards)."""
     from torchperf_tui.engine.train_step import StepRunner, amp_problem, grad_context
 
     if iters < 1:
