@@ -261,6 +261,21 @@ def test_each_layer_has_its_own_backward_flops_and_they_sum_to_the_backward():
     assert all(layer.backward_flops is None for layer in infer.layers)
 
 
+def test_a_blocks_two_branches_each_keep_their_own_backward_flops():
+    """FlopCounterMode kept a ResNet downsample's backward open until the other branch's gradient arrived, and
+    counted that whole branch in it (56x its forward, and a negative remainder): counted by autograd node, each
+    conv's backward is its two gradients, 2x its forward (the first conv's, whose input needs none, 1x)."""
+    from torchperf_tui.engine.complexity import analyse_complexity
+
+    train = analyse_complexity("resnet18", (2, 3, 32, 32), step="train")
+    convs = [layer for layer in train.layers if layer.type in ("Conv2d", "Linear")]
+    assert len(convs) == 21 and any(layer.name == "layer2.0.downsample.0" for layer in convs)
+    for layer in convs:
+        assert layer.backward_flops == (1 if layer.name == "conv1" else 2) * layer.flops, layer.name
+    assert sum(layer.backward_flops for layer in train.layers) == train.backward_flops
+    assert not any(layer.name == "(unattributed)" for layer in train.layers)
+
+
 def test_the_cli_tables_each_layers_backward_flops(capsys):
     from torchperf_tui.cli import main
 

@@ -22,7 +22,8 @@ from torch import nn
 from torch.nn import functional as F
 from torch.overrides import TorchFunctionMode
 from torch.utils import _pytree as pytree
-from torch.utils.flop_counter import FlopCounterMode
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.flop_counter import FlopCounterMode, flop_registry, shape_wrapper
 
 from torchperf_tui.engine.complexity_result import MB, Complexity, LayerStat
 from torchperf_tui.engine.errors import ModelError, ShapeError, TorchperfError, first_line
@@ -153,6 +154,57 @@ def _conv_backward_flops(grad_out_shape, x_shape, w_shape, _bias, _stride, _padd
     return forward * (int(bool(output_mask[0])) + int(bool(output_mask[1])))
 
 
+class _BackwardByModule(TorchDispatchMode):
+    """A training step's backward FLOPs per module, by the autograd node each backward op runs for.
+
+    FlopCounterMode places a backward op in the modules whose backward it thinks is open, from gradient hooks
+    on their inputs and outputs; where a block's input feeds two branches (a ResNet block with a downsample)
+    the downsample's backward stays open until the other branch's gradient arrives, and every op of the
+    other branch was counted in the downsample (56x its forward, and a negative remainder). Here each module
+    call's forward records the autograd sequence numbers its ops took (the counter's value as it starts and
+    ends; a nested module's range lies inside its parent's), and each backward op is counted in the innermost
+    module whose range holds the sequence number of the node it runs for."""
+
+    def __init__(self, registry: dict) -> None:
+        super().__init__()
+        self.registry = registry
+        self.spans: list[tuple[int, int, str]] = []  # (first, past the last sequence number, module name)
+        self.by_module: dict[str | None, int] = {}
+        self._open: list[tuple[str, int]] = []
+        self._owner: dict[int, str | None] = {}
+
+    def attach(self, model: nn.Module) -> list:
+        from torchperf_tui.engine.layer_ranges import wrap_forwards
+
+        next_number = torch._C._autograd._get_sequence_nr
+
+        def enter(name: str) -> None:
+            self._open.append((name, next_number()))
+
+        def leave() -> None:
+            if self._open:
+                name, first = self._open.pop()
+                self.spans.append((first, next_number(), name))
+
+        return wrap_forwards(list(model.named_modules()), enter, leave)
+
+    def owner(self, number: int) -> str | None:
+        if number not in self._owner:
+            holding = [(end - first, name) for first, end, name in self.spans if first <= number < end]
+            self._owner[number] = min(holding)[1] if holding else None
+        return self._owner[number]
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        formula = self.registry.get(func._overloadpacket)
+        if formula is not None:
+            node = torch._C._current_autograd_node()
+            module = self.owner(node._sequence_nr()) if node is not None else None
+            self.by_module[module] = self.by_module.get(module, 0) + int(formula(*args, **kwargs, out_val=out))
+        return out
+
+
 def _meta_state(model: nn.Module, dtype: torch.dtype) -> dict[str, torch.Tensor]:
     """Meta stand-ins for every parameter and buffer (floating ones at `dtype`); nothing is copied."""
     state: dict[str, torch.Tensor] = {}
@@ -273,6 +325,9 @@ def analyse_complexity(spec: str | nn.Module, input_shape: tuple[int, ...], dtyp
     both = FlopCounterMode(display=False, depth=None,
                            custom_mapping={torch.ops.aten.convolution_backward: _conv_backward_flops})
     training = step == "train"
+    per_module = _BackwardByModule({**flop_registry, torch.ops.aten.convolution_backward:
+                                    shape_wrapper(_conv_backward_flops)}) if training and layers else None
+    wrapped = per_module.attach(model) if per_module is not None else []
     if training:
         names = {name for name, _ in model.named_parameters()}
         state = {k: v.requires_grad_(True) if k in names and v.is_floating_point() else v for k, v in state.items()}
@@ -289,7 +344,8 @@ def analyse_complexity(spec: str | nn.Module, input_shape: tuple[int, ...], dtyp
 
                     loss, _ = training_loss(output, lambda n, c: torch.zeros(n, dtype=torch.long, device="meta"))
             if training:
-                loss.backward()
+                with per_module if per_module is not None else contextlib.nullcontext():
+                    loss.backward()
     except (TorchperfError, KeyboardInterrupt):
         raise
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - whatever the model raises is reported as one line
@@ -304,12 +360,14 @@ def analyse_complexity(spec: str | nn.Module, input_shape: tuple[int, ...], dtyp
     finally:
         if recorder is not None:
             recorder.remove()
+        for handle in wrapped:
+            handle.remove()
 
     flops = int(counter.get_total_flops())
     table = _layer_table(model, counter.get_flop_counts(), recorder, flops) if recorder else []
     backward_flops = int(both.get_total_flops()) - flops if training else None
-    if training and recorder is not None:
-        table = _with_backward(table, _layer_table(model, both.get_flop_counts(), recorder, flops + backward_flops))
+    if per_module is not None and recorder is not None:
+        table = _with_backward(table, per_module.by_module, backward_flops, model, recorder)
     return Complexity(
         model=label, input_shape=input_shape, dtype=dtype_name(torch_dtype),
         params_total=params_total, params_trainable=params_trainable,
@@ -319,19 +377,31 @@ def analyse_complexity(spec: str | nn.Module, input_shape: tuple[int, ...], dtyp
     )
 
 
-def _with_backward(forward: list[LayerStat], step: list[LayerStat]) -> list[LayerStat]:
-    """The forward table with each row's backward FLOPs: its forward + backward count less its forward. A
-    module whose forward counted nothing of its own but whose backward did (a container's functional op
-    in the backward only) gets a row of its own, so the backward column sums to the backward total too."""
+def _with_backward(forward: list[LayerStat], by_module: dict, total: int, model: nn.Module,
+                   recorder: _ShapeRecorder) -> list[LayerStat]:
+    """The forward table with each row's own backward FLOPs (by_module: module name -> FLOPs, None for ops that
+    ran for no module's node). A module whose forward counted nothing of its own but whose backward did gets a
+    row of its own; what no module's node did is the unattributed row, so the column sums to `total`."""
     import dataclasses
 
-    forward_of = {row.name: row for row in forward}
     rows = [dataclasses.replace(row, backward_flops=0) for row in forward]
     index = {row.name: i for i, row in enumerate(rows)}
-    for row in step:
-        own = row.flops - (forward_of[row.name].flops if row.name in forward_of else 0)
-        if row.name in index:
-            rows[index[row.name]].backward_flops = own
-        elif own:
-            rows.append(dataclasses.replace(row, flops=0, backward_flops=own))
+    modules = dict(model.named_modules())
+    for name, own in by_module.items():
+        if name is None or not own:
+            continue
+        label = name or "(root)"
+        if label not in index:
+            record = recorder.records.get(name, {})
+            rows.append(LayerStat(label, type(modules[name]).__name__ if name in modules else "",
+                                  record.get("input_shape", ()), record.get("output_shape", ()), 0, 0, 0,
+                                  record.get("calls", 1), backward_flops=0))
+            index[label] = len(rows) - 1
+        rows[index[label]].backward_flops += own
+    missing = total - sum(row.backward_flops for row in rows)
+    if missing:
+        if "(unattributed)" not in index:
+            rows.append(LayerStat("(unattributed)", "", (), (), 0, 0, 0, 0, backward_flops=0))
+            index["(unattributed)"] = len(rows) - 1
+        rows[index["(unattributed)"]].backward_flops += missing
     return rows
