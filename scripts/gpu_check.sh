@@ -12,13 +12,15 @@
 #   train_bench bench/train_step.py: the engine's training step against torch.utils.benchmark
 #   modes     issue 14: resnet18 and resnet50 at batch 1 and 64 in every timing mode, a cold L2, a training
 #             step's modes, bench/timing_modes.py
+#   layers    issue 14: time per layer and GPU busy/idle (roofline --layers) for resnet18 and resnet50 at batch 1
+#             and 64 and a training step, bench/layer_times.py, and the why screenshots (time per layer, modes)
 #   ceilings  issue 14: the measured ceilings (matmul per dtype, copy), a roofline against them, bench/ceilings.py
 #   shots     screenshots of the TUI on CUDA (the usual views and the training views), and the TUI's fidelity
 # Usage there: bash scripts/gpu_check.sh OUTDIR [SECTION...]   (default: all; Textual & co. installed first)
 # Each section writes OUTDIR/SECTION.log; the screenshots go to OUTDIR/shots.
 set -uo pipefail
 out=${1:?output folder}; shift
-sections=${*:-tests cli fidelity threads train train_more train_bench modes ceilings shots}
+sections=${*:-tests cli fidelity threads train train_more train_bench modes layers ceilings shots}
 mkdir -p "$out/shots"
 export TORCHPERF_HISTORY="$out/history.jsonl" PYTHONUNBUFFERED=1
 run() { echo; echo "\$ torchperf-tui $*"; local t0=$SECONDS
@@ -86,6 +88,16 @@ modes() {
   run bench resnet50 --device cuda --batch 32 --modes sync,pipelined,graph --iters 30 --step train
   echo; echo "== bench/timing_modes.py"
   timeout 200 python3 bench/timing_modes.py --device cuda --models resnet18 resnet50 --rounds 3 2>&1
+}
+layers() {
+  for model in resnet18 resnet50; do for batch in 1 64; do
+    run roofline $model --device cuda --batch $batch --iters 30 --layers
+  done; done
+  run roofline resnet50 --device cuda --batch 32 --iters 20 --layers --step train
+  echo; echo "== bench/layer_times.py"
+  timeout 200 python3 bench/layer_times.py --device cuda --batch 1 64 --models resnet18 resnet50 --rounds 2 2>&1
+  timeout 120 python3 bench/layer_times.py --device cuda --batch 32 --models resnet50 --step train --rounds 2 2>&1
+  timeout 120 python3 scripts/make_screenshots.py --only why --model resnet50 --iters 60 --out "$out/shots" 2>&1 | tail -3
 }
 ceilings() {
   run ceilings --device cuda --refresh
