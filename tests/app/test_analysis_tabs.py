@@ -215,7 +215,7 @@ async def test_l_times_each_layer_of_the_last_run_sorted_by_time_with_what_no_la
         app = pilot.app
         pane = app.pane("layers")
         await pilot.press("l")  # no run yet: it says what to do first
-        await wait_until(pilot, lambda: any("time a run first" in t for t in notifications(app)), what="the hint")
+        await wait_until(pilot, lambda: any("time a run at a fixed input shape first" in t for t in notifications(app)), what="the hint")
         await pilot.press("r")
         await wait_until(pilot, lambda: pane._run is not None, what="the run's roofline")
         assert "l: the time of each layer of run #1" in screen_text(app, "#layers-times")

@@ -202,11 +202,12 @@ class LayersPane(Vertical):
         """Profile the last run's model again (its input, flags and step) and give each layer its time."""
         self.screen.show_tab("layers")
         if self._run is None:
-            self.app.notify("time a run first (r): each layer's time is set beside that run's median",
+            self.app.notify("time a run at a fixed input shape first (r): each layer's time is set beside that run's "
+                            "median",
                             title="time per layer", severity="warning", timeout=6)
             return
         label, run = self._run
-        self._times_line(f"run {label}: profiling each layer of {escape(run.model)}…")
+        self._times_line(f"run {label}: timing each layer of {escape(run.model)}…")
         self.jobs.start("layer_times", "layer_times", {"result": run, "report": self.app.session.report},
                         f"timing each layer of {run.model}")
 
