@@ -186,3 +186,37 @@ async def test_a_resize_before_the_plot_has_composed_draws_once_it_has_instead_o
         histogram.redraw()  # what on_resize does at once; before the fix: NoMatches
         await pilot.pause()
         assert histogram._plot.is_mounted and histogram._plot.margin_left in (6, 10)
+
+
+async def test_a_plot_whose_children_were_pruned_by_an_exiting_app_mounts_without_raising():
+    # Seen under load: SIGHUP while the plots mounted behind the first frame; the app pruned the plot's children
+    # before textual-plot's on_mount queried its Grid, and the app ended with NoMatches and exit code 1, not 129.
+    # A plot that composes no children stands for one whose children were pruned.
+    from textual.app import App
+    from textual.css.query import NoMatches
+    from textual_plot import PlotWidget
+
+    from torchperf_tui.app.widgets.timing.exit_safe_plot import ExitSafePlot
+
+    class Pruned(ExitSafePlot):
+        def compose(self):
+            return iter(())
+
+    class PrunedLibraryPlot(PlotWidget):
+        def compose(self):
+            return iter(())
+
+    class Holder(App):
+        def __init__(self, plot_type):
+            super().__init__()
+            self.plot_type = plot_type
+
+        def compose(self):
+            yield self.plot_type()
+
+    async with Holder(Pruned).run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+    assert pilot.app.return_code is None  # no error: run_test ended it
+    with pytest.raises(NoMatches):  # the library's own plot, pruned alike, raises
+        async with Holder(PrunedLibraryPlot).run_test(size=(80, 24)) as pilot:
+            await pilot.pause()

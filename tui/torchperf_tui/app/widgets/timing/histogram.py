@@ -153,9 +153,9 @@ class _PlotHolder(Vertical):
         """Mount the PlotWidget; call once textual-plot has been imported (in the engine loader)."""
         if self._plot is not None:
             return
-        from textual_plot import PlotWidget
+        from torchperf_tui.app.widgets.timing.exit_safe_plot import ExitSafePlot
 
-        self._plot = PlotWidget(allow_pan_and_zoom=False)
+        self._plot = ExitSafePlot(allow_pan_and_zoom=False)
         self.query_one(".plot-placeholder", Static).update(self.empty_text)
         self.mount(self._plot)
         self._plot.display = False
