@@ -15,12 +15,15 @@
 #   layers    issue 14: time per layer and GPU busy/idle (roofline --layers) for resnet18 and resnet50 at batch 1
 #             and 64 and a training step, bench/layer_times.py, and the why screenshots (time per layer, modes)
 #   ceilings  issue 14: the measured ceilings (matmul per dtype, copy), a roofline against them, bench/ceilings.py
+#   conditions issue 14: clocks, throttle reasons, temperature, power and energy per inference beside a run:
+#             resnet50 at batch 64 for 30 s (long enough to heat up), an A/B and the timing modes with their
+#             per-arm and per-mode conditions, --json's conditions, the history record's fingerprint
 #   shots     screenshots of the TUI on CUDA (the usual views and the training views), and the TUI's fidelity
 # Usage there: bash scripts/gpu_check.sh OUTDIR [SECTION...]   (default: all; Textual & co. installed first)
 # Each section writes OUTDIR/SECTION.log; the screenshots go to OUTDIR/shots.
 set -uo pipefail
 out=${1:?output folder}; shift
-sections=${*:-tests cli fidelity threads train train_more train_bench modes layers ceilings shots}
+sections=${*:-tests cli fidelity threads train train_more train_bench modes layers ceilings conditions shots}
 mkdir -p "$out/shots"
 export TORCHPERF_HISTORY="$out/history.jsonl" PYTHONUNBUFFERED=1
 run() { echo; echo "\$ torchperf-tui $*"; local t0=$SECONDS
@@ -104,6 +107,17 @@ ceilings() {
   run roofline resnet50 --device cuda --batch 64 --dtype float16 --iters 30
   echo; echo "== bench/ceilings.py"
   timeout 120 python3 bench/ceilings.py --device cuda --rounds 3 2>&1
+}
+conditions() {
+  run bench resnet50 --device cuda --batch 64 --iters 3000 --time-budget 30
+  run bench resnet18 --device cuda --batch 1 --iters 2000
+  run compare resnet50 --device cuda --batch 32 --a cudnn_benchmark=off --b cudnn_benchmark=on --blocks 8
+  run bench resnet18 --device cuda --batch 64 --modes sync,pipelined,graph
+  run bench resnet18 --device cuda --batch 8 --iters 300 --json | python3 -c \
+      "import json, sys; print(json.dumps(json.load(sys.stdin)['conditions'], indent=1))"
+  echo; echo "== the history record's fingerprint"
+  tail -n 1 "$TORCHPERF_HISTORY" | python3 -c \
+      "import json, sys; f = json.loads(sys.stdin.read())['fingerprint']; print({k: v for k, v in f.items() if k.startswith('gpu_')})"
 }
 shots() {
   timeout 200 python3 scripts/make_screenshots.py --model resnet50 --flag cudnn_benchmark --iters 100 \

@@ -6,6 +6,8 @@ import os
 
 import pytest
 
+from tests.fakes.fake_nvml import FakeNvml
+
 # The CLI's output is 200 columns wide in a pipe unless COLUMNS says otherwise; pytest-xdist's workers inherit
 # COLUMNS=80 from execnet, so the tests that read whole lines would depend on how they were started.
 os.environ.pop("COLUMNS", None)
@@ -29,3 +31,35 @@ def _private_history(tmp_path, monkeypatch):
     """Runs made by tests go to a history file of their own, never the user's; so do measured ceilings."""
     monkeypatch.setenv("TORCHPERF_HISTORY", str(tmp_path / "history.jsonl"))
     monkeypatch.setenv("TORCHPERF_CEILINGS", str(tmp_path / "ceilings.json"))
+
+
+class _CountingEnergy(FakeNvml):
+    """Each energy read finds the counter 1 J further on; under one thread the GPU is at its power cap."""
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle):
+        gpu = self._enter("nvmlDeviceGetTotalEnergyConsumption", handle)
+        gpu.energy_mj += 1000
+        return gpu.energy_mj
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, handle):
+        import torch
+
+        self._enter("nvmlDeviceGetCurrentClocksEventReasons", handle)
+        return 0x4 if torch.get_num_threads() == 1 else 0
+
+
+@pytest.fixture
+def fake_gpu_conditions(monkeypatch):
+    """run_benchmark, run_ab and run_modes read this fake NVML beside a CPU run as they read a GPU's beside a CUDA run."""
+    fake = _CountingEnergy()
+
+    from torchperf_tui.engine.nvml import Nvml
+    from torchperf_tui.engine.run_conditions import ConditionSampler
+
+    def sampler(device, period_s=None):
+        return ConditionSampler(Nvml.open(fake), 0, period_s=None)
+
+    monkeypatch.setattr("torchperf_tui.engine.timing.conditions_sampler", sampler)
+    monkeypatch.setattr("torchperf_tui.engine.abtest.conditions_sampler", sampler)
+    monkeypatch.setattr("torchperf_tui.engine.timing_modes.conditions_sampler", sampler)
+    return fake

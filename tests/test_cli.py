@@ -313,3 +313,26 @@ def test_a_cuda_flag_on_the_cpu_is_called_out_not_silently_ignored(capsys):
 def test_compare_kernels_with_a_shape_schedule_is_refused(capsys):
     code, out, err = run(capsys, "compare", TINY, "--a", "", "--b", "shapes=cycle:2", "--kernels")
     assert code == 2 and out == "" and "--kernels profiles one input shape" in err
+
+
+def test_bench_on_a_gpu_says_the_clocks_throttling_and_energy_per_inference(capsys, fake_gpu_conditions):
+    # The fake NVML reads 1 J per window and a power cap under one thread (tests/conftest.py).
+    code, out, _ = run(capsys, "bench", TINY, "--input", "2x3x16x16", "--warmup", "1", "--iters", "5",
+                       "--threads", "1", "--no-history")
+    assert code == 0
+    assert "GPU during the run" in out and "THROTTLED (power cap (software))" in out
+    assert "throttling" in out and "power cap (software) in 100 % of 2 readings" in out
+    assert "100 mJ per inference (10 inferences per J; NVML energy counter" in out
+    code, out, _ = run(capsys, "bench", TINY, "--input", "2x3x16x16", "--warmup", "1", "--iters", "5",
+                       "--no-history", "--json")
+    conditions = json.loads(out)["conditions"]
+    assert conditions["energy_per_item_j"] == pytest.approx(0.1) and conditions["items"] == 10
+
+
+def test_compare_says_each_arms_gpu_and_notes_the_arm_that_throttled(capsys, fake_gpu_conditions):
+    code, out, _ = run(capsys, "compare", TINY, "--input", "1x3x8x8", "--a", "threads=2", "--b", "threads=1",
+                       "--blocks", "6", "--per-block", "2", "--no-history")
+    assert code == 0
+    assert "GPU during A's blocks:" in out and "not throttled" in out
+    assert "GPU during B's blocks:" in out and "THROTTLED: power cap (software)" in out
+    assert "note: B ran throttled more than A" in out

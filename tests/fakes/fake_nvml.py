@@ -94,6 +94,8 @@ class FakeGpu:
     max_sm_clock_mhz: int = 1980
     max_mem_clock_mhz: int = 2619
     memory_bus_width_bits: int = 5120
+    clock_event_reasons: int = 0x1  # nvmlClocksEventReason* bits: idle
+    energy_mj: int = 1_000_000  # the total energy counter, millijoules since the driver loaded
     name_as_bytes: bool = False  # older nvidia-ml-py releases return bytes for strings
     processes: dict = dataclasses.field(default_factory=dict)  # pid -> used GPU memory in bytes (None: n/a)
 
@@ -234,6 +236,12 @@ class FakeNvml:
 
     def nvmlDeviceGetMemoryBusWidth(self, handle) -> int:
         return self._enter("nvmlDeviceGetMemoryBusWidth", handle).memory_bus_width_bits
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, handle) -> int:
+        return self._enter("nvmlDeviceGetCurrentClocksEventReasons", handle).clock_event_reasons
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle) -> int:
+        return self._enter("nvmlDeviceGetTotalEnergyConsumption", handle).energy_mj
 
 
 def _pick_clock(sm: int, mem: int, clock_type: int) -> int:

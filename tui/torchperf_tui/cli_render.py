@@ -166,11 +166,29 @@ def render_timing(result) -> None:
                  ("tuning cost", f"{report.tuning_cost_ms:.1f} ms (per shape: first iteration - median of "
                                  f"its repeats, summed)" + (f"; {report.unrepeated} shape(s) never repeated, "
                                                              "not counted" if report.unrepeated else ""))]
+    rows += conditions_rows(getattr(result, "conditions", None), step)
     if getattr(result, "budget_stopped", False):
         rows.append(("note", budget_text(result)))
     if result.cancelled:
         rows.append(("note", "cancelled before the end"))
     _print_kv(title, rows)
+
+
+def conditions_rows(conditions, step: str = "infer") -> list[tuple[str, str]]:
+    """A CUDA run's GPU over its timed iterations: clocks, temperature and power, throttling, energy."""
+    if conditions is None:
+        return []
+    rows = [("GPU during the run", conditions.summary())]
+    if conditions.throttled:
+        rows.append(("throttling", conditions.throttle_text()))
+    if conditions.gpu_index is not None:
+        rows.append(("energy", conditions.energy_text(per_item_word(step))))
+    return rows
+
+
+def per_item_word(step: str) -> str:
+    return "training sample" if step == "train" else "inference"
+
 
 
 def render_modes(result) -> None:
@@ -488,6 +506,10 @@ def render_ab(result) -> None:
     console.print(f"{result.model} on {result.device}, input {'x'.join(map(str, result.input_shape))}{what}: "
                   f"A and B interleaved in {len(result.order)} randomised blocks", style="bold underline")
     console.print(table)
+    for name, arm in (("A", result.a), ("B", result.b)):
+        conditions = getattr(arm, "conditions", None)
+        if conditions is not None:
+            console.print(f"GPU during {name}'s blocks: {conditions.short(per_item_word(arm.step))}")
     console.print()
     console.print(result.summary(), style="bold")
     if result.ratio_note():

@@ -70,6 +70,20 @@ def format_ms(value) -> str:
     return f"{v * 1000:.0f} µs"
 
 
+def format_energy(joules) -> str:
+    """Joules to three significant figures: '0.213 J' reads worse than '213 mJ'; '1.52 J', '48.1 µJ'."""
+    text = _unavailable(joules)
+    if text is not None:
+        return text
+    v = float(joules)
+    if abs(v) >= 1000:
+        return f"{v:.0f} J"
+    for scale, unit in ((1.0, "J"), (1e-3, "mJ"), (1e-6, "µJ")):
+        if abs(v) >= scale:
+            return f"{v / scale:.3g} {unit}"
+    return f"{v / 1e-9:.3g} nJ"
+
+
 def format_number(value, unit: str = "", digits: int = 0) -> str:
     """A plain number with an optional unit: format_number(71.4, '°C') -> '71 °C'."""
     text = _unavailable(value)

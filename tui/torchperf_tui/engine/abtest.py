@@ -12,6 +12,7 @@ medians would carry the block-to-block drift into the CI and miss real differenc
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -22,6 +23,7 @@ import numpy as np
 
 from torchperf_tui.engine.errors import FlagError, TorchperfError
 from torchperf_tui.engine.flags import Flags, applied_flags
+from torchperf_tui.engine.run_conditions import RunConditions, conditions_sampler, throttle_note
 
 ALPHA = 0.05
 # Block pairs a verdict (and an arm's CI) needs; a cancelled comparison may have fewer. Six, not five: with 5
@@ -211,6 +213,7 @@ class ArmResult:
     step: str = "infer"  # what one of this arm's iterations did
     optimizer: str | None = None  # a training step's
     amp: str | None = None  # its mixed precision
+    conditions: RunConditions | None = None  # CUDA: the GPU's clocks, throttling and energy over its blocks
 
     @property
     def samples_ms(self) -> list[float]:
@@ -280,7 +283,8 @@ class ABResult:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         for arm in ("a", "b"):
             arm_result = getattr(self, arm)
-            data[arm] = {**asdict(arm_result), "flags": arm_result.flags.to_dict()}
+            data[arm] = {**asdict(arm_result), "flags": arm_result.flags.to_dict(),
+                         "conditions": arm_result.conditions.to_dict() if arm_result.conditions else None}
         data["input_shape"] = list(self.input_shape)
         data["verdict"] = self.verdict.to_dict() if self.verdict else None
         data["summary"] = self.summary()
@@ -390,14 +394,21 @@ def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int = 2
     done = {"A": 0, "B": 0}
     order = block_order(blocks, seed)
     stopped = False
+    # The GPU's clocks and energy, read beside both arms' blocks: each block's timed iterations are a window
+    # labelled by arm and block, so that only complete pairs count and each arm's throttling is its own.
+    sampler = conditions_sampler(device)
 
     def run_block(name: str):
         arm = arms[name]
         work = workloads[(arm.dtype, arm.channels_last)]
         model, feed, base_x = work.model, feeds[name], work.x
 
+        window = f"{name}{len(arms[name].blocks)}"
+
         def before(phase: str, i: int) -> None:
             if phase == "timed":
+                if i == 0 and sampler is not None:
+                    sampler.begin(window)
                 feed.advance(done[name])
                 done[name] += 1
             elif feed.shape != tuple(shape):  # the settling iterations: the configured shape
@@ -408,11 +419,14 @@ def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int = 2
             model.load_state_dict(initial[(arm.dtype, arm.channels_last)])
         with applied_flags(arm.flags), grad_context(step), forward_errors(base.model, shape, work.dtype, device):
             runner = StepRunner(model, step, device, seed=seed)
-            return run_timed_loop(lambda: runner(feed.x), device=device, warmup=1, iters=per_block,
-                                  should_cancel=cancelled, before_iteration=before)
+            times = run_timed_loop(lambda: runner(feed.x), device=device, warmup=1, iters=per_block,
+                                   should_cancel=cancelled, before_iteration=before)
+            if sampler is not None and not times.cancelled:
+                sampler.end(window)
+        return times
 
     try:
-        with ArmThreads(arms, separate=device.type == "cuda") as threads:
+        with ArmThreads(arms, separate=device.type == "cuda") as threads, (sampler or contextlib.nullcontext()):
             for index, name in enumerate(order):
                 times = threads.run(name, run_block, name)
                 if times.cancelled:
@@ -432,11 +446,17 @@ def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int = 2
         arm.blocks = arm.blocks[:pairs]
         arm.first_seen = sum(feeds[name].first_seen[:pairs * per_block])
         arm.summarise(seed=seed)
+        if sampler is not None:
+            items = sum(shape[0] for shape in feeds[name].timed_shapes[:pairs * per_block])
+            arm.conditions = sampler.summary([f"{name}{i}" for i in range(pairs)], items=items)
     verdict = block_verdict(arms["A"].blocks, arms["B"].blocks, seed=seed) if pairs >= MIN_PAIRS else None
     from torchperf_tui.engine.flags import inert_flags
 
     notes = [f"B: {line}" for line in inert_flags(arms["B"].flags, device.type, arms["A"].flags)]
     notes += step_notes(arms["A"], arms["B"])
+    clocks = throttle_note(arms["A"].conditions, arms["B"].conditions)
+    if clocks:
+        notes.append(clocks)
     # The result's step and amp are what both arms did; where the arms differ they are said per arm.
     same = arms["A"].step == arms["B"].step and arms["A"].optimizer == arms["B"].optimizer
     return ABResult(model=base.model, device=str(device), input_shape=tuple(shape), a=arms["A"], b=arms["B"],

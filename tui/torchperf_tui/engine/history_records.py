@@ -203,6 +203,7 @@ def _iso_utc(timestamp: float) -> str:
 def record_from_timing(result: "TimingResult", fingerprint: dict[str, Any] | None = None) -> RunRecord:
     """A history record of a timing run. Without a fingerprint, one is taken now for the run's device."""
     env = environment_fingerprint(device=result.device) if fingerprint is None else dict(fingerprint)
+    env.update(_conditions_fingerprint(getattr(result, "conditions", None)))
     details: dict[str, Any] = {"warmup_iters": len(result.warmup_ms)}
     # getattr: fields that timing.py grew later; an older TimingResult simply lacks them.
     for name in ("compile_mode", "compiled", "compile_s", "compile_error", "step", "optimizer", "amp", "loss"):
@@ -238,15 +239,22 @@ def records_from_ab(result: "ABResult", fingerprint: dict[str, Any] | None = Non
                    "blocks": len(arm.blocks), "verdict": verdict, "summary": result.summary(),
                    "step": getattr(arm, "step", "infer"), "optimizer": getattr(arm, "optimizer", None),
                    "amp": getattr(arm, "amp", None)}
+        arm_env = {**env, **_conditions_fingerprint(getattr(arm, "conditions", None))}
         records.append(RunRecord(
             id=ids[name], kind="ab", created_at=created, model=result.model,
             input_shape=tuple(result.input_shape), dtype=arm.dtype, channels_last=arm.channels_last,
             device=result.device, flags=arm.flags.to_dict(), flags_text=arm.flags.describe(result.device),
             stats=compute_stats(arm.samples_ms, batch=result.input_shape[0]),
-            samples_ms=list(arm.samples_ms), fingerprint=env, cancelled=result.cancelled,
+            samples_ms=list(arm.samples_ms), fingerprint=arm_env, cancelled=result.cancelled,
             duration_s=result.duration_s, timer="cuda-events" if result.device.startswith("cuda") else "perf_counter",
             details=details))
     return records
+
+
+def _conditions_fingerprint(conditions: Any) -> dict[str, Any]:
+    """The GPU conditions a run was measured under (clocks, throttling, temperature, power, energy), as flat
+    fingerprint keys; nothing for a CPU run."""
+    return conditions.fingerprint() if conditions is not None else {}
 
 
 def records_of(result: "TimingResult | ABResult", fingerprint: dict[str, Any] | None = None) -> list[RunRecord]:

@@ -92,7 +92,9 @@ _STRUCT_FIELDS: dict[str, tuple[str, ...]] = {
 }
 _COUNTS = frozenset({"nvmlDeviceGetCount", "nvmlDeviceGetTemperature", "nvmlDeviceGetPowerUsage",
                      "nvmlDeviceGetEnforcedPowerLimit", "nvmlDeviceGetClockInfo", "nvmlDeviceGetMaxClockInfo",
-                     "nvmlDeviceGetMemoryBusWidth", "nvmlSystemGetCudaDriverVersion"})
+                     "nvmlDeviceGetMemoryBusWidth", "nvmlSystemGetCudaDriverVersion",
+                     "nvmlDeviceGetTotalEnergyConsumption", "nvmlDeviceGetCurrentClocksEventReasons",
+                     "nvmlDeviceGetCurrentClocksThrottleReasons"})
 _TEXTS = frozenset({"nvmlDeviceGetName", "nvmlDeviceGetUUID", "nvmlSystemGetDriverVersion"})
 
 

@@ -7,6 +7,7 @@ creation, lazy CUDA module loading) that would otherwise pollute the distributio
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Callable
@@ -17,6 +18,7 @@ from torchperf_tui.engine.errors import TorchperfError, first_line
 from torchperf_tui.engine.flags import Flags, applied_flags
 from torchperf_tui.engine.inputs import dtype_name, make_input, parse_dtype, resolve_device
 from torchperf_tui.engine.lazy_torch import torch
+from torchperf_tui.engine.run_conditions import RunConditions, conditions_sampler
 from torchperf_tui.engine.shapes import ShapeReport, ShapeSchedule, parse_schedule, shape_report
 from torchperf_tui.engine.stats import TimingStats, compute_stats, items_per_second, percentile_intervals
 
@@ -134,6 +136,8 @@ class TimingResult:
     iters_asked: int | None = None  # the timed iterations asked for
     time_budget_s: float | None = None  # their time budget, and whether it stopped them early
     budget_stopped: bool = False
+    # A CUDA run: the GPU's clocks, throttling, temperature, power and energy over the timed iterations.
+    conditions: RunConditions | None = None
 
     @property
     def batch(self) -> int:
@@ -141,6 +145,7 @@ class TimingResult:
 
     def to_dict(self) -> dict:
         data = asdict(self)
+        data["conditions"] = self.conditions.to_dict() if self.conditions is not None else None
         data["input_shape"] = list(self.input_shape)
         data["flags"] = self.flags.to_dict()
         data["sample_shapes"] = [list(shape) for shape in self.sample_shapes]
@@ -287,6 +292,7 @@ def run_benchmark(cfg: BenchConfig, on_sample: OnSample | None = None,
     work = prepare_workload(cfg.model, shape, device, dtype, cfg.channels_last, seed=cfg.seed)
     feed = ShapeFeed(work.x, shape, timed_shapes, dtype, device, cfg.channels_last, cfg.seed, on_shape)
     memory = _MemoryTrace(device, on_memory)
+    sampler = conditions_sampler(device)  # None on the CPU
     try:
         with applied_flags(cfg.flags), grad_context(step):
             forward, compile_s, compile_error = _maybe_compile(work.model, work.x, cfg.compile, device)
@@ -297,13 +303,18 @@ def run_benchmark(cfg: BenchConfig, on_sample: OnSample | None = None,
             def before(phase: str, index: int) -> None:
                 memory.sample()
                 if phase == "timed":
+                    if index == 0 and sampler is not None:
+                        sampler.begin("timed")  # outside the timer, like everything in this hook
                     feed.advance(index)
                 feed.passes_started += 1
 
-            with forward_errors(cfg.model, lambda: feed.shape, dtype, device, calls_done=feed.passes_done):
+            with forward_errors(cfg.model, lambda: feed.shape, dtype, device, calls_done=feed.passes_done), \
+                    (sampler or contextlib.nullcontext()):
                 times = run_timed_loop(lambda: runner(feed.x), device=device, warmup=cfg.warmup,
                                        iters=cfg.iters, on_sample=on_sample, should_cancel=should_cancel,
                                        before_iteration=before, budget_s=cfg.time_budget_s)
+                if sampler is not None:
+                    sampler.end("timed")
             in_effect = Flags.current()  # what torch itself reported, read once the loop is over
             step_peak = int(torch.cuda.max_memory_allocated(device)) if forward_peak is not None else None
             memory.sample()
@@ -321,6 +332,7 @@ def run_benchmark(cfg: BenchConfig, on_sample: OnSample | None = None,
                       *zip(shapes_done, samples)]
         report = shape_report(schedule, iterations, first_seen)
     repeats = [ms for ms, seen in zip(samples, first_seen) if not seen]
+    conditions = sampler.summary("timed", items=sum(s[0] for s in shapes_done)) if sampler is not None else None
     stats = compute_stats(samples, batch=shape[0], first_iter_ms=times.first_iter_ms)
     if stats is not None and schedule.batch_low is not None:
         # The batch varies: items per second is every item over every second, not the configured batch.
@@ -361,6 +373,7 @@ def run_benchmark(cfg: BenchConfig, on_sample: OnSample | None = None,
         iters_asked=cfg.iters,
         time_budget_s=cfg.time_budget_s,
         budget_stopped=times.budget_stopped,
+        conditions=conditions,
     )
 
 

@@ -26,6 +26,7 @@ from torchperf_tui.engine.errors import TorchperfError, first_line
 from torchperf_tui.engine.flags import Flags, applied_flags
 from torchperf_tui.engine.inputs import dtype_name, parse_dtype, resolve_device
 from torchperf_tui.engine.lazy_torch import torch
+from torchperf_tui.engine.run_conditions import RunConditions, conditions_sampler, throttle_note
 from torchperf_tui.engine.stats import TimingStats, compute_stats
 from torchperf_tui.engine.timing import BenchConfig, run_timed_loop
 
@@ -51,10 +52,12 @@ class ModeResult:
     samples_ms: list[float] = field(default_factory=list)
     stats: TimingStats | None = None
     unavailable: str | None = None  # why this mode did not run; the other modes stand
+    conditions: RunConditions | None = None  # CUDA: the GPU's clocks, throttling and energy over this mode's samples
 
     def to_dict(self) -> dict:
         return {"mode": self.mode, "meaning": MEANING[self.mode], "samples_ms": self.samples_ms,
-                "stats": asdict(self.stats) if self.stats else None, "unavailable": self.unavailable}
+                "stats": asdict(self.stats) if self.stats else None, "unavailable": self.unavailable,
+                "conditions": self.conditions.to_dict() if self.conditions is not None else None}
 
 
 @dataclass
@@ -187,6 +190,32 @@ def findings(result: ModesResult) -> list[str]:
     if result.cold_l2 and result.flush_bytes:
         said.append(f"cold L2: {result.flush_bytes / 2**20:.0f} MiB written before each sync and graph iteration, "
                     "outside the timed region; pipelined iterations run back to back and keep it warm")
+    return said + conditions_findings(result)
+
+
+def conditions_findings(result: ModesResult) -> list[str]:
+    """On a GPU: energy per inference in each mode, and a line for each mode that ran throttled more than the
+    first one (whose gap to it may then be the clocks)."""
+    from torchperf_tui.formatting import format_energy
+
+    measured = [m for m in result.modes if m.conditions is not None and m.conditions.gpu_index is not None]
+    if not measured:
+        return []
+    said = []
+    per = "training sample" if result.step.startswith("train") else "inference"
+    energies = [(m.mode, m.conditions.energy_per_item_j) for m in measured]
+    if any(joules is not None for _, joules in energies):
+        methods = {m.conditions.energy_method for m in measured if m.conditions.energy_method}
+        said.append(f"energy per {per}: " + " · ".join(f"{mode} {format_energy(joules)}" for mode, joules in energies)
+                    + f" ({'; '.join(sorted(methods))})")
+    first = measured[0]
+    notes = [throttle_note(first.conditions, other.conditions, names=(first.mode, other.mode), parts="samples",
+                           effect="part of the gap between them may be the clocks") for other in measured[1:]]
+    said += [note for note in notes if note]
+    if not any(notes) and any(m.conditions.throttled for m in measured):
+        reasons = dict.fromkeys(reason for m in measured for reason in m.conditions.slowdown_reasons)
+        said.append(f"the modes ran throttled alike ({', '.join(reasons)}): their gaps stand, but every median is "
+                    "of a GPU below its full clock")
     return said
 
 
@@ -224,6 +253,8 @@ def run_modes(cfg: BenchConfig, modes: tuple[str, ...] = MODES, *, cold_l2: bool
                          modes=list(results.values()), per_block=per_block, rounds=rounds, cold_l2=cold_l2)
 
     work = prepare_workload(cfg.model, shape, device, dtype, cfg.channels_last, seed=cfg.seed)
+    sampler = conditions_sampler(device)  # None on the CPU; on CUDA, each mode's share of a round is a window
+    windows: dict[str, list[str]] = {mode: [] for mode in modes}
     try:
         passes = [0]  # completed calls: an error after some is the model failing, not its input rejected
         with applied_flags(cfg.flags), grad_context(step), \
@@ -256,10 +287,15 @@ def run_modes(cfg: BenchConfig, modes: tuple[str, ...] = MODES, *, cold_l2: bool
             calls = {"sync": once, "graph": replay, "pipelined": once}
             running = [mode for mode in modes if results[mode].unavailable is None]
             result.cancelled = warm.cancelled
+            if sampler is not None:
+                sampler.start()
             for round_ in range(rounds):
                 order = running[round_ % len(running):] + running[:round_ % len(running)] if running else []
                 for mode in order:
                     share = wanted[mode] * (round_ + 1) // rounds - wanted[mode] * round_ // rounds
+                    if sampler is not None:
+                        windows[mode].append(f"{mode}{round_}")
+                        sampler.begin(windows[mode][-1])
                     for _ in range(share):
                         if result.cancelled or cancelled():
                             result.cancelled = True
@@ -271,12 +307,19 @@ def run_modes(cfg: BenchConfig, modes: tuple[str, ...] = MODES, *, cold_l2: bool
                                 flush()  # queued ahead of the start event: outside the timed region
                             results[mode].samples_ms.append(timer(calls[mode], 1))
                         progress(mode, len(results[mode].samples_ms), wanted[mode])
+                    if sampler is not None:
+                        sampler.end(windows[mode][-1])
             del runner, replay, flush
     finally:
+        if sampler is not None:
+            sampler.stop()
         work.release()
     batch = shape[0]
     for mode in results.values():
         mode.stats = compute_stats(mode.samples_ms, batch=batch)
+        if sampler is not None and mode.unavailable is None:
+            per_sample = per_block if mode.mode == "pipelined" else 1
+            mode.conditions = sampler.summary(windows[mode.mode], items=len(mode.samples_ms) * per_sample * batch)
     result.duration_s = time.time() - started
     result.findings = findings(result)
     return result

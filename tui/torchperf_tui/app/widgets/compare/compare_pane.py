@@ -9,6 +9,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.reactive import reactive
 from textual.containers import Vertical
+from textual.markup import escape
 from textual.widgets import DataTable, Static
 
 from torchperf_tui.formatting import format_ms, format_number
@@ -268,4 +269,9 @@ def ab_verdict_text(result) -> str:
     note = result.ratio_note()
     if note:
         lines.append(f"[dim]{note}[/]")
+    gpu = [f"{name} {escape(arm.conditions.short('training sample' if arm.step == 'train' else 'inference', brief=True))}"
+           for name, arm in (("A", result.a), ("B", result.b)) if getattr(arm, "conditions", None) is not None]
+    if gpu:  # both arms on one line: the per-arm reasons are in the note when they differ
+        lines.append("GPU  " + "  |  ".join(gpu))
+    lines += [f"[$warning]note:[/] {escape(line)}" for line in result.notes]
     return "\n".join(lines)

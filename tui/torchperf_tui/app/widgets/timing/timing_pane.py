@@ -61,8 +61,25 @@ def stats_text(record, compact: bool = False) -> str:
                 f"({format_number(s.fps, digits=1)} at the mean)  first {first}  n={s.n}\n"
                 f"{intervals_text(record, intervals)}")
     budget = budget_text(record.result) if getattr(record.result, "budget_stopped", False) else ""
-    extra = [line for line in (shapes_text(record), compile_text(record), peak_text(record), budget) if line]
+    extra = [line for line in (shapes_text(record), compile_text(record), peak_text(record), budget,
+                               conditions_text(record, compact)) if line]
     return "\n".join([text, *extra])
+
+
+def conditions_text(record, compact: bool = False) -> str:
+    """A finished CUDA run: the GPU's clocks, temperature, power, energy per item and throttling over its
+    timed iterations; throttling in the warning colour, with its reasons and shares unless `compact` (then the
+    clocks, energy and the word alone)."""
+    conditions = getattr(record.result, "conditions", None)
+    if conditions is None:
+        return ""
+    per = "training sample" if getattr(record.result, "step", "infer") == "train" else "inference"
+    line = f"GPU over run {record.label}: {escape(conditions.short(per, brief=compact))}"
+    if conditions.throttled:
+        line = f"[$warning]{line}[/]"
+        if not compact:
+            line += f"\n[b $warning]{escape(conditions.throttle_text())}[/]"
+    return line
 
 
 def _intervals(record) -> dict:

@@ -1,0 +1,433 @@
+"""What the GPU was doing while a run was timed: SM and memory clocks, NVML clock-event (throttle) reasons,
+temperature, power and the energy counter, read beside the samples, and summed up per run (or per A/B arm).
+
+A GPU that hits its power cap or a thermal limit lowers its clocks, and every latency after that is slower
+for a reason that has nothing to do with the model or its flags. nvbench flags such samples; here a
+`ConditionSampler` reads NVML on a thread of its own every `period_s` (ctypes calls that release the GIL,
+about ten a second) plus once at each edge of a timed window, and `summary()` says whether the run
+throttled, at which clocks it ran, and what one inference cost in energy.
+
+Energy: NVML's total energy counter (millijoules since the driver loaded, Volta and later) read at the start
+and end of each timed window; the difference over the window's items is J per inference. The window holds
+the gaps between iterations too (the GPU idles there, drawing idle power), so this is the energy of the run
+as timed, not of the kernels alone. Where the counter is missing, the mean of the power readings times the
+window's wall time stands in, and the method says so.
+
+No torch and no textual here, only NVML through engine/nvml.py: tests drive it with the fake NVML module.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from collections.abc import Iterable
+from typing import Any, Callable
+
+from torchperf_tui.engine.nvml import NA, Nvml
+
+DEFAULT_PERIOD_S = 0.1
+READINGS_LIMIT = 4000  # past this, every other background reading is dropped (window edges are kept apart)
+SHORT_WINDOW_S = 1.0  # an energy figure over less than this is coarse: the counter and the readings are slow
+CLOCK_GAP_NOTE = 0.03  # A/B: SM clock medians further apart than this share are worth a note
+THROTTLE_GAP_NOTE = 0.10  # A/B: throttled shares of readings further apart than this are worth a note
+
+# NVML clock-event reasons (nvmlClocksEventReason*, formerly nvmlClocksThrottleReason*): bit -> (words, whether
+# it slows a running workload). Idle, application clocks, sync boost and the display clock are the GPU at
+# rest or a setting the user chose; the others are the GPU protecting itself, which is throttling.
+CLOCK_EVENT_REASONS: tuple[tuple[int, str, bool], ...] = (
+    (0x1, "GPU idle", False),
+    (0x2, "application clocks setting", False),
+    (0x4, "power cap (software)", True),
+    (0x8, "hardware slowdown", True),
+    (0x10, "sync boost", False),
+    (0x20, "thermal slowdown (software)", True),
+    (0x40, "thermal slowdown (hardware)", True),
+    (0x80, "power brake (hardware)", True),
+    (0x100, "display clock setting", False),
+)
+THROTTLE_MASK = sum(bit for bit, _, slows in CLOCK_EVENT_REASONS if slows)
+# Newer nvidia-ml-py names the query "clocks event reasons"; older releases only have "throttle reasons".
+_REASON_QUERIES = ("nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons")
+
+
+def reason_names(mask: int) -> list[str]:
+    """The words for each reason bit set in `mask`, in NVML's order."""
+    return [words for bit, words, _ in CLOCK_EVENT_REASONS if mask & bit]
+
+
+@dataclass(frozen=True)
+class ConditionReading:
+    """One reading; None where NVML could not say (the sampler keeps why)."""
+
+    t: float  # time.perf_counter() seconds
+    sm_mhz: int | None = None
+    mem_mhz: int | None = None
+    reasons: int | None = None  # the clock-event reason bits
+    temperature_c: int | None = None
+    power_w: float | None = None
+    energy_mj: int | None = None  # NVML's total energy counter
+
+
+@dataclass(frozen=True)
+class RunConditions:
+    """The GPU over a run's timed windows. Medians and means are over the readings inside the windows."""
+
+    gpu_index: int | None  # NVML's index of the GPU (None: NVML could not be read at all)
+    readings: int = 0
+    window_s: float = 0.0  # the timed windows' wall time, summed
+    period_s: float | None = DEFAULT_PERIOD_S  # of the background readings (None: window edges only)
+    sm_clock_mhz: float | None = None  # median
+    sm_clock_min_mhz: int | None = None
+    sm_clock_max_mhz: int | None = None  # the GPU's maximum SM clock (its datasheet boost), for reference
+    mem_clock_mhz: float | None = None  # median
+    temperature_start_c: int | None = None
+    temperature_max_c: int | None = None
+    power_mean_w: float | None = None
+    power_max_w: float | None = None
+    reasons: dict[str, float] = field(default_factory=dict)  # reason -> share of readings it was active in
+    throttled_share: float | None = None  # share of readings with a slowdown reason (None: reasons unreadable)
+    energy_j: float | None = None
+    energy_method: str = ""
+    items: int = 0  # inferences (or training samples) in the windows
+    missing: dict[str, str] = field(default_factory=dict)  # what could not be read, and why
+
+    @property
+    def throttled(self) -> bool:
+        return bool(self.throttled_share)
+
+    @property
+    def slowdown_reasons(self) -> list[str]:
+        slowing = {words for _, words, slows in CLOCK_EVENT_REASONS if slows}
+        return [name for name in self.reasons if name in slowing]
+
+    @property
+    def energy_per_item_j(self) -> float | None:
+        if self.energy_j is None or self.items <= 0:
+            return None
+        return self.energy_j / self.items
+
+    @property
+    def items_per_joule(self) -> float | None:
+        if not self.energy_j or self.items <= 0:
+            return None
+        return self.items / self.energy_j
+
+    def throttle_text(self) -> str:
+        """'throttled: power cap (software) in 40 % of 52 readings (SM clock median 1755 MHz, max 1980)'; ''
+        when it did not throttle (or the reasons could not be read)."""
+        if not self.throttled:
+            return ""
+        shares = ", ".join(f"{name} in {_pct(self.reasons[name])}" for name in self.slowdown_reasons)
+        return (f"throttled: {shares} of {self.readings} readings ({self.clock_text()}): the samples taken then are "
+                "slower than this GPU at full clock")
+
+    def clock_text(self) -> str:
+        if self.sm_clock_mhz is None:
+            return f"SM clock n/a ({self.missing.get('sm_clock', 'not read')})"
+        low = (f", lowest {self.sm_clock_min_mhz}" if self.sm_clock_min_mhz is not None
+               and self.sm_clock_min_mhz < self.sm_clock_mhz else "")
+        top = f" of {self.sm_clock_max_mhz} max" if self.sm_clock_max_mhz else ""
+        return f"SM clock median {self.sm_clock_mhz:.0f} MHz{low}{top}"
+
+    def energy_text(self, per: str = "inference") -> str:
+        """'0.213 J per inference (4.69 per J; NVML energy counter over 3.2 s)', or why there is none."""
+        from torchperf_tui.formatting import format_energy
+
+        each = self.energy_per_item_j
+        if each is None:
+            return f"energy n/a ({self.missing.get('energy', 'nothing was timed')})"
+        coarse = (f"; over only {self.window_s:.2f} s, so coarse: a longer run gives a steadier figure"
+                  if self.window_s < SHORT_WINDOW_S else f" over {self.window_s:.1f} s")
+        rate = self.items_per_joule
+        return (f"{format_energy(each)} per {per} ({rate:.3g} {per}s per J; {self.energy_method}{coarse})")
+
+    def summary(self) -> str:
+        """One line: clocks, temperature, power, and throttling in a word."""
+        if self.gpu_index is None:
+            return f"GPU clocks, power and energy n/a ({self.missing.get('nvml', 'NVML not available')})"
+        parts = [self.clock_text()]
+        if self.mem_clock_mhz is not None:
+            parts.append(f"memory {self.mem_clock_mhz:.0f} MHz")
+        if self.temperature_max_c is not None:
+            start = self.temperature_start_c
+            parts.append(f"{start}-{self.temperature_max_c} °C" if start is not None and start != self.temperature_max_c
+                         else f"{self.temperature_max_c} °C")
+        if self.power_mean_w is not None:
+            parts.append(f"{self.power_mean_w:.0f} W mean, {self.power_max_w:.0f} W peak")
+        if self.throttled_share is None:
+            parts.append(f"throttling n/a ({self.missing.get('reasons', 'not read')})")
+        elif self.throttled:
+            parts.append("THROTTLED (" + ", ".join(self.slowdown_reasons) + ")")
+        else:
+            parts.append("not throttled")
+        return " · ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field, and what follows from them (throttled, J per item, items per J)."""
+        return {**asdict(self), "throttled": self.throttled, "energy_per_item_j": self.energy_per_item_j,
+                "items_per_joule": self.items_per_joule}
+
+    def short(self, per: str = "inference", brief: bool = False) -> str:
+        """A few words for a status line: 'SM 1755/1980 MHz · 61 °C · 312 W · 213 mJ/inference · not throttled';
+        `brief` leaves out the temperature and power."""
+        from torchperf_tui.formatting import format_energy
+
+        if self.gpu_index is None:
+            return f"clocks n/a ({self.missing.get('nvml', 'NVML not available')})"
+        parts = []
+        if self.sm_clock_mhz is not None:
+            top = f"/{self.sm_clock_max_mhz}" if self.sm_clock_max_mhz else ""
+            parts.append(f"SM {self.sm_clock_mhz:.0f}{top} MHz")
+        if self.temperature_max_c is not None and not brief:
+            parts.append(f"{self.temperature_max_c} °C")
+        if self.power_mean_w is not None and not brief:
+            parts.append(f"{self.power_mean_w:.0f} W")
+        if self.energy_per_item_j is not None:
+            parts.append(f"{format_energy(self.energy_per_item_j)}/{per}")
+        if self.throttled_share is not None:
+            parts.append("THROTTLED: " + ", ".join(self.slowdown_reasons) if self.throttled else "not throttled")
+        return " · ".join(parts) or "nothing NVML could read"
+
+    def fingerprint(self) -> dict[str, Any]:
+        """Flat keys for a history record's fingerprint: the conditions its numbers were measured under."""
+        return {
+            "gpu_sm_clock_mhz": _rounded(self.sm_clock_mhz),
+            "gpu_sm_clock_min_mhz": self.sm_clock_min_mhz,
+            "gpu_sm_clock_max_mhz": self.sm_clock_max_mhz,
+            "gpu_mem_clock_mhz": _rounded(self.mem_clock_mhz),
+            "gpu_temperature_max_c": self.temperature_max_c,
+            "gpu_power_mean_w": _rounded(self.power_mean_w, 1),
+            "gpu_throttled": None if self.throttled_share is None else self.throttled,
+            "gpu_throttle_reasons": ", ".join(self.slowdown_reasons),
+            "gpu_energy_per_item_j": self.energy_per_item_j,
+            "gpu_energy_method": self.energy_method,
+            "gpu_condition_readings": self.readings,
+        }
+
+
+def _rounded(value: float | None, digits: int = 0) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+class ConditionSampler:
+    """Reads NVML for one GPU beside a run: every `period_s` on a thread of its own (None: only at window
+    edges), and at `begin()` / `end()` of each timed window, so the energy counter is read exactly at the
+    window's edges. Thread-safe: A/B arms open and close windows from their own threads."""
+
+    def __init__(self, nvml: Nvml | None, index: int | None, period_s: float | None = DEFAULT_PERIOD_S,
+                 clock: Callable[[], float] = time.perf_counter, unavailable: str | None = None) -> None:
+        self.nvml, self.index, self.period_s, self._clock = nvml, index, period_s, clock
+        self._lock = threading.Lock()
+        self._readings: list[ConditionReading] = []
+        self._windows: list[tuple[str, ConditionReading, ConditionReading]] = []
+        self._open: dict[str, ConditionReading] = {}
+        self._missing: dict[str, str] = {}
+        if unavailable is not None or nvml is None or index is None:
+            self._missing["nvml"] = unavailable or "NVML not available"
+            self.index = None
+        self._reason_query: str | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.max_sm_mhz: int | None = None
+        if self.index is not None:
+            top = nvml.query(self.index, "nvmlDeviceGetMaxClockInfo", nvml.const("NVML_CLOCK_SM", 1))
+            self.max_sm_mhz = None if isinstance(top, NA) else int(top)
+
+    @classmethod
+    def unavailable(cls, reason: str) -> ConditionSampler:
+        """A sampler that reads nothing and says why (no NVML, a CUDA device NVML cannot match)."""
+        return cls(None, None, period_s=None, unavailable=reason)
+
+    # -- reading ------------------------------------------------------------------------------------------
+    def _value(self, key: str, value: Any) -> Any:
+        if isinstance(value, NA):
+            self._missing.setdefault(key, value.reason)
+            return None
+        return value
+
+    def _reasons(self) -> int | None:
+        if self._reason_query is None:  # whichever name this nvidia-ml-py has
+            module = self.nvml.module
+            self._reason_query = next((name for name in _REASON_QUERIES if hasattr(module, name)), _REASON_QUERIES[0])
+        return self._value("reasons", self.nvml.query(self.index, self._reason_query))
+
+    def read(self) -> ConditionReading:
+        """One reading now (every field NVML answers; what it does not is remembered with its reason)."""
+        t = self._clock()
+        if self.index is None:
+            return ConditionReading(t=t)
+        nvml, index = self.nvml, self.index
+        power = self._value("power", nvml.query(index, "nvmlDeviceGetPowerUsage"))  # milliwatts
+        return ConditionReading(
+            t=t,
+            sm_mhz=self._value("sm_clock", nvml.query(index, "nvmlDeviceGetClockInfo", nvml.const("NVML_CLOCK_SM", 1))),
+            mem_mhz=self._value("mem_clock",
+                                nvml.query(index, "nvmlDeviceGetClockInfo", nvml.const("NVML_CLOCK_MEM", 2))),
+            reasons=self._reasons(),
+            temperature_c=self._value("temperature", nvml.query(index, "nvmlDeviceGetTemperature",
+                                                                nvml.const("NVML_TEMPERATURE_GPU", 0))),
+            power_w=None if power is None else power / 1000.0,
+            energy_mj=self._value("energy", nvml.query(index, "nvmlDeviceGetTotalEnergyConsumption")),
+        )
+
+    def _keep(self, reading: ConditionReading) -> None:
+        with self._lock:
+            if len(self._readings) >= READINGS_LIMIT:
+                self._readings = self._readings[::2]
+            self._readings.append(reading)
+
+    def sample(self) -> None:
+        """Take and keep one reading (the background thread calls this; tests may too)."""
+        if self.index is not None:
+            self._keep(self.read())
+
+    # -- windows ------------------------------------------------------------------------------------------
+    def begin(self, label: str) -> None:
+        """A timed window of `label` opens now (a run's timed iterations, one A/B block)."""
+        reading = self.read()
+        with self._lock:
+            self._open[label] = reading
+
+    def end(self, label: str) -> None:
+        """The window of `label` closes now; a label with no open window is ignored (a loop cancelled early)."""
+        reading = self.read()
+        with self._lock:
+            start = self._open.pop(label, None)
+            if start is not None:
+                self._windows.append((label, start, reading))
+
+    # -- the background thread ----------------------------------------------------------------------------
+    def _loop(self) -> None:
+        while not self._stop.wait(self.period_s):
+            self.sample()
+
+    def start(self) -> ConditionSampler:
+        if self.index is not None and self.period_s and self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="torchperf-conditions", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5.0)
+            self._thread = None
+
+    def __enter__(self) -> ConditionSampler:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # -- the summary --------------------------------------------------------------------------------------
+    def summary(self, labels: str | Iterable[str], items: int) -> RunConditions:
+        """The conditions over every closed window of `labels` (one label or several), with `items`
+        inferences (or training samples) in them."""
+        wanted = {labels} if isinstance(labels, str) else set(labels)
+        missing = dict(self._missing)
+        if self.index is None:
+            return RunConditions(gpu_index=None, period_s=self.period_s, items=items, missing=missing)
+        with self._lock:
+            windows = [(start, end) for name, start, end in self._windows if name in wanted]
+            inside = [r for r in self._readings if any(start.t <= r.t <= end.t for start, end in windows)]
+        readings = sorted([*inside, *(edge for window in windows for edge in window)], key=lambda r: r.t)
+        window_s = sum(end.t - start.t for start, end in windows)
+        sm = [r.sm_mhz for r in readings if r.sm_mhz is not None]
+        mem = [r.mem_mhz for r in readings if r.mem_mhz is not None]
+        temps = [r.temperature_c for r in readings if r.temperature_c is not None]
+        power = [r.power_w for r in readings if r.power_w is not None]
+        masks = [r.reasons for r in readings if r.reasons is not None]
+        reasons: dict[str, float] = {}
+        for bit, words, _ in CLOCK_EVENT_REASONS:
+            active = sum(1 for mask in masks if mask & bit)
+            if active:
+                reasons[words] = active / len(masks)
+        throttled = sum(1 for mask in masks if mask & THROTTLE_MASK) / len(masks) if masks else None
+        energy_j, method = self._energy(windows, power, window_s, missing)
+        if not windows:
+            missing["window"] = "no timed window closed (the run was cancelled before its timed iterations)"
+        return RunConditions(
+            gpu_index=self.index, readings=len(readings), window_s=window_s, period_s=self.period_s,
+            sm_clock_mhz=statistics.median(sm) if sm else None, sm_clock_min_mhz=min(sm) if sm else None,
+            sm_clock_max_mhz=self.max_sm_mhz, mem_clock_mhz=statistics.median(mem) if mem else None,
+            temperature_start_c=temps[0] if temps else None, temperature_max_c=max(temps) if temps else None,
+            power_mean_w=statistics.fmean(power) if power else None, power_max_w=max(power) if power else None,
+            reasons=reasons, throttled_share=throttled, energy_j=energy_j, energy_method=method, items=items,
+            missing=missing,
+        )
+
+    @staticmethod
+    def _energy(windows, power: list[float], window_s: float, missing: dict[str, str]) -> tuple[float | None, str]:
+        if not windows or window_s <= 0:
+            missing.setdefault("energy", "no timed window")
+            return None, ""
+        if all(start.energy_mj is not None and end.energy_mj is not None for start, end in windows):
+            total_mj = sum(end.energy_mj - start.energy_mj for start, end in windows)
+            if total_mj > 0:
+                return total_mj / 1000.0, "NVML energy counter across the timed iterations, gaps included"
+            missing.setdefault("energy", "the energy counter did not move over the timed iterations")
+        if power:
+            why = missing.get("energy", "no energy counter")
+            return (statistics.fmean(power) * window_s,
+                    f"mean NVML power x wall time of the timed iterations ({why})")
+        missing.setdefault("energy", "neither the energy counter nor the power could be read")
+        return None, ""
+
+
+def conditions_sampler(device: Any, period_s: float | None = DEFAULT_PERIOD_S) -> ConditionSampler | None:
+    """The sampler for a run on torch device `device`: None on the CPU; on CUDA, NVML's view of that GPU
+    (matched by UUID, see device.nvml_index_for), or a sampler that says why it reads nothing."""
+    if getattr(device, "type", str(device)) != "cuda":
+        return None
+    from torchperf_tui.engine.device import TorchCudaBackend, nvml_index_for
+    from torchperf_tui.engine.nvml import default_nvml
+
+    nvml = default_nvml()
+    if not nvml.available:
+        return ConditionSampler.unavailable(nvml.reason or "NVML not available")
+    cuda = TorchCudaBackend()
+    index = device.index if device.index is not None else _current_cuda_index()
+    nvml_index = nvml_index_for(nvml, cuda, index)
+    if isinstance(nvml_index, NA):
+        return ConditionSampler.unavailable(nvml_index.reason)
+    return ConditionSampler(nvml, nvml_index, period_s=period_s)
+
+
+def _current_cuda_index() -> int:
+    import torch
+
+    return torch.cuda.current_device()
+
+
+def throttle_note(a: RunConditions | None, b: RunConditions | None, names: tuple[str, str] = ("A", "B"),
+                  parts: str = "blocks", effect: str = "part of B/A may be the clocks, not the arms' difference") -> str | None:
+    """A line when one of two measurements (A/B arms, timing modes) ran throttled, or at lower clocks, more than
+    the other; None when they ran alike or either could not be read."""
+    if a is None or b is None or a.gpu_index is None or b.gpu_index is None:
+        return None
+    first, second = names
+    if a.throttled_share is not None and b.throttled_share is not None:
+        gap = b.throttled_share - a.throttled_share
+        if abs(gap) >= THROTTLE_GAP_NOTE or (a.throttled != b.throttled):
+            (more, c_more), (less, c_less) = ((second, b), (first, a)) if gap > 0 else ((first, a), (second, b))
+            why = ", ".join(c_more.slowdown_reasons) or "a slowdown"
+            return (f"{more} ran throttled more than {less} ({why} in {_pct(c_more.throttled_share)} of its readings, "
+                    f"{_pct(c_less.throttled_share)} of {less}'s; SM clock median {_mhz(c_more.sm_clock_mhz)} vs "
+                    f"{_mhz(c_less.sm_clock_mhz)}): {effect}")
+    if a.sm_clock_mhz and b.sm_clock_mhz:
+        gap = b.sm_clock_mhz / a.sm_clock_mhz - 1.0
+        if abs(gap) >= CLOCK_GAP_NOTE:
+            lower = second if gap < 0 else first
+            return (f"the SM clock ran {_pct(abs(gap))} lower during {lower}'s {parts} (median {_mhz(a.sm_clock_mhz)} "
+                    f"for {first}, {_mhz(b.sm_clock_mhz)} for {second}): {effect}")
+    return None
+
+
+def _pct(share: float) -> str:
+    return f"{share * 100:.0f} %"
+
+
+def _mhz(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.0f} MHz"
