@@ -320,8 +320,8 @@ def test_bench_on_a_gpu_says_the_clocks_throttling_and_energy_per_inference(caps
     code, out, _ = run(capsys, "bench", TINY, "--input", "2x3x16x16", "--warmup", "1", "--iters", "5",
                        "--threads", "1", "--no-history")
     assert code == 0
-    assert "GPU during the run" in out and "THROTTLED (power cap (software))" in out
-    assert "throttling" in out and "power cap (software) in 100 % of 2 readings" in out
+    assert "GPU during the run" in out and "THROTTLED 100 %: power cap (software)" in out
+    assert "throttling" in out and "throttled: power cap (software) in 100 % of 2 readings" in out
     assert "100 mJ per inference (10 inferences per J; NVML energy counter" in out
     code, out, _ = run(capsys, "bench", TINY, "--input", "2x3x16x16", "--warmup", "1", "--iters", "5",
                        "--no-history", "--json")
@@ -334,5 +334,5 @@ def test_compare_says_each_arms_gpu_and_notes_the_arm_that_throttled(capsys, fak
                        "--blocks", "6", "--per-block", "2", "--no-history")
     assert code == 0
     assert "GPU during A's blocks:" in out and "not throttled" in out
-    assert "GPU during B's blocks:" in out and "THROTTLED: power cap (software)" in out
+    assert "GPU during B's blocks:" in out and "THROTTLED 100 %: power cap (software)" in out
     assert "note: B ran throttled more than A" in out

@@ -41,12 +41,12 @@ async def test_a_throttled_run_says_so_with_its_reasons_and_at_80x24_in_one_line
     app = frozen_app(gpu=True)
     async with app.run_test(size=(110, 40)) as pilot:
         text = await _show_run(pilot, _conditions(0.4))
-        assert "THROTTLED: power cap (software)" in text
+        assert "THROTTLED 40 %: power cap (software)" in text
         assert "throttled: power cap (software) in 40 % of 40 readings (SM clock median 1820 MHz, lowest 1410" in text
     app = frozen_app(gpu=True)
     async with app.run_test(size=(80, 24)) as pilot:
         text = await _show_run(pilot, _conditions(0.4))
-        assert "GPU over run #1: SM 1820/1980 MHz · 37.5 mJ/inference · THROTTLED: power cap (software)" in text
+        assert "GPU over run #1: SM 1820/1980 MHz · 37.5 mJ/inference · THROTTLED 40 %: power cap (software)" in text
         assert "40 % of 40 readings" not in text
 
 
@@ -64,5 +64,5 @@ async def test_the_compare_view_says_each_arms_gpu_and_the_throttle_note():
         await wait_until(pilot, lambda: "GPU  A" in screen_text(pilot.app, "#compare-verdict"), what="the verdict")
         text = screen_text(pilot.app, "#compare-verdict")
         assert ("GPU  A SM 1980/1980 MHz · 37.5 mJ/inference · not throttled  |  B SM 1780/1980 MHz · 37.5 "
-                "mJ/inference · THROTTLED: power cap (software)") in text
+                "mJ/inference · THROTTLED 50 %: power cap (software)") in text
         assert "note: B ran throttled more than A (power cap (software) in 50 % of its readings, 0 % of A's" in text

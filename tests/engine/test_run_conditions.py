@@ -42,7 +42,7 @@ def test_a_window_reads_clocks_temperature_power_and_the_energy_counter_at_its_e
     assert c.energy_j == pytest.approx(12.5) and c.energy_method.startswith("NVML energy counter")
     assert c.energy_per_item_j == pytest.approx(0.25) and c.items_per_joule == pytest.approx(4.0)
     assert not c.throttled and c.throttled_share == 0.0 and c.reasons == {"GPU idle": 1.0}
-    assert "250 mJ per inference" in c.energy_text() and "4 inferences per J" in c.energy_text()
+    assert "250 mJ per inference (4 inferences per J; NVML energy counter" in c.energy_text()
     assert "not throttled" in c.summary() and "40-61 °C" in c.summary()
 
 
@@ -70,9 +70,9 @@ def test_a_power_cap_in_some_readings_is_throttling_said_with_its_share_and_the_
     assert c.throttled and c.throttled_share == pytest.approx(0.5)
     assert c.reasons == {"power cap (software)": 0.5} and c.slowdown_reasons == ["power cap (software)"]
     text = c.throttle_text()
-    assert "power cap (software) in 50 % of 4 readings" in text and "lowest 1410" in text
-    assert "THROTTLED (power cap (software))" in c.summary()
-    assert c.fingerprint()["gpu_throttled"] is True
+    assert text.startswith("throttled: power cap (software) in 50 % of 4 readings") and "lowest 1410" in text
+    assert "THROTTLED 50 %: power cap (software)" in c.summary() and "THROTTLED 50 %" in c.short()
+    assert c.fingerprint()["gpu_throttled"] is True and c.fingerprint()["gpu_throttled_share"] == 0.5
     assert c.fingerprint()["gpu_throttle_reasons"] == "power cap (software)"
 
 
@@ -161,17 +161,37 @@ def test_windows_are_summed_per_label_and_an_unclosed_window_is_left_out():
     assert a.window_s == 2.0 and a.readings == 4
 
 
-def test_the_background_thread_reads_beside_the_samples_and_stops():
+def test_ticks_between_iterations_read_once_a_period_has_passed():
     fake = FakeNvml()
-    with ConditionSampler(Nvml.open(fake), 0, period_s=0.01) as sampler:
-        sampler.begin("timed")
-        time.sleep(0.15)
-        sampler.end("timed")
-    assert sampler._thread is None
-    calls = fake.calls["nvmlDeviceGetTotalEnergyConsumption"]
-    assert sampler.summary("timed", items=1).readings > 3
-    time.sleep(0.05)
-    assert fake.calls["nvmlDeviceGetTotalEnergyConsumption"] == calls  # stopped: no more readings
+    now = [0.0]
+    sampler = ConditionSampler(Nvml.open(fake), 0, period_s=0.1, clock=lambda: now[0])
+    sampler.begin("timed")
+    for _ in range(100):  # a 5 ms iteration, ticked between iterations: a reading every 0.1 s of them
+        now[0] += 0.005
+        sampler.tick()
+    sampler.end("timed")
+    c = sampler.summary("timed", items=100)
+    assert c.readings == 2 + 5  # the edges, and a reading at each 0.1 s of the 0.5 s (not one per iteration)
+    assert fake.calls["nvmlDeviceGetTotalEnergyConsumption"] == 7
+    edges_only = ConditionSampler(Nvml.open(FakeNvml()), 0, period_s=None, clock=lambda: now[0])
+    edges_only.tick()
+    assert edges_only.summary("timed", items=1).readings == 0
+
+
+def test_a_power_cap_in_one_reading_of_a_long_run_is_brief_not_a_throttled_run():
+    fake, sampler = _sampler(FakeGpu(clock_event_reasons=0))
+    sampler.begin("timed")
+    fake.gpus[0].clock_event_reasons = POWER_CAP
+    sampler.sample()
+    fake.gpus[0].clock_event_reasons = 0
+    for _ in range(40):
+        sampler.sample()
+    sampler.end("timed")
+    c = sampler.summary("timed", items=1)
+    assert not c.throttled and c.throttled_share == pytest.approx(1 / 43)
+    assert c.throttle_word() == "briefly throttled (2 %: power cap (software))"
+    assert c.throttle_text().startswith("briefly throttled: power cap (software) in 2 % of 43 readings")
+    assert throttle_note(c, _conditions(0.0, c.sm_clock_mhz)) is None  # no A/B note for one reading
 
 
 def _conditions(share: float, sm: float, reasons=None) -> RunConditions:
@@ -193,9 +213,11 @@ def test_no_ab_note_when_the_arms_ran_alike():
     assert throttle_note(None, _conditions(0.5, 1500)) is None
 
 
-def test_a_clock_gap_without_reasons_is_noted():
+def test_a_clock_gap_without_reasons_is_noted_as_a_share_of_the_higher_clock():
     note = throttle_note(_conditions(0.0, 1980), _conditions(0.0, 1800))
     assert note is not None and "9 % lower during B's blocks" in note
+    note = throttle_note(_conditions(0.0, 1800), _conditions(0.0, 1980))  # A the lower: still 9 %, not 10 %
+    assert note is not None and "9 % lower during A's blocks (median 1800 MHz for A, 1980 MHz for B)" in note
 
 
 # -- the wiring: a CPU run reads the fake NVML as a GPU run reads the real one ---------------------------------
@@ -281,3 +303,68 @@ def test_a_cuda_run_reads_the_real_gpus_clocks_and_energy():
     assert c.temperature_max_c is not None and c.power_mean_w and c.power_mean_w > 0
     assert c.energy_per_item_j is not None and c.energy_per_item_j > 0, c.missing
     assert c.throttled_share is not None, c.missing
+
+
+def test_a_cancelled_modes_run_keeps_only_the_windows_that_timed_something(fake_gpu_conditions):
+    from torchperf_tui.engine.timing import BenchConfig
+    from torchperf_tui.engine.timing_modes import run_modes
+
+    calls = {"n": 0}
+
+    def cancel_after_a_few():
+        calls["n"] += 1
+        return calls["n"] > 8
+
+    cfg = BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu", warmup=1, iters=30)
+    result = run_modes(cfg, ("sync", "pipelined"), should_cancel=cancel_after_a_few)
+    assert result.cancelled
+    for mode in result.modes:
+        c = mode.conditions
+        per_sample = 10 if mode.mode == "pipelined" else 1
+        assert c.items == len(mode.samples_ms) * per_sample
+        # one window per round that timed anything: its two edges, each 1 J further on the fake counter
+        windows = c.readings // 2
+        assert windows <= 1 and c.energy_j == pytest.approx(windows or None)
+
+
+def test_energy_is_said_without_exponents():
+    from torchperf_tui.formatting import format_energy
+
+    assert [format_energy(v) for v in (0.9999995, 999.9999, 0.0375, 4.2e-5, 0)] == ["1 J", "1,000 J", "37.5 mJ",
+                                                                                   "42 µJ", "0 J"]
+    c = RunConditions(gpu_index=0, window_s=2.0, energy_j=0.5, items=800, energy_method="m")
+    assert c.energy_text().startswith("625 µJ per inference (1,600 inferences per J; m over 2.0 s)")
+
+
+def test_a_run_ticks_the_sampler_between_its_timed_iterations(monkeypatch):
+    from torchperf_tui.engine.timing import BenchConfig, run_benchmark
+
+    fake = FakeNvml()
+    made = []
+
+    def every_iteration(device, period_s=None):  # a period of 0: a reading at every tick
+        made.append(ConditionSampler(Nvml.open(fake), 0, period_s=0.0))
+        return made[-1]
+
+    monkeypatch.setattr("torchperf_tui.engine.timing.conditions_sampler", every_iteration)
+    result = run_benchmark(BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu", warmup=3, iters=6))
+    # the window's two edges and a tick before each timed iteration after the first; none in the warm-up
+    assert result.conditions.readings == 2 + 5
+
+
+def test_an_ab_and_the_timing_modes_tick_the_sampler_between_their_samples(monkeypatch):
+    from torchperf_tui.engine.abtest import parse_arm_spec, run_ab
+    from torchperf_tui.engine.timing import BenchConfig
+    from torchperf_tui.engine.timing_modes import run_modes
+
+    def every_iteration(device, period_s=None):
+        return ConditionSampler(Nvml.open(FakeNvml()), 0, period_s=0.0)
+
+    for module in ("abtest", "timing_modes"):
+        monkeypatch.setattr(f"torchperf_tui.engine.{module}.conditions_sampler", every_iteration)
+    base = BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu", warmup=1, iters=6)
+    result = run_ab(base, parse_arm_spec(""), parse_arm_spec("threads=1"), blocks=6, per_block=3)
+    assert result.a.conditions.readings == result.b.conditions.readings == 6 * (2 + 2)  # per block: edges, 2 ticks
+    modes = run_modes(base, ("sync", "pipelined"))  # 3 rounds: sync 2 samples a round, pipelined 3 blocks
+    assert modes.mode("sync").conditions.readings == 3 * (2 + 1)
+    assert modes.mode("pipelined").conditions.readings == 3 * (2 + 2)

@@ -178,6 +178,8 @@ def conditions_rows(conditions, step: str = "infer") -> list[tuple[str, str]]:
     """A CUDA run's GPU over its timed iterations: clocks, temperature and power, throttling, energy."""
     if conditions is None:
         return []
+    from torchperf_tui.engine.run_conditions import per_item_word
+
     rows = [("GPU during the run", conditions.summary())]
     if conditions.throttled:
         rows.append(("throttling", conditions.throttle_text()))
@@ -185,9 +187,6 @@ def conditions_rows(conditions, step: str = "infer") -> list[tuple[str, str]]:
         rows.append(("energy", conditions.energy_text(per_item_word(step))))
     return rows
 
-
-def per_item_word(step: str) -> str:
-    return "training sample" if step == "train" else "inference"
 
 
 
@@ -506,6 +505,8 @@ def render_ab(result) -> None:
     console.print(f"{result.model} on {result.device}, input {'x'.join(map(str, result.input_shape))}{what}: "
                   f"A and B interleaved in {len(result.order)} randomised blocks", style="bold underline")
     console.print(table)
+    from torchperf_tui.engine.run_conditions import per_item_word
+
     for name, arm in (("A", result.a), ("B", result.b)):
         conditions = getattr(arm, "conditions", None)
         if conditions is not None:

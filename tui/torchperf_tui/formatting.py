@@ -75,9 +75,11 @@ def format_energy(joules) -> str:
     text = _unavailable(joules)
     if text is not None:
         return text
-    v = float(joules)
+    v = float(f"{float(joules):.3g}")  # rounded first, so 0.9999 J is '1 J', not '1e+03 mJ'
+    if v == 0:
+        return "0 J"
     if abs(v) >= 1000:
-        return f"{v:.0f} J"
+        return f"{v:,.0f} J"
     for scale, unit in ((1.0, "J"), (1e-3, "mJ"), (1e-6, "µJ")):
         if abs(v) >= scale:
             return f"{v / scale:.3g} {unit}"

@@ -12,7 +12,6 @@ medians would carry the block-to-block drift into the CI and miss real differenc
 
 from __future__ import annotations
 
-import contextlib
 import random
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -407,8 +406,10 @@ def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int = 2
 
         def before(phase: str, i: int) -> None:
             if phase == "timed":
-                if i == 0 and sampler is not None:
+                if sampler is not None and i == 0:  # outside the timer
                     sampler.begin(window)
+                elif sampler is not None:
+                    sampler.tick()
                 feed.advance(done[name])
                 done[name] += 1
             elif feed.shape != tuple(shape):  # the settling iterations: the configured shape
@@ -421,12 +422,14 @@ def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int = 2
             runner = StepRunner(model, step, device, seed=seed)
             times = run_timed_loop(lambda: runner(feed.x), device=device, warmup=1, iters=per_block,
                                    should_cancel=cancelled, before_iteration=before)
-            if sampler is not None and not times.cancelled:
+            if sampler is not None and times.cancelled:
+                sampler.discard(window)
+            elif sampler is not None:
                 sampler.end(window)
         return times
 
     try:
-        with ArmThreads(arms, separate=device.type == "cuda") as threads, (sampler or contextlib.nullcontext()):
+        with ArmThreads(arms, separate=device.type == "cuda") as threads:
             for index, name in enumerate(order):
                 times = threads.run(name, run_block, name)
                 if times.cancelled:

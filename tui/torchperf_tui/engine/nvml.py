@@ -224,6 +224,23 @@ class Nvml:
             return NA(self.describe_error(exc))
         return checked_result(function, value)
 
+    # -- the readings more than one module takes (telemetry, run conditions) ---------------------------
+    _CLOCK_DEFAULTS = {"NVML_CLOCK_GRAPHICS": 0, "NVML_CLOCK_SM": 1, "NVML_CLOCK_MEM": 2}
+
+    def clock_mhz(self, index: int, clock: str = "NVML_CLOCK_SM", maximum: bool = False) -> int | NA:
+        """The current clock `clock` (an NVML_CLOCK_* name) in MHz, or with `maximum` its limit; or NA."""
+        function = "nvmlDeviceGetMaxClockInfo" if maximum else "nvmlDeviceGetClockInfo"
+        return self.query(index, function, self.const(clock, self._CLOCK_DEFAULTS[clock]))
+
+    def temperature_c(self, index: int) -> int | NA:
+        """The GPU's core temperature in Celsius, or NA."""
+        return self.query(index, "nvmlDeviceGetTemperature", self.const("NVML_TEMPERATURE_GPU", 0))
+
+    def power_w(self, index: int) -> float | NA:
+        """The power draw in watts (NVML reports milliwatts), or NA."""
+        milliwatts = self.query(index, "nvmlDeviceGetPowerUsage")
+        return milliwatts if isinstance(milliwatts, NA) else milliwatts / 1000.0
+
     def const(self, name: str, default: int) -> int:
         """An NVML constant (NVML_CLOCK_SM, ...) from the module in use, with the ABI value as fallback."""
         value = getattr(self.module, name, default)

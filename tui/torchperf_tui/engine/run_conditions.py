@@ -3,9 +3,12 @@ temperature, power and the energy counter, read beside the samples, and summed u
 
 A GPU that hits its power cap or a thermal limit lowers its clocks, and every latency after that is slower
 for a reason that has nothing to do with the model or its flags. nvbench flags such samples; here a
-`ConditionSampler` reads NVML on a thread of its own every `period_s` (ctypes calls that release the GIL,
-about ten a second) plus once at each edge of a timed window, and `summary()` says whether the run
-throttled, at which clocks it ran, and what one inference cost in energy.
+`ConditionSampler` reads NVML between two timed iterations (outside the timer, like the memory trace) once
+`period_s` has passed since its last reading, about ten times a second, and once at each edge of a timed
+window; `summary()` says whether the run throttled, at which clocks it ran, and what one inference cost in
+energy. Not a thread of its own: its Python would take the GIL from the thread launching kernels, in the
+middle of a timed iteration of a launch-bound model. Readings between iterations see the GPU a moment after
+its work: its clocks and power limiter do not change in that moment (and NVML's power is a ~1 s average).
 
 Energy: NVML's total energy counter (millijoules since the driver loaded, Volta and later) read at the start
 and end of each timed window; the difference over the window's items is J per inference. The window holds
@@ -21,17 +24,18 @@ from __future__ import annotations
 import statistics
 import threading
 import time
-from dataclasses import asdict, dataclass, field
 from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 from torchperf_tui.engine.nvml import NA, Nvml
 
 DEFAULT_PERIOD_S = 0.1
-READINGS_LIMIT = 4000  # past this, every other background reading is dropped (window edges are kept apart)
+READINGS_LIMIT = 4000  # past this, every other reading is dropped (window edges are kept apart)
+THROTTLED_SHARE = 0.05  # a run is called throttled from this share of its readings; below it, "briefly"
 SHORT_WINDOW_S = 1.0  # an energy figure over less than this is coarse: the counter and the readings are slow
-CLOCK_GAP_NOTE = 0.03  # A/B: SM clock medians further apart than this share are worth a note
-THROTTLE_GAP_NOTE = 0.10  # A/B: throttled shares of readings further apart than this are worth a note
+CLOCK_GAP_NOTE = 0.03  # A/B: an SM clock median this share below the other's is worth a note
+THROTTLE_GAP_NOTE = 0.10  # A/B: throttled shares of readings this far apart are worth a note
 
 # NVML clock-event reasons (nvmlClocksEventReason*, formerly nvmlClocksThrottleReason*): bit -> (words, whether
 # it slows a running workload). Idle, application clocks, sync boost and the display clock are the GPU at
@@ -50,6 +54,11 @@ CLOCK_EVENT_REASONS: tuple[tuple[int, str, bool], ...] = (
 THROTTLE_MASK = sum(bit for bit, _, slows in CLOCK_EVENT_REASONS if slows)
 # Newer nvidia-ml-py names the query "clocks event reasons"; older releases only have "throttle reasons".
 _REASON_QUERIES = ("nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons")
+
+
+def per_item_word(step: str | None) -> str:
+    """What energy is per: an inference, or a training sample (`step`: "infer", "train", "train (sgd) · ...")."""
+    return "training sample" if (step or "").startswith("train") else "inference"
 
 
 def reason_names(mask: int) -> list[str]:
@@ -77,10 +86,10 @@ class RunConditions:
     gpu_index: int | None  # NVML's index of the GPU (None: NVML could not be read at all)
     readings: int = 0
     window_s: float = 0.0  # the timed windows' wall time, summed
-    period_s: float | None = DEFAULT_PERIOD_S  # of the background readings (None: window edges only)
+    period_s: float | None = DEFAULT_PERIOD_S  # between readings inside a window (None: its edges only)
     sm_clock_mhz: float | None = None  # median
     sm_clock_min_mhz: int | None = None
-    sm_clock_max_mhz: int | None = None  # the GPU's maximum SM clock (its datasheet boost), for reference
+    sm_clock_max_mhz: int | None = None  # the GPU's SM clock limit (nvmlDeviceGetMaxClockInfo), for reference
     mem_clock_mhz: float | None = None  # median
     temperature_start_c: int | None = None
     temperature_max_c: int | None = None
@@ -95,7 +104,9 @@ class RunConditions:
 
     @property
     def throttled(self) -> bool:
-        return bool(self.throttled_share)
+        """Slowed in at least THROTTLED_SHARE of the readings (a power cap that flickers once in a long run is
+        said as "briefly throttled", not as a throttled run)."""
+        return self.throttled_share is not None and self.throttled_share >= THROTTLED_SHARE
 
     @property
     def slowdown_reasons(self) -> list[str]:
@@ -115,13 +126,24 @@ class RunConditions:
         return self.items / self.energy_j
 
     def throttle_text(self) -> str:
-        """'throttled: power cap (software) in 40 % of 52 readings (SM clock median 1755 MHz, max 1980)'; ''
-        when it did not throttle (or the reasons could not be read)."""
-        if not self.throttled:
+        """'throttled: power cap (software) in 40 % of 52 readings (SM clock median 1755 MHz, ...)'; '' when no
+        reading saw a slowdown (or the reasons could not be read)."""
+        if not self.throttled_share:
             return ""
         shares = ", ".join(f"{name} in {_pct(self.reasons[name])}" for name in self.slowdown_reasons)
-        return (f"throttled: {shares} of {self.readings} readings ({self.clock_text()}): the samples taken then are "
-                "slower than this GPU at full clock")
+        word = "throttled" if self.throttled else "briefly throttled"
+        return (f"{word}: {shares} of {self.readings} readings ({self.clock_text()}): samples timed while it was "
+                "active may be slower than at full clock")
+
+    def throttle_word(self) -> str:
+        """'not throttled', 'THROTTLED 40 %: power cap (software)', 'briefly throttled (2 %: ...)', or n/a."""
+        share = self.throttled_share
+        if share is None:
+            return f"throttling n/a ({self.missing.get('reasons', 'not read')})"
+        if not share:
+            return "not throttled"
+        reasons = ", ".join(self.slowdown_reasons)
+        return f"THROTTLED {_pct(share)}: {reasons}" if self.throttled else f"briefly throttled ({_pct(share)}: {reasons})"
 
     def clock_text(self) -> str:
         if self.sm_clock_mhz is None:
@@ -141,7 +163,8 @@ class RunConditions:
         coarse = (f"; over only {self.window_s:.2f} s, so coarse: a longer run gives a steadier figure"
                   if self.window_s < SHORT_WINDOW_S else f" over {self.window_s:.1f} s")
         rate = self.items_per_joule
-        return (f"{format_energy(each)} per {per} ({rate:.3g} {per}s per J; {self.energy_method}{coarse})")
+        rate_text = f"{rate:,.0f}" if rate >= 100 else f"{rate:.3g}"
+        return f"{format_energy(each)} per {per} ({rate_text} {per}s per J; {self.energy_method}{coarse})"
 
     def summary(self) -> str:
         """One line: clocks, temperature, power, and throttling in a word."""
@@ -155,13 +178,8 @@ class RunConditions:
             parts.append(f"{start}-{self.temperature_max_c} °C" if start is not None and start != self.temperature_max_c
                          else f"{self.temperature_max_c} °C")
         if self.power_mean_w is not None:
-            parts.append(f"{self.power_mean_w:.0f} W mean, {self.power_max_w:.0f} W peak")
-        if self.throttled_share is None:
-            parts.append(f"throttling n/a ({self.missing.get('reasons', 'not read')})")
-        elif self.throttled:
-            parts.append("THROTTLED (" + ", ".join(self.slowdown_reasons) + ")")
-        else:
-            parts.append("not throttled")
+            parts.append(f"{self.power_mean_w:.0f} W mean, {self.power_max_w:.0f} W highest reading")
+        parts.append(self.throttle_word())
         return " · ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
@@ -187,7 +205,7 @@ class RunConditions:
         if self.energy_per_item_j is not None:
             parts.append(f"{format_energy(self.energy_per_item_j)}/{per}")
         if self.throttled_share is not None:
-            parts.append("THROTTLED: " + ", ".join(self.slowdown_reasons) if self.throttled else "not throttled")
+            parts.append(self.throttle_word())
         return " · ".join(parts) or "nothing NVML could read"
 
     def fingerprint(self) -> dict[str, Any]:
@@ -195,11 +213,12 @@ class RunConditions:
         return {
             "gpu_sm_clock_mhz": _rounded(self.sm_clock_mhz),
             "gpu_sm_clock_min_mhz": self.sm_clock_min_mhz,
-            "gpu_sm_clock_max_mhz": self.sm_clock_max_mhz,
+            "gpu_sm_clock_limit_mhz": self.sm_clock_max_mhz,
             "gpu_mem_clock_mhz": _rounded(self.mem_clock_mhz),
             "gpu_temperature_max_c": self.temperature_max_c,
             "gpu_power_mean_w": _rounded(self.power_mean_w, 1),
             "gpu_throttled": None if self.throttled_share is None else self.throttled,
+            "gpu_throttled_share": _rounded(self.throttled_share, 3),
             "gpu_throttle_reasons": ", ".join(self.slowdown_reasons),
             "gpu_energy_per_item_j": self.energy_per_item_j,
             "gpu_energy_method": self.energy_method,
@@ -212,9 +231,9 @@ def _rounded(value: float | None, digits: int = 0) -> float | None:
 
 
 class ConditionSampler:
-    """Reads NVML for one GPU beside a run: every `period_s` on a thread of its own (None: only at window
-    edges), and at `begin()` / `end()` of each timed window, so the energy counter is read exactly at the
-    window's edges. Thread-safe: A/B arms open and close windows from their own threads."""
+    """Reads NVML for one GPU beside a run: at `begin()` / `end()` of each timed window (so the energy counter is
+    read exactly at its edges) and at `tick()`, which the timed loop calls between iterations, once `period_s`
+    has passed (None: only the edges). Thread-safe: A/B arms open and close windows from their own threads."""
 
     def __init__(self, nvml: Nvml | None, index: int | None, period_s: float | None = DEFAULT_PERIOD_S,
                  clock: Callable[[], float] = time.perf_counter, unavailable: str | None = None) -> None:
@@ -224,15 +243,14 @@ class ConditionSampler:
         self._windows: list[tuple[str, ConditionReading, ConditionReading]] = []
         self._open: dict[str, ConditionReading] = {}
         self._missing: dict[str, str] = {}
+        self._last_t = float("-inf")
         if unavailable is not None or nvml is None or index is None:
             self._missing["nvml"] = unavailable or "NVML not available"
             self.index = None
         self._reason_query: str | None = None
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self.max_sm_mhz: int | None = None
         if self.index is not None:
-            top = nvml.query(self.index, "nvmlDeviceGetMaxClockInfo", nvml.const("NVML_CLOCK_SM", 1))
+            top = nvml.clock_mhz(self.index, "NVML_CLOCK_SM", maximum=True)
             self.max_sm_mhz = None if isinstance(top, NA) else int(top)
 
     @classmethod
@@ -243,7 +261,8 @@ class ConditionSampler:
     # -- reading ------------------------------------------------------------------------------------------
     def _value(self, key: str, value: Any) -> Any:
         if isinstance(value, NA):
-            self._missing.setdefault(key, value.reason)
+            with self._lock:
+                self._missing.setdefault(key, value.reason)
             return None
         return value
 
@@ -259,16 +278,13 @@ class ConditionSampler:
         if self.index is None:
             return ConditionReading(t=t)
         nvml, index = self.nvml, self.index
-        power = self._value("power", nvml.query(index, "nvmlDeviceGetPowerUsage"))  # milliwatts
         return ConditionReading(
             t=t,
-            sm_mhz=self._value("sm_clock", nvml.query(index, "nvmlDeviceGetClockInfo", nvml.const("NVML_CLOCK_SM", 1))),
-            mem_mhz=self._value("mem_clock",
-                                nvml.query(index, "nvmlDeviceGetClockInfo", nvml.const("NVML_CLOCK_MEM", 2))),
+            sm_mhz=self._value("sm_clock", nvml.clock_mhz(index, "NVML_CLOCK_SM")),
+            mem_mhz=self._value("mem_clock", nvml.clock_mhz(index, "NVML_CLOCK_MEM")),
             reasons=self._reasons(),
-            temperature_c=self._value("temperature", nvml.query(index, "nvmlDeviceGetTemperature",
-                                                                nvml.const("NVML_TEMPERATURE_GPU", 0))),
-            power_w=None if power is None else power / 1000.0,
+            temperature_c=self._value("temperature", nvml.temperature_c(index)),
+            power_w=self._value("power", nvml.power_w(index)),
             energy_mj=self._value("energy", nvml.query(index, "nvmlDeviceGetTotalEnergyConsumption")),
         )
 
@@ -277,56 +293,49 @@ class ConditionSampler:
             if len(self._readings) >= READINGS_LIMIT:
                 self._readings = self._readings[::2]
             self._readings.append(reading)
+            self._last_t = reading.t
 
     def sample(self) -> None:
-        """Take and keep one reading (the background thread calls this; tests may too)."""
+        """Take and keep one reading now."""
         if self.index is not None:
             self._keep(self.read())
 
+    def tick(self) -> None:
+        """Between two timed iterations, outside the timer: a reading if `period_s` has passed since the last."""
+        if self.index is None or self.period_s is None:
+            return
+        if self._clock() - self._last_t >= self.period_s:
+            self.sample()
+
     # -- windows ------------------------------------------------------------------------------------------
     def begin(self, label: str) -> None:
-        """A timed window of `label` opens now (a run's timed iterations, one A/B block)."""
+        """A timed window of `label` opens now (a run's timed iterations, one A/B block, a mode's share)."""
         reading = self.read()
         with self._lock:
             self._open[label] = reading
+            self._last_t = reading.t
 
     def end(self, label: str) -> None:
-        """The window of `label` closes now; a label with no open window is ignored (a loop cancelled early)."""
+        """The window of `label` closes now; a label with no open window is ignored."""
         reading = self.read()
         with self._lock:
             start = self._open.pop(label, None)
             if start is not None:
                 self._windows.append((label, start, reading))
+            self._last_t = reading.t
 
-    # -- the background thread ----------------------------------------------------------------------------
-    def _loop(self) -> None:
-        while not self._stop.wait(self.period_s):
-            self.sample()
-
-    def start(self) -> ConditionSampler:
-        if self.index is not None and self.period_s and self._thread is None:
-            self._thread = threading.Thread(target=self._loop, name="torchperf-conditions", daemon=True)
-            self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5.0)
-            self._thread = None
-
-    def __enter__(self) -> ConditionSampler:
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
+    def discard(self, label: str) -> None:
+        """Forget the open window of `label` (a block cancelled before it was complete)."""
+        with self._lock:
+            self._open.pop(label, None)
 
     # -- the summary --------------------------------------------------------------------------------------
     def summary(self, labels: str | Iterable[str], items: int) -> RunConditions:
         """The conditions over every closed window of `labels` (one label or several), with `items`
         inferences (or training samples) in them."""
         wanted = {labels} if isinstance(labels, str) else set(labels)
-        missing = dict(self._missing)
+        with self._lock:
+            missing = dict(self._missing)
         if self.index is None:
             return RunConditions(gpu_index=None, period_s=self.period_s, items=items, missing=missing)
         with self._lock:
@@ -410,17 +419,18 @@ def throttle_note(a: RunConditions | None, b: RunConditions | None, names: tuple
     first, second = names
     if a.throttled_share is not None and b.throttled_share is not None:
         gap = b.throttled_share - a.throttled_share
-        if abs(gap) >= THROTTLE_GAP_NOTE or (a.throttled != b.throttled):
+        if abs(gap) >= THROTTLE_GAP_NOTE:
             (more, c_more), (less, c_less) = ((second, b), (first, a)) if gap > 0 else ((first, a), (second, b))
             why = ", ".join(c_more.slowdown_reasons) or "a slowdown"
             return (f"{more} ran throttled more than {less} ({why} in {_pct(c_more.throttled_share)} of its readings, "
                     f"{_pct(c_less.throttled_share)} of {less}'s; SM clock median {_mhz(c_more.sm_clock_mhz)} vs "
                     f"{_mhz(c_less.sm_clock_mhz)}): {effect}")
     if a.sm_clock_mhz and b.sm_clock_mhz:
-        gap = b.sm_clock_mhz / a.sm_clock_mhz - 1.0
-        if abs(gap) >= CLOCK_GAP_NOTE:
-            lower = second if gap < 0 else first
-            return (f"the SM clock ran {_pct(abs(gap))} lower during {lower}'s {parts} (median {_mhz(a.sm_clock_mhz)} "
+        low, high = sorted((a.sm_clock_mhz, b.sm_clock_mhz))
+        gap = 1.0 - low / high  # how much lower the lower clock is, as a share of the higher
+        if gap >= CLOCK_GAP_NOTE:
+            lower = second if b.sm_clock_mhz < a.sm_clock_mhz else first
+            return (f"the SM clock ran {_pct(gap)} lower during {lower}'s {parts} (median {_mhz(a.sm_clock_mhz)} "
                     f"for {first}, {_mhz(b.sm_clock_mhz)} for {second}): {effect}")
     return None
 

@@ -75,7 +75,6 @@ def _default_cuda() -> Any:
 def _sample_gpu(nvml: Nvml, index: int) -> GpuSample:
     mem = nvml.query(index, "nvmlDeviceGetMemoryInfo")
     util = nvml.query(index, "nvmlDeviceGetUtilizationRates")
-    power = nvml.query(index, "nvmlDeviceGetPowerUsage")  # milliwatts
     return GpuSample(
         index=index,
         mem_used_bytes=mem if isinstance(mem, NA) else int(mem.used),
@@ -83,9 +82,9 @@ def _sample_gpu(nvml: Nvml, index: int) -> GpuSample:
         mem_free_bytes=mem if isinstance(mem, NA) else int(mem.free),
         util_gpu_pct=util if isinstance(util, NA) else int(util.gpu),
         util_mem_pct=util if isinstance(util, NA) else int(util.memory),
-        temperature_c=nvml.query(index, "nvmlDeviceGetTemperature", nvml.const("NVML_TEMPERATURE_GPU", 0)),
-        power_w=power if isinstance(power, NA) else power / 1000.0,
-        sm_clock_mhz=nvml.query(index, "nvmlDeviceGetClockInfo", nvml.const("NVML_CLOCK_SM", 1)),
+        temperature_c=nvml.temperature_c(index),
+        power_w=nvml.power_w(index),
+        sm_clock_mhz=nvml.clock_mhz(index, "NVML_CLOCK_SM"),
     )
 
 

@@ -7,7 +7,6 @@ creation, lazy CUDA module loading) that would otherwise pollute the distributio
 
 from __future__ import annotations
 
-import contextlib
 import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Callable
@@ -303,13 +302,14 @@ def run_benchmark(cfg: BenchConfig, on_sample: OnSample | None = None,
             def before(phase: str, index: int) -> None:
                 memory.sample()
                 if phase == "timed":
-                    if index == 0 and sampler is not None:
-                        sampler.begin("timed")  # outside the timer, like everything in this hook
+                    if sampler is not None and index == 0:  # outside the timer, like everything in this hook
+                        sampler.begin("timed")
+                    elif sampler is not None:
+                        sampler.tick()
                     feed.advance(index)
                 feed.passes_started += 1
 
-            with forward_errors(cfg.model, lambda: feed.shape, dtype, device, calls_done=feed.passes_done), \
-                    (sampler or contextlib.nullcontext()):
+            with forward_errors(cfg.model, lambda: feed.shape, dtype, device, calls_done=feed.passes_done):
                 times = run_timed_loop(lambda: runner(feed.x), device=device, warmup=cfg.warmup,
                                        iters=cfg.iters, on_sample=on_sample, should_cancel=should_cancel,
                                        before_iteration=before, budget_s=cfg.time_budget_s)

@@ -26,7 +26,7 @@ from torchperf_tui.engine.errors import TorchperfError, first_line
 from torchperf_tui.engine.flags import Flags, applied_flags
 from torchperf_tui.engine.inputs import dtype_name, parse_dtype, resolve_device
 from torchperf_tui.engine.lazy_torch import torch
-from torchperf_tui.engine.run_conditions import RunConditions, conditions_sampler, throttle_note
+from torchperf_tui.engine.run_conditions import RunConditions, conditions_sampler, per_item_word, throttle_note
 from torchperf_tui.engine.stats import TimingStats, compute_stats
 from torchperf_tui.engine.timing import BenchConfig, run_timed_loop
 
@@ -202,12 +202,14 @@ def conditions_findings(result: ModesResult) -> list[str]:
     if not measured:
         return []
     said = []
-    per = "training sample" if result.step.startswith("train") else "inference"
     energies = [(m.mode, m.conditions.energy_per_item_j) for m in measured]
     if any(joules is not None for _, joules in energies):
-        methods = {m.conditions.energy_method for m in measured if m.conditions.energy_method}
-        said.append(f"energy per {per}: " + " · ".join(f"{mode} {format_energy(joules)}" for mode, joules in energies)
-                    + f" ({'; '.join(sorted(methods))})")
+        methods = sorted({m.conditions.energy_method for m in measured if m.conditions.energy_method})
+        if result.cold_l2:
+            methods.append("sync's and graph's include the L2 flush written before each of their iterations")
+        said.append(f"energy per {per_item_word(result.step)}: "
+                    + " · ".join(f"{mode} {format_energy(joules)}" for mode, joules in energies)
+                    + f" ({'; '.join(methods)})")
     first = measured[0]
     notes = [throttle_note(first.conditions, other.conditions, names=(first.mode, other.mode), parts="samples",
                            effect="part of the gap between them may be the clocks") for other in measured[1:]]
@@ -287,19 +289,23 @@ def run_modes(cfg: BenchConfig, modes: tuple[str, ...] = MODES, *, cold_l2: bool
             calls = {"sync": once, "graph": replay, "pipelined": once}
             running = [mode for mode in modes if results[mode].unavailable is None]
             result.cancelled = warm.cancelled
-            if sampler is not None:
-                sampler.start()
             for round_ in range(rounds):
                 order = running[round_ % len(running):] + running[:round_ % len(running)] if running else []
                 for mode in order:
                     share = wanted[mode] * (round_ + 1) // rounds - wanted[mode] * round_ // rounds
-                    if sampler is not None:
-                        windows[mode].append(f"{mode}{round_}")
-                        sampler.begin(windows[mode][-1])
-                    for _ in range(share):
+                    if result.cancelled or cancelled():
+                        result.cancelled = True
+                        break
+                    window = f"{mode}{round_}"
+                    if sampler is not None and share:  # a window per mode and round that times anything
+                        windows[mode].append(window)
+                        sampler.begin(window)
+                    for i in range(share):
                         if result.cancelled or cancelled():
                             result.cancelled = True
                             break
+                        if sampler is not None and i:
+                            sampler.tick()  # between samples: outside the timer
                         if mode == "pipelined":
                             results[mode].samples_ms.append(timer(calls[mode], per_block))
                         else:
@@ -307,12 +313,12 @@ def run_modes(cfg: BenchConfig, modes: tuple[str, ...] = MODES, *, cold_l2: bool
                                 flush()  # queued ahead of the start event: outside the timed region
                             results[mode].samples_ms.append(timer(calls[mode], 1))
                         progress(mode, len(results[mode].samples_ms), wanted[mode])
-                    if sampler is not None:
-                        sampler.end(windows[mode][-1])
+                    if sampler is not None and share:
+                        sampler.end(window)  # a cancelled share keeps its window: its samples are kept too
+                if result.cancelled:
+                    break
             del runner, replay, flush
     finally:
-        if sampler is not None:
-            sampler.stop()
         work.release()
     batch = shape[0]
     for mode in results.values():

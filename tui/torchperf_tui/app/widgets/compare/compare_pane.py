@@ -269,7 +269,9 @@ def ab_verdict_text(result) -> str:
     note = result.ratio_note()
     if note:
         lines.append(f"[dim]{note}[/]")
-    gpu = [f"{name} {escape(arm.conditions.short('training sample' if arm.step == 'train' else 'inference', brief=True))}"
+    from torchperf_tui.engine.run_conditions import per_item_word
+
+    gpu = [f"{name} {escape(arm.conditions.short(per_item_word(arm.step), brief=True))}"
            for name, arm in (("A", result.a), ("B", result.b)) if getattr(arm, "conditions", None) is not None]
     if gpu:  # both arms on one line: the per-arm reasons are in the note when they differ
         lines.append("GPU  " + "  |  ".join(gpu))

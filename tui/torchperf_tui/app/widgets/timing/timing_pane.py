@@ -73,9 +73,11 @@ def conditions_text(record, compact: bool = False) -> str:
     conditions = getattr(record.result, "conditions", None)
     if conditions is None:
         return ""
-    per = "training sample" if getattr(record.result, "step", "infer") == "train" else "inference"
+    from torchperf_tui.engine.run_conditions import per_item_word
+
+    per = per_item_word(getattr(record.result, "step", "infer"))
     line = f"GPU over run {record.label}: {escape(conditions.short(per, brief=compact))}"
-    if conditions.throttled:
+    if conditions.throttled_share:
         line = f"[$warning]{line}[/]"
         if not compact:
             line += f"\n[b $warning]{escape(conditions.throttle_text())}[/]"
