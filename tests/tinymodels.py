@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import torch
 from torch import nn
 
@@ -46,6 +48,20 @@ class ThreadsProbe(TinyCNN):
 
 def threads_probe() -> nn.Module:
     return ThreadsProbe()
+
+
+class PerCallCost(TinyCNN):
+    """A fixed 10 ms per call whatever the batch (a launch-bound model's shape): samples/s doubles with each
+    doubling of the batch, a gain no scheduling noise on a busy test box can turn into a plateau."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.device.type != "meta":
+            time.sleep(0.010)
+        return super().forward(x)
+
+
+def per_call_cost() -> nn.Module:
+    return PerCallCost()
 
 
 class FixedSize(TinyCNN):
