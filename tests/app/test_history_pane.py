@@ -156,3 +156,24 @@ async def test_the_app_history_tab_shows_a_page_of_a_long_history(tmp_path):
         assert shown_ids(pane) == short(records[-200:][::-1]) and len(pane.records) == 200
         await pilot.press("right_square_bracket")
         await wait_until(pilot, lambda: shown_ids(pane) == short(records[:30][::-1]), what="the older page")
+
+
+async def test_a_run_whose_gpu_throttled_is_marked_in_its_row_and_in_a_comparison(tmp_path):
+    from tests.records import ENV
+
+    path = tmp_path / "h.jsonl"
+    hot_env = {**ENV, "gpu_throttled": True, "gpu_throttled_share": 0.4, "gpu_throttle_reasons": "power cap (software)"}
+    cool, hot = make_record(p50=10.0), make_record(p50=12.0, env=hot_env)
+    History(path).extend([cool, hot])
+    app = PaneApp(path)
+    async with app.run_test(size=(160, 30)) as pilot:
+        pane = app.query_one(HistoryPane)
+        await wait_until(pilot, lambda: len(shown_ids(pane)) == 2, what="the two runs")
+        table = pane.query_one("#history-table")
+        flags = {str(table.get_row_at(i)[1]): str(table.get_row_at(i)[5]) for i in range(2)}
+        assert flags[hot.short_id].endswith("(GPU throttled)") and "throttled" not in flags[cool.short_id]
+        pane.toggle_mark(hot.id)
+        pane.toggle_mark(cool.id)
+        pane.show_marked_comparison()
+        await pilot.pause()
+        assert "GPU throttled 40 %: power cap (software)" in screen_text(app, "#history-compare")

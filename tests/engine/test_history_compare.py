@@ -38,3 +38,23 @@ def test_compare_refuses_a_run_without_samples():
     empty.stats = None
     with pytest.raises(TorchperfError, match="no timed samples"):
         compare_records(make_record(), empty)
+
+
+def test_a_run_whose_gpu_throttled_is_marked_and_its_comparison_says_the_clocks_may_explain_it():
+    hot_env = {**ENV, "gpu_throttled": True, "gpu_throttled_share": 0.4, "gpu_throttle_reasons": "power cap (software)"}
+    cool_env = {**ENV, "gpu_throttled": False, "gpu_throttled_share": 0.0, "gpu_throttle_reasons": ""}
+    hot, cool = make_record(12.0, env=hot_env), make_record(10.0, env=cool_env)
+    assert hot.throttle_text() == "throttled 40 %: power cap (software)" and cool.throttle_text() == ""
+    assert hot.summary().endswith("[GPU throttled 40 %: power cap (software)]")
+    note = compare_records(cool, hot).clock_note
+    assert note == (f"{hot.short_id}'s GPU throttled 40 %: power cap (software), {cool.short_id}'s did not: part of "
+                    "the ratio may be the clocks, not what differs between the runs")
+    assert note in compare_records(cool, hot).summary()
+    assert compare_records(hot, make_record(11.0, env=hot_env)).clock_note is None  # both throttled alike
+    assert compare_records(cool, make_record(11.0)).clock_note is None  # a CPU run, or before this was kept
+
+
+def test_a_throttle_reason_read_from_a_file_cannot_carry_escape_sequences():
+    record = make_record(env={**ENV, "gpu_throttled": True, "gpu_throttled_share": "lots",
+                              "gpu_throttle_reasons": "\x1b[2Jpower cap"})
+    assert record.throttle_text() == "throttled: [2Jpower cap"

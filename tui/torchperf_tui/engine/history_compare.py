@@ -30,6 +30,7 @@ class Comparison:
     p99_ratio: float
     flags_diff: dict[str, tuple[Any, Any]]
     setup_diff: dict[str, tuple[Any, Any]]  # model, input, dtype, layout, device, compile mode, shapes
+    clock_note: str | None = None  # one run's GPU throttled and the other's did not: the ratio may be the clocks
 
     def summary(self) -> str:
         verdict = (f"{1 / self.median_ratio:.2f}x as fast" if self.median_ratio <= 1
@@ -41,6 +42,8 @@ class Comparison:
         text += "; flags: " + (", ".join(changed) if changed else "same")
         if self.setup_diff:
             text += "; not like for like: " + ", ".join(self.setup_diff)
+        if self.clock_note:
+            text += f"; {self.clock_note}"
         return text
 
 
@@ -70,4 +73,16 @@ def compare_records(baseline: RunRecord, candidate: RunRecord) -> Comparison:
         p99_ratio=b.p99_ms / a.p99_ms if a.p99_ms > 0 else math.inf,
         flags_diff=_dict_diff(baseline.flags, candidate.flags),
         setup_diff=_dict_diff(baseline.setup(), candidate.setup()),
+        clock_note=_clock_note(baseline, candidate),
     )
+
+
+def _clock_note(baseline: RunRecord, candidate: RunRecord) -> str | None:
+    throttled = [(record, record.throttle_text()) for record in (baseline, candidate)]
+    hot = [(record, text) for record, text in throttled if text]
+    if len(hot) != 1:  # neither throttled, or both did (then like for like, as far as the record tells)
+        return None
+    (record, text), = hot
+    other = candidate if record is baseline else baseline
+    return (f"{record.short_id}'s GPU {text}, {other.short_id}'s did not: part of the ratio may be the clocks, "
+            "not what differs between the runs")

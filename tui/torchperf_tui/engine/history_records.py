@@ -102,7 +102,25 @@ class RunRecord:
             body = (f"p50 {format_ms(self.stats.p50_ms)}  p99 {format_ms(self.stats.p99_ms)}{fps}"
                     f"  (n={self.stats.n})")
         tail = "  [cancelled]" if self.cancelled else ""
+        if self.throttle_text():
+            tail += f"  [GPU {self.throttle_text()}]"
         return f"{head}  {body}  flags: {self.flags_text}{tail}"
+
+    def throttle_text(self) -> str:
+        """'throttled 40 %: power cap (software)' when the fingerprint says the GPU throttled during the run's
+        timed iterations (engine/run_conditions.py), else ''. The fingerprint is read from a file: its values
+        are checked, not trusted."""
+        fingerprint = self.fingerprint
+        if fingerprint.get("gpu_throttled") is not True:
+            return ""
+        share = fingerprint.get("gpu_throttled_share")
+        reasons = fingerprint.get("gpu_throttle_reasons")
+        text = "throttled"
+        if isinstance(share, (int, float)) and not isinstance(share, bool) and math.isfinite(share):
+            text += f" {share * 100:.0f} %"
+        if isinstance(reasons, str) and reasons:
+            text += ": " + "".join(ch for ch in reasons[:80] if ch.isprintable())  # no escape sequences from a file
+        return text
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able; non-finite floats become None so every JSON reader (not only Python's) accepts it."""

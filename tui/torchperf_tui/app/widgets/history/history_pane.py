@@ -240,7 +240,8 @@ class HistoryPane(Vertical):
             s = r.stats
             rows.append([MARK if r.id in self.marked else "", r.short_id, r.model,
                          format_ms(s.p50_ms) if s else "–", format_ms(s.p99_ms) if s else "–",
-                         r.flags_text + (" (cancelled)" if r.cancelled else ""), f"{r.shape_text} {r.dtype}",
+                         r.flags_text + (" (cancelled)" if r.cancelled else "")
+                         + (" (GPU throttled)" if r.throttle_text() else ""), f"{r.shape_text} {r.dtype}",
                          r.device, r.created_at.replace("T", " ")[5:16], r.id])
         # The model gets what the mark, id, p50 and p99 leave of the width (each column: its widest cell + 2).
         beside = sum(max([len(label)] + [len(row[i]) for row in rows]) + 2
