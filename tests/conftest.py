@@ -50,7 +50,7 @@ class _CountingEnergy(FakeNvml):
 
 @pytest.fixture
 def fake_gpu_conditions(monkeypatch):
-    """run_benchmark, run_ab and run_modes read this fake NVML beside a CPU run as they read a GPU's beside a CUDA run."""
+    """run_benchmark, run_ab, run_modes and the throughput search read this fake NVML beside a CPU run as they read a GPU's beside a CUDA run."""
     fake = _CountingEnergy()
 
     from torchperf_tui.engine.nvml import Nvml
@@ -62,4 +62,5 @@ def fake_gpu_conditions(monkeypatch):
     monkeypatch.setattr("torchperf_tui.engine.timing.conditions_sampler", sampler)
     monkeypatch.setattr("torchperf_tui.engine.abtest.conditions_sampler", sampler)
     monkeypatch.setattr("torchperf_tui.engine.timing_modes.conditions_sampler", sampler)
+    monkeypatch.setattr("torchperf_tui.engine.throughput.conditions_sampler", sampler)
     return fake

@@ -368,3 +368,32 @@ def test_an_ab_and_the_timing_modes_tick_the_sampler_between_their_samples(monke
     modes = run_modes(base, ("sync", "pipelined"))  # 3 rounds: sync 2 samples a round, pipelined 3 blocks
     assert modes.mode("sync").conditions.readings == 3 * (2 + 1)
     assert modes.mode("pipelined").conditions.readings == 3 * (2 + 2)
+
+
+def test_the_throughput_search_reads_the_gpu_over_its_final_measurement_only(fake_gpu_conditions):
+    from torchperf_tui.engine.throughput import find_max_batch
+    from torchperf_tui.engine.timing import BenchConfig
+
+    cfg = BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu")
+    result = find_max_batch(cfg, max_batch=8, try_iters=2, measure_iters=5)
+    c = result.conditions
+    # one window, the measurement's two edges (1 J apart on the fake counter): the tries are not in it
+    assert c.readings == 2 and c.energy_j == pytest.approx(1.0)
+    assert c.items == result.measurement.iters * result.best_batch == 5 * result.best_batch
+    assert result.to_dict()["conditions"]["items"] == c.items
+
+
+def test_the_throughput_texts_say_the_gpu_at_the_best_batch(fake_gpu_conditions, capsys):
+    from torchperf_tui.app.widgets.throughput.throughput_pane import throughput_summary
+    from torchperf_tui.cli_render import render_throughput
+    from torchperf_tui.engine.flags import Flags
+    from torchperf_tui.engine.throughput import find_max_batch
+    from torchperf_tui.engine.timing import BenchConfig
+
+    cfg = BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu", flags=Flags(num_threads=1))
+    result = find_max_batch(cfg, max_batch=4, try_iters=2, measure_iters=4)
+    assert f"GPU at batch {result.best_batch}: SM 345/1980 MHz" in throughput_summary(result)
+    assert "THROTTLED 100 %: power cap (software)" in throughput_summary(result)
+    render_throughput(result)
+    out = capsys.readouterr().out
+    assert f"GPU during the measurement at batch {result.best_batch}" in out and "per inference" in out

@@ -174,13 +174,13 @@ def render_timing(result) -> None:
     _print_kv(title, rows)
 
 
-def conditions_rows(conditions, step: str = "infer") -> list[tuple[str, str]]:
+def conditions_rows(conditions, step: str = "infer", during: str = "the run") -> list[tuple[str, str]]:
     """A CUDA run's GPU over its timed iterations: clocks, temperature and power, throttling, energy."""
     if conditions is None:
         return []
     from torchperf_tui.engine.run_conditions import per_item_word
 
-    rows = [("GPU during the run", conditions.summary())]
+    rows = [(f"GPU during {during}", conditions.summary())]
     if conditions.throttled:
         rows.append(("throttling", conditions.throttle_text()))
     if conditions.gpu_index is not None:
@@ -301,6 +301,8 @@ def render_throughput(result) -> None:
                                          f"{format_bytes(result.allocator_after_bytes)}")]
     rows += [("note", note) for note in result.notes]
     step = getattr(result, "step", "infer")
+    rows += conditions_rows(getattr(result, "conditions", None), step,
+                            during=f"the measurement at batch {result.best_batch}")
     if step != "infer":
         rows.insert(0, ("each iteration", step if not step.startswith("train") else
                         f"a training step, {step}: the largest batch that fits is the largest that fits for "

@@ -51,6 +51,7 @@ from torchperf_tui.engine.flags import applied_flags
 from torchperf_tui.engine.inputs import dtype_name, make_input, parse_dtype, resolve_device
 from torchperf_tui.engine.nvml import NA, to_jsonable
 from torchperf_tui.engine.telemetry import release_memory
+from torchperf_tui.engine.run_conditions import ConditionSampler, RunConditions, conditions_sampler
 from torchperf_tui.engine.timing import BenchConfig, run_timed_loop
 from torchperf_tui.engine.workload import forward_errors, place_model
 from torchperf_tui.formatting import format_bytes, format_number
@@ -171,6 +172,7 @@ class ThroughputResult:
     to_oom: bool  # the plateau rule was off: growth went on to a failure or the bound
     notes: list[str] = field(default_factory=list)
     step: str = "infer"  # what each iteration was: "infer", or "train (sgd)"; " · amp bf16" under autocast
+    conditions: RunConditions | None = None  # CUDA: the GPU over the final measurement at best_batch
 
     @property
     def points(self) -> list[BatchTry]:
@@ -211,6 +213,7 @@ class ThroughputResult:
         data = to_jsonable(self)
         data["stop_rule"] = self.stop_rule.value
         data["points"] = [p.to_dict() for p in self.points]
+        data["conditions"] = self.conditions.to_dict() if self.conditions is not None else None
         return data
 
 
@@ -486,10 +489,15 @@ class ModelBatchRunner:
     def __init__(self, model: torch.nn.Module, sample_shape: tuple[int, ...], *, device: torch.device,
                  dtype: torch.dtype, channels_last: bool = False, memory_cap_bytes: int | None = None,
                  activation_bytes_per_sample: int | None = None,
-                 should_cancel: ShouldCancel | None = None, step=None, seed: int = 0) -> None:
+                 should_cancel: ShouldCancel | None = None, step=None, seed: int = 0,
+                 sampler: ConditionSampler | None = None) -> None:
         """`step`: a train_step.StepSpec (None: an inference pass), run by a StepRunner kept across tries (its
-        optimizer state is allocated once, at the first try, as in a training loop)."""
+        optimizer state is allocated once, at the first try, as in a training loop). `sampler` reads the GPU's
+        conditions over the timed iterations of a call made while `window` names one (the final measurement)."""
         from torchperf_tui.engine.train_step import StepRunner, StepSpec
+
+        self.sampler = sampler
+        self.window: str | None = None
 
         self.model = model
         self.run_step = StepRunner(model, step or StepSpec(), device, seed=seed)
@@ -553,8 +561,22 @@ class ModelBatchRunner:
             allocated_before = torch.cuda.memory_allocated(self.device)
         x = make_input(shape, dtype=self.dtype, device=self.device, channels_last=self.channels_last)
         run_step = self.run_step
+        sampler, window = self.sampler, self.window
+        if sampler is None or window is None:
+            sampler = window = None
+
+        def before(phase: str, index: int) -> None:  # outside the timer
+            if sampler is not None and phase == "timed" and index == 0:
+                sampler.begin(window)
+            elif sampler is not None and phase == "timed":
+                sampler.tick()
+
         times = run_timed_loop(lambda: run_step(x), device=self.device, warmup=warmup, iters=iters,
-                               should_cancel=self.should_cancel)
+                               should_cancel=self.should_cancel, before_iteration=before)
+        if sampler is not None and times.cancelled:
+            sampler.discard(window)
+        elif sampler is not None:
+            sampler.end(window)
         x = None  # the input goes before the peak is read and before the next, larger try
         if on_cpu:
             peak = max(0, self._rss.peak() - self._baseline_rss)
@@ -650,6 +672,7 @@ def find_max_batch(cfg: BenchConfig, *, max_batch: int = DEFAULT_MAX_BATCH, reso
         return bool(should_cancel and should_cancel())
 
     model = None
+    sampler: ConditionSampler | None = None
     runner: TryBatch
     if try_batch is not None:
         runner = try_batch
@@ -665,11 +688,12 @@ def find_max_batch(cfg: BenchConfig, *, max_batch: int = DEFAULT_MAX_BATCH, reso
         per_sample = None if on_cuda else _activation_bytes_per_sample(cfg, (1, *sample_shape))
         if not on_cuda:
             release()  # trim first: the runner's RSS baseline must not hold reusable free pages
+        sampler = conditions_sampler(device)  # None on the CPU: the GPU over the final measurement
         runner = ModelBatchRunner(model, sample_shape, device=device, dtype=dtype,
                                   channels_last=cfg.channels_last,
                                   memory_cap_bytes=None if on_cuda else memory_cap_bytes,
                                   activation_bytes_per_sample=per_sample, should_cancel=should_cancel,
-                                  step=step, seed=cfg.seed)
+                                  step=step, seed=cfg.seed, sampler=sampler)
     # The measurement after the search runs the best batch 1 + warm-up + iterations times, a try 1 + ...:
     # a try is only started if the measurement that may follow it fits in the budget too.
     reserve = (1 + measure_warmup + measure_iters) / (1 + try_warmup + try_iters)
@@ -715,6 +739,8 @@ def find_max_batch(cfg: BenchConfig, *, max_batch: int = DEFAULT_MAX_BATCH, reso
             notes.append(f"the CUDA allocator holds {format_bytes(allocated_after - allocated_before)} more than "
                          "before the search (library workspaces created by the first run stay allocated)")
     fitted = measurement if measurement is not None and measurement.fits else None
+    conditions = (sampler.summary(measure_window(fitted.batch), items=fitted.iters * fitted.batch)
+                  if sampler is not None and fitted is not None and fitted.iters else None)
     best_try = _best_of([t for t in outcome.tries if fitted is not None and t.batch == fitted.batch])
     if best_try is not None and fitted.samples_per_s and best_try.samples_per_s:
         ratio = fitted.samples_per_s / best_try.samples_per_s
@@ -737,8 +763,13 @@ def find_max_batch(cfg: BenchConfig, *, max_batch: int = DEFAULT_MAX_BATCH, reso
         stop_rule=StopRule.CANCELLED if cancelled else outcome.stop_rule,
         stop_reason="cancelled" if cancelled else outcome.stop_reason,
         limit_found=limit_found, first_failure=first_failure, time_budget_s=time_budget_s, to_oom=to_oom,
-        notes=notes, step=step.describe(),
+        notes=notes, step=step.describe(), conditions=conditions,
     )
+
+
+def measure_window(batch: int) -> str:
+    """The label of the final measurement's window at `batch` (engine/run_conditions.py)."""
+    return f"measure{batch}"
 
 
 def _measure_best(runner: TryBatch, tries: list[BatchTry], warmup: int, iters: int,
@@ -751,7 +782,13 @@ def _measure_best(runner: TryBatch, tries: list[BatchTry], warmup: int, iters: i
     made: list[BatchTry] = []
     while candidates and not is_cancelled():
         best = _best_of(candidates)
-        m = run_try(runner, best.batch, "measure", warmup=warmup, iters=iters, clock=clock)
+        if isinstance(runner, ModelBatchRunner):  # the GPU's conditions are read over this run (a try's are not)
+            runner.window = measure_window(best.batch)
+        try:
+            m = run_try(runner, best.batch, "measure", warmup=warmup, iters=iters, clock=clock)
+        finally:
+            if isinstance(runner, ModelBatchRunner):
+                runner.window = None
         if m is None:  # cancelled before one iteration ran
             break
         made.append(m)

@@ -46,6 +46,13 @@ def throughput_summary(result) -> str:
              f"stopped by [b]{result.stop_rule}[/]: {escape(result.stop_reason)}"]
     # Notes can quote an exception's text: escaped, so a "[" in it is not read as markup.
     lines += [escape(n) for n in result.notes if not n.startswith("CPU memory cap")]
+    conditions = getattr(result, "conditions", None)
+    if conditions is not None:  # a GPU: its clocks, energy per sample and throttling over the measurement
+        from torchperf_tui.engine.run_conditions import per_item_word
+
+        line = (f"GPU at batch {result.best_batch}: "
+                f"{escape(conditions.short(per_item_word(getattr(result, 'step', 'infer')), brief=True))}")
+        lines.append(f"[$warning]{line}[/]" if conditions.throttled_share else line)
     return "\n".join(lines)
 
 
