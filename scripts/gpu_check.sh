@@ -16,8 +16,9 @@
 #             and 64 and a training step, bench/layer_times.py, and the why screenshots (time per layer, modes)
 #   ceilings  issue 14: the measured ceilings (matmul per dtype, copy), a roofline against them, bench/ceilings.py
 #   conditions issue 14: clocks, throttle reasons, temperature, power and energy per inference beside a run:
-#             resnet50 at batch 64 for 30 s (long enough to heat up), an A/B and the timing modes with their
-#             per-arm and per-mode conditions, --json's conditions, the history record's fingerprint
+#             resnet50 at batch 64 for 30 s (long enough to heat up), an A/B, the timing modes and a throughput
+#             search with their per-arm, per-mode and best-batch conditions, --json's conditions, the history
+#             record's fingerprint
 #   shots     screenshots of the TUI on CUDA (the usual views and the training views), and the TUI's fidelity
 # Usage there: bash scripts/gpu_check.sh OUTDIR [SECTION...]   (default: all; Textual & co. installed first)
 # Each section writes OUTDIR/SECTION.log; the screenshots go to OUTDIR/shots.
@@ -113,6 +114,7 @@ conditions() {
   run bench resnet18 --device cuda --batch 1 --iters 2000
   run compare resnet50 --device cuda --batch 32 --a cudnn_benchmark=off --b cudnn_benchmark=on --blocks 8
   run bench resnet18 --device cuda --batch 64 --modes sync,pipelined,graph
+  run throughput resnet50 --device cuda --max-batch 512
   run bench resnet18 --device cuda --batch 8 --iters 300 --json | python3 -c \
       "import json, sys; print(json.dumps(json.load(sys.stdin)['conditions'], indent=1))"
   echo; echo "== the history record's fingerprint"
