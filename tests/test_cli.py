@@ -336,3 +336,12 @@ def test_compare_says_each_arms_gpu_and_notes_the_arm_that_throttled(capsys, fak
     assert "GPU during A's blocks:" in out and "not throttled" in out
     assert "GPU during B's blocks:" in out and "THROTTLED 100 %: power cap (software)" in out
     assert "note: B ran throttled more than A" in out
+
+
+def test_the_app_without_a_terminal_is_refused_in_one_line_not_started(capsys):
+    # Started with its output in a file, the app drew escape codes into it at full speed and never saw a key.
+    code, out, err = run(capsys, "--device", "cpu")  # under pytest, stdin and stdout are not terminals
+    assert code == 2 and out == ""
+    assert err.strip().splitlines() == [
+        "torchperf-tui: error: the app needs a terminal, and its stdin is not one: run it in one (over SSH: ssh -t), "
+        "or use a command for scripts (e.g. torchperf-tui bench MODEL)"]

@@ -585,6 +585,12 @@ COMMANDS = {"ceilings": cmd_ceilings, "info": cmd_info, "models": cmd_models, "f
 
 
 def run_tui(args) -> int:
+    missing = terminal_missing()
+    if missing:
+        from torchperf_tui.engine.errors import TorchperfError
+
+        raise TorchperfError(f"the app needs a terminal, and {missing}: run it in one (over SSH: ssh -t), or use a "
+                             f"command for scripts (e.g. {PROG} bench MODEL)")
     from torchperf_tui.app.app import TorchperfApp
 
     app = TorchperfApp(model=args.demo or args.model, autostart=args.autostart, interval=args.interval,
@@ -592,6 +598,18 @@ def run_tui(args) -> int:
                        screenshot_dir=args.screenshot_dir)
     app.run()
     return app.return_code or 0
+
+
+def terminal_missing() -> str:
+    """Why the app cannot draw or read keys here ('' when it can). Started with its output in a file or a pipe,
+    the app drew escape codes into it at full speed and never saw a key: a hang that filled a disk."""
+    for name, stream in (("stdin", sys.stdin), ("stdout", sys.stdout)):
+        try:
+            if stream is None or not stream.isatty():
+                return f"its {name} is not one"
+        except (AttributeError, ValueError, OSError):  # closed, or not a real file
+            return f"its {name} is not one"
+    return ""
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
