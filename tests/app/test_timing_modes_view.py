@@ -9,7 +9,9 @@ from tests.app.helpers import TINY, choose_model, screen_text, wait_until
 async def test_m_measures_the_timing_modes_and_says_what_the_gaps_mean(tiny_app):
     async with tiny_app(size=(120, 40), warmup=1, iters=6) as pilot:
         app = pilot.app
+        await pilot.press("3")  # pressed on another tab, M shows the Timing tab, where its lines are
         await pilot.press("M")
+        assert app.main.active_tab() == "timing"
         await wait_until(pilot, lambda: app.pane("timing").last_modes is not None, what="the timing modes")
         text = screen_text(app, "#run-modes")
         assert text.startswith(f"timing modes of {TINY} 1x3x32x32 float32 · infer · ")

@@ -436,6 +436,7 @@ class TimingPane(Vertical):
         self._note_spec = selection.spec
         self.note = (f"determinism: running {selection.spec} ({selection.step_text()}) twice under "
                        f"{selection.flags.describe(self.app.session.device_kind())}…")
+        self.screen.show_tab("timing")
         self.jobs.start("determinism", "determinism", {"cfg": cfg}, f"checking determinism of {selection.spec}")
 
     def _determinism_refused(self, error: str) -> None:
@@ -470,6 +471,7 @@ class TimingPane(Vertical):
         self._modes_setup = (f"{selection.spec} {selection.input_text(self.screen.default_shape())} "
                              f"{selection.dtype} · {selection.step_text()}")
         self.modes = (f"timing modes: measuring {self._modes_setup} in sync, pipelined and graph…", None)
+        self.screen.show_tab("timing")  # where its lines are: pressed on another tab, nothing showed it ran
         self.jobs.start("modes", "modes", {"cfg": cfg}, f"timing modes of {selection.spec}")
 
     def _modes_refused(self, error: str) -> None:
