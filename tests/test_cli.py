@@ -244,6 +244,9 @@ def test_compare_command_gives_a_verdict(capsys):
     code, out, _ = run(capsys, "compare", TINY, "--input", "1x3x16x16", "--a", "", "--b", "mkldnn=off",
                        "--blocks", "6", "--per-block", "2")
     assert code == 0 and "randomised blocks" in out and "Wilcoxon signed-rank" in out
+    # 12 samples an arm support no p90 or p99: marked in the table, the mark explained under it
+    table = out.split("\n\n")[0]
+    assert table.count("s? ") + table.count("s?\n") == 4 and "? = more than the sample can support" in out
 
 
 def test_bench_with_a_shape_schedule_reports_first_seen_shapes_and_tuning_cost(capsys):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 
@@ -38,10 +39,19 @@ def test_export_md_is_a_table_with_a_header_row():
     lines = export_records(records, "md").splitlines()
     assert lines[0].startswith("| When (UTC) | ID | Model |") and "p50" in lines[0]
     assert set(lines[1].replace("|", "")) == {"-"}
-    assert len(lines) == 4
+    assert len(lines) == 6 and lines[4] == ""  # the table, then the legend of its marks
     header_cells = lines[0].count(" | ")
-    assert all(line.replace("\\|", "").count(" | ") == header_cells for line in lines[2:])
+    assert all(line.replace("\\|", "").count(" | ") == header_cells for line in lines[2:4])
     assert "my\\|model" in lines[2] and "10.00 ms" in lines[2]
+    # make_record's runs have 3 samples, fewer than p50, p90 and p99 need: marked, the mark explained under the table
+    assert "| 10.00 ms? |" in lines[2] and lines[2].count("?") == 3 and lines[5].startswith("? = more than the sample")
+
+
+def test_export_md_marks_nothing_when_every_percentile_is_supported():
+    record = make_record(10.0)
+    record.stats = dataclasses.replace(record.stats, n=600)
+    lines = export_records([record], "md").splitlines()
+    assert len(lines) == 3 and "?" not in lines[2]
 
 
 def test_export_unknown_format_is_a_one_line_error():

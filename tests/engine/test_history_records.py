@@ -50,3 +50,18 @@ def test_history_modules_do_not_import_torch(module):
     # `history` and `export` must not pay for torch; only environment_fingerprint() does, through the probe.
     code = f"import sys, torchperf_tui.engine.{module}; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_a_history_line_marks_the_percentiles_its_samples_cannot_support():
+    import dataclasses
+
+    from tests.records import make_record
+
+    few = make_record(10.0, 20.0)  # 3 samples: not enough for p50 (9) nor p99 (555)
+    assert "p50 10.00 ms?  p99 20.00 ms?" in few.summary()
+    some = make_record(10.0, 20.0)
+    some.stats = dataclasses.replace(some.stats, n=64)
+    assert "p50 10.00 ms  p99 20.00 ms?" in some.summary()
+    many = make_record(10.0, 20.0)
+    many.stats = dataclasses.replace(many.stats, n=600)
+    assert "p50 10.00 ms  p99 20.00 ms " in many.summary() + " "

@@ -10,8 +10,8 @@ from itertools import groupby
 from rich.console import Console
 from rich.table import Table
 
-from torchperf_tui.formatting import (budget_text, fit_name, format_bytes, format_count, format_flops, format_ms,
-                                      format_number)
+from torchperf_tui.formatting import (UNSUPPORTED_LEGEND, UNSUPPORTED_MARK, budget_text, fit_name, format_bytes,
+                                      format_count, format_flops, format_ms, format_number, format_percentile)
 
 # Piped output (scripts, files) gets wide lines instead of rich's 80-column wrapping.
 # A pipe gets 200 columns (a log keeps whole lines) unless COLUMNS says how wide to be.
@@ -497,8 +497,8 @@ def render_ab(result) -> None:
                       (", channels_last" if arm.channels_last else "") +
                       (f", shapes {arm.shapes} ({arm.first_seen} new)" if arm.shapes != "fixed" else "") +
                       (f", {arm_step_text(arm)}" if mixed else ""),
-                      format_ms(arm.median_ms), ci, format_ms(arm.p90_ms), format_ms(arm.p99_ms),
-                      str(len(arm.blocks)))
+                      format_ms(arm.median_ms), ci, format_percentile(arm.p90_ms, 0.9, len(arm.samples_ms)),
+                      format_percentile(arm.p99_ms, 0.99, len(arm.samples_ms)), str(len(arm.blocks)))
     step = getattr(result, "step", "infer")
     amp = getattr(result, "amp", None)
     what = (f", each iteration a training step ({result.optimizer}, every block from the same weights)"
@@ -507,6 +507,8 @@ def render_ab(result) -> None:
     console.print(f"{result.model} on {result.device}, input {'x'.join(map(str, result.input_shape))}{what}: "
                   f"A and B interleaved in {len(result.order)} randomised blocks", style="bold underline")
     console.print(table)
+    if any(UNSUPPORTED_MARK in format_percentile(arm.p99_ms, 0.99, len(arm.samples_ms)) for arm in (result.a, result.b)):
+        console.print(UNSUPPORTED_LEGEND, style="dim")
     from torchperf_tui.engine.run_conditions import per_item_word
 
     for name, arm in (("A", result.a), ("B", result.b)):

@@ -86,6 +86,18 @@ def format_energy(joules) -> str:
     return f"{v / 1e-9:.3g} nJ"
 
 
+UNSUPPORTED_MARK = "?"
+UNSUPPORTED_LEGEND = ("? = more than the sample can support: its 95 % CI reaches the largest (or smallest) sample "
+                      "(p50 needs 9 samples, p90 54, p99 555)")
+
+
+def format_percentile(value_ms, q: float, n: int) -> str:
+    """A percentile in ms, marked '?' when `n` samples cannot support it (engine.stats.samples_needed)."""
+    from torchperf_tui.engine.stats import samples_needed  # no numpy, no torch
+
+    return format_ms(value_ms) + (UNSUPPORTED_MARK if isinstance(n, int) and n < samples_needed(q) else "")
+
+
 def format_number(value, unit: str = "", digits: int = 0) -> str:
     """A plain number with an optional unit: format_number(71.4, '°C') -> '71 °C'."""
     text = _unavailable(value)

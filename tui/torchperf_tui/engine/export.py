@@ -12,7 +12,8 @@ from typing import Any, Iterable
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.history_records import RunRecord
 from torchperf_tui.engine.stats import TimingStats
-from torchperf_tui.formatting import format_ms
+from torchperf_tui.engine.stats import samples_needed
+from torchperf_tui.formatting import UNSUPPORTED_LEGEND, format_ms, format_percentile
 
 EXPORT_FORMATS: tuple[str, ...] = ("json", "csv", "md")
 
@@ -62,7 +63,7 @@ def _export_csv(records: list[RunRecord]) -> str:
 
 
 MD_COLUMNS: tuple[str, ...] = ("When (UTC)", "ID", "Model", "Input", "dtype", "Device", "Flags", "p50", "p90",
-                               "p99", "Mean ± std", "Items/s", "First iter", "Device name")
+                               "p99", "Mean ± std", "Items/s (mean)", "First iter", "Device name")
 
 
 def _md_cell(value: Any) -> str:
@@ -77,13 +78,15 @@ def _export_md(records: list[RunRecord]) -> str:
         if s is None:
             numbers = ["-"] * 6
         else:
-            numbers = [format_ms(s.p50_ms), format_ms(s.p90_ms), format_ms(s.p99_ms),
-                       f"{format_ms(s.mean_ms)} ± {format_ms(s.std_ms)}",
+            numbers = [format_percentile(s.p50_ms, 0.5, s.n), format_percentile(s.p90_ms, 0.9, s.n),
+                       format_percentile(s.p99_ms, 0.99, s.n), f"{format_ms(s.mean_ms)} ± {format_ms(s.std_ms)}",
                        "-" if s.fps is None else f"{s.fps:,.1f}", format_ms(s.first_iter_ms)]
         cells = [r.created_at.replace("T", " ")[:19], r.short_id, r.model, r.shape_text, r.dtype + layout,
                  r.device, r.flags_text + (" (cancelled)" if r.cancelled else ""), *numbers,
                  r.fingerprint.get("device_name", "")]
         lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
+    if any(r.stats is not None and r.stats.n < samples_needed(0.99) for r in records):
+        lines += ["", UNSUPPORTED_LEGEND + "; items/s is items over the total time (the mean's rate)."]
     return "\n".join(lines) + "\n"
 
 

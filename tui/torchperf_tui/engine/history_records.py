@@ -20,7 +20,7 @@ from torchperf_tui.engine.fingerprint import environment_fingerprint
 from torchperf_tui.engine.json_checks import finite_float, is_int, json_type, nonfinite_to_none, shown
 from torchperf_tui.engine.nvml import to_jsonable
 from torchperf_tui.engine.stats import TimingStats, compute_stats
-from torchperf_tui.formatting import format_ms
+from torchperf_tui.formatting import format_ms, format_percentile
 
 if TYPE_CHECKING:  # only for annotations: importing them would import torch
     from torchperf_tui.engine.abtest import ABResult
@@ -99,8 +99,9 @@ class RunRecord:
         else:
             at_p50 = self.stats.fps_at_median  # beside the p50: its rate, not the mean's (items / total time)
             fps = "" if at_p50 is None else f"  {at_p50:,.1f}/s at p50"
-            body = (f"p50 {format_ms(self.stats.p50_ms)}  p99 {format_ms(self.stats.p99_ms)}{fps}"
-                    f"  (n={self.stats.n})")
+            n = self.stats.n
+            body = (f"p50 {format_percentile(self.stats.p50_ms, 0.5, n)}  p99 "
+                    f"{format_percentile(self.stats.p99_ms, 0.99, n)}{fps}  (n={n})")
         tail = "  [cancelled]" if self.cancelled else ""
         if self.throttle_text():
             tail += f"  [GPU {self.throttle_text()}]"

@@ -12,7 +12,7 @@ from textual.containers import Vertical
 from textual.markup import escape
 from textual.widgets import DataTable, Static
 
-from torchperf_tui.formatting import format_ms, format_number
+from torchperf_tui.formatting import UNSUPPORTED_LEGEND, UNSUPPORTED_MARK, format_ms, format_number, format_percentile
 from torchperf_tui.app.job_slots import JobSlots
 from torchperf_tui.app.messages import JobEvent, RunsChanged
 from torchperf_tui.app.run_setup import against_text, setup_text, speedup_text
@@ -235,11 +235,14 @@ class ComparePane(Vertical):
                 setup = against_text(record, base, kind)
             table.add_row(label, format_ms(s.p50_ms) if s else "–",
                           speedup_text(record, base) if base is not None else "–",
-                          format_ms(s.p99_ms) if s else "–", setup,
+                          format_percentile(s.p99_ms, 0.99, s.n) if s else "–", setup,
                           format_number(s.fps_at_median, digits=1) if s else "–", record.status,
                           key=str(record.run_id))
         if keep is not None and history.get(keep) is not None:
             table.move_cursor(row=table.get_row_index(str(keep)))
+        marked = any(r.stats is not None and format_percentile(r.stats.p99_ms, 0.99, r.stats.n).endswith(UNSUPPORTED_MARK)
+                     for r in history)
+        table.tooltip = UNSUPPORTED_LEGEND if marked else None  # what a '?' beside a p99 means
         note = self.query_one("#compare-note", Static)
         if len(history) == 0:
             note.update("no runs yet: pick a model and press r")

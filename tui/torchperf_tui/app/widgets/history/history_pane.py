@@ -18,7 +18,7 @@ from textual.message import Message
 from textual.widgets import DataTable, Static
 from textual.worker import get_current_worker
 
-from torchperf_tui.formatting import format_ms
+from torchperf_tui.formatting import UNSUPPORTED_LEGEND, UNSUPPORTED_MARK, format_ms, format_percentile
 
 MARK = "●"
 COLUMNS = (("mark", " "), ("id", "id"), ("model", "model"), ("p50", "p50"), ("p99", "p99"), ("flags", "flags"),
@@ -239,7 +239,8 @@ class HistoryPane(Vertical):
         for r in self.records.values():
             s = r.stats
             rows.append([MARK if r.id in self.marked else "", r.short_id, r.model,
-                         format_ms(s.p50_ms) if s else "–", format_ms(s.p99_ms) if s else "–",
+                         format_percentile(s.p50_ms, 0.5, s.n) if s else "–",
+                         format_percentile(s.p99_ms, 0.99, s.n) if s else "–",
                          r.flags_text + (" (cancelled)" if r.cancelled else "")
                          + (" (GPU throttled)" if r.throttle_text() else ""), f"{r.shape_text} {r.dtype}",
                          r.device, r.created_at.replace("T", " ")[5:16], r.id])
@@ -253,6 +254,8 @@ class HistoryPane(Vertical):
         for row in rows:
             row[2] = fit_model(row[2], width)
             table.add_row(*row[:-1], key=row[-1])
+        marked = any(row[i].endswith(UNSUPPORTED_MARK) for row in rows for i in (3, 4))
+        table.tooltip = UNSUPPORTED_LEGEND if marked else None  # what a '?' beside a p50 or p99 means
         if keep in self.records:
             table.move_cursor(row=table.get_row_index(keep))
 
