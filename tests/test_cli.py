@@ -34,6 +34,22 @@ def test_info_readable(capsys):
     assert code == 0 and "CPU" in out and "torch" in out
 
 
+def test_info_says_a_cpu_has_no_datasheet_peak_and_shows_the_measured_ceilings_once_kept(capsys):
+    code, out, _ = run(capsys, "info")
+    assert "no datasheet figure for a CPU: the measured ceilings stand in for them" in out
+    assert "none measured yet: `torchperf-tui ceilings` measures them" in out
+    from torchperf_tui.engine.ceilings import Ceiling, CeilingsResult, device_key, save_ceilings
+    from torchperf_tui.engine.inputs import resolve_device
+
+    save_ceilings(CeilingsResult(device="cpu", key=device_key(resolve_device("cpu")), measured_at=0.0, ceilings=[
+        Ceiling("matmul", "float32", 3.2e11, "2048x2048x2048", 0.05, 10),
+        Ceiling("copy", "float32", 2.61e10, "256 MiB", 0.02, 10)]))
+    code, out, _ = run(capsys, "info")
+    assert "float32 matmul 0.32 TFLOP/s · copy 26.1 GB/s (measured " in out
+    code, out, _ = run(capsys, "info", "--json")
+    assert json.loads(out)["measured_ceilings"]["cpu"]["ceilings"][0]["value"] == 3.2e11
+
+
 def test_models_lists_the_catalogue_by_task(capsys):
     code, out, _ = run(capsys, "models", "--task", "classification", "--json")
     assert code == 0

@@ -286,11 +286,30 @@ def cmd_info(args) -> int:
     from torchperf_tui.cli_render import render_device_report
 
     report = probe_device()
+    kept = _kept_ceilings(report)
     if args.json:
-        _print_json(report.to_dict())
+        _print_json({**report.to_dict(),
+                     "measured_ceilings": {device: c.to_dict() if c else None for device, c in kept.items()}})
     else:
-        render_device_report(report)
+        render_device_report(report, kept)
     return 0
+
+
+def _kept_ceilings(report) -> dict:
+    """The measured ceilings kept for the CPU and each CUDA device (None: none yet); nothing is measured here.
+    An unreadable ceilings file is a warning, not a failed `info`."""
+    from torchperf_tui.engine.ceilings import kept_for
+    from torchperf_tui.engine.errors import TorchperfError
+
+    devices = ["cpu"] + ([f"cuda:{gpu.index}" for gpu in report.gpus] if report.cuda_available else [])
+    kept = {}
+    for device in devices:
+        try:
+            kept[device] = kept_for(device)
+        except TorchperfError as exc:
+            print(f"{PROG}: warning: measured ceilings of {device}: {exc}", file=sys.stderr)
+            kept[device] = None
+    return kept
 
 
 def cmd_models(args) -> int:

@@ -33,7 +33,19 @@ def _tflops(value) -> str:
     return f"{value:.1f} TFLOPS" if isinstance(value, (int, float)) else str(value)
 
 
-def render_device_report(report) -> None:
+def kept_ceilings_text(kept) -> str:
+    """A device's measured ceilings as kept ('fp32 matmul 0.33 TFLOP/s · copy 12.1 GB/s, measured ...'), or how
+    to measure them."""
+    if kept is None or not kept.ceilings:
+        return "none measured yet: `torchperf-tui ceilings` measures them (seconds) and keeps them"
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(kept.measured_at))
+    parts = [f"{c.dtype} matmul {c.text}" if c.kind == "matmul" else f"copy {c.text}" for c in kept.ceilings]
+    return " · ".join(parts) + f" (measured {when})"
+
+
+def render_device_report(report, kept: dict | None = None) -> None:
+    """`info`; `kept`: the measured ceilings kept per device ("cpu", "cuda:0"), None where there are none."""
+    kept = kept or {}
     _print_kv("Software", [
         ("torch", report.torch_version),
         ("CUDA runtime", report.cuda_runtime),
@@ -62,6 +74,7 @@ def render_device_report(report) -> None:
             ("peak BF16 tensor", _tflops(gpu.peak_bf16_tensor_tflops)),
             ("peak bandwidth", f"{gpu.peak_bandwidth_gbs:.0f} GB/s"
              if isinstance(gpu.peak_bandwidth_gbs, (int, float)) else gpu.peak_bandwidth_gbs),
+            ("measured ceilings", kept_ceilings_text(kept.get(f"cuda:{gpu.index}"))),
         ])
         for name, formula in gpu.formulas.items():
             console.print(f"  {name}: {formula}")
@@ -74,6 +87,8 @@ def render_device_report(report) -> None:
         ("RAM", format_bytes(cpu.ram_total_bytes)),
         ("torch threads", cpu.torch_threads),
         ("oneDNN (mkldnn)", "available" if cpu.mkldnn_available else "not available"),
+        ("peak FLOP/s, bandwidth", "no datasheet figure for a CPU: the measured ceilings stand in for them"),
+        ("measured ceilings", kept_ceilings_text(kept.get("cpu"))),
     ])
 
 
