@@ -146,9 +146,11 @@ def peaks_for(device: str, dtype: str = "float32", gpu: Any = None, *, tf32: boo
                              "so MFU can exceed what FP32 allows")
     else:
         flops_peak = NA("CPU peak FLOP/s needs FMA units per core and the sustained vector clock, which the OS "
-                        "does not report; pass a datasheet figure")
+                        "does not report; measure the ceilings (torchperf-tui ceilings, C on the Device tab) or "
+                        "give a datasheet figure (roofline --peak-tflops)")
         bandwidth = NA("CPU peak bandwidth needs the populated memory channels and their speed, which the OS "
-                       "does not report; pass a datasheet figure")
+                       "does not report; measure the ceilings (torchperf-tui ceilings, C on the Device tab) or "
+                       "give a datasheet figure (roofline --peak-bandwidth)")
     if peak_tflops is not None:
         flops_peak = float(peak_tflops)
         sources.append(f"peak {peak_tflops:g} TFLOPS given by the user")
