@@ -406,10 +406,8 @@ def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int = 2
 
         def before(phase: str, i: int) -> None:
             if phase == "timed":
-                if sampler is not None and i == 0:  # outside the timer
-                    sampler.begin(window)
-                elif sampler is not None:
-                    sampler.tick()
+                if sampler is not None:  # outside the timer
+                    sampler.before_timed(window, i)
                 feed.advance(done[name])
                 done[name] += 1
             elif feed.shape != tuple(shape):  # the settling iterations: the configured shape
@@ -422,10 +420,8 @@ def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int = 2
             runner = StepRunner(model, step, device, seed=seed)
             times = run_timed_loop(lambda: runner(feed.x), device=device, warmup=1, iters=per_block,
                                    should_cancel=cancelled, before_iteration=before)
-            if sampler is not None and times.cancelled:
-                sampler.discard(window)
-            elif sampler is not None:
-                sampler.end(window)
+            if sampler is not None:
+                sampler.close(window, keep=not times.cancelled)  # a cancelled block is dropped with its samples
         return times
 
     try:

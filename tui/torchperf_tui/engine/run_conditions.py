@@ -316,7 +316,10 @@ class ConditionSampler:
             self._last_t = reading.t
 
     def end(self, label: str) -> None:
-        """The window of `label` closes now; a label with no open window is ignored."""
+        """The window of `label` closes now; a label with no open window is ignored (and costs no reading)."""
+        with self._lock:
+            if label not in self._open:
+                return
         reading = self.read()
         with self._lock:
             start = self._open.pop(label, None)
@@ -328,6 +331,22 @@ class ConditionSampler:
         """Forget the open window of `label` (a block cancelled before it was complete)."""
         with self._lock:
             self._open.pop(label, None)
+
+    def before_timed(self, label: str, index: int) -> None:
+        """Before timed iteration `index` of window `label`, outside the timer: the first opens the window, the
+        others tick. What every timed loop calls from its before-iteration hook."""
+        if index == 0:
+            self.begin(label)
+        else:
+            self.tick()
+
+    def close(self, label: str, keep: bool = True) -> None:
+        """After the timed iterations of `label`: end its window, or (`keep` False: a cancelled block whose
+        samples are dropped) discard it."""
+        if keep:
+            self.end(label)
+        else:
+            self.discard(label)
 
     # -- the summary --------------------------------------------------------------------------------------
     def summary(self, labels: str | Iterable[str], items: int) -> RunConditions:

@@ -561,22 +561,17 @@ class ModelBatchRunner:
             allocated_before = torch.cuda.memory_allocated(self.device)
         x = make_input(shape, dtype=self.dtype, device=self.device, channels_last=self.channels_last)
         run_step = self.run_step
-        sampler, window = self.sampler, self.window
-        if sampler is None or window is None:
-            sampler = window = None
+        sampler = self.sampler if self.window is not None else None  # read over the final measurement only
+        window = self.window
 
         def before(phase: str, index: int) -> None:  # outside the timer
-            if sampler is not None and phase == "timed" and index == 0:
-                sampler.begin(window)
-            elif sampler is not None and phase == "timed":
-                sampler.tick()
+            if sampler is not None and phase == "timed":
+                sampler.before_timed(window, index)
 
         times = run_timed_loop(lambda: run_step(x), device=self.device, warmup=warmup, iters=iters,
                                should_cancel=self.should_cancel, before_iteration=before)
-        if sampler is not None and times.cancelled:
-            sampler.discard(window)
-        elif sampler is not None:
-            sampler.end(window)
+        if sampler is not None:
+            sampler.close(window, keep=not times.cancelled)
         x = None  # the input goes before the peak is read and before the next, larger try
         if on_cpu:
             peak = max(0, self._rss.peak() - self._baseline_rss)

@@ -302,10 +302,8 @@ def run_benchmark(cfg: BenchConfig, on_sample: OnSample | None = None,
             def before(phase: str, index: int) -> None:
                 memory.sample()
                 if phase == "timed":
-                    if sampler is not None and index == 0:  # outside the timer, like everything in this hook
-                        sampler.begin("timed")
-                    elif sampler is not None:
-                        sampler.tick()
+                    if sampler is not None:  # outside the timer, like everything in this hook
+                        sampler.before_timed("timed", index)
                     feed.advance(index)
                 feed.passes_started += 1
 

@@ -293,19 +293,14 @@ def run_modes(cfg: BenchConfig, modes: tuple[str, ...] = MODES, *, cold_l2: bool
                 order = running[round_ % len(running):] + running[:round_ % len(running)] if running else []
                 for mode in order:
                     share = wanted[mode] * (round_ + 1) // rounds - wanted[mode] * round_ // rounds
-                    if result.cancelled or cancelled():
-                        result.cancelled = True
-                        break
-                    window = f"{mode}{round_}"
-                    if sampler is not None and share:  # a window per mode and round that times anything
-                        windows[mode].append(window)
-                        sampler.begin(window)
+                    window = f"{mode}{round_}"  # opened by its first sample: a share that times nothing has none
+                    windows[mode].append(window)
                     for i in range(share):
                         if result.cancelled or cancelled():
                             result.cancelled = True
                             break
-                        if sampler is not None and i:
-                            sampler.tick()  # between samples: outside the timer
+                        if sampler is not None:
+                            sampler.before_timed(window, i)  # outside the timer
                         if mode == "pipelined":
                             results[mode].samples_ms.append(timer(calls[mode], per_block))
                         else:
@@ -313,7 +308,7 @@ def run_modes(cfg: BenchConfig, modes: tuple[str, ...] = MODES, *, cold_l2: bool
                                 flush()  # queued ahead of the start event: outside the timed region
                             results[mode].samples_ms.append(timer(calls[mode], 1))
                         progress(mode, len(results[mode].samples_ms), wanted[mode])
-                    if sampler is not None and share:
+                    if sampler is not None:
                         sampler.end(window)  # a cancelled share keeps its window: its samples are kept too
                 if result.cancelled:
                     break
