@@ -10,8 +10,9 @@ from itertools import groupby
 from rich.console import Console
 from rich.table import Table
 
-from torchperf_tui.formatting import (UNSUPPORTED_LEGEND, UNSUPPORTED_MARK, budget_text, fit_name, format_bytes,
-                                      format_count, format_flops, format_ms, format_number, format_percentile)
+from torchperf_tui.engine.stats import percentile_supported
+from torchperf_tui.formatting import (UNSUPPORTED_LEGEND, budget_text, fit_name, format_bytes, format_count,
+                                      format_flops, format_ms, format_number, format_percentile)
 
 # Piped output (scripts, files) gets wide lines instead of rich's 80-column wrapping.
 # A pipe gets 200 columns (a log keeps whole lines) unless COLUMNS says how wide to be.
@@ -193,16 +194,12 @@ def conditions_rows(conditions, step: str = "infer", during: str = "the run") ->
     """A CUDA run's GPU over its timed iterations: clocks, temperature and power, throttling, energy."""
     if conditions is None:
         return []
-    from torchperf_tui.engine.run_conditions import per_item_word
-
     rows = [(f"GPU during {during}", conditions.summary())]
     if conditions.throttled:
         rows.append(("throttling", conditions.throttle_text()))
     if conditions.gpu_index is not None:
-        rows.append(("energy", conditions.energy_text(per_item_word(step))))
+        rows.append(("energy", conditions.energy_text(step)))
     return rows
-
-
 
 
 def render_modes(result) -> None:
@@ -522,14 +519,12 @@ def render_ab(result) -> None:
     console.print(f"{result.model} on {result.device}, input {'x'.join(map(str, result.input_shape))}{what}: "
                   f"A and B interleaved in {len(result.order)} randomised blocks", style="bold underline")
     console.print(table)
-    if any(UNSUPPORTED_MARK in format_percentile(arm.p99_ms, 0.99, len(arm.samples_ms)) for arm in (result.a, result.b)):
+    if not all(percentile_supported(0.99, len(arm.samples_ms)) for arm in (result.a, result.b)):
         console.print(UNSUPPORTED_LEGEND, style="dim")
-    from torchperf_tui.engine.run_conditions import per_item_word
-
     for name, arm in (("A", result.a), ("B", result.b)):
         conditions = getattr(arm, "conditions", None)
         if conditions is not None:
-            console.print(f"GPU during {name}'s blocks: {conditions.short(per_item_word(arm.step))}")
+            console.print(f"GPU during {name}'s blocks: {conditions.short(arm.step)}")
     console.print()
     console.print(result.summary(), style="bold")
     if result.ratio_note():

@@ -92,10 +92,10 @@ UNSUPPORTED_LEGEND = ("? = more than the sample can support: its 95 % CI reaches
 
 
 def format_percentile(value_ms, q: float, n: int) -> str:
-    """A percentile in ms, marked '?' when `n` samples cannot support it (engine.stats.samples_needed)."""
-    from torchperf_tui.engine.stats import samples_needed  # no numpy, no torch
+    """A percentile in ms, marked '?' when `n` samples cannot support it (engine.stats.percentile_supported)."""
+    from torchperf_tui.engine.stats import percentile_supported  # no numpy, no torch
 
-    return format_ms(value_ms) + (UNSUPPORTED_MARK if isinstance(n, int) and n < samples_needed(q) else "")
+    return format_ms(value_ms) + (UNSUPPORTED_MARK if isinstance(n, int) and not percentile_supported(q, n) else "")
 
 
 def format_number(value, unit: str = "", digits: int = 0) -> str:

@@ -12,7 +12,7 @@ from typing import Any, Iterable
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.history_records import RunRecord
 from torchperf_tui.engine.stats import TimingStats
-from torchperf_tui.engine.stats import samples_needed
+from torchperf_tui.engine.stats import percentile_supported
 from torchperf_tui.formatting import UNSUPPORTED_LEGEND, format_ms, format_percentile
 
 EXPORT_FORMATS: tuple[str, ...] = ("json", "csv", "md")
@@ -85,7 +85,7 @@ def _export_md(records: list[RunRecord]) -> str:
                  r.device, r.flags_text + (" (cancelled)" if r.cancelled else ""), *numbers,
                  r.fingerprint.get("device_name", "")]
         lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
-    if any(r.stats is not None and r.stats.n < samples_needed(0.99) for r in records):
+    if any(r.stats is not None and not percentile_supported(0.99, r.stats.n) for r in records):  # p99 needs most
         lines += ["", UNSUPPORTED_LEGEND + "; items/s is items over the total time (the mean's rate)."]
     return "\n".join(lines) + "\n"
 

@@ -153,10 +153,12 @@ class RunConditions:
         top = f" of {self.sm_clock_max_mhz} max" if self.sm_clock_max_mhz else ""
         return f"SM clock median {self.sm_clock_mhz:.0f} MHz{low}{top}"
 
-    def energy_text(self, per: str = "inference") -> str:
-        """'0.213 J per inference (4.69 per J; NVML energy counter over 3.2 s)', or why there is none."""
+    def energy_text(self, step: str = "infer") -> str:
+        """'213 mJ per inference (4.69 inferences per J; NVML energy counter ... over 3.2 s)', or why there is
+        none; per training sample when `step` is a training step."""
         from torchperf_tui.formatting import format_energy
 
+        per = per_item_word(step)
         each = self.energy_per_item_j
         if each is None:
             return f"energy n/a ({self.missing.get('energy', 'nothing was timed')})"
@@ -187,9 +189,9 @@ class RunConditions:
         return {**asdict(self), "throttled": self.throttled, "energy_per_item_j": self.energy_per_item_j,
                 "items_per_joule": self.items_per_joule}
 
-    def short(self, per: str = "inference", brief: bool = False) -> str:
-        """A few words for a status line: 'SM 1755/1980 MHz · 61 °C · 312 W · 213 mJ/inference · not throttled';
-        `brief` leaves out the temperature and power."""
+    def short(self, step: str = "infer", brief: bool = False) -> str:
+        """A few words for a status line: 'SM 1755/1980 MHz · 61 °C · 312 W · 213 mJ/inference · not throttled'
+        (per training sample when `step` is a training step); `brief` leaves out the temperature and power."""
         from torchperf_tui.formatting import format_energy
 
         if self.gpu_index is None:
@@ -203,7 +205,7 @@ class RunConditions:
         if self.power_mean_w is not None and not brief:
             parts.append(f"{self.power_mean_w:.0f} W")
         if self.energy_per_item_j is not None:
-            parts.append(f"{format_energy(self.energy_per_item_j)}/{per}")
+            parts.append(f"{format_energy(self.energy_per_item_j)}/{per_item_word(step)}")
         if self.throttled_share is not None:
             parts.append(self.throttle_word())
         return " · ".join(parts) or "nothing NVML could read"

@@ -165,6 +165,11 @@ def samples_needed(q: float, confidence: float = CONFIDENCE) -> int:
     return _NEEDED[key]
 
 
+def percentile_supported(q: float, n: int) -> bool:
+    """Whether `n` samples support the q-quantile (its interval lies inside the sample; see samples_needed)."""
+    return n >= samples_needed(q)
+
+
 def _percentile(ordered: Sequence[float], q: float) -> float:
     """numpy.percentile's default (linear between the two nearest ranks), on sorted values."""
     position = (len(ordered) - 1) * q

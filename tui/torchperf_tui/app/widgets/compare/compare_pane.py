@@ -12,7 +12,8 @@ from textual.containers import Vertical
 from textual.markup import escape
 from textual.widgets import DataTable, Static
 
-from torchperf_tui.formatting import UNSUPPORTED_LEGEND, UNSUPPORTED_MARK, format_ms, format_number, format_percentile
+from torchperf_tui.engine.stats import percentile_supported
+from torchperf_tui.formatting import UNSUPPORTED_LEGEND, format_ms, format_number, format_percentile
 from torchperf_tui.app.job_slots import JobSlots
 from torchperf_tui.app.messages import JobEvent, RunsChanged
 from torchperf_tui.app.run_setup import against_text, setup_text, speedup_text
@@ -240,8 +241,7 @@ class ComparePane(Vertical):
                           key=str(record.run_id))
         if keep is not None and history.get(keep) is not None:
             table.move_cursor(row=table.get_row_index(str(keep)))
-        marked = any(r.stats is not None and format_percentile(r.stats.p99_ms, 0.99, r.stats.n).endswith(UNSUPPORTED_MARK)
-                     for r in history)
+        marked = any(r.stats is not None and not percentile_supported(0.99, r.stats.n) for r in history)
         table.tooltip = UNSUPPORTED_LEGEND if marked else None  # what a '?' beside a p99 means
         note = self.query_one("#compare-note", Static)
         if len(history) == 0:
@@ -272,9 +272,7 @@ def ab_verdict_text(result) -> str:
     note = result.ratio_note()
     if note:
         lines.append(f"[dim]{note}[/]")
-    from torchperf_tui.engine.run_conditions import per_item_word
-
-    gpu = [f"{name} {escape(arm.conditions.short(per_item_word(arm.step), brief=True))}"
+    gpu = [f"{name} {escape(arm.conditions.short(arm.step, brief=True))}"
            for name, arm in (("A", result.a), ("B", result.b)) if getattr(arm, "conditions", None) is not None]
     if gpu:  # both arms on one line: the per-arm reasons are in the note when they differ
         lines.append("GPU  " + "  |  ".join(gpu))

@@ -18,7 +18,8 @@ from textual.message import Message
 from textual.widgets import DataTable, Static
 from textual.worker import get_current_worker
 
-from torchperf_tui.formatting import UNSUPPORTED_LEGEND, UNSUPPORTED_MARK, format_ms, format_percentile
+from torchperf_tui.engine.stats import percentile_supported
+from torchperf_tui.formatting import UNSUPPORTED_LEGEND, format_ms, format_percentile
 
 MARK = "●"
 COLUMNS = (("mark", " "), ("id", "id"), ("model", "model"), ("p50", "p50"), ("p99", "p99"), ("flags", "flags"),
@@ -254,7 +255,8 @@ class HistoryPane(Vertical):
         for row in rows:
             row[2] = fit_model(row[2], width)
             table.add_row(*row[:-1], key=row[-1])
-        marked = any(row[i].endswith(UNSUPPORTED_MARK) for row in rows for i in (3, 4))
+        # p99 needs the most samples: a '?' beside any p50 or p99 means one beside that run's p99
+        marked = any(r.stats is not None and not percentile_supported(0.99, r.stats.n) for r in self.records.values())
         table.tooltip = UNSUPPORTED_LEGEND if marked else None  # what a '?' beside a p50 or p99 means
         if keep in self.records:
             table.move_cursor(row=table.get_row_index(keep))

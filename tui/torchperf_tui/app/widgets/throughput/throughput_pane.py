@@ -48,10 +48,8 @@ def throughput_summary(result) -> str:
     lines += [escape(n) for n in result.notes if not n.startswith("CPU memory cap")]
     conditions = getattr(result, "conditions", None)
     if conditions is not None:  # a GPU: its clocks, energy per sample and throttling over the measurement
-        from torchperf_tui.engine.run_conditions import per_item_word
-
         line = (f"GPU at batch {result.best_batch}: "
-                f"{escape(conditions.short(per_item_word(getattr(result, 'step', 'infer')), brief=True))}")
+                f"{escape(conditions.short(getattr(result, 'step', 'infer'), brief=True))}")
         lines.append(f"[$warning]{line}[/]" if conditions.throttled_share else line)
     return "\n".join(lines)
 

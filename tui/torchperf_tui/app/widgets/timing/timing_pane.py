@@ -73,10 +73,8 @@ def conditions_text(record, compact: bool = False) -> str:
     conditions = getattr(record.result, "conditions", None)
     if conditions is None:
         return ""
-    from torchperf_tui.engine.run_conditions import per_item_word
-
-    per = per_item_word(getattr(record.result, "step", "infer"))
-    line = f"GPU over run {record.label}: {escape(conditions.short(per, brief=compact))}"
+    step = getattr(record.result, "step", "infer")
+    line = f"GPU over run {record.label}: {escape(conditions.short(step, brief=compact))}"
     if conditions.throttled_share:
         line = f"[$warning]{line}[/]"
         if not compact:
