@@ -140,7 +140,8 @@ def render_timing(result) -> None:
     s = result.stats
     title = (f"{result.model} on {result.device}, input {'x'.join(map(str, result.input_shape))} {result.dtype}"
              f"{' channels_last' if result.channels_last else ''}")
-    rows = [("flags", result.flags.describe(device=result.device)), ("timer", result.timer),
+    rows = [("flags", result.flags_text()),
+            ("timer", result.timer),
             ("first iteration", format_ms(result.first_iter_ms)),
             ("warm-up", f"{len(result.warmup_ms)} iterations")]
     step = getattr(result, "step", "infer")
@@ -187,6 +188,7 @@ def render_timing(result) -> None:
         rows.append(("note", budget_text(result)))
     if result.cancelled:
         rows.append(("note", "cancelled before the end"))
+    rows += [("torch state", note) for note in getattr(result, "state_notes", ())]
     _print_kv(title, rows)
 
 
@@ -504,7 +506,8 @@ def render_ab(result) -> None:
         table.add_column(column, justify="right" if column in numeric else "left")
     for name, arm in (("A", result.a), ("B", result.b)):
         ci = "-" if arm.ci_low_ms is None else f"{format_ms(arm.ci_low_ms)} - {format_ms(arm.ci_high_ms)}"
-        table.add_row(name, arm.spec, arm.flags.describe(device=result.device) +
+        table.add_row(name, arm.spec, arm.flags.describe(device=result.device,
+                                                     threads_used=getattr(arm, "threads_used", None)) +
                       (f", {arm.dtype}" if arm.dtype != "float32" else "") +
                       (", channels_last" if arm.channels_last else "") +
                       (f", shapes {arm.shapes} ({arm.first_seen} new)" if arm.shapes != "fixed" else "") +
@@ -531,6 +534,8 @@ def render_ab(result) -> None:
         console.print(f"note: {result.ratio_note()}")
     for note in result.notes:
         console.print(f"note: {note}")
+    for note in getattr(result, "state_notes", ()):
+        console.print(f"torch state: {note}", markup=False)
     if result.verdict is not None:
         console.print(f"(ratio: median of B/A over {result.verdict.blocks} neighbouring block pairs, with a "
                       "bootstrap 95 % CI; Wilcoxon signed-rank on the paired log-ratios)")

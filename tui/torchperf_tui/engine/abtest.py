@@ -21,7 +21,7 @@ from typing import Callable
 import numpy as np
 
 from torchperf_tui.engine.errors import FlagError, TorchperfError
-from torchperf_tui.engine.flags import Flags, applied_flags
+from torchperf_tui.engine.flags import Flags, StateWatch, applied_flags
 from torchperf_tui.engine.run_conditions import RunConditions, conditions_sampler, throttle_note
 
 ALPHA = 0.05
@@ -213,6 +213,11 @@ class ArmResult:
     optimizer: str | None = None  # a training step's
     amp: str | None = None  # its mixed precision
     conditions: RunConditions | None = None  # CUDA: the GPU's clocks, throttling and energy over its blocks
+    threads_used: int | None = None  # torch's intra-op thread count in the arm's blocks, as torch reported it
+
+    def flags_text(self, device: str) -> str:
+        """The arm's flags with the thread count it ran on: 'threads=2 (default)'."""
+        return self.flags.describe(device, threads_used=self.threads_used)
 
     @property
     def samples_ms(self) -> list[float]:
@@ -251,6 +256,8 @@ class ABResult:
     step: str = "infer"  # what one iteration of both arms did: "infer" or "train"
     optimizer: str | None = None  # a training step's
     amp: str | None = None  # mixed precision of both arms
+    # What the model's code changed in torch's global state during the comparison, put back (engine.flags).
+    state_notes: list[str] = field(default_factory=list)
 
     @property
     def pairs(self) -> int:
@@ -334,8 +341,20 @@ def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int = 2
     ArmThreads), and starts
     with one discarded iteration plus one warm-up (a flag change such as the thread count needs a pass to
     settle). `on_block(arm, index, total,
-    samples)` is called after each block; `should_cancel()` is checked between iterations.
+    samples)` is called after each block; `should_cancel()` is checked between iterations. What the model's
+    code changes in torch's global state is put back at the end and said in `state_notes`.
     """
+    watch = StateWatch()  # before the model's code runs
+    try:
+        result = _run_ab(base, a, b, blocks, per_block, seed, on_block, should_cancel, watch)
+    finally:
+        notes = watch.close()
+    result.state_notes = list(notes)
+    return result
+
+
+def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int, seed: int, on_block: OnBlock | None,
+            should_cancel: Callable[[], bool] | None, watch: StateWatch) -> ABResult:
     import torch
 
     from torchperf_tui.engine.inputs import parse_dtype, resolve_device
@@ -377,6 +396,7 @@ def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int = 2
         key = (arm.dtype, arm.channels_last)
         if key not in workloads:
             workloads[key] = prepare_workload(base.model, shape, device, parse_dtype(arm.dtype), arm.channels_last)
+    watch.built()
     # A training step changes the weights (and batch norm's statistics): when either arm trains, every block
     # of either arm starts from the state the model was built in (a training arm with a fresh optimizer), so
     # neither arm trains on, or infers with, the other's steps.
@@ -422,6 +442,8 @@ def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int = 2
                                    should_cancel=cancelled, before_iteration=before)
             if sampler is not None:
                 sampler.close(window, keep=not times.cancelled)  # a cancelled block is dropped with its samples
+            watch.ran(arm.flags, during=f"arm {name}'s blocks")
+            arm.threads_used = torch.get_num_threads()
         return times
 
     try:

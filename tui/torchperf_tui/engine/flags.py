@@ -3,6 +3,12 @@
 This is the only place that changes torch's global backend state (cuDNN, TF32, deterministic algorithms,
 oneDNN, intra-op threads). A module-wide re-entrant lock is held while flags are applied, so a timed run
 never sees its flags change under it: a second run waits until the first has left its flags context.
+
+User code can change that state too (a factory calling `torch.set_num_threads(1)`), and it would then leak
+into every later model of the process. So the process keeps its pristine state (`process_baseline`, taken
+before any user code runs), a run's flags are applied over that baseline (threads left empty mean the
+baseline's count, not whatever the last model set), and `StateWatch` / `guarded_job` notice what user
+code changed, put the state back, and say so in words a result carries (`state_notes`).
 """
 
 from __future__ import annotations
@@ -11,7 +17,7 @@ import os
 import threading
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 from torchperf_tui.engine.errors import FlagError
 
@@ -48,14 +54,15 @@ FLAG_SPECS: tuple[FlagSpec, ...] = (
     FlagSpec("mkldnn_enabled", "oneDNN (mkldnn)", bool, "cpu",
              "use oneDNN kernels for CPU convolutions and matmuls"),
     FlagSpec("num_threads", "threads", int, "cpu",
-             "intra-op CPU threads (torch.set_num_threads); empty leaves the current value"),
+             "intra-op CPU threads (torch.set_num_threads); empty: the measurement process's own count"),
 )
 _SPECS_BY_NAME = {spec.name: spec for spec in FLAG_SPECS}
 
 
 @dataclass(frozen=True)
 class Flags:
-    """A complete set of backend flags. `num_threads=None` leaves the thread count as it is."""
+    """A complete set of backend flags. `num_threads=None` is the process's own thread count (its baseline,
+    see `process_baseline`), whatever user code set since."""
 
     cudnn_benchmark: bool = False
     cudnn_deterministic: bool = False
@@ -82,6 +89,12 @@ class Flags:
             num_threads=torch.get_num_threads(),
         )
 
+    def resolved(self) -> "Flags":
+        """These flags with the thread count they run on: the asked one, else the process's baseline count."""
+        if self.num_threads is not None:
+            return self
+        return replace(self, num_threads=process_baseline().flags.num_threads)
+
     def replace(self, **changes) -> "Flags":
         unknown = set(changes) - set(_SPECS_BY_NAME)
         if unknown:
@@ -96,9 +109,13 @@ class Flags:
         return {f.name: (getattr(other, f.name), getattr(self, f.name))
                 for f in fields(self) if getattr(self, f.name) != getattr(other, f.name)}
 
-    def describe(self, device: str | None = None, against: "Flags | None" = None) -> str:
+    def describe(self, device: str | None = None, against: "Flags | None" = None, *,
+                 threads_used: int | None = None, against_threads: int | None = None) -> str:
         """Short text of the flags that differ from PyTorch's defaults, or from `against` (those that apply on
-        `device`): "defaults" (or "same flags") when none do."""
+        `device`). The thread count is always said on the CPU (or with no device): "threads=2" when asked for,
+        "threads=2 (default)" when left to the process and `threads_used` says what it was, "threads=default"
+        when nobody knows yet (before a run). Against another set, the threads are said when the counts that
+        ran (`threads_used`, `against_threads`, else the asked ones) differ; "same flags" when nothing does."""
         diffs = []
         for name, (_, value) in self.changed_from(against or Flags()).items():
             if name == "num_threads":
@@ -107,9 +124,20 @@ class Flags:
                 continue
             label = _SPECS_BY_NAME[name].label
             diffs.append(f"{label}={'on' if value else 'off'}")
-        if self.num_threads != (against.num_threads if against is not None else None):
-            diffs.append(f"threads={self.num_threads or 'auto'}")
-        return ", ".join(diffs) if diffs else ("same flags" if against is not None else "defaults")
+        mine = threads_used if threads_used is not None else self.num_threads
+        if against is not None:
+            theirs = against_threads if against_threads is not None else against.num_threads
+            if mine != theirs:
+                diffs.append(f"threads={mine or 'auto'}")
+            return ", ".join(diffs) if diffs else "same flags"
+        on_cpu = device is None or not device.startswith("cuda")
+        if on_cpu or self.num_threads is not None:
+            if self.num_threads is not None:
+                diffs.append(f"threads={self.num_threads}"
+                             + ("" if threads_used in (None, self.num_threads) else f" (ran on {threads_used})"))
+            else:
+                diffs.append(f"threads={threads_used} (default)" if threads_used is not None else "threads=default")
+        return ", ".join(diffs) if diffs else "defaults"
 
 
 def flag_spec(name: str) -> FlagSpec:
@@ -202,16 +230,186 @@ def _apply(flags: Flags) -> None:
 
 @contextmanager
 def applied_flags(flags: Flags) -> Iterator[Flags]:
-    """Run the body under `flags`, then put back exactly what was there before, even on error."""
+    """Run the body under `flags` (threads left empty: the process's baseline count, see `process_baseline`),
+    then put back exactly what was there before, even on error."""
     import torch
 
     with _FLAGS_LOCK:
         previous = Flags.current()
         warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
         try:
-            _apply(flags)
+            _apply(flags if flags.num_threads is not None
+                   else replace(flags, num_threads=process_baseline().flags.num_threads))
             yield flags
         finally:
             _apply(previous)
             if previous.deterministic_algorithms and warn_only:
                 torch.use_deterministic_algorithms(True, warn_only=True)
+
+
+# -- the process's global torch state, and what user code did to it --------------------------------------
+
+# What TorchState holds beyond the flags, and how a change of each is said.
+_STATE_LABELS = {"num_threads": "torch threads", "interop_threads": "inter-op threads",
+                 "default_dtype": "the default dtype", "grad_enabled": "grad mode",
+                 "warn_only": "deterministic algorithms' warn-only mode"}
+
+
+@dataclass(frozen=True)
+class TorchState:
+    """Torch's process-wide settings a model's code can change behind a run's back: every flag (threads
+    included, as a count), the inter-op threads, the default dtype, grad mode and deterministic warn-only."""
+
+    flags: Flags
+    interop_threads: int
+    default_dtype: str
+    grad_enabled: bool
+    warn_only: bool
+
+    @classmethod
+    def current(cls) -> "TorchState":
+        import torch
+
+        return cls(flags=Flags.current(), interop_threads=int(torch.get_num_interop_threads()),
+                   default_dtype=str(torch.get_default_dtype()).removeprefix("torch."),
+                   grad_enabled=bool(torch.is_grad_enabled()),
+                   warn_only=bool(torch.is_deterministic_algorithms_warn_only_enabled()))
+
+    def values(self) -> dict[str, object]:
+        return {**self.flags.to_dict(), "interop_threads": self.interop_threads,
+                "default_dtype": self.default_dtype, "grad_enabled": self.grad_enabled, "warn_only": self.warn_only}
+
+    def changes_from(self, expected: "TorchState") -> dict[str, tuple]:
+        """Settings whose values differ: name -> (expected, this state's value)."""
+        mine, theirs = self.values(), expected.values()
+        return {name: (theirs[name], value) for name, value in mine.items() if value != theirs[name]}
+
+
+_BASELINE: TorchState | None = None
+
+
+def process_baseline() -> TorchState:
+    """The process's pristine state, taken at the first call: the measurement process calls it (through
+    `guarded_job`) before its first job, so before any user code; an engine call from a script takes it at
+    its first run, before that run builds its model."""
+    global _BASELINE
+    with _FLAGS_LOCK:
+        if _BASELINE is None:
+            _BASELINE = TorchState.current()
+        return _BASELINE
+
+
+def asked_state(flags: Flags) -> TorchState:
+    """The state a run under `flags` should see from its first iteration to its last: the baseline with the
+    flags applied (as `applied_flags` does), threads left empty being the baseline's count."""
+    base = process_baseline()
+    threads = flags.num_threads if flags.num_threads is not None else base.flags.num_threads
+    # Setting deterministic algorithms on or off (as applying flags does) clears warn-only.
+    return replace(base, flags=replace(flags, num_threads=threads), warn_only=False)
+
+
+def _label(name: str) -> str:
+    return _STATE_LABELS.get(name) or _SPECS_BY_NAME[name].label
+
+
+def _value_text(value: object) -> str:
+    return ("on" if value else "off") if isinstance(value, bool) else str(value)
+
+
+def change_text(name: str, expected: object, actual: object) -> str:
+    """'torch threads to 1 (asked: 2)'."""
+    return f"{_label(name)} to {_value_text(actual)} (asked: {_value_text(expected)})"
+
+
+def restore_state(state: TorchState) -> list[str]:
+    """Put `state` back; the settings torch cannot set again in this process (inter-op threads, once any
+    parallel work has run), as lines."""
+    import torch
+
+    with _FLAGS_LOCK:
+        _apply(state.flags)
+        if state.warn_only and state.flags.deterministic_algorithms:
+            torch.use_deterministic_algorithms(True, warn_only=True)
+        dtype = getattr(torch, state.default_dtype, None)
+        if isinstance(dtype, torch.dtype) and torch.get_default_dtype() != dtype:
+            torch.set_default_dtype(dtype)
+        torch.set_grad_enabled(state.grad_enabled)
+        stuck = []
+        if torch.get_num_interop_threads() != state.interop_threads:
+            try:
+                torch.set_num_interop_threads(state.interop_threads)
+            except RuntimeError:  # torch allows it once, before any inter-op work
+                stuck.append(f"{_label('interop_threads')} cannot be set back to {state.interop_threads} in this "
+                             f"process (torch allows it once)")
+        return stuck
+
+
+class StateWatch:
+    """What the model's code did to torch's global state during one measurement, in words, and the state put
+    back at the end.
+
+    Made before the model is built; `built()` once it is (its import and factory ran: what they changed is
+    overridden by the run's flags context, and said); `ran(flags)` inside the flags context after the timed
+    iterations (what the forward changed there was in effect for some of them: the samples were not all
+    measured under what was asked); `close()` puts back the state found at the start. `notes` says each
+    change once.
+    """
+
+    def __init__(self) -> None:
+        process_baseline()  # before any user code, in a process that has not taken it yet
+        self.start = TorchState.current()
+        self.notes: list[str] = []
+        self._said: set[str] = set()
+
+    def _note(self, changes: dict[str, tuple], text) -> None:
+        for name, (expected, actual) in changes.items():
+            if name not in self._said:
+                self._said.add(name)
+                self.notes.append(text(name, expected, actual))
+
+    def built(self) -> None:
+        self._note(TorchState.current().changes_from(self.start),
+                   lambda n, e, a: f"the model's code (import or factory) set {_label(n)} to {_value_text(a)}: "
+                                   f"overridden for the run ({_value_text(e)}) and put back after it")
+
+    def ran(self, flags: Flags, during: str = "the run") -> None:
+        changes = TorchState.current().changes_from(asked_state(flags))
+        changes.pop("grad_enabled", None)  # the run's own: inference runs without gradients
+        self._note(changes,
+                   lambda n, e, a: f"the model's code set {change_text(n, e, a)} during {during}: samples "
+                                   f"measured under a state the run did not ask for; put back after it")
+
+    def close(self) -> list[str]:
+        """Put back the state found at the start; returns `notes`."""
+        changes = TorchState.current().changes_from(self.start)
+        if changes:
+            self._note(changes, lambda n, e, a: f"the model's code set {_label(n)} to {_value_text(a)}; "
+                                                f"put back to {_value_text(e)} after the run")
+            self.notes += restore_state(self.start)
+        return self.notes
+
+
+def guarded_job(call: Callable[[], tuple[Any, dict]]) -> tuple[Any, dict]:
+    """Run one job of the measurement process (`call` returns (result, extra)) from the process's baseline
+    state and put that state back after it: no model's settings leak into the next job.
+
+    What user code changed is said on the result: added to its `state_notes` when it has that field (runs
+    whose engine runner watched for itself have said it already), else in `extra["state_notes"]`."""
+    baseline = process_baseline()
+    if TorchState.current() != baseline:  # left by code outside any job (never expected): not this job's doing
+        restore_state(baseline)
+    try:
+        result, extra = call()
+    finally:
+        changes = TorchState.current().changes_from(baseline)
+        stuck = restore_state(baseline) if changes else []
+    if not changes:
+        return result, extra
+    said = " ".join(getattr(result, "state_notes", ()) or ())
+    notes = [f"user code set {_label(name)} to {_value_text(actual)}; put back to {_value_text(expected)} "
+             "after the job" for name, (expected, actual) in changes.items() if _label(name) not in said] + stuck
+    if notes and hasattr(result, "state_notes"):
+        result.state_notes = [*result.state_notes, *notes]
+    elif notes:
+        extra = {**extra, "state_notes": notes}
+    return result, extra

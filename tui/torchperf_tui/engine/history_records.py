@@ -35,9 +35,11 @@ class RunRecord:
     """One completed run as it is kept in the history and exported.
 
     `flags` is `Flags.to_dict()` and `flags_text` its `describe(device)`, stored at record time so that
-    reading the history needs no torch. `fingerprint` is the environment (see engine/fingerprint.py); the run's
-    own set-up (model, shape, dtype, channels_last, device, flags) lives in the record's fields.
-    `details` carries what a kind adds (compile mode for timing; later throughput and compare data).
+    reading the history needs no torch; `num_threads` there is the count the run used (left to the process,
+    its default count), so two runs on different thread counts never read as the same flags. A run whose
+    model's code changed torch's global state keeps what it did in `details["state_notes"]`. `fingerprint` is
+    the environment (see engine/fingerprint.py); the run's own set-up (model, shape, dtype, channels_last,
+    device, flags) lives in the record's fields. `details` carries what a kind adds (compile mode for timing; later throughput and compare data).
     """
 
     id: str
@@ -71,6 +73,13 @@ class RunRecord:
     def short_id(self) -> str:
         return self.id[:8]
 
+    @property
+    def state_notes(self) -> list[str]:
+        """What the model's code changed in torch's global state during the run (read from a file: strings
+        only)."""
+        notes = self.details.get("state_notes")
+        return [note for note in notes if isinstance(note, str)] if isinstance(notes, list) else []
+
     def setup(self) -> dict[str, Any]:
         """What was measured, for spotting that two runs are not like for like."""
         return {"model": self.model, "input_shape": self.shape_text, "dtype": self.dtype,
@@ -103,6 +112,8 @@ class RunRecord:
             body = (f"p50 {format_percentile(self.stats.p50_ms, 0.5, n)}  p99 "
                     f"{format_percentile(self.stats.p99_ms, 0.99, n)}{fps}  (n={n})")
         tail = "  [cancelled]" if self.cancelled else ""
+        if self.state_notes:
+            tail += "  [torch state changed by the model's code]"
         if self.throttle_text():
             tail += f"  [GPU {self.throttle_text()}]"
         return f"{head}  {body}  flags: {self.flags_text}{tail}"
@@ -238,8 +249,9 @@ def record_from_timing(result: "TimingResult", fingerprint: dict[str, Any] | Non
     return RunRecord(
         id=new_record_id(), kind="timing", created_at=_iso_utc(result.started_at + result.duration_s),
         model=result.model, input_shape=tuple(result.input_shape), dtype=result.dtype,
-        channels_last=result.channels_last, device=result.device, flags=result.flags.to_dict(),
-        flags_text=result.flags.describe(result.device), stats=result.stats, samples_ms=list(result.samples_ms),
+        channels_last=result.channels_last, device=result.device, flags=_flags_used(result.flags, threads),
+        flags_text=result.flags.describe(result.device, threads_used=threads), stats=result.stats,
+        samples_ms=list(result.samples_ms),
         fingerprint=env, cancelled=result.cancelled, duration_s=result.duration_s, timer=result.timer,
         details=details,
     )
@@ -258,16 +270,28 @@ def records_from_ab(result: "ABResult", fingerprint: dict[str, Any] | None = Non
                    "blocks": len(arm.blocks), "verdict": verdict, "summary": result.summary(),
                    "step": getattr(arm, "step", "infer"), "optimizer": getattr(arm, "optimizer", None),
                    "amp": getattr(arm, "amp", None)}
+        if getattr(result, "state_notes", None):
+            details["state_notes"] = list(result.state_notes)
+        threads = getattr(arm, "threads_used", None)
         arm_env = {**env, **_conditions_fingerprint(getattr(arm, "conditions", None))}
         records.append(RunRecord(
             id=ids[name], kind="ab", created_at=created, model=result.model,
             input_shape=tuple(result.input_shape), dtype=arm.dtype, channels_last=arm.channels_last,
-            device=result.device, flags=arm.flags.to_dict(), flags_text=arm.flags.describe(result.device),
+            device=result.device, flags=_flags_used(arm.flags, threads),
+            flags_text=arm.flags.describe(result.device, threads_used=threads),
             stats=compute_stats(arm.samples_ms, batch=result.input_shape[0]),
             samples_ms=list(arm.samples_ms), fingerprint=arm_env, cancelled=result.cancelled,
             duration_s=result.duration_s, timer="cuda-events" if result.device.startswith("cuda") else "perf_counter",
             details=details))
     return records
+
+
+def _flags_used(flags: Any, threads: int | None) -> dict[str, Any]:
+    """The flags as a dict, with the thread count the run used where the flags left it to the process."""
+    data = flags.to_dict()
+    if data.get("num_threads") is None and threads is not None:
+        data["num_threads"] = threads
+    return data
 
 
 def _conditions_fingerprint(conditions: Any) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Callable
 import numpy as np
 
 from torchperf_tui.engine.errors import TorchperfError, first_line
-from torchperf_tui.engine.flags import Flags, applied_flags
+from torchperf_tui.engine.flags import Flags, StateWatch, applied_flags
 from torchperf_tui.engine.inputs import dtype_name, make_input, parse_dtype, resolve_device
 from torchperf_tui.engine.lazy_torch import torch
 from torchperf_tui.engine.run_conditions import RunConditions, conditions_sampler
@@ -137,10 +137,23 @@ class TimingResult:
     budget_stopped: bool = False
     # A CUDA run: the GPU's clocks, throttling, temperature, power and energy over the timed iterations.
     conditions: RunConditions | None = None
+    # What the model's code changed in torch's global state (threads, flags) during the run, each said once and
+    # put back (engine.flags.StateWatch): a run with notes was not measured, or not wholly, under its flags.
+    state_notes: list[str] = field(default_factory=list)
 
     @property
     def batch(self) -> int:
         return self.input_shape[0]
+
+    @property
+    def threads_used(self) -> int | None:
+        """The intra-op thread count torch reported in the run (the flags' own count when not read)."""
+        in_effect = getattr(self, "flags_in_effect", None)
+        return in_effect.num_threads if in_effect is not None else self.flags.num_threads
+
+    def flags_text(self) -> str:
+        """The flags as asked, with the thread count the run used: 'threads=2 (default)'."""
+        return self.flags.describe(self.device, threads_used=self.threads_used)
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -266,8 +279,22 @@ def run_benchmark(cfg: BenchConfig, on_sample: OnSample | None = None,
     timer) and `on_shape(index, shape, first_seen)` is told; the schedule's extreme shapes are checked on
     the meta device first, so a size the model rejects is a ShapeError before anything runs. Memory is
     sampled between iterations (`memory_trace`) and each point is passed to `on_memory(point, kind)` as it
-    is taken (kind: see `TimingResult.memory_kind`).
+    is taken (kind: see `TimingResult.memory_kind`). What the model's code changes in torch's global state
+    (threads, flags) is overridden for the timed iterations where it can be, put back at the end, and said in
+    `state_notes`.
     """
+    watch = StateWatch()  # before the model's code runs: its import and factory may change global state
+    try:
+        result = _run_benchmark(cfg, watch, on_sample, should_cancel, on_shape, on_memory)
+    finally:
+        notes = watch.close()  # the state found at the start put back, whatever the model's code did
+    result.state_notes = list(notes)
+    return result
+
+
+def _run_benchmark(cfg: BenchConfig, watch: StateWatch, on_sample: OnSample | None,
+                   should_cancel: ShouldCancel | None, on_shape: OnShape | None,
+                   on_memory: OnMemory | None) -> TimingResult:
     from torchperf_tui.engine.train_step import StepRunner, amp_problem, grad_context
 
     started = time.time()
@@ -289,6 +316,7 @@ def run_benchmark(cfg: BenchConfig, on_sample: OnSample | None = None,
     from torchperf_tui.engine.workload import forward_errors, prepare_workload
 
     work = prepare_workload(cfg.model, shape, device, dtype, cfg.channels_last, seed=cfg.seed)
+    watch.built()
     feed = ShapeFeed(work.x, shape, timed_shapes, dtype, device, cfg.channels_last, cfg.seed, on_shape)
     memory = _MemoryTrace(device, on_memory)
     sampler = conditions_sampler(device)  # None on the CPU
@@ -313,6 +341,7 @@ def run_benchmark(cfg: BenchConfig, on_sample: OnSample | None = None,
                                        before_iteration=before, budget_s=cfg.time_budget_s)
                 if sampler is not None:
                     sampler.end("timed")
+            watch.ran(cfg.flags)
             in_effect = Flags.current()  # what torch itself reported, read once the loop is over
             step_peak = int(torch.cuda.max_memory_allocated(device)) if forward_peak is not None else None
             memory.sample()

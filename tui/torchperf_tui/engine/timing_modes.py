@@ -251,7 +251,7 @@ def run_modes(cfg: BenchConfig, modes: tuple[str, ...] = MODES, *, cold_l2: bool
     blocks = max(MIN_BLOCKS_PER_ROUND * rounds, math.ceil(cfg.iters / per_block))
     wanted = {"sync": cfg.iters, "graph": cfg.iters, "pipelined": blocks}
     result = ModesResult(model=cfg.model, device=str(device), input_shape=tuple(shape), dtype=dtype_name(dtype),
-                         step=step.describe(), flags=cfg.flags,
+                         step=step.describe(), flags=cfg.flags.resolved(),  # the thread count said
                          modes=list(results.values()), per_block=per_block, rounds=rounds, cold_l2=cold_l2)
 
     work = prepare_workload(cfg.model, shape, device, dtype, cfg.channels_last, seed=cfg.seed)

@@ -104,6 +104,7 @@ class Worker:
 
     def serve(self) -> None:
         from torchperf_tui.engine.errors import user_message
+        from torchperf_tui.engine.flags import guarded_job
         from torchperf_tui.worker.jobs import RUNNERS, JobContext
 
         while True:
@@ -126,7 +127,8 @@ class Worker:
                     continue
                 self.send(Started(job.job_id))
                 try:
-                    result, extra = runner(job.params, ctx)
+                    # From the process's pristine torch state, put back after: no model's settings leak on.
+                    result, extra = guarded_job(lambda: runner(job.params, ctx))
                 except (Exception, SystemExit) as exc:  # the model's or ours: one line either way
                     if os.environ.get("TORCHPERF_DEBUG"):
                         import traceback
