@@ -4,7 +4,10 @@ import pytest
 import torch
 
 from torchperf_tui.engine.errors import FlagError
-from torchperf_tui.engine.flags import FLAG_SPECS, Flags, applied_flags, flag_applicability
+from torchperf_tui.engine.flags import (FLAG_SPECS, Flags, TorchState, applied_flags, flag_applicability,
+                                        guarded_job, process_baseline, restore_state)
+from torchperf_tui.engine.timing import BenchConfig, run_benchmark
+from tests import state_changing_models as hostile
 
 
 def test_current_reflects_torch_state():
@@ -90,11 +93,16 @@ def test_tf32_needs_ampere(monkeypatch):
     assert flag_applicability("tf32_matmul", "cuda") == (True, None)
 
 
-def test_describe_names_only_what_differs():
-    assert Flags().describe() == "defaults"
+def test_describe_names_only_what_differs_and_always_the_cpu_threads():
+    """The thread count a CPU run used is always said, never "defaults" (a run on one thread read "flags
+    defaults" while every other ran on two)."""
+    assert Flags().describe("cpu", threads_used=2) == "threads=2 (default)"
+    assert Flags().describe("cpu") == "threads=default"  # before a run: not known yet, and said so
     text = Flags(cudnn_benchmark=True, num_threads=2).describe()
     assert "cudnn.benchmark=on" in text and "threads=2" in text
-    assert Flags(cudnn_benchmark=True).describe(device="cpu") == "defaults"
+    assert Flags(cudnn_benchmark=True).describe(device="cpu", threads_used=4) == "threads=4 (default)"
+    assert Flags(num_threads=2).describe("cpu", threads_used=1) == "threads=2 (ran on 1)"
+    assert Flags().describe("cuda:0", threads_used=2) == "defaults"  # the GPU's run: threads are not its setting
 
 
 def test_flags_described_against_another_set_name_only_what_differs():
@@ -104,3 +112,107 @@ def test_flags_described_against_another_set_name_only_what_differs():
     assert base.describe("cpu", against=base) == "same flags"
     assert Flags(num_threads=2).describe("cpu", against=Flags()) == "threads=2"
     assert Flags().describe("cpu", against=Flags(num_threads=2)) == "threads=auto"
+
+
+def test_flags_described_against_another_set_tell_the_thread_counts_that_ran_apart():
+    """Compare said "same flags" for two runs of equal flags, one of which ran on one thread."""
+    assert Flags().describe("cpu", against=Flags(), threads_used=1, against_threads=2) == "threads=1"
+    assert Flags().describe("cpu", against=Flags(num_threads=2), threads_used=2) == "same flags"
+
+
+# -- what a model's code does to torch's global state ----------------------------------------------------
+
+@pytest.fixture
+def baseline():
+    """The process's pristine state; put back after the test whatever it did."""
+    state = process_baseline()
+    restore_state(state)
+    yield state
+    restore_state(state)
+
+
+def _cfg(model: str, **kw) -> BenchConfig:
+    return BenchConfig(model=model, input_shape=(1, 3, 16, 16), device="cpu", warmup=2, iters=5, **kw)
+
+
+def test_a_factory_that_sets_threads_is_said_overridden_for_the_run_and_put_back(baseline):
+    """The tester's case: a factory calling torch.set_num_threads(1) slowed every later model of the session."""
+    hostile.FactorySetsThreads.seen.clear()
+    result = run_benchmark(_cfg("tests.state_changing_models:factory_sets_threads"))
+    set_to, own = hostile.FactorySetsThreads.set_to, baseline.flags.num_threads
+    assert set_to != own
+    assert len(result.state_notes) == 1
+    note = result.state_notes[0]
+    assert f"torch threads to {set_to}" in note and "factory" in note and "put back" in note
+    assert set(hostile.FactorySetsThreads.seen) == {own}  # the run itself ran on the process's own count
+    assert result.threads_used == own and result.flags_text() == f"threads={own} (default)"
+    assert TorchState.current() == baseline  # nothing leaks to the next model
+    after = run_benchmark(_cfg("tests.tinymodels:tiny_cnn"))
+    assert after.state_notes == [] and after.threads_used == own
+
+
+def test_a_forward_that_sets_threads_during_the_run_marks_its_samples(baseline):
+    result = run_benchmark(_cfg("tests.state_changing_models:forward_sets_threads"))
+    set_to = hostile.ForwardSetsThreads.set_to
+    assert set_to is not None and set_to != baseline.flags.num_threads
+    assert len(result.state_notes) == 1
+    note = result.state_notes[0]
+    assert (f"torch threads to {set_to} (asked: {baseline.flags.num_threads}) during the run" in note
+            and "did not ask for" in note)
+    assert result.threads_used == set_to  # the count torch reported in the run: said, not hidden
+    assert TorchState.current() == baseline
+
+
+def test_a_factory_that_turns_a_flag_off_is_said_and_put_back(baseline):
+    result = run_benchmark(_cfg("tests.state_changing_models:factory_disables_mkldnn"))
+    assert any("oneDNN (mkldnn) to off" in note for note in result.state_notes)
+    assert result.flags_in_effect.mkldnn_enabled  # the run ran under its own flags
+    assert torch.backends.mkldnn.enabled and TorchState.current() == baseline
+
+
+def test_threads_left_empty_are_the_process_own_count_not_what_the_last_model_set(baseline):
+    torch.set_num_threads(hostile.other_thread_count())  # as a model's code would, outside any flags context
+    with applied_flags(Flags()):
+        inside = torch.get_num_threads()
+    assert inside == baseline.flags.num_threads
+
+
+def test_a_guarded_job_puts_the_state_back_and_says_what_changed(baseline):
+    other = hostile.other_thread_count()
+
+    def job():
+        torch.set_num_threads(other)
+        torch.set_default_dtype(torch.float64)
+        return "result", {}
+
+    result, extra = guarded_job(job)
+    assert result == "result" and TorchState.current() == baseline
+    notes = extra["state_notes"]
+    assert any(f"torch threads to {other}; put back to {baseline.flags.num_threads}" in n for n in notes)
+    assert any("default dtype to float64" in n for n in notes)
+
+
+def test_a_guarded_job_that_fails_still_puts_the_state_back(baseline):
+    def job():
+        torch.backends.cudnn.benchmark = not baseline.flags.cudnn_benchmark
+        raise ValueError("the model's own error")
+
+    with pytest.raises(ValueError):
+        guarded_job(job)
+    assert TorchState.current() == baseline
+
+
+def test_a_guarded_job_adds_to_a_result_that_carries_notes_without_saying_a_change_twice(baseline):
+    result = run_benchmark(_cfg("tests.tinymodels:tiny_cnn"))
+    other = hostile.other_thread_count()
+
+    def job():
+        out = run_benchmark(_cfg("tests.state_changing_models:factory_sets_threads"))
+        torch.backends.mkldnn.enabled = False  # after the run: only the job's guard sees it
+        return out, {}
+
+    out, extra = guarded_job(job)
+    assert result.state_notes == [] and "state_notes" not in extra
+    assert sum("torch threads" in n for n in out.state_notes) == 1 and f"to {other}" in out.state_notes[0]
+    assert any("oneDNN (mkldnn) to off" in n and "after the job" in n for n in out.state_notes)
+    assert TorchState.current() == baseline

@@ -246,6 +246,9 @@ def record_from_timing(result: "TimingResult", fingerprint: dict[str, Any] | Non
         details["first_seen"] = report.first_seen
         details["distinct_shapes"] = report.distinct
         details["repeat_p50_ms"] = result.repeat_stats.p50_ms if result.repeat_stats else None
+    threads = getattr(result, "threads_used", None)
+    if getattr(result, "state_notes", None):
+        details["state_notes"] = list(result.state_notes)
     return RunRecord(
         id=new_record_id(), kind="timing", created_at=_iso_utc(result.started_at + result.duration_s),
         model=result.model, input_shape=tuple(result.input_shape), dtype=result.dtype,

@@ -62,6 +62,7 @@ class ComparePane(Vertical):
         super().__init__(**kwargs)
         self.jobs = JobSlots(self)
         self.ab_runs: tuple[int, int] | None = None  # the run ids of the latest A/B's arms
+        self._ab_state_notes: dict[int, list[str]] = {}  # an A/B arm's run id -> its comparison's state notes
 
     def compose(self) -> ComposeResult:
         yield Static("no runs yet: pick a model and press r", id="compare-note")
@@ -171,6 +172,13 @@ class ComparePane(Vertical):
             record.stats = compute_stats(record.samples_ms, batch=batch)
             record.status = "cancelled" if result.cancelled else "done"
             record.verdict = result.verdict
+            threads = getattr(arm_result, "threads_used", None)
+            if threads is not None:  # as run: the table tells thread counts apart
+                record.flags_text = arm_result.flags_text(result.device)
+                if arm_result.flags.num_threads is None:
+                    record.flags = arm_result.flags.replace(num_threads=threads)
+            if getattr(result, "state_notes", None):
+                self._ab_state_notes[record.run_id] = list(result.state_notes)
         self.verdict = (ab_verdict_text(result))
         if result.verdict is not None:
             self.app.notify(result.summary(), title="A/B verdict", timeout=8)
@@ -189,6 +197,11 @@ class ComparePane(Vertical):
         self.post_message(RunsChanged())
 
     # -- the kept runs -------------------------------------------------------------------------------
+    def state_notes(self, record: RunRecord) -> list[str]:
+        """What the model's code changed in torch's global state during the run (a timing run's result, or an
+        A/B arm's comparison)."""
+        return list(getattr(record.result, "state_notes", None) or self._ab_state_notes.get(record.run_id, []))
+
     def set_baseline(self) -> None:
         """Make the highlighted run the baseline for speed-ups."""
         run_id = self.highlighted_run_id()
@@ -234,6 +247,11 @@ class ComparePane(Vertical):
                 setup = setup_text(record)
             else:
                 setup = against_text(record, base, kind)
+            changed = [r.label for r in ((record,) if base is None or record is base else (record, base))
+                       if self.state_notes(r)]
+            if changed:  # the flags asked may match; the state the runs ran under did not
+                setup = (setup.replace("same flags", "same flags asked") +
+                         f" · torch state changed by the model's code in {' and '.join(changed)}")
             table.add_row(label, format_ms(s.p50_ms) if s else "–",
                           speedup_text(record, base) if base is not None else "–",
                           format_percentile(s.p99_ms, 0.99, s.n) if s else "–", setup,
@@ -277,4 +295,5 @@ def ab_verdict_text(result) -> str:
     if gpu:  # both arms on one line: the per-arm reasons are in the note when they differ
         lines.append("GPU  " + "  |  ".join(gpu))
     lines += [f"[$warning]note:[/] {escape(line)}" for line in result.notes]
+    lines += [f"[b $warning]torch state:[/] {escape(line)}" for line in getattr(result, "state_notes", ())]
     return "\n".join(lines)

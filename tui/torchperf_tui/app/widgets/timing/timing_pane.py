@@ -62,8 +62,15 @@ def stats_text(record, compact: bool = False) -> str:
                 f"{intervals_text(record, intervals)}")
     budget = budget_text(record.result) if getattr(record.result, "budget_stopped", False) else ""
     extra = [line for line in (shapes_text(record), compile_text(record), peak_text(record), budget,
-                               conditions_text(record, compact)) if line]
+                               conditions_text(record, compact), state_text(record)) if line]
     return "\n".join([text, *extra])
+
+
+def state_text(record) -> str:
+    """What the model's code changed in torch's global state during the run (put back since), in the warning
+    colour: the numbers were not all measured under the run's flags, or the next model would have paid."""
+    notes = getattr(record.result, "state_notes", None) or []
+    return "\n".join(f"[b $warning]torch state:[/] {escape(note)}" for note in notes)
 
 
 def conditions_text(record, compact: bool = False) -> str:
@@ -382,6 +389,11 @@ class TimingPane(Vertical):
 
     def _finished(self, record: RunRecord, result, fingerprint) -> None:
         record.result = result
+        threads = getattr(result, "threads_used", None)
+        if threads is not None and result.flags.num_threads is None:  # as run: Compare tells thread counts apart
+            record.flags = result.flags.replace(num_threads=threads)
+        if hasattr(result, "flags_text"):
+            record.flags_text = result.flags_text()
         record.input_text = f"{'x'.join(map(str, result.input_shape))} {result.dtype}"  # as measured
         record.status = "cancelled" if result.cancelled else "done"
         record.samples_ms = list(result.samples_ms)
