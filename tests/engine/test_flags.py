@@ -216,3 +216,9 @@ def test_a_guarded_job_adds_to_a_result_that_carries_notes_without_saying_a_chan
     assert sum("torch threads" in n for n in out.state_notes) == 1 and f"to {other}" in out.state_notes[0]
     assert any("oneDNN (mkldnn) to off" in n and "after the job" in n for n in out.state_notes)
     assert TorchState.current() == baseline
+
+
+def test_a_thread_count_the_model_set_is_not_called_the_default(baseline):
+    result = run_benchmark(_cfg("tests.state_changing_models:forward_sets_threads"))
+    own, set_to = baseline.flags.num_threads, hostile.ForwardSetsThreads.set_to
+    assert result.flags_text() == f"threads={set_to} (set by the model's code; default {own})"

@@ -110,12 +110,14 @@ class Flags:
                 for f in fields(self) if getattr(self, f.name) != getattr(other, f.name)}
 
     def describe(self, device: str | None = None, against: "Flags | None" = None, *,
-                 threads_used: int | None = None, against_threads: int | None = None) -> str:
+                 threads_used: int | None = None, against_threads: int | None = None,
+                 default_threads: int | None = None) -> str:
         """Short text of the flags that differ from PyTorch's defaults, or from `against` (those that apply on
         `device`). The thread count is always said on the CPU (or with no device): "threads=2" when asked for,
         "threads=2 (default)" when left to the process and `threads_used` says what it was, "threads=default"
         when nobody knows yet (before a run). Against another set, the threads are said when the counts that
-        ran (`threads_used`, `against_threads`, else the asked ones) differ; "same flags" when nothing does."""
+        ran (`threads_used`, `against_threads`, else the asked ones) differ; "same flags" when nothing does.
+        `default_threads`, the process's own count, tells a default count from one the model's code set.)"""
         diffs = []
         for name, (_, value) in self.changed_from(against or Flags()).items():
             if name == "num_threads":
@@ -135,8 +137,12 @@ class Flags:
             if self.num_threads is not None:
                 diffs.append(f"threads={self.num_threads}"
                              + ("" if threads_used in (None, self.num_threads) else f" (ran on {threads_used})"))
+            elif threads_used is None:
+                diffs.append("threads=default")
+            elif default_threads not in (None, threads_used):
+                diffs.append(f"threads={threads_used} (set by the model's code; default {default_threads})")
             else:
-                diffs.append(f"threads={threads_used} (default)" if threads_used is not None else "threads=default")
+                diffs.append(f"threads={threads_used} (default)")
         return ", ".join(diffs) if diffs else "defaults"
 
 

@@ -253,8 +253,7 @@ def record_from_timing(result: "TimingResult", fingerprint: dict[str, Any] | Non
         id=new_record_id(), kind="timing", created_at=_iso_utc(result.started_at + result.duration_s),
         model=result.model, input_shape=tuple(result.input_shape), dtype=result.dtype,
         channels_last=result.channels_last, device=result.device, flags=_flags_used(result.flags, threads),
-        flags_text=result.flags.describe(result.device, threads_used=threads), stats=result.stats,
-        samples_ms=list(result.samples_ms),
+        flags_text=result.flags_text(), stats=result.stats, samples_ms=list(result.samples_ms),
         fingerprint=env, cancelled=result.cancelled, duration_s=result.duration_s, timer=result.timer,
         details=details,
     )

@@ -14,7 +14,7 @@ from typing import Callable
 import numpy as np
 
 from torchperf_tui.engine.errors import TorchperfError, first_line
-from torchperf_tui.engine.flags import Flags, StateWatch, applied_flags
+from torchperf_tui.engine.flags import Flags, StateWatch, applied_flags, asked_state
 from torchperf_tui.engine.inputs import dtype_name, make_input, parse_dtype, resolve_device
 from torchperf_tui.engine.lazy_torch import torch
 from torchperf_tui.engine.run_conditions import RunConditions, conditions_sampler
@@ -140,6 +140,7 @@ class TimingResult:
     # What the model's code changed in torch's global state (threads, flags) during the run, each said once and
     # put back (engine.flags.StateWatch): a run with notes was not measured, or not wholly, under its flags.
     state_notes: list[str] = field(default_factory=list)
+    threads_asked: int | None = None  # the intra-op threads the run set: its flags' count, else the process's own
 
     @property
     def batch(self) -> int:
@@ -153,7 +154,8 @@ class TimingResult:
 
     def flags_text(self) -> str:
         """The flags as asked, with the thread count the run used: 'threads=2 (default)'."""
-        return self.flags.describe(self.device, threads_used=self.threads_used)
+        return self.flags.describe(self.device, threads_used=self.threads_used,
+                                   default_threads=getattr(self, "threads_asked", None))
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -401,6 +403,7 @@ def _run_benchmark(cfg: BenchConfig, watch: StateWatch, on_sample: OnSample | No
         time_budget_s=cfg.time_budget_s,
         budget_stopped=times.budget_stopped,
         conditions=conditions,
+        threads_asked=asked_state(cfg.flags).flags.num_threads,
     )
 
 
