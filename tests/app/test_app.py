@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -267,7 +268,9 @@ async def test_two_runs_are_compared_overlaid_and_the_baseline_can_change(tiny_a
         one, two = app.session.runs.get(1), app.session.runs.get(2)
         assert float(rows[1][speed][:-1]) == pytest.approx(one.stats.p50_ms / two.stats.p50_ms, rel=0.01)
         setup = columns.index("setup vs baseline")
-        assert "tests.tinymodels:tiny_cnn 1x3x32x32 float32 · eager · defaults" in rows[0][setup]  # whole
+        # whole, with the thread count it ran on
+        assert re.search(r"tests.tinymodels:tiny_cnn 1x3x32x32 float32 · eager · threads=\d+ \(default\)",
+                         rows[0][setup])
         assert rows[1][setup] == "deterministic algos=on"  # against the baseline: only what differs
         overlay = app.main.query_one("#latency-overlay")
         await wait_until(pilot, lambda: overlay.has_plot and len(overlay._plot._datasets) == 2, what="overlay")
