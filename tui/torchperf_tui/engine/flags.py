@@ -117,7 +117,7 @@ class Flags:
         "threads=2 (default)" when left to the process and `threads_used` says what it was, "threads=default"
         when nobody knows yet (before a run). Against another set, the threads are said when the counts that
         ran (`threads_used`, `against_threads`, else the asked ones) differ; "same flags" when nothing does.
-        `default_threads`, the process's own count, tells a default count from one the model's code set.)"""
+        `default_threads`, the process's own count, tells a default count from one the model's code set."""
         diffs = []
         for name, (_, value) in self.changed_from(against or Flags()).items():
             if name == "num_threads":
@@ -244,8 +244,7 @@ def applied_flags(flags: Flags) -> Iterator[Flags]:
         previous = Flags.current()
         warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
         try:
-            _apply(flags if flags.num_threads is not None
-                   else replace(flags, num_threads=process_baseline().flags.num_threads))
+            _apply(flags.resolved())
             yield flags
         finally:
             _apply(previous)

@@ -39,7 +39,8 @@ class RunRecord:
     its default count), so two runs on different thread counts never read as the same flags. A run whose
     model's code changed torch's global state keeps what it did in `details["state_notes"]`. `fingerprint` is
     the environment (see engine/fingerprint.py); the run's own set-up (model, shape, dtype, channels_last,
-    device, flags) lives in the record's fields. `details` carries what a kind adds (compile mode for timing; later throughput and compare data).
+    device, flags) lives in the record's fields. `details` carries what a kind adds (compile mode for timing;
+    later throughput and compare data).
     """
 
     id: str
