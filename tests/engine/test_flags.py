@@ -222,3 +222,15 @@ def test_a_thread_count_the_model_set_is_not_called_the_default(baseline):
     result = run_benchmark(_cfg("tests.state_changing_models:forward_sets_threads"))
     own, set_to = baseline.flags.num_threads, hostile.ForwardSetsThreads.set_to
     assert result.flags_text() == f"threads={set_to} (set by the model's code; default {own})"
+
+
+def test_an_ab_comparison_says_what_the_factory_set_and_each_arm_s_thread_count(baseline):
+    from torchperf_tui.engine.abtest import ArmSpec, run_ab
+
+    own = baseline.flags.num_threads
+    result = run_ab(_cfg("tests.state_changing_models:factory_sets_threads"), ArmSpec(Flags()),
+                    ArmSpec(Flags(num_threads=1)), blocks=6, per_block=2)
+    assert len(result.state_notes) == 1 and "torch threads to" in result.state_notes[0]
+    assert result.a.threads_used == own and result.b.threads_used == 1
+    assert result.a.flags_text("cpu") == f"threads={own} (default)"
+    assert TorchState.current() == baseline
