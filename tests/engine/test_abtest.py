@@ -92,6 +92,10 @@ def test_arm_specs_parse_flags_and_settings():
     ("threads", "write key=value"),
     ("dtype=int3", "unknown dtype"),
     ("shapes=sometimes", "unknown shape schedule"),
+    ("mkldnn=on,mkldnn=off", "mkldnn given twice"),  # once accepted, the last one silently winning
+    ("threads=1, threads=1", "threads given twice"),
+    ("benchmark=on,cudnn_benchmark=off", "set by both benchmark and cudnn_benchmark"),
+    ("dtype=fp16,dtype=bf16", "dtype given twice"),
 ])
 def test_bad_specs_are_one_line_errors(text, message):
     with pytest.raises(Exception, match=message) as info:

@@ -86,11 +86,17 @@ def parse_arm_spec(text: str, base: Flags | None = None) -> ArmSpec:
     channels_last: bool | None = None
     shapes: str | None = None
     steps: dict[str, str | None] = {}
+    given: dict[str, str] = {}  # what a key sets (aliases set the same thing) -> the key as typed
     for part in [p.strip() for p in text.split(",") if p.strip()]:
         key, sep, value = part.partition("=")
         key = key.strip().lower().replace("-", "_")
         if not sep or not value.strip():
             raise FlagError(f"{part!r} in {text!r}: write key=value, e.g. threads=2")
+        for target in FLAG_KEYS.get(key, (key,)):
+            if target in given:  # 'mkldnn=on,mkldnn=off': which one would the arm mean?
+                same = "given twice" if given[target] == key else f"set by both {given[target]} and {key}"
+                raise FlagError(f"{key} {same} in {text!r}: give each setting once per arm")
+            given[target] = key
         if key in FLAG_KEYS:
             targets = FLAG_KEYS[key]
             if key == "threads":
