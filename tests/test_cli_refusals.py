@@ -21,3 +21,27 @@ def test_a_flag_given_twice_in_one_arm_is_refused(capsys):
     line = refused(capsys, "compare", TINY, "--input", "1x3x8x8", "--a", "mkldnn=on,mkldnn=off", "--b", "",
                    "--blocks", "6", "--per-block", "1", "--no-history")
     assert "mkldnn given twice" in line
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--blocks", "100000"], "--blocks: at most 10,000 blocks per arm"),
+    (["--blocks", "5"], "at least 6 blocks per arm"),
+    (["--per-block", "5000"], "--per-block: must be at most 1000"),
+    (["--time-budget", "nan"], "--time-budget: expected a finite number"),
+    (["--time-budget", "-1"], "--time-budget: must be >= 0"),
+])
+def test_compare_counts_and_budget_are_checked_where_they_enter(capsys, argv, message):
+    assert message in refused(capsys, "compare", TINY, "--input", "1x3x8x8", "--a", "", "--b", "mkldnn=off",
+                              "--no-history", *argv)
+
+
+def test_compare_stops_at_its_time_budget_and_says_so(capsys):
+    import json
+
+    code, out, _ = run(capsys, "compare", "tests.engine.test_timing_modes:sleepy", "--input", "2x4", "--a", "",
+                       "--b", "mkldnn=off", "--blocks", "10000", "--per-block", "2", "--time-budget", "0.3",
+                       "--no-history", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["out_of_time"].startswith("time budget 0.3 s reached after ")
+    assert data["out_of_time"].endswith(" of 10000 block pairs") and len(data["a"]["blocks"]) < 10000
+    assert data["out_of_time"] in data["summary"]

@@ -212,3 +212,22 @@ def test_the_arms_medians_disagreeing_with_the_paired_ratio_is_explained():
     assert result.medians_ratio() == pytest.approx(10.2 / 20.0)
     assert "outside the paired CI" in result.ratio_note()
     assert "B/A per block pair" in result.summary() or "B is" in result.summary()
+
+
+def test_a_time_budget_stops_the_blocks_and_the_result_says_how_many_ran():
+    from torchperf_tui.engine.abtest import run_ab
+    from torchperf_tui.engine.timing import BenchConfig
+
+    # each forward pass sleeps 2 ms: a block of 2 timed + 2 settling passes takes at least 8 ms, a pair 16 ms,
+    # so 100 pairs take at least 1.6 s and a 0.3 s budget stops them well short
+    base = BenchConfig(model="tests.engine.test_timing_modes:sleepy", input_shape=(2, 4), device="cpu")
+    result = run_ab(base, parse_arm_spec(""), parse_arm_spec("mkldnn=off"), blocks=100, per_block=2,
+                    time_budget_s=0.3)
+    assert not result.cancelled and 1 <= result.pairs < 100
+    assert result.out_of_time == f"time budget 0.3 s reached after {result.pairs} of 100 block pairs"
+    assert result.summary().startswith(result.out_of_time if result.verdict else "no verdict: " + result.out_of_time)
+    if result.verdict is not None:  # the verdict is from the pairs that ran
+        assert result.verdict.blocks == result.pairs
+    assert result.to_dict()["out_of_time"] == result.out_of_time
+    unbounded = run_ab(base, parse_arm_spec(""), parse_arm_spec("mkldnn=off"), blocks=6, per_block=1)
+    assert unbounded.pairs == 6 and unbounded.out_of_time is None

@@ -218,8 +218,14 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                    "deterministic, tf32, threads, mkldnn, dtype, channels_last, shapes, step, optimizer, amp "
                    "('' = the base run; e.g. amp=fp16 against amp=off)")
     p.add_argument("--b", required=True, metavar="SPEC", help="arm B, likewise")
-    p.add_argument("--blocks", type=_positive_int, default=10, help="blocks per arm (default 10, at least 6: with 5 pairs the signed-rank test's smallest p is 0.0625)")
-    p.add_argument("--per-block", type=_positive_int, default=20, help="timed iterations per block (default 20)")
+    p.add_argument("--blocks", type=_checked(options.ab_blocks), default=10,
+                   help="blocks per arm (default 10, 6-10000: with 5 pairs the signed-rank test's smallest p is 0.0625)")
+    p.add_argument("--time-budget", type=_checked(options.time_budget), metavar="SECONDS",
+                   default=options.AB_TIME_BUDGET_S,
+                   help="do not start a block pair that would end past this budget; the verdict is from the pairs "
+                        f"that ran (default {options.AB_TIME_BUDGET_S:g}; 0: no budget)")
+    p.add_argument("--per-block", type=_checked(options.ab_per_block), default=20,
+                   help=f"timed iterations per block (default 20, at most {options.AB_PER_BLOCK_MAX})")
     p.add_argument("--seed", type=_checked(options.seed), default=0, help="seed of the block order, random shapes and the bootstrap")
     p.add_argument("--no-history", action="store_true", help="do not append the two arms to the history file")
     p.add_argument("--kernels", action="store_true", help="instead of timing: the kernels each conv layer ran under "
@@ -525,7 +531,8 @@ def cmd_compare(args) -> int:
         else:
             render_kernels(kernels)
         return 0
-    result = run_ab(base, arm_a, arm_b, blocks=args.blocks, per_block=args.per_block, seed=args.seed)
+    result = run_ab(base, arm_a, arm_b, blocks=args.blocks, per_block=args.per_block, seed=args.seed,
+                    time_budget_s=args.time_budget or None)
     if not args.no_history and not result.cancelled:
         _append_history(args, result)
     if args.json:

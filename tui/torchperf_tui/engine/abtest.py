@@ -257,6 +257,7 @@ class ABResult:
     step: str = "infer"  # what one iteration of both arms did: "infer" or "train"
     optimizer: str | None = None  # a training step's
     amp: str | None = None  # mixed precision of both arms
+    out_of_time: str | None = None  # the time budget stopped the blocks short: how far they got, in words
 
     @property
     def pairs(self) -> int:
@@ -264,9 +265,11 @@ class ABResult:
 
     def summary(self) -> str:
         if self.verdict is None:
-            why = f"cancelled after {self.pairs} block pair(s)" if self.cancelled else "too few blocks"
+            why = (f"cancelled after {self.pairs} block pair(s)" if self.cancelled
+                   else self.out_of_time or "too few blocks")
             return f"no verdict: {why} (a verdict needs {MIN_PAIRS})"
-        head = f"cancelled after {self.pairs} block pairs; " if self.cancelled else ""
+        head = (f"cancelled after {self.pairs} block pairs; " if self.cancelled
+                else f"{self.out_of_time}; " if self.out_of_time else "")
         return head + self.verdict.summary()
 
     def medians_ratio(self) -> float | None:
@@ -333,8 +336,13 @@ OnBlock = Callable[[str, int, int, list[float]], None]
 
 
 def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int = 20, seed: int = 0,
-           on_block: OnBlock | None = None, should_cancel: Callable[[], bool] | None = None) -> ABResult:
+           on_block: OnBlock | None = None, should_cancel: Callable[[], bool] | None = None,
+           time_budget_s: float | None = None) -> ABResult:
     """Time arms A and B of `base` (a timing.BenchConfig) interleaved in randomised blocks.
+
+    `time_budget_s` (None: none) bounds the blocks' time: a block pair that would end past it, judged by the
+    pair before it, is not started; the result says how many pairs ran (`out_of_time`) and the verdict is
+    from those.
 
     Each block runs under its arm's own flags context, on a CUDA device on its arm's own thread (see
     ArmThreads), and starts
@@ -430,9 +438,22 @@ def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int = 2
                 sampler.close(window, keep=not times.cancelled)  # a cancelled block is dropped with its samples
         return times
 
+    out_of_time = None
     try:
         with ArmThreads(arms, separate=device.type == "cuda") as threads:
+            timed_from = time.perf_counter()
+            pair_started = timed_from
+            last_pair_s = 0.0
             for index, name in enumerate(order):
+                if index % 2 == 0:  # a pair starts: stop here if it would end past the budget
+                    now = time.perf_counter()
+                    if index:
+                        last_pair_s = now - pair_started
+                    pair_started = now
+                    if time_budget_s is not None and index and now - timed_from + last_pair_s > time_budget_s:
+                        out_of_time = (f"time budget {time_budget_s:g} s reached after {index // 2} of {blocks} "
+                                       f"block pairs")
+                        break
                 times = threads.run(name, run_block, name)
                 if times.cancelled:
                     stopped = True
@@ -468,7 +489,7 @@ def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int = 2
                     order=order, verdict=verdict, cancelled=stopped, duration_s=time.time() - started,
                     notes=notes, step=arms["A"].step if same else "mixed",
                     optimizer=arms["A"].optimizer if same else None,
-                    amp=arms["A"].amp if arms["A"].amp == arms["B"].amp else "mixed")
+                    amp=arms["A"].amp if arms["A"].amp == arms["B"].amp else "mixed", out_of_time=out_of_time)
 
 
 def arm_step_text(arm: ArmResult) -> str:
