@@ -45,3 +45,20 @@ def test_compare_stops_at_its_time_budget_and_says_so(capsys):
     assert code == 0 and data["out_of_time"].startswith("time budget 0.3 s reached after ")
     assert data["out_of_time"].endswith(" of 10000 block pairs") and len(data["a"]["blocks"]) < 10000
     assert data["out_of_time"] in data["summary"]
+
+
+@pytest.mark.parametrize("a, b", [("", ""), ("mkldnn=on", ""), ("threads=1", "threads=1"), ("dtype=float32", "")])
+def test_two_identical_arms_are_refused_unless_an_aa_check_is_asked_for(capsys, a, b):
+    line = refused(capsys, "compare", TINY, "--input", "1x3x8x8", "--a", a, "--b", b, "--blocks", "6",
+                   "--per-block", "1", "--no-history")
+    assert "arms A and B are the same flags: nothing to compare" in line and "--aa" in line
+
+
+def test_an_aa_check_runs_and_says_it_is_one(capsys):
+    import json
+
+    code, out, _ = run(capsys, "compare", TINY, "--input", "1x3x8x8", "--a", "", "--b", "", "--aa", "--blocks", "6",
+                       "--per-block", "1", "--no-history", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["notes"][0].startswith("A/A: both arms identical")
+    assert data["verdict"] is not None

@@ -231,3 +231,15 @@ def test_a_time_budget_stops_the_blocks_and_the_result_says_how_many_ran():
     assert result.to_dict()["out_of_time"] == result.out_of_time
     unbounded = run_ab(base, parse_arm_spec(""), parse_arm_spec("mkldnn=off"), blocks=6, per_block=1)
     assert unbounded.pairs == 6 and unbounded.out_of_time is None
+
+
+def test_same_arms_compares_what_each_arm_runs_not_how_it_was_typed():
+    from torchperf_tui.engine.abtest import same_arms
+    from torchperf_tui.engine.timing import BenchConfig
+
+    base = BenchConfig(model="tests.tinymodels:tiny_cnn", input_shape=(1, 3, 8, 8), device="cpu")
+    assert same_arms(base, parse_arm_spec(""), parse_arm_spec("mkldnn=on, channels_last=off"))
+    assert same_arms(base, parse_arm_spec("dtype=fp32"), parse_arm_spec(""))
+    assert not same_arms(base, parse_arm_spec(""), parse_arm_spec("mkldnn=off"))
+    assert not same_arms(base, parse_arm_spec(""), parse_arm_spec("step=train"))
+    assert not same_arms(base, parse_arm_spec(""), parse_arm_spec("shapes=cycle:2"))

@@ -228,6 +228,8 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                    help=f"timed iterations per block (default 20, at most {options.AB_PER_BLOCK_MAX})")
     p.add_argument("--seed", type=_checked(options.seed), default=0, help="seed of the block order, random shapes and the bootstrap")
     p.add_argument("--no-history", action="store_true", help="do not append the two arms to the history file")
+    p.add_argument("--aa", action="store_true", help="allow identical arms: an A/A check of the noise (a "
+                   "difference called significant there is a false positive); without it identical arms are refused")
     p.add_argument("--kernels", action="store_true", help="instead of timing: the kernels each conv layer ran under "
                    "A and under B, side by side (torch.profiler; on the CPU the ATen implementation)")
     _add_shapes_option(p)
@@ -514,6 +516,13 @@ def cmd_compare(args) -> int:
 
     base = _bench_config(args, shapes=args.shapes, seed=args.seed)
     arm_a, arm_b = parse_arm_spec(args.a, base=base.flags), parse_arm_spec(args.b, base=base.flags)
+    from torchperf_tui.engine.abtest import same_arms
+
+    if same_arms(base, arm_a, arm_b) and not args.aa:
+        from torchperf_tui.engine.errors import TorchperfError
+
+        raise TorchperfError("arms A and B are the same flags: nothing to compare (--aa runs an A/A check of "
+                             "the noise on purpose)")
     if args.kernels:
         from torchperf_tui.engine.errors import TorchperfError
         from torchperf_tui.engine.kernels import conv_kernels

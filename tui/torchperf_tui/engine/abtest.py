@@ -130,6 +130,20 @@ def parse_arm_spec(text: str, base: Flags | None = None) -> ArmSpec:
                    text=text.strip() or "base", **steps)
 
 
+def same_arms(base, a: ArmSpec, b: ArmSpec) -> bool:
+    """Whether arms `a` and `b` of `base` (a timing.BenchConfig) would run the same thing: an A/A comparison."""
+    def effective(arm: ArmSpec):
+        return (arm.flags, arm.dtype or base.dtype,
+                base.channels_last if arm.channels_last is None else arm.channels_last,
+                arm.shapes or base.shapes, arm.step_spec(base))
+
+    return effective(a) == effective(b)
+
+
+AA_NOTE = ("A/A: both arms identical: any difference is noise (called significant in at most 5 % of such "
+           "comparisons)")
+
+
 @dataclass(frozen=True)
 class Verdict:
     """B against A on paired block medians. ratio = median over pairs of B_i / A_i: below 1, B is faster."""
@@ -478,7 +492,8 @@ def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int = 2
     verdict = block_verdict(arms["A"].blocks, arms["B"].blocks, seed=seed) if pairs >= MIN_PAIRS else None
     from torchperf_tui.engine.flags import inert_flags
 
-    notes = [f"B: {line}" for line in inert_flags(arms["B"].flags, device.type, arms["A"].flags)]
+    notes = [AA_NOTE] if same_arms(base, a, b) else []
+    notes += [f"B: {line}" for line in inert_flags(arms["B"].flags, device.type, arms["A"].flags)]
     notes += step_notes(arms["A"], arms["B"])
     clocks = throttle_note(arms["A"].conditions, arms["B"].conditions)
     if clocks:

@@ -96,7 +96,15 @@ class ComparePane(Vertical):
 
     # -- the A/B comparison ------------------------------------------------------------------------
     def start_ab(self, flags_a, flags_b) -> None:
-        """Time A against B interleaved in blocks (replacing a comparison or any measurement in flight)."""
+        """Time A against B interleaved in blocks (replacing a comparison or any measurement in flight); two
+        identical flag sets are refused, in the verdict line (it stays) and a short toast."""
+        if flags_a == flags_b:
+            text = (f"arms A and B are the same flags ({flags_a.describe(self.app.session.device_kind())}): nothing "
+                    "to compare · flip a flag first: A/B compares the flags before the flip with the current ones")
+            if not self.comparing():
+                self.verdict = f"A/B: {escape(text)}"
+            self.app.notify(text, severity="warning", timeout=5)
+            return
         selection = self.screen.ready_selection("A/B comparison", module="abtest")
         if selection is None:
             return
