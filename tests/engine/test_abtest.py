@@ -243,3 +243,19 @@ def test_same_arms_compares_what_each_arm_runs_not_how_it_was_typed():
     assert not same_arms(base, parse_arm_spec(""), parse_arm_spec("mkldnn=off"))
     assert not same_arms(base, parse_arm_spec(""), parse_arm_spec("step=train"))
     assert not same_arms(base, parse_arm_spec(""), parse_arm_spec("shapes=cycle:2"))
+
+
+def test_a_flag_with_no_effect_is_said_of_the_arm_that_set_it():
+    from torchperf_tui.engine.abtest import inert_arm_flags, run_ab
+    from torchperf_tui.engine.timing import BenchConfig
+
+    on = Flags(cudnn_benchmark=True)
+    only = inert_arm_flags(Flags(), on, Flags(), "cpu")
+    assert len(only) == 1 and only[0].startswith("arm A: cudnn.benchmark has no effect here: ")  # once: "B: ..."
+    assert inert_arm_flags(Flags(), Flags(), on, "cpu")[0].startswith("arm B: cudnn.benchmark has no effect here")
+    # the base run set it and arm B turned it off: B set the difference
+    assert inert_arm_flags(on, on, Flags(), "cpu")[0].startswith("arm B: ")
+    assert inert_arm_flags(Flags(), on, on, "cpu") == []  # both arms alike: not what the verdict is about
+    base = BenchConfig(model="tests.tinymodels:tiny_cnn", input_shape=(1, 3, 8, 8), device="cpu")
+    result = run_ab(base, parse_arm_spec("cudnn_benchmark=on"), parse_arm_spec(""), blocks=6, per_block=1)
+    assert [n for n in result.notes if "cudnn.benchmark" in n][0].startswith("arm A: cudnn.benchmark has no effect")

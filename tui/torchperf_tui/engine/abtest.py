@@ -490,10 +490,8 @@ def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int = 2
             items = sum(shape[0] for shape in feeds[name].timed_shapes[:pairs * per_block])
             arm.conditions = sampler.summary([f"{name}{i}" for i in range(pairs)], items=items)
     verdict = block_verdict(arms["A"].blocks, arms["B"].blocks, seed=seed) if pairs >= MIN_PAIRS else None
-    from torchperf_tui.engine.flags import inert_flags
-
     notes = [AA_NOTE] if same_arms(base, a, b) else []
-    notes += [f"B: {line}" for line in inert_flags(arms["B"].flags, device.type, arms["A"].flags)]
+    notes += inert_arm_flags(base.flags, arms["A"].flags, arms["B"].flags, device.type)
     notes += step_notes(arms["A"], arms["B"])
     clocks = throttle_note(arms["A"].conditions, arms["B"].conditions)
     if clocks:
@@ -505,6 +503,24 @@ def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int = 2
                     notes=notes, step=arms["A"].step if same else "mixed",
                     optimizer=arms["A"].optimizer if same else None,
                     amp=arms["A"].amp if arms["A"].amp == arms["B"].amp else "mixed", out_of_time=out_of_time)
+
+
+def inert_arm_flags(base: Flags, a: Flags, b: Flags, device: str) -> list[str]:
+    """One line per flag the arms differ in that has no effect on `device`, naming the arm that set it away
+    from the base run (so a flag arm A set is not blamed on B): a same-speed verdict is not that flag's."""
+    from torchperf_tui.engine.flags import FLAG_SPECS, flag_applicability
+
+    lines = []
+    for spec in FLAG_SPECS:
+        values = {"A": getattr(a, spec.name), "B": getattr(b, spec.name)}
+        if values["A"] == values["B"]:
+            continue
+        ok, why = flag_applicability(spec.name, device)
+        if ok:
+            continue
+        setters = [name for name, value in values.items() if value != getattr(base, spec.name)] or ["A", "B"]
+        lines.append(f"arm {' and '.join(setters)}: {spec.label} has no effect here: {why}")
+    return lines
 
 
 def arm_step_text(arm: ArmResult) -> str:
