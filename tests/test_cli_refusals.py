@@ -62,3 +62,15 @@ def test_an_aa_check_runs_and_says_it_is_one(capsys):
     data = json.loads(out)
     assert code == 0 and data["notes"][0].startswith("A/A: both arms identical")
     assert data["verdict"] is not None
+
+
+def test_a_symlinked_history_is_refused_where_the_option_enters_before_any_run(capsys, tmp_path):
+    target = tmp_path / "notes.txt"
+    target.write_text("mine\n")
+    link = tmp_path / "history.jsonl"
+    link.symlink_to(target)
+    line = refused(capsys, "--history", str(link), "bench", TINY, "--input", "1x3x8x8", "--iters", "2")
+    assert line.endswith(f"--history: will not append to {link}: it is a symbolic link, not a regular file "
+                         "(see --help)")
+    assert target.read_text() == "mine\n"
+    assert "a directory" in refused(capsys, "--history", str(tmp_path), "history")

@@ -115,7 +115,8 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     parser.add_argument("--device", dest="app_device", default="auto", help="TUI: auto | cpu | cuda[:N]")
     parser.add_argument("--screenshot-dir", metavar="DIR", help="TUI: where s saves screenshots (default: "
                         "$TORCHPERF_SCREENSHOTS, else the user data directory's screenshots/)")
-    parser.add_argument("--history", metavar="PATH", help="run history file (JSON lines; default: $TORCHPERF_HISTORY, "
+    parser.add_argument("--history", metavar="PATH", type=_checked(options.history_path),
+                        help="run history file (JSON lines; default: $TORCHPERF_HISTORY, "
                         "else the user data directory)")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     if not commands:

@@ -135,3 +135,26 @@ def ab_blocks(value: int | str) -> int:
 def ab_per_block(value: int | str) -> int:
     """Timed iterations per block of an A/B comparison: 1 .. AB_PER_BLOCK_MAX."""
     return whole_number("--per-block", value, low=1, high=AB_PER_BLOCK_MAX)
+
+
+def history_path(value: str) -> str:
+    """--history: a file the runs are appended to, so it must be a regular file or not exist yet. A symbolic
+    link, a folder, a FIFO or a device is refused here, before any run, as every file the app writes refuses
+    one (the append refuses it too, for $TORCHPERF_HISTORY and a link put there later)."""
+    import stat
+    from pathlib import Path
+
+    if not value.strip():
+        raise OptionError("--history: empty path")
+    target = Path(value).expanduser()
+    try:
+        mode = os.lstat(target).st_mode
+    except FileNotFoundError:
+        return value
+    except OSError as exc:
+        raise OptionError(f"--history: cannot use {target}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(mode):
+        from torchperf_tui.engine.output_files import _kind
+
+        raise OptionError(f"--history: will not append to {target}: it is {_kind(mode)}, not a regular file")
+    return value
