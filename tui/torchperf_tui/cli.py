@@ -263,7 +263,7 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     p = sub.add_parser("export", help="export the run history as json, csv or md")
     p.add_argument("--format", required=True, choices=("json", "csv", "md"))
     p.add_argument("--last", type=_positive_int, help="only the last N runs")
-    p.add_argument("--output", metavar="FILE", help="write here instead of stdout")
+    p.add_argument("--output", metavar="FILE", help="write here instead of stdout ('-': stdout)")
     return parser
 
 
@@ -604,7 +604,7 @@ def cmd_export(args) -> int:
     loaded = _load_history(args, last=args.last)
     records = loaded.records
     text = export_records(records, args.format)
-    if args.output is not None:
+    if args.output is not None and args.output != "-":  # '-' is stdout, as for most tools, not a file named '-'
         from torchperf_tui.engine.output_files import write_text
 
         write_text(args.output, text)  # beside the target, then renamed; a non-regular target is refused
