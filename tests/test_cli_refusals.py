@@ -86,3 +86,33 @@ def test_export_output_dash_is_stdout_not_a_file_named_dash(capsys, tmp_path, mo
     code, out, _ = run(capsys, "--history", str(history), "export", "--format", "csv", "--output", "-")
     assert code == 0 and len(out.strip().splitlines()) == 3  # header + two runs, on stdout
     assert not (tmp_path / "-").exists()
+
+
+@pytest.mark.parametrize("device", ["tpu", "cuda:x", "cuda:", "cpu:0", "", "cuda:-1"])
+def test_the_apps_device_is_checked_at_start_not_at_the_first_run(capsys, monkeypatch, device):
+    import torchperf_tui.cli as cli
+
+    started = []
+    monkeypatch.setattr(cli, "run_tui", lambda args: started.append(args) or 0)  # the app must not start
+    line = refused(capsys, "--device", device)
+    assert "unknown device" in line and "use auto, cpu, cuda or cuda:N" in line and not started
+
+
+@pytest.mark.parametrize("device, kept", [("auto", "auto"), ("CPU", "cpu"), ("cuda", "cuda"), ("cuda:1", "cuda:1")])
+def test_the_apps_device_accepts_what_the_commands_accept(capsys, monkeypatch, device, kept):
+    import torchperf_tui.cli as cli
+
+    started = []
+    monkeypatch.setattr(cli, "run_tui", lambda args: started.append(args.app_device) or 0)
+    code, _, err = run(capsys, "--device", device)
+    assert code == 0 and started == [kept], err
+
+
+def test_checking_a_device_name_imports_no_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys; from torchperf_tui import options; options.device_name('cuda:0'); "
+            "print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"

@@ -112,7 +112,8 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                         help="TUI: play the cuDNN trade-offs hands-free on MODEL (default resnet18); any key takes over")
     parser.add_argument("--interval", type=_checked(options.interval), default=0.5,
                         help="TUI: telemetry period in seconds, 0.1-60 (default 0.5)")
-    parser.add_argument("--device", dest="app_device", default="auto", help="TUI: auto | cpu | cuda[:N]")
+    parser.add_argument("--device", dest="app_device", default="auto", type=_checked(options.device_name),
+                        help="TUI: auto | cpu | cuda[:N]")
     parser.add_argument("--screenshot-dir", metavar="DIR", help="TUI: where s saves screenshots (default: "
                         "$TORCHPERF_SCREENSHOTS, else the user data directory's screenshots/)")
     parser.add_argument("--history", metavar="PATH", type=_checked(options.history_path),

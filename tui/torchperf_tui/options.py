@@ -158,3 +158,14 @@ def history_path(value: str) -> str:
 
         raise OptionError(f"--history: will not append to {target}: it is {_kind(mode)}, not a regular file")
     return value
+
+
+def device_name(value: str, name: str = "--device") -> str:
+    """A device as typed: auto | cpu | cuda | cuda:N, lower-cased. Only the syntax, without torch (the app's
+    process never imports it): whether CUDA is there is said by the device probe (engine.inputs.resolve_device
+    for the commands)."""
+    text = (value or "").strip().lower()
+    kind, sep, index = text.partition(":")
+    if text in ("auto", "cpu", "cuda") or (kind == "cuda" and sep and index.isdigit() and index.isascii()):
+        return text
+    raise OptionError(f"{name}: unknown device {value!r}: use auto, cpu, cuda or cuda:N")
