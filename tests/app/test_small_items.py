@@ -15,3 +15,43 @@ async def test_a_with_identical_arms_says_there_is_nothing_to_compare(tiny_app):
                          what="the Compare pane to say the arms are the same")
         assert "nothing to compare" in screen_text(app, "#compare-verdict")
         assert app.pane("compare").ab_runs is None and len(app.session.runs) == 0  # nothing was started
+
+
+def _run(run_id: int, status: str = "done", samples: int = 3):
+    from torchperf_tui.app.runs import RunRecord
+
+    return RunRecord(run_id=run_id, model="m", device="cpu", flags=None, flags_text="defaults", status=status,
+                     samples_ms=[1.0] * samples)
+
+
+def test_cancelled_empty_runs_take_no_slot_and_never_push_out_the_baseline():
+    from torchperf_tui.app.runs import MAX_RUNS, RunHistory
+
+    history = RunHistory()
+    history.add(_run(1))
+    history.baseline_id = 1
+    for run_id in range(2, 2 + 3 * MAX_RUNS):  # r pressed and cancelled at once, again and again
+        history.add(_run(run_id, "cancelled", samples=0))
+    assert [r.run_id for r in history][0] == 1 and history.baseline().run_id == 1
+    assert len([r for r in history if not r.samples_ms]) == 1  # only the newest, until the next run comes
+    history.add(_run(100))
+    assert [r.run_id for r in history] == [1, 100]
+
+
+def test_a_full_history_drops_the_oldest_run_that_is_not_the_baseline():
+    from torchperf_tui.app.runs import MAX_RUNS, RunHistory
+
+    history = RunHistory()
+    for run_id in range(1, MAX_RUNS + 1):
+        history.add(_run(run_id))
+    history.baseline_id = 3
+    for run_id in range(MAX_RUNS + 1, MAX_RUNS + 5):
+        history.add(_run(run_id))
+    kept = [r.run_id for r in history]
+    assert len(kept) == MAX_RUNS and 3 in kept and history.baseline().run_id == 3
+    assert kept == [3, *range(6, MAX_RUNS + 5)]  # 1, 2, 4, 5 went: the oldest that were not the baseline
+    # with no baseline chosen, the implicit one (the oldest complete run) stays too
+    implicit = RunHistory()
+    for run_id in range(1, 2 * MAX_RUNS):
+        implicit.add(_run(run_id))
+    assert implicit.baseline().run_id == 1 and len(implicit) == MAX_RUNS
