@@ -55,3 +55,28 @@ def test_a_full_history_drops_the_oldest_run_that_is_not_the_baseline():
     for run_id in range(1, 2 * MAX_RUNS):
         implicit.add(_run(run_id))
     assert implicit.baseline().run_id == 1 and len(implicit) == MAX_RUNS
+
+
+async def test_the_timing_header_and_body_agree_at_the_first_timed_batch(tiny_app):
+    from types import SimpleNamespace
+
+    from torchperf_tui.app.runs import RunRecord
+
+    async with tiny_app(shape="3x16x16", size=(110, 34), warmup=1, iters=6) as pilot:
+        app = pilot.app
+        app.main.show_tab("timing")
+        timing = app.pane("timing")
+        record = RunRecord(run_id=99, model="m", device="cpu", flags=None, flags_text="defaults", status="starting")
+        timing.record = record
+
+        def batch(phase, samples, index, total):
+            return SimpleNamespace(phase=phase, samples_ms=samples, first_seen=[False] * len(samples), index=index,
+                                   total=total, memory=None, memory_kind=None)
+
+        timing._samples(record, batch("warmup", [2.0] * 10, 9, 10))
+        # the timed batch comes at once after the warm-up, inside the live statistics' refresh period
+        timing._samples(record, batch("timed", [1.0 + i / 100 for i in range(15)], 14, 64))
+        await pilot.pause()
+        header, body = screen_text(app, "#run-status"), screen_text(app, "#run-stats")
+        assert "timed 15/64" in header
+        assert "no timed samples yet" not in body and "n=15" in body, body
