@@ -105,3 +105,15 @@ def test_a_module_factory_too_long_for_the_history_keeps_the_factory_whole():
         fitted = fit_model("mypkg.models:make_net", width)
         assert len(fitted) <= width and fitted.endswith(":make_net"), fitted
     assert fit_model("efficientnet_b7", 10) == "efficient…"  # a torchvision name keeps its start
+
+
+async def test_a_failed_comparison_is_said_in_the_pane_and_its_toast_is_short(tiny_app):
+    async with tiny_app(shape="3x16x16", size=(80, 24), warmup=1, iters=6) as pilot:
+        app = pilot.app
+        shown = []
+        real_notify = app.notify
+        app.notify = lambda message, **kw: shown.append((message, kw.get("timeout"))) or real_notify(message, **kw)
+        app.pane("compare")._ab_failed("the model raised ValueError: boom")
+        await pilot.pause()
+        assert "error: the model raised ValueError: boom" in screen_text(app, "#compare-verdict")
+        assert shown and all(timeout is not None and timeout <= 5 for _, timeout in shown)  # once 8 s over the table

@@ -26,6 +26,7 @@ COMPACT_BELOW_ROWS = 30  # the pane's height under which its note takes one row
 IDLE_HINT = "a: A/B, the flags before vs after the last flip"
 
 OVERLAY_RUNS = 4
+TOAST_S = 4  # a toast that repeats what the verdict line shows: at 80x24 it lies over the table
 
 
 def overlaid_runs(completed: list) -> list:
@@ -103,7 +104,7 @@ class ComparePane(Vertical):
                     "to compare · flip a flag first: A/B compares the flags before the flip with the current ones")
             if not self.comparing():
                 self.verdict = f"A/B: {escape(text)}"
-            self.app.notify(text, severity="warning", timeout=5)
+            self.app.notify(text, severity="warning", timeout=TOAST_S)
             return
         selection = self.screen.ready_selection("A/B comparison", module="abtest")
         if selection is None:
@@ -181,7 +182,8 @@ class ComparePane(Vertical):
             record.verdict = result.verdict
         self.verdict = (ab_verdict_text(result))
         if result.verdict is not None:
-            self.app.notify(result.summary(), title="A/B verdict", timeout=8)
+            # short: the verdict line above the table says it too, and a toast must not sit over the table
+            self.app.notify(result.summary(), title="A/B verdict", timeout=TOAST_S)
         self.post_message(RunsChanged())
         if not result.cancelled:
             save_run(self, result, fingerprint)
@@ -193,7 +195,7 @@ class ComparePane(Vertical):
                 record.status, record.error = ("cancelled", None) if cancelled else ("failed", error)
         self.verdict = ("A/B: cancelled" if cancelled else f"A/B: [b $error]error:[/] {error}")
         if not cancelled:
-            self.app.notify(error, title="compare failed", severity="error", timeout=8)
+            self.app.notify(error, title="compare failed", severity="error", timeout=TOAST_S)  # the line says it
         self.post_message(RunsChanged())
 
     # -- the kept runs -------------------------------------------------------------------------------
