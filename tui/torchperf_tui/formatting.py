@@ -108,8 +108,8 @@ def format_number(value, unit: str = "", digits: int = 0) -> str:
 
 def shorten_parts(parts: list[str], need: int) -> tuple[list[str], int]:
     """Take up to `need` characters off `parts` (a path's parts but its last) by eliding the middle of their
-    words, leftmost first: 'layer1' -> 'lay…1' keeps the word's start and its number (which stage), and block
-    indices ('0') stay whole. -> (the parts, what is still to take off)."""
+    words, leftmost first, each down to its first three letters at most: 'layer1' -> 'lay…1' keeps the word's
+    start and its number (which stage), and block indices ('0') stay whole. -> (the parts, what is still to take off)."""
     import re
 
     out = list(parts)
@@ -118,9 +118,9 @@ def shorten_parts(parts: list[str], need: int) -> tuple[list[str], int]:
             break
         match = re.fullmatch(r"(.*?)(\d*)", part)
         word, digits = match.group(1), match.group(2)
-        if len(word) < 3:
+        if len(word) < 5:
             continue
-        keep = max(1, len(word) - need - 1)  # the word's start; "…" takes one character
+        keep = max(3, len(word) - need - 1)  # the word's start, enough to read; "…" takes one character
         saved = len(word) - keep - 1
         if saved > 0:
             out[i] = word[:keep] + "…" + digits
@@ -130,14 +130,14 @@ def shorten_parts(parts: list[str], need: int) -> tuple[list[str], int]:
 
 def fit_name(name: str, width: int) -> str:
     """A dotted layer path in `width` characters. The leaf says which layer it is and the block indices where
-    it sits, so those stay whole: the words before the leaf are elided in their middle first ('lay…1.0.conv1',
-    'feat….3.block.0'), and only a path still too long is cut from the left ('…0.conv1')."""
+    it sits, so those stay whole: the words before the leaf are elided in their middle first ('lay…1.0.conv1'),
+    and a path that still does not fit is cut from the left, keeping its end ('…e_excitation.fc1')."""
     if len(name) <= width:
         return name
     parts = name.split(".")
     head, need = shorten_parts(parts[:-1], len(name) - width)
     text = ".".join([*head, parts[-1]])
-    return text if need <= 0 and len(text) <= width else "…" + text[len(text) - width + 1:].lstrip("….")
+    return text if need <= 0 and len(text) <= width else "…" + name[len(name) - width + 1:].lstrip(".")
 
 
 def interval_text(interval) -> str:
