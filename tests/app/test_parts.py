@@ -35,13 +35,13 @@ def _record(run_id: int, status: str = "done") -> RunRecord:
 def test_run_history_is_bounded_and_the_baseline_falls_back_to_the_oldest_complete_run():
     history = RunHistory(capacity=3)
     for i in range(1, 6):
-        history.add(_record(i, "cancelled" if i == 3 else "done"))
-    assert [r.run_id for r in history] == [3, 4, 5]
-    assert history.baseline().run_id == 4  # 3 was cancelled
+        history.add(_record(i, "cancelled" if i == 1 else "done"))
+    assert [r.run_id for r in history] == [2, 4, 5]  # the baseline (the oldest complete run, 2) is kept
+    assert history.baseline().run_id == 2  # 1 was cancelled
     history.baseline_id = 5
     assert history.baseline().run_id == 5
     history.baseline_id = 1  # no longer kept
-    assert history.baseline().run_id == 4
+    assert history.baseline().run_id == 2
 
 
 def test_a_speedup_keeps_three_significant_figures_however_slow_the_run():

@@ -92,6 +92,10 @@ def test_arm_specs_parse_flags_and_settings():
     ("threads", "write key=value"),
     ("dtype=int3", "unknown dtype"),
     ("shapes=sometimes", "unknown shape schedule"),
+    ("mkldnn=on,mkldnn=off", "mkldnn given twice"),  # once accepted, the last one silently winning
+    ("threads=1, threads=1", "threads given twice"),
+    ("benchmark=on,cudnn_benchmark=off", "set by both benchmark and cudnn_benchmark"),
+    ("dtype=fp16,dtype=bf16", "dtype given twice"),
 ])
 def test_bad_specs_are_one_line_errors(text, message):
     with pytest.raises(Exception, match=message) as info:
@@ -208,3 +212,50 @@ def test_the_arms_medians_disagreeing_with_the_paired_ratio_is_explained():
     assert result.medians_ratio() == pytest.approx(10.2 / 20.0)
     assert "outside the paired CI" in result.ratio_note()
     assert "B/A per block pair" in result.summary() or "B is" in result.summary()
+
+
+def test_a_time_budget_stops_the_blocks_and_the_result_says_how_many_ran():
+    from torchperf_tui.engine.abtest import run_ab
+    from torchperf_tui.engine.timing import BenchConfig
+
+    # each forward pass sleeps 2 ms: a block of 2 timed + 2 settling passes takes at least 8 ms, a pair 16 ms,
+    # so 100 pairs take at least 1.6 s and a 0.3 s budget stops them well short
+    base = BenchConfig(model="tests.engine.test_timing_modes:sleepy", input_shape=(2, 4), device="cpu")
+    result = run_ab(base, parse_arm_spec(""), parse_arm_spec("mkldnn=off"), blocks=100, per_block=2,
+                    time_budget_s=0.3)
+    assert not result.cancelled and 1 <= result.pairs < 100
+    assert result.out_of_time == f"time budget 0.3 s reached after {result.pairs} of 100 block pairs"
+    assert result.summary().startswith(result.out_of_time if result.verdict else "no verdict: " + result.out_of_time)
+    if result.verdict is not None:  # the verdict is from the pairs that ran
+        assert result.verdict.blocks == result.pairs
+    assert result.to_dict()["out_of_time"] == result.out_of_time
+    unbounded = run_ab(base, parse_arm_spec(""), parse_arm_spec("mkldnn=off"), blocks=6, per_block=1)
+    assert unbounded.pairs == 6 and unbounded.out_of_time is None
+
+
+def test_same_arms_compares_what_each_arm_runs_not_how_it_was_typed():
+    from torchperf_tui.engine.abtest import same_arms
+    from torchperf_tui.engine.timing import BenchConfig
+
+    base = BenchConfig(model="tests.tinymodels:tiny_cnn", input_shape=(1, 3, 8, 8), device="cpu")
+    assert same_arms(base, parse_arm_spec(""), parse_arm_spec("mkldnn=on, channels_last=off"))
+    assert same_arms(base, parse_arm_spec("dtype=fp32"), parse_arm_spec(""))
+    assert not same_arms(base, parse_arm_spec(""), parse_arm_spec("mkldnn=off"))
+    assert not same_arms(base, parse_arm_spec(""), parse_arm_spec("step=train"))
+    assert not same_arms(base, parse_arm_spec(""), parse_arm_spec("shapes=cycle:2"))
+
+
+def test_a_flag_with_no_effect_is_said_of_the_arm_that_set_it():
+    from torchperf_tui.engine.abtest import inert_arm_flags, run_ab
+    from torchperf_tui.engine.timing import BenchConfig
+
+    on = Flags(cudnn_benchmark=True)
+    only = inert_arm_flags(Flags(), on, Flags(), "cpu")
+    assert len(only) == 1 and only[0].startswith("arm A: cudnn.benchmark has no effect here: ")  # once: "B: ..."
+    assert inert_arm_flags(Flags(), Flags(), on, "cpu")[0].startswith("arm B: cudnn.benchmark has no effect here")
+    # the base run set it and arm B turned it off: B set the difference
+    assert inert_arm_flags(on, on, Flags(), "cpu")[0].startswith("arm B: ")
+    assert inert_arm_flags(Flags(), on, on, "cpu") == []  # both arms alike: not what the verdict is about
+    base = BenchConfig(model="tests.tinymodels:tiny_cnn", input_shape=(1, 3, 8, 8), device="cpu")
+    result = run_ab(base, parse_arm_spec("cudnn_benchmark=on"), parse_arm_spec(""), blocks=6, per_block=1)
+    assert [n for n in result.notes if "cudnn.benchmark" in n][0].startswith("arm A: cudnn.benchmark has no effect")

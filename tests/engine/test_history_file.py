@@ -274,6 +274,24 @@ def test_appending_to_a_fifo_or_a_directory_is_refused_at_once(fifo, tmp_path):
         History(tmp_path).append(make_record())
 
 
+@posix_only
+def test_appending_through_a_symbolic_link_is_refused_as_an_export_is(tmp_path, monkeypatch):
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("not a history\n")
+    link = tmp_path / "history.jsonl"
+    link.symlink_to(target)
+    with pytest.raises(TorchperfError, match="is a symbolic link, not a regular file"):
+        History(link).append(make_record())
+    assert target.read_text() == "not a history\n"  # once appended to through the link
+    # a link put there after the check: the open itself refuses it (O_NOFOLLOW)
+    real_lstat = os.lstat
+    monkeypatch.setattr(history_file.os, "lstat", lambda p, *a, **k: os.stat(tmp_path / "absent")
+                        if str(p) == str(link) else real_lstat(p, *a, **k))
+    with pytest.raises(TorchperfError, match="is a symbolic link, not a regular file"):
+        History(link).append(make_record())
+    assert target.read_text() == "not a history\n"
+
+
 # --------------------------------------------------------------------------------------------------
 # Bounded lines, bounded nesting
 

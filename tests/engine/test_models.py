@@ -165,6 +165,26 @@ def user_module(tmp_path, monkeypatch):
 
         def not_a_module():
             return 42
+
+        class ClassShaped(nn.Module):  # a module:Class spec, its shape on the class
+            input_shape = (3, 64, 64)
+
+            def __init__(self):
+                super().__init__()
+                self.conv = nn.Conv2d(3, 4, 3)
+
+            def forward(self, x):
+                return self.conv(x)
+
+        class InstanceShaped(ClassShaped):  # the shape set in __init__, as many models do
+            input_shape = None
+
+            def __init__(self):
+                super().__init__()
+                self.input_shape = (3, 48, 40)
+
+        def factory_of_shaped():  # a factory whose module carries the shape
+            return InstanceShaped()
     """))
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.chdir(tmp_path)
@@ -181,6 +201,19 @@ def test_custom_factory_builds_in_eval_mode(user_module):
 
 def test_custom_factory_input_shape_attribute(user_module):
     assert default_input_shape(f"{user_module}:small_vector", batch=4) == (4, 8)
+
+
+def test_a_model_class_and_the_model_it_builds_say_their_input_shape(user_module):
+    from torchperf_tui.engine.models import input_shape_note
+
+    assert default_input_shape(f"{user_module}:ClassShaped", batch=2) == (2, 3, 64, 64)
+    assert resolve_model(f"{user_module}:InstanceShaped").input_shape == (3, 48, 40)  # once 3x224x224, no word
+    assert default_input_shape(f"{user_module}:factory_of_shaped") == (1, 3, 48, 40)
+    assert input_shape_note(f"{user_module}:ClassShaped") is None
+    assert input_shape_note(f"{user_module}:InstanceShaped") is None and input_shape_note("resnet18") is None
+    note = input_shape_note(f"{user_module}:tiny")  # declares nothing: the assumed default is said
+    assert note.startswith(f"{user_module}:tiny does not say its input shape") and "assumed 3x224x224" in note
+    assert resolve_model(f"{user_module}:broken").input_shape == (3, 224, 224)  # the build says what is wrong
 
 
 def test_custom_module_imports_from_the_current_directory(tmp_path, monkeypatch):

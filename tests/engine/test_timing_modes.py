@@ -114,6 +114,14 @@ def test_bad_requests_are_one_line_errors():
         run_modes(BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu", shapes="cycle:2"), ("sync",))
 
 
+def test_graph_alone_where_it_cannot_run_is_refused_not_an_empty_result():
+    for cfg in (BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu", iters=2),
+                BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu", iters=2, step="train")):
+        with pytest.raises(TorchperfError, match="graph mode") as caught:
+            run_modes(cfg, ("graph",))
+        assert "sync" in str(caught.value)  # it says what can be measured instead
+
+
 def test_the_cli_prints_the_modes_and_their_gaps(capsys):
     code, out, _ = run(capsys, "bench", TINY, "--input", "1x3x8x8", "--modes", "sync,pipelined,graph", "--iters", "6",
                        "--warmup", "1", "--per-block", "2")
@@ -131,6 +139,7 @@ def test_the_cli_prints_the_modes_and_their_gaps(capsys):
     (["--modes", "warp"], "unknown timing mode 'warp'"),
     (["--modes", "sync", "--cold-l2"], "needs --device cuda"),
     (["--cold-l2"], "--cold-l2 goes with --modes"),
+    (["--modes", "graph"], "graph mode needs CUDA"),  # once exit 0 with nothing measured
 ])
 def test_the_cli_refuses_in_one_line(capsys, argv, message):
     code, out, err = run(capsys, "bench", TINY, "--input", "1x3x8x8", "--iters", "2", *argv)

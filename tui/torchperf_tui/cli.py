@@ -112,10 +112,12 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                         help="TUI: play the cuDNN trade-offs hands-free on MODEL (default resnet18); any key takes over")
     parser.add_argument("--interval", type=_checked(options.interval), default=0.5,
                         help="TUI: telemetry period in seconds, 0.1-60 (default 0.5)")
-    parser.add_argument("--device", dest="app_device", default="auto", help="TUI: auto | cpu | cuda[:N]")
+    parser.add_argument("--device", dest="app_device", default="auto", type=_checked(options.device_name),
+                        help="TUI: auto | cpu | cuda[:N]")
     parser.add_argument("--screenshot-dir", metavar="DIR", help="TUI: where s saves screenshots (default: "
                         "$TORCHPERF_SCREENSHOTS, else the user data directory's screenshots/)")
-    parser.add_argument("--history", metavar="PATH", help="run history file (JSON lines; default: $TORCHPERF_HISTORY, "
+    parser.add_argument("--history", metavar="PATH", type=_checked(options.history_path),
+                        help="run history file (JSON lines; default: $TORCHPERF_HISTORY, "
                         "else the user data directory)")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     if not commands:
@@ -218,10 +220,18 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                    "deterministic, tf32, threads, mkldnn, dtype, channels_last, shapes, step, optimizer, amp "
                    "('' = the base run; e.g. amp=fp16 against amp=off)")
     p.add_argument("--b", required=True, metavar="SPEC", help="arm B, likewise")
-    p.add_argument("--blocks", type=_positive_int, default=10, help="blocks per arm (default 10, at least 6: with 5 pairs the signed-rank test's smallest p is 0.0625)")
-    p.add_argument("--per-block", type=_positive_int, default=20, help="timed iterations per block (default 20)")
+    p.add_argument("--blocks", type=_checked(options.ab_blocks), default=10,
+                   help="blocks per arm (default 10, 6-10000: with 5 pairs the signed-rank test's smallest p is 0.0625)")
+    p.add_argument("--time-budget", type=_checked(options.time_budget), metavar="SECONDS",
+                   default=options.AB_TIME_BUDGET_S,
+                   help="do not start a block pair that would end past this budget; the verdict is from the pairs "
+                        f"that ran (default {options.AB_TIME_BUDGET_S:g}; 0: no budget)")
+    p.add_argument("--per-block", type=_checked(options.ab_per_block), default=20,
+                   help=f"timed iterations per block (default 20, at most {options.AB_PER_BLOCK_MAX})")
     p.add_argument("--seed", type=_checked(options.seed), default=0, help="seed of the block order, random shapes and the bootstrap")
     p.add_argument("--no-history", action="store_true", help="do not append the two arms to the history file")
+    p.add_argument("--aa", action="store_true", help="allow identical arms: an A/A check of the noise (a "
+                   "difference called significant there is a false positive); without it identical arms are refused")
     p.add_argument("--kernels", action="store_true", help="instead of timing: the kernels each conv layer ran under "
                    "A and under B, side by side (torch.profiler; on the CPU the ATen implementation)")
     _add_shapes_option(p)
@@ -254,7 +264,7 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     p = sub.add_parser("export", help="export the run history as json, csv or md")
     p.add_argument("--format", required=True, choices=("json", "csv", "md"))
     p.add_argument("--last", type=_positive_int, help="only the last N runs")
-    p.add_argument("--output", metavar="FILE", help="write here instead of stdout")
+    p.add_argument("--output", metavar="FILE", help="write here instead of stdout ('-': stdout)")
     return parser
 
 
@@ -508,6 +518,13 @@ def cmd_compare(args) -> int:
 
     base = _bench_config(args, shapes=args.shapes, seed=args.seed)
     arm_a, arm_b = parse_arm_spec(args.a, base=base.flags), parse_arm_spec(args.b, base=base.flags)
+    from torchperf_tui.engine.abtest import same_arms
+
+    if same_arms(base, arm_a, arm_b) and not args.aa:
+        from torchperf_tui.engine.errors import TorchperfError
+
+        raise TorchperfError("arms A and B are the same flags: nothing to compare (--aa runs an A/A check of "
+                             "the noise on purpose)")
     if args.kernels:
         from torchperf_tui.engine.errors import TorchperfError
         from torchperf_tui.engine.kernels import conv_kernels
@@ -525,7 +542,8 @@ def cmd_compare(args) -> int:
         else:
             render_kernels(kernels)
         return 0
-    result = run_ab(base, arm_a, arm_b, blocks=args.blocks, per_block=args.per_block, seed=args.seed)
+    result = run_ab(base, arm_a, arm_b, blocks=args.blocks, per_block=args.per_block, seed=args.seed,
+                    time_budget_s=args.time_budget or None)
     if not args.no_history and not result.cancelled:
         _append_history(args, result)
     if args.json:
@@ -587,7 +605,7 @@ def cmd_export(args) -> int:
     loaded = _load_history(args, last=args.last)
     records = loaded.records
     text = export_records(records, args.format)
-    if args.output is not None:
+    if args.output is not None and args.output != "-":  # '-' is stdout, as for most tools, not a file named '-'
         from torchperf_tui.engine.output_files import write_text
 
         write_text(args.output, text)  # beside the target, then renamed; a non-regular target is refused

@@ -106,10 +106,38 @@ def format_number(value, unit: str = "", digits: int = 0) -> str:
     return f"{float(value):.{digits}f}{(' ' + unit) if unit else ''}"
 
 
+def shorten_parts(parts: list[str], need: int) -> tuple[list[str], int]:
+    """Take up to `need` characters off `parts` (a path's parts but its last) by eliding the middle of their
+    words, leftmost first, each down to its first three letters at most: 'layer1' -> 'lay…1' keeps the word's
+    start and its number (which stage), and block indices ('0') stay whole. -> (the parts, what is still to take off)."""
+    import re
+
+    out = list(parts)
+    for i, part in enumerate(out):
+        if need <= 0:
+            break
+        match = re.fullmatch(r"(.*?)(\d*)", part)
+        word, digits = match.group(1), match.group(2)
+        if len(word) < 5:
+            continue
+        keep = max(3, len(word) - need - 1)  # the word's start, enough to read; "…" takes one character
+        saved = len(word) - keep - 1
+        if saved > 0:
+            out[i] = word[:keep] + "…" + digits
+            need -= saved
+    return out, need
+
+
 def fit_name(name: str, width: int) -> str:
-    """A dotted layer path in `width` characters, keeping its end ('…layer4.2.conv3'): the last parts say which
-    layer it is, the first ones only where it sits."""
-    return name if len(name) <= width else "…" + name[len(name) - width + 1:]
+    """A dotted layer path in `width` characters. The leaf says which layer it is and the block indices where
+    it sits, so those stay whole: the words before the leaf are elided in their middle first ('lay…1.0.conv1'),
+    and a path that still does not fit is cut from the left, keeping its end ('…e_excitation.fc1')."""
+    if len(name) <= width:
+        return name
+    parts = name.split(".")
+    head, need = shorten_parts(parts[:-1], len(name) - width)
+    text = ".".join([*head, parts[-1]])
+    return text if need <= 0 and len(text) <= width else "…" + name[len(name) - width + 1:].lstrip(".")
 
 
 def interval_text(interval) -> str:

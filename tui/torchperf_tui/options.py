@@ -14,6 +14,15 @@ from torchperf_tui.engine.errors import TorchperfError
 
 # Seeds feed numpy's and torch's generators; numpy takes 0 .. 2**32 - 1.
 SEED_MAX = 2**32 - 1
+# Blocks per arm of an A/B comparison: at least the pairs a verdict needs (engine.abtest.MIN_PAIRS: with 5 the
+# signed-rank test's smallest p is 0.0625), and at most ten thousand: past a few hundred pairs the CI no longer
+# narrows in any way a reader would see, and the block order and shape schedule are lists of that length.
+AB_BLOCKS_RANGE = (6, 10_000)
+# Timed iterations per block: a block should be short, so that its neighbour of the other arm meets the same
+# state of the machine; a thousand is already long (and blocks x per-block shapes are planned up front).
+AB_PER_BLOCK_MAX = 1_000
+# A comparison's default time budget: two arms, so twice bench's 60 s.
+AB_TIME_BUDGET_S = 120.0
 # The app's telemetry period: below 0.1 s the event loop does little but sample; above a minute the
 # time series say nothing.
 INTERVAL_RANGE = (0.1, 60.0)
@@ -108,3 +117,55 @@ def time_budget(value: float | str, name: str = "--time-budget") -> float:
 def positive_float(name: str, value: float | str) -> float:
     """A finite number > 0 (a peak, a memory cap, a time budget)."""
     return finite_float(name, value, low=0.0, low_inclusive=False)
+
+
+def ab_blocks(value: int | str) -> int:
+    """Blocks per arm of an A/B comparison (AB_BLOCKS_RANGE)."""
+    low, high = AB_BLOCKS_RANGE
+    number = whole_number("--blocks", value)
+    if number < low:
+        raise OptionError(f"--blocks: a comparison needs at least {low} blocks per arm, got {number} (with fewer "
+                          "pairs the signed-rank test can never reach p < 0.05)")
+    if number > high:
+        raise OptionError(f"--blocks: at most {high:,} blocks per arm, got {number:,} (the time budget, "
+                          "--time-budget, is what bounds a long comparison)")
+    return number
+
+
+def ab_per_block(value: int | str) -> int:
+    """Timed iterations per block of an A/B comparison: 1 .. AB_PER_BLOCK_MAX."""
+    return whole_number("--per-block", value, low=1, high=AB_PER_BLOCK_MAX)
+
+
+def history_path(value: str) -> str:
+    """--history: a file the runs are appended to, so it must be a regular file or not exist yet. A symbolic
+    link, a folder, a FIFO or a device is refused here, before any run, as every file the app writes refuses
+    one (the append refuses it too, for $TORCHPERF_HISTORY and a link put there later)."""
+    import stat
+    from pathlib import Path
+
+    if not value.strip():
+        raise OptionError("--history: empty path")
+    target = Path(value).expanduser()
+    try:
+        mode = os.lstat(target).st_mode
+    except FileNotFoundError:
+        return value
+    except OSError as exc:
+        raise OptionError(f"--history: cannot use {target}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(mode):
+        from torchperf_tui.engine.output_files import _kind
+
+        raise OptionError(f"--history: will not append to {target}: it is {_kind(mode)}, not a regular file")
+    return value
+
+
+def device_name(value: str, name: str = "--device") -> str:
+    """A device as typed: auto | cpu | cuda | cuda:N, lower-cased. Only the syntax, without torch (the app's
+    process never imports it): whether CUDA is there is said by the device probe (engine.inputs.resolve_device
+    for the commands)."""
+    text = (value or "").strip().lower()
+    kind, sep, index = text.partition(":")
+    if text in ("auto", "cpu", "cuda") or (kind == "cuda" and sep and index.isdigit() and index.isascii()):
+        return text
+    raise OptionError(f"{name}: unknown device {value!r}: use auto, cpu, cuda or cuda:N")

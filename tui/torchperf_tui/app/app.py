@@ -266,9 +266,8 @@ class TorchperfApp(App):
         arms = flags.arms() if flags.flags is not None else None
         if arms is not None:
             self.pane("compare").start_ab(*arms)
-        elif flags.flags is not None:
-            self.notify("flip a flag first: A/B compares the flags before the flip with the current ones",
-                        severity="warning")
+        elif flags.flags is not None:  # the Compare pane says why two identical arms are not compared
+            self.pane("compare").start_ab(flags.flags, flags.flags)
 
     def action_kernels(self) -> None:
         if not self.main.panes_mounted():

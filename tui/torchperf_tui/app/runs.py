@@ -59,13 +59,26 @@ class RunRecord:
 
 
 class RunHistory:
-    """The last MAX_RUNS runs (bounded, so memory never grows) and which one is the baseline."""
+    """The last MAX_RUNS runs (bounded, so memory never grows) and which one is the baseline.
+
+    A run cancelled before any timed sample takes no slot (it is dropped when the next run comes), and the
+    baseline is never pushed out: when the slots are full the oldest other run goes, finished before
+    unfinished."""
 
     def __init__(self, capacity: int = MAX_RUNS) -> None:
-        self._runs: deque[RunRecord] = deque(maxlen=capacity)
+        self._runs: deque[RunRecord] = deque()
+        self.capacity = max(1, capacity)
         self.baseline_id: int | None = None
 
     def add(self, record: RunRecord) -> None:
+        for empty in [r for r in self._runs if r.status == "cancelled" and not r.samples_ms]:
+            self._runs.remove(empty)
+        if len(self._runs) >= self.capacity:
+            base = self.baseline()
+            others = [r for r in self._runs if r is not base]
+            gone = next((r for r in others if r.finished), others[0] if others else None)
+            if gone is not None:
+                self._runs.remove(gone)
         self._runs.append(record)
 
     def get(self, run_id: int) -> RunRecord | None:

@@ -86,11 +86,17 @@ def parse_arm_spec(text: str, base: Flags | None = None) -> ArmSpec:
     channels_last: bool | None = None
     shapes: str | None = None
     steps: dict[str, str | None] = {}
+    given: dict[str, str] = {}  # what a key sets (aliases set the same thing) -> the key as typed
     for part in [p.strip() for p in text.split(",") if p.strip()]:
         key, sep, value = part.partition("=")
         key = key.strip().lower().replace("-", "_")
         if not sep or not value.strip():
             raise FlagError(f"{part!r} in {text!r}: write key=value, e.g. threads=2")
+        for target in FLAG_KEYS.get(key, (key,)):
+            if target in given:  # 'mkldnn=on,mkldnn=off': which one would the arm mean?
+                same = "given twice" if given[target] == key else f"set by both {given[target]} and {key}"
+                raise FlagError(f"{key} {same} in {text!r}: give each setting once per arm")
+            given[target] = key
         if key in FLAG_KEYS:
             targets = FLAG_KEYS[key]
             if key == "threads":
@@ -122,6 +128,20 @@ def parse_arm_spec(text: str, base: Flags | None = None) -> ArmSpec:
             raise FlagError(f"unknown key {key!r} in {text!r}: known keys are {known}")
     return ArmSpec(flags=flags, dtype=dtype, channels_last=channels_last, shapes=shapes,
                    text=text.strip() or "base", **steps)
+
+
+def same_arms(base, a: ArmSpec, b: ArmSpec) -> bool:
+    """Whether arms `a` and `b` of `base` (a timing.BenchConfig) would run the same thing: an A/A comparison."""
+    def effective(arm: ArmSpec):
+        return (arm.flags, arm.dtype or base.dtype,
+                base.channels_last if arm.channels_last is None else arm.channels_last,
+                arm.shapes or base.shapes, arm.step_spec(base))
+
+    return effective(a) == effective(b)
+
+
+AA_NOTE = ("A/A: both arms identical: any difference is noise (called significant in at most 5 % of such "
+           "comparisons)")
 
 
 @dataclass(frozen=True)
@@ -258,6 +278,7 @@ class ABResult:
     amp: str | None = None  # mixed precision of both arms
     # What the model's code changed in torch's global state during the comparison, put back (engine.flags).
     state_notes: list[str] = field(default_factory=list)
+    out_of_time: str | None = None  # the time budget stopped the blocks short: how far they got, in words
 
     @property
     def pairs(self) -> int:
@@ -265,9 +286,11 @@ class ABResult:
 
     def summary(self) -> str:
         if self.verdict is None:
-            why = f"cancelled after {self.pairs} block pair(s)" if self.cancelled else "too few blocks"
+            why = (f"cancelled after {self.pairs} block pair(s)" if self.cancelled
+                   else self.out_of_time or "too few blocks")
             return f"no verdict: {why} (a verdict needs {MIN_PAIRS})"
-        head = f"cancelled after {self.pairs} block pairs; " if self.cancelled else ""
+        head = (f"cancelled after {self.pairs} block pairs; " if self.cancelled
+                else f"{self.out_of_time}; " if self.out_of_time else "")
         return head + self.verdict.summary()
 
     def medians_ratio(self) -> float | None:
@@ -334,8 +357,13 @@ OnBlock = Callable[[str, int, int, list[float]], None]
 
 
 def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int = 20, seed: int = 0,
-           on_block: OnBlock | None = None, should_cancel: Callable[[], bool] | None = None) -> ABResult:
+           on_block: OnBlock | None = None, should_cancel: Callable[[], bool] | None = None,
+           time_budget_s: float | None = None) -> ABResult:
     """Time arms A and B of `base` (a timing.BenchConfig) interleaved in randomised blocks.
+
+    `time_budget_s` (None: none) bounds the blocks' time: a block pair that would end past it, judged by the
+    pair before it, is not started; the result says how many pairs ran (`out_of_time`) and the verdict is
+    from those.
 
     Each block runs under its arm's own flags context, on a CUDA device on its arm's own thread (see
     ArmThreads), and starts
@@ -446,9 +474,22 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int, seed: int
             arm.threads_used = torch.get_num_threads()
         return times
 
+    out_of_time = None
     try:
         with ArmThreads(arms, separate=device.type == "cuda") as threads:
+            timed_from = time.perf_counter()
+            pair_started = timed_from
+            last_pair_s = 0.0
             for index, name in enumerate(order):
+                if index % 2 == 0:  # a pair starts: stop here if it would end past the budget
+                    now = time.perf_counter()
+                    if index:
+                        last_pair_s = now - pair_started
+                    pair_started = now
+                    if time_budget_s is not None and index and now - timed_from + last_pair_s > time_budget_s:
+                        out_of_time = (f"time budget {time_budget_s:g} s reached after {index // 2} of {blocks} "
+                                       f"block pairs")
+                        break
                 times = threads.run(name, run_block, name)
                 if times.cancelled:
                     stopped = True
@@ -471,9 +512,8 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int, seed: int
             items = sum(shape[0] for shape in feeds[name].timed_shapes[:pairs * per_block])
             arm.conditions = sampler.summary([f"{name}{i}" for i in range(pairs)], items=items)
     verdict = block_verdict(arms["A"].blocks, arms["B"].blocks, seed=seed) if pairs >= MIN_PAIRS else None
-    from torchperf_tui.engine.flags import inert_flags
-
-    notes = [f"B: {line}" for line in inert_flags(arms["B"].flags, device.type, arms["A"].flags)]
+    notes = [AA_NOTE] if same_arms(base, a, b) else []
+    notes += inert_arm_flags(base.flags, arms["A"].flags, arms["B"].flags, device.type)
     notes += step_notes(arms["A"], arms["B"])
     clocks = throttle_note(arms["A"].conditions, arms["B"].conditions)
     if clocks:
@@ -484,7 +524,25 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int, seed: int
                     order=order, verdict=verdict, cancelled=stopped, duration_s=time.time() - started,
                     notes=notes, step=arms["A"].step if same else "mixed",
                     optimizer=arms["A"].optimizer if same else None,
-                    amp=arms["A"].amp if arms["A"].amp == arms["B"].amp else "mixed")
+                    amp=arms["A"].amp if arms["A"].amp == arms["B"].amp else "mixed", out_of_time=out_of_time)
+
+
+def inert_arm_flags(base: Flags, a: Flags, b: Flags, device: str) -> list[str]:
+    """One line per flag the arms differ in that has no effect on `device`, naming the arm that set it away
+    from the base run (so a flag arm A set is not blamed on B): a same-speed verdict is not that flag's."""
+    from torchperf_tui.engine.flags import FLAG_SPECS, flag_applicability
+
+    lines = []
+    for spec in FLAG_SPECS:
+        values = {"A": getattr(a, spec.name), "B": getattr(b, spec.name)}
+        if values["A"] == values["B"]:
+            continue
+        ok, why = flag_applicability(spec.name, device)
+        if ok:
+            continue
+        setters = [name for name, value in values.items() if value != getattr(base, spec.name)] or ["A", "B"]
+        lines.append(f"arm {' and '.join(setters)}: {spec.label} has no effect here: {why}")
+    return lines
 
 
 def arm_step_text(arm: ArmResult) -> str:

@@ -54,6 +54,7 @@ WARNING_EXAMPLES = 3
 
 _O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # POSIX: opening a FIFO must not wait for a writer
 _O_BINARY = getattr(os, "O_BINARY", 0)  # Windows: no newline translation
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # POSIX: appending through a symbolic link is refused
 
 
 class HistoryNotDurable(TorchperfError):
@@ -134,15 +135,22 @@ class History:
         written = False
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                _refuse_special(self.path, os.stat(self.path).st_mode)
+            try:  # lstat: a symbolic link is refused, as every file the app writes refuses one
+                _refuse_special(self.path, os.lstat(self.path).st_mode)
                 created = False
             except FileNotFoundError:
                 created = True
             with _append_lock:
                 # O_APPEND: the kernel puts each write at the current end, even with another process appending.
                 # O_NONBLOCK: a FIFO put there must be refused, not waited on; O_RDWR: for the torn-line check.
-                fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | _O_NONBLOCK | _O_BINARY, 0o644)
+                # O_NOFOLLOW: a symbolic link put there since the check is refused too (ELOOP, below).
+                try:
+                    fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | _O_NONBLOCK | _O_BINARY
+                                 | _O_NOFOLLOW, 0o644)
+                except OSError as exc:
+                    if exc.errno == errno.ELOOP:
+                        _refuse_special(self.path, stat.S_IFLNK)
+                    raise
                 try:
                     _refuse_special(self.path, os.fstat(fd).st_mode)
                     _lock_file(fd)
@@ -234,7 +242,8 @@ def _refuse_special(path: Path, mode: int) -> None:
     end opens, /dev/zero never ends, a folder is no history."""
     if stat.S_ISREG(mode):
         return
-    kinds = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+    kinds = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
+             (stat.S_ISCHR, "a character device"),
              (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory"), (stat.S_ISSOCK, "a socket"))
     kind = next((name for test, name in kinds if test(mode)), "not a file")
     raise TorchperfError(f"the history file {path} is {kind}, not a regular file")

@@ -219,15 +219,16 @@ def _suggest(name: str) -> str:
 def resolve_model(spec: str) -> ModelEntry:
     """A torchvision name (case-insensitive) or `package.module:factory` -> its ModelEntry.
 
-    A custom factory is imported (not called) here, so a bad path fails early; its default input shape
-    is the factory's `input_shape` attribute when it has one (no batch dim), else CUSTOM_DEFAULT_SHAPE.
+    A custom factory is imported here, so a bad path fails early; its default input shape (no batch dim) is
+    the `input_shape` of the factory or class, else of the model it builds (built on meta, only when the
+    factory carries none), else CUSTOM_DEFAULT_SHAPE (input_shape_note says so).
     """
     spec = (spec or "").strip()
     if not spec:
         raise ModelError("no model given: give a torchvision name or package.module:factory")
     if _is_custom(spec):
         factory = _load_factory(spec)
-        return ModelEntry(spec, "custom", _factory_input_shape(spec, factory))
+        return ModelEntry(spec, "custom", _factory_input_shape(spec, factory, instance=True))
     name = spec.lower()
     task = _task_by_name().get(name)
     if task is None:
@@ -235,9 +236,29 @@ def resolve_model(spec: str) -> ModelEntry:
     return _entry(name, task)
 
 
-def _factory_input_shape(spec: str, factory: Any) -> tuple[int, ...]:
-    """The factory's `input_shape` (no batch dimension), checked as a typed shape is."""
-    shape = getattr(factory, "input_shape", CUSTOM_DEFAULT_SHAPE)
+def _declared_input_shape(spec: str, factory: Any, instance: bool) -> Any:
+    """What the user's code says its input is (None: nothing): the factory's or class's `input_shape`, else,
+    with `instance`, that of the model it builds (a class that sets `self.input_shape` in `__init__`, a factory
+    whose module carries one), read from a build on the meta device (no weight memory). A build that fails
+    here says nothing: the real build reports it."""
+    shape = getattr(factory, "input_shape", None)
+    if shape is not None or not instance:
+        return shape
+    try:
+        with parameters_on_meta():
+            model = _build_custom(spec)
+    except Exception:  # noqa: BLE001 - the measuring build says what is wrong with the factory
+        return None
+    shape = getattr(model, "input_shape", None)
+    return shape if isinstance(shape, (tuple, list)) else None  # a buffer or method of that name is not one
+
+
+def _factory_input_shape(spec: str, factory: Any, instance: bool = False) -> tuple[int, ...]:
+    """The `input_shape` the user's code declares (no batch dimension; see _declared_input_shape), checked as
+    a typed shape is, else CUSTOM_DEFAULT_SHAPE (input_shape_note says so)."""
+    shape = _declared_input_shape(spec, factory, instance)
+    if shape is None:
+        return CUSTOM_DEFAULT_SHAPE
     if not isinstance(shape, (tuple, list)) or not shape or not all(
             isinstance(d, int) and not isinstance(d, bool) for d in shape):
         raise ModelError(f"{spec}: its input_shape must be a tuple of whole numbers without the batch, "
@@ -248,6 +269,18 @@ def _factory_input_shape(spec: str, factory: Any) -> tuple[int, ...]:
         return check_dims((1, *shape))[1:]
     except ShapeError as exc:
         raise ModelError(f"{spec}: its input_shape {tuple(shape)}: {exc}") from None
+
+
+def input_shape_note(spec: str) -> str | None:
+    """A line when `spec`'s input shape is assumed (a custom model that declares none), else None."""
+    if not _is_custom((spec or "").strip()):
+        return None
+    factory = _load_factory(spec.strip())
+    if _declared_input_shape(spec.strip(), factory, instance=True) is not None:
+        return None
+    return (f"{spec.strip()} does not say its input shape (no input_shape on the factory, its class or the model "
+            f"it builds): assumed {'x'.join(map(str, CUSTOM_DEFAULT_SHAPE))} without the batch; give the shape, "
+            f"or set input_shape = (3, 224, 224) there")
 
 
 def default_input_shape(spec: str, batch: int = 1) -> tuple[int, ...]:
@@ -403,6 +436,14 @@ def _build_custom(spec: str) -> nn.Module:
     return model
 
 
+def _resolve_for_build(spec: str) -> ModelEntry:
+    """resolve_model without reading a custom model's shape from a build of it: build_model builds it anyway."""
+    spec = (spec or "").strip()
+    if spec and _is_custom(spec):
+        return ModelEntry(spec, "custom", CUSTOM_DEFAULT_SHAPE)  # the shape is not used to build
+    return resolve_model(spec)
+
+
 def build_model(spec: str, device: str | torch.device = "cpu", *,
                 builder_kwargs: dict[str, Any] | None = None) -> nn.Module:
     """Build a model with random weights (weights=None) in eval mode.
@@ -410,7 +451,7 @@ def build_model(spec: str, device: str | torch.device = "cpu", *,
     device="meta" builds only the structure (no weight memory; for complexity analysis). Other devices
     build on the CPU and move. `builder_kwargs` go to a torchvision builder (e.g. image_size for ViT).
     """
-    entry = resolve_model(spec)
+    entry = _resolve_for_build(spec)
     if not entry.supported:
         raise ModelError(f"{entry.name} is not supported: {entry.reason}")
     device = torch.device(device)

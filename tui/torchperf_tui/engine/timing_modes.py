@@ -244,6 +244,13 @@ def run_modes(cfg: BenchConfig, modes: tuple[str, ...] = MODES, *, cold_l2: bool
     problem = amp_problem(step.amp, device, dtype)
     if problem:
         raise TorchperfError(problem)
+    if modes == ("graph",):  # nothing else would be measured: refuse before building the model
+        if device.type != "cuda":
+            raise TorchperfError(f"graph mode needs CUDA (a CUDA graph replays on a GPU), and this run is on "
+                                 f"{device.type}: add sync or pipelined, e.g. --modes sync,pipelined")
+        if step.training:
+            raise TorchperfError("graph mode times inference only (a training step is not captured): add sync "
+                                 "or pipelined, e.g. --modes sync,pipelined")
     shape = cfg.resolved_shape()
     cancelled = should_cancel or (lambda: False)
     progress = on_progress or (lambda mode, done, total: None)
@@ -288,6 +295,9 @@ def run_modes(cfg: BenchConfig, modes: tuple[str, ...] = MODES, *, cold_l2: bool
             timer = _events_ms if device.type == "cuda" else _clock_ms
             calls = {"sync": once, "graph": replay, "pipelined": once}
             running = [mode for mode in modes if results[mode].unavailable is None]
+            if not running:  # e.g. graph alone, and the model could not be captured: a result would be empty
+                raise TorchperfError("no timing mode could run: " + "; ".join(
+                    f"{mode}: {results[mode].unavailable}" for mode in modes))
             result.cancelled = warm.cancelled
             for round_ in range(rounds):
                 order = running[round_ % len(running):] + running[:round_ % len(running)] if running else []

@@ -26,6 +26,7 @@ COMPACT_BELOW_ROWS = 30  # the pane's height under which its note takes one row
 IDLE_HINT = "a: A/B, the flags before vs after the last flip"
 
 OVERLAY_RUNS = 4
+TOAST_S = 4  # a toast that repeats what the verdict line shows: at 80x24 it lies over the table
 
 
 def overlaid_runs(completed: list) -> list:
@@ -97,7 +98,15 @@ class ComparePane(Vertical):
 
     # -- the A/B comparison ------------------------------------------------------------------------
     def start_ab(self, flags_a, flags_b) -> None:
-        """Time A against B interleaved in blocks (replacing a comparison or any measurement in flight)."""
+        """Time A against B interleaved in blocks (replacing a comparison or any measurement in flight); two
+        identical flag sets are refused, in the verdict line (it stays) and a short toast."""
+        if flags_a == flags_b:
+            text = (f"arms A and B are the same flags ({flags_a.describe(self.app.session.device_kind())}): nothing "
+                    "to compare · flip a flag first: A/B compares the flags before the flip with the current ones")
+            if not self.comparing():
+                self.verdict = f"A/B: {escape(text)}"
+            self.app.notify(text, severity="warning", timeout=TOAST_S)
+            return
         selection = self.screen.ready_selection("A/B comparison", module="abtest")
         if selection is None:
             return
@@ -181,7 +190,8 @@ class ComparePane(Vertical):
                 self._ab_state_notes[record.run_id] = list(result.state_notes)
         self.verdict = (ab_verdict_text(result))
         if result.verdict is not None:
-            self.app.notify(result.summary(), title="A/B verdict", timeout=8)
+            # short: the verdict line above the table says it too, and a toast must not sit over the table
+            self.app.notify(result.summary(), title="A/B verdict", timeout=TOAST_S)
         self.post_message(RunsChanged())
         if not result.cancelled:
             save_run(self, result, fingerprint)
@@ -193,7 +203,7 @@ class ComparePane(Vertical):
                 record.status, record.error = ("cancelled", None) if cancelled else ("failed", error)
         self.verdict = ("A/B: cancelled" if cancelled else f"A/B: [b $error]error:[/] {error}")
         if not cancelled:
-            self.app.notify(error, title="compare failed", severity="error", timeout=8)
+            self.app.notify(error, title="compare failed", severity="error", timeout=TOAST_S)  # the line says it
         self.post_message(RunsChanged())
 
     # -- the kept runs -------------------------------------------------------------------------------

@@ -34,13 +34,23 @@ def home_short(path) -> str:
 
 
 def fit_model(model: str, width: int) -> str:
-    """A model's name in `width` characters: a module:factory keeps its end (the factory), a torchvision name its
-    start."""
+    """A model's name in `width` characters: a module:factory keeps its factory whole and elides the middle of
+    the module's words first ('tests.tiny…s:tiny_cnn', as a layer path is cut), then cuts from the left; a
+    torchvision name keeps its start."""
+    from torchperf_tui.formatting import fit_name, shorten_parts
+
     if len(model) <= width:
         return model
-    if ":" in model or "." in model:
-        return "…" + model[len(model) - width + 1:]
-    return model[: width - 1] + "…"
+    module, sep, factory = model.rpartition(":")
+    if not sep:
+        return fit_name(model, width) if "." in model else model[: width - 1] + "…"
+    parts, need = shorten_parts(module.split("."), len(model) - width)
+    text = ".".join(parts) + ":" + factory
+    if need <= 0 and len(text) <= width:
+        return text
+    if len(factory) + 2 <= width:  # the module's words cannot shrink enough: the factory, said to be in one
+        return "…:" + factory
+    return "…" + factory[len(factory) - width + 1:]
 
 
 def flag_value(value) -> str:

@@ -227,7 +227,8 @@ class LayersPane(Vertical):
         if isinstance(event, JobFailed):
             self._times_line("" if event.cancelled else f"run {label} per layer: [b $error]error:[/] {escape(event.error)}")
             if not event.cancelled:
-                self.app.notify(event.error, title="time per layer failed", severity="error", timeout=8)
+                # short: the pane's line above the table says it whole
+                self.app.notify(event.error, title="time per layer failed", severity="error", timeout=4)
             return
         if event.result is None:  # cancelled before a pass
             self._times_line("")

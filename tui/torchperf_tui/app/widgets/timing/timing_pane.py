@@ -369,7 +369,9 @@ class TimingPane(Vertical):
             record.samples_ms.extend(event.samples_ms)
             record.first_seen.extend(event.first_seen)
             redraw = self._due(record, now_anyway=event.index >= event.total - 1)
-            if redraw:  # over every sample so far: at most every LIVE_STATS_EVERY_S, never per batch
+            # over every sample so far: at most every LIVE_STATS_EVERY_S, never per batch; and at the first
+            # timed batch, so the body never says "no timed samples yet" beside a header saying "timed 15/64"
+            if redraw or record.stats is None:
                 record.stats = session.engine.stats.compute_stats(record.samples_ms, batch=record.batch or 1)
         phase_changed = record.status != event.phase
         record.status, record.index, record.total = event.phase, event.index, event.total

@@ -1,0 +1,118 @@
+"""Refusals of the CLI met by probing it as a user would (issue 21): each is exit 2 and one line on stderr,
+before any time is spent measuring."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.test_cli import TINY, run
+
+
+def refused(capsys, *argv) -> str:
+    """Run the CLI; assert it refused in one line with exit 2 and printed nothing on stdout; return the line."""
+    code, out, err = run(capsys, *argv)
+    lines = err.strip().splitlines()
+    assert code == 2, (code, out, err)
+    assert out == "" and len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+def test_a_flag_given_twice_in_one_arm_is_refused(capsys):
+    line = refused(capsys, "compare", TINY, "--input", "1x3x8x8", "--a", "mkldnn=on,mkldnn=off", "--b", "",
+                   "--blocks", "6", "--per-block", "1", "--no-history")
+    assert "mkldnn given twice" in line
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--blocks", "100000"], "--blocks: at most 10,000 blocks per arm"),
+    (["--blocks", "5"], "at least 6 blocks per arm"),
+    (["--per-block", "5000"], "--per-block: must be at most 1000"),
+    (["--time-budget", "nan"], "--time-budget: expected a finite number"),
+    (["--time-budget", "-1"], "--time-budget: must be >= 0"),
+])
+def test_compare_counts_and_budget_are_checked_where_they_enter(capsys, argv, message):
+    assert message in refused(capsys, "compare", TINY, "--input", "1x3x8x8", "--a", "", "--b", "mkldnn=off",
+                              "--no-history", *argv)
+
+
+def test_compare_stops_at_its_time_budget_and_says_so(capsys):
+    import json
+
+    code, out, _ = run(capsys, "compare", "tests.engine.test_timing_modes:sleepy", "--input", "2x4", "--a", "",
+                       "--b", "mkldnn=off", "--blocks", "10000", "--per-block", "2", "--time-budget", "0.3",
+                       "--no-history", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["out_of_time"].startswith("time budget 0.3 s reached after ")
+    assert data["out_of_time"].endswith(" of 10000 block pairs") and len(data["a"]["blocks"]) < 10000
+    assert data["out_of_time"] in data["summary"]
+
+
+@pytest.mark.parametrize("a, b", [("", ""), ("mkldnn=on", ""), ("threads=1", "threads=1"), ("dtype=float32", "")])
+def test_two_identical_arms_are_refused_unless_an_aa_check_is_asked_for(capsys, a, b):
+    line = refused(capsys, "compare", TINY, "--input", "1x3x8x8", "--a", a, "--b", b, "--blocks", "6",
+                   "--per-block", "1", "--no-history")
+    assert "arms A and B are the same flags: nothing to compare" in line and "--aa" in line
+
+
+def test_an_aa_check_runs_and_says_it_is_one(capsys):
+    import json
+
+    code, out, _ = run(capsys, "compare", TINY, "--input", "1x3x8x8", "--a", "", "--b", "", "--aa", "--blocks", "6",
+                       "--per-block", "1", "--no-history", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["notes"][0].startswith("A/A: both arms identical")
+    assert data["verdict"] is not None
+
+
+def test_a_symlinked_history_is_refused_where_the_option_enters_before_any_run(capsys, tmp_path):
+    target = tmp_path / "notes.txt"
+    target.write_text("mine\n")
+    link = tmp_path / "history.jsonl"
+    link.symlink_to(target)
+    line = refused(capsys, "--history", str(link), "bench", TINY, "--input", "1x3x8x8", "--iters", "2")
+    assert line.endswith(f"--history: will not append to {link}: it is a symbolic link, not a regular file "
+                         "(see --help)")
+    assert target.read_text() == "mine\n"
+    assert "a directory" in refused(capsys, "--history", str(tmp_path), "history")
+
+
+def test_export_output_dash_is_stdout_not_a_file_named_dash(capsys, tmp_path, monkeypatch):
+    from tests.records import make_record
+    from torchperf_tui.engine.history_file import History
+
+    history = tmp_path / "h.jsonl"
+    History(history).extend([make_record(), make_record()])
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(capsys, "--history", str(history), "export", "--format", "csv", "--output", "-")
+    assert code == 0 and len(out.strip().splitlines()) == 3  # header + two runs, on stdout
+    assert not (tmp_path / "-").exists()
+
+
+@pytest.mark.parametrize("device", ["tpu", "cuda:x", "cuda:", "cpu:0", "", "cuda:-1"])
+def test_the_apps_device_is_checked_at_start_not_at_the_first_run(capsys, monkeypatch, device):
+    import torchperf_tui.cli as cli
+
+    started = []
+    monkeypatch.setattr(cli, "run_tui", lambda args: started.append(args) or 0)  # the app must not start
+    line = refused(capsys, "--device", device)
+    assert "unknown device" in line and "use auto, cpu, cuda or cuda:N" in line and not started
+
+
+@pytest.mark.parametrize("device, kept", [("auto", "auto"), ("CPU", "cpu"), ("cuda", "cuda"), ("cuda:1", "cuda:1")])
+def test_the_apps_device_accepts_what_the_commands_accept(capsys, monkeypatch, device, kept):
+    import torchperf_tui.cli as cli
+
+    started = []
+    monkeypatch.setattr(cli, "run_tui", lambda args: started.append(args.app_device) or 0)
+    code, _, err = run(capsys, "--device", device)
+    assert code == 0 and started == [kept], err
+
+
+def test_checking_a_device_name_imports_no_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys; from torchperf_tui import options; options.device_name('cuda:0'); "
+            "print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"

@@ -1,0 +1,85 @@
+"""scripts/install.sh, the README's Run step: the CUDA build of torch where an NVIDIA GPU is present, the CPU
+build where none is, and a plain PyPI install (said) where PyTorch's CPU index cannot be reached. Driven in its
+--dry-run mode with a fake nvidia-smi first on PATH: nothing is installed."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "install.sh"
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+
+pytestmark = pytest.mark.skipif(shutil.which("sh") is None, reason="needs a POSIX shell")
+
+
+def dry_run(tmp_path, nvidia_smi: str | None, *, device_node: bool = False, index: str | None = None,
+            args: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    """The script's --dry-run with `nvidia-smi` replaced by a fake printing `nvidia_smi` (None: one that fails,
+    as it does on a box whose driver is missing), the GPU device node present or not, and the CPU index at
+    `index` (default: a local file that exists, so the test needs no network)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    fake = bin_dir / "nvidia-smi"
+    if nvidia_smi is None:
+        fake.write_text("#!/bin/sh\necho 'NVIDIA-SMI has failed because it could not communicate with the "
+                        "NVIDIA driver.'\nexit 9\n")
+    else:
+        fake.write_text(f"#!/bin/sh\n[ \"$1\" = -L ] && printf '%s\\n' '{nvidia_smi}'\n")
+    fake.chmod(0o755)
+    node = tmp_path / "nvidia0"
+    if device_node:
+        node.write_text("")
+    if index is None:
+        (tmp_path / "index.html").write_text("<html></html>")
+        index = (tmp_path / "index.html").as_uri()
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+           "TORCHPERF_NVIDIA_DEVICE": str(node), "TORCHPERF_TORCH_CPU_INDEX": index, "VENV": ".venv"}
+    return subprocess.run(["sh", str(SCRIPT), "--dry-run", *args], env=env, capture_output=True, text=True,
+                          timeout=120)
+
+
+def commands(done: subprocess.CompletedProcess) -> list[str]:
+    return [line[2:] for line in done.stdout.splitlines() if line.startswith("+ ")]
+
+
+def test_a_box_whose_nvidia_smi_lists_a_gpu_gets_the_cuda_build_from_pypi(tmp_path):
+    done = dry_run(tmp_path, "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1234)")
+    assert done.returncode == 0, done.stderr
+    assert "an NVIDIA GPU is present" in done.stdout
+    assert commands(done) == ["python3 -m venv .venv", ".venv/bin/pip install -e ."]
+
+
+def test_a_box_with_the_gpu_device_node_gets_the_cuda_build_even_if_nvidia_smi_fails(tmp_path):
+    done = dry_run(tmp_path, None, device_node=True)
+    assert done.returncode == 0 and commands(done)[-1] == ".venv/bin/pip install -e ."
+
+
+def test_a_box_without_a_gpu_gets_the_cpu_build_from_the_cpu_index(tmp_path):
+    for smi in (None, "No devices were found"):
+        done = dry_run(tmp_path, smi)
+        assert done.returncode == 0, done.stderr
+        index = (tmp_path / "index.html").as_uri()
+        assert "no NVIDIA GPU: torch's CPU-only build" in done.stdout
+        assert commands(done) == ["python3 -m venv .venv", f".venv/bin/pip install --extra-index-url {index} -e ."]
+
+
+def test_an_unreachable_cpu_index_falls_back_to_pypi_and_says_so(tmp_path):
+    done = dry_run(tmp_path, None, index=(tmp_path / "no-such-index").as_uri(), args=("--test",))
+    assert done.returncode == 0
+    assert "cannot be reached: torch comes from PyPI alone" in done.stderr
+    assert commands(done)[-1] == ".venv/bin/pip install -e .[test]"
+
+
+def test_an_unknown_option_is_one_line_and_exit_2(tmp_path):
+    done = subprocess.run(["sh", str(SCRIPT), "--gpu"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stderr.strip() == "install.sh: unknown option --gpu (see --help)"
+    assert done.stdout == ""
+
+
+def test_the_default_cpu_index_is_pytorchs():
+    assert f"CPU_INDEX=${{TORCHPERF_TORCH_CPU_INDEX:-{CPU_INDEX}}}" in SCRIPT.read_text()
