@@ -374,7 +374,7 @@ def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int = 2
     """
     watch = StateWatch()  # before the model's code runs
     try:
-        result = _run_ab(base, a, b, blocks, per_block, seed, on_block, should_cancel, watch)
+        result = _run_ab(base, a, b, blocks, per_block, seed, on_block, should_cancel, watch, time_budget_s)
     finally:
         notes = watch.close()
     result.state_notes = list(notes)
@@ -382,7 +382,7 @@ def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int = 2
 
 
 def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int, seed: int, on_block: OnBlock | None,
-            should_cancel: Callable[[], bool] | None, watch: StateWatch) -> ABResult:
+            should_cancel: Callable[[], bool] | None, watch: StateWatch, time_budget_s: float | None) -> ABResult:
     import torch
 
     from torchperf_tui.engine.inputs import parse_dtype, resolve_device
