@@ -8,15 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.app.helpers import (TINY, GiB, analysed, choose_model, flip, gpu_report_and_fakes, run_and_wait, screen_text,
-                               wait_ready, wait_until)
+from tests.app.helpers import (TINY, GiB, analysed, choose_model, flip, gpu_report_and_fakes, notifications, run_and_wait,
+                               screen_text, wait_ready, wait_until)
 from torchperf_tui.app.app import TorchperfApp
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def notifications(app) -> list[str]:
-    return [n.message for n in app._notifications]
 
 
 def test_app_module_imports_no_torch_numpy_or_engine():
@@ -138,14 +134,11 @@ async def test_flipping_a_flag_mid_run_cancels_it_and_restarts_with_the_new_flag
 
 async def test_release_memory_key_shows_what_was_freed():
     app = TorchperfApp(poll_telemetry=False)
-    shown: list[str] = []  # every toast, kept: under load a 6 s toast can expire before the check (seen in a full run)
-    notify = app.notify
-    app.notify = lambda message, *args, **kwargs: (shown.append(str(message)), notify(message, *args, **kwargs))[1]
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_ready(pilot)
         await pilot.press("e")
         await wait_until(pilot, lambda: app.pane("memory").last_release is not None, what="the release")
-        assert any(app.pane("memory").last_release.summary() in text for text in shown)
+        assert any(app.pane("memory").last_release.summary() in text for text in notifications(app))
         assert "released" in app.pane("memory").last_release.summary()
 
 
@@ -193,8 +186,10 @@ async def test_help_screenshot_and_command_palette(tmp_path):
         await pilot.press("escape")
         assert app.screen is app.main
         await pilot.press("s")
+        await wait_until(pilot, lambda: list(tmp_path.glob("*.svg")), what="the screenshot")
         saved = list(tmp_path.glob("*.svg"))
-        assert len(saved) == 1 and any(str(saved[0].name) in t for t in notifications(app))
+        await wait_until(pilot, lambda: any(str(saved[0].name) in t for t in notifications(app)), what="its toast")
+        assert len(saved) == 1
         titles = [c.title for c in app.get_system_commands(app.screen)]
         for title in ("Run timing", "Cancel run", "Release memory", "Save screenshot", "Help"):
             assert title in titles
@@ -304,8 +299,10 @@ async def test_device_cuda_on_a_box_without_one_says_so_and_the_cpu_can_be_chose
         await wait_until(pilot, lambda: app.session.runs.get(1) is not None and app.session.runs.get(1).finished,
                          what="the run on cuda")
         assert app.session.runs.get(1).status == "failed" and "CUDA" in app.session.runs.get(1).error
-        assert app.sub_title == "cuda: not available"
-        assert any("--device cuda: no CUDA device here" in text for text in notifications(app))
+        # The device probe and the run's failure come from two processes, in either order (seen under load).
+        await wait_until(pilot, lambda: app.sub_title == "cuda: not available", what="the header's word")
+        await wait_until(pilot, lambda: any("--device cuda: no CUDA device here" in text for text in notifications(app)),
+                         what="the notification")
         select = app.main.query_one("#device-select")
         assert select.display and select.value == "cuda"
         select.value = "cpu"  # as the selector does when the user picks cpu

@@ -8,7 +8,7 @@ from __future__ import annotations
 from textual.widgets import Footer, Input, Tab
 from textual.widgets._footer import FooterKey
 
-from tests.app.helpers import flip, screen_text, wait_until
+from tests.app.helpers import flip, screen_text, shown_notifications, wait_until
 
 # Bar glyphs textual-plot draws (full and quadrant blocks); an axis alone has none of them.
 BAR_GLYPHS = set("█▄▀▌▐▖▗▘▝▙▚▛▜▞▟")
@@ -134,9 +134,10 @@ async def test_iterations_and_warmup_are_run_options(tiny_app):
         iters.focus()
         iters.value = ""
         await pilot.press(*"0", "enter")
-        await pilot.pause(0.1)
-        assert iters.value == "7" and app.session.iters == 7
-        assert any("iters" in str(n.title) and "at least 1" in n.message for n in app._notifications)
+        refused = lambda: any("iters" in n.title and "at least 1" in n.message for n in shown_notifications(app))  # noqa: E731
+        await wait_until(pilot, refused, what="the refusal")
+        await wait_until(pilot, lambda: iters.value == "7", what="the value in use back in the field")
+        assert app.session.iters == 7
         warmup.focus()
         warmup.value = ""
         await pilot.press(*"auto", "enter")
