@@ -174,7 +174,8 @@ async def test_tiny_and_resized_terminals_do_not_crash():
             for key in ("2", "3", "4", "5", "1"):
                 await pilot.press(key)
             await pilot.pause(0.3)
-        assert app.is_running and app.pane("memory").last_telemetry is not None
+        assert app.is_running
+        await wait_until(pilot, lambda: app.pane("memory").last_telemetry is not None, what="a telemetry sample")
 
 
 async def test_help_screenshot_and_command_palette(tmp_path):
@@ -283,10 +284,10 @@ async def test_choosing_the_cpu_in_the_device_selector_switches_flags_and_memory
         await wait_until(pilot, lambda: app.pane("memory").last_telemetry is not None, what="a telemetry sample")
         assert app.session.device_kind() == "cuda" and app.session.gpu_index() == 0
         app.main.query_one("#device-select").value = "cpu"
-        await pilot.pause(0.2)
-        assert app.session.device == "cpu" and app.session.gpu_index() is None
-        assert app.main.query_one("#flag-cudnn_benchmark").disabled
-        assert not app.main.query_one("#flag-mkldnn_enabled").disabled
+        await wait_until(pilot, lambda: app.session.device == "cpu", what="the device choice")
+        assert app.session.gpu_index() is None
+        await wait_until(pilot, lambda: app.main.query_one("#flag-cudnn_benchmark").disabled
+                         and not app.main.query_one("#flag-mkldnn_enabled").disabled, what="the CPU's switches")
         await pilot.press("5")
         assert "System RAM" in screen_text(app, "#mem-title")
 
@@ -383,12 +384,12 @@ async def test_h_hides_the_sidebar_for_the_tabs_and_brings_it_back(tiny_app):
         tabs = app.main.query_one("#tabs")
         narrow = tabs.size.width
         await pilot.press("h")
-        await pilot.pause(0.1)
-        assert not app.main.query_one("#sidebar").display and tabs.size.width > narrow + 20
+        await wait_until(pilot, lambda: not app.main.query_one("#sidebar").display and tabs.size.width > narrow + 20,
+                         what="the tabs widened")
         assert app.focused is not None and app.main.query_one("#sidebar") not in app.focused.ancestors
         await pilot.press("h")
-        await pilot.pause(0.1)
-        assert app.main.query_one("#sidebar").display and tabs.size.width == narrow
+        await wait_until(pilot, lambda: app.main.query_one("#sidebar").display and tabs.size.width == narrow,
+                         what="the sidebar back")
 
 
 def test_the_palette_offers_mark_filter_flags_and_the_sidebar():
