@@ -50,7 +50,8 @@ async def test_at_80x24_the_histogram_has_bars_beside_the_sidebar(tiny_app):
         await wait_until(pilot, lambda: len([row for row in plot_rows(histogram) if BAR_GLYPHS & set(row)]) >= 4,
                          what="the bars drawn on at least 4 rows")
         # The axis labels moved to one caption line; the stats still say what they are.
-        assert "latency, ms" in screen_text(app, "#latency-histogram .plot-caption")
+        await wait_until(pilot, lambda: "latency, ms" in screen_text(app, "#latency-histogram .plot-caption"),
+                         what="the caption")
         stats = screen_text(app, "#run-stats")
         for word in ("p50", "p99", "mean", "std", "FPS", "at p50", "n=40"):
             assert word in stats
