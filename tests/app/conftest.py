@@ -1,4 +1,5 @@
-"""The app tests' fixture: "app ready, a tiny model chosen", instead of each test repeating it."""
+"""The app tests' fixtures: "app ready, a tiny model chosen", instead of each test repeating it; every
+notification an app shows is recorded."""
 
 from __future__ import annotations
 
@@ -6,7 +7,16 @@ import contextlib
 
 import pytest
 
-from tests.app.helpers import TINY, choose_model, wait_ready
+from tests.app.helpers import TINY, choose_model, recording_notify, wait_ready
+
+
+@pytest.fixture(autouse=True)
+def _record_notifications(monkeypatch):
+    """Every app in these tests keeps the notifications it shows (helpers.notifications reads them): a toast
+    can expire before a test on a busy box looks for it."""
+    from textual.app import App
+
+    monkeypatch.setattr(App, "notify", recording_notify(App.notify))
 
 
 @contextlib.asynccontextmanager

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from typing import NamedTuple
 
 TINY = "tests.tinymodels:tiny_cnn"
 GiB = 1024**3
@@ -16,6 +17,40 @@ async def wait_until(pilot, predicate, timeout: float = 120.0, what: str = "cond
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         await pilot.pause(0.05)
+
+
+class Shown(NamedTuple):
+    """One notification as the app asked for it to be shown."""
+
+    message: str
+    title: str
+    severity: str
+
+
+def recording_notify(notify):
+    """App.notify wrapped to keep every notification the app shows, on the app (tests/app/conftest.py installs it
+    for every app test). A toast expires (6 s by default, less than a busy box can take between showing it and
+    the test's check), so a test reads this record, never `app._notifications`."""
+
+    def notify_and_record(self, message, *args, **kwargs):
+        self.__dict__.setdefault("_shown_notifications", []).append(
+            Shown(str(message), str(kwargs.get("title", "")), str(kwargs.get("severity", "information"))))
+        return notify(self, message, *args, **kwargs)
+
+    notify_and_record.records_notifications = True
+    return notify_and_record
+
+
+def shown_notifications(app) -> list[Shown]:
+    """Every notification `app` has shown since it started, in order, expired toasts included."""
+    if not getattr(type(app).notify, "records_notifications", False):
+        raise AssertionError("notifications are recorded only in the app tests (tests/app/conftest.py)")
+    return list(app.__dict__.get("_shown_notifications", []))
+
+
+def notifications(app) -> list[str]:
+    """The messages of every notification `app` has shown, expired toasts included."""
+    return [shown.message for shown in shown_notifications(app)]
 
 
 async def run_and_wait(pilot, run_id: int = 1) -> None:

@@ -9,8 +9,7 @@ import time
 import torch
 from torch import nn
 
-from tests.app.helpers import TINY, choose_model, flip, screen_text, wait_ready, wait_until
-from tests.app.test_app import notifications
+from tests.app.helpers import TINY, choose_model, flip, notifications, screen_text, wait_ready, wait_until
 from tests.tinymodels import TinyCNN
 from torchperf_tui.app.app import TorchperfApp
 from torchperf_tui.app.screens.main import TABS

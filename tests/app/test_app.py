@@ -9,15 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.app.helpers import (TINY, GiB, analysed, choose_model, flip, gpu_report_and_fakes, run_and_wait, screen_text,
-                               wait_ready, wait_until)
+from tests.app.helpers import (TINY, GiB, analysed, choose_model, flip, gpu_report_and_fakes, notifications, run_and_wait,
+                               screen_text, wait_ready, wait_until)
 from torchperf_tui.app.app import TorchperfApp
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def notifications(app) -> list[str]:
-    return [n.message for n in app._notifications]
 
 
 def test_app_module_imports_no_torch_numpy_or_engine():
@@ -139,14 +135,11 @@ async def test_flipping_a_flag_mid_run_cancels_it_and_restarts_with_the_new_flag
 
 async def test_release_memory_key_shows_what_was_freed():
     app = TorchperfApp(poll_telemetry=False)
-    shown: list[str] = []  # every toast, kept: under load a 6 s toast can expire before the check (seen in a full run)
-    notify = app.notify
-    app.notify = lambda message, *args, **kwargs: (shown.append(str(message)), notify(message, *args, **kwargs))[1]
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_ready(pilot)
         await pilot.press("e")
         await wait_until(pilot, lambda: app.pane("memory").last_release is not None, what="the release")
-        assert any(app.pane("memory").last_release.summary() in text for text in shown)
+        assert any(app.pane("memory").last_release.summary() in text for text in notifications(app))
         assert "released" in app.pane("memory").last_release.summary()
 
 
@@ -182,7 +175,8 @@ async def test_tiny_and_resized_terminals_do_not_crash():
             for key in ("2", "3", "4", "5", "1"):
                 await pilot.press(key)
             await pilot.pause(0.3)
-        assert app.is_running and app.pane("memory").last_telemetry is not None
+        assert app.is_running
+        await wait_until(pilot, lambda: app.pane("memory").last_telemetry is not None, what="a telemetry sample")
 
 
 async def test_help_screenshot_and_command_palette(tmp_path):
@@ -194,8 +188,10 @@ async def test_help_screenshot_and_command_palette(tmp_path):
         await pilot.press("escape")
         assert app.screen is app.main
         await pilot.press("s")
+        await wait_until(pilot, lambda: list(tmp_path.glob("*.svg")), what="the screenshot")
         saved = list(tmp_path.glob("*.svg"))
-        assert len(saved) == 1 and any(str(saved[0].name) in t for t in notifications(app))
+        await wait_until(pilot, lambda: any(str(saved[0].name) in t for t in notifications(app)), what="its toast")
+        assert len(saved) == 1
         titles = [c.title for c in app.get_system_commands(app.screen)]
         for title in ("Run timing", "Cancel run", "Release memory", "Save screenshot", "Help"):
             assert title in titles
@@ -291,10 +287,10 @@ async def test_choosing_the_cpu_in_the_device_selector_switches_flags_and_memory
         await wait_until(pilot, lambda: app.pane("memory").last_telemetry is not None, what="a telemetry sample")
         assert app.session.device_kind() == "cuda" and app.session.gpu_index() == 0
         app.main.query_one("#device-select").value = "cpu"
-        await pilot.pause(0.2)
-        assert app.session.device == "cpu" and app.session.gpu_index() is None
-        assert app.main.query_one("#flag-cudnn_benchmark").disabled
-        assert not app.main.query_one("#flag-mkldnn_enabled").disabled
+        await wait_until(pilot, lambda: app.session.device == "cpu", what="the device choice")
+        assert app.session.gpu_index() is None
+        await wait_until(pilot, lambda: app.main.query_one("#flag-cudnn_benchmark").disabled
+                         and not app.main.query_one("#flag-mkldnn_enabled").disabled, what="the CPU's switches")
         await pilot.press("5")
         assert "System RAM" in screen_text(app, "#mem-title")
 
@@ -307,8 +303,10 @@ async def test_device_cuda_on_a_box_without_one_says_so_and_the_cpu_can_be_chose
         await wait_until(pilot, lambda: app.session.runs.get(1) is not None and app.session.runs.get(1).finished,
                          what="the run on cuda")
         assert app.session.runs.get(1).status == "failed" and "CUDA" in app.session.runs.get(1).error
-        assert app.sub_title == "cuda: not available"
-        assert any("--device cuda: no CUDA device here" in text for text in notifications(app))
+        # The device probe and the run's failure come from two processes, in either order (seen under load).
+        await wait_until(pilot, lambda: app.sub_title == "cuda: not available", what="the header's word")
+        await wait_until(pilot, lambda: any("--device cuda: no CUDA device here" in text for text in notifications(app)),
+                         what="the notification")
         select = app.main.query_one("#device-select")
         assert select.display and select.value == "cuda"
         select.value = "cpu"  # as the selector does when the user picks cpu
@@ -389,12 +387,12 @@ async def test_h_hides_the_sidebar_for_the_tabs_and_brings_it_back(tiny_app):
         tabs = app.main.query_one("#tabs")
         narrow = tabs.size.width
         await pilot.press("h")
-        await pilot.pause(0.1)
-        assert not app.main.query_one("#sidebar").display and tabs.size.width > narrow + 20
+        await wait_until(pilot, lambda: not app.main.query_one("#sidebar").display and tabs.size.width > narrow + 20,
+                         what="the tabs widened")
         assert app.focused is not None and app.main.query_one("#sidebar") not in app.focused.ancestors
         await pilot.press("h")
-        await pilot.pause(0.1)
-        assert app.main.query_one("#sidebar").display and tabs.size.width == narrow
+        await wait_until(pilot, lambda: app.main.query_one("#sidebar").display and tabs.size.width == narrow,
+                         what="the sidebar back")
 
 
 def test_the_palette_offers_mark_filter_flags_and_the_sidebar():

@@ -7,7 +7,7 @@ import subprocess
 import sys
 import textwrap
 
-from tests.app.helpers import run_custom_model, wait_ready, wait_until
+from tests.app.helpers import notifications, run_custom_model, wait_ready, wait_until
 from torchperf_tui.app.app import TorchperfApp
 
 
@@ -57,7 +57,7 @@ async def test_a_model_that_kills_its_process_fails_its_run_and_the_next_run_wor
         assert error.startswith("the measurement process was killed (SIGKILL) while timing "
                                 "tests.hostilemodels:kills_its_process")
         assert "started a new one" in error
-        assert any("was killed (SIGKILL)" in str(n.message) for n in app._notifications)
+        assert any("was killed (SIGKILL)" in text for text in notifications(app))
         assert app.is_running
         await wait_until(pilot, lambda: app.session.measurement_pid not in (None, first_pid), what="a new process")
         await run_custom_model(pilot, "tests.tinymodels:tiny_cnn")

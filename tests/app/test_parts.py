@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.app.helpers import wait_until
 from torchperf_tui.formatting import format_bytes, format_count, format_ms
 from torchperf_tui.engine.errors import user_message
 from torchperf_tui.app.runs import RunHistory, RunRecord
@@ -157,15 +158,15 @@ async def test_the_kernels_table_fits_long_layer_names_so_times_and_choice_stay_
     async with app.run_test(size=(46, 24)) as pilot:  # about what the tab has beside the sidebar at 80x24
         pane = app.query_one(KernelsPane)
         pane.result = result
-        await pilot.pause(0.2)
         table = app.query_one("#kernels-table")
+        await wait_until(pilot, lambda: table.row_count > 0, what="the kernels")
         for key in ("pass", "a_us", "b_us", "changed"):
-            assert column_in_sight(table, key), key
-        first = table.get_row_at(0)[0]
-        assert first.startswith("…") and first.endswith("squeeze_excitation.fc1"[-8:])  # its end kept
+            await wait_until(pilot, lambda: column_in_sight(table, key), what=f"the {key} column in sight")
+        await wait_until(pilot, lambda: table.get_row_at(0)[0].startswith("…"), what="the long name cut")
+        assert table.get_row_at(0)[0].endswith("squeeze_excitation.fc1"[-8:])  # its end kept
         await pilot.resize_terminal(120, 24)  # wider: the whole name again
-        await pilot.pause(0.2)
-        assert app.query_one("#kernels-table").get_row_at(0)[0] == names[0]
+        await wait_until(pilot, lambda: app.query_one("#kernels-table").get_row_at(0)[0] == names[0],
+                         what="the whole name")
 
 
 async def test_a_resize_before_the_plot_has_composed_draws_once_it_has_instead_of_raising():

@@ -8,7 +8,7 @@ from __future__ import annotations
 from textual.widgets import Footer, Input, Tab
 from textual.widgets._footer import FooterKey
 
-from tests.app.helpers import flip, screen_text, wait_until
+from tests.app.helpers import flip, screen_text, shown_notifications, wait_until
 
 # Bar glyphs textual-plot draws (full and quadrant blocks); an axis alone has none of them.
 BAR_GLYPHS = set("█▄▀▌▐▖▗▘▝▙▚▛▜▞▟")
@@ -26,6 +26,12 @@ def inside_screen(app, widget) -> bool:
         and region.right <= app.size.width
 
 
+def resized_to(app, width: int, height: int) -> bool:
+    """The screen has fitted its layout to a terminal of width x height (its on_resize writes the size into the
+    too-small notice, shown or not)."""
+    return f"is {width}x{height};" in screen_text(app, "#too-small")
+
+
 async def run_and_wait(pilot) -> None:
     app = pilot.app
     await pilot.press("r")
@@ -41,11 +47,11 @@ async def test_at_80x24_the_histogram_has_bars_beside_the_sidebar(tiny_app):
         histogram = app.main.query_one("#latency-histogram")
         await wait_until(pilot, lambda: histogram.has_plot and bool(histogram._plot._datasets)
                          and sum(histogram._plot._datasets[0].y) == 40, what="the bars of the run")
-        await pilot.pause(0.3)
-        rows_with_bars = [row for row in plot_rows(histogram) if BAR_GLYPHS & set(row)]
-        assert len(rows_with_bars) >= 4, plot_rows(histogram)
+        await wait_until(pilot, lambda: len([row for row in plot_rows(histogram) if BAR_GLYPHS & set(row)]) >= 4,
+                         what="the bars drawn on at least 4 rows")
         # The axis labels moved to one caption line; the stats still say what they are.
-        assert "latency, ms" in screen_text(app, "#latency-histogram .plot-caption")
+        await wait_until(pilot, lambda: "latency, ms" in screen_text(app, "#latency-histogram .plot-caption"),
+                         what="the caption")
         stats = screen_text(app, "#run-stats")
         for word in ("p50", "p99", "mean", "std", "FPS", "at p50", "n=40"):
             assert word in stats
@@ -56,9 +62,8 @@ async def test_at_80x24_the_histogram_has_bars_beside_the_sidebar(tiny_app):
 async def test_at_80x24_the_run_options_are_above_the_fold(tiny_app):
     async with tiny_app(size=(80, 24)) as pilot:
         app = pilot.app
-        await pilot.pause(0.2)
         for selector in ("#option-iters", "#option-warmup", "#option-shapes", "#option-compile", "#option-flip"):
-            assert inside_screen(app, app.main.query_one(selector)), selector
+            await wait_until(pilot, lambda: inside_screen(app, app.main.query_one(selector)), what=f"{selector} in sight")
         # On this CPU box the CUDA flags do nothing: their rows give way to one line that names them.
         na_line = screen_text(app, "#flags-na")
         assert "cudnn.benchmark" in na_line and "Device tab" in na_line
@@ -71,30 +76,27 @@ async def test_at_80x24_the_run_options_are_above_the_fold(tiny_app):
 async def test_every_tab_is_in_sight_at_80x24_and_full_labels_come_back_when_wide(tiny_app):
     async with tiny_app(size=(80, 24)) as pilot:
         app = pilot.app
-        await pilot.pause(0.3)
         tabs = list(app.main.query(Tab))
         assert len(tabs) == 9
-        assert all(inside_screen(app, tab) for tab in tabs), [(t.label_text, t.region) for t in tabs]
-        assert [t.label_text for t in tabs][:2] == ["Time", "Comp"]
+        await wait_until(pilot, lambda: [t.label_text for t in tabs][:2] == ["Time", "Comp"]
+                         and all(inside_screen(app, tab) for tab in tabs), what="every tab in sight, short labels")
         await pilot.resize_terminal(130, 34)
-        await pilot.pause(0.3)
-        assert [t.label_text for t in app.main.query(Tab)][:2] == ["Timing", "Compare"]
+        await wait_until(pilot, lambda: [t.label_text for t in app.main.query(Tab)][:2] == ["Timing", "Compare"],
+                         what="the full labels")
 
 
 async def test_below_the_smallest_size_a_notice_and_q_still_in_the_footer(tiny_app):
     async with tiny_app(size=(100, 30)) as pilot:
         app = pilot.app
         await pilot.resize_terminal(60, 15)
-        await pilot.pause(0.3)
         notice = app.main.query_one("#too-small")
-        assert notice.display and "60x15" in screen_text(app, "#too-small")
+        await wait_until(pilot, lambda: notice.display and resized_to(app, 60, 15), what="the notice")
         assert not app.main.query_one("#body").display
         quit_key = next(key for key in app.main.query_one(Footer).query(FooterKey) if key.action == "app.quit"
                         or key.key == "q")
-        assert inside_screen(app, quit_key)
+        await wait_until(pilot, lambda: inside_screen(app, quit_key), what="q in sight")
         await pilot.resize_terminal(100, 30)
-        await pilot.pause(0.3)
-        assert not notice.display and app.main.query_one("#body").display
+        await wait_until(pilot, lambda: not notice.display and app.main.query_one("#body").display, what="the body back")
 
 
 async def test_a_narrow_terminal_hides_the_sidebar_until_h_shows_it(tiny_app):
@@ -102,16 +104,15 @@ async def test_a_narrow_terminal_hides_the_sidebar_until_h_shows_it(tiny_app):
         app = pilot.app
         sidebar = app.main.query_one("#sidebar")
         await pilot.resize_terminal(66, 24)
-        await pilot.pause(0.2)
-        assert not sidebar.display
+        await wait_until(pilot, lambda: not sidebar.display, what="the sidebar hidden")
         await pilot.resize_terminal(90, 24)  # wide enough again: it comes back by itself
-        await pilot.pause(0.2)
-        assert sidebar.display
+        await wait_until(pilot, lambda: sidebar.display, what="the sidebar back")
         await pilot.resize_terminal(66, 24)
-        await pilot.pause(0.2)
+        await wait_until(pilot, lambda: not sidebar.display, what="the sidebar hidden again")
         await pilot.press("h")
-        assert sidebar.display
+        await wait_until(pilot, lambda: sidebar.display, what="the sidebar shown by h")
         await pilot.resize_terminal(64, 24)  # the user's choice stands when the terminal changes
+        await wait_until(pilot, lambda: resized_to(app, 64, 24), what="the layout fitted to 64x24")
         await pilot.pause(0.2)
         assert sidebar.display
 
@@ -134,9 +135,10 @@ async def test_iterations_and_warmup_are_run_options(tiny_app):
         iters.focus()
         iters.value = ""
         await pilot.press(*"0", "enter")
-        await pilot.pause(0.1)
-        assert iters.value == "7" and app.session.iters == 7
-        assert any("iters" in str(n.title) and "at least 1" in n.message for n in app._notifications)
+        refused = lambda: any("iters" in n.title and "at least 1" in n.message for n in shown_notifications(app))  # noqa: E731
+        await wait_until(pilot, refused, what="the refusal")
+        await wait_until(pilot, lambda: iters.value == "7", what="the value in use back in the field")
+        assert app.session.iters == 7
         warmup.focus()
         warmup.value = ""
         await pilot.press(*"auto", "enter")
@@ -158,12 +160,13 @@ async def test_the_help_overlay_footer_offers_only_what_works_there(tiny_app):
     async with tiny_app(size=(100, 30)) as pilot:
         app = pilot.app
         await pilot.press("escape", "question_mark")
-        await pilot.pause(0.2)
+        await wait_until(pilot, lambda: app.screen is not app.main and app.screen.query(FooterKey), what="the help")
+        await pilot.pause(0.2)  # the footer's keys settled
         keys = [key.description for key in app.screen.query(FooterKey)]
         assert keys == ["Close"], keys
         await pilot.press("q")  # closes the help, does not quit
-        await pilot.pause(0.1)
-        assert app.is_running and app.screen is app.main
+        await wait_until(pilot, lambda: app.screen is app.main, what="the help closed")
+        assert app.is_running
 
 
 def column_in_sight(table, key: str) -> bool:
@@ -180,20 +183,19 @@ async def test_at_80x24_layers_history_and_compare_keep_their_key_columns_in_sig
     async with tiny_app(size=(80, 24), warmup=1, iters=8) as pilot:
         app = pilot.app
         await pilot.press("3")
-        await pilot.pause(0.3)
         layers = app.main.query_one("#layers-table")
-        assert layers.row_count > 0
+        await wait_until(pilot, lambda: layers.row_count > 0, what="the layers")
         for key in ("name", "flops", "share"):
-            assert column_in_sight(layers, key), key
+            await wait_until(pilot, lambda: column_in_sight(layers, key), what=f"the {key} column in sight")
         await pilot.press("1")
         await run_and_wait(pilot)
         await flip(pilot, "mkldnn_enabled")  # run 2, oneDNN off: like for like with run 1
         await wait_until(pilot, lambda: app.session.runs.get(2) is not None and app.session.runs.get(2).finished,
                          what="run 2")
         await pilot.press("escape", "2")
-        await pilot.pause(0.3)
         compare = app.main.query_one("#compare-table")
-        assert compare.row_count == 2 and column_in_sight(compare, "speedup")
+        await wait_until(pilot, lambda: compare.row_count == 2 and column_in_sight(compare, "speedup"),
+                         what="both runs and their speed-up in sight")
         assert str(compare.get_row_at(1)[2]).endswith("x")  # a speed-up, not n/a
         await pilot.press("8")
         history = app.main.query_one("#history-table")
@@ -227,10 +229,9 @@ async def test_layer_columns_fit_the_model_shown_not_an_earlier_one(tiny_app):
         # At 80 columns beside the sidebar a long path keeps its end, and FLOPs stays in sight.
         pane.show_complexity("detector", complexity(long_names))
         await pilot.resize_terminal(80, 24)
-        await pilot.pause(0.3)
-        names = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
-        assert names[0].startswith("…") and names[0].endswith("4.2.conv3")
-        assert column_in_sight(table, "flops")
+        await wait_until(pilot, lambda: str(table.get_row_at(0)[0]).startswith("…"), what="the long name cut")
+        assert str(table.get_row_at(0)[0]).endswith("4.2.conv3")
+        await wait_until(pilot, lambda: column_in_sight(table, "flops"), what="FLOPs in sight")
 
 
 async def test_the_input_fields_say_their_own_errors_and_float16_on_the_cpu_is_noted(tiny_app):
@@ -251,16 +252,15 @@ async def test_the_input_fields_say_their_own_errors_and_float16_on_the_cpu_is_n
         batch.focus()
         batch.value = ""
         await pilot.press(*"100000", "enter")
-        await pilot.pause(0.2)
-        assert batch.content_region.width >= len("100000")  # all six digits in sight (it showed 0000)
+        # all six digits in sight (it showed 0000)
+        await wait_until(pilot, lambda: batch.content_region.width >= len("100000"), what="the six digits in sight")
         note = app.main.query_one("#dtype-note")
         assert not note.display
         app.main.query_one("#dtype", Select).value = "float16"
-        await pilot.pause(0.2)
-        assert note.display and "float16 on the CPU" in screen_text(app, "#dtype-note")
+        await wait_until(pilot, lambda: note.display and "float16 on the CPU" in screen_text(app, "#dtype-note"),
+                         what="the float16 note")
         app.main.query_one("#dtype", Select).value = "bfloat16"
-        await pilot.pause(0.2)
-        assert not note.display
+        await wait_until(pilot, lambda: not note.display, what="the note gone")
 
 
 async def test_a_training_step_with_mixed_precision_is_a_run_option(tiny_app):

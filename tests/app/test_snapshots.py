@@ -195,8 +195,9 @@ def with_tiny_model(post=None, key: str = ""):
 
 def history_file() -> str:
     """A history of four saved runs of three models with pinned ids and dates, at a fixed path (the History tab
-    shows it)."""
-    import shutil
+    shows it). Written beside it and renamed over it, never removed first: another run of the suite on the same
+    box (or another xdist worker) may be reading it at that moment."""
+    import os
     import tempfile
     from pathlib import Path
 
@@ -204,9 +205,10 @@ def history_file() -> str:
     from torchperf_tui.engine.history_file import History
 
     folder = Path(tempfile.gettempdir()) / "torchperf-snapshot-history"
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir()
+    folder.mkdir(exist_ok=True)
     path = folder / "history.jsonl"
+    handle, fresh = tempfile.mkstemp(dir=folder, prefix=".history.", suffix=".tmp")
+    os.close(handle)
     records = []
     for i, (model, p50, flags) in enumerate((("resnet18", 21.0, {}), ("resnet18", 19.5, {"mkldnn_enabled": False}),
                                              ("mobilenet_v3_small", 6.2, {}), ("vit_b_16", 88.0, {}))):
@@ -215,7 +217,8 @@ def history_file() -> str:
             record.flags = {**record.flags, **flags}
             record.flags_text = ", ".join(f"{k}={v}" for k, v in flags.items())
         records.append(record)
-    History(path).extend(records)
+    History(fresh).extend(records)  # appended to the empty file
+    os.replace(fresh, path)
     return str(path)
 
 

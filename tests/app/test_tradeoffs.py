@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from tests.app.helpers import TINY, flip, screen_text, wait_ready, wait_until
+from tests.app.helpers import TINY, flip, notifications, screen_text, wait_ready, wait_until
 from tests.app.test_analysis_tabs import rows
-from tests.app.test_app import notifications
 from torchperf_tui.app.app import TorchperfApp
 from torchperf_tui.app.runs import RunRecord
 from torchperf_tui.app.widgets.memory.memory_pane import MemoryChart
@@ -48,7 +47,7 @@ async def test_a_flip_in_ab_mode_runs_both_flag_sets_interleaved_and_gives_a_ver
     async with tiny_app(shape="3x16x16", size=(110, 34), warmup=1, iters=10) as pilot:
         app = pilot.app
         await pilot.press("a")  # nothing flipped yet: says how to use it
-        assert any("flip a flag first" in text for text in notifications(app))
+        await wait_until(pilot, lambda: any("flip a flag first" in text for text in notifications(app)), what="the hint")
         await pick(pilot, "flip", 1)
         assert app.pane("options").options["flip"] == "ab"
         await flip(pilot, "mkldnn_enabled")

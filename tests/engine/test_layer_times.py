@@ -17,11 +17,14 @@ CPU = SimpleNamespace(name="CPU")
 CUDA = SimpleNamespace(name="CUDA")
 
 
+SLEEP_MS = 200.0  # far above what a 4-channel conv on 8x8 takes, even descheduled on a box with burners beside it
+
+
 class Sleepy(nn.Module):
-    """A layer that takes 20 ms of wall time and no FLOPs: it must top the table."""
+    """A layer that takes SLEEP_MS of wall time and no FLOPs: it must top the table."""
 
     def forward(self, x):
-        time.sleep(0.02)
+        time.sleep(SLEEP_MS / 1000)
         return x
 
 
@@ -40,10 +43,10 @@ def test_on_the_cpu_each_module_gets_its_own_wall_time_and_the_rows_add_up_to_th
                          iters=2, warmup=1)
     by_name = result.by_name()
     assert set(by_name) == {"", "conv", "wait"} and result.kind == "cpu" and result.gpu is None
-    assert by_name["wait"].forward_ms >= 20.0 and by_name["wait"].leaf and not by_name[""].leaf
+    assert by_name["wait"].forward_ms >= SLEEP_MS and by_name["wait"].leaf and not by_name[""].leaf
     assert by_name["wait"].forward_ms > by_name["conv"].forward_ms > 0 and by_name[""].forward_ms > 0
     assert all(m.calls == 1 and m.backward_ms == 0 for m in result.modules)
-    assert result.pass_ms >= 20.0 and result.accounted_ms == pytest.approx(result.pass_ms, rel=1e-9)
+    assert result.pass_ms >= SLEEP_MS and result.accounted_ms == pytest.approx(result.pass_ms, rel=1e-9)
     assert [m.name for m in result.modules] == ["", "conv", "wait"]  # in the order they ran
     # An inference pass on the CPU is clocked by the hooks themselves, without the profiler's cost.
     assert result.iters == 2 and "no profiler" in result.method and "mean of 2 passes" in result.method
