@@ -10,6 +10,15 @@ from torchperf_tui.cli import main
 TINY = "tests.tinymodels:tiny_cnn"
 
 
+@pytest.fixture
+def in_process(monkeypatch):
+    """The command's job runs in this process (tests/jobs/in_process.py), for a test that patches torch or the
+    engine here: a measurement process of its own would not see the patch."""
+    from tests.jobs.in_process import InProcessMeasurement
+
+    monkeypatch.setattr("torchperf_tui.jobs.cli_jobs.MeasurementProcess", InProcessMeasurement)
+
+
 def run(capsys, *argv):
     try:
         code = main(list(argv))
@@ -98,9 +107,7 @@ def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):
 
 
 def test_cuda_on_a_cpu_box_is_exit_2(capsys, monkeypatch):
-    import torch
-
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # no GPU for the measurement process, on any box
     code, _, err = run(capsys, "bench", TINY, "--device", "cuda")
     assert code == 2 and "no CUDA device" in err
 
@@ -120,7 +127,7 @@ def test_python_dash_m_entry_point():
     assert proc.returncode == 0 and "torchperf-tui" in proc.stdout
 
 
-def test_bench_compile_failure_is_reported_with_eager_numbers(capsys, monkeypatch):
+def test_bench_compile_failure_is_reported_with_eager_numbers(capsys, monkeypatch, in_process):
     import torch
 
     def broken_compile(model, **kwargs):
@@ -334,7 +341,7 @@ def test_compare_kernels_with_a_shape_schedule_is_refused(capsys):
     assert code == 2 and out == "" and "--kernels profiles one input shape" in err
 
 
-def test_bench_on_a_gpu_says_the_clocks_throttling_and_energy_per_inference(capsys, fake_gpu_conditions):
+def test_bench_on_a_gpu_says_the_clocks_throttling_and_energy_per_inference(capsys, fake_gpu_conditions, in_process):
     # The fake NVML reads 1 J per window and a power cap under one thread (tests/conftest.py).
     code, out, _ = run(capsys, "bench", TINY, "--input", "2x3x16x16", "--warmup", "1", "--iters", "5",
                        "--threads", "1", "--no-history")
@@ -348,7 +355,7 @@ def test_bench_on_a_gpu_says_the_clocks_throttling_and_energy_per_inference(caps
     assert conditions["energy_per_item_j"] == pytest.approx(0.1) and conditions["items"] == 10
 
 
-def test_compare_says_each_arms_gpu_and_notes_the_arm_that_throttled(capsys, fake_gpu_conditions):
+def test_compare_says_each_arms_gpu_and_notes_the_arm_that_throttled(capsys, fake_gpu_conditions, in_process):
     code, out, _ = run(capsys, "compare", TINY, "--input", "1x3x8x8", "--a", "threads=2", "--b", "threads=1",
                        "--blocks", "6", "--per-block", "2", "--no-history")
     assert code == 0
