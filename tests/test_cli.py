@@ -12,11 +12,19 @@ TINY = "tests.tinymodels:tiny_cnn"
 
 @pytest.fixture
 def in_process(monkeypatch):
-    """The command's job runs in this process (tests/jobs/in_process.py), for a test that patches torch or the
-    engine here: a measurement process of its own would not see the patch."""
+    """The command's job runs in this process (tests/jobs/in_process.py: the worker's own serve loop and runners,
+    every message pickled as over the pipe), for a test that patches torch or the engine here, which a
+    measurement process would not see."""
     from tests.jobs.in_process import InProcessMeasurement
 
     monkeypatch.setattr("torchperf_tui.jobs.cli_jobs.MeasurementProcess", InProcessMeasurement)
+
+
+@pytest.fixture(autouse=True)
+def _jobs_in_this_process(in_process):
+    """These tests are about arguments, output and history: their jobs run here, saving the second or two a
+    measurement process takes to start (about a hundred commands). tests/test_cli_process.py runs every
+    command through a real one, and test_cli_hostile.py the model's code that needs one."""
 
 
 def run(capsys, *argv):
@@ -107,7 +115,9 @@ def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):
 
 
 def test_cuda_on_a_cpu_box_is_exit_2(capsys, monkeypatch):
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # no GPU for the measurement process, on any box
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     code, _, err = run(capsys, "bench", TINY, "--device", "cuda")
     assert code == 2 and "no CUDA device" in err
 
@@ -127,7 +137,7 @@ def test_python_dash_m_entry_point():
     assert proc.returncode == 0 and "torchperf-tui" in proc.stdout
 
 
-def test_bench_compile_failure_is_reported_with_eager_numbers(capsys, monkeypatch, in_process):
+def test_bench_compile_failure_is_reported_with_eager_numbers(capsys, monkeypatch):
     import torch
 
     def broken_compile(model, **kwargs):
@@ -341,7 +351,7 @@ def test_compare_kernels_with_a_shape_schedule_is_refused(capsys):
     assert code == 2 and out == "" and "--kernels profiles one input shape" in err
 
 
-def test_bench_on_a_gpu_says_the_clocks_throttling_and_energy_per_inference(capsys, fake_gpu_conditions, in_process):
+def test_bench_on_a_gpu_says_the_clocks_throttling_and_energy_per_inference(capsys, fake_gpu_conditions):
     # The fake NVML reads 1 J per window and a power cap under one thread (tests/conftest.py).
     code, out, _ = run(capsys, "bench", TINY, "--input", "2x3x16x16", "--warmup", "1", "--iters", "5",
                        "--threads", "1", "--no-history")
@@ -355,7 +365,7 @@ def test_bench_on_a_gpu_says_the_clocks_throttling_and_energy_per_inference(caps
     assert conditions["energy_per_item_j"] == pytest.approx(0.1) and conditions["items"] == 10
 
 
-def test_compare_says_each_arms_gpu_and_notes_the_arm_that_throttled(capsys, fake_gpu_conditions, in_process):
+def test_compare_says_each_arms_gpu_and_notes_the_arm_that_throttled(capsys, fake_gpu_conditions):
     code, out, _ = run(capsys, "compare", TINY, "--input", "1x3x8x8", "--a", "threads=2", "--b", "threads=1",
                        "--blocks", "6", "--per-block", "2", "--no-history")
     assert code == 0

@@ -163,15 +163,16 @@ def _cli(*argv, timeout: float = 180, **kwargs):
 
 
 @pytest.mark.parametrize("spec, code, during", [
-    ("tests.hostile_os_exit_on_import:factory", 3, "while importing tests.hostile_os_exit_on_import"),
-    (f"{PROCESS_MODELS}:os_exits_in_factory", 4, f"while building {PROCESS_MODELS}:os_exits_in_factory"),
-    (f"{PROCESS_MODELS}:os_exits_in_forward", 5, f"while running {PROCESS_MODELS}:os_exits_in_forward"),
+    ("tests.hostile_os_exit_on_import:factory", 3, "the import of tests.hostile_os_exit_on_import"),
+    (f"{PROCESS_MODELS}:os_exits_in_factory", 4, f"the build of {PROCESS_MODELS}:os_exits_in_factory"),
+    (f"{PROCESS_MODELS}:os_exits_in_forward", 5, f"a pass of {PROCESS_MODELS}:os_exits_in_forward"),
 ], ids=["import", "build", "forward"])
 def test_os_exit_in_the_models_code_is_one_line_and_exit_2_not_its_code(spec, code, during):
     proc = _cli("bench", spec, "--iters", "3", "--warmup", "1", "--no-history")
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2 and proc.stdout == "" and len(lines) == 1, proc.stderr
-    assert lines[0].startswith(f"torchperf-tui: error: the measurement process exited with code {code} {during}")
+    assert lines[0] == (f"torchperf-tui: error: the measurement process exited with code {code} while timing "
+                        f"{spec} (during {during})")
 
 
 def test_a_thread_the_model_leaves_running_does_not_keep_the_command_alive():

@@ -101,9 +101,9 @@ def test_a_model_that_kills_its_process_fails_its_job_and_the_next_job_works(mea
     rec.wait_for(lambda: rec.end_of(job) is not None)
     failed = rec.end_of(job)
     assert isinstance(failed, JobFailed)
-    assert failed.error.startswith("the measurement process was killed (SIGKILL) while running "
-                                   "tests.hostilemodels:kills_its_process (timing "
-                                   "tests.hostilemodels:kills_its_process at 1x8); started a new one")
+    assert failed.error.startswith("the measurement process was killed (SIGKILL) while timing "
+                                   "tests.hostilemodels:kills_its_process at 1x8 (during a pass of "
+                                   "tests.hostilemodels:kills_its_process); started a new one")
     after = process.submit("time", {"cfg": _cfg(iters=3)})
     rec.wait_for(lambda: rec.end_of(after) is not None)
     assert isinstance(rec.end_of(after), JobDone)

@@ -3,7 +3,7 @@
 No torch, no Textual. Events from the process reach `on_event` on a reader thread (the app posts them to
 itself as messages). If the process dies (a segfault in an extension, the OOM killer, `os._exit` in a
 model), the job it was running fails with a line that says what died and during what (the phase the process
-announced: importing, building or running the model), queued jobs go to a fresh process, and the next
+announced: the import of the model's module, its build or a pass), queued jobs go to a fresh process, and the next
 request works. A cancelled job that has not stopped within CANCEL_GRACE_S (a build or a forward pass stuck
 in C++ or in a sleep cannot be interrupted) is killed with its process, which is started again, and that
 is said: at once when the cancel is enforced, else as soon as another job waits behind it. The CLI uses
@@ -41,7 +41,7 @@ class JobInfo:
     iterating: bool = False  # it has streamed samples or progress: it checks its cancel flag from now on
     cancel_sent_at: float | None = None
     enforced: bool = False  # a timer will kill it if it has not stopped within the grace of its cancel
-    phase: str = ""  # what its process said it was doing last ("building tests.models:net")
+    phase: str = ""  # what its process said it was doing last ("the build of tests.models:net")
 
 
 class _UiUnpickler(pickle.Unpickler):
@@ -374,7 +374,7 @@ class MeasurementProcess:
             during = ""
             if running:
                 job = running[0]
-                during = f" while {job.phase} ({job.what})" if job.phase else f" while {job.what}"
+                during = f" while {job.what}" + (f" (during {job.phase})" if job.phase else "")
             reason = f"the measurement process {describe_exit(process.returncode)}{during}"
         with self._lock:
             failed = [self._jobs.pop(j.job_id) for j in running if j.job_id in self._jobs]

@@ -171,10 +171,10 @@ def model_spec(params: dict) -> str | None:
 
 
 def track_phases(job: StartJob, ctx: Any) -> None:
-    """Say which part of the model's code runs, before it runs: importing its module (done here, as the engine
-    would first thing: a module that fails to import is the same one-line error), building it, and running
-    it (from the job's first check of its cancel flag: the engine's loops check it before each pass, after the
-    build). A process that dies in there (os._exit, a segfault) is then reported with that phase."""
+    """Say which part of the model's code runs, before it runs: the import of its module (done here, as the
+    engine would first thing: a module that fails to import is the same one-line error), its build, and its
+    passes (from the job's first check of its cancel flag: the engine's loops check it before each pass, after
+    the build). A process that dies in there (os._exit, a segfault) is then reported with that phase."""
     from torchperf_tui.worker.protocol import PHASE
 
     spec = model_spec(job.params)
@@ -183,16 +183,16 @@ def track_phases(job: StartJob, ctx: Any) -> None:
     from torchperf_tui.engine.models import _is_custom, _load_factory
 
     if _is_custom(spec):
-        ctx.progress(PHASE, f"importing {spec.split(':')[0].strip()}")
+        ctx.progress(PHASE, f"the import of {spec.split(':')[0].strip()}")
         _load_factory(spec)  # imported once: the engine's own call finds it in sys.modules
-    ctx.progress(PHASE, f"analysing {spec}" if job.kind in ("analyse", "cli.flops") else f"building {spec}")
+    ctx.progress(PHASE, f"the analysis of {spec}" if job.kind in ("analyse", "cli.flops") else f"the build of {spec}")
     checked = ctx.cancel_event.is_set
     announced = []
 
     def cancelled() -> bool:
         if not announced:
             announced.append(True)
-            ctx.progress(PHASE, f"running {spec}")
+            ctx.progress(PHASE, f"a pass of {spec}")
         return checked()
 
     ctx.cancelled = cancelled

@@ -20,8 +20,8 @@ MEASURING_KINDS = frozenset({"time", "ab", "kernels", "modes", "throughput", "pr
                              "ceilings", "layer_times", "cli.bench", "cli.compare", "cli.profile", "cli.roofline",
                              "cli.determinism", "cli.memsnap", "cli.ceilings"})
 
-# Progress(what=PHASE) says which part of a job's user code runs now ("importing M", "building M", "running
-# M"): sent before that code runs, so a process that dies in it (os._exit, a segfault) is reported with it.
+# Progress(what=PHASE) says which part of a job's user code runs now ("the import of M", "the build of M", "a
+# pass of M"): sent before that code runs, so a process that dies in it (os._exit, a segfault) is reported with it.
 # The client keeps it for that line and does not pass it on.
 PHASE = "phase"
 
