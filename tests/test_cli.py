@@ -10,6 +10,23 @@ from torchperf_tui.cli import main
 TINY = "tests.tinymodels:tiny_cnn"
 
 
+@pytest.fixture
+def in_process(monkeypatch):
+    """The command's job runs in this process (tests/jobs/in_process.py: the worker's own serve loop and runners,
+    every message pickled as over the pipe), for a test that patches torch or the engine here, which a
+    measurement process would not see."""
+    from tests.jobs.in_process import InProcessMeasurement
+
+    monkeypatch.setattr("torchperf_tui.jobs.cli_jobs.MeasurementProcess", InProcessMeasurement)
+
+
+@pytest.fixture(autouse=True)
+def _jobs_in_this_process(in_process):
+    """These tests are about arguments, output and history: their jobs run here, saving the second or two a
+    measurement process takes to start (about a hundred commands). tests/test_cli_process.py runs every
+    command through a real one, and test_cli_hostile.py the model's code that needs one."""
+
+
 def run(capsys, *argv):
     try:
         code = main(list(argv))

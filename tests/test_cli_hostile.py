@@ -146,3 +146,74 @@ def test_sys_exit_at_import_is_reported_not_obeyed(capsys):
 def test_sys_exit_in_forward_on_the_meta_device_is_reported(capsys):
     code, _, err = run(capsys, "flops", f"{HOSTILE}:exits_in_forward")
     assert code == 2 and "called sys.exit(3) while analysing" in err
+
+
+# -- the measurement process: the model's code cannot end, hold or write into a command ----------------------
+
+PROCESS_MODELS = "tests.hostile_process_models"
+
+
+def _cli(*argv, timeout: float = 180, **kwargs):
+    """The CLI as a user runs it, in a process of its own (a model's os._exit must not end the test's)."""
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "torchperf_tui", *argv], capture_output=True, text=True,
+                          timeout=timeout, **kwargs)
+
+
+@pytest.mark.parametrize("spec, code, during", [
+    ("tests.hostile_os_exit_on_import:factory", 3, "the import of tests.hostile_os_exit_on_import"),
+    (f"{PROCESS_MODELS}:os_exits_in_factory", 4, f"the build of {PROCESS_MODELS}:os_exits_in_factory"),
+    (f"{PROCESS_MODELS}:os_exits_in_forward", 5, f"a pass of {PROCESS_MODELS}:os_exits_in_forward"),
+], ids=["import", "build", "forward"])
+def test_os_exit_in_the_models_code_is_one_line_and_exit_2_not_its_code(spec, code, during):
+    proc = _cli("bench", spec, "--iters", "3", "--warmup", "1", "--no-history")
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and proc.stdout == "" and len(lines) == 1, proc.stderr
+    assert lines[0] == (f"torchperf-tui: error: the measurement process exited with code {code} while timing "
+                        f"{spec} (during {during})")
+
+
+def test_a_thread_the_model_leaves_running_does_not_keep_the_command_alive():
+    proc = _cli("bench", f"{PROCESS_MODELS}:starts_a_thread_that_never_ends", "--iters", "3", "--warmup", "1",
+                "--no-history", timeout=120)  # the thread sleeps for 11 days: a hang fails on the timeout
+    assert proc.returncode == 0 and "p50" in proc.stdout, proc.stderr
+
+
+def test_what_the_model_prints_goes_to_stderr_never_into_json():
+    import json
+
+    proc = _cli("bench", f"{PROCESS_MODELS}:prints_as_it_goes", "--iters", "3", "--warmup", "1", "--no-history",
+                "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["stats"]["n"] == 3  # the whole of stdout is the JSON
+    assert "hello from the factory" in proc.stderr and "hello from forward" in proc.stderr
+
+
+@pytest.mark.parametrize("factory", ["blocks_in_forward", "blocks_when_built"])
+def test_ctrl_c_on_a_model_that_blocks_ends_the_command_within_the_grace(factory):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.hostile_process_models import BLOCKING
+    from torchperf_tui.jobs.measurement import CANCEL_GRACE_S
+
+    proc = subprocess.Popen([sys.executable, "-m", "torchperf_tui", "bench", f"{PROCESS_MODELS}:{factory}",
+                             "--iters", "3", "--no-history"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        for line in proc.stderr:  # the model says when it starts blocking (its stdout is the CLI's stderr)
+            if BLOCKING in line:
+                break
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        took = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130 and err.strip() == "torchperf-tui: interrupted", err
+    assert took < CANCEL_GRACE_S + 10  # the grace, then a kill: never the 11 days the model sleeps

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from torchperf_tui.engine.timing import BenchConfig
-from torchperf_tui.jobs.measurement import MeasurementProcess, describe_exit
+from torchperf_tui.jobs.measurement import CANCEL_GRACE_S, MeasurementProcess, default_log_path, describe_exit
 from torchperf_tui.worker.protocol import (PROTOCOL_VERSION, JobDone, JobFailed, ProtocolError, Ready, Samples,
                                            StartJob, pack, unpack)
 
@@ -102,7 +102,8 @@ def test_a_model_that_kills_its_process_fails_its_job_and_the_next_job_works(mea
     failed = rec.end_of(job)
     assert isinstance(failed, JobFailed)
     assert failed.error.startswith("the measurement process was killed (SIGKILL) while timing "
-                                   "tests.hostilemodels:kills_its_process at 1x8; started a new one")
+                                   "tests.hostilemodels:kills_its_process at 1x8 (during a pass of "
+                                   "tests.hostilemodels:kills_its_process); started a new one")
     after = process.submit("time", {"cfg": _cfg(iters=3)})
     rec.wait_for(lambda: rec.end_of(after) is not None)
     assert isinstance(rec.end_of(after), JobDone)
@@ -157,3 +158,79 @@ def test_one_measurement_at_a_time_a_measuring_job_cancels_the_one_in_flight(mea
     assert isinstance(rec.end_of(check), JobDone) and isinstance(rec.end_of(reading), JobDone)
     ends = [e.job_id for e in rec.events if isinstance(e, (JobDone, JobFailed))]
     assert ends.index(run) < ends.index(check)  # never both on the machine
+
+
+BLOCKS_WHEN_BUILT = "tests.hostile_process_models:blocks_when_built"
+
+
+@pytest.fixture
+def blocking_mark(tmp_path, monkeypatch):
+    """The file the blocking models create as they start blocking (requested before `measurement`, so the
+    measurement process it starts sees the variable)."""
+    mark = tmp_path / "blocking"
+    monkeypatch.setenv("TORCHPERF_TEST_MARK", str(mark))
+    return mark
+
+
+def _blocking_job(process, mark, kind="time"):
+    """A job whose model blocks in its build (never checking its cancel flag), once it has started blocking."""
+    params = ({"cfg": _cfg(BLOCKS_WHEN_BUILT, input_shape=(1, 8))} if kind == "time" else
+              {"spec": BLOCKS_WHEN_BUILT, "batch": 1, "dims": None, "dtype": "float32"})
+    job = process.submit(kind, params, f"{kind} of the blocker")
+    deadline = time.monotonic() + 120
+    while not mark.exists():
+        assert time.monotonic() < deadline, "the model never started blocking"
+        time.sleep(0.05)
+    return job
+
+
+def test_a_build_that_blocks_is_killed_within_the_grace_of_a_cancel_and_the_next_job_works(blocking_mark,
+                                                                                           measurement):
+    process, rec = measurement
+    job = _blocking_job(process, blocking_mark)
+    started = time.monotonic()
+    process.cancel(job)  # the one grace, building or not
+    rec.wait_for(lambda: rec.end_of(job) is not None, timeout=60)
+    assert time.monotonic() - started < CANCEL_GRACE_S + 8  # not 15 s: the grace for a build was that long
+    assert f"did not stop time of the blocker within {CANCEL_GRACE_S:g} s" in rec.end_of(job).error
+    after = process.submit("time", {"cfg": _cfg(iters=3)})
+    rec.wait_for(lambda: rec.end_of(after) is not None, timeout=120)
+    assert isinstance(rec.end_of(after), JobDone)
+
+
+def test_an_analysis_cancelled_without_enforcing_is_killed_once_a_new_request_waits_behind_it(blocking_mark,
+                                                                                              measurement):
+    process, rec = measurement
+    job = _blocking_job(process, blocking_mark, kind="analyse")
+    process.cancel(job, enforce=False)  # its result merely dropped: alone, it would hold the process for ever
+    after = process.submit("analyse", {"spec": TINY, "batch": 1, "dims": (3, 16, 16), "dtype": "float32"})
+    rec.wait_for(lambda: rec.end_of(after) is not None, timeout=120)
+    assert isinstance(rec.end_of(after), JobDone) and rec.end_of(after).result.params_total > 0
+    assert "did not stop analyse of the blocker" in rec.end_of(job).error
+    assert any("killed it" in notice and "started a new one" in notice for notice in rec.notices)
+
+
+def test_each_process_has_its_own_log_named_after_it_and_an_empty_one_is_removed(tmp_path):
+    assert default_log_path().endswith("measurement-{pid}.log")
+    rec = Recorder()
+    process = MeasurementProcess(rec.on_event, rec.on_notice, log_path=str(tmp_path / "m-{pid}.log"))
+    process.start()
+    try:
+        rec.wait_for(lambda: any(isinstance(e, Ready) for e in rec.events))
+        assert process.log_path == str(tmp_path / f"m-{process.pid}.log") and process.pid != __import__("os").getpid()
+        assert (tmp_path / f"m-{process.pid}.log").exists()
+        quiet_pid = process.pid
+    finally:
+        process.stop()
+    assert not (tmp_path / f"m-{quiet_pid}.log").exists()  # nothing was written: nothing left behind
+    rec = Recorder()
+    process = MeasurementProcess(rec.on_event, rec.on_notice, log_path=str(tmp_path / "m-{pid}.log"))
+    process.start()
+    try:
+        job = process.submit("time", {"cfg": _cfg("tests.hostile_process_models:prints_as_it_goes",
+                                                  input_shape=(1, 8), iters=2)})
+        rec.wait_for(lambda: rec.end_of(job) is not None)
+        chatty_pid = process.pid
+    finally:
+        process.stop()
+    assert "hello from the factory" in (tmp_path / f"m-{chatty_pid}.log").read_text()  # kept: it holds something

@@ -2,6 +2,12 @@
 
 Bad input ends in one line on stderr and exit code 2, never a traceback. The engine is imported inside each
 command, so starting the TUI does not pay for torch before its first frame.
+
+Every command that runs a model's code or measures runs its job in a measurement process, as the app does
+(jobs/cli_jobs.py): the model's code cannot end the command (os._exit is one line and exit 2), keep it alive
+(a thread that never ends) or print into its output (its stdout goes to stderr). This process reads the
+arguments, renders the engine's result and writes the history, without importing torch. `info` and `models`
+run no model code and stay here (torch is imported once, here, instead of in a second process).
 """
 
 from __future__ import annotations
@@ -284,11 +290,22 @@ def _resolve_input(args) -> tuple[int, ...] | None:
     return parse_shape(args.input) if args.input is not None else None  # '' is an error, not the default
 
 
-def _input_shape(args) -> tuple[int, ...]:
-    """--input and --batch, or the model's default input with --batch."""
-    from torchperf_tui.engine.timing import BenchConfig
+def _dtype(args) -> str:
+    from torchperf_tui.engine.inputs import canonical_dtype
 
-    return BenchConfig(model=args.model, input_shape=_resolve_input(args), batch=args.batch).resolved_shape()
+    return canonical_dtype(args.dtype)  # 'fp16' -> 'float16'; an unknown dtype is one line here
+
+
+def _run(kind: str, params: dict, what: str, **callbacks):
+    """The command's job in a measurement process of its own: (result, extra), or its one-line error."""
+    from torchperf_tui.jobs.cli_jobs import run_job
+
+    return run_job(kind, params, what, **callbacks)
+
+
+def _print_note(what: str, data) -> None:
+    if what == "note":
+        print(f"{PROG}: note: {data}", file=sys.stderr)
 
 
 def cmd_info(args) -> int:
@@ -337,12 +354,11 @@ def cmd_models(args) -> int:
 
 
 def cmd_flops(args) -> int:
-    from torchperf_tui.engine.complexity import analyse_complexity
-    from torchperf_tui.engine.inputs import parse_dtype, dtype_name
     from torchperf_tui.cli_render import render_complexity
 
-    result = analyse_complexity(args.model, _input_shape(args), dtype=dtype_name(parse_dtype(args.dtype)),
-                                layers=args.layers, step=args.step)
+    params = dict(spec=args.model, input_shape=_resolve_input(args), batch=args.batch, dtype=_dtype(args),
+                  layers=args.layers, step=args.step)
+    result, _ = _run("cli.flops", params, f"analysing {args.model}")
     if args.json:
         data = result.to_dict()
         if not args.layers:
@@ -354,28 +370,25 @@ def cmd_flops(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from torchperf_tui.engine.timing import run_benchmark
     from torchperf_tui.cli_render import ProgressLine, render_timing
 
     cfg = _bench_config(args, warmup=args.warmup, iters=args.iters, compile=args.compile, shapes=args.shapes)
     cfg = dataclasses.replace(cfg, time_budget_s=args.time_budget or None)
-    from torchperf_tui.engine.flags import inert_flags
-    from torchperf_tui.engine.inputs import dtype_note, resolve_device
-
-    kind = resolve_device(cfg.device).type
-    for line in inert_flags(cfg.flags, kind) + [note for note in (dtype_note(cfg.dtype, kind),) if note]:
-        print(f"{PROG}: note: {line}", file=sys.stderr)
     if args.modes is not None:
         return _bench_modes(args, cfg)
-    if args.cold_l2:
-        from torchperf_tui.engine.errors import TorchperfError
-
-        raise TorchperfError("--cold-l2 goes with --modes (it flushes the L2 between the modes' iterations)")
     progress = ProgressLine(enabled=sys.stderr.isatty() and not args.json)
-    result = run_benchmark(cfg, on_sample=progress.update)
-    progress.close()
+
+    def samples(batch) -> None:
+        if batch.samples_ms:
+            progress.update(batch.phase, batch.index, batch.total, batch.samples_ms[-1])
+
+    try:  # notes about the flags and dtype on this device come first, from the measurement process
+        result, extra = _run("cli.bench", {"cfg": cfg, "cold_l2": args.cold_l2}, f"timing {args.model}",
+                             on_progress=_print_note, on_samples=samples)
+    finally:
+        progress.close()
     if not args.no_history and not result.cancelled:
-        _append_history(args, result)
+        _append_history(args, result, extra.get("fingerprint"))
     if args.json:
         data = result.to_dict()
         if not args.samples:
@@ -389,10 +402,11 @@ def cmd_bench(args) -> int:
 
 def _bench_modes(args, cfg) -> int:
     """bench --modes: the timing modes side by side (not appended to the history: a record holds one timing)."""
-    from torchperf_tui.engine.timing_modes import parse_modes, run_modes
     from torchperf_tui.cli_render import render_modes
 
-    result = run_modes(cfg, parse_modes(args.modes), cold_l2=args.cold_l2, per_block=args.per_block)
+    result, _ = _run("cli.bench", {"cfg": cfg, "modes": args.modes, "cold_l2": args.cold_l2,
+                                   "per_block": args.per_block}, f"timing {args.model} in several modes",
+                     on_progress=_print_note)
     if args.json:
         data = result.to_dict()
         if not args.samples:
@@ -408,14 +422,13 @@ def _bench_config(args, **overrides):
     """A BenchConfig from the shared input, device and flag options, through the same frozen Selection the
     TUI builds from its sidebar, with --step, --optimizer and --amp where the command has them (`overrides`:
     warmup, iters, compile, shapes, seed)."""
-    from torchperf_tui.engine.inputs import dtype_name, parse_dtype
     from torchperf_tui.engine.shapes import parse_schedule
     from torchperf_tui.jobs.selection import Selection
 
     full = _resolve_input(args)
     batch = args.batch if args.batch is not None else (full[0] if full else 1)
     values = dict(spec=args.model, shape="x".join(map(str, full[1:])) if full else "", batch=str(batch),
-                  device=args.device, dtype=dtype_name(parse_dtype(args.dtype)), channels_last=args.channels_last,
+                  device=args.device, dtype=_dtype(args), channels_last=args.channels_last,
                   flags=_flags_from(args))
     values.update({k: getattr(args, k) for k in ("step", "optimizer", "amp") if getattr(args, k, None) is not None})
     values.update({k: v for k, v in overrides.items() if v is not None})
@@ -427,14 +440,19 @@ def _bench_config(args, **overrides):
 
 
 def cmd_throughput(args) -> int:
-    from torchperf_tui.engine.throughput import DEFAULT_TIME_BUDGET_S, find_max_batch
+    from torchperf_tui.engine.throughput import DEFAULT_TIME_BUDGET_S
     from torchperf_tui.cli_render import render_batch_try, render_throughput
 
     cap = int(args.memory_cap * 1024**3) if args.memory_cap else None
     budget = DEFAULT_TIME_BUDGET_S if args.time_budget is None else (args.time_budget or None)
-    result = find_max_batch(_bench_config(args), max_batch=args.max_batch, memory_cap_bytes=cap,
-                            to_oom=args.to_oom, time_budget_s=budget,
-                            on_progress=None if args.json else render_batch_try)
+    options = dict(max_batch=args.max_batch, memory_cap_bytes=cap, to_oom=args.to_oom, time_budget_s=budget)
+
+    def progress(what: str, data) -> None:
+        if what == "batch_try" and not args.json:
+            render_batch_try(data)
+
+    result, _ = _run("throughput", {"cfg": _bench_config(args), "options": options},
+                     f"searching the batch of {args.model}", on_progress=progress)
     if args.json:
         _print_json(result.to_dict())
     else:
@@ -444,15 +462,13 @@ def cmd_throughput(args) -> int:
 
 def cmd_profile(args) -> int:
     from torchperf_tui.engine.errors import TorchperfError
-    from torchperf_tui.engine.profiling import SORT_KEYS, profile_model
+    from torchperf_tui.engine.profiling import SORT_KEYS
     from torchperf_tui.cli_render import render_profile
 
     if args.sort is not None and args.sort not in SORT_KEYS:
         raise TorchperfError(f"unknown sort key {args.sort!r}: choose one of {', '.join(SORT_KEYS)}")
-    from torchperf_tui.native_stderr import native_stderr_silenced
-
-    with native_stderr_silenced():  # Kineto's log lines read like failures; they are not
-        result = profile_model(_bench_config(args), iters=args.iters, sort_by=args.sort, trace_path=args.trace)
+    result, _ = _run("cli.profile", {"cfg": _bench_config(args), "iters": args.iters, "sort_by": args.sort,
+                                     "trace_path": args.trace}, f"profiling {args.model}")
     if args.json:
         _print_json(result.to_dict(top=args.top))
     else:
@@ -462,9 +478,8 @@ def cmd_profile(args) -> int:
 
 def cmd_ceilings(args) -> int:
     from torchperf_tui.cli_render import render_ceilings
-    from torchperf_tui.engine.ceilings import ceilings
 
-    result = ceilings(args.device, refresh=args.refresh)
+    result, _ = _run("cli.ceilings", {"device": args.device, "refresh": args.refresh}, "measuring the ceilings")
     if args.json:
         _print_json(result.to_dict())
     else:
@@ -473,14 +488,11 @@ def cmd_ceilings(args) -> int:
 
 
 def cmd_roofline(args) -> int:
-    from torchperf_tui.engine.timing import run_benchmark
     from torchperf_tui.cli_render import render_roofline
-    from torchperf_tui.jobs.follow_up import layer_times_of_run, roofline_of_run
 
-    timing = run_benchmark(_bench_config(args, iters=args.iters))
-    peaks = {"peak_tflops": args.peak_tflops, "peak_bandwidth_gbs": args.peak_bandwidth}
-    result = (layer_times_of_run(timing, iters=args.layer_iters, **peaks) if args.layers
-              else roofline_of_run(timing, **peaks))
+    params = {"cfg": _bench_config(args, iters=args.iters), "peak_tflops": args.peak_tflops,
+              "peak_bandwidth_gbs": args.peak_bandwidth, "layers": args.layers, "layer_iters": args.layer_iters}
+    result, _ = _run("cli.roofline", params, f"placing {args.model} on the roofline")
     if args.json:
         data = result.to_dict()
         if not args.layers:
@@ -491,12 +503,12 @@ def cmd_roofline(args) -> int:
     return 0
 
 
-def _append_history(args, result) -> None:
-    """Every completed run goes to the history at once; a history that cannot be written is a warning, not a
-    lost result."""
+def _append_history(args, result, fingerprint: dict | None) -> None:
+    """Every completed run goes to the history at once, with the environment the measurement process saw; a
+    history that cannot be written is a warning, not a lost result."""
     from torchperf_tui.jobs.follow_up import save_to_history
 
-    warning = save_to_history(result, args.history)
+    warning = save_to_history(result, args.history, fingerprint)
     if warning:
         print(f"{PROG}: warning: {warning}", file=sys.stderr)
 
@@ -513,39 +525,25 @@ def _load_history(args, last: int | None = None):
 
 
 def cmd_compare(args) -> int:
-    from torchperf_tui.engine.abtest import parse_arm_spec, run_ab
     from torchperf_tui.cli_render import render_ab
 
     base = _bench_config(args, shapes=args.shapes, seed=args.seed)
-    arm_a, arm_b = parse_arm_spec(args.a, base=base.flags), parse_arm_spec(args.b, base=base.flags)
-    from torchperf_tui.engine.abtest import same_arms
-
-    if same_arms(base, arm_a, arm_b) and not args.aa:
-        from torchperf_tui.engine.errors import TorchperfError
-
-        raise TorchperfError("arms A and B are the same flags: nothing to compare (--aa runs an A/A check of "
-                             "the noise on purpose)")
+    # The SPECs are parsed in the measurement process (a dtype= in one needs torch), before anything runs.
+    params = dict(base=base, a=args.a, b=args.b, blocks=args.blocks, per_block=args.per_block, seed=args.seed,
+                  kernels=args.kernels, aa=args.aa,
+                  time_budget_s=args.time_budget or None)
     if args.kernels:
-        from torchperf_tui.engine.errors import TorchperfError
-        from torchperf_tui.engine.kernels import conv_kernels
-
-        if base.shapes != "fixed" or arm_a.shapes or arm_b.shapes:
-            raise TorchperfError("--kernels profiles one input shape: leave out --shapes and shapes= in the SPECs")
         from torchperf_tui.cli_render import render_kernels
 
-        from torchperf_tui.native_stderr import native_stderr_silenced
-
-        with native_stderr_silenced():  # Kineto's log lines read like failures; they are not
-            kernels = conv_kernels(base, arm_a, arm_b)
+        kernels, _ = _run("cli.compare", params, f"profiling the conv kernels of {args.model} under A and B")
         if args.json:
             _print_json(kernels.to_dict())
         else:
             render_kernels(kernels)
         return 0
-    result = run_ab(base, arm_a, arm_b, blocks=args.blocks, per_block=args.per_block, seed=args.seed,
-                    time_budget_s=args.time_budget or None)
+    result, extra = _run("cli.compare", params, f"comparing A and B on {args.model}")
     if not args.no_history and not result.cancelled:
-        _append_history(args, result)
+        _append_history(args, result, extra.get("fingerprint"))
     if args.json:
         _print_json(result.to_dict())
     else:
@@ -554,13 +552,12 @@ def cmd_compare(args) -> int:
 
 
 def cmd_determinism(args) -> int:
-    from torchperf_tui.engine.determinism import check_determinism
-    from torchperf_tui.engine.inputs import dtype_name, parse_dtype
+    from torchperf_tui.engine.timing import BenchConfig
 
-    report = check_determinism(args.model, _input_shape(args), device=args.device,
-                               dtype=dtype_name(parse_dtype(args.dtype)), flags=_flags_from(args), runs=args.runs,
-                               channels_last=args.channels_last, step=args.step, optimizer=args.optimizer,
-                               amp=args.amp)
+    cfg = BenchConfig(model=args.model, input_shape=_resolve_input(args), batch=args.batch, device=args.device,
+                      dtype=_dtype(args), flags=_flags_from(args), channels_last=args.channels_last, step=args.step,
+                      optimizer=args.optimizer, amp=args.amp)
+    report, _ = _run("cli.determinism", {"cfg": cfg, "runs": args.runs}, f"checking {args.model}")
     if args.json:
         _print_json(report.to_dict())
     else:
@@ -569,10 +566,10 @@ def cmd_determinism(args) -> int:
 
 
 def cmd_memsnap(args) -> int:
-    from torchperf_tui.engine.memsnap import record_memory_snapshot
     from torchperf_tui.formatting import format_bytes
 
-    result = record_memory_snapshot(_bench_config(args), iters=args.iters, out_dir=args.out)
+    result, _ = _run("cli.memsnap", {"cfg": _bench_config(args), "iters": args.iters, "out_dir": args.out},
+                     f"recording the memory of {args.model}")
     if args.json:
         _print_json(result.to_dict())
     else:
@@ -675,12 +672,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # a bug, not bad input: still one line, the traceback on request
+        from torchperf_tui.jobs.cli_jobs import MeasurementBug
+
         if os.environ.get("TORCHPERF_DEBUG"):
             raise
         lines = str(exc).strip().splitlines()
         message = lines[0] if lines else ""
-        print(f"{PROG}: internal error: {type(exc).__name__}: {message} "
-              f"(set TORCHPERF_DEBUG=1 for the traceback)", file=sys.stderr)
+        if not isinstance(exc, MeasurementBug):  # that one is 'Type: message' already (the traceback: stderr)
+            message = f"{type(exc).__name__}: {message}"
+        print(f"{PROG}: internal error: {message} (set TORCHPERF_DEBUG=1 for the traceback)", file=sys.stderr)
         return EXIT_FAILURE
 
 

@@ -2,9 +2,12 @@
 
 No torch, no Textual. Events from the process reach `on_event` on a reader thread (the app posts them to
 itself as messages). If the process dies (a segfault in an extension, the OOM killer, `os._exit` in a
-model), the job it was running fails with a line that says what died and during what, queued jobs go to
-a fresh process, and the next request works. A cancel that is not answered within CANCEL_GRACE_S (a
-forward pass stuck in C++ cannot be interrupted) kills the process and starts a new one, and says so.
+model), the job it was running fails with a line that says what died and during what (the phase the process
+announced: the import of the model's module, its build or a pass), queued jobs go to a fresh process, and the next
+request works. A cancelled job that has not stopped within CANCEL_GRACE_S (a build or a forward pass stuck
+in C++ or in a sleep cannot be interrupted) is killed with its process, which is started again, and that
+is said: at once when the cancel is enforced, else as soon as another job waits behind it. The CLI uses
+the same client with restart=False and the process's output on its own stderr (jobs/cli_jobs.py).
 """
 
 from __future__ import annotations
@@ -20,11 +23,12 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from torchperf_tui.worker.protocol import (MEASURING_KINDS, CancelJob, JobDone, JobFailed, Progress, ProtocolError,
-                                           Quit, Ready, Samples, StartJob, Started, pack, unpack)
+from torchperf_tui.worker.protocol import (MEASURING_KINDS, PHASE, CancelJob, JobDone, JobFailed, Progress,
+                                           ProtocolError, Quit, Ready, Samples, StartJob, Started, pack, unpack)
 
-CANCEL_GRACE_S = 2.0  # a job that has started iterating must stop within this of a cancel, or is killed
-BUILD_GRACE_S = 15.0  # one that has not (a model being built, torch.compile compiling) gets this long
+# A cancelled job must stop within this, whatever it is doing (iterating, building, compiling, analysing), or
+# it is killed with its process: the README promises this number.
+CANCEL_GRACE_S = 2.0
 
 
 @dataclass
@@ -36,6 +40,8 @@ class JobInfo:
     running: bool = False
     iterating: bool = False  # it has streamed samples or progress: it checks its cancel flag from now on
     cancel_sent_at: float | None = None
+    enforced: bool = False  # a timer will kill it if it has not stopped within the grace of its cancel
+    phase: str = ""  # what its process said it was doing last ("the build of tests.models:net")
 
 
 class _UiUnpickler(pickle.Unpickler):
@@ -62,25 +68,46 @@ def describe_exit(exitcode: int | None) -> str:
 
 
 def default_log_path() -> str:
-    """<temp>/torchperf-tui-<uid>/measurement-<pid>.log, in a folder of this user's alone (on a shared box
-    another user's folder of the same name must not decide where this one's log goes)."""
+    """<temp>/torchperf-tui-<uid>/measurement-{pid}.log, where {pid} becomes each measurement process's own pid,
+    in a folder of this user's alone (on a shared box another user's folder of the same name must not decide
+    where this one's log goes)."""
     uid = os.getuid() if hasattr(os, "getuid") else 0
     folder = os.path.join(tempfile.gettempdir(), f"torchperf-tui-{uid}")
     os.makedirs(folder, mode=0o700, exist_ok=True)
     info = os.lstat(folder)
     if not os.path.isdir(folder) or os.path.islink(folder) or (hasattr(os, "getuid") and info.st_uid != uid):
         folder = tempfile.mkdtemp(prefix="torchperf-tui-")
-    return os.path.join(folder, f"measurement-{os.getpid()}.log")
+    return os.path.join(folder, "measurement-{pid}.log")
+
+
+def remove_if_empty(path: str | None) -> None:
+    """An ended process's log that holds nothing is not worth leaving in the temp folder."""
+    if not path:
+        return
+    try:
+        if os.path.isfile(path) and not os.path.islink(path) and os.path.getsize(path) == 0:
+            os.unlink(path)
+    except OSError:
+        pass
 
 
 class MeasurementProcess:
     """One measurement process at a time; replaced when it dies or must be killed."""
 
     def __init__(self, on_event: Callable[[Any], None], on_notice: Callable[[str], None] | None = None,
-                 log_path: str | None = None) -> None:
+                 log_path: str | None = None, output: str = "log", restart: bool = True) -> None:
+        """`log_path`: where each process's stdout and stderr go ({pid} is its pid; default_log_path());
+        `output="stderr"`: to this process's stderr instead (the CLI: a model's print() is the user's to see,
+        never in the command's output). `restart=False`: a process that dies or is killed is not replaced (the
+        CLI runs one job and ends)."""
         self.on_event = on_event
         self.on_notice = on_notice or (lambda text: None)
-        self.log_path = log_path or default_log_path()
+        if output not in ("log", "stderr"):
+            raise ValueError(f"output must be 'log' or 'stderr', not {output!r}")
+        self.output = output
+        self.restart = restart
+        self.log_template = None if output == "stderr" else (log_path or default_log_path())
+        self.log_path: str | None = None  # the log of the process now serving
         self.pid: int | None = None  # of the process now serving, once it said Ready
         self._ids = itertools.count(1)
         self._lock = threading.RLock()
@@ -102,6 +129,8 @@ class MeasurementProcess:
         import sys
         from multiprocessing.connection import Connection
 
+        from torchperf_tui.worker.main import TO_STDERR, log_file
+
         with self._lock:
             self._generation += 1
             generation = self._generation
@@ -110,11 +139,14 @@ class MeasurementProcess:
             # -P (3.11+): the current folder is not put first on the path, so a PyTorch source tree there does
             # not shadow the installed torch (a user's model module there still imports: engine/models.py).
             safe_path = ["-P"] if sys.version_info >= (3, 11) else []
+            to_stderr = self.log_template is None
             process = subprocess.Popen([sys.executable, *safe_path, "-m", "torchperf_tui.worker", str(theirs.fileno()),
-                                        self.log_path], pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
-                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-                                       close_fds=True)
+                                        TO_STDERR if to_stderr else self.log_template],
+                                       pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
+                                       stdout=subprocess.DEVNULL, stderr=None if to_stderr else subprocess.DEVNULL,
+                                       env=env, close_fds=True)
             theirs.close()
+            self.log_path = None if to_stderr else log_file(self.log_template, process.pid)
             conn = Connection(ours.detach())
             self._process, self.pid, self._ready = process, None, False
             self._outbox = queue.Queue()
@@ -127,27 +159,32 @@ class MeasurementProcess:
                 del self._jobs[job.job_id]
             for job in self._jobs.values():  # jobs that were waiting when the old process went
                 job.running = job.iterating = False
+                job.phase = ""
                 self._outbox.put(StartJob(job.job_id, job.kind, job.params))
         for job in dropped:
             self.on_event(JobFailed(job.job_id, "cancelled before it started", cancelled=True))
 
-    def stop(self) -> None:
-        """Ask the process to finish; kill it if it has not within a second or two."""
+    def stop(self, grace_s: float = 1.5) -> None:
+        """Ask the process to finish; kill it if it has not within `grace_s` (0: kill it now). Its log goes
+        if it is empty."""
         with self._lock:
             self._stopping = True
-            process, outbox = self._process, self._outbox
+            process, outbox, log = self._process, self._outbox, self.log_path
         if process is None:
             return
         if outbox is not None:
             outbox.put(Quit())
         try:
-            process.wait(timeout=1.5)
-        except Exception:  # subprocess.TimeoutExpired: stuck in native code
+            if grace_s <= 0:
+                raise TimeoutError
+            process.wait(timeout=grace_s)
+        except Exception:  # subprocess.TimeoutExpired: stuck in native code (or a user thread holding it)
             process.kill()
             try:
                 process.wait(timeout=2)
             except Exception:
                 pass  # it goes when the kernel lets it; the app does not wait for it
+        remove_if_empty(log)
 
     # -- jobs --------------------------------------------------------------------------------------------
     def submit(self, kind: str, params: dict | None = None, what: str = "") -> int:
@@ -164,30 +201,39 @@ class MeasurementProcess:
                 info = JobInfo(job_id, kind, dict(params or {}), what or kind)
                 self._jobs[job_id] = info
                 self._outbox.put(StartJob(job_id, kind, info.params))
+                # A job cancelled without enforcing (its result merely dropped) now holds this one up: it
+                # gets the same grace as any other, then it is killed, so a stuck one cannot wedge the queue.
+                for other in list(self._jobs.values()):
+                    if other.cancel_sent_at is not None and not other.enforced:
+                        self._enforce_later(other)
         if unavailable:  # no process serves (it could not start): say so at once, never leave a job waiting
             self.on_event(JobFailed(job_id, self.unavailable_reason or "the measurement process is not running"))
         return job_id
 
     def cancel(self, job_id: int, grace_s: float | None = None, enforce: bool = True) -> None:
-        """Stop a job at its next iteration. With `enforce`, a job still running after the grace (CANCEL_GRACE_S
-        once it iterates, BUILD_GRACE_S before) is stopped by killing the process; without, its result is
-        merely dropped (an analysis on the meta device: it ends by itself)."""
+        """Stop a job at its next iteration. With `enforce`, a job still running `grace_s` (CANCEL_GRACE_S)
+        after the cancel is stopped by killing the process; without, its result is merely dropped, unless
+        another job is submitted behind it (then it is enforced all the same: see submit)."""
+        import time
+
         with self._lock:
             info = self._jobs.get(job_id)
             if info is None or self._outbox is None:
                 return
-            self._outbox.put(CancelJob(job_id))
-            if info.cancel_sent_at is not None:
-                return
-            import time
+            if info.cancel_sent_at is None:
+                self._outbox.put(CancelJob(job_id))
+                info.cancel_sent_at = time.monotonic()
+            if enforce and not info.enforced:
+                self._enforce_later(info, grace_s)
 
-            info.cancel_sent_at = time.monotonic()
-            generation = self._generation
-            if grace_s is None:
-                grace_s = CANCEL_GRACE_S if info.iterating else BUILD_GRACE_S
-        if not enforce:
-            return
-        timer = threading.Timer(grace_s, self._enforce_cancel, args=(job_id, generation, grace_s))
+    def _enforce_later(self, info: JobInfo, grace_s: float | None = None) -> None:
+        """Kill `info`'s process if the job is still running `grace_s` after its cancel (under the lock)."""
+        import time
+
+        info.enforced = True
+        grace_s = CANCEL_GRACE_S if grace_s is None else grace_s
+        left = max(0.0, info.cancel_sent_at + grace_s - time.monotonic())
+        timer = threading.Timer(left, self._enforce_cancel, args=(info.job_id, self._generation, grace_s))
         timer.daemon = True
         timer.start()
 
@@ -245,6 +291,11 @@ class MeasurementProcess:
                         info.running = True
                 elif isinstance(message, (JobDone, JobFailed)):
                     self._jobs.pop(message.job_id, None)
+                elif isinstance(message, Progress) and message.what == PHASE:
+                    info = self._jobs.get(message.job_id)
+                    if info is not None:
+                        info.phase = str(message.data)
+                    continue  # for the line that says what a death interrupted; no one else's business
                 elif isinstance(message, (Samples, Progress)):
                     info = self._jobs.get(message.job_id)
                     if info is not None:
@@ -308,6 +359,7 @@ class MeasurementProcess:
             if job_id is not None and not any(j.job_id == job_id for j in running):
                 return  # it finished meanwhile: nothing to kill for
             was_ready = self._ready
+            log = self.log_path
         if outbox is not None:
             outbox.put(Quit())  # ends the old writer thread
         if process.poll() is None:
@@ -316,18 +368,26 @@ class MeasurementProcess:
             process.wait(timeout=10)
         except Exception:  # subprocess.TimeoutExpired: stuck in the driver; it goes when it can
             pass
+        remove_if_empty(log)
+        kept_log = f" (its log: {log})" if log and os.path.exists(log) else ""
         if reason is None:
-            during = f" while {running[0].what}" if running else ""
+            during = ""
+            if running:
+                job = running[0]
+                during = f" while {job.what}" + (f" (during {job.phase})" if job.phase else "")
             reason = f"the measurement process {describe_exit(process.returncode)}{during}"
         with self._lock:
             failed = [self._jobs.pop(j.job_id) for j in running if j.job_id in self._jobs]
-            if not was_ready:
-                reason += f" before it was ready: measurements are not available (its log: {self.log_path})"
+            if not was_ready or not self.restart:
+                if not was_ready:
+                    reason += f" before it was ready: measurements are not available{kept_log}"
+                else:
+                    reason += kept_log
                 self.unavailable_reason = reason
                 failed += list(self._jobs.values())
                 self._jobs.clear()
-        if was_ready:
-            reason += f"; started a new one (its log: {self.log_path})"
+        if was_ready and self.restart:
+            reason += f"{kept_log}; started a new one"
             try:
                 self._on_supervisor(self.start)
             except OSError as exc:

@@ -280,10 +280,135 @@ def run_memory(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     return reading, {}
 
 
+# -- the CLI's jobs: one per command, each the engine calls that command made in the CLI's own process before --
+# (cli.py builds the params from its arguments; jobs/cli_jobs.py runs them). Where a command's call takes more
+# than the app's job of the same kind (a trace path, peaks, per-arm dtypes), it has a job of its own here.
+
+def _silenced(fn: Callable[[], Any]) -> Any:
+    """Kineto's log lines on fd 2 (the CLI's stderr here) read like failures; they are not."""
+    from torchperf_tui.native_stderr import native_stderr_silenced
+
+    with native_stderr_silenced():
+        return fn()
+
+
+def _resolved_shape(spec: str, input_shape: tuple | None, batch: int | None) -> tuple[int, ...]:
+    """--input and --batch, or the model's default input with --batch (importing the model's module: here)."""
+    from torchperf_tui.engine.timing import BenchConfig
+
+    return BenchConfig(model=spec, input_shape=input_shape, batch=batch).resolved_shape()
+
+
+def run_cli_flops(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: spec, input_shape (with batch, or None), batch, dtype, layers, step. -> (Complexity, {})."""
+    from torchperf_tui.engine.complexity import analyse_complexity
+
+    shape = _resolved_shape(params["spec"], params.get("input_shape"), params.get("batch"))
+    return analyse_complexity(params["spec"], shape, dtype=params["dtype"], layers=params["layers"],
+                              step=params["step"]), {}
+
+
+def run_cli_bench(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: cfg, and for --modes: modes (the text), cold_l2, per_block. Progress "note": a line about the
+    flags or dtype on this device, before anything runs. Streams Samples (a timing). -> (TimingResult,
+    {"fingerprint"}) or (ModesResult, {})."""
+    from torchperf_tui.engine.flags import inert_flags
+    from torchperf_tui.engine.inputs import dtype_note, resolve_device
+
+    cfg = params["cfg"]
+    kind = resolve_device(cfg.device).type
+    for line in inert_flags(cfg.flags, kind) + [note for note in (dtype_note(cfg.dtype, kind),) if note]:
+        ctx.progress("note", line)
+    if params.get("modes") is not None:
+        from torchperf_tui.engine.timing_modes import parse_modes, run_modes
+
+        return run_modes(cfg, parse_modes(params["modes"]), cold_l2=params.get("cold_l2", False),
+                         per_block=params["per_block"], should_cancel=ctx.cancelled), {}
+    if params.get("cold_l2"):
+        from torchperf_tui.engine.errors import TorchperfError
+
+        raise TorchperfError("--cold-l2 goes with --modes (it flushes the L2 between the modes' iterations)")
+    return run_time({"cfg": cfg}, ctx)
+
+
+def run_cli_profile(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: cfg, iters, sort_by, trace_path. -> (ProfileResult, {})."""
+    from torchperf_tui.engine.profiling import profile_model
+
+    return _silenced(lambda: profile_model(params["cfg"], iters=params["iters"], sort_by=params.get("sort_by"),
+                                           trace_path=params.get("trace_path"), should_cancel=ctx.cancelled)), {}
+
+
+def run_cli_roofline(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: cfg, peak_tflops, peak_bandwidth_gbs, layers, layer_iters. A timing, then its roofline (with each
+    layer's time for `layers`). -> (Roofline, {})."""
+    from torchperf_tui.engine.timing import run_benchmark
+    from torchperf_tui.jobs.follow_up import layer_times_of_run, roofline_of_run
+
+    timing = run_benchmark(params["cfg"], should_cancel=ctx.cancelled)
+    peaks = {"peak_tflops": params.get("peak_tflops"), "peak_bandwidth_gbs": params.get("peak_bandwidth_gbs")}
+    if params.get("layers"):
+        return layer_times_of_run(timing, iters=params["layer_iters"], should_cancel=ctx.cancelled, **peaks), {}
+    return roofline_of_run(timing, **peaks), {}
+
+
+def run_cli_compare(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: base (BenchConfig), a, b (the arms' SPEC texts), blocks, per_block, seed, kernels, aa (an A/A
+    check asked for), time_budget_s. Progress "block" as the "ab" job. -> (ABResult, {"fingerprint"}) or
+    (KernelComparison, {})."""
+    from torchperf_tui.engine.abtest import parse_arm_spec, run_ab, same_arms
+    from torchperf_tui.engine.errors import TorchperfError
+
+    base = params["base"]
+    arm_a, arm_b = parse_arm_spec(params["a"], base=base.flags), parse_arm_spec(params["b"], base=base.flags)
+    if same_arms(base, arm_a, arm_b) and not params.get("aa"):
+        raise TorchperfError("arms A and B are the same flags: nothing to compare (--aa runs an A/A check of "
+                             "the noise on purpose)")
+    if params.get("kernels"):
+        from torchperf_tui.engine.kernels import conv_kernels
+
+        if base.shapes != "fixed" or arm_a.shapes or arm_b.shapes:
+            raise TorchperfError("--kernels profiles one input shape: leave out --shapes and shapes= in the SPECs")
+        return _silenced(lambda: conv_kernels(base, arm_a, arm_b, should_cancel=ctx.cancelled)), {}
+    result = run_ab(base, arm_a, arm_b, blocks=params["blocks"], per_block=params["per_block"], seed=params["seed"],
+                    should_cancel=ctx.cancelled, time_budget_s=params.get("time_budget_s"),
+                    on_block=lambda arm, i, n, samples: ctx.progress("block", (arm, i, n, list(samples))))
+    return result, _history_extra(result)
+
+
+def run_cli_determinism(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: cfg (BenchConfig; its input None: the model's default), runs. -> (DeterminismReport, {})."""
+    from torchperf_tui.engine.determinism import check_determinism
+
+    cfg = params["cfg"]
+    return check_determinism(cfg.model, cfg.resolved_shape(), device=cfg.device, dtype=cfg.dtype, flags=cfg.flags,
+                             runs=params["runs"], channels_last=cfg.channels_last, step=cfg.step,
+                             optimizer=cfg.optimizer, amp=cfg.amp), {}
+
+
+def run_cli_memsnap(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: cfg, iters, out_dir. -> (MemorySnapshotResult, {})."""
+    from torchperf_tui.engine.memsnap import record_memory_snapshot
+
+    return record_memory_snapshot(params["cfg"], iters=params["iters"], out_dir=params.get("out_dir"),
+                                  should_cancel=ctx.cancelled), {}
+
+
+def run_cli_ceilings(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: device, refresh. The kept ceilings, or measured now (and kept). -> (CeilingsResult, {})."""
+    from torchperf_tui.engine.ceilings import ceilings
+
+    return ceilings(params.get("device", "auto"), refresh=params.get("refresh", False),
+                    should_cancel=ctx.cancelled), {}
+
+
 RUNNERS: dict[str, Callable[[dict, JobContext], tuple[Any, dict]]] = {
     "probe": run_probe, "catalogue": run_catalogue, "analyse": run_analyse, "time": run_time, "ab": run_ab_job,
     "kernels": run_kernels, "modes": run_modes_job, "throughput": run_throughput, "profile": run_profile, "roofline": run_roofline,
     "layer_times": run_layer_times,
     "determinism": run_determinism, "memsnap": run_memsnap, "ceilings": run_ceilings,
     "ceilings_kept": run_ceilings_kept, "release": run_release, "memory": run_memory,
+    "cli.flops": run_cli_flops, "cli.bench": run_cli_bench, "cli.profile": run_cli_profile,
+    "cli.roofline": run_cli_roofline, "cli.compare": run_cli_compare, "cli.determinism": run_cli_determinism,
+    "cli.memsnap": run_cli_memsnap, "cli.ceilings": run_cli_ceilings,
 }

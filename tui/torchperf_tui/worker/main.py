@@ -1,8 +1,9 @@
 """The measurement process's main loop: it imports torch, holds the model, and runs one job at a time.
 
 Started as a new interpreter (`python -m torchperf_tui.worker`, never forked: CUDA is initialised only
-here) by jobs/measurement.py, with one end of a socket pair. Its own stdout and stderr go to a log file and its stdin is /dev/null, so nothing a model prints or
-reads can touch the app's terminal. A reader thread takes requests off the pipe: a new job joins the
+here) by jobs/measurement.py, with one end of a socket pair. For the app its stdout and stderr go to a log file
+named after this process (its stdin is /dev/null), so nothing a model prints or reads can touch the app's
+terminal; for the CLI both go to the CLI's stderr, so a model's print() never mixes with the command's output. A reader thread takes requests off the pipe: a new job joins the
 queue, a cancel sets that job's flag (checked by the engine between iterations), a quit or a closed pipe
 ends the process. Jobs run on the main thread, one after another: while one measures, this process does
 nothing else (samples leave in batches, twice a second, between iterations: worker/jobs.py's SampleStream).
@@ -20,20 +21,33 @@ from typing import Any
 from torchperf_tui.worker.protocol import CancelJob, JobDone, JobFailed, Quit, Ready, StartJob, Started, pack, unpack
 
 
+TO_STDERR = "-"  # the log argument that sends stdout and stderr to the stderr this process was given
+
+
+def log_file(template: str, pid: int) -> str:
+    """The log's path: `template` with {pid} replaced by the measurement process's pid (the client computes
+    the same from the pid it started)."""
+    return template.replace("{pid}", str(pid))
+
+
 def _detach_from_terminal(log_path: str | None) -> None:
     """stdin from /dev/null, stdout and stderr (the file descriptors: native libraries write there too) to the
-    log; SIGINT ignored (Ctrl-C belongs to the app); ended by the kernel if the app dies."""
+    log (TO_STDERR: stdout joins the inherited stderr); SIGINT ignored (Ctrl-C belongs to the app, which
+    cancels the job); ended by the kernel if the app dies."""
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
-    try:
-        out = os.open(log_path or os.devnull, flags, 0o600)
-    except OSError:  # no log rather than no measurements
-        out = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(out, 1)
-    os.dup2(out, 2)
-    os.close(out)
+    if log_path == TO_STDERR:
+        os.dup2(2, 1)
+    else:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
+        try:
+            out = os.open(log_file(log_path, os.getpid()) if log_path else os.devnull, flags, 0o600)
+        except OSError:  # no log rather than no measurements
+            out = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(out, 1)
+        os.dup2(out, 2)
+        os.close(out)
     sys.stdout = open(1, "w", buffering=1, closefd=False)
     sys.stderr = open(2, "w", buffering=1, closefd=False)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -103,7 +117,7 @@ class Worker:
                 return
 
     def serve(self) -> None:
-        from torchperf_tui.engine.errors import user_message
+        from torchperf_tui.engine.errors import TorchperfError, user_message
         from torchperf_tui.engine.flags import guarded_job
         from torchperf_tui.worker.jobs import RUNNERS, JobContext
 
@@ -127,6 +141,7 @@ class Worker:
                     continue
                 self.send(Started(job.job_id))
                 try:
+                    track_phases(job, ctx)
                     # From the process's pristine torch state, put back after: no model's settings leak on.
                     result, extra = guarded_job(lambda: runner(job.params, ctx))
                 except (Exception, SystemExit) as exc:  # the model's or ours: one line either way
@@ -134,7 +149,7 @@ class Worker:
                         import traceback
 
                         traceback.print_exc()  # to the log file
-                    self.send(JobFailed(job.job_id, user_message(exc)))
+                    self.send(JobFailed(job.job_id, user_message(exc), internal=not isinstance(exc, TorchperfError)))
                 else:
                     try:
                         self.send(JobDone(job.job_id, result, extra))
@@ -144,6 +159,45 @@ class Worker:
             finally:
                 with self.lock:
                     self.contexts.pop(job.job_id, None)
+
+
+def model_spec(params: dict) -> str | None:
+    """The model a job's params name (a spec, or a config's, a base's or a run's model), if any."""
+    if isinstance(params.get("spec"), str):
+        return params["spec"]
+    for key in ("cfg", "base", "result"):
+        model = getattr(params.get(key), "model", None)
+        if isinstance(model, str):
+            return model
+    return None
+
+
+def track_phases(job: StartJob, ctx: Any) -> None:
+    """Say which part of the model's code runs, before it runs: the import of its module (done here, as the
+    engine would first thing: a module that fails to import is the same one-line error), its build, and its
+    passes (from the job's first check of its cancel flag: the engine's loops check it before each pass, after
+    the build). A process that dies in there (os._exit, a segfault) is then reported with that phase."""
+    from torchperf_tui.worker.protocol import PHASE
+
+    spec = model_spec(job.params)
+    if spec is None:
+        return
+    from torchperf_tui.engine.models import _is_custom, _load_factory
+
+    if _is_custom(spec):
+        ctx.progress(PHASE, f"the import of {spec.split(':')[0].strip()}")
+        _load_factory(spec)  # imported once: the engine's own call finds it in sys.modules
+    ctx.progress(PHASE, f"the analysis of {spec}" if job.kind in ("analyse", "cli.flops") else f"the build of {spec}")
+    checked = ctx.cancel_event.is_set
+    announced = []
+
+    def cancelled() -> bool:
+        if not announced:
+            announced.append(True)
+            ctx.progress(PHASE, f"a pass of {spec}")
+        return checked()
+
+    ctx.cancelled = cancelled
 
 
 def serve_fd(fd: int, log_path: str | None = None) -> None:

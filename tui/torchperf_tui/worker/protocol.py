@@ -13,11 +13,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-PROTOCOL_VERSION = 2  # bumped whenever a message changes its fields
+PROTOCOL_VERSION = 3  # bumped whenever a message changes its fields
 
 # Jobs that measure: one at a time on the machine, and the process does nothing else while one runs.
 MEASURING_KINDS = frozenset({"time", "ab", "kernels", "modes", "throughput", "profile", "determinism", "memsnap",
-                             "ceilings", "layer_times"})
+                             "ceilings", "layer_times", "cli.bench", "cli.compare", "cli.profile", "cli.roofline",
+                             "cli.determinism", "cli.memsnap", "cli.ceilings"})
+
+# Progress(what=PHASE) says which part of a job's user code runs now ("the import of M", "the build of M", "a
+# pass of M"): sent before that code runs, so a process that dies in it (os._exit, a segfault) is reported with it.
+# The client keeps it for that line and does not pass it on.
+PHASE = "phase"
 
 
 class ProtocolError(Exception):
@@ -101,11 +107,13 @@ class JobDone:
 @dataclass(frozen=True)
 class JobFailed:
     """Job `job_id` failed; `error` is one line for a person. `cancelled`: it was cancelled before it began
-    (a queued job replaced by a newer request), which is not a failure to report."""
+    (a queued job replaced by a newer request), which is not a failure to report. `internal`: the error is
+    not one of the engine's one-line refusals (a bug here, not bad input): the CLI exits 1 for it, not 2."""
 
     job_id: int
     error: str
     cancelled: bool = False
+    internal: bool = False
 
 
 def pack(message: Any) -> tuple[int, Any]:

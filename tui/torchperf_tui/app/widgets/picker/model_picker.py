@@ -200,7 +200,8 @@ class ModelPicker(Vertical):
 
     def _analyse(self) -> None:
         """FLOPs, parameters and the layer table on the meta device, in the measurement process; a newer
-        request replaces one still waiting (an analysis ends by itself: it is not killed)."""
+        request replaces one still waiting, and one still running is cancelled: a model whose build or forward
+        blocks is killed with its process after the grace (jobs/measurement.py), so the next model is analysed."""
         from torchperf_tui.engine.errors import user_message
 
         self.complexity = None
@@ -209,10 +210,10 @@ class ModelPicker(Vertical):
         try:
             params = self.screen.selection().analysis_params()  # the sidebar's choice, frozen, as jobs get it
         except Exception as exc:
-            self.jobs.cancel("analysis", enforce=False)
+            self.jobs.cancel("analysis")
             self._failed(spec, user_message(exc))
             return
-        self.jobs.start("analysis", "analyse", params, f"analysing {spec}", enforce_cancel=False)
+        self.jobs.start("analysis", "analyse", params, f"analysing {spec}")
 
     # -- input settings ------------------------------------------------------------------
     def set_default_shape(self, shape: tuple) -> None:

@@ -1,0 +1,90 @@
+"""The CLI's way to run a job: in a measurement process of its own, as the app runs every job.
+
+`run_job(kind, params)` starts a measurement process (jobs/measurement.py, its stdout and stderr on the CLI's
+stderr), sends it the one job, hands its progress to callbacks while it runs, and returns the engine's result
+once it is done; the process is then stopped (killed if something of the model's, a thread that never ends,
+holds it). So the model's code can neither end the command (os._exit is one line and exit 2), nor keep it
+alive, nor print into its output. A job that fails raises JobError (the engine's one line: exit 2) or
+MeasurementBug (not the user's fault: exit 1). Ctrl-C cancels the job; one that has not stopped within
+CANCEL_GRACE_S is killed with its process; then KeyboardInterrupt goes on up (exit 130). No torch here.
+"""
+
+from __future__ import annotations
+
+import queue
+from typing import Any, Callable
+
+from torchperf_tui.engine.errors import TorchperfError
+from torchperf_tui.jobs.measurement import CANCEL_GRACE_S, MeasurementProcess
+from torchperf_tui.worker.protocol import JobDone, JobFailed, Progress, Samples
+
+POLL_S = 0.2  # how often the waiting thread wakes: a Ctrl-C is seen within this
+
+
+class JobError(TorchperfError):
+    """The job failed with one of the engine's refusals, or its process died: one line, exit 2."""
+
+
+class MeasurementBug(Exception):
+    """The job failed with an error that is not the user's (a bug): one line 'Type: message', exit 1."""
+
+
+def run_job(kind: str, params: dict, what: str = "", *, on_progress: Callable[[str, Any], None] | None = None,
+            on_samples: Callable[[Samples], None] | None = None,
+            process_factory: Callable[..., Any] | None = None) -> tuple[Any, dict]:
+    """Run one job of `kind` (worker/jobs.py RUNNERS) and return its (result, extra). `on_progress(what, data)`
+    gets its Progress events, `on_samples(samples)` its batched Samples, on this thread, in order."""
+    events: queue.Queue = queue.Queue()
+    make = process_factory or MeasurementProcess
+    process = make(on_event=events.put, output="stderr", restart=False)
+    process.start()
+    try:
+        job_id = process.submit(kind, params, what or kind)
+        try:
+            end = _wait(events, job_id, on_progress, on_samples)
+        except KeyboardInterrupt:
+            _cancel(process, events, job_id)
+            raise
+    finally:
+        process.stop()
+    if isinstance(end, JobFailed):
+        if end.internal:
+            raise MeasurementBug(end.error)
+        raise JobError(end.error)
+    return end.result, dict(end.extra or {})
+
+
+def _wait(events: queue.Queue, job_id: int, on_progress, on_samples, deadline: float | None = None):
+    """The job's final event, passing the others on; None when `deadline` (monotonic) passed first."""
+    import time
+
+    while True:
+        timeout = POLL_S if deadline is None else min(POLL_S, deadline - time.monotonic())
+        if timeout <= 0:
+            return None
+        try:
+            event = events.get(timeout=timeout)
+        except queue.Empty:
+            continue
+        if getattr(event, "job_id", None) != job_id:
+            continue
+        if isinstance(event, (JobDone, JobFailed)):
+            return event
+        if isinstance(event, Samples) and on_samples is not None:
+            on_samples(event)
+        elif isinstance(event, Progress) and on_progress is not None:
+            on_progress(event.what, event.data)
+
+
+def _cancel(process: Any, events: queue.Queue, job_id: int) -> None:
+    """Ctrl-C: cancel the job and give it CANCEL_GRACE_S to stop; then (stopped or not) the process goes at once.
+    A second Ctrl-C while waiting only shortens the wait."""
+    import time
+
+    try:
+        process.cancel(job_id, enforce=False)  # the kill below is the enforcement: no restart for the CLI
+        _wait(events, job_id, None, None, deadline=time.monotonic() + CANCEL_GRACE_S)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        process.stop(grace_s=0)
