@@ -15,6 +15,7 @@ import numpy as np
 
 from torchperf_tui.engine.errors import TorchperfError, first_line
 from torchperf_tui.engine.flags import Flags, applied_flags
+from torchperf_tui.engine.host_noise import HostNoise, HostProbe
 from torchperf_tui.engine.inputs import dtype_name, make_input, parse_dtype, resolve_device
 from torchperf_tui.engine.lazy_torch import torch
 from torchperf_tui.engine.run_conditions import RunConditions, conditions_sampler
@@ -137,10 +138,20 @@ class TimingResult:
     budget_stopped: bool = False
     # A CUDA run: the GPU's clocks, throttling, temperature, power and energy over the timed iterations.
     conditions: RunConditions | None = None
+    # The host over the timed iterations (load, other processes' CPU) and the spread of the samples
+    # (engine/host_noise.py); `disturbed`: what the app saw happen beside the run (a resize, heavy redraws), set by
+    # the UI process when the result reaches it. Both end up in the history record's `disturbed`.
+    host_noise: HostNoise | None = None
+    disturbed: list[str] = field(default_factory=list)
 
     @property
     def batch(self) -> int:
         return self.input_shape[0]
+
+    def disturbance_marks(self) -> list[str]:
+        """Every reason the numbers may not be the model's alone, one line each: what the app saw, then the host."""
+        noise = self.host_noise.warnings() if self.host_noise is not None else []
+        return [*self.disturbed, *noise]
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -151,6 +162,8 @@ class TimingResult:
         data["shape_report"] = self.shape_report.to_dict() if self.shape_report else None
         data["memory_trace"] = [list(point) for point in self.memory_trace]
         data["percentiles"] = [asdict(interval) for interval in percentile_intervals(self.samples_ms)]
+        data["host_noise"] = self.host_noise.to_dict() if self.host_noise is not None else None
+        data["disturbance_marks"] = self.disturbance_marks()
         return data
 
 
@@ -292,6 +305,7 @@ def run_benchmark(cfg: BenchConfig, on_sample: OnSample | None = None,
     feed = ShapeFeed(work.x, shape, timed_shapes, dtype, device, cfg.channels_last, cfg.seed, on_shape)
     memory = _MemoryTrace(device, on_memory)
     sampler = conditions_sampler(device)  # None on the CPU
+    host = HostProbe()
     try:
         with applied_flags(cfg.flags), grad_context(step):
             forward, compile_s, compile_error = _maybe_compile(work.model, work.x, cfg.compile, device)
@@ -302,6 +316,8 @@ def run_benchmark(cfg: BenchConfig, on_sample: OnSample | None = None,
             def before(phase: str, index: int) -> None:
                 memory.sample()
                 if phase == "timed":
+                    if index == 0:
+                        host.begin()
                     if sampler is not None:  # outside the timer, like everything in this hook
                         sampler.before_timed("timed", index)
                     feed.advance(index)
@@ -311,6 +327,7 @@ def run_benchmark(cfg: BenchConfig, on_sample: OnSample | None = None,
                 times = run_timed_loop(lambda: runner(feed.x), device=device, warmup=cfg.warmup,
                                        iters=cfg.iters, on_sample=on_sample, should_cancel=should_cancel,
                                        before_iteration=before, budget_s=cfg.time_budget_s)
+                host.end()
                 if sampler is not None:
                     sampler.end("timed")
             in_effect = Flags.current()  # what torch itself reported, read once the loop is over
@@ -372,6 +389,7 @@ def run_benchmark(cfg: BenchConfig, on_sample: OnSample | None = None,
         time_budget_s=cfg.time_budget_s,
         budget_stopped=times.budget_stopped,
         conditions=conditions,
+        host_noise=host.summary(samples, spread=not schedule.varies),
     )
 
 
