@@ -12,7 +12,7 @@ from collections import deque
 from types import SimpleNamespace
 from typing import Any, Callable
 
-from torchperf_tui.app.runs import RunHistory
+from torchperf_tui.app.runs import Disturbances, RunHistory
 
 # The engine modules the UI process uses for their types and pure functions; none imports torch (the
 # measurement process does everything that needs it).
@@ -36,6 +36,7 @@ class Session:
         self.engine: SimpleNamespace | None = None
         self.missing: dict[str, str] = {}  # engine module -> why it is not usable
         self.runs = RunHistory()
+        self.disturbances = Disturbances()  # what this process did that can slow a run in flight
         self.run_memory: deque = deque(maxlen=2000)  # (time, allocated, reserved) of the latest run
         self.run_memory_kind = ""
         self.measure: Any = None
