@@ -30,10 +30,11 @@ OTHER_BUSY_CORES = 0.5
 # up to about the cores (one runnable thread per core); half as many again means that, on average, some thread is
 # always waiting for a core. Used beside the figure above (it lags by a minute), and alone where psutil cannot read.
 LOAD_PER_CORE = 1.5
-# The samples: the median this many times the fastest sample. On a quiet machine a fixed-shape run's median sits
-# within a few percent of its fastest (resnet18 on this 2-core box: 1.0x-1.1x; a dispatch-bound tiny model: up to
-# about 1.3x); twice the fastest means half the iterations ran at half speed or slower, which is what sharing a
-# core with one other runnable thread does, not what a model does from one iteration to the next.
+# The samples: the median this many times the fastest sample. A quiet fixed-shape run is tight: the CLI's runs in
+# bench/results/tui_fidelity.txt have their p90 within 3-10 % of their p50, resnet18 and a dispatch-bound model
+# alike, so the median sits a few percent above the fastest; twice the fastest means half the iterations ran at
+# half speed or slower, which is what sharing a core with one other runnable thread does, not what a model does
+# from one iteration to the next.
 P50_OVER_MIN = 2.0
 # ... or this share of the samples slower than SLOW_FACTOR times the fastest: the occasional interrupt, page fault or
 # garbage collection of a quiet run touches well under 1 sample in 100; 1 in 10 is a habit, not an accident.
