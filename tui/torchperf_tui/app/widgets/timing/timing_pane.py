@@ -65,7 +65,7 @@ def stats_text(record, compact: bool = False) -> str:
                 f"{intervals_text(record, intervals)}")
     budget = budget_text(record.result) if getattr(record.result, "budget_stopped", False) else ""
     extra = [line for line in (shapes_text(record), compile_text(record), peak_text(record), budget,
-                               conditions_text(record, compact), disturbed_text(record)) if line]
+                               conditions_text(record, compact), disturbed_text(record, compact)) if line]
     return "\n".join([text, *extra])
 
 
@@ -85,11 +85,15 @@ def conditions_text(record, compact: bool = False) -> str:
     return line
 
 
-def disturbed_text(record) -> str:
+def disturbed_text(record, compact: bool = False) -> str:
     """A finished run's marks in the warning colour: 'disturbed: window resized during the run; noisy host: load
-    3.1 on 2 cores, ...' (what the app saw beside the run, then engine/host_noise.py's findings); '' when none."""
+    3.1 on 2 cores, ...' (what the app saw beside the run, then engine/host_noise.py's findings); '' when none.
+    `compact`: each mark's head alone ('disturbed: noisy host, noisy samples'), one row that leaves the histogram
+    its bars; the whole marks are in the tooltip."""
     if not record.disturbed:
         return ""
+    if compact:
+        return f"[b $warning]disturbed:[/] [$warning]{escape(', '.join(m.split(':')[0] for m in record.disturbed))}[/]"
     return f"[b $warning]disturbed:[/] [$warning]{escape('; '.join(record.disturbed))}[/]"
 
 
@@ -587,7 +591,8 @@ class TimingPane(Vertical):
             bar.update(total=1, progress=0)
         stats = self.query_one("#run-stats", Static)
         stats.update(stats_text(record, compact=self.has_class("-compact")))
-        stats.tooltip = intervals_text(record) or None  # on a short terminal the "?" is explained here
+        # on a short terminal the "?" is explained here, and the disturbance marks are said whole
+        stats.tooltip = "\n".join([line for line in (intervals_text(record),) if line] + record.disturbed) or None
         if histogram:
             repeats, new = record.split_by_shape()
             self.query_one(LatencyHistogram).show_samples(repeats, record.label, first_seen=new,
