@@ -381,3 +381,19 @@ def test_the_app_without_a_terminal_is_refused_in_one_line_not_started(capsys):
     assert err.strip().splitlines() == [
         "torchperf-tui: error: the app needs a terminal, and its stdin is not one: run it in one (over SSH: ssh -t), "
         "or use a command for scripts (e.g. torchperf-tui bench MODEL)"]
+
+
+def test_bench_json_and_the_history_record_carry_the_host_noise_and_its_marks(capsys, tmp_path):
+    history = tmp_path / "noise.jsonl"
+    code, out, _ = run(capsys, "--history", str(history), "bench", TINY, "--input", "1x3x16x16", "--warmup", "1",
+                       "--iters", "20", "--json")
+    data = json.loads(out)
+    noise = data["host_noise"]
+    assert code == 0 and noise["cores"] >= 1 and noise["samples"] == 20 and noise["window_s"] > 0
+    assert {"load", "other_busy_cores", "p50_over_min", "slow_share", "host_noisy", "samples_noisy"} <= set(noise)
+    assert noise["p50_over_min"] >= 1.0  # 20 samples: their spread is said
+    assert data["disturbance_marks"] == noise["warnings"]  # the CLI saw no resize: only the host's findings
+    record = json.loads(history.read_text().splitlines()[-1])
+    assert record.get("disturbed", []) == noise["warnings"] and record["details"]["host_noise"]["samples"] == 20
+    code, out, _ = run(capsys, "bench", TINY, "--input", "1x3x16x16", "--warmup", "1", "--iters", "3", "--no-history")
+    assert code == 0 and "host " in out and " cores" in out  # the figures, in the readable table too

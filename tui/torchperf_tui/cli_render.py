@@ -184,12 +184,22 @@ def render_timing(result) -> None:
                                  f"its repeats, summed)" + (f"; {report.unrepeated} shape(s) never repeated, "
                                                              "not counted" if report.unrepeated else ""))]
     rows += conditions_rows(getattr(result, "conditions", None), step)
+    rows += noise_rows(result)
     if getattr(result, "budget_stopped", False):
         rows.append(("note", budget_text(result)))
     if result.cancelled:
         rows.append(("note", "cancelled before the end"))
     rows += [("torch state", note) for note in getattr(result, "state_notes", ())]
     _print_kv(title, rows)
+
+
+def noise_rows(result) -> list[tuple[str, str]]:
+    """The host over the timed iterations and the spread of the samples, in figures; then one 'warning' row per
+    reason the numbers may not be the model's alone (engine/host_noise.py's findings, the app's disturbances)."""
+    noise = getattr(result, "host_noise", None)
+    rows = [("host", noise.summary())] if noise is not None else []
+    marks = result.disturbance_marks() if hasattr(result, "disturbance_marks") else []
+    return rows + [("warning", line) for line in marks]
 
 
 def conditions_rows(conditions, step: str = "infer", during: str = "the run") -> list[tuple[str, str]]:

@@ -314,6 +314,9 @@ class TorchperfApp(App):
                 self.main.hide_banner()  # the demo is over: its last banner goes with the next key
         await super().on_event(event)
 
+    def on_resize(self, event: events.Resize) -> None:
+        self.session.disturbances.resized(event.size)  # a resize during a timed run marks the run (app/runs.py)
+
     async def action_quit(self) -> None:
         self.workers.cancel_all()
         self.exit()

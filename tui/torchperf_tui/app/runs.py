@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 MAX_RUNS = 8
+# The UI process's CPU over a run, in cores, from which the run is marked disturbed by the app's own work. Idle it
+# uses under 3 % of a core (the README's budget), and a run's lines are redrawn at most twice a second, a few
+# percent more; half a core means it drew continuously (a resize storm, a flood of updates) or ran a job of its
+# own, and on a box with few cores that is taken from the measurement's threads.
+UI_BUSY_CORES = 0.5
 
 
 @dataclass
@@ -37,6 +43,11 @@ class RunRecord:
     batch: int = 1  # items per iteration, for items/s
     result: Any = None  # engine.timing.TimingResult
     error: str | None = None
+    # The run as this process saw it: its start (monotonic s, the first sample's arrival) and this process's CPU
+    # time then; at its end, every reason its numbers may not be the model's alone (the app's, then the host's).
+    seen_from: float | None = None
+    ui_cpu_from: float | None = None
+    disturbed: list[str] = field(default_factory=list)
 
     @property
     def label(self) -> str:
@@ -56,6 +67,55 @@ class RunRecord:
     @property
     def complete(self) -> bool:
         return self.status == "done" and bool(self.samples_ms)
+
+
+class Disturbances:
+    """What this process did that can slow a timed run on the same machine, with when (monotonic seconds): a
+    resize of the window (every line is laid out and drawn again). Bounded: the oldest events go first.
+
+    Jobs sent to the measurement process are not among them: it runs one job after another, so none runs beside a
+    timed run (a model chosen during a run is analysed after it). This process's own work (heavy redraws, its
+    threads) is measured instead, as its CPU time over the run (`busy_mark`)."""
+
+    LIMIT = 256
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._events: deque[tuple[float, str]] = deque(maxlen=self.LIMIT)
+        self._size: Any = None
+
+    def note(self, what: str) -> None:
+        """`what` happened now: 'window resized' (said 'window resized during the run' against a run)."""
+        self._events.append((self._clock(), what))
+
+    def resized(self, size: Any) -> None:
+        """The terminal's size now: a change from the last one known is a resize (not the first, nor the same)."""
+        if self._size is not None and size != self._size:
+            self.note("window resized")
+        self._size = size
+
+    def between(self, start: float, end: float) -> list[str]:
+        """What happened from `start` to `end`, one line per kind, in order: 'window resized 3 times during the
+        run'."""
+        counts: dict[str, int] = {}
+        for t, what in self._events:
+            if start <= t <= end:
+                counts[what] = counts.get(what, 0) + 1
+        return [f"{what}{'' if n == 1 else f' {n} times'} during the run" for what, n in counts.items()]
+
+    def now(self) -> float:
+        return self._clock()
+
+
+def busy_mark(cpu_s: float, wall_s: float) -> str | None:
+    """A mark when this process used UI_BUSY_CORES or more over a run ('the app was busy during the run: its
+    process used 0.62 of a core (redraws, its own jobs)'), else None."""
+    if wall_s <= 0:
+        return None
+    cores = cpu_s / wall_s
+    if cores < UI_BUSY_CORES:
+        return None
+    return f"the app was busy during the run: its process used {cores:.2f} of a core (redraws, its own jobs)"
 
 
 class RunHistory:

@@ -8,17 +8,46 @@ touched on the UI thread only (the client's threads post MeasurementEvent messag
 
 from __future__ import annotations
 
+import os
 from collections import deque
 from types import SimpleNamespace
 from typing import Any, Callable
 
-from torchperf_tui.app.runs import RunHistory
+from torchperf_tui.app.runs import Disturbances, RunHistory
 
 # The engine modules the UI process uses for their types and pure functions; none imports torch (the
 # measurement process does everything that needs it).
 ENGINE_MODULES = ("inputs", "flags", "shapes", "stats", "timing", "nvml", "device", "telemetry", "history_file",
                   "history_records", "history_compare", "roofline", "throughput", "profiling", "abtest", "kernels",
                   "determinism", "memsnap", "model_entry", "complexity_result")
+
+
+# From this many logical CPUs a box has cores to spare: the UI's event loop gets one of its own, the measurement
+# process the rest. Below it (this 2-core box, a 4-core laptop) taking a core from the measurement would cost it
+# more than the UI's redraws do, so nothing is pinned.
+SPARE_CPUS_FROM = 5
+
+
+def core_plan(available: set[int] | frozenset[int]) -> tuple[int, frozenset[int]] | None:
+    """(the UI's CPU, the measurement process's CPUs) on a box with cores to spare, else None: the UI takes the
+    highest-numbered CPU it may run on (the measurement's threads fill the low ones first), the measurement
+    process every other one."""
+    if len(available) < SPARE_CPUS_FROM:
+        return None
+    ui = max(available)
+    return ui, frozenset(set(available) - {ui})
+
+
+def _set_affinity(pid: int, cpus) -> None:
+    """Every thread of process `pid` (0: the calling thread alone) onto `cpus` (Linux: affinity is per thread)."""
+    if pid == 0:
+        os.sched_setaffinity(0, cpus)
+        return
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            os.sched_setaffinity(int(tid), cpus)
+        except (ProcessLookupError, PermissionError, OSError):
+            pass  # a thread that ended meanwhile
 
 
 class Session:
@@ -36,10 +65,18 @@ class Session:
         self.engine: SimpleNamespace | None = None
         self.missing: dict[str, str] = {}  # engine module -> why it is not usable
         self.runs = RunHistory()
+        self.disturbances = Disturbances()  # what this process did that can slow a run in flight
         self.run_memory: deque = deque(maxlen=2000)  # (time, allocated, reserved) of the latest run
         self.run_memory_kind = ""
         self.measure: Any = None
-        self.measurement_pid: int | None = None
+        self._measurement_pid: int | None = None
+        try:
+            cpus = frozenset(os.sched_getaffinity(0))  # read before any pin: the box's CPUs open to this app
+        except (AttributeError, OSError):  # no affinity on this platform: nothing is pinned
+            cpus = frozenset()
+        self.cores = core_plan(cpus)  # (UI CPU, measurement CPUs), None: nothing pinned
+        self.set_affinity: Callable[[int, Any], None] = _set_affinity  # tests: a recorder
+        self._ui_pinned = False
         self._owners: dict[int, tuple[Any, str]] = {}
         self._next_run_id = 0
 
@@ -53,6 +90,44 @@ class Session:
     def stop(self) -> None:
         if self.measure is not None:
             self.measure.stop()
+
+    @property
+    def measurement_pid(self) -> int | None:
+        return self._measurement_pid
+
+    @measurement_pid.setter
+    def measurement_pid(self, pid: int | None) -> None:
+        """The measurement process is ready (the App sets this on the UI thread): on a box with cores to spare,
+        it is kept off the UI's CPU and the UI's event loop on it (`keep_apart`)."""
+        self._measurement_pid = pid
+        if pid is not None:
+            self.keep_apart(pid)
+
+    def keep_apart(self, pid: int) -> None:
+        """The measurement process's threads onto the measurement's CPUs, then (once) this thread, the UI's event
+        loop, which lays out and draws, onto the UI's CPU. Called on the UI thread at each Ready, so a restarted
+        process is put back in its place. Only this thread is pinned, not the process: threads it starts later
+        inherit the pin, and the measurement process must never start inside a one-CPU mask (torch reads its
+        default thread count from the mask as it is imported); so the measurement client's supervisor thread,
+        which starts every restart, is made before the pin, and with no such thread nothing is pinned."""
+        if self.cores is None:
+            return
+        ui, measure = self.cores
+        try:
+            self.set_affinity(pid, measure)
+        except OSError:
+            return  # the process went meanwhile: the next Ready tries again
+        if self._ui_pinned:
+            return
+        supervisor = getattr(self.measure, "_on_supervisor", None)
+        if supervisor is None:
+            return
+        try:
+            supervisor(lambda: None)  # made now, from this unpinned thread, if it did not exist
+            self.set_affinity(0, {ui})
+        except Exception:
+            return
+        self._ui_pinned = True
 
     def submit(self, kind: str, params: dict, what: str, owner, slot: str) -> int:
         """Start a job (jobs/measurement.py: a measuring job replaces any other measuring one); its events go

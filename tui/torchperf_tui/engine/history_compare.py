@@ -31,6 +31,7 @@ class Comparison:
     flags_diff: dict[str, tuple[Any, Any]]
     setup_diff: dict[str, tuple[Any, Any]]  # model, input, dtype, layout, device, compile mode, shapes
     clock_note: str | None = None  # one run's GPU throttled and the other's did not: the ratio may be the clocks
+    disturbance_note: str | None = None  # a run was disturbed or its host noisy: the ratio may be the disturbance
 
     def summary(self) -> str:
         verdict = (f"{1 / self.median_ratio:.2f}x as fast" if self.median_ratio <= 1
@@ -44,6 +45,8 @@ class Comparison:
             text += "; not like for like: " + ", ".join(self.setup_diff)
         if self.clock_note:
             text += f"; {self.clock_note}"
+        if self.disturbance_note:
+            text += f"; {self.disturbance_note}"
         return text
 
 
@@ -74,6 +77,7 @@ def compare_records(baseline: RunRecord, candidate: RunRecord) -> Comparison:
         flags_diff=_dict_diff(baseline.flags, candidate.flags),
         setup_diff=_dict_diff(baseline.setup(), candidate.setup()),
         clock_note=_clock_note(baseline, candidate),
+        disturbance_note=disturbance_note(baseline, candidate),
     )
 
 
@@ -86,3 +90,14 @@ def _clock_note(baseline: RunRecord, candidate: RunRecord) -> str | None:
     other = candidate if record is baseline else baseline
     return (f"{record.short_id}'s GPU {text}, {other.short_id}'s did not: part of the ratio may be the clocks, "
             "not what differs between the runs")
+
+
+def disturbance_note(baseline: RunRecord, candidate: RunRecord) -> str | None:
+    """'a1b2c3d4 was disturbed (window resized during the run): part of the ratio may be the disturbance, ...', or
+    None when neither record has a mark. Unlike throttling, two disturbed runs are not like for like: nothing says
+    the two disturbances cost the same."""
+    marked = [record for record in (baseline, candidate) if record.disturbed]
+    if not marked:
+        return None
+    said = " and ".join(f"{record.short_id} was disturbed ({record.disturbed_text()})" for record in marked)
+    return f"{said}: part of the ratio may be the disturbance, not what differs between the runs"

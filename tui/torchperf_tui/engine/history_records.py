@@ -61,6 +61,11 @@ class RunRecord:
     timer: str = ""
     details: dict[str, Any] = field(default_factory=dict)
     schema: int = RECORD_SCHEMA
+    # Every reason the run's numbers may not be the model's alone, one line each: what the app saw beside the run
+    # ("window resized during the run"), then the host's noise ("noisy host: load 3.1 on 2 cores, ...", "noisy
+    # samples: p50 is 67x the fastest sample"). Empty (no key in the file): nothing was seen; `details["host_noise"]`
+    # says whether the host was read at all. A gate reads this to treat the run as such.
+    disturbed: list[str] = field(default_factory=list)
 
     @property
     def batch(self) -> int:
@@ -117,7 +122,14 @@ class RunRecord:
             tail += "  [torch state changed by the model's code]"
         if self.throttle_text():
             tail += f"  [GPU {self.throttle_text()}]"
+        if self.disturbed:
+            tail += f"  [disturbed: {self.disturbed_text()}]"
         return f"{head}  {body}  flags: {self.flags_text}{tail}"
+
+    def disturbed_text(self) -> str:
+        """The record's disturbance marks in one line ('window resized during the run; noisy host: ...'), '' when
+        it has none."""
+        return "; ".join(self.disturbed)
 
     def throttle_text(self) -> str:
         """'throttled 40 %: power cap (software)' when the fingerprint says the GPU throttled during the run's
@@ -140,6 +152,8 @@ class RunRecord:
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         data["input_shape"] = list(self.input_shape)
         data["stats"] = None if self.stats is None else dataclasses.asdict(self.stats)
+        if not self.disturbed:  # no key, no mark: a record from before marks were kept writes back the same
+            del data["disturbed"]
         return nonfinite_to_none(to_jsonable(data))
 
     @classmethod
@@ -182,6 +196,7 @@ class RunRecord:
             cancelled=_boolean(data, "cancelled"),
             duration_s=None if duration is None else finite_float(duration, "duration_s"),
             timer=_string(data, "timer", ""), details=_object(data, "details"), schema=schema,
+            disturbed=_marks(data, "disturbed"),
         )
 
 
@@ -222,6 +237,21 @@ def _object(data: dict[str, Any], name: str) -> dict[str, Any]:
     return value
 
 
+MAX_MARKS = 16  # disturbance marks kept from a file; each cut to MAX_MARK_CHARS
+MAX_MARK_CHARS = 200
+
+
+def _marks(data: dict[str, Any], name: str) -> list[str]:
+    """A list of one-line strings (null or absent: none), printable characters only (no escape sequence from a
+    file reaches the terminal), each and their number bounded."""
+    value = data.get(name)
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ValueError(f"{name} is not a list of strings: {shown(value)}")
+    return ["".join(ch for ch in item[:MAX_MARK_CHARS] if ch.isprintable()) for item in value[:MAX_MARKS]]
+
+
 def new_record_id() -> str:
     """48 random bits in hex: short enough to type, plenty for one user's history."""
     return uuid.uuid4().hex[:12]
@@ -250,13 +280,17 @@ def record_from_timing(result: "TimingResult", fingerprint: dict[str, Any] | Non
     threads = getattr(result, "threads_used", None)
     if getattr(result, "state_notes", None):
         details["state_notes"] = list(result.state_notes)
+    noise = getattr(result, "host_noise", None)
+    if noise is not None:
+        details["host_noise"] = noise.to_dict()
+    marks = result.disturbance_marks() if hasattr(result, "disturbance_marks") else []
     return RunRecord(
         id=new_record_id(), kind="timing", created_at=_iso_utc(result.started_at + result.duration_s),
         model=result.model, input_shape=tuple(result.input_shape), dtype=result.dtype,
         channels_last=result.channels_last, device=result.device, flags=_flags_used(result.flags, threads),
         flags_text=result.flags_text(), stats=result.stats, samples_ms=list(result.samples_ms),
         fingerprint=env, cancelled=result.cancelled, duration_s=result.duration_s, timer=result.timer,
-        details=details,
+        details=details, disturbed=list(marks),
     )
 
 

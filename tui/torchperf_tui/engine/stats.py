@@ -193,3 +193,24 @@ def percentile_interval(samples_ms: Sequence[float], q: float, confidence: float
 def percentile_intervals(samples_ms: Sequence[float]) -> list[PercentileInterval]:
     """p50, p90 and p99 with their intervals; none without samples."""
     return [percentile_interval(samples_ms, q) for q in PERCENTILES] if len(samples_ms) else []
+
+
+# -- how far the samples spread above the fastest one --------------------------------------------------------
+def p50_over_min(samples_ms: Sequence[float]) -> float | None:
+    """The median sample over the fastest one (1.0: half the samples were as fast as the fastest); None without
+    samples or with a fastest sample of 0 ms. On a quiet machine a fixed-shape run stays close to 1 (boost
+    clocks and cache state move it a few percent); a run that shared its cores with other work does not."""
+    if len(samples_ms) == 0:
+        return None
+    ordered = sorted(float(v) for v in samples_ms)
+    if ordered[0] <= 0:
+        return None
+    return _percentile(ordered, 0.5) / ordered[0]
+
+
+def share_above(samples_ms: Sequence[float], factor: float) -> float | None:
+    """The share of samples slower than `factor` times the fastest one; None without samples."""
+    if len(samples_ms) == 0:
+        return None
+    fastest = min(samples_ms)
+    return sum(1 for v in samples_ms if v > factor * fastest) / len(samples_ms)

@@ -15,6 +15,7 @@ import numpy as np
 
 from torchperf_tui.engine.errors import TorchperfError, first_line
 from torchperf_tui.engine.flags import Flags, StateWatch, applied_flags, asked_state
+from torchperf_tui.engine.host_noise import HostNoise, HostProbe
 from torchperf_tui.engine.inputs import dtype_name, make_input, parse_dtype, resolve_device
 from torchperf_tui.engine.lazy_torch import torch
 from torchperf_tui.engine.run_conditions import RunConditions, conditions_sampler
@@ -141,6 +142,11 @@ class TimingResult:
     # put back (engine.flags.StateWatch): a run with notes was not measured, or not wholly, under its flags.
     state_notes: list[str] = field(default_factory=list)
     threads_asked: int | None = None  # the intra-op threads the run set: its flags' count, else the process's own
+    # The host over the timed iterations (load, other processes' CPU) and the spread of the samples
+    # (engine/host_noise.py); `disturbed`: what the app saw happen beside the run (a resize, heavy redraws), set by
+    # the UI process when the result reaches it. Both end up in the history record's `disturbed`.
+    host_noise: HostNoise | None = None
+    disturbed: list[str] = field(default_factory=list)
 
     @property
     def batch(self) -> int:
@@ -157,6 +163,11 @@ class TimingResult:
         return self.flags.describe(self.device, threads_used=self.threads_used,
                                    default_threads=getattr(self, "threads_asked", None))
 
+    def disturbance_marks(self) -> list[str]:
+        """Every reason the numbers may not be the model's alone, one line each: what the app saw, then the host."""
+        noise = self.host_noise.warnings() if self.host_noise is not None else []
+        return [*self.disturbed, *noise]
+
     def to_dict(self) -> dict:
         data = asdict(self)
         data["conditions"] = self.conditions.to_dict() if self.conditions is not None else None
@@ -166,6 +177,8 @@ class TimingResult:
         data["shape_report"] = self.shape_report.to_dict() if self.shape_report else None
         data["memory_trace"] = [list(point) for point in self.memory_trace]
         data["percentiles"] = [asdict(interval) for interval in percentile_intervals(self.samples_ms)]
+        data["host_noise"] = self.host_noise.to_dict() if self.host_noise is not None else None
+        data["disturbance_marks"] = self.disturbance_marks()
         return data
 
 
@@ -322,6 +335,7 @@ def _run_benchmark(cfg: BenchConfig, watch: StateWatch, on_sample: OnSample | No
     feed = ShapeFeed(work.x, shape, timed_shapes, dtype, device, cfg.channels_last, cfg.seed, on_shape)
     memory = _MemoryTrace(device, on_memory)
     sampler = conditions_sampler(device)  # None on the CPU
+    host = HostProbe()
     try:
         with applied_flags(cfg.flags), grad_context(step):
             forward, compile_s, compile_error = _maybe_compile(work.model, work.x, cfg.compile, device)
@@ -332,6 +346,8 @@ def _run_benchmark(cfg: BenchConfig, watch: StateWatch, on_sample: OnSample | No
             def before(phase: str, index: int) -> None:
                 memory.sample()
                 if phase == "timed":
+                    if index == 0:
+                        host.begin()
                     if sampler is not None:  # outside the timer, like everything in this hook
                         sampler.before_timed("timed", index)
                     feed.advance(index)
@@ -341,6 +357,7 @@ def _run_benchmark(cfg: BenchConfig, watch: StateWatch, on_sample: OnSample | No
                 times = run_timed_loop(lambda: runner(feed.x), device=device, warmup=cfg.warmup,
                                        iters=cfg.iters, on_sample=on_sample, should_cancel=should_cancel,
                                        before_iteration=before, budget_s=cfg.time_budget_s)
+                host.end()
                 if sampler is not None:
                     sampler.end("timed")
             watch.ran(cfg.flags)
@@ -404,6 +421,7 @@ def _run_benchmark(cfg: BenchConfig, watch: StateWatch, on_sample: OnSample | No
         budget_stopped=times.budget_stopped,
         conditions=conditions,
         threads_asked=asked_state(cfg.flags).flags.num_threads,
+        host_noise=host.summary(samples, spread=not schedule.varies),
     )
 
 

@@ -265,7 +265,8 @@ class ComparePane(Vertical):
             table.add_row(label, format_ms(s.p50_ms) if s else "–",
                           speedup_text(record, base) if base is not None else "–",
                           format_percentile(s.p99_ms, 0.99, s.n) if s else "–", setup,
-                          format_number(s.fps_at_median, digits=1) if s else "–", record.status,
+                          format_number(s.fps_at_median, digits=1) if s else "–",
+                          record.status + (", disturbed" if record.disturbed else ""),
                           key=str(record.run_id))
         if keep is not None and history.get(keep) is not None:
             table.move_cursor(row=table.get_row_index(str(keep)))
@@ -277,10 +278,22 @@ class ComparePane(Vertical):
         else:
             head = f"baseline {base.label}: {setup_text(base)} · " if base is not None else ""
             note.update(f"{head}speed-up = baseline median / run median, like for like only · b: make the "
-                        "highlighted run the baseline")
+                        "highlighted run the baseline" + disturbed_note(list(history)))
         self.query_one(LatencyOverlay).show_runs(
             [(f"{r.label} {r.flags_text if base is None or r is base else against_text(r, base, kind)}",
               r.samples_ms) for r in overlaid])  # the note above says the baseline's whole setup
+
+
+def disturbed_note(runs: list) -> str:
+    """' · #2 disturbed (window resized during the run): a speed-up with it may be the disturbance', for the kept
+    runs with a mark (app/runs.py, engine/host_noise.py), as a comparison of history records says it; '' if none."""
+    marked = [r for r in runs if r.disturbed]
+    if not marked:
+        return ""
+    said = ", ".join(f"{r.label} ({escape('; '.join(r.disturbed))})" for r in marked)
+    one = len(marked) == 1
+    return (f"\n[$warning]{said} {'was' if one else 'were'} disturbed: a speed-up with "
+            f"{'it' if one else 'them'} may be the disturbance, not what differs between the runs[/]")
 
 
 def ab_verdict_text(result) -> str:

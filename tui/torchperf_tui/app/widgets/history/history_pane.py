@@ -253,7 +253,8 @@ class HistoryPane(Vertical):
                          format_percentile(s.p50_ms, 0.5, s.n) if s else "–",
                          format_percentile(s.p99_ms, 0.99, s.n) if s else "–",
                          r.flags_text + (" (cancelled)" if r.cancelled else "")
-                         + (" (GPU throttled)" if r.throttle_text() else ""), f"{r.shape_text} {r.dtype}",
+                         + (" (GPU throttled)" if r.throttle_text() else "")
+                         + (" (disturbed)" if getattr(r, "disturbed", None) else ""), f"{r.shape_text} {r.dtype}",
                          r.device, r.created_at.replace("T", " ")[5:16], r.id])
         # The model gets what the mark, id, p50 and p99 leave of the width (each column: its widest cell + 2).
         beside = sum(max([len(label)] + [len(row[i]) for row in rows]) + 2

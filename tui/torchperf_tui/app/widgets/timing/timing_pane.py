@@ -20,12 +20,15 @@ from textual.widgets import ProgressBar, Static
 from torchperf_tui.formatting import budget_text, format_bytes, format_count, format_ms, format_number
 from torchperf_tui.app.job_slots import JobSlots
 from torchperf_tui.app.messages import JobEvent, RunsChanged
-from torchperf_tui.app.runs import RunRecord, save_run
+from torchperf_tui.app.runs import RunRecord, busy_mark, save_run
 from torchperf_tui.app.widgets.timing.histogram import LatencyHistogram
 from torchperf_tui.worker.protocol import JobDone, JobFailed, Progress, Samples
 
 COMPACT_BELOW_ROWS = 30  # the pane's height under which its lines are compact
 LIVE_STATS_EVERY_S = 0.5  # live statistics over all samples so far are recomputed at most this often
+# This process's CPU over a run is judged (app/runs.py's busy_mark) only over at least this long: over a shorter
+# run one redraw of its lines (tens of milliseconds) would read as a busy process.
+BUSY_MIN_WALL_S = 2.0
 
 # What the histogram says while a run has no timed sample yet (not "press r": a run is under way).
 WAITING_TEXT = {"starting": "building the model: the histogram fills with the timed iterations",
@@ -62,7 +65,8 @@ def stats_text(record, compact: bool = False) -> str:
                 f"{intervals_text(record, intervals)}")
     budget = budget_text(record.result) if getattr(record.result, "budget_stopped", False) else ""
     extra = [line for line in (shapes_text(record), compile_text(record), peak_text(record), budget,
-                               conditions_text(record, compact), state_text(record)) if line]
+                               conditions_text(record, compact), state_text(record),
+                               disturbed_text(record, compact)) if line]
     return "\n".join([text, *extra])
 
 
@@ -87,6 +91,18 @@ def conditions_text(record, compact: bool = False) -> str:
         if not compact:
             line += f"\n[b $warning]{escape(conditions.throttle_text())}[/]"
     return line
+
+
+def disturbed_text(record, compact: bool = False) -> str:
+    """A finished run's marks in the warning colour: 'disturbed: window resized during the run; noisy host: load
+    3.1 on 2 cores, ...' (what the app saw beside the run, then engine/host_noise.py's findings); '' when none.
+    `compact`: each mark's head alone ('disturbed: noisy host, noisy samples'), one row that leaves the histogram
+    its bars; the whole marks are in the tooltip."""
+    if not record.disturbed:
+        return ""
+    if compact:
+        return f"[b $warning]disturbed:[/] [$warning]{escape(', '.join(m.split(':')[0] for m in record.disturbed))}[/]"
+    return f"[b $warning]disturbed:[/] [$warning]{escape('; '.join(record.disturbed))}[/]"
 
 
 def _intervals(record) -> dict:
@@ -359,6 +375,8 @@ class TimingPane(Vertical):
             session.run_memory_kind = event.memory_kind
         if not event.phase:
             return  # memory points alone, between iterations of a slow model
+        if record.seen_from is None:  # the run as this process sees it starts with its first sample
+            record.seen_from, record.ui_cpu_from = session.disturbances.now(), time.process_time()
         redraw = False
         if event.phase == "first":
             record.first_iter_ms = event.samples_ms[0]
@@ -404,13 +422,17 @@ class TimingPane(Vertical):
         record.stats = result.stats
         if len(result.sample_first_seen) == len(record.samples_ms):
             record.first_seen = list(result.sample_first_seen)
+        self._mark_disturbed(record, result)
         self._show(record)
         self.post_message(RunsChanged())
         if result.cancelled or record is not self.record:
             return
         if record.stats is not None:
             self.app.notify(f"{record.label} {record.model}: median {format_ms(record.stats.p50_ms)}, "
-                            f"p99 {format_ms(record.stats.p99_ms)}", title="run finished", timeout=4)
+                            f"p99 {format_ms(record.stats.p99_ms)}"
+                            + (f" · disturbed: {record.disturbed[0]}" if record.disturbed else ""),
+                            title="run finished", severity="warning" if record.disturbed else "information",
+                            timeout=4)
         save_run(self, result, fingerprint)
         if result.shapes != "fixed":  # FLOPs and bytes are counted at one input shape
             self.roofline = (f"run {record.label} roofline: n/a under shape schedule {result.shapes} (it needs "
@@ -418,6 +440,18 @@ class TimingPane(Vertical):
             return
         self.jobs.start("roofline", "roofline", {"result": result, "report": self.app.session.report},
                         f"placing run {record.label} on the roofline", enforce_cancel=False)
+
+    def _mark_disturbed(self, record: RunRecord, result) -> None:
+        """What this process did beside the run (a resize, heavy redraws: app/runs.py) goes on the result, whose
+        history record keeps it with the host's noise; the run shows both."""
+        session = self.app.session
+        if record.seen_from is not None and hasattr(result, "disturbed"):
+            now = session.disturbances.now()
+            seen = session.disturbances.between(record.seen_from, now)
+            wall = now - record.seen_from
+            busy = busy_mark(time.process_time() - record.ui_cpu_from, wall) if wall >= BUSY_MIN_WALL_S else None
+            result.disturbed = [*seen, *([busy] if busy else [])]
+        record.disturbed = list(result.disturbance_marks()) if hasattr(result, "disturbance_marks") else []
 
     def _failed(self, record: RunRecord, error: str) -> None:
         record.status, record.error = "failed", error
@@ -572,7 +606,8 @@ class TimingPane(Vertical):
             bar.update(total=1, progress=0)
         stats = self.query_one("#run-stats", Static)
         stats.update(stats_text(record, compact=self.has_class("-compact")))
-        stats.tooltip = intervals_text(record) or None  # on a short terminal the "?" is explained here
+        # on a short terminal the "?" is explained here, and the disturbance marks are said whole
+        stats.tooltip = "\n".join([line for line in (intervals_text(record),) if line] + record.disturbed) or None
         if histogram:
             repeats, new = record.split_by_shape()
             self.query_one(LatencyHistogram).show_samples(repeats, record.label, first_seen=new,

@@ -1,0 +1,106 @@
+"""A run the app disturbed is marked: a window resized during a timed run says so in the Timing pane, in its
+history record and in every comparison with it (Compare and History); a run without a resize is not marked so."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from tests.app.helpers import screen_text, wait_until
+from tests.app.test_history_pane import PaneApp, shown_ids
+from tests.records import make_record
+from torchperf_tui.app.runs import Disturbances, busy_mark
+from torchperf_tui.app.widgets.history.history_pane import HistoryPane
+from torchperf_tui.engine.history_file import History
+
+SLOW = "tests.tinymodels:per_call_cost"  # 10 ms a call: 300 timed iterations take 3 s, time to resize in
+RESIZED = "window resized during the run"
+
+
+def history_lines() -> list[dict]:
+    path = os.environ["TORCHPERF_HISTORY"]  # tests/conftest.py: each test's own history file
+    if not os.path.exists(path):
+        return []
+    with open(path) as file:
+        return [json.loads(line) for line in file if line.strip()]
+
+
+async def timed_run(pilot, run_id: int, resize_to: tuple[int, int] | None = None):
+    """Press r, wait for the UI to see run `run_id`'s timed samples (resizing then, if asked), then its end."""
+    app = pilot.app
+    await pilot.press("r")
+
+    def timing() -> bool:
+        record = app.session.runs.get(run_id)
+        return record is not None and (record.status == "timed" or record.finished)
+
+    await wait_until(pilot, timing, what=f"run #{run_id}'s timed iterations")
+    assert not app.session.runs.get(run_id).finished, "the run ended before the resize: too fast to test"
+    if resize_to is not None:
+        await pilot.resize_terminal(*resize_to)
+    await wait_until(pilot, lambda: app.session.runs.get(run_id).finished, timeout=180, what=f"run #{run_id} to end")
+    return app.session.runs.get(run_id)
+
+
+async def test_a_resize_during_a_run_marks_it_on_screen_in_history_and_in_compare(tiny_app):
+    async with tiny_app(spec=SLOW, shape="3x16x16", iters=300) as pilot:
+        app = pilot.app
+        first = await timed_run(pilot, 1, resize_to=(100, 32))
+        assert first.status == "done" and RESIZED in first.disturbed
+        await wait_until(pilot, lambda: "disturbed:" in screen_text(app, "#run-stats"), what="the mark on screen")
+        assert RESIZED in screen_text(app, "#run-stats")
+        await wait_until(pilot, lambda: len(history_lines()) == 1, what="the run's history record")
+        assert RESIZED in history_lines()[0]["disturbed"]
+
+        second = await timed_run(pilot, 2)  # the same model, no resize
+        assert second.status == "done" and RESIZED not in second.disturbed
+        await wait_until(pilot, lambda: len(history_lines()) == 2, what="the second run's history record")
+        assert RESIZED not in history_lines()[1].get("disturbed", [])
+
+        await pilot.press("2")  # Compare: run #1 is the baseline of #2's speed-up
+        await wait_until(pilot, lambda: "was disturbed" in screen_text(app, "#compare-note") or
+                         "were disturbed" in screen_text(app, "#compare-note"), what="the Compare note")
+        note = screen_text(app, "#compare-note")
+        assert f"#1 ({RESIZED}" in note and "may be the disturbance" in note
+
+
+async def test_a_disturbed_record_is_marked_in_history_and_its_comparison_says_so(tmp_path):
+    path = tmp_path / "h.jsonl"
+    clean, shaken = make_record(p50=10.0), make_record(p50=18.0)
+    shaken.disturbed = [RESIZED]
+    History(path).extend([clean, shaken])
+    app = PaneApp(path)
+    async with app.run_test(size=(160, 30)) as pilot:
+        pane = app.query_one(HistoryPane)
+        await wait_until(pilot, lambda: len(shown_ids(pane)) == 2, what="the two runs")
+        table = pane.query_one("#history-table")
+        flags = {str(table.get_row_at(i)[1]): str(table.get_row_at(i)[5]) for i in range(2)}
+        assert flags[shaken.short_id].endswith("(disturbed)") and "disturbed" not in flags[clean.short_id]
+        pane.toggle_mark(clean.id)
+        pane.toggle_mark(shaken.id)
+        pane.show_marked_comparison()
+        await wait_until(pilot, lambda: "was disturbed" in screen_text(app, "#history-compare"),
+                         what="the comparison")
+        assert f"{shaken.short_id} was disturbed ({RESIZED})" in screen_text(app, "#history-compare")
+
+
+def test_disturbances_count_what_happened_within_a_run_and_ignore_the_first_size():
+    now = [0.0]
+    log = Disturbances(clock=lambda: now[0])
+    log.resized((110, 34))  # the terminal's first size: not a resize
+    log.resized((110, 34))  # the same size again: not one either
+    now[0] = 5.0
+    log.resized((100, 32))
+    now[0] = 6.0
+    log.resized((90, 30))
+    now[0] = 20.0
+    log.resized((80, 24))
+    assert log.between(4.0, 10.0) == ["window resized 2 times during the run"]
+    assert log.between(5.5, 10.0) == [RESIZED]
+    assert log.between(7.0, 19.0) == []
+
+
+def test_the_app_busy_for_half_a_core_over_a_run_marks_it():
+    assert busy_mark(0.3, 10.0) is None  # 3 % of a core: the app idling, redrawing twice a second
+    assert busy_mark(6.2, 10.0) == ("the app was busy during the run: its process used 0.62 of a core (redraws, its "
+                                    "own jobs)")
