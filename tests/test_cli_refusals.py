@@ -116,3 +116,14 @@ def test_checking_a_device_name_imports_no_torch():
             "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+@pytest.mark.parametrize("command", [["flops"], ["bench", "--iters", "3", "--warmup", "0", "--no-history"]])
+def test_a_custom_model_without_an_input_shape_is_said_to_run_at_an_assumed_one(capsys, command):
+    """tiny_cnn declares no input_shape: the CLI must say the shape it ran is assumed, not run 3x224x224 silently;
+    with --input given there is nothing to say."""
+    code, out, err = run(capsys, command[0], TINY, *command[1:])
+    assert code == 0, err
+    assert "does not say its input shape" in err and "assumed 3x224x224" in err
+    code, out, err = run(capsys, command[0], TINY, "--input", "1x3x8x8", *command[1:])
+    assert code == 0 and "assumed" not in err, err

@@ -358,7 +358,7 @@ def cmd_flops(args) -> int:
 
     params = dict(spec=args.model, input_shape=_resolve_input(args), batch=args.batch, dtype=_dtype(args),
                   layers=args.layers, step=args.step)
-    result, _ = _run("cli.flops", params, f"analysing {args.model}")
+    result, _ = _run("cli.flops", params, f"analysing {args.model}", on_progress=_print_note)
     if args.json:
         data = result.to_dict()
         if not args.layers:

@@ -114,7 +114,8 @@ def run_catalogue(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 
 def run_analyse(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: spec, batch, dims (the typed shape without batch, or None for the model's default), dtype, step
-    ("train": the backward counted too, per layer). -> (Complexity, {"entry": ModelEntry})."""
+    ("train": the backward counted too, per layer). -> (Complexity, {"entry": ModelEntry, "input_note": the line
+    saying a custom model's input shape was assumed, or None})."""
     from torchperf_tui.engine.complexity import analyse_complexity
     from torchperf_tui.engine.inputs import check_dims
     from torchperf_tui.engine.models import resolve_model
@@ -122,8 +123,9 @@ def run_analyse(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     entry = resolve_model(params["spec"])
     dims = params.get("dims") or tuple(entry.input_shape)
     shape = check_dims((params["batch"], *dims))
+    note = _say_assumed_input(params["spec"], bool(params.get("dims")), None)  # the picker takes no progress
     return (analyse_complexity(params["spec"], shape, dtype=params["dtype"], step=params.get("step", "infer")),
-            {"entry": entry})
+            {"entry": entry, "input_note": note})
 
 
 def _history_extra(result: Any) -> dict:
@@ -299,10 +301,25 @@ def _resolved_shape(spec: str, input_shape: tuple | None, batch: int | None) -> 
     return BenchConfig(model=spec, input_shape=input_shape, batch=batch).resolved_shape()
 
 
+def _say_assumed_input(spec: str, shape_given: bool, ctx: JobContext | None) -> str | None:
+    """The line (and, with `ctx`, a Progress "note") when no shape was given and a custom model declares none:
+    its input is assumed, which a user must be told rather than find out from odd figures."""
+    if shape_given:
+        return None
+    from torchperf_tui.engine.models import input_shape_note
+
+    note = input_shape_note(spec)
+    if note and ctx is not None:
+        ctx.progress("note", note)
+    return note
+
+
 def run_cli_flops(params: dict, ctx: JobContext) -> tuple[Any, dict]:
-    """params: spec, input_shape (with batch, or None), batch, dtype, layers, step. -> (Complexity, {})."""
+    """params: spec, input_shape (with batch, or None), batch, dtype, layers, step. Progress "note" as bench's.
+    -> (Complexity, {})."""
     from torchperf_tui.engine.complexity import analyse_complexity
 
+    _say_assumed_input(params["spec"], params.get("input_shape") is not None, ctx)
     shape = _resolved_shape(params["spec"], params.get("input_shape"), params.get("batch"))
     return analyse_complexity(params["spec"], shape, dtype=params["dtype"], layers=params["layers"],
                               step=params["step"]), {}
@@ -316,6 +333,7 @@ def run_cli_bench(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     from torchperf_tui.engine.inputs import dtype_note, resolve_device
 
     cfg = params["cfg"]
+    _say_assumed_input(cfg.model, cfg.input_shape is not None, ctx)
     kind = resolve_device(cfg.device).type
     for line in inert_flags(cfg.flags, kind) + [note for note in (dtype_note(cfg.dtype, kind),) if note]:
         ctx.progress("note", line)

@@ -108,6 +108,9 @@ class ModelPicker(Vertical):
         else:
             self.complexity = event.result
             self.set_default_shape(tuple(event.result.input_shape)[1:])
+            note = event.extra.get("input_note")
+            if note:  # a custom model that declares no input shape: the one in the field is a guess
+                self.app.notify(note, title="input shape assumed", severity="warning", timeout=10)
             self.post_message(self.Analysed(self.spec, event.result))
 
     def _failed(self, spec: str, error: str) -> None:
