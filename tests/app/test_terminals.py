@@ -164,3 +164,27 @@ def test_the_app_draws_and_ends_in_this_terminal(tmp_path, env, how):
     assert b"Traceback" not in out
     if env.get("TERM") == "xterm":  # 16 colours: no 256-colour or truecolour codes
         assert b"38;5;" not in out and b"38;2;" not in out and b"48;5;" not in out and b"48;2;" not in out
+
+
+async def test_a_flag_switch_says_on_and_off_in_words(tiny_app):
+    """A switch's state is not told by its colour alone (a monochrome terminal, NO_COLOR): "on"/"off" beside it
+    follows space at 80x24, the narrowest screen with the sidebar."""
+    from textual.widgets import Switch
+
+    async with tiny_app(size=(80, 24)) as pilot:
+        app = pilot.app
+        row = app.main.query_one("#flag-row-deterministic_algorithms")
+        switch = row.query_one(Switch)
+        before = switch.value
+
+        def says(value: bool) -> bool:
+            line = next(line for line in screen_text(app).splitlines() if "deterministic algos" in line)
+            return line.split()[:3] == ["on" if value else "off", "deterministic", "algos"]
+
+        assert says(before), "the state is not in words beside the switch"
+        switch.focus()
+        await pilot.press("space")
+        await wait_until(pilot, lambda: app.pane("flags").flags.deterministic_algorithms != before, what="the flip")
+        await wait_until(pilot, lambda: says(not before), what="the new state in words")
+        await pilot.press("space")
+        await wait_until(pilot, lambda: says(before), what="the state back in words")
