@@ -63,3 +63,41 @@ def test_a_signal_restores_the_terminal_and_exits_with_its_code(tmp_path, sig):
     tail = bytes(out[out.rindex(ALT_SCREEN_ON):])
     assert ALT_SCREEN_OFF in tail, "still in the alternate screen"
     assert MOUSE_OFF in tail, "mouse reporting left on"
+
+
+STUCK_APP = """
+import os, time
+from textual.app import App
+from torchperf_tui.app.signals import exit_on_signals
+
+class Stuck(App):
+    def on_load(self):
+        exit_on_signals(self)
+
+    def on_mount(self):
+        os.write(1, b"stuck\\n")
+        while True:  # a handler that never gives the event loop back
+            time.sleep(0.01)
+
+Stuck().run(headless=True)
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_signal_ends_an_app_whose_event_loop_never_comes_back(sig):
+    """The handlers were the event loop's, which run only when the loop gets back to its selector: an app
+    spinning in a handler (TERM=dumb did) ignored SIGTERM and outlived its terminal. Now it ends within the
+    deadline, with the signal's exit code."""
+    from torchperf_tui.app.signals import FORCE_AFTER_S
+
+    proc = subprocess.Popen([sys.executable, "-c", STUCK_APP], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        assert proc.stdout.readline() == b"stuck\n"
+        proc.send_signal(sig)
+        code = proc.wait(timeout=FORCE_AFTER_S + 20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert code == 128 + int(sig)

@@ -15,7 +15,7 @@ from textual.app import App, SystemCommand
 from textual.screen import Screen
 
 from torchperf_tui import options
-from torchperf_tui.app import commands, screenshots
+from torchperf_tui.app import commands, screenshots, terminal
 from torchperf_tui.app.guards import while_running
 from torchperf_tui.app.messages import EngineLoaded, HistoryChanged, MeasurementEvent, MeasurementNotice, RunsChanged
 from torchperf_tui.app.screens.main import MainScreen
@@ -52,6 +52,7 @@ class TorchperfApp(App):
         the throughput search (None: the engine's default); `profile_iters`: iterations the profiler records;
         `demo`: play the hands-free demo (app/demo.py) on `model`, `demo_pace` seconds per banner."""
         super().__init__()
+        terminal.fix_filters(self)  # NO_COLOR: Textual's monochrome filter fails on a segment with no style
         self.session = Session(device=device, warmup=warmup, iters=iters, profile_iters=profile_iters,
                                max_batch=max_batch, history_path=history_path, nvml=nvml, cuda=cuda,
                                device_report=device_report, telemetry=telemetry)
@@ -61,6 +62,7 @@ class TorchperfApp(App):
         self.screenshot_dir = screenshot_dir
         self.main: MainScreen | None = None
         self._probe_failed = False
+        self._restore_signals = None
         self.demo = None
         if demo:
             from torchperf_tui.app.demo import DemoDirector
@@ -78,7 +80,7 @@ class TorchperfApp(App):
     def on_load(self) -> None:
         from torchperf_tui.app.signals import exit_on_signals
 
-        exit_on_signals(self)  # SIGTERM / SIGHUP (a dropped SSH session) exit as `q` does
+        self._restore_signals = exit_on_signals(self)  # SIGTERM / SIGHUP (a dropped SSH session) exit as `q` does
 
     def on_mount(self) -> None:
         self.sub_title = "loading engine…"
@@ -323,3 +325,5 @@ class TorchperfApp(App):
 
     def on_unmount(self) -> None:
         self.session.stop()  # the measurement process goes with the app
+        if self._restore_signals is not None:
+            self._restore_signals()

@@ -83,6 +83,12 @@ class MainScreen(Screen):
     def on_resize(self, event) -> None:
         """Fit the layout to the terminal: compact when short, the sidebar hidden when narrow (until the user
         shows it), and below MIN_SIZE a notice instead of panes that cannot be read."""
+        if event.size != self.app.size:
+            # Stale: a newer size is queued behind it. Textual lays the screen out at each size it is sent and
+            # sends itself the size it laid out at, so two sizes queued at once (Rich's 80x25 guess under
+            # TERM=dumb, then the real one, both sent while the panes mount) would alternate forever at full CPU.
+            event.prevent_default()
+            return
         width, height = event.size
         self.set_class(height < SHORT_ROWS, "-short")
         footer = self.query_one(Footer)

@@ -14,8 +14,15 @@ from textual.widgets import Label, Select, Static, Switch
 from torchperf_tui.options import cpu_count
 
 
+def state_text(value: bool) -> str:
+    """A switch's state in words: its colour alone says nothing on a monochrome terminal, under NO_COLOR or to
+    a reader who does not tell the colours apart."""
+    return "on" if value else "off"
+
+
 class FlagRow(Horizontal):
-    """One flag: its control, its label, and why it is disabled when it is."""
+    """One flag: its control (a switch with its state in words beside it, or the thread count), its label, and
+    why it is disabled when it is."""
 
     DEFAULT_CSS = """
     FlagRow { height: auto; }
@@ -32,6 +39,7 @@ class FlagRow(Horizontal):
         if self.spec.kind is bool:
             yield Switch(bool(self._value), id=f"flag-{self.spec.name}", animate=False,
                          tooltip=self.spec.help, disabled=not self._ok)
+            yield Label(state_text(bool(self._value)), classes="flag-state")
         else:
             cores = cpu_count()  # the same bound the CLI and the A/B SPECs enforce
             counts = sorted({1, 2, 4, 8, 16, cores} & set(range(1, cores + 1)) | {cores})
@@ -43,6 +51,13 @@ class FlagRow(Horizontal):
 
     def on_mount(self) -> None:
         self.set_applicable(self._ok, self._reason)
+        if self.spec.kind is bool:  # every change of the value, a user's flip or set_values' quiet one
+            self.watch(self.query_one(f"#flag-{self.spec.name}", Switch), "value", self._show_state)
+
+    def _show_state(self, value: bool) -> None:
+        state = self.query_one(".flag-state", Label)
+        state.update(state_text(value))
+        state.set_class(bool(value), "-on")
 
     def _label_text(self, ok: bool) -> str:
         return self.spec.label if ok else f"{self.spec.label} [dim]· n/a[/]"
