@@ -415,12 +415,20 @@ def render_roofline(result, layers: bool = False) -> None:
     from torchperf_tui.engine.roofline import utilisation_text
 
     na = _Footnotes()
+    said: list[str] = []
 
     def pct(result, name: str) -> str:
-        """A utilisation: its figure, the engine's sentence for one above 100 % (never shown as a fact), or why
-        it is n/a."""
+        """A utilisation: its figure, the engine's sentence for one above 100 % (never shown as a fact; said once,
+        where a later row would repeat it, it points at the MFU row), or why it is n/a."""
         value = getattr(result, name)
-        return na(value) if hasattr(value, "reason") else utilisation_text(result, name)
+        if hasattr(value, "reason"):
+            return na(value)
+        text = utilisation_text(result, name)
+        if text in result.above_ceiling.values():
+            if text in said:
+                return "above the same ceiling: see MFU"
+            said.append(text)
+        return text
 
     rows = [("latency", f"{format_ms(result.latency_ms)} ({result.latency_source})"),
             ("FLOPs per iteration", format_flops(result.flops)),
