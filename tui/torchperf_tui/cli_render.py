@@ -290,7 +290,7 @@ def render_ceilings(result) -> None:
         console.print("workloads tried (the best of each dtype is its ceiling)", style="bold underline")
         rows = Table(box=None, header_style="bold")
         for column in ("dtype", "workload", "size", "threads", "reps", "reached"):
-            rows.add_column(column, justify="right" if column in ("threads", "reps", "reached") else "left")
+            rows.add_column(column, justify="right" if column in ("threads", "reps") else "left")
         for c, t in tried:
             if t.value is None:
                 reached = f"skipped: {t.skipped}"

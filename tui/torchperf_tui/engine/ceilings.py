@@ -362,8 +362,8 @@ def measure_ceilings(device: str = "auto", *, matmul_sizes: tuple[int, ...] | No
         threads_text = f" at {count} thread{'s' if count != 1 else ''}" if count is not None and len(counts) > 1 else ""
         if workload.optional and best > 0 and workload.amount / best > budget / 2:
             return Trial(workload.name, workload.size, count, None,
-                         skipped=f"one repetition would take about {workload.amount / best:.2g} s at the rate "
-                                 f"reached so far, over the {budget / 2:.2g} s the budget allows")
+                         skipped=f"one repetition would take about {workload.amount / best:.2g} s at the rate so "
+                                 f"far (the budget: {budget / 2:.2g} s)")
         said(f"{dtype_name} {workload.name} {workload.size}{threads_text}")
         with _settings(dev, dtype_name, count):
             seconds, done = timed(workload, dtype_name, count)
