@@ -1,6 +1,7 @@
-"""Measured ceilings (issue 14 §3): a large matmul per dtype and a large copy, kept per device fingerprint in the
-user data directory, measured again on request; the roofline gives MFU against them, and on the CPU they stand
-in for the datasheet peaks the OS cannot report."""
+"""Measured ceilings (issue 14 §3, issue 21 §6): per dtype the best of several matmuls and convolutions (and thread
+counts on the CPU), and a large copy, kept per device fingerprint in the user data directory, measured again on
+request; the roofline gives MFU against them, and on the CPU they stand in for the datasheet peaks the OS cannot
+report. A utilisation above a ceiling is never shown as a fact."""
 
 from __future__ import annotations
 
@@ -10,12 +11,12 @@ import pytest
 import torch
 
 from tests.test_cli import run
-from torchperf_tui.engine.ceilings import (Ceiling, CeilingsResult, ceilings, device_key, load_ceilings,
+from torchperf_tui.engine.ceilings import (OUTDATED, Ceiling, CeilingsResult, ceilings, device_key, load_ceilings,
                                            measure_ceilings, save_ceilings)
 from torchperf_tui.engine.errors import TorchperfError
-from torchperf_tui.engine.roofline import peaks_for
+from torchperf_tui.engine.roofline import REMEASURE, peaks_for
 
-SMALL = dict(matmul_n=64, copy_bytes=2**20, reps=3, warmup=1)
+SMALL = dict(matmul_sizes=(32, 64), matmul_n=64, convs=((1, 8, 8),), copy_bytes=2**20, reps=3, warmup=1, threads=(1,))
 
 
 @pytest.fixture(autouse=True)
@@ -25,13 +26,96 @@ def ceilings_file(tmp_path, monkeypatch):
     return path
 
 
-def test_the_cpu_gets_an_fp32_matmul_ceiling_and_a_copy_bandwidth():
-    result = measure_ceilings("cpu", **SMALL)
-    matmul, copy = result.matmul("float32"), result.copy()
-    assert [c.kind for c in result.ceilings] == ["matmul", "copy"] and result.matmul("float16") is None
-    assert matmul.value == pytest.approx(2 * 64**3 / matmul.median_s) and matmul.size == "64x64x64"
+def test_the_cpu_compute_ceiling_is_the_best_of_every_workload_tried_and_says_which():
+    said = []
+    result = measure_ceilings("cpu", on_progress=said.append, **SMALL)
+    compute, copy = result.compute("float32"), result.copy()
+    assert [c.kind for c in result.ceilings] == ["compute", "copy"] and result.compute("float16") is None
+    tried = {(t.workload, t.size): t for t in compute.tried}
+    assert set(tried) == {("matmul", "32x32x32"), ("matmul", "64x64x64"), ("matmul x@W^T", "64x64x64"),
+                          ("matmul tall-skinny", "256x64x16"), ("conv2d 3x3", "1x8x8x8 -> 8"),
+                          ("conv2d 3x3 channels_last", "1x8x8x8 -> 8")}
+    top = max(compute.tried, key=lambda t: t.value)
+    assert compute.value == top.value and (compute.workload, compute.size, compute.threads) == (
+        top.workload, top.size, 1)
+    square = tried[("matmul", "64x64x64")]
+    assert square.value == pytest.approx(2 * 64**3 / square.median_s)  # 2 m k n
+    conv = tried[("conv2d 3x3", "1x8x8x8 -> 8")]
+    assert conv.value == pytest.approx(2 * 1 * 8 * 8 * 8 * 8 * 3 * 3 / conv.median_s)  # 2 N Cout Hout Wout Cin k k
+    assert all(t.reps >= 3 for t in compute.tried)
     assert copy.value == pytest.approx(2 * 2**20 / copy.median_s) and copy.size == "1 MiB"  # read + written
     assert result.key == device_key(torch.device("cpu")) and f"threads {torch.get_num_threads()}" in result.key
+    assert "float32 conv2d 3x3 channels_last 1x8x8x8 -> 8" in said and result.seconds > 0
+
+
+def _rates(**by_name):
+    """A fake timing seam: each workload at the rate (FLOP/s) its name is given, twice as fast at 2 threads."""
+    calls = []
+
+    def time_workload(workload, dtype, threads):
+        calls.append((workload.name, workload.size, threads))
+        rate = by_name.get(workload.name, 1e9) * (2 if threads == 2 else 1)
+        return workload.amount / rate, 5
+
+    return time_workload, calls
+
+
+def test_the_best_workload_and_thread_count_win_and_only_the_best_run_again_at_the_other_count():
+    before = torch.get_num_threads()
+    fake, calls = _rates(**{"conv2d 3x3 channels_last": 5e9, "matmul x@W^T": 3e9})
+    result = measure_ceilings("cpu", matmul_sizes=(32, 64), matmul_n=64, convs=((1, 8, 8), (2, 16, 4)),
+                              copy_bytes=2**20, threads=(1, 2), time_workload=fake)
+    compute = result.compute("float32")
+    assert compute.value == pytest.approx(10e9) and compute.workload == "conv2d 3x3 channels_last"
+    assert compute.threads == 2 and compute.origin.endswith(", 2 threads")
+    again = [(name, size) for name, size, threads in calls if threads == 2 and name != "copy"]
+    assert again == [("matmul x@W^T", "64x64x64"), ("conv2d 3x3 channels_last", "1x8x8x8 -> 8")]
+    assert result.copy().threads == 2  # the copy at each count, the best kept
+    assert torch.get_num_threads() == before  # restored after each thread count
+
+
+def test_a_size_above_the_reference_is_skipped_when_a_repetition_would_not_fit_the_budget_and_says_so():
+    fake, calls = _rates(matmul=1e9)
+    result = measure_ceilings("cpu", matmul_sizes=(32, 64, 4096), matmul_n=64, convs=(), copy_bytes=2**20,
+                              threads=(1,), budget_s=0.2, time_workload=fake)
+    skipped = next(t for t in result.compute("float32").tried if t.size == "4096x4096x4096")
+    assert skipped.value is None and "one repetition would take about 1.4e+02 s at the rate so far (the budget: 0.1 s)" in skipped.skipped
+    assert ("matmul", "4096x4096x4096", 1) not in calls and ("matmul", "64x64x64", 1) in calls
+    fast, calls = _rates(matmul=1e15)  # a box fast enough: the large size is measured
+    result = measure_ceilings("cpu", matmul_sizes=(32, 64, 4096), matmul_n=64, convs=(), copy_bytes=2**20,
+                              threads=(1,), budget_s=0.2, time_workload=fast)
+    assert ("matmul", "4096x4096x4096", 1) in calls
+
+
+def test_a_cancel_between_or_within_workloads_stops_the_measurement():
+    asked = []
+
+    def cancel_on_third() -> bool:
+        asked.append(1)
+        return len(asked) >= 3
+
+    with pytest.raises(TorchperfError, match="cancelled"):
+        measure_ceilings("cpu", should_cancel=cancel_on_third, **SMALL)
+    with pytest.raises(TorchperfError, match="cancelled"):
+        measure_ceilings("cpu", should_cancel=lambda: True, **SMALL)
+
+
+def test_an_earlier_versions_kept_ceiling_is_read_marked_outdated_and_measured_again(ceilings_file, capsys):
+    key = device_key(torch.device("cpu"))
+    old = {"device": "cpu", "key": key, "measured_at": 1.0, "ceilings": [
+        {"kind": "matmul", "dtype": "float32", "value": 3.2e11, "size": "2048x2048x2048", "median_s": 0.05,
+         "reps": 10},
+        {"kind": "copy", "dtype": "float32", "value": 2.6e10, "size": "256 MiB", "median_s": 0.02, "reps": 10}]}
+    ceilings_file.write_text(json.dumps({"devices": {key: old}}))
+    kept = load_ceilings(key)
+    assert kept.format == 1 and kept.outdated == OUTDATED and REMEASURE in OUTDATED
+    assert kept.compute("float32").value == 3.2e11 and kept.compute("float32").workload == "matmul"
+    code, out, _ = run(capsys, "info")
+    assert code == 0 and "float32 matmul 0.32 TFLOP/s" in out and "kept by an earlier torchperf-tui" in out
+    assert "kept by an earlier" in peaks_for("cpu", "float32", measured=kept).notes[0]
+    fresh = ceilings("cpu", **SMALL)  # not asked to refresh, but an outdated entry is measured again
+    assert not fresh.cached and fresh.outdated is None
+    assert load_ceilings(key).format == 2 and load_ceilings(key).compute("float32").tried
 
 
 def test_they_are_kept_per_device_and_measured_again_only_on_request(ceilings_file):
@@ -42,6 +126,7 @@ def test_they_are_kept_per_device_and_measured_again_only_on_request(ceilings_fi
     assert [c.value for c in again.ceilings] == [c.value for c in first.ceilings]
     fresh = ceilings("cpu", refresh=True, **SMALL)
     assert not fresh.cached and fresh.measured_at > first.measured_at
+    assert again.compute("float32").tried == first.compute("float32").tried  # each workload tried, kept
     other = CeilingsResult(device="cuda:0", key="Some GPU | torch x", measured_at=1.0,
                            ceilings=[Ceiling("copy", "float32", 1e12, "2048 MiB", 0.004, 10)])
     save_ceilings(other)
@@ -59,7 +144,7 @@ def test_a_file_that_is_not_ours_is_neither_read_nor_overwritten(ceilings_file):
 
 def test_on_the_cpu_the_measured_ceilings_replace_the_missing_peaks():
     measured = CeilingsResult(device="cpu", key="cpu | t", measured_at=1.0,
-                              ceilings=[Ceiling("matmul", "float32", 2e11, "2048x2048x2048", 0.086, 10),
+                              ceilings=[Ceiling("compute", "float32", 2e11, "2048x2048x2048", 0.086, 10),
                                         Ceiling("copy", "float32", 1e10, "256 MiB", 0.05, 10)])
     peaks = peaks_for("cpu", "float32", measured=measured)
     assert peaks.peak_tflops == pytest.approx(0.2) and peaks.peak_bandwidth_gbs == pytest.approx(10.0)
@@ -67,7 +152,7 @@ def test_on_the_cpu_the_measured_ceilings_replace_the_missing_peaks():
     bare = peaks_for("cpu", "float32")
     assert "CPU peak FLOP/s needs" in bare.peak_tflops.reason and "torchperf-tui ceilings" in bare.measured_tflops.reason
     # bfloat16 was not measured on the CPU: no stand-in, the reason says which ceiling is missing
-    assert "no bfloat16 matmul ceiling" in peaks_for("cpu", "bfloat16", measured=measured).measured_tflops.reason
+    assert "no bfloat16 compute ceiling" in peaks_for("cpu", "bfloat16", measured=measured).measured_tflops.reason
 
 
 def test_the_roofline_command_gives_mfu_against_the_kept_ceilings(capsys):
@@ -75,20 +160,40 @@ def test_the_roofline_command_gives_mfu_against_the_kept_ceilings(capsys):
     code, out, _ = run(capsys, "roofline", *tiny)
     assert code == 0 and "run `torchperf-tui ceilings`" in out  # none kept yet: says how to get them
     code, out, _ = run(capsys, "ceilings", "--device", "cpu")
-    assert code == 0 and "measured now" in out and "matmul" in out and "copy (read + write)" in out
+    assert code == 0 and "measured now in " in out and "copy (read + write)" in out
+    assert "workloads tried" in out and "conv2d 3x3 channels_last" in out and "matmul x@W^T" in out
     code, out, _ = run(capsys, "roofline", *tiny, "--json")
     data = json.loads(out)
     assert data["measured_tflops"] > 0 and data["measured_mfu_pct"] > 0 and data["peak_tflops"] == data[
         "measured_tflops"]  # on the CPU the measured ceiling is the roofline's peak
     code, out, _ = run(capsys, "ceilings", "--json")
-    assert json.loads(out)["cached"] is True
+    data = json.loads(out)
+    assert data["cached"] is True and data["outdated"] is None and len(data["ceilings"][0]["tried"]) >= 9
+
+
+def test_the_roofline_command_says_a_utilisation_above_a_low_kept_ceiling_is_no_fact(ceilings_file, capsys):
+    tiny = ["tests.tinymodels:tiny_cnn", "--input", "1x3x16x16", "--iters", "5"]
+    low = CeilingsResult(device="cpu", key=device_key(torch.device("cpu")), measured_at=1.0, ceilings=[
+        Ceiling("compute", "float32", 1e3, "64x64x64", 0.5, 3),  # 1 kFLOP/s: every model beats it
+        Ceiling("copy", "float32", 1e12, "1 MiB", 1e-6, 3)])
+    save_ceilings(low)
+    code, out, _ = run(capsys, "roofline", *tiny)
+    assert code == 0
+    mfu = next(line for line in out.splitlines() if line.startswith("MFU (of peak FLOP/s)"))
+    assert "above the measured ceiling (" in mfu and f"the ceiling is too low; {REMEASURE}" in mfu
+    assert "measured ceiling" in out and "this box's best: matmul 64x64x64" in out
+    code, out, _ = run(capsys, "roofline", *tiny, "--json")
+    data = json.loads(out)
+    assert data["exceeds_ceiling"] is True and data["mfu_pct"] > 100
+    assert data["above_ceiling"]["mfu_pct"].startswith("above the measured ceiling (")
+    assert data["above_ceiling"]["measured_mfu_pct"] == data["above_ceiling"]["mfu_pct"]
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (none on this machine)")
 def test_gpu_ceilings_cover_fp32_tf32_fp16_bf16_and_restore_tf32():
     before = torch.backends.cuda.matmul.allow_tf32
-    result = measure_ceilings("cuda", matmul_n=2048, copy_bytes=2**28, reps=3)
-    assert [c.dtype for c in result.ceilings if c.kind == "matmul"] == ["float32", "tf32", "float16", "bfloat16"]
-    assert result.matmul("float16").value > result.matmul("float32").value
+    result = measure_ceilings("cuda", matmul_sizes=(1024, 2048), matmul_n=2048, copy_bytes=2**28, reps=3)
+    assert [c.dtype for c in result.ceilings if c.kind == "compute"] == ["float32", "tf32", "float16", "bfloat16"]
+    assert result.compute("float16").value > result.compute("float32").value
     assert torch.backends.cuda.matmul.allow_tf32 == before

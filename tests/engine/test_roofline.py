@@ -5,7 +5,8 @@ from torchperf_tui.engine.device import GpuFacts
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.nvml import NA
 from torchperf_tui.engine.layer_times import GpuBusy, LayerTimes, ModuleTime
-from torchperf_tui.engine.roofline import (BYTES_METHOD, GPU_IDLE, OUTSIDE_ROWS, analyse_roofline, estimate_bytes, gpu_for_device,
+from torchperf_tui.engine.roofline import (BYTES_METHOD, GPU_IDLE, OUTSIDE_ROWS, REMEASURE, analyse_roofline,
+                                           estimate_bytes, gpu_for_device, utilisation_text,
                                            peaks_for, ridge_point)
 from torchperf_tui.engine.timing import BenchConfig, run_benchmark
 
@@ -155,3 +156,53 @@ def test_gpu_for_device_picks_by_index():
     report = type("R", (), {"gpus": [_gpu()]})()
     assert gpu_for_device(report, "cuda") is report.gpus[0]
     assert gpu_for_device(report, "cuda:1") is None and gpu_for_device(report, "cpu") is None
+
+
+def _measured(tflops: float, gbs: float = 10.0):
+    """Ceilings 'measured on this box' of `tflops` (fp32 compute) and `gbs` (copy)."""
+    from torchperf_tui.engine.ceilings import Ceiling, CeilingsResult
+
+    return CeilingsResult(device="cpu", key="cpu | t", measured_at=1.0, ceilings=[
+        Ceiling("compute", "float32", tflops * 1e12, "16x256x14x14 -> 256", 0.01, 5, "conv2d 3x3", 2),
+        Ceiling("copy", "float32", gbs * 1e9, "256 MiB", 0.05, 5, "copy", 2)])
+
+
+def test_a_utilisation_above_a_measured_ceiling_is_no_fact_it_says_the_ceiling_is_too_low():
+    c = _complexity([DENSE])  # 2 GFLOP in 1 ms: 2 TFLOP/s against a ceiling of 1.65
+    r = analyse_roofline(c, 1.0, peaks_for("cpu", "float32", measured=_measured(1.65)))
+    assert r.mfu_pct == pytest.approx(100 * 2.0 / 1.65) and r.peak_from == "measured"
+    assert r.exceeds_ceiling is True
+    text = r.above_ceiling["mfu_pct"]
+    assert text == f"above the measured ceiling (121 %): the ceiling is too low; {REMEASURE}"
+    assert utilisation_text(r, "mfu_pct") == text and utilisation_text(r, "measured_mfu_pct") == text
+    assert r.above_ceiling["roofline_pct"] == text  # compute side: the roofline is the ceiling
+    assert r.measured_origin == "conv2d 3x3 16x256x14x14 -> 256, 2 threads"
+    data = r.to_dict()  # --json: the value kept, marked
+    assert data["exceeds_ceiling"] is True and data["above_ceiling"]["mfu_pct"] == text
+    assert data["mfu_pct"] == pytest.approx(r.mfu_pct)
+    # Under the ceiling: the figure, no flag
+    fine = analyse_roofline(c, 1.0, peaks_for("cpu", "float32", measured=_measured(4.0)))
+    assert fine.exceeds_ceiling is False and fine.above_ceiling == {}
+    assert utilisation_text(fine, "mfu_pct") == "50.0 %"
+
+
+def test_above_a_datasheet_or_a_given_peak_the_wording_names_that_peak():
+    c = _complexity([DENSE])
+    gpu = analyse_roofline(c, 1.0, peaks_for("cuda", "float32", _gpu(fp32=1.0), tf32=True))
+    assert gpu.above_ceiling["mfu_pct"].startswith("above the datasheet peak (200 %): the peak is too low")
+    assert REMEASURE not in gpu.above_ceiling["mfu_pct"]  # measuring again does not change a datasheet
+    given = analyse_roofline(c, 1.0, peaks_for("cpu", "float32", peak_tflops=1.0, peak_bandwidth_gbs=1.0))
+    assert given.above_ceiling["mfu_pct"].startswith("above the given peak (200 %): the peak given is too low")
+    assert given.above_ceiling["bandwidth_pct"].startswith("above the given peak bandwidth")
+
+
+def test_a_layer_above_its_memory_roof_says_the_roof_is_too_low_without_a_figure():
+    # an element-wise layer with a few FLOPs: far on the memory side, and faster than a tiny bandwidth allows
+    busy = LayerStat("act", "ReLU", (1, 1000), (1, 1000), params=0, flops=8000, output_bytes=4000)
+    c = _complexity([DENSE, busy])
+    peaks = peaks_for("cpu", "float32", measured=_measured(100.0, gbs=0.001))
+    r = analyse_roofline(c, 1.0, peaks, layer_times=_times())
+    act = r.layers[1]
+    assert act.side == "memory" and act.roofline_pct > 100
+    assert act.above_ceiling.startswith("above the roofline: the memory roof is too low here")
+    assert r.to_dict()["layers"][1]["above_ceiling"] == act.above_ceiling

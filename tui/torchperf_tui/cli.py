@@ -174,7 +174,8 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--no-history", action="store_true", help="do not append this run to the history file")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
-    p = sub.add_parser("ceilings", help="what this device reaches: a large matmul per dtype and a large copy, "
+    p = sub.add_parser("ceilings", help="what this device reaches: per dtype the best of several matmuls and "
+                       "convolutions (and CPU thread counts), and a large copy, "
                        "measured once and kept per device (roofline and MFU are given against them too)")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N] (default auto)")
     p.add_argument("--refresh", action="store_true", help="measure again, even if ceilings are kept")

@@ -35,13 +35,14 @@ def _tflops(value) -> str:
 
 
 def kept_ceilings_text(kept) -> str:
-    """A device's measured ceilings as kept ('fp32 matmul 0.33 TFLOP/s · copy 12.1 GB/s, measured ...'), or how
-    to measure them."""
+    """A device's measured ceilings as kept ('float32 conv2d 3x3 0.45 TFLOP/s · copy 12.1 GB/s, measured ...'),
+    or how to measure them."""
     if kept is None or not kept.ceilings:
         return "none measured yet: `torchperf-tui ceilings` measures them (seconds) and keeps them"
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(kept.measured_at))
-    parts = [f"{c.dtype} matmul {c.text}" if c.kind == "matmul" else f"copy {c.text}" for c in kept.ceilings]
-    return " · ".join(parts) + f" (measured {when})"
+    parts = [f"{c.dtype} {c.workload} {c.text}" if c.kind == "compute" else f"copy {c.text}" for c in kept.ceilings]
+    outdated = f"; {kept.outdated}" if kept.outdated else ""
+    return " · ".join(parts) + f" (measured {when}{outdated})"
 
 
 def render_device_report(report, kept: dict | None = None) -> None:
@@ -280,18 +281,35 @@ def _num(value, fmt: str, unit: str = "") -> str:
 
 
 def render_ceilings(result) -> None:
-    """`ceilings`: each measured ceiling, and where it is kept."""
+    """`ceilings`: each measured ceiling with the workload that gave it, every workload tried, where they are kept."""
     table = Table(box=None, header_style="bold")
-    for column in ("ceiling", "dtype", "size", "median", "reached"):
-        table.add_column(column, justify="right" if column in ("median", "reached") else "left")
+    for column in ("ceiling", "dtype", "best of", "size", "threads", "median", "reached"):
+        table.add_column(column, justify="right" if column in ("threads", "median", "reached") else "left")
     for c in result.ceilings:
-        table.add_row("matmul" if c.kind == "matmul" else "copy (read + write)", c.dtype, c.size,
-                      format_ms(c.median_s * 1e3), c.text)
+        table.add_row("compute" if c.kind == "compute" else "copy (read + write)", c.dtype, c.workload, c.size,
+                      str(c.threads or "–"), format_ms(c.median_s * 1e3), c.text)
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(result.measured_at))
+    took = f" in {result.seconds:.1f} s" if result.seconds is not None and not result.cached else ""
     console.print(f"measured ceilings of {result.device} ({result.key}), {when}"
-                  + (", kept from before (--refresh measures again)" if result.cached else ", measured now"),
+                  + (", kept from before (--refresh measures again)" if result.cached else f", measured now{took}"),
                   style="bold underline")
     console.print(table)
+    if result.outdated:
+        console.print(f"these were {result.outdated}", markup=False)
+    tried = [(c, t) for c in result.ceilings for t in c.tried]
+    if tried:
+        console.print()
+        console.print("workloads tried (the best of each dtype is its ceiling)", style="bold underline")
+        rows = Table(box=None, header_style="bold")
+        for column in ("dtype", "workload", "size", "threads", "reps", "reached"):
+            rows.add_column(column, justify="right" if column in ("threads", "reps") else "left")
+        for c, t in tried:
+            if t.value is None:
+                reached = f"skipped: {t.skipped}"
+            else:
+                reached = f"{t.value / 1e12:.3f} TFLOP/s" if c.kind == "compute" else f"{t.value / 1e9:.1f} GB/s"
+            rows.add_row(c.dtype, t.workload, t.size, str(t.threads or "–"), str(t.reps or "–"), reached)
+        console.print(rows)
     if result.path:
         console.print(f"kept in {result.path}; roofline and MFU are given against them too")
 
@@ -385,9 +403,13 @@ class _Footnotes:
         reason = getattr(value, "reason", None)
         if reason is None:
             return _num(value, fmt, unit) if fmt else str(value)
-        if reason not in self.reasons:
-            self.reasons.append(reason)
-        return f"n/a [{self.reasons.index(reason) + 1}]"
+        return f"n/a {self.mark(reason)}"
+
+    def mark(self, text: str) -> str:
+        """'[k]': `text` said once under the table (a reason, or why a figure is no fact)."""
+        if text not in self.reasons:
+            self.reasons.append(text)
+        return f"[{self.reasons.index(text) + 1}]"
 
     def _said(self, number: int, reason: str) -> str:
         """A reason that quotes an earlier one ('no ridge point (no peak FLOP/s: ...)') points at it instead."""
@@ -402,21 +424,38 @@ class _Footnotes:
 
 
 def render_roofline(result, layers: bool = False) -> None:
+    from torchperf_tui.engine.roofline import utilisation_text
+
     na = _Footnotes()
+    said: list[str] = []
+
+    def pct(result, name: str) -> str:
+        """A utilisation: its figure, the engine's sentence for one above 100 % (never shown as a fact; said once,
+        where a later row would repeat it, it points at the MFU row), or why it is n/a."""
+        value = getattr(result, name)
+        if hasattr(value, "reason"):
+            return na(value)
+        text = utilisation_text(result, name)
+        if text in result.above_ceiling.values():
+            if text in said:
+                return "above the same ceiling: see MFU"
+            said.append(text)
+        return text
+
     rows = [("latency", f"{format_ms(result.latency_ms)} ({result.latency_source})"),
             ("FLOPs per iteration", format_flops(result.flops)),
             ("achieved", format_count(result.achieved_tflops * 1e12, "FLOP/s")),
             ("peak", f"{na(result.peak_tflops, '.4g', ' TFLOPS')}, {na(result.peak_bandwidth_gbs, '.0f', ' GB/s')}"),
-            ("MFU (of peak FLOP/s)", na(result.mfu_pct, ".1f", " %")),
-            ("of measured ceiling", f"{na(result.measured_mfu_pct, '.1f', ' %')} of "
-                                    f"{na(result.measured_tflops, '.4g', ' TFLOP/s')} (this box's matmul ceiling; "
-                                    f"copy {na(result.measured_bandwidth_gbs, '.4g', ' GB/s')})"
+            ("MFU (of peak FLOP/s)", pct(result, "mfu_pct")),
+            ("measured ceiling", f"{na(result.measured_tflops, '.4g', ' TFLOP/s')} (this box's best: "
+                                 f"{result.measured_origin}; copy {na(result.measured_bandwidth_gbs, '.4g', ' GB/s')})"
              if not hasattr(result.measured_tflops, "reason") else na(result.measured_tflops)),
+            ("of measured ceiling", pct(result, "measured_mfu_pct")),
             ("arithmetic intensity", f"{na(result.arithmetic_intensity, '.1f', ' FLOP/byte')} "
                                      f"(ridge {na(result.ridge_flops_per_byte, '.1f')})"),
             ("side of the roofline", na(result.side)),
             ("attainable here", na(result.attainable_tflops, ".2f", " TFLOPS")),
-            ("of the roofline", na(result.roofline_pct, ".1f", " %")),
+            ("of the roofline", pct(result, "roofline_pct")),
             ("bytes moved", f"{format_bytes(result.bytes_moved)} ({result.bytes_method})" if result.bytes_moved
                             else result.bytes_method),
             ("peaks from", result.peaks_source)]
@@ -443,6 +482,8 @@ def _render_layer_table(result, na: _Footnotes) -> None:
         if hasattr(layer.side, "reason"):
             return na(layer.side)
         pct = layer.roofline_pct
+        if getattr(layer, "above_ceiling", None) and timed:  # above 100 %: not a fact, a footnote says why
+            return f"{layer.side} >100% {na.mark(layer.above_ceiling)}"
         return f"{layer.side} {pct:.0f}%" if isinstance(pct, float) and timed else layer.side
 
     # Timed, the bytes give way to the times (--json has them); a training step's are not estimated.

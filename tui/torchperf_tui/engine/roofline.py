@@ -25,6 +25,8 @@ from typing import Any
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.nvml import NA, to_jsonable
 
+REMEASURE = "measure again with C / torchperf-tui ceilings --refresh"  # C: the app's key, on any tab
+
 BYTES_METHOD = ("unfused estimate: per layer, weights + first input + outputs, each read or written once "
                 "(no fusion, no cache reuse)")
 _ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
@@ -41,9 +43,13 @@ class RooflinePeaks:
     ridge_flops_per_byte: float | NA
     source: str  # which peak was used and where it came from (the formula when the device gave one)
     notes: list[str] = field(default_factory=list)
-    # What this box measured (engine.ceilings): the matmul ceiling of the dtype and the copy bandwidth
+    # What this box measured (engine.ceilings): the compute ceiling of the dtype and the copy bandwidth
     measured_tflops: float | NA = NA("no measured ceilings kept for this device: run `torchperf-tui ceilings`")
     measured_bandwidth_gbs: float | NA = NA("no measured ceilings kept for this device: run `torchperf-tui ceilings`")
+    measured_origin: str = ""  # which workload gave the measured compute ceiling ("conv2d 3x3 ..., 2 threads")
+    # Where each peak came from: "datasheet", "given" (by the user), "measured" (this box), "" (none)
+    flops_from: str = ""
+    bandwidth_from: str = ""
 
 
 @dataclass
@@ -59,6 +65,7 @@ class LayerRoofline:
     achieved_tflops: float | NA
     roofline_pct: float | NA  # achieved / attainable
     pass_pct: float | NA = NA("no per-layer time")  # time_ms / the profiled pass's wall time
+    above_ceiling: str | None = None  # roofline_pct above 100 %: why it is no fact (above_ceiling_text, no figure)
 
 
 @dataclass
@@ -87,10 +94,17 @@ class RooflineResult:
     layers: list[LayerRoofline] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     step: str = "infer"  # "train": flops and latency are a training step's (bytes and intensity n/a)
-    # against what this box measured (engine.ceilings): the matmul ceiling of the dtype, the copy bandwidth
+    # against what this box measured (engine.ceilings): the compute ceiling of the dtype, the copy bandwidth
     measured_tflops: float | NA = NA("no measured ceilings")
     measured_bandwidth_gbs: float | NA = NA("no measured ceilings")
     measured_mfu_pct: float | NA = NA("no measured ceilings")
+    measured_origin: str = ""  # which workload, size and threads gave the measured compute ceiling
+    peak_from: str = ""  # "datasheet", "given", "measured" or "" (RooflinePeaks.flops_from)
+    bandwidth_from: str = ""
+    # A utilisation above 100 % is never a fact: per field ("mfu_pct", "measured_mfu_pct", "bandwidth_pct",
+    # "roofline_pct") the sentence shown instead of its value; exceeds_ceiling: any of them (a layer says its own)
+    above_ceiling: dict[str, str] = field(default_factory=dict)
+    exceeds_ceiling: bool = False
     # Time per layer (engine.layer_times.LayerTimes), when profiled: the rows above carry their own times, and
     # `time_outside` what no row owns, in ms per iteration, so that rows and outside add up to the pass.
     layer_times: Any = None
@@ -126,6 +140,7 @@ def peaks_for(device: str, dtype: str = "float32", gpu: Any = None, *, tf32: boo
     sources: list[str] = []
     flops_peak: float | NA
     bandwidth: float | NA
+    flops_from = bandwidth_from = ""
     if device.startswith("cuda"):
         if gpu is None:
             flops_peak = bandwidth = NA("no GPU facts given (device.probe_device)")
@@ -135,6 +150,8 @@ def peaks_for(device: str, dtype: str = "float32", gpu: Any = None, *, tf32: boo
                 dtype, ("peak_fp32_tflops", "fp32"))
             flops_peak = getattr(gpu, attr, NA(f"GPU facts lack {attr}"))
             bandwidth = getattr(gpu, "peak_bandwidth_gbs", NA("GPU facts lack peak bandwidth"))
+            flops_from = "datasheet" if not isinstance(flops_peak, NA) else ""
+            bandwidth_from = "datasheet" if not isinstance(bandwidth, NA) else ""
             formulas = getattr(gpu, "formulas", {}) or {}
             name = getattr(gpu, "name", "GPU")
             sources.append(f"{name} {formula_key.replace('_', ' ')}: "
@@ -152,32 +169,37 @@ def peaks_for(device: str, dtype: str = "float32", gpu: Any = None, *, tf32: boo
                        "does not report; measure the ceilings (torchperf-tui ceilings, C on the Device tab) or "
                        "give a datasheet figure (roofline --peak-bandwidth)")
     if peak_tflops is not None:
-        flops_peak = float(peak_tflops)
+        flops_peak, flops_from = float(peak_tflops), "given"
         sources.append(f"peak {peak_tflops:g} TFLOPS given by the user")
     if peak_bandwidth_gbs is not None:
-        bandwidth = float(peak_bandwidth_gbs)
+        bandwidth, bandwidth_from = float(peak_bandwidth_gbs), "given"
         sources.append(f"peak bandwidth {peak_bandwidth_gbs:g} GB/s given by the user")
-    measured_flops, measured_bw = _measured(measured, dtype, tf32 and device.startswith("cuda"))
+    measured_flops, measured_bw, origin = _measured(measured, dtype, tf32 and device.startswith("cuda"))
     if isinstance(flops_peak, NA) and not isinstance(measured_flops, NA):
-        flops_peak = measured_flops
-        sources.append(f"measured on this box ({measured.key}): {dtype} matmul ceiling {measured_flops:.3g} TFLOP/s")
+        flops_peak, flops_from = measured_flops, "measured"
+        sources.append(f"measured on this box ({measured.key}): {dtype} compute ceiling {measured_flops:.3g} "
+                       f"TFLOP/s ({origin})")
     if isinstance(bandwidth, NA) and not isinstance(measured_bw, NA):
-        bandwidth = measured_bw
+        bandwidth, bandwidth_from = measured_bw, "measured"
         sources.append(f"measured copy bandwidth {measured_bw:.3g} GB/s")
+    if measured is not None and getattr(measured, "outdated", None):
+        notes.append(f"the measured ceilings were {measured.outdated}")
     ridge = ridge_point(flops_peak, bandwidth)
     return RooflinePeaks(device, dtype, flops_peak, bandwidth, ridge, "; ".join(sources) or "none", notes,
-                         measured_flops, measured_bw)
+                         measured_flops, measured_bw, origin, flops_from, bandwidth_from)
 
 
-def _measured(measured: Any, dtype: str, tf32: bool) -> tuple[float | NA, float | NA]:
-    """(matmul ceiling in TFLOP/s for `dtype`, copy bandwidth in GB/s) from a CeilingsResult, or NAs why not."""
+def _measured(measured: Any, dtype: str, tf32: bool) -> tuple[float | NA, float | NA, str]:
+    """(compute ceiling in TFLOP/s for `dtype`, copy bandwidth in GB/s, which workload gave the compute ceiling)
+    from a CeilingsResult, or NAs why not."""
     if measured is None:
         why = NA("no measured ceilings kept for this device: run `torchperf-tui ceilings`")
-        return why, why
+        return why, why, ""
     key = "tf32" if dtype == "float32" and tf32 else dtype
-    matmul, copy = measured.matmul(key), measured.copy()
-    flops = matmul.value / 1e12 if matmul is not None else NA(f"no {key} matmul ceiling measured on this device")
-    return flops, (copy.value / 1e9 if copy is not None else NA("no copy bandwidth measured on this device"))
+    compute, copy = measured.compute(key), measured.copy()
+    flops = compute.value / 1e12 if compute is not None else NA(f"no {key} compute ceiling measured on this device")
+    return (flops, (copy.value / 1e9 if copy is not None else NA("no copy bandwidth measured on this device")),
+            compute.origin if compute is not None else "")
 
 
 def ridge_point(peak_tflops: float | NA, peak_bandwidth_gbs: float | NA) -> float | NA:
@@ -214,6 +236,48 @@ def _pct(value: float | NA, of: float | NA) -> float | NA:
     if isinstance(of, NA):
         return of
     return 100.0 * value / of if of > 0 else NA("zero peak")
+
+
+def _pct_text(pct: float) -> str:
+    return f"{pct:.1f} %" if pct < 101 else f"{pct:.0f} %"
+
+
+def above_ceiling_text(pct: float | None, ceiling_from: str, of: str = "compute") -> str:
+    """The one wording, CLI and app alike, for a utilisation above 100 %: not a fact about the model, the
+    ceiling under it is too low. `ceiling_from`: "measured", "datasheet" or "given" (the peak's origin), or
+    "roofline" for a share of the roofline on its memory side; `of`: "compute" or "bandwidth". `pct` None: the
+    sentence without its figure (a table's footnote, shared by its rows)."""
+    figure = f" ({_pct_text(pct)})" if pct is not None else ""
+    if ceiling_from == "roofline":
+        return (f"above the roofline{figure}: the memory roof is too low here (the unfused byte estimate "
+                "counts more bytes than moved, or the bandwidth ceiling is too low)")
+    if of == "bandwidth":
+        why = "data that stayed in cache, or fewer bytes moved than the unfused estimate"
+        if ceiling_from == "measured":
+            return f"above the measured copy bandwidth{figure}: the ceiling is too low ({why}); {REMEASURE}"
+        return f"above the {ceiling_from} peak bandwidth{figure}: the peak is too low for what ran ({why})"
+    if ceiling_from == "measured":
+        return f"above the measured ceiling{figure}: the ceiling is too low; {REMEASURE}"
+    if ceiling_from == "given":
+        return f"above the given peak{figure}: the peak given is too low; give the right one (--peak-tflops)"
+    return (f"above the datasheet peak{figure}: the peak is too low for what ran (see the notes); "
+            "give the right one (--peak-tflops)")
+
+
+def _above(pct: float | NA, ceiling_from: str, of: str = "compute", figure: bool = True) -> str | None:
+    if not (_num(pct) and pct > 100.0):
+        return None
+    return above_ceiling_text(pct if figure else None, ceiling_from or "given", of)
+
+
+def utilisation_text(result: Any, name: str, spec: str = ".1f") -> str:
+    """A utilisation field of a RooflineResult ("mfu_pct", "measured_mfu_pct", "bandwidth_pct",
+    "roofline_pct") as shown: '42.0 %', the sentence that replaces a figure above 100 %, or 'n/a'."""
+    above = getattr(result, "above_ceiling", {}).get(name)
+    if above:
+        return above
+    value = getattr(result, name)
+    return f"{value:{spec}} %" if _num(value) or value == 0 else "n/a"
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -330,21 +394,35 @@ def analyse_roofline(complexity: Any, timing: Any, peaks: RooflinePeaks, layer_t
                                   else no_time)
         pass_pct = (100.0 * l_time / layer_times.pass_ms if not isinstance(l_time, NA) and layer_times.pass_ms > 0
                     else no_time)
-        layers.append(LayerRoofline(layer.name, layer.type, layer_flops, nbytes, li,
-                                    classify(li, peaks.ridge_flops_per_byte), lbound, l_time, l_achieved,
-                                    _pct(l_achieved, lbound), pass_pct))
+        l_pct = _pct(l_achieved, lbound)
+        l_side = classify(li, peaks.ridge_flops_per_byte)
+        layers.append(LayerRoofline(layer.name, layer.type, layer_flops, nbytes, li, l_side, lbound, l_time,
+                                    l_achieved, l_pct, pass_pct,
+                                    _above(l_pct, peaks.flops_from if l_side == "compute" else "roofline",
+                                           figure=False)))
+    mfu, bandwidth_pct = _pct(achieved, peaks.peak_tflops), _pct(achieved_bw, peaks.peak_bandwidth_gbs)
+    measured_mfu, side = _pct(achieved, peaks.measured_tflops), classify(intensity, peaks.ridge_flops_per_byte)
+    roofline_pct = _pct(achieved, bound)
+    above = {name: text for name, text in (
+        ("mfu_pct", _above(mfu, peaks.flops_from)), ("measured_mfu_pct", _above(measured_mfu, "measured")),
+        ("bandwidth_pct", _above(bandwidth_pct, peaks.bandwidth_from, "bandwidth")),
+        ("roofline_pct", _above(roofline_pct, peaks.flops_from if side == "compute" else "roofline")))
+        if text is not None}
     return RooflineResult(
         model=complexity.model, device=peaks.device, dtype=complexity.dtype,
         input_shape=tuple(complexity.input_shape), flops=int(flops), bytes_moved=bytes_moved,
         bytes_method=method, latency_ms=latency_ms, latency_source=latency_source,
         achieved_tflops=achieved, achieved_bandwidth_gbs=achieved_bw, arithmetic_intensity=intensity,
         peak_tflops=peaks.peak_tflops, peak_bandwidth_gbs=peaks.peak_bandwidth_gbs,
-        mfu_pct=_pct(achieved, peaks.peak_tflops), bandwidth_pct=_pct(achieved_bw, peaks.peak_bandwidth_gbs),
-        ridge_flops_per_byte=peaks.ridge_flops_per_byte, side=classify(intensity, peaks.ridge_flops_per_byte),
-        attainable_tflops=bound, roofline_pct=_pct(achieved, bound), peaks_source=peaks.source,
+        mfu_pct=mfu, bandwidth_pct=bandwidth_pct,
+        ridge_flops_per_byte=peaks.ridge_flops_per_byte, side=side,
+        attainable_tflops=bound, roofline_pct=roofline_pct, peaks_source=peaks.source,
         layers=layers, notes=notes, step="train" if training else "infer",
         measured_tflops=peaks.measured_tflops, measured_bandwidth_gbs=peaks.measured_bandwidth_gbs,
-        measured_mfu_pct=_pct(achieved, peaks.measured_tflops), layer_times=layer_times, time_outside=outside,
+        measured_mfu_pct=measured_mfu, measured_origin=peaks.measured_origin, peak_from=peaks.flops_from,
+        bandwidth_from=peaks.bandwidth_from, above_ceiling=above,
+        exceeds_ceiling=bool(above),
+        layer_times=layer_times, time_outside=outside,
     )
 
 

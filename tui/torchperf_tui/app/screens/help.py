@@ -24,7 +24,7 @@ How fast a PyTorch model runs on this box, and why.
 | `d` | determinism check: the same input twice under the current flags, bitwise equal or not (step train: two training steps from the same state, gradients and updated weights compared) |
 | `M` | timing modes: the model synchronised per iteration, pipelined (back to back) and replayed as a CUDA graph, side by side, with what the gaps mean (launch-bound or not) |
 | `l` | time per layer (Layers tab): the last run's model profiled again; each layer's own time, share of the pass and achieved FLOP/s, longest first, what no layer owns, and on a GPU how much of the pass it sat idle |
-| `C` | measured ceilings (Device tab): a large matmul per dtype and a large copy, kept per device; roofline and MFU then use them |
+| `C` | measured ceilings (Device tab): per dtype the best of several matmuls and 3x3 convolutions (and, on the CPU, thread counts), and a large copy, kept per device; roofline and MFU then use them, and a utilisation above one says the ceiling is too low |
 | `n` | CUDA: a memory snapshot of a few iterations, for pytorch.org/memory_viz |
 | `1`–`9` | Timing, Compare, Layers, Device, Memory, Throughput, Profile, History, Kernels tabs |
 | `h` | hide or show the sidebar (the tabs get the full width; below 70 columns it starts hidden) |

@@ -88,13 +88,20 @@ def short_name(report, device: str) -> str:
 
 
 def ceilings_text(result, device: str) -> str:
-    """The kept ceilings of the device, or how to measure them."""
+    """The kept ceilings of the device with the workload that gave each, or how to measure them."""
     if result is None:
-        return (f"\n[b]Measured ceilings[/] of {device}: none yet. Press C to measure a large matmul per dtype and a "
-                "large copy (seconds); the roofline and MFU are then given against them too")
+        return (f"\n[b]Measured ceilings[/] of {device}: none yet. Press C to measure the best of several matmuls "
+                "and 3x3 convolutions per dtype, and a large copy (seconds); the roofline and MFU are then given "
+                "against them too")
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(result.measured_at))
-    lines = [f"  {'matmul' if c.kind == 'matmul' else 'copy (read + write)'} {c.dtype} {c.size}: {c.text}"
-             for c in result.ceilings]
+    lines = []
+    for c in result.ceilings:
+        ran = [t for t in c.tried if t.value is not None]
+        of = f" (best of {len(ran)} tried)" if len(ran) > 1 else ""
+        what = "compute" if c.kind == "compute" else "copy (read + write)"
+        lines.append(f"  {what} {c.dtype}: {c.text}, {escape(c.origin)}{of}")
+    if result.outdated:
+        lines.append(f"  [b $warning]outdated:[/] {escape(result.outdated)}")
     kept = f"\n  kept in {escape(str(result.path))}" if result.path else ""
     return f"\n[b]Measured ceilings[/] of {device}, {when} (C measures again)\n" + "\n".join(lines) + kept
 
@@ -175,7 +182,8 @@ class DevicePane(VerticalScroll):
         else:
             widget.update(ceilings_text(event.result, device))
             if event.result is not None and not event.result.cached:
-                self.app.notify("kept: the next roofline gives MFU against them", title="ceilings measured")
+                took = f" in {event.result.seconds:.1f} s" if event.result.seconds is not None else ""
+                self.app.notify("kept: the next roofline gives MFU against them", title=f"ceilings measured{took}")
 
     @on(JobEvent)
     def _job_event(self, message: JobEvent) -> None:

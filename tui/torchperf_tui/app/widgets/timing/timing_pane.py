@@ -181,7 +181,9 @@ def _value(value, spec: str, unit: str = "") -> str:
 
 def roofline_text(result) -> str:
     """One line: achieved TFLOP/s, MFU (or why n/a), arithmetic intensity and the side of the roofline."""
-    mfu = _value(result.mfu_pct, ".1f", " %")
+    from torchperf_tui.engine.roofline import utilisation_text  # the CLI's wording (above 100 %: no fact)
+
+    mfu = utilisation_text(result, "mfu_pct")
     if mfu == "n/a":
         mfu = f"n/a ({short_reason(getattr(result.mfu_pct, 'reason', 'no peak'))})"
     side = f"{result.side} bound" if isinstance(result.side, str) else "side n/a"
@@ -190,7 +192,9 @@ def roofline_text(result) -> str:
     of = " of a training step" if getattr(result, "step", "infer") == "train" else ""
     measured = getattr(result, "measured_mfu_pct", None)
     if isinstance(measured, (int, float)) and result.peak_tflops != result.measured_tflops:
-        mfu += f" ({measured:.1f} % of the measured ceiling)"  # beside a datasheet peak; on the CPU it is the peak
+        # beside a datasheet peak; on the CPU it is the peak
+        above = getattr(result, "above_ceiling", {}).get("measured_mfu_pct")
+        mfu += f" ({above or f'{measured:.1f} % of the measured ceiling'})"
     text = (f"roofline{of}: {achieved} achieved · MFU {mfu} · intensity "
             f"{_value(result.arithmetic_intensity, '.1f', ' FLOP/byte')} (ridge {ridge}) · {side}")
     if any(hasattr(value, "reason") for value in (result.mfu_pct, result.ridge_flops_per_byte, result.side)):
