@@ -203,3 +203,9 @@ class FrozenTelemetry:
 
     def sample(self):
         return self.history[-1]
+
+
+def row_cells(table, index: int) -> dict[str, str]:
+    """Row `index` of a DataTable as {column key: cell text}: a test names the column it reads, so a column moved
+    for the layout's sake does not make it read another."""
+    return {key.value: str(cell) for key, cell in zip(table.columns, table.get_row_at(index))}

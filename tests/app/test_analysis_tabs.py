@@ -9,7 +9,7 @@ import time
 import torch
 from torch import nn
 
-from tests.app.helpers import TINY, choose_model, flip, notifications, screen_text, wait_ready, wait_until
+from tests.app.helpers import TINY, choose_model, flip, notifications, row_cells, screen_text, wait_ready, wait_until
 from tests.tinymodels import TinyCNN
 from torchperf_tui.app.app import TorchperfApp
 from torchperf_tui.app.screens.main import TABS
@@ -168,11 +168,11 @@ async def test_history_lists_runs_made_here_and_compares_two_marked():
         await pilot.press("8")
         table = app.main.query_one("#history-table")
         await wait_until(pilot, lambda: table.row_count == 2, what="both runs listed")
-        listed = rows(app, "#history-table")
-        assert all(TINY in r[2] for r in listed)
-        assert "oneDNN" in listed[0][5] or "mkldnn" in listed[0][5]  # run 2 (oneDNN off) is the newest
+        listed = [row_cells(table, i) for i in range(table.row_count)]
+        assert all(TINY in r["model"] for r in listed)
+        assert "oneDNN" in listed[0]["flags"] or "mkldnn" in listed[0]["flags"]  # run 2 (oneDNN off) is the newest
         newest = app.main.query_one("#history").records
-        assert list(newest)[0].startswith(listed[0][1])  # newest first
+        assert list(newest)[0].startswith(listed[0]["id"])  # newest first
         table.focus()
         await pilot.press("m", "down", "enter")
         text = screen_text(app, "#history-compare")

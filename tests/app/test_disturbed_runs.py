@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 
-from tests.app.helpers import screen_text, wait_until
+from tests.app.helpers import row_cells, screen_text, wait_until
 from tests.app.test_history_pane import PaneApp, shown_ids
 from tests.records import make_record
 from torchperf_tui.app.runs import Disturbances, busy_mark
@@ -74,7 +74,7 @@ async def test_a_disturbed_record_is_marked_in_history_and_its_comparison_says_s
         pane = app.query_one(HistoryPane)
         await wait_until(pilot, lambda: len(shown_ids(pane)) == 2, what="the two runs")
         table = pane.query_one("#history-table")
-        flags = {str(table.get_row_at(i)[1]): str(table.get_row_at(i)[5]) for i in range(2)}
+        flags = {row_cells(table, i)["id"]: row_cells(table, i)["flags"] for i in range(2)}
         assert flags[shaken.short_id].endswith("(disturbed)") and "disturbed" not in flags[clean.short_id]
         pane.toggle_mark(clean.id)
         pane.toggle_mark(shaken.id)

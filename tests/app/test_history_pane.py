@@ -8,7 +8,7 @@ import json
 from textual.app import App, ComposeResult
 from textual.widgets import Footer
 
-from tests.app.helpers import screen_text, wait_ready, wait_until
+from tests.app.helpers import row_cells, screen_text, wait_ready, wait_until
 from tests.records import make_record
 from torchperf_tui.app.app import TorchperfApp
 from torchperf_tui.app.widgets.history.history_pane import HistoryPane
@@ -24,7 +24,7 @@ def write_history(path, n: int) -> list:
 
 def shown_ids(pane: HistoryPane) -> list[str]:
     table = pane.query_one("#history-table")
-    return [str(table.get_row_at(i)[1]) for i in range(table.row_count)]
+    return [row_cells(table, i)["id"] for i in range(table.row_count)]
 
 
 def short(records) -> list[str]:
@@ -122,7 +122,7 @@ async def test_runs_marked_on_two_pages_compare_older_first(tmp_path):
         await pilot.press("left_square_bracket")
         await wait_until(pilot, lambda: len(app.loaded) == 3, what="back to the newest page")
         assert pane.marked_pair() == (records[-201], records[-1])
-        assert str(pane.query_one("#history-table").get_row_at(0)[0]) == "●"
+        assert row_cells(pane.query_one("#history-table"), 0)["mark"] == "●"
 
 
 async def test_a_history_that_is_not_a_file_is_an_error_line(tmp_path):
@@ -170,7 +170,7 @@ async def test_a_run_whose_gpu_throttled_is_marked_in_its_row_and_in_a_compariso
         pane = app.query_one(HistoryPane)
         await wait_until(pilot, lambda: len(shown_ids(pane)) == 2, what="the two runs")
         table = pane.query_one("#history-table")
-        flags = {str(table.get_row_at(i)[1]): str(table.get_row_at(i)[5]) for i in range(2)}
+        flags = {row_cells(table, i)["id"]: row_cells(table, i)["flags"] for i in range(2)}
         assert flags[hot.short_id].endswith("(GPU throttled)") and "throttled" not in flags[cool.short_id]
         pane.toggle_mark(hot.id)
         pane.toggle_mark(cool.id)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from textual.widgets import Footer, Input, Tab
 from textual.widgets._footer import FooterKey
 
-from tests.app.helpers import flip, screen_text, shown_notifications, wait_until
+from tests.app.helpers import flip, row_cells, screen_text, shown_notifications, wait_until
 
 # Bar glyphs textual-plot draws (full and quadrant blocks); an axis alone has none of them.
 BAR_GLYPHS = set("█▄▀▌▐▖▗▘▝▙▚▛▜▞▟")
@@ -201,7 +201,7 @@ async def test_at_80x24_layers_history_and_compare_keep_their_key_columns_in_sig
         history = app.main.query_one("#history-table")
         await wait_until(pilot, lambda: history.row_count == 2, what="both runs in the history")
         assert column_in_sight(history, "model") and column_in_sight(history, "p99")
-        assert "tiny_cnn" in str(history.get_row_at(0)[2])
+        assert "tiny_cnn" in row_cells(history, 0)["model"]
 
 
 async def test_layer_columns_fit_the_model_shown_not_an_earlier_one(tiny_app):

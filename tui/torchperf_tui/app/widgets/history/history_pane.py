@@ -22,8 +22,10 @@ from torchperf_tui.engine.stats import percentile_supported
 from torchperf_tui.formatting import UNSUPPORTED_LEGEND, format_ms, format_percentile
 
 MARK = "●"
-COLUMNS = (("mark", " "), ("id", "id"), ("model", "model"), ("p50", "p50"), ("p99", "p99"), ("flags", "flags"),
-           ("input", "input"), ("device", "device"), ("when", "when (UTC)"))
+# The id comes last: it names a run once told apart, so at 80 columns its 10 go to the model, p50 and p99
+# (with the id second, two runs whose percentiles read '26.73 ms?' pushed p99 out of sight).
+COLUMNS = (("mark", " "), ("model", "model"), ("p50", "p50"), ("p99", "p99"), ("flags", "flags"),
+           ("input", "input"), ("device", "device"), ("when", "when (UTC)"), ("id", "id"))
 MIN_MODEL = 8
 
 
@@ -249,22 +251,22 @@ class HistoryPane(Vertical):
         rows = []
         for r in self.records.values():
             s = r.stats
-            rows.append([MARK if r.id in self.marked else "", r.short_id, r.model,
+            rows.append([MARK if r.id in self.marked else "", r.model,
                          format_percentile(s.p50_ms, 0.5, s.n) if s else "–",
                          format_percentile(s.p99_ms, 0.99, s.n) if s else "–",
                          r.flags_text + (" (cancelled)" if r.cancelled else "")
                          + (" (GPU throttled)" if r.throttle_text() else "")
                          + (" (disturbed)" if getattr(r, "disturbed", None) else ""), f"{r.shape_text} {r.dtype}",
-                         r.device, r.created_at.replace("T", " ")[5:16], r.id])
-        # The model gets what the mark, id, p50 and p99 leave of the width (each column: its widest cell + 2).
+                         r.device, r.created_at.replace("T", " ")[5:16], r.short_id, r.id])
+        # The model gets what the mark, p50 and p99 leave of the width (each column: its widest cell + 2).
         beside = sum(max([len(label)] + [len(row[i]) for row in rows]) + 2
-                     for i, (_, label) in enumerate(COLUMNS) if i in (0, 1, 3, 4))
+                     for i, (key, label) in enumerate(COLUMNS) if key in ("mark", "p50", "p99"))
         self._fitted_to = self.size.width
         scrollbar = 2 if len(rows) + 1 > self.query_one(DataTable).size.height else 0
         width = max(MIN_MODEL, self.size.width - scrollbar - beside - 2)  # 2: its own cell padding
         self._columns(table)
         for row in rows:
-            row[2] = fit_model(row[2], width)
+            row[1] = fit_model(row[1], width)
             table.add_row(*row[:-1], key=row[-1])
         # p99 needs the most samples: a '?' beside any p50 or p99 means one beside that run's p99
         marked = any(r.stats is not None and not percentile_supported(0.99, r.stats.n) for r in self.records.values())
