@@ -98,7 +98,10 @@ async def test_a_completed_run_is_in_the_history_file_at_once(tmp_path):
                          what="the run in the history file")
         record = History(str(path)).load().records[-1]
         assert record.model == TINY and len(record.samples_ms) == 5
-        assert record.flags == app.session.runs.get(1).result.flags.to_dict()
+        result = app.session.runs.get(1).result
+        # The flags as asked, with the thread count the run used where they left it to the process (never "default").
+        assert result.flags.num_threads is None and isinstance(result.threads_used, int)
+        assert record.flags == {**result.flags.to_dict(), "num_threads": result.threads_used}
 
 
 async def test_samples_arrive_in_batches_not_one_message_per_iteration(tiny_app):

@@ -303,7 +303,8 @@ def _resolved_shape(spec: str, input_shape: tuple | None, batch: int | None) -> 
 
 def _say_assumed_input(spec: str, shape_given: bool, ctx: JobContext | None) -> str | None:
     """The line (and, with `ctx`, a Progress "note") when no shape was given and a custom model declares none:
-    its input is assumed, which a user must be told rather than find out from odd figures."""
+    its input is assumed, which a user must be told rather than find out from odd figures. Called once the model
+    has built: a model that fails is said in its error line alone."""
     if shape_given:
         return None
     from torchperf_tui.engine.models import input_shape_note
@@ -319,10 +320,11 @@ def run_cli_flops(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     -> (Complexity, {})."""
     from torchperf_tui.engine.complexity import analyse_complexity
 
-    _say_assumed_input(params["spec"], params.get("input_shape") is not None, ctx)
     shape = _resolved_shape(params["spec"], params.get("input_shape"), params.get("batch"))
-    return analyse_complexity(params["spec"], shape, dtype=params["dtype"], layers=params["layers"],
-                              step=params["step"]), {}
+    result = analyse_complexity(params["spec"], shape, dtype=params["dtype"], layers=params["layers"],
+                                step=params["step"])
+    _say_assumed_input(params["spec"], params.get("input_shape") is not None, ctx)  # once it built: no noise
+    return result, {}
 
 
 def run_cli_bench(params: dict, ctx: JobContext) -> tuple[Any, dict]:
@@ -333,7 +335,6 @@ def run_cli_bench(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     from torchperf_tui.engine.inputs import dtype_note, resolve_device
 
     cfg = params["cfg"]
-    _say_assumed_input(cfg.model, cfg.input_shape is not None, ctx)
     kind = resolve_device(cfg.device).type
     for line in inert_flags(cfg.flags, kind) + [note for note in (dtype_note(cfg.dtype, kind),) if note]:
         ctx.progress("note", line)
@@ -346,7 +347,9 @@ def run_cli_bench(params: dict, ctx: JobContext) -> tuple[Any, dict]:
         from torchperf_tui.engine.errors import TorchperfError
 
         raise TorchperfError("--cold-l2 goes with --modes (it flushes the L2 between the modes' iterations)")
-    return run_time({"cfg": cfg}, ctx)
+    timed = run_time({"cfg": cfg}, ctx)
+    _say_assumed_input(cfg.model, cfg.input_shape is not None, ctx)  # once the model ran: a failure says only itself
+    return timed
 
 
 def run_cli_profile(params: dict, ctx: JobContext) -> tuple[Any, dict]:
