@@ -82,6 +82,11 @@ class ModelPicker(Vertical):
         note = Static("", id="dtype-note", classes="dim-note")
         note.display = False
         yield note
+        # A custom model that declares no input shape: the shape in the field is a guess, said beside it (not in a
+        # toast over the panes); the whole sentence is the tooltip.
+        assumed = Static("", id="input-note", classes="warn-note")
+        assumed.display = False
+        yield assumed
 
     def on_mount(self) -> None:
         # Mounted lazily, after the screen chose its focus: start in the list (arrows browse, keys work).
@@ -108,9 +113,8 @@ class ModelPicker(Vertical):
         else:
             self.complexity = event.result
             self.set_default_shape(tuple(event.result.input_shape)[1:])
-            note = event.extra.get("input_note")
-            if note:  # a custom model that declares no input shape: the one in the field is a guess
-                self.app.notify(note, title="input shape assumed", severity="warning", timeout=10)
+            if event.extra.get("input_note"):  # kept until a shape is typed or another model chosen
+                self.show_input_note(event.extra["input_note"])
             self.post_message(self.Analysed(self.spec, event.result))
 
     def _failed(self, spec: str, error: str) -> None:
@@ -190,6 +194,7 @@ class ModelPicker(Vertical):
             return
         if spec != self.spec:
             self.set_default_shape(())
+            self.show_input_note(None)
         self.spec = spec
         self._highlight(spec)
         self._analyse()
@@ -235,9 +240,19 @@ class ModelPicker(Vertical):
     @on(Checkbox.Changed, "#channels-last")
     def _settings_changed(self, event) -> None:
         event.stop()
+        if isinstance(event, Input.Submitted) and event.input.id == "shape":
+            self.show_input_note(None)  # a shape typed is not assumed
         self.update_dtype_note()
         if self.spec is not None:
             self._analyse()
+
+    def show_input_note(self, note: str | None) -> None:
+        """Say the input shape is assumed (the model declares none), or nothing once a shape was given."""
+        widget = self.query_one("#input-note", Static)
+        shape = self.query_one("#shape", Input).value.strip()
+        widget.update(f"input {shape} assumed: the model declares no input_shape" if note else "")
+        widget.tooltip = note
+        widget.display = bool(note)
 
     def update_dtype_note(self) -> None:
         """The dtype's note for the device runs go to (called again when the device is known or changes)."""
