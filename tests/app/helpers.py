@@ -209,3 +209,31 @@ def row_cells(table, index: int) -> dict[str, str]:
     """Row `index` of a DataTable as {column key: cell text}: a test names the column it reads, so a column moved
     for the layout's sake does not make it read another."""
     return {key.value: str(cell) for key, cell in zip(table.columns, table.get_row_at(index))}
+
+
+def read_pty(fd: int, proc, out: bytearray, until, timeout: float) -> bool:
+    """Read what a program started on a pty writes (a full pty would block it) into `out` until `until(out)`,
+    the program's end or the deadline; whether `until(out)` holds."""
+    import os
+    import select
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if until(out):
+            return True
+        ready, _, _ = select.select([fd], [], [], 0.1)
+        if ready:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:  # the child closed the terminal
+                chunk = b""
+            if not chunk:
+                if proc.poll() is not None:
+                    return until(out)
+                time.sleep(0.05)
+                continue
+            out.extend(chunk)
+        elif proc.poll() is not None and until(out):
+            return True
+    return until(out)

@@ -6,12 +6,10 @@ from __future__ import annotations
 import json
 import os
 
-from tests.app.helpers import row_cells, screen_text, wait_until
-from tests.app.test_history_pane import PaneApp, shown_ids
+from tests.app.helpers import screen_text, wait_until
+from tests.app.test_history_pane import two_runs_compared
 from tests.records import make_record
 from torchperf_tui.app.runs import Disturbances, busy_mark
-from torchperf_tui.app.widgets.history.history_pane import HistoryPane
-from torchperf_tui.engine.history_file import History
 
 SLOW = "tests.tinymodels:per_call_cost"  # 10 ms a call: 300 timed iterations take 3 s, time to resize in
 RESIZED = "window resized during the run"
@@ -68,20 +66,9 @@ async def test_a_disturbed_record_is_marked_in_history_and_its_comparison_says_s
     path = tmp_path / "h.jsonl"
     clean, shaken = make_record(p50=10.0), make_record(p50=18.0)
     shaken.disturbed = [RESIZED]
-    History(path).extend([clean, shaken])
-    app = PaneApp(path)
-    async with app.run_test(size=(160, 30)) as pilot:
-        pane = app.query_one(HistoryPane)
-        await wait_until(pilot, lambda: len(shown_ids(pane)) == 2, what="the two runs")
-        table = pane.query_one("#history-table")
-        flags = {row_cells(table, i)["id"]: row_cells(table, i)["flags"] for i in range(2)}
-        assert flags[shaken.short_id].endswith("(disturbed)") and "disturbed" not in flags[clean.short_id]
-        pane.toggle_mark(clean.id)
-        pane.toggle_mark(shaken.id)
-        pane.show_marked_comparison()
-        await wait_until(pilot, lambda: "was disturbed" in screen_text(app, "#history-compare"),
-                         what="the comparison")
-        assert f"{shaken.short_id} was disturbed ({RESIZED})" in screen_text(app, "#history-compare")
+    flags, comparison = await two_runs_compared(path, clean, shaken, says="was disturbed")
+    assert flags[shaken.short_id].endswith("(disturbed)") and "disturbed" not in flags[clean.short_id]
+    assert f"{shaken.short_id} was disturbed ({RESIZED})" in comparison
 
 
 def test_disturbances_count_what_happened_within_a_run_and_ignore_the_first_size():

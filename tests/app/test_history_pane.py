@@ -31,6 +31,23 @@ def short(records) -> list[str]:
     return [r.short_id for r in records]
 
 
+async def two_runs_compared(path, first, second, says: str) -> tuple[dict[str, str], str]:
+    """`first` and `second` written to the history at `path`, shown, both marked and compared, as a user marks
+    them: ({short id: its flags cell}, the comparison's text once it says `says`)."""
+    History(path).extend([first, second])
+    app = PaneApp(path)
+    async with app.run_test(size=(160, 30)) as pilot:
+        pane = app.query_one(HistoryPane)
+        await wait_until(pilot, lambda: len(shown_ids(pane)) == 2, what="the two runs")
+        table = pane.query_one("#history-table")
+        flags = {row_cells(table, i)["id"]: row_cells(table, i)["flags"] for i in range(2)}
+        pane.toggle_mark(first.id)
+        pane.toggle_mark(second.id)
+        pane.show_marked_comparison()
+        await wait_until(pilot, lambda: says in screen_text(app, "#history-compare"), what="the comparison")
+        return flags, screen_text(app, "#history-compare")
+
+
 class PaneApp(App):
     """The pane alone, fed as the app feeds it, keeping the pages it reports."""
 
@@ -164,16 +181,6 @@ async def test_a_run_whose_gpu_throttled_is_marked_in_its_row_and_in_a_compariso
     path = tmp_path / "h.jsonl"
     hot_env = {**ENV, "gpu_throttled": True, "gpu_throttled_share": 0.4, "gpu_throttle_reasons": "power cap (software)"}
     cool, hot = make_record(p50=10.0), make_record(p50=12.0, env=hot_env)
-    History(path).extend([cool, hot])
-    app = PaneApp(path)
-    async with app.run_test(size=(160, 30)) as pilot:
-        pane = app.query_one(HistoryPane)
-        await wait_until(pilot, lambda: len(shown_ids(pane)) == 2, what="the two runs")
-        table = pane.query_one("#history-table")
-        flags = {row_cells(table, i)["id"]: row_cells(table, i)["flags"] for i in range(2)}
-        assert flags[hot.short_id].endswith("(GPU throttled)") and "throttled" not in flags[cool.short_id]
-        pane.toggle_mark(hot.id)
-        pane.toggle_mark(cool.id)
-        pane.show_marked_comparison()
-        await pilot.pause()
-        assert "GPU throttled 40 %: power cap (software)" in screen_text(app, "#history-compare")
+    flags, comparison = await two_runs_compared(path, cool, hot, says="GPU throttled")
+    assert flags[hot.short_id].endswith("(GPU throttled)") and "throttled" not in flags[cool.short_id]
+    assert "GPU throttled 40 %: power cap (software)" in comparison

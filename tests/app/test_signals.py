@@ -5,38 +5,19 @@ from __future__ import annotations
 
 import os
 import pty
-import select
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
+
+from tests.app.helpers import read_pty
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and a pseudo-terminal")
 
 ALT_SCREEN_ON = b"\x1b[?1049h"
 ALT_SCREEN_OFF = b"\x1b[?1049l"
 MOUSE_OFF = b"\x1b[?1000l"
-
-
-def _read_until(fd: int, proc: subprocess.Popen, needle: bytes, timeout: float, out: bytearray) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if needle in out:
-            return True
-        ready, _, _ = select.select([fd], [], [], 0.1)
-        if ready:
-            try:
-                chunk = os.read(fd, 65536)
-            except OSError:  # the child closed the terminal
-                return needle in out
-            if not chunk:
-                return needle in out
-            out.extend(chunk)
-        elif proc.poll() is not None:
-            return needle in out
-    return needle in out
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
@@ -49,10 +30,10 @@ def test_a_signal_restores_the_terminal_and_exits_with_its_code(tmp_path, sig):
     os.close(slave)
     out = bytearray()
     try:
-        assert _read_until(master, proc, ALT_SCREEN_ON, 30, out), "the app never entered application mode"
-        assert _read_until(master, proc, b"Quit", 30, out), "the first frame never painted"
+        assert read_pty(master, proc, out, lambda o: ALT_SCREEN_ON in o, 30), "the app never entered application mode"
+        assert read_pty(master, proc, out, lambda o: b"Quit" in o, 30), "the first frame never painted"
         proc.send_signal(sig)
-        _read_until(master, proc, b"\x00never", 10, out)  # drain until the child closes the terminal
+        read_pty(master, proc, out, lambda o: b"\x00never" in o, 10)  # drain until the child closes the terminal
         code = proc.wait(timeout=10)
     finally:
         if proc.poll() is None:

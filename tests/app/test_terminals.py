@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.app.helpers import FrozenTelemetry, run_and_wait, wait_until
+from tests.app.helpers import FrozenTelemetry, read_pty, run_and_wait, wait_until
 
 
 def screen_text(app) -> str:
@@ -66,33 +66,6 @@ def _spawn(tmp_path, env: dict[str, str]):
     return proc, master
 
 
-def _drain(fd: int, proc, out: bytearray, until, timeout: float) -> bool:
-    """Read what the app writes (a full pty would block it) until `until(out)` or the deadline."""
-    import os
-    import select
-    import time
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if until(out):
-            return True
-        ready, _, _ = select.select([fd], [], [], 0.1)
-        if ready:
-            try:
-                chunk = os.read(fd, 65536)
-            except OSError:  # the child closed the terminal
-                chunk = b""
-            if not chunk:
-                if proc.poll() is not None:
-                    return until(out)
-                time.sleep(0.05)
-                continue
-            out.extend(chunk)
-        elif proc.poll() is not None and until(out):
-            return True
-    return until(out)
-
-
 def _measurement_process(pid: int):
     import psutil
 
@@ -132,12 +105,12 @@ def test_the_app_draws_and_ends_in_this_terminal(tmp_path, env, how):
     out = bytearray()
     worker = None
     try:
-        assert _drain(master, proc, out, lambda o: DRAWN in o, 90), \
+        assert read_pty(master, proc, out, lambda o: DRAWN in o, 90), \
             f"the panes never drew (exit {proc.poll()}): {bytes(out[-400:])!r}"
         deadline = time.monotonic() + 60
         while worker is None and time.monotonic() < deadline:
             worker = _measurement_process(proc.pid)
-            _drain(master, proc, out, lambda o: False, 0.2)
+            read_pty(master, proc, out, lambda o: False, 0.2)
         assert worker is not None, "the measurement process never started"
         if how == "q":
             os.write(master, b"q")
@@ -147,7 +120,7 @@ def test_the_app_draws_and_ends_in_this_terminal(tmp_path, env, how):
         else:
             proc.send_signal(getattr(signal, how))
         if master is not None:
-            _drain(master, proc, out, lambda o: proc.poll() is not None, 30)
+            read_pty(master, proc, out, lambda o: proc.poll() is not None, 30)
         code = proc.wait(timeout=30)
         expected = {"q": 0, "SIGTERM": 128 + signal.SIGTERM, "SIGHUP": 128 + signal.SIGHUP,
                     "close": 128 + signal.SIGHUP}[how]
