@@ -116,7 +116,7 @@ class TorchperfApp(App):
 
     @on(MeasurementNotice)
     def _measurement_notice(self, message: MeasurementNotice) -> None:
-        self.notify(message.text, title="measurement process", severity="error", timeout=12)
+        self.notify(message.text, title="measurement process", severity="error", timeout=8)  # the failed run says it too
 
     @on(EngineLoaded)
     @while_running
