@@ -17,6 +17,31 @@ def refused(capsys, *argv) -> str:
     return lines[0]
 
 
+@pytest.fixture
+def no_job(monkeypatch) -> list:
+    """The jobs the command sent to a measurement process (none may be: the refusal comes before any is
+    spawned and before torch is imported, 2-3 s)."""
+    import torchperf_tui.cli as cli
+
+    sent: list = []
+
+    def send(kind, params, what, **callbacks):
+        sent.append(kind)
+        raise AssertionError(f"a {kind} job was sent before the arguments were checked")
+
+    monkeypatch.setattr(cli, "_run", send)
+    return sent
+
+
+@pytest.mark.parametrize("argv", [["bench", TINY], ["throughput", TINY], ["profile", TINY], ["roofline", TINY],
+                                  ["compare", TINY, "--a", "", "--b", "mkldnn=off"], ["determinism", TINY],
+                                  ["memsnap", TINY], ["ceilings"]])
+@pytest.mark.parametrize("device", ["tpu", "cuda:x", "cpu:0"])
+def test_a_commands_device_is_checked_where_it_enters(capsys, no_job, argv, device):
+    line = refused(capsys, *argv, "--device", device)
+    assert "--device: unknown device" in line and "use auto, cpu, cuda or cuda:N" in line and not no_job
+
+
 def test_a_flag_given_twice_in_one_arm_is_refused(capsys):
     line = refused(capsys, "compare", TINY, "--input", "1x3x8x8", "--a", "mkldnn=on,mkldnn=off", "--b", "",
                    "--blocks", "6", "--per-block", "1", "--no-history")

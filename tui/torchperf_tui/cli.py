@@ -75,7 +75,8 @@ def _add_workload_options(p: argparse.ArgumentParser) -> None:
     """What to run and where: the model, its input, the device and the memory format."""
     p.add_argument("model", help="torchvision model name or package.module:factory")
     _add_input_options(p)
-    p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N] (default auto)")
+    p.add_argument("--device", default="auto", type=_checked(options.device_name),
+                   help="auto | cpu | cuda[:N] (default auto)")
     p.add_argument("--channels-last", action="store_true", help="channels_last memory format")
 
 
@@ -177,7 +178,8 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     p = sub.add_parser("ceilings", help="what this device reaches: per dtype the best of several matmuls and "
                        "convolutions (and CPU thread counts), and a large copy, "
                        "measured once and kept per device (roofline and MFU are given against them too)")
-    p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N] (default auto)")
+    p.add_argument("--device", default="auto", type=_checked(options.device_name),
+                   help="auto | cpu | cuda[:N] (default auto)")
     p.add_argument("--refresh", action="store_true", help="measure again, even if ceilings are kept")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
