@@ -42,6 +42,47 @@ def test_a_commands_device_is_checked_where_it_enters(capsys, no_job, argv, devi
     assert "--device: unknown device" in line and "use auto, cpu, cuda or cuda:N" in line and not no_job
 
 
+COMPARE = ("compare", TINY, "--input", "1x3x8x8", "--blocks", "6", "--per-block", "1", "--no-history")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["bench", TINY, "--cold-l2"], "--cold-l2 goes with --modes"),
+    (["bench", TINY, "--modes", "sync,warp"], "unknown timing mode 'warp'"),
+    ([*COMPARE, "--a", "", "--b", "mkldnn=off", "--kernels", "--shapes", "cycle:2"], "--kernels profiles one input"),
+    ([*COMPARE, "--a", "shapes=cycle:2", "--b", "mkldnn=off", "--kernels"], "leave out --shapes and shapes= in"),
+    ([*COMPARE, "--a", "mkldnn=on,mkldnn=off", "--b", ""], "mkldnn given twice"),
+    ([*COMPARE, "--a", "benchmark=on,cudnn_benchmark=off", "--b", ""], "set by both benchmark and cudnn_benchmark"),
+    ([*COMPARE, "--a", "dtype=int8", "--b", ""], "unknown dtype 'int8'"),
+    ([*COMPARE, "--a", "warp=on", "--b", ""], "unknown key 'warp'"),
+    ([*COMPARE, "--a", "threads=1", "--b", "threads=1"], "arms A and B are the same flags"),
+])
+def test_what_the_arguments_alone_refuse_is_refused_before_a_job_is_sent(capsys, no_job, argv, message):
+    assert message in refused(capsys, *argv) and not no_job
+
+
+def test_a_spec_is_refused_in_the_clis_process_without_torch_or_a_measurement_process():
+    """The SPECs are parsed in the CLI's process, dtype= included, without torch (2-3 s to import) and before a
+    job client is even loaded."""
+    import subprocess
+    import sys
+
+    script = ("import sys\nfrom torchperf_tui.cli import main\n"
+              f"code = main(['compare', {TINY!r}, '--a', 'dtype=fp16,mkldnn=on,mkldnn=off', '--b', ''])\n"
+              "print('torch' in sys.modules, 'torchperf_tui.jobs.cli_jobs' in sys.modules, code)\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert proc.stdout.strip() == "False False 2", (proc.stdout, proc.stderr)
+    assert proc.stderr.strip().splitlines() == ["torchperf-tui: error: mkldnn given twice in "
+                                                "'dtype=fp16,mkldnn=on,mkldnn=off': give each setting once per arm"]
+
+
+def test_an_arm_with_a_dtype_parsed_in_the_clis_process_runs_it(capsys):
+    import json
+
+    code, out, err = run(capsys, *COMPARE, "--a", "", "--b", "dtype=bf16", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["a"]["dtype"] == "float32" and data["b"]["dtype"] == "bfloat16", err
+
+
 def test_a_flag_given_twice_in_one_arm_is_refused(capsys):
     line = refused(capsys, "compare", TINY, "--input", "1x3x8x8", "--a", "mkldnn=on,mkldnn=off", "--b", "",
                    "--blocks", "6", "--per-block", "1", "--no-history")

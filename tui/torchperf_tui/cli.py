@@ -375,6 +375,10 @@ def cmd_flops(args) -> int:
 def cmd_bench(args) -> int:
     from torchperf_tui.cli_render import ProgressLine, render_timing
 
+    if args.cold_l2 and args.modes is None:
+        from torchperf_tui.engine.errors import TorchperfError
+
+        raise TorchperfError("--cold-l2 goes with --modes (it flushes the L2 between the modes' iterations)")
     cfg = _bench_config(args, warmup=args.warmup, iters=args.iters, compile=args.compile, shapes=args.shapes)
     cfg = dataclasses.replace(cfg, time_budget_s=args.time_budget or None)
     if args.modes is not None:
@@ -386,7 +390,7 @@ def cmd_bench(args) -> int:
             progress.update(batch.phase, batch.index, batch.total, batch.samples_ms[-1])
 
     try:  # notes about the flags and dtype on this device come first, from the measurement process
-        result, extra = _run("cli.bench", {"cfg": cfg, "cold_l2": args.cold_l2}, f"timing {args.model}",
+        result, extra = _run("cli.bench", {"cfg": cfg}, f"timing {args.model}",
                              on_progress=_print_note, on_samples=samples)
     finally:
         progress.close()
@@ -406,8 +410,9 @@ def cmd_bench(args) -> int:
 def _bench_modes(args, cfg) -> int:
     """bench --modes: the timing modes side by side (not appended to the history: a record holds one timing)."""
     from torchperf_tui.cli_render import render_modes
+    from torchperf_tui.engine.timing_modes import parse_modes  # no torch: an unknown mode is one line here
 
-    result, _ = _run("cli.bench", {"cfg": cfg, "modes": args.modes, "cold_l2": args.cold_l2,
+    result, _ = _run("cli.bench", {"cfg": cfg, "modes": parse_modes(args.modes), "cold_l2": args.cold_l2,
                                    "per_block": args.per_block}, f"timing {args.model} in several modes",
                      on_progress=_print_note)
     if args.json:
@@ -531,10 +536,9 @@ def cmd_compare(args) -> int:
     from torchperf_tui.cli_render import render_ab
 
     base = _bench_config(args, shapes=args.shapes, seed=args.seed)
-    # The SPECs are parsed in the measurement process (a dtype= in one needs torch), before anything runs.
-    params = dict(base=base, a=args.a, b=args.b, blocks=args.blocks, per_block=args.per_block, seed=args.seed,
-                  kernels=args.kernels, aa=args.aa,
-                  time_budget_s=args.time_budget or None)
+    arm_a, arm_b = _arms(args, base)
+    params = dict(base=base, a=arm_a, b=arm_b, blocks=args.blocks, per_block=args.per_block, seed=args.seed,
+                  kernels=args.kernels, time_budget_s=args.time_budget or None)
     if args.kernels:
         from torchperf_tui.cli_render import render_kernels
 
@@ -552,6 +556,21 @@ def cmd_compare(args) -> int:
     else:
         render_ab(result)
     return 0
+
+
+def _arms(args, base):
+    """The arms' SPECs parsed over the base run (no torch: here, before a job is sent), and what the arguments
+    alone can refuse: identical arms without --aa, and --kernels with a shape schedule."""
+    from torchperf_tui.engine.abtest import parse_arm_spec, same_arms
+    from torchperf_tui.engine.errors import TorchperfError
+
+    arm_a, arm_b = parse_arm_spec(args.a, base=base.flags), parse_arm_spec(args.b, base=base.flags)
+    if same_arms(base, arm_a, arm_b) and not args.aa:
+        raise TorchperfError("arms A and B are the same flags: nothing to compare (--aa runs an A/A check of "
+                             "the noise on purpose)")
+    if args.kernels and (base.shapes != "fixed" or arm_a.shapes or arm_b.shapes):
+        raise TorchperfError("--kernels profiles one input shape: leave out --shapes and shapes= in the SPECs")
+    return arm_a, arm_b
 
 
 def cmd_determinism(args) -> int:

@@ -78,8 +78,9 @@ def _parse_bool(key: str, value: str) -> bool:
 
 
 def parse_arm_spec(text: str, base: Flags | None = None) -> ArmSpec:
-    """'threads=2,cudnn_benchmark=on' -> ArmSpec. An empty spec is the base run unchanged."""
-    from torchperf_tui.engine.inputs import dtype_name, parse_dtype
+    """'threads=2,cudnn_benchmark=on' -> ArmSpec. An empty spec is the base run unchanged. Needs no torch (the
+    CLI's process parses the SPECs before it sends the job): a dtype is checked and named by its text."""
+    from torchperf_tui.engine.inputs import canonical_dtype
 
     flags = base or Flags()
     dtype: str | None = None
@@ -107,7 +108,7 @@ def parse_arm_spec(text: str, base: Flags | None = None) -> ArmSpec:
                 on = _parse_bool(key, value)
                 flags = flags.replace(**{target: on for target in targets})
         elif key == "dtype":
-            dtype = dtype_name(parse_dtype(value))
+            dtype = canonical_dtype(value)  # 'fp16' -> 'float16', the name torch gives the dtype
         elif key == "channels_last":
             channels_last = _parse_bool(key, value)
         elif key == "shapes":

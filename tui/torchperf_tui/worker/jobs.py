@@ -328,9 +328,9 @@ def run_cli_flops(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 
 
 def run_cli_bench(params: dict, ctx: JobContext) -> tuple[Any, dict]:
-    """params: cfg, and for --modes: modes (the text), cold_l2, per_block. Progress "note": a line about the
-    flags or dtype on this device, before anything runs. Streams Samples (a timing). -> (TimingResult,
-    {"fingerprint"}) or (ModesResult, {})."""
+    """params: cfg, and for --modes: modes (parsed in cli.py, which also refuses --cold-l2 without them),
+    cold_l2, per_block. Progress "note": a line about the flags or dtype on this device, before anything runs. Streams
+    Samples (a timing). -> (TimingResult, {"fingerprint"}) or (ModesResult, {})."""
     from torchperf_tui.engine.flags import inert_flags
     from torchperf_tui.engine.inputs import dtype_note, resolve_device
 
@@ -339,14 +339,10 @@ def run_cli_bench(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     for line in inert_flags(cfg.flags, kind) + [note for note in (dtype_note(cfg.dtype, kind),) if note]:
         ctx.progress("note", line)
     if params.get("modes") is not None:
-        from torchperf_tui.engine.timing_modes import parse_modes, run_modes
+        from torchperf_tui.engine.timing_modes import run_modes
 
-        return run_modes(cfg, parse_modes(params["modes"]), cold_l2=params.get("cold_l2", False),
+        return run_modes(cfg, tuple(params["modes"]), cold_l2=params.get("cold_l2", False),
                          per_block=params["per_block"], should_cancel=ctx.cancelled), {}
-    if params.get("cold_l2"):
-        from torchperf_tui.engine.errors import TorchperfError
-
-        raise TorchperfError("--cold-l2 goes with --modes (it flushes the L2 between the modes' iterations)")
     timed = run_time({"cfg": cfg}, ctx)
     _say_assumed_input(cfg.model, cfg.input_shape is not None, ctx)  # once the model ran: a failure says only itself
     return timed
@@ -374,22 +370,15 @@ def run_cli_roofline(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 
 
 def run_cli_compare(params: dict, ctx: JobContext) -> tuple[Any, dict]:
-    """params: base (BenchConfig), a, b (the arms' SPEC texts), blocks, per_block, seed, kernels, aa (an A/A
-    check asked for), time_budget_s. Progress "block" as the "ab" job. -> (ABResult, {"fingerprint"}) or
+    """params: base (BenchConfig), a, b (ArmSpecs: the SPECs parsed and checked in cli.py), blocks, per_block,
+    seed, kernels, time_budget_s. Progress "block" as the "ab" job. -> (ABResult, {"fingerprint"}) or
     (KernelComparison, {})."""
-    from torchperf_tui.engine.abtest import parse_arm_spec, run_ab, same_arms
-    from torchperf_tui.engine.errors import TorchperfError
+    from torchperf_tui.engine.abtest import run_ab
 
-    base = params["base"]
-    arm_a, arm_b = parse_arm_spec(params["a"], base=base.flags), parse_arm_spec(params["b"], base=base.flags)
-    if same_arms(base, arm_a, arm_b) and not params.get("aa"):
-        raise TorchperfError("arms A and B are the same flags: nothing to compare (--aa runs an A/A check of "
-                             "the noise on purpose)")
+    base, arm_a, arm_b = params["base"], params["a"], params["b"]
     if params.get("kernels"):
         from torchperf_tui.engine.kernels import conv_kernels
 
-        if base.shapes != "fixed" or arm_a.shapes or arm_b.shapes:
-            raise TorchperfError("--kernels profiles one input shape: leave out --shapes and shapes= in the SPECs")
         return _silenced(lambda: conv_kernels(base, arm_a, arm_b, should_cancel=ctx.cancelled)), {}
     result = run_ab(base, arm_a, arm_b, blocks=params["blocks"], per_block=params["per_block"], seed=params["seed"],
                     should_cancel=ctx.cancelled, time_budget_s=params.get("time_budget_s"),
