@@ -13,7 +13,14 @@ async def test_a_with_identical_arms_says_there_is_nothing_to_compare(tiny_app):
         await pilot.press("a")  # no flag flipped: A (the defaults) and B (the flags now) are the same
         await wait_until(pilot, lambda: "arms A and B are the same flags" in screen_text(app, "#compare-verdict"),
                          what="the Compare pane to say the arms are the same")
-        assert "nothing to compare" in screen_text(app, "#compare-verdict")
+        from textual.markup import escape
+
+        from torchperf_tui.engine.abtest import same_arms_refusal  # the CLI's sentence too
+        from torchperf_tui.engine.flags import Flags
+
+        remedy = "flip a flag first: A/B compares the flags before the flip with the current ones"
+        text = same_arms_refusal(remedy, Flags().describe(app.session.device_kind()))
+        assert app.pane("compare").verdict == f"A/B: {escape(text)}"
         assert app.pane("compare").ab_runs is None and len(app.session.runs) == 0  # nothing was started
 
 

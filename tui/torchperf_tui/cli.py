@@ -561,13 +561,12 @@ def cmd_compare(args) -> int:
 def _arms(args, base):
     """The arms' SPECs parsed over the base run (no torch: here, before a job is sent), and what the arguments
     alone can refuse: identical arms without --aa, and --kernels with a shape schedule."""
-    from torchperf_tui.engine.abtest import parse_arm_spec, same_arms
+    from torchperf_tui.engine.abtest import parse_arm_spec, same_arms, same_arms_refusal
     from torchperf_tui.engine.errors import TorchperfError
 
     arm_a, arm_b = parse_arm_spec(args.a, base=base.flags), parse_arm_spec(args.b, base=base.flags)
     if same_arms(base, arm_a, arm_b) and not args.aa:
-        raise TorchperfError("arms A and B are the same flags: nothing to compare (--aa runs an A/A check of "
-                             "the noise on purpose)")
+        raise TorchperfError(same_arms_refusal("--aa runs an A/A check of the noise on purpose"))
     if args.kernels and (base.shapes != "fixed" or arm_a.shapes or arm_b.shapes):
         raise TorchperfError("--kernels profiles one input shape: leave out --shapes and shapes= in the SPECs")
     return arm_a, arm_b

@@ -141,6 +141,13 @@ def same_arms(base, a: ArmSpec, b: ArmSpec) -> bool:
     return effective(a) == effective(b)
 
 
+def same_arms_refusal(remedy: str, flags_text: str = "") -> str:
+    """The one sentence that refuses two identical arms, in the CLI and the app alike: `flags_text` the arms'
+    flags where the reader has not typed them, `remedy` what to do instead where the refusal is met."""
+    flags = f" ({flags_text})" if flags_text else ""
+    return f"arms A and B are the same flags{flags}: nothing to compare; {remedy}"
+
+
 AA_NOTE = ("A/A: both arms identical: any difference is noise (called significant in at most 5 % of such "
            "comparisons)")
 

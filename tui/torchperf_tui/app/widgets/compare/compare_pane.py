@@ -101,8 +101,10 @@ class ComparePane(Vertical):
         """Time A against B interleaved in blocks (replacing a comparison or any measurement in flight); two
         identical flag sets are refused, in the verdict line (it stays) and a short toast."""
         if flags_a == flags_b:
-            text = (f"arms A and B are the same flags ({flags_a.describe(self.app.session.device_kind())}): nothing "
-                    "to compare · flip a flag first: A/B compares the flags before the flip with the current ones")
+            from torchperf_tui.engine.abtest import same_arms_refusal  # the CLI's sentence; no torch: cheap
+
+            text = same_arms_refusal("flip a flag first: A/B compares the flags before the flip with the current ones",
+                                     flags_a.describe(self.app.session.device_kind()))
             if not self.comparing():
                 self.verdict = f"A/B: {escape(text)}"
             self.app.notify(text, severity="warning", timeout=TOAST_S)
