@@ -1,9 +1,11 @@
 #!/bin/sh
 # Install torchperf-tui into a virtual environment (.venv, or $VENV) with the torch build that fits this box:
 # the CUDA build where an NVIDIA GPU is present (PyPI's torch), else the CPU-only build from PyTorch's CPU
-# index (a few hundred MB instead of the CUDA wheels' 5.6 GB). Its +cpu versions sort above PyPI's, so pip
-# takes them. Where that index cannot be reached, pip installs from PyPI alone (on Linux, the CUDA build) and
-# this says so.
+# index (a few hundred MB instead of the CUDA wheels' 5.6 GB). On a CPU box torch and torchvision are installed
+# first, from that index alone (--index-url, PyTorch's documented way, within pyproject.toml's ranges), then the
+# project from PyPI, which keeps them: with --extra-index-url pip would take the highest version of either
+# index, and a PyPI release ahead of the CPU index would bring back the CUDA build. Where that index cannot be
+# reached, pip installs from PyPI alone (on Linux, the CUDA build) and this says so.
 #
 #   sh scripts/install.sh [--test] [--dry-run]
 #     --test     also the test extras ('.[test]')
@@ -25,7 +27,7 @@ for arg in "$@"; do
     case $arg in
         --test) target='.[test]' ;;
         --dry-run) dry_run=1 ;;
-        -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
         *) echo "install.sh: unknown option $arg (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -44,27 +46,59 @@ index_reachable() {
         "$CPU_INDEX" >/dev/null 2>&1
 }
 
+# An argument as a shell would need it typed ('torch>=2.4', '.[test]'), so a printed command can be pasted.
+quoted() {
+    case $1 in
+        *[!A-Za-z0-9_./:=@%+,-]*|'') printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")" ;;
+        *) printf '%s' "$1" ;;
+    esac
+}
+
 run() {
-    echo "+ $*"
+    line="+"
+    for arg in "$@"; do
+        line="$line $(quoted "$arg")"
+    done
+    echo "$line"
     if [ "$dry_run" -eq 0 ]; then
         "$@"
     fi
 }
 
-extra=""
+# torch's and torchvision's requirements as pyproject.toml declares them ('torch>=2.4'), one a line; the bare
+# name where it declares none.
+torch_requirements() {
+    "$PYTHON" - <<'PY'
+import re
+
+text = open("pyproject.toml", encoding="utf-8").read()
+block = re.search(r"^dependencies\s*=\s*\[(.*?)^\]", text, re.S | re.M)
+declared = re.findall(r"[\"']([^\"']+)[\"']", block.group(1)) if block else []
+for name in ("torch", "torchvision"):
+    found = [r.strip() for r in declared if re.match(rf"{name}\s*($|[<>=!~;\[(])", r.strip())]
+    print(found[0] if found else name)
+PY
+}
+
+cpu_index=""
 if has_nvidia_gpu; then
     echo "install.sh: an NVIDIA GPU is present: torch's CUDA build (from PyPI)"
 elif index_reachable; then
     echo "install.sh: no NVIDIA GPU: torch's CPU-only build (from $CPU_INDEX)"
-    extra=$CPU_INDEX
+    cpu_index=$CPU_INDEX
 else
     echo "install.sh: warning: no NVIDIA GPU, and $CPU_INDEX cannot be reached: torch comes from PyPI alone" \
          "(on Linux, the CUDA build: about 5.6 GB)" >&2
 fi
 
 run "$PYTHON" -m venv "$VENV"
-if [ -n "$extra" ]; then
-    run "$VENV/bin/pip" install --extra-index-url "$extra" -e "$target"
-else
-    run "$VENV/bin/pip" install -e "$target"
+if [ -n "$cpu_index" ]; then
+    requirements=$(torch_requirements)
+    old_ifs=$IFS
+    IFS='
+'
+    set -- $requirements
+    IFS=$old_ifs
+    run "$VENV/bin/pip" install "$@" --index-url "$cpu_index"
 fi
+run "$VENV/bin/pip" install -e "$target"

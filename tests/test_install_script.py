@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "install.sh"
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "scripts" / "install.sh"
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 pytestmark = pytest.mark.skipif(shutil.which("sh") is None, reason="needs a POSIX shell")
@@ -59,20 +60,46 @@ def test_a_box_with_the_gpu_device_node_gets_the_cuda_build_even_if_nvidia_smi_f
     assert done.returncode == 0 and commands(done)[-1] == ".venv/bin/pip install -e ."
 
 
-def test_a_box_without_a_gpu_gets_the_cpu_build_from_the_cpu_index(tmp_path):
-    for smi in (None, "No devices were found"):
-        done = dry_run(tmp_path, smi)
+def declared_torch() -> list[str]:
+    """torch's and torchvision's requirements as pyproject.toml declares them, shell-quoted as the script prints
+    them: "'torch>=2.4'"."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        tomllib = pytest.importorskip("tomli")
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    found = {name: [r for r in declared if r.startswith(name) and not r[len(name):len(name) + 1].isalnum()]
+             for name in ("torch", "torchvision")}
+    assert all(len(reqs) == 1 for reqs in found.values()), found
+    return [f"'{reqs[0]}'" for reqs in found.values()]
+
+
+def test_a_box_without_a_gpu_gets_torch_from_the_cpu_index_alone_then_the_project_from_pypi(tmp_path):
+    """PyTorch's documented way: torch and torchvision from the CPU index with --index-url (within the project's
+    ranges), then the project, which keeps them. With --extra-index-url pip took the highest version of both
+    indexes: a PyPI release ahead of the CPU index brought back the CUDA build."""
+    for smi, args, target in ((None, (), "."), ("No devices were found", ("--test",), "'.[test]'")):
+        done = dry_run(tmp_path, smi, args=args)
         assert done.returncode == 0, done.stderr
         index = (tmp_path / "index.html").as_uri()
         assert "no NVIDIA GPU: torch's CPU-only build" in done.stdout
-        assert commands(done) == ["python3 -m venv .venv", f".venv/bin/pip install --extra-index-url {index} -e ."]
+        assert commands(done) == ["python3 -m venv .venv",
+                                  f".venv/bin/pip install {' '.join(declared_torch())} --index-url {index}",
+                                  f".venv/bin/pip install -e {target}"]
+        assert "--extra-index-url" not in done.stdout
 
 
 def test_an_unreachable_cpu_index_falls_back_to_pypi_and_says_so(tmp_path):
     done = dry_run(tmp_path, None, index=(tmp_path / "no-such-index").as_uri(), args=("--test",))
     assert done.returncode == 0
     assert "cannot be reached: torch comes from PyPI alone" in done.stderr
-    assert commands(done)[-1] == ".venv/bin/pip install -e .[test]"
+    assert commands(done) == ["python3 -m venv .venv", ".venv/bin/pip install -e '.[test]'"]
+
+
+def test_help_is_the_scripts_header_whole():
+    done = subprocess.run(["sh", str(SCRIPT), "--help"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.startswith("# Install torchperf-tui")
+    assert done.stdout.rstrip().endswith("$PYTHON (default python3) makes the environment.")
 
 
 def test_an_unknown_option_is_one_line_and_exit_2(tmp_path):
