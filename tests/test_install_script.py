@@ -96,6 +96,17 @@ def test_an_unreachable_cpu_index_falls_back_to_pypi_and_says_so(tmp_path):
     assert commands(done) == ["python3 -m venv .venv", ".venv/bin/pip install -e '.[test]'"]
 
 
+def test_ci_runs_the_readmes_test_command_exactly():
+    """The README's Test command is the script (on a CPU box the CPU build, not the CUDA wheels' 5.6 GB), and
+    CI (.ci/run, on a clean clone) runs that same line."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("\n## Test\n", 1)[1].split("\n## ", 1)[0]
+    command = section.split("```bash\n", 1)[1].split("\n```", 1)[0].strip()
+    assert command == "sh scripts/install.sh --test && .venv/bin/python -m pytest"
+    ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line and not line.startswith("#")]
+    assert ci[-1] == command
+
+
 def test_help_is_the_scripts_header_whole():
     done = subprocess.run(["sh", str(SCRIPT), "--help"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.startswith("# Install torchperf-tui")
