@@ -558,7 +558,8 @@ def render_ab(result) -> None:
     for name, arm in (("A", result.a), ("B", result.b)):
         ci = "-" if arm.ci_low_ms is None else f"{format_ms(arm.ci_low_ms)} - {format_ms(arm.ci_high_ms)}"
         table.add_row(name, arm.spec, arm.flags.describe(device=result.device,
-                                                     threads_used=getattr(arm, "threads_used", None)) +
+                                                     threads_used=getattr(arm, "threads_used", None),
+                                                     default_threads=getattr(arm, "threads_asked", None)) +
                       (f", {arm.dtype}" if arm.dtype != "float32" else "") +
                       (", channels_last" if arm.channels_last else "") +
                       (f", shapes {arm.shapes} ({arm.first_seen} new)" if arm.shapes != "fixed" else "") +

@@ -21,7 +21,7 @@ from typing import Callable
 import numpy as np
 
 from torchperf_tui.engine.errors import FlagError, TorchperfError
-from torchperf_tui.engine.flags import Flags, StateWatch, applied_flags
+from torchperf_tui.engine.flags import Flags, StateWatch, applied_flags, asked_state
 from torchperf_tui.engine.run_conditions import RunConditions, conditions_sampler, throttle_note
 
 ALPHA = 0.05
@@ -234,10 +234,15 @@ class ArmResult:
     amp: str | None = None  # its mixed precision
     conditions: RunConditions | None = None  # CUDA: the GPU's clocks, throttling and energy over its blocks
     threads_used: int | None = None  # torch's intra-op thread count in the arm's blocks, as torch reported it
+    # The count the arm asked for: its flags' own, else the process's baseline. A `threads_used` unlike it was set
+    # by the model's code (in one block at least): said so, never "(default)".
+    threads_asked: int | None = None
 
     def flags_text(self, device: str) -> str:
-        """The arm's flags with the thread count it ran on: 'threads=2 (default)'."""
-        return self.flags.describe(device, threads_used=self.threads_used)
+        """The arm's flags with the thread count it ran on: 'threads=2 (default)', 'threads=1 (set by the model's
+        code; default 2)'."""
+        return self.flags.describe(device, threads_used=self.threads_used,
+                                   default_threads=getattr(self, "threads_asked", None))
 
     @property
     def samples_ms(self) -> list[float]:
@@ -415,7 +420,8 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int, seed: int
         arms[name] = ArmResult(spec=spec.text, flags=spec.flags, dtype=spec.dtype or base.dtype,
                                channels_last=base.channels_last if spec.channels_last is None else spec.channels_last,
                                blocks=[], shapes=schedule.describe(), step=step.step,
-                               optimizer=step.optimizer if step.training else None, amp=step.amp)
+                               optimizer=step.optimizer if step.training else None, amp=step.amp,
+                               threads_asked=asked_state(spec.flags).flags.num_threads)
         if schedule.varies and (schedule.describe(), arms[name].dtype) not in checked:
             check_schedule_accepted(base.model, schedule, shape, arms[name].dtype)
             checked.add((schedule.describe(), arms[name].dtype))
@@ -471,7 +477,10 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int, seed: int
             if sampler is not None:
                 sampler.close(window, keep=not times.cancelled)  # a cancelled block is dropped with its samples
             watch.ran(arm.flags, during=f"arm {name}'s blocks")
-            arm.threads_used = torch.get_num_threads()
+            # The count of the block just run; one the model's code set in any block is kept, not hidden by the
+            # blocks after it (each starts at the asked count again).
+            if arm.threads_used is None or arm.threads_used == arm.threads_asked:
+                arm.threads_used = torch.get_num_threads()
         return times
 
     out_of_time = None
