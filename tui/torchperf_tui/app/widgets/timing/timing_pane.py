@@ -190,11 +190,11 @@ def roofline_text(result) -> str:
     ridge = _value(result.ridge_flops_per_byte, ".1f")
     achieved = format_count(result.achieved_tflops * 1e12, "FLOP/s")
     of = " of a training step" if getattr(result, "step", "infer") == "train" else ""
-    measured = getattr(result, "measured_mfu_pct", None)
-    if isinstance(measured, (int, float)) and result.peak_tflops != result.measured_tflops:
-        # beside a datasheet peak; on the CPU it is the peak
-        above = getattr(result, "above_ceiling", {}).get("measured_mfu_pct")
-        mfu += f" ({above or f'{measured:.1f} % of the measured ceiling'})"
+    measured = utilisation_text(result, "measured_mfu_pct") if hasattr(result, "measured_mfu_pct") else "n/a"
+    if measured != "n/a" and result.peak_tflops != result.measured_tflops:
+        # beside a datasheet peak (on the CPU it is the peak): the engine's figure, or its sentence above 100 %
+        above = measured in getattr(result, "above_ceiling", {}).values()
+        mfu += f" ({measured if above else f'{measured} of the measured ceiling'})"
     text = (f"roofline{of}: {achieved} achieved · MFU {mfu} · intensity "
             f"{_value(result.arithmetic_intensity, '.1f', ' FLOP/byte')} (ridge {ridge}) · {side}")
     if any(hasattr(value, "reason") for value in (result.mfu_pct, result.ridge_flops_per_byte, result.side)):
