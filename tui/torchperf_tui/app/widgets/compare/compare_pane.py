@@ -12,6 +12,7 @@ from textual.containers import Vertical
 from textual.markup import escape
 from textual.widgets import DataTable, Static
 
+from torchperf_tui.engine.history_compare import disturbed_sentence
 from torchperf_tui.engine.stats import percentile_supported
 from torchperf_tui.formatting import UNSUPPORTED_LEGEND, format_ms, format_number, format_percentile
 from torchperf_tui.app.job_slots import JobSlots
@@ -285,15 +286,11 @@ class ComparePane(Vertical):
 
 
 def disturbed_note(runs: list) -> str:
-    """' · #2 disturbed (window resized during the run): a speed-up with it may be the disturbance', for the kept
-    runs with a mark (app/runs.py, engine/host_noise.py), as a comparison of history records says it; '' if none."""
-    marked = [r for r in runs if r.disturbed]
-    if not marked:
-        return ""
-    said = ", ".join(f"{r.label} ({escape('; '.join(r.disturbed))})" for r in marked)
-    one = len(marked) == 1
-    return (f"\n[$warning]{said} {'was' if one else 'were'} disturbed: a speed-up with "
-            f"{'it' if one else 'them'} may be the disturbance, not what differs between the runs[/]")
+    """'\n#2 was disturbed (window resized during the run): part of the speed-up may be the disturbance, ...' for the
+    kept runs with a mark (app/runs.py, engine/host_noise.py), in the words of a comparison of history records
+    (engine/history_compare.py); '' if none."""
+    sentence = disturbed_sentence([(r.label, r.disturbed) for r in runs], of="the speed-up")
+    return f"\n[$warning]{escape(sentence)}[/]" if sentence else ""
 
 
 def ab_verdict_text(result) -> str:
