@@ -588,6 +588,8 @@ def render_ab(result) -> None:
         console.print(f"note: {note}")
     for note in getattr(result, "state_notes", ()):
         console.print(f"torch state: {note}", markup=False)
+    for label, text in noise_rows(result):  # the host over the blocks, then a warning row per mark
+        console.print(f"{label}: {text}", markup=False)
     if result.verdict is not None:
         console.print(f"(ratio: median of B/A over {result.verdict.blocks} neighbouring block pairs, with a "
                       "bootstrap 95 % CI; Wilcoxon signed-rank on the paired log-ratios)")
