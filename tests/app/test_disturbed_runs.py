@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 import os
 
-from tests.app.helpers import screen_text, wait_until
+from tests.app.helpers import flip, screen_text, wait_until
 from tests.app.test_history_pane import two_runs_compared
 from tests.records import make_record
-from torchperf_tui.app.runs import Disturbances, busy_mark
+from torchperf_tui.app.runs import Disturbances, RunRecord, busy_mark
+from torchperf_tui.app.widgets.compare.compare_pane import disturbed_note
+from torchperf_tui.engine.history_compare import compare_records
 
 SLOW = "tests.tinymodels:per_call_cost"  # 10 ms a call: 300 timed iterations take 3 s, time to resize in
 RESIZED = "window resized during the run"
@@ -59,7 +61,33 @@ async def test_a_resize_during_a_run_marks_it_on_screen_in_history_and_in_compar
         await wait_until(pilot, lambda: "was disturbed" in screen_text(app, "#compare-note") or
                          "were disturbed" in screen_text(app, "#compare-note"), what="the Compare note")
         note = screen_text(app, "#compare-note")
-        assert f"#1 ({RESIZED}" in note and "may be the disturbance" in note
+        assert f"#1 was disturbed ({RESIZED}" in note and "may be the disturbance" in note
+
+
+async def test_a_resize_during_an_ab_comparison_marks_both_arms_its_verdict_and_their_history_records(tiny_app):
+    # 100 iterations: 20 blocks of 20 timed calls of 10 ms per arm, about 5 s of blocks to resize in
+    async with tiny_app(spec=SLOW, shape="3x16x16", iters=100, warmup=1) as pilot:
+        app = pilot.app
+        await flip(pilot, "mkldnn_enabled")  # A: the flags before the flip, B: the flags now
+        await pilot.press("a")
+        compare = app.pane("compare")
+
+        def arms() -> list:
+            return compare.arms() if compare.ab_runs is not None else []
+
+        await wait_until(pilot, lambda: any(r.status == "timed" or r.finished for r in arms()),
+                         what="the A/B's first block")
+        assert not any(r.finished for r in arms()), "the A/B ended before the resize: too fast to test"
+        await pilot.resize_terminal(100, 32)
+        await wait_until(pilot, lambda: len(arms()) == 2 and all(r.finished for r in arms()), timeout=180,
+                         what="the A/B to end")
+        assert [r.status for r in arms()] == ["done", "done"]
+        assert all(RESIZED in r.disturbed for r in arms())
+        await wait_until(pilot, lambda: "the comparison was disturbed" in screen_text(app, "#compare-verdict"),
+                         what="the mark in the verdict")
+        assert f"the comparison was disturbed ({RESIZED}" in " ".join(screen_text(app, "#compare-verdict").split())
+        await wait_until(pilot, lambda: len(history_lines()) == 2, what="the arms' history records")
+        assert all(RESIZED in line["disturbed"] and line["kind"] == "ab" for line in history_lines())
 
 
 async def test_a_disturbed_record_is_marked_in_history_and_its_comparison_says_so(tmp_path):
@@ -91,3 +119,15 @@ def test_the_app_busy_for_half_a_core_over_a_run_marks_it():
     assert busy_mark(0.3, 10.0) is None  # 3 % of a core: the app idling, redrawing twice a second
     assert busy_mark(6.2, 10.0) == ("the app was busy during the run: its process used 0.62 of a core (redraws, its "
                                     "own jobs)")
+
+
+def test_compare_says_a_disturbed_run_in_the_words_of_a_comparison_of_history_records():
+    """One sentence for one fact: the Compare note and History's comparison word a disturbed run alike."""
+    kept = [RunRecord(run_id=n, model="m", device="cpu", flags=None, flags_text="", status="done") for n in (1, 2)]
+    assert disturbed_note(kept) == ""
+    kept[0].disturbed = [RESIZED]
+    shaken = make_record(p50=18.0)
+    shaken.disturbed = [RESIZED]
+    in_history = compare_records(make_record(p50=10.0), shaken).disturbance_note
+    said = in_history.replace(shaken.short_id, "#1").replace("the ratio", "the speed-up")
+    assert disturbed_note(kept) == f"\n[$warning]{said}[/]"

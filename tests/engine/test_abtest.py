@@ -259,3 +259,41 @@ def test_a_flag_with_no_effect_is_said_of_the_arm_that_set_it():
     base = BenchConfig(model="tests.tinymodels:tiny_cnn", input_shape=(1, 3, 8, 8), device="cpu")
     result = run_ab(base, parse_arm_spec("cudnn_benchmark=on"), parse_arm_spec(""), blocks=6, per_block=1)
     assert [n for n in result.notes if "cudnn.benchmark" in n][0].startswith("arm A: cudnn.benchmark has no effect")
+
+
+def test_an_ab_comparison_reads_the_host_over_its_blocks_and_is_marked_like_a_timing_run(monkeypatch):
+    """The host read at the edges of the interleaved blocks (a fake reader: others busy on 1.5 cores), each arm's
+    spread on its own samples, and the marks in to_dict, in both arms' history records and in the CLI."""
+    from tests.engine.test_host_noise import QUIET_HOST, FakeReader, noise_of
+    from torchperf_tui import cli_render
+    from torchperf_tui.engine.abtest import run_ab
+    from torchperf_tui.engine.history_records import RunRecord, records_from_ab
+    from torchperf_tui.engine.host_noise import HostProbe
+    from torchperf_tui.engine.timing import BenchConfig
+
+    busy = ((0.0, 5.0, 100.0, 50.0), (2.0, 5.6, 104.0, 51.0))  # others: 1.5 cores, the load 5.6 at the end
+    monkeypatch.setattr("torchperf_tui.engine.abtest.HostProbe", lambda: HostProbe(FakeReader(*busy)))
+    base = BenchConfig(model="tests.tinymodels:tiny_cnn", input_shape=(1, 3, 16, 16), device="cpu")
+    result = run_ab(base, parse_arm_spec(""), parse_arm_spec("mkldnn=off"), blocks=6, per_block=4)
+    host = "noisy host: load 5.6 on 2 cores, other processes busy on 1.5 of them during the timed run"
+    noise = result.host_noise
+    assert noise.other_busy_cores == pytest.approx(1.5) and noise.warnings() == [host]
+    assert noise.p50_over_min is None and noise.missing["spread"] == "said per arm"
+    for arm in (result.a, result.b):  # 24 samples each: their own spread, the same host figures
+        assert arm.host_noise.samples == 24 and arm.host_noise.p50_over_min is not None
+        assert arm.host_noise.other_busy_cores == pytest.approx(1.5)
+    result.disturbed = ["window resized during the run"]  # as the app sets it
+    # an arm's noisy samples are said of that arm (a synthetic spread: the real one depends on the box)
+    result.b.host_noise = noise_of(*QUIET_HOST, [2.87] * 5 + [194.0] * 25)
+    marks = ["window resized during the run", host, "arm B: noisy samples: p50 is 67.6x the fastest sample"]
+    assert result.disturbance_marks() == marks
+    data = result.to_dict()
+    assert data["disturbance_marks"] == marks and data["host_noise"]["host_noisy"] is True
+    assert data["b"]["host_noise"]["samples_noisy"] is True
+    records = records_from_ab(result, fingerprint={})
+    assert [record.disturbed for record in records] == [marks, marks]
+    assert RunRecord.from_dict(records[1].to_dict()).details["host_noise"]["samples_noisy"] is True
+    with cli_render.console.capture() as captured:
+        cli_render.render_ab(result)
+    out = " ".join(captured.get().split())  # as wrapped to the console's width
+    assert all(f"warning: {line}" in out for line in marks) and f"host: {noise.summary()}" in out

@@ -234,3 +234,27 @@ def test_an_ab_comparison_says_what_the_factory_set_and_each_arm_s_thread_count(
     assert result.a.threads_used == own and result.b.threads_used == 1
     assert result.a.flags_text("cpu") == f"threads={own} (default)"
     assert TorchState.current() == baseline
+
+
+def test_an_ab_arm_whose_thread_count_the_model_set_is_not_called_the_default(baseline):
+    """A forward that sets the thread count in an arm's block: the arm, its history record and the CLI's table say
+    the count was the model's, with the default beside it; the other arm ran on the default."""
+    from torchperf_tui import cli_render
+    from torchperf_tui.engine.abtest import ArmSpec, run_ab
+    from torchperf_tui.engine.history_records import records_from_ab
+
+    own = baseline.flags.num_threads
+    result = run_ab(_cfg("tests.state_changing_models:forward_sets_threads"), ArmSpec(Flags()),
+                    ArmSpec(Flags(mkldnn_enabled=False)), blocks=6, per_block=2)
+    set_to = hostile.ForwardSetsThreads.set_to
+    first, other = result.order[0], "B" if result.order[0] == "A" else "A"  # the model's third pass: the first block
+    changed = f"threads={set_to} (set by the model's code; default {own})"
+    arms = {"A": result.a, "B": result.b}
+    assert arms[first].threads_used == set_to and arms[first].flags_text("cpu").endswith(changed)
+    assert arms[other].flags_text("cpu").endswith(f"threads={own} (default)")
+    records = {r.details["arm"]: r for r in records_from_ab(result, fingerprint={})}
+    assert records[first].flags_text.endswith(changed) and records[other].flags_text.endswith("(default)")
+    with cli_render.console.capture() as captured:
+        cli_render.render_ab(result)
+    assert "set by the model's code" in captured.get()
+    assert TorchState.current() == baseline

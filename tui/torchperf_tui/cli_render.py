@@ -558,7 +558,8 @@ def render_ab(result) -> None:
     for name, arm in (("A", result.a), ("B", result.b)):
         ci = "-" if arm.ci_low_ms is None else f"{format_ms(arm.ci_low_ms)} - {format_ms(arm.ci_high_ms)}"
         table.add_row(name, arm.spec, arm.flags.describe(device=result.device,
-                                                     threads_used=getattr(arm, "threads_used", None)) +
+                                                     threads_used=getattr(arm, "threads_used", None),
+                                                     default_threads=getattr(arm, "threads_asked", None)) +
                       (f", {arm.dtype}" if arm.dtype != "float32" else "") +
                       (", channels_last" if arm.channels_last else "") +
                       (f", shapes {arm.shapes} ({arm.first_seen} new)" if arm.shapes != "fixed" else "") +
@@ -587,6 +588,8 @@ def render_ab(result) -> None:
         console.print(f"note: {note}")
     for note in getattr(result, "state_notes", ()):
         console.print(f"torch state: {note}", markup=False)
+    for label, text in noise_rows(result):  # the host over the blocks, then a warning row per mark
+        console.print(f"{label}: {text}", markup=False)
     if result.verdict is not None:
         console.print(f"(ratio: median of B/A over {result.verdict.blocks} neighbouring block pairs, with a "
                       "bootstrap 95 % CI; Wilcoxon signed-rank on the paired log-ratios)")

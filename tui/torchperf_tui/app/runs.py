@@ -13,6 +13,9 @@ MAX_RUNS = 8
 # percent more; half a core means it drew continuously (a resize storm, a flood of updates) or ran a job of its
 # own, and on a box with few cores that is taken from the measurement's threads.
 UI_BUSY_CORES = 0.5
+# This process's CPU over a run is judged (busy_mark) only over at least this long: over a shorter run one redraw
+# of its lines (tens of milliseconds) would read as a busy process.
+BUSY_MIN_WALL_S = 2.0
 
 
 @dataclass
@@ -116,6 +119,15 @@ def busy_mark(cpu_s: float, wall_s: float) -> str | None:
     if cores < UI_BUSY_CORES:
         return None
     return f"the app was busy during the run: its process used {cores:.2f} of a core (redraws, its own jobs)"
+
+
+def app_marks(disturbances: "Disturbances", seen_from: float, cpu_from: tuple[float, float]) -> list[str]:
+    """What this process did beside a run that it saw from `seen_from` (monotonic s) to now: the disturbances then
+    (a resize), and a busy mark when its CPU since `cpu_from` (monotonic s, process CPU s then) says so."""
+    now = disturbances.now()
+    wall = now - cpu_from[0]
+    busy = busy_mark(time.process_time() - cpu_from[1], wall) if wall >= BUSY_MIN_WALL_S else None
+    return [*disturbances.between(seen_from, now), *([busy] if busy else [])]
 
 
 class RunHistory:

@@ -21,7 +21,8 @@ from typing import Callable
 import numpy as np
 
 from torchperf_tui.engine.errors import FlagError, TorchperfError
-from torchperf_tui.engine.flags import Flags, StateWatch, applied_flags
+from torchperf_tui.engine.flags import Flags, StateWatch, applied_flags, asked_state
+from torchperf_tui.engine.host_noise import HostNoise, HostProbe
 from torchperf_tui.engine.run_conditions import RunConditions, conditions_sampler, throttle_note
 
 ALPHA = 0.05
@@ -242,10 +243,17 @@ class ArmResult:
     amp: str | None = None  # its mixed precision
     conditions: RunConditions | None = None  # CUDA: the GPU's clocks, throttling and energy over its blocks
     threads_used: int | None = None  # torch's intra-op thread count in the arm's blocks, as torch reported it
+    # The count the arm asked for: its flags' own, else the process's baseline. A `threads_used` unlike it was set
+    # by the model's code (in one block at least): said so, never "(default)".
+    threads_asked: int | None = None
+    # The host over the comparison's blocks (the same figures on both arms) and the spread of this arm's samples.
+    host_noise: HostNoise | None = None
 
     def flags_text(self, device: str) -> str:
-        """The arm's flags with the thread count it ran on: 'threads=2 (default)'."""
-        return self.flags.describe(device, threads_used=self.threads_used)
+        """The arm's flags with the thread count it ran on: 'threads=2 (default)', 'threads=1 (set by the model's
+        code; default 2)'."""
+        return self.flags.describe(device, threads_used=self.threads_used,
+                                   default_threads=getattr(self, "threads_asked", None))
 
     @property
     def samples_ms(self) -> list[float]:
@@ -287,6 +295,19 @@ class ABResult:
     # What the model's code changed in torch's global state during the comparison, put back (engine.flags).
     state_notes: list[str] = field(default_factory=list)
     out_of_time: str | None = None  # the time budget stopped the blocks short: how far they got, in words
+    # The host over the interleaved blocks (load, other processes' CPU; each arm's spread is on the arm), and what
+    # the app saw happen beside them (a resize, heavy redraws), set by the UI process when the result reaches it.
+    # Both end up in the two arms' history records' `disturbed`.
+    host_noise: HostNoise | None = None
+    disturbed: list[str] = field(default_factory=list)
+
+    def disturbance_marks(self) -> list[str]:
+        """Every reason the comparison's numbers may not be the arms' alone, one line each: what the app saw, the
+        host, then each arm's samples ('arm B: noisy samples: p50 is 3.1x the fastest sample')."""
+        host = self.host_noise.warnings() if self.host_noise is not None else []
+        arms = [f"arm {name}: {line}" for name, arm in (("A", self.a), ("B", self.b))
+                if getattr(arm, "host_noise", None) is not None for line in arm.host_noise.sample_warnings()]
+        return [*self.disturbed, *host, *arms]
 
     @property
     def pairs(self) -> int:
@@ -320,9 +341,13 @@ class ABResult:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         for arm in ("a", "b"):
             arm_result = getattr(self, arm)
+            noise = getattr(arm_result, "host_noise", None)
             data[arm] = {**asdict(arm_result), "flags": arm_result.flags.to_dict(),
-                         "conditions": arm_result.conditions.to_dict() if arm_result.conditions else None}
+                         "conditions": arm_result.conditions.to_dict() if arm_result.conditions else None,
+                         "host_noise": noise.to_dict() if noise is not None else None}
         data["input_shape"] = list(self.input_shape)
+        data["host_noise"] = self.host_noise.to_dict() if self.host_noise is not None else None
+        data["disturbance_marks"] = self.disturbance_marks()
         data["verdict"] = self.verdict.to_dict() if self.verdict else None
         data["summary"] = self.summary()
         return data
@@ -423,7 +448,8 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int, seed: int
         arms[name] = ArmResult(spec=spec.text, flags=spec.flags, dtype=spec.dtype or base.dtype,
                                channels_last=base.channels_last if spec.channels_last is None else spec.channels_last,
                                blocks=[], shapes=schedule.describe(), step=step.step,
-                               optimizer=step.optimizer if step.training else None, amp=step.amp)
+                               optimizer=step.optimizer if step.training else None, amp=step.amp,
+                               threads_asked=asked_state(spec.flags).flags.num_threads)
         if schedule.varies and (schedule.describe(), arms[name].dtype) not in checked:
             check_schedule_accepted(base.model, schedule, shape, arms[name].dtype)
             checked.add((schedule.describe(), arms[name].dtype))
@@ -479,12 +505,17 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int, seed: int
             if sampler is not None:
                 sampler.close(window, keep=not times.cancelled)  # a cancelled block is dropped with its samples
             watch.ran(arm.flags, during=f"arm {name}'s blocks")
-            arm.threads_used = torch.get_num_threads()
+            # The count of the block just run; one the model's code set in any block is kept, not hidden by the
+            # blocks after it (each starts at the asked count again).
+            if arm.threads_used is None or arm.threads_used == arm.threads_asked:
+                arm.threads_used = torch.get_num_threads()
         return times
 
     out_of_time = None
+    host = HostProbe()  # read at the edges of the interleaved blocks, outside every block's timer
     try:
         with ArmThreads(arms, separate=device.type == "cuda") as threads:
+            host.begin()
             timed_from = time.perf_counter()
             pair_started = timed_from
             last_pair_s = 0.0
@@ -505,6 +536,7 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int, seed: int
                 arms[name].blocks.append(times.samples_ms)
                 if on_block is not None:
                     on_block(name, index, len(order), times.samples_ms)
+            host.end()
     finally:
         for feed in feeds.values():
             feed.x = None
@@ -519,6 +551,9 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int, seed: int
         if sampler is not None:
             items = sum(shape[0] for shape in feeds[name].timed_shapes[:pairs * per_block])
             arm.conditions = sampler.summary([f"{name}{i}" for i in range(pairs)], items=items)
+        # Each arm's spread over its own samples: pooled, the two arms' speeds would read as spread.
+        arm.host_noise = host.summary(arm.samples_ms, spread=not schedules[name].varies)
+    host_noise = host.summary([*arms["A"].samples_ms, *arms["B"].samples_ms]).host_only("said per arm")
     verdict = block_verdict(arms["A"].blocks, arms["B"].blocks, seed=seed) if pairs >= MIN_PAIRS else None
     notes = [AA_NOTE] if same_arms(base, a, b) else []
     notes += inert_arm_flags(base.flags, arms["A"].flags, arms["B"].flags, device.type)
@@ -532,7 +567,8 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int, seed: int
                     order=order, verdict=verdict, cancelled=stopped, duration_s=time.time() - started,
                     notes=notes, step=arms["A"].step if same else "mixed",
                     optimizer=arms["A"].optimizer if same else None,
-                    amp=arms["A"].amp if arms["A"].amp == arms["B"].amp else "mixed", out_of_time=out_of_time)
+                    amp=arms["A"].amp if arms["A"].amp == arms["B"].amp else "mixed", out_of_time=out_of_time,
+                    host_noise=host_noise)
 
 
 def inert_arm_flags(base: Flags, a: Flags, b: Flags, device: str) -> list[str]:

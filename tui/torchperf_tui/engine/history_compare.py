@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.history_records import RunRecord
@@ -96,8 +96,16 @@ def disturbance_note(baseline: RunRecord, candidate: RunRecord) -> str | None:
     """'a1b2c3d4 was disturbed (window resized during the run): part of the ratio may be the disturbance, ...', or
     None when neither record has a mark. Unlike throttling, two disturbed runs are not like for like: nothing says
     the two disturbances cost the same."""
-    marked = [record for record in (baseline, candidate) if record.disturbed]
+    return disturbed_sentence([(record.short_id, record.disturbed) for record in (baseline, candidate)])
+
+
+def disturbed_sentence(runs: Sequence[tuple[str, Sequence[str]]], of: str = "the ratio") -> str | None:
+    """The one wording, History, Compare and an A/B's verdict alike, for runs with disturbance marks: 'a1b2c3d4 was
+    disturbed (window resized during the run): part of the ratio may be the disturbance, not what differs between
+    the runs'. `runs`: (name, marks) pairs, those without a mark left out; `of`: what the disturbance may be part
+    of. None when no run has a mark."""
+    marked = [(name, marks) for name, marks in runs if marks]
     if not marked:
         return None
-    said = " and ".join(f"{record.short_id} was disturbed ({record.disturbed_text()})" for record in marked)
-    return f"{said}: part of the ratio may be the disturbance, not what differs between the runs"
+    said = " and ".join(f"{name} was disturbed ({'; '.join(marks)})" for name, marks in marked)
+    return f"{said}: part of {of} may be the disturbance, not what differs between the runs"

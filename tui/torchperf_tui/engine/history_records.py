@@ -301,6 +301,8 @@ def records_from_ab(result: "ABResult", fingerprint: dict[str, Any] | None = Non
     ids = {"A": new_record_id(), "B": new_record_id()}
     verdict = result.verdict.to_dict() if result.verdict is not None else None
     created = _iso_utc(time.time())
+    # The comparison's marks on both arms: the arms' blocks interleave, so what disturbed one disturbed the pair.
+    marks = result.disturbance_marks() if hasattr(result, "disturbance_marks") else []
     records = []
     for name, arm in (("A", result.a), ("B", result.b)):
         details = {"arm": name, "pair": ids["B" if name == "A" else "A"], "spec": arm.spec, "shapes": arm.shapes,
@@ -309,17 +311,21 @@ def records_from_ab(result: "ABResult", fingerprint: dict[str, Any] | None = Non
                    "amp": getattr(arm, "amp", None)}
         if getattr(result, "state_notes", None):
             details["state_notes"] = list(result.state_notes)
+        noise = getattr(arm, "host_noise", None)  # the host over the blocks, and this arm's spread
+        if noise is not None:
+            details["host_noise"] = noise.to_dict()
         threads = getattr(arm, "threads_used", None)
         arm_env = {**env, **_conditions_fingerprint(getattr(arm, "conditions", None))}
         records.append(RunRecord(
             id=ids[name], kind="ab", created_at=created, model=result.model,
             input_shape=tuple(result.input_shape), dtype=arm.dtype, channels_last=arm.channels_last,
             device=result.device, flags=_flags_used(arm.flags, threads),
-            flags_text=arm.flags.describe(result.device, threads_used=threads),
+            flags_text=arm.flags.describe(result.device, threads_used=threads,
+                                          default_threads=getattr(arm, "threads_asked", None)),
             stats=compute_stats(arm.samples_ms, batch=result.input_shape[0]),
             samples_ms=list(arm.samples_ms), fingerprint=arm_env, cancelled=result.cancelled,
             duration_s=result.duration_s, timer="cuda-events" if result.device.startswith("cuda") else "perf_counter",
-            details=details))
+            details=details, disturbed=list(marks)))
     return records
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Sequence
 
 from torchperf_tui.engine.stats import p50_over_min, share_above
@@ -148,9 +148,12 @@ class HostNoise:
 
     def warnings(self) -> list[str]:
         """One line per finding, each with its figure; none on a quiet host."""
+        return ([f"noisy host: {self.host_text()} during the timed run"] if self.host_noisy else []) + \
+            self.sample_warnings()
+
+    def sample_warnings(self) -> list[str]:
+        """The samples' finding alone (an A/B says it per arm, the host once)."""
         lines = []
-        if self.host_noisy:
-            lines.append(f"noisy host: {self.host_text()} during the timed run")
         if self.samples_noisy:
             if self.p50_over_min is not None and self.p50_over_min >= P50_OVER_MIN:
                 lines.append(f"noisy samples: p50 is {self.p50_over_min:.3g}x the fastest sample")
@@ -158,6 +161,10 @@ class HostNoise:
                 lines.append(f"noisy samples: {self.slow_share * 100:.0f} % of them took over "
                              f"{SLOW_FACTOR:g}x the fastest")
         return lines
+
+    def host_only(self, why: str) -> "HostNoise":
+        """The host's figures without the samples' spread (`why`: where it is said instead)."""
+        return replace(self, p50_over_min=None, slow_share=None, missing={**self.missing, "spread": why})
 
     def summary(self) -> str:
         """One line of figures, quiet or not: 'load 0.4 on 2 cores, other processes busy on 0.1 of them · p50 1.03x

@@ -5,6 +5,8 @@ verdict; the arms are kept as runs beside the others."""
 
 from __future__ import annotations
 
+import time
+
 from textual import on
 from textual.app import ComposeResult
 from textual.reactive import reactive
@@ -12,12 +14,13 @@ from textual.containers import Vertical
 from textual.markup import escape
 from textual.widgets import DataTable, Static
 
+from torchperf_tui.engine.history_compare import disturbed_sentence
 from torchperf_tui.engine.stats import percentile_supported
 from torchperf_tui.formatting import UNSUPPORTED_LEGEND, format_ms, format_number, format_percentile
 from torchperf_tui.app.job_slots import JobSlots
 from torchperf_tui.app.messages import JobEvent, RunsChanged
 from torchperf_tui.app.run_setup import against_text, setup_text, speedup_text
-from torchperf_tui.app.runs import RunRecord, save_run
+from torchperf_tui.app.runs import RunRecord, app_marks, save_run
 from torchperf_tui.worker.protocol import JobDone, JobFailed, Progress
 from torchperf_tui.app.widgets.timing.histogram import LatencyOverlay, theme_palette
 
@@ -64,6 +67,9 @@ class ComparePane(Vertical):
         self.jobs = JobSlots(self)
         self.ab_runs: tuple[int, int] | None = None  # the run ids of the latest A/B's arms
         self._ab_state_notes: dict[int, list[str]] = {}  # an A/B arm's run id -> its comparison's state notes
+        # The latest A/B as this process saw it: when its blocks began (monotonic s), and (monotonic s, this
+        # process's CPU s) at its first block's arrival; None before that arrival.
+        self._ab_seen: tuple[float, tuple[float, float]] | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("no runs yet: pick a model and press r", id="compare-note")
@@ -133,6 +139,7 @@ class ComparePane(Vertical):
         except Exception:
             pass  # the config below says what is wrong with it
         self.ab_runs = (records[0].run_id, records[1].run_id)
+        self._ab_seen = None
         runs.baseline_id = records[0].run_id  # speed-ups read B against A
         self.screen.show_tab("compare")
         self.verdict = (f"A/B: [b]{records[0].flags_text}[/] vs [b]{records[1].flags_text}[/] · interleaved in "
@@ -168,6 +175,9 @@ class ComparePane(Vertical):
         record = next((r for r in self.arms() if r.arm == arm), None)
         if record is None or record.finished:
             return
+        if self._ab_seen is None:  # the first block: the blocks began its timed samples ago
+            now = self.app.session.disturbances.now()
+            self._ab_seen = (now - sum(samples) / 1000, (now, time.process_time()))
         record.samples_ms.extend(samples)
         record.stats = self.app.session.engine.stats.compute_stats(record.samples_ms, batch=record.batch)
         record.status, record.index, record.total = "timed", index, total
@@ -177,12 +187,18 @@ class ComparePane(Vertical):
     def _ab_finished(self, result, fingerprint) -> None:
         compute_stats = self.app.session.engine.stats.compute_stats
         batch = result.input_shape[0]
+        # What this process did beside the blocks (a resize, heavy redraws) goes on the result, as a timing run's
+        # does (timing_pane._mark_disturbed): both arms' history records keep it with the host's noise.
+        if self._ab_seen is not None and hasattr(result, "disturbed"):
+            result.disturbed = app_marks(self.app.session.disturbances, *self._ab_seen)
+        marks = list(result.disturbance_marks()) if hasattr(result, "disturbance_marks") else []
         for record in self.arms():
             arm_result = result.a if record.arm == "A" else result.b
             record.samples_ms = list(arm_result.samples_ms)
             record.stats = compute_stats(record.samples_ms, batch=batch)
             record.status = "cancelled" if result.cancelled else "done"
             record.verdict = result.verdict
+            record.disturbed = list(marks)
             threads = getattr(arm_result, "threads_used", None)
             if threads is not None:  # as run: the table tells thread counts apart
                 record.flags_text = arm_result.flags_text(result.device)
@@ -287,15 +303,11 @@ class ComparePane(Vertical):
 
 
 def disturbed_note(runs: list) -> str:
-    """' · #2 disturbed (window resized during the run): a speed-up with it may be the disturbance', for the kept
-    runs with a mark (app/runs.py, engine/host_noise.py), as a comparison of history records says it; '' if none."""
-    marked = [r for r in runs if r.disturbed]
-    if not marked:
-        return ""
-    said = ", ".join(f"{r.label} ({escape('; '.join(r.disturbed))})" for r in marked)
-    one = len(marked) == 1
-    return (f"\n[$warning]{said} {'was' if one else 'were'} disturbed: a speed-up with "
-            f"{'it' if one else 'them'} may be the disturbance, not what differs between the runs[/]")
+    """'\n#2 was disturbed (window resized during the run): part of the speed-up may be the disturbance, ...' for the
+    kept runs with a mark (app/runs.py, engine/host_noise.py), in the words of a comparison of history records
+    (engine/history_compare.py); '' if none."""
+    sentence = disturbed_sentence([(r.label, r.disturbed) for r in runs], of="the speed-up")
+    return f"\n[$warning]{escape(sentence)}[/]" if sentence else ""
 
 
 def ab_verdict_text(result) -> str:
@@ -312,6 +324,10 @@ def ab_verdict_text(result) -> str:
     else:
         style = "$success" if verdict.ratio < 1 else "$error"
     lines = [head, f"[b {style}]{result.summary()}[/]"]
+    disturbed = disturbed_sentence([("the comparison", result.disturbance_marks())]) \
+        if hasattr(result, "disturbance_marks") else None
+    if disturbed:  # one line, in the words of a comparison of history records
+        lines.append(f"[$warning]{escape(disturbed)}[/]")
     note = result.ratio_note()
     if note:
         lines.append(f"[dim]{note}[/]")

@@ -20,15 +20,12 @@ from textual.widgets import ProgressBar, Static
 from torchperf_tui.formatting import budget_text, format_bytes, format_count, format_ms, format_number
 from torchperf_tui.app.job_slots import JobSlots
 from torchperf_tui.app.messages import JobEvent, RunsChanged
-from torchperf_tui.app.runs import RunRecord, busy_mark, save_run
+from torchperf_tui.app.runs import RunRecord, app_marks, save_run
 from torchperf_tui.app.widgets.timing.histogram import LatencyHistogram
 from torchperf_tui.worker.protocol import JobDone, JobFailed, Progress, Samples
 
 COMPACT_BELOW_ROWS = 30  # the pane's height under which its lines are compact
 LIVE_STATS_EVERY_S = 0.5  # live statistics over all samples so far are recomputed at most this often
-# This process's CPU over a run is judged (app/runs.py's busy_mark) only over at least this long: over a shorter
-# run one redraw of its lines (tens of milliseconds) would read as a busy process.
-BUSY_MIN_WALL_S = 2.0
 
 # What the histogram says while a run has no timed sample yet (not "press r": a run is under way).
 WAITING_TEXT = {"starting": "building the model: the histogram fills with the timed iterations",
@@ -190,11 +187,11 @@ def roofline_text(result) -> str:
     ridge = _value(result.ridge_flops_per_byte, ".1f")
     achieved = format_count(result.achieved_tflops * 1e12, "FLOP/s")
     of = " of a training step" if getattr(result, "step", "infer") == "train" else ""
-    measured = getattr(result, "measured_mfu_pct", None)
-    if isinstance(measured, (int, float)) and result.peak_tflops != result.measured_tflops:
-        # beside a datasheet peak; on the CPU it is the peak
-        above = getattr(result, "above_ceiling", {}).get("measured_mfu_pct")
-        mfu += f" ({above or f'{measured:.1f} % of the measured ceiling'})"
+    measured = utilisation_text(result, "measured_mfu_pct") if hasattr(result, "measured_mfu_pct") else "n/a"
+    if measured != "n/a" and result.peak_tflops != result.measured_tflops:
+        # beside a datasheet peak (on the CPU it is the peak): the engine's figure, or its sentence above 100 %
+        above = measured in getattr(result, "above_ceiling", {}).values()
+        mfu += f" ({measured if above else f'{measured} of the measured ceiling'})"
     text = (f"roofline{of}: {achieved} achieved · MFU {mfu} · intensity "
             f"{_value(result.arithmetic_intensity, '.1f', ' FLOP/byte')} (ridge {ridge}) · {side}")
     if any(hasattr(value, "reason") for value in (result.mfu_pct, result.ridge_flops_per_byte, result.side)):
@@ -450,11 +447,8 @@ class TimingPane(Vertical):
         history record keeps it with the host's noise; the run shows both."""
         session = self.app.session
         if record.seen_from is not None and hasattr(result, "disturbed"):
-            now = session.disturbances.now()
-            seen = session.disturbances.between(record.seen_from, now)
-            wall = now - record.seen_from
-            busy = busy_mark(time.process_time() - record.ui_cpu_from, wall) if wall >= BUSY_MIN_WALL_S else None
-            result.disturbed = [*seen, *([busy] if busy else [])]
+            result.disturbed = app_marks(session.disturbances, record.seen_from,
+                                         (record.seen_from, record.ui_cpu_from))
         record.disturbed = list(result.disturbance_marks()) if hasattr(result, "disturbance_marks") else []
 
     def _failed(self, record: RunRecord, error: str) -> None:
