@@ -234,3 +234,17 @@ def test_each_process_has_its_own_log_named_after_it_and_an_empty_one_is_removed
     finally:
         process.stop()
     assert "hello from the factory" in (tmp_path / f"m-{chatty_pid}.log").read_text()  # kept: it holds something
+
+
+def test_an_enforced_cancel_that_finds_its_job_finished_meanwhile_leaves_the_process_serving(measurement):
+    """_enforce_cancel sees the job running, lets go of the lock, and the job's JobDone comes before _replace
+    takes it again: the process must be left as it is, serving, not dropped with nothing in its place."""
+    process, rec = measurement
+    job = process.submit("time", {"cfg": _cfg(iters=2)}, "the quick run")
+    rec.wait_for(lambda: rec.end_of(job) is not None)
+    serving = process._process
+    process._replace(serving, "the measurement process did not stop the quick run within 2 s", job)
+    assert process._process is serving and serving.poll() is None and not rec.notices
+    after = process.submit("time", {"cfg": _cfg(iters=2)})
+    rec.wait_for(lambda: rec.end_of(after) is not None)
+    assert isinstance(rec.end_of(after), JobDone) and process._process is serving

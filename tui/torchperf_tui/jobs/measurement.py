@@ -353,11 +353,11 @@ class MeasurementProcess:
         with self._lock:
             if process is not self._process or self._stopping:
                 return
-            self._generation += 1  # the old process's threads stop acting on what they read
-            outbox, self._outbox, self._process = self._outbox, None, None
             running = [j for j in self._jobs.values() if j.running]
             if job_id is not None and not any(j.job_id == job_id for j in running):
-                return  # it finished meanwhile: nothing to kill for
+                return  # it finished meanwhile: nothing to kill for, and the process goes on serving
+            self._generation += 1  # the old process's threads stop acting on what they read
+            outbox, self._outbox, self._process = self._outbox, None, None
             was_ready = self._ready
             log = self.log_path
         if outbox is not None:
