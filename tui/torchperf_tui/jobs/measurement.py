@@ -277,7 +277,7 @@ class MeasurementProcess:
                 break
             except Exception as exc:  # a message that does not unpickle here: a bug, said in one line
                 # Jobs run one at a time and their last message is their result: it is the running job's.
-                self._fail_running(f"the measurement process sent what the app cannot read: "
+                self._fail_running(f"the measurement process sent what this process cannot read: "
                                    f"{type(exc).__name__}: {exc}", generation)
                 continue
             with self._lock:
@@ -343,7 +343,7 @@ class MeasurementProcess:
                 return
             running = [self._jobs.pop(j.job_id) for j in list(self._jobs.values()) if j.running]
         for job in running:
-            self.on_event(JobFailed(job.job_id, reason))
+            self.on_event(JobFailed(job.job_id, reason, internal=True))  # a bug of ours
 
     def _replace(self, process: Any, reason: str | None, job_id: int | None) -> None:
         """The process died (reason None: say how) or must go (kill it): fail the job it was running, start a

@@ -137,7 +137,7 @@ class Worker:
                     continue
                 runner = RUNNERS.get(job.kind)
                 if runner is None:
-                    self.send(JobFailed(job.job_id, f"unknown job kind {job.kind!r}"))
+                    self.send(JobFailed(job.job_id, f"unknown job kind {job.kind!r}", internal=True))
                     continue
                 self.send(Started(job.job_id))
                 try:
@@ -154,8 +154,8 @@ class Worker:
                     try:
                         self.send(JobDone(job.job_id, result, extra))
                     except Exception as exc:  # a result that does not pickle: the job fails, the process stays
-                        self.send(JobFailed(job.job_id, f"its result could not be sent to the app: "
-                                                        f"{type(exc).__name__}: {exc}"))
+                        self.send(JobFailed(job.job_id, f"its result could not be sent from the measurement "
+                                                        f"process: {type(exc).__name__}: {exc}", internal=True))
             finally:
                 with self.lock:
                     self.contexts.pop(job.job_id, None)
