@@ -4,9 +4,9 @@ No torch, no Textual. Events from the process reach `on_event` on a reader threa
 itself as messages). If the process dies (a segfault in an extension, the OOM killer, `os._exit` in a
 model), the job it was running fails with a line that says what died and during what (the phase the process
 announced: the import of the model's module, its build or a pass), queued jobs go to a fresh process, and the next
-request works. A cancelled job that has not stopped within CANCEL_GRACE_S (a build or a forward pass stuck
-in C++ or in a sleep cannot be interrupted) is killed with its process, which is started again, and that
-is said: at once when the cancel is enforced, else as soon as another job waits behind it. The CLI uses
+request works. A cancelled job that has not stopped within CANCEL_GRACE_S once it iterates, BUILD_GRACE_S
+before (a build or a forward pass stuck in C++ or in a sleep cannot be interrupted) is killed with its
+process, which is started again, and that is said: at once when the cancel is enforced, else as soon as another job waits behind it. The CLI uses
 the same client with restart=False and the process's output on its own stderr (jobs/cli_jobs.py).
 """
 
@@ -26,9 +26,12 @@ from typing import Any, Callable
 from torchperf_tui.worker.protocol import (MEASURING_KINDS, PHASE, CancelJob, JobDone, JobFailed, Progress,
                                            ProtocolError, Quit, Ready, Samples, StartJob, Started, pack, unpack)
 
-# A cancelled job must stop within this, whatever it is doing (iterating, building, compiling, analysing), or
-# it is killed with its process: the README promises this number.
+# A cancelled job must stop within these, or it is killed with its process (the README promises both numbers):
+# CANCEL_GRACE_S once it iterates (it has streamed samples or progress: it checks its cancel flag between
+# iterations), BUILD_GRACE_S before (a build, a model analysis, a compile, a roofline or determinism check has
+# no cancel point and takes seconds for a big model: a healthy one must not be killed for it).
 CANCEL_GRACE_S = 2.0
+BUILD_GRACE_S = 10.0
 
 
 @dataclass
@@ -52,6 +55,11 @@ class _UiUnpickler(pickle.Unpickler):
         if module == "torch" or module.startswith("torch."):
             raise ProtocolError(f"a torch object ({module}.{name}) in an event: the UI process does not load torch")
         return super().find_class(module, name)
+
+
+def grace_of(info: JobInfo) -> float:
+    """How long a cancelled job may take to stop: CANCEL_GRACE_S once it iterates, BUILD_GRACE_S before."""
+    return CANCEL_GRACE_S if info.iterating else BUILD_GRACE_S
 
 
 def describe_exit(exitcode: int | None) -> str:
@@ -211,8 +219,8 @@ class MeasurementProcess:
         return job_id
 
     def cancel(self, job_id: int, grace_s: float | None = None, enforce: bool = True) -> None:
-        """Stop a job at its next iteration. With `enforce`, a job still running `grace_s` (CANCEL_GRACE_S)
-        after the cancel is stopped by killing the process; without, its result is merely dropped, unless
+        """Stop a job at its next iteration. With `enforce`, a job still running `grace_s` (default: its grace,
+        see `grace_of`) after the cancel is stopped by killing the process; without, its result is merely dropped, unless
         another job is submitted behind it (then it is enforced all the same: see submit)."""
         import time
 
@@ -231,7 +239,7 @@ class MeasurementProcess:
         import time
 
         info.enforced = True
-        grace_s = CANCEL_GRACE_S if grace_s is None else grace_s
+        grace_s = grace_of(info) if grace_s is None else grace_s
         left = max(0.0, info.cancel_sent_at + grace_s - time.monotonic())
         timer = threading.Timer(left, self._enforce_cancel, args=(info.job_id, self._generation, grace_s))
         timer.daemon = True
