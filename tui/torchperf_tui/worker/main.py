@@ -140,10 +140,13 @@ class Worker:
                     self.send(JobFailed(job.job_id, f"unknown job kind {job.kind!r}", internal=True))
                     continue
                 self.send(Started(job.job_id))
+                def call(job=job, ctx=ctx, runner=runner) -> tuple[Any, dict]:
+                    notes = track_phases(job, ctx)  # the model's import runs here, under the guard
+                    return with_notes(*runner(job.params, ctx), notes)
+
                 try:
-                    track_phases(job, ctx)
                     # From the process's pristine torch state, put back after: no model's settings leak on.
-                    result, extra = guarded_job(lambda: runner(job.params, ctx))
+                    result, extra = guarded_job(call)
                 except (Exception, SystemExit) as exc:  # the model's or ours: one line either way
                     if os.environ.get("TORCHPERF_DEBUG"):
                         import traceback
@@ -172,21 +175,38 @@ def model_spec(params: dict) -> str | None:
     return None
 
 
-def track_phases(job: StartJob, ctx: Any) -> None:
+def with_notes(result: Any, extra: dict, notes: list[str]) -> tuple[Any, dict]:
+    """(result, extra) with `notes` about torch's state first in the result's `state_notes` when it has that
+    field, else in `extra["state_notes"]` (as flags.guarded_job says its own)."""
+    if not notes:
+        return result, extra
+    if hasattr(result, "state_notes"):
+        result.state_notes = [*notes, *(result.state_notes or [])]
+        return result, extra
+    return result, {**extra, "state_notes": [*notes, *extra.get("state_notes", [])]}
+
+
+def track_phases(job: StartJob, ctx: Any) -> list[str]:
     """Say which part of the model's code runs, before it runs: the import of its module (done here, as the
     engine would first thing: a module that fails to import is the same one-line error), its build, and its
     passes (from the job's first check of its cancel flag: the engine's loops check it before each pass, after
-    the build). A process that dies in there (os._exit, a segfault) is then reported with that phase."""
+    the build). A process that dies in there (os._exit, a segfault) is then reported with that phase. Returns
+    what the import changed of torch's state, in words (put back: the job runs from the process's own)."""
     from torchperf_tui.worker.protocol import PHASE
 
     spec = model_spec(job.params)
     if spec is None:
-        return
+        return []
+    from torchperf_tui.engine.flags import TorchState, import_changes
     from torchperf_tui.engine.models import _is_custom, _load_factory
 
+    notes: list[str] = []
     if _is_custom(spec):
-        ctx.progress(PHASE, f"the import of {spec.split(':')[0].strip()}")
+        module = spec.split(':')[0].strip()
+        ctx.progress(PHASE, f"the import of {module}")
+        before = TorchState.current()
         _load_factory(spec)  # imported once: the engine's own call finds it in sys.modules
+        notes = import_changes(module, before)
     ctx.progress(PHASE, f"the analysis of {spec}" if job.kind in ("analyse", "cli.flops") else f"the build of {spec}")
     checked = ctx.cancel_event.is_set
     announced = []
@@ -198,6 +218,7 @@ def track_phases(job: StartJob, ctx: Any) -> None:
         return checked()
 
     ctx.cancelled = cancelled
+    return notes
 
 
 def serve_fd(fd: int, log_path: str | None = None) -> None:
@@ -215,6 +236,9 @@ def serve(conn: Any, log_path: str | None = None) -> None:
     import torch  # noqa: F401 - the seconds this takes are spent here, once, before the first job
 
     import torchperf_tui.engine.timing  # noqa: F401
+    from torchperf_tui.engine.flags import process_baseline
+
+    process_baseline()  # torch's pristine state, before any job imports a model's module
 
     worker = Worker(conn)
     threading.Thread(target=worker.read_requests, name="requests", daemon=True).start()
