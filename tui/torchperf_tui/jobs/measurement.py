@@ -7,7 +7,8 @@ announced: the import of the model's module, its build or a pass), queued jobs g
 request works. A cancelled job that has not stopped within CANCEL_GRACE_S once it iterates, BUILD_GRACE_S
 before (a build or a forward pass stuck in C++ or in a sleep cannot be interrupted) is killed with its
 process, which is started again, and that is said: at once when the cancel is enforced, else as soon as another job waits behind it. The CLI uses
-the same client with restart=False and the process's output on its own stderr (jobs/cli_jobs.py).
+the same client with restart=False and the model's prints on its own stderr, the process's stderr in its log
+(jobs/cli_jobs.py).
 """
 
 from __future__ import annotations
@@ -105,16 +106,17 @@ class MeasurementProcess:
     def __init__(self, on_event: Callable[[Any], None], on_notice: Callable[[str], None] | None = None,
                  log_path: str | None = None, output: str = "log", restart: bool = True) -> None:
         """`log_path`: where each process's stdout and stderr go ({pid} is its pid; default_log_path());
-        `output="stderr"`: to this process's stderr instead (the CLI: a model's print() is the user's to see,
-        never in the command's output). `restart=False`: a process that dies or is killed is not replaced (the
-        CLI runs one job and ends)."""
+        `output="stderr"`: its stdout (the model's prints) to this process's stderr instead (the CLI: a model's
+        print() is the user's to see, never in the command's output), its stderr (a crash dump, a traceback)
+        still to the log. `restart=False`: a process that dies or is killed is not replaced (the CLI runs one
+        job and ends)."""
         self.on_event = on_event
         self.on_notice = on_notice or (lambda text: None)
         if output not in ("log", "stderr"):
             raise ValueError(f"output must be 'log' or 'stderr', not {output!r}")
-        self.output = output
+        self.prints_to_stderr = output == "stderr"
         self.restart = restart
-        self.log_template = None if output == "stderr" else (log_path or default_log_path())
+        self.log_template = log_path or default_log_path()
         self.log_path: str | None = None  # the log of the process now serving
         self.pid: int | None = None  # of the process now serving, once it said Ready
         self._ids = itertools.count(1)
@@ -137,7 +139,7 @@ class MeasurementProcess:
         import sys
         from multiprocessing.connection import Connection
 
-        from torchperf_tui.worker.main import TO_STDERR, log_file
+        from torchperf_tui.worker.main import PRINTS_TO_STDERR, log_file
 
         with self._lock:
             self._generation += 1
@@ -147,14 +149,14 @@ class MeasurementProcess:
             # -P (3.11+): the current folder is not put first on the path, so a PyTorch source tree there does
             # not shadow the installed torch (a user's model module there still imports: engine/models.py).
             safe_path = ["-P"] if sys.version_info >= (3, 11) else []
-            to_stderr = self.log_template is None
+            to_stderr = self.prints_to_stderr
             process = subprocess.Popen([sys.executable, *safe_path, "-m", "torchperf_tui.worker", str(theirs.fileno()),
-                                        TO_STDERR if to_stderr else self.log_template],
+                                        self.log_template, *([PRINTS_TO_STDERR] if to_stderr else [])],
                                        pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
                                        stdout=subprocess.DEVNULL, stderr=None if to_stderr else subprocess.DEVNULL,
                                        env=env, close_fds=True)
             theirs.close()
-            self.log_path = None if to_stderr else log_file(self.log_template, process.pid)
+            self.log_path = log_file(self.log_template, process.pid)
             conn = Connection(ours.detach())
             self._process, self.pid, self._ready = process, None, False
             self._outbox = queue.Queue()

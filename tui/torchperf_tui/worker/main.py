@@ -3,7 +3,8 @@
 Started as a new interpreter (`python -m torchperf_tui.worker`, never forked: CUDA is initialised only
 here) by jobs/measurement.py, with one end of a socket pair. For the app its stdout and stderr go to a log file
 named after this process (its stdin is /dev/null), so nothing a model prints or reads can touch the app's
-terminal; for the CLI both go to the CLI's stderr, so a model's print() never mixes with the command's output. A reader thread takes requests off the pipe: a new job joins the
+terminal; for the CLI its stdout goes to the CLI's stderr, so a model's print() never mixes with the command's
+output, and its stderr (a crash dump, a traceback) to the log. A reader thread takes requests off the pipe: a new job joins the
 queue, a cancel sets that job's flag (checked by the engine between iterations), a quit or a closed pipe
 ends the process. Jobs run on the main thread, one after another: while one measures, this process does
 nothing else (samples leave in batches, twice a second, between iterations: worker/jobs.py's SampleStream).
@@ -21,7 +22,7 @@ from typing import Any
 from torchperf_tui.worker.protocol import CancelJob, JobDone, JobFailed, Quit, Ready, StartJob, Started, pack, unpack
 
 
-TO_STDERR = "-"  # the log argument that sends stdout and stderr to the stderr this process was given
+PRINTS_TO_STDERR = "prints-to-stderr"  # the argument that sends stdout (the model's prints) to the stderr given
 
 
 def log_file(template: str, pid: int) -> str:
@@ -30,24 +31,22 @@ def log_file(template: str, pid: int) -> str:
     return template.replace("{pid}", str(pid))
 
 
-def _detach_from_terminal(log_path: str | None) -> None:
-    """stdin from /dev/null, stdout and stderr (the file descriptors: native libraries write there too) to the
-    log (TO_STDERR: stdout joins the inherited stderr); SIGINT ignored (Ctrl-C belongs to the app, which
-    cancels the job); ended by the kernel if the app dies."""
+def _detach_from_terminal(log_path: str | None, prints_to_stderr: bool = False) -> None:
+    """stdin from /dev/null, stderr (the file descriptor: native libraries and faulthandler write there too) to
+    the log, and stdout too, or (`prints_to_stderr`, the CLI) to the stderr this process was given: the model's
+    prints are the user's to see, a crash dump or a traceback is the log's; SIGINT ignored (Ctrl-C belongs to the
+    app, which cancels the job); ended by the kernel if the app dies."""
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
-    if log_path == TO_STDERR:
-        os.dup2(2, 1)
-    else:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
-        try:
-            out = os.open(log_file(log_path, os.getpid()) if log_path else os.devnull, flags, 0o600)
-        except OSError:  # no log rather than no measurements
-            out = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(out, 1)
-        os.dup2(out, 2)
-        os.close(out)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        out = os.open(log_file(log_path, os.getpid()) if log_path else os.devnull, flags, 0o600)
+    except OSError:  # no log rather than no measurements
+        out = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(2 if prints_to_stderr else out, 1)
+    os.dup2(out, 2)
+    os.close(out)
     sys.stdout = open(1, "w", buffering=1, closefd=False)
     sys.stderr = open(2, "w", buffering=1, closefd=False)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -147,12 +146,18 @@ class Worker:
                 try:
                     # From the process's pristine torch state, put back after: no model's settings leak on.
                     result, extra = guarded_job(call)
-                except (Exception, SystemExit) as exc:  # the model's or ours: one line either way
+                except BaseException as exc:  # the model's or ours: one line either way, the process stays
                     if os.environ.get("TORCHPERF_DEBUG"):
                         import traceback
 
                         traceback.print_exc()  # to the log file
-                    self.send(JobFailed(job.job_id, user_message(exc), internal=not isinstance(exc, TorchperfError)))
+                    if isinstance(exc, (Exception, SystemExit)):
+                        self.send(JobFailed(job.job_id, user_message(exc),
+                                            internal=not isinstance(exc, TorchperfError)))
+                    else:  # KeyboardInterrupt and the like: raised by the model's code (SIGINT is ignored here)
+                        said = str(exc).strip().splitlines()
+                        self.send(JobFailed(job.job_id, f"the model's code raised {type(exc).__name__}"
+                                                        + (f": {said[0]}" if said else "")))
                 else:
                     try:
                         self.send(JobDone(job.job_id, result, extra))
@@ -221,15 +226,15 @@ def track_phases(job: StartJob, ctx: Any) -> list[str]:
     return notes
 
 
-def serve_fd(fd: int, log_path: str | None = None) -> None:
+def serve_fd(fd: int, log_path: str | None = None, prints: str | None = None) -> None:
     """The process entry point: `fd` is this end of the socket pair the app made."""
     from multiprocessing.connection import Connection
 
-    serve(Connection(fd), log_path)
+    serve(Connection(fd), log_path, prints_to_stderr=prints == PRINTS_TO_STDERR)
 
 
-def serve(conn: Any, log_path: str | None = None) -> None:
-    _detach_from_terminal(log_path)
+def serve(conn: Any, log_path: str | None = None, prints_to_stderr: bool = False) -> None:
+    _detach_from_terminal(log_path, prints_to_stderr)
     import faulthandler
 
     faulthandler.enable()  # a segfault in an extension leaves its Python stack in the log
