@@ -104,13 +104,16 @@ class MeasurementProcess:
     """One measurement process at a time; replaced when it dies or must be killed."""
 
     def __init__(self, on_event: Callable[[Any], None], on_notice: Callable[[str], None] | None = None,
-                 log_path: str | None = None, output: str = "log", restart: bool = True) -> None:
+                 log_path: str | None = None, output: str = "log", restart: bool = True,
+                 cpus: frozenset[int] | set[int] | None = None) -> None:
         """`log_path`: where each process's stdout and stderr go ({pid} is its pid; default_log_path());
         `output="stderr"`: its stdout (the model's prints) to this process's stderr instead (the CLI: a model's
         print() is the user's to see, never in the command's output), its stderr (a crash dump, a traceback)
         still to the log. `restart=False`: a process that dies or is killed is not replaced (the CLI runs one
-        job and ends)."""
+        job and ends). `cpus`: the CPUs each process runs on, set by the process itself before it imports
+        torch (whose default thread count follows them); None: where it is started."""
         self.on_event = on_event
+        self.cpus = frozenset(cpus) if cpus else None
         self.on_notice = on_notice or (lambda text: None)
         if output not in ("log", "stderr"):
             raise ValueError(f"output must be 'log' or 'stderr', not {output!r}")
@@ -139,13 +142,16 @@ class MeasurementProcess:
         import sys
         from multiprocessing.connection import Connection
 
-        from torchperf_tui.worker.main import PRINTS_TO_STDERR, log_file
+        from torchperf_tui.worker.main import CPUS_ENV, PRINTS_TO_STDERR, log_file
 
         with self._lock:
             self._generation += 1
             generation = self._generation
             ours, theirs = socket.socketpair()
             env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+            env.pop(CPUS_ENV, None)
+            if self.cpus:
+                env[CPUS_ENV] = ",".join(str(cpu) for cpu in sorted(self.cpus))
             # -P (3.11+): the current folder is not put first on the path, so a PyTorch source tree there does
             # not shadow the installed torch (a user's model module there still imports: engine/models.py).
             safe_path = ["-P"] if sys.version_info >= (3, 11) else []

@@ -53,6 +53,31 @@ def _detach_from_terminal(log_path: str | None, prints_to_stderr: bool = False) 
     _die_with_parent()
 
 
+CPUS_ENV = "TORCHPERF_CPUS"  # "0,1,2": the CPUs the measurement process runs on, set before torch is imported
+
+
+def apply_cpu_set(environ: dict | None = None, set_affinity: Any = None) -> frozenset[int] | None:
+    """Put this process on the CPUs `environ[CPUS_ENV]` names (the app's plan on a box with cores to spare),
+    before torch is imported: torch sizes its intra-op pool (the process's default thread count) from the mask
+    it finds then. The variable is taken out, so what the model starts does not inherit it. None: no set (or
+    none that could be applied), the process runs where it was started."""
+    environ = os.environ if environ is None else environ
+    text = environ.pop(CPUS_ENV, None)
+    if not text:
+        return None
+    try:
+        cpus = frozenset(int(cpu) for cpu in text.split(",") if cpu.strip())
+    except ValueError:
+        return None
+    if not cpus:
+        return None
+    try:
+        (set_affinity or os.sched_setaffinity)(0, cpus)
+    except (AttributeError, OSError):  # no affinity on this platform, or CPUs gone: run where it was started
+        return None
+    return cpus
+
+
 def _die_with_parent() -> None:
     """Linux: SIGKILL this process when the app's process ends, even by SIGKILL (no orphans holding a GPU)."""
     if not sys.platform.startswith("linux"):
@@ -235,6 +260,7 @@ def serve_fd(fd: int, log_path: str | None = None, prints: str | None = None) ->
 
 def serve(conn: Any, log_path: str | None = None, prints_to_stderr: bool = False) -> None:
     _detach_from_terminal(log_path, prints_to_stderr)
+    apply_cpu_set()  # before torch is imported: its default thread count follows the mask
     import faulthandler
 
     faulthandler.enable()  # a segfault in an extension leaves its Python stack in the log
