@@ -217,3 +217,31 @@ def test_ctrl_c_on_a_model_that_blocks_ends_the_command_within_the_grace(factory
             proc.kill()
     assert proc.returncode == 130 and err.strip() == "torchperf-tui: interrupted", err
     assert took < CANCEL_GRACE_S + 10  # the grace, then a kill: never the 11 days the model sleeps
+
+
+OUTPUT_MODELS = "tests.process_output_models"
+
+
+def test_a_keyboard_interrupt_raised_by_the_models_code_is_its_error_in_one_line_exit_2():
+    """Not the user's Ctrl-C (that is exit 130): the model's own raise, so the model's error, exit 2."""
+    proc = _cli("bench", f"{OUTPUT_MODELS}:raises_keyboard_interrupt", "--input", "1x8", "--iters", "3",
+                "--warmup", "1", "--no-history")
+    assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+    assert proc.stderr.splitlines() == ["torchperf-tui: error: the model's code raised KeyboardInterrupt: "
+                                        "the model's own"]
+
+
+def test_a_segfault_is_one_line_naming_the_log_that_holds_the_crash_dump():
+    import re
+
+    spec = f"{OUTPUT_MODELS}:segfaults_in_forward"
+    proc = _cli("bench", spec, "--input", "1x8", "--iters", "3", "--warmup", "1", "--no-history")
+    lines = proc.stderr.splitlines()
+    assert proc.returncode == 2 and proc.stdout == "" and len(lines) == 1, proc.stderr
+    found = re.fullmatch(rf"torchperf-tui: error: the measurement process was killed \(SIGSEGV\) while timing "
+                         rf"{re.escape(spec)} \(during a pass of {re.escape(spec)}\) \(its log: (.+)\)", lines[0])
+    assert found is not None, lines[0]
+    try:
+        assert "Segmentation fault" in open(found.group(1)).read()  # faulthandler's dump, with the Python stack
+    finally:
+        os.unlink(found.group(1))

@@ -82,3 +82,21 @@ def _cfg(**kw):
     from torchperf_tui.engine.timing import BenchConfig
 
     return BenchConfig(**{**dict(model=TINY, input_shape=(1, 3, 8, 8), warmup=0, iters=2, device="cpu"), **kw})
+
+
+def test_a_module_that_sets_threads_at_import_is_said_and_the_run_keeps_the_process_own_count():
+    """The model's job is the CLI process's first: what its module sets at import must not become the baseline."""
+    import re
+
+    from tests.test_cli_hostile import _cli
+
+    proc = _cli("bench", "tests.import_sets_threads:factory", "--input", "1x3x8x8", "--iters", "3", "--warmup", "1",
+                "--no-history")
+    assert proc.returncode == 0, proc.stderr
+    note = re.search(r"the model's module tests\.import_sets_threads set torch threads to (\d+) at import: "
+                     r"put back to (\d+) for the job", " ".join(proc.stdout.split()))  # a row may wrap
+    assert note is not None, proc.stdout
+    set_to, own = note.groups()
+    assert set_to != own
+    flags = next(line for line in proc.stdout.splitlines() if line.startswith("flags"))
+    assert flags.split(maxsplit=1)[1].strip() == f"threads={own} (default)"

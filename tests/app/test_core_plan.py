@@ -1,11 +1,13 @@
 """On a box with cores to spare the UI's event loop is kept off the measurement's CPUs, and the measurement process
-off the UI's; on a small box (this 2-core one) nothing is pinned. Driven with fake CPU sets and a recorder."""
+off the UI's (it puts itself there before it imports torch); on a small box (this 2-core one) nothing is pinned.
+Driven with fake CPU sets and a recorder, and one real process put on one CPU."""
 
 from __future__ import annotations
 
 import os
 
 from torchperf_tui.app.session import Session, core_plan
+from torchperf_tui.worker.main import CPUS_ENV, apply_cpu_set
 
 
 def test_only_a_box_with_more_than_four_cpus_gives_the_ui_one_of_its_own():
@@ -14,41 +16,77 @@ def test_only_a_box_with_more_than_four_cpus_gives_the_ui_one_of_its_own():
     assert core_plan({0, 2, 4, 6, 8}) == (8, frozenset({0, 2, 4, 6}))  # the CPUs the app may run on, not 0..n
 
 
-class FakeClient:
-    def __init__(self, calls: list) -> None:
-        self.calls = calls
-
-    def _on_supervisor(self, fn) -> None:
-        self.calls.append("supervisor")
-        fn()
-
-
-def session_with(cpus: set[int], client=True) -> tuple[Session, list]:
+def session_with(cpus: set[int]) -> tuple[Session, list]:
     calls: list = []
     session = Session()
     session.cores = core_plan(cpus)
     session.set_affinity = lambda pid, cpus: calls.append((pid, set(cpus)))
-    session.measure = FakeClient(calls) if client else object()
     return session, calls
 
 
-def test_each_ready_measurement_process_is_kept_off_the_ui_cpu_and_the_ui_thread_pinned_once():
+def test_the_measurement_process_is_started_on_the_measurement_cpus_and_the_ui_thread_pinned_once(monkeypatch):
+    made: list = []
+
+    class FakeClient:
+        def __init__(self, **kwargs) -> None:
+            made.append(kwargs)
+
+        def start(self) -> None:
+            pass
+
+    monkeypatch.setattr("torchperf_tui.jobs.measurement.MeasurementProcess", FakeClient)
     session, calls = session_with(set(range(8)))
+    session.start(lambda event: None, lambda text: None)
+    assert made[0]["cpus"] == frozenset(range(7))  # given before the process imports torch, not after Ready
     session.measurement_pid = 123
-    # the process first, then the supervisor thread that restarts it made before the UI thread is pinned
-    assert calls == [(123, set(range(7))), "supervisor", (0, {7})]
-    calls.clear()
-    session.measurement_pid = 456  # a restarted process: put back in its place, the UI already pinned
-    assert calls == [(456, set(range(7)))] and session.measurement_pid == 456
+    assert calls == [(0, {7})]  # the UI thread alone; the process placed itself
+    session.measurement_pid = 456  # a restarted process: it placed itself too, the UI already pinned
+    assert calls == [(0, {7})] and session.measurement_pid == 456
 
 
-def test_a_small_box_or_a_client_without_a_supervisor_thread_pins_no_ui_thread():
+def test_a_small_box_pins_nothing_and_starts_the_process_where_it_is(monkeypatch):
+    made: list = []
+    monkeypatch.setattr("torchperf_tui.jobs.measurement.MeasurementProcess",
+                        lambda **kwargs: made.append(kwargs) or type("C", (), {"start": lambda self: None})())
     session, calls = session_with({0, 1})
+    session.start(lambda event: None, lambda text: None)
     session.measurement_pid = 123
-    assert calls == [] and session.cores is None
-    session, calls = session_with(set(range(8)), client=False)
-    session.measurement_pid = 123
-    assert calls == [(123, set(range(7)))]  # the UI thread would start restarts inside its one-CPU mask
+    assert calls == [] and session.cores is None and made[0]["cpus"] is None
+
+
+def test_the_worker_applies_its_cpu_set_and_takes_the_variable_out():
+    applied: list = []
+    environ = {CPUS_ENV: "0,2,3", "OTHER": "x"}
+    assert apply_cpu_set(environ, lambda pid, cpus: applied.append((pid, set(cpus)))) == frozenset({0, 2, 3})
+    assert applied == [(0, {0, 2, 3})] and environ == {"OTHER": "x"}  # what the model starts does not inherit it
+    for text in ("", "a,b", ","):
+        assert apply_cpu_set({CPUS_ENV: text}, lambda pid, cpus: applied.append(cpus)) is None
+    assert apply_cpu_set({}, lambda pid, cpus: applied.append(cpus)) is None and len(applied) == 1
+
+    def refuses(pid, cpus):
+        raise OSError(22, "Invalid argument")
+
+    assert apply_cpu_set({CPUS_ENV: "999"}, refuses) is None  # a CPU gone: it runs where it was started
+
+
+def test_a_measurement_process_given_one_cpu_sized_torch_from_it():
+    """Applied before torch is imported: torch's default thread count is the one CPU's, not the box's."""
+    from tests.jobs.test_measurement_process import Recorder
+    from torchperf_tui.jobs.measurement import MeasurementProcess
+
+    rec = Recorder()
+    cpu = min(os.sched_getaffinity(0))
+    process = MeasurementProcess(rec.on_event, rec.on_notice, cpus={cpu})
+    process.start()
+    try:
+        probe = process.submit("probe", {}, "probing")
+        rec.wait_for(lambda: rec.end_of(probe) is not None, timeout=120)
+        assert rec.end_of(probe).result.cpu.torch_threads == 1
+        reading = process.submit("memory")
+        rec.wait_for(lambda: rec.end_of(reading) is not None, timeout=60)
+        assert os.sched_getaffinity(process.pid) == {cpu}
+    finally:
+        process.stop()
 
 
 def test_this_box_decides_from_the_cpus_the_app_may_run_on():

@@ -64,3 +64,22 @@ def test_a_job_that_is_not_a_run_has_its_changes_put_back_and_said_in_its_extra(
         assert rec.end_of(probe).result.cpu.torch_threads == after.threads_used
     finally:
         process.stop()
+
+
+def test_what_a_module_sets_at_import_is_said_put_back_and_never_taken_for_the_process_own_state():
+    rec = Recorder()
+    process = MeasurementProcess(rec.on_event, rec.on_notice)
+    process.start()
+    try:
+        probe = process.submit("probe", {}, "probing")  # nothing of the model's has run: the process's own count
+        rec.wait_for(lambda: rec.end_of(probe) is not None, timeout=120)
+        own = rec.end_of(probe).result.cpu.torch_threads
+        hostile = _time(process, rec, "tests.import_sets_threads:factory").result
+        assert [note for note in hostile.state_notes if "at import" in note] == [
+            f"the model's module tests.import_sets_threads set torch threads to {1 if own != 1 else 2} at import: "
+            f"put back to {own} for the job"]
+        assert hostile.threads_used == own and hostile.flags_text() == f"threads={own} (default)"
+        after = _time(process, rec, "tests.tinymodels:tiny_cnn").result
+        assert after.state_notes == [] and after.threads_used == own
+    finally:
+        process.stop()

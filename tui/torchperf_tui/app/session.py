@@ -39,15 +39,8 @@ def core_plan(available: set[int] | frozenset[int]) -> tuple[int, frozenset[int]
 
 
 def _set_affinity(pid: int, cpus) -> None:
-    """Every thread of process `pid` (0: the calling thread alone) onto `cpus` (Linux: affinity is per thread)."""
-    if pid == 0:
-        os.sched_setaffinity(0, cpus)
-        return
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            os.sched_setaffinity(int(tid), cpus)
-        except (ProcessLookupError, PermissionError, OSError):
-            pass  # a thread that ended meanwhile
+    """The calling thread (pid 0) onto `cpus` (Linux: affinity is per thread)."""
+    os.sched_setaffinity(pid, cpus)
 
 
 class Session:
@@ -84,7 +77,10 @@ class Session:
     def start(self, post_event: Callable[[Any], None], post_notice: Callable[[str], None]) -> None:
         from torchperf_tui.jobs.measurement import MeasurementProcess
 
-        self.measure = MeasurementProcess(on_event=post_event, on_notice=post_notice)
+        # On a box with cores to spare each measurement process puts itself on the measurement's CPUs before it
+        # imports torch, whose default thread count follows that mask (not the box's every CPU).
+        self.measure = MeasurementProcess(on_event=post_event, on_notice=post_notice,
+                                          cpus=self.cores[1] if self.cores is not None else None)
         self.measure.start()
 
     def stop(self) -> None:
@@ -98,34 +94,22 @@ class Session:
     @measurement_pid.setter
     def measurement_pid(self, pid: int | None) -> None:
         """The measurement process is ready (the App sets this on the UI thread): on a box with cores to spare,
-        it is kept off the UI's CPU and the UI's event loop on it (`keep_apart`)."""
+        the UI's event loop is then kept off the measurement's CPUs (`keep_apart`)."""
         self._measurement_pid = pid
         if pid is not None:
             self.keep_apart(pid)
 
     def keep_apart(self, pid: int) -> None:
-        """The measurement process's threads onto the measurement's CPUs, then (once) this thread, the UI's event
-        loop, which lays out and draws, onto the UI's CPU. Called on the UI thread at each Ready, so a restarted
-        process is put back in its place. Only this thread is pinned, not the process: threads it starts later
-        inherit the pin, and the measurement process must never start inside a one-CPU mask (torch reads its
-        default thread count from the mask as it is imported); so the measurement client's supervisor thread,
-        which starts every restart, is made before the pin, and with no such thread nothing is pinned."""
-        if self.cores is None:
+        """Once, this thread (the UI's event loop, which lays out and draws) onto the UI's CPU. The measurement
+        process is not moved here: it put itself on the measurement's CPUs before it imported torch (the client's
+        `cpus`, set at each start, restarts included), so a process started from a pinned thread, which would
+        inherit the one-CPU mask, leaves it all the same. Only this thread is pinned, not this process."""
+        if self.cores is None or self._ui_pinned:
             return
-        ui, measure = self.cores
+        ui, _ = self.cores
         try:
-            self.set_affinity(pid, measure)
-        except OSError:
-            return  # the process went meanwhile: the next Ready tries again
-        if self._ui_pinned:
-            return
-        supervisor = getattr(self.measure, "_on_supervisor", None)
-        if supervisor is None:
-            return
-        try:
-            supervisor(lambda: None)  # made now, from this unpinned thread, if it did not exist
             self.set_affinity(0, {ui})
-        except Exception:
+        except OSError:
             return
         self._ui_pinned = True
 

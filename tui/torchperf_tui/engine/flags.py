@@ -394,6 +394,18 @@ class StateWatch:
         return self.notes
 
 
+def import_changes(module: str, before: TorchState) -> list[str]:
+    """What importing the model's `module` changed of torch's state since `before`, in words, put back to
+    `before` (the process's own) so the job runs from it: a module that sets threads at import must not pass
+    for the process's default."""
+    changes = TorchState.current().changes_from(before)
+    if not changes:
+        return []
+    notes = [f"the model's module {module} set {_label(name)} to {_value_text(actual)} at import: put back to "
+             f"{_value_text(expected)} for the job" for name, (expected, actual) in changes.items()]
+    return notes + restore_state(before)
+
+
 def guarded_job(call: Callable[[], tuple[Any, dict]]) -> tuple[Any, dict]:
     """Run one job of the measurement process (`call` returns (result, extra)) from the process's baseline
     state and put that state back after it: no model's settings leak into the next job.

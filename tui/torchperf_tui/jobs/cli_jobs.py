@@ -1,7 +1,7 @@
 """The CLI's way to run a job: in a measurement process of its own, as the app runs every job.
 
-`run_job(kind, params)` starts a measurement process (jobs/measurement.py, its stdout and stderr on the CLI's
-stderr), sends it the one job, hands its progress to callbacks while it runs, and returns the engine's result
+`run_job(kind, params)` starts a measurement process (jobs/measurement.py: its stdout, the model's prints, on
+the CLI's stderr; its stderr, a crash dump or a traceback, in its log, named in the line that says it died), sends it the one job, hands its progress to callbacks while it runs, and returns the engine's result
 once it is done; the process is then stopped (killed if something of the model's, a thread that never ends,
 holds it). So the model's code can neither end the command (os._exit is one line and exit 2), nor keep it
 alive, nor print into its output. A job that fails raises JobError (the engine's one line: exit 2) or

@@ -4,10 +4,11 @@ No torch, no Textual. Events from the process reach `on_event` on a reader threa
 itself as messages). If the process dies (a segfault in an extension, the OOM killer, `os._exit` in a
 model), the job it was running fails with a line that says what died and during what (the phase the process
 announced: the import of the model's module, its build or a pass), queued jobs go to a fresh process, and the next
-request works. A cancelled job that has not stopped within CANCEL_GRACE_S (a build or a forward pass stuck
-in C++ or in a sleep cannot be interrupted) is killed with its process, which is started again, and that
-is said: at once when the cancel is enforced, else as soon as another job waits behind it. The CLI uses
-the same client with restart=False and the process's output on its own stderr (jobs/cli_jobs.py).
+request works. A cancelled job that has not stopped within CANCEL_GRACE_S once it iterates, BUILD_GRACE_S
+before (a build or a forward pass stuck in C++ or in a sleep cannot be interrupted) is killed with its
+process, which is started again, and that is said: at once when the cancel is enforced, else as soon as another job waits behind it. The CLI uses
+the same client with restart=False and the model's prints on its own stderr, the process's stderr in its log
+(jobs/cli_jobs.py).
 """
 
 from __future__ import annotations
@@ -26,9 +27,12 @@ from typing import Any, Callable
 from torchperf_tui.worker.protocol import (MEASURING_KINDS, PHASE, CancelJob, JobDone, JobFailed, Progress,
                                            ProtocolError, Quit, Ready, Samples, StartJob, Started, pack, unpack)
 
-# A cancelled job must stop within this, whatever it is doing (iterating, building, compiling, analysing), or
-# it is killed with its process: the README promises this number.
+# A cancelled job must stop within these, or it is killed with its process (the README promises both numbers):
+# CANCEL_GRACE_S once it iterates (it has streamed samples or progress: it checks its cancel flag between
+# iterations), BUILD_GRACE_S before (a build, a model analysis, a compile, a roofline or determinism check has
+# no cancel point and takes seconds for a big model: a healthy one must not be killed for it).
 CANCEL_GRACE_S = 2.0
+BUILD_GRACE_S = 10.0
 
 
 @dataclass
@@ -52,6 +56,11 @@ class _UiUnpickler(pickle.Unpickler):
         if module == "torch" or module.startswith("torch."):
             raise ProtocolError(f"a torch object ({module}.{name}) in an event: the UI process does not load torch")
         return super().find_class(module, name)
+
+
+def grace_of(info: JobInfo) -> float:
+    """How long a cancelled job may take to stop: CANCEL_GRACE_S once it iterates, BUILD_GRACE_S before."""
+    return CANCEL_GRACE_S if info.iterating else BUILD_GRACE_S
 
 
 def describe_exit(exitcode: int | None) -> str:
@@ -95,18 +104,22 @@ class MeasurementProcess:
     """One measurement process at a time; replaced when it dies or must be killed."""
 
     def __init__(self, on_event: Callable[[Any], None], on_notice: Callable[[str], None] | None = None,
-                 log_path: str | None = None, output: str = "log", restart: bool = True) -> None:
+                 log_path: str | None = None, output: str = "log", restart: bool = True,
+                 cpus: frozenset[int] | set[int] | None = None) -> None:
         """`log_path`: where each process's stdout and stderr go ({pid} is its pid; default_log_path());
-        `output="stderr"`: to this process's stderr instead (the CLI: a model's print() is the user's to see,
-        never in the command's output). `restart=False`: a process that dies or is killed is not replaced (the
-        CLI runs one job and ends)."""
+        `output="stderr"`: its stdout (the model's prints) to this process's stderr instead (the CLI: a model's
+        print() is the user's to see, never in the command's output), its stderr (a crash dump, a traceback)
+        still to the log. `restart=False`: a process that dies or is killed is not replaced (the CLI runs one
+        job and ends). `cpus`: the CPUs each process runs on, set by the process itself before it imports
+        torch (whose default thread count follows them); None: where it is started."""
         self.on_event = on_event
+        self.cpus = frozenset(cpus) if cpus else None
         self.on_notice = on_notice or (lambda text: None)
         if output not in ("log", "stderr"):
             raise ValueError(f"output must be 'log' or 'stderr', not {output!r}")
-        self.output = output
+        self.prints_to_stderr = output == "stderr"
         self.restart = restart
-        self.log_template = None if output == "stderr" else (log_path or default_log_path())
+        self.log_template = log_path or default_log_path()
         self.log_path: str | None = None  # the log of the process now serving
         self.pid: int | None = None  # of the process now serving, once it said Ready
         self._ids = itertools.count(1)
@@ -129,24 +142,27 @@ class MeasurementProcess:
         import sys
         from multiprocessing.connection import Connection
 
-        from torchperf_tui.worker.main import TO_STDERR, log_file
+        from torchperf_tui.worker.main import CPUS_ENV, PRINTS_TO_STDERR, log_file
 
         with self._lock:
             self._generation += 1
             generation = self._generation
             ours, theirs = socket.socketpair()
             env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+            env.pop(CPUS_ENV, None)
+            if self.cpus:
+                env[CPUS_ENV] = ",".join(str(cpu) for cpu in sorted(self.cpus))
             # -P (3.11+): the current folder is not put first on the path, so a PyTorch source tree there does
             # not shadow the installed torch (a user's model module there still imports: engine/models.py).
             safe_path = ["-P"] if sys.version_info >= (3, 11) else []
-            to_stderr = self.log_template is None
+            to_stderr = self.prints_to_stderr
             process = subprocess.Popen([sys.executable, *safe_path, "-m", "torchperf_tui.worker", str(theirs.fileno()),
-                                        TO_STDERR if to_stderr else self.log_template],
+                                        self.log_template, *([PRINTS_TO_STDERR] if to_stderr else [])],
                                        pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
                                        stdout=subprocess.DEVNULL, stderr=None if to_stderr else subprocess.DEVNULL,
                                        env=env, close_fds=True)
             theirs.close()
-            self.log_path = None if to_stderr else log_file(self.log_template, process.pid)
+            self.log_path = log_file(self.log_template, process.pid)
             conn = Connection(ours.detach())
             self._process, self.pid, self._ready = process, None, False
             self._outbox = queue.Queue()
@@ -211,8 +227,8 @@ class MeasurementProcess:
         return job_id
 
     def cancel(self, job_id: int, grace_s: float | None = None, enforce: bool = True) -> None:
-        """Stop a job at its next iteration. With `enforce`, a job still running `grace_s` (CANCEL_GRACE_S)
-        after the cancel is stopped by killing the process; without, its result is merely dropped, unless
+        """Stop a job at its next iteration. With `enforce`, a job still running `grace_s` (default: its grace,
+        see `grace_of`) after the cancel is stopped by killing the process; without, its result is merely dropped, unless
         another job is submitted behind it (then it is enforced all the same: see submit)."""
         import time
 
@@ -231,7 +247,7 @@ class MeasurementProcess:
         import time
 
         info.enforced = True
-        grace_s = CANCEL_GRACE_S if grace_s is None else grace_s
+        grace_s = grace_of(info) if grace_s is None else grace_s
         left = max(0.0, info.cancel_sent_at + grace_s - time.monotonic())
         timer = threading.Timer(left, self._enforce_cancel, args=(info.job_id, self._generation, grace_s))
         timer.daemon = True
@@ -277,7 +293,7 @@ class MeasurementProcess:
                 break
             except Exception as exc:  # a message that does not unpickle here: a bug, said in one line
                 # Jobs run one at a time and their last message is their result: it is the running job's.
-                self._fail_running(f"the measurement process sent what the app cannot read: "
+                self._fail_running(f"the measurement process sent what this process cannot read: "
                                    f"{type(exc).__name__}: {exc}", generation)
                 continue
             with self._lock:
@@ -343,7 +359,7 @@ class MeasurementProcess:
                 return
             running = [self._jobs.pop(j.job_id) for j in list(self._jobs.values()) if j.running]
         for job in running:
-            self.on_event(JobFailed(job.job_id, reason))
+            self.on_event(JobFailed(job.job_id, reason, internal=True))  # a bug of ours
 
     def _replace(self, process: Any, reason: str | None, job_id: int | None) -> None:
         """The process died (reason None: say how) or must go (kill it): fail the job it was running, start a
@@ -353,11 +369,11 @@ class MeasurementProcess:
         with self._lock:
             if process is not self._process or self._stopping:
                 return
-            self._generation += 1  # the old process's threads stop acting on what they read
-            outbox, self._outbox, self._process = self._outbox, None, None
             running = [j for j in self._jobs.values() if j.running]
             if job_id is not None and not any(j.job_id == job_id for j in running):
-                return  # it finished meanwhile: nothing to kill for
+                return  # it finished meanwhile: nothing to kill for, and the process goes on serving
+            self._generation += 1  # the old process's threads stop acting on what they read
+            outbox, self._outbox, self._process = self._outbox, None, None
             was_ready = self._ready
             log = self.log_path
         if outbox is not None:

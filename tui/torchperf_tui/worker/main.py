@@ -3,7 +3,8 @@
 Started as a new interpreter (`python -m torchperf_tui.worker`, never forked: CUDA is initialised only
 here) by jobs/measurement.py, with one end of a socket pair. For the app its stdout and stderr go to a log file
 named after this process (its stdin is /dev/null), so nothing a model prints or reads can touch the app's
-terminal; for the CLI both go to the CLI's stderr, so a model's print() never mixes with the command's output. A reader thread takes requests off the pipe: a new job joins the
+terminal; for the CLI its stdout goes to the CLI's stderr, so a model's print() never mixes with the command's
+output, and its stderr (a crash dump, a traceback) to the log. A reader thread takes requests off the pipe: a new job joins the
 queue, a cancel sets that job's flag (checked by the engine between iterations), a quit or a closed pipe
 ends the process. Jobs run on the main thread, one after another: while one measures, this process does
 nothing else (samples leave in batches, twice a second, between iterations: worker/jobs.py's SampleStream).
@@ -21,7 +22,7 @@ from typing import Any
 from torchperf_tui.worker.protocol import CancelJob, JobDone, JobFailed, Quit, Ready, StartJob, Started, pack, unpack
 
 
-TO_STDERR = "-"  # the log argument that sends stdout and stderr to the stderr this process was given
+PRINTS_TO_STDERR = "prints-to-stderr"  # the argument that sends stdout (the model's prints) to the stderr given
 
 
 def log_file(template: str, pid: int) -> str:
@@ -30,28 +31,51 @@ def log_file(template: str, pid: int) -> str:
     return template.replace("{pid}", str(pid))
 
 
-def _detach_from_terminal(log_path: str | None) -> None:
-    """stdin from /dev/null, stdout and stderr (the file descriptors: native libraries write there too) to the
-    log (TO_STDERR: stdout joins the inherited stderr); SIGINT ignored (Ctrl-C belongs to the app, which
-    cancels the job); ended by the kernel if the app dies."""
+def _detach_from_terminal(log_path: str | None, prints_to_stderr: bool = False) -> None:
+    """stdin from /dev/null, stderr (the file descriptor: native libraries and faulthandler write there too) to
+    the log, and stdout too, or (`prints_to_stderr`, the CLI) to the stderr this process was given: the model's
+    prints are the user's to see, a crash dump or a traceback is the log's; SIGINT ignored (Ctrl-C belongs to the
+    app, which cancels the job); ended by the kernel if the app dies."""
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
-    if log_path == TO_STDERR:
-        os.dup2(2, 1)
-    else:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
-        try:
-            out = os.open(log_file(log_path, os.getpid()) if log_path else os.devnull, flags, 0o600)
-        except OSError:  # no log rather than no measurements
-            out = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(out, 1)
-        os.dup2(out, 2)
-        os.close(out)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        out = os.open(log_file(log_path, os.getpid()) if log_path else os.devnull, flags, 0o600)
+    except OSError:  # no log rather than no measurements
+        out = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(2 if prints_to_stderr else out, 1)
+    os.dup2(out, 2)
+    os.close(out)
     sys.stdout = open(1, "w", buffering=1, closefd=False)
     sys.stderr = open(2, "w", buffering=1, closefd=False)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent()
+
+
+CPUS_ENV = "TORCHPERF_CPUS"  # "0,1,2": the CPUs the measurement process runs on, set before torch is imported
+
+
+def apply_cpu_set(environ: dict | None = None, set_affinity: Any = None) -> frozenset[int] | None:
+    """Put this process on the CPUs `environ[CPUS_ENV]` names (the app's plan on a box with cores to spare),
+    before torch is imported: torch sizes its intra-op pool (the process's default thread count) from the mask
+    it finds then. The variable is taken out, so what the model starts does not inherit it. None: no set (or
+    none that could be applied), the process runs where it was started."""
+    environ = os.environ if environ is None else environ
+    text = environ.pop(CPUS_ENV, None)
+    if not text:
+        return None
+    try:
+        cpus = frozenset(int(cpu) for cpu in text.split(",") if cpu.strip())
+    except ValueError:
+        return None
+    if not cpus:
+        return None
+    try:
+        (set_affinity or os.sched_setaffinity)(0, cpus)
+    except (AttributeError, OSError):  # no affinity on this platform, or CPUs gone: run where it was started
+        return None
+    return cpus
 
 
 def _die_with_parent() -> None:
@@ -137,25 +161,34 @@ class Worker:
                     continue
                 runner = RUNNERS.get(job.kind)
                 if runner is None:
-                    self.send(JobFailed(job.job_id, f"unknown job kind {job.kind!r}"))
+                    self.send(JobFailed(job.job_id, f"unknown job kind {job.kind!r}", internal=True))
                     continue
                 self.send(Started(job.job_id))
+                def call(job=job, ctx=ctx, runner=runner) -> tuple[Any, dict]:
+                    notes = track_phases(job, ctx)  # the model's import runs here, under the guard
+                    return with_notes(*runner(job.params, ctx), notes)
+
                 try:
-                    track_phases(job, ctx)
                     # From the process's pristine torch state, put back after: no model's settings leak on.
-                    result, extra = guarded_job(lambda: runner(job.params, ctx))
-                except (Exception, SystemExit) as exc:  # the model's or ours: one line either way
+                    result, extra = guarded_job(call)
+                except BaseException as exc:  # the model's or ours: one line either way, the process stays
                     if os.environ.get("TORCHPERF_DEBUG"):
                         import traceback
 
                         traceback.print_exc()  # to the log file
-                    self.send(JobFailed(job.job_id, user_message(exc), internal=not isinstance(exc, TorchperfError)))
+                    if isinstance(exc, (Exception, SystemExit)):
+                        self.send(JobFailed(job.job_id, user_message(exc),
+                                            internal=not isinstance(exc, TorchperfError)))
+                    else:  # KeyboardInterrupt and the like: raised by the model's code (SIGINT is ignored here)
+                        said = str(exc).strip().splitlines()
+                        self.send(JobFailed(job.job_id, f"the model's code raised {type(exc).__name__}"
+                                                        + (f": {said[0]}" if said else "")))
                 else:
                     try:
                         self.send(JobDone(job.job_id, result, extra))
                     except Exception as exc:  # a result that does not pickle: the job fails, the process stays
-                        self.send(JobFailed(job.job_id, f"its result could not be sent to the app: "
-                                                        f"{type(exc).__name__}: {exc}"))
+                        self.send(JobFailed(job.job_id, f"its result could not be sent from the measurement "
+                                                        f"process: {type(exc).__name__}: {exc}", internal=True))
             finally:
                 with self.lock:
                     self.contexts.pop(job.job_id, None)
@@ -172,21 +205,38 @@ def model_spec(params: dict) -> str | None:
     return None
 
 
-def track_phases(job: StartJob, ctx: Any) -> None:
+def with_notes(result: Any, extra: dict, notes: list[str]) -> tuple[Any, dict]:
+    """(result, extra) with `notes` about torch's state first in the result's `state_notes` when it has that
+    field, else in `extra["state_notes"]` (as flags.guarded_job says its own)."""
+    if not notes:
+        return result, extra
+    if hasattr(result, "state_notes"):
+        result.state_notes = [*notes, *(result.state_notes or [])]
+        return result, extra
+    return result, {**extra, "state_notes": [*notes, *extra.get("state_notes", [])]}
+
+
+def track_phases(job: StartJob, ctx: Any) -> list[str]:
     """Say which part of the model's code runs, before it runs: the import of its module (done here, as the
     engine would first thing: a module that fails to import is the same one-line error), its build, and its
     passes (from the job's first check of its cancel flag: the engine's loops check it before each pass, after
-    the build). A process that dies in there (os._exit, a segfault) is then reported with that phase."""
+    the build). A process that dies in there (os._exit, a segfault) is then reported with that phase. Returns
+    what the import changed of torch's state, in words (put back: the job runs from the process's own)."""
     from torchperf_tui.worker.protocol import PHASE
 
     spec = model_spec(job.params)
     if spec is None:
-        return
+        return []
+    from torchperf_tui.engine.flags import TorchState, import_changes
     from torchperf_tui.engine.models import _is_custom, _load_factory
 
+    notes: list[str] = []
     if _is_custom(spec):
-        ctx.progress(PHASE, f"the import of {spec.split(':')[0].strip()}")
+        module = spec.split(':')[0].strip()
+        ctx.progress(PHASE, f"the import of {module}")
+        before = TorchState.current()
         _load_factory(spec)  # imported once: the engine's own call finds it in sys.modules
+        notes = import_changes(module, before)
     ctx.progress(PHASE, f"the analysis of {spec}" if job.kind in ("analyse", "cli.flops") else f"the build of {spec}")
     checked = ctx.cancel_event.is_set
     announced = []
@@ -198,23 +248,28 @@ def track_phases(job: StartJob, ctx: Any) -> None:
         return checked()
 
     ctx.cancelled = cancelled
+    return notes
 
 
-def serve_fd(fd: int, log_path: str | None = None) -> None:
+def serve_fd(fd: int, log_path: str | None = None, prints: str | None = None) -> None:
     """The process entry point: `fd` is this end of the socket pair the app made."""
     from multiprocessing.connection import Connection
 
-    serve(Connection(fd), log_path)
+    serve(Connection(fd), log_path, prints_to_stderr=prints == PRINTS_TO_STDERR)
 
 
-def serve(conn: Any, log_path: str | None = None) -> None:
-    _detach_from_terminal(log_path)
+def serve(conn: Any, log_path: str | None = None, prints_to_stderr: bool = False) -> None:
+    _detach_from_terminal(log_path, prints_to_stderr)
+    apply_cpu_set()  # before torch is imported: its default thread count follows the mask
     import faulthandler
 
     faulthandler.enable()  # a segfault in an extension leaves its Python stack in the log
     import torch  # noqa: F401 - the seconds this takes are spent here, once, before the first job
 
     import torchperf_tui.engine.timing  # noqa: F401
+    from torchperf_tui.engine.flags import process_baseline
+
+    process_baseline()  # torch's pristine state, before any job imports a model's module
 
     worker = Worker(conn)
     threading.Thread(target=worker.read_requests, name="requests", daemon=True).start()
