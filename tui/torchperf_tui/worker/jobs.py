@@ -286,13 +286,6 @@ def run_memory(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 # (cli.py builds the params from its arguments; jobs/cli_jobs.py runs them). Where a command's call takes more
 # than the app's job of the same kind (a trace path, peaks, per-arm dtypes), it has a job of its own here.
 
-def _silenced(fn: Callable[[], Any]) -> Any:
-    """Kineto's log lines on fd 2 (the CLI's stderr here) read like failures; they are not."""
-    from torchperf_tui.native_stderr import native_stderr_silenced
-
-    with native_stderr_silenced():
-        return fn()
-
 
 def _resolved_shape(spec: str, input_shape: tuple | None, batch: int | None) -> tuple[int, ...]:
     """--input and --batch, or the model's default input with --batch (importing the model's module: here)."""
@@ -352,8 +345,9 @@ def run_cli_profile(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: cfg, iters, sort_by, trace_path. -> (ProfileResult, {})."""
     from torchperf_tui.engine.profiling import profile_model
 
-    return _silenced(lambda: profile_model(params["cfg"], iters=params["iters"], sort_by=params.get("sort_by"),
-                                           trace_path=params.get("trace_path"), should_cancel=ctx.cancelled)), {}
+    # Kineto's log lines on fd 2 go to this process's log (worker/main.py), not to the CLI's stderr.
+    return profile_model(params["cfg"], iters=params["iters"], sort_by=params.get("sort_by"),
+                         trace_path=params.get("trace_path"), should_cancel=ctx.cancelled), {}
 
 
 def run_cli_roofline(params: dict, ctx: JobContext) -> tuple[Any, dict]:
@@ -379,7 +373,7 @@ def run_cli_compare(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     if params.get("kernels"):
         from torchperf_tui.engine.kernels import conv_kernels
 
-        return _silenced(lambda: conv_kernels(base, arm_a, arm_b, should_cancel=ctx.cancelled)), {}
+        return conv_kernels(base, arm_a, arm_b, should_cancel=ctx.cancelled), {}
     result = run_ab(base, arm_a, arm_b, blocks=params["blocks"], per_block=params["per_block"], seed=params["seed"],
                     should_cancel=ctx.cancelled, time_budget_s=params.get("time_budget_s"),
                     on_block=lambda arm, i, n, samples: ctx.progress("block", (arm, i, n, list(samples))))
