@@ -38,7 +38,10 @@ def dry_run(tmp_path, nvidia_smi: str | None, *, device_node: bool = False, inde
     if index is None:
         (tmp_path / "index.html").write_text("<html></html>")
         index = (tmp_path / "index.html").as_uri()
-    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+    # PYTHON is the script's own variable (the interpreter that makes the venv): one set around the suite (the
+    # stress script's) must not change what the script is expected to print.
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHON"},
+           "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
            "TORCHPERF_NVIDIA_DEVICE": str(node), "TORCHPERF_TORCH_CPU_INDEX": index, "VENV": ".venv"}
     return subprocess.run(["sh", str(SCRIPT), "--dry-run", *args], env=env, capture_output=True, text=True,
                           timeout=120)
