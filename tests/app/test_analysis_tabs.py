@@ -32,8 +32,10 @@ async def test_number_keys_reach_every_tab_including_the_new_ones():
 
 async def test_throughput_search_streams_tries_then_shows_the_largest_batch_and_a_plot(tiny_app):
     # A model with a fixed cost per call, so each doubling doubles samples/s: with the tiny CNN alone, a busy box
-    # made batch 8 look no better than 2 and the plateau rule stopped the search before the bound.
-    async with tiny_app(spec="tests.tinymodels:per_call_cost", shape="3x16x16", size=(110, 32), max_batch=16) as pilot:
+    # made batch 8 look no better than 2 and the plateau rule stopped the search before the bound; at 10 ms a call
+    # two CPU burners beside the suite still did (stopped at 4), so 50 ms.
+    async with tiny_app(spec="tests.tinymodels:slow_per_call_cost", shape="3x16x16", size=(110, 32),
+                        max_batch=16) as pilot:
         app = pilot.app
         await pilot.press("t")
         assert app.main.active_tab() == "throughput"
