@@ -221,3 +221,38 @@ async def test_a_plot_whose_children_were_pruned_by_an_exiting_app_mounts_withou
     with pytest.raises(NoMatches):  # the library's own plot, pruned alike, raises
         async with Holder(PrunedLibraryPlot).run_test(size=(80, 24)) as pilot:
             await pilot.pause()
+
+
+async def test_a_select_whose_children_were_pruned_by_an_exiting_app_mounts_without_raising():
+    # Seen under load in a stress run: the sidebar's selects mount just after the first frame; the test (as a user
+    # pressing q early would) ended the app meanwhile, the threads select's children were pruned before Select's
+    # own mount handler queried its overlay, and the app ended with NoMatches. A select that composes no children
+    # stands for one whose children were pruned.
+    from textual.app import App
+    from textual.css.query import NoMatches
+    from textual.widgets import Select
+
+    from torchperf_tui.app.widgets.exit_safe_select import ExitSafeSelect
+
+    class Pruned(ExitSafeSelect):
+        def compose(self):
+            return iter(())
+
+    class PrunedLibrarySelect(Select):
+        def compose(self):
+            return iter(())
+
+    class Holder(App):
+        def __init__(self, select_type):
+            super().__init__()
+            self.select_type = select_type
+
+        def compose(self):
+            yield self.select_type([("a", "a")], value="a", allow_blank=False)
+
+    async with Holder(Pruned).run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+    assert pilot.app.return_code is None  # no error: run_test ended it
+    with pytest.raises(NoMatches):  # the library's own select, pruned alike, raises
+        async with Holder(PrunedLibrarySelect).run_test(size=(80, 24)) as pilot:
+            await pilot.pause()

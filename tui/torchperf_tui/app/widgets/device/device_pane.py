@@ -15,6 +15,7 @@ from textual.markup import escape
 from textual.message import Message
 from textual.widgets import Select, Static
 
+from torchperf_tui.app.widgets.exit_safe_select import ExitSafeSelect
 from torchperf_tui.formatting import format_bytes, format_number
 from torchperf_tui.app.job_slots import JobSlots
 from torchperf_tui.app.messages import JobEvent
@@ -212,7 +213,7 @@ class DevicePane(VerticalScroll):
     DEFAULT_CSS = "DevicePane { height: 1fr; } DevicePane > Static { height: auto; }"
 
     def compose(self) -> ComposeResult:
-        select = Select([("auto", "auto")], value="auto", allow_blank=False, id="device-select", compact=True)
+        select = ExitSafeSelect([("auto", "auto")], value="auto", allow_blank=False, id="device-select", compact=True)
         select.display = False  # shown once the report says there is a choice
         yield select
         yield Static("loading…", id="device-facts", classes="loading")

@@ -11,6 +11,8 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Label, Select, Static, Switch
+
+from torchperf_tui.app.widgets.exit_safe_select import ExitSafeSelect
 from torchperf_tui.options import cpu_count
 
 
@@ -43,10 +45,10 @@ class FlagRow(Horizontal):
         else:
             cores = cpu_count()  # the same bound the CLI and the A/B SPECs enforce
             counts = sorted({1, 2, 4, 8, 16, cores} & set(range(1, cores + 1)) | {cores})
-            yield Select([("auto", "auto")] + [(str(n), str(n)) for n in counts],
-                         value="auto" if self._value is None else str(self._value),
-                         allow_blank=False, id=f"flag-{self.spec.name}", compact=True,
-                         tooltip=self.spec.help, disabled=not self._ok)
+            yield ExitSafeSelect([("auto", "auto")] + [(str(n), str(n)) for n in counts],
+                                 value="auto" if self._value is None else str(self._value),
+                                 allow_blank=False, id=f"flag-{self.spec.name}", compact=True,
+                                 tooltip=self.spec.help, disabled=not self._ok)
         yield Label(self._label_text(self._ok), classes="flag-label")
 
     def on_mount(self) -> None:

@@ -12,6 +12,7 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Input, Label, Select
 
+from torchperf_tui.app.widgets.exit_safe_select import ExitSafeSelect
 from torchperf_tui import options as checks
 
 # (name, label, [(shown, value)], help). Values are what the engine takes (a schedule, a compile mode).
@@ -70,18 +71,18 @@ class RunOptionsPane(Vertical):
         yield Label("Run", classes="section-title")
         session = self.app.session
         with Horizontal(id="option-row-step"):
-            yield Select(STEP_CHOICES, value=DEFAULTS["step"], allow_blank=False, compact=True, id="option-step",
-                         tooltip=STEP_HELP)
-            yield Select(AMP_CHOICES, value=DEFAULTS["amp"], allow_blank=False, compact=True, id="option-amp",
-                         tooltip=AMP_HELP)
+            yield ExitSafeSelect(STEP_CHOICES, value=DEFAULTS["step"], allow_blank=False, compact=True,
+                                 id="option-step", tooltip=STEP_HELP)
+            yield ExitSafeSelect(AMP_CHOICES, value=DEFAULTS["amp"], allow_blank=False, compact=True,
+                                 id="option-amp", tooltip=AMP_HELP)
         with Horizontal(id="option-row-counts"):
             for name, label, _, help_text in COUNTS:
                 yield Label(label)
                 yield Input(str(getattr(session, name)), id=f"option-{name}", compact=True, tooltip=help_text)
         for name, label, choices, help_text in RUN_OPTIONS:
             with Horizontal(id=f"option-row-{name}"):
-                yield Select(choices, value=DEFAULTS[name], allow_blank=False, compact=True, id=f"option-{name}",
-                             tooltip=help_text)
+                yield ExitSafeSelect(choices, value=DEFAULTS[name], allow_blank=False, compact=True,
+                                     id=f"option-{name}", tooltip=help_text)
                 yield Label(label, classes="option-label")
 
     def set_value(self, name: str, value: str) -> None:

@@ -15,6 +15,7 @@ from textual.message import Message
 from textual.widgets import Checkbox, Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
+from torchperf_tui.app.widgets.exit_safe_select import ExitSafeSelect
 from torchperf_tui.engine.inputs import dtype_note
 from torchperf_tui.app.job_slots import JobSlots
 from torchperf_tui.app.messages import JobEvent
@@ -76,8 +77,8 @@ class ModelPicker(Vertical):
             yield Label("batch", classes="field-label")
             yield Input("1", id="batch", compact=True, type="integer")
         with Horizontal(id="dtype-row"):
-            yield Select([(d, d) for d in DTYPE_CHOICES], value="float32", allow_blank=False,
-                         id="dtype", compact=True)
+            yield ExitSafeSelect([(d, d) for d in DTYPE_CHOICES], value="float32", allow_blank=False,
+                                 id="dtype", compact=True)
             yield Checkbox("channels_last", id="channels-last", compact=True)
         note = Static("", id="dtype-note", classes="dim-note")
         note.display = False
