@@ -189,70 +189,52 @@ async def test_a_resize_before_the_plot_has_composed_draws_once_it_has_instead_o
         assert histogram._plot.is_mounted and histogram._plot.margin_left in (6, 10)
 
 
-async def test_a_plot_whose_children_were_pruned_by_an_exiting_app_mounts_without_raising():
-    # Seen under load: SIGHUP while the plots mounted behind the first frame; the app pruned the plot's children
-    # before textual-plot's on_mount queried its Grid, and the app ended with NoMatches and exit code 1, not 129.
-    # A plot that composes no children stands for one whose children were pruned.
-    from textual.app import App
-    from textual.css.query import NoMatches
+def _plots():
     from textual_plot import PlotWidget
 
     from torchperf_tui.app.widgets.timing.exit_safe_plot import ExitSafePlot
 
-    class Pruned(ExitSafePlot):
-        def compose(self):
-            return iter(())
-
-    class PrunedLibraryPlot(PlotWidget):
-        def compose(self):
-            return iter(())
-
-    class Holder(App):
-        def __init__(self, plot_type):
-            super().__init__()
-            self.plot_type = plot_type
-
-        def compose(self):
-            yield self.plot_type()
-
-    async with Holder(Pruned).run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
-    assert pilot.app.return_code is None  # no error: run_test ended it
-    with pytest.raises(NoMatches):  # the library's own plot, pruned alike, raises
-        async with Holder(PrunedLibraryPlot).run_test(size=(80, 24)) as pilot:
-            await pilot.pause()
+    return ExitSafePlot, PlotWidget, {}
 
 
-async def test_a_select_whose_children_were_pruned_by_an_exiting_app_mounts_without_raising():
-    # Seen under load in a stress run: the sidebar's selects mount just after the first frame; the test (as a user
-    # pressing q early would) ended the app meanwhile, the threads select's children were pruned before Select's
-    # own mount handler queried its overlay, and the app ended with NoMatches. A select that composes no children
-    # stands for one whose children were pruned.
-    from textual.app import App
-    from textual.css.query import NoMatches
+def _selects():
     from textual.widgets import Select
 
     from torchperf_tui.app.widgets.exit_safe_select import ExitSafeSelect
 
-    class Pruned(ExitSafeSelect):
+    return ExitSafeSelect, Select, {"options": [("a", "a")], "value": "a", "allow_blank": False}
+
+
+@pytest.mark.parametrize("widgets", [_plots, _selects], ids=["plot", "select"])
+async def test_a_widget_whose_children_were_pruned_by_an_exiting_app_mounts_without_raising(widgets):
+    # Seen under load: an app told to exit while widgets mounted behind the first frame (SIGHUP during start-up,
+    # a test done early) pruned their children before the library's own mount handlers queried them (textual-plot's
+    # Grid, Select's overlay), and the app ended with NoMatches and exit code 1. A widget that composes no children
+    # stands for one whose children were pruned.
+    from textual.app import App
+    from textual.css.query import NoMatches
+
+    safe, library, kwargs = widgets()
+
+    class Pruned(safe):
         def compose(self):
             return iter(())
 
-    class PrunedLibrarySelect(Select):
+    class PrunedLibraryWidget(library):
         def compose(self):
             return iter(())
 
     class Holder(App):
-        def __init__(self, select_type):
+        def __init__(self, widget_type):
             super().__init__()
-            self.select_type = select_type
+            self.widget_type = widget_type
 
         def compose(self):
-            yield self.select_type([("a", "a")], value="a", allow_blank=False)
+            yield self.widget_type(**kwargs)
 
     async with Holder(Pruned).run_test(size=(80, 24)) as pilot:
         await pilot.pause()
     assert pilot.app.return_code is None  # no error: run_test ended it
-    with pytest.raises(NoMatches):  # the library's own select, pruned alike, raises
-        async with Holder(PrunedLibrarySelect).run_test(size=(80, 24)) as pilot:
+    with pytest.raises(NoMatches):  # the library's own widget, pruned alike, raises
+        async with Holder(PrunedLibraryWidget).run_test(size=(80, 24)) as pilot:
             await pilot.pause()

@@ -21,6 +21,13 @@ def _time(process: MeasurementProcess, rec: Recorder, model: str) -> JobDone:
     return done
 
 
+def _process_threads(process: MeasurementProcess, rec: Recorder, timeout: float = 60) -> int:
+    """The thread count torch reports in the measurement process now, between jobs (a device probe)."""
+    probe = process.submit("probe", {}, "probing")
+    rec.wait_for(lambda: rec.end_of(probe) is not None, timeout=timeout)
+    return rec.end_of(probe).result.cpu.torch_threads
+
+
 def test_a_factory_that_sets_threads_is_said_and_the_next_model_runs_on_the_process_own_count():
     rec = Recorder()
     process = MeasurementProcess(rec.on_event, rec.on_notice)
@@ -38,9 +45,7 @@ def test_a_factory_that_sets_threads_is_said_and_the_next_model_runs_on_the_proc
 
         after = _time(process, rec, "tests.tinymodels:tiny_cnn").result
         assert after.state_notes == [] and after.threads_used == own  # nothing leaked into the next model
-        probe = process.submit("probe", {}, "probing")
-        rec.wait_for(lambda: rec.end_of(probe) is not None, timeout=60)
-        assert rec.end_of(probe).result.cpu.torch_threads == own
+        assert _process_threads(process, rec) == own
     finally:
         process.stop()
 
@@ -59,9 +64,7 @@ def test_a_job_that_is_not_a_run_has_its_changes_put_back_and_said_in_its_extra(
         assert any("torch threads to" in note for note in done.extra["state_notes"])
         after = _time(process, rec, "tests.tinymodels:tiny_cnn").result
         assert after.state_notes == [] and after.flags_text() == f"threads={after.threads_used} (default)"
-        probe = process.submit("probe", {}, "probing")
-        rec.wait_for(lambda: rec.end_of(probe) is not None, timeout=60)
-        assert rec.end_of(probe).result.cpu.torch_threads == after.threads_used
+        assert _process_threads(process, rec) == after.threads_used
     finally:
         process.stop()
 
@@ -71,9 +74,7 @@ def test_what_a_module_sets_at_import_is_said_put_back_and_never_taken_for_the_p
     process = MeasurementProcess(rec.on_event, rec.on_notice)
     process.start()
     try:
-        probe = process.submit("probe", {}, "probing")  # nothing of the model's has run: the process's own count
-        rec.wait_for(lambda: rec.end_of(probe) is not None, timeout=120)
-        own = rec.end_of(probe).result.cpu.torch_threads
+        own = _process_threads(process, rec, timeout=120)  # nothing of the model's has run: the process's own count
         hostile = _time(process, rec, "tests.import_sets_threads:factory").result
         assert [note for note in hostile.state_notes if "at import" in note] == [
             f"the model's module tests.import_sets_threads set torch threads to {1 if own != 1 else 2} at import: "
