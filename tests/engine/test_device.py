@@ -15,10 +15,10 @@ from torchperf_tui.engine.device import (
     TorchCudaBackend,
     format_cudnn_version,
     nvml_index_for,
-    peak_figures,
     probe_cpu,
     probe_device,
 )
+from torchperf_tui.engine.device_peaks import peak_figures
 from torchperf_tui.engine.nvml import NA, Nvml
 
 # The lead's conftest skips `gpu` tests without CUDA; the skipif keeps that true if run outside it.
