@@ -14,7 +14,8 @@ from torch import nn
 
 from torchperf_tui.engine.complexity import analyse_complexity
 from torchperf_tui.engine.errors import ShapeError
-from torchperf_tui.engine.models import build_model, list_catalogue, reference_weights
+from torchperf_tui.engine.model_catalogue import list_catalogue, reference_weights
+from torchperf_tui.engine.models import build_model
 
 
 class FrozenStem(nn.Module):

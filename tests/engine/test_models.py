@@ -10,8 +10,9 @@ import torch
 from torch import nn
 
 from torchperf_tui.engine.errors import ModelError
+from torchperf_tui.engine.model_catalogue import TASKS, list_catalogue, reference_weights
 from torchperf_tui.engine.models import (
-    TASKS, DetectionAdapter, OpticalFlowAdapter, build_model, default_input_shape, list_catalogue, reference_weights, resolve_model,
+    DetectionAdapter, OpticalFlowAdapter, build_model, default_input_shape, resolve_model,
 )
 
 

@@ -345,7 +345,7 @@ def _kept_ceilings(report) -> dict:
 def cmd_models(args) -> int:
     from dataclasses import asdict
 
-    from torchperf_tui.engine.models import list_catalogue  # an unknown task is its ModelError
+    from torchperf_tui.engine.model_catalogue import list_catalogue  # an unknown task is its ModelError
     from torchperf_tui.cli_render import render_catalogue
 
     entries = list_catalogue(args.task)

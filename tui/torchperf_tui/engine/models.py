@@ -1,160 +1,30 @@
-"""The model registry: torchvision's catalogue grouped by task, default input sizes, user `module:factory`.
+"""Models by name: a torchvision name (its catalogue: engine/model_catalogue.py) or a user's `module:factory`
+resolved to its entry, and built with random weights, on a device or on meta (engine/meta_build.py).
 
 Nothing here downloads anything: every torchvision builder is called with `weights=None` (and
-`weights_backbone=None` where it has one). Reading a weights enum (for its eval crop size and published
-`_ops`) only reads Python metadata.
+`weights_backbone=None` where it has one).
 """
 
 from __future__ import annotations
 
 import contextlib
 import difflib
-import functools
 import importlib
 import inspect
 import os
 import sys
-import threading
 from typing import Any, Iterator
 
 import torch
 from torch import nn
-from torch.overrides import TorchFunctionMode
 
 from torchperf_tui.engine.errors import ModelError, ShapeError, first_line
-from torchperf_tui.engine.model_entry import ModelEntry, WeightsReference
-
-TASKS: tuple[str, ...] = (
-    "classification", "segmentation", "detection", "video", "optical_flow", "quantization", "custom",
-)
+from torchperf_tui.engine.meta_build import parameters_on_meta
+from torchperf_tui.engine.model_catalogue import catalogue_entry, torchvision_tasks
+from torchperf_tui.engine.model_entry import ModelEntry
 
 # Shape given to a custom model whose factory does not say (a factory may carry `input_shape`).
 CUSTOM_DEFAULT_SHAPE: tuple[int, ...] = (3, 224, 224)
-
-# Video clips: 16 frames is what torchvision's published `_ops` for the Kinetics weights are measured at.
-VIDEO_FRAMES = 16
-# Detection models resize every image to their own `min_size` (800 for the R-CNNs) inside the model,
-# so the input size mainly matters for the aspect ratio; 800x800 is what they will compute on anyway.
-DETECTION_SIZE = {"ssd300_vgg16": 300, "ssdlite320_mobilenet_v3_large": 320,
-                  "fasterrcnn_mobilenet_v3_large_320_fpn": 320}
-DETECTION_DEFAULT_SIZE = 800
-# RAFT downsamples by 8 and builds a 4-level correlation pyramid: sides must be multiples of 8 and the
-# coarsest level must not vanish. 520x960 is the Sintel-like size used in torchvision's references.
-OPTICAL_FLOW_SHAPE: tuple[int, ...] = (2, 3, 520, 960)
-
-QUANTIZED_REASON = ("int8 quantized kernels run only on CPU backends, cannot run on the meta device and are "
-                    "not counted by FlopCounterMode; analyse or time the float model of the same name instead")
-
-
-# --------------------------------------------------------------------------------------------------
-# Catalogue
-
-
-@functools.lru_cache(maxsize=1)
-def _task_by_name() -> dict[str, str]:
-    import torchvision.models as tvm
-
-    tasks: dict[str, str] = {}
-    for task, module in (("segmentation", tvm.segmentation), ("detection", tvm.detection),
-                         ("video", tvm.video), ("optical_flow", tvm.optical_flow),
-                         ("quantization", tvm.quantization)):
-        for name in tvm.list_models(module=module):
-            tasks[name] = task
-    # Whatever is left in the full list is an image classifier (tvm.list_models(module=tvm) also lists
-    # the sub-packages' models, so classification is "all minus the others").
-    for name in tvm.list_models():
-        tasks.setdefault(name, "classification")
-    return tasks
-
-
-def _weights_enum(name: str):
-    import torchvision.models as tvm
-
-    try:
-        return tvm.get_model_weights(name)
-    except (ValueError, KeyError):
-        return None
-
-
-def _crop_size(weights) -> tuple[int, int] | None:
-    """The eval crop of a weights entry, read from its transforms preset without calling anything heavy."""
-    transforms = weights.transforms
-    keywords = getattr(transforms, "keywords", None) or {}
-    crop = keywords.get("crop_size")
-    if crop is None:
-        # Some presets hide it: build the preset (no download, just a small object) and read its field.
-        try:
-            crop = getattr(transforms(), "crop_size", None)
-        except Exception:  # noqa: BLE001 - a preset we cannot build tells us nothing; fall back below
-            crop = None
-    if crop is None:
-        return None
-    if isinstance(crop, int):
-        return crop, crop
-    crop = list(crop)
-    return (crop[0], crop[0]) if len(crop) == 1 else (crop[0], crop[1])
-
-
-def _needs_image_size(name: str) -> bool:
-    # ViT is built for exactly one image size; its SWAG weights set a larger one through the builder.
-    return name.startswith("vit_")
-
-
-@functools.lru_cache(maxsize=None)
-def _default_shape(name: str, task: str) -> tuple[int, ...]:
-    if task == "detection":
-        side = DETECTION_SIZE.get(name, DETECTION_DEFAULT_SIZE)
-        return (3, side, side)
-    if task == "optical_flow":
-        return OPTICAL_FLOW_SHAPE
-    if task == "segmentation":
-        return (3, 520, 520)  # the resize size of every torchvision segmentation preset
-    weights = _weights_enum(name)
-    crops = [c for c in (_crop_size(w) for w in (weights or [])) if c is not None]
-    if _needs_image_size(name):
-        # weights=None builds the 224 model; the 384/512/518 crops belong to a differently built model.
-        crops = [c for c in crops if c == (224, 224)] or crops
-    # The smallest eval crop among the weights entries: cheapest and always accepted by a weights=None build.
-    h, w = min(crops) if crops else (224, 224)
-    if task == "video":
-        return (3, VIDEO_FRAMES, h, w)
-    return (3, h, w)
-
-
-def _entry(name: str, task: str) -> ModelEntry:
-    shape = _default_shape(name, task)
-    if task == "quantization":
-        return ModelEntry(name, task, shape, supported=False, reason=QUANTIZED_REASON)
-    return ModelEntry(name, task, shape)
-
-
-@functools.lru_cache(maxsize=1)
-def _catalogue() -> tuple[ModelEntry, ...]:
-    tasks = _task_by_name()
-    return tuple(sorted((_entry(name, task) for name, task in tasks.items()),
-                        key=lambda e: (TASKS.index(e.task), e.name)))
-
-
-def list_catalogue(task: str | None = None) -> list[ModelEntry]:
-    """The torchvision catalogue, grouped by task (in TASKS order) and sorted by name within a task."""
-    if task is not None and task not in TASKS:
-        raise ModelError(f"unknown task {task!r}: choose one of {', '.join(TASKS)}")
-    return [e for e in _catalogue() if task is None or e.task == task]
-
-
-def reference_weights(task: str = "classification") -> list[WeightsReference]:
-    """Every weights entry of every model of `task` with its published GMACs and eval input shape."""
-    refs = []
-    for entry in list_catalogue(task):
-        for weights in _weights_enum(entry.name) or []:
-            ops = weights.meta.get("_ops")
-            crop = _crop_size(weights)
-            if ops is None or crop is None:
-                continue
-            kwargs = {"image_size": crop[0]} if _needs_image_size(entry.name) else {}
-            shape = (3, VIDEO_FRAMES, *crop) if task == "video" else (3, *crop)
-            refs.append(WeightsReference(entry.name, weights.name, shape, float(ops), kwargs))
-    return refs
 
 
 # --------------------------------------------------------------------------------------------------
@@ -209,7 +79,7 @@ def _load_factory(spec: str):
 
 
 def _suggest(name: str) -> str:
-    names = list(_task_by_name())
+    names = list(torchvision_tasks())
     close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
     if close:
         return f"unknown model {name!r}; did you mean {', '.join(close)}?"
@@ -230,10 +100,10 @@ def resolve_model(spec: str) -> ModelEntry:
         factory = _load_factory(spec)
         return ModelEntry(spec, "custom", _factory_input_shape(spec, factory, instance=True))
     name = spec.lower()
-    task = _task_by_name().get(name)
+    task = torchvision_tasks().get(name)
     if task is None:
         raise ModelError(_suggest(name))
-    return _entry(name, task)
+    return catalogue_entry(name, task)
 
 
 def _declared_input_shape(spec: str, factory: Any, instance: bool) -> Any:
@@ -317,85 +187,7 @@ class OpticalFlowAdapter(nn.Module):
 
 
 # --------------------------------------------------------------------------------------------------
-# Building with parameters on the meta device
-
-
-_meta_state = threading.local()
-_patch_lock = threading.Lock()
-_patch_users = 0
-_original_register_parameter = nn.Module.register_parameter
-_original_register_buffer = nn.Module.register_buffer
-
-
-def _redirecting() -> bool:
-    return getattr(_meta_state, "depth", 0) > 0
-
-
-def _register_parameter(self: nn.Module, name: str, param: nn.Parameter | None) -> None:
-    _original_register_parameter(self, name, param)
-    if (param is not None and _redirecting() and param.device.type != "meta"
-            and not nn.parameter.is_lazy(param)):  # a lazy parameter has no storage to move yet
-        # Keep the Parameter subclass and its attributes; only the storage moves (to nowhere).
-        cls = type(param)
-        attrs = dict(param.__dict__)
-        moved = cls(param.to("meta"), requires_grad=param.requires_grad)
-        moved.__dict__.update(attrs)
-        self._parameters[name] = moved
-
-
-def _register_buffer(self: nn.Module, name: str, tensor: torch.Tensor | None, persistent: bool = True) -> None:
-    _original_register_buffer(self, name, tensor, persistent=persistent)
-    if tensor is not None and _redirecting() and tensor.device.type != "meta":
-        self._buffers[name] = tensor.to("meta")
-
-
-@contextlib.contextmanager
-def parameters_on_meta() -> Iterator[None]:
-    """Build modules with every parameter and buffer moved to the meta device as it is registered.
-
-    Unlike `with torch.device("meta")`, ordinary tensor maths in a builder still runs on the CPU, so
-    builders that compute layer widths with tensors (the RegNets) work. Each parameter exists on the
-    CPU only between its creation and its registration (one layer at a time, never initialised), and
-    initialisers then run on meta tensors for free. The redirect is per thread: a model built by
-    another thread meanwhile gets real weights.
-    """
-    global _patch_users
-    with _patch_lock:
-        if _patch_users == 0:
-            nn.Module.register_parameter = _register_parameter  # type: ignore[method-assign]
-            nn.Module.register_buffer = _register_buffer  # type: ignore[method-assign]
-        _patch_users += 1
-    _meta_state.depth = getattr(_meta_state, "depth", 0) + 1
-    try:
-        with _SkipMetaInit():
-            yield
-    finally:
-        _meta_state.depth -= 1
-        with _patch_lock:
-            _patch_users -= 1
-            if _patch_users == 0:
-                nn.Module.register_parameter = _original_register_parameter  # type: ignore[method-assign]
-                nn.Module.register_buffer = _original_register_buffer  # type: ignore[method-assign]
-
-
-# In-place ops that can change a tensor's shape or storage: never skipped.
-_RESHAPING_INPLACE = {"resize_", "resize_as_", "set_", "as_strided_", "squeeze_", "unsqueeze_",
-                      "transpose_", "t_", "swapaxes_", "swapdims_", "detach_", "requires_grad_"}
-
-
-class _SkipMetaInit(TorchFunctionMode):
-    """While building on meta, skip in-place initialisers on meta tensors (normal_, zero_, kaiming_...).
-
-    They produce no values on meta anyway, but run through Python decompositions, which made
-    initialisation the larger part of a meta build. Modes are per thread, so other threads are unaffected.
-    """
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        name = getattr(func, "__name__", "")
-        if (name.endswith("_") and not name.startswith("_") and name not in _RESHAPING_INPLACE
-                and args and isinstance(args[0], torch.Tensor) and args[0].device.type == "meta"):
-            return args[0]
-        return func(*args, **(kwargs or {}))
+# Building
 
 
 def _torchvision_kwargs(name: str, builder) -> dict[str, Any]:

@@ -107,7 +107,7 @@ def run_probe(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 
 
 def run_catalogue(params: dict, ctx: JobContext) -> tuple[Any, dict]:
-    from torchperf_tui.engine.models import list_catalogue
+    from torchperf_tui.engine.model_catalogue import list_catalogue
 
     return list_catalogue(), {}
 

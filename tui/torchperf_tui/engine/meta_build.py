@@ -1,0 +1,91 @@
+"""Building a model with its parameters on the meta device: its structure without weight memory (for the
+complexity analysis, and for reading what a user's model declares), while tensor maths in its builder still
+runs on the CPU.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Iterator
+
+import torch
+from torch import nn
+from torch.overrides import TorchFunctionMode
+
+_meta_state = threading.local()
+_patch_lock = threading.Lock()
+_patch_users = 0
+_original_register_parameter = nn.Module.register_parameter
+_original_register_buffer = nn.Module.register_buffer
+
+
+def _redirecting() -> bool:
+    return getattr(_meta_state, "depth", 0) > 0
+
+
+def _register_parameter(self: nn.Module, name: str, param: nn.Parameter | None) -> None:
+    _original_register_parameter(self, name, param)
+    if (param is not None and _redirecting() and param.device.type != "meta"
+            and not nn.parameter.is_lazy(param)):  # a lazy parameter has no storage to move yet
+        # Keep the Parameter subclass and its attributes; only the storage moves (to nowhere).
+        cls = type(param)
+        attrs = dict(param.__dict__)
+        moved = cls(param.to("meta"), requires_grad=param.requires_grad)
+        moved.__dict__.update(attrs)
+        self._parameters[name] = moved
+
+
+def _register_buffer(self: nn.Module, name: str, tensor: torch.Tensor | None, persistent: bool = True) -> None:
+    _original_register_buffer(self, name, tensor, persistent=persistent)
+    if tensor is not None and _redirecting() and tensor.device.type != "meta":
+        self._buffers[name] = tensor.to("meta")
+
+
+@contextlib.contextmanager
+def parameters_on_meta() -> Iterator[None]:
+    """Build modules with every parameter and buffer moved to the meta device as it is registered.
+
+    Unlike `with torch.device("meta")`, ordinary tensor maths in a builder still runs on the CPU, so
+    builders that compute layer widths with tensors (the RegNets) work. Each parameter exists on the
+    CPU only between its creation and its registration (one layer at a time, never initialised), and
+    initialisers then run on meta tensors for free. The redirect is per thread: a model built by
+    another thread meanwhile gets real weights.
+    """
+    global _patch_users
+    with _patch_lock:
+        if _patch_users == 0:
+            nn.Module.register_parameter = _register_parameter  # type: ignore[method-assign]
+            nn.Module.register_buffer = _register_buffer  # type: ignore[method-assign]
+        _patch_users += 1
+    _meta_state.depth = getattr(_meta_state, "depth", 0) + 1
+    try:
+        with _SkipMetaInit():
+            yield
+    finally:
+        _meta_state.depth -= 1
+        with _patch_lock:
+            _patch_users -= 1
+            if _patch_users == 0:
+                nn.Module.register_parameter = _original_register_parameter  # type: ignore[method-assign]
+                nn.Module.register_buffer = _original_register_buffer  # type: ignore[method-assign]
+
+
+# In-place ops that can change a tensor's shape or storage: never skipped.
+_RESHAPING_INPLACE = {"resize_", "resize_as_", "set_", "as_strided_", "squeeze_", "unsqueeze_",
+                      "transpose_", "t_", "swapaxes_", "swapdims_", "detach_", "requires_grad_"}
+
+
+class _SkipMetaInit(TorchFunctionMode):
+    """While building on meta, skip in-place initialisers on meta tensors (normal_, zero_, kaiming_...).
+
+    They produce no values on meta anyway, but run through Python decompositions, which made
+    initialisation the larger part of a meta build. Modes are per thread, so other threads are unaffected.
+    """
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        name = getattr(func, "__name__", "")
+        if (name.endswith("_") and not name.startswith("_") and name not in _RESHAPING_INPLACE
+                and args and isinstance(args[0], torch.Tensor) and args[0].device.type == "meta"):
+            return args[0]
+        return func(*args, **(kwargs or {}))
