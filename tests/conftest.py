@@ -54,7 +54,7 @@ def fake_gpu_conditions(monkeypatch):
     fake = _CountingEnergy()
 
     from torchperf_tui.engine.nvml import Nvml
-    from torchperf_tui.engine.run_conditions import ConditionSampler
+    from torchperf_tui.engine.condition_sampler import ConditionSampler
 
     def sampler(device, period_s=None):
         return ConditionSampler(Nvml.open(fake), 0, period_s=None)

@@ -9,9 +9,9 @@ import time
 import pytest
 
 from tests.fakes.fake_nvml import NVML_ERROR_NOT_SUPPORTED, FakeGpu, FakeNvml
+from torchperf_tui.engine.condition_sampler import ConditionSampler
 from torchperf_tui.engine.nvml import Nvml
-from torchperf_tui.engine.run_conditions import (THROTTLE_MASK, ConditionSampler, RunConditions, reason_names,
-                                                 throttle_note)
+from torchperf_tui.engine.run_conditions import THROTTLE_MASK, RunConditions, reason_names, throttle_note
 
 POWER_CAP = 0x4  # nvmlClocksEventReasonSwPowerCap
 IDLE = 0x1

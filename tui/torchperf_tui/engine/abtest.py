@@ -23,7 +23,8 @@ import numpy as np
 from torchperf_tui.engine.errors import FlagError, TorchperfError
 from torchperf_tui.engine.flags import Flags, StateWatch, applied_flags, asked_state
 from torchperf_tui.engine.host_noise import HostNoise, HostProbe
-from torchperf_tui.engine.run_conditions import RunConditions, conditions_sampler, throttle_note
+from torchperf_tui.engine.condition_sampler import conditions_sampler
+from torchperf_tui.engine.run_conditions import RunConditions, throttle_note
 
 ALPHA = 0.05
 # Block pairs a verdict (and an arm's CI) needs; a cancelled comparison may have fewer. Six, not five: with 5

@@ -51,7 +51,8 @@ from torchperf_tui.engine.flags import applied_flags
 from torchperf_tui.engine.inputs import dtype_name, make_input, parse_dtype, resolve_device
 from torchperf_tui.engine.nvml import NA, to_jsonable
 from torchperf_tui.engine.telemetry import release_memory
-from torchperf_tui.engine.run_conditions import ConditionSampler, RunConditions, conditions_sampler
+from torchperf_tui.engine.condition_sampler import ConditionSampler, conditions_sampler
+from torchperf_tui.engine.run_conditions import RunConditions
 from torchperf_tui.engine.timing import BenchConfig, run_timed_loop
 from torchperf_tui.engine.workload import forward_errors, place_model
 from torchperf_tui.formatting import format_bytes, format_number

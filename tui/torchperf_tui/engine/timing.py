@@ -18,7 +18,8 @@ from torchperf_tui.engine.flags import Flags, StateWatch, applied_flags, asked_s
 from torchperf_tui.engine.host_noise import HostNoise, HostProbe
 from torchperf_tui.engine.inputs import dtype_name, make_input, parse_dtype, resolve_device
 from torchperf_tui.engine.lazy_torch import torch
-from torchperf_tui.engine.run_conditions import RunConditions, conditions_sampler
+from torchperf_tui.engine.condition_sampler import conditions_sampler
+from torchperf_tui.engine.run_conditions import RunConditions
 from torchperf_tui.engine.shapes import ShapeReport, ShapeSchedule, parse_schedule, shape_report
 from torchperf_tui.engine.stats import TimingStats, compute_stats, items_per_second, percentile_intervals
 

@@ -26,7 +26,8 @@ from torchperf_tui.engine.errors import TorchperfError, first_line
 from torchperf_tui.engine.flags import Flags, applied_flags
 from torchperf_tui.engine.inputs import dtype_name, parse_dtype, resolve_device
 from torchperf_tui.engine.lazy_torch import torch
-from torchperf_tui.engine.run_conditions import RunConditions, conditions_sampler, per_item_word, throttle_note
+from torchperf_tui.engine.condition_sampler import conditions_sampler
+from torchperf_tui.engine.run_conditions import RunConditions, per_item_word, throttle_note
 from torchperf_tui.engine.stats import TimingStats, compute_stats
 from torchperf_tui.engine.timing import BenchConfig, run_timed_loop
 
