@@ -22,9 +22,9 @@ import time
 
 import torch
 
-from torchperf_tui.engine.ceilings import (CPU_CONVS, CPU_MATMUL_N, CPU_MATMUL_SIZES, GPU_CONVS, GPU_DTYPES,
-                                           GPU_MATMUL_N, GPU_MATMUL_SIZES, _settings, _torch_dtype, compute_workloads,
-                                           measure_ceilings)
+from torchperf_tui.engine.ceiling_measurement import (CPU_CONVS, CPU_MATMUL_N, CPU_MATMUL_SIZES, GPU_CONVS,
+                                                      GPU_DTYPES, GPU_MATMUL_N, GPU_MATMUL_SIZES, _settings,
+                                                      _torch_dtype, compute_workloads, measure_ceilings)
 from torchperf_tui.engine.inputs import resolve_device
 
 

@@ -11,8 +11,9 @@ import pytest
 import torch
 
 from tests.test_cli import run
+from torchperf_tui.engine.ceiling_measurement import measure_ceilings
 from torchperf_tui.engine.ceilings import (OUTDATED, Ceiling, CeilingsResult, ceilings, device_key, load_ceilings,
-                                           measure_ceilings, save_ceilings)
+                                           save_ceilings)
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.roofline import REMEASURE, peaks_for
 
