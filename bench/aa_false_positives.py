@@ -16,7 +16,8 @@ import time
 
 import torch
 
-from torchperf_tui.engine.abtest import parse_arm_spec, run_ab
+from torchperf_tui.engine.ab_arms import parse_arm_spec
+from torchperf_tui.engine.abtest import run_ab
 from torchperf_tui.engine.inputs import parse_shape
 from torchperf_tui.engine.timing import BenchConfig
 

@@ -116,7 +116,8 @@ def real_records() -> list[dict]:
                           flags=Flags())
         records.append(record_from_timing(run_benchmark(cfg)).to_dict())
     try:  # an A/B pair too, if the engine's comparison runs here
-        from torchperf_tui.engine.abtest import parse_arm_spec, run_ab
+        from torchperf_tui.engine.ab_arms import parse_arm_spec
+        from torchperf_tui.engine.abtest import run_ab
         from torchperf_tui.engine.history_records import records_from_ab
 
         base = BenchConfig(model="resnet18", input_shape=(1, 3, 32, 32), device="cpu", warmup=3, iters=50)

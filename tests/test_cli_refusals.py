@@ -117,7 +117,7 @@ def test_compare_stops_at_its_time_budget_and_says_so(capsys):
 def test_two_identical_arms_are_refused_unless_an_aa_check_is_asked_for(capsys, a, b):
     line = refused(capsys, "compare", TINY, "--input", "1x3x8x8", "--a", a, "--b", b, "--blocks", "6",
                    "--per-block", "1", "--no-history")
-    from torchperf_tui.engine.abtest import same_arms_refusal  # the app's sentence too
+    from torchperf_tui.engine.ab_arms import same_arms_refusal  # the app's sentence too
 
     assert line == "torchperf-tui: error: " + same_arms_refusal("--aa runs an A/A check of the noise on purpose")
 

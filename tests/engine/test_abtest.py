@@ -3,7 +3,9 @@
 import numpy as np
 import pytest
 
-from torchperf_tui.engine.abtest import MIN_PAIRS, block_order, block_verdict, parse_arm_spec
+from torchperf_tui.engine.ab_arms import parse_arm_spec
+from torchperf_tui.engine.ab_result import MIN_PAIRS, block_verdict
+from torchperf_tui.engine.abtest import block_order
 from torchperf_tui.engine.errors import FlagError
 from torchperf_tui.engine.flags import Flags
 
@@ -181,7 +183,7 @@ def test_a_cpu_comparison_runs_both_arms_on_the_callers_thread():
 
 
 def test_verdict_wording_for_large_ratios_and_disagreeing_tests():
-    from torchperf_tui.engine.abtest import Verdict
+    from torchperf_tui.engine.ab_result import Verdict
 
     slow = Verdict(blocks=10, ratio=8.62, ci_low=7.9, ci_high=9.4, p_value=0.002, significant=True)
     assert slow.summary() == "B is 8.62x slower (95 % CI 7.90-9.40x, p=0.002)"
@@ -194,7 +196,8 @@ def test_verdict_wording_for_large_ratios_and_disagreeing_tests():
 
 def test_the_arms_medians_disagreeing_with_the_paired_ratio_is_explained():
     """Pooled medians read a drift between blocks that the paired ratio cancels: the result says so."""
-    from torchperf_tui.engine.abtest import ABResult, ArmResult, block_order, block_verdict
+    from torchperf_tui.engine.ab_result import ABResult, ArmResult, block_verdict
+    from torchperf_tui.engine.abtest import block_order
     from torchperf_tui.engine.flags import Flags
 
     # The machine slows down halfway; A happens to run more of its blocks in the slow half. Within each
@@ -234,7 +237,7 @@ def test_a_time_budget_stops_the_blocks_and_the_result_says_how_many_ran():
 
 
 def test_same_arms_compares_what_each_arm_runs_not_how_it_was_typed():
-    from torchperf_tui.engine.abtest import same_arms
+    from torchperf_tui.engine.ab_arms import same_arms
     from torchperf_tui.engine.timing import BenchConfig
 
     base = BenchConfig(model="tests.tinymodels:tiny_cnn", input_shape=(1, 3, 8, 8), device="cpu")

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from torchperf_tui.engine.abtest import parse_arm_spec
+from torchperf_tui.engine.ab_arms import parse_arm_spec
 from torchperf_tui.engine.errors import ShapeError, TorchperfError
 from torchperf_tui.engine.kernels import (CPU_NOTE, LAYER_PREFIX, KernelComparison, KernelTime, LayerKernels,
                                           backward_phase, conv_kernels, group_by_layer, short_kernel_name,

@@ -248,7 +248,8 @@ def test_a_cpu_run_has_no_gpu_conditions():
 
 
 def test_the_ab_verdict_notes_the_arm_that_throttled_more_and_each_record_keeps_its_own(fake_gpu_conditions):
-    from torchperf_tui.engine.abtest import parse_arm_spec, run_ab
+    from torchperf_tui.engine.ab_arms import parse_arm_spec
+    from torchperf_tui.engine.abtest import run_ab
     from torchperf_tui.engine.history_records import records_of
     from torchperf_tui.engine.timing import BenchConfig
 
@@ -353,7 +354,8 @@ def test_a_run_ticks_the_sampler_between_its_timed_iterations(monkeypatch):
 
 
 def test_an_ab_and_the_timing_modes_tick_the_sampler_between_their_samples(monkeypatch):
-    from torchperf_tui.engine.abtest import parse_arm_spec, run_ab
+    from torchperf_tui.engine.ab_arms import parse_arm_spec
+    from torchperf_tui.engine.abtest import run_ab
     from torchperf_tui.engine.timing import BenchConfig
     from torchperf_tui.engine.timing_modes import run_modes
 

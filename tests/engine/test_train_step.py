@@ -122,7 +122,8 @@ def test_the_cli_times_a_training_step(capsys):
 
 def test_an_ab_of_training_steps_starts_every_block_of_both_arms_from_the_same_weights():
     from tests.tinymodels import WeightProbe
-    from torchperf_tui.engine.abtest import parse_arm_spec, run_ab
+    from torchperf_tui.engine.ab_arms import parse_arm_spec
+    from torchperf_tui.engine.abtest import run_ab
 
     base = BenchConfig(model="tests.tinymodels:weight_probe", input_shape=(4, 3, 8, 8), device="cpu", step="train")
     result = run_ab(base, parse_arm_spec(""), parse_arm_spec("mkldnn=off"), blocks=6, per_block=2)
@@ -136,7 +137,7 @@ def test_an_ab_of_training_steps_starts_every_block_of_both_arms_from_the_same_w
 
 
 def test_an_arm_spec_can_set_its_own_step_optimizer_and_mixed_precision():
-    from torchperf_tui.engine.abtest import parse_arm_spec
+    from torchperf_tui.engine.ab_arms import parse_arm_spec
     from torchperf_tui.engine.errors import FlagError
 
     base = BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu", amp="bf16")
@@ -152,7 +153,8 @@ def test_an_arm_spec_can_set_its_own_step_optimizer_and_mixed_precision():
 
 def test_an_ab_of_inference_against_a_training_step_keeps_the_inference_arm_on_the_built_weights():
     from tests.tinymodels import WeightProbe
-    from torchperf_tui.engine.abtest import parse_arm_spec, run_ab
+    from torchperf_tui.engine.ab_arms import parse_arm_spec
+    from torchperf_tui.engine.abtest import run_ab
     from torchperf_tui.engine.history_records import records_from_ab
 
     base = BenchConfig(model="tests.tinymodels:weight_probe", input_shape=(4, 3, 8, 8), device="cpu")

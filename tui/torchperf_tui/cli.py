@@ -561,7 +561,7 @@ def cmd_compare(args) -> int:
 def _arms(args, base):
     """The arms' SPECs parsed over the base run (no torch: here, before a job is sent), and what the arguments
     alone can refuse: identical arms without --aa, and --kernels with a shape schedule."""
-    from torchperf_tui.engine.abtest import parse_arm_spec, same_arms, same_arms_refusal
+    from torchperf_tui.engine.ab_arms import parse_arm_spec, same_arms, same_arms_refusal
     from torchperf_tui.engine.errors import TorchperfError
 
     arm_a, arm_b = parse_arm_spec(args.a, base=base.flags), parse_arm_spec(args.b, base=base.flags)

@@ -107,7 +107,7 @@ class ComparePane(Vertical):
         """Time A against B interleaved in blocks (replacing a comparison or any measurement in flight); two
         identical flag sets are refused, in the verdict line (it stays) and a short toast."""
         if flags_a == flags_b:
-            from torchperf_tui.engine.abtest import same_arms_refusal  # the CLI's sentence; no torch: cheap
+            from torchperf_tui.engine.ab_arms import same_arms_refusal  # the CLI's sentence; no torch: cheap
 
             text = same_arms_refusal("flip a flag first: A/B compares the flags before the flip with the current ones",
                                      flags_a.describe(self.app.session.device_kind()))
