@@ -10,7 +10,7 @@ from tests.app.helpers import TINY, flip, notifications, screen_text, wait_ready
 from tests.app.test_analysis_tabs import rows
 from torchperf_tui.app.app import TorchperfApp
 from torchperf_tui.app.runs import RunRecord
-from torchperf_tui.app.widgets.memory.memory_pane import MemoryChart
+from torchperf_tui.app.widgets.memory.memory_chart import MemoryChart
 from torchperf_tui.app.widgets.timing.histogram import LatencyHistogram, LatencyOverlay
 from torchperf_tui.app.widgets.timing.timing_pane import compile_text
 

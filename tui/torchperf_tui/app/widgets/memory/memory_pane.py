@@ -11,14 +11,9 @@ import time
 from collections import deque
 from typing import Any
 
-from rich.style import Style
-from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.reactive import reactive
-from textual.renderables.bar import Bar as BarRenderable
-from textual.widget import Widget
 from textual.message import Message
 from textual.widgets import Static
 from textual.worker import get_current_worker
@@ -27,74 +22,15 @@ from torchperf_tui.formatting import format_bytes, format_number
 from torchperf_tui.app.job_slots import JobSlots
 from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.worker.protocol import JobFailed
-from torchperf_tui.app.widgets.timing.histogram import _PlotHolder, theme_palette
+from torchperf_tui.app.widgets.memory.memory_chart import MemoryChart
+from torchperf_tui.app.widgets.memory.memory_snapshot import snapshot_answered, start_snapshot
+from torchperf_tui.app.widgets.memory.usage_bar import UsageBar
 
 GIB = 1024 ** 3
 
 
 def _num(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-class MemoryChart(_PlotHolder):
-    """Memory over time (GiB against seconds ago): the sampler's curve, the latest run's per-iteration
-    trace over it, and a vertical mark at each release with what it freed."""
-
-    empty_text = "collecting samples…"
-    # The chart is the costliest thing drawn at idle: every 2 s keeps the idle app under 3 % of a core
-    # (1 s measured 3.6 % at 2 Hz telemetry); the samples themselves still arrive at the telemetry rate.
-    min_redraw_interval = 2.0
-    max_points = 240  # more points than braille columns only costs time
-
-    def __init__(self, **kwargs) -> None:
-        super().__init__(**kwargs)
-        self.series: list[tuple[str, list[tuple[float, float]]]] = []
-        self.marks: list[tuple[float, str]] = []
-        self.label = ""
-
-    @property
-    def points(self) -> list[tuple[float, float]]:
-        """The main curve (NVML used, or RSS)."""
-        return self.series[0][1] if self.series else []
-
-    def show_points(self, points: list[tuple[float, float]], label: str,
-                    extra: list[tuple[str, list[tuple[float, float]]]] | None = None,
-                    marks: list[tuple[float, str]] | None = None) -> None:
-        self.series = [(label, points), *[(name, pts) for name, pts in (extra or []) if len(pts) >= 2]]
-        self.marks = list(marks or [])
-        self.label = label
-        self.request_redraw()
-
-    def has_data(self) -> bool:
-        return len(self.points) >= 2  # a line needs two points
-
-    def draw(self, plot) -> None:
-        from textual_plot import HiResMode, LegendLocation
-
-        palette = theme_palette(self.app)
-        xs_all, top, legend = [], 0.1, []
-        for i, (name, series) in enumerate(self.series):
-            step = max(1, len(series) // self.max_points)
-            points = series[::-1][::step][::-1]  # thin from the old end, keep the newest point
-            xs = [p[0] for p in points]
-            ys = [p[1] for p in points]
-            xs_all += xs
-            top = max(top, max(ys) * 1.15)
-            legend.append((name, palette[i % len(palette)]))
-            plot.plot(xs, ys, line_style=legend[-1][1], hires_mode=HiResMode.BRAILLE,
-                      label=name if len(self.series) > 1 or self.marks else None)
-        left = min(xs_all)
-        for x, text in self.marks:
-            if x >= left:
-                plot.add_v_line(x, line_style=palette[-1], label=text)
-                if (text, palette[-1]) not in legend:
-                    legend.append((text, palette[-1]))
-        plot.set_xlimits(left, 0)
-        plot.set_ylimits(0, top)
-        self.set_labels(plot, "seconds ago", "GiB")
-        self.fit_xticks(plot, left, 0)
-        if len(self.series) > 1 or self.marks:
-            self.show_legend(plot, LegendLocation.TOPLEFT, legend)
 
 
 def memory_series(history, gpu_index: int | None) -> tuple[list[tuple[float, float]], str]:
@@ -137,37 +73,6 @@ def process_gpu_text(used, reserved) -> str:
     outside = used - reserved
     return (f"  the process on the GPU (NVML): {format_bytes(used)} · outside the caching allocator: "
             f"[b]{format_bytes(max(outside, 0))}[/] (the CUDA context and non-PyTorch allocations)")
-
-
-class UsageBar(Widget):
-    """`progress` of `total` as a bar and a percentage. The fill is worked out from the width the bar has
-    when it is drawn (Textual's ProgressBar rounds it to the width it had when the value was set, which for a
-    tab just shown is not yet its final one)."""
-
-    COMPONENT_CLASSES = {"usage-bar--bar"}
-    DEFAULT_CSS = """
-    UsageBar { height: 1; }
-    UsageBar > .usage-bar--bar { color: $primary; background: $surface; }
-    """
-    total: reactive[float] = reactive(1.0)
-    progress: reactive[float] = reactive(0.0)
-
-    def update(self, *, total: float, progress: float) -> None:
-        self.total, self.progress = total, progress
-
-    def render(self) -> Text:
-        fraction = min(max(self.progress / self.total, 0.0), 1.0) if self.total > 0 else 0.0
-        label = f"{fraction * 100:.0f}%"
-        width = max(self.size.width - len(label) - 1, 1)
-        style = self.get_component_rich_style("usage-bar--bar")
-        bar = BarRenderable(highlight_range=(0, width * fraction), width=width,
-                            highlight_style=Style.from_color(style.color),
-                            background_style=Style.from_color(style.bgcolor))
-        text = Text()
-        for segment in self.app.console.render(bar, self.app.console.options.update_width(width)):
-            text.append(segment.text, segment.style)
-        text.append(" " + label)
-        return text
 
 
 class MemoryPane(Vertical):
@@ -354,7 +259,7 @@ class MemoryPane(Vertical):
             else:
                 self._released(event.result)
         elif message.slot == "snapshot":
-            self._snapshot_answered(event)
+            snapshot_answered(self.app, event)
 
     # -- release (key e) ----------------------------------------------------------------------------
     def release(self) -> None:
@@ -396,33 +301,7 @@ class MemoryPane(Vertical):
     # -- CUDA memory snapshot (key n) ---------------------------------------------------------------
     def snapshot(self) -> None:
         """Record the CUDA allocator's history over a few iterations; say where the snapshot went."""
-        selection = self.screen.ready_selection("memory snapshot", module="memsnap")
-        if selection is None:
-            return
-        session = self.app.session
-        if session.device_kind() != "cuda":
-            self.app.notify(session.engine.memsnap.NOT_CUDA, title="memory snapshot", severity="warning", timeout=8)
-            return
-        cfg = self.jobs.config(selection, lambda error: self.app.notify(error, title="memsnap failed",
-                                                                        severity="error", timeout=8))
-        if cfg is None:
-            return
-        self.app.notify(f"recording the allocator's history over {selection.spec} ({selection.step_text()})…",
-                        title="memory snapshot", timeout=3)
-        self.jobs.start("snapshot", "memsnap", {"cfg": cfg},
-                        f"recording the allocator's history over {selection.spec}")
-
-    def _snapshot_answered(self, event) -> None:
-        if isinstance(event, JobFailed):
-            if event.cancelled:
-                self.app.notify("no snapshot written (cancelled)", title="memory snapshot", severity="warning")
-            else:
-                self.app.notify(event.error, title="memsnap failed", severity="error", timeout=8)
-        elif event.result.path:
-            self.app.notify(f"snapshot saved to {event.result.path}\n{event.result.viewer_hint}",
-                            title="memory snapshot", timeout=12)
-        else:
-            self.app.notify("no snapshot written (cancelled)", title="memory snapshot", severity="warning")
+        start_snapshot(self)
 
     # -- drawing ------------------------------------------------------------------------------------
     def _set(self, selector: str, text: str) -> None:
