@@ -18,7 +18,7 @@ import torch
 
 from torchperf_tui.engine.abtest import parse_arm_spec, run_ab
 from torchperf_tui.engine.inputs import parse_shape
-from torchperf_tui.engine.timing import BenchConfig
+from torchperf_tui.engine.bench_config import BenchConfig
 
 
 def rate(base: BenchConfig, a: str, b: str, trials: int, blocks: int, per_block: int) -> tuple[float, list]:

@@ -11,9 +11,9 @@ from torch import nn
 from torchperf_tui.engine.errors import OutOfMemory, ShapeError, TorchperfError
 from torchperf_tui.engine.nvml import NA, Nvml
 from torchperf_tui.engine.telemetry import release_memory
-from torchperf_tui.engine.throughput import (DEFAULT_TIME_BUDGET_S, BatchTry, MemoryCapExceeded, StopRule,
-                                             find_max_batch, is_out_of_memory, search_max_batch)
-from torchperf_tui.engine.timing import BenchConfig
+from torchperf_tui.engine.batch_search import BatchTry, MemoryCapExceeded, StopRule, is_out_of_memory, search_max_batch
+from torchperf_tui.engine.throughput import DEFAULT_TIME_BUDGET_S, find_max_batch
+from torchperf_tui.engine.bench_config import BenchConfig
 from tests.fakes.fake_cuda import h100_fakes
 from tests.fakes.fake_nvml import MiB
 
