@@ -10,6 +10,7 @@ import torch
 
 from torchperf_tui.engine.abtest import ArmSpec, run_ab
 from torchperf_tui.engine.bench_config import BenchConfig, RunPlan
+from torchperf_tui.engine.determinism import check_determinism
 from torchperf_tui.engine.errors import DeviceError, ShapeError, TorchperfError
 from torchperf_tui.engine.flags import Flags
 from torchperf_tui.engine.input_spec import InputSpec
@@ -105,6 +106,7 @@ RUNNERS = {
     "profiling": lambda: profile_model(BenchConfig(**CAST), iters=1),
     "layer times": lambda: layer_times(BenchConfig(**CAST), iters=1),
     "timing modes": lambda: run_modes(BenchConfig(**CAST), ("sync",)),
+    "determinism": lambda: check_determinism(COUNTED, (1, 3, 8, 8), device="cpu", dtype="bfloat16", amp="bf16"),
     "a/b": lambda: run_ab(BenchConfig(**{**CAST, "dtype": "float32"}), ArmSpec(Flags()),
                           ArmSpec(Flags(), dtype="bfloat16"), blocks=6, per_block=1),
     "kernels": lambda: conv_kernels(BenchConfig(**{**CAST, "dtype": "float32"}), ArmSpec(Flags()),

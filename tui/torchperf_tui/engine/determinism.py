@@ -19,7 +19,7 @@ from typing import Any, Iterator
 
 from torchperf_tui.engine.lazy_torch import torch
 
-from torchperf_tui.engine.bench_config import BenchConfig, check_amp
+from torchperf_tui.engine.bench_config import BenchConfig
 from torchperf_tui.engine.errors import ShapeError, TorchperfError
 from torchperf_tui.engine.flags import Flags, applied_flags
 from torchperf_tui.engine.inputs import dtype_name
@@ -254,18 +254,12 @@ def check_determinism(model_spec: str | torch.nn.Module, input_shape: tuple[int,
             raise ShapeError(f"give an input shape for {name}: a module has no catalogue default")
 
     # A name without a shape takes the catalogue's default (the registry pulls in torchvision only then).
-    # Mixed precision is checked once the model is built (amp_for=()), as this check always did.
     plan = BenchConfig(model=model_spec, input_shape=input_shape, device=device, dtype=dtype, step=step,
-                       optimizer=optimizer, amp=amp).prepare(before_inputs=has_a_shape, amp_for=())
+                       optimizer=optimizer, amp=amp).prepare(before_inputs=has_a_shape)
     torch_device, torch_dtype, spec, shape = plan.device, plan.dtype, plan.step, plan.shape
     flags = Flags.current() if flags is None else flags
     work = prepare_workload(model_spec, plan.inputs, torch_device, torch_dtype, channels_last)
     model, x = work.model, work.x
-    try:
-        check_amp(spec, torch_device, torch_dtype)
-    except TorchperfError:
-        work.release()
-        raise
     outputs: list[Any] = []
     # With deterministic algorithms on, an op without a deterministic version raises here: it is reported.
     if spec.training:
