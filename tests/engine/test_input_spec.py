@@ -31,3 +31,8 @@ def test_a_shape_feed_makes_each_new_shape_and_says_which_were_met_first():
     assert feed.x.shape == (4, 3, 8, 8)
     assert torch.equal(feed.x, InputSpec((4, 3, 8, 8)).make(seed=5 + 1))  # made at the index it first came
     assert told == [(0, (2, 3, 8, 8), False), (1, (4, 3, 8, 8), True), (2, (4, 3, 8, 8), False)]
+
+
+def test_the_meta_stand_in_has_the_shape_and_dtype_and_no_memory():
+    x = InputSpec((64, 3, 224, 224)).make_meta(torch.float16)
+    assert x.device.type == "meta" and x.shape == (64, 3, 224, 224) and x.dtype is torch.float16

@@ -49,6 +49,12 @@ class InputSpec:
         """The input on `device` in `dtype`: deterministic for a seed (engine.inputs.make_input)."""
         return make_input(self.shape, dtype=dtype, device=device, channels_last=channels_last, seed=seed)
 
+    def make_meta(self, dtype: "torch.dtype") -> "torch.Tensor":
+        """The input's stand-in on the meta device (shapes, no memory), for the analysis that runs the model there."""
+        import torch
+
+        return torch.empty(self.shape, dtype=dtype, device="meta")
+
 
 class ShapeFeed:
     """The input of the timed iterations under a shape schedule; remembers which shapes were met."""
