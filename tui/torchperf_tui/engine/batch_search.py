@@ -129,7 +129,7 @@ def is_out_of_memory(exc: BaseException) -> bool:
     (cuBLAS/cuDNN workspace allocation, the CPU allocator's "can't allocate memory")."""
     if isinstance(exc, (MemoryCapExceeded, MemoryError)):
         return True
-    # torch's own error, when torch is loaded (an exception from torch means it is): never imported here.
+    # torch's own error, when torch is loaded (an exception torch raised means it is): never imported here.
     torch_oom = getattr(sys.modules.get("torch"), "OutOfMemoryError", None)
     if torch_oom is not None and isinstance(exc, torch_oom):
         return True

@@ -170,6 +170,7 @@ def find_max_batch(cfg: BenchConfig, *, max_batch: int = DEFAULT_MAX_BATCH, reso
     plan = cfg.prepare()
     device, dtype, step = plan.device, plan.dtype, plan.step
     sample_shape = plan.inputs.sample_shape
+    one = plan.inputs.at_batch(1)  # the input of one item: the batch is what is searched
     on_cuda = device.type == "cuda"
     notes: list[str] = []
     cap: int | NA
@@ -201,12 +202,11 @@ def find_max_batch(cfg: BenchConfig, *, max_batch: int = DEFAULT_MAX_BATCH, reso
         from torchperf_tui.engine.models import build_model
 
         try:
-            model = place_model(build_model(cfg.model, device="cpu"), device, dtype, cfg.channels_last,
-                                1 + len(sample_shape))
+            model = place_model(build_model(cfg.model, device="cpu"), device, dtype, cfg.channels_last, one.rank)
         except torch.OutOfMemoryError as exc:
             release()
             raise OutOfMemory(f"{cfg.model}'s weights alone do not fit on {device}: {first_line(exc)}") from None
-        per_sample = None if on_cuda else _activation_bytes_per_sample(cfg, (1, *sample_shape))
+        per_sample = None if on_cuda else _activation_bytes_per_sample(cfg, one.shape)
         if not on_cuda:
             release()  # trim first: the runner's RSS baseline must not hold reusable free pages
         sampler = conditions_sampler(device)  # None on the CPU: the GPU over the final measurement
@@ -221,7 +221,7 @@ def find_max_batch(cfg: BenchConfig, *, max_batch: int = DEFAULT_MAX_BATCH, reso
     measurements: list[BatchTry] = []
     try:
         with applied_flags(cfg.flags), grad_context(step):
-            with forward_errors(cfg.model, (1, *sample_shape), dtype, device):
+            with forward_errors(cfg.model, one.shape, dtype, device):
                 outcome = search_max_batch(runner, max_batch=max_batch, resolution=resolution,
                                            warmup=try_warmup, iters=try_iters, to_oom=to_oom,
                                            plateau_doublings=plateau_doublings, time_budget_s=time_budget_s,
