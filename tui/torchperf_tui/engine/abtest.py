@@ -133,7 +133,7 @@ def parse_arm_spec(text: str, base: Flags | None = None) -> ArmSpec:
 
 
 def same_arms(base, a: ArmSpec, b: ArmSpec) -> bool:
-    """Whether arms `a` and `b` of `base` (a timing.BenchConfig) would run the same thing: an A/A comparison."""
+    """Whether arms `a` and `b` of `base` (a bench_config.BenchConfig) would run the same thing: an A/A comparison."""
     def effective(arm: ArmSpec):
         return (arm.flags, arm.dtype or base.dtype,
                 base.channels_last if arm.channels_last is None else arm.channels_last,
@@ -392,7 +392,7 @@ OnBlock = Callable[[str, int, int, list[float]], None]
 def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int = 20, seed: int = 0,
            on_block: OnBlock | None = None, should_cancel: Callable[[], bool] | None = None,
            time_budget_s: float | None = None) -> ABResult:
-    """Time arms A and B of `base` (a timing.BenchConfig) interleaved in randomised blocks.
+    """Time arms A and B of `base` (a bench_config.BenchConfig) interleaved in randomised blocks.
 
     `time_budget_s` (None: none) bounds the blocks' time: a block pair that would end past it, judged by the
     pair before it, is not started; the result says how many pairs ran (`out_of_time`) and the verdict is

@@ -34,13 +34,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from torchperf_tui.engine.bench_config import BenchConfig
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.flags import applied_flags
 from torchperf_tui.engine.layer_ranges import (BACKWARD_PREFIX, ITERATION_LABEL, LAYER_PREFIX, attach_layer_ranges,
                                                descendants, on_cpu, profile_iterations, wrap_forwards)
 from torchperf_tui.engine.lazy_torch import torch
 from torchperf_tui.engine.nvml import to_jsonable
-from torchperf_tui.engine.bench_config import BenchConfig
 from torchperf_tui.engine.workload import forward_errors, model_name, prepare_workload
 
 DEFAULT_ITERS = 5

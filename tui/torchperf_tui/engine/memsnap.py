@@ -19,11 +19,11 @@ from typing import Any, Callable, Protocol
 
 from torchperf_tui.engine.lazy_torch import torch
 
+from torchperf_tui.engine.bench_config import BenchConfig
 from torchperf_tui.engine.errors import DeviceError, OutOfMemory, TorchperfError
 from torchperf_tui.engine.flags import applied_flags
 from torchperf_tui.engine.inputs import dtype_name
 from torchperf_tui.engine.nvml import to_jsonable
-from torchperf_tui.engine.bench_config import BenchConfig
 from torchperf_tui.engine.workload import forward_errors, prepare_workload
 
 DEFAULT_ITERS = 3

@@ -23,12 +23,12 @@ from typing import Any, Callable, Iterable
 
 from torchperf_tui.engine.lazy_torch import torch
 
+from torchperf_tui.engine.bench_config import BenchConfig
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.flags import applied_flags
 from torchperf_tui.engine.inputs import dtype_name
 from torchperf_tui.engine.layer_ranges import ITERATION_LABEL
 from torchperf_tui.engine.nvml import to_jsonable
-from torchperf_tui.engine.bench_config import BenchConfig
 from torchperf_tui.engine.workload import forward_errors, prepare_workload
 
 DEFAULT_ITERS = 5

@@ -22,13 +22,13 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
+from torchperf_tui.engine.bench_config import BenchConfig
 from torchperf_tui.engine.errors import TorchperfError, first_line
 from torchperf_tui.engine.flags import Flags, applied_flags
 from torchperf_tui.engine.inputs import dtype_name
 from torchperf_tui.engine.lazy_torch import torch
 from torchperf_tui.engine.run_conditions import RunConditions, conditions_sampler, per_item_word, throttle_note
 from torchperf_tui.engine.stats import TimingStats, compute_stats
-from torchperf_tui.engine.bench_config import BenchConfig
 from torchperf_tui.engine.timing import run_timed_loop
 
 MODES = ("sync", "pipelined", "graph")
