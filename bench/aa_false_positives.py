@@ -19,7 +19,7 @@ import torch
 from torchperf_tui.engine.ab_arms import parse_arm_spec
 from torchperf_tui.engine.abtest import run_ab
 from torchperf_tui.engine.inputs import parse_shape
-from torchperf_tui.engine.timing import BenchConfig
+from torchperf_tui.engine.bench_config import BenchConfig
 
 
 def rate(base: BenchConfig, a: str, b: str, trials: int, blocks: int, per_block: int) -> tuple[float, list]:

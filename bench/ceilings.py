@@ -48,7 +48,8 @@ def bare_loop(workload, dtype_name: str, device: torch.device, reps: int, thread
 def model_rate(model: str, batch: int, device: str) -> float:
     """FLOP/s a model reaches forward, by the engine's timing and FLOP count."""
     from torchperf_tui.engine.complexity import analyse_complexity
-    from torchperf_tui.engine.timing import BenchConfig, run_benchmark
+    from torchperf_tui.engine.bench_config import BenchConfig
+    from torchperf_tui.engine.timing import run_benchmark
 
     shape = (batch, 3, 224, 224)
     timing = run_benchmark(BenchConfig(model=model, input_shape=shape, device=device, warmup=3, iters=20))

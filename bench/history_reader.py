@@ -108,7 +108,8 @@ def real_records() -> list[dict]:
     """Records as the app writes them: resnet18 timed on this CPU, at three run lengths, and an A/B pair."""
     from torchperf_tui.engine.flags import Flags
     from torchperf_tui.engine.history_records import record_from_timing
-    from torchperf_tui.engine.timing import BenchConfig, run_benchmark
+    from torchperf_tui.engine.bench_config import BenchConfig
+    from torchperf_tui.engine.timing import run_benchmark
 
     records = []
     for iters in (50, 200, 1000):

@@ -21,7 +21,7 @@ import time
 import torch
 
 from torchperf_tui.engine.throughput import ThroughputResult, find_max_batch
-from torchperf_tui.engine.timing import BenchConfig
+from torchperf_tui.engine.bench_config import BenchConfig
 
 
 def load_line() -> tuple[str, bool]:

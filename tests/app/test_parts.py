@@ -107,7 +107,7 @@ def test_throughput_search_progress_says_time_spent_budget_left_and_the_next_try
     import time
 
     from torchperf_tui.app.widgets.throughput.throughput_pane import search_progress
-    from torchperf_tui.engine.throughput import BatchTry
+    from torchperf_tui.engine.batch_search import BatchTry
 
     started = time.monotonic() - 30.0
     line = search_progress("resnet18", started, 120.0, BatchTry(batch=16, fits=True, phase="grow", seconds=4.0))

@@ -108,7 +108,7 @@ def test_bad_specs_are_one_line_errors(text, message):
 def test_interleaved_run_gives_each_block_its_own_flags_and_a_verdict():
     from tests.tinymodels import ThreadsProbe
     from torchperf_tui.engine.abtest import run_ab
-    from torchperf_tui.engine.timing import BenchConfig
+    from torchperf_tui.engine.bench_config import BenchConfig
 
     before = Flags.current()
     ThreadsProbe.seen.clear()
@@ -129,7 +129,7 @@ def test_interleaved_run_gives_each_block_its_own_flags_and_a_verdict():
 
 def test_cancelled_comparison_keeps_complete_pairs_only():
     from torchperf_tui.engine.abtest import run_ab
-    from torchperf_tui.engine.timing import BenchConfig
+    from torchperf_tui.engine.bench_config import BenchConfig
 
     blocks_done = []
     base = BenchConfig(model="tests.tinymodels:tiny_cnn", input_shape=(1, 3, 8, 8), device="cpu")
@@ -143,7 +143,7 @@ def test_cancelled_comparison_keeps_complete_pairs_only():
 
 def test_arms_can_follow_their_own_shape_schedule():
     from torchperf_tui.engine.abtest import run_ab
-    from torchperf_tui.engine.timing import BenchConfig
+    from torchperf_tui.engine.bench_config import BenchConfig
 
     assert parse_arm_spec("shapes=random:8-16").shapes == "random:8-16"
     base = BenchConfig(model="tests.tinymodels:tiny_cnn", input_shape=(1, 3, 16, 16), device="cpu")
@@ -174,7 +174,7 @@ def test_a_cpu_comparison_runs_both_arms_on_the_callers_thread():
 
     from tests.tinymodels import ThreadIdentProbe
     from torchperf_tui.engine.abtest import run_ab
-    from torchperf_tui.engine.timing import BenchConfig
+    from torchperf_tui.engine.bench_config import BenchConfig
 
     ThreadIdentProbe.seen.clear()
     base = BenchConfig(model="tests.tinymodels:thread_probe", input_shape=(1, 3, 8, 8), device="cpu")
@@ -219,7 +219,7 @@ def test_the_arms_medians_disagreeing_with_the_paired_ratio_is_explained():
 
 def test_a_time_budget_stops_the_blocks_and_the_result_says_how_many_ran():
     from torchperf_tui.engine.abtest import run_ab
-    from torchperf_tui.engine.timing import BenchConfig
+    from torchperf_tui.engine.bench_config import BenchConfig
 
     # each forward pass sleeps 2 ms: a block of 2 timed + 2 settling passes takes at least 8 ms, a pair 16 ms,
     # so 100 pairs take at least 1.6 s and a 0.3 s budget stops them well short
@@ -238,7 +238,7 @@ def test_a_time_budget_stops_the_blocks_and_the_result_says_how_many_ran():
 
 def test_same_arms_compares_what_each_arm_runs_not_how_it_was_typed():
     from torchperf_tui.engine.ab_arms import same_arms
-    from torchperf_tui.engine.timing import BenchConfig
+    from torchperf_tui.engine.bench_config import BenchConfig
 
     base = BenchConfig(model="tests.tinymodels:tiny_cnn", input_shape=(1, 3, 8, 8), device="cpu")
     assert same_arms(base, parse_arm_spec(""), parse_arm_spec("mkldnn=on, channels_last=off"))
@@ -250,7 +250,7 @@ def test_same_arms_compares_what_each_arm_runs_not_how_it_was_typed():
 
 def test_a_flag_with_no_effect_is_said_of_the_arm_that_set_it():
     from torchperf_tui.engine.abtest import inert_arm_flags, run_ab
-    from torchperf_tui.engine.timing import BenchConfig
+    from torchperf_tui.engine.bench_config import BenchConfig
 
     on = Flags(cudnn_benchmark=True)
     only = inert_arm_flags(Flags(), on, Flags(), "cpu")
@@ -272,7 +272,7 @@ def test_an_ab_comparison_reads_the_host_over_its_blocks_and_is_marked_like_a_ti
     from torchperf_tui.engine.abtest import run_ab
     from torchperf_tui.engine.history_records import RunRecord, records_from_ab
     from torchperf_tui.engine.host_noise import HostProbe
-    from torchperf_tui.engine.timing import BenchConfig
+    from torchperf_tui.engine.bench_config import BenchConfig
 
     busy = ((0.0, 5.0, 100.0, 50.0), (2.0, 5.6, 104.0, 51.0))  # others: 1.5 cores, the load 5.6 at the end
     monkeypatch.setattr("torchperf_tui.engine.abtest.HostProbe", lambda: HostProbe(FakeReader(*busy)))

@@ -6,7 +6,8 @@ import torch
 from torchperf_tui.engine.errors import FlagError
 from torchperf_tui.engine.flags import (FLAG_SPECS, Flags, TorchState, applied_flags, flag_applicability,
                                         guarded_job, process_baseline, restore_state)
-from torchperf_tui.engine.timing import BenchConfig, run_benchmark
+from torchperf_tui.engine.bench_config import BenchConfig
+from torchperf_tui.engine.timing import run_benchmark
 from tests import state_changing_models as hostile
 
 

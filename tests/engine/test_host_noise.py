@@ -114,7 +114,8 @@ def test_a_window_that_never_opened_has_no_host_figures():
 
 
 def test_run_benchmark_reads_the_host_at_the_timed_windows_edges_and_the_record_keeps_the_marks(monkeypatch):
-    from torchperf_tui.engine.timing import BenchConfig, run_benchmark
+    from torchperf_tui.engine.bench_config import BenchConfig
+    from torchperf_tui.engine.timing import run_benchmark
 
     busy = ((0.0, 5.0, 100.0, 50.0), (2.0, 5.6, 104.0, 51.0))  # others: 1.5 cores
     monkeypatch.setattr("torchperf_tui.engine.timing.HostProbe", lambda: HostProbe(FakeReader(*busy)))

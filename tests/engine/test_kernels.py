@@ -11,7 +11,7 @@ from torchperf_tui.engine.errors import ShapeError, TorchperfError
 from torchperf_tui.engine.kernels import (CPU_NOTE, LAYER_PREFIX, KernelComparison, KernelTime, LayerKernels,
                                           backward_phase, conv_kernels, group_by_layer, short_kernel_name,
                                           short_kernel_names)
-from torchperf_tui.engine.timing import BenchConfig
+from torchperf_tui.engine.bench_config import BenchConfig
 
 TINY = "tests.tinymodels:tiny_cnn"
 BASE = parse_arm_spec("")

@@ -9,7 +9,7 @@ from torch import nn
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.layer_ranges import BACKWARD_PREFIX, ITERATION_LABEL, LAYER_PREFIX
 from torchperf_tui.engine.layer_times import attribute, layer_times
-from torchperf_tui.engine.timing import BenchConfig
+from torchperf_tui.engine.bench_config import BenchConfig
 
 TINY = "tests.tinymodels:tiny_cnn"
 Kernel = namedtuple("Kernel", "name device duration")

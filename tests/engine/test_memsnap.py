@@ -9,7 +9,7 @@ from torchperf_tui.engine.errors import DeviceError, OutOfMemory, ShapeError, To
 from torchperf_tui.engine.flags import Flags
 from torchperf_tui.engine.memsnap import (DEFAULT_MAX_ENTRIES, NOT_CUDA, VIEWER_HINT, TorchCudaMemory,
                                           count_entries, record_memory_snapshot, write_snapshot)
-from torchperf_tui.engine.timing import BenchConfig
+from torchperf_tui.engine.bench_config import BenchConfig
 
 TINY = "tests.tinymodels:tiny_cnn"
 

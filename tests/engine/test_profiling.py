@@ -7,7 +7,7 @@ import torch
 from torchperf_tui.engine.errors import ShapeError, TorchperfError
 from torchperf_tui.engine.profiling import (ITERATION_LABEL, OpStat, profile_callable, profile_model,
                                             sort_ops, summarise_events)
-from torchperf_tui.engine.timing import BenchConfig
+from torchperf_tui.engine.bench_config import BenchConfig
 
 TINY = "tests.tinymodels:tiny_cnn"
 

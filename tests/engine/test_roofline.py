@@ -8,7 +8,8 @@ from torchperf_tui.engine.layer_times import GpuBusy, LayerTimes, ModuleTime
 from torchperf_tui.engine.roofline import (BYTES_METHOD, GPU_IDLE, OUTSIDE_ROWS, REMEASURE, analyse_roofline,
                                            estimate_bytes, gpu_for_device, utilisation_text,
                                            peaks_for, ridge_point)
-from torchperf_tui.engine.timing import BenchConfig, run_benchmark
+from torchperf_tui.engine.bench_config import BenchConfig
+from torchperf_tui.engine.timing import run_benchmark
 
 
 def _gpu(fp32=60.0, fp16=1000.0, bw=3000.0):

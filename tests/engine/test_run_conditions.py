@@ -226,7 +226,7 @@ TINY = "tests.tinymodels:tiny_cnn"
 
 def test_a_run_carries_its_conditions_over_its_timed_iterations_into_its_result_json_and_history(fake_gpu_conditions):
     from torchperf_tui.engine.history_records import records_of
-    from torchperf_tui.engine.timing import BenchConfig, run_benchmark
+    from torchperf_tui.engine.bench_config import BenchConfig, run_benchmark
 
     result = run_benchmark(BenchConfig(model=TINY, input_shape=(2, 3, 16, 16), device="cpu", warmup=1, iters=5))
     c = result.conditions
@@ -240,7 +240,7 @@ def test_a_run_carries_its_conditions_over_its_timed_iterations_into_its_result_
 
 def test_a_cpu_run_has_no_gpu_conditions():
     from torchperf_tui.engine.history_records import records_of
-    from torchperf_tui.engine.timing import BenchConfig, run_benchmark
+    from torchperf_tui.engine.bench_config import BenchConfig, run_benchmark
 
     result = run_benchmark(BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu", warmup=0, iters=2))
     assert result.conditions is None and result.to_dict()["conditions"] is None
@@ -251,7 +251,7 @@ def test_the_ab_verdict_notes_the_arm_that_throttled_more_and_each_record_keeps_
     from torchperf_tui.engine.ab_arms import parse_arm_spec
     from torchperf_tui.engine.abtest import run_ab
     from torchperf_tui.engine.history_records import records_of
-    from torchperf_tui.engine.timing import BenchConfig
+    from torchperf_tui.engine.bench_config import BenchConfig
 
     base = BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu")
     result = run_ab(base, parse_arm_spec("threads=2"), parse_arm_spec("threads=1"), blocks=6, per_block=2)
@@ -267,7 +267,7 @@ def test_the_ab_verdict_notes_the_arm_that_throttled_more_and_each_record_keeps_
 
 def test_timing_modes_give_each_mode_its_energy_and_say_when_they_all_throttled(fake_gpu_conditions):
     from torchperf_tui.engine.flags import Flags
-    from torchperf_tui.engine.timing import BenchConfig
+    from torchperf_tui.engine.bench_config import BenchConfig
     from torchperf_tui.engine.timing_modes import run_modes
 
     cfg = BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu", warmup=1, iters=6,
@@ -295,7 +295,7 @@ def test_a_mode_that_throttled_more_than_sync_is_named():
 
 @pytest.mark.gpu
 def test_a_cuda_run_reads_the_real_gpus_clocks_and_energy():
-    from torchperf_tui.engine.timing import BenchConfig, run_benchmark
+    from torchperf_tui.engine.bench_config import BenchConfig, run_benchmark
 
     result = run_benchmark(BenchConfig(model="resnet18", batch=32, device="cuda", warmup=5, iters=100))
     c = result.conditions
@@ -307,7 +307,7 @@ def test_a_cuda_run_reads_the_real_gpus_clocks_and_energy():
 
 
 def test_a_cancelled_modes_run_keeps_only_the_windows_that_timed_something(fake_gpu_conditions):
-    from torchperf_tui.engine.timing import BenchConfig
+    from torchperf_tui.engine.bench_config import BenchConfig
     from torchperf_tui.engine.timing_modes import run_modes
 
     calls = {"n": 0}
@@ -338,7 +338,7 @@ def test_energy_is_said_without_exponents():
 
 
 def test_a_run_ticks_the_sampler_between_its_timed_iterations(monkeypatch):
-    from torchperf_tui.engine.timing import BenchConfig, run_benchmark
+    from torchperf_tui.engine.bench_config import BenchConfig, run_benchmark
 
     fake = FakeNvml()
     made = []
@@ -356,7 +356,7 @@ def test_a_run_ticks_the_sampler_between_its_timed_iterations(monkeypatch):
 def test_an_ab_and_the_timing_modes_tick_the_sampler_between_their_samples(monkeypatch):
     from torchperf_tui.engine.ab_arms import parse_arm_spec
     from torchperf_tui.engine.abtest import run_ab
-    from torchperf_tui.engine.timing import BenchConfig
+    from torchperf_tui.engine.bench_config import BenchConfig
     from torchperf_tui.engine.timing_modes import run_modes
 
     def every_iteration(device, period_s=None):
@@ -374,7 +374,7 @@ def test_an_ab_and_the_timing_modes_tick_the_sampler_between_their_samples(monke
 
 def test_the_throughput_search_reads_the_gpu_over_its_final_measurement_only(fake_gpu_conditions):
     from torchperf_tui.engine.throughput import find_max_batch
-    from torchperf_tui.engine.timing import BenchConfig
+    from torchperf_tui.engine.bench_config import BenchConfig
 
     cfg = BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu")
     result = find_max_batch(cfg, max_batch=8, try_iters=2, measure_iters=5)
@@ -390,7 +390,7 @@ def test_the_throughput_texts_say_the_gpu_at_the_best_batch(fake_gpu_conditions,
     from torchperf_tui.cli_render import render_throughput
     from torchperf_tui.engine.flags import Flags
     from torchperf_tui.engine.throughput import find_max_batch
-    from torchperf_tui.engine.timing import BenchConfig
+    from torchperf_tui.engine.bench_config import BenchConfig
 
     cfg = BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu", flags=Flags(num_threads=1))
     result = find_max_batch(cfg, max_batch=4, try_iters=2, measure_iters=4)

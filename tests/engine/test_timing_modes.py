@@ -14,7 +14,7 @@ from tests.test_cli import run
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.flags import Flags
 from torchperf_tui.engine.stats import compute_stats
-from torchperf_tui.engine.timing import BenchConfig
+from torchperf_tui.engine.bench_config import BenchConfig
 from torchperf_tui.engine.timing_modes import ModeResult, ModesResult, findings, parse_modes, run_modes
 
 TINY = "tests.tinymodels:tiny_cnn"

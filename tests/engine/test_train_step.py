@@ -9,7 +9,8 @@ import torch
 from torch import nn
 
 from torchperf_tui.engine.errors import TorchperfError
-from torchperf_tui.engine.timing import BenchConfig, run_benchmark
+from torchperf_tui.engine.bench_config import BenchConfig
+from torchperf_tui.engine.timing import run_benchmark
 from torchperf_tui.engine.train_step import LOSS_CROSS_ENTROPY, LOSS_SUM, StepRunner, StepSpec
 
 TINY = "tests.tinymodels:tiny_cnn"
@@ -290,7 +291,7 @@ def test_the_cli_tables_each_layers_backward_flops(capsys):
 
 def test_the_throughput_search_can_time_training_steps():
     from torchperf_tui.engine.throughput import find_max_batch
-    from torchperf_tui.engine.timing import BenchConfig
+    from torchperf_tui.engine.bench_config import BenchConfig
 
     cfg = BenchConfig(model="tests.tinymodels:tiny_cnn", input_shape=(1, 3, 16, 16), device="cpu", step="train",
                       optimizer="adamw")
@@ -303,7 +304,7 @@ def test_the_throughput_search_can_time_training_steps():
 
 def test_a_training_search_builds_its_step_runner_and_runs_it():
     # The tries run the step, not a forward pass: the model's parameters change between tries.
-    from torchperf_tui.engine.throughput import ModelBatchRunner
+    from torchperf_tui.engine.batch_runner import ModelBatchRunner
     from torchperf_tui.engine.train_step import StepSpec
 
     torch.manual_seed(0)

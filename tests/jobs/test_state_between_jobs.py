@@ -5,7 +5,7 @@ Starts the real process (a few seconds), as the app does."""
 
 from __future__ import annotations
 
-from torchperf_tui.engine.timing import BenchConfig
+from torchperf_tui.engine.bench_config import BenchConfig
 from torchperf_tui.jobs.measurement import MeasurementProcess
 from torchperf_tui.worker.protocol import JobDone
 

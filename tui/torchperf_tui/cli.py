@@ -573,7 +573,7 @@ def _arms(args, base):
 
 
 def cmd_determinism(args) -> int:
-    from torchperf_tui.engine.timing import BenchConfig
+    from torchperf_tui.engine.bench_config import BenchConfig
 
     cfg = BenchConfig(model=args.model, input_shape=_resolve_input(args), batch=args.batch, device=args.device,
                       dtype=_dtype(args), flags=_flags_from(args), channels_last=args.channels_last, step=args.step,

@@ -113,7 +113,7 @@ def parse_arm_spec(text: str, base: Flags | None = None) -> ArmSpec:
 
 
 def same_arms(base, a: ArmSpec, b: ArmSpec) -> bool:
-    """Whether arms `a` and `b` of `base` (a timing.BenchConfig) would run the same thing: an A/A comparison."""
+    """Whether arms `a` and `b` of `base` (a bench_config.BenchConfig) would run the same thing: an A/A comparison."""
     def effective(arm: ArmSpec):
         return (arm.flags, arm.dtype or base.dtype,
                 base.channels_last if arm.channels_last is None else arm.channels_last,

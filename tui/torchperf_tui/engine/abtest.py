@@ -73,7 +73,7 @@ OnBlock = Callable[[str, int, int, list[float]], None]
 def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int = 20, seed: int = 0,
            on_block: OnBlock | None = None, should_cancel: Callable[[], bool] | None = None,
            time_budget_s: float | None = None) -> ABResult:
-    """Time arms A and B of `base` (a timing.BenchConfig) interleaved in randomised blocks.
+    """Time arms A and B of `base` (a bench_config.BenchConfig) interleaved in randomised blocks.
 
     `time_budget_s` (None: none) bounds the blocks' time: a block pair that would end past it, judged by the
     pair before it, is not started; the result says how many pairs ran (`out_of_time`) and the verdict is
@@ -99,10 +99,11 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int, seed: int
             should_cancel: Callable[[], bool] | None, watch: StateWatch, time_budget_s: float | None) -> ABResult:
     import torch
 
-    from torchperf_tui.engine.inputs import parse_dtype, resolve_device
+    from torchperf_tui.engine.input_spec import ShapeFeed
+    from torchperf_tui.engine.inputs import parse_dtype
     from torchperf_tui.engine.shapes import parse_schedule
-    from torchperf_tui.engine.timing import ShapeFeed, check_schedule_accepted, run_timed_loop
-    from torchperf_tui.engine.train_step import StepRunner, amp_problem, grad_context
+    from torchperf_tui.engine.timing import check_schedule_accepted, run_timed_loop
+    from torchperf_tui.engine.train_step import StepRunner, grad_context
     from torchperf_tui.engine.workload import forward_errors, prepare_workload
 
     if blocks < MIN_PAIRS:
@@ -111,13 +112,9 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int, seed: int
     if per_block < 1:
         raise TorchperfError(f"samples per block must be at least 1, got {per_block}")
     started = time.time()
-    device = resolve_device(base.device)
     steps = {"A": a.step_spec(base), "B": b.step_spec(base)}
-    for spec, step in ((a, steps["A"]), (b, steps["B"])):
-        problem = amp_problem(step.amp, device, parse_dtype(spec.dtype or base.dtype))
-        if problem:
-            raise TorchperfError(problem)
-    shape = base.resolved_shape()
+    plan = base.prepare(amp_for=[(steps["A"], a.dtype or base.dtype), (steps["B"], b.dtype or base.dtype)])
+    device, shape = plan.device, plan.shape
     cancelled = should_cancel or (lambda: False)
     arms = {}
     schedules = {}
@@ -138,7 +135,8 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int, seed: int
     for name, arm in arms.items():
         key = (arm.dtype, arm.channels_last)
         if key not in workloads:
-            workloads[key] = prepare_workload(base.model, shape, device, parse_dtype(arm.dtype), arm.channels_last)
+            workloads[key] = prepare_workload(base.model, plan.inputs, device, parse_dtype(arm.dtype),
+                                              arm.channels_last)
     watch.built()
     # A training step changes the weights (and batch norm's statistics): when either arm trains, every block
     # of either arm starts from the state the model was built in (a training arm with a fresh optimizer), so

@@ -27,6 +27,7 @@ from torch.utils.flop_counter import FlopCounterMode, flop_registry, shape_wrapp
 
 from torchperf_tui.engine.complexity_result import MB, Complexity, LayerStat
 from torchperf_tui.engine.errors import ModelError, ShapeError, TorchperfError, first_line
+from torchperf_tui.engine.input_spec import InputSpec
 from torchperf_tui.engine.inputs import dtype_name, format_shape, parse_dtype
 from torchperf_tui.engine.models import build_model, resolve_model
 from torchperf_tui.engine.workload import FORWARD_ERRORS, model_code_error
@@ -316,7 +317,7 @@ def analyse_complexity(spec: str | nn.Module, input_shape: tuple[int, ...], dtyp
     size_bytes = _size_bytes(model, torch_dtype)
 
     state = _meta_state(model, torch_dtype)
-    x = torch.empty(input_shape, dtype=torch_dtype, device="meta")
+    x = InputSpec(input_shape).make_meta(torch_dtype)
     recorder = _ShapeRecorder(model) if layers else None
     counter = FlopCounterMode(display=False, depth=None)
     # A training step is counted twice at once: the forward alone (`counter`, inside) and forward + backward

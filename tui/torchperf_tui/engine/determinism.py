@@ -19,9 +19,10 @@ from typing import Any, Iterator
 
 from torchperf_tui.engine.lazy_torch import torch
 
+from torchperf_tui.engine.bench_config import BenchConfig
 from torchperf_tui.engine.errors import ShapeError, TorchperfError
 from torchperf_tui.engine.flags import Flags, applied_flags
-from torchperf_tui.engine.inputs import dtype_name, parse_dtype, resolve_device
+from torchperf_tui.engine.inputs import dtype_name
 from torchperf_tui.engine.workload import forward_errors, model_name, prepare_workload
 
 # Same-width integer views for comparing floating-point tensors bit for bit.
@@ -241,31 +242,24 @@ def check_determinism(model_spec: str | torch.nn.Module, input_shape: tuple[int,
     kernels: the backward passes (cuDNN's data- and weight-gradient algorithms, atomics in scatter and
     index_add backward) are where training drifts even when a forward pass is bitwise repeatable.
     """
-    from torchperf_tui.engine.train_step import StepRunner, StepSpec, amp_problem
+    from torchperf_tui.engine.train_step import StepRunner
 
     if runs < 2:
         raise TorchperfError(f"a determinism check needs at least 2 runs, got {runs}")
     started = time.perf_counter()
-    torch_device = resolve_device(device)
-    torch_dtype = parse_dtype(dtype)
-    flags = Flags.current() if flags is None else flags
     name = model_name(model_spec)
-    if input_shape is None:
-        if isinstance(model_spec, torch.nn.Module):
+
+    def has_a_shape(device, step) -> None:
+        if input_shape is None and isinstance(model_spec, torch.nn.Module):
             raise ShapeError(f"give an input shape for {name}: a module has no catalogue default")
-        # Imported here: the registry pulls in torchvision (seconds), which a module passed in does not need.
-        from torchperf_tui.engine.models import default_input_shape
 
-        input_shape = default_input_shape(model_spec)
-    shape = tuple(input_shape)
-    work = prepare_workload(model_spec, shape, torch_device, torch_dtype, channels_last)
+    # A name without a shape takes the catalogue's default (the registry pulls in torchvision only then).
+    plan = BenchConfig(model=model_spec, input_shape=input_shape, device=device, dtype=dtype, step=step,
+                       optimizer=optimizer, amp=amp).prepare(before_inputs=has_a_shape)
+    torch_device, torch_dtype, spec, shape = plan.device, plan.dtype, plan.step, plan.shape
+    flags = Flags.current() if flags is None else flags
+    work = prepare_workload(model_spec, plan.inputs, torch_device, torch_dtype, channels_last)
     model, x = work.model, work.x
-
-    spec = StepSpec(step=step, optimizer=optimizer, amp=amp)
-    problem = amp_problem(amp, torch_device, torch_dtype)
-    if problem:
-        work.release()
-        raise TorchperfError(problem)
     outputs: list[Any] = []
     # With deterministic algorithms on, an op without a deterministic version raises here: it is reported.
     if spec.training:

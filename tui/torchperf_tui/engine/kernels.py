@@ -35,12 +35,12 @@ from typing import Any, Callable
 from torchperf_tui.engine.lazy_torch import torch
 
 from torchperf_tui.engine.abtest import ArmSpec, ArmThreads
+from torchperf_tui.engine.bench_config import BenchConfig
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.flags import applied_flags
-from torchperf_tui.engine.inputs import parse_dtype, resolve_device
+from torchperf_tui.engine.inputs import parse_dtype
 from torchperf_tui.engine.layer_ranges import (BACKWARD_PREFIX, LAYER_PREFIX, attach_layer_ranges, descendants,
                                                on_cpu, profile_iterations)
-from torchperf_tui.engine.timing import BenchConfig
 from torchperf_tui.engine.workload import forward_errors, model_name, prepare_workload
 
 CONV_TYPE_NAMES = ("Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d")
@@ -309,7 +309,7 @@ def conv_kernels(base: BenchConfig, a: ArmSpec, b: ArmSpec, *, iters: int = 3, w
                  should_cancel: Callable[[], bool] | None = None) -> KernelComparison:
     """Profile `base`'s model under arm A, then arm B, and line up each conv layer's kernels (for a training
     step, those of its backward too: both arms run the same step, from the weights the model was built with)."""
-    from torchperf_tui.engine.train_step import StepRunner, amp_problem, grad_context
+    from torchperf_tui.engine.train_step import StepRunner, grad_context
 
     if iters < 1:
         raise TorchperfError(f"iterations must be at least 1, got {iters}")
@@ -317,24 +317,21 @@ def conv_kernels(base: BenchConfig, a: ArmSpec, b: ArmSpec, *, iters: int = 3, w
     if b.step_spec(base) != step:
         raise TorchperfError("--kernels compares the kernels of one kind of iteration under two flag sets: give "
                              "step, optimizer and amp to both arms alike (or as --step, --optimizer, --amp)")
-    device = resolve_device(base.device)
-    shape = base.resolved_shape()
-    name = model_name(base.model)
-    cancelled = should_cancel or (lambda: False)
-    on_cuda = device.type == "cuda"
     arms = {"a": a, "b": b}
     settings = {arm: (spec.dtype or base.dtype, base.channels_last if spec.channels_last is None
                       else spec.channels_last) for arm, spec in arms.items()}
+    plan = base.prepare(amp_for=[(step, dtype) for dtype in dict.fromkeys(d for d, _ in settings.values())])
+    device, shape = plan.device, plan.shape
+    name = model_name(base.model)
+    cancelled = should_cancel or (lambda: False)
+    on_cuda = device.type == "cuda"
     workloads = {}
     grouped: dict[str, dict[str, list[KernelTime]]] = {"a": {}, "b": {}}
     profiled: list[int] = []  # iterations each arm that ran got to profile
     stopped = False
     try:
         for key in dict.fromkeys(settings.values()):
-            problem = amp_problem(step.amp, device, parse_dtype(key[0]))
-            if problem:
-                raise TorchperfError(problem)
-            workloads[key] = prepare_workload(base.model, shape, device, parse_dtype(key[0]), key[1])
+            workloads[key] = prepare_workload(base.model, plan.inputs, device, parse_dtype(key[0]), key[1])
         # A training step changes the weights: each arm starts from the built ones (kernel choice does not
         # depend on the values, but a diverging model could reach NaNs, and those take other paths on the CPU).
         initial = ({key: {k: v.detach().clone() for k, v in work.model.state_dict().items()}

@@ -34,14 +34,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from torchperf_tui.engine.bench_config import BenchConfig
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.flags import applied_flags
-from torchperf_tui.engine.inputs import parse_dtype, resolve_device
 from torchperf_tui.engine.layer_ranges import (BACKWARD_PREFIX, ITERATION_LABEL, LAYER_PREFIX, attach_layer_ranges,
                                                descendants, on_cpu, profile_iterations, wrap_forwards)
 from torchperf_tui.engine.lazy_torch import torch
 from torchperf_tui.engine.nvml import to_jsonable
-from torchperf_tui.engine.timing import BenchConfig
 from torchperf_tui.engine.workload import forward_errors, model_name, prepare_workload
 
 DEFAULT_ITERS = 5
@@ -370,7 +369,7 @@ def layer_times(cfg: BenchConfig, *, iters: int = DEFAULT_ITERS, warmup: int = D
     """Profile `iters` passes (or training steps) of `cfg`'s model under its flags and attribute their time
     to its modules. Needs a fixed input shape; torch.compile is not profiled per module (a compiled graph
     does not call the modules' forwards)."""
-    from torchperf_tui.engine.train_step import StepRunner, amp_problem, grad_context
+    from torchperf_tui.engine.train_step import StepRunner, grad_context
 
     if iters < 1:
         raise TorchperfError(f"iterations must be at least 1, got {iters}")
@@ -379,17 +378,12 @@ def layer_times(cfg: BenchConfig, *, iters: int = DEFAULT_ITERS, warmup: int = D
                              "calling each module, so drop --compile for it")
     if cfg.shapes != "fixed":
         raise TorchperfError(f"shape schedule {cfg.shapes}: time per layer needs one input shape")
-    device = resolve_device(cfg.device)
-    shape = cfg.resolved_shape()
+    plan = cfg.prepare()
+    device, dtype, step, shape = plan.device, plan.dtype, plan.step, plan.shape
     name = model_name(cfg.model)
-    step = cfg.step_spec()
-    dtype = parse_dtype(cfg.dtype)
-    problem = amp_problem(step.amp, device, dtype)
-    if problem:
-        raise TorchperfError(problem)
     on_cuda = device.type == "cuda"
     cancelled = should_cancel or (lambda: False)
-    work = prepare_workload(cfg.model, shape, device, dtype, cfg.channels_last, seed=cfg.seed)
+    work = prepare_workload(cfg.model, plan.inputs, device, dtype, cfg.channels_last, seed=cfg.seed)
     gpu = None
     try:
         modules = dict(work.model.named_modules())

@@ -19,11 +19,11 @@ from typing import Any, Callable, Protocol
 
 from torchperf_tui.engine.lazy_torch import torch
 
+from torchperf_tui.engine.bench_config import BenchConfig
 from torchperf_tui.engine.errors import DeviceError, OutOfMemory, TorchperfError
 from torchperf_tui.engine.flags import applied_flags
-from torchperf_tui.engine.inputs import dtype_name, parse_dtype, resolve_device
+from torchperf_tui.engine.inputs import dtype_name
 from torchperf_tui.engine.nvml import to_jsonable
-from torchperf_tui.engine.timing import BenchConfig
 from torchperf_tui.engine.workload import forward_errors, prepare_workload
 
 DEFAULT_ITERS = 3
@@ -142,17 +142,14 @@ def record_memory_snapshot(cfg: BenchConfig, *, iters: int = DEFAULT_ITERS, out_
     if iters < 1:
         raise TorchperfError(f"iterations must be at least 1, got {iters}")
     memory = memory if memory is not None else TorchCudaMemory()
-    device = resolve_device(cfg.device)
-    if not memory.records_on(device):
-        raise DeviceError(NOT_CUDA)
-    from torchperf_tui.engine.train_step import StepRunner, amp_problem, grad_context
+    from torchperf_tui.engine.train_step import StepRunner, grad_context
 
-    dtype = parse_dtype(cfg.dtype)
-    step = cfg.step_spec()
-    problem = amp_problem(step.amp, device, dtype)
-    if problem:
-        raise TorchperfError(problem)
-    shape = cfg.resolved_shape()
+    def records_here(device, step) -> None:
+        if not memory.records_on(device):
+            raise DeviceError(NOT_CUDA)
+
+    plan = cfg.prepare(before_amp=records_here)
+    device, dtype, step, shape = plan.device, plan.dtype, plan.step, plan.shape
     cancelled = should_cancel or (lambda: False)
     path = default_snapshot_path(cfg.model, out_dir)
     from torchperf_tui.engine.output_files import check_output_path
@@ -163,7 +160,7 @@ def record_memory_snapshot(cfg: BenchConfig, *, iters: int = DEFAULT_ITERS, out_
     memory.record(DEFAULT_MAX_ENTRIES)
     try:
         try:
-            work = prepare_workload(cfg.model, shape, device, dtype, cfg.channels_last)
+            work = prepare_workload(cfg.model, plan.inputs, device, dtype, cfg.channels_last)
             model, x = work.model, work.x
             run_step = StepRunner(model, step, device, seed=cfg.seed)
             with applied_flags(cfg.flags), grad_context(step), \

@@ -23,12 +23,12 @@ from typing import Any, Callable, Iterable
 
 from torchperf_tui.engine.lazy_torch import torch
 
+from torchperf_tui.engine.bench_config import BenchConfig
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.flags import applied_flags
-from torchperf_tui.engine.inputs import dtype_name, parse_dtype, resolve_device
+from torchperf_tui.engine.inputs import dtype_name
 from torchperf_tui.engine.layer_ranges import ITERATION_LABEL
 from torchperf_tui.engine.nvml import to_jsonable
-from torchperf_tui.engine.timing import BenchConfig
 from torchperf_tui.engine.workload import forward_errors, prepare_workload
 
 DEFAULT_ITERS = 5
@@ -258,16 +258,11 @@ def profile_model(cfg: BenchConfig, *, iters: int = DEFAULT_ITERS, warmup: int =
         from torchperf_tui.engine.output_files import check_output_path
 
         check_output_path(trace_path)  # a path that will be refused is one line now, not after the profile
-    from torchperf_tui.engine.train_step import StepRunner, amp_problem, grad_context
+    from torchperf_tui.engine.train_step import StepRunner, grad_context
 
-    device = resolve_device(cfg.device)
-    dtype = parse_dtype(cfg.dtype)
-    step = cfg.step_spec()
-    problem = amp_problem(step.amp, device, dtype)
-    if problem:
-        raise TorchperfError(problem)
-    shape = cfg.resolved_shape()
-    work = prepare_workload(cfg.model, shape, device, dtype, cfg.channels_last)
+    plan = cfg.prepare()
+    device, dtype, step, shape = plan.device, plan.dtype, plan.step, plan.shape
+    work = prepare_workload(cfg.model, plan.inputs, device, dtype, cfg.channels_last)
     try:
         model, x = work.model, work.x
         run_step = StepRunner(model, step, device, seed=cfg.seed)

@@ -13,21 +13,22 @@ from typing import Callable
 
 import numpy as np
 
+from torchperf_tui.engine.bench_config import DEFAULT_ITERS, BenchConfig
 from torchperf_tui.engine.errors import TorchperfError, first_line
 from torchperf_tui.engine.flags import Flags, StateWatch, applied_flags, asked_state
 from torchperf_tui.engine.host_noise import HostNoise, HostProbe
-from torchperf_tui.engine.inputs import dtype_name, make_input, parse_dtype, resolve_device
+from torchperf_tui.engine.input_spec import OnShape, ShapeFeed
+from torchperf_tui.engine.inputs import dtype_name
 from torchperf_tui.engine.lazy_torch import torch
+from torchperf_tui.engine.memory_trace import MemoryTrace, OnMemory
 from torchperf_tui.engine.condition_sampler import conditions_sampler
 from torchperf_tui.engine.run_conditions import RunConditions
 from torchperf_tui.engine.shapes import ShapeReport, ShapeSchedule, parse_schedule, shape_report
 from torchperf_tui.engine.stats import TimingStats, compute_stats, items_per_second, percentile_intervals
 
 OnSample = Callable[[str, int, int, float], None]
-OnShape = Callable[[int, tuple, bool], None]  # (timed index, input shape, first time this shape was met)
 ShouldCancel = Callable[[], bool]
 BeforeIteration = Callable[[str, int], None]
-OnMemory = Callable[[tuple[float, int, int], str], None]  # ((time, allocated, reserved), kind)
 
 # "Until stable" warm-up: stop when the median of the last window is within this fraction of the one
 # before it; bounded in iterations and seconds so a noisy box cannot warm up forever.
@@ -36,53 +37,8 @@ STABLE_TOLERANCE = 0.02
 STABLE_MAX_ITERS = 200
 STABLE_MAX_SECONDS = 10.0
 
-# The default run: enough timed iterations that p90's 95 % interval lies inside the sample (it needs 54; see
-# stats.PercentileInterval), within a time budget so a slow model does not take minutes.
-DEFAULT_ITERS = 64
-DEFAULT_TIME_BUDGET_S = 60.0
-
 # torch.compile modes offered: "reduce-overhead" adds CUDA graphs on a GPU (a static graph replayed whole).
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
-
-
-@dataclass(frozen=True)
-class BenchConfig:
-    """What to time. `input_shape` includes the batch; when None the catalogue's default is used with `batch`.
-    `warmup` is an iteration count, or "auto" to warm up until the latency is stable."""
-
-    model: str
-    input_shape: tuple[int, ...] | None = None
-    batch: int | None = None
-    device: str = "auto"
-    dtype: str = "float32"
-    channels_last: bool = False
-    warmup: int | str = 10
-    iters: int = DEFAULT_ITERS
-    flags: Flags = field(default_factory=Flags)
-    compile: str | None = None  # None: eager; else a torch.compile mode, see COMPILE_MODES
-    shapes: str = "fixed"  # the timed iterations' input-shape schedule, see engine/shapes.py
-    seed: int = 0  # of the input values and of a random shape schedule
-    step: str = "infer"  # "infer" (a forward pass) or "train" (forward, loss, backward, optimizer step)
-    optimizer: str = "sgd"  # of a training step: "sgd" (momentum 0.9) or "adamw"
-    amp: str | None = None  # mixed precision: None, "fp16" or "bf16" (torch.autocast; not a cast of the model)
-    # The timed iterations stop once they have taken this long (None: no budget); the result says so.
-    time_budget_s: float | None = DEFAULT_TIME_BUDGET_S
-
-    def step_spec(self):
-        from torchperf_tui.engine.train_step import StepSpec
-
-        return StepSpec(step=self.step, optimizer=self.optimizer, amp=self.amp)
-
-    def resolved_shape(self) -> tuple[int, ...]:
-        from torchperf_tui.engine.inputs import check_dims
-
-        if self.input_shape is None:
-            from torchperf_tui.engine.models import default_input_shape
-
-            return check_dims(default_input_shape(self.model, batch=self.batch or 1))
-        if self.batch is not None:
-            return check_dims((self.batch, *self.input_shape[1:]))
-        return check_dims(self.input_shape)
 
 
 @dataclass
@@ -311,16 +267,11 @@ def run_benchmark(cfg: BenchConfig, on_sample: OnSample | None = None,
 def _run_benchmark(cfg: BenchConfig, watch: StateWatch, on_sample: OnSample | None,
                    should_cancel: ShouldCancel | None, on_shape: OnShape | None,
                    on_memory: OnMemory | None) -> TimingResult:
-    from torchperf_tui.engine.train_step import StepRunner, amp_problem, grad_context
+    from torchperf_tui.engine.train_step import StepRunner, grad_context
 
     started = time.time()
-    device = resolve_device(cfg.device)
-    dtype = parse_dtype(cfg.dtype)
-    step = cfg.step_spec()
-    problem = amp_problem(step.amp, device, dtype)
-    if problem:
-        raise TorchperfError(problem)
-    shape = cfg.resolved_shape()
+    plan = cfg.prepare()
+    device, dtype, step, shape = plan.device, plan.dtype, plan.step, plan.shape
     schedule = parse_schedule(cfg.shapes, seed=cfg.seed)
     timed_shapes = schedule.shapes(shape, cfg.iters)
     if schedule.varies and cfg.compile is not None:
@@ -331,10 +282,10 @@ def _run_benchmark(cfg: BenchConfig, watch: StateWatch, on_sample: OnSample | No
         check_schedule_accepted(cfg.model, schedule, shape, cfg.dtype)
     from torchperf_tui.engine.workload import forward_errors, prepare_workload
 
-    work = prepare_workload(cfg.model, shape, device, dtype, cfg.channels_last, seed=cfg.seed)
+    work = prepare_workload(cfg.model, plan.inputs, device, dtype, cfg.channels_last, seed=cfg.seed)
     watch.built()
     feed = ShapeFeed(work.x, shape, timed_shapes, dtype, device, cfg.channels_last, cfg.seed, on_shape)
-    memory = _MemoryTrace(device, on_memory)
+    memory = MemoryTrace(device, on_memory)
     sampler = conditions_sampler(device)  # None on the CPU
     host = HostProbe()
     try:
@@ -440,76 +391,6 @@ def check_schedule_accepted(model: str, schedule: ShapeSchedule, shape: tuple[in
             raise ShapeError(f"shape schedule {schedule.describe()}: {exc}") from None
         except ModelError:
             return
-
-
-class ShapeFeed:
-    """The input of the timed iterations under a shape schedule; remembers which shapes were met."""
-
-    def __init__(self, x: torch.Tensor, shape: tuple[int, ...], timed_shapes: list[tuple[int, ...]],
-                 dtype: torch.dtype, device: torch.device, channels_last: bool, seed: int,
-                 on_shape: OnShape | None) -> None:
-        self.x, self.shape = x, tuple(shape)
-        self.timed_shapes = timed_shapes
-        self.dtype, self.device, self.channels_last, self.seed = dtype, device, channels_last, seed
-        self.seen = {self.shape}  # the first iteration and the warm-up ran the configured shape
-        self.first_seen: list[bool] = []
-        self.on_shape = on_shape
-        self.passes_started = 0  # counted outside the timer, to tell a rejected input from a failing model
-
-    def passes_done(self) -> int:
-        """Passes completed before the one in flight; 0 when that one is the first at a new shape."""
-        if self.first_seen and self.first_seen[-1]:
-            return 0
-        return max(0, self.passes_started - 1)
-
-    def advance(self, index: int) -> None:
-        shape = self.timed_shapes[index]
-        first = shape not in self.seen
-        self.seen.add(shape)
-        self.first_seen.append(first)
-        if shape != self.shape:
-            self.x = None  # free the old input before making the new one
-            self.x = make_input(shape, dtype=self.dtype, device=self.device, channels_last=self.channels_last,
-                                seed=self.seed + index)
-            self.shape = shape
-        if self.on_shape is not None:
-            self.on_shape(index, shape, first)
-
-
-class _MemoryTrace:
-    """Memory sampled between iterations: the caching allocator on CUDA (cheap host-side counters),
-    the process RSS on the CPU. Bounded: past LIMIT points every other one is dropped."""
-
-    LIMIT = 2000
-
-    def __init__(self, device: torch.device, on_point: OnMemory | None = None) -> None:
-        self.device = device
-        self.on_point = on_point
-        self.points: list[tuple[float, int, int]] = []
-        self.kind = "cuda-allocator" if device.type == "cuda" else "rss"
-        self._process = None
-        if device.type != "cuda":
-            try:
-                import psutil
-
-                self._process = psutil.Process()
-            except Exception:
-                self.kind = ""
-
-    def sample(self) -> None:
-        if len(self.points) >= self.LIMIT:
-            self.points = self.points[::2]
-        if self.kind == "cuda-allocator":
-            point = (time.time(), int(torch.cuda.memory_allocated(self.device)),
-                     int(torch.cuda.memory_reserved(self.device)))
-        elif self._process is not None:
-            rss = int(self._process.memory_info().rss)
-            point = (time.time(), rss, rss)
-        else:
-            return
-        self.points.append(point)
-        if self.on_point is not None:
-            self.on_point(point, self.kind)
 
 
 def _maybe_compile(model: torch.nn.Module, x: torch.Tensor, mode: str | None, device: torch.device):

@@ -22,14 +22,15 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
+from torchperf_tui.engine.bench_config import BenchConfig
 from torchperf_tui.engine.errors import TorchperfError, first_line
 from torchperf_tui.engine.flags import Flags, applied_flags
-from torchperf_tui.engine.inputs import dtype_name, parse_dtype, resolve_device
+from torchperf_tui.engine.inputs import dtype_name
 from torchperf_tui.engine.lazy_torch import torch
 from torchperf_tui.engine.condition_sampler import conditions_sampler
 from torchperf_tui.engine.run_conditions import RunConditions, per_item_word, throttle_note
 from torchperf_tui.engine.stats import TimingStats, compute_stats
-from torchperf_tui.engine.timing import BenchConfig, run_timed_loop
+from torchperf_tui.engine.timing import run_timed_loop
 
 MODES = ("sync", "pipelined", "graph")
 MEANING = {
@@ -229,30 +230,32 @@ def run_modes(cfg: BenchConfig, modes: tuple[str, ...] = MODES, *, cold_l2: bool
     `per_block` iterations adding up to at least `cfg.iters` iterations (and three blocks a round), after
     `cfg.warmup` shared warm-up iterations. A mode that cannot run says why in its `unavailable`."""
     from torchperf_tui.engine.shapes import parse_schedule
-    from torchperf_tui.engine.train_step import StepRunner, amp_problem, grad_context
+    from torchperf_tui.engine.train_step import StepRunner, grad_context
     from torchperf_tui.engine.workload import forward_errors, prepare_workload
 
     started = time.time()
-    device, dtype, step = resolve_device(cfg.device), parse_dtype(cfg.dtype), cfg.step_spec()
-    if per_block < 1 or rounds < 1 or cfg.iters < 1:
-        raise TorchperfError("iterations, the block size and the rounds must each be at least 1")
-    if cfg.compile is not None:
-        raise TorchperfError("timing modes measure the eager model (graph mode captures it itself): drop --compile")
-    if parse_schedule(cfg.shapes, seed=cfg.seed).varies:
-        raise TorchperfError("timing modes need a fixed input shape: a CUDA graph replays one shape")
-    if cold_l2 and device.type != "cuda":
-        raise TorchperfError("--cold-l2 flushes a GPU's L2 cache between iterations: it needs --device cuda")
-    problem = amp_problem(step.amp, device, dtype)
-    if problem:
-        raise TorchperfError(problem)
-    if modes == ("graph",):  # nothing else would be measured: refuse before building the model
-        if device.type != "cuda":
-            raise TorchperfError(f"graph mode needs CUDA (a CUDA graph replays on a GPU), and this run is on "
-                                 f"{device.type}: add sync or pipelined, e.g. --modes sync,pipelined")
-        if step.training:
-            raise TorchperfError("graph mode times inference only (a training step is not captured): add sync "
-                                 "or pipelined, e.g. --modes sync,pipelined")
-    shape = cfg.resolved_shape()
+
+    def modes_can_run(device, step) -> None:
+        if per_block < 1 or rounds < 1 or cfg.iters < 1:
+            raise TorchperfError("iterations, the block size and the rounds must each be at least 1")
+        if cfg.compile is not None:
+            raise TorchperfError("timing modes measure the eager model (graph mode captures it itself): drop --compile")
+        if parse_schedule(cfg.shapes, seed=cfg.seed).varies:
+            raise TorchperfError("timing modes need a fixed input shape: a CUDA graph replays one shape")
+        if cold_l2 and device.type != "cuda":
+            raise TorchperfError("--cold-l2 flushes a GPU's L2 cache between iterations: it needs --device cuda")
+
+    def graph_can_run(device, step) -> None:
+        if modes == ("graph",):  # nothing else would be measured: refuse before building the model
+            if device.type != "cuda":
+                raise TorchperfError(f"graph mode needs CUDA (a CUDA graph replays on a GPU), and this run is on "
+                                     f"{device.type}: add sync or pipelined, e.g. --modes sync,pipelined")
+            if step.training:
+                raise TorchperfError("graph mode times inference only (a training step is not captured): add sync "
+                                     "or pipelined, e.g. --modes sync,pipelined")
+
+    plan = cfg.prepare(before_amp=modes_can_run, before_inputs=graph_can_run)
+    device, dtype, step, shape = plan.device, plan.dtype, plan.step, plan.shape
     cancelled = should_cancel or (lambda: False)
     progress = on_progress or (lambda mode, done, total: None)
     results = {mode: ModeResult(mode) for mode in modes}
@@ -262,7 +265,7 @@ def run_modes(cfg: BenchConfig, modes: tuple[str, ...] = MODES, *, cold_l2: bool
                          step=step.describe(), flags=cfg.flags.resolved(),  # the thread count said
                          modes=list(results.values()), per_block=per_block, rounds=rounds, cold_l2=cold_l2)
 
-    work = prepare_workload(cfg.model, shape, device, dtype, cfg.channels_last, seed=cfg.seed)
+    work = prepare_workload(cfg.model, plan.inputs, device, dtype, cfg.channels_last, seed=cfg.seed)
     sampler = conditions_sampler(device)  # None on the CPU; on CUDA, each mode's share of a round is a window
     windows: dict[str, list[str]] = {mode: [] for mode in modes}
     try:

@@ -14,7 +14,8 @@ from typing import Callable, Iterator
 from torchperf_tui.engine.lazy_torch import torch
 
 from torchperf_tui.engine.errors import ModelError, OutOfMemory, ShapeError, TorchperfError, first_line
-from torchperf_tui.engine.inputs import dtype_name, format_shape, make_input
+from torchperf_tui.engine.input_spec import InputSpec
+from torchperf_tui.engine.inputs import dtype_name, format_shape
 
 # What a model raises when it cannot take an input (a wrong channel count, a too-small image, a dtype
 # its kernels lack). Anything else is a bug and should surface as one.
@@ -55,11 +56,12 @@ class Workload:
             torch.cuda.synchronize(self.device)
 
 
-def prepare_workload(spec: str | torch.nn.Module, shape: tuple[int, ...], device: torch.device, dtype: torch.dtype,
+def prepare_workload(spec: str | torch.nn.Module, inputs: InputSpec, device: torch.device, dtype: torch.dtype,
                      channels_last: bool = False, seed: int = 0) -> Workload:
     """Build `spec` (a name or module:factory, with random weights, eval mode; or a module as it is) on
-    `device` in `dtype`, with a deterministic random input of `shape`."""
+    `device` in `dtype`, with its input made from `inputs` (deterministic for `seed`)."""
     name = model_name(spec)
+    shape = inputs.shape
     with forward_errors(name, shape, dtype, device, action="loading"):
         if isinstance(spec, torch.nn.Module):
             model = spec.eval()
@@ -67,8 +69,8 @@ def prepare_workload(spec: str | torch.nn.Module, shape: tuple[int, ...], device
             from torchperf_tui.engine.models import build_model  # torchvision: seconds, only when needed
 
             model = build_model(spec, device="cpu")
-        model = place_model(model, device, dtype, channels_last, len(shape))
-        x = make_input(shape, dtype=dtype, device=device, channels_last=channels_last, seed=seed)
+        model = place_model(model, device, dtype, channels_last, inputs.rank)
+        x = inputs.make(device, dtype, channels_last, seed=seed)
     return Workload(name=name, model=model, x=x, shape=tuple(shape), device=device, dtype=dtype)
 
 

@@ -70,7 +70,7 @@ def layer_times_of_run(result: Any, report: Any = None, *, iters: int | None = N
     again (engine.layer_times), so every row has its time, share of the pass and achieved FLOP/s. Needs
     torch."""
     from torchperf_tui.engine.layer_times import DEFAULT_ITERS, layer_times
-    from torchperf_tui.engine.timing import BenchConfig
+    from torchperf_tui.engine.bench_config import BenchConfig
 
     cfg = BenchConfig(model=result.model, input_shape=tuple(result.input_shape), device=result.device,
                       dtype=result.dtype, channels_last=result.channels_last, flags=result.flags,

@@ -27,7 +27,7 @@ class Selection:
     shapes: str = "fixed"
     compile: str = "eager"
     warmup: int | str = 10
-    iters: int = 64  # engine.timing.DEFAULT_ITERS (the engine is not imported before a job needs it)
+    iters: int = 64  # engine.bench_config.DEFAULT_ITERS (the engine is not imported before a job needs it)
     seed: int = 0  # of the input values and of a random shape schedule
     step: str = "infer"  # "infer" or "train" (forward, loss, backward, optimizer step)
     optimizer: str = "sgd"  # a training step's
@@ -51,7 +51,7 @@ class Selection:
         """The engine's BenchConfig (with `flags` instead of the selection's, for an arm of an A/B). Raises
         the engine's one-line errors for a bad shape or batch."""
         from torchperf_tui.engine.flags import Flags
-        from torchperf_tui.engine.timing import BenchConfig
+        from torchperf_tui.engine.bench_config import BenchConfig
 
         return BenchConfig(model=self.spec, input_shape=self.full_shape(), batch=self.batch_size(),
                            device=self.device, dtype=self.dtype, channels_last=self.channels_last,

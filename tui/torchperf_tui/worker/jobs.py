@@ -289,7 +289,7 @@ def run_memory(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 
 def _resolved_shape(spec: str, input_shape: tuple | None, batch: int | None) -> tuple[int, ...]:
     """--input and --batch, or the model's default input with --batch (importing the model's module: here)."""
-    from torchperf_tui.engine.timing import BenchConfig
+    from torchperf_tui.engine.bench_config import BenchConfig
 
     return BenchConfig(model=spec, input_shape=input_shape, batch=batch).resolved_shape()
 
