@@ -24,7 +24,7 @@ from torchperf_tui.engine.flags import Flags, applied_flags
 from torchperf_tui.engine.inputs import resolve_device
 from torchperf_tui.engine.models import default_input_shape
 from torchperf_tui.engine.timing import BenchConfig, run_benchmark
-from torchperf_tui.jobs.follow_up import layer_times_of_run
+from torchperf_tui.measure.follow_up import layer_times_of_run
 
 
 def main() -> int:

@@ -68,7 +68,7 @@ def test_a_spec_is_refused_in_the_clis_process_without_torch_or_a_measurement_pr
 
     script = ("import sys\nfrom torchperf_tui.cli import main\n"
               f"code = main(['compare', {TINY!r}, '--a', 'dtype=fp16,mkldnn=on,mkldnn=off', '--b', ''])\n"
-              "print('torch' in sys.modules, 'torchperf_tui.jobs.cli_jobs' in sys.modules, code)\n")
+              "print('torch' in sys.modules, 'torchperf_tui.measure.cli_jobs' in sys.modules, code)\n")
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert proc.stdout.strip() == "False False 2", (proc.stdout, proc.stderr)
     assert proc.stderr.strip().splitlines() == ["torchperf-tui: error: mkldnn given twice in "

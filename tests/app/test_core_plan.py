@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 from torchperf_tui.app.session import Session, core_plan
-from torchperf_tui.worker.main import CPUS_ENV, apply_cpu_set
+from torchperf_tui.measure.process import CPUS_ENV, apply_cpu_set
 
 
 def test_only_a_box_with_more_than_four_cpus_gives_the_ui_one_of_its_own():
@@ -34,7 +34,7 @@ def test_the_measurement_process_is_started_on_the_measurement_cpus_and_the_ui_t
         def start(self) -> None:
             pass
 
-    monkeypatch.setattr("torchperf_tui.jobs.measurement.MeasurementProcess", FakeClient)
+    monkeypatch.setattr("torchperf_tui.measure.client.MeasurementProcess", FakeClient)
     session, calls = session_with(set(range(8)))
     session.start(lambda event: None, lambda text: None)
     assert made[0]["cpus"] == frozenset(range(7))  # given before the process imports torch, not after Ready
@@ -46,7 +46,7 @@ def test_the_measurement_process_is_started_on_the_measurement_cpus_and_the_ui_t
 
 def test_a_small_box_pins_nothing_and_starts_the_process_where_it_is(monkeypatch):
     made: list = []
-    monkeypatch.setattr("torchperf_tui.jobs.measurement.MeasurementProcess",
+    monkeypatch.setattr("torchperf_tui.measure.client.MeasurementProcess",
                         lambda **kwargs: made.append(kwargs) or type("C", (), {"start": lambda self: None})())
     session, calls = session_with({0, 1})
     session.start(lambda event: None, lambda text: None)
@@ -71,8 +71,8 @@ def test_the_worker_applies_its_cpu_set_and_takes_the_variable_out():
 
 def test_a_measurement_process_given_one_cpu_sized_torch_from_it():
     """Applied before torch is imported: torch's default thread count is the one CPU's, not the box's."""
-    from tests.jobs.test_measurement_process import Recorder
-    from torchperf_tui.jobs.measurement import MeasurementProcess
+    from tests.measure.test_measurement_process import Recorder
+    from torchperf_tui.measure.client import MeasurementProcess
 
     rec = Recorder()
     cpu = min(os.sched_getaffinity(0))

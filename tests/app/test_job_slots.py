@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 from torchperf_tui.app.job_slots import JobSlots
 from torchperf_tui.app.messages import JobEvent
-from torchperf_tui.worker.protocol import JobDone, JobFailed, Progress
+from torchperf_tui.measure.protocol import JobDone, JobFailed, Progress
 
 
 class FakeSession:

@@ -106,7 +106,7 @@ def synthetic_kernels():
 def deliver(pane, slot: str, result) -> None:
     """`result` reaches `pane` as the answer of a job in `slot`, the way the measurement process's would."""
     from torchperf_tui.app.messages import JobEvent
-    from torchperf_tui.worker.protocol import JobDone
+    from torchperf_tui.measure.protocol import JobDone
 
     job_id = -1  # no real job: the slot adopts this id, so the answer is the current one
     pane.jobs._jobs[slot] = job_id

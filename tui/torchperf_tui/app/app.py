@@ -1,7 +1,7 @@
 """TorchperfApp: composes the main screen and wires global keys and the messages panes send up.
 
-This process never imports torch. Every torch job runs in the measurement process (worker/, started through
-jobs/measurement.py once the panes are mounted), so the screen cannot disturb what it measures and a model
+This process never imports torch. Every torch job runs in the measurement process (measure/, started through
+measure/client.py once the panes are mounted), so the screen cannot disturb what it measures and a model
 that crashes cannot take the app down. Each pane owns its jobs (app/job_slots.py) and what it shows; the
 Session (app/session.py) holds what they share. The App passes a few facts between panes, nothing more.
 """
@@ -106,7 +106,7 @@ class TorchperfApp(App):
     @on(MeasurementEvent)
     @while_running
     def _measurement_event(self, message: MeasurementEvent) -> None:
-        from torchperf_tui.worker.protocol import Ready, Started
+        from torchperf_tui.measure.protocol import Ready, Started
 
         if isinstance(message.event, Ready):
             self.session.measurement_pid = message.event.pid

@@ -60,7 +60,7 @@ class JobSlots:
 
     def current(self, message: Any) -> bool:
         """True when the message's job is the slot's current one; a final event frees the slot."""
-        from torchperf_tui.worker.protocol import JobDone, JobFailed
+        from torchperf_tui.measure.protocol import JobDone, JobFailed
 
         event = message.event
         if self._jobs.get(message.slot) != event.job_id:

@@ -184,7 +184,7 @@ def save_run(node, result, fingerprint: dict | None) -> None:
     nothing. A history that cannot be written is a warning, never a lost run; `node` then posts
     HistoryChanged."""
     from torchperf_tui.app.messages import HistoryChanged
-    from torchperf_tui.jobs.follow_up import save_to_history
+    from torchperf_tui.measure.follow_up import save_to_history
 
     app = node.app
     path = app.session.history_path

@@ -75,7 +75,7 @@ class Session:
 
     # -- the measurement process ---------------------------------------------------------------------
     def start(self, post_event: Callable[[Any], None], post_notice: Callable[[str], None]) -> None:
-        from torchperf_tui.jobs.measurement import MeasurementProcess
+        from torchperf_tui.measure.client import MeasurementProcess
 
         # On a box with cores to spare each measurement process puts itself on the measurement's CPUs before it
         # imports torch, whose default thread count follows that mask (not the box's every CPU).
@@ -114,7 +114,7 @@ class Session:
         self._ui_pinned = True
 
     def submit(self, kind: str, params: dict, what: str, owner, slot: str) -> int:
-        """Start a job (jobs/measurement.py: a measuring job replaces any other measuring one); its events go
+        """Start a job (measure/client.py: a measuring job replaces any other measuring one); its events go
         to `owner` as JobEvent(slot, event)."""
         job_id = self.measure.submit(kind, params, what)
         self._owners[job_id] = (owner, slot)
@@ -126,7 +126,7 @@ class Session:
 
     def measuring(self, kinds=None) -> list:
         """The measuring jobs pending in the measurement process (all of them, or of `kinds`)."""
-        from torchperf_tui.worker.protocol import MEASURING_KINDS
+        from torchperf_tui.measure.protocol import MEASURING_KINDS
 
         if self.measure is None:
             return []
@@ -135,7 +135,7 @@ class Session:
     def dispatch(self, event) -> None:
         """A job's event to the pane that started it (a final one forgets the job)."""
         from torchperf_tui.app.messages import JobEvent
-        from torchperf_tui.worker.protocol import JobDone, JobFailed
+        from torchperf_tui.measure.protocol import JobDone, JobFailed
 
         owner = self._owners.get(event.job_id)
         if isinstance(event, (JobDone, JobFailed)):

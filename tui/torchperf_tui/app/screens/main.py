@@ -1,5 +1,5 @@
 """The main screen: model picker and flags on the left, the result tabs on the right. It answers the panes'
-one question about the sidebar: what is selected, frozen (jobs/selection.py), at the moment a job starts."""
+one question about the sidebar: what is selected, frozen (measure/selection.py), at the moment a job starts."""
 
 from __future__ import annotations
 
@@ -154,7 +154,7 @@ class MainScreen(Screen):
 
     def selection(self):
         """The model, input, device, flags and run options chosen now, frozen (None: no model chosen)."""
-        from torchperf_tui.jobs.selection import Selection
+        from torchperf_tui.measure.selection import Selection
 
         picker = self.pane("picker")
         if picker.spec is None:

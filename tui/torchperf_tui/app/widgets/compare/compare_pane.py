@@ -21,7 +21,7 @@ from torchperf_tui.app.job_slots import JobSlots
 from torchperf_tui.app.messages import JobEvent, RunsChanged
 from torchperf_tui.app.run_setup import against_text, setup_text, speedup_text
 from torchperf_tui.app.runs import RunRecord, app_marks, save_run
-from torchperf_tui.worker.protocol import JobDone, JobFailed, Progress
+from torchperf_tui.measure.protocol import JobDone, JobFailed, Progress
 from torchperf_tui.app.widgets.timing.histogram import LatencyOverlay, theme_palette
 
 AB_BLOCKS = 10

@@ -19,7 +19,7 @@ from torchperf_tui.app.widgets.exit_safe_select import ExitSafeSelect
 from torchperf_tui.formatting import format_bytes, format_number
 from torchperf_tui.app.job_slots import JobSlots
 from torchperf_tui.app.messages import JobEvent
-from torchperf_tui.worker.protocol import JobFailed, Progress
+from torchperf_tui.measure.protocol import JobFailed, Progress
 
 
 def _v(value, unit: str = "", digits: int = 0) -> str:

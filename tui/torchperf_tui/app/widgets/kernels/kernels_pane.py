@@ -13,7 +13,7 @@ from textual.widgets import Button, DataTable, Static
 from torchperf_tui.app.job_slots import JobSlots
 from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.formatting import fit_name
-from torchperf_tui.worker.protocol import JobFailed
+from torchperf_tui.measure.protocol import JobFailed
 
 # The numbers and whether the choice changed come first, so they fit at 80 columns; the names follow. A
 # training step's comparison has a row per pass of each layer (fwd, dgrad, wgrad, bwd) and says which.

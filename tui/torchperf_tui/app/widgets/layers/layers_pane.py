@@ -13,7 +13,7 @@ from textual.widgets import DataTable, Static
 from torchperf_tui.app.job_slots import JobSlots
 from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.formatting import fit_name, format_bytes, format_count, format_ms
-from torchperf_tui.worker.protocol import JobFailed
+from torchperf_tui.measure.protocol import JobFailed
 
 
 def shape_text(shape) -> str:

@@ -26,7 +26,7 @@ from textual.worker import get_current_worker
 from torchperf_tui.formatting import format_bytes, format_number
 from torchperf_tui.app.job_slots import JobSlots
 from torchperf_tui.app.messages import JobEvent
-from torchperf_tui.worker.protocol import JobFailed
+from torchperf_tui.measure.protocol import JobFailed
 from torchperf_tui.app.widgets.timing.histogram import _PlotHolder, theme_palette
 
 GIB = 1024 ** 3

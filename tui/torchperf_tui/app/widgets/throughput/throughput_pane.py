@@ -15,7 +15,7 @@ from textual.widgets import Button, DataTable, Static
 
 from torchperf_tui.app.job_slots import JobSlots
 from torchperf_tui.app.messages import JobEvent
-from torchperf_tui.worker.protocol import JobDone, JobFailed, Progress
+from torchperf_tui.measure.protocol import JobDone, JobFailed, Progress
 
 from torchperf_tui.formatting import format_bytes, format_ms, format_number
 from torchperf_tui.app.widgets.timing.histogram import _PlotHolder, theme_palette

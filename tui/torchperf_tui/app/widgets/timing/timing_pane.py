@@ -22,7 +22,7 @@ from torchperf_tui.app.job_slots import JobSlots
 from torchperf_tui.app.messages import JobEvent, RunsChanged
 from torchperf_tui.app.runs import RunRecord, app_marks, save_run
 from torchperf_tui.app.widgets.timing.histogram import LatencyHistogram
-from torchperf_tui.worker.protocol import JobDone, JobFailed, Progress, Samples
+from torchperf_tui.measure.protocol import JobDone, JobFailed, Progress, Samples
 
 COMPACT_BELOW_ROWS = 30  # the pane's height under which its lines are compact
 LIVE_STATS_EVERY_S = 0.5  # live statistics over all samples so far are recomputed at most this often
