@@ -146,10 +146,10 @@ def test_a_symlinked_history_is_refused_where_the_option_enters_before_any_run(c
 
 def test_export_output_dash_is_stdout_not_a_file_named_dash(capsys, tmp_path, monkeypatch):
     from tests.records import make_record
-    from torchperf_tui.engine.history_file import History
+    from torchperf_tui.engine.history_file import HistoryFile
 
     history = tmp_path / "h.jsonl"
-    History(history).extend([make_record(), make_record()])
+    HistoryFile(history).extend([make_record(), make_record()])
     monkeypatch.chdir(tmp_path)
     code, out, _ = run(capsys, "--history", str(history), "export", "--format", "csv", "--output", "-")
     assert code == 0 and len(out.strip().splitlines()) == 3  # header + two runs, on stdout

@@ -66,7 +66,7 @@ def synthetic_ab(app):
     """A finished A/B of cudnn.benchmark off (A) vs on (B) with fixed samples: B about 15 % faster."""
     import numpy as np
 
-    from torchperf_tui.app.runs import RunRecord
+    from torchperf_tui.app.runs import LiveRun
     from torchperf_tui.engine.abtest import ABResult, ArmResult, block_order, block_verdict
 
     rng = np.random.default_rng(7)
@@ -79,7 +79,7 @@ def synthetic_ab(app):
         arm = ArmResult(spec=flags.describe("cuda"), flags=flags, dtype="float32", channels_last=False, blocks=blocks)
         arm.summarise()
         arms.append(arm)
-        app.session.runs.add(RunRecord(run_id=app.session.new_run_id(), model="resnet50", device="cuda:0",
+        app.session.runs.add(LiveRun(run_id=app.session.new_run_id(), model="resnet50", device="cuda:0",
                                        flags=flags, flags_text=flags.describe("cuda"), arm=name, status="timed"))
     last = app.session.runs.get(app.session._next_run_id).run_id
     app.pane("compare").ab_runs = (last - 1, last)
@@ -151,7 +151,7 @@ def synthetic_runs(app, *flag_sets: dict) -> list:
     import numpy as np
 
     from torchperf_tui.app.messages import RunsChanged
-    from torchperf_tui.app.runs import RunRecord
+    from torchperf_tui.app.runs import LiveRun
     from torchperf_tui.engine.stats import compute_stats
 
     rng = np.random.default_rng(11)
@@ -159,7 +159,7 @@ def synthetic_runs(app, *flag_sets: dict) -> list:
     for i, changes in enumerate(flag_sets):
         flags = app.pane("flags").flags.replace(**changes)
         samples = list(20.0 - 2.0 * i + rng.gamma(2.0, 0.6, 60))
-        record = RunRecord(run_id=app.session.new_run_id(), model=app.pane("picker").spec, device="cpu",
+        record = LiveRun(run_id=app.session.new_run_id(), model=app.pane("picker").spec, device="cpu",
                            flags=flags, flags_text=flags.describe("cpu"), status="done",
                            input_text="1x3x32x32 float32", first_iter_ms=85.0, warmup_ms=samples[:10],
                            samples_ms=samples, stats=compute_stats(samples, batch=1))
@@ -202,7 +202,7 @@ def history_file() -> str:
     from pathlib import Path
 
     from tests.records import make_record
-    from torchperf_tui.engine.history_file import History
+    from torchperf_tui.engine.history_file import HistoryFile
 
     folder = Path(tempfile.gettempdir()) / "torchperf-snapshot-history"
     folder.mkdir(exist_ok=True)
@@ -217,7 +217,7 @@ def history_file() -> str:
             record.flags = {**record.flags, **flags}
             record.flags_text = ", ".join(f"{k}={v}" for k, v in flags.items())
         records.append(record)
-    History(fresh).extend(records)  # appended to the empty file
+    HistoryFile(fresh).extend(records)  # appended to the empty file
     os.replace(fresh, path)
     return str(path)
 

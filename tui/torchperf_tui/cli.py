@@ -524,9 +524,9 @@ def _append_history(args, result, fingerprint: dict | None) -> None:
 def _load_history(args, last: int | None = None):
     """The history's records (with `last`, only the newest, read from the end of the file); bad lines are one
     warning line. A history that is not a regular file is a TorchperfError: exit 2."""
-    from torchperf_tui.engine.history_file import History
+    from torchperf_tui.engine.history_file import HistoryFile
 
-    loaded = History(args.history).load(last=last)
+    loaded = HistoryFile(args.history).load(last=last)
     for warning in loaded.warnings:
         print(f"{PROG}: warning: {warning}", file=sys.stderr)
     return loaded

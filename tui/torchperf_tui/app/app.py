@@ -2,7 +2,7 @@
 
 This process never imports torch. Every torch job runs in the measurement process (measure/, started through
 measure/client.py once the panes are mounted), so the screen cannot disturb what it measures and a model
-that crashes cannot take the app down. Each pane owns its jobs (app/job_slots.py) and what it shows; the
+that crashes cannot take the app down. Each pane owns its jobs (app/pane_jobs.py) and what it shows; the
 Session (app/session.py) holds what they share. The App passes a few facts between panes, nothing more.
 """
 

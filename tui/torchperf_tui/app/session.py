@@ -13,7 +13,7 @@ from collections import deque
 from types import SimpleNamespace
 from typing import Any, Callable
 
-from torchperf_tui.app.runs import Disturbances, RunHistory
+from torchperf_tui.app.runs import Disturbances, SessionRuns
 
 # The engine modules the UI process uses for their types and pure functions; none imports torch (the
 # measurement process does everything that needs it).
@@ -57,7 +57,7 @@ class Session:
         self.applicability: dict[str, dict[str, tuple]] = {}  # device kind -> flag -> (applies, why not)
         self.engine: SimpleNamespace | None = None
         self.missing: dict[str, str] = {}  # engine module -> why it is not usable
-        self.runs = RunHistory()
+        self.runs = SessionRuns()
         self.disturbances = Disturbances()  # what this process did that can slow a run in flight
         self.run_memory: deque = deque(maxlen=2000)  # (time, allocated, reserved) of the latest run
         self.run_memory_kind = ""

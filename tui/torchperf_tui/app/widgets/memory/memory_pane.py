@@ -24,7 +24,7 @@ from textual.widgets import Static
 from textual.worker import get_current_worker
 
 from torchperf_tui.formatting import format_bytes, format_number
-from torchperf_tui.app.job_slots import JobSlots
+from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.measure.protocol import JobFailed
 from torchperf_tui.app.widgets.timing.histogram import _PlotHolder, theme_palette
@@ -192,7 +192,7 @@ class MemoryPane(Vertical):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.jobs = JobSlots(self)
+        self.jobs = PaneJobs(self)
         self.sampler: Any = None
         self._injected = False  # a test's frozen source: shown as it is
         self._wake = threading.Event()

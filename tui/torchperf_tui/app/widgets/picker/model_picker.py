@@ -17,7 +17,7 @@ from textual.widgets.option_list import Option
 
 from torchperf_tui.app.widgets.exit_safe_select import ExitSafeSelect
 from torchperf_tui.engine.inputs import dtype_note
-from torchperf_tui.app.job_slots import JobSlots
+from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.measure.protocol import JobFailed
 
@@ -65,7 +65,7 @@ class ModelPicker(Vertical):
         self._entries: list = []
         self.spec: str | None = None
         self.complexity: Any = None
-        self.jobs = JobSlots(self)
+        self.jobs = PaneJobs(self)
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="/ type to filter models…", id="model-filter", compact=True)

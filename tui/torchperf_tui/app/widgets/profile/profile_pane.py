@@ -11,7 +11,7 @@ from textual.reactive import reactive
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, DataTable, Static
 
-from torchperf_tui.app.job_slots import JobSlots
+from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.measure.protocol import JobFailed
 
@@ -39,7 +39,7 @@ class ProfilePane(Vertical):
         super().__init__(**kwargs)
         self.result = None
         self._sort_ops: Callable | None = None
-        self.jobs = JobSlots(self)
+        self.jobs = PaneJobs(self)
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="pane-actions"):

@@ -13,7 +13,7 @@ from textual.containers import Horizontal, Vertical
 from textual.markup import escape
 from textual.widgets import Button, DataTable, Static
 
-from torchperf_tui.app.job_slots import JobSlots
+from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.measure.protocol import JobDone, JobFailed, Progress
 
@@ -108,7 +108,7 @@ class ThroughputPane(Vertical):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.jobs = JobSlots(self)
+        self.jobs = PaneJobs(self)
         self._searching: tuple | None = None  # (model, when the search started, its time budget) while it runs
 
     def compose(self) -> ComposeResult:

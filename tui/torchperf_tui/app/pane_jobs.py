@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 
-class JobSlots:
+class PaneJobs:
     """The jobs of one pane. Events reach the pane as JobEvent messages (app/messages.py) with the slot's
     name; `current(message)` says whether the pane should show it."""
 
