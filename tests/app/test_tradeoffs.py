@@ -13,6 +13,7 @@ from torchperf_tui.app.runs import LiveRun
 from torchperf_tui.app.widgets.memory.memory_pane import MemoryChart
 from torchperf_tui.app.widgets.timing.histogram import LatencyHistogram, LatencyOverlay
 from torchperf_tui.app.widgets.timing.timing_pane import compile_text
+from torchperf_tui.engine.history_file import HistoryFile
 
 
 async def pick(pilot, name: str, downs: int) -> None:
@@ -65,7 +66,7 @@ async def test_a_flip_in_ab_mode_runs_both_flag_sets_interleaved_and_gives_a_ver
         # The table is redrawn from a message posted as the comparison ends: wait for it, then read it.
         await wait_until(pilot, lambda: any("A" in row[0] and row[2] == "baseline"
                                             for row in rows(app, "#compare-table")), what="the table redrawn")
-        await wait_until(pilot, lambda: sum(r.kind == "ab" for r in app.session.engine.history_file.HistoryFile().load().records) == 2,
+        await wait_until(pilot, lambda: sum(r.kind == "ab" for r in HistoryFile().load().records) == 2,
                          what="both arms in the history file")
         labels = [label for label, _ in app.main.query_one(LatencyOverlay).series]
         assert any(label.startswith(arm_a.label) for label in labels)

@@ -178,14 +178,17 @@ class ComparePane(Vertical):
         if self._ab_seen is None:  # the first block: the blocks began its timed samples ago
             now = self.app.session.disturbances.now()
             self._ab_seen = (now - sum(samples) / 1000, (now, time.process_time()))
+        from torchperf_tui.engine.stats import compute_stats  # loaded by the session's warm-up
+
         record.samples_ms.extend(samples)
-        record.stats = self.app.session.engine.stats.compute_stats(record.samples_ms, batch=record.batch)
+        record.stats = compute_stats(record.samples_ms, batch=record.batch)
         record.status, record.index, record.total = "timed", index, total
         self.verdict = (f"A/B: block {index + 1} of {total} done ({arm}) · the verdict comes at the end")
         self.post_message(RunsChanged())
 
     def _ab_finished(self, result, fingerprint) -> None:
-        compute_stats = self.app.session.engine.stats.compute_stats
+        from torchperf_tui.engine.stats import compute_stats  # loaded by the session's warm-up
+
         batch = result.input_shape[0]
         # What this process did beside the blocks (a resize, heavy redraws) goes on the result, as a timing run's
         # does (timing_pane._mark_disturbed): both arms' history records keep it with the host's noise.

@@ -220,7 +220,8 @@ class MemoryPane(Vertical):
         self.sampler = session.telemetry_source
         self._injected = self.sampler is not None
         if self.sampler is None and session.has("telemetry"):
-            telemetry = session.engine.telemetry
+            from torchperf_tui.engine import telemetry  # loaded by the session's warm-up
+
             try:
                 # The caching allocator lives in the measurement process: its readings come from there.
                 cuda = session.cuda_seam if session.cuda_seam is not None else telemetry.ALLOCATOR_ELSEWHERE
@@ -284,7 +285,9 @@ class MemoryPane(Vertical):
         nvml = session.nvml_handle()
         if self._gpu_index is None or self._pid is None or not self._on_cuda or nvml is None:
             return None
-        return session.engine.telemetry.process_gpu_memory(nvml, self._gpu_index, self._pid)
+        from torchperf_tui.engine.telemetry import process_gpu_memory
+
+        return process_gpu_memory(nvml, self._gpu_index, self._pid)
 
     def on_unmount(self) -> None:
         self.workers.cancel_group(self, "telemetry")
@@ -334,7 +337,9 @@ class MemoryPane(Vertical):
         if reading is None:
             return sample, holder
         if reading.get("allocated") is None:  # RSS: the sampler follows that process already
-            missing = session.engine.nvml.NA(reading.get("why_none") or "not available")
+            from torchperf_tui.engine.nvml import NA
+
+            missing = NA(reading.get("why_none") or "not available")
             return dataclasses.replace(sample, torch_allocated_bytes=missing, torch_reserved_bytes=missing,
                                        torch_peak_bytes=missing), holder
         return dataclasses.replace(sample, torch_allocated_bytes=reading["allocated"],
@@ -374,8 +379,9 @@ class MemoryPane(Vertical):
     def _release_with_seams(self, kind: str) -> None:
         session = self.app.session
         try:
-            report = session.engine.telemetry.release_memory(device=kind, nvml=session.nvml_handle(),
-                                                             cuda=session.cuda_seam)
+            from torchperf_tui.engine.telemetry import release_memory
+
+            report = release_memory(device=kind, nvml=session.nvml_handle(), cuda=session.cuda_seam)
         except Exception as exc:
             from torchperf_tui.engine.errors import user_message
 
@@ -401,7 +407,9 @@ class MemoryPane(Vertical):
             return
         session = self.app.session
         if session.device_kind() != "cuda":
-            self.app.notify(session.engine.memsnap.NOT_CUDA, title="memory snapshot", severity="warning", timeout=8)
+            from torchperf_tui.engine.memsnap import NOT_CUDA
+
+            self.app.notify(NOT_CUDA, title="memory snapshot", severity="warning", timeout=8)
             return
         cfg = self.jobs.config(selection, lambda error: self.app.notify(error, title="memsnap failed",
                                                                         severity="error", timeout=8))

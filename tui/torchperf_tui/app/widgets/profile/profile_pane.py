@@ -80,8 +80,10 @@ class ProfilePane(Vertical):
             self._failed("cancelled: another measurement replaced it" if event.cancelled else event.error,
                          notify=not event.cancelled)
             return
+        from torchperf_tui.engine.profiling import sort_ops  # loaded by the session's warm-up
+
         result = event.result
-        self.show_result(result, self.app.session.engine.profiling.sort_ops)
+        self.show_result(result, sort_ops)
         if result.trace_path:
             self.app.notify(f"Chrome trace saved to {result.trace_path}", title="profile", timeout=8)
 

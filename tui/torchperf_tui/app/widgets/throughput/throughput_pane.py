@@ -150,7 +150,9 @@ class ThroughputPane(Vertical):
         options = {} if session.max_batch is None else {"max_batch": session.max_batch}
         self.jobs.start("search", "throughput", {"cfg": cfg, "options": options},
                         f"searching the largest batch of {selection.spec}")
-        self._searching = (selection.spec, time.monotonic(), session.engine.throughput.DEFAULT_TIME_BUDGET_S)
+        from torchperf_tui.engine.throughput import DEFAULT_TIME_BUDGET_S  # loaded by the session's warm-up
+
+        self._searching = (selection.spec, time.monotonic(), DEFAULT_TIME_BUDGET_S)
 
     @on(JobEvent)
     def _job_event(self, message: JobEvent) -> None:

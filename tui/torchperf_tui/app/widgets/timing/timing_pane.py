@@ -325,7 +325,9 @@ class TimingPane(Vertical):
         if cfg is None:
             return
         record.batch = cfg.batch or 1
-        note = self.app.session.engine.inputs.dtype_note(selection.dtype, session.device_kind())
+        from torchperf_tui.engine.inputs import dtype_note  # loaded by the session's warm-up
+
+        note = dtype_note(selection.dtype, session.device_kind())
         if note:
             self.app.notify(note, title="dtype", severity="warning", timeout=8)
         what = f"timing {selection.spec} at {selection.input_text(self.screen.default_shape())}"
@@ -391,7 +393,9 @@ class TimingPane(Vertical):
             # over every sample so far: at most every LIVE_STATS_EVERY_S, never per batch; and at the first
             # timed batch, so the body never says "no timed samples yet" beside a header saying "timed 15/64"
             if redraw or record.stats is None:
-                record.stats = session.engine.stats.compute_stats(record.samples_ms, batch=record.batch or 1)
+                from torchperf_tui.engine.stats import compute_stats  # loaded by the session's warm-up
+
+                record.stats = compute_stats(record.samples_ms, batch=record.batch or 1)
         phase_changed = record.status != event.phase
         record.status, record.index, record.total = event.phase, event.index, event.total
         # While the measurement process measures, this process shares the machine's cores with it: the run's
