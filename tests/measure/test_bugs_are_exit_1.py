@@ -9,9 +9,8 @@ import pytest
 
 from tests.measure.in_process import InProcessMeasurement
 from tests.test_cli import TINY, run
-from torchperf_tui.measure import cli_jobs
+from torchperf_tui.measure import cli_jobs, runners
 from torchperf_tui.measure.client import JobInfo, MeasurementProcess
-from torchperf_tui.measure import runners
 
 
 @pytest.fixture
