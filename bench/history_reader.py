@@ -54,22 +54,22 @@ CHILD = textwrap.dedent('''
         return (status_kib("VmHWM") - before) / 1024
 
     if version == "new":
-        from torchperf_tui.engine.history_file import History
+        from torchperf_tui.engine.history_file import HistoryFile
         from torchperf_tui.app.widgets.history import history_pane as pane_module
     else:
-        History = load("old_results", f"{old_dir}/results.py").History
+        HistoryFile = load("old_results", f"{old_dir}/results.py").History
         pane_module = load("old_history_pane", f"{old_dir}/history_pane.py")
 
     def run_reader():
         before = start_memory()
         started = time.perf_counter()
         if op == "last1":
-            loaded = History(path).load(last=1) if version == "new" else History(path).load()
+            loaded = HistoryFile(path).load(last=1) if version == "new" else HistoryFile(path).load()
             records = loaded.last(1)
         elif op == "full":
-            records = History(path).load().records
+            records = HistoryFile(path).load().records
         elif op == "page":
-            records = History(path).load(last=pane_module.HistoryPane.PAGE_SIZE).records
+            records = HistoryFile(path).load(last=pane_module.HistoryPane.PAGE_SIZE).records
         return len(records), time.perf_counter() - started, extra_mib(before)
 
     def run_tab():
@@ -90,7 +90,7 @@ CHILD = textwrap.dedent('''
                 if version == "new":
                     pane.show_history(path)  # the pane reads its page in its own thread
                 else:  # what the app did: read it all in a thread, then hand every record to the pane
-                    loaded = await asyncio.to_thread(History(path).load)
+                    loaded = await asyncio.to_thread(HistoryFile(path).load)
                     pane.show_records(loaded)
                 while table.row_count == 0:
                     await pilot.pause(0.01)
@@ -211,7 +211,7 @@ def main() -> int:
             say(line)
         page = measure("new", "page", path, old_dir)
         say()
-        say(f"the tab's page read alone, History.load(last=200): {page['seconds']:.3f} s, "
+        say(f"the tab's page read alone, HistoryFile.load(last=200): {page['seconds']:.3f} s, "
             f"+{page['extra_mib']:.1f} MiB, {page['records']} records")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)  # the 200 MB file goes

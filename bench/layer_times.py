@@ -25,7 +25,7 @@ from torchperf_tui.engine.inputs import resolve_device
 from torchperf_tui.engine.models import default_input_shape
 from torchperf_tui.engine.bench_config import BenchConfig
 from torchperf_tui.engine.timing import run_benchmark
-from torchperf_tui.jobs.follow_up import layer_times_of_run
+from torchperf_tui.measure.follow_up import layer_times_of_run
 
 
 def main() -> int:

@@ -12,12 +12,12 @@ TINY = "tests.tinymodels:tiny_cnn"
 
 @pytest.fixture
 def in_process(monkeypatch):
-    """The command's job runs in this process (tests/jobs/in_process.py: the worker's own serve loop and runners,
+    """The command's job runs in this process (tests/measure/in_process.py: the worker's own serve loop and runners,
     every message pickled as over the pipe), for a test that patches torch or the engine here, which a
     measurement process would not see."""
-    from tests.jobs.in_process import InProcessMeasurement
+    from tests.measure.in_process import InProcessMeasurement
 
-    monkeypatch.setattr("torchperf_tui.jobs.cli_jobs.MeasurementProcess", InProcessMeasurement)
+    monkeypatch.setattr("torchperf_tui.measure.cli_jobs.MeasurementProcess", InProcessMeasurement)
 
 
 @pytest.fixture(autouse=True)

@@ -199,7 +199,7 @@ def test_ctrl_c_on_a_model_that_blocks_ends_the_command_within_the_grace(factory
     import time
 
     from tests.hostile_process_models import BLOCKING
-    from torchperf_tui.jobs.measurement import CANCEL_GRACE_S
+    from torchperf_tui.measure.client import CANCEL_GRACE_S
 
     def as_from_a_terminal() -> None:
         # Ctrl-C reaches a command typed in a terminal. A suite started in the background of a script (the stress

@@ -1,5 +1,5 @@
 """Every CLI command that runs a model or measures does it in a measurement process of its own, as the app does
-(jobs/cli_jobs.py): here each goes through a real one, and its result reaches the command whole. (tests/test_cli.py
+(measure/cli_jobs.py): here each goes through a real one, and its result reaches the command whole. (tests/test_cli.py
 runs its many argument and output cases with the jobs in its own process; test_cli_hostile.py has the model code
 that only a process of its own survives.)"""
 
@@ -13,13 +13,13 @@ import sys
 import pytest
 
 from tests.test_cli import TINY, run
-from torchperf_tui.jobs import cli_jobs
+from torchperf_tui.measure import cli_jobs
 
 
 @pytest.fixture
 def processes(monkeypatch):
     """The pids of the measurement processes the commands start, as each says it is ready."""
-    from torchperf_tui.jobs.measurement import MeasurementProcess
+    from torchperf_tui.measure.client import MeasurementProcess
 
     pids: list[int] = []
 

@@ -68,7 +68,7 @@ def test_a_spec_is_refused_in_the_clis_process_without_torch_or_a_measurement_pr
 
     script = ("import sys\nfrom torchperf_tui.cli import main\n"
               f"code = main(['compare', {TINY!r}, '--a', 'dtype=fp16,mkldnn=on,mkldnn=off', '--b', ''])\n"
-              "print('torch' in sys.modules, 'torchperf_tui.jobs.cli_jobs' in sys.modules, code)\n")
+              "print('torch' in sys.modules, 'torchperf_tui.measure.cli_jobs' in sys.modules, code)\n")
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert proc.stdout.strip() == "False False 2", (proc.stdout, proc.stderr)
     assert proc.stderr.strip().splitlines() == ["torchperf-tui: error: mkldnn given twice in "
@@ -146,10 +146,10 @@ def test_a_symlinked_history_is_refused_where_the_option_enters_before_any_run(c
 
 def test_export_output_dash_is_stdout_not_a_file_named_dash(capsys, tmp_path, monkeypatch):
     from tests.records import make_record
-    from torchperf_tui.engine.history_file import History
+    from torchperf_tui.engine.history_file import HistoryFile
 
     history = tmp_path / "h.jsonl"
-    History(history).extend([make_record(), make_record()])
+    HistoryFile(history).extend([make_record(), make_record()])
     monkeypatch.chdir(tmp_path)
     code, out, _ = run(capsys, "--history", str(history), "export", "--format", "csv", "--output", "-")
     assert code == 0 and len(out.strip().splitlines()) == 3  # header + two runs, on stdout

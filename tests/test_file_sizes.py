@@ -17,8 +17,6 @@ PENDING = {
     "cli.py",  # 709 lines: the CLI and wording branch
     "cli_render.py",  # 630 lines: the CLI and wording branch
     "app/widgets/timing/timing_pane.py",  # 612 lines, class TimingPane 374: the determinism note and modes lines
-    "app/app.py",  # class TorchperfApp 305 lines: the routing moves to the main screen (App under 200)
-    "jobs/measurement.py",  # class MeasurementProcess 315 lines: the measurement package branch moves this file
 }
 
 

@@ -86,7 +86,7 @@ async def test_a_run_fills_progress_stats_and_histogram(tiny_app):
 
 
 async def test_a_completed_run_is_in_the_history_file_at_once(tmp_path):
-    from torchperf_tui.engine.history_file import History
+    from torchperf_tui.engine.history_file import HistoryFile
 
     path = tmp_path / "runs.jsonl"
     app = TorchperfApp(poll_telemetry=False, warmup=1, iters=5, history_path=str(path))
@@ -94,9 +94,9 @@ async def test_a_completed_run_is_in_the_history_file_at_once(tmp_path):
         await wait_ready(pilot)
         await choose_model(pilot)
         await pilot.press("r")
-        await wait_until(pilot, lambda: path.exists() and History(str(path)).load().records,
+        await wait_until(pilot, lambda: path.exists() and HistoryFile(str(path)).load().records,
                          what="the run in the history file")
-        record = History(str(path)).load().records[-1]
+        record = HistoryFile(str(path)).load().records[-1]
         assert record.model == TINY and len(record.samples_ms) == 5
         result = app.session.runs.get(1).result
         # The flags as asked, with the thread count the run used where they left it to the process (never "default").

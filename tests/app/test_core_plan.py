@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 from torchperf_tui.app.session import Session, core_plan
-from torchperf_tui.worker.main import CPUS_ENV, apply_cpu_set
+from torchperf_tui.measure.process import CPUS_ENV, apply_cpu_set
 
 
 def test_only_a_box_with_more_than_four_cpus_gives_the_ui_one_of_its_own():
@@ -16,15 +16,15 @@ def test_only_a_box_with_more_than_four_cpus_gives_the_ui_one_of_its_own():
     assert core_plan({0, 2, 4, 6, 8}) == (8, frozenset({0, 2, 4, 6}))  # the CPUs the app may run on, not 0..n
 
 
-def session_with(cpus: set[int]) -> tuple[Session, list]:
+def session_with(cpus: set[int], measurement=None) -> tuple[Session, list]:
     calls: list = []
-    session = Session()
+    session = Session(measurement=measurement)
     session.cores = core_plan(cpus)
     session.set_affinity = lambda pid, cpus: calls.append((pid, set(cpus)))
     return session, calls
 
 
-def test_the_measurement_process_is_started_on_the_measurement_cpus_and_the_ui_thread_pinned_once(monkeypatch):
+def test_the_measurement_process_is_started_on_the_measurement_cpus_and_the_ui_thread_pinned_once():
     made: list = []
 
     class FakeClient:
@@ -34,8 +34,7 @@ def test_the_measurement_process_is_started_on_the_measurement_cpus_and_the_ui_t
         def start(self) -> None:
             pass
 
-    monkeypatch.setattr("torchperf_tui.jobs.measurement.MeasurementProcess", FakeClient)
-    session, calls = session_with(set(range(8)))
+    session, calls = session_with(set(range(8)), measurement=FakeClient)
     session.start(lambda event: None, lambda text: None)
     assert made[0]["cpus"] == frozenset(range(7))  # given before the process imports torch, not after Ready
     session.measurement_pid = 123
@@ -44,11 +43,10 @@ def test_the_measurement_process_is_started_on_the_measurement_cpus_and_the_ui_t
     assert calls == [(0, {7})] and session.measurement_pid == 456
 
 
-def test_a_small_box_pins_nothing_and_starts_the_process_where_it_is(monkeypatch):
+def test_a_small_box_pins_nothing_and_starts_the_process_where_it_is():
     made: list = []
-    monkeypatch.setattr("torchperf_tui.jobs.measurement.MeasurementProcess",
-                        lambda **kwargs: made.append(kwargs) or type("C", (), {"start": lambda self: None})())
-    session, calls = session_with({0, 1})
+    session, calls = session_with({0, 1}, measurement=lambda **kwargs: made.append(kwargs)
+                                  or type("C", (), {"start": lambda self: None})())
     session.start(lambda event: None, lambda text: None)
     session.measurement_pid = 123
     assert calls == [] and session.cores is None and made[0]["cpus"] is None
@@ -71,8 +69,8 @@ def test_the_worker_applies_its_cpu_set_and_takes_the_variable_out():
 
 def test_a_measurement_process_given_one_cpu_sized_torch_from_it():
     """Applied before torch is imported: torch's default thread count is the one CPU's, not the box's."""
-    from tests.jobs.test_measurement_process import Recorder
-    from torchperf_tui.jobs.measurement import MeasurementProcess
+    from tests.measure.test_measurement_process import Recorder
+    from torchperf_tui.measure.client import MeasurementProcess
 
     rec = Recorder()
     cpu = min(os.sched_getaffinity(0))

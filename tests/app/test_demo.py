@@ -5,6 +5,7 @@ from __future__ import annotations
 from tests.app.helpers import TINY, screen_text, wait_until
 from torchperf_tui.app.app import TorchperfApp
 from torchperf_tui.app.demo import story
+from torchperf_tui.engine.flags import Flags
 
 
 def banner(app) -> str:
@@ -34,7 +35,7 @@ async def test_the_demo_plays_its_first_steps_hands_free_with_cpu_analogues():
         assert train_b.arm == "B" and train_b.status == "done" and train_b.step.startswith("train")
         assert app.pane("timing").last_determinism.step == "train" and app.pane("memory").last_release is not None
         assert app.pane("options").options["step"] == "infer"  # and put the step back
-        assert app.pane("flags").flags == app.session.engine.flags.Flags()  # the demo put the flags back
+        assert app.pane("flags").flags == Flags()  # the demo put the flags back
         assert not app.demo.running
 
 

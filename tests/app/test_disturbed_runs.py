@@ -9,7 +9,7 @@ import os
 from tests.app.helpers import flip, screen_text, wait_until
 from tests.app.test_history_pane import two_runs_compared
 from tests.records import make_record
-from torchperf_tui.app.runs import Disturbances, RunRecord, busy_mark
+from torchperf_tui.app.runs import Disturbances, LiveRun, busy_mark
 from torchperf_tui.app.widgets.compare.compare_pane import disturbed_note
 from torchperf_tui.engine.history_compare import compare_records
 
@@ -123,7 +123,7 @@ def test_the_app_busy_for_half_a_core_over_a_run_marks_it():
 
 def test_compare_says_a_disturbed_run_in_the_words_of_a_comparison_of_history_records():
     """One sentence for one fact: the Compare note and History's comparison word a disturbed run alike."""
-    kept = [RunRecord(run_id=n, model="m", device="cpu", flags=None, flags_text="", status="done") for n in (1, 2)]
+    kept = [LiveRun(run_id=n, model="m", device="cpu", flags=None, flags_text="", status="done") for n in (1, 2)]
     assert disturbed_note(kept) == ""
     kept[0].disturbed = [RESIZED]
     shaken = make_record(p50=18.0)

@@ -12,13 +12,13 @@ from tests.app.helpers import row_cells, screen_text, wait_ready, wait_until
 from tests.records import make_record
 from torchperf_tui.app.app import TorchperfApp
 from torchperf_tui.app.widgets.history.history_pane import HistoryPane
-from torchperf_tui.engine.history_file import History
+from torchperf_tui.engine.history_file import HistoryFile
 
 
 def write_history(path, n: int) -> list:
     """n runs, oldest first, their p50 1, 2, 3 ... ms so that a row tells which run it is."""
     records = [make_record(p50=float(i + 1), p99=float(i + 2)) for i in range(n)]
-    History(path).extend(records)
+    HistoryFile(path).extend(records)
     return records
 
 
@@ -34,7 +34,7 @@ def short(records) -> list[str]:
 async def two_runs_compared(path, first, second, says: str) -> tuple[dict[str, str], str]:
     """`first` and `second` written to the history at `path`, shown, both marked and compared, as a user marks
     them: ({short id: its flags cell}, the comparison's text once it says `says`)."""
-    History(path).extend([first, second])
+    HistoryFile(path).extend([first, second])
     app = PaneApp(path)
     async with app.run_test(size=(160, 30)) as pilot:
         pane = app.query_one(HistoryPane)
@@ -112,13 +112,13 @@ async def test_a_new_run_shows_on_the_newest_page_and_an_older_page_stays_put(tm
         pane = app.query_one(HistoryPane)
         await wait_until(pilot, lambda: len(app.loaded) == 1, what="the first page")
         added = make_record(p50=999.0)
-        History(path).append(added)
+        HistoryFile(path).append(added)
         pane.show_history(path)
         await wait_until(pilot, lambda: len(app.loaded) == 2, what="the refresh")
         assert shown_ids(pane)[0] == added.short_id and len(pane.records) == 200
         await pilot.press("right_square_bracket")
         await wait_until(pilot, lambda: len(app.loaded) == 3, what="the older page")
-        History(path).append(make_record())
+        HistoryFile(path).append(make_record())
         pane.show_history(path)
         await wait_until(pilot, lambda: len(app.loaded) == 4, what="the refresh of the older page")
         assert shown_ids(pane) == short(records[:51][::-1])

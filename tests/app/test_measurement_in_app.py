@@ -63,3 +63,34 @@ async def test_a_model_that_kills_its_process_fails_its_run_and_the_next_run_wor
         await run_custom_model(pilot, "tests.tinymodels:tiny_cnn")
         await wait_until(pilot, lambda: app.session.runs.get(2) is not None and app.session.runs.get(2).status == "done",
                          what="the next run")
+
+
+async def test_a_key_asks_the_measurement_process_and_the_pane_shows_its_answer():
+    """The app's seam for its measurement process: `k` after a flip sends one kernels job with the flags before
+    the flip (A) and after it (B); the (fake) process answers it with a recorded result, which the Kernels tab
+    shows. The model catalogue, the analysis and the run after the flip go to the real process."""
+    from textual.widgets import DataTable
+
+    from tests.app.helpers import TINY, choose_model, flip, screen_text
+    from tests.fakes.fake_measurement import FakeMeasurement
+    from torchperf_tui.engine.kernels import CPU_NOTE, KernelComparison, KernelTime, LayerKernels
+    from torchperf_tui.measure.client import MeasurementProcess
+
+    recorded = KernelComparison(
+        model=TINY, device="cpu", input_shape=(1, 3, 32, 32), a_spec="defaults", b_spec="mkldnn off",
+        layers=[LayerKernels("conv_recorded", [KernelTime("aten::mkldnn_convolution", 120.0, 1)],
+                             [KernelTime("aten::thnn_conv2d", 310.0, 1)])],
+        kind="cpu-op", note=CPU_NOTE, iters=3)
+    fake = FakeMeasurement(answers={"kernels": recorded}, real=MeasurementProcess)
+    app = TorchperfApp(poll_telemetry=False, warmup=1, iters=5, measurement=fake)
+    async with app.run_test(size=(110, 34)) as pilot:
+        await wait_ready(pilot)
+        await choose_model(pilot, TINY, "3x32x32")
+        await flip(pilot, "mkldnn_enabled")
+        await pilot.press("k")
+        await wait_until(pilot, lambda: "B: mkldnn off" in screen_text(app, "#kernels-status"), what="its status line")
+        table = app.pane("kernels").query_one(DataTable)
+        assert table.row_count == 1 and "conv_recorded" in str(table.get_row_at(0)[0])
+        (params,) = [params for kind, params in fake.requests if kind == "kernels"]
+        assert params["a"].mkldnn_enabled and not params["b"].mkldnn_enabled  # A: before the flip, B: after
+        assert {"catalogue", "analyse"} <= set(fake.kinds_asked())  # the rest went to the real process

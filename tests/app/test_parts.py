@@ -7,7 +7,7 @@ import pytest
 from tests.app.helpers import wait_until
 from torchperf_tui.formatting import format_bytes, format_count, format_ms
 from torchperf_tui.engine.errors import user_message
-from torchperf_tui.app.runs import RunHistory, RunRecord
+from torchperf_tui.app.runs import SessionRuns, LiveRun
 from torchperf_tui.app.widgets.timing.histogram import bin_count, histogram_bins
 
 
@@ -28,13 +28,13 @@ def test_bin_count_grows_with_samples_within_bounds():
     assert bin_count(1) == 5 and bin_count(10_000) == 40 and 5 < bin_count(200) < 40
 
 
-def _record(run_id: int, status: str = "done") -> RunRecord:
-    return RunRecord(run_id=run_id, model="m", device="cpu", flags=None, flags_text="defaults",
+def _record(run_id: int, status: str = "done") -> LiveRun:
+    return LiveRun(run_id=run_id, model="m", device="cpu", flags=None, flags_text="defaults",
                      status=status, samples_ms=[1.0])
 
 
 def test_run_history_is_bounded_and_the_baseline_falls_back_to_the_oldest_complete_run():
-    history = RunHistory(capacity=3)
+    history = SessionRuns(capacity=3)
     for i in range(1, 6):
         history.add(_record(i, "cancelled" if i == 1 else "done"))
     assert [r.run_id for r in history] == [2, 4, 5]  # the baseline (the oldest complete run, 2) is kept
@@ -46,7 +46,7 @@ def test_run_history_is_bounded_and_the_baseline_falls_back_to_the_oldest_comple
 
 
 def test_a_speedup_keeps_three_significant_figures_however_slow_the_run():
-    from torchperf_tui.app.run_setup import speedup_text
+    from torchperf_tui.app.setup_diff import speedup_text
     from torchperf_tui.engine.stats import compute_stats
     base = _record(1)
     base.stats = compute_stats([1.0, 1.0, 1.0])

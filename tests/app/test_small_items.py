@@ -25,16 +25,16 @@ async def test_a_with_identical_arms_says_there_is_nothing_to_compare(tiny_app):
 
 
 def _run(run_id: int, status: str = "done", samples: int = 3):
-    from torchperf_tui.app.runs import RunRecord
+    from torchperf_tui.app.runs import LiveRun
 
-    return RunRecord(run_id=run_id, model="m", device="cpu", flags=None, flags_text="defaults", status=status,
+    return LiveRun(run_id=run_id, model="m", device="cpu", flags=None, flags_text="defaults", status=status,
                      samples_ms=[1.0] * samples)
 
 
 def test_cancelled_empty_runs_take_no_slot_and_never_push_out_the_baseline():
-    from torchperf_tui.app.runs import MAX_RUNS, RunHistory
+    from torchperf_tui.app.runs import MAX_RUNS, SessionRuns
 
-    history = RunHistory()
+    history = SessionRuns()
     history.add(_run(1))
     history.baseline_id = 1
     for run_id in range(2, 2 + 3 * MAX_RUNS):  # r pressed and cancelled at once, again and again
@@ -46,9 +46,9 @@ def test_cancelled_empty_runs_take_no_slot_and_never_push_out_the_baseline():
 
 
 def test_a_full_history_drops_the_oldest_run_that_is_not_the_baseline():
-    from torchperf_tui.app.runs import MAX_RUNS, RunHistory
+    from torchperf_tui.app.runs import MAX_RUNS, SessionRuns
 
-    history = RunHistory()
+    history = SessionRuns()
     for run_id in range(1, MAX_RUNS + 1):
         history.add(_run(run_id))
     history.baseline_id = 3
@@ -58,7 +58,7 @@ def test_a_full_history_drops_the_oldest_run_that_is_not_the_baseline():
     assert len(kept) == MAX_RUNS and 3 in kept and history.baseline().run_id == 3
     assert kept == [3, *range(6, MAX_RUNS + 5)]  # 1, 2, 4, 5 went: the oldest that were not the baseline
     # with no baseline chosen, the implicit one (the oldest complete run) stays too
-    implicit = RunHistory()
+    implicit = SessionRuns()
     for run_id in range(1, 2 * MAX_RUNS):
         implicit.add(_run(run_id))
     assert implicit.baseline().run_id == 1 and len(implicit) == MAX_RUNS
@@ -67,13 +67,13 @@ def test_a_full_history_drops_the_oldest_run_that_is_not_the_baseline():
 async def test_the_timing_header_and_body_agree_at_the_first_timed_batch(tiny_app):
     from types import SimpleNamespace
 
-    from torchperf_tui.app.runs import RunRecord
+    from torchperf_tui.app.runs import LiveRun
 
     async with tiny_app(shape="3x16x16", size=(110, 34), warmup=1, iters=6) as pilot:
         app = pilot.app
         app.main.show_tab("timing")
         timing = app.pane("timing")
-        record = RunRecord(run_id=99, model="m", device="cpu", flags=None, flags_text="defaults", status="starting")
+        record = LiveRun(run_id=99, model="m", device="cpu", flags=None, flags_text="defaults", status="starting")
         timing.record = record
 
         def batch(phase, samples, index, total):

@@ -291,7 +291,7 @@ async def test_a_training_step_with_mixed_precision_is_a_run_option(tiny_app):
         line = screen_text(app, "#run-roofline")  # FLOPs of forward and backward over the step's median
         assert "run #3 roofline of a training step" in line and "intensity n/a" in line, line
         # Compare puts no speed-up between an inference run and a training step.
-        from torchperf_tui.app.run_setup import speedup_text
+        from torchperf_tui.app.setup_diff import speedup_text
 
         assert speedup_text(app.session.runs.get(3), app.session.runs.get(1)) == "n/a: step"
         # The throughput search takes the same step: each try is a training step under autocast.

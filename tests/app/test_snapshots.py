@@ -7,7 +7,9 @@ no timing run, no periodic polling, and text cursors not blinking. Update with -
 from __future__ import annotations
 
 from tests.app.helpers import FrozenTelemetry, cpu_report, gpu_report_and_fakes, wait_ready, wait_until
+from tests.fakes.fake_measurement import FakeMeasurement
 from torchperf_tui.app.app import TorchperfApp
+from torchperf_tui.measure.client import MeasurementProcess
 
 
 def frozen_app(gpu: bool, **options) -> TorchperfApp:
@@ -66,7 +68,7 @@ def synthetic_ab(app):
     """A finished A/B of cudnn.benchmark off (A) vs on (B) with fixed samples: B about 15 % faster."""
     import numpy as np
 
-    from torchperf_tui.app.runs import RunRecord
+    from torchperf_tui.app.runs import LiveRun
     from torchperf_tui.engine.abtest import ABResult, ArmResult, block_order, block_verdict
 
     rng = np.random.default_rng(7)
@@ -74,16 +76,16 @@ def synthetic_ab(app):
     b_blocks = [list(5.1 + 0.2 * rng.standard_normal(10)) for _ in range(10)]
     flags_a = app.pane("flags").flags
     flags_b = flags_a.replace(cudnn_benchmark=True)
-    arms = []
+    arms, run_ids = [], []
     for name, flags, blocks in (("A", flags_a, a_blocks), ("B", flags_b, b_blocks)):
         arm = ArmResult(spec=flags.describe("cuda"), flags=flags, dtype="float32", channels_last=False, blocks=blocks)
         arm.summarise()
         arms.append(arm)
-        app.session.runs.add(RunRecord(run_id=app.session.new_run_id(), model="resnet50", device="cuda:0",
-                                       flags=flags, flags_text=flags.describe("cuda"), arm=name, status="timed"))
-    last = app.session.runs.get(app.session._next_run_id).run_id
-    app.pane("compare").ab_runs = (last - 1, last)
-    app.session.runs.baseline_id = last - 1
+        run_ids.append(app.session.new_run_id())
+        app.session.runs.add(LiveRun(run_id=run_ids[-1], model="resnet50", device="cuda:0",
+                                     flags=flags, flags_text=flags.describe("cuda"), arm=name, status="timed"))
+    app.pane("compare").ab_runs = tuple(run_ids)
+    app.session.runs.baseline_id = run_ids[0]
     return ABResult(model="resnet50", device="cuda:0", input_shape=(1, 3, 224, 224), a=arms[0],
                                  b=arms[1], order=block_order(10, 0), verdict=block_verdict(a_blocks, b_blocks),
                                  cancelled=False, duration_s=4.2)
@@ -103,14 +105,12 @@ def synthetic_kernels():
                             b_spec="cudnn.benchmark=on", layers=layers, kind="cuda-kernel", note=CUDA_NOTE, iters=3)
 
 
-def deliver(pane, slot: str, result) -> None:
-    """`result` reaches `pane` as the answer of a job in `slot`, the way the measurement process's would."""
-    from torchperf_tui.app.messages import JobEvent
-    from torchperf_tui.worker.protocol import JobDone
-
-    job_id = -1  # no real job: the slot adopts this id, so the answer is the current one
-    pane.jobs._jobs[slot] = job_id
-    pane.post_message(JobEvent(slot, JobDone(job_id, result)))
+def deliver(app, pane, slot: str, kind: str, result) -> None:
+    """`pane` asks for a job of `kind` in `slot`, and the app's fake measurement process answers it with `result`.
+    (The results are a resnet50's on an H100, which no key press on this box can produce: a user's `a` or `k`
+    would first choose a model and flip a flag, and the sidebar would show them.)"""
+    app.session.measure.answers[kind] = result
+    pane.jobs.start(slot, kind, {}, f"the recorded {kind} answer")
 
 
 def settle_then(post):
@@ -132,17 +132,19 @@ class TestTradeOffs:
         """A vs B with each arm's median and CI, the verdict line, the table and both histograms overlaid."""
         def post(app):
             app.main.show_tab("compare")
-            deliver(app.pane("compare"), "ab", synthetic_ab(app))
+            deliver(app, app.pane("compare"), "ab", "ab", synthetic_ab(app))
 
-        assert snap_compare(frozen_app(gpu=True), terminal_size=(110, 32), run_before=settle_then(post))
+        assert snap_compare(frozen_app(gpu=True, measurement=FakeMeasurement(real=MeasurementProcess)),
+                            terminal_size=(110, 32), run_before=settle_then(post))
 
     def test_kernel_table(self, snap_compare):
         """Per conv layer: the kernel under A and under B with its time; changed layers marked."""
         def post(app):
             app.main.show_tab("kernels")
-            deliver(app.pane("kernels"), "kernels", synthetic_kernels())
+            deliver(app, app.pane("kernels"), "kernels", "kernels", synthetic_kernels())
 
-        assert snap_compare(frozen_app(gpu=True), terminal_size=(110, 32), run_before=settle_then(post))
+        assert snap_compare(frozen_app(gpu=True, measurement=FakeMeasurement(real=MeasurementProcess)),
+                            terminal_size=(110, 32), run_before=settle_then(post))
 
 
 def synthetic_runs(app, *flag_sets: dict) -> list:
@@ -151,7 +153,7 @@ def synthetic_runs(app, *flag_sets: dict) -> list:
     import numpy as np
 
     from torchperf_tui.app.messages import RunsChanged
-    from torchperf_tui.app.runs import RunRecord
+    from torchperf_tui.app.runs import LiveRun
     from torchperf_tui.engine.stats import compute_stats
 
     rng = np.random.default_rng(11)
@@ -159,7 +161,7 @@ def synthetic_runs(app, *flag_sets: dict) -> list:
     for i, changes in enumerate(flag_sets):
         flags = app.pane("flags").flags.replace(**changes)
         samples = list(20.0 - 2.0 * i + rng.gamma(2.0, 0.6, 60))
-        record = RunRecord(run_id=app.session.new_run_id(), model=app.pane("picker").spec, device="cpu",
+        record = LiveRun(run_id=app.session.new_run_id(), model=app.pane("picker").spec, device="cpu",
                            flags=flags, flags_text=flags.describe("cpu"), status="done",
                            input_text="1x3x32x32 float32", first_iter_ms=85.0, warmup_ms=samples[:10],
                            samples_ms=samples, stats=compute_stats(samples, batch=1))
@@ -202,7 +204,7 @@ def history_file() -> str:
     from pathlib import Path
 
     from tests.records import make_record
-    from torchperf_tui.engine.history_file import History
+    from torchperf_tui.engine.history_file import HistoryFile
 
     folder = Path(tempfile.gettempdir()) / "torchperf-snapshot-history"
     folder.mkdir(exist_ok=True)
@@ -217,7 +219,7 @@ def history_file() -> str:
             record.flags = {**record.flags, **flags}
             record.flags_text = ", ".join(f"{k}={v}" for k, v in flags.items())
         records.append(record)
-    History(fresh).extend(records)  # appended to the empty file
+    HistoryFile(fresh).extend(records)  # appended to the empty file
     os.replace(fresh, path)
     return str(path)
 

@@ -71,7 +71,7 @@ def _measurement_process(pid: int):
 
     try:
         for child in psutil.Process(pid).children(recursive=True):
-            if "torchperf_tui.worker" in " ".join(child.cmdline()):
+            if "torchperf_tui.measure" in " ".join(child.cmdline()):
                 return child
     except psutil.Error:
         pass

@@ -9,10 +9,11 @@ from types import SimpleNamespace
 from tests.app.helpers import TINY, flip, notifications, screen_text, wait_ready, wait_until
 from tests.app.test_analysis_tabs import rows
 from torchperf_tui.app.app import TorchperfApp
-from torchperf_tui.app.runs import RunRecord
+from torchperf_tui.app.runs import LiveRun
 from torchperf_tui.app.widgets.memory.memory_chart import MemoryChart
 from torchperf_tui.app.widgets.timing.histogram import LatencyHistogram, LatencyOverlay
 from torchperf_tui.app.widgets.timing.timing_pane import compile_text
+from torchperf_tui.engine.history_file import HistoryFile
 
 
 async def pick(pilot, name: str, downs: int) -> None:
@@ -65,7 +66,7 @@ async def test_a_flip_in_ab_mode_runs_both_flag_sets_interleaved_and_gives_a_ver
         # The table is redrawn from a message posted as the comparison ends: wait for it, then read it.
         await wait_until(pilot, lambda: any("A" in row[0] and row[2] == "baseline"
                                             for row in rows(app, "#compare-table")), what="the table redrawn")
-        await wait_until(pilot, lambda: sum(r.kind == "ab" for r in app.session.engine.history_file.History().load().records) == 2,
+        await wait_until(pilot, lambda: sum(r.kind == "ab" for r in HistoryFile().load().records) == 2,
                          what="both arms in the history file")
         labels = [label for label, _ in app.main.query_one(LatencyOverlay).series]
         assert any(label.startswith(arm_a.label) for label in labels)
@@ -125,7 +126,7 @@ async def test_memory_chart_draws_the_runs_per_iteration_trace_and_marks_a_relea
 def test_a_tuning_cost_that_comes_out_negative_is_said_in_words_and_in_ms():
     from torchperf_tui.app.widgets.timing.timing_pane import shapes_text
 
-    record = RunRecord(run_id=1, model="m", device="cpu", flags=None, flags_text="", shapes="random")
+    record = LiveRun(run_id=1, model="m", device="cpu", flags=None, flags_text="", shapes="random")
     record.samples_ms, record.first_seen = [30.0, 31.0, 29.0], [True, False, True]
     record.result = SimpleNamespace(shape_report=SimpleNamespace(tuning_cost_ms=-74.87, unrepeated=34))
     text = shapes_text(record)
@@ -135,7 +136,7 @@ def test_a_tuning_cost_that_comes_out_negative_is_said_in_words_and_in_ms():
 
 
 def test_compile_line_reports_compile_time_apart_or_the_failure_with_eager_numbers():
-    record = RunRecord(run_id=1, model="m", device="cpu", flags=None, flags_text="", compile="default")
+    record = LiveRun(run_id=1, model="m", device="cpu", flags=None, flags_text="", compile="default")
     assert "compiling" in compile_text(record)
     record.result = SimpleNamespace(compiled=True, compile_s=12.34, compile_error=None)
     assert compile_text(record) == "torch.compile mode default: compiled in 12.3 s (not in the samples)"

@@ -270,7 +270,7 @@ def test_an_ab_comparison_reads_the_host_over_its_blocks_and_is_marked_like_a_ti
     from tests.engine.test_host_noise import QUIET_HOST, FakeReader, noise_of
     from torchperf_tui import cli_render
     from torchperf_tui.engine.abtest import run_ab
-    from torchperf_tui.engine.history_records import RunRecord, records_from_ab
+    from torchperf_tui.engine.history_records import HistoryRecord, records_from_ab
     from torchperf_tui.engine.host_noise import HostProbe
     from torchperf_tui.engine.bench_config import BenchConfig
 
@@ -296,7 +296,7 @@ def test_an_ab_comparison_reads_the_host_over_its_blocks_and_is_marked_like_a_ti
     assert data["b"]["host_noise"]["samples_noisy"] is True
     records = records_from_ab(result, fingerprint={})
     assert [record.disturbed for record in records] == [marks, marks]
-    assert RunRecord.from_dict(records[1].to_dict()).details["host_noise"]["samples_noisy"] is True
+    assert HistoryRecord.from_dict(records[1].to_dict()).details["host_noise"]["samples_noisy"] is True
     with cli_render.console.capture() as captured:
         cli_render.render_ab(result)
     out = " ".join(captured.get().split())  # as wrapped to the console's width

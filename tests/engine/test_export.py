@@ -13,13 +13,13 @@ from tests.records import make_record
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.export import export_records
 from torchperf_tui.engine.flags import Flags
-from torchperf_tui.engine.history_records import RunRecord
+from torchperf_tui.engine.history_records import HistoryRecord
 
 
 def test_export_json_parses_back_to_the_records():
     records = [make_record(10.0), make_record(8.0)]
     data = json.loads(export_records(records, "json"))
-    assert [RunRecord.from_dict(d) for d in data] == records
+    assert [HistoryRecord.from_dict(d) for d in data] == records
 
 
 def test_export_csv_has_one_row_per_run_with_flattened_flags_and_stats():

@@ -25,14 +25,14 @@ from torchperf_tui.engine import history_file, history_records
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.export import EXPORT_FORMATS, export_records
 from torchperf_tui.engine.flags import Flags
-from torchperf_tui.engine.history_file import HISTORY_ENV, MAX_LINE_BYTES, History, HistoryNotDurable, LoadResult
-from torchperf_tui.engine.history_records import RunRecord
+from torchperf_tui.engine.history_file import HISTORY_ENV, MAX_LINE_BYTES, HistoryFile, HistoryNotDurable, LoadResult
+from torchperf_tui.engine.history_records import HistoryRecord
 from torchperf_tui.engine.stats import TimingStats
 
 posix_only = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs POSIX FIFOs and devices")
 
 
-def line_of(record: RunRecord) -> str:
+def line_of(record: HistoryRecord) -> str:
     return json.dumps(record.to_dict())
 
 
@@ -75,7 +75,7 @@ def fifo(tmp_path):
 
 
 def test_history_round_trips_records_in_order(tmp_path):
-    history = History(tmp_path / "h.jsonl")
+    history = HistoryFile(tmp_path / "h.jsonl")
     first, second = make_record(10.0), make_record(8.0, flags=Flags(cudnn_benchmark=True).to_dict())
     history.append(first)
     history.append(second)
@@ -93,18 +93,18 @@ def test_append_is_visible_to_another_reader_at_once_and_fsyncs_each_record(tmp_
     real_fsync = history_file.os.fsync
     monkeypatch.setattr(history_file.os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd)))
     path = tmp_path / "deep" / "dir" / "history.jsonl"  # parent folders are made on first append
-    writer = History(path)
+    writer = HistoryFile(path)
     record = make_record()
     writer.append(record)
-    # a second History on the same path (another process, the TUI's history pane) sees it without any close
-    assert History(path).load().records == [record]
+    # a second HistoryFile on the same path (another process, the TUI's history pane) sees it without any close
+    assert HistoryFile(path).load().records == [record]
     assert len(synced) >= 1
     writer.append(make_record())
-    assert len(History(path).load().records) == 2
+    assert len(HistoryFile(path).load().records) == 2
 
 
 def test_missing_history_is_empty_without_warnings(tmp_path):
-    loaded = History(tmp_path / "none.jsonl").load()
+    loaded = HistoryFile(tmp_path / "none.jsonl").load()
     assert loaded.records == [] and loaded.warnings == []
 
 
@@ -122,7 +122,7 @@ def test_corrupt_lines_are_skipped_counted_and_summed_up_in_one_warning(tmp_path
         json.dumps(good2.to_dict()),
         torn,
     ]))
-    loaded = History(path).load()
+    loaded = HistoryFile(path).load()
     assert loaded.records == [good1, good2]
     assert loaded.skipped == 5
     # one line for all of them, naming the first few by line number
@@ -141,7 +141,7 @@ def test_a_single_bad_line_is_named_by_its_line_number(tmp_path, line, problem):
     path = tmp_path / "h.jsonl"
     good = make_record()
     path.write_text(json.dumps(good.to_dict()) + "\n" + line + "\n")
-    loaded = History(path).load()
+    loaded = HistoryFile(path).load()
     assert loaded.records == [good] and loaded.skipped == 1
     assert len(loaded.warnings) == 1 and loaded.warnings[0].startswith(f"{path}:2: skipped: ")
     assert problem in loaded.warnings[0]
@@ -151,7 +151,7 @@ def test_a_torn_last_line_is_called_so(tmp_path):
     path = tmp_path / "h.jsonl"
     good = make_record()
     path.write_text(json.dumps(good.to_dict()) + "\n" + json.dumps(make_record().to_dict())[:57])
-    for loaded in (History(path).load(), History(path).load(last=5)):
+    for loaded in (HistoryFile(path).load(), HistoryFile(path).load(last=5)):
         assert loaded.records == [good]
         assert loaded.warnings[0].startswith(f"{path}:2: skipped: truncated last line, a write interrupted by a "
                                              "kill or crash")
@@ -162,8 +162,8 @@ def test_append_after_a_torn_line_starts_a_fresh_line(tmp_path):
     kept = make_record()
     path.write_text(json.dumps(kept.to_dict()) + "\n" + json.dumps(make_record().to_dict())[:40])
     new = make_record()
-    History(path).append(new)
-    loaded = History(path).load()
+    HistoryFile(path).append(new)
+    loaded = HistoryFile(path).load()
     # only the torn record is lost, not the new one glued onto it
     assert loaded.records == [kept, new]
     assert len(loaded.warnings) == 1 and ":2:" in loaded.warnings[0]
@@ -171,12 +171,12 @@ def test_append_after_a_torn_line_starts_a_fresh_line(tmp_path):
 
 def test_history_path_argument_then_env_var_then_user_data_dir(tmp_path, monkeypatch):
     monkeypatch.setenv(HISTORY_ENV, str(tmp_path / "from_env.jsonl"))
-    assert History().path == tmp_path / "from_env.jsonl"
-    assert History(tmp_path / "explicit.jsonl").path == tmp_path / "explicit.jsonl"
-    History().append(make_record())
+    assert HistoryFile().path == tmp_path / "from_env.jsonl"
+    assert HistoryFile(tmp_path / "explicit.jsonl").path == tmp_path / "explicit.jsonl"
+    HistoryFile().append(make_record())
     assert (tmp_path / "from_env.jsonl").exists()
     monkeypatch.delenv(HISTORY_ENV)
-    default = History().path
+    default = HistoryFile().path
     assert default.name == "history.jsonl" and "torchperf-tui" in str(default)
 
 
@@ -184,11 +184,11 @@ def test_non_finite_numbers_are_written_as_strict_json(tmp_path):
     record = make_record()
     record.stats = dataclasses.replace(record.stats, fps=float("inf"))
     path = tmp_path / "h.jsonl"
-    History(path).append(record)
+    HistoryFile(path).append(record)
     # parse_constant rejects Infinity/NaN, as JavaScript's and jq's parsers do
     data = json.loads(path.read_text(), parse_constant=lambda c: pytest.fail(f"{c} in JSON"))
     assert data["stats"]["fps"] is None
-    assert History(path).load().records[0].stats.fps is None
+    assert HistoryFile(path).load().records[0].stats.fps is None
 
 
 # Two lines as the writer before the one statistics type (RunStats) wrote them: a run, and one whose fps was
@@ -212,7 +212,7 @@ OLD_LINES = [
 def test_a_history_written_before_the_one_stats_type_loads_and_writes_back_the_same(tmp_path):
     path = tmp_path / "old.jsonl"
     path.write_text("\n".join(OLD_LINES) + "\n")
-    loaded = History(path).load()
+    loaded = HistoryFile(path).load()
     assert loaded.warnings == [] and [r.id for r in loaded.records] == ["0a1b2c3d4e5f", "ffeeddccbbaa"]
     run, no_fps = loaded.records
     assert isinstance(run.stats, TimingStats) and run.stats.fps == 400.0 and run.stats.first_iter_ms == 40.0
@@ -229,7 +229,7 @@ def test_a_history_written_before_the_one_stats_type_loads_and_writes_back_the_s
 @posix_only
 @pytest.mark.parametrize("last", [None, 1])
 def test_a_fifo_is_refused_at_once_not_waited_on(fifo, last):
-    _, error = in_thread(lambda: History(fifo).load(last=last))
+    _, error = in_thread(lambda: HistoryFile(fifo).load(last=last))
     assert isinstance(error, TorchperfError)
     assert str(error) == f"the history file {fifo} is a named pipe (FIFO), not a regular file"
 
@@ -240,7 +240,7 @@ def test_a_fifo_swapped_in_after_the_check_is_still_not_waited_on(fifo, monkeypa
     real_stat = history_file.os.stat
     monkeypatch.setattr(history_file.os, "stat", lambda path, *a, **k: real_stat(__file__) if str(path) == str(fifo)
                         else real_stat(path, *a, **k))
-    _, error = in_thread(lambda: History(fifo).load())
+    _, error = in_thread(lambda: HistoryFile(fifo).load())
     assert isinstance(error, TorchperfError) and "named pipe (FIFO)" in str(error)
 
 
@@ -248,8 +248,8 @@ def test_a_fifo_swapped_in_after_the_check_is_still_not_waited_on(fifo, monkeypa
 def test_dev_zero_is_refused_without_reading_it():
     # In a child with a time limit: code that reads /dev/zero does not stop, and a thread cannot be killed.
     code = ("import resource; resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"  # fail, not swap
-            "from torchperf_tui.engine.history_file import History\n"
-            "try:\n    History('/dev/zero').load()\nexcept Exception as exc:\n    print(type(exc).__name__, exc)")
+            "from torchperf_tui.engine.history_file import HistoryFile\n"
+            "try:\n    HistoryFile('/dev/zero').load()\nexcept Exception as exc:\n    print(type(exc).__name__, exc)")
     try:
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     except subprocess.TimeoutExpired:
@@ -260,18 +260,18 @@ def test_dev_zero_is_refused_without_reading_it():
 
 def test_a_directory_is_refused(tmp_path):
     with pytest.raises(TorchperfError, match="is a directory, not a regular file"):
-        History(tmp_path).load()
+        HistoryFile(tmp_path).load()
     with pytest.raises(TorchperfError, match="is a directory, not a regular file"):
-        History(tmp_path).load(last=3)
+        HistoryFile(tmp_path).load(last=3)
 
 
 @posix_only
 def test_appending_to_a_fifo_or_a_directory_is_refused_at_once(fifo, tmp_path):
-    _, error = in_thread(lambda: History(fifo).append(make_record()))
+    _, error = in_thread(lambda: HistoryFile(fifo).append(make_record()))
     assert isinstance(error, TorchperfError) and not isinstance(error, HistoryNotDurable)
     assert "named pipe (FIFO), not a regular file" in str(error)
     with pytest.raises(TorchperfError, match="directory, not a regular file"):
-        History(tmp_path).append(make_record())
+        HistoryFile(tmp_path).append(make_record())
 
 
 @posix_only
@@ -281,14 +281,14 @@ def test_appending_through_a_symbolic_link_is_refused_as_an_export_is(tmp_path, 
     link = tmp_path / "history.jsonl"
     link.symlink_to(target)
     with pytest.raises(TorchperfError, match="is a symbolic link, not a regular file"):
-        History(link).append(make_record())
+        HistoryFile(link).append(make_record())
     assert target.read_text() == "not a history\n"  # once appended to through the link
     # a link put there after the check: the open itself refuses it (O_NOFOLLOW)
     real_lstat = os.lstat
     monkeypatch.setattr(history_file.os, "lstat", lambda p, *a, **k: os.stat(tmp_path / "absent")
                         if str(p) == str(link) else real_lstat(p, *a, **k))
     with pytest.raises(TorchperfError, match="is a symbolic link, not a regular file"):
-        History(link).append(make_record())
+        HistoryFile(link).append(make_record())
     assert target.read_text() == "not a history\n"
 
 
@@ -300,7 +300,7 @@ def test_a_line_of_200000_brackets_is_a_skipped_line_not_a_recursion_error(tmp_p
     path = tmp_path / "h.jsonl"
     good = make_record()
     path.write_text("[" * 200_000 + "\n" + '{"details": ' * 200_000 + "\n" + line_of(good) + "\n")
-    for loaded in (History(path).load(), History(path).load(last=5)):
+    for loaded in (HistoryFile(path).load(), HistoryFile(path).load(last=5)):
         assert loaded.records == [good] and loaded.skipped == 2
         assert "line 1: not valid JSON (nested too deeply)" in loaded.warnings[0]
 
@@ -311,9 +311,9 @@ def test_nesting_inside_a_record_is_bounded(tmp_path):
         deep = {"x": [deep]}
     bad = {**make_record().to_dict(), "details": deep}
     with pytest.raises(ValueError, match="details nests deeper than"):
-        RunRecord.from_dict(bad)
+        HistoryRecord.from_dict(bad)
     ok = {**make_record().to_dict(), "details": {"verdict": {"tests": [{"name": "wilcoxon", "p": 0.01}]}}}
-    assert RunRecord.from_dict(ok).details == ok["details"]
+    assert HistoryRecord.from_dict(ok).details == ok["details"]
 
 
 @pytest.mark.parametrize("last", [None, 1, 2])
@@ -327,7 +327,7 @@ def test_a_line_over_the_bound_is_skipped_and_counted_without_being_held(tmp_pat
         fh.write(line_of(second) + "\n")
     tracemalloc.start()
     try:
-        loaded = History(path).load(last=last, max_line_bytes=64 << 10)
+        loaded = HistoryFile(path).load(last=last, max_line_bytes=64 << 10)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -341,13 +341,13 @@ def test_a_line_over_the_bound_is_skipped_and_counted_without_being_held(tmp_pat
 def test_binary_noise_is_one_warning_line_with_the_count(tmp_path):
     path = tmp_path / "noise.jsonl"
     path.write_bytes(random.Random(0).randbytes(1 << 20))  # about 4,000 "lines"
-    loaded = History(path).load()
+    loaded = HistoryFile(path).load()
     assert loaded.records == [] and loaded.skipped > 1000
     assert len(loaded.warnings) == 1
     warning = loaded.warnings[0]
     assert warning.startswith(f"{path}: skipped {loaded.skipped} bad lines (line 1: ")
     assert warning.endswith(f"; and {loaded.skipped - 3} more)") and warning.count("line ") == 3
-    tail = History(path).load(last=10)
+    tail = HistoryFile(path).load(last=10)
     assert tail.records == [] and tail.skipped == loaded.skipped and len(tail.warnings) == 1
     assert tail.warnings[0].startswith(f"{path}: skipped {loaded.skipped} bad lines (line 1: ")
 
@@ -405,15 +405,15 @@ def test_a_record_with_a_wrong_type_is_skipped_and_the_good_ones_survive(tmp_pat
     good1, good2 = make_record(), make_record()
     bad = _with(make_record().to_dict(), field, value)
     path.write_text("\n".join([line_of(good1), json.dumps(bad), line_of(good2)]) + "\n")
-    for loaded in (History(path).load(), History(path).load(last=2), History(path).load(last=3)):
+    for loaded in (HistoryFile(path).load(), HistoryFile(path).load(last=2), HistoryFile(path).load(last=3)):
         assert loaded.records == [good1, good2]
         assert loaded.skipped == 1 and len(loaded.warnings) == 1
         assert loaded.warnings[0].startswith(f"{path}:2: skipped: {problem}")
     # what the issue saw fail whole: every record that loads can be summed up and exported
-    for record in History(path).load().records:
+    for record in HistoryFile(path).load().records:
         record.summary()
     for fmt in EXPORT_FORMATS:
-        export_records(History(path).load().records, fmt)
+        export_records(HistoryFile(path).load().records, fmt)
 
 
 def test_non_finite_json_literals_are_refused_where_numbers_belong(tmp_path):
@@ -422,7 +422,7 @@ def test_non_finite_json_literals_are_refused_where_numbers_belong(tmp_path):
     text = line_of(make_record()).replace('"p50_ms": 10.0', '"p50_ms": NaN')
     assert "NaN" in text
     path.write_text(text + "\n" + line_of(good) + "\n")
-    loaded = History(path).load()
+    loaded = HistoryFile(path).load()
     assert loaded.records == [good] and "stats.p50_ms is not a finite number" in loaded.warnings[0]
 
 
@@ -438,21 +438,21 @@ def test_what_the_writer_writes_the_reader_reads(tmp_path):
     arm.kind = "ab"
     arm.details = {"arm": "A", "pair": "0123456789ab", "spec": "threads=2", "shapes": "random", "blocks": 4,
                    "verdict": {"significant": True, "tests": [{"name": "mann-whitney", "p": 1e-9}]}}
-    history = History(tmp_path / "h.jsonl")
+    history = HistoryFile(tmp_path / "h.jsonl")
     history.extend([plain, no_fps, cancelled, arm])
     loaded = history.load()
     assert loaded.warnings == [] and [r.id for r in loaded.records] == [plain.id, no_fps.id, cancelled.id, arm.id]
     assert loaded.records[1].stats.fps is None and loaded.records[2].stats is None
     assert loaded.records[3].details == arm.details
     whole = _with(plain.to_dict(), "stats.p50_ms", 10)
-    assert RunRecord.from_dict(whole).stats.p50_ms == 10.0
+    assert HistoryRecord.from_dict(whole).stats.p50_ms == 10.0
 
 
 # --------------------------------------------------------------------------------------------------
 # Reading from the end
 
 
-def mixed_history(path, rng: random.Random, n: int = 40, torn: bool = True) -> list[RunRecord]:
+def mixed_history(path, rng: random.Random, n: int = 40, torn: bool = True) -> list[HistoryRecord]:
     """Good records among blank lines, bad lines, lines longer than a small read block, and a torn end."""
     good = []
     lines = []
@@ -476,20 +476,20 @@ def test_last_n_read_backwards_gives_the_newest_n_and_pages_cover_the_file(tmp_p
     monkeypatch.setattr(history_file, "READ_BLOCK_BYTES", block)
     path = tmp_path / "h.jsonl"
     good = mixed_history(path, random.Random(block))
-    full = History(path).load()
+    full = HistoryFile(path).load()
     assert full.records == good and full.start == 0 and not full.more_before
     assert full.offsets == [path.read_bytes().index(line_of(r).encode()) for r in good]
     for n in (1, 2, 3, 10, 39, 40, 41, 100):
-        loaded = History(path).load(last=n)
+        loaded = HistoryFile(path).load(last=n)
         assert loaded.records == good[-n:], n
         assert loaded.offsets == full.offsets[-n:]
         assert loaded.more_before == (n < len(good))
         assert loaded.skipped >= 1 and len(loaded.warnings) == 1  # the torn end at least, read first
-    assert History(path).load(last=0).records == []
+    assert HistoryFile(path).load(last=0).records == []
     # pages of 7, newest first, each read before the last one's start, make up the whole file
     pages, before, skipped = [], None, 0
     while True:
-        page = History(path).load(last=7, before=before)
+        page = HistoryFile(path).load(last=7, before=before)
         pages.insert(0, page.records)
         skipped += page.skipped
         if not page.more_before:
@@ -503,11 +503,11 @@ def test_last_n_names_bad_lines_by_their_line_numbers(tmp_path):
     path = tmp_path / "h.jsonl"
     a, b, c = make_record(), make_record(), make_record()
     path.write_text("\n".join([line_of(a), "oops", line_of(b), "", "{bad", "[2]", line_of(c)]) + "\n")
-    loaded = History(path).load(last=2)
+    loaded = HistoryFile(path).load(last=2)
     assert loaded.records == [b, c] and loaded.skipped == 2
     assert loaded.warnings[0].startswith(f"{path}: skipped 2 bad lines (line 5: not valid JSON")
     assert "; line 6: a JSON array" in loaded.warnings[0]
-    everything = History(path).load(last=3)
+    everything = HistoryFile(path).load(last=3)
     assert everything.records == [a, b, c] and everything.skipped == 3 and "(line 2: " in everything.warnings[0]
 
 
@@ -525,7 +525,7 @@ def test_last_n_does_not_read_the_whole_file(tmp_path):
             return next(int(line.split()[1]) for line in fh if line.startswith("rchar:"))
 
     before = bytes_read()
-    loaded = History(path).load(last=2)
+    loaded = HistoryFile(path).load(last=2)
     read = bytes_read() - before
     assert loaded.records == newest and loaded.warnings == [] and loaded.more_before
     assert read < 4 << 20, f"read {read / 2**20:.1f} MiB of a 256 MiB file for the last two records"
@@ -533,7 +533,7 @@ def test_last_n_does_not_read_the_whole_file(tmp_path):
 
 def test_a_file_that_grows_between_pages_keeps_its_pages(tmp_path):
     path = tmp_path / "h.jsonl"
-    history = History(path)
+    history = HistoryFile(path)
     records = [make_record(p50=float(i + 1)) for i in range(10)]
     history.extend(records)
     newest = history.load(last=4)
@@ -548,7 +548,7 @@ def test_a_file_that_grows_between_pages_keeps_its_pages(tmp_path):
 
 def test_a_failed_fsync_says_the_run_was_saved_but_not_flushed(tmp_path, monkeypatch):
     path = tmp_path / "h.jsonl"
-    History(path).append(make_record())  # the file and its folder entry exist
+    HistoryFile(path).append(make_record())  # the file and its folder entry exist
 
     def failing_fsync(fd):
         raise OSError(errno.EIO, os.strerror(errno.EIO))
@@ -556,13 +556,13 @@ def test_a_failed_fsync_says_the_run_was_saved_but_not_flushed(tmp_path, monkeyp
     monkeypatch.setattr(history_file.os, "fsync", failing_fsync)
     record = make_record()
     with pytest.raises(HistoryNotDurable) as caught:
-        History(path).append(record)
+        HistoryFile(path).append(record)
     assert isinstance(caught.value, TorchperfError)  # callers that catch TorchperfError still catch it
     assert str(caught.value) == (f"run saved to history {path}, but not flushed to disk "
                                  f"(fsync failed: {os.strerror(errno.EIO)})")
     assert caught.value.path == path and caught.value.count == 1
     monkeypatch.undo()
-    assert History(path).load().records[-1] == record  # it is in the file
+    assert HistoryFile(path).load().records[-1] == record  # it is in the file
 
 
 def test_a_failed_folder_fsync_of_a_new_file_is_not_durable_either(tmp_path, monkeypatch):
@@ -577,8 +577,8 @@ def test_a_failed_folder_fsync_of_a_new_file_is_not_durable_either(tmp_path, mon
     path = tmp_path / "new" / "h.jsonl"
     arms = [make_record(), make_record()]
     with pytest.raises(HistoryNotDurable, match=r"^2 runs saved to history .*not flushed to disk"):
-        History(path).extend(arms)
-    assert History(path).load().records == arms
+        HistoryFile(path).extend(arms)
+    assert HistoryFile(path).load().records == arms
 
 
 def test_a_failed_write_is_not_saved(tmp_path, monkeypatch):
@@ -589,7 +589,7 @@ def test_a_failed_write_is_not_saved(tmp_path, monkeypatch):
 
     monkeypatch.setattr(history_file.os, "write", full_disk)
     with pytest.raises(TorchperfError) as caught:
-        History(path).append(make_record())
+        HistoryFile(path).append(make_record())
     assert not isinstance(caught.value, HistoryNotDurable)
     assert str(caught.value) == f"cannot write the history file {path}: {os.strerror(errno.ENOSPC)}"
 
@@ -599,7 +599,7 @@ def test_a_record_the_reader_would_skip_is_not_written(tmp_path, monkeypatch):
     record = make_record()
     record.samples_ms = [1.2345678] * 500
     with pytest.raises(TorchperfError, match="over the history's 2.0 KiB a line"):
-        History(tmp_path / "h.jsonl").append(record)
+        HistoryFile(tmp_path / "h.jsonl").append(record)
     assert not (tmp_path / "h.jsonl").exists() or (tmp_path / "h.jsonl").read_text() == ""
 
 

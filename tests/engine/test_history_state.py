@@ -6,7 +6,7 @@ from __future__ import annotations
 from tests.records import ENV
 from torchperf_tui.engine.flags import Flags
 from torchperf_tui.engine.history_compare import compare_records
-from torchperf_tui.engine.history_records import RunRecord, record_from_timing
+from torchperf_tui.engine.history_records import HistoryRecord, record_from_timing
 from torchperf_tui.engine.stats import compute_stats
 from torchperf_tui.engine.timing import TimingResult
 
@@ -34,6 +34,6 @@ def test_two_runs_of_the_same_flags_on_different_thread_counts_do_not_compare_as
 def test_a_run_under_a_state_changed_by_the_model_keeps_the_note_through_a_round_trip():
     note = "the model's code set torch threads to 1 (asked: 2) during the run: samples measured under a state"
     record = record_from_timing(_result(1, [note]), fingerprint=ENV)
-    back = RunRecord.from_dict(record.to_dict())
+    back = HistoryRecord.from_dict(record.to_dict())
     assert back.state_notes == [note]
     assert "[torch state changed by the model's code]" in back.summary()

@@ -8,7 +8,7 @@ import pytest
 from tests.records import make_record
 from torchperf_tui.engine import host_noise
 from torchperf_tui.engine.history_compare import compare_records
-from torchperf_tui.engine.history_records import RunRecord, record_from_timing
+from torchperf_tui.engine.history_records import HistoryRecord, record_from_timing
 from torchperf_tui.engine.host_noise import HostNoise, HostProbe
 from torchperf_tui.engine.stats import p50_over_min, share_above
 
@@ -132,20 +132,20 @@ def test_run_benchmark_reads_the_host_at_the_timed_windows_edges_and_the_record_
     assert data["host_noise"]["host_noisy"] is True and data["disturbance_marks"] == marks
     record = record_from_timing(result, fingerprint={})
     assert record.disturbed == marks and record.details["host_noise"]["other_busy_cores"] == pytest.approx(1.5)
-    again = RunRecord.from_dict(record.to_dict())
+    again = HistoryRecord.from_dict(record.to_dict())
     assert again.disturbed == marks
     assert again.summary().endswith(f"[disturbed: {'; '.join(marks)}]")
 
 
 def test_disturbance_marks_read_from_a_file_are_checked_and_cannot_carry_escape_sequences():
     data = make_record().to_dict()
-    assert RunRecord.from_dict(data).disturbed == []  # a record written before marks were kept
+    assert HistoryRecord.from_dict(data).disturbed == []  # a record written before marks were kept
     data["disturbed"] = ["\x1b[2Jwindow resized" + "x" * 500]
-    (mark,) = RunRecord.from_dict(data).disturbed
+    (mark,) = HistoryRecord.from_dict(data).disturbed
     assert mark.startswith("[2Jwindow resized") and len(mark) < 200
     data["disturbed"] = "window resized"
     with pytest.raises(ValueError, match="disturbed is not a list of strings"):
-        RunRecord.from_dict(data)
+        HistoryRecord.from_dict(data)
 
 
 def test_a_comparison_with_a_disturbed_run_says_its_ratio_may_be_the_disturbance():

@@ -226,7 +226,8 @@ TINY = "tests.tinymodels:tiny_cnn"
 
 def test_a_run_carries_its_conditions_over_its_timed_iterations_into_its_result_json_and_history(fake_gpu_conditions):
     from torchperf_tui.engine.history_records import records_of
-    from torchperf_tui.engine.bench_config import BenchConfig, run_benchmark
+    from torchperf_tui.engine.bench_config import BenchConfig
+    from torchperf_tui.engine.timing import run_benchmark
 
     result = run_benchmark(BenchConfig(model=TINY, input_shape=(2, 3, 16, 16), device="cpu", warmup=1, iters=5))
     c = result.conditions
@@ -240,7 +241,8 @@ def test_a_run_carries_its_conditions_over_its_timed_iterations_into_its_result_
 
 def test_a_cpu_run_has_no_gpu_conditions():
     from torchperf_tui.engine.history_records import records_of
-    from torchperf_tui.engine.bench_config import BenchConfig, run_benchmark
+    from torchperf_tui.engine.bench_config import BenchConfig
+    from torchperf_tui.engine.timing import run_benchmark
 
     result = run_benchmark(BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu", warmup=0, iters=2))
     assert result.conditions is None and result.to_dict()["conditions"] is None
@@ -295,7 +297,8 @@ def test_a_mode_that_throttled_more_than_sync_is_named():
 
 @pytest.mark.gpu
 def test_a_cuda_run_reads_the_real_gpus_clocks_and_energy():
-    from torchperf_tui.engine.bench_config import BenchConfig, run_benchmark
+    from torchperf_tui.engine.bench_config import BenchConfig
+    from torchperf_tui.engine.timing import run_benchmark
 
     result = run_benchmark(BenchConfig(model="resnet18", batch=32, device="cuda", warmup=5, iters=100))
     c = result.conditions
@@ -338,7 +341,8 @@ def test_energy_is_said_without_exponents():
 
 
 def test_a_run_ticks_the_sampler_between_its_timed_iterations(monkeypatch):
-    from torchperf_tui.engine.bench_config import BenchConfig, run_benchmark
+    from torchperf_tui.engine.bench_config import BenchConfig
+    from torchperf_tui.engine.timing import run_benchmark
 
     fake = FakeNvml()
     made = []

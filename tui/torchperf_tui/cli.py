@@ -4,7 +4,7 @@ Bad input ends in one line on stderr and exit code 2, never a traceback. The eng
 command, so starting the TUI does not pay for torch before its first frame.
 
 Every command that runs a model's code or measures runs its job in a measurement process, as the app does
-(jobs/cli_jobs.py): the model's code cannot end the command (os._exit is one line and exit 2), keep it alive
+(measure/cli_jobs.py): the model's code cannot end the command (os._exit is one line and exit 2), keep it alive
 (a thread that never ends) or print into its output (its stdout goes to stderr). This process reads the
 arguments, renders the engine's result and writes the history, without importing torch. `info` and `models`
 run no model code and stay here (torch is imported once, here, instead of in a second process).
@@ -301,7 +301,7 @@ def _dtype(args) -> str:
 
 def _run(kind: str, params: dict, what: str, **callbacks):
     """The command's job in a measurement process of its own: (result, extra), or its one-line error."""
-    from torchperf_tui.jobs.cli_jobs import run_job
+    from torchperf_tui.measure.cli_jobs import run_job
 
     return run_job(kind, params, what, **callbacks)
 
@@ -431,7 +431,7 @@ def _bench_config(args, **overrides):
     TUI builds from its sidebar, with --step, --optimizer and --amp where the command has them (`overrides`:
     warmup, iters, compile, shapes, seed)."""
     from torchperf_tui.engine.shapes import parse_schedule
-    from torchperf_tui.jobs.selection import Selection
+    from torchperf_tui.measure.selection import Selection
 
     full = _resolve_input(args)
     batch = args.batch if args.batch is not None else (full[0] if full else 1)
@@ -514,7 +514,7 @@ def cmd_roofline(args) -> int:
 def _append_history(args, result, fingerprint: dict | None) -> None:
     """Every completed run goes to the history at once, with the environment the measurement process saw; a
     history that cannot be written is a warning, not a lost result."""
-    from torchperf_tui.jobs.follow_up import save_to_history
+    from torchperf_tui.measure.follow_up import save_to_history
 
     warning = save_to_history(result, args.history, fingerprint)
     if warning:
@@ -524,9 +524,9 @@ def _append_history(args, result, fingerprint: dict | None) -> None:
 def _load_history(args, last: int | None = None):
     """The history's records (with `last`, only the newest, read from the end of the file); bad lines are one
     warning line. A history that is not a regular file is a TorchperfError: exit 2."""
-    from torchperf_tui.engine.history_file import History
+    from torchperf_tui.engine.history_file import HistoryFile
 
-    loaded = History(args.history).load(last=last)
+    loaded = HistoryFile(args.history).load(last=last)
     for warning in loaded.warnings:
         print(f"{PROG}: warning: {warning}", file=sys.stderr)
     return loaded
@@ -693,7 +693,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # a bug, not bad input: still one line, the traceback on request
-        from torchperf_tui.jobs.cli_jobs import MeasurementBug
+        from torchperf_tui.measure.cli_jobs import MeasurementBug
 
         if os.environ.get("TORCHPERF_DEBUG"):
             raise

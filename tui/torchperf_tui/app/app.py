@@ -1,14 +1,15 @@
-"""TorchperfApp: composes the main screen and wires global keys and the messages panes send up.
+"""TorchperfApp: starts the measurement process and the engine's warm-up, holds the Session, and binds the
+global keys; the main screen (app/screens/main.py) routes between the panes.
 
-This process never imports torch. Every torch job runs in the measurement process (worker/, started through
-jobs/measurement.py once the panes are mounted), so the screen cannot disturb what it measures and a model
-that crashes cannot take the app down. Each pane owns its jobs (app/job_slots.py) and what it shows; the
-Session (app/session.py) holds what they share. The App passes a few facts between panes, nothing more.
+This process never imports torch. Every torch job runs in the measurement process (measure/, started through
+measure/client.py once the panes are mounted), so the screen cannot disturb what it measures and a model
+that crashes cannot take the app down. Each pane owns its jobs (app/pane_jobs.py) and what it shows; the
+Session (app/session.py) holds what they share.
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from textual import events, on
 from textual.app import App, SystemCommand
@@ -17,7 +18,7 @@ from textual.screen import Screen
 from torchperf_tui import options
 from torchperf_tui.app import commands, screenshots, terminal
 from torchperf_tui.app.guards import while_running
-from torchperf_tui.app.messages import EngineLoaded, HistoryChanged, MeasurementEvent, MeasurementNotice, RunsChanged
+from torchperf_tui.app.messages import EngineLoaded, MeasurementEvent, MeasurementNotice
 from torchperf_tui.app.screens.main import MainScreen
 from torchperf_tui.app.session import Session
 
@@ -44,24 +45,25 @@ class TorchperfApp(App):
                  device_report: Any = None, warmup: int | str = 10, iters: int = 64,
                  screenshot_dir: str | None = None, poll_telemetry: bool = True,
                  history_path: str | None = None, max_batch: int | None = None,
-                 profile_iters: int = 5, demo: bool = False, demo_pace: float = 3.0) -> None:
+                 profile_iters: int = 5, demo: bool = False, demo_pace: float = 3.0,
+                 measurement: Callable[..., Any] | None = None) -> None:
         """`nvml`, `cuda`: seams for fake NVML / CUDA backends; `telemetry`: an object with .sample() and
         .history (a frozen source for snapshots); `device_report`: a fixed DeviceReport;
         `poll_telemetry=False` samples once instead of every `interval` seconds; `history_path`: the run
         history file (None: $TORCHPERF_HISTORY, else the user data directory); `max_batch`: the bound of
         the throughput search (None: the engine's default); `profile_iters`: iterations the profiler records;
-        `demo`: play the hands-free demo (app/demo.py) on `model`, `demo_pace` seconds per banner."""
+        `demo`: play the hands-free demo (app/demo.py) on `model`, `demo_pace` seconds per banner;
+        `measurement`: makes the measurement process's client (app/session.py; tests: a fake one)."""
         super().__init__()
         terminal.fix_filters(self)  # NO_COLOR: Textual's monochrome filter fails on a segment with no style
         self.session = Session(device=device, warmup=warmup, iters=iters, profile_iters=profile_iters,
                                max_batch=max_batch, history_path=history_path, nvml=nvml, cuda=cuda,
-                               device_report=device_report, telemetry=telemetry)
+                               device_report=device_report, telemetry=telemetry, measurement=measurement)
         self.initial_model, self.autostart = model, autostart
         self.interval = options.interval(interval)  # nan or 1e-9 would flood the event loop: refused here too
         self.poll_telemetry = poll_telemetry
         self.screenshot_dir = screenshot_dir
         self.main: MainScreen | None = None
-        self._probe_failed = False
         self._restore_signals = None
         self.demo = None
         if demo:
@@ -106,7 +108,7 @@ class TorchperfApp(App):
     @on(MeasurementEvent)
     @while_running
     def _measurement_event(self, message: MeasurementEvent) -> None:
-        from torchperf_tui.worker.protocol import Ready, Started
+        from torchperf_tui.measure.protocol import Ready, Started
 
         if isinstance(message.event, Ready):
             self.session.measurement_pid = message.event.pid
@@ -121,129 +123,7 @@ class TorchperfApp(App):
     @on(EngineLoaded)
     @while_running
     def _engine_loaded(self, message: EngineLoaded) -> None:
-        session = self.session
-        for name, why in session.missing.items():
-            self.notify(f"engine module {name} not available: {why}", severity="warning", timeout=8)
-        if "textual_plot" not in session.missing:
-            from torchperf_tui.app.widgets.timing.histogram import _PlotHolder
-
-            for holder in self.main.query(_PlotHolder):
-                holder.attach_plot()
-        if session.has("flags"):
-            self.pane("flags").flags = session.engine.flags.Flags()
-        self.pane("device").probe()
-        self.pane("memory").start_telemetry(self.interval, self.poll_telemetry)
-        self.pane("history").refresh_history()
-
-    # -- facts passed between panes -----------------------------------------------------------------
-    def _show_flags(self) -> None:
-        """The switches, once the engine and the device report (which flags apply where) are in."""
-        session = self.session
-        if not session.has("flags") or (not session.applicability and not self._probe_failed):
-            return
-        self.pane("flags").show_applicability(session.engine.flags.FLAG_SPECS, session.device_kind(),
-                                              session.flag_applies)
-        self.pane("device").show_flags_note(session.device_kind(), self.pane("flags").reasons)
-
-    @while_running
-    def on_device_pane_probed(self, message) -> None:
-        self._device_known()
-
-    @while_running
-    def on_device_pane_chosen(self, message) -> None:
-        self.session.device = message.device
-        self._device_known()
-
-    def _device_known(self) -> None:
-        session, report = self.session, self.session.report
-        if report is not None and session.device.startswith("cuda") and not report.cuda_available:
-            # Never a silent fall-back to the CPU: runs on the device asked for fail, and this says why.
-            self.sub_title = f"{session.device}: not available"
-            self.notify(f"--device {session.device}: no CUDA device here ({report.cuda_reason}). Runs on it fail: "
-                        "choose cpu in the Device tab (4)", title="device", severity="error", timeout=15)
-        elif report is not None:
-            from torchperf_tui.app.widgets.device.device_pane import short_name
-
-            self.sub_title = short_name(report, session.resolved_device())
-        self._show_flags()
-        self.pane("picker").update_dtype_note()
-        self.pane("memory").redraw()
-
-    @while_running
-    def on_device_pane_probe_failed(self, message) -> None:
-        self.notify(f"device: {message.error}", severity="error", timeout=8)
-        self._probe_failed = True
-        self._show_flags()
-
-    @while_running
-    def on_model_picker_catalogue_ready(self, message) -> None:
-        timing = self.pane("timing")
-        if message.error:
-            self.notify(f"models: {message.error}", severity="error", timeout=8)
-            timing.model_line = (f"model catalogue not available: {message.error}")
-            return
-        timing.model_line = ("pick a model: / to filter, ⏎ to choose")
-        if self.initial_model and self.pane("picker").spec is None:
-            self.pane("picker").choose(self.initial_model)
-            if self.demo is not None:
-                self.demo.start()
-            elif self.autostart:
-                timing.start_run()
-
-    @while_running
-    def on_model_picker_analysing(self, message) -> None:
-        self.pane("timing").model_line = f"[b]{message.spec}[/] · analysing…"
-        for name in ("timing", "throughput", "profile", "kernels"):
-            self.pane(name).model_chosen(message.spec)
-
-    @while_running
-    def on_model_picker_analysed(self, message) -> None:
-        from torchperf_tui.app.widgets.layers.layers_pane import complexity_summary
-
-        self.pane("timing").model_line = (f"[b]{message.spec}[/] · {complexity_summary(message.complexity)}")
-        self.pane("layers").show_complexity(message.spec, message.complexity)
-
-    @while_running
-    def on_model_picker_failed(self, message) -> None:
-        self.notify(message.error, title=message.spec, severity="error", timeout=8)
-        if self.demo is not None:
-            self.demo.stop(f"demo stopped: {message.spec}: {message.error}")
-        self.pane("timing").model_line = (f"[b]{message.spec}[/] · [b $error]error:[/] {message.error}")
-        self.pane("layers").show_error(message.spec, message.error)
-
-    @while_running
-    def on_timing_pane_roofline_ready(self, message) -> None:
-        if message.result.model == self.pane("picker").spec:
-            self.pane("layers").show_roofline(message.result.layers, run=message.run, label=message.label)
-        self.pane("device").show_roofline(message.label, message.notes)
-
-    @while_running
-    def on_flags_pane_changed(self, message) -> None:
-        """A flip re-measures: the old flags against the new interleaved (on flip: A/B), or a new run."""
-        if self.pane("picker").spec is None or not self.session.has("timing"):
-            return
-        if self.pane("options").options["flip"] == "ab" and self.session.has("abtest"):
-            self.pane("compare").start_ab(message.before, message.after)
-        else:
-            self.pane("timing").start_run()
-
-    @while_running
-    def on_run_options_pane_changed(self, message) -> None:
-        if message.name == "step":  # the Layers tab counts a training step's backward per layer
-            self.pane("picker").reanalyse()
-        if message.name in ("shapes", "compile", "step", "amp") and self.pane("picker").spec is not None \
-                and self.session.has("timing"):
-            self.pane("timing").start_run()
-
-    @on(RunsChanged)
-    @while_running
-    def _runs_changed(self, message: RunsChanged) -> None:
-        self.pane("compare").refresh_runs()
-
-    @on(HistoryChanged)
-    @while_running
-    def _history_changed(self, message: HistoryChanged) -> None:
-        self.pane("history").refresh_history()
+        self.main.engine_loaded()
 
     # -- global keys (navigation keys are the main screen's) ------------------------------------------
     def action_pane(self, name: str, method: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from textual.binding import Binding
 
-from torchperf_tui.app.screens.main import TABS
+from torchperf_tui.app.screens.layout import TABS
 
 BINDINGS = [
     Binding("r", "pane('timing', 'start_run')", "Run"),

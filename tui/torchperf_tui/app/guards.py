@@ -9,7 +9,8 @@ def while_running(handler):
     """Skip a worker's message that arrives after the main screen is gone (the app is shutting down)."""
 
     def wrapper(self, message):
-        if self.main is None or not self.main.is_attached or not self.main.children:
+        main = getattr(self, "main", self)  # the App's handlers and the main screen's alike
+        if main is None or not main.is_attached or not main.children:
             return None
         try:
             return handler(self, message)

@@ -21,7 +21,7 @@ class EngineLoaded(Message):
 
 @dataclass
 class MeasurementEvent(Message):
-    """An event from the measurement process (worker/protocol.py), posted by its reader thread."""
+    """An event from the measurement process (measure/protocol.py), posted by its reader thread."""
 
     event: Any
 

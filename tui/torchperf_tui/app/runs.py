@@ -1,4 +1,4 @@
-"""What the UI remembers about timing runs: one RunRecord per run, the last few kept for comparing."""
+"""What the UI remembers about timing runs: one LiveRun per run, the last few kept for comparing."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ BUSY_MIN_WALL_S = 2.0
 
 
 @dataclass
-class RunRecord:
+class LiveRun:
     """One timing run as the UI saw it: samples as they streamed in, then the engine's TimingResult."""
 
     run_id: int
@@ -130,7 +130,7 @@ def app_marks(disturbances: "Disturbances", seen_from: float, cpu_from: tuple[fl
     return [*disturbances.between(seen_from, now), *([busy] if busy else [])]
 
 
-class RunHistory:
+class SessionRuns:
     """The last MAX_RUNS runs (bounded, so memory never grows) and which one is the baseline.
 
     A run cancelled before any timed sample takes no slot (it is dropped when the next run comes), and the
@@ -138,11 +138,11 @@ class RunHistory:
     unfinished."""
 
     def __init__(self, capacity: int = MAX_RUNS) -> None:
-        self._runs: deque[RunRecord] = deque()
+        self._runs: deque[LiveRun] = deque()
         self.capacity = max(1, capacity)
         self.baseline_id: int | None = None
 
-    def add(self, record: RunRecord) -> None:
+    def add(self, record: LiveRun) -> None:
         for empty in [r for r in self._runs if r.status == "cancelled" and not r.samples_ms]:
             self._runs.remove(empty)
         if len(self._runs) >= self.capacity:
@@ -153,7 +153,7 @@ class RunHistory:
                 self._runs.remove(gone)
         self._runs.append(record)
 
-    def get(self, run_id: int) -> RunRecord | None:
+    def get(self, run_id: int) -> LiveRun | None:
         return next((r for r in self._runs if r.run_id == run_id), None)
 
     def __iter__(self):
@@ -162,10 +162,10 @@ class RunHistory:
     def __len__(self) -> int:
         return len(self._runs)
 
-    def completed(self) -> list[RunRecord]:
+    def completed(self) -> list[LiveRun]:
         return [r for r in self._runs if r.complete]
 
-    def baseline(self) -> RunRecord | None:
+    def baseline(self) -> LiveRun | None:
         """The chosen baseline if it is still kept and complete, else the oldest complete run."""
         chosen = self.get(self.baseline_id) if self.baseline_id is not None else None
         if chosen is not None and chosen.complete:
@@ -184,7 +184,7 @@ def save_run(node, result, fingerprint: dict | None) -> None:
     nothing. A history that cannot be written is a warning, never a lost run; `node` then posts
     HistoryChanged."""
     from torchperf_tui.app.messages import HistoryChanged
-    from torchperf_tui.jobs.follow_up import save_to_history
+    from torchperf_tui.measure.follow_up import save_to_history
 
     app = node.app
     path = app.session.history_path

@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from types import SimpleNamespace
 from typing import Any, Callable
 
-from torchperf_tui.app.runs import Disturbances, RunHistory
+from torchperf_tui.app.runs import Disturbances, SessionRuns
 
-# The engine modules the UI process uses for their types and pure functions; none imports torch (the
-# measurement process does everything that needs it).
-ENGINE_MODULES = ("inputs", "flags", "shapes", "stats", "timing", "nvml", "device", "telemetry", "history_file",
-                  "history_records", "history_compare", "roofline", "throughput", "profiling", "abtest", "kernels",
-                  "determinism", "memsnap", "model_entry", "complexity_result")
+# The engine modules the UI process uses for their types and pure functions, by the short name `Session.has`
+# takes; none imports torch (the measurement process does everything that needs it). The session's warm-up
+# imports them off the UI thread (numpy, NVML and psutil would delay the first frame); code uses them by plain
+# import statements, which then find them loaded.
+ENGINE_MODULES = {name: f"torchperf_tui.engine.{name}" for name in (
+    "inputs", "flags", "shapes", "stats", "timing", "nvml", "device", "telemetry", "history_file",
+    "history_records", "history_compare", "roofline", "throughput", "profiling", "abtest", "kernels",
+    "determinism", "memsnap", "model_entry", "complexity_result")}
 
 
 # From this many logical CPUs a box has cores to spare: the UI's event loop gets one of its own, the measurement
@@ -46,7 +48,11 @@ def _set_affinity(pid: int, cpus) -> None:
 class Session:
     def __init__(self, *, device: str = "auto", warmup: int | str = 10, iters: int = 64, profile_iters: int = 5,
                  max_batch: int | None = None, history_path: str | None = None, nvml: Any = None,
-                 cuda: Any = None, device_report: Any = None, telemetry: Any = None) -> None:
+                 cuda: Any = None, device_report: Any = None, telemetry: Any = None,
+                 measurement: Callable[..., Any] | None = None) -> None:
+        """`measurement`: how the measurement process is made, `measurement(on_event=, on_notice=, cpus=)` giving
+        a client with start/stop/submit/cancel/pending (None: measure/client.py's MeasurementProcess; tests: a
+        fake that answers with recorded results)."""
         self.device = device or "auto"  # "auto", "cpu" or "cuda:N": where runs go
         self.warmup, self.iters, self.profile_iters, self.max_batch = warmup, iters, profile_iters, max_batch
         self.history_path = history_path
@@ -55,12 +61,13 @@ class Session:
         self.telemetry_source = telemetry  # tests and snapshots: a frozen telemetry source
         self.report: Any = None
         self.applicability: dict[str, dict[str, tuple]] = {}  # device kind -> flag -> (applies, why not)
-        self.engine: SimpleNamespace | None = None
+        self.engine_loaded = False  # the warm-up (load_engine) is done: `has` answers from then on
         self.missing: dict[str, str] = {}  # engine module -> why it is not usable
-        self.runs = RunHistory()
+        self.runs = SessionRuns()
         self.disturbances = Disturbances()  # what this process did that can slow a run in flight
         self.run_memory: deque = deque(maxlen=2000)  # (time, allocated, reserved) of the latest run
         self.run_memory_kind = ""
+        self.measurement_factory = measurement
         self.measure: Any = None
         self._measurement_pid: int | None = None
         try:
@@ -75,12 +82,14 @@ class Session:
 
     # -- the measurement process ---------------------------------------------------------------------
     def start(self, post_event: Callable[[Any], None], post_notice: Callable[[str], None]) -> None:
-        from torchperf_tui.jobs.measurement import MeasurementProcess
+        factory = self.measurement_factory
+        if factory is None:
+            from torchperf_tui.measure.client import MeasurementProcess as factory
 
         # On a box with cores to spare each measurement process puts itself on the measurement's CPUs before it
         # imports torch, whose default thread count follows that mask (not the box's every CPU).
-        self.measure = MeasurementProcess(on_event=post_event, on_notice=post_notice,
-                                          cpus=self.cores[1] if self.cores is not None else None)
+        self.measure = factory(on_event=post_event, on_notice=post_notice,
+                               cpus=self.cores[1] if self.cores is not None else None)
         self.measure.start()
 
     def stop(self) -> None:
@@ -114,7 +123,7 @@ class Session:
         self._ui_pinned = True
 
     def submit(self, kind: str, params: dict, what: str, owner, slot: str) -> int:
-        """Start a job (jobs/measurement.py: a measuring job replaces any other measuring one); its events go
+        """Start a job (measure/client.py: a measuring job replaces any other measuring one); its events go
         to `owner` as JobEvent(slot, event)."""
         job_id = self.measure.submit(kind, params, what)
         self._owners[job_id] = (owner, slot)
@@ -126,7 +135,7 @@ class Session:
 
     def measuring(self, kinds=None) -> list:
         """The measuring jobs pending in the measurement process (all of them, or of `kinds`)."""
-        from torchperf_tui.worker.protocol import MEASURING_KINDS
+        from torchperf_tui.measure.protocol import MEASURING_KINDS
 
         if self.measure is None:
             return []
@@ -135,7 +144,7 @@ class Session:
     def dispatch(self, event) -> None:
         """A job's event to the pane that started it (a final one forgets the job)."""
         from torchperf_tui.app.messages import JobEvent
-        from torchperf_tui.worker.protocol import JobDone, JobFailed
+        from torchperf_tui.measure.protocol import JobDone, JobFailed
 
         owner = self._owners.get(event.job_id)
         if isinstance(event, (JobDone, JobFailed)):
@@ -147,36 +156,35 @@ class Session:
         self._next_run_id += 1
         return self._next_run_id
 
-    # -- the engine's torch-free modules, loaded in a thread ---------------------------------------------
+    # -- the engine's torch-free modules, warmed up in a thread -------------------------------------------
     def load_engine(self) -> None:
-        """Import the UI's engine modules (numpy for the plots, NVML and psutil for telemetry); called off
-        the UI thread so the first frame never waits for them."""
+        """Import the UI's engine modules (numpy for the plots, NVML and psutil for telemetry) once, off the UI
+        thread, so the first frame never waits for them; a module that fails to import is kept in `missing`
+        with the reason."""
         import importlib
 
         from torchperf_tui.engine.errors import user_message
 
-        modules: dict[str, Any] = {}
-        for name in ENGINE_MODULES:
+        for name, module in {**ENGINE_MODULES, "textual_plot": "textual_plot"}.items():
             try:
-                modules[name] = importlib.import_module(f"torchperf_tui.engine.{name}")
+                importlib.import_module(module)
             except Exception as exc:  # a module that is missing or broken disables its pane, not the app
                 self.missing[name] = user_message(exc)
-        try:
-            importlib.import_module("textual_plot")
-        except Exception as exc:
-            self.missing["textual_plot"] = user_message(exc)
-        self.engine = SimpleNamespace(**modules)
+        self.engine_loaded = True
 
     def has(self, module: str) -> bool:
-        return self.engine is not None and hasattr(self.engine, module)
+        """The engine module `module` (a key of ENGINE_MODULES) is loaded and usable."""
+        return self.engine_loaded and module in ENGINE_MODULES and module not in self.missing
 
     def nvml_handle(self):
         """The NVML seam: an Nvml instance, or a (fake) pynvml module to open one with, or None (the default)."""
         seam = self.nvml_seam
         if seam is None or not self.has("nvml"):
             return seam
-        if not isinstance(seam, self.engine.nvml.Nvml):
-            self.nvml_seam = seam = self.engine.nvml.Nvml.open(module=seam)
+        from torchperf_tui.engine.nvml import Nvml
+
+        if not isinstance(seam, Nvml):
+            self.nvml_seam = seam = Nvml.open(module=seam)
         return seam
 
     # -- the device ------------------------------------------------------------------------------------

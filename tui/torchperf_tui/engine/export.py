@@ -10,7 +10,7 @@ import math
 from typing import Any, Iterable
 
 from torchperf_tui.engine.errors import TorchperfError
-from torchperf_tui.engine.history_records import RunRecord
+from torchperf_tui.engine.history_records import HistoryRecord
 from torchperf_tui.engine.stats import TimingStats
 from torchperf_tui.engine.stats import percentile_supported
 from torchperf_tui.formatting import UNSUPPORTED_LEGEND, format_ms, format_percentile
@@ -38,7 +38,7 @@ def _csv_value(value: Any) -> Any:
     return value
 
 
-def _export_csv(records: list[RunRecord]) -> str:
+def _export_csv(records: list[HistoryRecord]) -> str:
     flag_keys = _union_keys(r.flags for r in records)
     env_keys = _union_keys(r.fingerprint for r in records)
     columns = [*CSV_BASE_COLUMNS, *STATS_COLUMNS, *(f"flag.{k}" for k in flag_keys),
@@ -70,7 +70,7 @@ def _md_cell(value: Any) -> str:
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
-def _export_md(records: list[RunRecord]) -> str:
+def _export_md(records: list[HistoryRecord]) -> str:
     lines = ["| " + " | ".join(MD_COLUMNS) + " |", "|" + "|".join("---" for _ in MD_COLUMNS) + "|"]
     for r in records:
         s = r.stats
@@ -90,7 +90,7 @@ def _export_md(records: list[RunRecord]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def export_records(records: Iterable[RunRecord], fmt: str = "json") -> str:
+def export_records(records: Iterable[HistoryRecord], fmt: str = "json") -> str:
     """The records as text: "json" (an array of full records, samples included), "csv" (one row per run,
     flags as flag.*, environment as env.*, no samples) or "md" (a readable Markdown table)."""
     records = list(records)

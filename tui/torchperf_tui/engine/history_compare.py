@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from torchperf_tui.engine.errors import TorchperfError
-from torchperf_tui.engine.history_records import RunRecord
+from torchperf_tui.engine.history_records import HistoryRecord
 from torchperf_tui.formatting import format_ms
 
 
@@ -61,7 +61,7 @@ def _dict_diff(a: dict[str, Any], b: dict[str, Any]) -> dict[str, tuple[Any, Any
     return {k: (a.get(k), b.get(k)) for k in keys if a.get(k) != b.get(k)}
 
 
-def compare_records(baseline: RunRecord, candidate: RunRecord) -> Comparison:
+def compare_records(baseline: HistoryRecord, candidate: HistoryRecord) -> Comparison:
     """How `candidate` compares with `baseline` on median and p99 latency, and what differs between them."""
     for record in (baseline, candidate):
         if record.stats is None or record.stats.p50_ms <= 0:
@@ -81,7 +81,7 @@ def compare_records(baseline: RunRecord, candidate: RunRecord) -> Comparison:
     )
 
 
-def _clock_note(baseline: RunRecord, candidate: RunRecord) -> str | None:
+def _clock_note(baseline: HistoryRecord, candidate: HistoryRecord) -> str | None:
     throttled = [(record, record.throttle_text()) for record in (baseline, candidate)]
     hot = [(record, text) for record, text in throttled if text]
     if len(hot) != 1:  # neither throttled, or both did (then like for like, as far as the record tells)
@@ -92,7 +92,7 @@ def _clock_note(baseline: RunRecord, candidate: RunRecord) -> str | None:
             "not what differs between the runs")
 
 
-def disturbance_note(baseline: RunRecord, candidate: RunRecord) -> str | None:
+def disturbance_note(baseline: HistoryRecord, candidate: HistoryRecord) -> str | None:
     """'a1b2c3d4 was disturbed (window resized during the run): part of the ratio may be the disturbance, ...', or
     None when neither record has a mark. Unlike throttling, two disturbed runs are not like for like: nothing says
     the two disturbances cost the same."""

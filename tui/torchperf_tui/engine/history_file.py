@@ -5,7 +5,7 @@ dropped SSH session loses at most the line being written. The file is input like
 file is read (a FIFO or /dev/zero is refused, not waited on), a line is bounded in length and nesting, and
 every field of a record is checked. A line that is not a record (a truncated last line from a kill, an edit
 gone wrong, binary noise) is skipped and counted, one warning line for them all, never a crash.
-`History.load(last=n)` reads backwards from the end, so its cost follows n, not the file.
+`HistoryFile.load(last=n)` reads backwards from the end, so its cost follows n, not the file.
 
 No torch and no textual here (see engine/history_records.py).
 """
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Iterable
 
 from torchperf_tui.engine.errors import TorchperfError
-from torchperf_tui.engine.history_records import RunRecord
+from torchperf_tui.engine.history_records import HistoryRecord
 from torchperf_tui.formatting import format_bytes
 
 HISTORY_ENV = "TORCHPERF_HISTORY"
@@ -43,10 +43,10 @@ def default_history_path(path: str | os.PathLike | None = None) -> Path:
 
 
 # The longest line the reader parses. A record takes about 20 bytes a sample, so 16 MiB holds some 800,000
-# samples (a tiny model timed for a minute); `History.append` refuses a longer record, so that everything the
+# samples (a tiny model timed for a minute); `HistoryFile.append` refuses a longer record, so that everything the
 # writer writes, the reader reads. The bound is what keeps one line of /dev/urandom from filling the memory.
 MAX_LINE_BYTES = 16 << 20
-# Read backwards from the end (`History.load(last=...)`) in blocks of this size; a module global so that
+# Read backwards from the end (`HistoryFile.load(last=...)`) in blocks of this size; a module global so that
 # tests can shrink it below a line's length.
 READ_BLOCK_BYTES = 256 << 10
 # Bad lines a warning names (with their line numbers) before it only counts the rest.
@@ -78,10 +78,10 @@ class LoadResult:
     `skipped` counts the lines that were not records; `warnings` says so in at most one line: the one bad
     line with its number, or the count with the first few. `offsets[i]` is the byte offset of the line
     `records[i]` came from. `start` is where the lines read begin: 0 when the read reached the start of the
-    file, so there is nothing older; else `History.load(last=n, before=start)` reads the page before this one.
+    file, so there is nothing older; else `HistoryFile.load(last=n, before=start)` reads the page before this one.
     """
 
-    records: list[RunRecord]
+    records: list[HistoryRecord]
     warnings: list[str]
     path: Path | None = None
     skipped: int = 0
@@ -93,7 +93,7 @@ class LoadResult:
         """Whether the file holds lines older than these (a `load(last=...)` that stopped early)."""
         return self.start > 0
 
-    def last(self, n: int | None) -> list[RunRecord]:
+    def last(self, n: int | None) -> list[HistoryRecord]:
         """The newest `n` records, oldest first (all of them when n is None)."""
         if n is None:
             return list(self.records)
@@ -105,18 +105,18 @@ class LoadResult:
 _append_lock = threading.Lock()
 
 
-class History:
+class HistoryFile:
     """The append-only history file. Each `append` is durable when it returns (HistoryNotDurable says when the
     line was written but fsync failed); nothing needs closing."""
 
     def __init__(self, path: str | os.PathLike | None = None) -> None:
         self.path: Path = default_history_path(path)
 
-    def append(self, record: RunRecord) -> None:
+    def append(self, record: HistoryRecord) -> None:
         """Write `record` as one line, then fsync: it survives a crash or kill the moment this returns."""
         self.extend([record])
 
-    def extend(self, records: Iterable[RunRecord]) -> None:
+    def extend(self, records: Iterable[HistoryRecord]) -> None:
         """Write the records (both arms of a comparison, say) in one write, then fsync once.
 
         TorchperfError when nothing was written (the folder cannot be made, the path is a FIFO or a
@@ -203,7 +203,7 @@ class History:
         if last == 0:
             return LoadResult([], [], self.path, start=end)
         lines = _lines_backward(fh, end, max_line_bytes) if backwards else _lines_forward(fh, end, max_line_bytes)
-        records: list[RunRecord] = []
+        records: list[HistoryRecord] = []
         offsets: list[int] = []
         skipped = 0
         examples: list[tuple[int, int, str]] = []  # (offset, line number or 0 when not known yet, problem)
@@ -214,7 +214,7 @@ class History:
             if data is not None and not data.strip():
                 continue  # a blank line is not a record and not worth a warning
             parsed = _parse_line(data, torn, max_line_bytes)
-            if isinstance(parsed, RunRecord):
+            if isinstance(parsed, HistoryRecord):
                 records.append(parsed)
                 offsets.append(offset)
                 if backwards and len(records) >= last:
@@ -336,7 +336,7 @@ def _line_numbers(fh, offsets: list[int]) -> dict[int, int]:
     return numbers
 
 
-def _parse_line(data: bytes | None, torn: bool, max_len: int) -> "RunRecord | str":
+def _parse_line(data: bytes | None, torn: bool, max_len: int) -> "HistoryRecord | str":
     """The record on a line, or what is wrong with it in a few words."""
     if data is None:
         return f"longer than {format_bytes(max_len)}, the most a record may take"
@@ -355,7 +355,7 @@ def _parse_line(data: bytes | None, torn: bool, max_len: int) -> "RunRecord | st
     except ValueError as exc:  # an integer of more than 4,300 digits
         return f"not valid JSON ({str(exc).split(':')[0]})"
     try:
-        return RunRecord.from_dict(value)
+        return HistoryRecord.from_dict(value)
     except ValueError as exc:
         return str(exc)
 

@@ -31,7 +31,7 @@ RECORD_SCHEMA = 1
 
 
 @dataclass
-class RunRecord:
+class HistoryRecord:
     """One completed run as it is kept in the history and exported.
 
     `flags` is `Flags.to_dict()` and `flags_text` its `describe(device)`, stored at record time so that
@@ -157,12 +157,12 @@ class RunRecord:
         return nonfinite_to_none(to_jsonable(data))
 
     @classmethod
-    def from_dict(cls, data: Any) -> "RunRecord":
+    def from_dict(cls, data: Any) -> "HistoryRecord":
         """The inverse of to_dict, checked field by field; unknown keys (from a newer version) are ignored.
 
         A record that passes is safe to summarise, compare and export: strings where strings belong, finite
         numbers where numbers do, objects of bounded depth. Raises ValueError naming the first problem, which
-        `History.load` counts as a skipped line.
+        `HistoryFile.load` counts as a skipped line.
         """
         if not isinstance(data, dict):
             raise ValueError(f"a JSON {json_type(data)}, not a record object")
@@ -261,7 +261,7 @@ def _iso_utc(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, timezone.utc).isoformat(timespec="seconds")
 
 
-def record_from_timing(result: "TimingResult", fingerprint: dict[str, Any] | None = None) -> RunRecord:
+def record_from_timing(result: "TimingResult", fingerprint: dict[str, Any] | None = None) -> HistoryRecord:
     """A history record of a timing run. Without a fingerprint, one is taken now for the run's device."""
     env = environment_fingerprint(device=result.device) if fingerprint is None else dict(fingerprint)
     env.update(_conditions_fingerprint(getattr(result, "conditions", None)))
@@ -284,7 +284,7 @@ def record_from_timing(result: "TimingResult", fingerprint: dict[str, Any] | Non
     if noise is not None:
         details["host_noise"] = noise.to_dict()
     marks = result.disturbance_marks() if hasattr(result, "disturbance_marks") else []
-    return RunRecord(
+    return HistoryRecord(
         id=new_record_id(), kind="timing", created_at=_iso_utc(result.started_at + result.duration_s),
         model=result.model, input_shape=tuple(result.input_shape), dtype=result.dtype,
         channels_last=result.channels_last, device=result.device, flags=_flags_used(result.flags, threads),
@@ -294,7 +294,7 @@ def record_from_timing(result: "TimingResult", fingerprint: dict[str, Any] | Non
     )
 
 
-def records_from_ab(result: "ABResult", fingerprint: dict[str, Any] | None = None) -> list[RunRecord]:
+def records_from_ab(result: "ABResult", fingerprint: dict[str, Any] | None = None) -> list[HistoryRecord]:
     """Two history records of an interleaved comparison, one per arm (kind "ab"), each carrying the
     verdict and the other arm's id, so a comparison is kept and exported like any run."""
     env = environment_fingerprint(device=result.device) if fingerprint is None else dict(fingerprint)
@@ -316,7 +316,7 @@ def records_from_ab(result: "ABResult", fingerprint: dict[str, Any] | None = Non
             details["host_noise"] = noise.to_dict()
         threads = getattr(arm, "threads_used", None)
         arm_env = {**env, **_conditions_fingerprint(getattr(arm, "conditions", None))}
-        records.append(RunRecord(
+        records.append(HistoryRecord(
             id=ids[name], kind="ab", created_at=created, model=result.model,
             input_shape=tuple(result.input_shape), dtype=arm.dtype, channels_last=arm.channels_last,
             device=result.device, flags=_flags_used(arm.flags, threads),
@@ -343,7 +343,7 @@ def _conditions_fingerprint(conditions: Any) -> dict[str, Any]:
     return conditions.fingerprint() if conditions is not None else {}
 
 
-def records_of(result: "TimingResult | ABResult", fingerprint: dict[str, Any] | None = None) -> list[RunRecord]:
+def records_of(result: "TimingResult | ABResult", fingerprint: dict[str, Any] | None = None) -> list[HistoryRecord]:
     """The history records of a finished measurement: one for a timing run, one per arm for an A/B.
     `fingerprint`: the environment as the process that measured saw it (None: take it here, with torch)."""
     if hasattr(result, "verdict"):  # an ABResult (imported by name only: it would import torch)

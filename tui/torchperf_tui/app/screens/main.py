@@ -1,11 +1,13 @@
 """The main screen: model picker and flags on the left, the result tabs on the right. It answers the panes'
-one question about the sidebar: what is selected, frozen (jobs/selection.py), at the moment a job starts."""
+one question about the sidebar (what is selected, frozen (measure/selection.py), at the moment a job starts)
+and routes between them: a pane's message comes up here and the screen tells the panes it concerns."""
 
 from __future__ import annotations
 
 import importlib
 
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.css.query import NoMatches
@@ -13,18 +15,10 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Label, Static, TabbedContent, TabPane
 
-# Below this size the screen cannot show a pane with its controls: a notice says so instead.
-MIN_SIZE = (60, 18)
-# Narrower than this, the sidebar starts hidden (h shows it); shorter than this, the sidebar and the panes
-# draw compactly (a shorter model list, no blank line above each section, inapplicable flags as one line).
-NARROW_COLUMNS = 70
-SHORT_ROWS = 36
+from torchperf_tui.app.guards import while_running
+from torchperf_tui.app.messages import HistoryChanged, RunsChanged
+from torchperf_tui.app.screens.layout import TABS, FitsTerminal
 
-# Tab labels when the full ones do not fit (80x24 with the sidebar leaves the tab bar ~46 columns; the full
-# labels need 80): every tab stays in sight, and 1-9 still switch to them.
-SHORT_LABELS = {"timing": "Time", "compare": "Comp", "layers": "Layer", "device": "Dev", "memory": "Mem",
-                "throughput": "Thru", "profile": "Prof", "history": "Hist", "kernels": "Kern"}
-TABS = ("timing", "compare", "layers", "device", "memory", "throughput", "profile", "history", "kernels")
 # name -> (widget id, module under app/widgets, class). The modules load only after the first frame: the
 # panes and their widgets (DataTable, ProgressBar, plots) are not needed to paint it.
 PANES = {"picker": ("picker", "picker.model_picker", "ModelPicker"),
@@ -46,7 +40,7 @@ def pane_class(name: str):
     return getattr(importlib.import_module(f"torchperf_tui.app.widgets.{module}"), cls)
 
 
-class MainScreen(Screen):
+class MainScreen(FitsTerminal, Screen):
     """Everything on one screen; each pane fills itself from the jobs it starts. The first frame is the
     header, the sidebar's title, a tab bar drawn as text and the footer; the panes and the real tabs are
     mounted right after it (a bare Textual app paints in ~0.4 s; 9 tabs of widgets would add a third)."""
@@ -78,43 +72,8 @@ class MainScreen(Screen):
 
     def on_mount(self) -> None:
         self._sidebar_chosen = False  # the user pressed h: the width no longer decides
+        self._probe_failed = False  # the device probe failed: the flags show without its applicability
         self.call_after_refresh(self._mount_panes)
-
-    def on_resize(self, event) -> None:
-        """Fit the layout to the terminal: compact when short, the sidebar hidden when narrow (until the user
-        shows it), and below MIN_SIZE a notice instead of panes that cannot be read."""
-        if event.size != self.app.size:
-            # Stale: a newer size is queued behind it. Textual lays the screen out at each size it is sent and
-            # sends itself the size it laid out at, so two sizes queued at once (Rich's 80x25 guess under
-            # TERM=dumb, then the real one, both sent while the panes mount) would alternate forever at full CPU.
-            event.prevent_default()
-            return
-        width, height = event.size
-        self.set_class(height < SHORT_ROWS, "-short")
-        footer = self.query_one(Footer)
-        footer.compact = width < 100
-        if not self._sidebar_chosen:
-            self.query_one("#sidebar").display = width >= NARROW_COLUMNS
-        too_small = width < MIN_SIZE[0] or height < MIN_SIZE[1]
-        notice = self.query_one("#too-small", Static)
-        notice.update(f"This terminal is {width}x{height}; torchperf-tui needs at least "
-                      f"{MIN_SIZE[0]}x{MIN_SIZE[1]}.\nEnlarge it, or press q to quit.")
-        notice.display = too_small
-        self.query_one("#body").display = not too_small
-        self.call_after_refresh(self._fit_tab_labels)
-
-    def _fit_tab_labels(self) -> None:
-        """Full tab labels where they fit in the tab bar, else the short ones (and the tabs closer together)."""
-        if not self.query(TabbedContent):
-            return
-        tabs = self.query_one(TabbedContent)
-        full_width = sum(len(name) + 2 for name in TABS)
-        narrow = 0 < tabs.size.width < full_width
-        if narrow == tabs.has_class("-narrow"):
-            return
-        tabs.set_class(narrow, "-narrow")
-        for name in TABS:
-            tabs.get_tab(f"tab-{name}").label = SHORT_LABELS[name] if narrow else name.title()
 
     async def _mount_panes(self) -> None:
         if not self.app.is_running:
@@ -144,6 +103,135 @@ class MainScreen(Screen):
         return all(self.query(f"#{wid}") for wid, _, _ in PANES.values()) and \
             all(select.query("SelectCurrent") for select in self.query("Select"))
 
+    # -- routing: facts passed between panes ----------------------------------------------------------
+    def engine_loaded(self) -> None:
+        """The session's engine modules are in (those that failed are in session.missing): the panes start."""
+        session = self.app.session
+        for name, why in session.missing.items():
+            self.app.notify(f"engine module {name} not available: {why}", severity="warning", timeout=8)
+        if "textual_plot" not in session.missing:
+            from torchperf_tui.app.widgets.timing.histogram import _PlotHolder
+
+            for holder in self.query(_PlotHolder):
+                holder.attach_plot()
+        if session.has("flags"):
+            from torchperf_tui.engine.flags import Flags
+
+            self.pane("flags").flags = Flags()
+        self.pane("device").probe()
+        self.pane("memory").start_telemetry(self.app.interval, self.app.poll_telemetry)
+        self.pane("history").refresh_history()
+
+    def _show_flags(self) -> None:
+        """The switches, once the engine and the device report (which flags apply where) are in."""
+        session = self.app.session
+        if not session.has("flags") or (not session.applicability and not self._probe_failed):
+            return
+        from torchperf_tui.engine.flags import FLAG_SPECS
+
+        self.pane("flags").show_applicability(FLAG_SPECS, session.device_kind(), session.flag_applies)
+        self.pane("device").show_flags_note(session.device_kind(), self.pane("flags").reasons)
+
+    @while_running
+    def on_device_pane_probed(self, message) -> None:
+        self._device_known()
+
+    @while_running
+    def on_device_pane_chosen(self, message) -> None:
+        self.app.session.device = message.device
+        self._device_known()
+
+    def _device_known(self) -> None:
+        app, session, report = self.app, self.app.session, self.app.session.report
+        if report is not None and session.device.startswith("cuda") and not report.cuda_available:
+            # Never a silent fall-back to the CPU: runs on the device asked for fail, and this says why.
+            app.sub_title = f"{session.device}: not available"
+            app.notify(f"--device {session.device}: no CUDA device here ({report.cuda_reason}). Runs on it fail: "
+                       "choose cpu in the Device tab (4)", title="device", severity="error", timeout=15)
+        elif report is not None:
+            from torchperf_tui.app.widgets.device.device_pane import short_name
+
+            app.sub_title = short_name(report, session.resolved_device())
+        self._show_flags()
+        self.pane("picker").update_dtype_note()
+        self.pane("memory").redraw()
+
+    @while_running
+    def on_device_pane_probe_failed(self, message) -> None:
+        self.app.notify(f"device: {message.error}", severity="error", timeout=8)
+        self._probe_failed = True
+        self._show_flags()
+
+    @while_running
+    def on_model_picker_catalogue_ready(self, message) -> None:
+        app, timing = self.app, self.pane("timing")
+        if message.error:
+            app.notify(f"models: {message.error}", severity="error", timeout=8)
+            timing.model_line = (f"model catalogue not available: {message.error}")
+            return
+        timing.model_line = ("pick a model: / to filter, ⏎ to choose")
+        if app.initial_model and self.pane("picker").spec is None:
+            self.pane("picker").choose(app.initial_model)
+            if app.demo is not None:
+                app.demo.start()
+            elif app.autostart:
+                timing.start_run()
+
+    @while_running
+    def on_model_picker_analysing(self, message) -> None:
+        self.pane("timing").model_line = f"[b]{message.spec}[/] · analysing…"
+        for name in ("timing", "throughput", "profile", "kernels"):
+            self.pane(name).model_chosen(message.spec)
+
+    @while_running
+    def on_model_picker_analysed(self, message) -> None:
+        from torchperf_tui.app.widgets.layers.layers_pane import complexity_summary
+
+        self.pane("timing").model_line = (f"[b]{message.spec}[/] · {complexity_summary(message.complexity)}")
+        self.pane("layers").show_complexity(message.spec, message.complexity)
+
+    @while_running
+    def on_model_picker_failed(self, message) -> None:
+        self.app.notify(message.error, title=message.spec, severity="error", timeout=8)
+        if self.app.demo is not None:
+            self.app.demo.stop(f"demo stopped: {message.spec}: {message.error}")
+        self.pane("timing").model_line = (f"[b]{message.spec}[/] · [b $error]error:[/] {message.error}")
+        self.pane("layers").show_error(message.spec, message.error)
+
+    @while_running
+    def on_timing_pane_roofline_ready(self, message) -> None:
+        if message.result.model == self.pane("picker").spec:
+            self.pane("layers").show_roofline(message.result.layers, run=message.run, label=message.label)
+        self.pane("device").show_roofline(message.label, message.notes)
+
+    @while_running
+    def on_flags_pane_changed(self, message) -> None:
+        """A flip re-measures: the old flags against the new interleaved (on flip: A/B), or a new run."""
+        if self.pane("picker").spec is None or not self.app.session.has("timing"):
+            return
+        if self.pane("options").options["flip"] == "ab" and self.app.session.has("abtest"):
+            self.pane("compare").start_ab(message.before, message.after)
+        else:
+            self.pane("timing").start_run()
+
+    @while_running
+    def on_run_options_pane_changed(self, message) -> None:
+        if message.name == "step":  # the Layers tab counts a training step's backward per layer
+            self.pane("picker").reanalyse()
+        if message.name in ("shapes", "compile", "step", "amp") and self.pane("picker").spec is not None \
+                and self.app.session.has("timing"):
+            self.pane("timing").start_run()
+
+    @on(RunsChanged)
+    @while_running
+    def _runs_changed(self, message: RunsChanged) -> None:
+        self.pane("compare").refresh_runs()
+
+    @on(HistoryChanged)
+    @while_running
+    def _history_changed(self, message: HistoryChanged) -> None:
+        self.pane("history").refresh_history()
+
     # -- navigation ----------------------------------------------------------------------------------
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         name = self.active_tab()
@@ -154,7 +242,7 @@ class MainScreen(Screen):
 
     def selection(self):
         """The model, input, device, flags and run options chosen now, frozen (None: no model chosen)."""
-        from torchperf_tui.jobs.selection import Selection
+        from torchperf_tui.measure.selection import Selection
 
         picker = self.pane("picker")
         if picker.spec is None:
@@ -210,16 +298,6 @@ class MainScreen(Screen):
             if not control.disabled:
                 control.focus()
                 return
-
-    def action_toggle_sidebar(self) -> None:
-        """Hide the sidebar for the tabs' full width (80 columns leave them 47), or show it again (below
-        NARROW_COLUMNS it starts hidden)."""
-        sidebar = self.query_one("#sidebar")
-        sidebar.display = not sidebar.display
-        self._sidebar_chosen = True
-        self.call_after_refresh(self._fit_tab_labels)
-        if not sidebar.display and self.focused is not None and sidebar in self.focused.ancestors:
-            self.action_leave_field()  # the focus must not stay in what is hidden
 
     def action_leave_field(self) -> None:
         if self.query(TabbedContent):

@@ -17,11 +17,11 @@ from textual.widgets import DataTable, Static
 from torchperf_tui.engine.history_compare import disturbed_sentence
 from torchperf_tui.engine.stats import percentile_supported
 from torchperf_tui.formatting import UNSUPPORTED_LEGEND, format_ms, format_number, format_percentile
-from torchperf_tui.app.job_slots import JobSlots
+from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent, RunsChanged
-from torchperf_tui.app.run_setup import against_text, setup_text, speedup_text
-from torchperf_tui.app.runs import RunRecord, app_marks, save_run
-from torchperf_tui.worker.protocol import JobDone, JobFailed, Progress
+from torchperf_tui.app.setup_diff import against_text, setup_text, speedup_text
+from torchperf_tui.app.runs import LiveRun, app_marks, save_run
+from torchperf_tui.measure.protocol import JobDone, JobFailed, Progress
 from torchperf_tui.app.widgets.timing.histogram import LatencyOverlay, theme_palette
 
 AB_BLOCKS = 10
@@ -36,7 +36,7 @@ def overlaid_runs(completed: list) -> list:
     """The runs whose histograms are overlaid: the last few measured like the newest (another model or input
     on the same axis would compare nothing), or only the A/B pair when the newest finished run is the B arm of
     an interleaved comparison (its verdict is about those two)."""
-    from torchperf_tui.app.run_setup import differences
+    from torchperf_tui.app.setup_diff import differences
 
     if len(completed) >= 2 and completed[-1].arm == "B" and completed[-2].arm == "A":
         return completed[-2:]
@@ -64,7 +64,7 @@ class ComparePane(Vertical):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.jobs = JobSlots(self)
+        self.jobs = PaneJobs(self)
         self.ab_runs: tuple[int, int] | None = None  # the run ids of the latest A/B's arms
         self._ab_state_notes: dict[int, list[str]] = {}  # an A/B arm's run id -> its comparison's state notes
         # The latest A/B as this process saw it: when its blocks began (monotonic s), and (monotonic s, this
@@ -128,7 +128,7 @@ class ComparePane(Vertical):
         kind = session.device_kind()
         records = []
         for arm, flags in (("A", flags_a), ("B", flags_b)):
-            record = RunRecord(run_id=session.new_run_id(), model=selection.spec, step=selection.step_text(),
+            record = LiveRun(run_id=session.new_run_id(), model=selection.spec, step=selection.step_text(),
                                device=session.resolved_device(),
                                flags=flags, flags_text=flags.describe(kind), arm=arm, shapes=selection.shapes,
                                input_text=f"{selection.input_text(self.screen.default_shape())} {selection.dtype}")
@@ -152,7 +152,7 @@ class ComparePane(Vertical):
                                      "per_block": max(3, session.iters // 5), "seed": self.ab_runs[0],
                                      "device_kind": kind}, f"comparing A/B on {selection.spec}")
 
-    def arms(self) -> list[RunRecord]:
+    def arms(self) -> list[LiveRun]:
         """The latest A/B's arms still kept (A, B)."""
         if self.ab_runs is None:
             return []
@@ -178,14 +178,17 @@ class ComparePane(Vertical):
         if self._ab_seen is None:  # the first block: the blocks began its timed samples ago
             now = self.app.session.disturbances.now()
             self._ab_seen = (now - sum(samples) / 1000, (now, time.process_time()))
+        from torchperf_tui.engine.stats import compute_stats  # loaded by the session's warm-up
+
         record.samples_ms.extend(samples)
-        record.stats = self.app.session.engine.stats.compute_stats(record.samples_ms, batch=record.batch)
+        record.stats = compute_stats(record.samples_ms, batch=record.batch)
         record.status, record.index, record.total = "timed", index, total
         self.verdict = (f"A/B: block {index + 1} of {total} done ({arm}) · the verdict comes at the end")
         self.post_message(RunsChanged())
 
     def _ab_finished(self, result, fingerprint) -> None:
-        compute_stats = self.app.session.engine.stats.compute_stats
+        from torchperf_tui.engine.stats import compute_stats  # loaded by the session's warm-up
+
         batch = result.input_shape[0]
         # What this process did beside the blocks (a resize, heavy redraws) goes on the result, as a timing run's
         # does (timing_pane._mark_disturbed): both arms' history records keep it with the host's noise.
@@ -225,7 +228,7 @@ class ComparePane(Vertical):
         self.post_message(RunsChanged())
 
     # -- the kept runs -------------------------------------------------------------------------------
-    def state_notes(self, record: RunRecord) -> list[str]:
+    def state_notes(self, record: LiveRun) -> list[str]:
         """What the model's code changed in torch's global state during the run (a timing run's result, or an
         A/B arm's comparison)."""
         return list(getattr(record.result, "state_notes", None) or self._ab_state_notes.get(record.run_id, []))

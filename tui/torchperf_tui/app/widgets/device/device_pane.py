@@ -17,9 +17,9 @@ from textual.widgets import Select, Static
 
 from torchperf_tui.app.widgets.exit_safe_select import ExitSafeSelect
 from torchperf_tui.formatting import format_bytes, format_number
-from torchperf_tui.app.job_slots import JobSlots
+from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent
-from torchperf_tui.worker.protocol import JobFailed, Progress
+from torchperf_tui.measure.protocol import JobFailed, Progress
 
 
 def _v(value, unit: str = "", digits: int = 0) -> str:
@@ -130,7 +130,7 @@ class DevicePane(VerticalScroll):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.jobs = JobSlots(self)
+        self.jobs = PaneJobs(self)
 
     def probe(self) -> None:
         """The device report and which flags apply where, from the measurement process (tests with a fake

@@ -111,7 +111,7 @@ class HistoryPane(Vertical):
         self._offsets: dict[str, int] = {}  # id -> byte offset of the page's records
         self.path: Path | None = None
         # (before, runs on newer pages) for each page from the newest to the one shown: `before` is the byte
-        # offset the page ends at (None: the end of the file), as History.load(last=..., before=...) takes it.
+        # offset the page ends at (None: the end of the file), as HistoryFile.load(last=..., before=...) takes it.
         self._pages: list[tuple[int | None, int]] = [(None, 0)]
         self._older: int | None = None  # `before` of the next older page; None: the oldest page is shown
         self._loading = False
@@ -200,10 +200,10 @@ class HistoryPane(Vertical):
     def _load_page(self, path: Path, before: int | None, size: int) -> None:
         """A page read backwards from `before` (values, not the pane's attributes: this runs in a thread)."""
         from torchperf_tui.engine.errors import user_message
-        from torchperf_tui.engine.history_file import History
+        from torchperf_tui.engine.history_file import HistoryFile
 
         try:
-            loaded = History(path).load(last=size, before=before)
+            loaded = HistoryFile(path).load(last=size, before=before)
         except Exception as exc:  # a FIFO, a folder, an unreadable file: one line on the pane
             message = self._PageRead(before, error=user_message(exc))
         else:

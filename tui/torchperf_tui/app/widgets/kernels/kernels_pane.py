@@ -10,10 +10,10 @@ from textual.reactive import reactive
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, DataTable, Static
 
-from torchperf_tui.app.job_slots import JobSlots
+from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.formatting import fit_name
-from torchperf_tui.worker.protocol import JobFailed
+from torchperf_tui.measure.protocol import JobFailed
 
 # The numbers and whether the choice changed come first, so they fit at 80 columns; the names follow. A
 # training step's comparison has a row per pass of each layer (fwd, dgrad, wgrad, bwd) and says which.
@@ -50,7 +50,7 @@ class KernelsPane(Vertical):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.jobs = JobSlots(self)
+        self.jobs = PaneJobs(self)
         self._fitted_to = 0  # the pane's width the table was last fitted to
 
     def compose(self) -> ComposeResult:

@@ -10,10 +10,10 @@ from textual.containers import Vertical
 from textual.markup import escape
 from textual.widgets import DataTable, Static
 
-from torchperf_tui.app.job_slots import JobSlots
+from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.formatting import fit_name, format_bytes, format_count, format_ms
-from torchperf_tui.worker.protocol import JobFailed
+from torchperf_tui.measure.protocol import JobFailed
 
 
 def shape_text(shape) -> str:
@@ -93,7 +93,7 @@ class LayersPane(Vertical):
         self._roofline: list = []  # the latest run's per-layer roofline, for a rebuild
         self._row_of: dict[str, str] = {}
         self._fitted_to = 0  # the pane's width the table was last fitted to
-        self.jobs = JobSlots(self)
+        self.jobs = PaneJobs(self)
         self._run = None  # (label, TimingResult): the latest run of the shown model, for `l`
         self._timed = None  # the RooflineResult with layer times of that run, while it is the shown model's
 

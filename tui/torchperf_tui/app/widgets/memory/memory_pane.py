@@ -19,9 +19,9 @@ from textual.widgets import Static
 from textual.worker import get_current_worker
 
 from torchperf_tui.formatting import format_bytes, format_number
-from torchperf_tui.app.job_slots import JobSlots
+from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent
-from torchperf_tui.worker.protocol import JobFailed
+from torchperf_tui.measure.protocol import JobFailed
 from torchperf_tui.app.widgets.memory.memory_chart import MemoryChart
 from torchperf_tui.app.widgets.memory.memory_snapshot import snapshot_answered, start_snapshot
 from torchperf_tui.app.widgets.memory.usage_bar import UsageBar
@@ -97,7 +97,7 @@ class MemoryPane(Vertical):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.jobs = JobSlots(self)
+        self.jobs = PaneJobs(self)
         self.sampler: Any = None
         self._injected = False  # a test's frozen source: shown as it is
         self._wake = threading.Event()
@@ -125,7 +125,8 @@ class MemoryPane(Vertical):
         self.sampler = session.telemetry_source
         self._injected = self.sampler is not None
         if self.sampler is None and session.has("telemetry"):
-            telemetry = session.engine.telemetry
+            from torchperf_tui.engine import telemetry  # loaded by the session's warm-up
+
             try:
                 # The caching allocator lives in the measurement process: its readings come from there.
                 cuda = session.cuda_seam if session.cuda_seam is not None else telemetry.ALLOCATOR_ELSEWHERE
@@ -189,7 +190,9 @@ class MemoryPane(Vertical):
         nvml = session.nvml_handle()
         if self._gpu_index is None or self._pid is None or not self._on_cuda or nvml is None:
             return None
-        return session.engine.telemetry.process_gpu_memory(nvml, self._gpu_index, self._pid)
+        from torchperf_tui.engine.telemetry import process_gpu_memory
+
+        return process_gpu_memory(nvml, self._gpu_index, self._pid)
 
     def on_unmount(self) -> None:
         self.workers.cancel_group(self, "telemetry")
@@ -239,7 +242,9 @@ class MemoryPane(Vertical):
         if reading is None:
             return sample, holder
         if reading.get("allocated") is None:  # RSS: the sampler follows that process already
-            missing = session.engine.nvml.NA(reading.get("why_none") or "not available")
+            from torchperf_tui.engine.nvml import NA
+
+            missing = NA(reading.get("why_none") or "not available")
             return dataclasses.replace(sample, torch_allocated_bytes=missing, torch_reserved_bytes=missing,
                                        torch_peak_bytes=missing), holder
         return dataclasses.replace(sample, torch_allocated_bytes=reading["allocated"],
@@ -279,8 +284,9 @@ class MemoryPane(Vertical):
     def _release_with_seams(self, kind: str) -> None:
         session = self.app.session
         try:
-            report = session.engine.telemetry.release_memory(device=kind, nvml=session.nvml_handle(),
-                                                             cuda=session.cuda_seam)
+            from torchperf_tui.engine.telemetry import release_memory
+
+            report = release_memory(device=kind, nvml=session.nvml_handle(), cuda=session.cuda_seam)
         except Exception as exc:
             from torchperf_tui.engine.errors import user_message
 

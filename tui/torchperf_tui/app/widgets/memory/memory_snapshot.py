@@ -4,7 +4,7 @@ pytorch.org/memory_viz reads it; and what the user is told of it."""
 
 from __future__ import annotations
 
-from torchperf_tui.worker.protocol import JobFailed
+from torchperf_tui.measure.protocol import JobFailed
 
 
 def start_snapshot(pane) -> None:
@@ -15,7 +15,9 @@ def start_snapshot(pane) -> None:
         return
     session = pane.app.session
     if session.device_kind() != "cuda":
-        pane.app.notify(session.engine.memsnap.NOT_CUDA, title="memory snapshot", severity="warning", timeout=8)
+        from torchperf_tui.engine.memsnap import NOT_CUDA
+
+        pane.app.notify(NOT_CUDA, title="memory snapshot", severity="warning", timeout=8)
         return
     cfg = pane.jobs.config(selection, lambda error: pane.app.notify(error, title="memsnap failed",
                                                                     severity="error", timeout=8))

@@ -17,9 +17,9 @@ from textual.widgets.option_list import Option
 
 from torchperf_tui.app.widgets.exit_safe_select import ExitSafeSelect
 from torchperf_tui.engine.inputs import dtype_note
-from torchperf_tui.app.job_slots import JobSlots
+from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent
-from torchperf_tui.worker.protocol import JobFailed
+from torchperf_tui.measure.protocol import JobFailed
 
 DTYPE_CHOICES = ("float32", "float16", "bfloat16")
 
@@ -65,7 +65,7 @@ class ModelPicker(Vertical):
         self._entries: list = []
         self.spec: str | None = None
         self.complexity: Any = None
-        self.jobs = JobSlots(self)
+        self.jobs = PaneJobs(self)
 
     def compose(self) -> ComposeResult:
         yield Input(placeholder="/ type to filter models…", id="model-filter", compact=True)
@@ -210,7 +210,7 @@ class ModelPicker(Vertical):
     def _analyse(self) -> None:
         """FLOPs, parameters and the layer table on the meta device, in the measurement process; a newer
         request replaces one still waiting, and one still running is cancelled: a model whose build or forward
-        blocks is killed with its process after the grace (jobs/measurement.py), so the next model is analysed."""
+        blocks is killed with its process after the grace (measure/client.py), so the next model is analysed."""
         from torchperf_tui.engine.errors import user_message
 
         self.complexity = None

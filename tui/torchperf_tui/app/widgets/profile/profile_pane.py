@@ -11,9 +11,9 @@ from textual.reactive import reactive
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, DataTable, Static
 
-from torchperf_tui.app.job_slots import JobSlots
+from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent
-from torchperf_tui.worker.protocol import JobFailed
+from torchperf_tui.measure.protocol import JobFailed
 
 from torchperf_tui.formatting import format_ms
 
@@ -39,7 +39,7 @@ class ProfilePane(Vertical):
         super().__init__(**kwargs)
         self.result = None
         self._sort_ops: Callable | None = None
-        self.jobs = JobSlots(self)
+        self.jobs = PaneJobs(self)
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="pane-actions"):
@@ -80,8 +80,10 @@ class ProfilePane(Vertical):
             self._failed("cancelled: another measurement replaced it" if event.cancelled else event.error,
                          notify=not event.cancelled)
             return
+        from torchperf_tui.engine.profiling import sort_ops  # loaded by the session's warm-up
+
         result = event.result
-        self.show_result(result, self.app.session.engine.profiling.sort_ops)
+        self.show_result(result, sort_ops)
         if result.trace_path:
             self.app.notify(f"Chrome trace saved to {result.trace_path}", title="profile", timeout=8)
 

@@ -13,9 +13,9 @@ from textual.containers import Horizontal, Vertical
 from textual.markup import escape
 from textual.widgets import Button, DataTable, Static
 
-from torchperf_tui.app.job_slots import JobSlots
+from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent
-from torchperf_tui.worker.protocol import JobDone, JobFailed, Progress
+from torchperf_tui.measure.protocol import JobDone, JobFailed, Progress
 
 from torchperf_tui.formatting import format_bytes, format_ms, format_number
 from torchperf_tui.app.widgets.timing.histogram import _PlotHolder, theme_palette
@@ -108,7 +108,7 @@ class ThroughputPane(Vertical):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.jobs = JobSlots(self)
+        self.jobs = PaneJobs(self)
         self._searching: tuple | None = None  # (model, when the search started, its time budget) while it runs
 
     def compose(self) -> ComposeResult:
@@ -150,7 +150,9 @@ class ThroughputPane(Vertical):
         options = {} if session.max_batch is None else {"max_batch": session.max_batch}
         self.jobs.start("search", "throughput", {"cfg": cfg, "options": options},
                         f"searching the largest batch of {selection.spec}")
-        self._searching = (selection.spec, time.monotonic(), session.engine.throughput.DEFAULT_TIME_BUDGET_S)
+        from torchperf_tui.engine.throughput import DEFAULT_TIME_BUDGET_S  # loaded by the session's warm-up
+
+        self._searching = (selection.spec, time.monotonic(), DEFAULT_TIME_BUDGET_S)
 
     @on(JobEvent)
     def _job_event(self, message: JobEvent) -> None:

@@ -18,11 +18,11 @@ from textual.reactive import reactive
 from textual.widgets import ProgressBar, Static
 
 from torchperf_tui.formatting import budget_text, format_bytes, format_count, format_ms, format_number
-from torchperf_tui.app.job_slots import JobSlots
+from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent, RunsChanged
-from torchperf_tui.app.runs import RunRecord, app_marks, save_run
+from torchperf_tui.app.runs import LiveRun, app_marks, save_run
 from torchperf_tui.app.widgets.timing.histogram import LatencyHistogram
-from torchperf_tui.worker.protocol import JobDone, JobFailed, Progress, Samples
+from torchperf_tui.measure.protocol import JobDone, JobFailed, Progress, Samples
 
 COMPACT_BELOW_ROWS = 30  # the pane's height under which its lines are compact
 LIVE_STATS_EVERY_S = 0.5  # live statistics over all samples so far are recomputed at most this often
@@ -267,9 +267,9 @@ class TimingPane(Vertical):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.jobs = JobSlots(self)
-        self.record: RunRecord | None = None  # the current run
-        self._job_runs: dict[int, RunRecord] = {}  # job id -> its run, until its final answer
+        self.jobs = PaneJobs(self)
+        self.record: LiveRun | None = None  # the current run
+        self._job_runs: dict[int, LiveRun] = {}  # job id -> its run, until its final answer
         self.last_determinism = None  # the latest DeterminismReport
         self._note_spec: str | None = None  # the model the note is about
         self.last_modes = None  # the latest ModesResult
@@ -309,7 +309,7 @@ class TimingPane(Vertical):
         if self.record is not None and not self.record.finished:
             # Replaced: its job is cancelled below and its last answer dropped, so it ends here.
             self.record.status = "cancelled"
-        record = RunRecord(run_id=session.new_run_id(), model=selection.spec, step=selection.step_text(),
+        record = LiveRun(run_id=session.new_run_id(), model=selection.spec, step=selection.step_text(),
                            device=session.resolved_device(),
                            flags=selection.flags, flags_text=selection.flags.describe(session.device_kind()),
                            shapes=selection.shapes, compile=None if selection.compile == "eager" else selection.compile,
@@ -325,7 +325,9 @@ class TimingPane(Vertical):
         if cfg is None:
             return
         record.batch = cfg.batch or 1
-        note = self.app.session.engine.inputs.dtype_note(selection.dtype, session.device_kind())
+        from torchperf_tui.engine.inputs import dtype_note  # loaded by the session's warm-up
+
+        note = dtype_note(selection.dtype, session.device_kind())
         if note:
             self.app.notify(note, title="dtype", severity="warning", timeout=8)
         what = f"timing {selection.spec} at {selection.input_text(self.screen.default_shape())}"
@@ -368,7 +370,7 @@ class TimingPane(Vertical):
         elif isinstance(event, JobDone):
             self._finished(record, event.result, event.extra.get("fingerprint"))
 
-    def _samples(self, record: RunRecord, event) -> None:
+    def _samples(self, record: LiveRun, event) -> None:
         session = self.app.session
         record.batches += 1
         if event.memory:
@@ -391,7 +393,9 @@ class TimingPane(Vertical):
             # over every sample so far: at most every LIVE_STATS_EVERY_S, never per batch; and at the first
             # timed batch, so the body never says "no timed samples yet" beside a header saying "timed 15/64"
             if redraw or record.stats is None:
-                record.stats = session.engine.stats.compute_stats(record.samples_ms, batch=record.batch or 1)
+                from torchperf_tui.engine.stats import compute_stats  # loaded by the session's warm-up
+
+                record.stats = compute_stats(record.samples_ms, batch=record.batch or 1)
         phase_changed = record.status != event.phase
         record.status, record.index, record.total = event.phase, event.index, event.total
         # While the measurement process measures, this process shares the machine's cores with it: the run's
@@ -400,7 +404,7 @@ class TimingPane(Vertical):
             self._show(record, histogram=redraw)
 
     @staticmethod
-    def _due(record: RunRecord, now_anyway: bool = False) -> bool:
+    def _due(record: LiveRun, now_anyway: bool = False) -> bool:
         """True at most every LIVE_STATS_EVERY_S per run (or when `now_anyway`): when its lines are redrawn."""
         now = time.monotonic()
         if not now_anyway and now - record.stats_at < LIVE_STATS_EVERY_S:
@@ -408,7 +412,7 @@ class TimingPane(Vertical):
         record.stats_at = now
         return True
 
-    def _finished(self, record: RunRecord, result, fingerprint) -> None:
+    def _finished(self, record: LiveRun, result, fingerprint) -> None:
         record.result = result
         threads = getattr(result, "threads_used", None)
         if threads is not None and result.flags.num_threads is None:  # as run: Compare tells thread counts apart
@@ -442,7 +446,7 @@ class TimingPane(Vertical):
         self.jobs.start("roofline", "roofline", {"result": result, "report": self.app.session.report},
                         f"placing run {record.label} on the roofline", enforce_cancel=False)
 
-    def _mark_disturbed(self, record: RunRecord, result) -> None:
+    def _mark_disturbed(self, record: LiveRun, result) -> None:
         """What this process did beside the run (a resize, heavy redraws: app/runs.py) goes on the result, whose
         history record keeps it with the host's noise; the run shows both."""
         session = self.app.session
@@ -451,7 +455,7 @@ class TimingPane(Vertical):
                                          (record.seen_from, record.ui_cpu_from))
         record.disturbed = list(result.disturbance_marks()) if hasattr(result, "disturbance_marks") else []
 
-    def _failed(self, record: RunRecord, error: str) -> None:
+    def _failed(self, record: LiveRun, error: str) -> None:
         record.status, record.error = "failed", error
         self.app.notify(error, title=f"run {record.label} failed", severity="error", timeout=8)
         self._show(record)
@@ -575,7 +579,7 @@ class TimingPane(Vertical):
         if self.record is not None:
             self._show(self.record)
 
-    def _show(self, record: RunRecord, histogram: bool = True) -> None:
+    def _show(self, record: LiveRun, histogram: bool = True) -> None:
         if self.is_attached and record is self.record:
             self.show_run(record, histogram=histogram and self.screen.active_tab() == "timing")
 

@@ -12,11 +12,11 @@ def save_to_history(result: Any, path: Any = None, fingerprint: dict | None = No
     """Append a completed run (or both arms of an A/B) to the history at once. Returns None when saved, else
     one line for a warning: a history that cannot be written never loses the result on screen."""
     from torchperf_tui.engine.errors import TorchperfError, user_message
-    from torchperf_tui.engine.history_file import History, HistoryNotDurable
+    from torchperf_tui.engine.history_file import HistoryFile, HistoryNotDurable
     from torchperf_tui.engine.history_records import records_of
 
     try:
-        History(path).extend(records_of(result, fingerprint=fingerprint))
+        HistoryFile(path).extend(records_of(result, fingerprint=fingerprint))
     except HistoryNotDurable as exc:  # in the file; only the flush to disk failed
         return user_message(exc)
     except (TorchperfError, OSError, ValueError) as exc:

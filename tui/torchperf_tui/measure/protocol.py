@@ -5,7 +5,7 @@ batched samples, a result, an error). Each message travels as `(PROTOCOL_VERSION
 that receives another version refuses it rather than misread it. Everything here is plain data: results
 are the engine's own dataclasses, whose modules load without torch (engine/lazy_torch.py).
 
-Job kinds are the keys of RUNNERS in worker/jobs.py, whose runners document the params each takes.
+Job kinds are the keys of RUNNERS in measure/runners.py, whose runners document the params each takes.
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ from __future__ import annotations
 import itertools
 import pickle
 
-from torchperf_tui.worker.main import Worker
-from torchperf_tui.worker.protocol import PHASE, Progress, StartJob, unpack
+from torchperf_tui.measure.process import Worker
+from torchperf_tui.measure.protocol import PHASE, Progress, StartJob, unpack
 
 
 class _Pipe:
@@ -23,7 +23,7 @@ class _Pipe:
 
 
 class InProcessMeasurement:
-    """MeasurementProcess's interface as jobs/cli_jobs.py uses it; a job runs when it is submitted."""
+    """MeasurementProcess's interface as measure/cli_jobs.py uses it; a job runs when it is submitted."""
 
     def __init__(self, on_event, on_notice=None, log_path=None, output="log", restart=True) -> None:
         self.on_event = on_event

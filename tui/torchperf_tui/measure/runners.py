@@ -12,7 +12,7 @@ import time
 from collections import deque
 from typing import Any, Callable
 
-from torchperf_tui.worker.protocol import Progress, Samples
+from torchperf_tui.measure.protocol import Progress, Samples
 
 SEND_EVERY_S = 0.5  # batched samples leave at most twice a second: the UI redraws a run at that rate anyway
 
@@ -209,7 +209,7 @@ def run_profile(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 
 def run_roofline(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: result (a TimingResult), report (the DeviceReport the UI shows)."""
-    from torchperf_tui.jobs.follow_up import roofline_of_run
+    from torchperf_tui.measure.follow_up import roofline_of_run
 
     return roofline_of_run(params["result"], params.get("report")), {}
 
@@ -217,7 +217,7 @@ def run_roofline(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 def run_layer_times(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: result (a finished TimingResult), report. The run's roofline with each layer's time (None when
     cancelled before a pass)."""
-    from torchperf_tui.jobs.follow_up import layer_times_of_run
+    from torchperf_tui.measure.follow_up import layer_times_of_run
 
     return layer_times_of_run(params["result"], params.get("report"), should_cancel=ctx.cancelled), {}
 
@@ -283,7 +283,7 @@ def run_memory(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 
 
 # -- the CLI's jobs: one per command, each the engine calls that command made in the CLI's own process before --
-# (cli.py builds the params from its arguments; jobs/cli_jobs.py runs them). Where a command's call takes more
+# (cli.py builds the params from its arguments; measure/cli_jobs.py runs them). Where a command's call takes more
 # than the app's job of the same kind (a trace path, peaks, per-arm dtypes), it has a job of its own here.
 
 
@@ -345,7 +345,7 @@ def run_cli_profile(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: cfg, iters, sort_by, trace_path. -> (ProfileResult, {})."""
     from torchperf_tui.engine.profiling import profile_model
 
-    # Kineto's log lines on fd 2 go to this process's log (worker/main.py), not to the CLI's stderr.
+    # Kineto's log lines on fd 2 go to this process's log (measure/process.py), not to the CLI's stderr.
     return profile_model(params["cfg"], iters=params["iters"], sort_by=params.get("sort_by"),
                          trace_path=params.get("trace_path"), should_cancel=ctx.cancelled), {}
 
@@ -354,7 +354,7 @@ def run_cli_roofline(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: cfg, peak_tflops, peak_bandwidth_gbs, layers, layer_iters. A timing, then its roofline (with each
     layer's time for `layers`). -> (Roofline, {})."""
     from torchperf_tui.engine.timing import run_benchmark
-    from torchperf_tui.jobs.follow_up import layer_times_of_run, roofline_of_run
+    from torchperf_tui.measure.follow_up import layer_times_of_run, roofline_of_run
 
     timing = run_benchmark(params["cfg"], should_cancel=ctx.cancelled)
     peaks = {"peak_tflops": params.get("peak_tflops"), "peak_bandwidth_gbs": params.get("peak_bandwidth_gbs")}

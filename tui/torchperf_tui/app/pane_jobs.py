@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 
-class JobSlots:
+class PaneJobs:
     """The jobs of one pane. Events reach the pane as JobEvent messages (app/messages.py) with the slot's
     name; `current(message)` says whether the pane should show it."""
 
@@ -60,7 +60,7 @@ class JobSlots:
 
     def current(self, message: Any) -> bool:
         """True when the message's job is the slot's current one; a final event frees the slot."""
-        from torchperf_tui.worker.protocol import JobDone, JobFailed
+        from torchperf_tui.measure.protocol import JobDone, JobFailed
 
         event = message.event
         if self._jobs.get(message.slot) != event.job_id:

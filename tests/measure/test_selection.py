@@ -8,7 +8,7 @@ import pytest
 
 from torchperf_tui.engine.errors import ShapeError
 from torchperf_tui.engine.flags import Flags
-from torchperf_tui.jobs.selection import Selection
+from torchperf_tui.measure.selection import Selection
 
 
 def test_a_typed_shape_and_batch_become_the_full_input():

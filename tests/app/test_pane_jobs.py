@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from torchperf_tui.app.job_slots import JobSlots
+from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent
-from torchperf_tui.worker.protocol import JobDone, JobFailed, Progress
+from torchperf_tui.measure.protocol import JobDone, JobFailed, Progress
 
 
 class FakeSession:
@@ -24,7 +24,7 @@ class FakeSession:
 
 def slots():
     session = FakeSession()
-    return JobSlots(SimpleNamespace(app=SimpleNamespace(session=session))), session
+    return PaneJobs(SimpleNamespace(app=SimpleNamespace(session=session))), session
 
 
 def test_a_new_job_in_a_slot_cancels_the_old_one_and_only_the_new_ones_answers_count():

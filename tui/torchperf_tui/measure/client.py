@@ -8,7 +8,7 @@ request works. A cancelled job that has not stopped within CANCEL_GRACE_S once i
 before (a build or a forward pass stuck in C++ or in a sleep cannot be interrupted) is killed with its
 process, which is started again, and that is said: at once when the cancel is enforced, else as soon as another job waits behind it. The CLI uses
 the same client with restart=False and the model's prints on its own stderr, the process's stderr in its log
-(jobs/cli_jobs.py).
+(measure/cli_jobs.py).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from torchperf_tui.worker.protocol import (MEASURING_KINDS, PHASE, CancelJob, JobDone, JobFailed, Progress,
+from torchperf_tui.measure.protocol import (MEASURING_KINDS, PHASE, CancelJob, JobDone, JobFailed, Progress,
                                            ProtocolError, Quit, Ready, Samples, StartJob, Started, pack, unpack)
 
 # A cancelled job must stop within these, or it is killed with its process (the README promises both numbers):
@@ -135,14 +135,14 @@ class MeasurementProcess:
 
     # -- life cycle ------------------------------------------------------------------------------------
     def start(self) -> None:
-        """Start a measurement process (a new interpreter running torchperf_tui.worker) and the threads that
+        """Start a measurement process (a new interpreter running torchperf_tui.measure) and the threads that
         talk to it; jobs still waiting from a process that went are sent to this one."""
         import socket
         import subprocess
         import sys
         from multiprocessing.connection import Connection
 
-        from torchperf_tui.worker.main import CPUS_ENV, PRINTS_TO_STDERR, log_file
+        from torchperf_tui.measure.process import CPUS_ENV, PRINTS_TO_STDERR, log_file
 
         with self._lock:
             self._generation += 1
@@ -156,7 +156,7 @@ class MeasurementProcess:
             # not shadow the installed torch (a user's model module there still imports: engine/models.py).
             safe_path = ["-P"] if sys.version_info >= (3, 11) else []
             to_stderr = self.prints_to_stderr
-            process = subprocess.Popen([sys.executable, *safe_path, "-m", "torchperf_tui.worker", str(theirs.fileno()),
+            process = subprocess.Popen([sys.executable, *safe_path, "-m", "torchperf_tui.measure", str(theirs.fileno()),
                                         self.log_template, *([PRINTS_TO_STDERR] if to_stderr else [])],
                                        pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
                                        stdout=subprocess.DEVNULL, stderr=None if to_stderr else subprocess.DEVNULL,

@@ -6,10 +6,10 @@ Starts the real process (a few seconds), as the app does."""
 from __future__ import annotations
 
 from torchperf_tui.engine.bench_config import BenchConfig
-from torchperf_tui.jobs.measurement import MeasurementProcess
-from torchperf_tui.worker.protocol import JobDone
+from torchperf_tui.measure.client import MeasurementProcess
+from torchperf_tui.measure.protocol import JobDone
 
-from tests.jobs.test_measurement_process import Recorder
+from tests.measure.test_measurement_process import Recorder
 
 
 def _time(process: MeasurementProcess, rec: Recorder, model: str) -> JobDone:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from torchperf_tui.engine.errors import InputTooLarge, ShapeError
-from torchperf_tui.jobs.selection import Selection
+from torchperf_tui.measure.selection import Selection
 
 TINY = "tests.tinymodels:tiny_cnn"
 

@@ -1,13 +1,13 @@
 """The measurement process's main loop: it imports torch, holds the model, and runs one job at a time.
 
-Started as a new interpreter (`python -m torchperf_tui.worker`, never forked: CUDA is initialised only
-here) by jobs/measurement.py, with one end of a socket pair. For the app its stdout and stderr go to a log file
+Started as a new interpreter (`python -m torchperf_tui.measure`, never forked: CUDA is initialised only
+here) by measure/client.py, with one end of a socket pair. For the app its stdout and stderr go to a log file
 named after this process (its stdin is /dev/null), so nothing a model prints or reads can touch the app's
 terminal; for the CLI its stdout goes to the CLI's stderr, so a model's print() never mixes with the command's
 output, and its stderr (a crash dump, a traceback) to the log. A reader thread takes requests off the pipe: a new job joins the
 queue, a cancel sets that job's flag (checked by the engine between iterations), a quit or a closed pipe
 ends the process. Jobs run on the main thread, one after another: while one measures, this process does
-nothing else (samples leave in batches, twice a second, between iterations: worker/jobs.py's SampleStream).
+nothing else (samples leave in batches, twice a second, between iterations: measure/runners.py's SampleStream).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import sys
 import threading
 from typing import Any
 
-from torchperf_tui.worker.protocol import CancelJob, JobDone, JobFailed, Quit, Ready, StartJob, Started, pack, unpack
+from torchperf_tui.measure.protocol import CancelJob, JobDone, JobFailed, Quit, Ready, StartJob, Started, pack, unpack
 
 
 PRINTS_TO_STDERR = "prints-to-stderr"  # the argument that sends stdout (the model's prints) to the stderr given
@@ -143,7 +143,7 @@ class Worker:
     def serve(self) -> None:
         from torchperf_tui.engine.errors import TorchperfError, user_message
         from torchperf_tui.engine.flags import guarded_job
-        from torchperf_tui.worker.jobs import RUNNERS, JobContext
+        from torchperf_tui.measure.runners import RUNNERS, JobContext
 
         while True:
             job = self.jobs.get()
@@ -222,7 +222,7 @@ def track_phases(job: StartJob, ctx: Any) -> list[str]:
     passes (from the job's first check of its cancel flag: the engine's loops check it before each pass, after
     the build). A process that dies in there (os._exit, a segfault) is then reported with that phase. Returns
     what the import changed of torch's state, in words (put back: the job runs from the process's own)."""
-    from torchperf_tui.worker.protocol import PHASE
+    from torchperf_tui.measure.protocol import PHASE
 
     spec = model_spec(job.params)
     if spec is None:

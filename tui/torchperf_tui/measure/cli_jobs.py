@@ -1,6 +1,6 @@
 """The CLI's way to run a job: in a measurement process of its own, as the app runs every job.
 
-`run_job(kind, params)` starts a measurement process (jobs/measurement.py: its stdout, the model's prints, on
+`run_job(kind, params)` starts a measurement process (measure/client.py: its stdout, the model's prints, on
 the CLI's stderr; its stderr, a crash dump or a traceback, in its log, named in the line that says it died), sends it the one job, hands its progress to callbacks while it runs, and returns the engine's result
 once it is done; the process is then stopped (killed if something of the model's, a thread that never ends,
 holds it). So the model's code can neither end the command (os._exit is one line and exit 2), nor keep it
@@ -15,8 +15,8 @@ import queue
 from typing import Any, Callable
 
 from torchperf_tui.engine.errors import TorchperfError
-from torchperf_tui.jobs.measurement import CANCEL_GRACE_S, MeasurementProcess
-from torchperf_tui.worker.protocol import JobDone, JobFailed, Progress, Samples
+from torchperf_tui.measure.client import CANCEL_GRACE_S, MeasurementProcess
+from torchperf_tui.measure.protocol import JobDone, JobFailed, Progress, Samples
 
 POLL_S = 0.2  # how often the waiting thread wakes: a Ctrl-C is seen within this
 
@@ -32,7 +32,7 @@ class MeasurementBug(Exception):
 def run_job(kind: str, params: dict, what: str = "", *, on_progress: Callable[[str, Any], None] | None = None,
             on_samples: Callable[[Samples], None] | None = None,
             process_factory: Callable[..., Any] | None = None) -> tuple[Any, dict]:
-    """Run one job of `kind` (worker/jobs.py RUNNERS) and return its (result, extra). `on_progress(what, data)`
+    """Run one job of `kind` (measure/runners.py RUNNERS) and return its (result, extra). `on_progress(what, data)`
     gets its Progress events, `on_samples(samples)` its batched Samples, on this thread, in order."""
     events: queue.Queue = queue.Queue()
     make = process_factory or MeasurementProcess

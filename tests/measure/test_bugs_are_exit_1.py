@@ -7,11 +7,10 @@ import threading
 
 import pytest
 
-from tests.jobs.in_process import InProcessMeasurement
+from tests.measure.in_process import InProcessMeasurement
 from tests.test_cli import TINY, run
-from torchperf_tui.jobs import cli_jobs
-from torchperf_tui.jobs.measurement import JobInfo, MeasurementProcess
-from torchperf_tui.worker import jobs as worker_jobs
+from torchperf_tui.measure import cli_jobs, runners
+from torchperf_tui.measure.client import JobInfo, MeasurementProcess
 
 
 @pytest.fixture
@@ -20,7 +19,7 @@ def in_process(monkeypatch):
 
 
 def test_a_result_that_cannot_be_pickled_is_a_bug_exit_1(capsys, monkeypatch, in_process):
-    monkeypatch.setitem(worker_jobs.RUNNERS, "cli.flops", lambda params, ctx: (threading.Lock(), {}))
+    monkeypatch.setitem(runners.RUNNERS, "cli.flops", lambda params, ctx: (threading.Lock(), {}))
     code, out, err = run(capsys, "flops", TINY, "--input", "1x3x8x8")
     assert code == 1 and out == "" and err.count("\n") == 1, err
     assert "internal error" in err and "its result could not be sent" in err
