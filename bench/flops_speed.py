@@ -34,7 +34,7 @@ CHILD = textwrap.dedent('''
         return torchvision.models.get_model(name, weights=None).eval()
 
     if tool == "torchperf":
-        from torchperf_tui.engine.complexity import analyse_complexity
+        from torchperf_tui.engine.workloads.complexity import analyse_complexity
         def count():
             return analyse_complexity(name, shape).macs
     elif tool == "fvcore":

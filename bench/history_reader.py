@@ -54,7 +54,7 @@ CHILD = textwrap.dedent('''
         return (status_kib("VmHWM") - before) / 1024
 
     if version == "new":
-        from torchperf_tui.engine.history_file import HistoryFile
+        from torchperf_tui.engine.records.history_file import HistoryFile
         from torchperf_tui.app.widgets.history import history_pane as pane_module
     else:
         HistoryFile = load("old_results", f"{old_dir}/results.py").History
@@ -106,10 +106,10 @@ CHILD = textwrap.dedent('''
 
 def real_records() -> list[dict]:
     """Records as the app writes them: resnet18 timed on this CPU, at three run lengths, and an A/B pair."""
-    from torchperf_tui.engine.flags import Flags
-    from torchperf_tui.engine.history_records import record_from_timing
-    from torchperf_tui.engine.bench_config import BenchConfig
-    from torchperf_tui.engine.timing import run_benchmark
+    from torchperf_tui.engine.benchmark.flags import Flags
+    from torchperf_tui.engine.records.history_records import record_from_timing
+    from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+    from torchperf_tui.engine.benchmark.timing import run_benchmark
 
     records = []
     for iters in (50, 200, 1000):
@@ -117,9 +117,9 @@ def real_records() -> list[dict]:
                           flags=Flags())
         records.append(record_from_timing(run_benchmark(cfg)).to_dict())
     try:  # an A/B pair too, if the engine's comparison runs here
-        from torchperf_tui.engine.ab_arms import parse_arm_spec
-        from torchperf_tui.engine.abtest import run_ab
-        from torchperf_tui.engine.history_records import records_from_ab
+        from torchperf_tui.engine.benchmark.ab_arms import parse_arm_spec
+        from torchperf_tui.engine.benchmark.abtest import run_ab
+        from torchperf_tui.engine.records.history_records import records_from_ab
 
         base = BenchConfig(model="resnet18", input_shape=(1, 3, 32, 32), device="cpu", warmup=3, iters=50)
         result = run_ab(base, parse_arm_spec("threads=1", base.flags), parse_arm_spec("threads=2", base.flags),

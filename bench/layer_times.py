@@ -20,11 +20,11 @@ import statistics
 
 import torch
 
-from torchperf_tui.engine.flags import Flags, applied_flags
-from torchperf_tui.engine.inputs import resolve_device
-from torchperf_tui.engine.models import default_input_shape
-from torchperf_tui.engine.bench_config import BenchConfig
-from torchperf_tui.engine.timing import run_benchmark
+from torchperf_tui.engine.benchmark.flags import Flags, applied_flags
+from torchperf_tui.engine.workloads.inputs import resolve_device
+from torchperf_tui.engine.workloads.models import default_input_shape
+from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+from torchperf_tui.engine.benchmark.timing import run_benchmark
 from torchperf_tui.measure.follow_up import layer_times_of_run
 
 

@@ -20,8 +20,8 @@ import time
 
 import torch
 
-from torchperf_tui.engine.throughput import ThroughputResult, find_max_batch
-from torchperf_tui.engine.bench_config import BenchConfig
+from torchperf_tui.engine.benchmark.throughput import ThroughputResult, find_max_batch
+from torchperf_tui.engine.benchmark.bench_config import BenchConfig
 
 
 def load_line() -> tuple[str, bool]:

@@ -24,11 +24,11 @@ import sys
 import torch
 import torch.utils.benchmark as tbench
 
-from torchperf_tui.engine.flags import Flags, applied_flags
-from torchperf_tui.engine.inputs import make_input, parse_shape, resolve_device
-from torchperf_tui.engine.models import build_model
-from torchperf_tui.engine.bench_config import BenchConfig
-from torchperf_tui.engine.timing import run_benchmark
+from torchperf_tui.engine.benchmark.flags import Flags, applied_flags
+from torchperf_tui.engine.workloads.inputs import make_input, parse_shape, resolve_device
+from torchperf_tui.engine.workloads.models import build_model
+from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+from torchperf_tui.engine.benchmark.timing import run_benchmark
 from timing_fidelity import reference_timers, report_agreement, report_pipelined  # bench/ is on the path
 
 

@@ -53,14 +53,14 @@ def fake_gpu_conditions(monkeypatch):
     """run_benchmark, run_ab, run_modes and the throughput search read this fake NVML beside a CPU run as they read a GPU's beside a CUDA run."""
     fake = _CountingEnergy()
 
-    from torchperf_tui.engine.nvml import Nvml
-    from torchperf_tui.engine.condition_sampler import ConditionSampler
+    from torchperf_tui.engine.hardware.nvml import Nvml
+    from torchperf_tui.engine.hardware.condition_sampler import ConditionSampler
 
     def sampler(device, period_s=None):
         return ConditionSampler(Nvml.open(fake), 0, period_s=None)
 
-    monkeypatch.setattr("torchperf_tui.engine.timing.conditions_sampler", sampler)
-    monkeypatch.setattr("torchperf_tui.engine.abtest.conditions_sampler", sampler)
-    monkeypatch.setattr("torchperf_tui.engine.timing_modes.conditions_sampler", sampler)
-    monkeypatch.setattr("torchperf_tui.engine.throughput.conditions_sampler", sampler)
+    monkeypatch.setattr("torchperf_tui.engine.benchmark.timing.conditions_sampler", sampler)
+    monkeypatch.setattr("torchperf_tui.engine.benchmark.abtest.conditions_sampler", sampler)
+    monkeypatch.setattr("torchperf_tui.engine.benchmark.timing_modes.conditions_sampler", sampler)
+    monkeypatch.setattr("torchperf_tui.engine.benchmark.throughput.conditions_sampler", sampler)
     return fake

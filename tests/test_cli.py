@@ -55,8 +55,8 @@ def test_info_says_a_cpu_has_no_datasheet_peak_and_shows_the_measured_ceilings_o
     code, out, _ = run(capsys, "info")
     assert "no datasheet figure for a CPU: the measured ceilings stand in for them" in out
     assert "none measured yet: `torchperf-tui ceilings` measures them" in out
-    from torchperf_tui.engine.ceilings import Ceiling, CeilingsResult, device_key, save_ceilings
-    from torchperf_tui.engine.inputs import resolve_device
+    from torchperf_tui.engine.hardware.ceilings import Ceiling, CeilingsResult, device_key, save_ceilings
+    from torchperf_tui.engine.workloads.inputs import resolve_device
 
     save_ceilings(CeilingsResult(device="cpu", key=device_key(resolve_device("cpu")), measured_at=0.0, ceilings=[
         Ceiling("matmul", "float32", 3.2e11, "2048x2048x2048", 0.05, 10),

@@ -79,7 +79,7 @@ def test_a_failed_job_is_the_engines_line_or_a_bug_said_as_one():
 
 
 def _cfg(**kw):
-    from torchperf_tui.engine.bench_config import BenchConfig
+    from torchperf_tui.engine.benchmark.bench_config import BenchConfig
 
     return BenchConfig(**{**dict(model=TINY, input_shape=(1, 3, 8, 8), warmup=0, iters=2, device="cpu"), **kw})
 

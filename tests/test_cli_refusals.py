@@ -117,7 +117,7 @@ def test_compare_stops_at_its_time_budget_and_says_so(capsys):
 def test_two_identical_arms_are_refused_unless_an_aa_check_is_asked_for(capsys, a, b):
     line = refused(capsys, "compare", TINY, "--input", "1x3x8x8", "--a", a, "--b", b, "--blocks", "6",
                    "--per-block", "1", "--no-history")
-    from torchperf_tui.engine.ab_arms import same_arms_refusal  # the app's sentence too
+    from torchperf_tui.engine.benchmark.ab_arms import same_arms_refusal  # the app's sentence too
 
     assert line == "torchperf-tui: error: " + same_arms_refusal("--aa runs an A/A check of the noise on purpose")
 
@@ -146,7 +146,7 @@ def test_a_symlinked_history_is_refused_where_the_option_enters_before_any_run(c
 
 def test_export_output_dash_is_stdout_not_a_file_named_dash(capsys, tmp_path, monkeypatch):
     from tests.records import make_record
-    from torchperf_tui.engine.history_file import HistoryFile
+    from torchperf_tui.engine.records.history_file import HistoryFile
 
     history = tmp_path / "h.jsonl"
     HistoryFile(history).extend([make_record(), make_record()])

@@ -149,7 +149,7 @@ def screen_text(app, selector: str) -> str:
 
 def fixed_cpu(report):
     """The report with CPU facts fixed, so snapshots do not depend on the machine."""
-    from torchperf_tui.engine.device import CpuFacts
+    from torchperf_tui.engine.hardware.device import CpuFacts
 
     cpu = CpuFacts(model="Test CPU 8-core", physical_cores=8, logical_cores=16, freq_mhz=3000.0,
                    ram_total_bytes=64 * GiB, torch_threads=8, mkldnn_available=True)
@@ -157,8 +157,8 @@ def fixed_cpu(report):
 
 
 def cpu_report():
-    from torchperf_tui.engine.device import DeviceReport
-    from torchperf_tui.engine.nvml import NA
+    from torchperf_tui.engine.hardware.device import DeviceReport
+    from torchperf_tui.engine.hardware.nvml import NA
 
     return fixed_cpu(DeviceReport(
         torch_version="", cuda_available=False,
@@ -170,8 +170,8 @@ def cpu_report():
 
 def gpu_report_and_fakes():
     from tests.fakes.fake_cuda import h100_fakes
-    from torchperf_tui.engine.device import probe_device
-    from torchperf_tui.engine.nvml import Nvml
+    from torchperf_tui.engine.hardware.device import probe_device
+    from torchperf_tui.engine.hardware.nvml import Nvml
 
     fake_nvml, fake_cuda = h100_fakes()
     report = probe_device(nvml=Nvml.open(module=fake_nvml), cuda=fake_cuda)
@@ -182,8 +182,8 @@ class FrozenTelemetry:
     """A telemetry source that returns the same history every time (for deterministic snapshots)."""
 
     def __init__(self, gpu: bool) -> None:
-        from torchperf_tui.engine.nvml import NA
-        from torchperf_tui.engine.telemetry import GpuSample, TelemetrySample
+        from torchperf_tui.engine.hardware.nvml import NA
+        from torchperf_tui.engine.hardware.telemetry import GpuSample, TelemetrySample
 
         samples = []
         for i in range(20):

@@ -86,7 +86,7 @@ async def test_a_run_fills_progress_stats_and_histogram(tiny_app):
 
 
 async def test_a_completed_run_is_in_the_history_file_at_once(tmp_path):
-    from torchperf_tui.engine.history_file import HistoryFile
+    from torchperf_tui.engine.records.history_file import HistoryFile
 
     path = tmp_path / "runs.jsonl"
     app = TorchperfApp(poll_telemetry=False, warmup=1, iters=5, history_path=str(path))

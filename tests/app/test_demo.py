@@ -5,7 +5,7 @@ from __future__ import annotations
 from tests.app.helpers import TINY, screen_text, wait_until
 from torchperf_tui.app.app import TorchperfApp
 from torchperf_tui.app.demo import story
-from torchperf_tui.engine.flags import Flags
+from torchperf_tui.engine.benchmark.flags import Flags
 
 
 def banner(app) -> str:

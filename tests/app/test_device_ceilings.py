@@ -35,7 +35,7 @@ def _keep(ceiling_flops: float, fmt: int = 2) -> None:
     """Keep ceilings for this box's CPU as if measured (the test process may load torch; the app's may not)."""
     import torch
 
-    from torchperf_tui.engine.ceilings import Ceiling, CeilingsResult, device_key, save_ceilings
+    from torchperf_tui.engine.hardware.ceilings import Ceiling, CeilingsResult, device_key, save_ceilings
 
     save_ceilings(CeilingsResult(device="cpu", key=device_key(torch.device("cpu")), measured_at=1.0, format=fmt,
                                  ceilings=[Ceiling("compute", "float32", ceiling_flops, "64x64x64", 0.5, 3),

@@ -11,7 +11,7 @@ from tests.app.test_history_pane import two_runs_compared
 from tests.records import make_record
 from torchperf_tui.app.runs import Disturbances, LiveRun, busy_mark
 from torchperf_tui.app.widgets.compare.compare_pane import disturbed_note
-from torchperf_tui.engine.history_compare import compare_records
+from torchperf_tui.engine.records.history_compare import compare_records
 
 SLOW = "tests.tinymodels:per_call_cost"  # 10 ms a call: 300 timed iterations take 3 s, time to resize in
 RESIZED = "window resized during the run"

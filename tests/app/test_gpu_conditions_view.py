@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 from tests.app.helpers import screen_text, wait_until
 from tests.app.test_snapshots import deliver, frozen_app, press_then_settle, synthetic_ab, synthetic_runs
-from torchperf_tui.engine.run_conditions import RunConditions
+from torchperf_tui.engine.hardware.run_conditions import RunConditions
 
 
 def _conditions(throttled: float) -> RunConditions:
@@ -56,7 +56,7 @@ async def test_the_compare_view_says_each_arms_gpu_and_the_throttle_note():
         await press_then_settle()(pilot)
         result = synthetic_ab(pilot.app)
         result.a.conditions, result.b.conditions = _conditions(0.0), _conditions(0.5)
-        from torchperf_tui.engine.run_conditions import throttle_note
+        from torchperf_tui.engine.hardware.run_conditions import throttle_note
 
         result.notes.append(throttle_note(result.a.conditions, result.b.conditions))
         pilot.app.main.show_tab("compare")

@@ -12,7 +12,7 @@ from tests.app.helpers import row_cells, screen_text, wait_ready, wait_until
 from tests.records import make_record
 from torchperf_tui.app.app import TorchperfApp
 from torchperf_tui.app.widgets.history.history_pane import HistoryPane
-from torchperf_tui.engine.history_file import HistoryFile
+from torchperf_tui.engine.records.history_file import HistoryFile
 
 
 def write_history(path, n: int) -> list:

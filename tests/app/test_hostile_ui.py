@@ -8,7 +8,7 @@ import os
 import pytest
 
 from torchperf_tui.app.app import TorchperfApp
-from torchperf_tui.engine.output_files import OutputPathError
+from torchperf_tui.engine.records.output_files import OutputPathError
 from torchperf_tui.options import OptionError
 
 

@@ -15,8 +15,8 @@ async def test_a_with_identical_arms_says_there_is_nothing_to_compare(tiny_app):
                          what="the Compare pane to say the arms are the same")
         from textual.markup import escape
 
-        from torchperf_tui.engine.ab_arms import same_arms_refusal  # the CLI's sentence too
-        from torchperf_tui.engine.flags import Flags
+        from torchperf_tui.engine.benchmark.ab_arms import same_arms_refusal  # the CLI's sentence too
+        from torchperf_tui.engine.benchmark.flags import Flags
 
         remedy = "flip a flag first: A/B compares the flags before the flip with the current ones"
         text = same_arms_refusal(remedy, Flags().describe(app.session.device_kind()))

@@ -69,7 +69,7 @@ def synthetic_ab(app):
     import numpy as np
 
     from torchperf_tui.app.runs import LiveRun
-    from torchperf_tui.engine.abtest import ABResult, ArmResult, block_order, block_verdict
+    from torchperf_tui.engine.benchmark.abtest import ABResult, ArmResult, block_order, block_verdict
 
     rng = np.random.default_rng(7)
     a_blocks = [list(6.0 + 0.2 * rng.standard_normal(10)) for _ in range(10)]
@@ -92,7 +92,7 @@ def synthetic_ab(app):
 
 
 def synthetic_kernels():
-    from torchperf_tui.engine.kernels import CUDA_NOTE, KernelComparison, KernelTime, LayerKernels
+    from torchperf_tui.engine.analysis.kernels import CUDA_NOTE, KernelComparison, KernelTime, LayerKernels
 
     gemm = "void cudnn::cnn::implicit_convolve_sgemm<float, float, 1024, 5, 5, 3, 3, 3, 1, false, false, true>"
     wino = "void cudnn::winograd_nonfused::winogradForwardData4x4<float, float>(cudnn::winograd_nonfused::Params)"
@@ -154,7 +154,7 @@ def synthetic_runs(app, *flag_sets: dict) -> list:
 
     from torchperf_tui.app.messages import RunsChanged
     from torchperf_tui.app.runs import LiveRun
-    from torchperf_tui.engine.stats import compute_stats
+    from torchperf_tui.engine.benchmark.stats import compute_stats
 
     rng = np.random.default_rng(11)
     records = []
@@ -204,7 +204,7 @@ def history_file() -> str:
     from pathlib import Path
 
     from tests.records import make_record
-    from torchperf_tui.engine.history_file import HistoryFile
+    from torchperf_tui.engine.records.history_file import HistoryFile
 
     folder = Path(tempfile.gettempdir()) / "torchperf-snapshot-history"
     folder.mkdir(exist_ok=True)

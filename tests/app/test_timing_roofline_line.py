@@ -1,11 +1,11 @@
 """The Timing pane's roofline line words the share of the measured ceiling as the engine does
-(engine/roofline.py's utilisation_text, which the CLI uses too): the figure, or above 100 % the sentence that says
+(engine/analysis/roofline.py's utilisation_text, which the CLI uses too): the figure, or above 100 % the sentence that says
 the ceiling is too low, never a utilisation above 100 % as a fact."""
 
 from __future__ import annotations
 
 from torchperf_tui.app.widgets.timing.timing_pane import roofline_text
-from torchperf_tui.engine.roofline import RooflineResult, above_ceiling_text, utilisation_text
+from torchperf_tui.engine.analysis.roofline import RooflineResult, above_ceiling_text, utilisation_text
 
 
 def result_with(measured_mfu_pct: float) -> RooflineResult:

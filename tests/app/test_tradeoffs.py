@@ -13,7 +13,7 @@ from torchperf_tui.app.runs import LiveRun
 from torchperf_tui.app.widgets.memory.memory_chart import MemoryChart
 from torchperf_tui.app.widgets.timing.histogram import LatencyHistogram, LatencyOverlay
 from torchperf_tui.app.widgets.timing.timing_pane import compile_text
-from torchperf_tui.engine.history_file import HistoryFile
+from torchperf_tui.engine.records.history_file import HistoryFile
 
 
 async def pick(pilot, name: str, downs: int) -> None:

@@ -12,10 +12,10 @@ import pytest
 import torch
 from torch import nn
 
-from torchperf_tui.engine.complexity import analyse_complexity
+from torchperf_tui.engine.workloads.complexity import analyse_complexity
 from torchperf_tui.engine.errors import ShapeError
-from torchperf_tui.engine.model_catalogue import list_catalogue, reference_weights
-from torchperf_tui.engine.models import build_model
+from torchperf_tui.engine.workloads.model_catalogue import list_catalogue, reference_weights
+from torchperf_tui.engine.workloads.models import build_model
 
 
 class FrozenStem(nn.Module):
@@ -190,8 +190,8 @@ def test_largest_model_stays_small_in_memory():
     # Run in a fresh process so the peak RSS is this analysis's, not the test session's.
     script = textwrap.dedent("""
         import resource, time
-        from torchperf_tui.engine.models import build_model
-        from torchperf_tui.engine.complexity import analyse_complexity
+        from torchperf_tui.engine.workloads.models import build_model
+        from torchperf_tui.engine.workloads.complexity import analyse_complexity
         start = time.perf_counter()
         model = build_model("vit_h_14", device="meta", builder_kwargs={"image_size": 518})
         result = analyse_complexity(model, (1, 3, 518, 518))

@@ -8,10 +8,10 @@ import pytest
 import torch
 from torch import nn
 
-from torchperf_tui.engine.determinism import check_determinism
+from torchperf_tui.engine.benchmark.determinism import check_determinism
 from torchperf_tui.engine.errors import TorchperfError
-from torchperf_tui.engine.flags import Flags
-from torchperf_tui.engine.inputs import make_input
+from torchperf_tui.engine.benchmark.flags import Flags
+from torchperf_tui.engine.workloads.inputs import make_input
 
 TINY = "tests.tinymodels:tiny_cnn"
 SHAPE = (2, 3, 8, 8)

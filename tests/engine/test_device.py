@@ -10,7 +10,7 @@ import torch
 from tests.fakes import fake_nvml as fk
 from tests.fakes.fake_cuda import FakeCuda, FakeDeviceProperties, h100_fakes
 from tests.fakes.fake_nvml import FakeGpu, FakeNvml, MiB
-from torchperf_tui.engine.device import (
+from torchperf_tui.engine.hardware.device import (
     DeviceReport,
     TorchCudaBackend,
     format_cudnn_version,
@@ -18,8 +18,8 @@ from torchperf_tui.engine.device import (
     probe_cpu,
     probe_device,
 )
-from torchperf_tui.engine.device_peaks import peak_figures
-from torchperf_tui.engine.nvml import NA, Nvml
+from torchperf_tui.engine.hardware.device_peaks import peak_figures
+from torchperf_tui.engine.hardware.nvml import NA, Nvml
 
 # The lead's conftest skips `gpu` tests without CUDA; the skipif keeps that true if run outside it.
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")

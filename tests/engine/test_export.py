@@ -11,9 +11,9 @@ import pytest
 
 from tests.records import make_record
 from torchperf_tui.engine.errors import TorchperfError
-from torchperf_tui.engine.export import export_records
-from torchperf_tui.engine.flags import Flags
-from torchperf_tui.engine.history_records import HistoryRecord
+from torchperf_tui.engine.records.export import export_records
+from torchperf_tui.engine.benchmark.flags import Flags
+from torchperf_tui.engine.records.history_records import HistoryRecord
 
 
 def test_export_json_parses_back_to_the_records():

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from torchperf_tui.engine.device import CpuFacts, DeviceReport, GpuFacts
-from torchperf_tui.engine.fingerprint import clear_fingerprint_cache, environment_fingerprint
-from torchperf_tui.engine.nvml import NA
+from torchperf_tui.engine.hardware.device import CpuFacts, DeviceReport, GpuFacts
+from torchperf_tui.engine.records.fingerprint import clear_fingerprint_cache, environment_fingerprint
+from torchperf_tui.engine.hardware.nvml import NA
 
 
 def _report(gpu_names: list[str], cuda: bool = True) -> DeviceReport:
@@ -34,7 +34,7 @@ def test_fingerprint_names_the_device_the_run_used():
 
 
 def test_fingerprint_probes_the_device_once(monkeypatch):
-    from torchperf_tui.engine import device
+    from torchperf_tui.engine.hardware import device
 
     calls = []
     monkeypatch.setattr(device, "probe_device", lambda: calls.append(1) or _report([], cuda=False))

@@ -6,8 +6,8 @@ import pytest
 
 from tests.records import ENV, make_record
 from torchperf_tui.engine.errors import TorchperfError
-from torchperf_tui.engine.flags import Flags
-from torchperf_tui.engine.history_compare import compare_records
+from torchperf_tui.engine.benchmark.flags import Flags
+from torchperf_tui.engine.records.history_compare import compare_records
 
 
 def test_compare_reports_median_and_p99_ratios_and_flag_changes():

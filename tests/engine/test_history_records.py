@@ -9,10 +9,10 @@ import sys
 import pytest
 
 from tests.records import ENV
-from torchperf_tui.engine.flags import Flags
-from torchperf_tui.engine.history_records import record_from_timing
-from torchperf_tui.engine.stats import compute_stats
-from torchperf_tui.engine.timing import TimingResult
+from torchperf_tui.engine.benchmark.flags import Flags
+from torchperf_tui.engine.records.history_records import record_from_timing
+from torchperf_tui.engine.benchmark.stats import compute_stats
+from torchperf_tui.engine.benchmark.timing import TimingResult
 
 
 def test_record_from_timing_keeps_setup_stats_samples_and_flags():

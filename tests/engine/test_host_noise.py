@@ -1,4 +1,4 @@
-"""A noisy host and noisy samples are flagged with their figure: engine/host_noise.py read through a fake reader,
+"""A noisy host and noisy samples are flagged with their figure: engine/hardware/host_noise.py read through a fake reader,
 and the figures carried by run_benchmark's result into the history record and its comparisons."""
 
 from __future__ import annotations
@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from tests.records import make_record
-from torchperf_tui.engine import host_noise
-from torchperf_tui.engine.history_compare import compare_records
-from torchperf_tui.engine.history_records import HistoryRecord, record_from_timing
-from torchperf_tui.engine.host_noise import HostNoise, HostProbe
-from torchperf_tui.engine.stats import p50_over_min, share_above
+from torchperf_tui.engine.hardware import host_noise
+from torchperf_tui.engine.records.history_compare import compare_records
+from torchperf_tui.engine.records.history_records import HistoryRecord, record_from_timing
+from torchperf_tui.engine.hardware.host_noise import HostNoise, HostProbe
+from torchperf_tui.engine.benchmark.stats import p50_over_min, share_above
 
 
 class FakeReader:
@@ -114,11 +114,11 @@ def test_a_window_that_never_opened_has_no_host_figures():
 
 
 def test_run_benchmark_reads_the_host_at_the_timed_windows_edges_and_the_record_keeps_the_marks(monkeypatch):
-    from torchperf_tui.engine.bench_config import BenchConfig
-    from torchperf_tui.engine.timing import run_benchmark
+    from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+    from torchperf_tui.engine.benchmark.timing import run_benchmark
 
     busy = ((0.0, 5.0, 100.0, 50.0), (2.0, 5.6, 104.0, 51.0))  # others: 1.5 cores
-    monkeypatch.setattr("torchperf_tui.engine.timing.HostProbe", lambda: HostProbe(FakeReader(*busy)))
+    monkeypatch.setattr("torchperf_tui.engine.benchmark.timing.HostProbe", lambda: HostProbe(FakeReader(*busy)))
     cfg = BenchConfig(model="tests.tinymodels:tiny_cnn", input_shape=(1, 3, 16, 16), device="cpu", warmup=1, iters=4)
     result = run_benchmark(cfg)
     noise = result.host_noise

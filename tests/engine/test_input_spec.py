@@ -2,8 +2,8 @@
 
 import torch
 
-from torchperf_tui.engine.input_spec import InputSpec, ShapeFeed
-from torchperf_tui.engine.inputs import make_input
+from torchperf_tui.engine.workloads.input_spec import InputSpec, ShapeFeed
+from torchperf_tui.engine.workloads.inputs import make_input
 
 
 def test_an_input_spec_knows_its_batch_and_the_shape_of_one_item():

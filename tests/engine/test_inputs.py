@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from torchperf_tui.engine.errors import DeviceError, ShapeError
-from torchperf_tui.engine.inputs import (dtype_name, format_shape, make_input, parse_dtype, parse_shape,
+from torchperf_tui.engine.workloads.inputs import (dtype_name, format_shape, make_input, parse_dtype, parse_shape,
                                          resolve_device)
 
 

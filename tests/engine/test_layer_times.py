@@ -7,9 +7,9 @@ import torch
 from torch import nn
 
 from torchperf_tui.engine.errors import TorchperfError
-from torchperf_tui.engine.layer_ranges import BACKWARD_PREFIX, ITERATION_LABEL, LAYER_PREFIX
-from torchperf_tui.engine.layer_times import attribute, layer_times
-from torchperf_tui.engine.bench_config import BenchConfig
+from torchperf_tui.engine.workloads.layer_ranges import BACKWARD_PREFIX, ITERATION_LABEL, LAYER_PREFIX
+from torchperf_tui.engine.analysis.layer_times import attribute, layer_times
+from torchperf_tui.engine.benchmark.bench_config import BenchConfig
 
 TINY = "tests.tinymodels:tiny_cnn"
 Kernel = namedtuple("Kernel", "name device duration")
@@ -125,7 +125,7 @@ class Raises(nn.Module):
 
 
 def test_wrapped_forwards_are_undone_and_a_raising_forward_still_closes_its_span():
-    from torchperf_tui.engine.layer_ranges import wrap_forwards
+    from torchperf_tui.engine.workloads.layer_ranges import wrap_forwards
 
     plain, patched, raising = nn.Linear(2, 2), nn.Linear(2, 2), Raises()
     own = patched.forward = lambda x: x  # a forward set on the instance before ours

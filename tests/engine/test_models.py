@@ -10,8 +10,8 @@ import torch
 from torch import nn
 
 from torchperf_tui.engine.errors import ModelError
-from torchperf_tui.engine.model_catalogue import TASKS, list_catalogue, reference_weights
-from torchperf_tui.engine.models import (
+from torchperf_tui.engine.workloads.model_catalogue import TASKS, list_catalogue, reference_weights
+from torchperf_tui.engine.workloads.models import (
     DetectionAdapter, OpticalFlowAdapter, build_model, default_input_shape, resolve_model,
 )
 
@@ -205,7 +205,7 @@ def test_custom_factory_input_shape_attribute(user_module):
 
 
 def test_a_model_class_and_the_model_it_builds_say_their_input_shape(user_module):
-    from torchperf_tui.engine.models import input_shape_note
+    from torchperf_tui.engine.workloads.models import input_shape_note
 
     assert default_input_shape(f"{user_module}:ClassShaped", batch=2) == (2, 3, 64, 64)
     assert resolve_model(f"{user_module}:InstanceShaped").input_shape == (3, 48, 40)  # once 3x224x224, no word

@@ -9,8 +9,8 @@ import pytest
 
 from tests.fakes import fake_nvml as fk
 from tests.fakes.fake_nvml import FakeGpu, FakeNvml
-from torchperf_tui.engine import nvml as nvml_mod
-from torchperf_tui.engine.nvml import NA, Nvml, default_nvml, is_na, to_jsonable
+from torchperf_tui.engine.hardware import nvml as nvml_mod
+from torchperf_tui.engine.hardware.nvml import NA, Nvml, default_nvml, is_na, to_jsonable
 
 
 def test_na_reads_as_unavailable_and_is_falsy():
@@ -187,7 +187,7 @@ def test_a_malformed_value_from_nvml_is_na_at_the_seam(monkeypatch, function, ba
 
 def test_malformed_nvml_values_leave_the_rest_of_a_telemetry_sample(monkeypatch):
     from tests.fakes.fake_cuda import FakeCuda
-    from torchperf_tui.engine.telemetry import TelemetrySampler
+    from torchperf_tui.engine.hardware.telemetry import TelemetrySampler
 
     fake = FakeNvml()
     monkeypatch.setattr(fake, "nvmlDeviceGetMemoryInfo", lambda *a, **k: None)

@@ -5,9 +5,9 @@ import pytest
 import torch
 
 from torchperf_tui.engine.errors import ShapeError, TorchperfError
-from torchperf_tui.engine.profiling import (ITERATION_LABEL, OpStat, profile_callable, profile_model,
+from torchperf_tui.engine.analysis.profiling import (ITERATION_LABEL, OpStat, profile_callable, profile_model,
                                             sort_ops, summarise_events)
-from torchperf_tui.engine.bench_config import BenchConfig
+from torchperf_tui.engine.benchmark.bench_config import BenchConfig
 
 TINY = "tests.tinymodels:tiny_cnn"
 
@@ -35,7 +35,7 @@ def test_summarise_reads_new_and_old_device_time_names_and_drops_annotations():
 
 
 def test_device_total_counts_kernel_rows_only():
-    from torchperf_tui.engine.profiling import total_self_device_ms
+    from torchperf_tui.engine.analysis.profiling import total_self_device_ms
     op = OpStat("aten::conv2d", 1, 0.1, 0.2, 1.0, 1.0, "", 0, 0, kind="op")
     kernel = OpStat("implicit_gemm", 1, 0.0, 0.0, 1.0, 1.0, "", 0, 0, kind="kernel")
     assert total_self_device_ms([op, kernel]) == 1.0

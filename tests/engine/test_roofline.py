@@ -1,15 +1,15 @@
 import pytest
 
-from torchperf_tui.engine.complexity import Complexity, LayerStat, analyse_complexity
-from torchperf_tui.engine.device import GpuFacts
+from torchperf_tui.engine.workloads.complexity import Complexity, LayerStat, analyse_complexity
+from torchperf_tui.engine.hardware.device import GpuFacts
 from torchperf_tui.engine.errors import TorchperfError
-from torchperf_tui.engine.nvml import NA
-from torchperf_tui.engine.layer_times import GpuBusy, LayerTimes, ModuleTime
-from torchperf_tui.engine.roofline import (BYTES_METHOD, GPU_IDLE, OUTSIDE_ROWS, REMEASURE, analyse_roofline,
+from torchperf_tui.engine.hardware.nvml import NA
+from torchperf_tui.engine.analysis.layer_times import GpuBusy, LayerTimes, ModuleTime
+from torchperf_tui.engine.analysis.roofline import (BYTES_METHOD, GPU_IDLE, OUTSIDE_ROWS, REMEASURE, analyse_roofline,
                                            estimate_bytes, gpu_for_device, utilisation_text,
                                            peaks_for, ridge_point)
-from torchperf_tui.engine.bench_config import BenchConfig
-from torchperf_tui.engine.timing import run_benchmark
+from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+from torchperf_tui.engine.benchmark.timing import run_benchmark
 
 
 def _gpu(fp32=60.0, fp16=1000.0, bw=3000.0):
@@ -161,7 +161,7 @@ def test_gpu_for_device_picks_by_index():
 
 def _measured(tflops: float, gbs: float = 10.0):
     """Ceilings 'measured on this box' of `tflops` (fp32 compute) and `gbs` (copy)."""
-    from torchperf_tui.engine.ceilings import Ceiling, CeilingsResult
+    from torchperf_tui.engine.hardware.ceilings import Ceiling, CeilingsResult
 
     return CeilingsResult(device="cpu", key="cpu | t", measured_at=1.0, ceilings=[
         Ceiling("compute", "float32", tflops * 1e12, "16x256x14x14 -> 256", 0.01, 5, "conv2d 3x3", 2),

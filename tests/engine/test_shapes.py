@@ -3,7 +3,7 @@
 import pytest
 
 from torchperf_tui.engine.errors import ShapeError
-from torchperf_tui.engine.shapes import ShapeSchedule, parse_schedule, shape_report
+from torchperf_tui.engine.workloads.shapes import ShapeSchedule, parse_schedule, shape_report
 
 BASE = (2, 3, 224, 224)
 

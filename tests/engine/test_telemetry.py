@@ -11,8 +11,8 @@ from tests.fakes import fake_nvml as fk
 from tests.fakes.fake_cuda import FakeCuda, h100_fakes
 from tests.fakes.fake_nvml import FakeGpu, FakeNvml, GiB, MiB
 from torchperf_tui.engine.errors import DeviceError
-from torchperf_tui.engine.nvml import NA, Nvml
-from torchperf_tui.engine.telemetry import (
+from torchperf_tui.engine.hardware.nvml import NA, Nvml
+from torchperf_tui.engine.hardware.telemetry import (
     GpuSample,
     ReleaseReport,
     TelemetrySampler,
@@ -258,8 +258,8 @@ def test_gpu_release_memory_drops_reserved():
 
 
 def test_process_gpu_memory_is_nvmls_count_for_one_pid():
-    from torchperf_tui.engine.nvml import is_na
-    from torchperf_tui.engine.telemetry import process_gpu_memory
+    from torchperf_tui.engine.hardware.nvml import is_na
+    from torchperf_tui.engine.hardware.telemetry import process_gpu_memory
 
     nvml = Nvml.open(FakeNvml(gpus=[FakeGpu(processes={4242: 3 * GiB, 7: None})]))
     assert process_gpu_memory(nvml, 0, 4242) == 3 * GiB

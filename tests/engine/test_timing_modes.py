@@ -12,10 +12,10 @@ from torch import nn
 
 from tests.test_cli import run
 from torchperf_tui.engine.errors import TorchperfError
-from torchperf_tui.engine.flags import Flags
-from torchperf_tui.engine.stats import compute_stats
-from torchperf_tui.engine.bench_config import BenchConfig
-from torchperf_tui.engine.timing_modes import ModeResult, ModesResult, findings, parse_modes, run_modes
+from torchperf_tui.engine.benchmark.flags import Flags
+from torchperf_tui.engine.benchmark.stats import compute_stats
+from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+from torchperf_tui.engine.benchmark.timing_modes import ModeResult, ModesResult, findings, parse_modes, run_modes
 
 TINY = "tests.tinymodels:tiny_cnn"
 SLEEPY = "tests.engine.test_timing_modes:sleepy"

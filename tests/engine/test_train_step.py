@@ -9,9 +9,9 @@ import torch
 from torch import nn
 
 from torchperf_tui.engine.errors import TorchperfError
-from torchperf_tui.engine.bench_config import BenchConfig
-from torchperf_tui.engine.timing import run_benchmark
-from torchperf_tui.engine.train_step import LOSS_CROSS_ENTROPY, LOSS_SUM, StepRunner, StepSpec
+from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+from torchperf_tui.engine.benchmark.timing import run_benchmark
+from torchperf_tui.engine.benchmark.train_step import LOSS_CROSS_ENTROPY, LOSS_SUM, StepRunner, StepSpec
 
 TINY = "tests.tinymodels:tiny_cnn"
 CPU = torch.device("cpu")
@@ -101,8 +101,8 @@ def test_mixed_precision_over_a_model_already_cast_is_refused_in_one_line():
 
 
 def test_the_history_record_keeps_the_step_and_compares_only_like_for_like():
-    from torchperf_tui.engine.history_compare import compare_records
-    from torchperf_tui.engine.history_records import record_from_timing
+    from torchperf_tui.engine.records.history_compare import compare_records
+    from torchperf_tui.engine.records.history_records import record_from_timing
 
     cfg = dict(model=TINY, input_shape=(2, 3, 16, 16), warmup=0, iters=3, device="cpu")
     train = record_from_timing(run_benchmark(BenchConfig(step="train", **cfg)), fingerprint={})
@@ -123,8 +123,8 @@ def test_the_cli_times_a_training_step(capsys):
 
 def test_an_ab_of_training_steps_starts_every_block_of_both_arms_from_the_same_weights():
     from tests.tinymodels import WeightProbe
-    from torchperf_tui.engine.ab_arms import parse_arm_spec
-    from torchperf_tui.engine.abtest import run_ab
+    from torchperf_tui.engine.benchmark.ab_arms import parse_arm_spec
+    from torchperf_tui.engine.benchmark.abtest import run_ab
 
     base = BenchConfig(model="tests.tinymodels:weight_probe", input_shape=(4, 3, 8, 8), device="cpu", step="train")
     result = run_ab(base, parse_arm_spec(""), parse_arm_spec("mkldnn=off"), blocks=6, per_block=2)
@@ -138,7 +138,7 @@ def test_an_ab_of_training_steps_starts_every_block_of_both_arms_from_the_same_w
 
 
 def test_an_arm_spec_can_set_its_own_step_optimizer_and_mixed_precision():
-    from torchperf_tui.engine.ab_arms import parse_arm_spec
+    from torchperf_tui.engine.benchmark.ab_arms import parse_arm_spec
     from torchperf_tui.engine.errors import FlagError
 
     base = BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu", amp="bf16")
@@ -154,9 +154,9 @@ def test_an_arm_spec_can_set_its_own_step_optimizer_and_mixed_precision():
 
 def test_an_ab_of_inference_against_a_training_step_keeps_the_inference_arm_on_the_built_weights():
     from tests.tinymodels import WeightProbe
-    from torchperf_tui.engine.ab_arms import parse_arm_spec
-    from torchperf_tui.engine.abtest import run_ab
-    from torchperf_tui.engine.history_records import records_from_ab
+    from torchperf_tui.engine.benchmark.ab_arms import parse_arm_spec
+    from torchperf_tui.engine.benchmark.abtest import run_ab
+    from torchperf_tui.engine.records.history_records import records_from_ab
 
     base = BenchConfig(model="tests.tinymodels:weight_probe", input_shape=(4, 3, 8, 8), device="cpu")
     result = run_ab(base, parse_arm_spec(""), parse_arm_spec("step=train,amp=bf16"), blocks=6, per_block=2,
@@ -196,7 +196,7 @@ def test_the_cli_compares_training_steps_and_their_kernels_per_pass(capsys):
 
 
 def test_a_forward_pass_can_repeat_bit_for_bit_while_the_training_step_does_not():
-    from torchperf_tui.engine.determinism import check_determinism
+    from torchperf_tui.engine.benchmark.determinism import check_determinism
 
     spec = "tests.tinymodels:drifting_backward"
     forward = check_determinism(spec, (2, 3, 8, 8), device="cpu")
@@ -209,7 +209,7 @@ def test_a_forward_pass_can_repeat_bit_for_bit_while_the_training_step_does_not(
 
 
 def test_a_training_determinism_check_reseeds_dropout_and_restores_the_state():
-    from torchperf_tui.engine.determinism import check_determinism
+    from torchperf_tui.engine.benchmark.determinism import check_determinism
 
     model = nn.Sequential(nn.Flatten(), nn.Dropout(0.5), nn.Linear(3 * 4 * 4, 5), nn.BatchNorm1d(5))
     report = check_determinism(model, (4, 3, 4, 4), device="cpu", step="train", optimizer="adamw")
@@ -227,7 +227,7 @@ def test_the_cli_checks_training_determinism(capsys):
 
 
 def test_the_flops_of_a_training_step_count_the_backward_apart_and_groups_right():
-    from torchperf_tui.engine.complexity import analyse_complexity
+    from torchperf_tui.engine.workloads.complexity import analyse_complexity
 
     shape = (2, 3, 16, 16)
     infer = analyse_complexity("tests.tinymodels:depthwise_net", shape, layers=False)
@@ -250,7 +250,7 @@ def test_the_cli_counts_a_training_step(capsys):
 
 
 def test_each_layer_has_its_own_backward_flops_and_they_sum_to_the_backward():
-    from torchperf_tui.engine.complexity import analyse_complexity
+    from torchperf_tui.engine.workloads.complexity import analyse_complexity
 
     train = analyse_complexity("tests.tinymodels:depthwise_net", (2, 3, 16, 16), step="train")
     by_name = {layer.name: layer for layer in train.layers}
@@ -268,7 +268,7 @@ def test_a_blocks_two_branches_each_keep_their_own_backward_flops():
     """FlopCounterMode kept a ResNet downsample's backward open until the other branch's gradient arrived, and
     counted that whole branch in it (56x its forward, and a negative remainder): counted by autograd node, each
     conv's backward is its two gradients, 2x its forward (the first conv's, whose input needs none, 1x)."""
-    from torchperf_tui.engine.complexity import analyse_complexity
+    from torchperf_tui.engine.workloads.complexity import analyse_complexity
 
     train = analyse_complexity("resnet18", (2, 3, 32, 32), step="train")
     convs = [layer for layer in train.layers if layer.type in ("Conv2d", "Linear")]
@@ -290,8 +290,8 @@ def test_the_cli_tables_each_layers_backward_flops(capsys):
 
 
 def test_the_throughput_search_can_time_training_steps():
-    from torchperf_tui.engine.throughput import find_max_batch
-    from torchperf_tui.engine.bench_config import BenchConfig
+    from torchperf_tui.engine.benchmark.throughput import find_max_batch
+    from torchperf_tui.engine.benchmark.bench_config import BenchConfig
 
     cfg = BenchConfig(model="tests.tinymodels:tiny_cnn", input_shape=(1, 3, 16, 16), device="cpu", step="train",
                       optimizer="adamw")
@@ -304,8 +304,8 @@ def test_the_throughput_search_can_time_training_steps():
 
 def test_a_training_search_builds_its_step_runner_and_runs_it():
     # The tries run the step, not a forward pass: the model's parameters change between tries.
-    from torchperf_tui.engine.batch_runner import ModelBatchRunner
-    from torchperf_tui.engine.train_step import StepSpec
+    from torchperf_tui.engine.benchmark.batch_runner import ModelBatchRunner
+    from torchperf_tui.engine.benchmark.train_step import StepSpec
 
     torch.manual_seed(0)
     model = nn.Sequential(nn.Flatten(), nn.Linear(12, 3))

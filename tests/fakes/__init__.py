@@ -2,7 +2,7 @@
 
 - `fake_nvml.FakeNvml`: a module-like stand-in for `pynvml` (same names, constants, NVMLError) with
   configurable GPUs and injectable errors.
-- `fake_cuda.FakeCuda`: a stand-in for the torch-device seam (`engine.device.CudaBackend`).
+- `fake_cuda.FakeCuda`: a stand-in for the torch-device seam (`engine.hardware.device.CudaBackend`).
 - `h100_fakes()`: a linked (FakeNvml, FakeCuda) pair for one plausible H100 SXM.
 """
 

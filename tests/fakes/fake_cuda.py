@@ -1,4 +1,4 @@
-"""A fake of the torch-device seam (`torchperf_tui.engine.device.CudaBackend`).
+"""A fake of the torch-device seam (`torchperf_tui.engine.hardware.device.CudaBackend`).
 
 It has the same methods as `TorchCudaBackend`, the small adapter over torch.cuda / torch.backends.cudnn:
 is_available, unavailable_reason, is_initialized, device_count, get_device_properties, memory_allocated,

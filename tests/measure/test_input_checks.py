@@ -39,7 +39,7 @@ def test_the_cli_keeps_its_own_shape_messages(capsys):
 def test_an_input_larger_than_the_free_memory_is_refused_with_both_sizes(monkeypatch):
     import torch
 
-    from torchperf_tui.engine import inputs
+    from torchperf_tui.engine.workloads import inputs
 
     monkeypatch.setattr(inputs, "free_bytes", lambda device: 1024**3)  # 1 GiB free
     assert inputs.make_input((100, 3, 224, 224)).shape[0] == 100  # 57 MiB: made
@@ -56,7 +56,7 @@ def test_an_input_larger_than_the_free_memory_is_refused_with_both_sizes(monkeyp
 def test_an_input_that_fits_is_made_as_before(monkeypatch):
     import torch
 
-    from torchperf_tui.engine import inputs
+    from torchperf_tui.engine.workloads import inputs
 
     monkeypatch.setattr(inputs, "free_bytes", lambda device: None)  # unknown: the allocator decides
     assert inputs.make_input((2, 3, 8, 8), dtype=torch.float16).dtype == torch.float16

@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from torchperf_tui.engine.errors import ShapeError
-from torchperf_tui.engine.flags import Flags
+from torchperf_tui.engine.benchmark.flags import Flags
 from torchperf_tui.measure.selection import Selection
 
 

@@ -5,7 +5,7 @@ Starts the real process (a few seconds), as the app does."""
 
 from __future__ import annotations
 
-from torchperf_tui.engine.bench_config import BenchConfig
+from torchperf_tui.engine.benchmark.bench_config import BenchConfig
 from torchperf_tui.measure.client import MeasurementProcess
 from torchperf_tui.measure.protocol import JobDone
 

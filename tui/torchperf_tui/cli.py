@@ -99,7 +99,7 @@ def _add_shapes_option(p: argparse.ArgumentParser) -> None:
 
 
 def _flags_from(args):
-    from torchperf_tui.engine.flags import Flags
+    from torchperf_tui.engine.benchmark.flags import Flags
 
     flags = Flags(cudnn_benchmark=args.cudnn_benchmark, cudnn_deterministic=args.deterministic,
                   deterministic_algorithms=args.deterministic_algorithms, num_threads=args.threads)
@@ -288,13 +288,13 @@ def _print_json(data) -> None:
 
 
 def _resolve_input(args) -> tuple[int, ...] | None:
-    from torchperf_tui.engine.inputs import parse_shape
+    from torchperf_tui.engine.workloads.inputs import parse_shape
 
     return parse_shape(args.input) if args.input is not None else None  # '' is an error, not the default
 
 
 def _dtype(args) -> str:
-    from torchperf_tui.engine.inputs import canonical_dtype
+    from torchperf_tui.engine.workloads.inputs import canonical_dtype
 
     return canonical_dtype(args.dtype)  # 'fp16' -> 'float16'; an unknown dtype is one line here
 
@@ -312,7 +312,7 @@ def _print_note(what: str, data) -> None:
 
 
 def cmd_info(args) -> int:
-    from torchperf_tui.engine.device import probe_device
+    from torchperf_tui.engine.hardware.device import probe_device
     from torchperf_tui.cli_render import render_device_report
 
     report = probe_device()
@@ -328,7 +328,7 @@ def cmd_info(args) -> int:
 def _kept_ceilings(report) -> dict:
     """The measured ceilings kept for the CPU and each CUDA device (None: none yet); nothing is measured here.
     An unreadable ceilings file is a warning, not a failed `info`."""
-    from torchperf_tui.engine.ceilings import kept_for
+    from torchperf_tui.engine.hardware.ceilings import kept_for
     from torchperf_tui.engine.errors import TorchperfError
 
     devices = ["cpu"] + ([f"cuda:{gpu.index}" for gpu in report.gpus] if report.cuda_available else [])
@@ -345,7 +345,7 @@ def _kept_ceilings(report) -> dict:
 def cmd_models(args) -> int:
     from dataclasses import asdict
 
-    from torchperf_tui.engine.model_catalogue import list_catalogue  # an unknown task is its ModelError
+    from torchperf_tui.engine.workloads.model_catalogue import list_catalogue  # an unknown task is its ModelError
     from torchperf_tui.cli_render import render_catalogue
 
     entries = list_catalogue(args.task)
@@ -410,7 +410,7 @@ def cmd_bench(args) -> int:
 def _bench_modes(args, cfg) -> int:
     """bench --modes: the timing modes side by side (not appended to the history: a record holds one timing)."""
     from torchperf_tui.cli_render import render_modes
-    from torchperf_tui.engine.timing_modes import parse_modes  # no torch: an unknown mode is one line here
+    from torchperf_tui.engine.benchmark.timing_modes import parse_modes  # no torch: an unknown mode is one line here
 
     result, _ = _run("cli.bench", {"cfg": cfg, "modes": parse_modes(args.modes), "cold_l2": args.cold_l2,
                                    "per_block": args.per_block}, f"timing {args.model} in several modes",
@@ -430,7 +430,7 @@ def _bench_config(args, **overrides):
     """A BenchConfig from the shared input, device and flag options, through the same frozen Selection the
     TUI builds from its sidebar, with --step, --optimizer and --amp where the command has them (`overrides`:
     warmup, iters, compile, shapes, seed)."""
-    from torchperf_tui.engine.shapes import parse_schedule
+    from torchperf_tui.engine.workloads.shapes import parse_schedule
     from torchperf_tui.measure.selection import Selection
 
     full = _resolve_input(args)
@@ -448,7 +448,7 @@ def _bench_config(args, **overrides):
 
 
 def cmd_throughput(args) -> int:
-    from torchperf_tui.engine.throughput import DEFAULT_TIME_BUDGET_S
+    from torchperf_tui.engine.benchmark.throughput import DEFAULT_TIME_BUDGET_S
     from torchperf_tui.cli_render import render_batch_try, render_throughput
 
     cap = int(args.memory_cap * 1024**3) if args.memory_cap else None
@@ -470,7 +470,7 @@ def cmd_throughput(args) -> int:
 
 def cmd_profile(args) -> int:
     from torchperf_tui.engine.errors import TorchperfError
-    from torchperf_tui.engine.profiling import SORT_KEYS
+    from torchperf_tui.engine.analysis.profiling import SORT_KEYS
     from torchperf_tui.cli_render import render_profile
 
     if args.sort is not None and args.sort not in SORT_KEYS:
@@ -524,7 +524,7 @@ def _append_history(args, result, fingerprint: dict | None) -> None:
 def _load_history(args, last: int | None = None):
     """The history's records (with `last`, only the newest, read from the end of the file); bad lines are one
     warning line. A history that is not a regular file is a TorchperfError: exit 2."""
-    from torchperf_tui.engine.history_file import HistoryFile
+    from torchperf_tui.engine.records.history_file import HistoryFile
 
     loaded = HistoryFile(args.history).load(last=last)
     for warning in loaded.warnings:
@@ -561,7 +561,7 @@ def cmd_compare(args) -> int:
 def _arms(args, base):
     """The arms' SPECs parsed over the base run (no torch: here, before a job is sent), and what the arguments
     alone can refuse: identical arms without --aa, and --kernels with a shape schedule."""
-    from torchperf_tui.engine.ab_arms import parse_arm_spec, same_arms, same_arms_refusal
+    from torchperf_tui.engine.benchmark.ab_arms import parse_arm_spec, same_arms, same_arms_refusal
     from torchperf_tui.engine.errors import TorchperfError
 
     arm_a, arm_b = parse_arm_spec(args.a, base=base.flags), parse_arm_spec(args.b, base=base.flags)
@@ -573,7 +573,7 @@ def _arms(args, base):
 
 
 def cmd_determinism(args) -> int:
-    from torchperf_tui.engine.bench_config import BenchConfig
+    from torchperf_tui.engine.benchmark.bench_config import BenchConfig
 
     cfg = BenchConfig(model=args.model, input_shape=_resolve_input(args), batch=args.batch, device=args.device,
                       dtype=_dtype(args), flags=_flags_from(args), channels_last=args.channels_last, step=args.step,
@@ -603,7 +603,7 @@ def cmd_memsnap(args) -> int:
 
 
 def cmd_history(args) -> int:
-    from torchperf_tui.engine.export import export_records
+    from torchperf_tui.engine.records.export import export_records
 
     loaded = _load_history(args, last=args.last)
     records = loaded.records
@@ -618,13 +618,13 @@ def cmd_history(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from torchperf_tui.engine.export import export_records
+    from torchperf_tui.engine.records.export import export_records
 
     loaded = _load_history(args, last=args.last)
     records = loaded.records
     text = export_records(records, args.format)
     if args.output is not None and args.output != "-":  # '-' is stdout, as for most tools, not a file named '-'
-        from torchperf_tui.engine.output_files import write_text
+        from torchperf_tui.engine.records.output_files import write_text
 
         write_text(args.output, text)  # beside the target, then renamed; a non-regular target is refused
         print(f"wrote {len(records)} runs to {args.output}", file=sys.stderr)

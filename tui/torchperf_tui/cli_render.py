@@ -10,7 +10,7 @@ from itertools import groupby
 from rich.console import Console
 from rich.table import Table
 
-from torchperf_tui.engine.stats import percentile_supported
+from torchperf_tui.engine.benchmark.stats import percentile_supported
 from torchperf_tui.formatting import (UNSUPPORTED_LEGEND, budget_text, fit_name, format_bytes, format_count,
                                       format_flops, format_ms, format_number, format_percentile)
 
@@ -160,7 +160,7 @@ def render_timing(result) -> None:
         rows.append(("torch.compile", f"mode {result.compile_mode}, compiled in {result.compile_s:.1f} s"
                      if result.compiled else f"FAILED, eager numbers shown: {result.compile_error}"))
     if s is not None:
-        from torchperf_tui.engine.stats import percentile_intervals
+        from torchperf_tui.engine.benchmark.stats import percentile_intervals
         from torchperf_tui.formatting import interval_text
 
         intervals = {i.name: f"{format_ms(i.value_ms)}  (95 % CI {interval_text(i)})" if i.supported else
@@ -196,7 +196,7 @@ def render_timing(result) -> None:
 
 def noise_rows(result) -> list[tuple[str, str]]:
     """The host over the timed iterations and the spread of the samples, in figures; then one 'warning' row per
-    reason the numbers may not be the model's alone (engine/host_noise.py's findings, the app's disturbances)."""
+    reason the numbers may not be the model's alone (engine/hardware/host_noise.py's findings, the app's disturbances)."""
     noise = getattr(result, "host_noise", None)
     rows = [("host", noise.summary())] if noise is not None else []
     marks = result.disturbance_marks() if hasattr(result, "disturbance_marks") else []
@@ -217,7 +217,7 @@ def conditions_rows(conditions, step: str = "infer", during: str = "the run") ->
 
 def render_modes(result) -> None:
     """bench --modes: a row per timing mode (median, p90, mean, samples, what it measures), then the gaps."""
-    from torchperf_tui.engine.timing_modes import MEANING
+    from torchperf_tui.engine.benchmark.timing_modes import MEANING
 
     console.print(f"{result.model} on {result.device}, input {'x'.join(map(str, result.input_shape))} {result.dtype}, "
                   f"{result.step}, flags {result.flags.describe(device=result.device)}: timing modes in "
@@ -424,7 +424,7 @@ class _Footnotes:
 
 
 def render_roofline(result, layers: bool = False) -> None:
-    from torchperf_tui.engine.roofline import utilisation_text
+    from torchperf_tui.engine.analysis.roofline import utilisation_text
 
     na = _Footnotes()
     said: list[str] = []
@@ -548,7 +548,7 @@ def _render_time_split(result) -> None:
 
 def render_ab(result) -> None:
     """Both arms side by side, then the verdict in one line."""
-    from torchperf_tui.engine.abtest import arm_step_text
+    from torchperf_tui.engine.benchmark.abtest import arm_step_text
 
     mixed = "mixed" in (getattr(result, "step", "infer"), getattr(result, "amp", None))  # each arm says its own
     table = Table(box=None, header_style="bold")
@@ -597,7 +597,7 @@ def render_ab(result) -> None:
 
 def render_kernels(result) -> None:
     """Per conv layer: what ran under A and under B, with its time per iteration; changed layers marked."""
-    from torchperf_tui.engine.kernels import short_kernel_names
+    from torchperf_tui.engine.analysis.kernels import short_kernel_names
 
     def cell(kernels, names) -> str:
         if not kernels:

@@ -14,7 +14,7 @@ def _unavailable(value) -> str | None:
         return "n/a"
     if isinstance(value, (int, float)):
         return None
-    return str(value)  # engine.nvml.NA renders as "n/a (reason)"
+    return str(value)  # engine.hardware.nvml.NA renders as "n/a (reason)"
 
 
 def format_bytes(value, like=None) -> str:
@@ -92,8 +92,8 @@ UNSUPPORTED_LEGEND = ("? = more than the sample can support: its 95 % CI reaches
 
 
 def format_percentile(value_ms, q: float, n: int) -> str:
-    """A percentile in ms, marked '?' when `n` samples cannot support it (engine.stats.percentile_supported)."""
-    from torchperf_tui.engine.stats import percentile_supported  # no numpy, no torch
+    """A percentile in ms, marked '?' when `n` samples cannot support it (engine.benchmark.stats.percentile_supported)."""
+    from torchperf_tui.engine.benchmark.stats import percentile_supported  # no numpy, no torch
 
     return format_ms(value_ms) + (UNSUPPORTED_MARK if isinstance(n, int) and not percentile_supported(q, n) else "")
 

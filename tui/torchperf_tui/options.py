@@ -14,7 +14,7 @@ from torchperf_tui.engine.errors import TorchperfError
 
 # Seeds feed numpy's and torch's generators; numpy takes 0 .. 2**32 - 1.
 SEED_MAX = 2**32 - 1
-# Blocks per arm of an A/B comparison: at least the pairs a verdict needs (engine.ab_result.MIN_PAIRS: with 5 the
+# Blocks per arm of an A/B comparison: at least the pairs a verdict needs (engine.benchmark.ab_result.MIN_PAIRS: with 5 the
 # signed-rank test's smallest p is 0.0625), and at most ten thousand: past a few hundred pairs the CI no longer
 # narrows in any way a reader would see, and the block order and shape schedule are lists of that length.
 AB_BLOCKS_RANGE = (6, 10_000)
@@ -154,7 +154,7 @@ def history_path(value: str) -> str:
     except OSError as exc:
         raise OptionError(f"--history: cannot use {target}: {exc.strerror or exc}") from None
     if not stat.S_ISREG(mode):
-        from torchperf_tui.engine.output_files import _kind
+        from torchperf_tui.engine.records.output_files import _kind
 
         raise OptionError(f"--history: will not append to {target}: it is {_kind(mode)}, not a regular file")
     return value
@@ -162,7 +162,7 @@ def history_path(value: str) -> str:
 
 def device_name(value: str, name: str = "--device") -> str:
     """A device as typed: auto | cpu | cuda | cuda:N, lower-cased. Only the syntax, without torch (the app's
-    process never imports it): whether CUDA is there is said by the device probe (engine.inputs.resolve_device
+    process never imports it): whether CUDA is there is said by the device probe (engine.workloads.inputs.resolve_device
     for the commands)."""
     text = (value or "").strip().lower()
     kind, sep, index = text.partition(":")

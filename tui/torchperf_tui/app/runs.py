@@ -25,7 +25,7 @@ class LiveRun:
     run_id: int
     model: str
     device: str
-    flags: Any  # engine.flags.Flags
+    flags: Any  # engine.benchmark.flags.Flags
     flags_text: str
     status: str = "starting"  # starting, first, warmup, timed, done, cancelled, failed
     index: int = 0
@@ -39,12 +39,12 @@ class LiveRun:
     compile: str | None = None  # the torch.compile mode, None for eager
     step: str = "infer"  # what an iteration did: "infer", "train (sgd)", with " · amp bf16" under mixed precision
     arm: str | None = None  # "A" or "B" when the run is an arm of an interleaved comparison
-    verdict: Any = None  # an arm's comparison verdict (engine.abtest.Verdict), on both arms
+    verdict: Any = None  # an arm's comparison verdict (engine.benchmark.abtest.Verdict), on both arms
     batches: int = 0  # SamplesArrived messages received (the measurement process batches ~every 100 ms)
-    stats: Any = None  # engine.stats.TimingStats, recomputed in the UI as samples arrive
+    stats: Any = None  # engine.benchmark.stats.TimingStats, recomputed in the UI as samples arrive
     stats_at: float = 0.0  # monotonic time of that last recomputation
     batch: int = 1  # items per iteration, for items/s
-    result: Any = None  # engine.timing.TimingResult
+    result: Any = None  # engine.benchmark.timing.TimingResult
     error: str | None = None
     # The run as this process saw it: its start (monotonic s, the first sample's arrival) and this process's CPU
     # time then; at its end, every reason its numbers may not be the model's alone (the app's, then the host's).

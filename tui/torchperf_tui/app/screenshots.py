@@ -1,5 +1,5 @@
 """Screenshots of the app (key s, and the command palette's): SVGs written beside the target and renamed over
-it (engine/output_files.py), never over a directory, a FIFO or a link, and a failure said in one line. They go
+it (engine/records/output_files.py), never over a directory, a FIFO or a link, and a failure said in one line. They go
 to --screenshot-dir, else $TORCHPERF_SCREENSHOTS, else the user data directory's screenshots/ (never the
 current directory, which may be a checkout); the path is announced."""
 
@@ -26,7 +26,7 @@ def save(app, filename: str | None, path: str | None, time_format: str | None) -
     """Write the screen as an SVG; returns where. Raises OSError or TorchperfError."""
     from textual._files import generate_datetime_filename
 
-    from torchperf_tui.engine.output_files import write_text
+    from torchperf_tui.engine.records.output_files import write_text
 
     name = filename or generate_datetime_filename(app.title, ".svg", time_format)
     folder = os.path.expanduser(path) if path else default_dir()

@@ -181,7 +181,7 @@ class Session:
         seam = self.nvml_seam
         if seam is None or not self.has("nvml"):
             return seam
-        from torchperf_tui.engine.nvml import Nvml
+        from torchperf_tui.engine.hardware.nvml import Nvml
 
         if not isinstance(seam, Nvml):
             self.nvml_seam = seam = Nvml.open(module=seam)

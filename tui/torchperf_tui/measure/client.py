@@ -153,7 +153,7 @@ class MeasurementProcess:
             if self.cpus:
                 env[CPUS_ENV] = ",".join(str(cpu) for cpu in sorted(self.cpus))
             # -P (3.11+): the current folder is not put first on the path, so a PyTorch source tree there does
-            # not shadow the installed torch (a user's model module there still imports: engine/models.py).
+            # not shadow the installed torch (a user's model module there still imports: engine/workloads/models.py).
             safe_path = ["-P"] if sys.version_info >= (3, 11) else []
             to_stderr = self.prints_to_stderr
             process = subprocess.Popen([sys.executable, *safe_path, "-m", "torchperf_tui.measure", str(theirs.fileno()),

@@ -12,8 +12,8 @@ def save_to_history(result: Any, path: Any = None, fingerprint: dict | None = No
     """Append a completed run (or both arms of an A/B) to the history at once. Returns None when saved, else
     one line for a warning: a history that cannot be written never loses the result on screen."""
     from torchperf_tui.engine.errors import TorchperfError, user_message
-    from torchperf_tui.engine.history_file import HistoryFile, HistoryNotDurable
-    from torchperf_tui.engine.history_records import records_of
+    from torchperf_tui.engine.records.history_file import HistoryFile, HistoryNotDurable
+    from torchperf_tui.engine.records.history_records import records_of
 
     try:
         HistoryFile(path).extend(records_of(result, fingerprint=fingerprint))
@@ -29,12 +29,12 @@ def roofline_of_run(result: Any, report: Any = None, peak_tflops: float | None =
     """A finished TimingResult on the roofline: FLOPs counted at the run's own input and dtype (a training
     run's forward and backward), peaks from `report` (the device report; probed when None on CUDA), or the
     user's overrides; under autocast the peaks of the autocast dtype, which its convolutions and matmuls run
-    in. `measured`: the ceilings this box measured (engine.ceilings), by default those kept for the run's
-    device (none measured here). `layer_times`: the run's engine.layer_times.LayerTimes, for the time of each
+    in. `measured`: the ceilings this box measured (engine.hardware.ceilings), by default those kept for the run's
+    device (none measured here). `layer_times`: the run's engine.analysis.layer_times.LayerTimes, for the time of each
     layer (see layer_times_of_run). Needs torch."""
-    from torchperf_tui.engine.complexity import analyse_complexity
+    from torchperf_tui.engine.workloads.complexity import analyse_complexity
     from torchperf_tui.engine.errors import TorchperfError
-    from torchperf_tui.engine.roofline import analyse_roofline, gpu_for_device, peaks_for
+    from torchperf_tui.engine.analysis.roofline import analyse_roofline, gpu_for_device, peaks_for
 
     if result.shapes != "fixed":
         raise TorchperfError(f"shape schedule {result.shapes}: the roofline needs one input shape")
@@ -44,7 +44,7 @@ def roofline_of_run(result: Any, report: Any = None, peak_tflops: float | None =
     gpu = None
     if result.device.startswith("cuda"):
         if report is None:
-            from torchperf_tui.engine.device import probe_device
+            from torchperf_tui.engine.hardware.device import probe_device
 
             report = probe_device()
         gpu = gpu_for_device(report, result.device)
@@ -52,7 +52,7 @@ def roofline_of_run(result: Any, report: Any = None, peak_tflops: float | None =
     amp = getattr(result, "amp", None)
     compute_dtype = {"fp16": "float16", "bf16": "bfloat16"}.get(amp, result.dtype)
     if measured == "kept":
-        from torchperf_tui.engine.ceilings import kept_for
+        from torchperf_tui.engine.hardware.ceilings import kept_for
 
         measured = kept_for(result.device)
     peaks = peaks_for(result.device, compute_dtype, gpu, tf32=flags.tf32_cudnn or flags.tf32_matmul,
@@ -67,10 +67,10 @@ def roofline_of_run(result: Any, report: Any = None, peak_tflops: float | None =
 def layer_times_of_run(result: Any, report: Any = None, *, iters: int | None = None,
                        should_cancel: Any = None, **roofline_options: Any):
     """A finished run on the roofline with the time of each layer: its model, input, flags and step profiled
-    again (engine.layer_times), so every row has its time, share of the pass and achieved FLOP/s. Needs
+    again (engine.analysis.layer_times), so every row has its time, share of the pass and achieved FLOP/s. Needs
     torch."""
-    from torchperf_tui.engine.layer_times import DEFAULT_ITERS, layer_times
-    from torchperf_tui.engine.bench_config import BenchConfig
+    from torchperf_tui.engine.analysis.layer_times import DEFAULT_ITERS, layer_times
+    from torchperf_tui.engine.benchmark.bench_config import BenchConfig
 
     cfg = BenchConfig(model=result.model, input_shape=tuple(result.input_shape), device=result.device,
                       dtype=result.dtype, channels_last=result.channels_last, flags=result.flags,

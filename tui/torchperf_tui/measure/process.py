@@ -142,7 +142,7 @@ class Worker:
 
     def serve(self) -> None:
         from torchperf_tui.engine.errors import TorchperfError, user_message
-        from torchperf_tui.engine.flags import guarded_job
+        from torchperf_tui.engine.benchmark.flags import guarded_job
         from torchperf_tui.measure.runners import RUNNERS, JobContext
 
         while True:
@@ -227,8 +227,8 @@ def track_phases(job: StartJob, ctx: Any) -> list[str]:
     spec = model_spec(job.params)
     if spec is None:
         return []
-    from torchperf_tui.engine.flags import TorchState, import_changes
-    from torchperf_tui.engine.models import _is_custom, _load_factory
+    from torchperf_tui.engine.benchmark.flags import TorchState, import_changes
+    from torchperf_tui.engine.workloads.models import _is_custom, _load_factory
 
     notes: list[str] = []
     if _is_custom(spec):
@@ -266,8 +266,8 @@ def serve(conn: Any, log_path: str | None = None, prints_to_stderr: bool = False
     faulthandler.enable()  # a segfault in an extension leaves its Python stack in the log
     import torch  # noqa: F401 - the seconds this takes are spent here, once, before the first job
 
-    import torchperf_tui.engine.timing  # noqa: F401
-    from torchperf_tui.engine.flags import process_baseline
+    import torchperf_tui.engine.benchmark.timing  # noqa: F401
+    from torchperf_tui.engine.benchmark.flags import process_baseline
 
     process_baseline()  # torch's pristine state, before any job imports a model's module
 

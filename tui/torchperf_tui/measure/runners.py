@@ -100,14 +100,14 @@ class SampleStream:
 
 def run_probe(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """-> (DeviceReport, {"applicability": {device kind: {flag: (ok, why)}}})."""
-    from torchperf_tui.engine.device import probe_device
-    from torchperf_tui.engine.flags import applicability_table
+    from torchperf_tui.engine.hardware.device import probe_device
+    from torchperf_tui.engine.benchmark.flags import applicability_table
 
     return probe_device(), {"applicability": applicability_table()}
 
 
 def run_catalogue(params: dict, ctx: JobContext) -> tuple[Any, dict]:
-    from torchperf_tui.engine.model_catalogue import list_catalogue
+    from torchperf_tui.engine.workloads.model_catalogue import list_catalogue
 
     return list_catalogue(), {}
 
@@ -116,9 +116,9 @@ def run_analyse(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: spec, batch, dims (the typed shape without batch, or None for the model's default), dtype, step
     ("train": the backward counted too, per layer). -> (Complexity, {"entry": ModelEntry, "input_note": the line
     saying a custom model's input shape was assumed, or None})."""
-    from torchperf_tui.engine.complexity import analyse_complexity
-    from torchperf_tui.engine.inputs import check_dims
-    from torchperf_tui.engine.models import resolve_model
+    from torchperf_tui.engine.workloads.complexity import analyse_complexity
+    from torchperf_tui.engine.workloads.inputs import check_dims
+    from torchperf_tui.engine.workloads.models import resolve_model
 
     entry = resolve_model(params["spec"])
     dims = params.get("dims") or tuple(entry.input_shape)
@@ -132,14 +132,14 @@ def _history_extra(result: Any) -> dict:
     """The environment fingerprint for the run's history records; none for a cancelled run (not saved)."""
     if result.cancelled:
         return {}
-    from torchperf_tui.engine.fingerprint import environment_fingerprint
+    from torchperf_tui.engine.records.fingerprint import environment_fingerprint
 
     return {"fingerprint": environment_fingerprint(device=result.device)}
 
 
 def run_time(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: cfg (BenchConfig). Streams Samples. -> (TimingResult, {"fingerprint": ...})."""
-    from torchperf_tui.engine.timing import run_benchmark
+    from torchperf_tui.engine.benchmark.timing import run_benchmark
 
     stream = SampleStream(ctx)
     try:
@@ -153,7 +153,7 @@ def run_time(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 def run_ab_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: base (BenchConfig), a, b (Flags), blocks, per_block, seed. Progress "block": (arm, index,
     total, samples_ms). -> (ABResult, {"fingerprint": ...})."""
-    from torchperf_tui.engine.abtest import ArmSpec, run_ab
+    from torchperf_tui.engine.benchmark.abtest import ArmSpec, run_ab
 
     device_kind = params.get("device_kind", "cpu")
     arm_a = ArmSpec(flags=params["a"], text=params["a"].describe(device_kind))
@@ -167,7 +167,7 @@ def run_ab_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 def run_modes_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: cfg (BenchConfig), modes. Progress "mode": (mode, done, total), at most twice a second and at
     each change of mode (a tiny model takes thousands of samples a second). -> (ModesResult, {})."""
-    from torchperf_tui.engine.timing_modes import MODES, run_modes
+    from torchperf_tui.engine.benchmark.timing_modes import MODES, run_modes
 
     last = {"mode": None, "at": 0.0}
 
@@ -183,8 +183,8 @@ def run_modes_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 
 def run_kernels(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: base (BenchConfig), a, b (Flags), device_kind."""
-    from torchperf_tui.engine.abtest import ArmSpec
-    from torchperf_tui.engine.kernels import conv_kernels
+    from torchperf_tui.engine.benchmark.abtest import ArmSpec
+    from torchperf_tui.engine.analysis.kernels import conv_kernels
 
     kind = params.get("device_kind", "cpu")
     return conv_kernels(params["base"], ArmSpec(flags=params["a"], text=params["a"].describe(kind)),
@@ -194,7 +194,7 @@ def run_kernels(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 
 def run_throughput(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: cfg, options (find_max_batch's keyword arguments). Progress "batch_try": a BatchTry."""
-    from torchperf_tui.engine.throughput import find_max_batch
+    from torchperf_tui.engine.benchmark.throughput import find_max_batch
 
     return find_max_batch(params["cfg"], **params.get("options", {}),
                           on_progress=lambda t: ctx.progress("batch_try", t), should_cancel=ctx.cancelled), {}
@@ -202,7 +202,7 @@ def run_throughput(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 
 def run_profile(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: cfg, iters."""
-    from torchperf_tui.engine.profiling import profile_model
+    from torchperf_tui.engine.analysis.profiling import profile_model
 
     return profile_model(params["cfg"], iters=params["iters"], should_cancel=ctx.cancelled), {}
 
@@ -224,7 +224,7 @@ def run_layer_times(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 
 def run_determinism(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: cfg (BenchConfig)."""
-    from torchperf_tui.engine.determinism import check_determinism
+    from torchperf_tui.engine.benchmark.determinism import check_determinism
 
     cfg = params["cfg"]
     return check_determinism(cfg.model, cfg.resolved_shape(), device=cfg.device, dtype=cfg.dtype, flags=cfg.flags,
@@ -234,21 +234,21 @@ def run_determinism(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 
 def run_memsnap(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: cfg (BenchConfig)."""
-    from torchperf_tui.engine.memsnap import record_memory_snapshot
+    from torchperf_tui.engine.benchmark.memsnap import record_memory_snapshot
 
     return record_memory_snapshot(params["cfg"], should_cancel=ctx.cancelled), {}
 
 
 def run_ceilings_kept(params: dict, ctx: JobContext) -> tuple[Any, dict]:
-    """params: device. The ceilings kept for it (engine.ceilings), or None: nothing is measured."""
-    from torchperf_tui.engine.ceilings import kept_for
+    """params: device. The ceilings kept for it (engine.hardware.ceilings), or None: nothing is measured."""
+    from torchperf_tui.engine.hardware.ceilings import kept_for
 
     return kept_for(params.get("device", "auto")), {}
 
 
 def run_ceilings(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: device. Measure the ceilings now and keep them. Progress "ceiling": what is being measured."""
-    from torchperf_tui.engine.ceilings import ceilings
+    from torchperf_tui.engine.hardware.ceilings import ceilings
 
     return ceilings(params.get("device", "auto"), refresh=True, should_cancel=ctx.cancelled,
                     on_progress=lambda what: ctx.progress("ceiling", what)), {}
@@ -257,7 +257,7 @@ def run_ceilings(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 def run_release(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: device ("cpu", "cuda", "cuda:N"). gc + empty_cache (CUDA) or malloc_trim (CPU), here, where
     the model and the caching allocator live. -> ReleaseReport."""
-    from torchperf_tui.engine.telemetry import release_memory
+    from torchperf_tui.engine.hardware.telemetry import release_memory
 
     return release_memory(device=params.get("device", "auto")), {}
 
@@ -289,7 +289,7 @@ def run_memory(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 
 def _resolved_shape(spec: str, input_shape: tuple | None, batch: int | None) -> tuple[int, ...]:
     """--input and --batch, or the model's default input with --batch (importing the model's module: here)."""
-    from torchperf_tui.engine.bench_config import BenchConfig
+    from torchperf_tui.engine.benchmark.bench_config import BenchConfig
 
     return BenchConfig(model=spec, input_shape=input_shape, batch=batch).resolved_shape()
 
@@ -300,7 +300,7 @@ def _say_assumed_input(spec: str, shape_given: bool, ctx: JobContext | None) -> 
     has built: a model that fails is said in its error line alone."""
     if shape_given:
         return None
-    from torchperf_tui.engine.models import input_shape_note
+    from torchperf_tui.engine.workloads.models import input_shape_note
 
     note = input_shape_note(spec)
     if note and ctx is not None:
@@ -311,7 +311,7 @@ def _say_assumed_input(spec: str, shape_given: bool, ctx: JobContext | None) -> 
 def run_cli_flops(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: spec, input_shape (with batch, or None), batch, dtype, layers, step. Progress "note" as bench's.
     -> (Complexity, {})."""
-    from torchperf_tui.engine.complexity import analyse_complexity
+    from torchperf_tui.engine.workloads.complexity import analyse_complexity
 
     shape = _resolved_shape(params["spec"], params.get("input_shape"), params.get("batch"))
     result = analyse_complexity(params["spec"], shape, dtype=params["dtype"], layers=params["layers"],
@@ -324,15 +324,15 @@ def run_cli_bench(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: cfg, and for --modes: modes (parsed in cli.py, which also refuses --cold-l2 without them),
     cold_l2, per_block. Progress "note": a line about the flags or dtype on this device, before anything runs. Streams
     Samples (a timing). -> (TimingResult, {"fingerprint"}) or (ModesResult, {})."""
-    from torchperf_tui.engine.flags import inert_flags
-    from torchperf_tui.engine.inputs import dtype_note, resolve_device
+    from torchperf_tui.engine.benchmark.flags import inert_flags
+    from torchperf_tui.engine.workloads.inputs import dtype_note, resolve_device
 
     cfg = params["cfg"]
     kind = resolve_device(cfg.device).type
     for line in inert_flags(cfg.flags, kind) + [note for note in (dtype_note(cfg.dtype, kind),) if note]:
         ctx.progress("note", line)
     if params.get("modes") is not None:
-        from torchperf_tui.engine.timing_modes import run_modes
+        from torchperf_tui.engine.benchmark.timing_modes import run_modes
 
         return run_modes(cfg, tuple(params["modes"]), cold_l2=params.get("cold_l2", False),
                          per_block=params["per_block"], should_cancel=ctx.cancelled), {}
@@ -343,7 +343,7 @@ def run_cli_bench(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 
 def run_cli_profile(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: cfg, iters, sort_by, trace_path. -> (ProfileResult, {})."""
-    from torchperf_tui.engine.profiling import profile_model
+    from torchperf_tui.engine.analysis.profiling import profile_model
 
     # Kineto's log lines on fd 2 go to this process's log (measure/process.py), not to the CLI's stderr.
     return profile_model(params["cfg"], iters=params["iters"], sort_by=params.get("sort_by"),
@@ -353,7 +353,7 @@ def run_cli_profile(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 def run_cli_roofline(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: cfg, peak_tflops, peak_bandwidth_gbs, layers, layer_iters. A timing, then its roofline (with each
     layer's time for `layers`). -> (Roofline, {})."""
-    from torchperf_tui.engine.timing import run_benchmark
+    from torchperf_tui.engine.benchmark.timing import run_benchmark
     from torchperf_tui.measure.follow_up import layer_times_of_run, roofline_of_run
 
     timing = run_benchmark(params["cfg"], should_cancel=ctx.cancelled)
@@ -367,11 +367,11 @@ def run_cli_compare(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: base (BenchConfig), a, b (ArmSpecs: the SPECs parsed and checked in cli.py), blocks, per_block,
     seed, kernels, time_budget_s. Progress "block" as the "ab" job. -> (ABResult, {"fingerprint"}) or
     (KernelComparison, {})."""
-    from torchperf_tui.engine.abtest import run_ab
+    from torchperf_tui.engine.benchmark.abtest import run_ab
 
     base, arm_a, arm_b = params["base"], params["a"], params["b"]
     if params.get("kernels"):
-        from torchperf_tui.engine.kernels import conv_kernels
+        from torchperf_tui.engine.analysis.kernels import conv_kernels
 
         return conv_kernels(base, arm_a, arm_b, should_cancel=ctx.cancelled), {}
     result = run_ab(base, arm_a, arm_b, blocks=params["blocks"], per_block=params["per_block"], seed=params["seed"],
@@ -382,7 +382,7 @@ def run_cli_compare(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 
 def run_cli_determinism(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: cfg (BenchConfig; its input None: the model's default), runs. -> (DeterminismReport, {})."""
-    from torchperf_tui.engine.determinism import check_determinism
+    from torchperf_tui.engine.benchmark.determinism import check_determinism
 
     cfg = params["cfg"]
     return check_determinism(cfg.model, cfg.resolved_shape(), device=cfg.device, dtype=cfg.dtype, flags=cfg.flags,
@@ -392,7 +392,7 @@ def run_cli_determinism(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 
 def run_cli_memsnap(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: cfg, iters, out_dir. -> (MemorySnapshotResult, {})."""
-    from torchperf_tui.engine.memsnap import record_memory_snapshot
+    from torchperf_tui.engine.benchmark.memsnap import record_memory_snapshot
 
     return record_memory_snapshot(params["cfg"], iters=params["iters"], out_dir=params.get("out_dir"),
                                   should_cancel=ctx.cancelled), {}
@@ -400,7 +400,7 @@ def run_cli_memsnap(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 
 def run_cli_ceilings(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: device, refresh. The kept ceilings, or measured now (and kept). -> (CeilingsResult, {})."""
-    from torchperf_tui.engine.ceilings import ceilings
+    from torchperf_tui.engine.hardware.ceilings import ceilings
 
     return ceilings(params.get("device", "auto"), refresh=params.get("refresh", False),
                     should_cancel=ctx.cancelled), {}

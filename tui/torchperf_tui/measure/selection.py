@@ -15,7 +15,7 @@ from typing import Any
 @dataclass(frozen=True)
 class Selection:
     """`shape` is the input without the batch as typed ('3x224x224'), or '' for the model's default;
-    `batch` as typed. `flags` is an engine.flags.Flags; `compile` 'eager' or a torch.compile mode."""
+    `batch` as typed. `flags` is an engine.benchmark.flags.Flags; `compile` 'eager' or a torch.compile mode."""
 
     spec: str
     shape: str = ""
@@ -27,21 +27,21 @@ class Selection:
     shapes: str = "fixed"
     compile: str = "eager"
     warmup: int | str = 10
-    iters: int = 64  # engine.bench_config.DEFAULT_ITERS (the engine is not imported before a job needs it)
+    iters: int = 64  # engine.benchmark.bench_config.DEFAULT_ITERS (the engine is not imported before a job needs it)
     seed: int = 0  # of the input values and of a random shape schedule
     step: str = "infer"  # "infer" or "train" (forward, loss, backward, optimizer step)
     optimizer: str = "sgd"  # a training step's
     amp: str | None = None  # mixed precision: None, "fp16" or "bf16"
 
     def batch_size(self) -> int:
-        from torchperf_tui.engine.inputs import check_dims, parse_batch
+        from torchperf_tui.engine.workloads.inputs import check_dims, parse_batch
 
         return check_dims((parse_batch(self.batch),))[0]
 
     def full_shape(self) -> tuple[int, ...] | None:
         """(batch, *dims) as typed, or None when no shape is typed (the model's default applies). Each field's
         error quotes that field as typed (not the two glued together)."""
-        from torchperf_tui.engine.inputs import check_dims, parse_dims
+        from torchperf_tui.engine.workloads.inputs import check_dims, parse_dims
 
         if not self.shape:
             return None
@@ -50,8 +50,8 @@ class Selection:
     def config(self, flags: Any = None):
         """The engine's BenchConfig (with `flags` instead of the selection's, for an arm of an A/B). Raises
         the engine's one-line errors for a bad shape or batch."""
-        from torchperf_tui.engine.flags import Flags
-        from torchperf_tui.engine.bench_config import BenchConfig
+        from torchperf_tui.engine.benchmark.flags import Flags
+        from torchperf_tui.engine.benchmark.bench_config import BenchConfig
 
         return BenchConfig(model=self.spec, input_shape=self.full_shape(), batch=self.batch_size(),
                            device=self.device, dtype=self.dtype, channels_last=self.channels_last,

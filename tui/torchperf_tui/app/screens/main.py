@@ -115,7 +115,7 @@ class MainScreen(FitsTerminal, Screen):
             for holder in self.query(_PlotHolder):
                 holder.attach_plot()
         if session.has("flags"):
-            from torchperf_tui.engine.flags import Flags
+            from torchperf_tui.engine.benchmark.flags import Flags
 
             self.pane("flags").flags = Flags()
         self.pane("device").probe()
@@ -127,7 +127,7 @@ class MainScreen(FitsTerminal, Screen):
         session = self.app.session
         if not session.has("flags") or (not session.applicability and not self._probe_failed):
             return
-        from torchperf_tui.engine.flags import FLAG_SPECS
+        from torchperf_tui.engine.benchmark.flags import FLAG_SPECS
 
         self.pane("flags").show_applicability(FLAG_SPECS, session.device_kind(), session.flag_applies)
         self.pane("device").show_flags_note(session.device_kind(), self.pane("flags").reasons)

@@ -14,8 +14,8 @@ from textual.containers import Vertical
 from textual.markup import escape
 from textual.widgets import DataTable, Static
 
-from torchperf_tui.engine.history_compare import disturbed_sentence
-from torchperf_tui.engine.stats import percentile_supported
+from torchperf_tui.engine.records.history_compare import disturbed_sentence
+from torchperf_tui.engine.benchmark.stats import percentile_supported
 from torchperf_tui.formatting import UNSUPPORTED_LEGEND, format_ms, format_number, format_percentile
 from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent, RunsChanged
@@ -107,7 +107,7 @@ class ComparePane(Vertical):
         """Time A against B interleaved in blocks (replacing a comparison or any measurement in flight); two
         identical flag sets are refused, in the verdict line (it stays) and a short toast."""
         if flags_a == flags_b:
-            from torchperf_tui.engine.ab_arms import same_arms_refusal  # the CLI's sentence; no torch: cheap
+            from torchperf_tui.engine.benchmark.ab_arms import same_arms_refusal  # the CLI's sentence; no torch: cheap
 
             text = same_arms_refusal("flip a flag first: A/B compares the flags before the flip with the current ones",
                                      flags_a.describe(self.app.session.device_kind()))
@@ -178,7 +178,7 @@ class ComparePane(Vertical):
         if self._ab_seen is None:  # the first block: the blocks began its timed samples ago
             now = self.app.session.disturbances.now()
             self._ab_seen = (now - sum(samples) / 1000, (now, time.process_time()))
-        from torchperf_tui.engine.stats import compute_stats  # loaded by the session's warm-up
+        from torchperf_tui.engine.benchmark.stats import compute_stats  # loaded by the session's warm-up
 
         record.samples_ms.extend(samples)
         record.stats = compute_stats(record.samples_ms, batch=record.batch)
@@ -187,7 +187,7 @@ class ComparePane(Vertical):
         self.post_message(RunsChanged())
 
     def _ab_finished(self, result, fingerprint) -> None:
-        from torchperf_tui.engine.stats import compute_stats  # loaded by the session's warm-up
+        from torchperf_tui.engine.benchmark.stats import compute_stats  # loaded by the session's warm-up
 
         batch = result.input_shape[0]
         # What this process did beside the blocks (a resize, heavy redraws) goes on the result, as a timing run's
@@ -307,8 +307,8 @@ class ComparePane(Vertical):
 
 def disturbed_note(runs: list) -> str:
     """'\n#2 was disturbed (window resized during the run): part of the speed-up may be the disturbance, ...' for the
-    kept runs with a mark (app/runs.py, engine/host_noise.py), in the words of a comparison of history records
-    (engine/history_compare.py); '' if none."""
+    kept runs with a mark (app/runs.py, engine/hardware/host_noise.py), in the words of a comparison of history records
+    (engine/records/history_compare.py); '' if none."""
     sentence = disturbed_sentence([(r.label, r.disturbed) for r in runs], of="the speed-up")
     return f"\n[$warning]{escape(sentence)}[/]" if sentence else ""
 

@@ -143,9 +143,9 @@ class DevicePane(VerticalScroll):
 
     @work(thread=True, group="probe", exit_on_error=False)
     def _probe_with_seams(self) -> None:
-        from torchperf_tui.engine.device import probe_device
+        from torchperf_tui.engine.hardware.device import probe_device
         from torchperf_tui.engine.errors import user_message
-        from torchperf_tui.engine.flags import applicability_table
+        from torchperf_tui.engine.benchmark.flags import applicability_table
 
         session = self.app.session
         try:

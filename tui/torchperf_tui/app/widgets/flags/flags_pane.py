@@ -1,5 +1,5 @@
 """Backend flag switches. A flag that has no effect on the chosen device is disabled, with the reason
-(from engine.flags.flag_applicability) beside it and in its tooltip."""
+(from engine.benchmark.flags.flag_applicability) beside it and in its tooltip."""
 
 from __future__ import annotations
 
@@ -92,7 +92,7 @@ class FlagsPane(Vertical):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.flags: Any = None  # engine.flags.Flags, from when the engine is loaded
+        self.flags: Any = None  # engine.benchmark.flags.Flags, from when the engine is loaded
         self.previous: Any = None
         self.reasons = ""  # which flags do nothing on the device, and why
 

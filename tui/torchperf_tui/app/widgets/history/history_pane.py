@@ -18,7 +18,7 @@ from textual.message import Message
 from textual.widgets import DataTable, Static
 from textual.worker import get_current_worker
 
-from torchperf_tui.engine.stats import percentile_supported
+from torchperf_tui.engine.benchmark.stats import percentile_supported
 from torchperf_tui.formatting import UNSUPPORTED_LEGEND, format_ms, format_percentile
 
 MARK = "●"
@@ -158,7 +158,7 @@ class HistoryPane(Vertical):
     def show_history(self, path: str | Path | None) -> None:
         """Read the page shown (at first the newest) of the history at `path` (None: the default history)
         again, in a thread; a new run appears on the newest page, an older page stays where it is."""
-        from torchperf_tui.engine.history_file import default_history_path  # no torch: cheap
+        from torchperf_tui.engine.records.history_file import default_history_path  # no torch: cheap
 
         path = default_history_path(path)
         if path != self.path:
@@ -200,7 +200,7 @@ class HistoryPane(Vertical):
     def _load_page(self, path: Path, before: int | None, size: int) -> None:
         """A page read backwards from `before` (values, not the pane's attributes: this runs in a thread)."""
         from torchperf_tui.engine.errors import user_message
-        from torchperf_tui.engine.history_file import HistoryFile
+        from torchperf_tui.engine.records.history_file import HistoryFile
 
         try:
             loaded = HistoryFile(path).load(last=size, before=before)
@@ -332,7 +332,7 @@ class HistoryPane(Vertical):
             self.show_comparison(f"{len(self.marked)} of 2 runs marked: m or ⏎ on a row marks it")
             return
         try:
-            from torchperf_tui.engine.history_compare import compare_records  # no torch: cheap
+            from torchperf_tui.engine.records.history_compare import compare_records  # no torch: cheap
 
             comparison = compare_records(*pair)
         except Exception as exc:

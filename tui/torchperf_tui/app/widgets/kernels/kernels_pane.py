@@ -36,11 +36,11 @@ def kernel_names(kernels, names: dict[str, str]) -> str:
 
 
 class KernelsPane(Vertical):
-    """Owns the kernel profile (key k): an engine.kernels.KernelComparison of A (the flags before the last
+    """Owns the kernel profile (key k): an engine.analysis.kernels.KernelComparison of A (the flags before the last
     flip) and B (the flags now)."""
 
     status: reactive[str] = reactive("", init=False, always_update=True)  # the line beside the pane's button
-    result = reactive(None, init=False)  # the latest engine.kernels.KernelComparison
+    result = reactive(None, init=False)  # the latest engine.analysis.kernels.KernelComparison
 
     DEFAULT_CSS = """
     KernelsPane { height: 1fr; }
@@ -70,7 +70,7 @@ class KernelsPane(Vertical):
     def _fill_table(self, result) -> None:
         """A row per conv layer (per pass of a training step's). The layer's name gets what the pass, the times
         and the choice leave of the width, keeping its end, so they stay in sight at 80 columns."""
-        from torchperf_tui.engine.kernels import short_kernel_names  # text only: torch stays unimported
+        from torchperf_tui.engine.analysis.kernels import short_kernel_names  # text only: torch stays unimported
 
         training = result.training
         columns = columns_for(training)

@@ -190,7 +190,7 @@ class MemoryPane(Vertical):
         nvml = session.nvml_handle()
         if self._gpu_index is None or self._pid is None or not self._on_cuda or nvml is None:
             return None
-        from torchperf_tui.engine.telemetry import process_gpu_memory
+        from torchperf_tui.engine.hardware.telemetry import process_gpu_memory
 
         return process_gpu_memory(nvml, self._gpu_index, self._pid)
 
@@ -242,7 +242,7 @@ class MemoryPane(Vertical):
         if reading is None:
             return sample, holder
         if reading.get("allocated") is None:  # RSS: the sampler follows that process already
-            from torchperf_tui.engine.nvml import NA
+            from torchperf_tui.engine.hardware.nvml import NA
 
             missing = NA(reading.get("why_none") or "not available")
             return dataclasses.replace(sample, torch_allocated_bytes=missing, torch_reserved_bytes=missing,
@@ -284,7 +284,7 @@ class MemoryPane(Vertical):
     def _release_with_seams(self, kind: str) -> None:
         session = self.app.session
         try:
-            from torchperf_tui.engine.telemetry import release_memory
+            from torchperf_tui.engine.hardware.telemetry import release_memory
 
             report = release_memory(device=kind, nvml=session.nvml_handle(), cuda=session.cuda_seam)
         except Exception as exc:

@@ -1,5 +1,5 @@
 """The CUDA memory snapshot (key n on the Memory tab): the caching allocator's history recorded over a few
-iterations of the selected model, in the measurement process (engine/memsnap.py), written where
+iterations of the selected model, in the measurement process (engine/benchmark/memsnap.py), written where
 pytorch.org/memory_viz reads it; and what the user is told of it."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ def start_snapshot(pane) -> None:
         return
     session = pane.app.session
     if session.device_kind() != "cuda":
-        from torchperf_tui.engine.memsnap import NOT_CUDA
+        from torchperf_tui.engine.benchmark.memsnap import NOT_CUDA
 
         pane.app.notify(NOT_CUDA, title="memory snapshot", severity="warning", timeout=8)
         return

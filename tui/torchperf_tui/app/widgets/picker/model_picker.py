@@ -16,7 +16,7 @@ from textual.widgets import Checkbox, Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
 from torchperf_tui.app.widgets.exit_safe_select import ExitSafeSelect
-from torchperf_tui.engine.inputs import dtype_note
+from torchperf_tui.engine.workloads.inputs import dtype_note
 from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.measure.protocol import JobFailed

@@ -80,7 +80,7 @@ class ProfilePane(Vertical):
             self._failed("cancelled: another measurement replaced it" if event.cancelled else event.error,
                          notify=not event.cancelled)
             return
-        from torchperf_tui.engine.profiling import sort_ops  # loaded by the session's warm-up
+        from torchperf_tui.engine.analysis.profiling import sort_ops  # loaded by the session's warm-up
 
         result = event.result
         self.show_result(result, sort_ops)

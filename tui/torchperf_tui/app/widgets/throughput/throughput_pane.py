@@ -150,7 +150,7 @@ class ThroughputPane(Vertical):
         options = {} if session.max_batch is None else {"max_batch": session.max_batch}
         self.jobs.start("search", "throughput", {"cfg": cfg, "options": options},
                         f"searching the largest batch of {selection.spec}")
-        from torchperf_tui.engine.throughput import DEFAULT_TIME_BUDGET_S  # loaded by the session's warm-up
+        from torchperf_tui.engine.benchmark.throughput import DEFAULT_TIME_BUDGET_S  # loaded by the session's warm-up
 
         self._searching = (selection.spec, time.monotonic(), DEFAULT_TIME_BUDGET_S)
 

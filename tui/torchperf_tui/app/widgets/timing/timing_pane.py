@@ -92,7 +92,7 @@ def conditions_text(record, compact: bool = False) -> str:
 
 def disturbed_text(record, compact: bool = False) -> str:
     """A finished run's marks in the warning colour: 'disturbed: window resized during the run; noisy host: load
-    3.1 on 2 cores, ...' (what the app saw beside the run, then engine/host_noise.py's findings); '' when none.
+    3.1 on 2 cores, ...' (what the app saw beside the run, then engine/hardware/host_noise.py's findings); '' when none.
     `compact`: each mark's head alone ('disturbed: noisy host, noisy samples'), one row that leaves the histogram
     its bars; the whole marks are in the tooltip."""
     if not record.disturbed:
@@ -103,7 +103,7 @@ def disturbed_text(record, compact: bool = False) -> str:
 
 
 def _intervals(record) -> dict:
-    from torchperf_tui.engine.stats import percentile_intervals
+    from torchperf_tui.engine.benchmark.stats import percentile_intervals
 
     return {interval.name: interval for interval in percentile_intervals(record.samples_ms)}
 
@@ -178,7 +178,7 @@ def _value(value, spec: str, unit: str = "") -> str:
 
 def roofline_text(result) -> str:
     """One line: achieved TFLOP/s, MFU (or why n/a), arithmetic intensity and the side of the roofline."""
-    from torchperf_tui.engine.roofline import utilisation_text  # the CLI's wording (above 100 %: no fact)
+    from torchperf_tui.engine.analysis.roofline import utilisation_text  # the CLI's wording (above 100 %: no fact)
 
     mfu = utilisation_text(result, "mfu_pct")
     if mfu == "n/a":
@@ -325,7 +325,7 @@ class TimingPane(Vertical):
         if cfg is None:
             return
         record.batch = cfg.batch or 1
-        from torchperf_tui.engine.inputs import dtype_note  # loaded by the session's warm-up
+        from torchperf_tui.engine.workloads.inputs import dtype_note  # loaded by the session's warm-up
 
         note = dtype_note(selection.dtype, session.device_kind())
         if note:
@@ -393,7 +393,7 @@ class TimingPane(Vertical):
             # over every sample so far: at most every LIVE_STATS_EVERY_S, never per batch; and at the first
             # timed batch, so the body never says "no timed samples yet" beside a header saying "timed 15/64"
             if redraw or record.stats is None:
-                from torchperf_tui.engine.stats import compute_stats  # loaded by the session's warm-up
+                from torchperf_tui.engine.benchmark.stats import compute_stats  # loaded by the session's warm-up
 
                 record.stats = compute_stats(record.samples_ms, batch=record.batch or 1)
         phase_changed = record.status != event.phase

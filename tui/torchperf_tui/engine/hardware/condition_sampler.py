@@ -1,0 +1,239 @@
+"""Reading the GPU beside a timed run: a `ConditionSampler` reads NVML between two timed iterations (outside the
+timer, like the memory trace) once `period_s` has passed since its last reading, about ten times a second, and
+once at each edge of a timed window; `summary()` sums the readings up as engine/run_conditions.RunConditions.
+
+Not a thread of its own: its Python would take the GIL from the thread launching kernels, in the middle of a
+timed iteration of a launch-bound model. Readings between iterations see the GPU a moment after its work: its
+clocks and power limiter do not change in that moment (and NVML's power is a ~1 s average).
+
+No torch (but in `conditions_sampler`, for a CUDA device's index) and no textual here, only NVML through
+engine/hardware/nvml.py: tests drive it with the fake NVML module.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from torchperf_tui.engine.hardware.nvml import NA, Nvml
+from torchperf_tui.engine.hardware.run_conditions import CLOCK_EVENT_REASONS, DEFAULT_PERIOD_S, THROTTLE_MASK, RunConditions
+
+READINGS_LIMIT = 4000  # past this, every other reading is dropped (window edges are kept apart)
+# Newer nvidia-ml-py names the query "clocks event reasons"; older releases only have "throttle reasons".
+_REASON_QUERIES = ("nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons")
+
+
+@dataclass(frozen=True)
+class ConditionReading:
+    """One reading; None where NVML could not say (the sampler keeps why)."""
+
+    t: float  # time.perf_counter() seconds
+    sm_mhz: int | None = None
+    mem_mhz: int | None = None
+    reasons: int | None = None  # the clock-event reason bits
+    temperature_c: int | None = None
+    power_w: float | None = None
+    energy_mj: int | None = None  # NVML's total energy counter
+
+
+class ConditionSampler:
+    """Reads NVML for one GPU beside a run: at `begin()` / `end()` of each timed window (so the energy counter is
+    read exactly at its edges) and at `tick()`, which the timed loop calls between iterations, once `period_s`
+    has passed (None: only the edges). Thread-safe: A/B arms open and close windows from their own threads."""
+
+    def __init__(self, nvml: Nvml | None, index: int | None, period_s: float | None = DEFAULT_PERIOD_S,
+                 clock: Callable[[], float] = time.perf_counter, unavailable: str | None = None) -> None:
+        self.nvml, self.index, self.period_s, self._clock = nvml, index, period_s, clock
+        self._lock = threading.Lock()
+        self._readings: list[ConditionReading] = []
+        self._windows: list[tuple[str, ConditionReading, ConditionReading]] = []
+        self._open: dict[str, ConditionReading] = {}
+        self._missing: dict[str, str] = {}
+        self._last_t = float("-inf")
+        if unavailable is not None or nvml is None or index is None:
+            self._missing["nvml"] = unavailable or "NVML not available"
+            self.index = None
+        self._reason_query: str | None = None
+        self.max_sm_mhz: int | None = None
+        if self.index is not None:
+            top = nvml.clock_mhz(self.index, "NVML_CLOCK_SM", maximum=True)
+            self.max_sm_mhz = None if isinstance(top, NA) else int(top)
+
+    @classmethod
+    def unavailable(cls, reason: str) -> ConditionSampler:
+        """A sampler that reads nothing and says why (no NVML, a CUDA device NVML cannot match)."""
+        return cls(None, None, period_s=None, unavailable=reason)
+
+    # -- reading ------------------------------------------------------------------------------------------
+    def _value(self, key: str, value: Any) -> Any:
+        if isinstance(value, NA):
+            with self._lock:
+                self._missing.setdefault(key, value.reason)
+            return None
+        return value
+
+    def _reasons(self) -> int | None:
+        if self._reason_query is None:  # whichever name this nvidia-ml-py has
+            module = self.nvml.module
+            self._reason_query = next((name for name in _REASON_QUERIES if hasattr(module, name)), _REASON_QUERIES[0])
+        return self._value("reasons", self.nvml.query(self.index, self._reason_query))
+
+    def read(self) -> ConditionReading:
+        """One reading now (every field NVML answers; what it does not is remembered with its reason)."""
+        t = self._clock()
+        if self.index is None:
+            return ConditionReading(t=t)
+        nvml, index = self.nvml, self.index
+        return ConditionReading(
+            t=t,
+            sm_mhz=self._value("sm_clock", nvml.clock_mhz(index, "NVML_CLOCK_SM")),
+            mem_mhz=self._value("mem_clock", nvml.clock_mhz(index, "NVML_CLOCK_MEM")),
+            reasons=self._reasons(),
+            temperature_c=self._value("temperature", nvml.temperature_c(index)),
+            power_w=self._value("power", nvml.power_w(index)),
+            energy_mj=self._value("energy", nvml.query(index, "nvmlDeviceGetTotalEnergyConsumption")),
+        )
+
+    def _keep(self, reading: ConditionReading) -> None:
+        with self._lock:
+            if len(self._readings) >= READINGS_LIMIT:
+                self._readings = self._readings[::2]
+            self._readings.append(reading)
+            self._last_t = reading.t
+
+    def sample(self) -> None:
+        """Take and keep one reading now."""
+        if self.index is not None:
+            self._keep(self.read())
+
+    def tick(self) -> None:
+        """Between two timed iterations, outside the timer: a reading if `period_s` has passed since the last."""
+        if self.index is None or self.period_s is None:
+            return
+        if self._clock() - self._last_t >= self.period_s:
+            self.sample()
+
+    # -- windows ------------------------------------------------------------------------------------------
+    def begin(self, label: str) -> None:
+        """A timed window of `label` opens now (a run's timed iterations, one A/B block, a mode's share)."""
+        reading = self.read()
+        with self._lock:
+            self._open[label] = reading
+            self._last_t = reading.t
+
+    def end(self, label: str) -> None:
+        """The window of `label` closes now; a label with no open window is ignored (and costs no reading)."""
+        with self._lock:
+            if label not in self._open:
+                return
+        reading = self.read()
+        with self._lock:
+            start = self._open.pop(label, None)
+            if start is not None:
+                self._windows.append((label, start, reading))
+            self._last_t = reading.t
+
+    def discard(self, label: str) -> None:
+        """Forget the open window of `label` (a block cancelled before it was complete)."""
+        with self._lock:
+            self._open.pop(label, None)
+
+    def before_timed(self, label: str, index: int) -> None:
+        """Before timed iteration `index` of window `label`, outside the timer: the first opens the window, the
+        others tick. What every timed loop calls from its before-iteration hook."""
+        if index == 0:
+            self.begin(label)
+        else:
+            self.tick()
+
+    def close(self, label: str, keep: bool = True) -> None:
+        """After the timed iterations of `label`: end its window, or (`keep` False: a cancelled block whose
+        samples are dropped) discard it."""
+        if keep:
+            self.end(label)
+        else:
+            self.discard(label)
+
+    # -- the summary --------------------------------------------------------------------------------------
+    def summary(self, labels: str | Iterable[str], items: int) -> RunConditions:
+        """The conditions over every closed window of `labels` (one label or several), with `items`
+        inferences (or training samples) in them."""
+        wanted = {labels} if isinstance(labels, str) else set(labels)
+        with self._lock:
+            missing = dict(self._missing)
+        if self.index is None:
+            return RunConditions(gpu_index=None, period_s=self.period_s, items=items, missing=missing)
+        with self._lock:
+            windows = [(start, end) for name, start, end in self._windows if name in wanted]
+            inside = [r for r in self._readings if any(start.t <= r.t <= end.t for start, end in windows)]
+        readings = sorted([*inside, *(edge for window in windows for edge in window)], key=lambda r: r.t)
+        window_s = sum(end.t - start.t for start, end in windows)
+        sm = [r.sm_mhz for r in readings if r.sm_mhz is not None]
+        mem = [r.mem_mhz for r in readings if r.mem_mhz is not None]
+        temps = [r.temperature_c for r in readings if r.temperature_c is not None]
+        power = [r.power_w for r in readings if r.power_w is not None]
+        masks = [r.reasons for r in readings if r.reasons is not None]
+        reasons: dict[str, float] = {}
+        for bit, words, _ in CLOCK_EVENT_REASONS:
+            active = sum(1 for mask in masks if mask & bit)
+            if active:
+                reasons[words] = active / len(masks)
+        throttled = sum(1 for mask in masks if mask & THROTTLE_MASK) / len(masks) if masks else None
+        energy_j, method = self._energy(windows, power, window_s, missing)
+        if not windows:
+            missing["window"] = "no timed window closed (the run was cancelled before its timed iterations)"
+        return RunConditions(
+            gpu_index=self.index, readings=len(readings), window_s=window_s, period_s=self.period_s,
+            sm_clock_mhz=statistics.median(sm) if sm else None, sm_clock_min_mhz=min(sm) if sm else None,
+            sm_clock_max_mhz=self.max_sm_mhz, mem_clock_mhz=statistics.median(mem) if mem else None,
+            temperature_start_c=temps[0] if temps else None, temperature_max_c=max(temps) if temps else None,
+            power_mean_w=statistics.fmean(power) if power else None, power_max_w=max(power) if power else None,
+            reasons=reasons, throttled_share=throttled, energy_j=energy_j, energy_method=method, items=items,
+            missing=missing,
+        )
+
+    @staticmethod
+    def _energy(windows, power: list[float], window_s: float, missing: dict[str, str]) -> tuple[float | None, str]:
+        if not windows or window_s <= 0:
+            missing.setdefault("energy", "no timed window")
+            return None, ""
+        if all(start.energy_mj is not None and end.energy_mj is not None for start, end in windows):
+            total_mj = sum(end.energy_mj - start.energy_mj for start, end in windows)
+            if total_mj > 0:
+                return total_mj / 1000.0, "NVML energy counter across the timed iterations, gaps included"
+            missing.setdefault("energy", "the energy counter did not move over the timed iterations")
+        if power:
+            why = missing.get("energy", "no energy counter")
+            return (statistics.fmean(power) * window_s,
+                    f"mean NVML power x wall time of the timed iterations ({why})")
+        missing.setdefault("energy", "neither the energy counter nor the power could be read")
+        return None, ""
+
+
+def conditions_sampler(device: Any, period_s: float | None = DEFAULT_PERIOD_S) -> ConditionSampler | None:
+    """The sampler for a run on torch device `device`: None on the CPU; on CUDA, NVML's view of that GPU
+    (matched by UUID, see device.nvml_index_for), or a sampler that says why it reads nothing."""
+    if getattr(device, "type", str(device)) != "cuda":
+        return None
+    from torchperf_tui.engine.hardware.device import TorchCudaBackend, nvml_index_for
+    from torchperf_tui.engine.hardware.nvml import default_nvml
+
+    nvml = default_nvml()
+    if not nvml.available:
+        return ConditionSampler.unavailable(nvml.reason or "NVML not available")
+    cuda = TorchCudaBackend()
+    index = device.index if device.index is not None else _current_cuda_index()
+    nvml_index = nvml_index_for(nvml, cuda, index)
+    if isinstance(nvml_index, NA):
+        return ConditionSampler.unavailable(nvml_index.reason)
+    return ConditionSampler(nvml, nvml_index, period_s=period_s)
+
+
+def _current_cuda_index() -> int:
+    import torch
+
+    return torch.cuda.current_device()

@@ -1,0 +1,351 @@
+"""Run records: one completed run as the history keeps it and export writes it, built from a timing run or
+an A/B comparison, and read back from JSON with every field checked.
+
+No torch and no textual here: `torchperf-tui history` and `export`, and the TUI's history pane, read and
+render records without paying 2-3 s for torch. Records hold flags as a plain dict for the same reason; only
+a record made without a fingerprint takes one (see engine/records/fingerprint.py), and that probe imports torch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from torchperf_tui.engine.records.fingerprint import environment_fingerprint
+from torchperf_tui.engine.records.json_checks import finite_float, is_int, json_type, nonfinite_to_none, shown
+from torchperf_tui.engine.hardware.nvml import to_jsonable
+from torchperf_tui.engine.benchmark.stats import TimingStats, compute_stats
+from torchperf_tui.formatting import format_ms, format_percentile
+
+if TYPE_CHECKING:  # only for annotations: importing them would import torch
+    from torchperf_tui.engine.benchmark.abtest import ABResult
+    from torchperf_tui.engine.benchmark.timing import TimingResult
+
+# Bumped when a field changes meaning; readers ignore keys they do not know, so adding fields needs no bump.
+RECORD_SCHEMA = 1
+
+
+@dataclass
+class HistoryRecord:
+    """One completed run as it is kept in the history and exported.
+
+    `flags` is `Flags.to_dict()` and `flags_text` its `describe(device)`, stored at record time so that
+    reading the history needs no torch; `num_threads` there is the count the run used (left to the process,
+    its default count), so two runs on different thread counts never read as the same flags. A run whose
+    model's code changed torch's global state keeps what it did in `details["state_notes"]`. `fingerprint` is
+    the environment (see engine/records/fingerprint.py); the run's own set-up (model, shape, dtype, channels_last,
+    device, flags) lives in the record's fields. `details` carries what a kind adds (compile mode for timing;
+    later throughput and compare data).
+    """
+
+    id: str
+    kind: str
+    created_at: str  # ISO 8601, UTC, when the run finished
+    model: str
+    input_shape: tuple[int, ...]
+    dtype: str
+    channels_last: bool
+    device: str
+    flags: dict[str, Any]
+    flags_text: str
+    stats: TimingStats | None  # None when the run was cancelled before any timed sample
+    samples_ms: list[float]
+    fingerprint: dict[str, Any]
+    cancelled: bool = False
+    duration_s: float | None = None
+    timer: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+    schema: int = RECORD_SCHEMA
+    # Every reason the run's numbers may not be the model's alone, one line each: what the app saw beside the run
+    # ("window resized during the run"), then the host's noise ("noisy host: load 3.1 on 2 cores, ...", "noisy
+    # samples: p50 is 67x the fastest sample"). Empty (no key in the file): nothing was seen; `details["host_noise"]`
+    # says whether the host was read at all. A gate reads this to treat the run as such.
+    disturbed: list[str] = field(default_factory=list)
+
+    @property
+    def batch(self) -> int:
+        return self.input_shape[0]
+
+    @property
+    def shape_text(self) -> str:
+        return "x".join(str(d) for d in self.input_shape)
+
+    @property
+    def short_id(self) -> str:
+        return self.id[:8]
+
+    @property
+    def state_notes(self) -> list[str]:
+        """What the model's code changed in torch's global state during the run (read from a file: strings
+        only)."""
+        notes = self.details.get("state_notes")
+        return [note for note in notes if isinstance(note, str)] if isinstance(notes, list) else []
+
+    def setup(self) -> dict[str, Any]:
+        """What was measured, for spotting that two runs are not like for like."""
+        return {"model": self.model, "input_shape": self.shape_text, "dtype": self.dtype,
+                "channels_last": self.channels_last, "device": self.device,
+                "compile": self.details.get("compile_mode"), "shapes": self.details.get("shapes", "fixed"),
+                "step": self.details.get("step", "infer"), "optimizer": self.details.get("optimizer"),
+                "amp": self.details.get("amp")}
+
+    def summary(self) -> str:
+        """One line for `history` and notifications."""
+        when = self.created_at.replace("T", " ")[:16]
+        head = f"{when}  {self.short_id}  {self.kind:<6} {self.model}  {self.shape_text} {self.dtype}"
+        if self.channels_last:
+            head += " channels_last"
+        if self.details.get("shapes", "fixed") != "fixed":
+            head += f" shapes {self.details['shapes']}"
+        if self.details.get("step", "infer") != "infer":
+            head += f" step {self.details['step']} ({self.details.get('optimizer')})"
+        if self.details.get("amp"):
+            head += f" amp {self.details['amp']}"
+        if self.kind == "ab" and self.details.get("arm"):
+            head += f" arm {self.details['arm']}"
+        head += f"  {self.device}"
+        if self.stats is None:
+            body = "no timed samples"
+        else:
+            at_p50 = self.stats.fps_at_median  # beside the p50: its rate, not the mean's (items / total time)
+            fps = "" if at_p50 is None else f"  {at_p50:,.1f}/s at p50"
+            n = self.stats.n
+            body = (f"p50 {format_percentile(self.stats.p50_ms, 0.5, n)}  p99 "
+                    f"{format_percentile(self.stats.p99_ms, 0.99, n)}{fps}  (n={n})")
+        tail = "  [cancelled]" if self.cancelled else ""
+        if self.state_notes:
+            tail += "  [torch state changed by the model's code]"
+        if self.throttle_text():
+            tail += f"  [GPU {self.throttle_text()}]"
+        if self.disturbed:
+            tail += f"  [disturbed: {self.disturbed_text()}]"
+        return f"{head}  {body}  flags: {self.flags_text}{tail}"
+
+    def disturbed_text(self) -> str:
+        """The record's disturbance marks in one line ('window resized during the run; noisy host: ...'), '' when
+        it has none."""
+        return "; ".join(self.disturbed)
+
+    def throttle_text(self) -> str:
+        """'throttled 40 %: power cap (software)' when the fingerprint says the GPU throttled during the run's
+        timed iterations (engine/hardware/run_conditions.py), else ''. The fingerprint is read from a file: its values
+        are checked, not trusted."""
+        fingerprint = self.fingerprint
+        if fingerprint.get("gpu_throttled") is not True:
+            return ""
+        share = fingerprint.get("gpu_throttled_share")
+        reasons = fingerprint.get("gpu_throttle_reasons")
+        text = "throttled"
+        if isinstance(share, (int, float)) and not isinstance(share, bool) and math.isfinite(share):
+            text += f" {share * 100:.0f} %"
+        if isinstance(reasons, str) and reasons:
+            text += ": " + "".join(ch for ch in reasons[:80] if ch.isprintable())  # no escape sequences from a file
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able; non-finite floats become None so every JSON reader (not only Python's) accepts it."""
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        data["input_shape"] = list(self.input_shape)
+        data["stats"] = None if self.stats is None else dataclasses.asdict(self.stats)
+        if not self.disturbed:  # no key, no mark: a record from before marks were kept writes back the same
+            del data["disturbed"]
+        return nonfinite_to_none(to_jsonable(data))
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "HistoryRecord":
+        """The inverse of to_dict, checked field by field; unknown keys (from a newer version) are ignored.
+
+        A record that passes is safe to summarise, compare and export: strings where strings belong, finite
+        numbers where numbers do, objects of bounded depth. Raises ValueError naming the first problem, which
+        `HistoryFile.load` counts as a skipped line.
+        """
+        if not isinstance(data, dict):
+            raise ValueError(f"a JSON {json_type(data)}, not a record object")
+        missing = [k for k in ("id", "kind", "created_at", "model", "input_shape", "dtype", "device")
+                   if k not in data]
+        if missing:
+            raise ValueError(f"record lacks {', '.join(missing)}")
+        text = {name: _string(data, name) for name in ("id", "kind", "created_at", "model", "dtype", "device")}
+        shape = data["input_shape"]
+        if not (isinstance(shape, list) and shape and all(is_int(d) and d >= 0 for d in shape)):
+            raise ValueError(f"input_shape is not a list of whole numbers: {shown(shape)}")
+        samples = data.get("samples_ms")
+        if samples is None:
+            samples = []
+        if not isinstance(samples, list):
+            raise ValueError(f"samples_ms is a JSON {json_type(samples)}, not a list of numbers")
+        # Floats whose sum is finite are each finite: the usual case, checked at C speed; else one by one.
+        if not (set(map(type, samples)) <= {float} and math.isfinite(sum(samples))):
+            samples = [finite_float(s, "a sample in samples_ms") for s in samples]
+        stats = data.get("stats")
+        duration = data.get("duration_s")
+        schema = data.get("schema", RECORD_SCHEMA)
+        if not is_int(schema):
+            raise ValueError(f"schema is not a whole number: {shown(schema)}")
+        return cls(
+            **text, input_shape=tuple(shape),
+            channels_last=_boolean(data, "channels_last"), flags=_object(data, "flags"),
+            flags_text=_string(data, "flags_text", ""),
+            stats=None if stats is None else TimingStats.from_dict(stats),
+            samples_ms=samples, fingerprint=_object(data, "fingerprint"),
+            cancelled=_boolean(data, "cancelled"),
+            duration_s=None if duration is None else finite_float(duration, "duration_s"),
+            timer=_string(data, "timer", ""), details=_object(data, "details"), schema=schema,
+            disturbed=_marks(data, "disturbed"),
+        )
+
+
+# How deep flags, fingerprint and details may nest: the writer's own nest a few levels (an A/B verdict's tests);
+# the bound keeps the recursive walks of export (to_jsonable, nonfinite_to_none, json.dumps) far from the
+# recursion limit.
+MAX_RECORD_DEPTH = 32
+
+
+def _string(data: dict[str, Any], name: str, default: str | None = None) -> str:
+    value = data.get(name, default)
+    if not isinstance(value, str):
+        raise ValueError(f"{name} is not a string: {shown(value)}")
+    return value
+
+
+def _boolean(data: dict[str, Any], name: str) -> bool:
+    value = data.get(name, False)
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} is not true or false: {shown(value)}")
+    return value
+
+
+def _object(data: dict[str, Any], name: str) -> dict[str, Any]:
+    """A JSON object (null or absent: empty) whose values nest at most MAX_RECORD_DEPTH deep."""
+    value = data.get(name)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError(f"{name} is a JSON {json_type(value)}, not an object")
+    stack = [(value, 1)]
+    while stack:  # a loop, not recursion: the depth is what is being checked
+        item, depth = stack.pop()
+        if depth > MAX_RECORD_DEPTH:
+            raise ValueError(f"{name} nests deeper than {MAX_RECORD_DEPTH} levels")
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return value
+
+
+MAX_MARKS = 16  # disturbance marks kept from a file; each cut to MAX_MARK_CHARS
+MAX_MARK_CHARS = 200
+
+
+def _marks(data: dict[str, Any], name: str) -> list[str]:
+    """A list of one-line strings (null or absent: none), printable characters only (no escape sequence from a
+    file reaches the terminal), each and their number bounded."""
+    value = data.get(name)
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ValueError(f"{name} is not a list of strings: {shown(value)}")
+    return ["".join(ch for ch in item[:MAX_MARK_CHARS] if ch.isprintable()) for item in value[:MAX_MARKS]]
+
+
+def new_record_id() -> str:
+    """48 random bits in hex: short enough to type, plenty for one user's history."""
+    return uuid.uuid4().hex[:12]
+
+
+def _iso_utc(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, timezone.utc).isoformat(timespec="seconds")
+
+
+def record_from_timing(result: "TimingResult", fingerprint: dict[str, Any] | None = None) -> HistoryRecord:
+    """A history record of a timing run. Without a fingerprint, one is taken now for the run's device."""
+    env = environment_fingerprint(device=result.device) if fingerprint is None else dict(fingerprint)
+    env.update(_conditions_fingerprint(getattr(result, "conditions", None)))
+    details: dict[str, Any] = {"warmup_iters": len(result.warmup_ms)}
+    # getattr: fields that timing.py grew later; an older TimingResult simply lacks them.
+    for name in ("compile_mode", "compiled", "compile_s", "compile_error", "step", "optimizer", "amp", "loss"):
+        if hasattr(result, name):
+            details[name] = getattr(result, name)
+    report = getattr(result, "shape_report", None)
+    if getattr(result, "shapes", "fixed") != "fixed" and report is not None:
+        details["shapes"] = result.shapes
+        details["tuning_cost_ms"] = report.tuning_cost_ms
+        details["first_seen"] = report.first_seen
+        details["distinct_shapes"] = report.distinct
+        details["repeat_p50_ms"] = result.repeat_stats.p50_ms if result.repeat_stats else None
+    threads = getattr(result, "threads_used", None)
+    if getattr(result, "state_notes", None):
+        details["state_notes"] = list(result.state_notes)
+    noise = getattr(result, "host_noise", None)
+    if noise is not None:
+        details["host_noise"] = noise.to_dict()
+    marks = result.disturbance_marks() if hasattr(result, "disturbance_marks") else []
+    return HistoryRecord(
+        id=new_record_id(), kind="timing", created_at=_iso_utc(result.started_at + result.duration_s),
+        model=result.model, input_shape=tuple(result.input_shape), dtype=result.dtype,
+        channels_last=result.channels_last, device=result.device, flags=_flags_used(result.flags, threads),
+        flags_text=result.flags_text(), stats=result.stats, samples_ms=list(result.samples_ms),
+        fingerprint=env, cancelled=result.cancelled, duration_s=result.duration_s, timer=result.timer,
+        details=details, disturbed=list(marks),
+    )
+
+
+def records_from_ab(result: "ABResult", fingerprint: dict[str, Any] | None = None) -> list[HistoryRecord]:
+    """Two history records of an interleaved comparison, one per arm (kind "ab"), each carrying the
+    verdict and the other arm's id, so a comparison is kept and exported like any run."""
+    env = environment_fingerprint(device=result.device) if fingerprint is None else dict(fingerprint)
+    ids = {"A": new_record_id(), "B": new_record_id()}
+    verdict = result.verdict.to_dict() if result.verdict is not None else None
+    created = _iso_utc(time.time())
+    # The comparison's marks on both arms: the arms' blocks interleave, so what disturbed one disturbed the pair.
+    marks = result.disturbance_marks() if hasattr(result, "disturbance_marks") else []
+    records = []
+    for name, arm in (("A", result.a), ("B", result.b)):
+        details = {"arm": name, "pair": ids["B" if name == "A" else "A"], "spec": arm.spec, "shapes": arm.shapes,
+                   "blocks": len(arm.blocks), "verdict": verdict, "summary": result.summary(),
+                   "step": getattr(arm, "step", "infer"), "optimizer": getattr(arm, "optimizer", None),
+                   "amp": getattr(arm, "amp", None)}
+        if getattr(result, "state_notes", None):
+            details["state_notes"] = list(result.state_notes)
+        noise = getattr(arm, "host_noise", None)  # the host over the blocks, and this arm's spread
+        if noise is not None:
+            details["host_noise"] = noise.to_dict()
+        threads = getattr(arm, "threads_used", None)
+        arm_env = {**env, **_conditions_fingerprint(getattr(arm, "conditions", None))}
+        records.append(HistoryRecord(
+            id=ids[name], kind="ab", created_at=created, model=result.model,
+            input_shape=tuple(result.input_shape), dtype=arm.dtype, channels_last=arm.channels_last,
+            device=result.device, flags=_flags_used(arm.flags, threads),
+            flags_text=arm.flags.describe(result.device, threads_used=threads,
+                                          default_threads=getattr(arm, "threads_asked", None)),
+            stats=compute_stats(arm.samples_ms, batch=result.input_shape[0]),
+            samples_ms=list(arm.samples_ms), fingerprint=arm_env, cancelled=result.cancelled,
+            duration_s=result.duration_s, timer="cuda-events" if result.device.startswith("cuda") else "perf_counter",
+            details=details, disturbed=list(marks)))
+    return records
+
+
+def _flags_used(flags: Any, threads: int | None) -> dict[str, Any]:
+    """The flags as a dict, with the thread count the run used where the flags left it to the process."""
+    data = flags.to_dict()
+    if data.get("num_threads") is None and threads is not None:
+        data["num_threads"] = threads
+    return data
+
+
+def _conditions_fingerprint(conditions: Any) -> dict[str, Any]:
+    """The GPU conditions a run was measured under (clocks, throttling, temperature, power, energy), as flat
+    fingerprint keys; nothing for a CPU run."""
+    return conditions.fingerprint() if conditions is not None else {}
+
+
+def records_of(result: "TimingResult | ABResult", fingerprint: dict[str, Any] | None = None) -> list[HistoryRecord]:
+    """The history records of a finished measurement: one for a timing run, one per arm for an A/B.
+    `fingerprint`: the environment as the process that measured saw it (None: take it here, with torch)."""
+    if hasattr(result, "verdict"):  # an ABResult (imported by name only: it would import torch)
+        return records_from_ab(result, fingerprint)
+    return [record_from_timing(result, fingerprint)]

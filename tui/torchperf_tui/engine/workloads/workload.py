@@ -1,0 +1,133 @@
+"""A model made ready to run, and the one mapping from a failing forward pass to a user-facing error.
+
+Timing, profiling, the determinism check and the batch search all build a model the same way (weights=None,
+moved to the device and dtype, channels_last where asked) and report its failures the same way.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+from torchperf_tui.engine.lazy_torch import torch
+
+from torchperf_tui.engine.errors import ModelError, OutOfMemory, ShapeError, TorchperfError, first_line
+from torchperf_tui.engine.workloads.input_spec import InputSpec
+from torchperf_tui.engine.workloads.inputs import dtype_name, format_shape
+
+# What a model raises when it cannot take an input (a wrong channel count, a too-small image, a dtype
+# its kernels lack). Anything else is a bug and should surface as one.
+FORWARD_ERRORS = (RuntimeError, ValueError, TypeError, AssertionError, IndexError)
+
+
+def model_name(spec: str | torch.nn.Module) -> str:
+    return spec if isinstance(spec, str) else type(spec).__name__
+
+
+def place_model(model: torch.nn.Module, device: torch.device, dtype: torch.dtype, channels_last: bool,
+                input_rank: int) -> torch.nn.Module:
+    """Move a model to the device and dtype; channels_last for 4-D (NCHW) and 5-D (NCDHW) inputs."""
+    model = model.to(device=device, dtype=dtype)
+    if channels_last and input_rank == 4:
+        model = model.to(memory_format=torch.channels_last)
+    elif channels_last and input_rank == 5:
+        model = model.to(memory_format=torch.channels_last_3d)
+    return model
+
+
+@dataclass
+class Workload:
+    """A model on its device with one input for it."""
+
+    name: str
+    model: torch.nn.Module | None
+    x: torch.Tensor | None
+    shape: tuple[int, ...]
+    device: torch.device
+    dtype: torch.dtype
+
+    def release(self) -> None:
+        """Drop the model and input so a following run (or a memory release) starts clean."""
+        self.model = None
+        self.x = None
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+
+def prepare_workload(spec: str | torch.nn.Module, inputs: InputSpec, device: torch.device, dtype: torch.dtype,
+                     channels_last: bool = False, seed: int = 0) -> Workload:
+    """Build `spec` (a name or module:factory, with random weights, eval mode; or a module as it is) on
+    `device` in `dtype`, with its input made from `inputs` (deterministic for `seed`)."""
+    name = model_name(spec)
+    shape = inputs.shape
+    with forward_errors(name, shape, dtype, device, action="loading"):
+        if isinstance(spec, torch.nn.Module):
+            model = spec.eval()
+        else:
+            from torchperf_tui.engine.workloads.models import build_model  # torchvision: seconds, only when needed
+
+            model = build_model(spec, device="cpu")
+        model = place_model(model, device, dtype, channels_last, inputs.rank)
+        x = inputs.make(device, dtype, channels_last, seed=seed)
+    return Workload(name=name, model=model, x=x, shape=tuple(shape), device=device, dtype=dtype)
+
+
+@contextmanager
+def forward_errors(name: str, shape: tuple[int, ...] | Callable[[], tuple[int, ...]], dtype: torch.dtype,
+                   device: torch.device, action: str = "running",
+                   calls_done: Callable[[], int] | None = None) -> Iterator[None]:
+    """Turn what a model's code raises into one line: an out-of-memory into OutOfMemory, a rejected input
+    into ShapeError, anything else it raises (a ZeroDivisionError, a sys.exit) into ModelError. `shape`
+    may be a callable, read when the error happens (a shape schedule changes the input as it goes).
+
+    `calls_done()` says how many passes at this input had already completed: a failure after some did is
+    the model failing, not the input being rejected."""
+    try:
+        yield
+    except torch.OutOfMemoryError as exc:
+        raise OutOfMemory(f"out of memory {action} {name} at input {format_shape(_now(shape))} on {device}: "
+                          f"{first_line(exc)}") from None
+    except (TorchperfError, KeyboardInterrupt, GeneratorExit):
+        raise
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - sorted below: the model's, or ours
+        error = model_code_error(name, exc, action=action,
+                                 where=f"input {format_shape(_now(shape))} ({dtype_name(dtype)})",
+                                 calls_done=calls_done() if calls_done is not None else 0)
+        if error is None:
+            raise
+        raise error from None
+
+
+def model_code_error(name: str, exc: BaseException, *, action: str, where: str,
+                     calls_done: int = 0) -> TorchperfError | None:
+    """The one line for an exception from a model's code, or None when it came from this package (a bug,
+    which must surface as one). A rejected input is an error of the kinds a model raises for a wrong shape
+    or dtype on its first pass at that input; the same error after passes that ran is the model failing."""
+    if isinstance(exc, SystemExit):
+        return ModelError(f"{name} called sys.exit({exc.code!r}) while {action} at {where}: "
+                          "the model's code tried to end the program")
+    if _raised_here(exc):
+        return None
+    if isinstance(exc, FORWARD_ERRORS) and calls_done == 0:
+        return ShapeError(f"{name} rejected {where}: {first_line(exc)}")
+    after = f" after {calls_done} pass(es) that ran" if calls_done else ""
+    return ModelError(f"{name} failed while {action} at {where}{after}: {type(exc).__name__}: {first_line(exc)}")
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _raised_here(exc: BaseException) -> bool:
+    """True when the innermost frame of the traceback is this package's own code, not the model's or torch's."""
+    tb = exc.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(_PACKAGE_DIR + os.sep)
+
+
+def _now(shape):
+    return shape() if callable(shape) else shape
