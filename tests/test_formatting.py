@@ -35,3 +35,21 @@ def test_counts_flops_ms_numbers():
 def test_bytes_in_the_unit_of_another_value():
     assert format_bytes(800 * 1024**2, like=2 * 1024**3) == "0.8 GiB"
     assert format_bytes(412 * 1024**2) == "412.0 MiB"
+
+
+def test_one_shape_formatter():
+    """A shape reads one way everywhere ('1x3x224x224'), written in one function: no hand-written join of a
+    shape's dimensions anywhere else in the package."""
+    import pathlib
+    import re
+
+    import torchperf_tui
+    from torchperf_tui.formatting import format_shape
+
+    assert format_shape((1, 3, 224, 224)) == "1x3x224x224" and format_shape([7]) == "7" and format_shape(()) == ""
+    package = pathlib.Path(torchperf_tui.__file__).parent
+    joins = [f"{path.relative_to(package)}:{number}" for path in sorted(package.rglob("*.py"))
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if re.search(r"""["'][x×]["']\.join""", line)]
+    assert joins == ["formatting.py:" + str(next(n for n, line in enumerate(
+        (package / "formatting.py").read_text(encoding="utf-8").splitlines(), 1) if '"x".join' in line))]

@@ -20,6 +20,7 @@ import sys
 from typing import Sequence
 
 from torchperf_tui import options
+from torchperf_tui.formatting import format_shape
 
 EXIT_BAD_INPUT = 2
 EXIT_FAILURE = 1
@@ -435,7 +436,7 @@ def _bench_config(args, **overrides):
 
     full = _resolve_input(args)
     batch = args.batch if args.batch is not None else (full[0] if full else 1)
-    values = dict(spec=args.model, shape="x".join(map(str, full[1:])) if full else "", batch=str(batch),
+    values = dict(spec=args.model, shape=format_shape(full[1:]) if full else "", batch=str(batch),
                   device=args.device, dtype=_dtype(args), channels_last=args.channels_last,
                   flags=_flags_from(args))
     values.update({k: getattr(args, k) for k in ("step", "optimizer", "amp") if getattr(args, k, None) is not None})
@@ -594,7 +595,7 @@ def cmd_memsnap(args) -> int:
     if args.json:
         _print_json(result.to_dict())
     else:
-        print(f"{result.model} on {result.device}, input {'x'.join(map(str, result.input_shape))}: "
+        print(f"{result.model} on {result.device}, input {format_shape(result.input_shape)}: "
               f"{result.iters} iterations recorded, peak allocated {format_bytes(result.peak_allocated_bytes)}, "
               f"{result.entries} allocator events")
         print(f"snapshot: {result.path}" if result.path else "no snapshot written (cancelled)")

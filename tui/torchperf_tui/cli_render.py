@@ -12,7 +12,7 @@ from rich.table import Table
 
 from torchperf_tui.engine.stats import percentile_supported
 from torchperf_tui.formatting import (UNSUPPORTED_LEGEND, budget_text, fit_name, format_bytes, format_count,
-                                      format_flops, format_ms, format_number, format_percentile)
+                                      format_flops, format_ms, format_number, format_percentile, format_shape)
 
 # Piped output (scripts, files) gets wide lines instead of rich's 80-column wrapping.
 # A pipe gets 200 columns (a log keeps whole lines) unless COLUMNS says how wide to be.
@@ -102,13 +102,13 @@ def render_catalogue(entries) -> None:
     table.add_column("note")
     for task, group in groupby(sorted(entries, key=lambda e: (e.task, e.name)), key=lambda e: e.task):
         for i, entry in enumerate(group):
-            table.add_row(task if i == 0 else "", entry.name, "x".join(map(str, entry.input_shape)),
+            table.add_row(task if i == 0 else "", entry.name, format_shape(entry.input_shape),
                           "" if entry.supported else f"not supported: {entry.reason}")
     console.print(table)
 
 
 def render_complexity(result, layers: bool = False) -> None:
-    _print_kv(f"{result.model} at {'x'.join(map(str, result.input_shape))} ({result.dtype})", [
+    _print_kv(f"{result.model} at {format_shape(result.input_shape)} ({result.dtype})", [
         ("parameters", f"{format_count(result.params_total)} ({result.params_total:,}), "
                        f"trainable {format_count(result.params_trainable)}"),
         ("size", f"{result.size_mb:.2f} MiB"),
@@ -129,8 +129,8 @@ def render_complexity(result, layers: bool = False) -> None:
         table.add_column(column, justify="right" if column in numeric else "left", no_wrap=True)
     for layer in result.layers:
         backward = (format_count(layer.backward_flops or 0),) if training else ()
-        table.add_row(layer.name, layer.type, "x".join(map(str, layer.input_shape)),
-                      "x".join(map(str, layer.output_shape)), format_count(layer.params),
+        table.add_row(layer.name, layer.type, format_shape(layer.input_shape),
+                      format_shape(layer.output_shape), format_count(layer.params),
                       format_count(layer.flops), *backward, format_bytes(layer.output_bytes))
     console.print()
     console.print("per layer", style="bold underline")
@@ -139,7 +139,7 @@ def render_complexity(result, layers: bool = False) -> None:
 
 def render_timing(result) -> None:
     s = result.stats
-    title = (f"{result.model} on {result.device}, input {'x'.join(map(str, result.input_shape))} {result.dtype}"
+    title = (f"{result.model} on {result.device}, input {format_shape(result.input_shape)} {result.dtype}"
              f"{' channels_last' if result.channels_last else ''}")
     rows = [("flags", result.flags_text()),
             ("timer", result.timer),
@@ -219,7 +219,7 @@ def render_modes(result) -> None:
     """bench --modes: a row per timing mode (median, p90, mean, samples, what it measures), then the gaps."""
     from torchperf_tui.engine.timing_modes import MEANING
 
-    console.print(f"{result.model} on {result.device}, input {'x'.join(map(str, result.input_shape))} {result.dtype}, "
+    console.print(f"{result.model} on {result.device}, input {format_shape(result.input_shape)} {result.dtype}, "
                   f"{result.step}, flags {result.flags.describe(device=result.device)}: timing modes in "
                   f"{result.rounds} interleaved rounds", style="bold underline")
     table = Table(box=None, header_style="bold")
@@ -349,7 +349,7 @@ def render_throughput(result) -> None:
         rows.insert(0, ("each iteration", step if not step.startswith("train") else
                         f"a training step, {step}: the largest batch that fits is the largest that fits for "
                         "training (activations kept for the backward, gradients, optimizer state)"))
-    _print_kv(f"{result.model} on {result.device}, sample {'x'.join(map(str, result.sample_shape))} "
+    _print_kv(f"{result.model} on {result.device}, sample {format_shape(result.sample_shape)} "
               f"{result.dtype}", rows)
     table = Table(box=None, header_style="bold")
     for column in ("batch", "latency", "samples/s", "try took", ""):
@@ -380,7 +380,7 @@ def render_profile(result, top: int = 20) -> None:
                 format_bytes(op.self_device_memory_bytes if on_gpu else op.self_cpu_memory_bytes),
                 op.input_shapes]
         table.add_row(*row)
-    _print_kv(f"{result.model} on {result.device}, input {'x'.join(map(str, result.input_shape))} {result.dtype}",
+    _print_kv(f"{result.model} on {result.device}, input {format_shape(result.input_shape)} {result.dtype}",
               [("profiled", f"{result.iters} iterations ({', '.join(result.activities)})"),
                ("sorted by", result.sort_by),
                ("self CPU total", format_ms(result.total_self_cpu_ms))]
@@ -460,7 +460,7 @@ def render_roofline(result, layers: bool = False) -> None:
                             else result.bytes_method),
             ("peaks from", result.peaks_source)]
     rows += [("note", note) for note in result.notes]
-    _print_kv(f"{result.model} on {result.device}, input {'x'.join(map(str, result.input_shape))} {result.dtype}",
+    _print_kv(f"{result.model} on {result.device}, input {format_shape(result.input_shape)} {result.dtype}",
               rows)
     if layers:
         console.print()
@@ -571,7 +571,7 @@ def render_ab(result) -> None:
     what = (f", each iteration a training step ({result.optimizer}, every block from the same weights)"
             if step == "train" else ", every block from the same weights" if step == "mixed" else "") + \
         (f", torch.autocast {amp}" if amp and amp != "mixed" else "")
-    console.print(f"{result.model} on {result.device}, input {'x'.join(map(str, result.input_shape))}{what}: "
+    console.print(f"{result.model} on {result.device}, input {format_shape(result.input_shape)}{what}: "
                   f"A and B interleaved in {len(result.order)} randomised blocks", style="bold underline")
     console.print(table)
     if not all(percentile_supported(0.99, len(arm.samples_ms)) for arm in (result.a, result.b)):
@@ -621,7 +621,7 @@ def render_kernels(result) -> None:
                           "changed" if part.changed else "")
     what = "GPU kernels" if result.kind == "cuda-kernel" else "ATen conv implementation"
     step = f", each iteration {result.step}" if training or getattr(result, "amp", None) else ""
-    console.print(f"{result.model} on {result.device}, input {'x'.join(map(str, result.input_shape))}{step}: {what} "
+    console.print(f"{result.model} on {result.device}, input {format_shape(result.input_shape)}{step}: {what} "
                   f"per conv layer{' and pass' if training else ''}, per iteration ({result.iters} profiled)",
                   style="bold underline")
     console.print(table)

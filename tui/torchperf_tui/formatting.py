@@ -17,6 +17,11 @@ def _unavailable(value) -> str | None:
     return str(value)  # engine.nvml.NA renders as "n/a (reason)"
 
 
+def format_shape(shape) -> str:
+    """(1, 3, 224, 224) -> '1x3x224x224': the one way a shape is written, in the CLI, the app and the engine."""
+    return "x".join(str(d) for d in shape)
+
+
 def format_bytes(value, like=None) -> str:
     """1288490188 -> '1.2 GiB'. `like` picks the unit from another value, so a before/after pair reads in
     one unit ('1.2 GiB -> 0.8 GiB', not '1.2 GiB -> 819.2 MiB')."""

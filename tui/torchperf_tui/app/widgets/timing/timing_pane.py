@@ -17,7 +17,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import ProgressBar, Static
 
-from torchperf_tui.formatting import budget_text, format_bytes, format_count, format_ms, format_number
+from torchperf_tui.formatting import budget_text, format_bytes, format_count, format_ms, format_number, format_shape
 from torchperf_tui.app.job_slots import JobSlots
 from torchperf_tui.app.messages import JobEvent, RunsChanged
 from torchperf_tui.app.runs import RunRecord, app_marks, save_run
@@ -217,7 +217,7 @@ def roofline_notes(result) -> str:
 def modes_text(result, flags_text: str, compact: bool = False) -> tuple[str, str]:
     """(the lines under the run, the full text for the tooltip) of a ModesResult: what was measured, each
     mode's median, then the gaps in words (on a short terminal only the first line and the first gap)."""
-    shape = "x".join(map(str, result.input_shape))
+    shape = format_shape(result.input_shape)
     head = f"timing modes of {result.model} {shape} {result.dtype} · {result.step} · {flags_text}"
     parts = []
     for mode in result.modes:
@@ -415,7 +415,7 @@ class TimingPane(Vertical):
             record.flags = result.flags.replace(num_threads=threads)
         if hasattr(result, "flags_text"):
             record.flags_text = result.flags_text()
-        record.input_text = f"{'x'.join(map(str, result.input_shape))} {result.dtype}"  # as measured
+        record.input_text = f"{format_shape(result.input_shape)} {result.dtype}"  # as measured
         record.status = "cancelled" if result.cancelled else "done"
         record.samples_ms = list(result.samples_ms)
         record.warmup_ms = list(result.warmup_ms)
