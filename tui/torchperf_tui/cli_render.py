@@ -12,7 +12,8 @@ from rich.table import Table
 
 from torchperf_tui.engine.stats import percentile_supported
 from torchperf_tui.formatting import (UNSUPPORTED_LEGEND, budget_text, fit_name, format_bytes, format_count,
-                                      format_flops, format_ms, format_number, format_percentile, format_shape)
+                                      format_flops, format_ms, format_number, format_percentile, format_shape,
+                                      number_text)
 
 # Piped output (scripts, files) gets wide lines instead of rich's 80-column wrapping.
 # A pipe gets 200 columns (a log keeps whole lines) unless COLUMNS says how wide to be.
@@ -273,13 +274,6 @@ class ProgressLine:
             sys.stderr.flush()
 
 
-def _num(value, fmt: str, unit: str = "") -> str:
-    """A number with its format and unit; anything else (an NA, None) as its own text."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return f"{value:{fmt}}{unit}"
-    return "n/a" if value is None else str(value)
-
-
 def render_ceilings(result) -> None:
     """`ceilings`: each measured ceiling with the workload that gave it, every workload tried, where they are kept."""
     table = Table(box=None, header_style="bold")
@@ -316,10 +310,10 @@ def render_ceilings(result) -> None:
 
 def render_batch_try(t) -> None:
     """One line per batch tried, as the search goes (stderr: stdout keeps the result)."""
-    took = f" ({_num(t.seconds, '.1f', ' s')})" if t.seconds is not None else ""
+    took = f" ({number_text(t.seconds, '.1f', ' s')})" if t.seconds is not None else ""
     if t.fits:
-        text = (f"batch {t.batch:>5} ({t.phase}): fits, {_num(t.latency_ms, '.3f', ' ms')}, "
-                f"{_num(t.samples_per_s, '.1f', ' samples/s')}{took}")
+        text = (f"batch {t.batch:>5} ({t.phase}): fits, {number_text(t.latency_ms, '.3f', ' ms')}, "
+                f"{number_text(t.samples_per_s, '.1f', ' samples/s')}{took}")
     else:
         text = f"batch {t.batch:>5} ({t.phase}): does not fit: {t.reason}{took}"
     print(text, file=sys.stderr)
@@ -329,11 +323,11 @@ def render_throughput(result) -> None:
     """The best samples/s and its batch first, then the largest batch that fits as far as the search knows,
     the rule that stopped it and the time spent; then every batch that fitted, the best one marked."""
     measured = result.measurement
-    iters = f" ({measured.iters} iterations; its search try: {_num(result.best_try_samples_per_s, '.1f')})" \
+    iters = f" ({measured.iters} iterations; its search try: {number_text(result.best_try_samples_per_s, '.1f')})" \
         if measured is not None and measured.fits else ""
-    rows = [("best throughput", f"{_num(result.samples_per_s, '.1f', ' samples/s')} at batch {result.best_batch}"
+    rows = [("best throughput", f"{number_text(result.samples_per_s, '.1f', ' samples/s')} at batch {result.best_batch}"
                                 f"{iters}"),
-            ("latency at that batch", _num(result.latency_ms, ".3f", " ms")),
+            ("latency at that batch", number_text(result.latency_ms, ".3f", " ms")),
             ("largest batch that fits", result.limit_text()),
             ("stopped by", f"{result.stop_rule}: {result.stop_reason}" + (" (--to-oom: no plateau rule)"
                                                                         if result.to_oom else "")),
@@ -355,8 +349,8 @@ def render_throughput(result) -> None:
     for column in ("batch", "latency", "samples/s", "try took", ""):
         table.add_column(column, justify="right" if column else "left")
     for point in result.points:
-        table.add_row(str(point.batch), _num(point.latency_ms, ".3f", " ms"), _num(point.samples_per_s, ".1f"),
-                      _num(point.seconds, ".1f", " s"), "best" if point.batch == result.best_batch else "")
+        table.add_row(str(point.batch), number_text(point.latency_ms, ".3f", " ms"), number_text(point.samples_per_s, ".1f"),
+                      number_text(point.seconds, ".1f", " s"), "best" if point.batch == result.best_batch else "")
     console.print()
     console.print("batches that fit (short tries; the best batch measured again above)", style="bold underline")
     console.print(table)
@@ -402,7 +396,7 @@ class _Footnotes:
     def __call__(self, value, fmt: str = "", unit: str = "") -> str:
         reason = getattr(value, "reason", None)
         if reason is None:
-            return _num(value, fmt, unit) if fmt else str(value)
+            return number_text(value, fmt, unit) if fmt else str(value)
         return f"n/a {self.mark(reason)}"
 
     def mark(self, text: str) -> str:

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 import psutil
 
 from torchperf_tui.engine.nvml import NA, Nvml, default_nvml, to_jsonable
+from torchperf_tui.formatting import is_positive_number
 
 # --------------------------------------------------------------------------------------------------------
 # The torch-device seam
@@ -171,8 +172,7 @@ def _parse_cc(compute_capability: str | tuple[int, int] | NA) -> tuple[int, int]
     return None
 
 
-def _num(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+_num = is_positive_number  # formatting's one check of a finite number above zero
 
 
 def _first_na(*values: Any, default: str) -> NA:

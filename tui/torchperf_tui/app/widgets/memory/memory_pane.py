@@ -23,7 +23,7 @@ from textual.message import Message
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
-from torchperf_tui.formatting import format_bytes, format_number
+from torchperf_tui.formatting import format_bytes, format_number, is_number
 from torchperf_tui.app.job_slots import JobSlots
 from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.worker.protocol import JobFailed
@@ -32,8 +32,7 @@ from torchperf_tui.app.widgets.timing.histogram import _PlotHolder, theme_palett
 GIB = 1024 ** 3
 
 
-def _num(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+_num = is_number  # formatting's one check of a real number
 
 
 class MemoryChart(_PlotHolder):

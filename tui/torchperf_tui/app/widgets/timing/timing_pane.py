@@ -17,7 +17,8 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import ProgressBar, Static
 
-from torchperf_tui.formatting import budget_text, format_bytes, format_count, format_ms, format_number, format_shape
+from torchperf_tui.formatting import (budget_text, format_bytes, format_count, format_ms, format_number, format_shape,
+                                      number_text, unsupported_mark)
 from torchperf_tui.app.job_slots import JobSlots
 from torchperf_tui.app.messages import JobEvent, RunsChanged
 from torchperf_tui.app.runs import RunRecord, app_marks, save_run
@@ -111,7 +112,7 @@ def _intervals(record) -> dict:
 def percentile_cell(intervals: dict, name: str, value_ms: float) -> str:
     """'6.07 ms', or '14.6 ms?' when the samples cannot support that percentile (intervals_text says why)."""
     interval = intervals.get(name)
-    return format_ms(value_ms) + ("" if interval is None or interval.supported else "[$warning]?[/]")
+    return format_ms(value_ms) + unsupported_mark(interval is None or interval.supported, "$warning")
 
 
 def intervals_text(record, intervals: dict | None = None) -> str:
@@ -119,7 +120,7 @@ def intervals_text(record, intervals: dict | None = None) -> str:
     from torchperf_tui.formatting import interval_text
 
     intervals = _intervals(record) if intervals is None else intervals
-    parts = [f"{name}{'' if i.supported else '?'} {interval_text(i)}" for name, i in intervals.items()]
+    parts = [f"{name}{unsupported_mark(i.supported)} {interval_text(i)}" for name, i in intervals.items()]
     return "95 % CI  " + " · ".join(parts) if parts else ""
 
 
@@ -169,13 +170,6 @@ def compile_text(record) -> str:
     return f"[b $warning]torch.compile failed, eager numbers shown:[/] {result.compile_error}"
 
 
-def _value(value, spec: str, unit: str = "") -> str:
-    """A number formatted, or "n/a" for an engine NA (whose reason is said elsewhere)."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return f"{value:{spec}}{unit}"
-    return "n/a"
-
-
 def roofline_text(result) -> str:
     """One line: achieved TFLOP/s, MFU (or why n/a), arithmetic intensity and the side of the roofline."""
     from torchperf_tui.engine.roofline import utilisation_text  # the CLI's wording (above 100 %: no fact)
@@ -184,7 +178,7 @@ def roofline_text(result) -> str:
     if mfu == "n/a":
         mfu = f"n/a ({short_reason(getattr(result.mfu_pct, 'reason', 'no peak'))})"
     side = f"{result.side} bound" if isinstance(result.side, str) else "side n/a"
-    ridge = _value(result.ridge_flops_per_byte, ".1f")
+    ridge = number_text(result.ridge_flops_per_byte, ".1f", na="n/a")
     achieved = format_count(result.achieved_tflops * 1e12, "FLOP/s")
     of = " of a training step" if getattr(result, "step", "infer") == "train" else ""
     measured = utilisation_text(result, "measured_mfu_pct") if hasattr(result, "measured_mfu_pct") else "n/a"
@@ -193,7 +187,7 @@ def roofline_text(result) -> str:
         above = measured in getattr(result, "above_ceiling", {}).values()
         mfu += f" ({measured if above else f'{measured} of the measured ceiling'})"
     text = (f"roofline{of}: {achieved} achieved · MFU {mfu} · intensity "
-            f"{_value(result.arithmetic_intensity, '.1f', ' FLOP/byte')} (ridge {ridge}) · {side}")
+            f"{number_text(result.arithmetic_intensity, '.1f', ' FLOP/byte', na='n/a')} (ridge {ridge}) · {side}")
     if any(hasattr(value, "reason") for value in (result.mfu_pct, result.ridge_flops_per_byte, result.side)):
         text += " · why n/a: Device tab"
     return text
