@@ -11,21 +11,24 @@ from rich.console import Console
 from rich.table import Table
 
 from torchperf_tui.engine.stats import percentile_supported
-from torchperf_tui.formatting import (UNSUPPORTED_LEGEND, budget_text, fit_name, format_bytes, format_count,
-                                      format_flops, format_ms, format_number, format_percentile, format_shape,
-                                      number_text)
+from torchperf_tui.formatting import (UNSUPPORTED_LEGEND, fit_name, format_bytes, format_count, format_flops,
+                                      format_ms, format_percentile, format_shape, number_text)
+from torchperf_tui.wording.conditions import conditions_rows
+from torchperf_tui.wording.modes import mode_cells, modes_title
+from torchperf_tui.wording.roofline import Footnotes, roofline_rows, roofline_title
+from torchperf_tui.wording.timing import noise_rows, timing_rows, timing_title
 
 # Piped output (scripts, files) gets wide lines instead of rich's 80-column wrapping.
 # A pipe gets 200 columns (a log keeps whole lines) unless COLUMNS says how wide to be.
 console = Console(highlight=False, width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 200)
 
 
-def _print_kv(title: str, rows: list[tuple[str, object]]) -> None:
+def _print_kv(title: str, rows: list[tuple]) -> None:
     """A heading line, then key/value rows aligned in two columns."""
     table = Table(show_header=False, box=None, pad_edge=False)
     table.add_column(style="bold")
     table.add_column()
-    for key, value in rows:
+    for key, value, *_ in rows:  # (label, value) or wording's (label, value, level)
         table.add_row(key, str(value))
     console.print(title, style="bold underline")
     console.print(table)
@@ -139,103 +142,17 @@ def render_complexity(result, layers: bool = False) -> None:
 
 
 def render_timing(result) -> None:
-    s = result.stats
-    title = (f"{result.model} on {result.device}, input {format_shape(result.input_shape)} {result.dtype}"
-             f"{' channels_last' if result.channels_last else ''}")
-    rows = [("flags", result.flags_text()),
-            ("timer", result.timer),
-            ("first iteration", format_ms(result.first_iter_ms)),
-            ("warm-up", f"{len(result.warmup_ms)} iterations")]
-    step = getattr(result, "step", "infer")
-    rows.insert(0, ("step", "inference (forward pass)" if step == "infer" else
-                    f"training: forward, loss ({result.loss}), backward, {result.optimizer} step"))
-    if step == "train":
-        rows.append(("peak memory", f"training step {format_bytes(result.step_peak_bytes)} · forward pass alone "
-                     f"{format_bytes(result.forward_peak_bytes)} (allocated: weights, activations kept for the "
-                     "backward, gradients, optimizer state)" if result.step_peak_bytes is not None else
-                     "n/a on the CPU (no allocator statistics; the memory trace has the process RSS)"))
-    if getattr(result, "amp", None):
-        rows.insert(1, ("mixed precision", f"torch.autocast {result.amp}"
-                        + (" with a gradient scaler" if step == "train" and result.amp == "fp16" else "")))
-    if result.compile_mode is not None:
-        rows.append(("torch.compile", f"mode {result.compile_mode}, compiled in {result.compile_s:.1f} s"
-                     if result.compiled else f"FAILED, eager numbers shown: {result.compile_error}"))
-    if s is not None:
-        from torchperf_tui.engine.stats import percentile_intervals
-        from torchperf_tui.formatting import interval_text
-
-        intervals = {i.name: f"{format_ms(i.value_ms)}  (95 % CI {interval_text(i)})" if i.supported else
-                     f"{format_ms(i.value_ms)}  ({interval_text(i)}: its 95 % CI reaches the "
-                     f"{'largest' if i.q > 0.5 else 'smallest'} sample)"
-                     for i in percentile_intervals(result.samples_ms)}
-        rows += [("iterations", s.n), ("mean", format_ms(s.mean_ms)), ("std", format_ms(s.std_ms)),
-                 ("min", format_ms(s.min_ms)), ("p50", intervals.get("p50", format_ms(s.p50_ms))),
-                 ("p90", intervals.get("p90", format_ms(s.p90_ms))),
-                 ("p99", intervals.get("p99", format_ms(s.p99_ms))), ("max", format_ms(s.max_ms)),
-                 ("IQR", format_ms(s.iqr_ms)),
-                 ("throughput at p50", format_number(s.fps_at_median, "items/s", digits=1)),
-                 ("throughput, mean", format_number(s.fps, "items/s", digits=1) + " (items / total time)")]
-    report = result.shape_report
-    if result.shapes != "fixed" and report is not None:
-        rows += [("shapes", f"{result.shapes}: {report.distinct} distinct, {report.first_seen} of "
-                            f"{len(result.samples_ms)} timed iterations met a new shape (the configured "
-                            f"shape was met in the warm-up)"),
-                 ("p50 first-seen", format_ms(report.first_seen_median_ms)),
-                 ("p50 repeats", format_ms(report.repeat_median_ms)),
-                 ("tuning cost", f"{report.tuning_cost_ms:.1f} ms (per shape: first iteration - median of "
-                                 f"its repeats, summed)" + (f"; {report.unrepeated} shape(s) never repeated, "
-                                                             "not counted" if report.unrepeated else ""))]
-    rows += conditions_rows(getattr(result, "conditions", None), step)
-    rows += noise_rows(result)
-    if getattr(result, "budget_stopped", False):
-        rows.append(("note", budget_text(result)))
-    if result.cancelled:
-        rows.append(("note", "cancelled before the end"))
-    rows += [("torch state", note) for note in getattr(result, "state_notes", ())]
-    _print_kv(title, rows)
-
-
-def noise_rows(result) -> list[tuple[str, str]]:
-    """The host over the timed iterations and the spread of the samples, in figures; then one 'warning' row per
-    reason the numbers may not be the model's alone (engine/host_noise.py's findings, the app's disturbances)."""
-    noise = getattr(result, "host_noise", None)
-    rows = [("host", noise.summary())] if noise is not None else []
-    marks = result.disturbance_marks() if hasattr(result, "disturbance_marks") else []
-    return rows + [("warning", line) for line in marks]
-
-
-def conditions_rows(conditions, step: str = "infer", during: str = "the run") -> list[tuple[str, str]]:
-    """A CUDA run's GPU over its timed iterations: clocks, temperature and power, throttling, energy."""
-    if conditions is None:
-        return []
-    rows = [(f"GPU during {during}", conditions.summary())]
-    if conditions.throttled:
-        rows.append(("throttling", conditions.throttle_text()))
-    if conditions.gpu_index is not None:
-        rows.append(("energy", conditions.energy_text(step)))
-    return rows
+    _print_kv(timing_title(result), timing_rows(result))
 
 
 def render_modes(result) -> None:
     """bench --modes: a row per timing mode (median, p90, mean, samples, what it measures), then the gaps."""
-    from torchperf_tui.engine.timing_modes import MEANING
-
-    console.print(f"{result.model} on {result.device}, input {format_shape(result.input_shape)} {result.dtype}, "
-                  f"{result.step}, flags {result.flags.describe(device=result.device)}: timing modes in "
-                  f"{result.rounds} interleaved rounds", style="bold underline")
+    console.print(modes_title(result), style="bold underline")
     table = Table(box=None, header_style="bold")
     for column in ("mode", "median", "p90", "mean", "samples", "what it measures"):
         table.add_column(column, justify="right" if column in ("median", "p90", "mean", "samples") else "left")
-    for mode in result.modes:
-        s = mode.stats
-        if mode.unavailable is not None:
-            table.add_row(mode.mode, "–", "–", "–", "0", f"n/a: {mode.unavailable}")
-        elif s is None:
-            table.add_row(mode.mode, "–", "–", "–", "0", "no samples (cancelled)")
-        else:
-            what = MEANING[mode.mode] + (f" (blocks of {result.per_block}; a sample is a block's time per iteration)"
-                                         if mode.mode == "pipelined" else "")
-            table.add_row(mode.mode, format_ms(s.p50_ms), format_ms(s.p90_ms), format_ms(s.mean_ms), str(s.n), what)
+    for cells in mode_cells(result):
+        table.add_row(*cells)
     console.print(table)
     for line in result.findings:
         console.print(f"- {line}")
@@ -387,84 +304,19 @@ def render_profile(result, top: int = 20) -> None:
         console.print(f"trace: {result.trace_path} (open it in https://ui.perfetto.dev or chrome://tracing)")
 
 
-class _Footnotes:
-    """Each n/a's reason said once, under what shows it: a cell reads 'n/a [2]'."""
-
-    def __init__(self) -> None:
-        self.reasons: list[str] = []
-
-    def __call__(self, value, fmt: str = "", unit: str = "") -> str:
-        reason = getattr(value, "reason", None)
-        if reason is None:
-            return number_text(value, fmt, unit) if fmt else str(value)
-        return f"n/a {self.mark(reason)}"
-
-    def mark(self, text: str) -> str:
-        """'[k]': `text` said once under the table (a reason, or why a figure is no fact)."""
-        if text not in self.reasons:
-            self.reasons.append(text)
-        return f"[{self.reasons.index(text) + 1}]"
-
-    def _said(self, number: int, reason: str) -> str:
-        """A reason that quotes an earlier one ('no ridge point (no peak FLOP/s: ...)') points at it instead."""
-        for earlier, text in enumerate(self.reasons[:number - 1], 1):
-            if text in reason:
-                reason = reason.replace(text, f"see [{earlier}]")
-        return reason
-
-    def print(self) -> None:
-        for number, reason in enumerate(self.reasons, 1):
-            console.print(f"[{number}] {self._said(number, reason)}", markup=False)
-
-
 def render_roofline(result, layers: bool = False) -> None:
-    from torchperf_tui.engine.roofline import utilisation_text
-
-    na = _Footnotes()
-    said: list[str] = []
-
-    def pct(result, name: str) -> str:
-        """A utilisation: its figure, the engine's sentence for one above 100 % (never shown as a fact; said once,
-        where a later row would repeat it, it points at the MFU row), or why it is n/a."""
-        value = getattr(result, name)
-        if hasattr(value, "reason"):
-            return na(value)
-        text = utilisation_text(result, name)
-        if text in result.above_ceiling.values():
-            if text in said:
-                return "above the same ceiling: see MFU"
-            said.append(text)
-        return text
-
-    rows = [("latency", f"{format_ms(result.latency_ms)} ({result.latency_source})"),
-            ("FLOPs per iteration", format_flops(result.flops)),
-            ("achieved", format_count(result.achieved_tflops * 1e12, "FLOP/s")),
-            ("peak", f"{na(result.peak_tflops, '.4g', ' TFLOPS')}, {na(result.peak_bandwidth_gbs, '.0f', ' GB/s')}"),
-            ("MFU (of peak FLOP/s)", pct(result, "mfu_pct")),
-            ("measured ceiling", f"{na(result.measured_tflops, '.4g', ' TFLOP/s')} (this box's best: "
-                                 f"{result.measured_origin}; copy {na(result.measured_bandwidth_gbs, '.4g', ' GB/s')})"
-             if not hasattr(result.measured_tflops, "reason") else na(result.measured_tflops)),
-            ("of measured ceiling", pct(result, "measured_mfu_pct")),
-            ("arithmetic intensity", f"{na(result.arithmetic_intensity, '.1f', ' FLOP/byte')} "
-                                     f"(ridge {na(result.ridge_flops_per_byte, '.1f')})"),
-            ("side of the roofline", na(result.side)),
-            ("attainable here", na(result.attainable_tflops, ".2f", " TFLOPS")),
-            ("of the roofline", pct(result, "roofline_pct")),
-            ("bytes moved", f"{format_bytes(result.bytes_moved)} ({result.bytes_method})" if result.bytes_moved
-                            else result.bytes_method),
-            ("peaks from", result.peaks_source)]
-    rows += [("note", note) for note in result.notes]
-    _print_kv(f"{result.model} on {result.device}, input {format_shape(result.input_shape)} {result.dtype}",
-              rows)
+    na = Footnotes()
+    _print_kv(roofline_title(result), roofline_rows(result, na))
     if layers:
         console.print()
         _render_layer_table(result, na)
     if na.reasons:
         console.print()
-        na.print()
+        for line in na.lines():
+            console.print(line, markup=False)
 
 
-def _render_layer_table(result, na: _Footnotes) -> None:
+def _render_layer_table(result, na: Footnotes) -> None:
     """Per layer, longest first when timed: time, share of the pass, achieved FLOP/s, intensity and bound,
     then what no layer owns, so the rows add up to the pass. The layer names get the width the numbers leave."""
     timed = result.layer_times is not None
@@ -582,7 +434,7 @@ def render_ab(result) -> None:
         console.print(f"note: {note}")
     for note in getattr(result, "state_notes", ()):
         console.print(f"torch state: {note}", markup=False)
-    for label, text in noise_rows(result):  # the host over the blocks, then a warning row per mark
+    for label, text, _ in noise_rows(result):  # the host over the blocks, then a warning row per mark
         console.print(f"{label}: {text}", markup=False)
     if result.verdict is not None:
         console.print(f"(ratio: median of B/A over {result.verdict.blocks} neighbouring block pairs, with a "

@@ -12,17 +12,19 @@ from typing import Any
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.markup import escape
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import ProgressBar, Static
 
-from torchperf_tui.formatting import (budget_text, format_bytes, format_count, format_ms, format_number, format_shape,
-                                      number_text, unsupported_mark)
+from torchperf_tui.formatting import format_ms, format_shape
+from torchperf_tui.wording.roofline import roofline_notes, roofline_text
 from torchperf_tui.app.job_slots import JobSlots
 from torchperf_tui.app.messages import JobEvent, RunsChanged
 from torchperf_tui.app.runs import RunRecord, app_marks, save_run
+from torchperf_tui.app.widgets.timing.determinism_note import DeterminismNote
 from torchperf_tui.app.widgets.timing.histogram import LatencyHistogram
+from torchperf_tui.app.widgets.timing.modes_lines import ModesLines
+from torchperf_tui.app.widgets.timing.run_lines import intervals_text, stats_text
 from torchperf_tui.worker.protocol import JobDone, JobFailed, Progress, Samples
 
 COMPACT_BELOW_ROWS = 30  # the pane's height under which its lines are compact
@@ -35,199 +37,6 @@ WAITING_TEXT = {"starting": "building the model: the histogram fills with the ti
                 "cancelled": "cancelled before any timed iteration", "failed": "the run failed: no samples"}
 PHASE_TEXT = {"starting": "building model…", "first": "first iteration", "warmup": "warm-up",
               "timed": "timed", "done": "done", "cancelled": "cancelled", "failed": "failed"}
-
-
-def stats_text(record, compact: bool = False) -> str:
-    """The stats of a run (live or final), then what the shape schedule and torch.compile did; `compact`
-    (a short terminal): the percentiles on one line, the rest on another. A failed run: its error, whole."""
-    s = record.stats
-    first = format_ms(record.first_iter_ms) if record.first_iter_ms is not None else "–"
-    if record.error:
-        text = f"[b $error]error:[/] {escape(record.error)}"
-    elif s is None:
-        text = f"no timed samples yet · first iteration {first}"
-    elif compact:
-        intervals = _intervals(record)
-        p50, p90, p99 = (percentile_cell(intervals, name, value) for name, value in
-                         (("p50", s.p50_ms), ("p90", s.p90_ms), ("p99", s.p99_ms)))
-        text = (f"p50 {p50}  p90 {p90}  p99 {p99}\n"
-                f"mean {format_ms(s.mean_ms)}  std {format_ms(s.std_ms)}  FPS {format_number(s.fps_at_median, digits=1)}"
-                f" at p50  n={s.n}  first {first}")
-    else:
-        intervals = _intervals(record)
-        p50, p90, p99 = (percentile_cell(intervals, name, value) for name, value in
-                         (("p50", s.p50_ms), ("p90", s.p90_ms), ("p99", s.p99_ms)))
-        text = (f"mean {format_ms(s.mean_ms)}  p50 {p50}  p90 {p90}  p99 {p99}\n"
-                f"std {format_ms(s.std_ms)}  FPS {format_number(s.fps_at_median, digits=1)} at p50 "
-                f"({format_number(s.fps, digits=1)} at the mean)  first {first}  n={s.n}\n"
-                f"{intervals_text(record, intervals)}")
-    budget = budget_text(record.result) if getattr(record.result, "budget_stopped", False) else ""
-    extra = [line for line in (shapes_text(record), compile_text(record), peak_text(record), budget,
-                               conditions_text(record, compact), state_text(record),
-                               disturbed_text(record, compact)) if line]
-    return "\n".join([text, *extra])
-
-
-def state_text(record) -> str:
-    """What the model's code changed in torch's global state during the run (put back since), in the warning
-    colour: the numbers were not all measured under the run's flags, or the next model would have paid."""
-    notes = getattr(record.result, "state_notes", None) or []
-    return "\n".join(f"[b $warning]torch state:[/] {escape(note)}" for note in notes)
-
-
-def conditions_text(record, compact: bool = False) -> str:
-    """A finished CUDA run: the GPU's clocks, temperature, power, energy per item and throttling over its
-    timed iterations; throttling in the warning colour, with its reasons and shares unless `compact` (then the
-    clocks, energy and the word alone)."""
-    conditions = getattr(record.result, "conditions", None)
-    if conditions is None:
-        return ""
-    step = getattr(record.result, "step", "infer")
-    line = f"GPU over run {record.label}: {escape(conditions.short(step, brief=compact))}"
-    if conditions.throttled_share:
-        line = f"[$warning]{line}[/]"
-        if not compact:
-            line += f"\n[b $warning]{escape(conditions.throttle_text())}[/]"
-    return line
-
-
-def disturbed_text(record, compact: bool = False) -> str:
-    """A finished run's marks in the warning colour: 'disturbed: window resized during the run; noisy host: load
-    3.1 on 2 cores, ...' (what the app saw beside the run, then engine/host_noise.py's findings); '' when none.
-    `compact`: each mark's head alone ('disturbed: noisy host, noisy samples'), one row that leaves the histogram
-    its bars; the whole marks are in the tooltip."""
-    if not record.disturbed:
-        return ""
-    if compact:
-        return f"[b $warning]disturbed:[/] [$warning]{escape(', '.join(m.split(':')[0] for m in record.disturbed))}[/]"
-    return f"[b $warning]disturbed:[/] [$warning]{escape('; '.join(record.disturbed))}[/]"
-
-
-def _intervals(record) -> dict:
-    from torchperf_tui.engine.stats import percentile_intervals
-
-    return {interval.name: interval for interval in percentile_intervals(record.samples_ms)}
-
-
-def percentile_cell(intervals: dict, name: str, value_ms: float) -> str:
-    """'6.07 ms', or '14.6 ms?' when the samples cannot support that percentile (intervals_text says why)."""
-    interval = intervals.get(name)
-    return format_ms(value_ms) + unsupported_mark(interval is None or interval.supported, "$warning")
-
-
-def intervals_text(record, intervals: dict | None = None) -> str:
-    """'95 % CI  p50 4.68-4.73 ms · p90 6.21-7.10 ms · p99? not supported by 50 samples, needs 555'."""
-    from torchperf_tui.formatting import interval_text
-
-    intervals = _intervals(record) if intervals is None else intervals
-    parts = [f"{name}{unsupported_mark(i.supported)} {interval_text(i)}" for name, i in intervals.items()]
-    return "95 % CI  " + " · ".join(parts) if parts else ""
-
-
-def peak_text(record) -> str:
-    """A finished CUDA training run: the allocator's peak over its steps beside one forward pass's alone."""
-    result = record.result
-    if getattr(result, "step_peak_bytes", None) is None:
-        return ""
-    return (f"peak allocated: training step {format_bytes(result.step_peak_bytes)} · forward pass alone "
-            f"{format_bytes(result.forward_peak_bytes)}")
-
-
-def _median(values) -> float | None:
-    import statistics  # here, not at import: this module is on the first frame's path
-
-    return statistics.median(values) if values else None
-
-
-def shapes_text(record) -> str:
-    """Under a varying schedule: first-seen iterations against repeats, and the tuning cost when done."""
-    if record.shapes == "fixed":
-        return ""
-    repeats, new = record.split_by_shape()
-    text = (f"shapes {record.shapes}: {len(new)} new-shape iteration(s) p50 {format_ms(_median(new))} · "
-            f"{len(repeats)} repeat(s) p50 {format_ms(_median(repeats))}")
-    report = getattr(record.result, "shape_report", None)
-    if report is not None:
-        if report.tuning_cost_ms > 0:
-            text += f" · tuning cost {format_ms(report.tuning_cost_ms)}"
-        else:  # noise, or a first call that was not slower: not a negative cost
-            text += (f" · no tuning cost measured (first-seen iterations were {format_ms(-report.tuning_cost_ms)} "
-                     "faster than their repeats, in sum)")
-        if report.unrepeated:
-            text += f" ({report.unrepeated} shape(s) never repeated)"
-    return text
-
-
-def compile_text(record) -> str:
-    """torch.compile: the compile time apart from the samples, or why it failed (eager numbers shown)."""
-    result = record.result
-    if record.compile is None:
-        return ""
-    if result is None:
-        return f"torch.compile mode {record.compile}: compiling before the timed iterations…"
-    if result.compiled:
-        return f"torch.compile mode {record.compile}: compiled in {result.compile_s:.1f} s (not in the samples)"
-    return f"[b $warning]torch.compile failed, eager numbers shown:[/] {result.compile_error}"
-
-
-def roofline_text(result) -> str:
-    """One line: achieved TFLOP/s, MFU (or why n/a), arithmetic intensity and the side of the roofline."""
-    from torchperf_tui.engine.roofline import utilisation_text  # the CLI's wording (above 100 %: no fact)
-
-    mfu = utilisation_text(result, "mfu_pct")
-    if mfu == "n/a":
-        mfu = f"n/a ({short_reason(getattr(result.mfu_pct, 'reason', 'no peak'))})"
-    side = f"{result.side} bound" if isinstance(result.side, str) else "side n/a"
-    ridge = number_text(result.ridge_flops_per_byte, ".1f", na="n/a")
-    achieved = format_count(result.achieved_tflops * 1e12, "FLOP/s")
-    of = " of a training step" if getattr(result, "step", "infer") == "train" else ""
-    measured = utilisation_text(result, "measured_mfu_pct") if hasattr(result, "measured_mfu_pct") else "n/a"
-    if measured != "n/a" and result.peak_tflops != result.measured_tflops:
-        # beside a datasheet peak (on the CPU it is the peak): the engine's figure, or its sentence above 100 %
-        above = measured in getattr(result, "above_ceiling", {}).values()
-        mfu += f" ({measured if above else f'{measured} of the measured ceiling'})"
-    text = (f"roofline{of}: {achieved} achieved · MFU {mfu} · intensity "
-            f"{number_text(result.arithmetic_intensity, '.1f', ' FLOP/byte', na='n/a')} (ridge {ridge}) · {side}")
-    if any(hasattr(value, "reason") for value in (result.mfu_pct, result.ridge_flops_per_byte, result.side)):
-        text += " · why n/a: Device tab"
-    return text
-
-
-def short_reason(reason: str, limit: int = 40) -> str:
-    """The first clause of an NA reason, so the roofline stays one or two lines (the full text is in the Device
-    tab and the line's tooltip)."""
-    head = reason.split(", ")[0].split("; ")[0]
-    return head if len(head) <= limit else head[: limit - 1] + "…"
-
-
-def roofline_notes(result) -> str:
-    """Why each n/a is n/a, and the engine's notes, for the roofline line's tooltip."""
-    reasons = [f"{name}: {value.reason}" for name, value in
-               (("MFU", result.mfu_pct), ("ridge", result.ridge_flops_per_byte), ("side", result.side))
-               if hasattr(value, "reason")]
-    return "\n".join(reasons + list(result.notes) + [f"bytes moved: {result.bytes_method}"])
-
-
-def modes_text(result, flags_text: str, compact: bool = False) -> tuple[str, str]:
-    """(the lines under the run, the full text for the tooltip) of a ModesResult: what was measured, each
-    mode's median, then the gaps in words (on a short terminal only the first line and the first gap)."""
-    shape = format_shape(result.input_shape)
-    head = f"timing modes of {result.model} {shape} {result.dtype} · {result.step} · {flags_text}"
-    parts = []
-    for mode in result.modes:
-        if mode.unavailable is not None:
-            parts.append(f"{mode.mode} n/a")
-        elif mode.stats is None:
-            parts.append(f"{mode.mode} –")
-        else:
-            unit = f" (blocks of {result.per_block})" if mode.mode == "pipelined" else ""
-            parts.append(f"{mode.mode} p50 {format_ms(mode.stats.p50_ms)}{unit}")
-    medians = " · ".join(parts) + (" · cancelled" if result.cancelled else "")
-    why_not = [f"{mode.mode}: {mode.unavailable}" for mode in result.modes if mode.unavailable is not None]
-    full = "\n".join([head, medians, *result.findings, *why_not])
-    if compact:
-        return "\n".join([f"[b]modes[/] {escape(medians)}", *(escape(line) for line in result.findings[:1])]), full
-    return "\n".join([f"[b]{escape(head)}[/]", escape(medians), *(f"· {escape(line)}" for line in result.findings)]), full
 
 
 class TimingPane(Vertical):
@@ -246,8 +55,6 @@ class TimingPane(Vertical):
 
     model_line: reactive[str] = reactive("loading…", init=False)  # the chosen model and its analysis
     roofline: reactive[tuple] = reactive(("", None), init=False)  # (the current run's line, its tooltip)
-    note: reactive[str] = reactive("", init=False)  # one-shot checks: the determinism check
-    modes: reactive[tuple] = reactive(("", None), init=False)  # (the timing modes' lines, their full text)
 
     DEFAULT_CSS = """
     TimingPane { height: 1fr; }
@@ -265,9 +72,13 @@ class TimingPane(Vertical):
         self.record: RunRecord | None = None  # the current run
         self._job_runs: dict[int, RunRecord] = {}  # job id -> its run, until its final answer
         self.last_determinism = None  # the latest DeterminismReport
-        self._note_spec: str | None = None  # the model the note is about
-        self.last_modes = None  # the latest ModesResult
-        self._modes_spec: str | None = None  # the model the timing modes are about
+        self.determinism_note = DeterminismNote()
+        self.modes_lines = ModesLines()
+
+    @property
+    def last_modes(self):
+        """The latest ModesResult (its lines keep it), None once another model is chosen."""
+        return self.modes_lines.result
 
     def compose(self) -> ComposeResult:
         yield Static("loading…", id="model-summary", classes="loading")
@@ -276,9 +87,11 @@ class TimingPane(Vertical):
         bar.display = False  # until the first run
         yield bar
         yield Static("", id="run-stats")
-        for empty in (Static("", id="run-roofline"), Static("", id="run-note"), Static("", id="run-modes")):
-            empty.display = False  # until there is a line to show
-            yield empty
+        roofline = Static("", id="run-roofline")
+        roofline.display = False  # until there is a line to show
+        yield roofline
+        yield self.determinism_note
+        yield self.modes_lines
         yield LatencyHistogram(id="latency-histogram")
 
     def on_resize(self, event) -> None:
@@ -289,9 +102,7 @@ class TimingPane(Vertical):
             self.set_class(compact, "-compact")
             if self.record is not None:
                 self._show(self.record, histogram=False)
-            if self.last_modes is not None and self.modes[0]:
-                self.modes = modes_text(self.last_modes, self.last_modes.flags.describe(self.app.session.device_kind()),
-                                        compact=compact)
+            self.modes_lines.compact(compact)
 
     # -- the timing run ------------------------------------------------------------------------------
     def start_run(self) -> None:
@@ -471,25 +282,22 @@ class TimingPane(Vertical):
         cfg = self.jobs.config(selection, self._determinism_refused)
         if cfg is None:
             return
-        self._note_spec = selection.spec
-        self.note = (f"determinism: running {selection.spec} ({selection.step_text()}) twice under "
-                       f"{selection.flags.describe(self.app.session.device_kind())}…")
+        self.determinism_note.running(selection.spec, selection.step_text(),
+                                      selection.flags.describe(self.app.session.device_kind()))
         self.screen.show_tab("timing")
         self.jobs.start("determinism", "determinism", {"cfg": cfg}, f"checking determinism of {selection.spec}")
 
     def _determinism_refused(self, error: str) -> None:
-        self.note = f"determinism: [b $error]error:[/] {error}"
+        self.determinism_note.failed(error)
 
     def _determinism_event(self, event) -> None:
         if isinstance(event, JobFailed):
-            self.note = ("determinism: cancelled" if event.cancelled
-                           else f"determinism: [b $error]error:[/] {event.error}")
+            self.determinism_note.failed(None if event.cancelled else event.error)
             if not event.cancelled:
                 self.app.notify(event.error, title="determinism failed", severity="error", timeout=8)
             return
         result = self.last_determinism = event.result
-        style = "$success" if result.bitwise_equal else "$warning"
-        self.note = (f"[b {style}]determinism of {self._note_spec}:[/] {result.summary()}")
+        self.determinism_note.verdict(result)
         self.app.notify(result.summary(), title="determinism check", timeout=8)
 
     # -- the timing modes ------------------------------------------------------------------------------
@@ -505,42 +313,38 @@ class TimingPane(Vertical):
             self._modes_refused("timing modes measure the eager model at a fixed shape (a CUDA graph replays one "
                                 "shape): set shapes to fixed and graph to eager")
             return
-        self._modes_spec = selection.spec
-        self._modes_setup = (f"{selection.spec} {selection.input_text(self.screen.default_shape())} "
-                             f"{selection.dtype} · {selection.step_text()}")
-        self.modes = (f"timing modes: measuring {self._modes_setup} in sync, pipelined and graph…", None)
+        self.modes_lines.measuring(selection.spec, f"{selection.spec} {selection.input_text(self.screen.default_shape())} "
+                                                   f"{selection.dtype} · {selection.step_text()}")
         self.screen.show_tab("timing")  # where its lines are: pressed on another tab, nothing showed it ran
         self.jobs.start("modes", "modes", {"cfg": cfg}, f"timing modes of {selection.spec}")
 
     def _modes_refused(self, error: str) -> None:
-        self.modes = (f"timing modes: [b $error]error:[/] {escape(error)}", error)
+        self.modes_lines.refused(error)
 
     def _modes_event(self, event) -> None:
         if isinstance(event, Progress):
-            mode, done, total = event.data
-            self.modes = (f"timing modes: measuring {self._modes_setup}: {mode} {done}/{total}…", None)
+            self.modes_lines.progress(*event.data)
             return
         if isinstance(event, JobFailed):
             if event.cancelled:
-                self.modes = ("timing modes: cancelled", None)
+                self.modes_lines.say("timing modes: cancelled")
             else:
                 self._modes_refused(event.error)
                 self.app.notify(event.error, title="timing modes failed", severity="error", timeout=8)
             return
-        result = self.last_modes = event.result
-        self.modes = modes_text(result, result.flags.describe(self.app.session.device_kind()),
-                                compact=self.has_class("-compact"))
+        result = event.result
+        self.modes_lines.show_result(result, result.flags.describe(self.app.session.device_kind()),
+                                     compact=self.has_class("-compact"))
         if result.findings:
             self.app.notify(result.findings[0], title=f"timing modes of {result.model}", timeout=8)
 
     # -- lines ----------------------------------------------------------------------------------------
     def model_chosen(self, spec: str) -> None:
         """Another model: a note about the last one would read as this one's."""
-        if self._note_spec is not None and spec != self._note_spec:
-            self.note, self._note_spec = "", None
-        if self._modes_spec is not None and spec != self._modes_spec:
+        self.determinism_note.model_chosen(spec)
+        if self.modes_lines.spec is not None and spec != self.modes_lines.spec:
             self.jobs.cancel("modes", enforce=False)
-            self.modes, self._modes_spec, self.last_modes = ("", None), None, None
+            self.modes_lines.clear()
 
     def watch_model_line(self, text: str) -> None:
         summary = self.query_one("#model-summary", Static)
@@ -552,17 +356,6 @@ class TimingPane(Vertical):
         widget.update(line[0])
         widget.tooltip = line[1]
         widget.display = bool(line[0])  # an empty line would still take a row from the histogram
-
-    def watch_modes(self, lines: tuple) -> None:
-        widget = self.query_one("#run-modes", Static)
-        widget.update(lines[0])
-        widget.tooltip = lines[1]
-        widget.display = bool(lines[0])
-
-    def watch_note(self, text: str) -> None:
-        widget = self.query_one("#run-note", Static)
-        widget.update(text)
-        widget.display = bool(text)
 
     def on_shown(self) -> None:
         """The tab was shown: the histogram, not redrawn while hidden, catches up."""
