@@ -21,13 +21,18 @@ class DeterminismNote(Static):
         self.spec = spec
         self.say(f"determinism: running {spec} ({step_text}) twice under {flags_text}…")
 
-    def failed(self, error: str | None) -> None:
-        """Cancelled (`error` None), or why the check could not run."""
+    def failed(self, error: str | None, notify: bool = False) -> None:
+        """Cancelled (`error` None), or why the check could not run (`notify`: in a notification too)."""
         self.say("determinism: cancelled" if error is None else f"determinism: [b $error]error:[/] {error}")
+        if notify and error is not None:
+            self.app.notify(error, title="determinism failed", severity="error", timeout=8)
 
-    def verdict(self, report) -> None:
+    def verdict(self, report):
+        """The check's answer, on the line and in a notification; -> the report."""
         style = "$success" if report.bitwise_equal else "$warning"
         self.say(f"[b {style}]determinism of {self.spec}:[/] {report.summary()}")
+        self.app.notify(report.summary(), title="determinism check", timeout=8)
+        return report
 
     def model_chosen(self, spec: str) -> None:
         if self.spec is not None and spec != self.spec:

@@ -45,9 +45,20 @@ class ModesLines(Static):
     def refused(self, error: str) -> None:
         self.say(f"timing modes: [b $error]error:[/] {escape(error)}", error)
 
-    def show_result(self, result, flags_text: str, compact: bool) -> None:
+    def failed(self, error: str | None) -> None:
+        """Cancelled (`error` None), or why the modes could not be measured (in a notification too)."""
+        if error is None:
+            self.say("timing modes: cancelled")
+            return
+        self.refused(error)
+        self.app.notify(error, title="timing modes failed", severity="error", timeout=8)
+
+    def answer(self, result, flags_text: str, compact: bool) -> None:
+        """The result's lines, and its first gap in a notification."""
         self.result, self._flags_text = result, flags_text
         self.say(*modes_text(result, flags_text, compact=compact))
+        if result.findings:
+            self.app.notify(result.findings[0], title=f"timing modes of {result.model}", timeout=8)
 
     def compact(self, compact: bool) -> None:
         """The pane's height crossed COMPACT_BELOW_ROWS: the result's lines again, fitted."""

@@ -4,11 +4,64 @@ the wording package's (the CLI says the same facts); here they are laid into lin
 
 from __future__ import annotations
 
+import time
+
 from textual.markup import escape
 
 from torchperf_tui.formatting import budget_text, format_ms, format_number, unsupported_mark
 from torchperf_tui.wording.conditions import conditions_line_rows
 from torchperf_tui.wording.timing import peak_value, state_rows
+
+
+# What the histogram says while a run has no timed sample yet (not "press r": a run is under way).
+WAITING_TEXT = {"starting": "building the model: the histogram fills with the timed iterations",
+                "cancelling": "cancelling…", "first": "first iteration: the histogram fills with the timed ones",
+                "warmup": "warming up: the histogram fills with the timed iterations",
+                "cancelled": "cancelled before any timed iteration", "failed": "the run failed: no samples"}
+PHASE_TEXT = {"starting": "building model…", "first": "first iteration", "warmup": "warm-up",
+              "timed": "timed", "done": "done", "cancelled": "cancelled", "failed": "failed"}
+LIVE_STATS_EVERY_S = 0.5  # live statistics over all samples so far are recomputed at most this often
+
+
+def redraw_due(record, now_anyway: bool = False) -> bool:
+    """True at most every LIVE_STATS_EVERY_S per run (or when `now_anyway`): when its lines are redrawn."""
+    now = time.monotonic()
+    if not now_anyway and now - record.stats_at < LIVE_STATS_EVERY_S:
+        return False
+    record.stats_at = now
+    return True
+
+
+def finished_text(record) -> str:
+    """The notification of a finished run: its median and p99, and the first reason it may be disturbed."""
+    return (f"{record.label} {record.model}: median {format_ms(record.stats.p50_ms)}, p99 {format_ms(record.stats.p99_ms)}"
+            + (f" · disturbed: {record.disturbed[0]}" if record.disturbed else ""))
+
+
+def status_line(record) -> str:
+    """What the run is doing first (on a short terminal the line is cut at the pane's edge), then what it runs."""
+    phase = PHASE_TEXT.get(record.status, record.status)
+    where = f"{record.index + 1}/{record.total}" if record.total and not record.finished else ""
+    step = f" · {record.step}" if record.step != "infer" else ""
+    return (f"run {record.label} · {phase}{' ' + where if where else ''} · {record.model} {record.input_text} "
+            f"on {record.device}{step} · {record.flags_text}")
+
+
+def bar_progress(record, iters: int) -> tuple[int | None, int] | None:
+    """(total, progress) of the run's one bar through warm-up then timed iterations; total None: indeterminate
+    (animated) only while a run builds; None: the bar as it is."""
+    if record.status in ("warmup", "timed") and record.total:
+        warm_total = len(record.warmup_ms) if record.status == "timed" else record.total
+        timed_total = record.total if record.status == "timed" else iters
+        return max(warm_total + timed_total, 1), len(record.warmup_ms) + len(record.samples_ms)
+    if record.status == "done":
+        total = len(record.warmup_ms) + len(record.samples_ms)
+        return max(total, 1), total
+    if record.status == "starting":
+        return None, 0
+    if record.status in ("cancelled", "failed", "cancelling"):
+        return 1, 0
+    return None
 
 
 def stats_text(record, compact: bool = False) -> str:

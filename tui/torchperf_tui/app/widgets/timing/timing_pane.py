@@ -16,28 +16,19 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import ProgressBar, Static
 
-from torchperf_tui.formatting import format_ms, format_shape
-from torchperf_tui.wording.roofline import roofline_notes, roofline_text
+from torchperf_tui.formatting import format_shape
 from torchperf_tui.app.job_slots import JobSlots
 from torchperf_tui.app.messages import JobEvent, RunsChanged
 from torchperf_tui.app.runs import RunRecord, app_marks, save_run
 from torchperf_tui.app.widgets.timing.determinism_note import DeterminismNote
 from torchperf_tui.app.widgets.timing.histogram import LatencyHistogram
 from torchperf_tui.app.widgets.timing.modes_lines import ModesLines
-from torchperf_tui.app.widgets.timing.run_lines import intervals_text, stats_text
+from torchperf_tui.app.widgets.timing.roofline_line import RooflineLine
+from torchperf_tui.app.widgets.timing.run_lines import (WAITING_TEXT, bar_progress, finished_text, intervals_text,
+                                                        redraw_due, stats_text, status_line)
 from torchperf_tui.worker.protocol import JobDone, JobFailed, Progress, Samples
 
 COMPACT_BELOW_ROWS = 30  # the pane's height under which its lines are compact
-LIVE_STATS_EVERY_S = 0.5  # live statistics over all samples so far are recomputed at most this often
-
-# What the histogram says while a run has no timed sample yet (not "press r": a run is under way).
-WAITING_TEXT = {"starting": "building the model: the histogram fills with the timed iterations",
-                "cancelling": "cancelling…", "first": "first iteration: the histogram fills with the timed ones",
-                "warmup": "warming up: the histogram fills with the timed iterations",
-                "cancelled": "cancelled before any timed iteration", "failed": "the run failed: no samples"}
-PHASE_TEXT = {"starting": "building model…", "first": "first iteration", "warmup": "warm-up",
-              "timed": "timed", "done": "done", "cancelled": "cancelled", "failed": "failed"}
-
 
 class TimingPane(Vertical):
     """The current (or last) run. Jobs: "run" (timing), "roofline" (of the finished run), "determinism"."""
@@ -54,7 +45,6 @@ class TimingPane(Vertical):
         run: Any = None
 
     model_line: reactive[str] = reactive("loading…", init=False)  # the chosen model and its analysis
-    roofline: reactive[tuple] = reactive(("", None), init=False)  # (the current run's line, its tooltip)
 
     DEFAULT_CSS = """
     TimingPane { height: 1fr; }
@@ -74,6 +64,7 @@ class TimingPane(Vertical):
         self.last_determinism = None  # the latest DeterminismReport
         self.determinism_note = DeterminismNote()
         self.modes_lines = ModesLines()
+        self.roofline_line = RooflineLine()
 
     @property
     def last_modes(self):
@@ -87,9 +78,7 @@ class TimingPane(Vertical):
         bar.display = False  # until the first run
         yield bar
         yield Static("", id="run-stats")
-        roofline = Static("", id="run-roofline")
-        roofline.display = False  # until there is a line to show
-        yield roofline
+        yield self.roofline_line
         yield self.determinism_note
         yield self.modes_lines
         yield LatencyHistogram(id="latency-histogram")
@@ -123,7 +112,7 @@ class TimingPane(Vertical):
         session.run_memory.clear()
         self.record = record
         self.jobs.cancel("roofline", enforce=False)  # the last run's: it would land under this one
-        self.roofline = ("", None)
+        self.roofline_line.say("")
         self._show(record)
         self.post_message(RunsChanged())
         cfg = self.jobs.config(selection, lambda error: self._failed(record, error), slot="run")
@@ -137,9 +126,7 @@ class TimingPane(Vertical):
         self._job_runs[self.jobs.start("run", "time", {"cfg": cfg}, what)] = record
 
     def cancel_run(self) -> None:
-        self._mark_cancelling()
-
-    def _mark_cancelling(self) -> None:
+        """The run shows it is being cancelled until its last answer comes."""
         if self.record is not None and not self.record.finished:
             self.record.status = "cancelling"
             self._show(self.record, histogram=False)
@@ -188,11 +175,11 @@ class TimingPane(Vertical):
             record.first_iter_ms = event.samples_ms[0]
         elif event.phase == "warmup":
             record.warmup_ms.extend(event.samples_ms)
-            redraw = self._due(record)
+            redraw = redraw_due(record)
         elif event.phase == "timed":
             record.samples_ms.extend(event.samples_ms)
             record.first_seen.extend(event.first_seen)
-            redraw = self._due(record, now_anyway=event.index >= event.total - 1)
+            redraw = redraw_due(record, now_anyway=event.index >= event.total - 1)
             # over every sample so far: at most every LIVE_STATS_EVERY_S, never per batch; and at the first
             # timed batch, so the body never says "no timed samples yet" beside a header saying "timed 15/64"
             if redraw or record.stats is None:
@@ -203,15 +190,6 @@ class TimingPane(Vertical):
         # lines are redrawn at most as often as its statistics, plus at each change of phase.
         if redraw or phase_changed or event.phase == "first":
             self._show(record, histogram=redraw)
-
-    @staticmethod
-    def _due(record: RunRecord, now_anyway: bool = False) -> bool:
-        """True at most every LIVE_STATS_EVERY_S per run (or when `now_anyway`): when its lines are redrawn."""
-        now = time.monotonic()
-        if not now_anyway and now - record.stats_at < LIVE_STATS_EVERY_S:
-            return False
-        record.stats_at = now
-        return True
 
     def _finished(self, record: RunRecord, result, fingerprint) -> None:
         record.result = result
@@ -234,15 +212,11 @@ class TimingPane(Vertical):
         if result.cancelled or record is not self.record:
             return
         if record.stats is not None:
-            self.app.notify(f"{record.label} {record.model}: median {format_ms(record.stats.p50_ms)}, "
-                            f"p99 {format_ms(record.stats.p99_ms)}"
-                            + (f" · disturbed: {record.disturbed[0]}" if record.disturbed else ""),
-                            title="run finished", severity="warning" if record.disturbed else "information",
-                            timeout=4)
+            self.app.notify(finished_text(record), title="run finished",
+                            severity="warning" if record.disturbed else "information", timeout=4)
         save_run(self, result, fingerprint)
         if result.shapes != "fixed":  # FLOPs and bytes are counted at one input shape
-            self.roofline = (f"run {record.label} roofline: n/a under shape schedule {result.shapes} (it needs "
-                             "one input shape: time the model at a fixed shape for it)", None)
+            self.roofline_line.varying_shapes(record.label, result.shapes)
             return
         self.jobs.start("roofline", "roofline", {"result": result, "report": self.app.session.report},
                         f"placing run {record.label} on the roofline", enforce_cancel=False)
@@ -266,10 +240,9 @@ class TimingPane(Vertical):
         label = self.record.label if self.record is not None else "?"
         if isinstance(event, JobFailed):
             if not event.cancelled:
-                self.roofline = (f"run {label} roofline: [b $error]n/a:[/] {event.error}", None)
+                self.roofline_line.failed(label, event.error)
             return
-        line, notes = f"run {label} {roofline_text(event.result)}", roofline_notes(event.result)
-        self.roofline = (line, notes)
+        notes = self.roofline_line.placed(event.result, label)
         run = self.record.result if self.record is not None else None
         self.post_message(self.RooflineReady(event.result, label, notes, run))
 
@@ -279,7 +252,7 @@ class TimingPane(Vertical):
         selection = self.screen.ready_selection("determinism check", module="determinism")
         if selection is None:
             return
-        cfg = self.jobs.config(selection, self._determinism_refused)
+        cfg = self.jobs.config(selection, self.determinism_note.failed)
         if cfg is None:
             return
         self.determinism_note.running(selection.spec, selection.step_text(),
@@ -287,18 +260,11 @@ class TimingPane(Vertical):
         self.screen.show_tab("timing")
         self.jobs.start("determinism", "determinism", {"cfg": cfg}, f"checking determinism of {selection.spec}")
 
-    def _determinism_refused(self, error: str) -> None:
-        self.determinism_note.failed(error)
-
     def _determinism_event(self, event) -> None:
         if isinstance(event, JobFailed):
-            self.determinism_note.failed(None if event.cancelled else event.error)
-            if not event.cancelled:
-                self.app.notify(event.error, title="determinism failed", severity="error", timeout=8)
-            return
-        result = self.last_determinism = event.result
-        self.determinism_note.verdict(result)
-        self.app.notify(result.summary(), title="determinism check", timeout=8)
+            self.determinism_note.failed(None if event.cancelled else event.error, notify=True)
+        else:
+            self.last_determinism = self.determinism_note.verdict(event.result)
 
     # -- the timing modes ------------------------------------------------------------------------------
     def start_modes(self) -> None:
@@ -306,11 +272,11 @@ class TimingPane(Vertical):
         selection = self.screen.ready_selection("timing modes")
         if selection is None:
             return
-        cfg = self.jobs.config(selection, self._modes_refused)
+        cfg = self.jobs.config(selection, self.modes_lines.refused)
         if cfg is None:
             return
         if selection.shapes != "fixed" or selection.compile != "eager":
-            self._modes_refused("timing modes measure the eager model at a fixed shape (a CUDA graph replays one "
+            self.modes_lines.refused("timing modes measure the eager model at a fixed shape (a CUDA graph replays one "
                                 "shape): set shapes to fixed and graph to eager")
             return
         self.modes_lines.measuring(selection.spec, f"{selection.spec} {selection.input_text(self.screen.default_shape())} "
@@ -318,25 +284,14 @@ class TimingPane(Vertical):
         self.screen.show_tab("timing")  # where its lines are: pressed on another tab, nothing showed it ran
         self.jobs.start("modes", "modes", {"cfg": cfg}, f"timing modes of {selection.spec}")
 
-    def _modes_refused(self, error: str) -> None:
-        self.modes_lines.refused(error)
-
     def _modes_event(self, event) -> None:
         if isinstance(event, Progress):
             self.modes_lines.progress(*event.data)
-            return
-        if isinstance(event, JobFailed):
-            if event.cancelled:
-                self.modes_lines.say("timing modes: cancelled")
-            else:
-                self._modes_refused(event.error)
-                self.app.notify(event.error, title="timing modes failed", severity="error", timeout=8)
-            return
-        result = event.result
-        self.modes_lines.show_result(result, result.flags.describe(self.app.session.device_kind()),
-                                     compact=self.has_class("-compact"))
-        if result.findings:
-            self.app.notify(result.findings[0], title=f"timing modes of {result.model}", timeout=8)
+        elif isinstance(event, JobFailed):
+            self.modes_lines.failed(None if event.cancelled else event.error)
+        else:
+            self.modes_lines.answer(event.result, event.result.flags.describe(self.app.session.device_kind()),
+                                    compact=self.has_class("-compact"))
 
     # -- lines ----------------------------------------------------------------------------------------
     def model_chosen(self, spec: str) -> None:
@@ -351,12 +306,6 @@ class TimingPane(Vertical):
         summary.remove_class("loading")
         summary.update(text)
 
-    def watch_roofline(self, line: tuple) -> None:
-        widget = self.query_one("#run-roofline", Static)
-        widget.update(line[0])
-        widget.tooltip = line[1]
-        widget.display = bool(line[0])  # an empty line would still take a row from the histogram
-
     def on_shown(self) -> None:
         """The tab was shown: the histogram, not redrawn while hidden, catches up."""
         if self.record is not None:
@@ -367,28 +316,12 @@ class TimingPane(Vertical):
             self.show_run(record, histogram=histogram and self.screen.active_tab() == "timing")
 
     def show_run(self, record, histogram: bool = True) -> None:
-        phase = PHASE_TEXT.get(record.status, record.status)
-        where = f"{record.index + 1}/{record.total}" if record.total and not record.finished else ""
-        # What the run is doing first: on a short terminal the line is cut at the pane's edge.
-        step = f" · {record.step}" if record.step != "infer" else ""
-        line = (f"run {record.label} · {phase}{' ' + where if where else ''} · {record.model} {record.input_text} "
-                f"on {record.device}{step} · {record.flags_text}")
-        self.query_one("#run-status", Static).update(line)
+        self.query_one("#run-status", Static).update(status_line(record))
         bar = self.query_one("#run-progress", ProgressBar)
         bar.display = True
-        if record.status in ("warmup", "timed") and record.total:
-            # One bar through warm-up then timed iterations.
-            warm_total = len(record.warmup_ms) if record.status == "timed" else record.total
-            timed_total = record.total if record.status == "timed" else self.app.session.iters
-            done = len(record.warmup_ms) + len(record.samples_ms)
-            bar.update(total=max(warm_total + timed_total, 1), progress=done)
-        elif record.status == "done":
-            total = len(record.warmup_ms) + len(record.samples_ms)
-            bar.update(total=max(total, 1), progress=total)
-        elif record.status == "starting":
-            bar.update(total=None, progress=0)  # indeterminate (animated) only while a run builds
-        elif record.status in ("cancelled", "failed", "cancelling"):
-            bar.update(total=1, progress=0)
+        progress = bar_progress(record, self.app.session.iters)
+        if progress is not None:
+            bar.update(total=progress[0], progress=progress[1])
         stats = self.query_one("#run-stats", Static)
         stats.update(stats_text(record, compact=self.has_class("-compact")))
         # on a short terminal the "?" is explained here, and the disturbance marks are said whole
