@@ -78,6 +78,13 @@ def _add_flag_options(p: argparse.ArgumentParser) -> None:
                    help="CPU intra-op threads (torch.set_num_threads), at most the machine's logical CPUs")
 
 
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+    """What a measuring command's iteration does, under which flags, and --json."""
+    _add_step_options(p)
+    _add_flag_options(p)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
 def _add_shapes_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shapes", default="fixed", metavar="SCHEDULE",
                    help="input shapes of the timed iterations: fixed | cycle:K[:LO-HI] | random[:LO-HI[:batch=B1-B2]] "
@@ -171,9 +178,7 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                         "included (default 120; 0: no budget)")
     p.add_argument("--memory-cap", type=_positive_float("--memory-cap"), metavar="GIB",
                    help="CPU only: memory the search may use (default half of the available RAM)")
-    _add_step_options(p)
-    _add_flag_options(p)
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    _add_run_options(p)
 
     p = sub.add_parser("profile", help="torch.profiler top ops by self time, and a Chrome trace for Perfetto")
     _add_workload_options(p)
@@ -182,9 +187,7 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                    "self_cpu_memory | self_device_memory | name (default: self time on the model's device)")
     p.add_argument("--top", type=_positive_int, default=20, help="rows to show (default 20)")
     p.add_argument("--trace", metavar="PATH", help="where to write the Chrome trace (default: a temp folder)")
-    _add_step_options(p)
-    _add_flag_options(p)
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    _add_run_options(p)
 
     p = sub.add_parser("roofline", help="achieved TFLOPS, MFU, arithmetic intensity: memory- or compute-bound")
     _add_workload_options(p)
@@ -195,9 +198,7 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                    "again), share of the pass, achieved FLOP/s, intensity and bound, and on a GPU its busy and idle time")
     p.add_argument("--layer-iters", type=_positive_int, default=5, metavar="N",
                    help="passes profiled for --layers (default 5)")
-    _add_step_options(p)
-    _add_flag_options(p)
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    _add_run_options(p)
 
     p = sub.add_parser("compare", help="A vs B interleaved in randomised blocks, with a significance verdict")
     _add_workload_options(p)
@@ -220,27 +221,21 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--kernels", action="store_true", help="instead of timing: the kernels each conv layer ran under "
                    "A and under B, side by side (torch.profiler; on the CPU the ATen implementation)")
     _add_shapes_option(p)
-    _add_step_options(p)
-    _add_flag_options(p)  # the base flags; each arm's SPEC applies on top
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    _add_run_options(p)  # the base flags; each arm's SPEC applies on top
 
     p = sub.add_parser("determinism", help="run the same input twice: bitwise equal, or how far apart")
     _add_workload_options(p)
     p.add_argument("--runs", type=_positive_int, default=2,
                    help="passes to compare (default 2): forward passes, or with --step train training steps from "
                         "the same state (gradients and updated weights compared)")
-    _add_step_options(p)
-    _add_flag_options(p)
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    _add_run_options(p)
 
     p = sub.add_parser("memsnap", help="CUDA only: record the allocator's history over a few iterations and write a "
                        "snapshot for pytorch.org/memory_viz")
     _add_workload_options(p)
     p.add_argument("--iters", type=_positive_int, default=3, help="recorded iterations (default 3)")
     p.add_argument("--out", metavar="DIR", help="folder for the snapshot (default: a temp folder)")
-    _add_step_options(p)
-    _add_flag_options(p)
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    _add_run_options(p)
 
     p = sub.add_parser("history", help="past runs, newest last")
     p.add_argument("--last", type=_positive_int, help="only the last N runs")
