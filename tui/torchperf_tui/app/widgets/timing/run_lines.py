@@ -8,9 +8,9 @@ import time
 
 from textual.markup import escape
 
-from torchperf_tui.formatting import budget_text, format_ms, format_number, unsupported_mark
+from torchperf_tui.formatting import format_ms, format_number, unsupported_mark
 from torchperf_tui.wording.conditions import conditions_line_rows
-from torchperf_tui.wording.timing import peak_value, state_rows
+from torchperf_tui.wording.timing import budget_rows, peak_value, state_rows
 
 
 # What the histogram says while a run has no timed sample yet (not "press r": a run is under way).
@@ -34,8 +34,8 @@ def redraw_due(record, now_anyway: bool = False) -> bool:
 
 def finished_text(record) -> str:
     """The notification of a finished run: its median and p99, and the first reason it may be disturbed."""
-    return (f"{record.label} {record.model}: median {format_ms(record.stats.p50_ms)}, p99 {format_ms(record.stats.p99_ms)}"
-            + (f" · disturbed: {record.disturbed[0]}" if record.disturbed else ""))
+    return (f"{record.label} {record.model}: median {format_ms(record.stats.p50_ms)}, "
+            f"p99 {format_ms(record.stats.p99_ms)}" + (f" · disturbed: {record.disturbed[0]}" if record.disturbed else ""))
 
 
 def status_line(record) -> str:
@@ -88,7 +88,7 @@ def stats_text(record, compact: bool = False) -> str:
                 f"std {format_ms(s.std_ms)}  FPS {format_number(s.fps_at_median, digits=1)} at p50 "
                 f"({format_number(s.fps, digits=1)} at the mean)  first {first}  n={s.n}\n"
                 f"{intervals_text(record, intervals)}")
-    budget = budget_text(record.result) if getattr(record.result, "budget_stopped", False) else ""
+    budget = "\n".join(value for _, value, _ in budget_rows(record.result))
     extra = [line for line in (shapes_text(record), compile_text(record), peak_text(record), budget,
                                conditions_text(record, compact), state_text(record),
                                disturbed_text(record, compact)) if line]

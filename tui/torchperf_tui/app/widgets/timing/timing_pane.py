@@ -1,7 +1,8 @@
 """Timing pane: the chosen model's summary, progress through warm-up and timed iterations, live stats
 and the live latency histogram of the current run. It owns the timing run (key r), its follow-up steps
 (saved to the history, placed on the roofline), the determinism check (key d) and the timing modes side by
-side (key M)."""
+side (key M); the lines under the run are run_lines.py's, the roofline, determinism and modes lines widgets
+of their own beside it."""
 
 from __future__ import annotations
 
