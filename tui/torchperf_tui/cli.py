@@ -7,7 +7,8 @@ Every command that runs a model's code or measures runs its job in a measurement
 (jobs/cli_jobs.py): the model's code cannot end the command (os._exit is one line and exit 2), keep it alive
 (a thread that never ends) or print into its output (its stdout goes to stderr). This process reads the
 arguments, renders the engine's result and writes the history, without importing torch. `info` and `models`
-run no model code and stay here (torch is imported once, here, instead of in a second process).
+run no model code and stay here (torch is imported once, here, instead of in a second process). The arguments
+are parsed in cli_args.py; the results are worded by cli_render.py and cli_render_facts.py.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import os
 import sys
 from typing import Sequence
 
-from torchperf_tui.cli_args import EXIT_BAD_INPUT, EXIT_FAILURE, PROG, build_parser  
+from torchperf_tui.cli_args import EXIT_BAD_INPUT, EXIT_FAILURE, PROG, build_parser
 from torchperf_tui.formatting import format_shape
 
 
