@@ -35,3 +35,42 @@ def test_counts_flops_ms_numbers():
 def test_bytes_in_the_unit_of_another_value():
     assert format_bytes(800 * 1024**2, like=2 * 1024**3) == "0.8 GiB"
     assert format_bytes(412 * 1024**2) == "412.0 MiB"
+
+
+def test_one_shape_formatter():
+    """A shape reads one way everywhere ('1x3x224x224'), written in one function: no hand-written join of a
+    shape's dimensions anywhere else in the package."""
+    import pathlib
+    import re
+
+    import torchperf_tui
+    from torchperf_tui.formatting import format_shape
+
+    assert format_shape((1, 3, 224, 224)) == "1x3x224x224" and format_shape([7]) == "7" and format_shape(()) == ""
+    package = pathlib.Path(torchperf_tui.__file__).parent
+    joins = [f"{path.relative_to(package)}:{number}" for path in sorted(package.rglob("*.py"))
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if re.search(r"""["'][x×]["']\.join""", line)]
+    assert joins == ["formatting.py:" + str(next(n for n, line in enumerate(
+        (package / "formatting.py").read_text(encoding="utf-8").splitlines(), 1) if '"x".join' in line))]
+
+
+def test_number_checks_and_text():
+    """One check per meaning: a real number (not a bool, an NA or None); a finite number above zero (a peak,
+    a divisor); a number in its format, or what stands for it."""
+    from torchperf_tui.formatting import is_number, is_positive_number, number_text
+
+    assert is_number(0) and is_number(-1.5) and not is_number(True) and not is_number(None) and not is_number(NA())
+    assert is_positive_number(2) and not is_positive_number(0) and not is_positive_number(float("inf"))
+    assert not is_positive_number(float("nan")) and not is_positive_number(False)
+    assert number_text(1.234, ".1f", " ms") == "1.2 ms" and number_text(None, ".1f") == "n/a"
+    assert number_text(NA(), ".1f") == "n/a (not supported)" and number_text(NA(), ".1f", na="n/a") == "n/a"
+
+
+def test_one_unsupported_mark():
+    """A percentile the samples cannot support is marked one way: '?', styled where the text is markup."""
+    from torchperf_tui.formatting import format_percentile, unsupported_mark
+
+    assert unsupported_mark(True) == "" and unsupported_mark(True, "$warning") == ""
+    assert unsupported_mark(False) == "?" and unsupported_mark(False, "$warning") == "[$warning]?[/]"
+    assert format_percentile(12.0, 0.99, 50) == "12.00 ms?" and format_percentile(12.0, 0.5, 50) == "12.00 ms"

@@ -4,7 +4,7 @@ the ceiling is too low, never a utilisation above 100 % as a fact."""
 
 from __future__ import annotations
 
-from torchperf_tui.app.widgets.timing.timing_pane import roofline_text
+from torchperf_tui.wording.roofline import roofline_text
 from torchperf_tui.engine.analysis.roofline import RooflineResult, above_ceiling_text, utilisation_text
 
 

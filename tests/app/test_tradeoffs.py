@@ -12,7 +12,7 @@ from torchperf_tui.app.app import TorchperfApp
 from torchperf_tui.app.runs import LiveRun
 from torchperf_tui.app.widgets.memory.memory_chart import MemoryChart
 from torchperf_tui.app.widgets.timing.histogram import LatencyHistogram, LatencyOverlay
-from torchperf_tui.app.widgets.timing.timing_pane import compile_text
+from torchperf_tui.app.widgets.timing.run_lines import compile_text
 from torchperf_tui.engine.records.history_file import HistoryFile
 
 
@@ -124,7 +124,7 @@ async def test_memory_chart_draws_the_runs_per_iteration_trace_and_marks_a_relea
 
 
 def test_a_tuning_cost_that_comes_out_negative_is_said_in_words_and_in_ms():
-    from torchperf_tui.app.widgets.timing.timing_pane import shapes_text
+    from torchperf_tui.app.widgets.timing.run_lines import shapes_text
 
     record = LiveRun(run_id=1, model="m", device="cpu", flags=None, flags_text="", shapes="random")
     record.samples_ms, record.first_seen = [30.0, 31.0, 29.0], [True, False, True]

@@ -356,7 +356,7 @@ def test_a_cpu_training_run_has_no_allocator_peaks_and_says_why(capsys):
 def test_the_timing_pane_sets_a_training_steps_peak_beside_the_forward_alone():
     from types import SimpleNamespace
 
-    from torchperf_tui.app.widgets.timing.timing_pane import peak_text
+    from torchperf_tui.app.widgets.timing.run_lines import peak_text
 
     record = SimpleNamespace(result=SimpleNamespace(step_peak_bytes=3 * 1024**3, forward_peak_bytes=1024**3))
     assert peak_text(record) == "peak allocated: training step 3.0 GiB · forward pass alone 1.0 GiB"

@@ -5,236 +5,46 @@ from __future__ import annotations
 import os
 import sys
 import time
-from itertools import groupby
 
 from rich.console import Console
 from rich.table import Table
 
 from torchperf_tui.engine.benchmark.stats import percentile_supported
-from torchperf_tui.formatting import (UNSUPPORTED_LEGEND, budget_text, fit_name, format_bytes, format_count,
-                                      format_flops, format_ms, format_number, format_percentile)
+from torchperf_tui.formatting import (UNSUPPORTED_LEGEND, fit_name, format_bytes, format_count,
+                                      format_ms, format_percentile, format_shape, number_text)
+from torchperf_tui.wording.conditions import conditions_rows
+from torchperf_tui.wording.modes import mode_cells, modes_title
+from torchperf_tui.wording.roofline import Footnotes, roofline_rows, roofline_title
+from torchperf_tui.wording.timing import noise_rows, timing_rows, timing_title
 
 # Piped output (scripts, files) gets wide lines instead of rich's 80-column wrapping.
 # A pipe gets 200 columns (a log keeps whole lines) unless COLUMNS says how wide to be.
 console = Console(highlight=False, width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 200)
 
 
-def _print_kv(title: str, rows: list[tuple[str, object]]) -> None:
+def print_kv(title: str, rows: list[tuple]) -> None:
     """A heading line, then key/value rows aligned in two columns."""
     table = Table(show_header=False, box=None, pad_edge=False)
     table.add_column(style="bold")
     table.add_column()
-    for key, value in rows:
+    for key, value, *_ in rows:  # (label, value) or wording's (label, value, level)
         table.add_row(key, str(value))
     console.print(title, style="bold underline")
     console.print(table)
 
 
-def _tflops(value) -> str:
-    return f"{value:.1f} TFLOPS" if isinstance(value, (int, float)) else str(value)
-
-
-def kept_ceilings_text(kept) -> str:
-    """A device's measured ceilings as kept ('float32 conv2d 3x3 0.45 TFLOP/s · copy 12.1 GB/s, measured ...'),
-    or how to measure them."""
-    if kept is None or not kept.ceilings:
-        return "none measured yet: `torchperf-tui ceilings` measures them (seconds) and keeps them"
-    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(kept.measured_at))
-    parts = [f"{c.dtype} {c.workload} {c.text}" if c.kind == "compute" else f"copy {c.text}" for c in kept.ceilings]
-    outdated = f"; {kept.outdated}" if kept.outdated else ""
-    return " · ".join(parts) + f" (measured {when}{outdated})"
-
-
-def render_device_report(report, kept: dict | None = None) -> None:
-    """`info`; `kept`: the measured ceilings kept per device ("cpu", "cuda:0"), None where there are none."""
-    kept = kept or {}
-    _print_kv("Software", [
-        ("torch", report.torch_version),
-        ("CUDA runtime", report.cuda_runtime),
-        ("cuDNN", report.cudnn_version),
-        ("driver", report.driver_version),
-        ("CUDA", "available" if report.cuda_available else f"not available ({report.cuda_reason})"),
-        ("NVML", "available" if report.nvml_available else f"not available ({report.nvml_reason})"),
-    ])
-    for gpu in report.gpus:
-        console.print()
-        _print_kv(f"GPU {gpu.index}: {gpu.name}", [
-            ("compute capability", gpu.compute_capability),
-            ("SMs", gpu.sm_count),
-            ("memory", format_bytes(gpu.total_memory_bytes)),
-            ("L2 cache", format_bytes(gpu.l2_cache_bytes)),
-            ("max SM clock", f"{gpu.max_sm_clock_mhz} MHz" if isinstance(gpu.max_sm_clock_mhz, int)
-             else gpu.max_sm_clock_mhz),
-            ("max memory clock", f"{gpu.max_mem_clock_mhz} MHz" if isinstance(gpu.max_mem_clock_mhz, int)
-             else gpu.max_mem_clock_mhz),
-            ("memory bus", f"{gpu.memory_bus_width_bits} bit" if isinstance(gpu.memory_bus_width_bits, int)
-             else gpu.memory_bus_width_bits),
-            ("power limit", f"{gpu.power_limit_w:.0f} W" if isinstance(gpu.power_limit_w, (int, float))
-             else gpu.power_limit_w),
-            ("peak FP32", _tflops(gpu.peak_fp32_tflops)),
-            ("peak FP16 tensor", _tflops(gpu.peak_fp16_tensor_tflops)),
-            ("peak BF16 tensor", _tflops(gpu.peak_bf16_tensor_tflops)),
-            ("peak bandwidth", f"{gpu.peak_bandwidth_gbs:.0f} GB/s"
-             if isinstance(gpu.peak_bandwidth_gbs, (int, float)) else gpu.peak_bandwidth_gbs),
-            ("measured ceilings", kept_ceilings_text(kept.get(f"cuda:{gpu.index}"))),
-        ])
-        for name, formula in gpu.formulas.items():
-            console.print(f"  {name}: {formula}")
-    cpu = report.cpu
-    console.print()
-    _print_kv("CPU", [
-        ("model", cpu.model),
-        ("cores", f"{cpu.physical_cores} physical, {cpu.logical_cores} logical"),
-        ("frequency", f"{cpu.freq_mhz:.0f} MHz" if isinstance(cpu.freq_mhz, (int, float)) else cpu.freq_mhz),
-        ("RAM", format_bytes(cpu.ram_total_bytes)),
-        ("torch threads", cpu.torch_threads),
-        ("oneDNN (mkldnn)", "available" if cpu.mkldnn_available else "not available"),
-        ("peak FLOP/s, bandwidth", "no datasheet figure for a CPU: the measured ceilings stand in for them"),
-        ("measured ceilings", kept_ceilings_text(kept.get("cpu"))),
-    ])
-
-
-def render_catalogue(entries) -> None:
-    table = Table(title=f"{len(entries)} models (weights=None: nothing is downloaded)", title_justify="left")
-    table.add_column("task")
-    table.add_column("model")
-    table.add_column("input (no batch)")
-    table.add_column("note")
-    for task, group in groupby(sorted(entries, key=lambda e: (e.task, e.name)), key=lambda e: e.task):
-        for i, entry in enumerate(group):
-            table.add_row(task if i == 0 else "", entry.name, "x".join(map(str, entry.input_shape)),
-                          "" if entry.supported else f"not supported: {entry.reason}")
-    console.print(table)
-
-
-def render_complexity(result, layers: bool = False) -> None:
-    _print_kv(f"{result.model} at {'x'.join(map(str, result.input_shape))} ({result.dtype})", [
-        ("parameters", f"{format_count(result.params_total)} ({result.params_total:,}), "
-                       f"trainable {format_count(result.params_trainable)}"),
-        ("size", f"{result.size_mb:.2f} MiB"),
-        ("FLOPs", f"{format_flops(result.flops)} ({result.flops:,})"),
-        ("MACs", f"{format_count(result.macs, 'MACs')} ({result.macs:,})"),
-        *([("training step", f"forward {format_flops(result.flops)} + backward {format_flops(result.backward_flops)}"
-                             f" = {format_flops(result.step_flops)} ({result.step_flops / result.flops:.2f}x the "
-                             "forward; the optimizer's update not counted)")]
-          if getattr(result, "backward_flops", None) is not None and result.flops else []),
-    ])
-    if not layers:
-        return
-    training = getattr(result, "backward_flops", None) is not None
-    table = Table(box=None, header_style="bold")
-    numeric = ("params", "FLOPs", "bwd FLOPs")
-    for column in ("layer", "type", "input", "output", "params", "FLOPs", *(("bwd FLOPs",) if training else ()),
-                   "output"):
-        table.add_column(column, justify="right" if column in numeric else "left", no_wrap=True)
-    for layer in result.layers:
-        backward = (format_count(layer.backward_flops or 0),) if training else ()
-        table.add_row(layer.name, layer.type, "x".join(map(str, layer.input_shape)),
-                      "x".join(map(str, layer.output_shape)), format_count(layer.params),
-                      format_count(layer.flops), *backward, format_bytes(layer.output_bytes))
-    console.print()
-    console.print("per layer", style="bold underline")
-    console.print(table)
-
-
 def render_timing(result) -> None:
-    s = result.stats
-    title = (f"{result.model} on {result.device}, input {'x'.join(map(str, result.input_shape))} {result.dtype}"
-             f"{' channels_last' if result.channels_last else ''}")
-    rows = [("flags", result.flags_text()),
-            ("timer", result.timer),
-            ("first iteration", format_ms(result.first_iter_ms)),
-            ("warm-up", f"{len(result.warmup_ms)} iterations")]
-    step = getattr(result, "step", "infer")
-    rows.insert(0, ("step", "inference (forward pass)" if step == "infer" else
-                    f"training: forward, loss ({result.loss}), backward, {result.optimizer} step"))
-    if step == "train":
-        rows.append(("peak memory", f"training step {format_bytes(result.step_peak_bytes)} · forward pass alone "
-                     f"{format_bytes(result.forward_peak_bytes)} (allocated: weights, activations kept for the "
-                     "backward, gradients, optimizer state)" if result.step_peak_bytes is not None else
-                     "n/a on the CPU (no allocator statistics; the memory trace has the process RSS)"))
-    if getattr(result, "amp", None):
-        rows.insert(1, ("mixed precision", f"torch.autocast {result.amp}"
-                        + (" with a gradient scaler" if step == "train" and result.amp == "fp16" else "")))
-    if result.compile_mode is not None:
-        rows.append(("torch.compile", f"mode {result.compile_mode}, compiled in {result.compile_s:.1f} s"
-                     if result.compiled else f"FAILED, eager numbers shown: {result.compile_error}"))
-    if s is not None:
-        from torchperf_tui.engine.benchmark.stats import percentile_intervals
-        from torchperf_tui.formatting import interval_text
-
-        intervals = {i.name: f"{format_ms(i.value_ms)}  (95 % CI {interval_text(i)})" if i.supported else
-                     f"{format_ms(i.value_ms)}  ({interval_text(i)}: its 95 % CI reaches the "
-                     f"{'largest' if i.q > 0.5 else 'smallest'} sample)"
-                     for i in percentile_intervals(result.samples_ms)}
-        rows += [("iterations", s.n), ("mean", format_ms(s.mean_ms)), ("std", format_ms(s.std_ms)),
-                 ("min", format_ms(s.min_ms)), ("p50", intervals.get("p50", format_ms(s.p50_ms))),
-                 ("p90", intervals.get("p90", format_ms(s.p90_ms))),
-                 ("p99", intervals.get("p99", format_ms(s.p99_ms))), ("max", format_ms(s.max_ms)),
-                 ("IQR", format_ms(s.iqr_ms)),
-                 ("throughput at p50", format_number(s.fps_at_median, "items/s", digits=1)),
-                 ("throughput, mean", format_number(s.fps, "items/s", digits=1) + " (items / total time)")]
-    report = result.shape_report
-    if result.shapes != "fixed" and report is not None:
-        rows += [("shapes", f"{result.shapes}: {report.distinct} distinct, {report.first_seen} of "
-                            f"{len(result.samples_ms)} timed iterations met a new shape (the configured "
-                            f"shape was met in the warm-up)"),
-                 ("p50 first-seen", format_ms(report.first_seen_median_ms)),
-                 ("p50 repeats", format_ms(report.repeat_median_ms)),
-                 ("tuning cost", f"{report.tuning_cost_ms:.1f} ms (per shape: first iteration - median of "
-                                 f"its repeats, summed)" + (f"; {report.unrepeated} shape(s) never repeated, "
-                                                             "not counted" if report.unrepeated else ""))]
-    rows += conditions_rows(getattr(result, "conditions", None), step)
-    rows += noise_rows(result)
-    if getattr(result, "budget_stopped", False):
-        rows.append(("note", budget_text(result)))
-    if result.cancelled:
-        rows.append(("note", "cancelled before the end"))
-    rows += [("torch state", note) for note in getattr(result, "state_notes", ())]
-    _print_kv(title, rows)
-
-
-def noise_rows(result) -> list[tuple[str, str]]:
-    """The host over the timed iterations and the spread of the samples, in figures; then one 'warning' row per
-    reason the numbers may not be the model's alone (engine/hardware/host_noise.py's findings, the app's disturbances)."""
-    noise = getattr(result, "host_noise", None)
-    rows = [("host", noise.summary())] if noise is not None else []
-    marks = result.disturbance_marks() if hasattr(result, "disturbance_marks") else []
-    return rows + [("warning", line) for line in marks]
-
-
-def conditions_rows(conditions, step: str = "infer", during: str = "the run") -> list[tuple[str, str]]:
-    """A CUDA run's GPU over its timed iterations: clocks, temperature and power, throttling, energy."""
-    if conditions is None:
-        return []
-    rows = [(f"GPU during {during}", conditions.summary())]
-    if conditions.throttled:
-        rows.append(("throttling", conditions.throttle_text()))
-    if conditions.gpu_index is not None:
-        rows.append(("energy", conditions.energy_text(step)))
-    return rows
+    print_kv(timing_title(result), timing_rows(result))
 
 
 def render_modes(result) -> None:
     """bench --modes: a row per timing mode (median, p90, mean, samples, what it measures), then the gaps."""
-    from torchperf_tui.engine.benchmark.timing_modes import MEANING
-
-    console.print(f"{result.model} on {result.device}, input {'x'.join(map(str, result.input_shape))} {result.dtype}, "
-                  f"{result.step}, flags {result.flags.describe(device=result.device)}: timing modes in "
-                  f"{result.rounds} interleaved rounds", style="bold underline")
+    console.print(modes_title(result), style="bold underline")
     table = Table(box=None, header_style="bold")
     for column in ("mode", "median", "p90", "mean", "samples", "what it measures"):
         table.add_column(column, justify="right" if column in ("median", "p90", "mean", "samples") else "left")
-    for mode in result.modes:
-        s = mode.stats
-        if mode.unavailable is not None:
-            table.add_row(mode.mode, "–", "–", "–", "0", f"n/a: {mode.unavailable}")
-        elif s is None:
-            table.add_row(mode.mode, "–", "–", "–", "0", "no samples (cancelled)")
-        else:
-            what = MEANING[mode.mode] + (f" (blocks of {result.per_block}; a sample is a block's time per iteration)"
-                                         if mode.mode == "pipelined" else "")
-            table.add_row(mode.mode, format_ms(s.p50_ms), format_ms(s.p90_ms), format_ms(s.mean_ms), str(s.n), what)
+    for cells in mode_cells(result):
+        table.add_row(*cells)
     console.print(table)
     for line in result.findings:
         console.print(f"- {line}")
@@ -273,53 +83,21 @@ class ProgressLine:
             sys.stderr.flush()
 
 
-def _num(value, fmt: str, unit: str = "") -> str:
-    """A number with its format and unit; anything else (an NA, None) as its own text."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return f"{value:{fmt}}{unit}"
-    return "n/a" if value is None else str(value)
-
-
-def render_ceilings(result) -> None:
-    """`ceilings`: each measured ceiling with the workload that gave it, every workload tried, where they are kept."""
-    table = Table(box=None, header_style="bold")
-    for column in ("ceiling", "dtype", "best of", "size", "threads", "median", "reached"):
-        table.add_column(column, justify="right" if column in ("threads", "median", "reached") else "left")
-    for c in result.ceilings:
-        table.add_row("compute" if c.kind == "compute" else "copy (read + write)", c.dtype, c.workload, c.size,
-                      str(c.threads or "–"), format_ms(c.median_s * 1e3), c.text)
-    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(result.measured_at))
-    took = f" in {result.seconds:.1f} s" if result.seconds is not None and not result.cached else ""
-    console.print(f"measured ceilings of {result.device} ({result.key}), {when}"
-                  + (", kept from before (--refresh measures again)" if result.cached else f", measured now{took}"),
-                  style="bold underline")
-    console.print(table)
-    if result.outdated:
-        console.print(f"these were {result.outdated}", markup=False)
-    tried = [(c, t) for c in result.ceilings for t in c.tried]
-    if tried:
-        console.print()
-        console.print("workloads tried (the best of each dtype is its ceiling)", style="bold underline")
-        rows = Table(box=None, header_style="bold")
-        for column in ("dtype", "workload", "size", "threads", "reps", "reached"):
-            rows.add_column(column, justify="right" if column in ("threads", "reps") else "left")
-        for c, t in tried:
-            if t.value is None:
-                reached = f"skipped: {t.skipped}"
-            else:
-                reached = f"{t.value / 1e12:.3f} TFLOP/s" if c.kind == "compute" else f"{t.value / 1e9:.1f} GB/s"
-            rows.add_row(c.dtype, t.workload, t.size, str(t.threads or "–"), str(t.reps or "–"), reached)
-        console.print(rows)
-    if result.path:
-        console.print(f"kept in {result.path}; roofline and MFU are given against them too")
+def render_memsnap(result) -> None:
+    """`memsnap`: what was recorded, and where the snapshot is (plain lines, as print writes them)."""
+    print(f"{result.model} on {result.device}, input {format_shape(result.input_shape)}: "
+          f"{result.iters} iterations recorded, peak allocated {format_bytes(result.peak_allocated_bytes)}, "
+          f"{result.entries} allocator events")
+    print(f"snapshot: {result.path}" if result.path else "no snapshot written (cancelled)")
+    print(result.viewer_hint)
 
 
 def render_batch_try(t) -> None:
     """One line per batch tried, as the search goes (stderr: stdout keeps the result)."""
-    took = f" ({_num(t.seconds, '.1f', ' s')})" if t.seconds is not None else ""
+    took = f" ({number_text(t.seconds, '.1f', ' s')})" if t.seconds is not None else ""
     if t.fits:
-        text = (f"batch {t.batch:>5} ({t.phase}): fits, {_num(t.latency_ms, '.3f', ' ms')}, "
-                f"{_num(t.samples_per_s, '.1f', ' samples/s')}{took}")
+        text = (f"batch {t.batch:>5} ({t.phase}): fits, {number_text(t.latency_ms, '.3f', ' ms')}, "
+                f"{number_text(t.samples_per_s, '.1f', ' samples/s')}{took}")
     else:
         text = f"batch {t.batch:>5} ({t.phase}): does not fit: {t.reason}{took}"
     print(text, file=sys.stderr)
@@ -329,11 +107,11 @@ def render_throughput(result) -> None:
     """The best samples/s and its batch first, then the largest batch that fits as far as the search knows,
     the rule that stopped it and the time spent; then every batch that fitted, the best one marked."""
     measured = result.measurement
-    iters = f" ({measured.iters} iterations; its search try: {_num(result.best_try_samples_per_s, '.1f')})" \
+    iters = f" ({measured.iters} iterations; its search try: {number_text(result.best_try_samples_per_s, '.1f')})" \
         if measured is not None and measured.fits else ""
-    rows = [("best throughput", f"{_num(result.samples_per_s, '.1f', ' samples/s')} at batch {result.best_batch}"
+    rows = [("best throughput", f"{number_text(result.samples_per_s, '.1f', ' samples/s')} at batch {result.best_batch}"
                                 f"{iters}"),
-            ("latency at that batch", _num(result.latency_ms, ".3f", " ms")),
+            ("latency at that batch", number_text(result.latency_ms, ".3f", " ms")),
             ("largest batch that fits", result.limit_text()),
             ("stopped by", f"{result.stop_rule}: {result.stop_reason}" + (" (--to-oom: no plateau rule)"
                                                                         if result.to_oom else "")),
@@ -349,14 +127,14 @@ def render_throughput(result) -> None:
         rows.insert(0, ("each iteration", step if not step.startswith("train") else
                         f"a training step, {step}: the largest batch that fits is the largest that fits for "
                         "training (activations kept for the backward, gradients, optimizer state)"))
-    _print_kv(f"{result.model} on {result.device}, sample {'x'.join(map(str, result.sample_shape))} "
+    print_kv(f"{result.model} on {result.device}, sample {format_shape(result.sample_shape)} "
               f"{result.dtype}", rows)
     table = Table(box=None, header_style="bold")
     for column in ("batch", "latency", "samples/s", "try took", ""):
         table.add_column(column, justify="right" if column else "left")
     for point in result.points:
-        table.add_row(str(point.batch), _num(point.latency_ms, ".3f", " ms"), _num(point.samples_per_s, ".1f"),
-                      _num(point.seconds, ".1f", " s"), "best" if point.batch == result.best_batch else "")
+        table.add_row(str(point.batch), number_text(point.latency_ms, ".3f", " ms"), number_text(point.samples_per_s, ".1f"),
+                      number_text(point.seconds, ".1f", " s"), "best" if point.batch == result.best_batch else "")
     console.print()
     console.print("batches that fit (short tries; the best batch measured again above)", style="bold underline")
     console.print(table)
@@ -380,7 +158,7 @@ def render_profile(result, top: int = 20) -> None:
                 format_bytes(op.self_device_memory_bytes if on_gpu else op.self_cpu_memory_bytes),
                 op.input_shapes]
         table.add_row(*row)
-    _print_kv(f"{result.model} on {result.device}, input {'x'.join(map(str, result.input_shape))} {result.dtype}",
+    print_kv(f"{result.model} on {result.device}, input {format_shape(result.input_shape)} {result.dtype}",
               [("profiled", f"{result.iters} iterations ({', '.join(result.activities)})"),
                ("sorted by", result.sort_by),
                ("self CPU total", format_ms(result.total_self_cpu_ms))]
@@ -393,84 +171,19 @@ def render_profile(result, top: int = 20) -> None:
         console.print(f"trace: {result.trace_path} (open it in https://ui.perfetto.dev or chrome://tracing)")
 
 
-class _Footnotes:
-    """Each n/a's reason said once, under what shows it: a cell reads 'n/a [2]'."""
-
-    def __init__(self) -> None:
-        self.reasons: list[str] = []
-
-    def __call__(self, value, fmt: str = "", unit: str = "") -> str:
-        reason = getattr(value, "reason", None)
-        if reason is None:
-            return _num(value, fmt, unit) if fmt else str(value)
-        return f"n/a {self.mark(reason)}"
-
-    def mark(self, text: str) -> str:
-        """'[k]': `text` said once under the table (a reason, or why a figure is no fact)."""
-        if text not in self.reasons:
-            self.reasons.append(text)
-        return f"[{self.reasons.index(text) + 1}]"
-
-    def _said(self, number: int, reason: str) -> str:
-        """A reason that quotes an earlier one ('no ridge point (no peak FLOP/s: ...)') points at it instead."""
-        for earlier, text in enumerate(self.reasons[:number - 1], 1):
-            if text in reason:
-                reason = reason.replace(text, f"see [{earlier}]")
-        return reason
-
-    def print(self) -> None:
-        for number, reason in enumerate(self.reasons, 1):
-            console.print(f"[{number}] {self._said(number, reason)}", markup=False)
-
-
 def render_roofline(result, layers: bool = False) -> None:
-    from torchperf_tui.engine.analysis.roofline import utilisation_text
-
-    na = _Footnotes()
-    said: list[str] = []
-
-    def pct(result, name: str) -> str:
-        """A utilisation: its figure, the engine's sentence for one above 100 % (never shown as a fact; said once,
-        where a later row would repeat it, it points at the MFU row), or why it is n/a."""
-        value = getattr(result, name)
-        if hasattr(value, "reason"):
-            return na(value)
-        text = utilisation_text(result, name)
-        if text in result.above_ceiling.values():
-            if text in said:
-                return "above the same ceiling: see MFU"
-            said.append(text)
-        return text
-
-    rows = [("latency", f"{format_ms(result.latency_ms)} ({result.latency_source})"),
-            ("FLOPs per iteration", format_flops(result.flops)),
-            ("achieved", format_count(result.achieved_tflops * 1e12, "FLOP/s")),
-            ("peak", f"{na(result.peak_tflops, '.4g', ' TFLOPS')}, {na(result.peak_bandwidth_gbs, '.0f', ' GB/s')}"),
-            ("MFU (of peak FLOP/s)", pct(result, "mfu_pct")),
-            ("measured ceiling", f"{na(result.measured_tflops, '.4g', ' TFLOP/s')} (this box's best: "
-                                 f"{result.measured_origin}; copy {na(result.measured_bandwidth_gbs, '.4g', ' GB/s')})"
-             if not hasattr(result.measured_tflops, "reason") else na(result.measured_tflops)),
-            ("of measured ceiling", pct(result, "measured_mfu_pct")),
-            ("arithmetic intensity", f"{na(result.arithmetic_intensity, '.1f', ' FLOP/byte')} "
-                                     f"(ridge {na(result.ridge_flops_per_byte, '.1f')})"),
-            ("side of the roofline", na(result.side)),
-            ("attainable here", na(result.attainable_tflops, ".2f", " TFLOPS")),
-            ("of the roofline", pct(result, "roofline_pct")),
-            ("bytes moved", f"{format_bytes(result.bytes_moved)} ({result.bytes_method})" if result.bytes_moved
-                            else result.bytes_method),
-            ("peaks from", result.peaks_source)]
-    rows += [("note", note) for note in result.notes]
-    _print_kv(f"{result.model} on {result.device}, input {'x'.join(map(str, result.input_shape))} {result.dtype}",
-              rows)
+    na = Footnotes()
+    print_kv(roofline_title(result), roofline_rows(result, na))
     if layers:
         console.print()
         _render_layer_table(result, na)
     if na.reasons:
         console.print()
-        na.print()
+        for line in na.lines():
+            console.print(line, markup=False)
 
 
-def _render_layer_table(result, na: _Footnotes) -> None:
+def _render_layer_table(result, na: Footnotes) -> None:
     """Per layer, longest first when timed: time, share of the pass, achieved FLOP/s, intensity and bound,
     then what no layer owns, so the rows add up to the pass. The layer names get the width the numbers leave."""
     timed = result.layer_times is not None
@@ -571,7 +284,7 @@ def render_ab(result) -> None:
     what = (f", each iteration a training step ({result.optimizer}, every block from the same weights)"
             if step == "train" else ", every block from the same weights" if step == "mixed" else "") + \
         (f", torch.autocast {amp}" if amp and amp != "mixed" else "")
-    console.print(f"{result.model} on {result.device}, input {'x'.join(map(str, result.input_shape))}{what}: "
+    console.print(f"{result.model} on {result.device}, input {format_shape(result.input_shape)}{what}: "
                   f"A and B interleaved in {len(result.order)} randomised blocks", style="bold underline")
     console.print(table)
     if not all(percentile_supported(0.99, len(arm.samples_ms)) for arm in (result.a, result.b)):
@@ -588,7 +301,7 @@ def render_ab(result) -> None:
         console.print(f"note: {note}")
     for note in getattr(result, "state_notes", ()):
         console.print(f"torch state: {note}", markup=False)
-    for label, text in noise_rows(result):  # the host over the blocks, then a warning row per mark
+    for label, text, _ in noise_rows(result):  # the host over the blocks, then a warning row per mark
         console.print(f"{label}: {text}", markup=False)
     if result.verdict is not None:
         console.print(f"(ratio: median of B/A over {result.verdict.blocks} neighbouring block pairs, with a "
@@ -621,7 +334,7 @@ def render_kernels(result) -> None:
                           "changed" if part.changed else "")
     what = "GPU kernels" if result.kind == "cuda-kernel" else "ATen conv implementation"
     step = f", each iteration {result.step}" if training or getattr(result, "amp", None) else ""
-    console.print(f"{result.model} on {result.device}, input {'x'.join(map(str, result.input_shape))}{step}: {what} "
+    console.print(f"{result.model} on {result.device}, input {format_shape(result.input_shape)}{step}: {what} "
                   f"per conv layer{' and pass' if training else ''}, per iteration ({result.iters} profiled)",
                   style="bold underline")
     console.print(table)

@@ -6,7 +6,29 @@ or None) pass through as their own text.
 
 from __future__ import annotations
 
+import math
+
 _BYTE_UNITS = (("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024))
+
+
+def is_number(value) -> bool:
+    """A real number to format or compare: an int or a float, not a bool (nor an engine NA, nor None)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def is_positive_number(value) -> bool:
+    """A number a ratio can divide by or a peak can be: finite and above zero."""
+    return is_number(value) and math.isfinite(value) and value > 0
+
+
+def number_text(value, spec: str, unit: str = "", na: str | None = None) -> str:
+    """A number in its format with its unit ('12.3 ms'); anything else as `na` when given, else "n/a" for None
+    and an engine NA as its own text ('n/a (reason)')."""
+    if is_number(value):
+        return f"{value:{spec}}{unit}"
+    if na is not None:
+        return na
+    return "n/a" if value is None else str(value)
 
 
 def _unavailable(value) -> str | None:
@@ -15,6 +37,11 @@ def _unavailable(value) -> str | None:
     if isinstance(value, (int, float)):
         return None
     return str(value)  # engine.hardware.nvml.NA renders as "n/a (reason)"
+
+
+def format_shape(shape) -> str:
+    """(1, 3, 224, 224) -> '1x3x224x224': the one way a shape is written, in the CLI, the app and the engine."""
+    return "x".join(str(d) for d in shape)
 
 
 def format_bytes(value, like=None) -> str:
@@ -91,11 +118,19 @@ UNSUPPORTED_LEGEND = ("? = more than the sample can support: its 95 % CI reaches
                       "(p50 needs 9 samples, p90 54, p99 555)")
 
 
+def unsupported_mark(supported: bool, style: str = "") -> str:
+    """The one mark of a percentile the samples cannot support: '' when they support it, else '?' (in `style`,
+    markup such as '$warning', where the text is markup)."""
+    if supported:
+        return ""
+    return f"[{style}]{UNSUPPORTED_MARK}[/]" if style else UNSUPPORTED_MARK
+
+
 def format_percentile(value_ms, q: float, n: int) -> str:
     """A percentile in ms, marked '?' when `n` samples cannot support it (engine.benchmark.stats.percentile_supported)."""
     from torchperf_tui.engine.benchmark.stats import percentile_supported  # no numpy, no torch
 
-    return format_ms(value_ms) + (UNSUPPORTED_MARK if isinstance(n, int) and not percentile_supported(q, n) else "")
+    return format_ms(value_ms) + unsupported_mark(not isinstance(n, int) or percentile_supported(q, n))
 
 
 def format_number(value, unit: str = "", digits: int = 0) -> str:

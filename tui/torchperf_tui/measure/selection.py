@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from torchperf_tui.formatting import format_shape
+
 
 @dataclass(frozen=True)
 class Selection:
@@ -82,5 +84,5 @@ class Selection:
         if shape is None and default_shape:
             shape = (batch, *tuple(default_shape)[1:])
         if shape is not None:
-            return "x".join(str(d) for d in shape)
+            return format_shape(shape)
         return f"its default input, batch {batch}"

@@ -24,6 +24,7 @@ from typing import Any
 
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.hardware.nvml import NA, to_jsonable
+from torchperf_tui.formatting import is_positive_number
 
 REMEASURE = "measure again with C / torchperf-tui ceilings --refresh"  # C: the app's key, on any tab
 
@@ -116,8 +117,7 @@ class RooflineResult:
         return data
 
 
-def _num(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+_num = is_positive_number  # formatting's one check of a finite number above zero
 
 
 # --------------------------------------------------------------------------------------------------------

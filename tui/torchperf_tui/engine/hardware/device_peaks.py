@@ -10,6 +10,7 @@ import dataclasses
 from typing import Any
 
 from torchperf_tui.engine.hardware.nvml import NA
+from torchperf_tui.formatting import is_positive_number as is_positive  # the one check of a usable figure
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,11 +68,6 @@ def _parse_cc(compute_capability: str | tuple[int, int] | NA) -> tuple[int, int]
         if major.isdigit() and minor.isdigit():
             return int(major), int(minor)
     return None
-
-
-def is_positive(value: Any) -> bool:
-    """A usable figure: a positive int or float (not a bool, not NA)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
 
 
 def _first_na(*values: Any, default: str) -> NA:

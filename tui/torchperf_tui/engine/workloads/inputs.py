@@ -10,6 +10,7 @@ import re
 from typing import TYPE_CHECKING
 
 from torchperf_tui.engine.errors import DeviceError, InputTooLarge, ShapeError
+from torchperf_tui.formatting import format_shape  # the one shape formatter (re-exported: engine modules import it here)
 
 if TYPE_CHECKING:
     import torch
@@ -92,10 +93,6 @@ def check_dims(dims: tuple[int, ...]) -> tuple[int, ...]:
         raise ShapeError(f"input shape {format_shape(dims)}: {total:.3g} elements is more than any device "
                          f"holds (at most {MAX_ELEMENTS:.3g})")
     return dims
-
-
-def format_shape(shape: tuple[int, ...] | list[int]) -> str:
-    return "x".join(str(d) for d in shape)
 
 
 def canonical_dtype(name: str) -> str:

@@ -18,6 +18,7 @@ from typing import Any, Iterator
 import torch
 from torch import nn
 
+from torchperf_tui.formatting import format_shape
 from torchperf_tui.engine.errors import ModelError, ShapeError, first_line
 from torchperf_tui.engine.workloads.meta_build import parameters_on_meta
 from torchperf_tui.engine.workloads.model_catalogue import catalogue_entry, torchvision_tasks
@@ -149,7 +150,7 @@ def input_shape_note(spec: str) -> str | None:
     if _declared_input_shape(spec.strip(), factory, instance=True) is not None:
         return None
     return (f"{spec.strip()} does not say its input shape (no input_shape on the factory, its class or the model "
-            f"it builds): assumed {'x'.join(map(str, CUSTOM_DEFAULT_SHAPE))} without the batch; give the shape, "
+            f"it builds): assumed {format_shape(CUSTOM_DEFAULT_SHAPE)} without the batch; give the shape, "
             f"or set input_shape = (3, 224, 224) there")
 
 

@@ -26,6 +26,7 @@ from typing import Iterable
 
 import numpy as np
 
+from torchperf_tui.formatting import format_shape
 from torchperf_tui.engine.errors import ShapeError
 
 # cycle:K without a range spreads its sizes over this span around the configured size (224 -> 192..288).
@@ -117,7 +118,7 @@ def spatial_dims(rank: int) -> int:
 
 def check_spatial(base: tuple[int, ...], schedule: ShapeSchedule) -> None:
     if schedule.varies and spatial_dims(len(base)) < 1:
-        shape = "x".join(map(str, base))
+        shape = format_shape(base)
         raise ShapeError(f"shape schedule {schedule.describe()} varies the spatial size, but input {shape} has "
                          "none (it needs a batch, a channel and at least one more dimension)")
 

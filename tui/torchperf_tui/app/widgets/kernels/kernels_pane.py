@@ -12,7 +12,7 @@ from textual.widgets import Button, DataTable, Static
 
 from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent
-from torchperf_tui.formatting import fit_name
+from torchperf_tui.formatting import fit_name, format_shape
 from torchperf_tui.measure.protocol import JobFailed
 
 # The numbers and whether the choice changed come first, so they fit at 80 columns; the names follow. A
@@ -153,7 +153,7 @@ class KernelsPane(Vertical):
     def watch_result(self, result) -> None:
         self._fill_table(result)
         training = result.training
-        shape = "x".join(map(str, result.input_shape))
+        shape = format_shape(result.input_shape)
         state = " · cancelled" if result.cancelled else ""
         step = f" · {result.step}" if training or result.amp else ""
         self.status = (f"[b]{result.model}[/] · {shape}{step} on {result.device} · A: {result.a_spec} · "

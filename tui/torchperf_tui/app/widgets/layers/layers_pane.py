@@ -12,7 +12,7 @@ from textual.widgets import DataTable, Static
 
 from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent
-from torchperf_tui.formatting import fit_name, format_bytes, format_count, format_ms
+from torchperf_tui.formatting import fit_name, format_bytes, format_count, format_ms, format_shape
 from torchperf_tui.measure.protocol import JobFailed
 
 
@@ -22,7 +22,7 @@ def shape_text(shape) -> str:
     if isinstance(shape, (list, tuple)) and shape and isinstance(shape[0], (list, tuple)):
         return ", ".join(shape_text(s) for s in shape)
     if isinstance(shape, (list, tuple)):
-        return "x".join(str(d) for d in shape)
+        return format_shape(shape)
     return str(shape)
 
 

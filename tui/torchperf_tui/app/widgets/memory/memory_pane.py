@@ -18,7 +18,7 @@ from textual.message import Message
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
-from torchperf_tui.formatting import format_bytes, format_number
+from torchperf_tui.formatting import format_bytes, format_number, is_number
 from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.measure.protocol import JobFailed
@@ -29,8 +29,7 @@ from torchperf_tui.app.widgets.memory.usage_bar import UsageBar
 GIB = 1024 ** 3
 
 
-def _num(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+_num = is_number  # formatting's one check of a real number
 
 
 def memory_series(history, gpu_index: int | None) -> tuple[list[tuple[float, float]], str]:

@@ -15,6 +15,7 @@ from textual.message import Message
 from textual.widgets import Checkbox, Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
+from torchperf_tui.formatting import format_shape
 from torchperf_tui.app.widgets.exit_safe_select import ExitSafeSelect
 from torchperf_tui.engine.workloads.inputs import dtype_note
 from torchperf_tui.app.pane_jobs import PaneJobs
@@ -229,7 +230,7 @@ class ModelPicker(Vertical):
         """Fill the shape field (without batch) from the chosen model's catalogue entry."""
         field = self.query_one("#shape", Input)
         with field.prevent(Input.Changed):
-            field.value = "x".join(str(d) for d in shape)
+            field.value = format_shape(shape)
 
     def reanalyse(self) -> None:
         """Analyse the chosen model again (the step changed: a training step's backward is counted too)."""

@@ -15,7 +15,7 @@ from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.measure.protocol import JobFailed
 
-from torchperf_tui.formatting import format_ms
+from torchperf_tui.formatting import format_ms, format_shape
 
 TOP_OPS = 30
 # Table column -> the engine's sort key (profiling.SORT_KEYS); share and shapes follow self time.
@@ -159,6 +159,6 @@ class ProfilePane(Vertical):
                           f"{result.share_pct(op):.1f}", op.input_shapes or "–", key=str(i))
         cancelled = " · cancelled" if result.cancelled else ""
         self.status = (
-            f"[b]{result.model}[/] {'x'.join(map(str, result.input_shape))} {result.dtype} on {result.device} · "
+            f"[b]{result.model}[/] {format_shape(result.input_shape)} {result.dtype} on {result.device} · "
             f"{result.iters} iterations, {result.step}{cancelled} · {len(result.ops)} ops · by [b]{self.sort_key or 'self time'}[/] "
             "(o or a header: sort)")

@@ -17,7 +17,7 @@ from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.measure.protocol import JobDone, JobFailed, Progress
 
-from torchperf_tui.formatting import format_bytes, format_ms, format_number
+from torchperf_tui.formatting import format_bytes, format_ms, format_number, format_shape
 from torchperf_tui.app.widgets.timing.histogram import _PlotHolder, theme_palette
 
 
@@ -165,7 +165,7 @@ class ThroughputPane(Vertical):
             self._searching = None
             result = event.result
             self.show_result(result)
-            self.status = (f"[b]{result.model}[/] {'x'.join(map(str, result.sample_shape))} per sample, "
+            self.status = (f"[b]{result.model}[/] {format_shape(result.sample_shape)} per sample, "
                              f"{result.dtype} on {result.device} · {result.step} · "
                              f"{'cancelled' if result.cancelled else 'done'}")
             if not result.cancelled:

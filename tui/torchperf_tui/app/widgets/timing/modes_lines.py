@@ -1,0 +1,70 @@
+"""The timing modes' lines under the run (key M): what is measured, each mode's median, the gaps in words; the
+whole text in the tooltip. The words are wording.modes' (the CLI's `bench --modes` says the same)."""
+
+from __future__ import annotations
+
+from textual.markup import escape
+from textual.widgets import Static
+
+from torchperf_tui.wording.modes import medians_text, modes_full_text, modes_head
+
+
+def modes_text(result, flags_text: str, compact: bool = False) -> tuple[str, str]:
+    """(the lines under the run, the full text for the tooltip) of a ModesResult: what was measured, each
+    mode's median, then the gaps in words (on a short terminal only the first line and the first gap)."""
+    medians, full = medians_text(result), modes_full_text(result, flags_text)
+    if compact:
+        return "\n".join([f"[b]modes[/] {escape(medians)}", *(escape(line) for line in result.findings[:1])]), full
+    return "\n".join([f"[b]{escape(modes_head(result, flags_text))}[/]", escape(medians),
+                      *(f"· {escape(line)}" for line in result.findings)]), full
+
+
+class ModesLines(Static):
+    """The lines of one model's timing modes (`spec`): measuring, the result, or why they could not run."""
+
+    def __init__(self) -> None:
+        super().__init__("", id="run-modes")
+        self.display = False  # until there is a line to show
+        self.spec: str | None = None  # the model the timing modes are about
+        self.setup = ""  # what is measured: model, input, dtype, step
+        self.result = None  # the ModesResult shown
+        self._flags_text = ""
+
+    def say(self, text: str, tooltip: str | None = None) -> None:
+        self.update(text)
+        self.tooltip = tooltip
+        self.display = bool(text)
+
+    def measuring(self, spec: str, setup: str) -> None:
+        self.spec, self.setup = spec, setup  # the last result stays until the next one (as it did in the pane)
+        self.say(f"timing modes: measuring {setup} in sync, pipelined and graph…")
+
+    def progress(self, mode: str, done: int, total: int) -> None:
+        self.say(f"timing modes: measuring {self.setup}: {mode} {done}/{total}…")
+
+    def refused(self, error: str) -> None:
+        self.say(f"timing modes: [b $error]error:[/] {escape(error)}", error)
+
+    def failed(self, error: str | None) -> None:
+        """Cancelled (`error` None), or why the modes could not be measured (in a notification too)."""
+        if error is None:
+            self.say("timing modes: cancelled")
+            return
+        self.refused(error)
+        self.app.notify(error, title="timing modes failed", severity="error", timeout=8)
+
+    def answer(self, result, flags_text: str, compact: bool) -> None:
+        """The result's lines, and its first gap in a notification."""
+        self.result, self._flags_text = result, flags_text
+        self.say(*modes_text(result, flags_text, compact=compact))
+        if result.findings:
+            self.app.notify(result.findings[0], title=f"timing modes of {result.model}", timeout=8)
+
+    def compact(self, compact: bool) -> None:
+        """The pane's height crossed COMPACT_BELOW_ROWS: the result's lines again, fitted."""
+        if self.result is not None and self.display:
+            self.say(*modes_text(self.result, self._flags_text, compact=compact))
+
+    def clear(self) -> None:
+        self.spec, self.result = None, None
+        self.say("")

@@ -1,0 +1,191 @@
+"""The timing pane's lines under a run (live or final), in Textual markup: its statistics with the 95 %
+intervals, then what the shape schedule, torch.compile, the GPU, torch's state and the host did. The words are
+the wording package's (the CLI says the same facts); here they are laid into lines, the levels as colours."""
+
+from __future__ import annotations
+
+import time
+
+from textual.markup import escape
+
+from torchperf_tui.formatting import format_ms, format_number, unsupported_mark
+from torchperf_tui.wording.conditions import conditions_line_rows
+from torchperf_tui.wording.timing import budget_rows, peak_value, state_rows
+
+
+# What the histogram says while a run has no timed sample yet (not "press r": a run is under way).
+WAITING_TEXT = {"starting": "building the model: the histogram fills with the timed iterations",
+                "cancelling": "cancelling…", "first": "first iteration: the histogram fills with the timed ones",
+                "warmup": "warming up: the histogram fills with the timed iterations",
+                "cancelled": "cancelled before any timed iteration", "failed": "the run failed: no samples"}
+PHASE_TEXT = {"starting": "building model…", "first": "first iteration", "warmup": "warm-up",
+              "timed": "timed", "done": "done", "cancelled": "cancelled", "failed": "failed"}
+LIVE_STATS_EVERY_S = 0.5  # live statistics over all samples so far are recomputed at most this often
+
+
+def redraw_due(record, now_anyway: bool = False) -> bool:
+    """True at most every LIVE_STATS_EVERY_S per run (or when `now_anyway`): when its lines are redrawn."""
+    now = time.monotonic()
+    if not now_anyway and now - record.stats_at < LIVE_STATS_EVERY_S:
+        return False
+    record.stats_at = now
+    return True
+
+
+def finished_text(record) -> str:
+    """The notification of a finished run: its median and p99, and the first reason it may be disturbed."""
+    return (f"{record.label} {record.model}: median {format_ms(record.stats.p50_ms)}, "
+            f"p99 {format_ms(record.stats.p99_ms)}" + (f" · disturbed: {record.disturbed[0]}" if record.disturbed else ""))
+
+
+def status_line(record) -> str:
+    """What the run is doing first (on a short terminal the line is cut at the pane's edge), then what it runs."""
+    phase = PHASE_TEXT.get(record.status, record.status)
+    where = f"{record.index + 1}/{record.total}" if record.total and not record.finished else ""
+    step = f" · {record.step}" if record.step != "infer" else ""
+    return (f"run {record.label} · {phase}{' ' + where if where else ''} · {record.model} {record.input_text} "
+            f"on {record.device}{step} · {record.flags_text}")
+
+
+def bar_progress(record, iters: int) -> tuple[int | None, int] | None:
+    """(total, progress) of the run's one bar through warm-up then timed iterations; total None: indeterminate
+    (animated) only while a run builds; None: the bar as it is."""
+    if record.status in ("warmup", "timed") and record.total:
+        warm_total = len(record.warmup_ms) if record.status == "timed" else record.total
+        timed_total = record.total if record.status == "timed" else iters
+        return max(warm_total + timed_total, 1), len(record.warmup_ms) + len(record.samples_ms)
+    if record.status == "done":
+        total = len(record.warmup_ms) + len(record.samples_ms)
+        return max(total, 1), total
+    if record.status == "starting":
+        return None, 0
+    if record.status in ("cancelled", "failed", "cancelling"):
+        return 1, 0
+    return None
+
+
+def stats_text(record, compact: bool = False) -> str:
+    """The stats of a run (live or final), then what the shape schedule and torch.compile did; `compact`
+    (a short terminal): the percentiles on one line, the rest on another. A failed run: its error, whole."""
+    s = record.stats
+    first = format_ms(record.first_iter_ms) if record.first_iter_ms is not None else "–"
+    if record.error:
+        text = f"[b $error]error:[/] {escape(record.error)}"
+    elif s is None:
+        text = f"no timed samples yet · first iteration {first}"
+    elif compact:
+        intervals = _intervals(record)
+        p50, p90, p99 = (percentile_cell(intervals, name, value) for name, value in
+                         (("p50", s.p50_ms), ("p90", s.p90_ms), ("p99", s.p99_ms)))
+        text = (f"p50 {p50}  p90 {p90}  p99 {p99}\n"
+                f"mean {format_ms(s.mean_ms)}  std {format_ms(s.std_ms)}  FPS {format_number(s.fps_at_median, digits=1)}"
+                f" at p50  n={s.n}  first {first}")
+    else:
+        intervals = _intervals(record)
+        p50, p90, p99 = (percentile_cell(intervals, name, value) for name, value in
+                         (("p50", s.p50_ms), ("p90", s.p90_ms), ("p99", s.p99_ms)))
+        text = (f"mean {format_ms(s.mean_ms)}  p50 {p50}  p90 {p90}  p99 {p99}\n"
+                f"std {format_ms(s.std_ms)}  FPS {format_number(s.fps_at_median, digits=1)} at p50 "
+                f"({format_number(s.fps, digits=1)} at the mean)  first {first}  n={s.n}\n"
+                f"{intervals_text(record, intervals)}")
+    budget = "\n".join(value for _, value, _ in budget_rows(record.result))
+    extra = [line for line in (shapes_text(record), compile_text(record), peak_text(record), budget,
+                               conditions_text(record, compact), state_text(record),
+                               disturbed_text(record, compact)) if line]
+    return "\n".join([text, *extra])
+
+
+def state_text(record) -> str:
+    """What the model's code changed in torch's global state during the run (put back since), in the warning
+    colour: the numbers were not all measured under the run's flags, or the next model would have paid."""
+    return "\n".join(f"[b ${level}]{label}:[/] {escape(value)}" for label, value, level in state_rows(record.result))
+
+
+def conditions_text(record, compact: bool = False) -> str:
+    """A finished CUDA run: the GPU's clocks, temperature, power, energy per item and throttling over its
+    timed iterations; throttling in the warning colour, with its reasons and shares unless `compact` (then the
+    clocks, energy and the word alone)."""
+    rows = conditions_line_rows(record.result, record.label, compact)
+    if not rows:
+        return ""
+    (label, value, level), *throttling = rows
+    line = f"{label}: {escape(value)}"
+    if level:
+        line = f"[${level}]{line}[/]"
+    return "\n".join([line, *(f"[b ${level}]{escape(value)}[/]" for _, value, level in throttling)])
+
+
+def disturbed_text(record, compact: bool = False) -> str:
+    """A finished run's marks in the warning colour: 'disturbed: window resized during the run; noisy host: load
+    3.1 on 2 cores, ...' (what the app saw beside the run, then engine/hardware/host_noise.py's findings); '' when none.
+    `compact`: each mark's head alone ('disturbed: noisy host, noisy samples'), one row that leaves the histogram
+    its bars; the whole marks are in the tooltip."""
+    if not record.disturbed:
+        return ""
+    if compact:
+        return f"[b $warning]disturbed:[/] [$warning]{escape(', '.join(m.split(':')[0] for m in record.disturbed))}[/]"
+    return f"[b $warning]disturbed:[/] [$warning]{escape('; '.join(record.disturbed))}[/]"
+
+
+def _intervals(record) -> dict:
+    from torchperf_tui.engine.benchmark.stats import percentile_intervals
+
+    return {interval.name: interval for interval in percentile_intervals(record.samples_ms)}
+
+
+def percentile_cell(intervals: dict, name: str, value_ms: float) -> str:
+    """'6.07 ms', or '14.6 ms?' when the samples cannot support that percentile (intervals_text says why)."""
+    interval = intervals.get(name)
+    return format_ms(value_ms) + unsupported_mark(interval is None or interval.supported, "$warning")
+
+
+def intervals_text(record, intervals: dict | None = None) -> str:
+    """'95 % CI  p50 4.68-4.73 ms · p90 6.21-7.10 ms · p99? not supported by 50 samples, needs 555'."""
+    from torchperf_tui.formatting import interval_text
+
+    intervals = _intervals(record) if intervals is None else intervals
+    parts = [f"{name}{unsupported_mark(i.supported)} {interval_text(i)}" for name, i in intervals.items()]
+    return "95 % CI  " + " · ".join(parts) if parts else ""
+
+
+def peak_text(record) -> str:
+    """A finished CUDA training run: the allocator's peak over its steps beside one forward pass's alone."""
+    peak = peak_value(record.result)
+    return "" if peak is None else f"peak allocated: {peak}"
+
+
+def _median(values) -> float | None:
+    import statistics  # here, not at import: this module is on the first frame's path
+
+    return statistics.median(values) if values else None
+
+
+def shapes_text(record) -> str:
+    """Under a varying schedule: first-seen iterations against repeats, and the tuning cost when done."""
+    if record.shapes == "fixed":
+        return ""
+    repeats, new = record.split_by_shape()
+    text = (f"shapes {record.shapes}: {len(new)} new-shape iteration(s) p50 {format_ms(_median(new))} · "
+            f"{len(repeats)} repeat(s) p50 {format_ms(_median(repeats))}")
+    report = getattr(record.result, "shape_report", None)
+    if report is not None:
+        if report.tuning_cost_ms > 0:
+            text += f" · tuning cost {format_ms(report.tuning_cost_ms)}"
+        else:  # noise, or a first call that was not slower: not a negative cost
+            text += (f" · no tuning cost measured (first-seen iterations were {format_ms(-report.tuning_cost_ms)} "
+                     "faster than their repeats, in sum)")
+        if report.unrepeated:
+            text += f" ({report.unrepeated} shape(s) never repeated)"
+    return text
+
+
+def compile_text(record) -> str:
+    """torch.compile: the compile time apart from the samples, or why it failed (eager numbers shown)."""
+    result = record.result
+    if record.compile is None:
+        return ""
+    if result is None:
+        return f"torch.compile mode {record.compile}: compiling before the timed iterations…"
+    if result.compiled:
+        return f"torch.compile mode {record.compile}: compiled in {result.compile_s:.1f} s (not in the samples)"
+    return f"[b $warning]torch.compile failed, eager numbers shown:[/] {result.compile_error}"

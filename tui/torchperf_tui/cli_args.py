@@ -1,0 +1,254 @@
+"""The CLI's arguments: the parser of `torchperf-tui` and its subcommands, with every number checked where it
+enters (options.py). A usage error is one line and exit code 2."""
+
+from __future__ import annotations
+
+import argparse
+
+from torchperf_tui import options
+
+EXIT_BAD_INPUT = 2
+EXIT_FAILURE = 1
+PROG = "torchperf-tui"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (the full usage stays behind --help)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _checked(check, name: str | None = None):
+    """An argparse type from a check in options.py (the one place user numbers are validated)."""
+    def convert(text: str):
+        try:
+            return check(name, text) if name is not None else check(text)
+        except options.OptionError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    convert.__name__ = getattr(check, "__name__", "value")  # argparse names the type in its messages
+    return convert
+
+
+def _positive_float(name: str):
+    return _checked(options.positive_float, name)
+
+
+_positive_int = _checked(options.positive_int)
+
+
+def _add_step_options(p: argparse.ArgumentParser) -> None:
+    """What one timed iteration does: an inference pass or a training step, and mixed precision."""
+    p.add_argument("--step", choices=("infer", "train"), default="infer",
+                   help="what one iteration does: infer (a forward pass, the default) or train (forward, loss, "
+                        "backward, optimizer step; gradients set to None between steps)")
+    p.add_argument("--optimizer", choices=("sgd", "adamw"), default="sgd",
+                   help="the training step's optimizer (default sgd with momentum 0.9)")
+    p.add_argument("--amp", choices=("fp16", "bf16"),
+                   help="mixed precision: torch.autocast around forward and loss (a gradient scaler for fp16 "
+                        "training); not --dtype, which casts the whole model")
+
+
+def _add_input_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--input", metavar="SHAPE", help="input shape with batch, e.g. 1x3x224x224 "
+                   "(default: the model's own input size)")
+    p.add_argument("--batch", type=_positive_int, help="batch size (replaces the shape's first dimension)")
+    p.add_argument("--dtype", default="float32", help="float32 | float16 | bfloat16 (default float32)")
+
+
+def _add_workload_options(p: argparse.ArgumentParser) -> None:
+    """What to run and where: the model, its input, the device and the memory format."""
+    p.add_argument("model", help="torchvision model name or package.module:factory")
+    _add_input_options(p)
+    p.add_argument("--device", default="auto", type=_checked(options.device_name),
+                   help="auto | cpu | cuda[:N] (default auto)")
+    p.add_argument("--channels-last", action="store_true", help="channels_last memory format")
+
+
+def _add_flag_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cudnn-benchmark", action=argparse.BooleanOptionalAction, default=False,
+                   help="torch.backends.cudnn.benchmark (default off)")
+    p.add_argument("--deterministic", action="store_true", help="torch.backends.cudnn.deterministic")
+    p.add_argument("--deterministic-algorithms", action="store_true",
+                   help="torch.use_deterministic_algorithms(True)")
+    p.add_argument("--tf32", action=argparse.BooleanOptionalAction, default=None,
+                   help="allow TF32 for fp32 matmuls and convolutions (default: PyTorch's)")
+    p.add_argument("--threads", type=_checked(options.thread_count),
+                   help="CPU intra-op threads (torch.set_num_threads), at most the machine's logical CPUs")
+
+
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+    """What a measuring command's iteration does, under which flags, and --json."""
+    _add_step_options(p)
+    _add_flag_options(p)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _add_shapes_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--shapes", default="fixed", metavar="SCHEDULE",
+                   help="input shapes of the timed iterations: fixed | cycle:K[:LO-HI] | random[:LO-HI[:batch=B1-B2]] "
+                        "(default fixed; cudnn.benchmark re-tunes for every new shape)")
+
+
+def build_parser(commands: bool = True) -> argparse.ArgumentParser:
+    """The CLI's parser; `commands=False`: only the app's options (the twelve subcommand parsers cost
+    milliseconds of the app's first frame)."""
+    parser = _Parser(prog=PROG, description="How fast is this PyTorch model on this box, and why. "
+                     "With no command, starts the terminal app.")
+    parser.add_argument("--model", help="TUI: open with this model selected (torchvision name or module:factory)")
+    parser.add_argument("--autostart", action="store_true", help="TUI: start a timing run at once")
+    parser.add_argument("--demo", nargs="?", const="resnet18", metavar="MODEL",
+                        help="TUI: play the cuDNN trade-offs hands-free on MODEL (default resnet18); any key takes over")
+    parser.add_argument("--interval", type=_checked(options.interval), default=0.5,
+                        help="TUI: telemetry period in seconds, 0.1-60 (default 0.5)")
+    parser.add_argument("--device", dest="app_device", default="auto", type=_checked(options.device_name),
+                        help="TUI: auto | cpu | cuda[:N]")
+    parser.add_argument("--screenshot-dir", metavar="DIR", help="TUI: where s saves screenshots (default: "
+                        "$TORCHPERF_SCREENSHOTS, else the user data directory's screenshots/)")
+    parser.add_argument("--history", metavar="PATH", type=_checked(options.history_path),
+                        help="run history file (JSON lines; default: $TORCHPERF_HISTORY, "
+                        "else the user data directory)")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    if not commands:
+        return parser
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    p = sub.add_parser("info", help="device facts: GPU/CPU, versions, peak FLOPS and bandwidth")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+    p = sub.add_parser("models", help="the model catalogue")
+    p.add_argument("--task", help="only this task (classification, segmentation, video, ...)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+    p = sub.add_parser("flops", help="parameters, size, FLOPs and MACs (on the meta device: instant)")
+    p.add_argument("model", help="torchvision model name or package.module:factory")
+    _add_input_options(p)
+    p.add_argument("--layers", action="store_true", help="also the per-layer table")
+    p.add_argument("--step", choices=("infer", "train"), default="infer",
+                   help="train: also the backward of a training step's loss, counted apart (default infer)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+    p = sub.add_parser("bench", help="latency: warm-up, then timed iterations with synchronisation")
+    _add_workload_options(p)
+    p.add_argument("--warmup", type=_checked(options.warmup), default=10,
+                   help="warm-up iterations, or 'auto' (default 10)")
+    p.add_argument("--iters", type=_positive_int, default=64,
+                   help="timed iterations (default 64: enough for p90's 95 %% interval to lie inside the sample)")
+    p.add_argument("--time-budget", type=_checked(options.time_budget), metavar="SECONDS", default=60.0,
+                   help="stop the timed iterations once they have taken this long; the percentiles the samples "
+                        "cannot support are marked (default 60; 0: no budget)")
+    _add_flag_options(p)
+    _add_step_options(p)
+    p.add_argument("--compile", nargs="?", const="default", metavar="MODE",
+                   help="time the torch.compile'd model (default | reduce-overhead (CUDA graphs) | max-autotune); "
+                        "compile time is reported apart")
+    _add_shapes_option(p)
+    p.add_argument("--modes", metavar="MODES",
+                   help="instead of one timing: the same model in several timing modes side by side, in interleaved "
+                        "rounds: sync (every iteration synchronised: one request's latency), pipelined (back to back, "
+                        "one synchronisation per block: the steady state), graph (CUDA: replayed as a CUDA graph, no "
+                        "launch overhead); e.g. --modes sync,pipelined,graph")
+    p.add_argument("--cold-l2", action="store_true",
+                   help="with --modes, CUDA: write a buffer twice the L2 size before each sync and graph iteration, "
+                        "outside the timed region")
+    p.add_argument("--per-block", type=_positive_int, default=10,
+                   help="with --modes: iterations per pipelined block (default 10)")
+    p.add_argument("--samples", action="store_true", help="with --json: include every sample")
+    p.add_argument("--no-history", action="store_true", help="do not append this run to the history file")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+    p = sub.add_parser("ceilings", help="what this device reaches: per dtype the best of several matmuls and "
+                       "convolutions (and CPU thread counts), and a large copy, "
+                       "measured once and kept per device (roofline and MFU are given against them too)")
+    p.add_argument("--device", default="auto", type=_checked(options.device_name),
+                   help="auto | cpu | cuda[:N] (default auto)")
+    p.add_argument("--refresh", action="store_true", help="measure again, even if ceilings are kept")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+    p = sub.add_parser("throughput", help="the batch with the most samples/s, and the largest batch that fits "
+                       "(doubling until samples/s stops improving, it does not fit, or the time budget)")
+    _add_workload_options(p)
+    p.add_argument("--max-batch", type=_positive_int, default=1024, help="stop growing here (default 1024)")
+    p.add_argument("--to-oom", action="store_true",
+                   help="keep growing past the best samples/s until out of memory or --max-batch, then bisect "
+                        "(finds the largest batch that fits; the time budget still applies)")
+    p.add_argument("--time-budget", type=_checked(options.time_budget), metavar="SECONDS",
+                   help="do not start a try that would not end within this budget, the final measurement "
+                        "included (default 120; 0: no budget)")
+    p.add_argument("--memory-cap", type=_positive_float("--memory-cap"), metavar="GIB",
+                   help="CPU only: memory the search may use (default half of the available RAM)")
+    _add_run_options(p)
+
+    p = sub.add_parser("profile", help="torch.profiler top ops by self time, and a Chrome trace for Perfetto")
+    _add_workload_options(p)
+    p.add_argument("--iters", type=_positive_int, default=5, help="profiled iterations (default 5)")
+    p.add_argument("--sort", default=None, help="self_cpu | self_device | cpu_total | device_total | calls | "
+                   "self_cpu_memory | self_device_memory | name (default: self time on the model's device)")
+    p.add_argument("--top", type=_positive_int, default=20, help="rows to show (default 20)")
+    p.add_argument("--trace", metavar="PATH", help="where to write the Chrome trace (default: a temp folder)")
+    _add_run_options(p)
+
+    p = sub.add_parser("roofline", help="achieved TFLOPS, MFU, arithmetic intensity: memory- or compute-bound")
+    _add_workload_options(p)
+    p.add_argument("--iters", type=_positive_int, default=50, help="timed iterations (default 50)")
+    p.add_argument("--peak-tflops", type=_positive_float("--peak-tflops"), help="the device's peak, where it cannot be derived (CPU)")
+    p.add_argument("--peak-bandwidth", type=_positive_float("--peak-bandwidth"), metavar="GB/S", help="likewise, the peak memory bandwidth")
+    p.add_argument("--layers", action="store_true", help="also the per-layer table: each layer's time (profiled "
+                   "again), share of the pass, achieved FLOP/s, intensity and bound, and on a GPU its busy and idle time")
+    p.add_argument("--layer-iters", type=_positive_int, default=5, metavar="N",
+                   help="passes profiled for --layers (default 5)")
+    _add_run_options(p)
+
+    p = sub.add_parser("compare", help="A vs B interleaved in randomised blocks, with a significance verdict")
+    _add_workload_options(p)
+    p.add_argument("--a", required=True, metavar="SPEC", help="arm A: key=value,... over cudnn_benchmark, "
+                   "deterministic, tf32, threads, mkldnn, dtype, channels_last, shapes, step, optimizer, amp "
+                   "('' = the base run; e.g. amp=fp16 against amp=off)")
+    p.add_argument("--b", required=True, metavar="SPEC", help="arm B, likewise")
+    p.add_argument("--blocks", type=_checked(options.ab_blocks), default=10,
+                   help="blocks per arm (default 10, 6-10000: with 5 pairs the signed-rank test's smallest p is 0.0625)")
+    p.add_argument("--time-budget", type=_checked(options.time_budget), metavar="SECONDS",
+                   default=options.AB_TIME_BUDGET_S,
+                   help="do not start a block pair that would end past this budget; the verdict is from the pairs "
+                        f"that ran (default {options.AB_TIME_BUDGET_S:g}; 0: no budget)")
+    p.add_argument("--per-block", type=_checked(options.ab_per_block), default=20,
+                   help=f"timed iterations per block (default 20, at most {options.AB_PER_BLOCK_MAX})")
+    p.add_argument("--seed", type=_checked(options.seed), default=0, help="seed of the block order, random shapes and the bootstrap")
+    p.add_argument("--no-history", action="store_true", help="do not append the two arms to the history file")
+    p.add_argument("--aa", action="store_true", help="allow identical arms: an A/A check of the noise (a "
+                   "difference called significant there is a false positive); without it identical arms are refused")
+    p.add_argument("--kernels", action="store_true", help="instead of timing: the kernels each conv layer ran under "
+                   "A and under B, side by side (torch.profiler; on the CPU the ATen implementation)")
+    _add_shapes_option(p)
+    _add_run_options(p)  # the base flags; each arm's SPEC applies on top
+
+    p = sub.add_parser("determinism", help="run the same input twice: bitwise equal, or how far apart")
+    _add_workload_options(p)
+    p.add_argument("--runs", type=_positive_int, default=2,
+                   help="passes to compare (default 2): forward passes, or with --step train training steps from "
+                        "the same state (gradients and updated weights compared)")
+    _add_run_options(p)
+
+    p = sub.add_parser("memsnap", help="CUDA only: record the allocator's history over a few iterations and write a "
+                       "snapshot for pytorch.org/memory_viz")
+    _add_workload_options(p)
+    p.add_argument("--iters", type=_positive_int, default=3, help="recorded iterations (default 3)")
+    p.add_argument("--out", metavar="DIR", help="folder for the snapshot (default: a temp folder)")
+    _add_run_options(p)
+
+    p = sub.add_parser("history", help="past runs, newest last")
+    p.add_argument("--last", type=_positive_int, help="only the last N runs")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+    p = sub.add_parser("export", help="export the run history as json, csv or md")
+    p.add_argument("--format", required=True, choices=("json", "csv", "md"))
+    p.add_argument("--last", type=_positive_int, help="only the last N runs")
+    p.add_argument("--output", metavar="FILE", help="write here instead of stdout ('-': stdout)")
+    return parser
+
+
+def _version() -> str:
+    from torchperf_tui import __version__
+
+    return __version__

@@ -1,0 +1,17 @@
+"""How each result reads to a person: the facts of a timing run, its run conditions, the timing modes and the
+roofline as rows (label, value, level), said once for the CLI and the app. The CLI lays the rows into Rich
+tables (cli_render.py); the panes put them into their widgets, the level as a colour.
+
+No torch and no Textual here: the app words its results before the engine is loaded, and the CLI has no app.
+"""
+
+from __future__ import annotations
+
+NORMAL = ""  # a fact
+WARNING = "warning"  # a fact that says the numbers may not be the model's alone (the warning colour in the app)
+
+Row = tuple  # (label, value, level): value a str, level NORMAL or WARNING
+
+
+def row(label: str, value, level: str = NORMAL) -> Row:
+    return (label, value, level)

@@ -1,0 +1,114 @@
+"""A timing run (engine.benchmark.timing.TimingResult) in words: the CLI's rows of `bench`, and the facts the timing
+pane says on its lines (peak memory, the host's marks, torch state notes)."""
+
+from __future__ import annotations
+
+from torchperf_tui.formatting import budget_text, format_bytes, format_ms, format_number, format_shape, interval_text
+from torchperf_tui.wording import NORMAL, WARNING, Row, row
+from torchperf_tui.wording.conditions import conditions_rows
+
+
+def timing_title(result) -> str:
+    """'resnet18 on cpu, input 1x3x224x224 float32 channels_last'."""
+    return (f"{result.model} on {result.device}, input {format_shape(result.input_shape)} {result.dtype}"
+            f"{' channels_last' if result.channels_last else ''}")
+
+
+def step_text(result) -> str:
+    """What one timed iteration did."""
+    if getattr(result, "step", "infer") == "infer":
+        return "inference (forward pass)"
+    return f"training: forward, loss ({result.loss}), backward, {result.optimizer} step"
+
+
+def peak_value(result) -> str | None:
+    """A CUDA training run: the allocator's peak over its steps beside one forward pass's alone; None without."""
+    if getattr(result, "step_peak_bytes", None) is None:
+        return None
+    return (f"training step {format_bytes(result.step_peak_bytes)} · forward pass alone "
+            f"{format_bytes(result.forward_peak_bytes)}")
+
+
+def state_rows(result) -> list[Row]:
+    """What the model's code changed in torch's global state during the run (put back since)."""
+    return [row("torch state", note, WARNING) for note in getattr(result, "state_notes", None) or ()]
+
+
+def noise_rows(result) -> list[Row]:
+    """The host over the timed iterations and the spread of the samples, in figures; then one 'warning' row per
+    reason the numbers may not be the model's alone (engine/hardware/host_noise.py's findings, the app's disturbances)."""
+    noise = getattr(result, "host_noise", None)
+    rows = [row("host", noise.summary())] if noise is not None else []
+    marks = result.disturbance_marks() if hasattr(result, "disturbance_marks") else []
+    return rows + [row("warning", line, WARNING) for line in marks]
+
+
+def budget_rows(result) -> list[Row]:
+    """A run that its time budget stopped early: how far it got."""
+    return [row("note", budget_text(result))] if getattr(result, "budget_stopped", False) else []
+
+
+def _percentile_values(result) -> dict[str, str]:
+    """p50, p90, p99 with their 95 % intervals, or why the samples cannot support them."""
+    from torchperf_tui.engine.benchmark.stats import percentile_intervals
+
+    return {i.name: f"{format_ms(i.value_ms)}  (95 % CI {interval_text(i)})" if i.supported else
+            f"{format_ms(i.value_ms)}  ({interval_text(i)}: its 95 % CI reaches the "
+            f"{'largest' if i.q > 0.5 else 'smallest'} sample)"
+            for i in percentile_intervals(result.samples_ms)}
+
+
+def _stats_rows(result) -> list[Row]:
+    s = result.stats
+    if s is None:
+        return []
+    intervals = _percentile_values(result)
+    return [row("iterations", s.n), row("mean", format_ms(s.mean_ms)), row("std", format_ms(s.std_ms)),
+            row("min", format_ms(s.min_ms)), row("p50", intervals.get("p50", format_ms(s.p50_ms))),
+            row("p90", intervals.get("p90", format_ms(s.p90_ms))),
+            row("p99", intervals.get("p99", format_ms(s.p99_ms))), row("max", format_ms(s.max_ms)),
+            row("IQR", format_ms(s.iqr_ms)),
+            row("throughput at p50", format_number(s.fps_at_median, "items/s", digits=1)),
+            row("throughput, mean", format_number(s.fps, "items/s", digits=1) + " (items / total time)")]
+
+
+def _shape_rows(result) -> list[Row]:
+    report = result.shape_report
+    if result.shapes == "fixed" or report is None:
+        return []
+    unrepeated = f"; {report.unrepeated} shape(s) never repeated, not counted" if report.unrepeated else ""
+    return [row("shapes", f"{result.shapes}: {report.distinct} distinct, {report.first_seen} of "
+                          f"{len(result.samples_ms)} timed iterations met a new shape (the configured "
+                          f"shape was met in the warm-up)"),
+            row("p50 first-seen", format_ms(report.first_seen_median_ms)),
+            row("p50 repeats", format_ms(report.repeat_median_ms)),
+            row("tuning cost", f"{report.tuning_cost_ms:.1f} ms (per shape: first iteration - median of "
+                               f"its repeats, summed){unrepeated}")]
+
+
+def timing_rows(result) -> list[Row]:
+    """`bench`: what was run and how, the statistics, the shape schedule, the GPU over the run, the host, and
+    every note on the numbers."""
+    step = getattr(result, "step", "infer")
+    rows = [row("step", step_text(result))]
+    if getattr(result, "amp", None):
+        rows.append(row("mixed precision", f"torch.autocast {result.amp}"
+                        + (" with a gradient scaler" if step == "train" and result.amp == "fp16" else "")))
+    rows += [row("flags", result.flags_text()), row("timer", result.timer),
+             row("first iteration", format_ms(result.first_iter_ms)),
+             row("warm-up", f"{len(result.warmup_ms)} iterations")]
+    if step == "train":
+        peak = peak_value(result)
+        rows.append(row("peak memory", f"{peak} (allocated: weights, activations kept for the backward, gradients, "
+                        "optimizer state)" if peak is not None else
+                        "n/a on the CPU (no allocator statistics; the memory trace has the process RSS)"))
+    if result.compile_mode is not None:
+        rows.append(row("torch.compile", f"mode {result.compile_mode}, compiled in {result.compile_s:.1f} s"
+                        if result.compiled else f"FAILED, eager numbers shown: {result.compile_error}",
+                        NORMAL if result.compiled else WARNING))
+    rows += _stats_rows(result) + _shape_rows(result)
+    rows += conditions_rows(getattr(result, "conditions", None), step)
+    rows += noise_rows(result) + budget_rows(result)
+    if result.cancelled:
+        rows.append(row("note", "cancelled before the end"))
+    return rows + state_rows(result)
