@@ -52,6 +52,17 @@ class LiveRun:
     ui_cpu_from: float | None = None
     disturbed: list[str] = field(default_factory=list)
 
+    @classmethod
+    def of(cls, session, selection, default_shape, flags=None, arm: str | None = None) -> "LiveRun":
+        """A new run of the user's `selection` (measure/selection.py) under `flags` (None: the selection's), with
+        the session's next id; `default_shape`: the catalogue's input shape when the selection gives none."""
+        flags = selection.flags if flags is None else flags
+        return cls(run_id=session.new_run_id(), model=selection.spec, step=selection.step_text(),
+                   device=session.resolved_device(), flags=flags, flags_text=flags.describe(session.device_kind()),
+                   arm=arm, shapes=selection.shapes,
+                   compile=None if arm is not None or selection.compile == "eager" else selection.compile,
+                   input_text=f"{selection.input_text(default_shape)} {selection.dtype}")
+
     @property
     def label(self) -> str:
         return f"#{self.run_id}" + (f" {self.arm}" if self.arm else "")

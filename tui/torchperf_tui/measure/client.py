@@ -137,33 +137,12 @@ class MeasurementProcess:
     def start(self) -> None:
         """Start a measurement process (a new interpreter running torchperf_tui.measure) and the threads that
         talk to it; jobs still waiting from a process that went are sent to this one."""
-        import socket
-        import subprocess
-        import sys
-        from multiprocessing.connection import Connection
-
-        from torchperf_tui.measure.process import CPUS_ENV, PRINTS_TO_STDERR, log_file
+        from torchperf_tui.measure.spawn import spawn
 
         with self._lock:
             self._generation += 1
             generation = self._generation
-            ours, theirs = socket.socketpair()
-            env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-            env.pop(CPUS_ENV, None)
-            if self.cpus:
-                env[CPUS_ENV] = ",".join(str(cpu) for cpu in sorted(self.cpus))
-            # -P (3.11+): the current folder is not put first on the path, so a PyTorch source tree there does
-            # not shadow the installed torch (a user's model module there still imports: engine/workloads/models.py).
-            safe_path = ["-P"] if sys.version_info >= (3, 11) else []
-            to_stderr = self.prints_to_stderr
-            process = subprocess.Popen([sys.executable, *safe_path, "-m", "torchperf_tui.measure", str(theirs.fileno()),
-                                        self.log_template, *([PRINTS_TO_STDERR] if to_stderr else [])],
-                                       pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
-                                       stdout=subprocess.DEVNULL, stderr=None if to_stderr else subprocess.DEVNULL,
-                                       env=env, close_fds=True)
-            theirs.close()
-            self.log_path = log_file(self.log_template, process.pid)
-            conn = Connection(ours.detach())
+            process, conn, self.log_path = spawn(self.log_template, self.cpus, self.prints_to_stderr)
             self._process, self.pid, self._ready = process, None, False
             self._outbox = queue.Queue()
             threading.Thread(target=self._write, args=(generation, conn, self._outbox), name="measure-out",

@@ -20,7 +20,7 @@ from torchperf_tui.engine.records.fingerprint import environment_fingerprint
 from torchperf_tui.engine.records.json_checks import finite_float, is_int, json_type, nonfinite_to_none, shown
 from torchperf_tui.engine.hardware.nvml import to_jsonable
 from torchperf_tui.engine.benchmark.stats import TimingStats, compute_stats
-from torchperf_tui.formatting import format_ms, format_percentile, format_shape
+from torchperf_tui.formatting import format_percentile, format_shape
 
 if TYPE_CHECKING:  # only for annotations: importing them would import torch
     from torchperf_tui.engine.benchmark.abtest import ABResult

@@ -128,10 +128,7 @@ class ComparePane(Vertical):
         kind = session.device_kind()
         records = []
         for arm, flags in (("A", flags_a), ("B", flags_b)):
-            record = LiveRun(run_id=session.new_run_id(), model=selection.spec, step=selection.step_text(),
-                               device=session.resolved_device(),
-                               flags=flags, flags_text=flags.describe(kind), arm=arm, shapes=selection.shapes,
-                               input_text=f"{selection.input_text(self.screen.default_shape())} {selection.dtype}")
+            record = LiveRun.of(session, selection, self.screen.default_shape(), flags=flags, arm=arm)
             runs.add(record)
             records.append(record)
         try:

@@ -19,7 +19,7 @@ from textual.widgets import DataTable, Static
 from textual.worker import get_current_worker
 
 from torchperf_tui.engine.benchmark.stats import percentile_supported
-from torchperf_tui.formatting import UNSUPPORTED_LEGEND, format_ms, format_percentile
+from torchperf_tui.formatting import UNSUPPORTED_LEGEND, format_percentile
 
 MARK = "●"
 # The id comes last: it names a run once told apart, so at 80 columns its 10 go to the model, p50 and p99

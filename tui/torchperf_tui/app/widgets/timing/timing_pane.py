@@ -104,11 +104,7 @@ class TimingPane(Vertical):
         if self.record is not None and not self.record.finished:
             # Replaced: its job is cancelled below and its last answer dropped, so it ends here.
             self.record.status = "cancelled"
-        record = LiveRun(run_id=session.new_run_id(), model=selection.spec, step=selection.step_text(),
-                           device=session.resolved_device(),
-                           flags=selection.flags, flags_text=selection.flags.describe(session.device_kind()),
-                           shapes=selection.shapes, compile=None if selection.compile == "eager" else selection.compile,
-                           input_text=f"{selection.input_text(self.screen.default_shape())} {selection.dtype}")
+        record = LiveRun.of(session, selection, self.screen.default_shape())
         session.runs.add(record)
         session.run_memory.clear()
         self.record = record
