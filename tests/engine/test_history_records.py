@@ -48,7 +48,7 @@ def test_the_summary_line_gives_the_rate_at_its_p50_not_the_means():
 @pytest.mark.parametrize("module", ["history_records", "history_file", "history_compare", "export", "fingerprint"])
 def test_history_modules_do_not_import_torch(module):
     # `history` and `export` must not pay for torch; only environment_fingerprint() does, through the probe.
-    code = f"import sys, torchperf_tui.engine.{module}; sys.exit('torch' in sys.modules)"
+    code = f"import sys, torchperf_tui.engine.records.{module}; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
 

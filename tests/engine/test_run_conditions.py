@@ -367,7 +367,7 @@ def test_an_ab_and_the_timing_modes_tick_the_sampler_between_their_samples(monke
         return ConditionSampler(Nvml.open(FakeNvml()), 0, period_s=0.0)
 
     for module in ("abtest", "timing_modes"):
-        monkeypatch.setattr(f"torchperf_tui.engine.{module}.conditions_sampler", every_iteration)
+        monkeypatch.setattr(f"torchperf_tui.engine.benchmark.{module}.conditions_sampler", every_iteration)
     base = BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu", warmup=1, iters=6)
     result = run_ab(base, parse_arm_spec(""), parse_arm_spec("threads=1"), blocks=6, per_block=3)
     assert result.a.conditions.readings == result.b.conditions.readings == 6 * (2 + 2)  # per block: edges, 2 ticks

@@ -18,10 +18,28 @@ from torchperf_tui.app.runs import Disturbances, SessionRuns
 # takes; none imports torch (the measurement process does everything that needs it). The session's warm-up
 # imports them off the UI thread (numpy, NVML and psutil would delay the first frame); code uses them by plain
 # import statements, which then find them loaded.
-ENGINE_MODULES = {name: f"torchperf_tui.engine.{name}" for name in (
-    "inputs", "flags", "shapes", "stats", "timing", "nvml", "device", "telemetry", "history_file",
-    "history_records", "history_compare", "roofline", "throughput", "profiling", "abtest", "kernels",
-    "determinism", "memsnap", "model_entry", "complexity_result")}
+ENGINE_MODULES = {
+    "inputs": "torchperf_tui.engine.workloads.inputs",
+    "flags": "torchperf_tui.engine.benchmark.flags",
+    "shapes": "torchperf_tui.engine.workloads.shapes",
+    "stats": "torchperf_tui.engine.benchmark.stats",
+    "timing": "torchperf_tui.engine.benchmark.timing",
+    "nvml": "torchperf_tui.engine.hardware.nvml",
+    "device": "torchperf_tui.engine.hardware.device",
+    "telemetry": "torchperf_tui.engine.hardware.telemetry",
+    "history_file": "torchperf_tui.engine.records.history_file",
+    "history_records": "torchperf_tui.engine.records.history_records",
+    "history_compare": "torchperf_tui.engine.records.history_compare",
+    "roofline": "torchperf_tui.engine.analysis.roofline",
+    "throughput": "torchperf_tui.engine.benchmark.throughput",
+    "profiling": "torchperf_tui.engine.analysis.profiling",
+    "abtest": "torchperf_tui.engine.benchmark.abtest",
+    "kernels": "torchperf_tui.engine.analysis.kernels",
+    "determinism": "torchperf_tui.engine.benchmark.determinism",
+    "memsnap": "torchperf_tui.engine.benchmark.memsnap",
+    "model_entry": "torchperf_tui.engine.workloads.model_entry",
+    "complexity_result": "torchperf_tui.engine.workloads.complexity_result",
+}
 
 
 # From this many logical CPUs a box has cores to spare: the UI's event loop gets one of its own, the measurement

@@ -124,7 +124,7 @@ class MemoryPane(Vertical):
         self.sampler = session.telemetry_source
         self._injected = self.sampler is not None
         if self.sampler is None and session.has("telemetry"):
-            from torchperf_tui.engine import telemetry  # loaded by the session's warm-up
+            from torchperf_tui.engine.hardware import telemetry  # loaded by the session's warm-up
 
             try:
                 # The caching allocator lives in the measurement process: its readings come from there.
