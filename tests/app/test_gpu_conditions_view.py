@@ -7,8 +7,10 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from tests.app.helpers import screen_text, wait_until
+from tests.fakes.fake_measurement import FakeMeasurement
 from tests.app.test_snapshots import deliver, frozen_app, press_then_settle, synthetic_ab, synthetic_runs
 from torchperf_tui.engine.hardware.run_conditions import RunConditions
+from torchperf_tui.measure.client import MeasurementProcess
 
 
 def _conditions(throttled: float) -> RunConditions:
@@ -51,7 +53,7 @@ async def test_a_throttled_run_says_so_with_its_reasons_and_at_80x24_in_one_line
 
 
 async def test_the_compare_view_says_each_arms_gpu_and_the_throttle_note():
-    app = frozen_app(gpu=True)
+    app = frozen_app(gpu=True, measurement=FakeMeasurement(real=MeasurementProcess))
     async with app.run_test(size=(110, 40)) as pilot:
         await press_then_settle()(pilot)
         result = synthetic_ab(pilot.app)
@@ -60,7 +62,7 @@ async def test_the_compare_view_says_each_arms_gpu_and_the_throttle_note():
 
         result.notes.append(throttle_note(result.a.conditions, result.b.conditions))
         pilot.app.main.show_tab("compare")
-        deliver(pilot.app.pane("compare"), "ab", result)
+        deliver(pilot.app, pilot.app.pane("compare"), "ab", "ab", result)
         await wait_until(pilot, lambda: "GPU  A" in screen_text(pilot.app, "#compare-verdict"), what="the verdict")
         text = screen_text(pilot.app, "#compare-verdict")
         assert ("GPU  A SM 1980/1980 MHz · 37.5 mJ/inference · not throttled  |  B SM 1780/1980 MHz · 37.5 "
