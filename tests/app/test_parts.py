@@ -1,4 +1,4 @@
-"""The app's small pure parts: histogram bins, run history and baseline, number formatting."""
+"""The app's small pure parts: histogram bins, the session's runs (SessionRuns) and baseline, number formatting."""
 
 from __future__ import annotations
 

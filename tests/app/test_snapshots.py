@@ -114,7 +114,7 @@ def deliver(app, pane, slot: str, kind: str, result) -> None:
 
 
 def settle_then(post):
-    """press_then_settle, with `post(app)` posting a finished result the way a worker would."""
+    """press_then_settle, with `post(app)` posting a finished result as the measurement process's answer would."""
     async def run_before(pilot) -> None:
         await press_then_settle()(pilot)
         post(pilot.app)

@@ -1,4 +1,4 @@
-"""`python -m torchperf_tui.measure FD LOG [prints-to-stderr]`: the measurement process, started by measure/client.py with one end
+"""`python -m torchperf_tui.measure FD LOG [prints-to-stderr]`: the measurement process, started by measure/spawn.py (for client.py) with one end
 of a socket pair as file descriptor FD."""
 
 import sys

@@ -8,7 +8,7 @@ from torchperf_tui.measure.protocol import JobFailed
 
 
 def start_snapshot(pane) -> None:
-    """Record the CUDA allocator's history over a few iterations of the selected model, from `pane`'s job slots
+    """Record the CUDA allocator's history over a few iterations of the selected model, from `pane`'s jobs
     (its "snapshot" slot); a box without CUDA, or no model ready, is told why instead."""
     selection = pane.screen.ready_selection("memory snapshot", module="memsnap")
     if selection is None:
