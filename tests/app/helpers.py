@@ -73,10 +73,12 @@ async def wait_ready(pilot, timeout: float = 90.0) -> None:
     await wait_until(pilot, ready, timeout, "the engine to load")
 
 
-async def flip(pilot, name: str, attempts: int = 5) -> None:
+async def flip(pilot, name: str, attempts: int = 5, follow_s: float = 30.0) -> None:
     """Click the switch of flag `name` as a user would, and return once the Flags pane holds the new value.
     A click can land on a toast or tooltip that happens to lie over the switch at that moment (CI saw the
-    run after a flip never start): then it is clicked again, and a switch that never flips fails the test."""
+    run after a flip never start): then it is clicked again, and a switch that never flips fails the test.
+    A click that did land is never repeated, however slowly the pane follows: on a busy box a second click
+    would flip the switch back (a stress run saw the retries start run after run and push run #1 out)."""
     from textual.widgets import Switch
 
     flags = pilot.app.pane("flags")
@@ -87,6 +89,10 @@ async def flip(pilot, name: str, attempts: int = 5) -> None:
         deadline = time.monotonic() + 2.0
         while time.monotonic() < deadline:
             if getattr(flags.flags, name) != before:
+                return
+            if switch.value != bool(before):  # the click landed: wait for the pane, never click again
+                await wait_until(pilot, lambda: getattr(flags.flags, name) != before, follow_s,
+                                 f"the Flags pane to take the flip of {name}")
                 return
             await pilot.pause(0.05)
         pilot.app.clear_notifications()
