@@ -69,9 +69,7 @@ def main() -> int:
                     timer_means.append(m.mean * 1e3)
             if pipelined is not None:
                 pipelined_medians.append(pipelined.blocked_autorange(min_run_time=args.min_run_time).median * 1e3)
-            print(f"round {round_ + 1}: engine p50 {engine_medians[-1]:8.3f} ms   "
-                  f"torch.utils.benchmark median {timer_medians[-1]:8.3f} ms   "
-                  f"ratio {engine_medians[-1] / timer_medians[-1]:.4f}")
+            report_round(round_, engine_medians[-1], timer_medians[-1], width=8)
 
     report_agreement(engine_medians, timer_medians, engine_means, timer_means)
     report_pipelined(engine_medians, pipelined_medians)
@@ -100,6 +98,14 @@ def report_pipelined(engine_medians: list[float], pipelined_medians: list[float]
     print(f"pipelined (torch.utils.benchmark, one synchronisation per block): median of rounds {pipelined:.3f} ms;"
           f" the engine's per-request latency is {engine - pipelined:+.3f} ms ({(engine / pipelined - 1) * 100:+.1f} %)"
           " above it: the GPU idles while each iteration's first kernels are launched and the CPU waits for its last")
+
+
+def report_round(round_: int, engine_median: float, timer_median: float, width: int) -> None:
+    """One round's line: the engine's median and torch.utils.benchmark's (`width` characters each) and their
+    ratio."""
+    print(f"round {round_ + 1}: engine p50 {engine_median:{width}.3f} ms   "
+          f"torch.utils.benchmark median {timer_median:{width}.3f} ms   "
+          f"ratio {engine_median / timer_median:.4f}")
 
 
 def report_agreement(engine_medians: list[float], timer_medians: list[float], engine_means: list[float],

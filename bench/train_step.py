@@ -29,7 +29,8 @@ from torchperf_tui.engine.workloads.inputs import make_input, parse_shape, resol
 from torchperf_tui.engine.workloads.models import build_model
 from torchperf_tui.engine.benchmark.bench_config import BenchConfig
 from torchperf_tui.engine.benchmark.timing import run_benchmark
-from timing_fidelity import reference_timers, report_agreement, report_pipelined  # bench/ is on the path
+from timing_fidelity import (reference_timers, report_agreement, report_pipelined,  # bench/ is on the path
+                             report_round)
 
 
 def hand_written_step(name: str, shape: tuple[int, ...], device: torch.device, amp: str | None, seed: int):
@@ -110,9 +111,7 @@ def main() -> int:
                 for kept in (engine_medians, engine_means, timer_medians, timer_means, pipelined_medians):
                     kept.clear()
                 continue
-            print(f"round {round_ + 1}: engine p50 {engine_medians[-1]:9.3f} ms   "
-                  f"torch.utils.benchmark median {timer_medians[-1]:9.3f} ms   "
-                  f"ratio {engine_medians[-1] / timer_medians[-1]:.4f}")
+            report_round(round_, engine_medians[-1], timer_medians[-1], width=9)
 
     report_agreement(engine_medians, timer_medians, engine_means, timer_means)
     report_pipelined(engine_medians, pipelined_medians)
