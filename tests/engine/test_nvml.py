@@ -58,12 +58,8 @@ def test_bytes_names_from_older_pynvml_are_decoded():
 
 @pytest.mark.parametrize(
     ("code", "words"),
-    [
-        (fk.NVML_ERROR_LIBRARY_NOT_FOUND, "not found"),
-        (fk.NVML_ERROR_LIB_RM_VERSION_MISMATCH, "versions differ"),
-        (fk.NVML_ERROR_DRIVER_NOT_LOADED, "driver not loaded"),
-        (fk.NVML_ERROR_NO_PERMISSION, "no permission"),
-    ],
+    fk.reason_words(fk.NVML_ERROR_LIBRARY_NOT_FOUND, fk.NVML_ERROR_LIB_RM_VERSION_MISMATCH,
+                    fk.NVML_ERROR_DRIVER_NOT_LOADED, fk.NVML_ERROR_NO_PERMISSION),
 )
 def test_init_failure_gives_unavailable_with_reason(code, words):
     fake = FakeNvml()
@@ -89,11 +85,8 @@ def test_missing_pynvml_package_is_reported(monkeypatch):
 @pytest.mark.parametrize(
     ("code", "words"),
     [
-        (fk.NVML_ERROR_NOT_SUPPORTED, "not supported"),
-        (fk.NVML_ERROR_GPU_IS_LOST, "GPU is lost"),
-        (fk.NVML_ERROR_NO_PERMISSION, "no permission"),
-        (fk.NVML_ERROR_LIB_RM_VERSION_MISMATCH, "versions differ"),
-        (fk.NVML_ERROR_UNKNOWN, "unknown NVML error"),
+        *fk.QUERY_ERRORS,
+        *fk.reason_words(fk.NVML_ERROR_UNKNOWN),
         (4242, "NVML error 4242"),  # a code this release does not know still reads as NVML's
     ],
 )

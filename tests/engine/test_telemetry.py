@@ -66,15 +66,7 @@ def test_memory_change_shows_in_the_next_sample():
         ("nvmlDeviceGetMemoryInfo", ("mem_used_bytes", "mem_total_bytes", "mem_free_bytes")),
     ],
 )
-@pytest.mark.parametrize(
-    ("code", "words"),
-    [
-        (fk.NVML_ERROR_NOT_SUPPORTED, "not supported"),
-        (fk.NVML_ERROR_GPU_IS_LOST, "GPU is lost"),
-        (fk.NVML_ERROR_NO_PERMISSION, "no permission"),
-        (fk.NVML_ERROR_LIB_RM_VERSION_MISMATCH, "versions differ"),
-    ],
-)
+@pytest.mark.parametrize(("code", "words"), fk.QUERY_ERRORS)
 def test_each_nvml_error_degrades_only_its_field_and_sampling_goes_on(function, fields, code, words):
     nvml, _, sampler = _h100_sampler()
     nvml.fail(function, code)

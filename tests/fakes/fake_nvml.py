@@ -63,6 +63,27 @@ _ERROR_STRINGS = {
     NVML_ERROR_UNKNOWN: "Unknown Error",
 }
 
+# What the engine's reason for an NVML error holds, by code (the words a test looks for in an NA's reason).
+REASON_WORDS = {
+    NVML_ERROR_LIBRARY_NOT_FOUND: "not found",
+    NVML_ERROR_LIB_RM_VERSION_MISMATCH: "versions differ",
+    NVML_ERROR_DRIVER_NOT_LOADED: "driver not loaded",
+    NVML_ERROR_NO_PERMISSION: "no permission",
+    NVML_ERROR_NOT_SUPPORTED: "not supported",
+    NVML_ERROR_GPU_IS_LOST: "GPU is lost",
+    NVML_ERROR_UNKNOWN: "unknown NVML error",
+}
+
+
+def reason_words(*codes: int) -> list[tuple[int, str]]:
+    """(code, the words of its reason) for each code, in order: a `("code", "words")` parametrize list."""
+    return [(code, REASON_WORDS[code]) for code in codes]
+
+
+# The errors a query can meet on a running GPU, for the tests that fail one query with each.
+QUERY_ERRORS = reason_words(NVML_ERROR_NOT_SUPPORTED, NVML_ERROR_GPU_IS_LOST, NVML_ERROR_NO_PERMISSION,
+                            NVML_ERROR_LIB_RM_VERSION_MISMATCH)
+
 
 class NVMLError(Exception):
     """Like pynvml.NVMLError: `.value` is the NVML error code."""
