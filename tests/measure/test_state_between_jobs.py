@@ -5,11 +5,26 @@ Starts the real process (a few seconds), as the app does."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 from torchperf_tui.engine.benchmark.bench_config import BenchConfig
 from torchperf_tui.measure.client import MeasurementProcess
 from torchperf_tui.measure.protocol import JobDone
 
 from tests.measure.test_measurement_process import Recorder
+
+
+@contextlib.contextmanager
+def _started() -> Iterator[tuple[MeasurementProcess, Recorder]]:
+    """The real measurement process, started, and the recorder of what it says; stopped however the block ends."""
+    rec = Recorder()
+    process = MeasurementProcess(rec.on_event, rec.on_notice)
+    process.start()
+    try:
+        yield process, rec
+    finally:
+        process.stop()
 
 
 def _time(process: MeasurementProcess, rec: Recorder, model: str) -> JobDone:
@@ -29,10 +44,7 @@ def _process_threads(process: MeasurementProcess, rec: Recorder, timeout: float 
 
 
 def test_a_factory_that_sets_threads_is_said_and_the_next_model_runs_on_the_process_own_count():
-    rec = Recorder()
-    process = MeasurementProcess(rec.on_event, rec.on_notice)
-    process.start()
-    try:
+    with _started() as (process, rec):
         before = _time(process, rec, "tests.tinymodels:tiny_cnn").result
         own = before.threads_used
         assert own is not None and before.state_notes == []
@@ -46,16 +58,11 @@ def test_a_factory_that_sets_threads_is_said_and_the_next_model_runs_on_the_proc
         after = _time(process, rec, "tests.tinymodels:tiny_cnn").result
         assert after.state_notes == [] and after.threads_used == own  # nothing leaked into the next model
         assert _process_threads(process, rec) == own
-    finally:
-        process.stop()
 
 
 def test_a_job_that_is_not_a_run_has_its_changes_put_back_and_said_in_its_extra():
     """The analysis runs the factory too (on the meta device): what it set is put back before the next job."""
-    rec = Recorder()
-    process = MeasurementProcess(rec.on_event, rec.on_notice)
-    process.start()
-    try:
+    with _started() as (process, rec):
         job = process.submit("analyse", {"spec": "tests.state_changing_models:factory_sets_threads", "batch": 1,
                                          "dims": (3, 16, 16), "dtype": "float32"}, "analysing")
         rec.wait_for(lambda: rec.end_of(job) is not None, timeout=120)
@@ -65,15 +72,10 @@ def test_a_job_that_is_not_a_run_has_its_changes_put_back_and_said_in_its_extra(
         after = _time(process, rec, "tests.tinymodels:tiny_cnn").result
         assert after.state_notes == [] and after.flags_text() == f"threads={after.threads_used} (default)"
         assert _process_threads(process, rec) == after.threads_used
-    finally:
-        process.stop()
 
 
 def test_what_a_module_sets_at_import_is_said_put_back_and_never_taken_for_the_process_own_state():
-    rec = Recorder()
-    process = MeasurementProcess(rec.on_event, rec.on_notice)
-    process.start()
-    try:
+    with _started() as (process, rec):
         own = _process_threads(process, rec, timeout=120)  # nothing of the model's has run: the process's own count
         hostile = _time(process, rec, "tests.import_sets_threads:factory").result
         assert [note for note in hostile.state_notes if "at import" in note] == [
@@ -82,5 +84,3 @@ def test_what_a_module_sets_at_import_is_said_put_back_and_never_taken_for_the_p
         assert hostile.threads_used == own and hostile.flags_text() == f"threads={own} (default)"
         after = _time(process, rec, "tests.tinymodels:tiny_cnn").result
         assert after.state_notes == [] and after.threads_used == own
-    finally:
-        process.stop()
