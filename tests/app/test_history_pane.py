@@ -3,6 +3,7 @@ and [ go to older and newer pages, read from the end of the file; marks hold acr
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 from textual.app import App, ComposeResult
@@ -72,13 +73,21 @@ class PaneApp(App):
         self.loaded.append(message.loaded)
 
 
-async def test_the_pane_reads_a_page_at_a_time_from_the_end_and_pages_with_brackets(tmp_path):
+@contextlib.asynccontextmanager
+async def first_page(tmp_path, n: int):
+    """`n` runs written to a history file and the pane shown on it, once its first page has loaded:
+    (the file's path, the runs, the app, its pilot, the pane)."""
     path = tmp_path / "h.jsonl"
-    records = write_history(path, 450)
+    records = write_history(path, n)
     app = PaneApp(path)
     async with app.run_test(size=(120, 30)) as pilot:
         pane = app.query_one(HistoryPane)
         await wait_until(pilot, lambda: len(app.loaded) == 1, what="the first page")
+        yield path, records, app, pilot, pane
+
+
+async def test_the_pane_reads_a_page_at_a_time_from_the_end_and_pages_with_brackets(tmp_path):
+    async with first_page(tmp_path, 450) as (path, records, app, pilot, pane):
         newest = records[-200:][::-1]
         assert shown_ids(pane) == short(newest) and list(pane.records) == [r.id for r in newest]
         assert app.loaded[0].records == records[-200:]  # read from the end: only the page
@@ -105,12 +114,7 @@ async def test_the_pane_reads_a_page_at_a_time_from_the_end_and_pages_with_brack
 
 
 async def test_a_new_run_shows_on_the_newest_page_and_an_older_page_stays_put(tmp_path):
-    path = tmp_path / "h.jsonl"
-    records = write_history(path, 250)
-    app = PaneApp(path)
-    async with app.run_test(size=(120, 30)) as pilot:
-        pane = app.query_one(HistoryPane)
-        await wait_until(pilot, lambda: len(app.loaded) == 1, what="the first page")
+    async with first_page(tmp_path, 250) as (path, records, app, pilot, pane):
         added = make_record(p50=999.0)
         HistoryFile(path).append(added)
         pane.show_history(path)
@@ -125,12 +129,7 @@ async def test_a_new_run_shows_on_the_newest_page_and_an_older_page_stays_put(tm
 
 
 async def test_runs_marked_on_two_pages_compare_older_first(tmp_path):
-    path = tmp_path / "h.jsonl"
-    records = write_history(path, 300)
-    app = PaneApp(path)
-    async with app.run_test(size=(120, 30)) as pilot:
-        pane = app.query_one(HistoryPane)
-        await wait_until(pilot, lambda: len(app.loaded) == 1, what="the first page")
+    async with first_page(tmp_path, 300) as (path, records, app, pilot, pane):
         pane.toggle_mark()  # the newest run, on the first page
         await pilot.press("right_square_bracket")
         await wait_until(pilot, lambda: len(app.loaded) == 2, what="the older page")
