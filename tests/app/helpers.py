@@ -184,6 +184,14 @@ def gpu_report_and_fakes():
     return fixed_cpu(report), fake_nvml, fake_cuda
 
 
+def fake_h100_app():
+    """The app on the fake H100 of `gpu_report_and_fakes` (its fakes, probed once as there), telemetry not polled."""
+    from torchperf_tui.app.app import TorchperfApp
+
+    _, fake_nvml, fake_cuda = gpu_report_and_fakes()
+    return TorchperfApp(nvml=fake_nvml, cuda=fake_cuda, poll_telemetry=False)
+
+
 class FrozenTelemetry:
     """A telemetry source that returns the same history every time (for deterministic snapshots)."""
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.app.helpers import (TINY, GiB, analysed, choose_model, flip, gpu_report_and_fakes, notifications, run_and_wait,
+from tests.app.helpers import (TINY, GiB, analysed, choose_model, fake_h100_app, flip, notifications, run_and_wait,
                                screen_text, wait_ready, wait_until)
 from torchperf_tui.app.app import TorchperfApp
 
@@ -220,8 +220,7 @@ async def test_autostart_opens_with_the_model_chosen_and_a_run_started():
 
 
 async def test_fake_h100_device_and_memory_views():
-    report, fake_nvml, fake_cuda = gpu_report_and_fakes()
-    app = TorchperfApp(nvml=fake_nvml, cuda=fake_cuda, poll_telemetry=False)
+    app = fake_h100_app()
     async with app.run_test(size=(110, 32)) as pilot:
         await wait_ready(pilot)
         await wait_until(pilot, lambda: app.pane("memory").last_telemetry is not None, what="a telemetry sample")
@@ -283,8 +282,7 @@ async def test_two_runs_are_compared_overlaid_and_the_baseline_can_change(tiny_a
 
 
 async def test_choosing_the_cpu_in_the_device_selector_switches_flags_and_memory_view():
-    report, fake_nvml, fake_cuda = gpu_report_and_fakes()
-    app = TorchperfApp(nvml=fake_nvml, cuda=fake_cuda, poll_telemetry=False)
+    app = fake_h100_app()
     async with app.run_test(size=(110, 32)) as pilot:
         await wait_ready(pilot)
         await wait_until(pilot, lambda: app.pane("memory").last_telemetry is not None, what="a telemetry sample")
