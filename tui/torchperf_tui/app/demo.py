@@ -26,29 +26,34 @@ class DemoStep:
     note: str  # one line under it: what to look at
 
 
+# The banners (title, note) of the first three steps and the training step: on a GPU, and on a CPU box with each
+# GPU-only flag replaced by its CPU analogue.
+GPU_STEPS = (
+    ("cudnn.benchmark off vs on, fixed input shape",
+     "A/B interleaved in blocks: the verdict says whether the difference is real"),
+    ("cudnn.benchmark off vs on, a new random input size each iteration",
+     "it re-tunes for every new shape: watch the win shrink or turn into a loss"),
+    ("cudnn.deterministic on: its cost, and bit-equality",
+     "A/B of its speed, then the same input twice: bitwise equal or not"),
+    ("a training step: cudnn.deterministic off vs on",
+     "forward, loss, backward, SGD: its cost, then gradients and updated weights bit for bit"),
+)
+CPU_STEPS = (
+    ("oneDNN on vs off, fixed shape (cudnn.benchmark is GPU-only; this is its CPU analogue)",
+     "A/B interleaved in blocks: the verdict says whether the difference is real"),
+    ("oneDNN on vs off, a new random input size each iteration",
+     "oneDNN builds primitives per new shape, as cudnn.benchmark re-tunes on a GPU"),
+    ("deterministic algorithms on: cost and bit-equality (cudnn.deterministic is GPU-only)",
+     "A/B of the speed, then the same input twice: bitwise equal or not"),
+    ("a training step: deterministic algorithms off vs on",
+     "forward, loss, backward, SGD: its cost, then gradients and updated weights bit for bit"),
+)
+RELEASE_STEP = ("release cached memory and watch the curve drop", "the chart marks the instant and what was freed")
+
+
 def story(on_gpu: bool) -> list[DemoStep]:
     """The steps' banners for this device."""
-    if on_gpu:
-        first = DemoStep("cudnn.benchmark off vs on, fixed input shape",
-                         "A/B interleaved in blocks: the verdict says whether the difference is real")
-        second = DemoStep("cudnn.benchmark off vs on, a new random input size each iteration",
-                          "it re-tunes for every new shape: watch the win shrink or turn into a loss")
-        third = DemoStep("cudnn.deterministic on: its cost, and bit-equality",
-                         "A/B of its speed, then the same input twice: bitwise equal or not")
-        training = DemoStep("a training step: cudnn.deterministic off vs on",
-                            "forward, loss, backward, SGD: its cost, then gradients and updated weights bit for bit")
-    else:
-        first = DemoStep("oneDNN on vs off, fixed shape (cudnn.benchmark is GPU-only; this is its CPU analogue)",
-                         "A/B interleaved in blocks: the verdict says whether the difference is real")
-        second = DemoStep("oneDNN on vs off, a new random input size each iteration",
-                          "oneDNN builds primitives per new shape, as cudnn.benchmark re-tunes on a GPU")
-        third = DemoStep("deterministic algorithms on: cost and bit-equality (cudnn.deterministic is GPU-only)",
-                         "A/B of the speed, then the same input twice: bitwise equal or not")
-        training = DemoStep("a training step: deterministic algorithms off vs on",
-                            "forward, loss, backward, SGD: its cost, then gradients and updated weights bit for bit")
-    fourth = DemoStep("release cached memory and watch the curve drop",
-                      "the chart marks the instant and what was freed")
-    return [first, second, third, training, fourth]
+    return [DemoStep(title, note) for title, note in (*(GPU_STEPS if on_gpu else CPU_STEPS), RELEASE_STEP)]
 
 
 class DemoDirector:
