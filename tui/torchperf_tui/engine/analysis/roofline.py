@@ -117,9 +117,6 @@ class RooflineResult:
         return data
 
 
-_num = is_positive_number  # formatting's one check of a finite number above zero
-
-
 # --------------------------------------------------------------------------------------------------------
 # Peaks
 
@@ -208,7 +205,7 @@ def ridge_point(peak_tflops: float | NA, peak_bandwidth_gbs: float | NA) -> floa
         return NA(f"no peak FLOP/s: {peak_tflops.reason}")
     if isinstance(peak_bandwidth_gbs, NA):
         return NA(f"no peak bandwidth: {peak_bandwidth_gbs.reason}")
-    if not (_num(peak_tflops) and _num(peak_bandwidth_gbs)):
+    if not (is_positive_number(peak_tflops) and is_positive_number(peak_bandwidth_gbs)):
         return NA("peaks must be positive")
     return peak_tflops * 1e12 / (peak_bandwidth_gbs * 1e9)
 
@@ -265,7 +262,7 @@ def above_ceiling_text(pct: float | None, ceiling_from: str, of: str = "compute"
 
 
 def _above(pct: float | NA, ceiling_from: str, of: str = "compute", figure: bool = True) -> str | None:
-    if not (_num(pct) and pct > 100.0):
+    if not (is_positive_number(pct) and pct > 100.0):
         return None
     return above_ceiling_text(pct if figure else None, ceiling_from or "given", of)
 
@@ -277,7 +274,7 @@ def utilisation_text(result: Any, name: str, spec: str = ".1f") -> str:
     if above:
         return above
     value = getattr(result, name)
-    return f"{value:{spec}} %" if _num(value) or value == 0 else "n/a"
+    return f"{value:{spec}} %" if is_positive_number(value) or value == 0 else "n/a"
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -349,7 +346,7 @@ def analyse_roofline(complexity: Any, timing: Any, peaks: RooflinePeaks, layer_t
     achieved FLOP/s.
     """
     latency_ms, latency_source, timed_shape = _latency(timing)
-    if not _num(latency_ms):
+    if not is_positive_number(latency_ms):
         raise TorchperfError(f"latency must be a positive number of ms, got {latency_ms!r}")
     if timed_shape is not None and tuple(complexity.input_shape) != timed_shape:
         raise TorchperfError(f"the FLOPs were counted at input {list(complexity.input_shape)} but the timing "
@@ -388,7 +385,7 @@ def analyse_roofline(complexity: Any, timing: Any, peaks: RooflinePeaks, layer_t
             li = layer.flops / nbytes if nbytes > 0 else NA("no bytes estimated for this row")
         lbound = attainable(li, peaks)
         t = own_ms.get(layer.name)
-        l_time: float | NA = float(t) if t is not None and _num(t) else no_time
+        l_time: float | NA = float(t) if t is not None and is_positive_number(t) else no_time
         l_achieved: float | NA = (layer_flops / (t / 1000.0) / 1e12 if not isinstance(l_time, NA) and layer_flops
                                   else NA("no FLOPs counted for this layer") if not isinstance(l_time, NA)
                                   else no_time)

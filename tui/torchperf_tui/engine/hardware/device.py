@@ -16,7 +16,8 @@ from typing import Any, Protocol
 
 import psutil
 
-from torchperf_tui.engine.hardware.device_peaks import ARCH_SPECS, is_positive, peak_figures
+from torchperf_tui.engine.hardware.device_peaks import ARCH_SPECS, peak_figures
+from torchperf_tui.formatting import is_positive_number
 from torchperf_tui.engine.hardware.nvml import NA, Nvml, default_nvml, to_jsonable
 
 # --------------------------------------------------------------------------------------------------------
@@ -204,7 +205,7 @@ def nvml_index_for(nvml: Nvml, cuda: CudaBackend, cuda_index: int, props: Any = 
 
 
 def _int_or(value: Any, reason: str) -> int | NA:
-    return int(value) if is_positive(value) else (value if isinstance(value, NA) else NA(reason))
+    return int(value) if is_positive_number(value) else (value if isinstance(value, NA) else NA(reason))
 
 
 def _gpu_from_cuda(index: int, nvml: Nvml, cuda: CudaBackend) -> GpuFacts:
@@ -225,15 +226,15 @@ def _gpu_from_cuda(index: int, nvml: Nvml, cuda: CudaBackend) -> GpuFacts:
     bus = _int_or(nv("nvmlDeviceGetMemoryBusWidth"), "NVML gave no bus width")
     clock_source = mem_source = "NVML"
     # Newer torch exposes cudaDeviceProp clocks (kHz) and bus width; older ones do not, hence hasattr.
-    if isinstance(sm_mhz, NA) and is_positive(getattr(props, "clock_rate", None)):
+    if isinstance(sm_mhz, NA) and is_positive_number(getattr(props, "clock_rate", None)):
         sm_mhz, clock_source = int(props.clock_rate) // 1000, "torch"
-    if isinstance(mem_mhz, NA) and is_positive(getattr(props, "memory_clock_rate", None)):
+    if isinstance(mem_mhz, NA) and is_positive_number(getattr(props, "memory_clock_rate", None)):
         mem_mhz, mem_source = int(props.memory_clock_rate) // 1000, "torch"
-    if isinstance(bus, NA) and is_positive(getattr(props, "memory_bus_width", None)):
+    if isinstance(bus, NA) and is_positive_number(getattr(props, "memory_bus_width", None)):
         bus = int(props.memory_bus_width)
         mem_source = "torch" if mem_source == "torch" else "NVML, bus width from torch"
     power = nv("nvmlDeviceGetEnforcedPowerLimit")
-    power_w = power / 1000.0 if is_positive(power) else _int_or(power, "NVML gave no power limit")
+    power_w = power / 1000.0 if is_positive_number(power) else _int_or(power, "NVML gave no power limit")
     peaks = peak_figures(cc, props.multi_processor_count, sm_mhz, mem_mhz, bus, props.name,
                          clock_source, mem_source)
     spec = ARCH_SPECS.get((props.major, props.minor))
@@ -266,7 +267,7 @@ def _gpu_from_nvml(index: int, nvml: Nvml, why: str) -> GpuFacts:
         index=index, name=nvml.query(index, "nvmlDeviceGetName"), compute_capability=cc, sm_count=missing,
         total_memory_bytes=mem if isinstance(mem, NA) else int(mem.total), l2_cache_bytes=missing,
         max_sm_clock_mhz=sm_mhz, max_mem_clock_mhz=mem_mhz, memory_bus_width_bits=bus,
-        power_limit_w=power / 1000.0 if is_positive(power) else _int_or(power, "no power limit"),
+        power_limit_w=power / 1000.0 if is_positive_number(power) else _int_or(power, "no power limit"),
         peak_fp32_tflops=peaks.fp32_tflops, peak_fp16_tensor_tflops=peaks.fp16_tensor_tflops,
         peak_bf16_tensor_tflops=peaks.bf16_tensor_tflops, peak_bandwidth_gbs=peaks.bandwidth_gbs,
         formulas=peaks.formulas, architecture=missing, nvml_index=index,

@@ -10,7 +10,7 @@ import dataclasses
 from typing import Any
 
 from torchperf_tui.engine.hardware.nvml import NA
-from torchperf_tui.formatting import is_positive_number as is_positive  # the one check of a usable figure
+from torchperf_tui.formatting import is_positive_number
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,7 +102,7 @@ def peak_figures(compute_capability: str | tuple[int, int] | NA, sm_count: int |
     elif spec is None:
         fp32 = NA(f"unknown cores/SM for {cc_text}")
         fp16 = bf16 = NA(f"unknown tensor FLOP/clk/SM for {cc_text}")
-    elif not (is_positive(max_sm_clock_mhz) and is_positive(sm_count)):
+    elif not (is_positive_number(max_sm_clock_mhz) and is_positive_number(sm_count)):
         fp32 = fp16 = bf16 = _first_na(max_sm_clock_mhz, sm_count, default="max SM clock or SM count unknown")
     else:
         clock = float(max_sm_clock_mhz)
@@ -130,7 +130,7 @@ def peak_figures(compute_capability: str | tuple[int, int] | NA, sm_count: int |
             bf16 = NA(f"no BF16 tensor cores on {cc_text} ({spec.name})")
 
     bandwidth: float | NA
-    if is_positive(max_mem_clock_mhz) and is_positive(memory_bus_width_bits):
+    if is_positive_number(max_mem_clock_mhz) and is_positive_number(memory_bus_width_bits):
         mem_clock = float(max_mem_clock_mhz)
         bandwidth = mem_clock * 1e6 * memory_bus_width_bits / 8 * 2 / 1e9
         mem_label = "max memory clock" + ("" if mem_source == "NVML" else f" from {mem_source}")

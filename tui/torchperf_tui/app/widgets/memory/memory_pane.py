@@ -29,9 +29,6 @@ from torchperf_tui.app.widgets.memory.usage_bar import UsageBar
 GIB = 1024 ** 3
 
 
-_num = is_number  # formatting's one check of a real number
-
-
 def memory_series(history, gpu_index: int | None) -> tuple[list[tuple[float, float]], str]:
     """(seconds ago, GiB used) points: NVML used memory for a GPU, else this process's RSS."""
     if not history:
@@ -44,7 +41,7 @@ def memory_series(history, gpu_index: int | None) -> tuple[list[tuple[float, flo
             value = gpu.mem_used_bytes if gpu is not None else None
         else:
             value = sample.process_rss_bytes
-        if _num(value):
+        if is_number(value):
             points.append((sample.timestamp - now, value / GIB))
     return points, ("GPU used (NVML)" if gpu_index is not None else "process RSS")
 
@@ -67,7 +64,7 @@ def release_marks(releases, now: float) -> list[tuple[float, str]]:
 
 def process_gpu_text(used, reserved) -> str:
     """NVML's count for the measurement process beside the allocator's reserved, and what the gap is."""
-    if not _num(used):
+    if not is_number(used):
         return f"  the process on the GPU (NVML): {used}"
     outside = used - reserved
     return (f"  the process on the GPU (NVML): {format_bytes(used)} · outside the caching allocator: "
@@ -338,14 +335,14 @@ class MemoryPane(Vertical):
             self._set("#mem-title", f"[b]System RAM[/]: {format_bytes(used)} used of {format_bytes(total)}")
             self._set("#mem-device", 
                 f"{holder} RSS {format_bytes(sample.process_rss_bytes)}")
-        if _num(used) and _num(total) and total > 0:
+        if is_number(used) and is_number(total) and total > 0:
             if (bar.total, bar.progress) != (total, used):
                 bar.update(total=total, progress=used)
         elif bar.total != 1:
             bar.update(total=1, progress=0)
         alloc, reserved, peak = (sample.torch_allocated_bytes, sample.torch_reserved_bytes,
                                  sample.torch_peak_bytes)
-        if _num(alloc) and _num(reserved):
+        if is_number(alloc) and is_number(reserved):
             gap = reserved - alloc
             text = (f"torch allocator ({holder}): allocated {format_bytes(alloc)} · reserved {format_bytes(reserved)}"
                     f" · peak {format_bytes(peak)}\n  reserved but not used by tensors: [b]{format_bytes(gap)}[/]")
