@@ -115,7 +115,9 @@ conditions() {
   run compare resnet50 --device cuda --batch 32 --a cudnn_benchmark=off --b cudnn_benchmark=on --blocks 8
   run bench resnet18 --device cuda --batch 64 --modes sync,pipelined,graph
   run throughput resnet50 --device cuda --max-batch 512
-  run bench resnet18 --device cuda --batch 8 --iters 300 --json | python3 -c \
+  # not through run(): its '$ torchperf-tui ...' header line would go down the pipe ahead of the JSON
+  echo; echo "== bench --json's conditions"
+  timeout 180 python3 -m torchperf_tui bench resnet18 --device cuda --batch 8 --iters 300 --json | python3 -c \
       "import json, sys; print(json.dumps(json.load(sys.stdin)['conditions'], indent=1))"
   echo; echo "== the history record's fingerprint"
   tail -n 1 "$TORCHPERF_HISTORY" | python3 -c \
