@@ -337,7 +337,7 @@ def test_energy_is_said_without_exponents():
     assert [format_energy(v) for v in (0.9999995, 999.9999, 0.0375, 4.2e-5, 0)] == ["1 J", "1,000 J", "37.5 mJ",
                                                                                    "42 µJ", "0 J"]
     c = RunConditions(gpu_index=0, window_s=2.0, energy_j=0.5, items=800, energy_method="m")
-    assert c.energy_text().startswith("625 µJ per inference (1,600 inferences per J; m over 2.0 s)")
+    assert c.energy_text().startswith("625 µJ per inference (1,600 inferences per J; m, over 2.0 s)")
 
 
 def test_a_run_ticks_the_sampler_between_its_timed_iterations(monkeypatch):

@@ -128,7 +128,7 @@ class RunConditions:
         return f"SM clock median {self.sm_clock_mhz:.0f} MHz{low}{top}"
 
     def energy_text(self, step: str = "infer") -> str:
-        """'213 mJ per inference (4.69 inferences per J; NVML energy counter ... over 3.2 s)', or why there is
+        """'213 mJ per inference (4.69 inferences per J; NVML energy counter ..., over 3.2 s)', or why there is
         none; per training sample when `step` is a training step."""
         from torchperf_tui.formatting import format_energy
 
@@ -137,7 +137,7 @@ class RunConditions:
         if each is None:
             return f"energy n/a ({self.missing.get('energy', 'nothing was timed')})"
         coarse = (f"; over only {self.window_s:.2f} s, so coarse: a longer run gives a steadier figure"
-                  if self.window_s < SHORT_WINDOW_S else f" over {self.window_s:.1f} s")
+                  if self.window_s < SHORT_WINDOW_S else f", over {self.window_s:.1f} s")
         rate = self.items_per_joule
         rate_text = f"{rate:,.0f}" if rate >= 100 else f"{rate:.3g}"
         return f"{format_energy(each)} per {per} ({rate_text} {per}s per J; {self.energy_method}{coarse})"
