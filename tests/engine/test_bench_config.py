@@ -10,7 +10,7 @@ import torch
 
 from torchperf_tui.engine.benchmark.abtest import ArmSpec, run_ab
 from torchperf_tui.engine.benchmark.bench_config import BenchConfig, RunPlan
-from torchperf_tui.engine.benchmark.determinism import check_determinism
+from torchperf_tui.engine.benchmark.determinism import check_determinism, determinism_of
 from torchperf_tui.engine.errors import DeviceError, ShapeError, TorchperfError
 from torchperf_tui.engine.benchmark.flags import Flags
 from torchperf_tui.engine.workloads.input_spec import InputSpec
@@ -121,3 +121,35 @@ def test_every_runner_refuses_mixed_precision_over_a_cast_model_in_one_line_befo
         RUNNERS[runner]()
     assert str(caught.value) == amp_problem("bf16", torch.device("cpu"), torch.bfloat16)
     assert built == []
+
+
+# Two things wrong at once: an unknown dtype and a shape with a zero dimension. The one preamble checks the dtype
+# first, so every runner names the dtype (the determinism check used to resolve the shape first and name it).
+BOTH_WRONG = dict(model=COUNTED, input_shape=(0, 3, 8, 8), device="cpu", dtype="float7", iters=2, warmup=0)
+RUNNERS_BOTH_WRONG = {
+    "timing": lambda: run_benchmark(BenchConfig(**BOTH_WRONG)),
+    "throughput": lambda: find_max_batch(BenchConfig(**BOTH_WRONG)),
+    "profiling": lambda: profile_model(BenchConfig(**BOTH_WRONG), iters=1),
+    "layer times": lambda: layer_times(BenchConfig(**BOTH_WRONG), iters=1),
+    "timing modes": lambda: run_modes(BenchConfig(**BOTH_WRONG), ("sync",)),
+    "determinism": lambda: determinism_of(BenchConfig(**BOTH_WRONG)),
+    "a/b": lambda: run_ab(BenchConfig(**BOTH_WRONG), ArmSpec(Flags()), ArmSpec(Flags()), blocks=6, per_block=1),
+    "kernels": lambda: conv_kernels(BenchConfig(**BOTH_WRONG), ArmSpec(Flags()), ArmSpec(Flags()), iters=1),
+}
+
+
+@pytest.mark.parametrize("runner", list(RUNNERS_BOTH_WRONG))
+def test_every_runner_names_a_bad_dtype_before_a_bad_shape(runner):
+    built.clear()
+    with pytest.raises(TorchperfError) as caught:
+        RUNNERS_BOTH_WRONG[runner]()
+    assert "float7" in str(caught.value) and "dimension" not in str(caught.value)
+    assert built == []
+
+
+def test_the_determinism_check_takes_its_config_whole():
+    """The runner's config reaches the check as it is: its seed, its flags and its channels_last."""
+    cfg = BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu", channels_last=True, seed=3,
+                      flags=Flags(mkldnn_enabled=False))
+    report = determinism_of(cfg, runs=2)
+    assert report.channels_last and report.flags == cfg.flags and report.input_shape == (1, 3, 8, 8)

@@ -224,12 +224,9 @@ def run_layer_times(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 
 def run_determinism(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: cfg (BenchConfig)."""
-    from torchperf_tui.engine.benchmark.determinism import check_determinism
+    from torchperf_tui.engine.benchmark.determinism import determinism_of
 
-    cfg = params["cfg"]
-    return check_determinism(cfg.model, cfg.resolved_shape(), device=cfg.device, dtype=cfg.dtype, flags=cfg.flags,
-                             runs=2, channels_last=cfg.channels_last, step=cfg.step, optimizer=cfg.optimizer,
-                             amp=cfg.amp, seed=cfg.seed), {}
+    return determinism_of(params["cfg"], runs=2), {}
 
 
 def run_memsnap(params: dict, ctx: JobContext) -> tuple[Any, dict]:
@@ -382,12 +379,9 @@ def run_cli_compare(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 
 def run_cli_determinism(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: cfg (BenchConfig; its input None: the model's default), runs. -> (DeterminismReport, {})."""
-    from torchperf_tui.engine.benchmark.determinism import check_determinism
+    from torchperf_tui.engine.benchmark.determinism import determinism_of
 
-    cfg = params["cfg"]
-    return check_determinism(cfg.model, cfg.resolved_shape(), device=cfg.device, dtype=cfg.dtype, flags=cfg.flags,
-                             runs=params["runs"], channels_last=cfg.channels_last, step=cfg.step,
-                             optimizer=cfg.optimizer, amp=cfg.amp), {}
+    return determinism_of(params["cfg"], runs=params["runs"]), {}
 
 
 def run_cli_memsnap(params: dict, ctx: JobContext) -> tuple[Any, dict]:

@@ -230,35 +230,45 @@ def check_determinism(model_spec: str | torch.nn.Module, input_shape: tuple[int,
                       device: str = "auto", dtype: str = "float32", flags: Flags | None = None,
                       runs: int = 2, channels_last: bool = False, step: str = "infer", optimizer: str = "sgd",
                       amp: str | None = None, seed: int = 0) -> DeterminismReport:
-    """Run one input `runs` times under `flags` (None: the flags in effect now) and compare the outputs.
+    """`determinism_of` from loose arguments, for a script: `flags` None checks under the flags in effect now.
 
     `model_spec` is a torchvision name or `module:factory` (built with random weights, eval mode), or a
     module you built. `input_shape` includes the batch (None: the catalogue's default for a name).
-    The global RNG is deliberately not reseeded between runs: a model that draws random numbers in its
-    forward pass is not repeatable, and the check should say so. Flags are restored afterwards.
+    """
+    cfg = BenchConfig(model=model_spec, input_shape=input_shape, device=device, dtype=dtype,
+                      flags=Flags.current() if flags is None else flags, channels_last=channels_last, step=step,
+                      optimizer=optimizer, amp=amp, seed=seed)
+    return determinism_of(cfg, runs)
 
-    `step="train"`: each run is one training step (engine/benchmark/train_step.py) from the same weights, buffers and a
-    fresh optimizer, with the RNG reseeded (dropout draws the same masks), so what differs comes from the
-    kernels: the backward passes (cuDNN's data- and weight-gradient algorithms, atomics in scatter and
-    index_add backward) are where training drifts even when a forward pass is bitwise repeatable.
+
+def determinism_of(cfg: BenchConfig, runs: int = 2) -> DeterminismReport:
+    """Run one input `runs` times under `cfg.flags` and compare the outputs; checked by the one preamble
+    (`cfg.prepare()`), in its order, before the model is built. Flags are restored afterwards.
+
+    The global RNG is deliberately not reseeded between runs: a model that draws random numbers in its
+    forward pass is not repeatable, and the check should say so.
+
+    `cfg.step="train"`: each run is one training step (engine/benchmark/train_step.py) from the same weights,
+    buffers and a fresh optimizer, with the RNG reseeded (dropout draws the same masks), so what differs comes
+    from the kernels: the backward passes (cuDNN's data- and weight-gradient algorithms, atomics in scatter
+    and index_add backward) are where training drifts even when a forward pass is bitwise repeatable.
     """
     from torchperf_tui.engine.benchmark.train_step import StepRunner
 
     if runs < 2:
         raise TorchperfError(f"a determinism check needs at least 2 runs, got {runs}")
     started = time.perf_counter()
-    name = model_name(model_spec)
+    name = model_name(cfg.model)
 
     def has_a_shape(device, step) -> None:
-        if input_shape is None and isinstance(model_spec, torch.nn.Module):
+        if cfg.input_shape is None and isinstance(cfg.model, torch.nn.Module):
             raise ShapeError(f"give an input shape for {name}: a module has no catalogue default")
 
     # A name without a shape takes the catalogue's default (the registry pulls in torchvision only then).
-    plan = BenchConfig(model=model_spec, input_shape=input_shape, device=device, dtype=dtype, step=step,
-                       optimizer=optimizer, amp=amp).prepare(before_inputs=has_a_shape)
+    plan = cfg.prepare(before_inputs=has_a_shape)
     torch_device, torch_dtype, spec, shape = plan.device, plan.dtype, plan.step, plan.shape
-    flags = Flags.current() if flags is None else flags
-    work = prepare_workload(model_spec, plan.inputs, torch_device, torch_dtype, channels_last)
+    flags, seed, channels_last = cfg.flags, cfg.seed, cfg.channels_last
+    work = prepare_workload(cfg.model, plan.inputs, torch_device, torch_dtype, channels_last)
     model, x = work.model, work.x
     outputs: list[Any] = []
     # With deterministic algorithms on, an op without a deterministic version raises here: it is reported.
@@ -286,5 +296,5 @@ def check_determinism(model_spec: str | torch.nn.Module, input_shape: tuple[int,
         max_rel_diff=max((leaf.max_rel_diff for leaf in leaves), default=0.0),
         differing_elements=sum(leaf.differing_elements for leaf in leaves),
         total_elements=sum(leaf.total_elements for leaf in leaves),
-        leaves=leaves, mismatches=mismatches, duration_s=time.perf_counter() - started, step=step, amp=amp,
+        leaves=leaves, mismatches=mismatches, duration_s=time.perf_counter() - started, step=cfg.step, amp=cfg.amp,
     )
