@@ -1,6 +1,6 @@
 """The measurement process's serve loop run in the test's own process, for the few CLI tests that must
 monkeypatch torch or the engine (a broken torch.compile, a fake NVML): what they patch is not seen by a new
-interpreter. Everything else of the path is the real one: the worker's Worker.serve (phases, one-line
+interpreter. Everything else of the path is the real one: the process's JobServer.serve (phases, one-line
 failures), the RUNNERS, and every message pickled and unpickled as over the pipe."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 import pickle
 
-from torchperf_tui.measure.process import Worker
+from torchperf_tui.measure.process import JobServer
 from torchperf_tui.measure.protocol import PHASE, Progress, StartJob, unpack
 
 
@@ -28,16 +28,16 @@ class InProcessMeasurement:
     def __init__(self, on_event, on_notice=None, log_path=None, output="log", restart=True) -> None:
         self.on_event = on_event
         self._ids = itertools.count(1)
-        self.worker = Worker(_Pipe(on_event))
+        self.server = JobServer(_Pipe(on_event))
 
     def start(self) -> None:
         pass
 
     def submit(self, kind: str, params: dict | None = None, what: str = "") -> int:
         job_id = next(self._ids)
-        self.worker.jobs.put(StartJob(job_id, kind, dict(params or {})))
-        self.worker.jobs.put(None)
-        self.worker.serve()  # runs the job, then ends at the None
+        self.server.jobs.put(StartJob(job_id, kind, dict(params or {})))
+        self.server.jobs.put(None)
+        self.server.serve()  # runs the job, then ends at the None
         return job_id
 
     def cancel(self, job_id: int, grace_s=None, enforce: bool = True) -> None:

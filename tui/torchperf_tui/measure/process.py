@@ -92,7 +92,10 @@ def _die_with_parent() -> None:
         pass
 
 
-class Worker:
+class JobServer:
+    """The measurement process's side of the pipe: reads requests on a thread of its own, runs one job at a
+    time on the main thread (`serve`), and sends back its events."""
+
     def __init__(self, conn: Any) -> None:
         self.conn = conn
         self.send_lock = threading.Lock()
@@ -271,8 +274,8 @@ def serve(conn: Any, log_path: str | None = None, prints_to_stderr: bool = False
 
     process_baseline()  # torch's pristine state, before any job imports a model's module
 
-    worker = Worker(conn)
-    threading.Thread(target=worker.read_requests, name="requests", daemon=True).start()
-    worker.send(Ready(os.getpid()))
-    worker.serve()
+    server = JobServer(conn)
+    threading.Thread(target=server.read_requests, name="requests", daemon=True).start()
+    server.send(Ready(os.getpid()))
+    server.serve()
     os._exit(0)
