@@ -20,6 +20,8 @@ import subprocess
 import sys
 import textwrap
 
+from torchperf_tui.formatting import format_shape
+
 TOOLS = ("torchperf", "fvcore", "thop", "ptflops")
 
 # Runs inside the child process: prints one JSON line. Each tool returns MACs (fvcore's "flops" are
@@ -130,7 +132,7 @@ def main() -> None:
     header = f"{'model':10s} {'tool':10s} {'GMACs':>9s} {'vs _ops':>8s} {'time s':>8s} {'peer/ours':>9s} {'peak RSS MB':>11s}"
     for name in args.models.split(","):
         ops, shape = published_gmacs(name)
-        print(f"{name} at {'x'.join(map(str, shape))}: torchvision _ops = {ops:.3f} GMACs")
+        print(f"{name} at {format_shape(shape)}: torchvision _ops = {ops:.3f} GMACs")
         print(header)
         ours = None
         for tool in TOOLS:

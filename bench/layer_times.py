@@ -22,6 +22,7 @@ import torch
 
 from torchperf_tui.engine.benchmark.flags import Flags, applied_flags
 from torchperf_tui.engine.workloads.inputs import resolve_device
+from torchperf_tui.formatting import format_shape
 from torchperf_tui.engine.workloads.models import default_input_shape
 from torchperf_tui.engine.benchmark.bench_config import BenchConfig
 from torchperf_tui.engine.benchmark.timing import run_benchmark
@@ -53,7 +54,7 @@ def main() -> int:
                 shape = default_input_shape(name, batch=batch)
                 cfg = BenchConfig(model=name, input_shape=shape, device=str(device), warmup=5, iters=args.iters,
                                   flags=flags, step=args.step, time_budget_s=None)
-                print(f"\n{name}, input {'x'.join(map(str, shape))}")
+                print(f"\n{name}, input {format_shape(shape)}")
                 ratios, means = [], []
                 result = None
                 for round_ in range(args.rounds):

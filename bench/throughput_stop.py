@@ -22,6 +22,7 @@ import torch
 
 from torchperf_tui.engine.benchmark.throughput import ThroughputResult, find_max_batch
 from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+from torchperf_tui.formatting import format_shape
 
 
 def load_line() -> tuple[str, bool]:
@@ -61,7 +62,7 @@ def main() -> int:
                                      "noisier and slower than on a quiet box" if busy else " (quiet)"))
     for model in args.models:
         cfg = BenchConfig(model=model, device="cpu")
-        print(f"\n{model} {'x'.join(map(str, cfg.resolved_shape()[1:]))} per sample")
+        print(f"\n{model} {format_shape(cfg.resolved_shape()[1:])} per sample")
         started = time.perf_counter()
         default = find_max_batch(cfg)
         default_s = time.perf_counter() - started

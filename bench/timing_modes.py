@@ -22,6 +22,7 @@ import torch.utils.benchmark as tbench
 
 from torchperf_tui.engine.benchmark.flags import Flags, applied_flags
 from torchperf_tui.engine.workloads.inputs import make_input, resolve_device
+from torchperf_tui.formatting import format_shape
 from torchperf_tui.engine.workloads.models import build_model, default_input_shape
 from torchperf_tui.engine.benchmark.bench_config import BenchConfig
 from torchperf_tui.engine.benchmark.timing_modes import run_modes
@@ -71,7 +72,7 @@ def main() -> int:
                 shape = default_input_shape(name, batch=args.batch)
             cfg = BenchConfig(model=name, input_shape=shape, device=str(device), warmup=5, iters=args.iters,
                               flags=flags)
-            print(f"\n{name}, input {'x'.join(map(str, shape))}")
+            print(f"\n{name}, input {format_shape(shape)}")
             engine, reference, engine_means, reference_means = [], [], [], []
             others: dict[str, list[float]] = {mode: [] for mode in modes if mode != "pipelined"}
             findings: list[str] = []

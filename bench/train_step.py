@@ -26,6 +26,7 @@ import torch.utils.benchmark as tbench
 
 from torchperf_tui.engine.benchmark.flags import Flags, applied_flags
 from torchperf_tui.engine.workloads.inputs import make_input, parse_shape, resolve_device
+from torchperf_tui.formatting import format_shape
 from torchperf_tui.engine.workloads.models import build_model
 from torchperf_tui.engine.benchmark.bench_config import BenchConfig
 from torchperf_tui.engine.benchmark.timing import run_benchmark
@@ -76,7 +77,7 @@ def main() -> int:
     shape = (args.batch, *parse_shape(args.input))
     print(f"torch {torch.__version__} | python {platform.python_version()} | {platform.machine()} | "
           f"{torch.cuda.get_device_name(device) if device.type == 'cuda' else platform.processor() or 'cpu'}")
-    print(f"model {args.model}, input {'x'.join(map(str, shape))}, device {device}, threads {args.threads}, "
+    print(f"model {args.model}, input {format_shape(shape)}, device {device}, threads {args.threads}, "
           f"amp {args.amp or 'off'}, training step (SGD momentum 0.9, cross-entropy), {args.rounds} rounds "
           f"alternating (engine: run_benchmark step=train, {args.iters} iterations; torch.utils.benchmark: "
           f"blocked_autorange(min_run_time={args.min_run_time}) of a hand-written step"

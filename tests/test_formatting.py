@@ -39,7 +39,7 @@ def test_bytes_in_the_unit_of_another_value():
 
 def test_one_shape_formatter():
     """A shape reads one way everywhere ('1x3x224x224'), written in one function: no hand-written join of a
-    shape's dimensions anywhere else in the package."""
+    shape's dimensions anywhere else in the package, its benchmark scripts or its other scripts."""
     import pathlib
     import re
 
@@ -48,10 +48,13 @@ def test_one_shape_formatter():
 
     assert format_shape((1, 3, 224, 224)) == "1x3x224x224" and format_shape([7]) == "7" and format_shape(()) == ""
     package = pathlib.Path(torchperf_tui.__file__).parent
-    joins = [f"{path.relative_to(package)}:{number}" for path in sorted(package.rglob("*.py"))
+    repository = package.parents[1]
+    sources = sorted(package.rglob("*.py")) + sorted((repository / "bench").glob("*.py")) + sorted(
+        (repository / "scripts").glob("*.py"))
+    joins = [f"{path.relative_to(repository)}:{number}" for path in sources
              for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
              if re.search(r"""["'][x×]["']\.join""", line)]
-    assert joins == ["formatting.py:" + str(next(n for n, line in enumerate(
+    assert joins == ["tui/torchperf_tui/formatting.py:" + str(next(n for n, line in enumerate(
         (package / "formatting.py").read_text(encoding="utf-8").splitlines(), 1) if '"x".join' in line))]
 
 
