@@ -10,7 +10,7 @@ import torch
 
 from torchperf_tui.engine.benchmark.abtest import ArmSpec, run_ab
 from torchperf_tui.engine.benchmark.bench_config import BenchConfig, RunPlan
-from torchperf_tui.engine.benchmark.determinism import check_determinism, determinism_of
+from torchperf_tui.engine.benchmark.determinism import determinism_of
 from torchperf_tui.engine.errors import DeviceError, ShapeError, TorchperfError
 from torchperf_tui.engine.benchmark.flags import Flags
 from torchperf_tui.engine.workloads.input_spec import InputSpec
@@ -99,19 +99,26 @@ def test_a_config_imports_no_torch():
     assert done.stdout.split() == ["False"]
 
 
+def runners_of(config: dict, arm_a_dtype: str) -> dict:
+    """Every runner on BenchConfig(**config); the A/B and the kernels with arm A in `arm_a_dtype` (the base
+    config's dtype) and arm B in bfloat16."""
+    def arms():
+        return BenchConfig(**{**config, "dtype": arm_a_dtype}), ArmSpec(Flags()), ArmSpec(Flags(), dtype="bfloat16")
+
+    return {
+        "timing": lambda: run_benchmark(BenchConfig(**config)),
+        "throughput": lambda: find_max_batch(BenchConfig(**config)),
+        "profiling": lambda: profile_model(BenchConfig(**config), iters=1),
+        "layer times": lambda: layer_times(BenchConfig(**config), iters=1),
+        "timing modes": lambda: run_modes(BenchConfig(**config), ("sync",)),
+        "determinism": lambda: determinism_of(BenchConfig(**config)),
+        "a/b": lambda: run_ab(*arms(), blocks=6, per_block=1),
+        "kernels": lambda: conv_kernels(*arms(), iters=1),
+    }
+
+
 CAST = dict(model=COUNTED, input_shape=(1, 3, 8, 8), device="cpu", dtype="bfloat16", amp="bf16", iters=2, warmup=0)
-RUNNERS = {
-    "timing": lambda: run_benchmark(BenchConfig(**CAST)),
-    "throughput": lambda: find_max_batch(BenchConfig(**CAST)),
-    "profiling": lambda: profile_model(BenchConfig(**CAST), iters=1),
-    "layer times": lambda: layer_times(BenchConfig(**CAST), iters=1),
-    "timing modes": lambda: run_modes(BenchConfig(**CAST), ("sync",)),
-    "determinism": lambda: check_determinism(COUNTED, (1, 3, 8, 8), device="cpu", dtype="bfloat16", amp="bf16"),
-    "a/b": lambda: run_ab(BenchConfig(**{**CAST, "dtype": "float32"}), ArmSpec(Flags()),
-                          ArmSpec(Flags(), dtype="bfloat16"), blocks=6, per_block=1),
-    "kernels": lambda: conv_kernels(BenchConfig(**{**CAST, "dtype": "float32"}), ArmSpec(Flags()),
-                                    ArmSpec(Flags(), dtype="bfloat16"), iters=1),
-}
+RUNNERS = runners_of(CAST, arm_a_dtype="float32")  # arm B is the cast one
 
 
 @pytest.mark.parametrize("runner", list(RUNNERS))
@@ -126,16 +133,7 @@ def test_every_runner_refuses_mixed_precision_over_a_cast_model_in_one_line_befo
 # Two things wrong at once: an unknown dtype and a shape with a zero dimension. The one preamble checks the dtype
 # first, so every runner names the dtype (the determinism check used to resolve the shape first and name it).
 BOTH_WRONG = dict(model=COUNTED, input_shape=(0, 3, 8, 8), device="cpu", dtype="float7", iters=2, warmup=0)
-RUNNERS_BOTH_WRONG = {
-    "timing": lambda: run_benchmark(BenchConfig(**BOTH_WRONG)),
-    "throughput": lambda: find_max_batch(BenchConfig(**BOTH_WRONG)),
-    "profiling": lambda: profile_model(BenchConfig(**BOTH_WRONG), iters=1),
-    "layer times": lambda: layer_times(BenchConfig(**BOTH_WRONG), iters=1),
-    "timing modes": lambda: run_modes(BenchConfig(**BOTH_WRONG), ("sync",)),
-    "determinism": lambda: determinism_of(BenchConfig(**BOTH_WRONG)),
-    "a/b": lambda: run_ab(BenchConfig(**BOTH_WRONG), ArmSpec(Flags()), ArmSpec(Flags()), blocks=6, per_block=1),
-    "kernels": lambda: conv_kernels(BenchConfig(**BOTH_WRONG), ArmSpec(Flags()), ArmSpec(Flags()), iters=1),
-}
+RUNNERS_BOTH_WRONG = runners_of(BOTH_WRONG, arm_a_dtype="float7")
 
 
 @pytest.mark.parametrize("runner", list(RUNNERS_BOTH_WRONG))
