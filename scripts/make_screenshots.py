@@ -48,6 +48,13 @@ def shooter(app, out: Path, suffix: str, saved: list[Path]):
     return shoot
 
 
+async def visit(pilot, shoot, key: str, name: str, settle: float = 0.5) -> None:
+    """Press `key` (a tab), let the view draw, and save it as `name`."""
+    await pilot.press(key)
+    await pilot.pause(settle)
+    shoot(name)
+
+
 async def pick(pilot, model: str) -> None:
     """Wait for the engine, then type the model's name into the picker as a user would, and wait for its
     analysis."""
@@ -77,18 +84,10 @@ async def make(out: Path, model: str, flag: str, warmup: int, iters: int, max_ba
         await pilot.click(f"#flag-{flag}")  # flipping a flag starts run 2 with the new flags
         await wait_until(pilot, lambda: runs.get(2) is not None and runs.get(2).finished,
                          what="run 2")
-        await pilot.press("2")
-        await pilot.pause(0.5)
-        shoot("compare")
-        await pilot.press("3")
-        await pilot.pause(0.5)
-        shoot("layers")
-        await pilot.press("5")
-        await pilot.pause(1.0)
-        shoot("memory")
-        await pilot.press("4")
-        await pilot.pause(0.3)
-        shoot("device")
+        await visit(pilot, shoot, "2", "compare")
+        await visit(pilot, shoot, "3", "layers")
+        await visit(pilot, shoot, "5", "memory", settle=1.0)
+        await visit(pilot, shoot, "4", "device", settle=0.3)
         await pilot.press("t")
         await wait_until(pilot, lambda: "largest batch" in str(app.main.query_one("#throughput-summary").render())
                          or "no batch fits" in str(app.main.query_one("#throughput-summary").render()),
@@ -98,13 +97,11 @@ async def make(out: Path, model: str, flag: str, warmup: int, iters: int, max_ba
         await pilot.press("p")
         await wait_until(pilot, lambda: app.main.query_one("#profile").result is not None, what="the profile")
         await pilot.pause(0.5)
-        app.clear_notifications()
         shoot("profile")
         await pilot.press("8")
         await wait_until(pilot, lambda: app.main.query_one("#history-table").row_count >= 2, what="the history")
         await pilot.press("m", "down", "m")
         await pilot.pause(0.5)
-        app.clear_notifications()
         shoot("history")
 
         async def finished_run(set_option) -> None:
@@ -116,7 +113,6 @@ async def make(out: Path, model: str, flag: str, warmup: int, iters: int, max_ba
 
         await pilot.press("1")
         await finished_run(lambda: setattr(app.main.query_one("#option-shapes"), "value", "random"))
-        app.clear_notifications()
         shoot("shapes")
         await finished_run(lambda: setattr(app.main.query_one("#option-shapes"), "value", "fixed"))
         app.main.query_one("#option-flip").value = "ab"
@@ -125,12 +121,10 @@ async def make(out: Path, model: str, flag: str, warmup: int, iters: int, max_ba
         await wait_until(pilot, lambda: ab_done(app),
                          what="the A/B comparison")
         await pilot.pause(1.0)
-        app.clear_notifications()
         shoot("ab")
         await pilot.press("k")
         await wait_until(pilot, lambda: app.main.query_one("#kernels").result is not None, what="the kernels")
         await pilot.pause(0.5)
-        app.clear_notifications()
         shoot("kernels")
     return saved
 
@@ -150,9 +144,7 @@ async def make_training(out: Path, model: str, flag: str, warmup: int, iters: in
         app.main.query_one("#option-step").value = "train:sgd"  # analysed again, with the backward
         await wait_until(pilot, lambda: app.pane("picker").complexity is not None
                          and app.pane("picker").complexity.step == "train", what="the training analysis")
-        await pilot.press("3")
-        await pilot.pause(0.5)
-        shoot("train-layers")
+        await visit(pilot, shoot, "3", "train-layers")
         await pilot.press("1")
         await pilot.click(f"#flag-{flag}")  # in A/B mode: both flag sets, training steps, interleaved
         await wait_until(pilot, lambda: ab_done(app), what="the A/B of training steps")
