@@ -36,3 +36,8 @@ async def test_at_80x24_the_modes_take_two_rows_and_a_varying_shape_is_refused_i
         await pilot.press("M")
         await wait_until(pilot, lambda: "error" in screen_text(app, "#run-modes"), what="the refusal")
         assert "fixed shape" in widget.tooltip
+        # Out of the compact layout, the refusal stays: the last result's lines do not come back over it.
+        await pilot.resize_terminal(120, 40)
+        await wait_until(pilot, lambda: not app.pane("timing").has_class("-compact"), what="the full layout")
+        await pilot.pause()
+        assert "error" in screen_text(app, "#run-modes") and "fixed shape" in widget.tooltip

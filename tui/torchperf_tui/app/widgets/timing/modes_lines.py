@@ -27,13 +27,15 @@ class ModesLines(Static):
         self.display = False  # until there is a line to show
         self.spec: str | None = None  # the model the timing modes are about
         self.setup = ""  # what is measured: model, input, dtype, step
-        self.result = None  # the ModesResult shown
+        self.result = None  # the last ModesResult (kept while the next one is measured)
+        self.showing_result = False  # its lines are on screen (not a measuring, cancelled or error line)
         self._flags_text = ""
 
-    def say(self, text: str, tooltip: str | None = None) -> None:
+    def say(self, text: str, tooltip: str | None = None, result_lines: bool = False) -> None:
         self.update(text)
         self.tooltip = tooltip
         self.display = bool(text)
+        self.showing_result = result_lines
 
     def measuring(self, spec: str, setup: str) -> None:
         self.spec, self.setup = spec, setup  # the last result stays until the next one (as it did in the pane)
@@ -56,14 +58,15 @@ class ModesLines(Static):
     def answer(self, result, flags_text: str, compact: bool) -> None:
         """The result's lines, and its first gap in a notification."""
         self.result, self._flags_text = result, flags_text
-        self.say(*modes_text(result, flags_text, compact=compact))
+        self.say(*modes_text(result, flags_text, compact=compact), result_lines=True)
         if result.findings:
             self.app.notify(result.findings[0], title=f"timing modes of {result.model}", timeout=8)
 
     def compact(self, compact: bool) -> None:
-        """The pane's height crossed COMPACT_BELOW_ROWS: the result's lines again, fitted."""
-        if self.result is not None and self.display:
-            self.say(*modes_text(self.result, self._flags_text, compact=compact))
+        """The pane's height crossed COMPACT_BELOW_ROWS: the result's lines again, fitted (only while they are
+        the lines shown: a measuring or error line stays as it is)."""
+        if self.showing_result:
+            self.say(*modes_text(self.result, self._flags_text, compact=compact), result_lines=True)
 
     def clear(self) -> None:
         self.spec, self.result = None, None
