@@ -57,7 +57,9 @@ async def test_pick_a_model_by_typing_shows_its_flops_and_layers():
         assert "squeezenet1_0" in summary
         assert format_count(app.pane("picker").complexity.flops, "FLOPs") in summary and "GFLOPs" in summary
         assert format_count(app.pane("picker").complexity.params_total) in summary
-        await pilot.press("escape", "3")
+        await pilot.press("3")  # chosen with enter, the focus left the filter: keys are commands again
+        assert app.main.query_one("#model-filter").value == "squeezenet1_0"
+        await wait_until(pilot, lambda: app.main.active_tab() == "layers", what="the Layers tab")
         table = app.main.query_one("#layers-table")
         assert table.row_count == len(app.pane("picker").complexity.layers) > 10
 

@@ -165,6 +165,7 @@ class ModelPicker(Vertical):
             option = listing.get_option_at_index(listing.highlighted)
             if option.id and not option.disabled:
                 self.choose(option.id)
+                listing.focus()  # chosen: the next key (r, a tab's number) is a command, not more filter text
                 return
         text = event.value.strip()
         if text:
