@@ -107,7 +107,8 @@ def recorded_kernels(device: str = "cuda:0"):
                   LayerKernels("layer1.0.conv2", [KernelTime(gemm, 40.0, 1)], [KernelTime(gemm, 40.5, 1)]),
                   LayerKernels("layer3.0.conv2", [KernelTime(gemm, 41.0, 1)], [KernelTime(wino, 23.0, 1)])]
         base, kind = params["base"], params.get("device_kind", "cpu")
-        return KernelComparison(model=base.model, device=device, input_shape=tuple(base.input_shape or (1, 3, 224, 224)),
+        shape = tuple(base.input_shape or (1, 3, 224, 224))
+        return KernelComparison(model=base.model, device=device, input_shape=shape,
                                 a_spec=params["a"].describe(kind), b_spec=params["b"].describe(kind), layers=layers,
                                 kind="cuda-kernel", note=CUDA_NOTE, iters=3)
 

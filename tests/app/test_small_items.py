@@ -113,7 +113,7 @@ async def test_a_failed_comparison_is_said_in_the_pane_and_its_toast_is_short(ti
         app = pilot.app
         await flip(pilot, "mkldnn_enabled")
         await pilot.press("a")
-        await wait_until(pilot, lambda: "error: the model raised ValueError: boom" in screen_text(app, "#compare-verdict"),
-                         what="the Compare pane to say the error")
+        said = "error: the model raised ValueError: boom"
+        await wait_until(pilot, lambda: said in screen_text(app, "#compare-verdict"), what="the Compare pane to say it")
         failed = [shown for shown in shown_notifications(app) if shown.title == "compare failed"]
         assert failed and all(shown.timeout is not None and shown.timeout <= 5 for shown in failed)

@@ -60,9 +60,9 @@ class TestFakeH100:
 
 def user_compares(key: str, shown: Callable[[Any], bool]):
     """press_then_settle, then what a user does for an A/B (`a`) or a kernel view (`k`) of resnet50: flip
-    cudnn.benchmark (before a model is chosen, so the flip starts no run), pick the model from the list, press `key`; the
-    fake measurement process answers with its recorded result, and the snapshot waits until `shown(app)` and the
-    toasts have gone."""
+    cudnn.benchmark (before a model is chosen, so the flip starts no run), pick the model from the list, press
+    `key`; the fake measurement process answers with its recorded result, and the snapshot waits until `shown(app)`
+    and the toasts have gone."""
     async def run_before(pilot) -> None:
         await press_then_settle()(pilot)
         await flip(pilot, "cudnn_benchmark")
@@ -115,8 +115,8 @@ async def timed_runs(pilot, *flips: str) -> None:
     await run_and_wait(pilot)
     for run_id, name in enumerate(flips, start=2):
         await flip(pilot, name)
-        await wait_until(pilot, lambda: app.session.runs.get(run_id) is not None and app.session.runs.get(run_id).finished,
-                         what=f"run #{run_id} to finish")
+        await wait_until(pilot, lambda run_id=run_id: app.session.runs.get(run_id) is not None
+                         and app.session.runs.get(run_id).finished, what=f"run #{run_id} to finish")
 
 
 def with_tiny_model(keys=None, key: str = "", shown: Callable[[Any], bool] = lambda app: True):
