@@ -7,7 +7,7 @@ import contextlib
 
 import pytest
 
-from tests.app.helpers import TINY, choose_model, recording_notify, wait_ready
+from tests.app.helpers import TINY, choose_model, make_app, recording_notify, wait_ready
 
 
 @pytest.fixture(autouse=True)
@@ -21,11 +21,9 @@ def _record_notifications(monkeypatch):
 
 @contextlib.asynccontextmanager
 async def ready_app(spec: str = TINY, shape: str = "3x32x32", size: tuple[int, int] = (110, 34), **options):
-    """TorchperfApp(poll_telemetry=False, **options) under Pilot, the engine loaded, the device probed and the
-    flag switches built, `spec` chosen at `shape` as a user types them and its analysis done."""
-    from torchperf_tui.app.app import TorchperfApp
-
-    app = TorchperfApp(poll_telemetry=False, **options)
+    """make_app(**options) under Pilot, the engine loaded, the device probed and the flag switches built, `spec`
+    chosen at `shape` as a user types them and its analysis done."""
+    app = make_app(**options)
     async with app.run_test(size=size) as pilot:
         await wait_ready(pilot)
         await choose_model(pilot, spec, shape)

@@ -25,6 +25,7 @@ class Shown(NamedTuple):
     message: str
     title: str
     severity: str
+    timeout: float | None = None  # seconds the toast stays (None: Textual's default)
 
 
 def recording_notify(notify):
@@ -34,7 +35,8 @@ def recording_notify(notify):
 
     def notify_and_record(self, message, *args, **kwargs):
         self.__dict__.setdefault("_shown_notifications", []).append(
-            Shown(str(message), str(kwargs.get("title", "")), str(kwargs.get("severity", "information"))))
+            Shown(str(message), str(kwargs.get("title", "")), str(kwargs.get("severity", "information")),
+                  kwargs.get("timeout")))
         return notify(self, message, *args, **kwargs)
 
     notify_and_record.records_notifications = True
@@ -51,6 +53,12 @@ def shown_notifications(app) -> list[Shown]:
 def notifications(app) -> list[str]:
     """The messages of every notification `app` has shown, expired toasts included."""
     return [shown.message for shown in shown_notifications(app)]
+
+
+async def toasts_gone(pilot, timeout: float = 60.0) -> None:
+    """Let every toast on the screen expire, as a user waits for one to leave: a snapshot must not catch a toast
+    that a slower box would already have taken away."""
+    await wait_until(pilot, lambda: not pilot.app.screen.query("Toast"), timeout, "the toasts to expire")
 
 
 async def run_and_wait(pilot, run_id: int = 1) -> None:
@@ -136,6 +144,14 @@ async def choose_model(pilot, spec: str = TINY, shape: str = "3x32x32") -> None:
     await pilot.press("escape")
 
 
+async def pick_listed(pilot, name: str) -> None:
+    """/, the catalogue model's name typed into the filter and ⏎, as a user picks a listed model (at its default
+    input); returns once its analysis is shown."""
+    await pilot.press("slash", *name, "enter")
+    await wait_until(pilot, lambda: analysed(pilot.app, name), what=f"the analysis of {name}")
+    await pilot.press("escape")
+
+
 async def run_custom_model(pilot, spec: str) -> None:
     """Type a module:factory into the custom field as a user would (the field cleared first), wait for its
     analysis, and press r."""
@@ -184,12 +200,34 @@ def gpu_report_and_fakes():
     return fixed_cpu(report), fake_nvml, fake_cuda
 
 
-def fake_h100_app():
-    """The app on the fake H100 of `gpu_report_and_fakes` (its fakes, probed once as there), telemetry not polled."""
+def make_app(*, gpu: bool = False, frozen: bool = False, answers: dict | None = None, measurement=None,
+             poll_telemetry: bool = False, **options):
+    """Every test app: TorchperfApp(**options) with telemetry sampled once (`poll_telemetry=True`: polled).
+
+    `gpu`: on the fake H100 of `gpu_report_and_fakes` (its NVML and CUDA seams), else on this box's CPU. `frozen`:
+    the device report fixed (CPU facts pinned) and a frozen telemetry source, for snapshots. `answers`: the
+    measurement process is a FakeMeasurement answering those job kinds with recorded results (tests/app/
+    recorded_answers.py) and handing the rest to a real one; `measurement`: another client factory (a
+    FakeMeasurement the test keeps, to read its requests); neither: the real measurement process."""
     from torchperf_tui.app.app import TorchperfApp
 
-    _, fake_nvml, fake_cuda = gpu_report_and_fakes()
-    return TorchperfApp(nvml=fake_nvml, cuda=fake_cuda, poll_telemetry=False)
+    if answers is not None:
+        if measurement is not None:
+            raise ValueError("answers or measurement, not both")
+        from tests.fakes.fake_measurement import FakeMeasurement
+        from torchperf_tui.measure.client import MeasurementProcess
+
+        measurement = FakeMeasurement(answers, real=MeasurementProcess)
+    seams: dict = {}
+    if gpu:
+        report, seams["nvml"], seams["cuda"] = gpu_report_and_fakes()
+        if frozen:
+            seams["device_report"] = report
+    elif frozen:
+        seams["device_report"] = cpu_report()
+    if frozen:
+        seams["telemetry"] = FrozenTelemetry(gpu=gpu)
+    return TorchperfApp(poll_telemetry=poll_telemetry, measurement=measurement, **seams, **options)
 
 
 class FrozenTelemetry:

@@ -9,9 +9,9 @@ import time
 import torch
 from torch import nn
 
-from tests.app.helpers import TINY, choose_model, flip, notifications, row_cells, screen_text, wait_ready, wait_until
+from tests.app.helpers import (TINY, choose_model, flip, make_app, notifications, row_cells, screen_text, wait_ready,
+                               wait_until)
 from tests.tinymodels import TinyCNN
-from torchperf_tui.app.app import TorchperfApp
 from torchperf_tui.app.screens.main import TABS
 
 
@@ -21,7 +21,7 @@ def rows(app, selector: str) -> list[list[str]]:
 
 
 async def test_number_keys_reach_every_tab_including_the_new_ones():
-    app = TorchperfApp(poll_telemetry=False)
+    app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_ready(pilot)
         for i, name in enumerate(TABS):
@@ -86,7 +86,7 @@ def slow_rising() -> nn.Module:
 
 
 async def test_a_new_request_or_c_cancels_the_search_in_flight():
-    app = TorchperfApp(poll_telemetry=False)  # the default bound (1024) and time budget (120 s)
+    app = make_app()  # the default bound (1024) and time budget (120 s)
     async with app.run_test(size=(110, 32)) as pilot:
         await wait_ready(pilot)
         # The tiny CNN's search now stops at its plateau in under a second: too soon to be cancelled.
@@ -155,7 +155,7 @@ async def test_a_failed_profile_is_notified_and_the_earlier_result_stays(tiny_ap
 
 
 async def test_history_lists_runs_made_here_and_compares_two_marked():
-    app = TorchperfApp(poll_telemetry=False, warmup=1, iters=10)
+    app = make_app(warmup=1, iters=10)
     async with app.run_test(size=(120, 32)) as pilot:
         await wait_ready(pilot)
         await pilot.press("8")
@@ -189,7 +189,7 @@ async def test_history_lists_runs_made_here_and_compares_two_marked():
 async def test_corrupt_history_lines_are_a_warning_not_a_failure(tmp_path):
     path = tmp_path / "runs.jsonl"
     path.write_text("{not json\n")
-    app = TorchperfApp(poll_telemetry=False, history_path=str(path))
+    app = make_app(history_path=str(path))
     async with app.run_test(size=(120, 32)) as pilot:
         await wait_ready(pilot)
         await pilot.press("8")
@@ -208,8 +208,10 @@ async def test_a_finished_run_shows_its_roofline(tiny_app):
         assert "MFU n/a (CPU peak" in line  # no CPU peak is known: it says why
         # per layer in the Layers tab: the arithmetic intensity where the data allows (side needs a peak)
         conv = next(i for i, row in enumerate(rows(app, "#layers-table")) if row[0] == "conv")
+        # the Layers tab hears of the roofline after the Timing pane's line shows it: wait for the table as a user would
+        await wait_until(pilot, lambda: rows(app, "#layers-table")[conv][7] != "–", what="the conv layer's intensity")
         intensity = rows(app, "#layers-table")[conv][7]
-        assert intensity != "–" and float(intensity) > 0
+        assert float(intensity) > 0
         assert rows(app, "#layers-table")[conv][8] == "–"  # no CPU peak: no side
 
 

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.app.helpers import (TINY, GiB, analysed, choose_model, fake_h100_app, flip, notifications, run_and_wait,
+from tests.app.helpers import (TINY, GiB, analysed, choose_model, flip, make_app, notifications, run_and_wait,
                                screen_text, wait_ready, wait_until)
-from torchperf_tui.app.app import TorchperfApp
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -28,7 +27,7 @@ def test_app_module_imports_no_torch_numpy_or_engine():
 
 
 async def test_panes_say_loading_before_the_engine_and_fill_in_after():
-    app = TorchperfApp(poll_telemetry=False)
+    app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_until(pilot, lambda: bool(app.main.query("#device-facts")), what="the lazy device pane")
         # The engine worker has not reported yet on the first frame.
@@ -42,7 +41,7 @@ async def test_panes_say_loading_before_the_engine_and_fill_in_after():
 
 
 async def test_pick_a_model_by_typing_shows_its_flops_and_layers():
-    app = TorchperfApp(poll_telemetry=False)
+    app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_ready(pilot)
         await pilot.press("slash", *"squeezenet1_0")
@@ -91,7 +90,7 @@ async def test_a_completed_run_is_in_the_history_file_at_once(tmp_path):
     from torchperf_tui.engine.records.history_file import HistoryFile
 
     path = tmp_path / "runs.jsonl"
-    app = TorchperfApp(poll_telemetry=False, warmup=1, iters=5, history_path=str(path))
+    app = make_app(warmup=1, iters=5, history_path=str(path))
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_ready(pilot)
         await choose_model(pilot)
@@ -139,7 +138,7 @@ async def test_flipping_a_flag_mid_run_cancels_it_and_restarts_with_the_new_flag
 
 
 async def test_release_memory_key_shows_what_was_freed():
-    app = TorchperfApp(poll_telemetry=False)
+    app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_ready(pilot)
         await pilot.press("e")
@@ -172,7 +171,7 @@ async def test_model_errors_are_notified_and_earlier_results_stay(tiny_app):
 
 
 async def test_tiny_and_resized_terminals_do_not_crash():
-    app = TorchperfApp(poll_telemetry=True, interval=0.2)
+    app = make_app(poll_telemetry=True, interval=0.2)
     async with app.run_test(size=(40, 12)) as pilot:
         await wait_ready(pilot)
         for size in ((80, 24), (30, 8), (160, 50), (40, 12)):
@@ -185,7 +184,7 @@ async def test_tiny_and_resized_terminals_do_not_crash():
 
 
 async def test_help_screenshot_and_command_palette(tmp_path):
-    app = TorchperfApp(poll_telemetry=False, screenshot_dir=str(tmp_path))
+    app = make_app(screenshot_dir=str(tmp_path))
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_ready(pilot)
         await pilot.press("question_mark")
@@ -214,7 +213,7 @@ async def test_quit_key_cancels_a_run_in_flight(tiny_app):
 
 
 async def test_autostart_opens_with_the_model_chosen_and_a_run_started():
-    app = TorchperfApp(model=TINY, autostart=True, poll_telemetry=False, warmup=0, iters=20)
+    app = make_app(model=TINY, autostart=True, warmup=0, iters=20)
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_until(pilot, lambda: app.session.runs.get(1) is not None and app.session.runs.get(1).finished,
                          timeout=90, what="the autostarted run")
@@ -222,7 +221,7 @@ async def test_autostart_opens_with_the_model_chosen_and_a_run_started():
 
 
 async def test_fake_h100_device_and_memory_views():
-    app = fake_h100_app()
+    app = make_app(gpu=True)
     async with app.run_test(size=(110, 32)) as pilot:
         await wait_ready(pilot)
         await wait_until(pilot, lambda: app.pane("memory").last_telemetry is not None, what="a telemetry sample")
@@ -284,7 +283,7 @@ async def test_two_runs_are_compared_overlaid_and_the_baseline_can_change(tiny_a
 
 
 async def test_choosing_the_cpu_in_the_device_selector_switches_flags_and_memory_view():
-    app = fake_h100_app()
+    app = make_app(gpu=True)
     async with app.run_test(size=(110, 32)) as pilot:
         await wait_ready(pilot)
         await wait_until(pilot, lambda: app.pane("memory").last_telemetry is not None, what="a telemetry sample")
@@ -301,7 +300,7 @@ async def test_choosing_the_cpu_in_the_device_selector_switches_flags_and_memory
 async def test_device_cuda_on_a_box_without_one_says_so_and_the_cpu_can_be_chosen():
     """Never a silent fall-back: the header and a notification say the device is not there, a run on it fails
     with the engine's line, and choosing cpu in the Device tab makes the next run work."""
-    app = TorchperfApp(poll_telemetry=False, device="cuda", model=TINY, autostart=True, warmup=0, iters=3)
+    app = make_app(device="cuda", model=TINY, autostart=True, warmup=0, iters=3)
     async with app.run_test(size=(110, 32)) as pilot:
         await wait_until(pilot, lambda: app.session.runs.get(1) is not None and app.session.runs.get(1).finished,
                          what="the run on cuda")
@@ -343,7 +342,7 @@ async def test_each_line_belongs_to_the_model_or_run_it_describes(tiny_app):
 
 
 async def test_the_model_given_with_model_is_highlighted_in_the_list():
-    app = TorchperfApp(poll_telemetry=False, model="resnet18")
+    app = make_app(model="resnet18")
     async with app.run_test(size=(110, 34)) as pilot:
         await wait_until(pilot, lambda: app.main.panes_mounted() and app.pane("picker").spec == "resnet18",
                          what="the model chosen")

@@ -3,12 +3,11 @@ assumed, as the CLI does; typing a shape or choosing another model takes the not
 
 from __future__ import annotations
 
-from tests.app.helpers import TINY, analysed, screen_text, wait_ready, wait_until
-from torchperf_tui.app.app import TorchperfApp
+from tests.app.helpers import TINY, analysed, make_app, screen_text, wait_ready, wait_until
 
 
 async def test_choosing_a_model_without_an_input_shape_says_the_shape_is_assumed_until_one_is_typed():
-    app = TorchperfApp(poll_telemetry=False, device="cpu")
+    app = make_app(device="cpu")
     async with app.run_test(size=(110, 34)) as pilot:
         await wait_ready(pilot)
         await pilot.click("#custom-spec")

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from tests.app.helpers import TINY, screen_text, wait_until
-from torchperf_tui.app.app import TorchperfApp
+from tests.app.helpers import TINY, make_app, screen_text, wait_until
 from torchperf_tui.app.demo import story
 from torchperf_tui.engine.benchmark.flags import Flags
 
@@ -13,7 +12,7 @@ def banner(app) -> str:
 
 
 async def test_the_demo_plays_its_first_steps_hands_free_with_cpu_analogues():
-    app = TorchperfApp(model=TINY, demo=True, demo_pace=0.0, poll_telemetry=False, warmup=1, iters=5)
+    app = make_app(model=TINY, demo=True, demo_pace=0.0, warmup=1, iters=5)
     async with app.run_test(size=(110, 34)) as pilot:
         await wait_until(pilot, lambda: "demo 1/6" in banner(app), what="step 1")
         assert "oneDNN on vs off, fixed shape" in banner(app) and "GPU-only" in banner(app)
@@ -40,7 +39,7 @@ async def test_the_demo_plays_its_first_steps_hands_free_with_cpu_analogues():
 
 
 async def test_any_key_takes_over_from_the_demo():
-    app = TorchperfApp(model=TINY, demo=True, demo_pace=30.0, poll_telemetry=False, warmup=1, iters=5)
+    app = make_app(model=TINY, demo=True, demo_pace=30.0, warmup=1, iters=5)
     async with app.run_test(size=(110, 34)) as pilot:
         await wait_until(pilot, lambda: "demo 1/6" in banner(app), what="step 1")
         await pilot.press("2")  # a user switches to Compare: the demo stops, the key still works

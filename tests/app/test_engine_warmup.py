@@ -3,9 +3,8 @@ plain imports. A module that fails to import disables what needs it, with its re
 
 from __future__ import annotations
 
-from tests.app.helpers import TINY, choose_model, flip, notifications, wait_ready, wait_until
+from tests.app.helpers import TINY, choose_model, flip, make_app, notifications, wait_ready, wait_until
 from torchperf_tui.app import session as session_module
-from torchperf_tui.app.app import TorchperfApp
 from torchperf_tui.app.session import Session
 
 
@@ -21,7 +20,7 @@ def test_has_answers_after_the_warm_up_and_names_why_a_module_is_missing(monkeyp
 
 async def test_a_module_that_fails_to_import_disables_its_view_not_the_app(monkeypatch):
     monkeypatch.setitem(session_module.ENGINE_MODULES, "kernels", "tests.app.no_such_engine_module")
-    app = TorchperfApp(poll_telemetry=False, warmup=1, iters=5)
+    app = make_app(warmup=1, iters=5)
     async with app.run_test(size=(110, 34)) as pilot:
         await wait_ready(pilot)  # the rest loaded: flags, device, model list
         await wait_until(pilot, lambda: any("engine module kernels not available" in n for n in notifications(app)),

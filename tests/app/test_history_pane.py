@@ -9,9 +9,8 @@ import json
 from textual.app import App, ComposeResult
 from textual.widgets import Footer
 
-from tests.app.helpers import row_cells, screen_text, wait_ready, wait_until
+from tests.app.helpers import make_app, row_cells, screen_text, wait_ready, wait_until
 from tests.records import make_record
-from torchperf_tui.app.app import TorchperfApp
 from torchperf_tui.app.widgets.history.history_pane import HistoryPane
 from torchperf_tui.engine.records.history_file import HistoryFile
 
@@ -163,7 +162,7 @@ async def test_bad_lines_are_counted_on_the_page_and_reported_once(tmp_path):
 async def test_the_app_history_tab_shows_a_page_of_a_long_history(tmp_path):
     path = tmp_path / "runs.jsonl"
     records = write_history(path, 230)
-    app = TorchperfApp(poll_telemetry=False, history_path=str(path))
+    app = make_app(history_path=str(path))
     async with app.run_test(size=(120, 32)) as pilot:
         await wait_ready(pilot)
         await pilot.press("8")

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from torchperf_tui.app.app import TorchperfApp
+from tests.app.helpers import make_app
 from torchperf_tui.engine.records.output_files import OutputPathError
 from torchperf_tui.options import OptionError
 
@@ -15,11 +15,11 @@ from torchperf_tui.options import OptionError
 @pytest.mark.parametrize("interval", [math.nan, math.inf, 1e-9, 0.0, -1.0, 3600.0])
 def test_a_telemetry_interval_that_would_flood_or_starve_the_loop_is_refused(interval):
     with pytest.raises(OptionError, match="interval"):
-        TorchperfApp(interval=interval)
+        make_app(interval=interval)
 
 
 async def test_a_screenshot_never_replaces_a_directory_and_the_palettes_goes_where_s_does(tmp_path):
-    app = TorchperfApp(poll_telemetry=False, screenshot_dir=str(tmp_path))
+    app = make_app(screenshot_dir=str(tmp_path))
     async with app.run_test(size=(80, 24)) as pilot:
         from tests.app.helpers import wait_until
 
@@ -38,7 +38,7 @@ async def test_a_screenshot_never_replaces_a_directory_and_the_palettes_goes_whe
 async def test_a_model_calling_sys_exit_fails_its_run_and_the_app_keeps_running():
     from tests.app.helpers import run_custom_model, wait_ready, wait_until
 
-    app = TorchperfApp(poll_telemetry=False, warmup=1, iters=3)
+    app = make_app(warmup=1, iters=3)
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_ready(pilot)
         await run_custom_model(pilot, "tests.hostilemodels:exits_when_timed")

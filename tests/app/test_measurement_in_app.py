@@ -7,19 +7,17 @@ import subprocess
 import sys
 import textwrap
 
-from tests.app.helpers import notifications, run_custom_model, wait_ready, wait_until
-from torchperf_tui.app.app import TorchperfApp
+from tests.app.helpers import make_app, notifications, run_custom_model, wait_ready, wait_until
 
 
 def test_the_ui_process_never_imports_torch_even_after_a_run(tmp_path):
     # In a fresh interpreter: pytest's own process has imported torch for other tests.
     script = textwrap.dedent("""
         import asyncio, sys
-        from torchperf_tui.app.app import TorchperfApp
-        from tests.app.helpers import flip, run_custom_model, wait_ready, wait_until
+        from tests.app.helpers import flip, make_app, run_custom_model, wait_ready, wait_until
 
         async def main():
-            app = TorchperfApp(poll_telemetry=True, warmup=1, iters=5, model="tests.tinymodels:tiny_cnn",
+            app = make_app(poll_telemetry=True, warmup=1, iters=5, model="tests.tinymodels:tiny_cnn",
                                autostart=True)
             async with app.run_test(size=(100, 30)) as pilot:
                 await wait_ready(pilot)
@@ -48,7 +46,7 @@ def test_the_ui_process_never_imports_torch_even_after_a_run(tmp_path):
 
 
 async def test_a_model_that_kills_its_process_fails_its_run_and_the_next_run_works():
-    app = TorchperfApp(poll_telemetry=False, warmup=1, iters=5)
+    app = make_app(warmup=1, iters=5)
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_ready(pilot)
         first_pid = app.session.measurement_pid
@@ -84,7 +82,7 @@ async def test_a_key_asks_the_measurement_process_and_the_pane_shows_its_answer(
                              [KernelTime("aten::thnn_conv2d", 310.0, 1)])],
         kind="cpu-op", note=CPU_NOTE, iters=3)
     fake = FakeMeasurement(answers={"kernels": recorded}, real=MeasurementProcess)
-    app = TorchperfApp(poll_telemetry=False, warmup=1, iters=5, measurement=fake)
+    app = make_app(warmup=1, iters=5, measurement=fake)
     async with app.run_test(size=(110, 34)) as pilot:
         await wait_ready(pilot)
         await choose_model(pilot, TINY, "3x32x32")

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import time
 
-from tests.app.helpers import TINY, analysed, wait_ready, wait_until
-from torchperf_tui.app.app import TorchperfApp
+from tests.app.helpers import TINY, analysed, make_app, wait_ready, wait_until
 
 BLOCKER = "tests.hostile_process_models:blocks_when_built"
 
@@ -21,7 +20,7 @@ async def _type_spec(pilot, spec: str) -> None:
 async def test_after_a_model_whose_build_blocks_the_next_model_is_analysed(tmp_path, monkeypatch):
     mark = tmp_path / "blocking"
     monkeypatch.setenv("TORCHPERF_TEST_MARK", str(mark))  # the blocker creates it, in the measurement process
-    app = TorchperfApp(poll_telemetry=False, device="cpu")
+    app = make_app(device="cpu")
     async with app.run_test(size=(110, 34)) as pilot:
         await wait_ready(pilot)
         first_pid = app.session.measurement_pid

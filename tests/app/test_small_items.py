@@ -4,7 +4,9 @@ that disagree, names cut from the left, toasts that stay over a table)."""
 
 from __future__ import annotations
 
-from tests.app.helpers import screen_text, wait_until
+from tests.app.helpers import flip, screen_text, shown_notifications, wait_until
+from tests.app.recorded_answers import NOT_PLACED, TimedRuns, run_in_flight
+from tests.fakes.fake_measurement import Failed
 
 
 async def test_a_with_identical_arms_says_there_is_nothing_to_compare(tiny_app):
@@ -65,27 +67,15 @@ def test_a_full_history_drops_the_oldest_run_that_is_not_the_baseline():
 
 
 async def test_the_timing_header_and_body_agree_at_the_first_timed_batch(tiny_app):
-    from types import SimpleNamespace
-
-    from torchperf_tui.app.runs import LiveRun
-
-    async with tiny_app(shape="3x16x16", size=(110, 34), warmup=1, iters=6) as pilot:
+    """r; the run's first timed batch comes at once after its warm-up, inside the live statistics' refresh period
+    (the fake measurement process streams both and holds the run there): the body has its statistics when the
+    header says 'timed 15/64', never 'no timed samples yet'."""
+    in_flight = run_in_flight(warmup=[2.0] * 10, timed=[1.0 + i / 100 for i in range(15)], total=64)
+    async with tiny_app(shape="3x16x16", size=(110, 34), answers={"time": in_flight}) as pilot:
         app = pilot.app
-        app.main.show_tab("timing")
-        timing = app.pane("timing")
-        record = LiveRun(run_id=99, model="m", device="cpu", flags=None, flags_text="defaults", status="starting")
-        timing.record = record
-
-        def batch(phase, samples, index, total):
-            return SimpleNamespace(phase=phase, samples_ms=samples, first_seen=[False] * len(samples), index=index,
-                                   total=total, memory=None, memory_kind=None)
-
-        timing._samples(record, batch("warmup", [2.0] * 10, 9, 10))
-        # the timed batch comes at once after the warm-up, inside the live statistics' refresh period
-        timing._samples(record, batch("timed", [1.0 + i / 100 for i in range(15)], 14, 64))
-        await pilot.pause()
-        header, body = screen_text(app, "#run-status"), screen_text(app, "#run-stats")
-        assert "timed 15/64" in header
+        await pilot.press("r")
+        await wait_until(pilot, lambda: "timed 15/64" in screen_text(app, "#run-status"), what="the first timed batch")
+        body = screen_text(app, "#run-stats")
         assert "no timed samples yet" not in body and "n=15" in body, body
 
 
@@ -116,12 +106,14 @@ def test_a_module_factory_too_long_for_the_history_keeps_the_factory_whole():
 
 
 async def test_a_failed_comparison_is_said_in_the_pane_and_its_toast_is_short(tiny_app):
-    async with tiny_app(shape="3x16x16", size=(80, 24), warmup=1, iters=6) as pilot:
+    """A flip (its run answered), then a; the comparison fails in the measurement process: the Compare pane's
+    verdict line says the error, and its toast is short (once 8 s over the table at 80x24)."""
+    answers = {"time": TimedRuns(), "roofline": NOT_PLACED, "ab": Failed("the model raised ValueError: boom")}
+    async with tiny_app(shape="3x16x16", size=(80, 24), answers=answers) as pilot:
         app = pilot.app
-        shown = []
-        real_notify = app.notify
-        app.notify = lambda message, **kw: shown.append((message, kw.get("timeout"))) or real_notify(message, **kw)
-        app.pane("compare")._ab_failed("the model raised ValueError: boom")
-        await pilot.pause()
-        assert "error: the model raised ValueError: boom" in screen_text(app, "#compare-verdict")
-        assert shown and all(timeout is not None and timeout <= 5 for _, timeout in shown)  # once 8 s over the table
+        await flip(pilot, "mkldnn_enabled")
+        await pilot.press("a")
+        said = "error: the model raised ValueError: boom"
+        await wait_until(pilot, lambda: said in screen_text(app, "#compare-verdict"), what="the Compare pane to say it")
+        failed = [shown for shown in shown_notifications(app) if shown.title == "compare failed"]
+        assert failed and all(shown.timeout is not None and shown.timeout <= 5 for shown in failed)

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from tests.app.helpers import TINY, flip, notifications, screen_text, wait_ready, wait_until
+from tests.app.helpers import TINY, flip, make_app, notifications, screen_text, wait_ready, wait_until
 from tests.app.test_analysis_tabs import rows
-from torchperf_tui.app.app import TorchperfApp
 from torchperf_tui.app.runs import LiveRun
 from torchperf_tui.app.widgets.memory.memory_chart import MemoryChart
 from torchperf_tui.app.widgets.timing.histogram import LatencyHistogram, LatencyOverlay
@@ -147,7 +146,7 @@ def test_compile_line_reports_compile_time_apart_or_the_failure_with_eager_numbe
 
 
 async def test_the_graph_option_reaches_the_engine_config():
-    app = TorchperfApp(poll_telemetry=False)
+    app = make_app()
     async with app.run_test(size=(110, 34)) as pilot:
         await wait_ready(pilot)
         picker = app.pane("picker")

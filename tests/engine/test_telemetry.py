@@ -89,14 +89,7 @@ def test_lost_gpu_among_two_degrades_that_gpu_only():
     sampler = TelemetrySampler(nvml=Nvml.open(nvml), cuda=FakeCuda.unavailable())
     sampler.sample()  # handles are cached by now, as in a long-running session
 
-    real_enter = nvml._enter
-
-    def lose_second(function, handle=None):
-        if handle is not None and handle.index == 1:
-            raise fk.NVMLError(fk.NVML_ERROR_GPU_IS_LOST)
-        return real_enter(function, handle)
-
-    nvml._enter = lose_second
+    nvml.lose(1)
     first, second = sampler.sample().gpus
     assert all(isinstance(getattr(first, n), (int, float)) for n in GPU_FIELDS)
     assert all(getattr(second, n) == NA("GPU is lost (fell off the bus); a reset or reboot is needed")

@@ -6,6 +6,7 @@ Pass an instance wherever the engine takes an NVML module: `Nvml.open(module=Fak
     fake.fail("nvmlDeviceGetPowerUsage", NVML_ERROR_NOT_SUPPORTED)   # every later call raises
     fake.fail("nvmlDeviceGetTemperature", NVML_ERROR_GPU_IS_LOST, times=1)  # only the next call
     fake.fail_init(NVML_ERROR_LIB_RM_VERSION_MISMATCH)               # nvmlInit raises
+    fake.lose(1)                                                     # every query of GPU 1 raises GPU_IS_LOST
     fake.gpus[0].memory_used = 10 * GiB                              # the next sample sees it
     fake.calls["nvmlDeviceGetMaxClockInfo"]                          # how often a function was called
 
@@ -140,6 +141,7 @@ class FakeNvml:
         self.calls: Counter[str] = Counter()
         self._failures: dict[str, tuple[int, int | None]] = {}
         self._init_error: int | None = None
+        self._lost: dict[int, int] = {}  # GPU index -> the error every query of its handle raises
 
     def __getattr__(self, name: str):
         # The NVML_* constants live at module level here; expose them on the instance like pynvml does.
@@ -156,8 +158,13 @@ class FakeNvml:
         """Make nvmlInit raise NVMLError(code) (library missing, driver mismatch, ...)."""
         self._init_error = code
 
+    def lose(self, index: int, code: int = NVML_ERROR_GPU_IS_LOST) -> None:
+        """Make every later query of GPU `index` (through its handle) raise NVMLError(code): it fell off the bus."""
+        self._lost[index] = code
+
     def clear_failures(self) -> None:
         self._failures.clear()
+        self._lost.clear()
         self._init_error = None
 
     def _enter(self, function: str, handle: FakeHandle | None = None) -> FakeGpu | None:
@@ -175,6 +182,8 @@ class FakeNvml:
             raise NVMLError(code)
         if handle is None:
             return None
+        if isinstance(handle, FakeHandle) and handle.index in self._lost:
+            raise NVMLError(self._lost[handle.index])
         if not isinstance(handle, FakeHandle) or not 0 <= handle.index < len(self.gpus):
             raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
         return self.gpus[handle.index]
