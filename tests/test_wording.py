@@ -52,3 +52,46 @@ def test_timing_facts_are_rows_with_levels():
     assert peak_value(SimpleNamespace()) is None
     assert state_rows(result) == [("torch state", "tf32 changed", WARNING)]
     assert noise_rows(result) == [("host", "load 0.1", NORMAL), ("warning", "noisy host: load 3", WARNING)]
+
+
+def _search(**changes):
+    result = dict(model="tiny", device="cpu", sample_shape=(3, 16, 16), dtype="float32", samples_per_s=4911.23,
+                  best_batch=4, best_try_samples_per_s=4487.1, latency_ms=0.8219, to_oom=False, step="infer",
+                  stop_rule="max-batch", stop_reason="stopped growing at the max-batch bound 4: larger batches may fit",
+                  memory_cap_bytes=2 * 1024**3, allocator_before_bytes=None, allocator_after_bytes=None,
+                  notes=["a note"], measurement=SimpleNamespace(iters=10, fits=True),
+                  limit_text=lambda: "not searched past 4: stopped by max-batch", time_text=lambda: "1.8 s of the 120 s budget",
+                  points=[SimpleNamespace(batch=2, latency_ms=0.8031, samples_per_s=2490.1, seconds=0.04),
+                          SimpleNamespace(batch=4, latency_ms=0.8912, samples_per_s=4487.1, seconds=0.05)])
+    result.update(changes)
+    return SimpleNamespace(**result)
+
+
+def test_a_batch_search_says_its_best_batch_limit_and_stop_rule_once_for_the_cli_and_the_pane():
+    from torchperf_tui.wording import bold
+    from torchperf_tui.wording.throughput import (best_text, fits_text, limit_row, point_cells, stopped_by_row,
+                                                  throughput_rows, throughput_title, try_line)
+
+    result = _search()
+    assert throughput_title(result) == "tiny on cpu, sample 3x16x16 float32"
+    rows = throughput_rows(result)
+    assert [label for label, _, _ in rows] == ["best throughput", "latency at that batch", "largest batch that fits",
+                                              "stopped by", "search took", "memory cap", "allocator before / after",
+                                              "note"]
+    assert rows[0][1] == "4911.2 samples/s at batch 4 (10 iterations; its search try: 4487.1)"
+    assert rows[1][1] == "0.822 ms" and rows[5][1] == "2.0 GiB" and rows[6][1] == "n/a / n/a"
+    assert best_text(result, bold) == "[b]4911.2[/] samples/s at batch [b]4[/]"
+    assert limit_row(result) == ("largest batch that fits", "not searched past 4: stopped by max-batch", "")
+    assert stopped_by_row(result, bold, lambda text: text.upper())[1] == \
+        "[b]max-batch[/]: STOPPED GROWING AT THE MAX-BATCH BOUND 4: LARGER BATCHES MAY FIT"
+    assert stopped_by_row(_search(to_oom=True))[1].endswith("larger batches may fit (--to-oom: no plateau rule)")
+    assert point_cells(result) == [("2", "0.803 ms", "2490.1", "0.0 s", ""), ("4", "0.891 ms", "4487.1", "0.1 s", "best")]
+    trained = throughput_rows(_search(step="train (sgd)"))
+    assert trained[0][:2] == ("each iteration", "a training step, train (sgd): the largest batch that fits is the "
+                                                "largest that fits for training (activations kept for the backward, "
+                                                "gradients, optimizer state)")
+    fitted = SimpleNamespace(batch=4, phase="grow", fits=True, latency_ms=0.8912, samples_per_s=4487.14, seconds=0.04)
+    assert try_line(fitted) == "batch     4 (grow): fits, 0.891 ms, 4487.1 samples/s (0.0 s)"
+    refused = SimpleNamespace(batch=8, phase="grow", fits=False, reason="out of memory", seconds=None)
+    assert fits_text(refused) == "does not fit: out of memory"
+    assert try_line(refused) == "batch     8 (grow): does not fit: out of memory"

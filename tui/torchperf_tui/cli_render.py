@@ -11,10 +11,10 @@ from rich.table import Table
 
 from torchperf_tui.engine.benchmark.stats import percentile_supported
 from torchperf_tui.formatting import (UNSUPPORTED_LEGEND, fit_name, format_bytes, format_count,
-                                      format_ms, format_percentile, format_shape, number_text)
-from torchperf_tui.wording.conditions import conditions_rows
+                                      format_ms, format_percentile, format_shape)
 from torchperf_tui.wording.modes import mode_cells, modes_title
 from torchperf_tui.wording.roofline import Footnotes, roofline_rows, roofline_title
+from torchperf_tui.wording.throughput import point_cells, throughput_rows, throughput_title, try_line
 from torchperf_tui.wording.timing import noise_rows, timing_rows, timing_title
 
 # Piped output (scripts, files) gets wide lines instead of rich's 80-column wrapping.
@@ -94,47 +94,18 @@ def render_memsnap(result) -> None:
 
 def render_batch_try(t) -> None:
     """One line per batch tried, as the search goes (stderr: stdout keeps the result)."""
-    took = f" ({number_text(t.seconds, '.1f', ' s')})" if t.seconds is not None else ""
-    if t.fits:
-        text = (f"batch {t.batch:>5} ({t.phase}): fits, {number_text(t.latency_ms, '.3f', ' ms')}, "
-                f"{number_text(t.samples_per_s, '.1f', ' samples/s')}{took}")
-    else:
-        text = f"batch {t.batch:>5} ({t.phase}): does not fit: {t.reason}{took}"
-    print(text, file=sys.stderr)
+    print(try_line(t), file=sys.stderr)
 
 
 def render_throughput(result) -> None:
     """The best samples/s and its batch first, then the largest batch that fits as far as the search knows,
     the rule that stopped it and the time spent; then every batch that fitted, the best one marked."""
-    measured = result.measurement
-    iters = f" ({measured.iters} iterations; its search try: {number_text(result.best_try_samples_per_s, '.1f')})" \
-        if measured is not None and measured.fits else ""
-    rows = [("best throughput", f"{number_text(result.samples_per_s, '.1f', ' samples/s')} at batch {result.best_batch}"
-                                f"{iters}"),
-            ("latency at that batch", number_text(result.latency_ms, ".3f", " ms")),
-            ("largest batch that fits", result.limit_text()),
-            ("stopped by", f"{result.stop_rule}: {result.stop_reason}" + (" (--to-oom: no plateau rule)"
-                                                                        if result.to_oom else "")),
-            ("search took", result.time_text()),
-            ("memory cap", format_bytes(result.memory_cap_bytes)),
-            ("allocator before / after", f"{format_bytes(result.allocator_before_bytes)} / "
-                                         f"{format_bytes(result.allocator_after_bytes)}")]
-    rows += [("note", note) for note in result.notes]
-    step = getattr(result, "step", "infer")
-    rows += conditions_rows(getattr(result, "conditions", None), step,
-                            during=f"the measurement at batch {result.best_batch}")
-    if step != "infer":
-        rows.insert(0, ("each iteration", step if not step.startswith("train") else
-                        f"a training step, {step}: the largest batch that fits is the largest that fits for "
-                        "training (activations kept for the backward, gradients, optimizer state)"))
-    print_kv(f"{result.model} on {result.device}, sample {format_shape(result.sample_shape)} "
-              f"{result.dtype}", rows)
+    print_kv(throughput_title(result), throughput_rows(result))
     table = Table(box=None, header_style="bold")
     for column in ("batch", "latency", "samples/s", "try took", ""):
         table.add_column(column, justify="right" if column else "left")
-    for point in result.points:
-        table.add_row(str(point.batch), number_text(point.latency_ms, ".3f", " ms"), number_text(point.samples_per_s, ".1f"),
-                      number_text(point.seconds, ".1f", " s"), "best" if point.batch == result.best_batch else "")
+    for cells in point_cells(result):
+        table.add_row(*cells)
     console.print()
     console.print("batches that fit (short tries; the best batch measured again above)", style="bold underline")
     console.print(table)

@@ -1,5 +1,6 @@
-"""How each result reads to a person: the facts of a timing run, its run conditions, the timing modes and the
-roofline as rows (label, value, level), said once for the CLI and the app. The CLI lays the rows into Rich
+"""How each result reads to a person: the facts of a timing run, its run conditions, the timing modes, the roofline,
+a batch search, an A/B comparison, the device, a profile, the kernels per layer, a model's complexity and the measured
+ceilings as rows (label, value, level) or sentences, said once for the CLI and the app. The CLI lays the rows into Rich
 tables (cli_render.py); the panes put them into their widgets, the level as a colour.
 
 No torch and no Textual here: the app words its results before the engine is loaded, and the CLI has no app.
@@ -15,3 +16,13 @@ Row = tuple  # (label, value, level): value a str, level NORMAL or WARNING
 
 def row(label: str, value, level: str = NORMAL) -> Row:
     return (label, value, level)
+
+
+def plain(text) -> str:
+    """A figure as it is: the CLI's way of stressing one (a wording's `strong`, and `escape` where text is no markup)."""
+    return str(text)
+
+
+def bold(text) -> str:
+    """A figure in bold Textual markup: the panes' way of stressing one (a wording's `strong`)."""
+    return f"[b]{text}[/]"

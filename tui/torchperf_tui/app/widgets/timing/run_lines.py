@@ -105,7 +105,12 @@ def conditions_text(record, compact: bool = False) -> str:
     """A finished CUDA run: the GPU's clocks, temperature, power, energy per item and throttling over its
     timed iterations; throttling in the warning colour, with its reasons and shares unless `compact` (then the
     clocks, energy and the word alone)."""
-    rows = conditions_line_rows(record.result, record.label, compact)
+    return conditions_markup(conditions_line_rows(record.result, record.label, compact))
+
+
+def conditions_markup(rows) -> str:
+    """wording.conditions' line rows in markup: the summary in the warning colour when the GPU throttled, then each
+    throttling row in bold warning; '' without rows."""
     if not rows:
         return ""
     (label, value, level), *throttling = rows
