@@ -60,7 +60,8 @@ def _search(**changes):
                   stop_rule="max-batch", stop_reason="stopped growing at the max-batch bound 4: larger batches may fit",
                   memory_cap_bytes=2 * 1024**3, allocator_before_bytes=None, allocator_after_bytes=None,
                   notes=["a note"], measurement=SimpleNamespace(iters=10, fits=True),
-                  limit_text=lambda: "not searched past 4: stopped by max-batch", time_text=lambda: "1.8 s of the 120 s budget",
+                  limit_text=lambda: "not searched past 4: stopped by max-batch",
+                  time_text=lambda: "1.8 s of the 120 s budget",
                   points=[SimpleNamespace(batch=2, latency_ms=0.8031, samples_per_s=2490.1, seconds=0.04),
                           SimpleNamespace(batch=4, latency_ms=0.8912, samples_per_s=4487.1, seconds=0.05)])
     result.update(changes)
@@ -95,3 +96,33 @@ def test_a_batch_search_says_its_best_batch_limit_and_stop_rule_once_for_the_cli
     refused = SimpleNamespace(batch=8, phase="grow", fits=False, reason="out of memory", seconds=None)
     assert fits_text(refused) == "does not fit: out of memory"
     assert try_line(refused) == "batch     8 (grow): does not fit: out of memory"
+
+
+class _Flags:
+    def describe(self, device, threads_used=None, default_threads=None):
+        return f"flags on {device}, {threads_used} threads"
+
+
+def _arm(spec, median, ci=None, **changes):
+    arm = dict(spec=spec, flags=_Flags(), threads_used=1, threads_asked=None, dtype="float32", channels_last=False,
+               shapes="fixed", median_ms=median, ci_low_ms=ci and ci[0], ci_high_ms=ci and ci[1], p90_ms=median,
+               p99_ms=median, samples_ms=[median] * 60, blocks=[0] * 6, step="infer", conditions=None)
+    arm.update(changes)
+    return SimpleNamespace(**arm)
+
+
+def test_an_ab_comparison_says_each_arm_once_for_the_cli_and_the_pane():
+    from torchperf_tui.wording.compare import ab_title, arm_cells, arm_conditions, ci_text
+
+    a = _arm("base", 6.1, ci=(6.05, 6.14), conditions=SimpleNamespace(short=lambda step, brief=False: f"{step} {brief}"))
+    b = _arm("channels_last=true", 5.2, channels_last=True)
+    result = SimpleNamespace(a=a, b=b, model="tiny", device="cpu", input_shape=(1, 3, 16, 16), order=[0] * 12,
+                             step="train", optimizer="sgd", amp="bf16")
+    assert ci_text(a) == "6.05 ms - 6.14 ms" and ci_text(b) is None
+    assert ab_title(result) == ("tiny on cpu, input 1x3x16x16, each iteration a training step (sgd, every block from "
+                                "the same weights), torch.autocast bf16: A and B interleaved in 12 randomised blocks")
+    assert arm_cells(result) == [
+        ("A", "base", "flags on cpu, 1 threads", "6.10 ms", "6.05 ms - 6.14 ms", "6.10 ms", "6.10 ms?", "6"),
+        ("B", "channels_last=true", "flags on cpu, 1 threads, channels_last", "5.20 ms", "-", "5.20 ms", "5.20 ms?", "6")]
+    assert arm_conditions(result) == [("A", "infer False")]
+    assert arm_conditions(result, brief=True) == [("A", "infer True")]

@@ -12,10 +12,11 @@ from rich.table import Table
 from torchperf_tui.engine.benchmark.stats import percentile_supported
 from torchperf_tui.formatting import (UNSUPPORTED_LEGEND, fit_name, format_bytes, format_count,
                                       format_ms, format_percentile, format_shape)
+from torchperf_tui.wording.compare import ab_title, arm_cells, arm_conditions
 from torchperf_tui.wording.modes import mode_cells, modes_title
 from torchperf_tui.wording.roofline import Footnotes, roofline_rows, roofline_title
 from torchperf_tui.wording.throughput import point_cells, throughput_rows, throughput_title, try_line
-from torchperf_tui.wording.timing import noise_rows, timing_rows, timing_title
+from torchperf_tui.wording.timing import noise_rows, state_rows, timing_rows, timing_title
 
 # Piped output (scripts, files) gets wide lines instead of rich's 80-column wrapping.
 # A pipe gets 200 columns (a log keeps whole lines) unless COLUMNS says how wide to be.
@@ -232,47 +233,26 @@ def _render_time_split(result) -> None:
 
 def render_ab(result) -> None:
     """Both arms side by side, then the verdict in one line."""
-    from torchperf_tui.engine.benchmark.abtest import arm_step_text
-
-    mixed = "mixed" in (getattr(result, "step", "infer"), getattr(result, "amp", None))  # each arm says its own
     table = Table(box=None, header_style="bold")
     numeric = ("median", "95 % CI", "p90", "p99", "blocks")
     for column in ("arm", "spec", "flags", *numeric):
         table.add_column(column, justify="right" if column in numeric else "left")
-    for name, arm in (("A", result.a), ("B", result.b)):
-        ci = "-" if arm.ci_low_ms is None else f"{format_ms(arm.ci_low_ms)} - {format_ms(arm.ci_high_ms)}"
-        table.add_row(name, arm.spec, arm.flags.describe(device=result.device,
-                                                     threads_used=getattr(arm, "threads_used", None),
-                                                     default_threads=getattr(arm, "threads_asked", None)) +
-                      (f", {arm.dtype}" if arm.dtype != "float32" else "") +
-                      (", channels_last" if arm.channels_last else "") +
-                      (f", shapes {arm.shapes} ({arm.first_seen} new)" if arm.shapes != "fixed" else "") +
-                      (f", {arm_step_text(arm)}" if mixed else ""),
-                      format_ms(arm.median_ms), ci, format_percentile(arm.p90_ms, 0.9, len(arm.samples_ms)),
-                      format_percentile(arm.p99_ms, 0.99, len(arm.samples_ms)), str(len(arm.blocks)))
-    step = getattr(result, "step", "infer")
-    amp = getattr(result, "amp", None)
-    what = (f", each iteration a training step ({result.optimizer}, every block from the same weights)"
-            if step == "train" else ", every block from the same weights" if step == "mixed" else "") + \
-        (f", torch.autocast {amp}" if amp and amp != "mixed" else "")
-    console.print(f"{result.model} on {result.device}, input {format_shape(result.input_shape)}{what}: "
-                  f"A and B interleaved in {len(result.order)} randomised blocks", style="bold underline")
+    for cells in arm_cells(result):
+        table.add_row(*cells)
+    console.print(ab_title(result), style="bold underline")
     console.print(table)
     if not all(percentile_supported(0.99, len(arm.samples_ms)) for arm in (result.a, result.b)):
         console.print(UNSUPPORTED_LEGEND, style="dim")
-    for name, arm in (("A", result.a), ("B", result.b)):
-        conditions = getattr(arm, "conditions", None)
-        if conditions is not None:
-            console.print(f"GPU during {name}'s blocks: {conditions.short(arm.step)}")
+    for name, text in arm_conditions(result):
+        console.print(f"GPU during {name}'s blocks: {text}")
     console.print()
     console.print(result.summary(), style="bold")
     if result.ratio_note():
         console.print(f"note: {result.ratio_note()}")
     for note in result.notes:
         console.print(f"note: {note}")
-    for note in getattr(result, "state_notes", ()):
-        console.print(f"torch state: {note}", markup=False)
-    for label, text, _ in noise_rows(result):  # the host over the blocks, then a warning row per mark
+    # what the model's code changed in torch's state, the host over the blocks, then a warning row per mark
+    for label, text, _ in state_rows(result) + noise_rows(result):
         console.print(f"{label}: {text}", markup=False)
     if result.verdict is not None:
         console.print(f"(ratio: median of B/A over {result.verdict.blocks} neighbouring block pairs, with a "

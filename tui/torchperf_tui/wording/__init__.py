@@ -19,7 +19,7 @@ def row(label: str, value, level: str = NORMAL) -> Row:
 
 
 def plain(text) -> str:
-    """A figure as it is: the CLI's way of stressing one (a wording's `strong`, and `escape` where text is no markup)."""
+    """A figure as it is: the CLI's way of stressing one (a wording's `strong`; its `escape` too: no markup there)."""
     return str(text)
 
 
