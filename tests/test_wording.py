@@ -126,3 +126,65 @@ def test_an_ab_comparison_says_each_arm_once_for_the_cli_and_the_pane():
         ("B", "channels_last=true", "flags on cpu, 1 threads, channels_last", "5.20 ms", "-", "5.20 ms", "5.20 ms?", "6")]
     assert arm_conditions(result) == [("A", "infer False")]
     assert arm_conditions(result, brief=True) == [("A", "infer True")]
+
+
+def _gpu():
+    from torchperf_tui.engine.hardware.nvml import NA
+
+    return SimpleNamespace(index=0, name="NVIDIA H100", compute_capability="9.0", sm_count=132,
+                           total_memory_bytes=80 * 1024**3, l2_cache_bytes=50 * 1024**2, max_sm_clock_mhz=1980,
+                           max_mem_clock_mhz=2619, memory_bus_width_bits=5120, power_limit_w=700.0,
+                           peak_fp32_tflops=66.9, peak_fp16_tensor_tflops=989.4, peak_bf16_tensor_tflops=NA("no table"),
+                           peak_bandwidth_gbs=3352.3, formulas={"peak FP32": "132 SMs x 128 x 2 x 1980 MHz"})
+
+
+def test_the_device_report_says_each_figure_once_for_info_and_the_device_pane():
+    from torchperf_tui.wording.device import cpu_rows, formula_lines, gpu_figures, gpu_rows, gpu_title, software_rows
+
+    gpu = _gpu()
+    assert gpu_title(gpu) == "GPU 0: NVIDIA H100"
+    assert gpu_figures(gpu) == {
+        "compute capability": "9.0", "SMs": "132", "memory": "80.0 GiB", "L2 cache": "50.0 MiB",
+        "max SM clock": "1980 MHz", "max memory clock": "2619 MHz", "memory bus": "5120 bit", "power limit": "700 W",
+        "peak FP32": "66.9 TFLOPS", "peak FP16 tensor": "989.4 TFLOPS", "peak BF16 tensor": "n/a (no table)",
+        "peak bandwidth": "3352 GB/s"}
+    assert gpu_rows(gpu)[-1] == ("measured ceilings", "none measured yet: `torchperf-tui ceilings` measures them "
+                                                      "(seconds) and keeps them", NORMAL)
+    assert formula_lines(gpu) == ["peak FP32: 132 SMs x 128 x 2 x 1980 MHz"]
+    report = SimpleNamespace(torch_version="2.9", cuda_runtime="13.0", cudnn_version="9.1", driver_version="580",
+                             cuda_available=False, cuda_reason="no driver", nvml_available=True, nvml_reason=None)
+    assert [(label, value) for label, value, _ in software_rows(report)] == [
+        ("torch", "2.9"), ("CUDA runtime", "13.0"), ("cuDNN", "9.1"), ("driver", "580"),
+        ("CUDA", "not available (no driver)"), ("NVML", "available")]
+    cpu = SimpleNamespace(model="Xeon", physical_cores=2, logical_cores=4, freq_mhz=2100.4, ram_total_bytes=2 * 1024**3,
+                          torch_threads=2, mkldnn_available=True)
+    assert [(label, value) for label, value, _ in cpu_rows(cpu)][:6] == [
+        ("model", "Xeon"), ("cores", "2 physical, 4 logical"), ("frequency", "2100 MHz"), ("RAM", "2.0 GiB"),
+        ("torch threads", "2"), ("oneDNN (mkldnn)", "available")]
+
+
+def test_measured_ceilings_say_their_kind_date_and_duration_once():
+    import time
+
+    from torchperf_tui.wording.ceilings import (ceiling_cells, ceiling_kind, ceilings_title, kept_ceilings_text,
+                                                measured_when, took_text, tried_cells)
+
+    at = time.mktime((2026, 11, 26, 10, 28, 0, 0, 0, -1))
+    tried = [SimpleNamespace(workload="matmul 512", size="512", threads=2, reps=9, value=4.5e11, skipped=None),
+             SimpleNamespace(workload="matmul 4096", size="4096", threads=None, reps=None, value=None, skipped="slow")]
+    compute = SimpleNamespace(kind="compute", dtype="float32", workload="matmul 512", size="512", threads=2,
+                              median_s=0.0012, text="0.45 TFLOP/s", tried=tried)
+    copy = SimpleNamespace(kind="copy", dtype="float32", workload="copy", size="256 MiB", threads=None,
+                           median_s=0.05, text="9.8 GB/s", tried=[])
+    result = SimpleNamespace(device="cpu", key="cpu:xeon", measured_at=at, cached=False, seconds=12.34,
+                             ceilings=[compute, copy], outdated="")
+    assert measured_when(at) == "2026-11-26 10:28"
+    assert (ceiling_kind(compute), ceiling_kind(copy)) == ("compute", "copy (read + write)")
+    assert took_text(result) == " in 12.3 s" and took_text(SimpleNamespace(seconds=1.0, cached=True)) == ""
+    assert ceilings_title(result) == "measured ceilings of cpu (cpu:xeon), 2026-11-26 10:28, measured now in 12.3 s"
+    assert ceiling_cells(result) == [("compute", "float32", "matmul 512", "512", "2", "1.20 ms", "0.45 TFLOP/s"),
+                                     ("copy (read + write)", "float32", "copy", "256 MiB", "–", "50.00 ms", "9.8 GB/s")]
+    assert tried_cells(result) == [("float32", "matmul 512", "512", "2", "9", "0.450 TFLOP/s"),
+                                   ("float32", "matmul 4096", "4096", "–", "–", "skipped: slow")]
+    assert kept_ceilings_text(result) == ("float32 matmul 512 0.45 TFLOP/s · copy 9.8 GB/s "
+                                          "(measured 2026-11-26 10:28)")
