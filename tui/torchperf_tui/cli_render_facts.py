@@ -8,7 +8,8 @@ from itertools import groupby
 from rich.table import Table
 
 from torchperf_tui.cli_render import console, print_kv
-from torchperf_tui.formatting import format_bytes, format_count, format_flops, format_shape
+from torchperf_tui.formatting import format_shape
+from torchperf_tui.wording.complexity import complexity_rows, complexity_title, counts_backward, layer_cells
 from torchperf_tui.wording.ceilings import ceiling_cells, ceilings_title, tried_cells
 from torchperf_tui.wording.device import cpu_rows, formula_lines, gpu_rows, gpu_title, software_rows
 
@@ -40,30 +41,17 @@ def render_catalogue(entries) -> None:
 
 
 def render_complexity(result, layers: bool = False) -> None:
-    print_kv(f"{result.model} at {format_shape(result.input_shape)} ({result.dtype})", [
-        ("parameters", f"{format_count(result.params_total)} ({result.params_total:,}), "
-                       f"trainable {format_count(result.params_trainable)}"),
-        ("size", f"{result.size_mb:.2f} MiB"),
-        ("FLOPs", f"{format_flops(result.flops)} ({result.flops:,})"),
-        ("MACs", f"{format_count(result.macs, 'MACs')} ({result.macs:,})"),
-        *([("training step", f"forward {format_flops(result.flops)} + backward {format_flops(result.backward_flops)}"
-                             f" = {format_flops(result.step_flops)} ({result.step_flops / result.flops:.2f}x the "
-                             "forward; the optimizer's update not counted)")]
-          if getattr(result, "backward_flops", None) is not None and result.flops else []),
-    ])
+    print_kv(complexity_title(result), complexity_rows(result))
     if not layers:
         return
-    training = getattr(result, "backward_flops", None) is not None
+    training = counts_backward(result)
     table = Table(box=None, header_style="bold")
     numeric = ("params", "FLOPs", "bwd FLOPs")
     for column in ("layer", "type", "input", "output", "params", "FLOPs", *(("bwd FLOPs",) if training else ()),
                    "output"):
         table.add_column(column, justify="right" if column in numeric else "left", no_wrap=True)
-    for layer in result.layers:
-        backward = (format_count(layer.backward_flops or 0),) if training else ()
-        table.add_row(layer.name, layer.type, format_shape(layer.input_shape),
-                      format_shape(layer.output_shape), format_count(layer.params),
-                      format_count(layer.flops), *backward, format_bytes(layer.output_bytes))
+    for cells in layer_cells(result):
+        table.add_row(*cells)
     console.print()
     console.print("per layer", style="bold underline")
     console.print(table)
