@@ -212,3 +212,44 @@ def test_a_models_complexity_says_its_counts_once_for_flops_and_the_layers_pane(
     forward = SimpleNamespace(**{**vars(cx), "backward_flops": None})
     assert step_ratio(forward) is None and len(complexity_rows(forward)) == 4
     assert "bwd FLOPs" not in layer_figures(conv, training=False)
+
+
+def test_a_profile_says_an_operators_share_and_its_trace_once():
+    from torchperf_tui.wording.profile import op_cells, op_columns, profile_rows, profile_title, share_text, trace_text
+
+    op = SimpleNamespace(name="aten::conv2d", calls=2, self_cpu_ms=1.5, cpu_total_ms=2.25, self_device_ms=0.5,
+                         device_total_ms=0.75, self_cpu_memory_bytes=0, self_device_memory_bytes=2048,
+                         input_shapes="[[1, 3, 8, 8]]")
+    result = SimpleNamespace(model="tiny", device="cuda:0", input_shape=(1, 3, 8, 8), dtype="float32", iters=5,
+                             activities=["cpu", "cuda"], sort_by="self_device", total_self_cpu_ms=3.0,
+                             total_self_device_ms=2.0, notes=["a note"], share_pct=lambda op: 25.0)
+    assert share_text(result, op) == "25.0" and share_text(result, op, " %") == "25.0 %"
+    assert trace_text("/tmp/t.json") == "trace: /tmp/t.json (open it in https://ui.perfetto.dev or chrome://tracing)"
+    assert trace_text("/tmp/t.json", compact=True) == "Chrome trace: /tmp/t.json (open in ui.perfetto.dev)"
+    assert trace_text(None, compact=True) == "no trace written (no iteration was recorded)"
+    assert profile_title(result) == "tiny on cuda:0, input 1x3x8x8 float32"
+    assert [(label, value) for label, value, _ in profile_rows(result)] == [
+        ("profiled", "5 iterations (cpu, cuda)"), ("sorted by", "self_device"), ("self CPU total", "3.00 ms"),
+        ("self GPU total", "2.00 ms"), ("note", "a note")]
+    assert op_columns(result)[4:6] == ["self GPU", "GPU total"]
+    assert op_cells(result, op) == ["aten::conv2d", "2", "1.50 ms", "2.25 ms", "500 µs", "750 µs", "25.0 %", "2.0 KiB",
+                                    "[[1, 3, 8, 8]]"]
+
+
+def test_the_kernels_per_layer_say_what_ran_and_what_changed_once():
+    from torchperf_tui.wording.kernels import changed_text, kernels_title, ran_text, shows_step, us_text, what_ran
+
+    kernels = [SimpleNamespace(name=f"k{i}", us_per_iter=1000.0 * (5 - i)) for i in range(5)]
+    names = {k.name: k.name.upper() for k in kernels}
+    assert ran_text(kernels, names) == "K0 5,000 us\nK1 4,000 us\nK2 3,000 us\n+2 more"
+    assert ran_text(kernels[:1], names) == "K0" and ran_text([], names) == "(nothing recorded)"
+    assert ran_text(kernels, names, compact=True) == "K0 +4" and ran_text([], names, compact=True) == "–"
+    assert us_text(1234.4) == "1,234"
+    result = SimpleNamespace(kind="cuda-kernel", layers=[0, 1, 2], changed_layers=[1], training=True, amp=None,
+                             model="resnet18", device="cuda:0", input_shape=(8, 3, 224, 224), step="train (sgd)",
+                             iters=3)
+    assert what_ran(result) == "GPU kernels" and changed_text(result) == "1 of 3 conv layers changed what they ran"
+    assert shows_step(result) and not shows_step(SimpleNamespace(training=False, amp=None))
+    assert kernels_title(result) == ("resnet18 on cuda:0, input 8x3x224x224, each iteration train (sgd): GPU kernels "
+                                     "per conv layer and pass, per iteration (3 profiled)")
+    assert what_ran(SimpleNamespace(kind="aten")) == "ATen conv implementation"

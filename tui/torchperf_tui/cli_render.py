@@ -13,7 +13,9 @@ from torchperf_tui.engine.benchmark.stats import percentile_supported
 from torchperf_tui.formatting import (UNSUPPORTED_LEGEND, fit_name, format_bytes, format_count,
                                       format_ms, format_percentile, format_shape)
 from torchperf_tui.wording.compare import ab_title, arm_cells, arm_conditions
+from torchperf_tui.wording.kernels import changed_text, kernel_cells, kernels_title
 from torchperf_tui.wording.modes import mode_cells, modes_title
+from torchperf_tui.wording.profile import op_cells, op_columns, profile_rows, profile_title, trace_text
 from torchperf_tui.wording.roofline import Footnotes, roofline_rows, roofline_title
 from torchperf_tui.wording.throughput import point_cells, throughput_rows, throughput_title, try_line
 from torchperf_tui.wording.timing import noise_rows, state_rows, timing_rows, timing_title
@@ -113,34 +115,20 @@ def render_throughput(result) -> None:
 
 
 def render_profile(result, top: int = 20) -> None:
-    on_gpu = result.device.startswith("cuda")
     table = Table(box=None, header_style="bold")
-    columns = ["op", "calls", "self CPU", "CPU total"] + (["self GPU", "GPU total"] if on_gpu else []) + \
-        ["share", "self mem", "input shapes"]
     # CUDA kernel names run to hundreds of characters: cut them, so the numbers stay on screen.
     widths = {"op": 56, "input shapes": 48}
-    for column in columns:
+    for column in op_columns(result):
         table.add_column(column, justify="left" if column in widths else "right", no_wrap=True,
                          overflow="ellipsis", max_width=widths.get(column))
     for op in result.top(top):
-        row = [op.name, str(op.calls), format_ms(op.self_cpu_ms), format_ms(op.cpu_total_ms)]
-        if on_gpu:
-            row += [format_ms(op.self_device_ms), format_ms(op.device_total_ms)]
-        row += [f"{result.share_pct(op):.1f} %",
-                format_bytes(op.self_device_memory_bytes if on_gpu else op.self_cpu_memory_bytes),
-                op.input_shapes]
-        table.add_row(*row)
-    print_kv(f"{result.model} on {result.device}, input {format_shape(result.input_shape)} {result.dtype}",
-              [("profiled", f"{result.iters} iterations ({', '.join(result.activities)})"),
-               ("sorted by", result.sort_by),
-               ("self CPU total", format_ms(result.total_self_cpu_ms))]
-              + ([("self GPU total", format_ms(result.total_self_device_ms))] if on_gpu else [])
-              + [("note", note) for note in result.notes])
+        table.add_row(*op_cells(result, op))
+    print_kv(profile_title(result), profile_rows(result))
     console.print()
     console.print(table)
     if result.trace_path:
         console.print()
-        console.print(f"trace: {result.trace_path} (open it in https://ui.perfetto.dev or chrome://tracing)")
+        console.print(trace_text(result.trace_path))
 
 
 def render_roofline(result, layers: bool = False) -> None:
@@ -261,34 +249,14 @@ def render_ab(result) -> None:
 
 def render_kernels(result) -> None:
     """Per conv layer: what ran under A and under B, with its time per iteration; changed layers marked."""
-    from torchperf_tui.engine.analysis.kernels import short_kernel_names
-
-    def cell(kernels, names) -> str:
-        if not kernels:
-            return "(nothing recorded)"
-        if len(kernels) == 1:
-            return names[kernels[0].name]  # its time is the layer's, in the us column
-        return "\n".join(f"{names[k.name]} {k.us_per_iter:,.0f} us" for k in kernels[:3]) + (
-            f"\n+{len(kernels) - 3} more" if len(kernels) > 3 else "")
-
-    training = getattr(result, "training", False)
     table = Table(box=None, header_style="bold")
-    columns = ("layer", *(["pass"] if training else []), f"A: {result.a_spec}", f"B: {result.b_spec}", "A us", "B us", "")
+    columns = ("layer", *(["pass"] if result.training else []), f"A: {result.a_spec}", f"B: {result.b_spec}", "A us",
+               "B us", "")
     for column in columns:
         table.add_column(column, justify="right" if column in ("A us", "B us") else "left")
-    for layer in result.layers:
-        # a training step: a row per pass of the layer (fwd, dgrad, wgrad, bwd), the layer named on its first
-        for index, (phase, part) in enumerate(layer.phases() if training else [("", layer)]):
-            names = short_kernel_names([k.name for k in [*part.a, *part.b]], 36)
-            table.add_row(layer.layer if index == 0 else "", *([phase] if training else []), cell(part.a, names),
-                          cell(part.b, names) if part.changed else "same", f"{part.a_us:,.0f}", f"{part.b_us:,.0f}",
-                          "changed" if part.changed else "")
-    what = "GPU kernels" if result.kind == "cuda-kernel" else "ATen conv implementation"
-    step = f", each iteration {result.step}" if training or getattr(result, "amp", None) else ""
-    console.print(f"{result.model} on {result.device}, input {format_shape(result.input_shape)}{step}: {what} "
-                  f"per conv layer{' and pass' if training else ''}, per iteration ({result.iters} profiled)",
-                  style="bold underline")
+    for cells in kernel_cells(result):
+        table.add_row(*cells)
+    console.print(kernels_title(result), style="bold underline")
     console.print(table)
-    changed = len(result.changed_layers)
-    console.print(f"{changed} of {len(result.layers)} conv layers changed what they ran", style="bold")
+    console.print(changed_text(result), style="bold")
     console.print(result.note)
