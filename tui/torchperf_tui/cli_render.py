@@ -8,6 +8,7 @@ import time
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from torchperf_tui.engine.benchmark.stats import percentile_supported
 from torchperf_tui.formatting import (UNSUPPORTED_LEGEND, fit_name, format_bytes, format_count,
@@ -26,12 +27,13 @@ console = Console(highlight=False, width=None if sys.stdout.isatty() or os.envir
 
 
 def print_kv(title: str, rows: list[tuple]) -> None:
-    """A heading line, then key/value rows aligned in two columns."""
+    """A heading line, then key/value rows aligned in two columns. A value is text, never markup: it can quote an
+    error ('call to [/usr/bin/cc] failed'), which Rich would read as a tag (a closing one fails the whole table)."""
     table = Table(show_header=False, box=None, pad_edge=False)
     table.add_column(style="bold")
     table.add_column()
     for key, value, *_ in rows:  # (label, value) or wording's (label, value, level)
-        table.add_row(key, str(value))
+        table.add_row(key, Text(str(value)))
     console.print(title, style="bold underline")
     console.print(table)
 

@@ -193,4 +193,4 @@ def compile_text(record) -> str:
         return f"torch.compile mode {record.compile}: compiling before the timed iterations…"
     if result.compiled:
         return f"torch.compile mode {record.compile}: compiled in {result.compile_s:.1f} s (not in the samples)"
-    return f"[b $warning]torch.compile failed, eager numbers shown:[/] {result.compile_error}"
+    return f"[b $warning]torch.compile failed, eager numbers shown:[/] {escape(str(result.compile_error))}"
