@@ -253,3 +253,33 @@ def test_the_kernels_per_layer_say_what_ran_and_what_changed_once():
     assert kernels_title(result) == ("resnet18 on cuda:0, input 8x3x224x224, each iteration train (sgd): GPU kernels "
                                      "per conv layer and pass, per iteration (3 profiled)")
     assert what_ran(SimpleNamespace(kind="aten")) == "ATen conv implementation"
+
+
+def test_a_runs_compile_shapes_and_intervals_are_worded_in_one_place_for_the_cli_and_the_timing_pane():
+    from torchperf_tui.wording.timing import (compile_line_rows, compile_rows, intervals_by_name, intervals_line,
+                                              percentile_cell, shapes_line)
+
+    compiled = SimpleNamespace(compile_mode="default", compiled=True, compile_s=12.34, compile_error=None)
+    failed = SimpleNamespace(compile_mode="default", compiled=False, compile_s=None, compile_error="no C++ compiler")
+    assert compile_rows(compiled) == [("torch.compile", "mode default, compiled in 12.3 s", NORMAL)]
+    assert compile_rows(failed) == [("torch.compile", "FAILED, eager numbers shown: no C++ compiler", WARNING)]
+    assert compile_rows(SimpleNamespace(compile_mode=None)) == []
+    assert compile_line_rows("default", None) == [("torch.compile mode default", "compiling before the timed "
+                                                                                 "iterations…", NORMAL)]
+    assert compile_line_rows("default", compiled) == [("torch.compile mode default",
+                                                       "compiled in 12.3 s (not in the samples)", NORMAL)]
+    assert compile_line_rows("default", failed) == [("torch.compile failed, eager numbers shown", "no C++ compiler",
+                                                     WARNING)]
+    assert compile_line_rows(None, compiled) == []
+    report = SimpleNamespace(tuning_cost_ms=12.5, unrepeated=34)
+    assert shapes_line("random", [4.0, 6.0], [30.0], report) == (
+        "shapes random: 1 new-shape iteration(s) p50 30.00 ms · 2 repeat(s) p50 5.00 ms · tuning cost 12.50 ms "
+        "(34 shape(s) never repeated)")
+    assert shapes_line("random", [], [], None) == "shapes random: 0 new-shape iteration(s) p50 n/a · 0 repeat(s) p50 n/a"
+    intervals = intervals_by_name([float(i) for i in range(50)])
+    assert list(intervals) == ["p50", "p90", "p99"]
+    assert percentile_cell(intervals, "p99", 49.0, "$warning") == "49.00 ms[$warning]?[/]"
+    assert percentile_cell(intervals, "p50", 24.5) == "24.50 ms"
+    assert intervals_line(intervals).startswith("95 % CI  p50 ") and intervals_line(intervals).endswith(
+        "p99? not supported by 50 samples, needs 555")
+    assert intervals_line({}) == ""
