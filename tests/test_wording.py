@@ -10,8 +10,9 @@ from torchperf_tui.wording.timing import noise_rows, peak_value, state_rows
 
 
 def test_wording_imports_neither_torch_nor_textual():
-    code = ("import sys\nimport torchperf_tui.wording.timing, torchperf_tui.wording.conditions, "
-            "torchperf_tui.wording.modes, torchperf_tui.wording.roofline\n"
+    modules = ("timing", "conditions", "modes", "roofline", "throughput", "compare", "device", "ceilings", "profile",
+               "kernels", "complexity")
+    code = ("import sys\nimport " + ", ".join(f"torchperf_tui.wording.{name}" for name in modules) + "\n"
             "print(sorted(m for m in ('torch', 'textual') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
