@@ -284,3 +284,14 @@ def test_a_runs_compile_shapes_and_intervals_are_worded_in_one_place_for_the_cli
     assert intervals_line(intervals).startswith("95 % CI  p50 ") and intervals_line(intervals).endswith(
         "p99? not supported by 50 samples, needs 555")
     assert intervals_line({}) == ""
+
+
+def test_every_cli_heading_names_the_model_device_and_input_one_way():
+    from torchperf_tui.wording import subject
+    from torchperf_tui.wording.timing import timing_title
+
+    result = SimpleNamespace(model="resnet18", device="cpu", input_shape=(1, 3, 224, 224), dtype="float32",
+                             channels_last=True)
+    assert subject(result) == "resnet18 on cpu, input 1x3x224x224 float32"
+    assert subject(result, dtype=False) == "resnet18 on cpu, input 1x3x224x224"
+    assert timing_title(result) == "resnet18 on cpu, input 1x3x224x224 float32 channels_last"

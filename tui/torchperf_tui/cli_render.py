@@ -11,8 +11,8 @@ from rich.table import Table
 from rich.text import Text
 
 from torchperf_tui.engine.benchmark.stats import percentile_supported
-from torchperf_tui.formatting import (UNSUPPORTED_LEGEND, fit_name, format_bytes, format_count,
-                                      format_ms, format_percentile, format_shape)
+from torchperf_tui.formatting import UNSUPPORTED_LEGEND, fit_name, format_bytes, format_count, format_ms
+from torchperf_tui.wording import subject
 from torchperf_tui.wording.compare import ab_title, arm_cells, arm_conditions
 from torchperf_tui.wording.kernels import changed_text, kernel_cells, kernels_title
 from torchperf_tui.wording.modes import mode_cells, modes_title
@@ -90,7 +90,7 @@ class ProgressLine:
 
 def render_memsnap(result) -> None:
     """`memsnap`: what was recorded, and where the snapshot is (plain lines, as print writes them)."""
-    print(f"{result.model} on {result.device}, input {format_shape(result.input_shape)}: "
+    print(f"{subject(result, dtype=False)}: "
           f"{result.iters} iterations recorded, peak allocated {format_bytes(result.peak_allocated_bytes)}, "
           f"{result.entries} allocator events")
     print(f"snapshot: {result.path}" if result.path else "no snapshot written (cancelled)")

@@ -8,6 +8,8 @@ No torch and no Textual here: the app words its results before the engine is loa
 
 from __future__ import annotations
 
+from torchperf_tui.formatting import format_shape
+
 NORMAL = ""  # a fact
 WARNING = "warning"  # a fact that says the numbers may not be the model's alone (the warning colour in the app)
 
@@ -26,3 +28,10 @@ def plain(text) -> str:
 def bold(text) -> str:
     """A figure in bold Textual markup: the panes' way of stressing one (a wording's `strong`)."""
     return f"[b]{text}[/]"
+
+
+def subject(result, dtype: bool = True) -> str:
+    """'resnet18 on cpu, input 1x3x224x224 float32': what a result measured, where, on which input (with its dtype
+    unless `dtype` is False); the CLI's headings start with it."""
+    return (f"{result.model} on {result.device}, input {format_shape(result.input_shape)}"
+            + (f" {result.dtype}" if dtype else ""))

@@ -4,7 +4,8 @@ arm's blocks). What the model's code changed in torch's global state is wording.
 
 from __future__ import annotations
 
-from torchperf_tui.formatting import format_ms, format_percentile, format_shape
+from torchperf_tui.formatting import format_ms, format_percentile
+from torchperf_tui.wording import subject
 
 
 def arm_pairs(result) -> list[tuple[str, object]]:
@@ -24,7 +25,7 @@ def ab_title(result) -> str:
     what = (f", each iteration a training step ({result.optimizer}, every block from the same weights)"
             if step == "train" else ", every block from the same weights" if step == "mixed" else "") + \
         (f", torch.autocast {amp}" if amp and amp != "mixed" else "")
-    return (f"{result.model} on {result.device}, input {format_shape(result.input_shape)}{what}: "
+    return (f"{subject(result, dtype=False)}{what}: "
             f"A and B interleaved in {len(result.order)} randomised blocks")
 
 

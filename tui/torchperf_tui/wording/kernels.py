@@ -4,7 +4,7 @@ layers changed, a layer's time, what it ran: a list for the CLI, its longest ker
 
 from __future__ import annotations
 
-from torchperf_tui.formatting import format_shape
+from torchperf_tui.wording import subject
 
 
 def what_ran(result) -> str:
@@ -43,7 +43,7 @@ def ran_text(kernels, names: dict[str, str], compact: bool = False) -> str:
 def kernels_title(result) -> str:
     """The CLI's heading: the model, input and step, what was profiled, per conv layer (and pass)."""
     step = f", each iteration {result.step}" if shows_step(result) else ""
-    return (f"{result.model} on {result.device}, input {format_shape(result.input_shape)}{step}: {what_ran(result)} "
+    return (f"{subject(result, dtype=False)}{step}: {what_ran(result)} "
             f"per conv layer{' and pass' if result.training else ''}, per iteration ({result.iters} profiled)")
 
 

@@ -3,8 +3,8 @@ the profile pane says too (an operator's share of the self time, where the trace
 
 from __future__ import annotations
 
-from torchperf_tui.formatting import format_bytes, format_ms, format_shape
-from torchperf_tui.wording import Row, row
+from torchperf_tui.formatting import format_bytes, format_ms
+from torchperf_tui.wording import Row, row, subject
 
 
 def share_text(result, op, unit: str = "") -> str:
@@ -26,7 +26,7 @@ def on_gpu(result) -> bool:
 
 
 def profile_title(result) -> str:
-    return f"{result.model} on {result.device}, input {format_shape(result.input_shape)} {result.dtype}"
+    return subject(result)
 
 
 def profile_rows(result) -> list[Row]:

@@ -4,16 +4,15 @@ torch state notes): the pane's compact lines beside the CLI's rows where the two
 
 from __future__ import annotations
 
-from torchperf_tui.formatting import (budget_text, format_bytes, format_ms, format_number, format_shape, interval_text,
+from torchperf_tui.formatting import (budget_text, format_bytes, format_ms, format_number, interval_text,
                                       unsupported_mark)
-from torchperf_tui.wording import WARNING, Row, row
+from torchperf_tui.wording import WARNING, Row, row, subject
 from torchperf_tui.wording.conditions import conditions_rows
 
 
 def timing_title(result) -> str:
     """'resnet18 on cpu, input 1x3x224x224 float32 channels_last'."""
-    return (f"{result.model} on {result.device}, input {format_shape(result.input_shape)} {result.dtype}"
-            f"{' channels_last' if result.channels_last else ''}")
+    return subject(result) + (" channels_last" if result.channels_last else "")
 
 
 def step_text(result) -> str:
