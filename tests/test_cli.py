@@ -397,3 +397,13 @@ def test_bench_json_and_the_history_record_carry_the_host_noise_and_its_marks(ca
     assert record.get("disturbed", []) == noise["warnings"] and record["details"]["host_noise"]["samples"] == 20
     code, out, _ = run(capsys, "bench", TINY, "--input", "1x3x16x16", "--warmup", "1", "--iters", "3", "--no-history")
     assert code == 0 and "host " in out and " cores" in out  # the figures, in the readable table too
+
+
+def test_a_row_that_quotes_an_error_is_printed_as_text_not_markup():
+    """A compile error can quote a path ('[/usr/bin/cc]'): Rich read it as a closing tag and the whole table failed."""
+    from torchperf_tui import cli_render
+
+    with cli_render.console.capture() as captured:
+        cli_render.print_kv("run", [("torch.compile", "FAILED, eager numbers shown: call to [/usr/bin/cc] failed: a[i]",
+                                     "warning")])
+    assert "FAILED, eager numbers shown: call to [/usr/bin/cc] failed: a[i]" in captured.get()

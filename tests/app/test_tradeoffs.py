@@ -141,6 +141,12 @@ def test_compile_line_reports_compile_time_apart_or_the_failure_with_eager_numbe
     assert compile_text(record) == "torch.compile mode default: compiled in 12.3 s (not in the samples)"
     record.result = SimpleNamespace(compiled=False, compile_s=None, compile_error="no C++ compiler")
     assert "failed, eager numbers shown" in compile_text(record) and "no C++ compiler" in compile_text(record)
+    # an error that quotes a path or an index is text, not markup (a closing tag failed the whole line)
+    from textual.content import Content
+
+    record.result = SimpleNamespace(compiled=False, compile_s=None, compile_error="call to [/usr/bin/cc] failed: a[i]")
+    assert Content.from_markup(compile_text(record)).plain == \
+        "torch.compile failed, eager numbers shown: call to [/usr/bin/cc] failed: a[i]"
     record.compile = None
     assert compile_text(record) == ""
 

@@ -8,14 +8,18 @@ import time
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from torchperf_tui.engine.benchmark.stats import percentile_supported
-from torchperf_tui.formatting import (UNSUPPORTED_LEGEND, fit_name, format_bytes, format_count,
-                                      format_ms, format_percentile, format_shape, number_text)
-from torchperf_tui.wording.conditions import conditions_rows
+from torchperf_tui.formatting import UNSUPPORTED_LEGEND, fit_name, format_bytes, format_count, format_ms
+from torchperf_tui.wording import subject
+from torchperf_tui.wording.compare import ab_title, arm_cells, arm_conditions
+from torchperf_tui.wording.kernels import changed_text, kernel_cells, kernels_title
 from torchperf_tui.wording.modes import mode_cells, modes_title
+from torchperf_tui.wording.profile import op_cells, op_columns, profile_rows, profile_title, trace_text
 from torchperf_tui.wording.roofline import Footnotes, roofline_rows, roofline_title
-from torchperf_tui.wording.timing import noise_rows, timing_rows, timing_title
+from torchperf_tui.wording.throughput import point_cells, throughput_rows, throughput_title, try_line
+from torchperf_tui.wording.timing import noise_rows, state_rows, timing_rows, timing_title
 
 # Piped output (scripts, files) gets wide lines instead of rich's 80-column wrapping.
 # A pipe gets 200 columns (a log keeps whole lines) unless COLUMNS says how wide to be.
@@ -23,12 +27,13 @@ console = Console(highlight=False, width=None if sys.stdout.isatty() or os.envir
 
 
 def print_kv(title: str, rows: list[tuple]) -> None:
-    """A heading line, then key/value rows aligned in two columns."""
+    """A heading line, then key/value rows aligned in two columns. A value is text, never markup: it can quote an
+    error ('call to [/usr/bin/cc] failed'), which Rich would read as a tag (a closing one fails the whole table)."""
     table = Table(show_header=False, box=None, pad_edge=False)
     table.add_column(style="bold")
     table.add_column()
     for key, value, *_ in rows:  # (label, value) or wording's (label, value, level)
-        table.add_row(key, str(value))
+        table.add_row(key, Text(str(value)))
     console.print(title, style="bold underline")
     console.print(table)
 
@@ -85,7 +90,7 @@ class ProgressLine:
 
 def render_memsnap(result) -> None:
     """`memsnap`: what was recorded, and where the snapshot is (plain lines, as print writes them)."""
-    print(f"{result.model} on {result.device}, input {format_shape(result.input_shape)}: "
+    print(f"{subject(result, dtype=False)}: "
           f"{result.iters} iterations recorded, peak allocated {format_bytes(result.peak_allocated_bytes)}, "
           f"{result.entries} allocator events")
     print(f"snapshot: {result.path}" if result.path else "no snapshot written (cancelled)")
@@ -94,81 +99,38 @@ def render_memsnap(result) -> None:
 
 def render_batch_try(t) -> None:
     """One line per batch tried, as the search goes (stderr: stdout keeps the result)."""
-    took = f" ({number_text(t.seconds, '.1f', ' s')})" if t.seconds is not None else ""
-    if t.fits:
-        text = (f"batch {t.batch:>5} ({t.phase}): fits, {number_text(t.latency_ms, '.3f', ' ms')}, "
-                f"{number_text(t.samples_per_s, '.1f', ' samples/s')}{took}")
-    else:
-        text = f"batch {t.batch:>5} ({t.phase}): does not fit: {t.reason}{took}"
-    print(text, file=sys.stderr)
+    print(try_line(t), file=sys.stderr)
 
 
 def render_throughput(result) -> None:
     """The best samples/s and its batch first, then the largest batch that fits as far as the search knows,
     the rule that stopped it and the time spent; then every batch that fitted, the best one marked."""
-    measured = result.measurement
-    iters = f" ({measured.iters} iterations; its search try: {number_text(result.best_try_samples_per_s, '.1f')})" \
-        if measured is not None and measured.fits else ""
-    rows = [("best throughput", f"{number_text(result.samples_per_s, '.1f', ' samples/s')} at batch {result.best_batch}"
-                                f"{iters}"),
-            ("latency at that batch", number_text(result.latency_ms, ".3f", " ms")),
-            ("largest batch that fits", result.limit_text()),
-            ("stopped by", f"{result.stop_rule}: {result.stop_reason}" + (" (--to-oom: no plateau rule)"
-                                                                        if result.to_oom else "")),
-            ("search took", result.time_text()),
-            ("memory cap", format_bytes(result.memory_cap_bytes)),
-            ("allocator before / after", f"{format_bytes(result.allocator_before_bytes)} / "
-                                         f"{format_bytes(result.allocator_after_bytes)}")]
-    rows += [("note", note) for note in result.notes]
-    step = getattr(result, "step", "infer")
-    rows += conditions_rows(getattr(result, "conditions", None), step,
-                            during=f"the measurement at batch {result.best_batch}")
-    if step != "infer":
-        rows.insert(0, ("each iteration", step if not step.startswith("train") else
-                        f"a training step, {step}: the largest batch that fits is the largest that fits for "
-                        "training (activations kept for the backward, gradients, optimizer state)"))
-    print_kv(f"{result.model} on {result.device}, sample {format_shape(result.sample_shape)} "
-              f"{result.dtype}", rows)
+    print_kv(throughput_title(result), throughput_rows(result))
     table = Table(box=None, header_style="bold")
     for column in ("batch", "latency", "samples/s", "try took", ""):
         table.add_column(column, justify="right" if column else "left")
-    for point in result.points:
-        table.add_row(str(point.batch), number_text(point.latency_ms, ".3f", " ms"), number_text(point.samples_per_s, ".1f"),
-                      number_text(point.seconds, ".1f", " s"), "best" if point.batch == result.best_batch else "")
+    for cells in point_cells(result):
+        table.add_row(*cells)
     console.print()
     console.print("batches that fit (short tries; the best batch measured again above)", style="bold underline")
     console.print(table)
 
 
 def render_profile(result, top: int = 20) -> None:
-    on_gpu = result.device.startswith("cuda")
     table = Table(box=None, header_style="bold")
-    columns = ["op", "calls", "self CPU", "CPU total"] + (["self GPU", "GPU total"] if on_gpu else []) + \
-        ["share", "self mem", "input shapes"]
     # CUDA kernel names run to hundreds of characters: cut them, so the numbers stay on screen.
     widths = {"op": 56, "input shapes": 48}
-    for column in columns:
+    for column in op_columns(result):
         table.add_column(column, justify="left" if column in widths else "right", no_wrap=True,
                          overflow="ellipsis", max_width=widths.get(column))
     for op in result.top(top):
-        row = [op.name, str(op.calls), format_ms(op.self_cpu_ms), format_ms(op.cpu_total_ms)]
-        if on_gpu:
-            row += [format_ms(op.self_device_ms), format_ms(op.device_total_ms)]
-        row += [f"{result.share_pct(op):.1f} %",
-                format_bytes(op.self_device_memory_bytes if on_gpu else op.self_cpu_memory_bytes),
-                op.input_shapes]
-        table.add_row(*row)
-    print_kv(f"{result.model} on {result.device}, input {format_shape(result.input_shape)} {result.dtype}",
-              [("profiled", f"{result.iters} iterations ({', '.join(result.activities)})"),
-               ("sorted by", result.sort_by),
-               ("self CPU total", format_ms(result.total_self_cpu_ms))]
-              + ([("self GPU total", format_ms(result.total_self_device_ms))] if on_gpu else [])
-              + [("note", note) for note in result.notes])
+        table.add_row(*op_cells(result, op))
+    print_kv(profile_title(result), profile_rows(result))
     console.print()
     console.print(table)
     if result.trace_path:
         console.print()
-        console.print(f"trace: {result.trace_path} (open it in https://ui.perfetto.dev or chrome://tracing)")
+        console.print(trace_text(result.trace_path))
 
 
 def render_roofline(result, layers: bool = False) -> None:
@@ -261,47 +223,26 @@ def _render_time_split(result) -> None:
 
 def render_ab(result) -> None:
     """Both arms side by side, then the verdict in one line."""
-    from torchperf_tui.engine.benchmark.abtest import arm_step_text
-
-    mixed = "mixed" in (getattr(result, "step", "infer"), getattr(result, "amp", None))  # each arm says its own
     table = Table(box=None, header_style="bold")
     numeric = ("median", "95 % CI", "p90", "p99", "blocks")
     for column in ("arm", "spec", "flags", *numeric):
         table.add_column(column, justify="right" if column in numeric else "left")
-    for name, arm in (("A", result.a), ("B", result.b)):
-        ci = "-" if arm.ci_low_ms is None else f"{format_ms(arm.ci_low_ms)} - {format_ms(arm.ci_high_ms)}"
-        table.add_row(name, arm.spec, arm.flags.describe(device=result.device,
-                                                     threads_used=getattr(arm, "threads_used", None),
-                                                     default_threads=getattr(arm, "threads_asked", None)) +
-                      (f", {arm.dtype}" if arm.dtype != "float32" else "") +
-                      (", channels_last" if arm.channels_last else "") +
-                      (f", shapes {arm.shapes} ({arm.first_seen} new)" if arm.shapes != "fixed" else "") +
-                      (f", {arm_step_text(arm)}" if mixed else ""),
-                      format_ms(arm.median_ms), ci, format_percentile(arm.p90_ms, 0.9, len(arm.samples_ms)),
-                      format_percentile(arm.p99_ms, 0.99, len(arm.samples_ms)), str(len(arm.blocks)))
-    step = getattr(result, "step", "infer")
-    amp = getattr(result, "amp", None)
-    what = (f", each iteration a training step ({result.optimizer}, every block from the same weights)"
-            if step == "train" else ", every block from the same weights" if step == "mixed" else "") + \
-        (f", torch.autocast {amp}" if amp and amp != "mixed" else "")
-    console.print(f"{result.model} on {result.device}, input {format_shape(result.input_shape)}{what}: "
-                  f"A and B interleaved in {len(result.order)} randomised blocks", style="bold underline")
+    for cells in arm_cells(result):
+        table.add_row(*cells)
+    console.print(ab_title(result), style="bold underline")
     console.print(table)
     if not all(percentile_supported(0.99, len(arm.samples_ms)) for arm in (result.a, result.b)):
         console.print(UNSUPPORTED_LEGEND, style="dim")
-    for name, arm in (("A", result.a), ("B", result.b)):
-        conditions = getattr(arm, "conditions", None)
-        if conditions is not None:
-            console.print(f"GPU during {name}'s blocks: {conditions.short(arm.step)}")
+    for name, text in arm_conditions(result):
+        console.print(f"GPU during {name}'s blocks: {text}")
     console.print()
     console.print(result.summary(), style="bold")
     if result.ratio_note():
         console.print(f"note: {result.ratio_note()}")
     for note in result.notes:
         console.print(f"note: {note}")
-    for note in getattr(result, "state_notes", ()):
-        console.print(f"torch state: {note}", markup=False)
-    for label, text, _ in noise_rows(result):  # the host over the blocks, then a warning row per mark
+    # what the model's code changed in torch's state, the host over the blocks, then a warning row per mark
+    for label, text, _ in state_rows(result) + noise_rows(result):
         console.print(f"{label}: {text}", markup=False)
     if result.verdict is not None:
         console.print(f"(ratio: median of B/A over {result.verdict.blocks} neighbouring block pairs, with a "
@@ -310,34 +251,14 @@ def render_ab(result) -> None:
 
 def render_kernels(result) -> None:
     """Per conv layer: what ran under A and under B, with its time per iteration; changed layers marked."""
-    from torchperf_tui.engine.analysis.kernels import short_kernel_names
-
-    def cell(kernels, names) -> str:
-        if not kernels:
-            return "(nothing recorded)"
-        if len(kernels) == 1:
-            return names[kernels[0].name]  # its time is the layer's, in the us column
-        return "\n".join(f"{names[k.name]} {k.us_per_iter:,.0f} us" for k in kernels[:3]) + (
-            f"\n+{len(kernels) - 3} more" if len(kernels) > 3 else "")
-
-    training = getattr(result, "training", False)
     table = Table(box=None, header_style="bold")
-    columns = ("layer", *(["pass"] if training else []), f"A: {result.a_spec}", f"B: {result.b_spec}", "A us", "B us", "")
+    columns = ("layer", *(["pass"] if result.training else []), f"A: {result.a_spec}", f"B: {result.b_spec}", "A us",
+               "B us", "")
     for column in columns:
         table.add_column(column, justify="right" if column in ("A us", "B us") else "left")
-    for layer in result.layers:
-        # a training step: a row per pass of the layer (fwd, dgrad, wgrad, bwd), the layer named on its first
-        for index, (phase, part) in enumerate(layer.phases() if training else [("", layer)]):
-            names = short_kernel_names([k.name for k in [*part.a, *part.b]], 36)
-            table.add_row(layer.layer if index == 0 else "", *([phase] if training else []), cell(part.a, names),
-                          cell(part.b, names) if part.changed else "same", f"{part.a_us:,.0f}", f"{part.b_us:,.0f}",
-                          "changed" if part.changed else "")
-    what = "GPU kernels" if result.kind == "cuda-kernel" else "ATen conv implementation"
-    step = f", each iteration {result.step}" if training or getattr(result, "amp", None) else ""
-    console.print(f"{result.model} on {result.device}, input {format_shape(result.input_shape)}{step}: {what} "
-                  f"per conv layer{' and pass' if training else ''}, per iteration ({result.iters} profiled)",
-                  style="bold underline")
+    for cells in kernel_cells(result):
+        table.add_row(*cells)
+    console.print(kernels_title(result), style="bold underline")
     console.print(table)
-    changed = len(result.changed_layers)
-    console.print(f"{changed} of {len(result.layers)} conv layers changed what they ran", style="bold")
+    console.print(changed_text(result), style="bold")
     console.print(result.note)

@@ -1,11 +1,14 @@
-"""How each result reads to a person: the facts of a timing run, its run conditions, the timing modes and the
-roofline as rows (label, value, level), said once for the CLI and the app. The CLI lays the rows into Rich
+"""How each result reads to a person: the facts of a timing run, its run conditions, the timing modes, the roofline,
+a batch search, an A/B comparison, the device, a profile, the kernels per layer, a model's complexity and the measured
+ceilings as rows (label, value, level) or sentences, said once for the CLI and the app. The CLI lays the rows into Rich
 tables (cli_render.py); the panes put them into their widgets, the level as a colour.
 
 No torch and no Textual here: the app words its results before the engine is loaded, and the CLI has no app.
 """
 
 from __future__ import annotations
+
+from torchperf_tui.formatting import format_shape
 
 NORMAL = ""  # a fact
 WARNING = "warning"  # a fact that says the numbers may not be the model's alone (the warning colour in the app)
@@ -15,3 +18,20 @@ Row = tuple  # (label, value, level): value a str, level NORMAL or WARNING
 
 def row(label: str, value, level: str = NORMAL) -> Row:
     return (label, value, level)
+
+
+def plain(text) -> str:
+    """A figure as it is: the CLI's way of stressing one (a wording's `strong`; its `escape` too: no markup there)."""
+    return str(text)
+
+
+def bold(text) -> str:
+    """A figure in bold Textual markup: the panes' way of stressing one (a wording's `strong`)."""
+    return f"[b]{text}[/]"
+
+
+def subject(result, dtype: bool = True) -> str:
+    """'resnet18 on cpu, input 1x3x224x224 float32': what a result measured, where, on which input (with its dtype
+    unless `dtype` is False); the CLI's headings start with it."""
+    return (f"{result.model} on {result.device}, input {format_shape(result.input_shape)}"
+            + (f" {result.dtype}" if dtype else ""))

@@ -18,15 +18,16 @@ def conditions_rows(conditions, step: str = "infer", during: str = "the run") ->
     return rows
 
 
-def conditions_line_rows(result, label: str, compact: bool = False) -> list[Row]:
-    """The timing pane's lines of a finished run: the short summary (the clocks, energy and the word 'throttled'
-    alone when `compact`), then unless `compact` the throttling reasons and shares; warnings when it throttled."""
+def conditions_line_rows(result, label: str, compact: bool = False, where: str = "over run") -> list[Row]:
+    """A pane's lines of a finished run (the timing pane's 'GPU over run #3', the throughput pane's 'GPU at batch 4'
+    with `where` "at batch"): the short summary (the clocks, energy and the word 'throttled' alone when `compact`),
+    then unless `compact` the throttling reasons and shares; warnings when it throttled."""
     conditions = getattr(result, "conditions", None)
     if conditions is None:
         return []
     step = getattr(result, "step", "infer")
     level = WARNING if conditions.throttled_share else ""
-    rows = [row(f"GPU over run {label}", conditions.short(step, brief=compact), level)]
+    rows = [row(f"GPU {where} {label}", conditions.short(step, brief=compact), level)]
     if conditions.throttled_share and not compact:
         rows.append(row("", conditions.throttle_text(), WARNING))
     return rows

@@ -4,14 +4,14 @@ table and the timing pane's line, the gaps between them, and why a mode could no
 from __future__ import annotations
 
 from torchperf_tui.formatting import format_ms, format_shape
-from torchperf_tui.wording import WARNING, Row, row
+from torchperf_tui.wording import WARNING, Row, row, subject
 
 NO_FIGURE = "–"
 
 
 def modes_title(result) -> str:
     """The CLI's heading: what was measured, under which flags, in how many rounds."""
-    return (f"{result.model} on {result.device}, input {format_shape(result.input_shape)} {result.dtype}, "
+    return (f"{subject(result)}, "
             f"{result.step}, flags {result.flags.describe(device=result.device)}: timing modes in "
             f"{result.rounds} interleaved rounds")
 

@@ -3,8 +3,8 @@ reason said once in a footnote, and the timing pane's one line with its tooltip.
 
 from __future__ import annotations
 
-from torchperf_tui.formatting import format_bytes, format_count, format_flops, format_ms, format_shape, number_text
-from torchperf_tui.wording import Row, row
+from torchperf_tui.formatting import format_bytes, format_count, format_flops, format_ms, number_text
+from torchperf_tui.wording import Row, row, subject
 
 
 class Footnotes:
@@ -38,7 +38,7 @@ class Footnotes:
 
 
 def roofline_title(result) -> str:
-    return f"{result.model} on {result.device}, input {format_shape(result.input_shape)} {result.dtype}"
+    return subject(result)
 
 
 def roofline_rows(result, na: Footnotes) -> list[Row]:

@@ -1,17 +1,18 @@
 """A timing run (engine.benchmark.timing.TimingResult) in words: the CLI's rows of `bench`, and the facts the timing
-pane says on its lines (peak memory, the host's marks, torch state notes)."""
+pane says on its lines (the percentiles' intervals, the shape schedule, torch.compile, peak memory, the host's marks,
+torch state notes): the pane's compact lines beside the CLI's rows where the two say a fact in their own form."""
 
 from __future__ import annotations
 
-from torchperf_tui.formatting import budget_text, format_bytes, format_ms, format_number, format_shape, interval_text
-from torchperf_tui.wording import NORMAL, WARNING, Row, row
+from torchperf_tui.formatting import (budget_text, format_bytes, format_ms, format_number, interval_text,
+                                      unsupported_mark)
+from torchperf_tui.wording import WARNING, Row, row, subject
 from torchperf_tui.wording.conditions import conditions_rows
 
 
 def timing_title(result) -> str:
     """'resnet18 on cpu, input 1x3x224x224 float32 channels_last'."""
-    return (f"{result.model} on {result.device}, input {format_shape(result.input_shape)} {result.dtype}"
-            f"{' channels_last' if result.channels_last else ''}")
+    return subject(result) + (" channels_last" if result.channels_last else "")
 
 
 def step_text(result) -> str:
@@ -48,14 +49,31 @@ def budget_rows(result) -> list[Row]:
     return [row("note", budget_text(result))] if getattr(result, "budget_stopped", False) else []
 
 
-def _percentile_values(result) -> dict[str, str]:
-    """p50, p90, p99 with their 95 % intervals, or why the samples cannot support them."""
+def intervals_by_name(samples_ms) -> dict:
+    """The 95 % intervals of p50, p90 and p99 (engine.benchmark.stats.PercentileInterval) by name."""
     from torchperf_tui.engine.benchmark.stats import percentile_intervals
 
+    return {interval.name: interval for interval in percentile_intervals(samples_ms)}
+
+
+def percentile_cell(intervals: dict, name: str, value_ms: float, style: str = "") -> str:
+    """'6.07 ms', or '14.6 ms?' when the samples cannot support that percentile (the pane's mark in `style`)."""
+    interval = intervals.get(name)
+    return format_ms(value_ms) + unsupported_mark(interval is None or interval.supported, style)
+
+
+def intervals_line(intervals: dict) -> str:
+    """The pane's line: '95 % CI  p50 4.68-4.73 ms · p90 6.21-7.10 ms · p99? not supported by 50 samples, needs 555'."""
+    parts = [f"{name}{unsupported_mark(i.supported)} {interval_text(i)}" for name, i in intervals.items()]
+    return "95 % CI  " + " · ".join(parts) if parts else ""
+
+
+def _percentile_values(result) -> dict[str, str]:
+    """The CLI's p50, p90, p99 with their 95 % intervals, or why the samples cannot support them."""
     return {i.name: f"{format_ms(i.value_ms)}  (95 % CI {interval_text(i)})" if i.supported else
             f"{format_ms(i.value_ms)}  ({interval_text(i)}: its 95 % CI reaches the "
             f"{'largest' if i.q > 0.5 else 'smallest'} sample)"
-            for i in percentile_intervals(result.samples_ms)}
+            for i in intervals_by_name(result.samples_ms).values()}
 
 
 def _stats_rows(result) -> list[Row]:
@@ -72,11 +90,15 @@ def _stats_rows(result) -> list[Row]:
             row("throughput, mean", format_number(s.fps, "items/s", digits=1) + " (items / total time)")]
 
 
+def _unrepeated(report) -> str:
+    return f"{report.unrepeated} shape(s) never repeated"
+
+
 def _shape_rows(result) -> list[Row]:
     report = result.shape_report
     if result.shapes == "fixed" or report is None:
         return []
-    unrepeated = f"; {report.unrepeated} shape(s) never repeated, not counted" if report.unrepeated else ""
+    unrepeated = f"; {_unrepeated(report)}, not counted" if report.unrepeated else ""
     return [row("shapes", f"{result.shapes}: {report.distinct} distinct, {report.first_seen} of "
                           f"{len(result.samples_ms)} timed iterations met a new shape (the configured "
                           f"shape was met in the warm-up)"),
@@ -84,6 +106,56 @@ def _shape_rows(result) -> list[Row]:
             row("p50 repeats", format_ms(report.repeat_median_ms)),
             row("tuning cost", f"{report.tuning_cost_ms:.1f} ms (per shape: first iteration - median of "
                                f"its repeats, summed){unrepeated}")]
+
+
+def _median(values) -> float | None:
+    import statistics  # here, not at import: the timing pane's lines are on the first frame's path
+
+    return statistics.median(values) if values else None
+
+
+def shapes_line(shapes: str, repeats: list, new: list, report) -> str:
+    """The pane's line under a varying schedule: the first-seen iterations against the repeats so far (their
+    samples), and once the run is done (`report`) the tuning cost."""
+    text = (f"shapes {shapes}: {len(new)} new-shape iteration(s) p50 {format_ms(_median(new))} · "
+            f"{len(repeats)} repeat(s) p50 {format_ms(_median(repeats))}")
+    if report is not None:
+        if report.tuning_cost_ms > 0:
+            text += f" · tuning cost {format_ms(report.tuning_cost_ms)}"
+        else:  # noise, or a first call that was not slower: not a negative cost
+            text += (f" · no tuning cost measured (first-seen iterations were {format_ms(-report.tuning_cost_ms)} "
+                     "faster than their repeats, in sum)")
+        if report.unrepeated:
+            text += f" ({_unrepeated(report)})"
+    return text
+
+
+def _compiled_in(result) -> str:
+    return f"compiled in {result.compile_s:.1f} s"
+
+
+_FAILED = "eager numbers shown"  # a compile that failed: the samples are eager
+
+
+def compile_rows(result) -> list[Row]:
+    """The CLI's row: the compile mode and time apart from the samples, or why it failed, as a warning."""
+    if result.compile_mode is None:
+        return []
+    if result.compiled:
+        return [row("torch.compile", f"mode {result.compile_mode}, {_compiled_in(result)}")]
+    return [row("torch.compile", f"FAILED, {_FAILED}: {result.compile_error}", WARNING)]
+
+
+def compile_line_rows(mode: str | None, result) -> list[Row]:
+    """The pane's line of a run under torch.compile `mode`: compiling (no `result` yet), the compile time apart
+    from the samples, or why it failed, as a warning."""
+    if mode is None:
+        return []
+    if result is None:
+        return [row(f"torch.compile mode {mode}", "compiling before the timed iterations…")]
+    if result.compiled:
+        return [row(f"torch.compile mode {mode}", f"{_compiled_in(result)} (not in the samples)")]
+    return [row(f"torch.compile failed, {_FAILED}", str(result.compile_error), WARNING)]
 
 
 def timing_rows(result) -> list[Row]:
@@ -102,11 +174,7 @@ def timing_rows(result) -> list[Row]:
         rows.append(row("peak memory", f"{peak} (allocated: weights, activations kept for the backward, gradients, "
                         "optimizer state)" if peak is not None else
                         "n/a on the CPU (no allocator statistics; the memory trace has the process RSS)"))
-    if result.compile_mode is not None:
-        rows.append(row("torch.compile", f"mode {result.compile_mode}, compiled in {result.compile_s:.1f} s"
-                        if result.compiled else f"FAILED, eager numbers shown: {result.compile_error}",
-                        NORMAL if result.compiled else WARNING))
-    rows += _stats_rows(result) + _shape_rows(result)
+    rows += compile_rows(result) + _stats_rows(result) + _shape_rows(result)
     rows += conditions_rows(getattr(result, "conditions", None), step)
     rows += noise_rows(result) + budget_rows(result)
     if result.cancelled:

@@ -17,6 +17,8 @@ from textual.widgets import DataTable, Static
 from torchperf_tui.engine.records.history_compare import disturbed_sentence
 from torchperf_tui.engine.benchmark.stats import percentile_supported
 from torchperf_tui.formatting import UNSUPPORTED_LEGEND, format_ms, format_number, format_percentile
+from torchperf_tui.wording.compare import arm_conditions, arm_pairs, ci_text
+from torchperf_tui.wording.timing import state_rows
 from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent, RunsChanged
 from torchperf_tui.app.setup_diff import against_text, setup_text, speedup_text
@@ -314,10 +316,10 @@ def ab_verdict_text(result) -> str:
     """The verdict lines of the Compare view: each arm's median (with its CI once there are enough blocks), the
     verdict on B/A per block pair, and why the arms' medians disagree with it when they do."""
     def arm_text(name, arm) -> str:
-        ci = "" if arm.ci_low_ms is None else f" (CI {format_ms(arm.ci_low_ms)} - {format_ms(arm.ci_high_ms)})"
-        return f"{name} median {format_ms(arm.median_ms)}{ci}"
+        ci = ci_text(arm)
+        return f"{name} median {format_ms(arm.median_ms)}" + (f" (CI {ci})" if ci else "")
 
-    head = f"A/B, {result.pairs} interleaved block pairs: {arm_text('A', result.a)} · {arm_text('B', result.b)}"
+    head = f"A/B, {result.pairs} interleaved block pairs: " + " · ".join(arm_text(*arm) for arm in arm_pairs(result))
     verdict = result.verdict
     if verdict is None or not verdict.significant:
         style = "$text-muted"
@@ -331,10 +333,9 @@ def ab_verdict_text(result) -> str:
     note = result.ratio_note()
     if note:
         lines.append(f"[dim]{note}[/]")
-    gpu = [f"{name} {escape(arm.conditions.short(arm.step, brief=True))}"
-           for name, arm in (("A", result.a), ("B", result.b)) if getattr(arm, "conditions", None) is not None]
+    gpu = [f"{name} {escape(text)}" for name, text in arm_conditions(result, brief=True)]
     if gpu:  # both arms on one line: the per-arm reasons are in the note when they differ
         lines.append("GPU  " + "  |  ".join(gpu))
     lines += [f"[$warning]note:[/] {escape(line)}" for line in result.notes]
-    lines += [f"[b $warning]torch state:[/] {escape(line)}" for line in getattr(result, "state_notes", ())]
+    lines += [f"[b ${level}]{label}:[/] {escape(value)}" for label, value, level in state_rows(result)]
     return "\n".join(lines)

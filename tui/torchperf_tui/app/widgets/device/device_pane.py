@@ -4,7 +4,6 @@ measurement process (torch answers there), and tells the App the report (flags a
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,48 +15,41 @@ from textual.message import Message
 from textual.widgets import Select, Static
 
 from torchperf_tui.app.widgets.exit_safe_select import ExitSafeSelect
-from torchperf_tui.formatting import format_bytes, format_number
+from torchperf_tui.formatting import format_number
+from torchperf_tui.wording.ceilings import ceiling_kind, measured_when, took_text
+from torchperf_tui.wording.device import cpu_figures, formula_lines, gpu_figures, gpu_title, version_rows
 from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.measure.protocol import JobFailed, Progress
 
 
-def _v(value, unit: str = "", digits: int = 0) -> str:
-    return format_number(value, unit, digits)
-
-
 def gpu_text(gpu) -> str:
+    v = gpu_figures(gpu)
     lines = [
-        f"[b]GPU {gpu.index}: {gpu.name}[/]  (compute capability {gpu.compute_capability})",
-        f"  {_v(gpu.sm_count)} SMs · memory {format_bytes(gpu.total_memory_bytes)} · L2 {format_bytes(gpu.l2_cache_bytes)}"
-        f" · bus {_v(gpu.memory_bus_width_bits, 'bit')}",
-        f"  clocks SM {_v(gpu.max_sm_clock_mhz, 'MHz')} · memory {_v(gpu.max_mem_clock_mhz, 'MHz')}"
-        f" · power limit {_v(gpu.power_limit_w, 'W')}",
-        f"  peak FP32 {_v(gpu.peak_fp32_tflops, 'TFLOPS', 1)} · FP16 tensor {_v(gpu.peak_fp16_tensor_tflops, 'TFLOPS', 1)}"
-        f" · BF16 tensor {_v(gpu.peak_bf16_tensor_tflops, 'TFLOPS', 1)}",
-        f"  peak bandwidth {_v(gpu.peak_bandwidth_gbs, 'GB/s', 0)}",
+        f"[b]{gpu_title(gpu)}[/]  (compute capability {v['compute capability']})",
+        f"  {v['SMs']} SMs · memory {v['memory']} · L2 {v['L2 cache']} · bus {v['memory bus']}",
+        f"  clocks SM {v['max SM clock']} · memory {v['max memory clock']} · power limit {v['power limit']}",
+        f"  peak FP32 {v['peak FP32']} · FP16 tensor {v['peak FP16 tensor']} · BF16 tensor {v['peak BF16 tensor']}",
+        f"  peak bandwidth {v['peak bandwidth']}",
     ]
-    for name, formula in (gpu.formulas or {}).items():
-        lines.append(f"  [dim]{name}: {formula}[/]")
+    lines += [f"  [dim]{line}[/]" for line in formula_lines(gpu)]
     return "\n".join(lines)
 
 
 def cpu_text(cpu) -> str:
+    v = cpu_figures(cpu)
     return "\n".join([
         f"[b]CPU: {cpu.model}[/]",
-        f"  {_v(cpu.physical_cores)} physical / {_v(cpu.logical_cores)} logical cores · "
-        f"{_v(cpu.freq_mhz, 'MHz')} · RAM {format_bytes(cpu.ram_total_bytes)}",
-        f"  torch threads {_v(cpu.torch_threads)} · oneDNN (mkldnn) "
-        f"{'available' if cpu.mkldnn_available else 'not available'}",
+        f"  {format_number(cpu.physical_cores)} physical / {format_number(cpu.logical_cores)} logical cores · "
+        f"{v['frequency']} · RAM {v['RAM']}",
+        f"  torch threads {v['torch threads']} · oneDNN (mkldnn) {v['oneDNN (mkldnn)']}",
     ])
 
 
 def report_text(report) -> str:
-    lines = [f"torch {report.torch_version}"]
-    if report.cuda_available:
-        lines[0] += (f" · CUDA runtime {report.cuda_runtime} · cuDNN {report.cudnn_version}"
-                     f" · driver {report.driver_version}")
-    else:
+    versions = [f"{label} {value}" for label, value, _ in version_rows(report)]
+    lines = [" · ".join(versions if report.cuda_available else versions[:1])]
+    if not report.cuda_available:
         lines.append(f"[b $warning]No CUDA device:[/] {report.cuda_reason or 'torch.cuda.is_available() is False'}")
     if report.nvml_available:
         lines.append(f"NVML: {len(report.gpus)} GPU(s)")
@@ -94,17 +86,16 @@ def ceilings_text(result, device: str) -> str:
         return (f"\n[b]Measured ceilings[/] of {device}: none yet. Press C to measure the best of several matmuls "
                 "and 3x3 convolutions per dtype, and a large copy (seconds); the roofline and MFU are then given "
                 "against them too")
-    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(result.measured_at))
     lines = []
     for c in result.ceilings:
         ran = [t for t in c.tried if t.value is not None]
         of = f" (best of {len(ran)} tried)" if len(ran) > 1 else ""
-        what = "compute" if c.kind == "compute" else "copy (read + write)"
-        lines.append(f"  {what} {c.dtype}: {c.text}, {escape(c.origin)}{of}")
+        lines.append(f"  {ceiling_kind(c)} {c.dtype}: {c.text}, {escape(c.origin)}{of}")
     if result.outdated:
         lines.append(f"  [b $warning]outdated:[/] {escape(result.outdated)}")
     kept = f"\n  kept in {escape(str(result.path))}" if result.path else ""
-    return f"\n[b]Measured ceilings[/] of {device}, {when} (C measures again)\n" + "\n".join(lines) + kept
+    return (f"\n[b]Measured ceilings[/] of {device}, {measured_when(result.measured_at)} (C measures again)\n"
+            + "\n".join(lines) + kept)
 
 
 class DevicePane(VerticalScroll):
@@ -183,8 +174,8 @@ class DevicePane(VerticalScroll):
         else:
             widget.update(ceilings_text(event.result, device))
             if event.result is not None and not event.result.cached:
-                took = f" in {event.result.seconds:.1f} s" if event.result.seconds is not None else ""
-                self.app.notify("kept: the next roofline gives MFU against them", title=f"ceilings measured{took}")
+                self.app.notify("kept: the next roofline gives MFU against them",
+                                title=f"ceilings measured{took_text(event.result)}")
 
     @on(JobEvent)
     def _job_event(self, message: JobEvent) -> None:

@@ -13,6 +13,7 @@ from textual.widgets import Button, DataTable, Static
 from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.formatting import fit_name, format_shape
+from torchperf_tui.wording.kernels import changed_text, layer_rows, ran_text, shows_step, us_text, what_ran
 from torchperf_tui.measure.protocol import JobFailed
 
 # The numbers and whether the choice changed come first, so they fit at 80 columns; the names follow. A
@@ -25,14 +26,6 @@ MIN_NAME = 10
 
 def columns_for(training: bool) -> tuple[tuple[str, str], ...]:
     return (COLUMNS[0], PASS_COLUMN, *COLUMNS[1:]) if training else COLUMNS
-
-
-def kernel_names(kernels, names: dict[str, str]) -> str:
-    """The layer's longest kernel (its short name from `names`), and how many more ran."""
-    if not kernels:
-        return "–"
-    more = f" +{len(kernels) - 1}" if len(kernels) > 1 else ""
-    return names[kernels[0].name] + more
 
 
 class KernelsPane(Vertical):
@@ -70,19 +63,14 @@ class KernelsPane(Vertical):
     def _fill_table(self, result) -> None:
         """A row per conv layer (per pass of a training step's). The layer's name gets what the pass, the times
         and the choice leave of the width, keeping its end, so they stay in sight at 80 columns."""
-        from torchperf_tui.engine.analysis.kernels import short_kernel_names  # text only: torch stays unimported
-
         training = result.training
         columns = columns_for(training)
         rows = []
-        for layer in result.layers:
-            for index, (phase, part) in enumerate(layer.phases() if training else [("", layer)]):
-                same = not part.changed
-                names = short_kernel_names([k.name for k in [*part.a, *part.b]], 26)
-                rows.append([layer.layer if index == 0 else "", *([phase] if training else []),
-                             f"{part.a_us:,.0f}", f"{part.b_us:,.0f}", "same" if same else "[b $warning]changed[/]",
-                             kernel_names(part.a, names),
-                             "same" if same else kernel_names(part.b, names), f"{layer.layer}:{phase}"])
+        for layer, name, phase, part, names in layer_rows(result, 26):
+            same = not part.changed
+            rows.append([name, *([phase] if training else []), us_text(part.a_us), us_text(part.b_us),
+                         "same" if same else "[b $warning]changed[/]", ran_text(part.a, names, compact=True),
+                         "same" if same else ran_text(part.b, names, compact=True), f"{layer.layer}:{phase}"])
         keys = [key for key, _ in columns]
         beside = sum(max([len(label)] + [len(row[i]) for row in rows]) + 2 for i, (key, label) in enumerate(columns)
                      if key in ("pass", "a_us", "b_us"))
@@ -155,11 +143,10 @@ class KernelsPane(Vertical):
         training = result.training
         shape = format_shape(result.input_shape)
         state = " · cancelled" if result.cancelled else ""
-        step = f" · {result.step}" if training or result.amp else ""
+        step = f" · {result.step}" if shows_step(result) else ""
         self.status = (f"[b]{result.model}[/] · {shape}{step} on {result.device} · A: {result.a_spec} · "
                        f"B: {result.b_spec}{state}")
-        what = "GPU kernels" if result.kind == "cuda-kernel" else "ATen conv implementation"
         self.query_one("#kernels-summary", Static).update(
-            f"{len(result.changed_layers)} of {len(result.layers)} conv layers changed what they ran · {what}"
-            f"{' per pass' if training else ''}, µs per iteration over {result.iters} profiled")
+            f"{changed_text(result)} · {what_ran(result)}{' per pass' if training else ''}, µs per iteration over "
+            f"{result.iters} profiled")
         self.query_one("#kernels-note", Static).update(result.note)

@@ -12,7 +12,9 @@ from textual.widgets import DataTable, Static
 
 from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent
-from torchperf_tui.formatting import fit_name, format_bytes, format_count, format_ms, format_shape
+from torchperf_tui.formatting import (fit_name, format_bytes, format_count, format_flops, format_ms, format_shape,
+                                      is_number, number_text)
+from torchperf_tui.wording.complexity import counts_backward, layer_figures, step_ratio
 from torchperf_tui.measure.protocol import JobFailed
 
 
@@ -28,11 +30,10 @@ def shape_text(shape) -> str:
 
 def complexity_summary(cx) -> str:
     """One line: parameters, size, FLOPs and MACs of a Complexity (of a training step: its backward too)."""
-    backward = getattr(cx, "backward_flops", None)
-    step = (f" + backward {format_count(backward, 'FLOPs')} (training step {cx.step_flops / cx.flops:.2f}x)"
-            if backward is not None and cx.flops else "")
+    ratio = step_ratio(cx)
+    step = f" + backward {format_flops(cx.backward_flops)} (training step {ratio})" if ratio else ""
     return (f"{format_count(cx.params_total)} params · {format_bytes(cx.size_bytes)} · "
-            f"{format_count(cx.flops, 'FLOPs')} ({format_count(cx.macs, 'MACs')}){step} · "
+            f"{format_flops(cx.flops)} ({format_count(cx.macs, 'MACs')}){step} · "
             f"input {shape_text(cx.input_shape)} {cx.dtype}")
 
 
@@ -49,7 +50,7 @@ TIME_COLUMNS = (("time", "time"), ("pass", "% pass"), ("rate", "FLOP/s"))
 def columns_for(cx, timed: bool = False) -> tuple:
     """The table's columns for a Complexity: a training step's has its backward FLOPs beside the forward's; a
     timed one each layer's time, share of the pass and achieved FLOP/s right after the name."""
-    columns = COLUMNS if getattr(cx, "backward_flops", None) is None else \
+    columns = COLUMNS if not counts_backward(cx) else \
         COLUMNS[:3] + (("bwd", "bwd FLOPs"),) + COLUMNS[3:]
     return columns[:1] + TIME_COLUMNS + columns[1:] if timed else columns
 
@@ -134,16 +135,16 @@ class LayersPane(Vertical):
         total = cx.flops or 0
         timed = {layer.name: layer for layer in self._timed.layers} if self._timed is not None else None
         columns = columns_for(cx, timed=timed is not None)
-        training = getattr(cx, "backward_flops", None) is not None
+        training = counts_backward(cx)
         rows = []
         for i, layer in enumerate(cx.layers):
             self._row_of.setdefault(layer.name, f"{i}")
-            share = f"{100.0 * layer.flops / total:.1f}" if total and isinstance(layer.flops, (int, float)) else "–"
-            backward = [format_count(layer.backward_flops or 0)] if training else []
+            share = f"{100.0 * layer.flops / total:.1f}" if total and is_number(layer.flops) else "–"
+            figures = layer_figures(layer, training)
+            backward = [figures["bwd FLOPs"]] if training else []
             times = self._time_cells(timed.get(layer.name)) if timed is not None else []
-            rows.append([layer.name or "(model)", *times, format_count(layer.flops), share, *backward,
-                         format_count(layer.params), layer.type, shape_text(layer.output_shape),
-                         format_bytes(layer.output_bytes), "–", "–"])
+            rows.append([layer.name or "(model)", *times, figures["FLOPs"], share, *backward, figures["params"],
+                         layer.type, shape_text(layer.output_shape), figures["output bytes"], "–", "–"])
         if timed is not None:  # longest first
             order = sorted(range(len(rows)), key=lambda i: -rows[i][1].value)
             rows = [rows[i] for i in order]
@@ -169,11 +170,11 @@ class LayersPane(Vertical):
     @staticmethod
     def _time_cells(layer) -> list:
         """time, % pass, FLOP/s of a timed row ('–' where it has none), sorting by the time."""
-        if layer is None or not isinstance(layer.time_ms, (int, float)):
+        if layer is None or not is_number(layer.time_ms):
             return [_Sorted("–", -1.0), "–", "–"]
         rate = layer.achieved_tflops
         return [_Sorted(format_ms(layer.time_ms), layer.time_ms), f"{layer.pass_pct:.1f}",
-                format_count(rate * 1e12) if isinstance(rate, (int, float)) else "–"]
+                format_count(rate * 1e12) if is_number(rate) else "–"]
 
     def show_roofline(self, layers, run=None, label: str = "") -> None:
         """Per layer, from a finished run's roofline: arithmetic intensity and the side of the roofline
@@ -193,8 +194,7 @@ class LayersPane(Vertical):
             key = self._row_of.get(layer.name)
             if key is None:
                 continue
-            intensity = layer.intensity
-            table.update_cell(key, "intensity", f"{intensity:.1f}" if isinstance(intensity, (int, float)) else "–")
+            table.update_cell(key, "intensity", number_text(layer.intensity, ".1f", na="–"))
             table.update_cell(key, "side", layer.side if isinstance(layer.side, str) else "–")
 
     # -- time per layer (key l) ----------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.measure.protocol import JobFailed
 
 from torchperf_tui.formatting import format_ms, format_shape
+from torchperf_tui.wording.profile import share_text, trace_text
 
 TOP_OPS = 30
 # Table column -> the engine's sort key (profiling.SORT_KEYS); share and shapes follow self time.
@@ -123,9 +124,7 @@ class ProfilePane(Vertical):
         self.result = result
         self._sort_ops = sort_ops
         self.sort_key = result.sort_by or None
-        self.query_one("#profile-trace", Static).update(
-            f"Chrome trace: {result.trace_path} (open in ui.perfetto.dev)" if result.trace_path
-            else "no trace written (no iteration was recorded)")
+        self.query_one("#profile-trace", Static).update(trace_text(result.trace_path, compact=True))
 
     def sort_by(self, key: str) -> None:
         if self.result is not None and self._sort_ops is not None:
@@ -156,7 +155,7 @@ class ProfilePane(Vertical):
         for i, op in enumerate(ops[:TOP_OPS]):
             device = format_ms(op.self_device_ms) if op.self_device_ms else "–"
             table.add_row(op.name, str(op.calls), format_ms(op.self_cpu_ms), device,
-                          f"{result.share_pct(op):.1f}", op.input_shapes or "–", key=str(i))
+                          share_text(result, op), op.input_shapes or "–", key=str(i))
         cancelled = " · cancelled" if result.cancelled else ""
         self.status = (
             f"[b]{result.model}[/] {format_shape(result.input_shape)} {result.dtype} on {result.device} · "

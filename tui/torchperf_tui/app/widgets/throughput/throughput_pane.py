@@ -17,16 +17,19 @@ from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.measure.protocol import JobDone, JobFailed, Progress
 
-from torchperf_tui.formatting import format_bytes, format_ms, format_number, format_shape
+from torchperf_tui.formatting import format_bytes, format_ms, format_number, format_shape, is_number, number_text
+from torchperf_tui.wording import bold
+from torchperf_tui.wording.conditions import conditions_line_rows
+from torchperf_tui.wording.throughput import best_text, fits_text, limit_row, stopped_by_row
 from torchperf_tui.app.widgets.timing.histogram import _PlotHolder, theme_palette
+from torchperf_tui.app.widgets.timing.run_lines import conditions_markup
 
 
 def try_cells(t) -> tuple[str, str, str, str, str, str]:
     """(batch, phase, fits or why not, latency, samples/s, time the try took) of one BatchTry."""
-    fits = "fits" if t.fits else f"does not fit: {t.reason}"
-    return (str(t.batch), t.phase, fits, format_ms(t.latency_ms) if t.latency_ms is not None else "–",
+    return (str(t.batch), t.phase, fits_text(t), format_ms(t.latency_ms) if t.latency_ms is not None else "–",
             format_number(t.samples_per_s, digits=1) if t.samples_per_s is not None else "–",
-            f"{t.seconds:.1f} s" if t.seconds is not None else "–")
+            number_text(t.seconds, ".1f", " s", na="–"))
 
 
 def throughput_summary(result) -> str:
@@ -34,24 +37,20 @@ def throughput_summary(result) -> str:
     rule that stopped the search; the time spent; the engine's notes."""
     latency = format_ms(result.latency_ms) if result.latency_ms is not None else "–"
     if result.samples_per_s is not None:
-        head = (f"best [b]{format_number(result.samples_per_s, digits=1)}[/] samples/s at batch "
-                f"[b]{result.best_batch}[/] · latency {latency} per batch")
+        head = f"best {best_text(result, bold)} · latency {latency} per batch"
     else:
         head = "[b]cancelled[/] before a measurement" if result.cancelled else "no measurement"
     head += f" · {result.time_text()}"
     cap = result.memory_cap_bytes
-    if isinstance(cap, int):
+    if is_number(cap):
         head += f" · CPU cap {format_bytes(cap)}"
-    lines = [head, f"largest batch that fits: {result.limit_text()}",
-             f"stopped by [b]{result.stop_rule}[/]: {escape(result.stop_reason)}"]
+    limit, stopped = limit_row(result), stopped_by_row(result, bold, escape)
+    lines = [head, f"{limit[0]}: {limit[1]}", f"{stopped[0]} {stopped[1]}"]
     # Notes can quote an exception's text: escaped, so a "[" in it is not read as markup.
     lines += [escape(n) for n in result.notes if not n.startswith("CPU memory cap")]
-    conditions = getattr(result, "conditions", None)
-    if conditions is not None:  # a GPU: its clocks, energy per sample and throttling over the measurement
-        line = (f"GPU at batch {result.best_batch}: "
-                f"{escape(conditions.short(getattr(result, 'step', 'infer'), brief=True))}")
-        lines.append(f"[$warning]{line}[/]" if conditions.throttled_share else line)
-    return "\n".join(lines)
+    # a GPU: its clocks, energy per sample and throttling over the measurement
+    gpu = conditions_markup(conditions_line_rows(result, result.best_batch, compact=True, where="at batch"))
+    return "\n".join(lines + ([gpu] if gpu else []))
 
 
 def search_progress(spec: str, started: float, budget_s: float, last) -> str:

@@ -8,9 +8,10 @@ import time
 
 from textual.markup import escape
 
-from torchperf_tui.formatting import format_ms, format_number, unsupported_mark
+from torchperf_tui.formatting import format_ms, format_number
 from torchperf_tui.wording.conditions import conditions_line_rows
-from torchperf_tui.wording.timing import budget_rows, peak_value, state_rows
+from torchperf_tui.wording.timing import (budget_rows, compile_line_rows, intervals_by_name, intervals_line, peak_value,
+                                          percentile_cell, shapes_line, state_rows)
 
 
 # What the histogram says while a run has no timed sample yet (not "press r": a run is under way).
@@ -74,15 +75,15 @@ def stats_text(record, compact: bool = False) -> str:
     elif s is None:
         text = f"no timed samples yet · first iteration {first}"
     elif compact:
-        intervals = _intervals(record)
-        p50, p90, p99 = (percentile_cell(intervals, name, value) for name, value in
+        intervals = intervals_by_name(record.samples_ms)
+        p50, p90, p99 = (percentile_cell(intervals, name, value, "$warning") for name, value in
                          (("p50", s.p50_ms), ("p90", s.p90_ms), ("p99", s.p99_ms)))
         text = (f"p50 {p50}  p90 {p90}  p99 {p99}\n"
                 f"mean {format_ms(s.mean_ms)}  std {format_ms(s.std_ms)}  FPS {format_number(s.fps_at_median, digits=1)}"
                 f" at p50  n={s.n}  first {first}")
     else:
-        intervals = _intervals(record)
-        p50, p90, p99 = (percentile_cell(intervals, name, value) for name, value in
+        intervals = intervals_by_name(record.samples_ms)
+        p50, p90, p99 = (percentile_cell(intervals, name, value, "$warning") for name, value in
                          (("p50", s.p50_ms), ("p90", s.p90_ms), ("p99", s.p99_ms)))
         text = (f"mean {format_ms(s.mean_ms)}  p50 {p50}  p90 {p90}  p99 {p99}\n"
                 f"std {format_ms(s.std_ms)}  FPS {format_number(s.fps_at_median, digits=1)} at p50 "
@@ -105,7 +106,12 @@ def conditions_text(record, compact: bool = False) -> str:
     """A finished CUDA run: the GPU's clocks, temperature, power, energy per item and throttling over its
     timed iterations; throttling in the warning colour, with its reasons and shares unless `compact` (then the
     clocks, energy and the word alone)."""
-    rows = conditions_line_rows(record.result, record.label, compact)
+    return conditions_markup(conditions_line_rows(record.result, record.label, compact))
+
+
+def conditions_markup(rows) -> str:
+    """wording.conditions' line rows in markup: the summary in the warning colour when the GPU throttled, then each
+    throttling row in bold warning; '' without rows."""
     if not rows:
         return ""
     (label, value, level), *throttling = rows
@@ -127,25 +133,9 @@ def disturbed_text(record, compact: bool = False) -> str:
     return f"[b $warning]disturbed:[/] [$warning]{escape('; '.join(record.disturbed))}[/]"
 
 
-def _intervals(record) -> dict:
-    from torchperf_tui.engine.benchmark.stats import percentile_intervals
-
-    return {interval.name: interval for interval in percentile_intervals(record.samples_ms)}
-
-
-def percentile_cell(intervals: dict, name: str, value_ms: float) -> str:
-    """'6.07 ms', or '14.6 ms?' when the samples cannot support that percentile (intervals_text says why)."""
-    interval = intervals.get(name)
-    return format_ms(value_ms) + unsupported_mark(interval is None or interval.supported, "$warning")
-
-
 def intervals_text(record, intervals: dict | None = None) -> str:
     """'95 % CI  p50 4.68-4.73 ms · p90 6.21-7.10 ms · p99? not supported by 50 samples, needs 555'."""
-    from torchperf_tui.formatting import interval_text
-
-    intervals = _intervals(record) if intervals is None else intervals
-    parts = [f"{name}{unsupported_mark(i.supported)} {interval_text(i)}" for name, i in intervals.items()]
-    return "95 % CI  " + " · ".join(parts) if parts else ""
+    return intervals_line(intervals_by_name(record.samples_ms) if intervals is None else intervals)
 
 
 def peak_text(record) -> str:
@@ -154,38 +144,14 @@ def peak_text(record) -> str:
     return "" if peak is None else f"peak allocated: {peak}"
 
 
-def _median(values) -> float | None:
-    import statistics  # here, not at import: this module is on the first frame's path
-
-    return statistics.median(values) if values else None
-
-
 def shapes_text(record) -> str:
     """Under a varying schedule: first-seen iterations against repeats, and the tuning cost when done."""
     if record.shapes == "fixed":
         return ""
-    repeats, new = record.split_by_shape()
-    text = (f"shapes {record.shapes}: {len(new)} new-shape iteration(s) p50 {format_ms(_median(new))} · "
-            f"{len(repeats)} repeat(s) p50 {format_ms(_median(repeats))}")
-    report = getattr(record.result, "shape_report", None)
-    if report is not None:
-        if report.tuning_cost_ms > 0:
-            text += f" · tuning cost {format_ms(report.tuning_cost_ms)}"
-        else:  # noise, or a first call that was not slower: not a negative cost
-            text += (f" · no tuning cost measured (first-seen iterations were {format_ms(-report.tuning_cost_ms)} "
-                     "faster than their repeats, in sum)")
-        if report.unrepeated:
-            text += f" ({report.unrepeated} shape(s) never repeated)"
-    return text
+    return shapes_line(record.shapes, *record.split_by_shape(), getattr(record.result, "shape_report", None))
 
 
 def compile_text(record) -> str:
     """torch.compile: the compile time apart from the samples, or why it failed (eager numbers shown)."""
-    result = record.result
-    if record.compile is None:
-        return ""
-    if result is None:
-        return f"torch.compile mode {record.compile}: compiling before the timed iterations…"
-    if result.compiled:
-        return f"torch.compile mode {record.compile}: compiled in {result.compile_s:.1f} s (not in the samples)"
-    return f"[b $warning]torch.compile failed, eager numbers shown:[/] {result.compile_error}"
+    return "\n".join(f"[b ${level}]{label}:[/] {escape(value)}" if level else f"{label}: {escape(value)}"
+                     for label, value, level in compile_line_rows(record.compile, record.result))

@@ -1,0 +1,50 @@
+"""A model's complexity (engine.workloads.complexity_result.Complexity) in words: the CLI's rows and per-layer table
+of `flops`, and the figures the layers pane says too (the counts, a training step's backward against the forward, each
+layer's counts)."""
+
+from __future__ import annotations
+
+from torchperf_tui.formatting import format_bytes, format_count, format_flops, format_shape
+from torchperf_tui.wording import Row, row
+
+
+def counts_backward(cx) -> bool:
+    """Whether a training step was counted: the backward's FLOPs beside the forward's."""
+    return getattr(cx, "backward_flops", None) is not None
+
+
+def step_ratio(cx) -> str | None:
+    """A training step's FLOPs against its forward's ('2.99x'); None where no backward was counted (or the forward
+    counts nothing)."""
+    return f"{cx.step_flops / cx.flops:.2f}x" if counts_backward(cx) and cx.flops else None
+
+
+def complexity_title(cx) -> str:
+    return f"{cx.model} at {format_shape(cx.input_shape)} ({cx.dtype})"
+
+
+def complexity_rows(cx) -> list[Row]:
+    """`flops`: parameters, size, FLOPs and MACs, and of a training step its backward against the forward."""
+    ratio = step_ratio(cx)
+    return [row("parameters", f"{format_count(cx.params_total)} ({cx.params_total:,}), "
+                              f"trainable {format_count(cx.params_trainable)}"),
+            row("size", f"{cx.size_mb:.2f} MiB"),
+            row("FLOPs", f"{format_flops(cx.flops)} ({cx.flops:,})"),
+            row("MACs", f"{format_count(cx.macs, 'MACs')} ({cx.macs:,})"),
+            *([row("training step", f"forward {format_flops(cx.flops)} + backward {format_flops(cx.backward_flops)} = "
+                                    f"{format_flops(cx.step_flops)} ({ratio} the forward; the optimizer's update not "
+                                    "counted)")] if ratio else [])]
+
+
+def layer_figures(layer, training: bool) -> dict[str, str]:
+    """A layer's counts by the CLI's column: params, FLOPs, of a training step its backward's, the output's bytes."""
+    return {"params": format_count(layer.params), "FLOPs": format_count(layer.flops),
+            **({"bwd FLOPs": format_count(layer.backward_flops or 0)} if training else {}),
+            "output bytes": format_bytes(layer.output_bytes)}
+
+
+def layer_cells(cx) -> list[tuple[str, ...]]:
+    """The CLI's per-layer table: (layer, type, input, output, params, FLOPs[, bwd FLOPs], output bytes)."""
+    training = counts_backward(cx)
+    return [(layer.name, layer.type, format_shape(layer.input_shape), format_shape(layer.output_shape),
+             *layer_figures(layer, training).values()) for layer in cx.layers]

@@ -1,0 +1,75 @@
+"""A batch search (engine.benchmark.throughput.ThroughputResult) in words: the CLI's rows, its table of the batches
+that fitted and its line per try, and the facts the throughput pane says on its lines (whether a try fitted, the
+best rate and its batch, the largest batch that fits, the rule that stopped the search)."""
+
+from __future__ import annotations
+
+from torchperf_tui.formatting import format_bytes, format_shape, is_number, number_text
+from torchperf_tui.wording import Row, plain, row
+from torchperf_tui.wording.conditions import conditions_rows
+
+
+def fits_text(t) -> str:
+    """A BatchTry: 'fits', or 'does not fit: why'."""
+    return "fits" if t.fits else f"does not fit: {t.reason}"
+
+
+def try_line(t) -> str:
+    """The CLI's line per batch tried, as the search goes: 'batch     4 (grow): fits, 0.891 ms, 4487.1 samples/s
+    (0.0 s)'."""
+    took = f" ({number_text(t.seconds, '.1f', ' s')})" if t.seconds is not None else ""
+    figures = (f", {number_text(t.latency_ms, '.3f', ' ms')}, {number_text(t.samples_per_s, '.1f', ' samples/s')}"
+               if t.fits else "")
+    return f"batch {t.batch:>5} ({t.phase}): {fits_text(t)}{figures}{took}"
+
+
+def best_text(result, strong=plain) -> str:
+    """'4911.2 samples/s at batch 4', the figures in `strong` (the pane's bold)."""
+    unit = " samples/s" if is_number(result.samples_per_s) else ""
+    return f"{strong(number_text(result.samples_per_s, '.1f'))}{unit} at batch {strong(result.best_batch)}"
+
+
+def limit_row(result) -> Row:
+    """The largest batch that fits, as far as the search knows."""
+    return row("largest batch that fits", result.limit_text())
+
+
+def stopped_by_row(result, strong=plain, escape=plain) -> Row:
+    """The rule that stopped the search (in `strong`) and its reason (through `escape`: it can quote an error)."""
+    return row("stopped by", f"{strong(result.stop_rule)}: {escape(result.stop_reason)}"
+               + (" (--to-oom: no plateau rule)" if result.to_oom else ""))
+
+
+def throughput_title(result) -> str:
+    return f"{result.model} on {result.device}, sample {format_shape(result.sample_shape)} {result.dtype}"
+
+
+def throughput_rows(result) -> list[Row]:
+    """`throughput`: the best samples/s and its batch first, then the largest batch that fits, the rule that stopped
+    the search, the time spent, the memory, the notes and the GPU over the measurement."""
+    measured = result.measurement
+    iters = f" ({measured.iters} iterations; its search try: {number_text(result.best_try_samples_per_s, '.1f')})" \
+        if measured is not None and measured.fits else ""
+    rows = [row("best throughput", best_text(result) + iters),
+            row("latency at that batch", number_text(result.latency_ms, ".3f", " ms")),
+            limit_row(result), stopped_by_row(result),
+            row("search took", result.time_text()),
+            row("memory cap", format_bytes(result.memory_cap_bytes)),
+            row("allocator before / after", f"{format_bytes(result.allocator_before_bytes)} / "
+                                            f"{format_bytes(result.allocator_after_bytes)}")]
+    rows += [row("note", note) for note in result.notes]
+    step = getattr(result, "step", "infer")
+    rows += conditions_rows(getattr(result, "conditions", None), step,
+                            during=f"the measurement at batch {result.best_batch}")
+    if step != "infer":
+        rows.insert(0, row("each iteration", step if not step.startswith("train") else
+                           f"a training step, {step}: the largest batch that fits is the largest that fits for "
+                           "training (activations kept for the backward, gradients, optimizer state)"))
+    return rows
+
+
+def point_cells(result) -> list[tuple[str, str, str, str, str]]:
+    """The CLI's table of the batches that fitted: (batch, latency, samples/s, try took, 'best' or '')."""
+    return [(str(p.batch), number_text(p.latency_ms, ".3f", " ms"), number_text(p.samples_per_s, ".1f"),
+             number_text(p.seconds, ".1f", " s"), "best" if p.batch == result.best_batch else "")
+            for p in result.points]
