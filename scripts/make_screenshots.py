@@ -48,9 +48,12 @@ def shooter(app, out: Path, suffix: str, saved: list[Path]):
     return shoot
 
 
-async def visit(pilot, shoot, key: str, name: str, settle: float = 0.5) -> None:
-    """Press `key` (a tab), let the view draw, and save it as `name`."""
+async def visit(pilot, shoot, key: str, name: str, settle: float = 0.5, until=None, what: str = "") -> None:
+    """Press `key` (a tab, or a job's key), wait until `until()` holds (the job's result is in), let the view
+    draw, and save it as `name`."""
     await pilot.press(key)
+    if until is not None:
+        await wait_until(pilot, until, what=what)
     await pilot.pause(settle)
     shoot(name)
 
@@ -88,16 +91,11 @@ async def make(out: Path, model: str, flag: str, warmup: int, iters: int, max_ba
         await visit(pilot, shoot, "3", "layers")
         await visit(pilot, shoot, "5", "memory", settle=1.0)
         await visit(pilot, shoot, "4", "device", settle=0.3)
-        await pilot.press("t")
-        await wait_until(pilot, lambda: "largest batch" in str(app.main.query_one("#throughput-summary").render())
-                         or "no batch fits" in str(app.main.query_one("#throughput-summary").render()),
-                         what="the throughput search")
-        await pilot.pause(1.0)
-        shoot("throughput")
-        await pilot.press("p")
-        await wait_until(pilot, lambda: app.main.query_one("#profile").result is not None, what="the profile")
-        await pilot.pause(0.5)
-        shoot("profile")
+        await visit(pilot, shoot, "t", "throughput", settle=1.0, what="the throughput search",
+                    until=lambda: "largest batch" in str(app.main.query_one("#throughput-summary").render())
+                    or "no batch fits" in str(app.main.query_one("#throughput-summary").render()))
+        await visit(pilot, shoot, "p", "profile", what="the profile",
+                    until=lambda: app.main.query_one("#profile").result is not None)
         await pilot.press("8")
         await wait_until(pilot, lambda: app.main.query_one("#history-table").row_count >= 2, what="the history")
         await pilot.press("m", "down", "m")
@@ -122,10 +120,8 @@ async def make(out: Path, model: str, flag: str, warmup: int, iters: int, max_ba
                          what="the A/B comparison")
         await pilot.pause(1.0)
         shoot("ab")
-        await pilot.press("k")
-        await wait_until(pilot, lambda: app.main.query_one("#kernels").result is not None, what="the kernels")
-        await pilot.pause(0.5)
-        shoot("kernels")
+        await visit(pilot, shoot, "k", "kernels", what="the kernels",
+                    until=lambda: app.main.query_one("#kernels").result is not None)
     return saved
 
 
@@ -150,10 +146,8 @@ async def make_training(out: Path, model: str, flag: str, warmup: int, iters: in
         await wait_until(pilot, lambda: ab_done(app), what="the A/B of training steps")
         await pilot.pause(1.0)
         shoot("train-ab")
-        await pilot.press("k")
-        await wait_until(pilot, lambda: app.main.query_one("#kernels").result is not None, what="the kernels")
-        await pilot.pause(0.5)
-        shoot("train-kernels")
+        await visit(pilot, shoot, "k", "train-kernels", what="the kernels",
+                    until=lambda: app.main.query_one("#kernels").result is not None)
     return saved
 
 
@@ -167,10 +161,8 @@ async def make_why(out: Path, model: str, warmup: int, iters: int, history: Path
         await pick(pilot, model)
         await pilot.press("r")
         await wait_until(pilot, lambda: app.pane("layers")._run is not None, what="the run's roofline")
-        await pilot.press("l")
-        await wait_until(pilot, lambda: app.pane("layers")._timed is not None, what="the layer times")
-        await pilot.pause(0.5)
-        shoot("layer-times")
+        await visit(pilot, shoot, "l", "layer-times", what="the layer times",
+                    until=lambda: app.pane("layers")._timed is not None)
         await pilot.press("1", "M")
         await wait_until(pilot, lambda: app.pane("timing").last_modes is not None, what="the timing modes")
         await pilot.pause(0.8)
