@@ -52,24 +52,29 @@ def _session_alive(sid: int) -> bool:
     return False
 
 
-def time_to_marker(command: str, marker: str, timeout: float = 30.0) -> float:
-    session = f"firstframe{os.getpid()}"
-    subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+def time_to_marker(tmux: list[str], command: str, marker: str, timeout: float = 30.0) -> float:
+    """Seconds from starting `command` in a new 80x24 session of the tmux server `tmux` (its command line) until
+    `marker` is on screen; the session's processes have all exited when this returns."""
+    session = "app"
+    subprocess.run([*tmux, "kill-session", "-t", session], capture_output=True, check=False)
     t0 = time.perf_counter()
-    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "80", "-y", "24", command], check=True)
+    subprocess.run([*tmux, "new-session", "-d", "-s", session, "-x", "80", "-y", "24", command], check=True)
     # The pane's process leads a session of its own (tmux calls setsid); its children stay in it.
-    pane_pid = int(subprocess.run(["tmux", "display-message", "-p", "-t", session, "#{pane_pid}"],
-                                  capture_output=True, text=True).stdout.strip() or 0)
+    pane_pid = int(subprocess.run([*tmux, "display-message", "-p", "-t", session, "#{pane_pid}"],
+                                  capture_output=True, text=True, check=False).stdout.strip() or 0)
     try:
+        screen = ""
         while time.perf_counter() - t0 < timeout:
-            screen = subprocess.run(["tmux", "capture-pane", "-p", "-t", session],
-                                    capture_output=True, text=True).stdout
+            screen = subprocess.run([*tmux, "capture-pane", "-p", "-t", session],
+                                    capture_output=True, text=True, check=False).stdout
             if marker in screen:
                 return time.perf_counter() - t0
             time.sleep(0.005)
-        raise TimeoutError(f"{marker!r} did not appear within {timeout} s: {command}")
+        alive = "alive" if pane_pid and _session_alive(pane_pid) else "gone"
+        raise TimeoutError(f"{marker!r} did not appear within {timeout} s: {command} (its processes: {alive}; "
+                           f"the pane read: {screen.strip()[:400]!r})")
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+        subprocess.run([*tmux, "kill-session", "-t", session], capture_output=True, check=False)
         # Wait for the app and its measurement process to exit before the next start. A fixed 0.3 s was short of
         # it: torchperf-tui's measurement process, still importing torch, went ~3 s after the SIGHUP (the client's
         # stop grace, then the app's signal deadline), on the CPUs of the next two starts.
@@ -108,9 +113,20 @@ def main() -> int:
     print(f"python {sys.version.split()[0]}, textual {textual.__version__}, {os.cpu_count()} CPUs, "
           f"{args.runs} runs each, alternating, 80x24 tmux")
     times: dict[str, list[float]] = {name: [] for name in apps}
-    for _ in range(args.runs):
-        for name, (command, marker) in apps.items():
-            times[name].append(time_to_marker(command, marker))
+    # A tmux server of the bench's own, started before the first start and kept up by an idle session. A pane
+    # gets the environment of the server it runs in: a shared one (the default socket, started by whoever came
+    # first) handed the app that process's PYTHONPATH and bytecode settings. A server with no session left exits,
+    # and the next start started one inside its timing. Another tmux user could end a shared server's sessions.
+    socket_dir = tempfile.mkdtemp(prefix="first-frame-")
+    tmux = ["tmux", "-S", os.path.join(socket_dir, "tmux")]
+    subprocess.run([*tmux, "new-session", "-d", "-s", "keep", "sleep 86400"], check=True)
+    try:
+        for _ in range(args.runs):
+            for name, (command, marker) in apps.items():
+                times[name].append(time_to_marker(tmux, command, marker))
+    finally:
+        subprocess.run([*tmux, "kill-server"], capture_output=True, check=False)
+        shutil.rmtree(socket_dir, ignore_errors=True)
     for name, values in times.items():
         print(f"{name:>14}: median {statistics.median(values):.3f} s  "
               f"(min {min(values):.3f}, max {max(values):.3f})")
