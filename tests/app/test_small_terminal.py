@@ -59,6 +59,31 @@ async def test_at_80x24_the_histogram_has_bars_beside_the_sidebar(tiny_app):
         assert screen_text(app, "#run-status").startswith("run #1 · done")
 
 
+async def test_the_first_frame_at_80x24_is_drawn_in_the_short_layout(monkeypatch):
+    """The screen fits the terminal before its first frame: at 80x24 the sidebar's title, which the short layout
+    hides, is not painted for the instant before the screen's first resize (it was, then vanished ~5 ms later,
+    and bench/first_frame.py's marker, that title, came and went with it)."""
+    from textual.screen import Screen
+
+    from tests.fakes.fake_measurement import FakeMeasurement
+    from torchperf_tui.app.app import TorchperfApp
+    from torchperf_tui.app.screens.main import MainScreen
+
+    first_paint: list[tuple[bool, bool]] = []  # (short layout, title shown) when the main screen first paints
+    paint = Screen._compositor_refresh
+
+    def recording_paint(self):
+        if isinstance(self, MainScreen) and not first_paint:
+            first_paint.append((self.has_class("-short"), self.query_one("#picker-title").display))
+        return paint(self)
+
+    monkeypatch.setattr(Screen, "_compositor_refresh", recording_paint)
+    app = TorchperfApp(poll_telemetry=False, measurement=FakeMeasurement())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+    assert first_paint == [(True, False)]
+
+
 async def test_at_80x24_the_run_options_are_above_the_fold(tiny_app):
     async with tiny_app(size=(80, 24)) as pilot:
         app = pilot.app

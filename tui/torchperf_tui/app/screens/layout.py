@@ -24,15 +24,20 @@ class FitsTerminal:
     the screen sets when mounted, and calls `action_leave_field`)."""
 
     def on_resize(self, event) -> None:
-        """Fit the layout to the terminal: compact when short, the sidebar hidden when narrow (until the user
-        shows it), and below MIN_SIZE a notice instead of panes that cannot be read."""
         if event.size != self.app.size:
             # Stale: a newer size is queued behind it. Textual lays the screen out at each size it is sent and
             # sends itself the size it laid out at, so two sizes queued at once (Rich's 80x25 guess under
             # TERM=dumb, then the real one, both sent while the panes mount) would alternate forever at full CPU.
             event.prevent_default()
             return
-        width, height = event.size
+        self.fit_terminal(event.size)
+
+    def fit_terminal(self, size) -> None:
+        """Fit the layout to the terminal: compact when short, the sidebar hidden when narrow (until the user
+        shows it), and below MIN_SIZE a notice instead of panes that cannot be read. Called on each resize, and
+        when the screen mounts with the size the app already knows: the screen's first Resize comes after the
+        first frame, which was drawn in the tall layout and redrawn in the short one a few milliseconds later."""
+        width, height = size
         self.set_class(height < SHORT_ROWS, "-short")
         footer = self.query_one(Footer)
         footer.compact = width < 100

@@ -42,8 +42,9 @@ def pane_class(name: str):
 
 class MainScreen(FitsTerminal, Screen):
     """Everything on one screen; each pane fills itself from the jobs it starts. The first frame is the
-    header, the sidebar's title, a tab bar drawn as text and the footer; the panes and the real tabs are
-    mounted right after it (a bare Textual app paints in ~0.4 s; 9 tabs of widgets would add a third)."""
+    header, the sidebar's title (hidden on a short terminal), a tab bar drawn as text and the footer; the panes
+    and the real tabs are mounted right after it (a bare Textual app paints in ~0.4 s; 9 tabs of widgets would
+    add a third)."""
 
     AUTO_FOCUS = None  # nothing to focus in the first frame: the model list takes it once mounted
 
@@ -73,6 +74,7 @@ class MainScreen(FitsTerminal, Screen):
     def on_mount(self) -> None:
         self._sidebar_chosen = False  # the user pressed h: the width no longer decides
         self._probe_failed = False  # the device probe failed: the flags show without its applicability
+        self.fit_terminal(self.app.size)  # the first frame is drawn in the layout this size gets
         self.call_after_refresh(self._mount_panes)
 
     async def _mount_panes(self) -> None:
