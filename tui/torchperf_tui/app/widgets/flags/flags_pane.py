@@ -52,6 +52,8 @@ class FlagRow(Horizontal):
         yield Label(self._label_text(self._ok), classes="flag-label")
 
     def on_mount(self) -> None:
+        if not self.query(f"#flag-{self.spec.name}"):
+            return  # the app is closing as the row mounts: its children are already gone
         self.set_applicable(self._ok, self._reason)
         if self.spec.kind is bool:  # every change of the value, a user's flip or set_values' quiet one
             self.watch(self.query_one(f"#flag-{self.spec.name}", Switch), "value", self._show_state)
