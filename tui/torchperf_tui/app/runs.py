@@ -43,6 +43,7 @@ class LiveRun:
     batches: int = 0  # SamplesArrived messages received (the measurement process batches ~every 100 ms)
     stats: Any = None  # engine.benchmark.stats.TimingStats, recomputed in the UI as samples arrive
     stats_at: float = 0.0  # monotonic time of that last recomputation
+    histogram_at: float = 0.0  # monotonic time the live histogram was last drawn (run_lines.histogram_due)
     batch: int = 1  # items per iteration, for items/s
     result: Any = None  # engine.benchmark.timing.TimingResult
     error: str | None = None

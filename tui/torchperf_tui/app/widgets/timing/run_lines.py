@@ -22,6 +22,10 @@ WAITING_TEXT = {"starting": "building the model: the histogram fills with the ti
 PHASE_TEXT = {"starting": "building model…", "first": "first iteration", "warmup": "warm-up",
               "timed": "timed", "done": "done", "cancelled": "cancelled", "failed": "failed"}
 LIVE_STATS_EVERY_S = 0.5  # live statistics over all samples so far are recomputed at most this often
+# A CPU run's model shares the cores with this process, and drawing the histogram is most of what a live update
+# costs here (two thirds of ~12-17 % of a core at every 0.5 s; bench/results/tui_fidelity.txt): while a CPU run
+# measures, the histogram is redrawn at most this often (its lines still every LIVE_STATS_EVERY_S).
+LIVE_CPU_HISTOGRAM_EVERY_S = 1.5
 
 
 def redraw_due(record, now_anyway: bool = False) -> bool:
@@ -30,6 +34,18 @@ def redraw_due(record, now_anyway: bool = False) -> bool:
     if not now_anyway and now - record.stats_at < LIVE_STATS_EVERY_S:
         return False
     record.stats_at = now
+    return True
+
+
+def histogram_due(record, samples) -> bool:
+    """At a redraw of the run's lines for a batch of `samples` (a Samples event): whether its histogram is drawn
+    too. A CPU run's timed batches draw it at most every LIVE_CPU_HISTOGRAM_EVERY_S, and the last one always."""
+    if record.device != "cpu" or samples.phase != "timed" or samples.index >= samples.total - 1:
+        return True
+    now = time.monotonic()
+    if now - record.histogram_at < LIVE_CPU_HISTOGRAM_EVERY_S:
+        return False
+    record.histogram_at = now
     return True
 
 

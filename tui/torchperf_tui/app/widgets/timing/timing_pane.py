@@ -26,8 +26,15 @@ from torchperf_tui.app.widgets.timing.histogram import LatencyHistogram
 from torchperf_tui.app.widgets.timing.modes_lines import ModesLines
 from torchperf_tui.app.widgets.timing.roofline_line import RooflineLine
 from torchperf_tui.app.widgets.timing.run_lines import (WAITING_TEXT, bar_progress, finished_text, intervals_text,
-                                                        redraw_due, stats_text, status_line)
+                                                        histogram_due, redraw_due, stats_text, status_line)
 from torchperf_tui.measure.protocol import JobDone, JobFailed, Progress, Samples
+
+
+def update_live(line: Static, text: str, settled: bool) -> None:
+    """Show `text` on a line of the run. While the run is live the screen is laid out again only when the text
+    needs another number of rows than the line has (a relayout of the whole screen at each live update was about
+    a quarter of what the update cost: bench/results/tui_fidelity.txt)."""
+    line.update(text, layout=settled or text.count("\n") + 1 != line.size.height)
 
 COMPACT_BELOW_ROWS = 30  # the pane's height under which its lines are compact
 
@@ -190,7 +197,7 @@ class TimingPane(Vertical):
         # While the measurement process measures, this process shares the machine's cores with it: the run's
         # lines are redrawn at most as often as its statistics, plus at each change of phase.
         if redraw or phase_changed or event.phase == "first":
-            self._show(record, histogram=redraw)
+            self._show(record, histogram=redraw and histogram_due(record, event))
 
     def _finished(self, record: LiveRun, result, fingerprint) -> None:
         record.result = result
@@ -317,14 +324,14 @@ class TimingPane(Vertical):
             self.show_run(record, histogram=histogram and self.screen.active_tab() == "timing")
 
     def show_run(self, record, histogram: bool = True) -> None:
-        self.query_one("#run-status", Static).update(status_line(record))
+        update_live(self.query_one("#run-status", Static), status_line(record), settled=record.finished)
         bar = self.query_one("#run-progress", ProgressBar)
         bar.display = True
         progress = bar_progress(record, self.app.session.iters)
         if progress is not None:
             bar.update(total=progress[0], progress=progress[1])
         stats = self.query_one("#run-stats", Static)
-        stats.update(stats_text(record, compact=self.has_class("-compact")))
+        update_live(stats, stats_text(record, compact=self.has_class("-compact")), settled=record.finished)
         # on a short terminal the "?" is explained here, and the disturbance marks are said whole
         stats.tooltip = "\n".join([line for line in (intervals_text(record),) if line] + record.disturbed) or None
         if histogram:
