@@ -81,30 +81,29 @@ def bar_progress(record, iters: int) -> tuple[int | None, int] | None:
     return None
 
 
-def stats_text(record, compact: bool = False) -> str:
+def stats_text(record, compact: bool = False, intervals: dict | None = None) -> str:
     """The stats of a run (live or final), then what the shape schedule and torch.compile did; `compact`
-    (a short terminal): the percentiles on one line, the rest on another. A failed run: its error, whole."""
+    (a short terminal): the percentiles on one line, the rest on another. A failed run: its error, whole.
+    `intervals`: the samples' percentile intervals when the caller has them (intervals_by_name)."""
     s = record.stats
     first = format_ms(record.first_iter_ms) if record.first_iter_ms is not None else "–"
     if record.error:
         text = f"[b $error]error:[/] {escape(record.error)}"
     elif s is None:
         text = f"no timed samples yet · first iteration {first}"
-    elif compact:
-        intervals = intervals_by_name(record.samples_ms)
-        p50, p90, p99 = (percentile_cell(intervals, name, value, "$warning") for name, value in
-                         (("p50", s.p50_ms), ("p90", s.p90_ms), ("p99", s.p99_ms)))
-        text = (f"p50 {p50}  p90 {p90}  p99 {p99}\n"
-                f"mean {format_ms(s.mean_ms)}  std {format_ms(s.std_ms)}  FPS {format_number(s.fps_at_median, digits=1)}"
-                f" at p50  n={s.n}  first {first}")
     else:
-        intervals = intervals_by_name(record.samples_ms)
+        intervals = intervals_by_name(record.samples_ms) if intervals is None else intervals
         p50, p90, p99 = (percentile_cell(intervals, name, value, "$warning") for name, value in
                          (("p50", s.p50_ms), ("p90", s.p90_ms), ("p99", s.p99_ms)))
-        text = (f"mean {format_ms(s.mean_ms)}  p50 {p50}  p90 {p90}  p99 {p99}\n"
-                f"std {format_ms(s.std_ms)}  FPS {format_number(s.fps_at_median, digits=1)} at p50 "
-                f"({format_number(s.fps, digits=1)} at the mean)  first {first}  n={s.n}\n"
-                f"{intervals_text(record, intervals)}")
+        if compact:
+            text = (f"p50 {p50}  p90 {p90}  p99 {p99}\n"
+                    f"mean {format_ms(s.mean_ms)}  std {format_ms(s.std_ms)}  FPS "
+                    f"{format_number(s.fps_at_median, digits=1)} at p50  n={s.n}  first {first}")
+        else:
+            text = (f"mean {format_ms(s.mean_ms)}  p50 {p50}  p90 {p90}  p99 {p99}\n"
+                    f"std {format_ms(s.std_ms)}  FPS {format_number(s.fps_at_median, digits=1)} at p50 "
+                    f"({format_number(s.fps, digits=1)} at the mean)  first {first}  n={s.n}\n"
+                    f"{intervals_text(record, intervals)}")
     budget = "\n".join(value for _, value, _ in budget_rows(record.result))
     extra = [line for line in (shapes_text(record), compile_text(record), peak_text(record), budget,
                                conditions_text(record, compact), state_text(record),
@@ -147,6 +146,14 @@ def disturbed_text(record, compact: bool = False) -> str:
     if compact:
         return f"[b $warning]disturbed:[/] [$warning]{escape(', '.join(m.split(':')[0] for m in record.disturbed))}[/]"
     return f"[b $warning]disturbed:[/] [$warning]{escape('; '.join(record.disturbed))}[/]"
+
+
+def stats_and_tooltip(record, compact: bool = False) -> tuple[str, str | None]:
+    """stats_text, and its tooltip: the percentiles' intervals (on a short terminal the "?" is explained there)
+    and the disturbance marks whole. The intervals are computed once for both, at each live update."""
+    intervals = intervals_by_name(record.samples_ms)
+    tooltip = "\n".join([line for line in (intervals_text(record, intervals),) if line] + record.disturbed) or None
+    return stats_text(record, compact, intervals), tooltip
 
 
 def intervals_text(record, intervals: dict | None = None) -> str:

@@ -25,8 +25,8 @@ from torchperf_tui.app.widgets.timing.determinism_note import DeterminismNote
 from torchperf_tui.app.widgets.timing.histogram import LatencyHistogram
 from torchperf_tui.app.widgets.timing.modes_lines import ModesLines
 from torchperf_tui.app.widgets.timing.roofline_line import RooflineLine
-from torchperf_tui.app.widgets.timing.run_lines import (WAITING_TEXT, bar_progress, finished_text, intervals_text,
-                                                        histogram_due, redraw_due, stats_text, status_line)
+from torchperf_tui.app.widgets.timing.run_lines import (WAITING_TEXT, bar_progress, finished_text, histogram_due,
+                                                        redraw_due, stats_and_tooltip, status_line)
 from torchperf_tui.measure.protocol import JobDone, JobFailed, Progress, Samples
 
 
@@ -35,6 +35,7 @@ def update_live(line: Static, text: str, settled: bool) -> None:
     needs another number of rows than the line has (a relayout of the whole screen at each live update was about
     a quarter of what the update cost: bench/results/tui_fidelity.txt)."""
     line.update(text, layout=settled or text.count("\n") + 1 != line.size.height)
+
 
 COMPACT_BELOW_ROWS = 30  # the pane's height under which its lines are compact
 
@@ -331,9 +332,8 @@ class TimingPane(Vertical):
         if progress is not None:
             bar.update(total=progress[0], progress=progress[1])
         stats = self.query_one("#run-stats", Static)
-        update_live(stats, stats_text(record, compact=self.has_class("-compact")), settled=record.finished)
-        # on a short terminal the "?" is explained here, and the disturbance marks are said whole
-        stats.tooltip = "\n".join([line for line in (intervals_text(record),) if line] + record.disturbed) or None
+        text, stats.tooltip = stats_and_tooltip(record, compact=self.has_class("-compact"))
+        update_live(stats, text, settled=record.finished)
         if histogram:
             repeats, new = record.split_by_shape()
             self.query_one(LatencyHistogram).show_samples(repeats, record.label, first_seen=new,
