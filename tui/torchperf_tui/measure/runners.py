@@ -15,6 +15,10 @@ from typing import Any, Callable
 from torchperf_tui.measure.protocol import Progress, Samples
 
 SEND_EVERY_S = 0.5  # batched samples leave at most twice a second: the UI redraws a run at that rate anyway
+# A CPU run's model threads fill the cores the app's process wakes on: each batch it receives costs a redraw that
+# preempts an iteration or two, and those land in the tail. Its batches leave at most once a second
+# (bench/results/tui_fidelity.txt: resnet18's p90 TUI/CLI on 2 cores at 0.5 s and at 1 s).
+CPU_SEND_EVERY_S = 1.0
 
 
 class JobContext:
@@ -33,18 +37,20 @@ class JobContext:
 
 
 class SampleStream:
-    """Samples from a timed loop, sent in batches of at most one every SEND_EVERY_S.
+    """Samples from a timed loop, sent in batches of at most one every `every_s` (SEND_EVERY_S, or
+    CPU_SEND_EVERY_S for a run on the CPU).
 
     The loop's callbacks append to deques; the batch leaves from the measuring thread itself, between two
     iterations (outside the timer, a pickle of a few floats and one write to the pipe, some tens of
-    microseconds), when SEND_EVERY_S has passed. Not from a thread of its own: on a box whose cores the
+    microseconds), when `every_s` has passed. Not from a thread of its own: on a box whose cores the
     model's threads fill, waking a sender thread preempts one of them in the middle of an iteration, and
     that showed in the tail (resnet18 on 2 cores: p90 1.48x the CLI's with a sender thread, 1.15x without).
     `close()` sends the rest, before the job's result.
     """
 
-    def __init__(self, ctx: JobContext) -> None:
+    def __init__(self, ctx: JobContext, every_s: float = SEND_EVERY_S) -> None:
         self.ctx = ctx
+        self.every_s = every_s
         self.samples: deque = deque()  # (phase, index, total, ms)
         self.first_seen: deque = deque()  # bool per timed iteration, appended before its sample
         self.memory: deque = deque()  # (time, allocated, reserved)
@@ -55,7 +61,7 @@ class SampleStream:
     def on_sample(self, phase: str, index: int, total: int, ms: float) -> None:
         self.samples.append((phase, index, total, ms))
         now = time.monotonic()
-        if now - self._last_send >= SEND_EVERY_S:
+        if now - self._last_send >= self.every_s:
             self._last_send = now
             self._flush()
 
@@ -94,6 +100,17 @@ class SampleStream:
 
     def close(self) -> None:
         self._flush()
+
+
+def send_every_s(cfg) -> float:
+    """How often a timing run's samples leave: CPU_SEND_EVERY_S where the model runs on the CPU."""
+    from torchperf_tui.engine.workloads.inputs import resolve_device
+
+    try:
+        on_cpu = resolve_device(cfg.device).type == "cpu"
+    except Exception:  # noqa: BLE001 - a bad device is the run's own error to report, in its place
+        on_cpu = False
+    return CPU_SEND_EVERY_S if on_cpu else SEND_EVERY_S
 
 
 # -- the runners ------------------------------------------------------------------------------------
@@ -141,7 +158,7 @@ def run_time(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: cfg (BenchConfig). Streams Samples. -> (TimingResult, {"fingerprint": ...})."""
     from torchperf_tui.engine.benchmark.timing import run_benchmark
 
-    stream = SampleStream(ctx)
+    stream = SampleStream(ctx, every_s=send_every_s(params["cfg"]))
     try:
         result = run_benchmark(params["cfg"], on_sample=stream.on_sample, should_cancel=ctx.cancelled,
                                on_shape=stream.on_shape, on_memory=stream.on_memory)

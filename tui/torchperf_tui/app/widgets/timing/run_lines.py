@@ -24,8 +24,9 @@ PHASE_TEXT = {"starting": "building model…", "first": "first iteration", "warm
 LIVE_STATS_EVERY_S = 0.5  # live statistics over all samples so far are recomputed at most this often
 # A CPU run's model shares the cores with this process, and drawing the histogram is most of what a live update
 # costs here (two thirds of ~12-17 % of a core at every 0.5 s; bench/results/tui_fidelity.txt): while a CPU run
-# measures, the histogram is redrawn at most this often (its lines still every LIVE_STATS_EVERY_S).
-LIVE_CPU_HISTOGRAM_EVERY_S = 1.5
+# measures, the histogram is redrawn at most this often (its lines at each batch, which a CPU run sends once a
+# second: measure/runners.py's CPU_SEND_EVERY_S).
+LIVE_CPU_HISTOGRAM_EVERY_S = 3.0
 
 
 def redraw_due(record, now_anyway: bool = False) -> bool:
