@@ -12,6 +12,7 @@ from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.benchmark.bench_config import BenchConfig
 from torchperf_tui.engine.benchmark.timing import run_benchmark
 from torchperf_tui.engine.benchmark.train_step import LOSS_CROSS_ENTROPY, LOSS_SUM, StepRunner, StepSpec
+from torchperf_tui.engine.workloads.input_spec import ModelInputs
 
 TINY = "tests.tinymodels:tiny_cnn"
 CPU = torch.device("cpu")
@@ -37,7 +38,7 @@ def test_a_training_step_changes_the_weights_and_leaves_no_gradients_behind():
     before = [p.detach().clone() for p in model.parameters()]
     runner = StepRunner(model, StepSpec(step="train"), CPU, seed=3)
     x = torch.randn(5, 8)
-    runner(x)
+    runner(ModelInputs((x,)))
     assert model.training  # batch norm statistics and dropout as in training
     assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters()))
     assert all(p.grad is None for p in model.parameters())  # zero_grad(set_to_none=True)
@@ -47,7 +48,7 @@ def test_a_training_step_changes_the_weights_and_leaves_no_gradients_behind():
 def test_the_loss_fits_the_model_and_labels_are_seeded():
     probe = DtypeProbe()
     runner = StepRunner(probe, StepSpec(step="train"), CPU)
-    runner(torch.randn(4, 8))
+    runner(ModelInputs((torch.randn(4, 8),)))
     assert runner.loss_kind == LOSS_SUM
     a = StepRunner(nn.Linear(8, 5), StepSpec(step="train"), CPU, seed=7)._labels_for(6, 5)
     b = StepRunner(nn.Linear(8, 5), StepSpec(step="train"), CPU, seed=7)._labels_for(6, 5)
@@ -59,7 +60,7 @@ def test_an_inference_pass_does_not_train():
     before = [p.detach().clone() for p in model.parameters()]
     runner = StepRunner(model, StepSpec(), CPU)
     with torch.inference_mode():
-        runner(torch.randn(2, 8))
+        runner(ModelInputs((torch.randn(2, 8),)))
     assert runner.optimizer is None and not model.training
     assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))
 
@@ -69,10 +70,10 @@ def test_autocast_bf16_is_the_dtype_seen_inside_the_forward_and_the_weights_stay
     probe = DtypeProbe()
     runner = StepRunner(probe, StepSpec(step="train" if training else "infer", amp="bf16"), CPU)
     if training:
-        runner(torch.randn(4, 8))
+        runner(ModelInputs((torch.randn(4, 8),)))
     else:
         with torch.inference_mode():
-            runner(torch.randn(4, 8))
+            runner(ModelInputs((torch.randn(4, 8),)))
     assert probe.seen == [torch.bfloat16]
     assert all(p.dtype == torch.float32 for p in probe.parameters())
 

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from torchperf_tui.engine.errors import ShapeError
+from torchperf_tui.engine.errors import ModelError, ShapeError
 from torchperf_tui.engine.benchmark.flags import Flags
 from torchperf_tui.measure.selection import Selection
 
@@ -28,7 +28,8 @@ def test_no_shape_typed_means_the_models_default_at_the_batch_and_eager_means_no
     cfg = Selection(spec="resnet18", batch="2").config()
     assert cfg.input_shape is None and cfg.batch == 2 and cfg.compile is None and cfg.flags == Flags()
     assert Selection(spec="x", batch="2").analysis_params() == {"spec": "x", "batch": 2, "dims": None,
-                                                                "dtype": "float32", "step": "infer"}
+                                                                "dtype": "float32", "step": "infer",
+                                                                "model_args": (), "seq_len": None}
     assert Selection(spec="x", step="train").analysis_params()["step"] == "train"  # the backward per layer too
     assert Selection(spec="x", shape="3x8x8").analysis_params()["dims"] == (3, 8, 8)
 
@@ -59,3 +60,13 @@ def test_the_cli_builds_its_config_through_the_same_selection():
     cfg = _bench_config(args, iters=args.iters)
     assert cfg == Selection(spec="resnet18", shape="3x32x32", batch="4", dtype="bfloat16", channels_last=True,
                             device=args.device, flags=cfg.flags, iters=9).config()
+
+
+def test_the_models_overrides_and_sequence_length_reach_its_config_checked():
+    cfg = Selection(spec="hf:gpt2", model_args="n_layer=2, n_embd=64", seq_len="256").config()
+    assert cfg.model_args == (("n_layer", "2"), ("n_embd", "64")) and cfg.seq_len == 256
+    for bad in ("0", "-3", "many"):
+        with pytest.raises(ShapeError, match="sequence length"):
+            Selection(spec="hf:gpt2", seq_len=bad).config()
+    with pytest.raises(ModelError, match="KEY=VALUE"):
+        Selection(spec="hf:gpt2", model_args="n_layer").config()

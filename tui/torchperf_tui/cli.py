@@ -61,6 +61,19 @@ def _resolve_input(args) -> tuple[int, ...] | None:
     return parse_shape(args.input) if args.input is not None else None  # '' is an error, not the default
 
 
+def _model_args(args) -> tuple:
+    from torchperf_tui.engine.workloads.model_args import parse_model_args
+
+    return parse_model_args(getattr(args, "model_args", ""))
+
+
+def _seq_len(args) -> int | None:
+    from torchperf_tui.engine.workloads.inputs import parse_seq_len
+
+    text = getattr(args, "seq_len", None)
+    return parse_seq_len(text) if text is not None else None
+
+
 def _dtype(args) -> str:
     from torchperf_tui.engine.workloads.inputs import canonical_dtype
 
@@ -120,7 +133,7 @@ def cmd_flops(args) -> int:
     from torchperf_tui.cli_render_facts import render_complexity
 
     params = dict(spec=args.model, input_shape=_resolve_input(args), batch=args.batch, dtype=_dtype(args),
-                  layers=args.layers, step=args.step)
+                  layers=args.layers, step=args.step, model_args=_model_args(args), seq_len=_seq_len(args))
     result, _ = _run("cli.flops", params, f"analysing {args.model}", on_progress=_print_note)
     return _output(args, result, lambda r: render_complexity(r, layers=args.layers),
                    lambda r: _without(r.to_dict(), "layers", unless=args.layers))
@@ -184,6 +197,7 @@ def _bench_config(args, **overrides):
                   device=args.device, dtype=_dtype(args), channels_last=args.channels_last,
                   flags=_flags_from(args))
     values.update({k: getattr(args, k) for k in ("step", "optimizer", "amp") if getattr(args, k, None) is not None})
+    values.update(model_args=getattr(args, "model_args", "") or "", seq_len=getattr(args, "seq_len", None) or "")
     values.update({k: v for k, v in overrides.items() if v is not None})
     if "compile" in values:
         values["compile"] = values["compile"] or "eager"
@@ -296,7 +310,7 @@ def cmd_determinism(args) -> int:
 
     cfg = BenchConfig(model=args.model, input_shape=_resolve_input(args), batch=args.batch, device=args.device,
                       dtype=_dtype(args), flags=_flags_from(args), channels_last=args.channels_last, step=args.step,
-                      optimizer=args.optimizer, amp=args.amp)
+                      optimizer=args.optimizer, amp=args.amp, model_args=_model_args(args), seq_len=_seq_len(args))
     report, _ = _run("cli.determinism", {"cfg": cfg, "runs": args.runs}, f"checking {args.model}")
     return _output(args, report, lambda r: print(r.summary()))
 

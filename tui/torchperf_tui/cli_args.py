@@ -55,11 +55,17 @@ def _add_input_options(p: argparse.ArgumentParser) -> None:
                    "(default: the model's own input size)")
     p.add_argument("--batch", type=_positive_int, help="batch size (replaces the shape's first dimension)")
     p.add_argument("--dtype", default="float32", help="float32 | float16 | bfloat16 (default float32)")
+    p.add_argument("--seq-len", metavar="N", help="a token model's sequence length (default: the model's own, "
+                   "within its maximum positions)")
+    p.add_argument("--model-args", metavar="KEY=VALUE,...", default="",
+                   help="the model's overrides: settings of a transformers config (hf:), keyword arguments of a "
+                        "timm or torchvision builder, e.g. num_hidden_layers=2,hidden_size=256")
 
 
 def _add_workload_options(p: argparse.ArgumentParser) -> None:
     """What to run and where: the model, its input, the device and the memory format."""
-    p.add_argument("model", help="torchvision model name or package.module:factory")
+    p.add_argument("model", help="a torchvision name, timm:NAME, hf:TYPE (or hf:DIRECTORY with a config.json) "
+                   "or package.module:factory")
     _add_input_options(p)
     p.add_argument("--device", default="auto", type=_checked(options.device_name),
                    help="auto | cpu | cuda[:N] (default auto)")
@@ -122,7 +128,8 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
     p = sub.add_parser("flops", help="parameters, size, FLOPs and MACs (on the meta device: instant)")
-    p.add_argument("model", help="torchvision model name or package.module:factory")
+    p.add_argument("model", help="a torchvision name, timm:NAME, hf:TYPE (or hf:DIRECTORY with a config.json) "
+                   "or package.module:factory")
     _add_input_options(p)
     p.add_argument("--layers", action="store_true", help="also the per-layer table")
     p.add_argument("--step", choices=("infer", "train"), default="infer",

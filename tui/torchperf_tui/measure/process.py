@@ -231,14 +231,14 @@ def track_phases(job: StartJob, ctx: Any) -> list[str]:
     if spec is None:
         return []
     from torchperf_tui.engine.benchmark.flags import TorchState, import_changes
-    from torchperf_tui.engine.workloads.models import _is_custom, _load_factory
+    from torchperf_tui.engine.workloads.models import _is_custom, load_factory
 
     notes: list[str] = []
     if _is_custom(spec):
         module = spec.split(':')[0].strip()
         ctx.progress(PHASE, f"the import of {module}")
         before = TorchState.current()
-        _load_factory(spec)  # imported once: the engine's own call finds it in sys.modules
+        load_factory(spec)  # imported once: the engine's own call finds it in sys.modules
         notes = import_changes(module, before)
     ctx.progress(PHASE, f"the analysis of {spec}" if job.kind in ("analyse", "cli.flops") else f"the build of {spec}")
     checked = ctx.cancel_event.is_set

@@ -134,14 +134,14 @@ def run_analyse(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     ("train": the backward counted too, per layer). -> (Complexity, {"entry": ModelEntry, "input_note": the line
     saying a custom model's input shape was assumed, or None})."""
     from torchperf_tui.engine.workloads.complexity import analyse_complexity
-    from torchperf_tui.engine.workloads.inputs import check_dims
     from torchperf_tui.engine.workloads.models import resolve_model
 
     entry = resolve_model(params["spec"])
-    dims = params.get("dims") or tuple(entry.input_shape)
-    shape = check_dims((params["batch"], *dims))
-    note = _say_assumed_input(params["spec"], bool(params.get("dims")), None)  # the picker takes no progress
-    return (analyse_complexity(params["spec"], shape, dtype=params["dtype"], step=params.get("step", "infer")),
+    dims = params.get("dims")
+    inputs = _analysed_inputs(params, (params["batch"], *dims) if dims else None)
+    note = _say_assumed_input(params["spec"], bool(dims), None)  # the picker takes no progress
+    return (analyse_complexity(params["spec"], inputs.shape, dtype=params["dtype"], step=params.get("step", "infer"),
+                               inputs=inputs, model_args=tuple(params.get("model_args", ()))),
             {"entry": entry, "input_note": note})
 
 
@@ -301,11 +301,13 @@ def run_memory(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 # than the app's job of the same kind (a trace path, peaks, per-arm dtypes), it has a job of its own here.
 
 
-def _resolved_shape(spec: str, input_shape: tuple | None, batch: int | None) -> tuple[int, ...]:
-    """--input and --batch, or the model's default input with --batch (importing the model's module: here)."""
+def _analysed_inputs(params: dict, input_shape: tuple | None):
+    """What an analysis feeds the model (an InputSpec): `input_shape` (with the batch) or the model's default at
+    params' batch, its sequence length and overrides (importing the model's module: here)."""
     from torchperf_tui.engine.benchmark.bench_config import BenchConfig
 
-    return BenchConfig(model=spec, input_shape=input_shape, batch=batch).resolved_shape()
+    return BenchConfig(model=params["spec"], input_shape=input_shape, batch=params.get("batch"),
+                       seq_len=params.get("seq_len"), model_args=tuple(params.get("model_args", ()))).input_spec()
 
 
 def _say_assumed_input(spec: str, shape_given: bool, ctx: JobContext | None) -> str | None:
@@ -327,9 +329,9 @@ def run_cli_flops(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     -> (Complexity, {})."""
     from torchperf_tui.engine.workloads.complexity import analyse_complexity
 
-    shape = _resolved_shape(params["spec"], params.get("input_shape"), params.get("batch"))
-    result = analyse_complexity(params["spec"], shape, dtype=params["dtype"], layers=params["layers"],
-                                step=params["step"])
+    inputs = _analysed_inputs(params, params.get("input_shape"))
+    result = analyse_complexity(params["spec"], inputs.shape, dtype=params["dtype"], layers=params["layers"],
+                                step=params["step"], inputs=inputs, model_args=tuple(params.get("model_args", ())))
     _say_assumed_input(params["spec"], params.get("input_shape") is not None, ctx)  # once it built: no noise
     return result, {}
 

@@ -34,6 +34,8 @@ class Selection:
     step: str = "infer"  # "infer" or "train" (forward, loss, backward, optimizer step)
     optimizer: str = "sgd"  # a training step's
     amp: str | None = None  # mixed precision: None, "fp16" or "bf16"
+    model_args: str = ""  # the model's overrides as typed: 'KEY=VALUE,...' (engine/workloads/model_args.py)
+    seq_len: str = ""  # a token model's sequence length as typed ('' for its default)
 
     def batch_size(self) -> int:
         from torchperf_tui.engine.workloads.inputs import check_dims, parse_batch
@@ -60,7 +62,19 @@ class Selection:
                            warmup=self.warmup, iters=self.iters,
                            flags=flags if flags is not None else (self.flags or Flags()), shapes=self.shapes,
                            compile=None if self.compile == "eager" else self.compile, seed=self.seed,
-                           step=self.step, optimizer=self.optimizer, amp=self.amp)
+                           step=self.step, optimizer=self.optimizer, amp=self.amp,
+                           model_args=self.parsed_model_args(), seq_len=self.sequence_length())
+
+    def parsed_model_args(self) -> tuple:
+        from torchperf_tui.engine.workloads.model_args import parse_model_args
+
+        return parse_model_args(self.model_args)
+
+    def sequence_length(self) -> int | None:
+        """The typed sequence length, checked (a whole number of at least 1), or None for the model's default."""
+        from torchperf_tui.engine.workloads.inputs import parse_seq_len
+
+        return parse_seq_len(self.seq_len) if str(self.seq_len).strip() else None
 
     def step_text(self) -> str:
         """'infer', 'train (sgd)', 'train (adamw) · amp bf16': what an iteration does, as run lines say it."""
@@ -71,7 +85,8 @@ class Selection:
         """The measurement process's "analyse" job: the model at the typed input (dims None: its default)."""
         shape = self.full_shape()
         return {"spec": self.spec, "batch": self.batch_size(), "dims": tuple(shape[1:]) if shape else None,
-                "dtype": self.dtype, "step": self.step}
+                "dtype": self.dtype, "step": self.step, "model_args": self.parsed_model_args(),
+                "seq_len": self.sequence_length()}
 
     def input_text(self, default_shape: tuple | None = None) -> str:
         """'1x3x224x224' for lines that say what a job is doing: the typed shape, else the model's default

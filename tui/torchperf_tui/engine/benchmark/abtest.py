@@ -147,7 +147,7 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int, seed: int
     # Each arm follows its own schedule across its blocks (the same seeded sequence for both arms, so a
     # random schedule shows them the same shapes in the same order); the block's settling iteration
     # runs the configured shape.
-    feeds = {name: ShapeFeed(workloads[(arm.dtype, arm.channels_last)].x, shape,
+    feeds = {name: ShapeFeed(workloads[(arm.dtype, arm.channels_last)].x, plan.inputs,
                              schedules[name].shapes(shape, blocks * per_block), parse_dtype(arm.dtype), device,
                              arm.channels_last, seed, None)
              for name, arm in arms.items()}

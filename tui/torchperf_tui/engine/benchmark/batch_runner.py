@@ -61,14 +61,15 @@ class ModelBatchRunner:
     MemoryCapExceeded, a try whose estimate is over `memory_cap_bytes`, or that went over it when it ran.
     """
 
-    def __init__(self, model: torch.nn.Module, sample_shape: tuple[int, ...], *, device: torch.device,
+    def __init__(self, model: torch.nn.Module, inputs: InputSpec | tuple[int, ...], *, device: torch.device,
                  dtype: torch.dtype, channels_last: bool = False, memory_cap_bytes: int | None = None,
                  activation_bytes_per_sample: int | None = None,
                  should_cancel: ShouldCancel | None = None, step=None, seed: int = 0,
                  sampler: ConditionSampler | None = None) -> None:
         """`step`: a train_step.StepSpec (None: an inference pass), run by a StepRunner kept across tries (its
         optimizer state is allocated once, at the first try, as in a training loop). `sampler` reads the GPU's
-        conditions over the timed iterations of a call made while `window` names one (the final measurement)."""
+        conditions over the timed iterations of a call made while `window` names one (the final measurement).
+        `inputs`: what the model takes (its batch is set per try), or one float tensor's shape without the batch."""
         from torchperf_tui.engine.benchmark.train_step import StepRunner, StepSpec
 
         self.sampler = sampler
@@ -76,7 +77,7 @@ class ModelBatchRunner:
 
         self.model = model
         self.run_step = StepRunner(model, step or StepSpec(), device, seed=seed)
-        self.sample_shape = tuple(sample_shape)
+        self.inputs = inputs if isinstance(inputs, InputSpec) else InputSpec((1, *inputs))
         self.device = device
         self.dtype = dtype
         self.channels_last = channels_last
@@ -133,7 +134,7 @@ class ModelBatchRunner:
             torch.cuda.synchronize(self.device)
             torch.cuda.reset_peak_memory_stats(self.device)
             allocated_before = torch.cuda.memory_allocated(self.device)
-        x = InputSpec((batch, *self.sample_shape)).make(self.device, self.dtype, self.channels_last)
+        x = self.inputs.at_batch(batch).make(self.device, self.dtype, self.channels_last)
         run_step = self.run_step
         sampler = self.sampler if self.window is not None else None  # read over the final measurement only
         window = self.window

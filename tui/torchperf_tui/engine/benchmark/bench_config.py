@@ -73,6 +73,10 @@ class BenchConfig:
     amp: str | None = None  # mixed precision: None, "fp16" or "bf16" (torch.autocast; not a cast of the model)
     # The timed iterations stop once they have taken this long (None: no budget); the result says so.
     time_budget_s: float | None = DEFAULT_TIME_BUDGET_S
+    # The model's overrides: (key, value as typed) pairs, a transformers config's settings or a builder's keyword
+    # arguments (engine/workloads/model_args.py).
+    model_args: tuple[tuple[str, str], ...] = ()
+    seq_len: int | None = None  # a token model's sequence length (None: its default)
 
     def prepare(self, *, before_amp: Check | None = None, before_inputs: Check | None = None,
                 amp_for: Iterable[tuple["StepSpec", str]] | None = None) -> RunPlan:
@@ -94,7 +98,21 @@ class BenchConfig:
                 check_amp(arm_step, device, parse_dtype(arm_dtype))
         if before_inputs is not None:
             before_inputs(device, step)
-        return RunPlan(device=device, dtype=dtype, step=step, inputs=InputSpec(self.resolved_shape()))
+        return RunPlan(device=device, dtype=dtype, step=step, inputs=self.input_spec())
+
+    def input_spec(self) -> InputSpec:
+        """What the model is fed: its inputs at the typed shape, or at its default (engine/workloads/models.py)."""
+        if not isinstance(self.model, str):  # a built module (a determinism check's): the typed shape alone
+            return InputSpec(self.resolved_shape())
+        from torchperf_tui.engine.workloads.models import input_spec_for
+
+        return input_spec_for(self.model, batch=self._batch(), input_shape=self.input_shape, seq_len=self.seq_len,
+                              model_args=self.model_args)
+
+    def _batch(self) -> int:
+        if self.batch is not None:
+            return self.batch
+        return self.input_shape[0] if self.input_shape is not None else 1
 
     def step_spec(self) -> "StepSpec":
         from torchperf_tui.engine.benchmark.train_step import StepSpec

@@ -284,7 +284,7 @@ def determinism_of(cfg: BenchConfig, runs: int = 2) -> DeterminismReport:
         with applied_flags(flags), torch.inference_mode(), forward_errors(name, shape, torch_dtype, torch_device):
             for _ in range(runs):
                 with StepRunner(model, spec, torch_device).autocast():
-                    outputs.append(_detached(model(x)))
+                    outputs.append(_detached(x.call(model)))
     leaves, mismatches = compare_outputs(outputs)
     del model, x, outputs
     work.release()

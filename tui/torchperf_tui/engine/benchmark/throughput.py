@@ -211,7 +211,7 @@ def find_max_batch(cfg: BenchConfig, *, max_batch: int = DEFAULT_MAX_BATCH, reso
         if not on_cuda:
             release()  # trim first: the runner's RSS baseline must not hold reusable free pages
         sampler = conditions_sampler(device)  # None on the CPU: the GPU over the final measurement
-        runner = ModelBatchRunner(model, sample_shape, device=device, dtype=dtype,
+        runner = ModelBatchRunner(model, plan.inputs, device=device, dtype=dtype,
                                   channels_last=cfg.channels_last,
                                   memory_cap_bytes=None if on_cuda else memory_cap_bytes,
                                   activation_bytes_per_sample=per_sample, should_cancel=should_cancel,

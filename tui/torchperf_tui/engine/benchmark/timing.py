@@ -17,7 +17,7 @@ from torchperf_tui.engine.benchmark.bench_config import DEFAULT_ITERS, BenchConf
 from torchperf_tui.engine.errors import TorchperfError, first_line
 from torchperf_tui.engine.benchmark.flags import Flags, StateWatch, applied_flags, asked_state
 from torchperf_tui.engine.hardware.host_noise import HostNoise, HostProbe
-from torchperf_tui.engine.workloads.input_spec import OnShape, ShapeFeed
+from torchperf_tui.engine.workloads.input_spec import ModelInputs, OnShape, ShapeFeed
 from torchperf_tui.engine.workloads.inputs import dtype_name
 from torchperf_tui.engine.lazy_torch import torch
 from torchperf_tui.engine.benchmark.memory_trace import MemoryTrace, OnMemory
@@ -284,7 +284,7 @@ def _run_benchmark(cfg: BenchConfig, watch: StateWatch, on_sample: OnSample | No
 
     work = prepare_workload(cfg.model, plan.inputs, device, dtype, cfg.channels_last, seed=cfg.seed)
     watch.built()
-    feed = ShapeFeed(work.x, shape, timed_shapes, dtype, device, cfg.channels_last, cfg.seed, on_shape)
+    feed = ShapeFeed(work.x, plan.inputs, timed_shapes, dtype, device, cfg.channels_last, cfg.seed, on_shape)
     memory = MemoryTrace(device, on_memory)
     sampler = conditions_sampler(device)  # None on the CPU
     host = HostProbe()
@@ -393,7 +393,7 @@ def check_schedule_accepted(model: str, schedule: ShapeSchedule, shape: tuple[in
             return
 
 
-def _maybe_compile(model: torch.nn.Module, x: torch.Tensor, mode: str | None, device: torch.device):
+def _maybe_compile(model: torch.nn.Module, x: ModelInputs, mode: str | None, device: torch.device):
     """(callable to time, compile seconds, error). Compilation happens at the first call, so that call is
     timed here as the compile cost; a failing compile (no C++ compiler, an unsupported op) falls back to eager
     and says why instead of failing the run."""
@@ -405,7 +405,7 @@ def _maybe_compile(model: torch.nn.Module, x: torch.Tensor, mode: str | None, de
     t0 = time.perf_counter()
     try:
         compiled = torch.compile(model, mode=mode)
-        compiled(x)
+        x.call(compiled)
         if device.type == "cuda":
             torch.cuda.synchronize(device)
     except Exception as exc:  # any backend failure: report it, keep the eager numbers

@@ -15,6 +15,7 @@ from typing import Any
 
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.lazy_torch import torch
+from torchperf_tui.engine.workloads.input_spec import ModelInputs
 
 STEPS = ("infer", "train")
 OPTIMIZERS = ("sgd", "adamw")
@@ -22,6 +23,7 @@ AMP_DTYPES = {"fp16": "float16", "bf16": "bfloat16"}  # --amp value -> the autoc
 
 LOSS_CROSS_ENTROPY = "cross-entropy against seeded random labels"
 LOSS_SUM = "sum of the outputs"
+LOSS_NEXT_TOKEN = "next-token cross-entropy with the input ids as labels"
 
 
 @dataclass(frozen=True)
@@ -111,7 +113,7 @@ class StepRunner:
         else:  # an inference pass after a training one on the same model (an A/B of the two) must not train
             model.eval()
 
-    def forward_only_peak(self, x: torch.Tensor) -> int | None:
+    def forward_only_peak(self, x: ModelInputs) -> int | None:
         """CUDA: the caching allocator's peak over one forward pass without gradients, under this step's
         autocast, measured before the first training step (no gradients or optimizer state exist yet): the
         memory an inference pass needs, to set beside a training step's peak. The peak statistics are reset
@@ -121,7 +123,7 @@ class StepRunner:
         torch.cuda.synchronize(self.device)
         torch.cuda.reset_peak_memory_stats(self.device)
         with torch.no_grad(), self.autocast():
-            self.forward(x)
+            x.call(self.forward)
         torch.cuda.synchronize(self.device)
         peak = int(torch.cuda.max_memory_allocated(self.device))
         torch.cuda.reset_peak_memory_stats(self.device)
@@ -132,12 +134,12 @@ class StepRunner:
             return contextlib.nullcontext()
         return torch.autocast(self.device.type, dtype=getattr(torch, AMP_DTYPES[self.spec.amp]))
 
-    def __call__(self, x: torch.Tensor):
+    def __call__(self, x: ModelInputs):
         if not self.spec.training:
             with self.autocast():
-                return self.forward(x)
+                return x.call(self.forward)
         with self.autocast():
-            loss = self.loss(self.forward(x))
+            loss = self.loss(x.call(self.forward), x)
         if self.scaler is not None:
             self.scaler.scale(loss).backward()
             self.scaler.step(self.optimizer)
@@ -148,11 +150,11 @@ class StepRunner:
         self.optimizer.zero_grad(set_to_none=True)
         return loss
 
-    def step_once(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+    def step_once(self, x: ModelInputs) -> dict[str, torch.Tensor]:
         """One training step, keeping what it computed for a determinism check: the loss, every parameter's
         gradient (before the optimizer used it) and every parameter after the step, as private copies."""
         with self.autocast():
-            loss = self.loss(self.forward(x))
+            loss = self.loss(x.call(self.forward), x)
         (self.scaler.scale(loss) if self.scaler is not None else loss).backward()
         named = [(n, p) for n, p in self.model.named_parameters() if p.requires_grad]
         kept = {"loss": loss.detach().clone()}
@@ -166,8 +168,8 @@ class StepRunner:
         self.optimizer.zero_grad(set_to_none=True)
         return kept
 
-    def loss(self, output) -> torch.Tensor:
-        loss, self.loss_kind = training_loss(output, self._labels_for)
+    def loss(self, output, inputs: ModelInputs | None = None) -> torch.Tensor:
+        loss, self.loss_kind = training_loss(output, self._labels_for, inputs)
         return loss
 
     def _labels_for(self, batch: int, classes: int) -> torch.Tensor:
@@ -178,9 +180,17 @@ class StepRunner:
         return self._labels[key]
 
 
-def training_loss(output, labels_for) -> tuple[torch.Tensor, str]:
-    """(loss, what it is): cross-entropy against `labels_for(batch, classes)` for a (batch, classes) output,
-    else the sum of every output tensor (detection and segmentation models return dicts and tuples)."""
+def training_loss(output, labels_for, inputs: ModelInputs | None = None) -> tuple[torch.Tensor, str]:
+    """(loss, what it is): a causal language model's next-token cross-entropy with its input ids as the labels
+    (its logits (batch, length, vocabulary) beside `input_ids` (batch, length)); cross-entropy against
+    `labels_for(batch, classes)` for a (batch, classes) output; else the sum of every floating output tensor
+    (detection and segmentation models return dicts and tuples, transformers a ModelOutput)."""
+    ids = inputs.kwargs.get("input_ids") if inputs is not None else None
+    logits = output.get("logits") if isinstance(output, dict) else None
+    if (ids is not None and isinstance(logits, torch.Tensor) and logits.dim() == 3
+            and tuple(logits.shape[:2]) == tuple(ids.shape) and ids.shape[1] > 1):
+        shifted = logits[:, :-1].reshape(-1, logits.shape[-1]).float()
+        return torch.nn.functional.cross_entropy(shifted, ids[:, 1:].reshape(-1)), LOSS_NEXT_TOKEN
     if isinstance(output, torch.Tensor) and output.dim() == 2 and output.shape[1] > 1:
         return torch.nn.functional.cross_entropy(output.float(), labels_for(*output.shape)), LOSS_CROSS_ENTROPY
     tensors = [t for t in _tensors(output) if t.is_floating_point()]

@@ -296,13 +296,16 @@ def _layer_table(model: nn.Module, flop_counts: dict[str, dict[Any, int]],
 
 
 def analyse_complexity(spec: str | nn.Module, input_shape: tuple[int, ...], dtype: str = "float32",
-                       layers: bool = True, step: str = "infer") -> Complexity:
+                       layers: bool = True, step: str = "infer", *, inputs: InputSpec | None = None,
+                       model_args: tuple = ()) -> Complexity:
     """Count parameters, size and FLOPs of `spec` for one forward on an input of `input_shape` (with batch);
     `step="train"` also counts the backward of a training step's loss (engine/benchmark/train_step.py), apart.
 
     `spec` is a catalogue name / `module:factory` (built straight onto meta, no weight memory) or an
     nn.Module (left untouched: its weights are stood in for by meta tensors through functional_call).
     A shape the model rejects -> ShapeError; a model that cannot run on meta -> ModelError.
+    `inputs`: what the model takes when it is not one float tensor of `input_shape` (its main input's shape);
+    `model_args`: the model's overrides (engine/workloads/model_args.py).
     """
     torch_dtype = parse_dtype(dtype) if isinstance(dtype, str) else dtype
     input_shape = tuple(int(d) for d in input_shape)
@@ -310,14 +313,14 @@ def analyse_complexity(spec: str | nn.Module, input_shape: tuple[int, ...], dtyp
         model, label = spec, type(spec).__name__
     else:
         label = resolve_model(spec).name
-        model = build_model(spec, device="meta")
+        model = build_model(spec, device="meta", model_args=model_args)
 
     params_total = sum(p.numel() for p in model.parameters())
     params_trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     size_bytes = _size_bytes(model, torch_dtype)
 
     state = _meta_state(model, torch_dtype)
-    x = InputSpec(input_shape).make_meta(torch_dtype)
+    x = (inputs.with_shape(input_shape) if inputs is not None else InputSpec(input_shape)).make_meta(torch_dtype)
     recorder = _ShapeRecorder(model) if layers else None
     counter = FlopCounterMode(display=False, depth=None)
     # A training step is counted twice at once: the forward alone (`counter`, inside) and forward + backward
@@ -339,11 +342,11 @@ def analyse_complexity(spec: str | nn.Module, input_shape: tuple[int, ...], dtyp
         with _analysis_lock, torch.set_grad_enabled(training), _detection_on_meta(), keepers, \
                 (both if training else contextlib.nullcontext()):
             with counter:
-                output = torch.func.functional_call(model, state, (x,), strict=False)
+                output = torch.func.functional_call(model, state, x.args, x.kwargs, strict=False)
                 if training:
                     from torchperf_tui.engine.benchmark.train_step import training_loss
 
-                    loss, _ = training_loss(output, lambda n, c: torch.zeros(n, dtype=torch.long, device="meta"))
+                    loss, _ = training_loss(output, lambda n, c: torch.zeros(n, dtype=torch.long, device="meta"), x)
             if training:
                 with per_module if per_module is not None else contextlib.nullcontext():
                     loss.backward()

@@ -79,6 +79,19 @@ def parse_batch(text: str) -> int:
     return batch
 
 
+def parse_seq_len(text: str | int) -> int:
+    """A sequence length as typed: a whole number of at least 1 (a model's maximum is checked where it is known)."""
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        raise ShapeError(f"sequence length {str(text).strip()!r} is not a whole number: give it like 128") from None
+    if value < 1:
+        raise ShapeError(f"sequence length {value}: it must be at least 1")
+    if value > MAX_DIM:
+        raise ShapeError(f"sequence length {value}: it is over {MAX_DIM:,}")
+    return value
+
+
 def check_dims(dims: tuple[int, ...]) -> tuple[int, ...]:
     """`dims` if every dimension is >= 1 and the shape is within MAX_DIM and MAX_ELEMENTS; ShapeError if not."""
     dims = tuple(dims)

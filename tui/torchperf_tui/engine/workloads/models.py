@@ -20,6 +20,7 @@ from torch import nn
 
 from torchperf_tui.formatting import format_shape
 from torchperf_tui.engine.errors import ModelError, ShapeError, first_line
+from torchperf_tui.engine.workloads.input_spec import InputSpec
 from torchperf_tui.engine.workloads.meta_build import parameters_on_meta
 from torchperf_tui.engine.workloads.model_catalogue import catalogue_entry, torchvision_tasks
 from torchperf_tui.engine.workloads.model_entry import ModelEntry
@@ -59,7 +60,7 @@ def _cwd_importable() -> Iterator[None]:
                 sys.path.remove(cwd)
 
 
-def _load_factory(spec: str):
+def load_factory(spec: str):
     module_name, factory_name = _split_custom(spec)
     try:
         with _cwd_importable():
@@ -98,7 +99,7 @@ def resolve_model(spec: str) -> ModelEntry:
     if not spec:
         raise ModelError("no model given: give a torchvision name or package.module:factory")
     if _is_custom(spec):
-        factory = _load_factory(spec)
+        factory = load_factory(spec)
         return ModelEntry(spec, "custom", _factory_input_shape(spec, factory, instance=True))
     name = spec.lower()
     task = torchvision_tasks().get(name)
@@ -146,12 +147,22 @@ def input_shape_note(spec: str) -> str | None:
     """A line when `spec`'s input shape is assumed (a custom model that declares none), else None."""
     if not _is_custom((spec or "").strip()):
         return None
-    factory = _load_factory(spec.strip())
+    factory = load_factory(spec.strip())
     if _declared_input_shape(spec.strip(), factory, instance=True) is not None:
         return None
     return (f"{spec.strip()} does not say its input shape (no input_shape on the factory, its class or the model "
             f"it builds): assumed {format_shape(CUSTOM_DEFAULT_SHAPE)} without the batch; give the shape, "
             f"or set input_shape = (3, 224, 224) there")
+
+
+def input_spec_for(spec: str, *, batch: int, input_shape: tuple[int, ...] | None = None,
+                   seq_len: int | None = None, model_args: tuple = ()) -> InputSpec:
+    """What `spec` is fed at `batch`: `input_shape` (with the batch) when typed, else the model's default."""
+    from torchperf_tui.engine.workloads.inputs import check_dims
+
+    if input_shape is not None:
+        return InputSpec(check_dims((batch, *tuple(input_shape)[1:])))
+    return InputSpec(check_dims(default_input_shape(spec, batch=batch)))
 
 
 def default_input_shape(spec: str, batch: int = 1) -> tuple[int, ...]:
@@ -216,7 +227,7 @@ def _build_torchvision(name: str, task: str, builder_kwargs: dict[str, Any]) -> 
 
 
 def _build_custom(spec: str) -> nn.Module:
-    factory = _load_factory(spec)
+    factory = load_factory(spec)
     try:
         with _cwd_importable():
             model = factory()
@@ -238,7 +249,7 @@ def _resolve_for_build(spec: str) -> ModelEntry:
 
 
 def build_model(spec: str, device: str | torch.device = "cpu", *,
-                builder_kwargs: dict[str, Any] | None = None) -> nn.Module:
+                builder_kwargs: dict[str, Any] | None = None, model_args: tuple = ()) -> nn.Module:
     """Build a model with random weights (weights=None) in eval mode.
 
     device="meta" builds only the structure (no weight memory; for complexity analysis). Other devices

@@ -1,0 +1,65 @@
+"""A user factory's own inputs: `example_inputs(batch, device, dtype)` on the factory (or the class), returning a
+tensor, a tuple of tensors (positional arguments) or a dict of tensors (keyword arguments).
+
+Whatever it does wrong is one line: it raising, ending the program, or returning something that is not tensors.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torchperf_tui.engine.errors import ModelError, first_line
+from torchperf_tui.engine.workloads.input_spec import ModelInputs
+
+ATTRIBUTE = "example_inputs"
+
+
+def has_example_inputs(factory: Any) -> bool:
+    return callable(getattr(factory, ATTRIBUTE, None))
+
+
+def call_example_inputs(spec: str, batch: int, device, dtype) -> ModelInputs:
+    """`spec`'s example_inputs(batch, device, dtype) as the arguments of one call, checked."""
+    import torch
+
+    from torchperf_tui.engine.workloads.models import load_factory
+
+    make = getattr(load_factory(spec), ATTRIBUTE, None)
+    if not callable(make):
+        raise ModelError(f"{spec} has no {ATTRIBUTE}(batch, device, dtype)")
+    try:
+        value = make(batch, torch.device(device), dtype if dtype is not None else torch.float32)
+    except SystemExit as exc:
+        raise ModelError(f"{spec}.{ATTRIBUTE} called sys.exit({exc.code!r})") from None
+    except Exception as exc:  # noqa: BLE001 - the user's function failing is one line
+        raise ModelError(f"{spec}.{ATTRIBUTE}({batch}, ...) raised {type(exc).__name__}: {first_line(exc)}") from None
+    return as_model_inputs(spec, value)
+
+
+def as_model_inputs(spec: str, value: Any) -> ModelInputs:
+    """A tensor, a tuple or list of tensors, or a dict of str to tensors as a call's arguments; ModelError else."""
+    import torch
+
+    def bad(what: str) -> ModelError:
+        return ModelError(f"{spec}.{ATTRIBUTE} must return a tensor, a tuple of tensors or a dict of tensors; "
+                          f"it returned {what}"[:300])
+
+    if isinstance(value, torch.Tensor):
+        inputs = ModelInputs((value,))
+    elif isinstance(value, (tuple, list)):
+        inputs = ModelInputs(tuple(value))
+    elif isinstance(value, dict):
+        if not all(isinstance(k, str) and k.isidentifier() for k in value):
+            raise bad("a dict whose keys are not all argument names")
+        inputs = ModelInputs((), value)
+    else:
+        raise bad(type(value).__name__)
+    if not inputs.tensors():
+        raise bad("no tensors")
+    for t in inputs.tensors():
+        if not isinstance(t, torch.Tensor):
+            raise bad(f"a {type(t).__name__} among them")
+    batches = {t.shape[0] if t.dim() else None for t in inputs.tensors()}
+    if None in batches:
+        raise bad("a tensor without a batch dimension (0-d)")
+    return inputs
