@@ -295,3 +295,16 @@ def test_every_cli_heading_names_the_model_device_and_input_one_way():
     assert subject(result) == "resnet18 on cpu, input 1x3x224x224 float32"
     assert subject(result, dtype=False) == "resnet18 on cpu, input 1x3x224x224"
     assert timing_title(result) == "resnet18 on cpu, input 1x3x224x224 float32 channels_last"
+
+
+def test_a_heading_names_the_overrides_the_sequence_length_each_input_and_random_weights():
+    from torchperf_tui.wording import subject
+
+    result = SimpleNamespace(model="hf:gpt2", device="cpu", input_shape=(1, 128), dtype="float32",
+                             model_args="n_layer=2", seq_len=128,
+                             inputs="input_ids 1x128 int64 (ids < 50,257), attention_mask 1x128 int64 (all ones)")
+    assert subject(result) == ("hf:gpt2 [n_layer=2] on cpu, float32, sequence length 128: input_ids 1x128 int64 "
+                               "(ids < 50,257), attention_mask 1x128 int64 (all ones); random weights (nothing "
+                               "downloaded)")
+    timm = SimpleNamespace(model="timm:convnext_atto", device="cpu", input_shape=(1, 3, 224, 224), dtype="float32")
+    assert subject(timm) == "timm:convnext_atto on cpu, input 1x3x224x224 float32; random weights (nothing downloaded)"

@@ -65,3 +65,23 @@ def test_a_history_line_marks_the_percentiles_its_samples_cannot_support():
     many = make_record(10.0, 20.0)
     many.stats = dataclasses.replace(many.stats, n=600)
     assert "p50 10.00 ms  p99 20.00 ms " in many.summary() + " "
+
+
+def test_a_record_names_the_models_source_overrides_sequence_length_and_inputs():
+    samples = [4.0, 5.0]
+    result = TimingResult(model="hf:gpt2", device="cpu", input_shape=(2, 64), dtype="float32", channels_last=False,
+                          flags=Flags(), first_iter_ms=9.0, warmup_ms=[], samples_ms=samples,
+                          stats=compute_stats(samples, batch=2), cancelled=False, started_at=1_800_000_000.0,
+                          duration_s=1.0, timer="perf_counter", model_args="n_layer=2", seq_len=64,
+                          inputs="input_ids 2x64 int64 (ids < 50,257)")
+    record = record_from_timing(result, fingerprint=ENV)
+    assert record.details["source"] == "hf" and record.details["model_args"] == "n_layer=2"
+    assert record.details["seq_len"] == 64 and record.details["inputs"].startswith("input_ids 2x64")
+    assert record.setup()["model_args"] == "n_layer=2" and record.setup()["seq_len"] == 64
+    assert "hf:gpt2 [n_layer=2]" in record.summary()
+    plain = record_from_timing(TimingResult(model="resnet18", device="cpu", input_shape=(1, 3, 8, 8), dtype="float32",
+                                            channels_last=False, flags=Flags(), first_iter_ms=1.0, warmup_ms=[],
+                                            samples_ms=samples, stats=compute_stats(samples, batch=1),
+                                            cancelled=False, started_at=1.0, duration_s=1.0, timer="perf_counter"),
+                               fingerprint=ENV)
+    assert plain.details["source"] == "torchvision" and "model_args" not in plain.details

@@ -71,3 +71,12 @@ def test_report_costs_each_shape_its_first_iteration_minus_the_median_of_its_rep
     assert report.first_seen_median_ms == pytest.approx((40.0 + 99.0) / 2)
     assert report.repeat_median_ms == 20.0
     assert "never repeated" in report.summary() and report.to_dict()["per_shape"][0]["shape"] == list(a)
+
+
+def test_a_schedule_over_token_ids_varies_the_sequence_length():
+    schedule = parse_schedule("cycle:3:64-256")
+    shapes = schedule.shapes((2, 128), 6, sequence=True)
+    assert {s[0] for s in shapes} == {2} and sorted({s[1] for s in shapes}) == [64, 160, 256]
+    assert schedule.extremes((2, 128), sequence=True) == [(2, 64), (2, 256)]
+    with pytest.raises(ShapeError):
+        schedule.shapes((2, 128), 6)  # as an image-like shape it has no spatial size

@@ -32,6 +32,25 @@ def bold(text) -> str:
 
 def subject(result, dtype: bool = True) -> str:
     """'resnet18 on cpu, input 1x3x224x224 float32': what a result measured, where, on which input (with its dtype
-    unless `dtype` is False); the CLI's headings start with it."""
-    return (f"{result.model} on {result.device}, input {format_shape(result.input_shape)}"
-            + (f" {result.dtype}" if dtype else ""))
+    unless `dtype` is False); the CLI's headings start with it. A model with overrides names them; one fed more than
+    one float tensor names each of its inputs; a timm or transformers model says its weights are random:
+    'hf:gpt2 [n_layer=2] on cpu, float32, sequence length 128: input_ids 1x128 int64 (ids < 50257), ...; random
+    weights'."""
+    model = result.model + (f" [{result.model_args}]" if getattr(result, "model_args", "") else "")
+    inputs = getattr(result, "inputs", "")
+    if not inputs:
+        text = f"{model} on {result.device}, input {format_shape(result.input_shape)}" + (f" {result.dtype}" if dtype else "")
+    else:
+        seq_len = getattr(result, "seq_len", None)
+        text = (f"{model} on {result.device}" + (f", {result.dtype}" if dtype else "")
+                + (f", sequence length {seq_len}" if seq_len else "") + f": {inputs}")
+    return text + (f"; {RANDOM_WEIGHTS}" if random_weights(result.model) else "")
+
+
+RANDOM_WEIGHTS = "random weights (nothing downloaded)"
+
+
+def random_weights(model) -> bool:
+    """A timm or transformers model, built from its config with random weights, which its result says (torchvision's
+    are random too, and said in its catalogue: weights=None)."""
+    return isinstance(model, str) and model.strip().lower().startswith(("hf:", "timm:"))

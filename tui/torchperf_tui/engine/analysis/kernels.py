@@ -35,7 +35,7 @@ from typing import Any, Callable
 from torchperf_tui.engine.lazy_torch import torch
 
 from torchperf_tui.engine.benchmark.abtest import ArmSpec, ArmThreads
-from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+from torchperf_tui.engine.benchmark.bench_config import BenchConfig, InputFacts
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.benchmark.flags import applied_flags
 from torchperf_tui.engine.workloads.inputs import parse_dtype
@@ -110,7 +110,7 @@ class LayerKernels:
 
 
 @dataclass
-class KernelComparison:
+class KernelComparison(InputFacts):
     model: str
     device: str
     input_shape: tuple[int, ...]
@@ -331,7 +331,8 @@ def conv_kernels(base: BenchConfig, a: ArmSpec, b: ArmSpec, *, iters: int = 3, w
     stopped = False
     try:
         for key in dict.fromkeys(settings.values()):
-            workloads[key] = prepare_workload(base.model, plan.inputs, device, parse_dtype(key[0]), key[1])
+            workloads[key] = prepare_workload(base.model, plan.inputs, device, parse_dtype(key[0]), key[1],
+                                                  model_args=base.model_args)
         # A training step changes the weights: each arm starts from the built ones (kernel choice does not
         # depend on the values, but a diverging model could reach NaNs, and those take other paths on the CPU).
         initial = ({key: {k: v.detach().clone() for k, v in work.model.state_dict().items()}
@@ -372,7 +373,7 @@ def conv_kernels(base: BenchConfig, a: ArmSpec, b: ArmSpec, *, iters: int = 3, w
     note = CUDA_NOTE if on_cuda else CPU_NOTE
     if step.training:
         note += "; " + (CUDA_TRAIN_NOTE if on_cuda else CPU_TRAIN_NOTE)
-    return KernelComparison(model=name, device=str(device), input_shape=tuple(shape), a_spec=a.text or "A",
+    return KernelComparison(**base.input_facts(plan.inputs), model=name, device=str(device), input_shape=tuple(shape), a_spec=a.text or "A",
                             b_spec=b.text or "B", layers=layers, kind="cuda-kernel" if on_cuda else "cpu-op",
                             note=note, iters=min(profiled, default=0), cancelled=stopped, step=step.describe(),
                             amp=step.amp)

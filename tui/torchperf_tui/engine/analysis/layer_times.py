@@ -34,7 +34,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+from torchperf_tui.engine.benchmark.bench_config import BenchConfig, InputFacts
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.benchmark.flags import applied_flags
 from torchperf_tui.engine.workloads.layer_ranges import (BACKWARD_PREFIX, ITERATION_LABEL, LAYER_PREFIX, attach_layer_ranges,
@@ -103,7 +103,7 @@ class GpuBusy:
 
 
 @dataclass
-class LayerTimes:
+class LayerTimes(InputFacts):
     """The time of one profiled pass, module by module, and what no module owns."""
 
     model: str
@@ -383,7 +383,8 @@ def layer_times(cfg: BenchConfig, *, iters: int = DEFAULT_ITERS, warmup: int = D
     name = model_name(cfg.model)
     on_cuda = device.type == "cuda"
     cancelled = should_cancel or (lambda: False)
-    work = prepare_workload(cfg.model, plan.inputs, device, dtype, cfg.channels_last, seed=cfg.seed)
+    work = prepare_workload(cfg.model, plan.inputs, device, dtype, cfg.channels_last, seed=cfg.seed,
+                            model_args=cfg.model_args)
     gpu = None
     try:
         modules = dict(work.model.named_modules())
@@ -406,10 +407,10 @@ def layer_times(cfg: BenchConfig, *, iters: int = DEFAULT_ITERS, warmup: int = D
                 if events is not None:
                     rows, outside, pass_ms, gpu, n = attribute(events, modules, on_cuda)
         if clocked is None:
-            return LayerTimes(model=name, device=str(device), input_shape=tuple(shape), step=step.describe(),
+            return LayerTimes(**cfg.input_facts(plan.inputs), model=name, device=str(device), input_shape=tuple(shape), step=step.describe(),
                               iters=0, pass_ms=0.0, modules=[], kind="cuda" if on_cuda else "cpu", cancelled=True)
     finally:
         work.release()
-    return LayerTimes(model=name, device=str(device), input_shape=tuple(shape), step=step.describe(), iters=n,
+    return LayerTimes(**cfg.input_facts(plan.inputs), model=name, device=str(device), input_shape=tuple(shape), step=step.describe(), iters=n,
                       pass_ms=pass_ms, modules=rows, outside=outside, gpu=gpu, kind="cuda" if on_cuda else "cpu",
                       method=method.format(n=n), cancelled=n < iters and cancelled())

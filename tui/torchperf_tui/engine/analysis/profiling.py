@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable
 
 from torchperf_tui.engine.lazy_torch import torch
 
-from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+from torchperf_tui.engine.benchmark.bench_config import BenchConfig, InputFacts
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.benchmark.flags import applied_flags
 from torchperf_tui.engine.workloads.inputs import dtype_name
@@ -82,7 +82,7 @@ def sort_ops(ops: Iterable[OpStat], key: str = "self_cpu") -> list[OpStat]:
 
 
 @dataclass
-class ProfileResult:
+class ProfileResult(InputFacts):
     model: str
     device: str
     input_shape: tuple[int, ...]
@@ -262,7 +262,8 @@ def profile_model(cfg: BenchConfig, *, iters: int = DEFAULT_ITERS, warmup: int =
 
     plan = cfg.prepare()
     device, dtype, step, shape = plan.device, plan.dtype, plan.step, plan.shape
-    work = prepare_workload(cfg.model, plan.inputs, device, dtype, cfg.channels_last)
+    work = prepare_workload(cfg.model, plan.inputs, device, dtype, cfg.channels_last,
+                            model_args=cfg.model_args)
     try:
         model, x = work.model, work.x
         run_step = StepRunner(model, step, device, seed=cfg.seed)
@@ -282,6 +283,7 @@ def profile_model(cfg: BenchConfig, *, iters: int = DEFAULT_ITERS, warmup: int =
     if device.type == "cuda":
         notes.append("device times are from CUPTI kernel records; CPU times include the profiler's overhead")
     return ProfileResult(
+        **cfg.input_facts(plan.inputs),
         model=cfg.model, device=str(device), input_shape=tuple(shape), dtype=dtype_name(dtype),
         iters=facts["iters"], activities=facts["activities"], sort_by=facts.get("sort_by", sort_by or ""),
         ops=ops, total_self_cpu_ms=sum(op.self_cpu_ms for op in ops),

@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from torchperf_tui.engine.benchmark.bench_config import InputFacts
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.hardware.nvml import NA, to_jsonable
 from torchperf_tui.formatting import is_positive_number
@@ -70,7 +71,7 @@ class LayerRoofline:
 
 
 @dataclass
-class RooflineResult:
+class RooflineResult(InputFacts):
     model: str
     device: str
     dtype: str
@@ -406,6 +407,7 @@ def analyse_roofline(complexity: Any, timing: Any, peaks: RooflinePeaks, layer_t
         ("roofline_pct", _above(roofline_pct, peaks.flops_from if side == "compute" else "roofline")))
         if text is not None}
     return RooflineResult(
+        **{name: getattr(complexity, name) for name in ("model_args", "seq_len", "inputs") if hasattr(complexity, name)},
         model=complexity.model, device=peaks.device, dtype=complexity.dtype,
         input_shape=tuple(complexity.input_shape), flops=int(flops), bytes_moved=bytes_moved,
         bytes_method=method, latency_ms=latency_ms, latency_source=latency_source,

@@ -129,14 +129,14 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int, seed: int
                                optimizer=step.optimizer if step.training else None, amp=step.amp,
                                threads_asked=asked_state(spec.flags).flags.num_threads)
         if schedule.varies and (schedule.describe(), arms[name].dtype) not in checked:
-            check_schedule_accepted(base.model, schedule, shape, arms[name].dtype)
+            check_schedule_accepted(base.model, schedule, plan.inputs, arms[name].dtype, base.model_args)
             checked.add((schedule.describe(), arms[name].dtype))
     workloads = {}
     for name, arm in arms.items():
         key = (arm.dtype, arm.channels_last)
         if key not in workloads:
             workloads[key] = prepare_workload(base.model, plan.inputs, device, parse_dtype(arm.dtype),
-                                              arm.channels_last)
+                                              arm.channels_last, model_args=base.model_args)
     watch.built()
     # A training step changes the weights (and batch norm's statistics): when either arm trains, every block
     # of either arm starts from the state the model was built in (a training arm with a fresh optimizer), so
@@ -148,7 +148,7 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int, seed: int
     # random schedule shows them the same shapes in the same order); the block's settling iteration
     # runs the configured shape.
     feeds = {name: ShapeFeed(workloads[(arm.dtype, arm.channels_last)].x, plan.inputs,
-                             schedules[name].shapes(shape, blocks * per_block), parse_dtype(arm.dtype), device,
+                             schedules[name].shapes(shape, blocks * per_block, sequence=plan.inputs.tokens), parse_dtype(arm.dtype), device,
                              arm.channels_last, seed, None)
              for name, arm in arms.items()}
     done = {"A": 0, "B": 0}
@@ -242,7 +242,7 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int, seed: int
         notes.append(clocks)
     # The result's step and amp are what both arms did; where the arms differ they are said per arm.
     same = arms["A"].step == arms["B"].step and arms["A"].optimizer == arms["B"].optimizer
-    return ABResult(model=base.model, device=str(device), input_shape=tuple(shape), a=arms["A"], b=arms["B"],
+    return ABResult(**base.input_facts(plan.inputs), model=base.model, device=str(device), input_shape=tuple(shape), a=arms["A"], b=arms["B"],
                     order=order, verdict=verdict, cancelled=stopped, duration_s=time.time() - started,
                     notes=notes, step=arms["A"].step if same else "mixed",
                     optimizer=arms["A"].optimizer if same else None,

@@ -28,6 +28,17 @@ DEFAULT_TIME_BUDGET_S = 60.0
 Check = Callable[["torch.device", "StepSpec"], None]
 
 
+@dataclass
+class InputFacts:
+    """What a result's model was fed beyond its main input's shape, kept with the result and its history record:
+    the model's overrides as typed, a token model's sequence length, and its inputs in words when they are not one
+    float tensor (InputSpec.describe). Keyword-only, so every result dataclass can carry them last."""
+
+    model_args: str = field(default="", kw_only=True)
+    seq_len: int | None = field(default=None, kw_only=True)
+    inputs: str = field(default="", kw_only=True)
+
+
 @dataclass(frozen=True)
 class RunPlan:
     """What a runner needs, checked: the device, the dtype, the step, and the inputs to make."""
@@ -113,6 +124,13 @@ class BenchConfig:
         if self.batch is not None:
             return self.batch
         return self.input_shape[0] if self.input_shape is not None else 1
+
+    def input_facts(self, inputs: InputSpec) -> dict:
+        """The InputFacts of a result of this config fed `inputs`."""
+        from torchperf_tui.engine.workloads.model_args import format_model_args
+
+        return {"model_args": format_model_args(self.model_args), "seq_len": inputs.seq_len,
+                "inputs": "" if inputs.simple else inputs.describe()}
 
     def step_spec(self) -> "StepSpec":
         from torchperf_tui.engine.benchmark.train_step import StepSpec

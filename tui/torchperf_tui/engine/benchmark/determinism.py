@@ -19,7 +19,7 @@ from typing import Any, Iterator
 
 from torchperf_tui.engine.lazy_torch import torch
 
-from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+from torchperf_tui.engine.benchmark.bench_config import BenchConfig, InputFacts
 from torchperf_tui.engine.errors import ShapeError, TorchperfError
 from torchperf_tui.engine.benchmark.flags import Flags, applied_flags
 from torchperf_tui.engine.workloads.inputs import dtype_name
@@ -47,7 +47,7 @@ class LeafDiff:
 
 
 @dataclass
-class DeterminismReport:
+class DeterminismReport(InputFacts):
     """The outcome of `check_determinism`.
 
     max_rel_diff is max |a - b| / max(|a|, |b|) over elements, a value in [0, 2] that stays finite where one
@@ -268,7 +268,8 @@ def determinism_of(cfg: BenchConfig, runs: int = 2) -> DeterminismReport:
     plan = cfg.prepare(before_inputs=has_a_shape)
     torch_device, torch_dtype, spec, shape = plan.device, plan.dtype, plan.step, plan.shape
     flags, seed, channels_last = cfg.flags, cfg.seed, cfg.channels_last
-    work = prepare_workload(cfg.model, plan.inputs, torch_device, torch_dtype, channels_last)
+    work = prepare_workload(cfg.model, plan.inputs, torch_device, torch_dtype, channels_last,
+                            model_args=cfg.model_args if isinstance(cfg.model, str) else ())
     model, x = work.model, work.x
     outputs: list[Any] = []
     # With deterministic algorithms on, an op without a deterministic version raises here: it is reported.
@@ -289,6 +290,7 @@ def determinism_of(cfg: BenchConfig, runs: int = 2) -> DeterminismReport:
     del model, x, outputs
     work.release()
     return DeterminismReport(
+        **cfg.input_facts(plan.inputs),
         model=name, input_shape=shape, dtype=dtype_name(torch_dtype), device=str(torch_device),
         channels_last=channels_last, flags=flags, runs=runs,
         bitwise_equal=not mismatches and all(leaf.bitwise_equal for leaf in leaves),

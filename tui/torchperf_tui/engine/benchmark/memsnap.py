@@ -19,7 +19,7 @@ from typing import Any, Callable, Protocol
 
 from torchperf_tui.engine.lazy_torch import torch
 
-from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+from torchperf_tui.engine.benchmark.bench_config import BenchConfig, InputFacts
 from torchperf_tui.engine.errors import DeviceError, OutOfMemory, TorchperfError
 from torchperf_tui.engine.benchmark.flags import applied_flags
 from torchperf_tui.engine.workloads.inputs import dtype_name
@@ -82,7 +82,7 @@ class TorchCudaMemory:
 
 
 @dataclass
-class MemorySnapshotResult:
+class MemorySnapshotResult(InputFacts):
     model: str
     device: str
     input_shape: tuple[int, ...]
@@ -160,7 +160,8 @@ def record_memory_snapshot(cfg: BenchConfig, *, iters: int = DEFAULT_ITERS, out_
     memory.record(DEFAULT_MAX_ENTRIES)
     try:
         try:
-            work = prepare_workload(cfg.model, plan.inputs, device, dtype, cfg.channels_last)
+            work = prepare_workload(cfg.model, plan.inputs, device, dtype, cfg.channels_last,
+                                     model_args=cfg.model_args)
             model, x = work.model, work.x
             run_step = StepRunner(model, step, device, seed=cfg.seed)
             with applied_flags(cfg.flags), grad_context(step), \
@@ -188,6 +189,7 @@ def record_memory_snapshot(cfg: BenchConfig, *, iters: int = DEFAULT_ITERS, out_
     size = write_snapshot(snapshot, path) if done else 0
     entries, segments = count_entries(snapshot)
     return MemorySnapshotResult(
+        **cfg.input_facts(plan.inputs),
         model=cfg.model, device=str(device), input_shape=tuple(shape), dtype=dtype_name(dtype), iters=done,
         path=path if done else None, size_bytes=size, peak_allocated_bytes=peak, entries=entries,
         segments=segments, cancelled=was_cancelled, step=step.describe(),

@@ -28,7 +28,7 @@ from torchperf_tui.engine.benchmark.batch_runner import ModelBatchRunner
 from torchperf_tui.engine.benchmark.batch_search import (DEFAULT_MAX_BATCH, PLATEAU_DOUBLINGS, TRY_ITERS, TRY_WARMUP, BatchTry,
                                                Clock, OnProgress, ShouldCancel, StopRule, TryBatch, best_of, per_s,
                                                run_try, search_max_batch)
-from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+from torchperf_tui.engine.benchmark.bench_config import BenchConfig, InputFacts
 from torchperf_tui.engine.errors import OutOfMemory, first_line
 from torchperf_tui.engine.benchmark.flags import applied_flags
 from torchperf_tui.engine.workloads.inputs import dtype_name
@@ -47,7 +47,7 @@ MEASURE_ITERS = 10
 
 
 @dataclass
-class ThroughputResult:
+class ThroughputResult(InputFacts):
     model: str
     device: str
     sample_shape: tuple[int, ...]  # one input item, without the batch dimension
@@ -203,7 +203,7 @@ def find_max_batch(cfg: BenchConfig, *, max_batch: int = DEFAULT_MAX_BATCH, reso
         from torchperf_tui.engine.workloads.models import build_model
 
         try:
-            model = place_model(build_model(cfg.model, device="cpu"), device, dtype, cfg.channels_last, one.rank)
+            model = place_model(build_model(cfg.model, device="cpu", model_args=cfg.model_args, dtype=dtype), device, dtype, cfg.channels_last, one.rank)
         except torch.OutOfMemoryError as exc:
             release()
             raise OutOfMemory(f"{cfg.model}'s weights alone do not fit on {device}: {first_line(exc)}") from None
@@ -273,6 +273,7 @@ def find_max_batch(cfg: BenchConfig, *, max_batch: int = DEFAULT_MAX_BATCH, reso
                          "search (another process on it?), so the batch picked may not be the best; rerun on a "
                          "quiet machine")
     return ThroughputResult(
+        **cfg.input_facts(plan.inputs),
         model=cfg.model, device=str(device), sample_shape=sample_shape, dtype=dtype_name(dtype),
         channels_last=cfg.channels_last, max_batch=max_fit, max_batch_bound=max_batch,
         hit_bound=outcome.hit_bound, tries=outcome.tries, measurement=measurement,

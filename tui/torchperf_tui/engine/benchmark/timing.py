@@ -13,11 +13,11 @@ from typing import Callable
 
 import numpy as np
 
-from torchperf_tui.engine.benchmark.bench_config import DEFAULT_ITERS, BenchConfig
+from torchperf_tui.engine.benchmark.bench_config import DEFAULT_ITERS, BenchConfig, InputFacts
 from torchperf_tui.engine.errors import TorchperfError, first_line
 from torchperf_tui.engine.benchmark.flags import Flags, StateWatch, applied_flags, asked_state
 from torchperf_tui.engine.hardware.host_noise import HostNoise, HostProbe
-from torchperf_tui.engine.workloads.input_spec import ModelInputs, OnShape, ShapeFeed
+from torchperf_tui.engine.workloads.input_spec import InputSpec, ModelInputs, OnShape, ShapeFeed
 from torchperf_tui.engine.workloads.inputs import dtype_name
 from torchperf_tui.engine.lazy_torch import torch
 from torchperf_tui.engine.benchmark.memory_trace import MemoryTrace, OnMemory
@@ -53,7 +53,7 @@ class LoopTimes:
 
 
 @dataclass
-class TimingResult:
+class TimingResult(InputFacts):
     """One timing run: every sample, under exactly one set of flags."""
 
     model: str
@@ -273,16 +273,17 @@ def _run_benchmark(cfg: BenchConfig, watch: StateWatch, on_sample: OnSample | No
     plan = cfg.prepare()
     device, dtype, step, shape = plan.device, plan.dtype, plan.step, plan.shape
     schedule = parse_schedule(cfg.shapes, seed=cfg.seed)
-    timed_shapes = schedule.shapes(shape, cfg.iters)
+    timed_shapes = schedule.shapes(shape, cfg.iters, sequence=plan.inputs.tokens)
     if schedule.varies and cfg.compile is not None:
         # Each new shape would recompile (or re-record CUDA graphs) inside a timed sample.
         raise TorchperfError(f"torch.compile with the shape schedule {schedule.describe()} would time "
                              "recompilations inside the samples: use fixed shapes to compare eager and compiled")
     if schedule.varies:
-        check_schedule_accepted(cfg.model, schedule, shape, cfg.dtype)
+        check_schedule_accepted(cfg.model, schedule, plan.inputs, cfg.dtype, cfg.model_args)
     from torchperf_tui.engine.workloads.workload import forward_errors, prepare_workload
 
-    work = prepare_workload(cfg.model, plan.inputs, device, dtype, cfg.channels_last, seed=cfg.seed)
+    work = prepare_workload(cfg.model, plan.inputs, device, dtype, cfg.channels_last, seed=cfg.seed,
+                            model_args=cfg.model_args)
     watch.built()
     feed = ShapeFeed(work.x, plan.inputs, timed_shapes, dtype, device, cfg.channels_last, cfg.seed, on_shape)
     memory = MemoryTrace(device, on_memory)
@@ -336,6 +337,7 @@ def _run_benchmark(cfg: BenchConfig, watch: StateWatch, on_sample: OnSample | No
         # The batch varies: items per second is every item over every second, not the configured batch.
         stats = replace(stats, fps=items_per_second(sum(s[0] for s in shapes_done), sum(samples)))
     return TimingResult(
+        **cfg.input_facts(plan.inputs),
         model=cfg.model,
         device=str(device),
         input_shape=tuple(shape),
@@ -377,16 +379,21 @@ def _run_benchmark(cfg: BenchConfig, watch: StateWatch, on_sample: OnSample | No
     )
 
 
-def check_schedule_accepted(model: str, schedule: ShapeSchedule, shape: tuple[int, ...], dtype: str) -> None:
+def check_schedule_accepted(model: str, schedule: ShapeSchedule, inputs: InputSpec, dtype: str,
+                            model_args: tuple = ()) -> None:
     """Run the schedule's smallest and largest shapes through the model on the meta device (no memory,
     milliseconds): a size the model rejects (a ViT's fixed 224, a too-small image) is a ShapeError now,
     not a failure halfway through a run. A model that cannot run on meta at all is not checked."""
     from torchperf_tui.engine.workloads.complexity import analyse_complexity
     from torchperf_tui.engine.errors import ModelError, ShapeError
 
-    for extreme in schedule.extremes(shape):
+    if inputs.factory is not None:
+        raise ShapeError(f"shape schedule {schedule.describe()} varies the input's shape, but {inputs.factory}'s "
+                         "example_inputs makes the inputs: use fixed shapes")
+    for extreme in schedule.extremes(inputs.shape, sequence=inputs.tokens):
         try:
-            analyse_complexity(model, extreme, dtype=dtype)
+            inputs.check_shape(extreme)
+            analyse_complexity(model, extreme, dtype=dtype, inputs=inputs, model_args=model_args)
         except ShapeError as exc:
             raise ShapeError(f"shape schedule {schedule.describe()}: {exc}") from None
         except ModelError:

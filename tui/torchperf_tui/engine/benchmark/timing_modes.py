@@ -22,7 +22,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
-from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+from torchperf_tui.engine.benchmark.bench_config import BenchConfig, InputFacts
 from torchperf_tui.engine.errors import TorchperfError, first_line
 from torchperf_tui.engine.benchmark.flags import Flags, applied_flags
 from torchperf_tui.engine.workloads.inputs import dtype_name
@@ -63,7 +63,7 @@ class ModeResult:
 
 
 @dataclass
-class ModesResult:
+class ModesResult(InputFacts):
     model: str
     device: str
     input_shape: tuple[int, ...]
@@ -261,11 +261,12 @@ def run_modes(cfg: BenchConfig, modes: tuple[str, ...] = MODES, *, cold_l2: bool
     results = {mode: ModeResult(mode) for mode in modes}
     blocks = max(MIN_BLOCKS_PER_ROUND * rounds, math.ceil(cfg.iters / per_block))
     wanted = {"sync": cfg.iters, "graph": cfg.iters, "pipelined": blocks}
-    result = ModesResult(model=cfg.model, device=str(device), input_shape=tuple(shape), dtype=dtype_name(dtype),
+    result = ModesResult(**cfg.input_facts(plan.inputs), model=cfg.model, device=str(device), input_shape=tuple(shape), dtype=dtype_name(dtype),
                          step=step.describe(), flags=cfg.flags.resolved(),  # the thread count said
                          modes=list(results.values()), per_block=per_block, rounds=rounds, cold_l2=cold_l2)
 
-    work = prepare_workload(cfg.model, plan.inputs, device, dtype, cfg.channels_last, seed=cfg.seed)
+    work = prepare_workload(cfg.model, plan.inputs, device, dtype, cfg.channels_last, seed=cfg.seed,
+                            model_args=cfg.model_args)
     sampler = conditions_sampler(device)  # None on the CPU; on CUDA, each mode's share of a round is a window
     windows: dict[str, list[str]] = {mode: [] for mode in modes}
     try:

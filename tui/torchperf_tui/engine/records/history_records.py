@@ -92,12 +92,16 @@ class HistoryRecord:
                 "channels_last": self.channels_last, "device": self.device,
                 "compile": self.details.get("compile_mode"), "shapes": self.details.get("shapes", "fixed"),
                 "step": self.details.get("step", "infer"), "optimizer": self.details.get("optimizer"),
-                "amp": self.details.get("amp")}
+                "amp": self.details.get("amp"), "model_args": self.details.get("model_args", ""),
+                "seq_len": self.details.get("seq_len")}
 
     def summary(self) -> str:
         """One line for `history` and notifications."""
         when = self.created_at.replace("T", " ")[:16]
-        head = f"{when}  {self.short_id}  {self.kind:<6} {self.model}  {self.shape_text} {self.dtype}"
+        head = f"{when}  {self.short_id}  {self.kind:<6} {self.model}"
+        if self.details.get("model_args"):
+            head += f" [{self.details['model_args']}]"
+        head += f"  {self.shape_text} {self.dtype}"
         if self.channels_last:
             head += " channels_last"
         if self.details.get("shapes", "fixed") != "fixed":
@@ -270,6 +274,7 @@ def record_from_timing(result: "TimingResult", fingerprint: dict[str, Any] | Non
     for name in ("compile_mode", "compiled", "compile_s", "compile_error", "step", "optimizer", "amp", "loss"):
         if hasattr(result, name):
             details[name] = getattr(result, name)
+    details.update(model_facts(result))
     report = getattr(result, "shape_report", None)
     if getattr(result, "shapes", "fixed") != "fixed" and report is not None:
         details["shapes"] = result.shapes
@@ -308,7 +313,7 @@ def records_from_ab(result: "ABResult", fingerprint: dict[str, Any] | None = Non
         details = {"arm": name, "pair": ids["B" if name == "A" else "A"], "spec": arm.spec, "shapes": arm.shapes,
                    "blocks": len(arm.blocks), "verdict": verdict, "summary": result.summary(),
                    "step": getattr(arm, "step", "infer"), "optimizer": getattr(arm, "optimizer", None),
-                   "amp": getattr(arm, "amp", None)}
+                   "amp": getattr(arm, "amp", None), **model_facts(result)}
         if getattr(result, "state_notes", None):
             details["state_notes"] = list(result.state_notes)
         noise = getattr(arm, "host_noise", None)  # the host over the blocks, and this arm's spread
@@ -327,6 +332,20 @@ def records_from_ab(result: "ABResult", fingerprint: dict[str, Any] | None = Non
             duration_s=result.duration_s, timer="cuda-events" if result.device.startswith("cuda") else "perf_counter",
             details=details, disturbed=list(marks)))
     return records
+
+
+def model_facts(result: Any) -> dict[str, Any]:
+    """Where the model came from and what it was fed beyond its main shape, for a record's details: its source
+    (torchvision, timm, hf or custom), its overrides, a token model's sequence length and its inputs in words (the
+    last three only when there are any, so a torchvision run's record reads as before)."""
+    from torchperf_tui.engine.workloads.model_source import source_of
+
+    facts: dict[str, Any] = {"source": source_of(result.model) if isinstance(result.model, str) else "custom"}
+    for name in ("model_args", "seq_len", "inputs"):
+        value = getattr(result, name, None)
+        if value:
+            facts[name] = value
+    return facts
 
 
 def _flags_used(flags: Any, threads: int | None) -> dict[str, Any]:

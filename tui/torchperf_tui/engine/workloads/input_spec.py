@@ -69,10 +69,22 @@ class InputSpec:
     main: TensorSpec = field(default_factory=TensorSpec)
     extra: tuple[TensorSpec, ...] = ()
     factory: str | None = None
+    # A token model's maximum positions, and the setting of its config that says so ("max_position_embeddings").
+    max_len: int | None = None
+    max_len_key: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "shape", tuple(self.shape))
         object.__setattr__(self, "extra", tuple(self.extra))
+
+    def check_shape(self, shape: tuple[int, ...]) -> None:
+        """ShapeError when the main input cannot take `shape`: token ids longer than the model's maximum positions."""
+        if self.tokens and self.max_len is not None and shape[-1] > self.max_len:
+            from torchperf_tui.engine.errors import ShapeError
+
+            where = f" ({self.max_len_key})" if self.max_len_key else ""
+            raise ShapeError(f"sequence length {shape[-1]} is past the model's maximum of {self.max_len} "
+                             f"positions{where}")
 
     @property
     def batch(self) -> int:

@@ -249,7 +249,8 @@ def _resolve_for_build(spec: str) -> ModelEntry:
 
 
 def build_model(spec: str, device: str | torch.device = "cpu", *,
-                builder_kwargs: dict[str, Any] | None = None, model_args: tuple = ()) -> nn.Module:
+                builder_kwargs: dict[str, Any] | None = None, model_args: tuple = (),
+                dtype: Any = None) -> nn.Module:
     """Build a model with random weights (weights=None) in eval mode.
 
     device="meta" builds only the structure (no weight memory; for complexity analysis). Other devices

@@ -77,54 +77,58 @@ class ShapeSchedule:
         size = _spatial(base)
         return max(1, int(round(size * CYCLE_SPAN[0]))), int(round(size * CYCLE_SPAN[1]))
 
-    def shapes(self, base: tuple[int, ...], n: int) -> list[tuple[int, ...]]:
-        """The input shape of each of `n` timed iterations."""
-        check_spatial(base, self)
+    def shapes(self, base: tuple[int, ...], n: int, sequence: bool = False) -> list[tuple[int, ...]]:
+        """The input shape of each of `n` timed iterations. `sequence`: the input is token ids (batch, length), and
+        the size that varies is the sequence length."""
+        check_spatial(base, self, sequence)
         if self.kind == "fixed":
             return [tuple(base)] * n
         if self.kind == "cycle":
             sizes = self.sizes(base)
-            return [with_size(base, sizes[i % len(sizes)]) for i in range(n)]
+            return [with_size(base, sizes[i % len(sizes)], sequence) for i in range(n)]
         rng = random.Random(self.seed)
         low, high = self._range(base)
         out = []
         for _ in range(n):
             size = rng.randint(low, high)
             batch = rng.randint(self.batch_low, self.batch_high) if self.batch_low is not None else base[0]
-            out.append(with_size((batch, *base[1:]), size))
+            out.append(with_size((batch, *base[1:]), size, sequence))
         return out
 
-    def extremes(self, base: tuple[int, ...]) -> list[tuple[int, ...]]:
+    def extremes(self, base: tuple[int, ...], sequence: bool = False) -> list[tuple[int, ...]]:
         """The smallest and largest shapes the schedule can produce: what a model must accept."""
         if self.kind == "fixed":
             return [tuple(base)]
         if self.kind == "cycle":
             sizes = self.sizes(base)
-            return sorted({with_size(base, sizes[0]), with_size(base, sizes[-1])})
+            return sorted({with_size(base, sizes[0], sequence), with_size(base, sizes[-1], sequence)})
         low, high = self._range(base)
         b_low = self.batch_low if self.batch_low is not None else base[0]
         b_high = self.batch_high if self.batch_high is not None else base[0]
-        return sorted({with_size((b_low, *base[1:]), low), with_size((b_high, *base[1:]), high)})
+        return sorted({with_size((b_low, *base[1:]), low, sequence), with_size((b_high, *base[1:]), high, sequence)})
 
 
 def _spatial(base: tuple[int, ...]) -> int:
     return int(base[-1])
 
 
-def spatial_dims(rank: int) -> int:
-    """How many trailing dimensions a schedule varies: H and W of an image (or a video), L of a sequence."""
+def spatial_dims(rank: int, sequence: bool = False) -> int:
+    """How many trailing dimensions a schedule varies: H and W of an image (or a video), L of a sequence of
+    features (N, C, L), the length of token ids (N, L) (`sequence`)."""
+    if sequence:
+        return 1 if rank >= 2 else 0
     return min(2, rank - 2)
 
 
-def check_spatial(base: tuple[int, ...], schedule: ShapeSchedule) -> None:
-    if schedule.varies and spatial_dims(len(base)) < 1:
+def check_spatial(base: tuple[int, ...], schedule: ShapeSchedule, sequence: bool = False) -> None:
+    if schedule.varies and spatial_dims(len(base), sequence) < 1:
         shape = format_shape(base)
         raise ShapeError(f"shape schedule {schedule.describe()} varies the spatial size, but input {shape} has "
                          "none (it needs a batch, a channel and at least one more dimension)")
 
 
-def with_size(base: tuple[int, ...], size: int) -> tuple[int, ...]:
-    dims = spatial_dims(len(base))
+def with_size(base: tuple[int, ...], size: int, sequence: bool = False) -> tuple[int, ...]:
+    dims = spatial_dims(len(base), sequence)
     return (*base[:len(base) - dims], *([size] * dims))
 
 

@@ -57,9 +57,10 @@ class Workload:
 
 
 def prepare_workload(spec: str | torch.nn.Module, inputs: InputSpec, device: torch.device, dtype: torch.dtype,
-                     channels_last: bool = False, seed: int = 0) -> Workload:
-    """Build `spec` (a name or module:factory, with random weights, eval mode; or a module as it is) on
-    `device` in `dtype`, with its input made from `inputs` (deterministic for `seed`)."""
+                     channels_last: bool = False, seed: int = 0, model_args: tuple = ()) -> Workload:
+    """Build `spec` (a name, timm:/hf: or module:factory with its `model_args` overrides, with random weights,
+    eval mode; or a module as it is) on `device` in `dtype`, with its inputs made from `inputs` (deterministic for
+    `seed`)."""
     name = model_name(spec)
     shape = inputs.shape
     with forward_errors(name, shape, dtype, device, action="loading"):
@@ -68,7 +69,7 @@ def prepare_workload(spec: str | torch.nn.Module, inputs: InputSpec, device: tor
         else:
             from torchperf_tui.engine.workloads.models import build_model  # torchvision: seconds, only when needed
 
-            model = build_model(spec, device="cpu")
+            model = build_model(spec, device="cpu", model_args=model_args, dtype=dtype)
         model = place_model(model, device, dtype, channels_last, inputs.rank)
         x = inputs.make(device, dtype, channels_last, seed=seed)
     return Workload(name=name, model=model, x=x, shape=tuple(shape), device=device, dtype=dtype)
