@@ -190,3 +190,70 @@ class DepthwiseNet(nn.Module):
 
 def depthwise_net() -> nn.Module:
     return DepthwiseNet()
+
+
+class TwoInputs(nn.Module):
+    """Takes an image and a vector positionally: its factory says so with example_inputs returning a tuple."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.fc = nn.Linear(4 + 5, 3)
+
+    def forward(self, image: torch.Tensor, extra: torch.Tensor) -> torch.Tensor:
+        pooled = torch.flatten(nn.functional.adaptive_avg_pool2d(self.conv(image), 1), 1)
+        return self.fc(torch.cat([pooled, extra], dim=1))
+
+
+def two_inputs() -> nn.Module:
+    return TwoInputs()
+
+
+def _two_examples(batch, device, dtype):
+    return (torch.randn(batch, 3, 8, 8, device=device, dtype=dtype), torch.randn(batch, 5, device=device, dtype=dtype))
+
+
+two_inputs.example_inputs = _two_examples
+
+
+class KeywordInputs(nn.Module):
+    """Takes token ids and a mask by keyword and returns a dict (the shape of a transformers model's call)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(50, 8)
+        self.head = nn.Linear(8, 50)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> dict:
+        hidden = self.embed(input_ids) * attention_mask.unsqueeze(-1)
+        return {"logits": self.head(hidden), "hidden": (hidden,)}
+
+
+def keyword_inputs() -> nn.Module:
+    return KeywordInputs()
+
+
+def _keyword_examples(batch, device, dtype):
+    ids = torch.randint(0, 50, (batch, 12), device=device)
+    return {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
+
+
+keyword_inputs.example_inputs = _keyword_examples
+
+
+def bad_examples() -> nn.Module:
+    return TinyCNN()
+
+
+bad_examples.example_inputs = lambda batch, device, dtype: [1, 2]
+
+
+def failing_examples() -> nn.Module:
+    return TinyCNN()
+
+
+def _fail(batch, device, dtype):
+    raise RuntimeError("no data here")
+
+
+failing_examples.example_inputs = _fail

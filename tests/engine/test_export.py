@@ -57,3 +57,13 @@ def test_export_md_marks_nothing_when_every_percentile_is_supported():
 def test_export_unknown_format_is_a_one_line_error():
     with pytest.raises(TorchperfError, match="choose one of json, csv, md"):
         export_records([make_record()], "xlsx")
+
+
+def test_an_export_names_each_runs_source_overrides_sequence_length_and_inputs():
+    hf = dataclasses.replace(make_record(10.0, model="hf:gpt2"),
+                             details={"source": "hf", "model_args": "n_layer=2", "seq_len": 256,
+                                      "inputs": "input_ids 1x256 int64 (ids < 50,257)"})
+    rows = list(csv.DictReader(io.StringIO(export_records([hf, make_record(8.0)], "csv"))))
+    assert (rows[0]["source"], rows[0]["model_args"], rows[0]["seq_len"]) == ("hf", "n_layer=2", "256")
+    assert rows[0]["inputs"].startswith("input_ids 1x256") and rows[1]["model_args"] == "" and rows[1]["seq_len"] == ""
+    assert "hf:gpt2 [n_layer=2]" in export_records([hf], "md")

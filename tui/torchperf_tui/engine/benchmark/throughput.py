@@ -29,6 +29,7 @@ from torchperf_tui.engine.benchmark.batch_search import (DEFAULT_MAX_BATCH, PLAT
                                                Clock, OnProgress, ShouldCancel, StopRule, TryBatch, best_of, per_s,
                                                run_try, search_max_batch)
 from torchperf_tui.engine.benchmark.bench_config import BenchConfig, InputFacts
+from torchperf_tui.engine.workloads.input_spec import InputSpec
 from torchperf_tui.engine.errors import OutOfMemory, first_line
 from torchperf_tui.engine.benchmark.flags import applied_flags
 from torchperf_tui.engine.workloads.inputs import dtype_name
@@ -120,7 +121,7 @@ class ThroughputResult(InputFacts):
         return data
 
 
-def _activation_bytes_per_sample(cfg: BenchConfig, shape: tuple[int, ...]) -> int | None:
+def _activation_bytes_per_sample(cfg: BenchConfig, one: InputSpec) -> int | None:
     """Sum of every layer's output bytes for one sample: an upper bound on live activations under
     inference mode (outputs are freed as soon as the next layer has read them), and about what a training
     step keeps for its backward (its gradients come on top, which the first try's measured growth
@@ -128,7 +129,8 @@ def _activation_bytes_per_sample(cfg: BenchConfig, shape: tuple[int, ...]) -> in
     from torchperf_tui.engine.workloads.complexity import analyse_complexity
 
     try:
-        c = analyse_complexity(cfg.model, (1, *shape[1:]), dtype=cfg.dtype, layers=True)
+        c = analyse_complexity(cfg.model, one.shape, dtype=cfg.dtype, layers=True, inputs=one,
+                               model_args=cfg.model_args)
     except Exception:  # noqa: BLE001 - the estimate is a nicety; the measured growth takes over after one try
         return None
     total = sum(layer.output_bytes for layer in c.layers)
@@ -207,7 +209,7 @@ def find_max_batch(cfg: BenchConfig, *, max_batch: int = DEFAULT_MAX_BATCH, reso
         except torch.OutOfMemoryError as exc:
             release()
             raise OutOfMemory(f"{cfg.model}'s weights alone do not fit on {device}: {first_line(exc)}") from None
-        per_sample = None if on_cuda else _activation_bytes_per_sample(cfg, one.shape)
+        per_sample = None if on_cuda else _activation_bytes_per_sample(cfg, one)
         if not on_cuda:
             release()  # trim first: the runner's RSS baseline must not hold reusable free pages
         sampler = conditions_sampler(device)  # None on the CPU: the GPU over the final measurement

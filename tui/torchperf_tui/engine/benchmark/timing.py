@@ -273,6 +273,7 @@ def _run_benchmark(cfg: BenchConfig, watch: StateWatch, on_sample: OnSample | No
     plan = cfg.prepare()
     device, dtype, step, shape = plan.device, plan.dtype, plan.step, plan.shape
     schedule = parse_schedule(cfg.shapes, seed=cfg.seed)
+    check_schedule_inputs(schedule, plan.inputs)
     timed_shapes = schedule.shapes(shape, cfg.iters, sequence=plan.inputs.tokens)
     if schedule.varies and cfg.compile is not None:
         # Each new shape would recompile (or re-record CUDA graphs) inside a timed sample.
@@ -379,6 +380,15 @@ def _run_benchmark(cfg: BenchConfig, watch: StateWatch, on_sample: OnSample | No
     )
 
 
+def check_schedule_inputs(schedule: ShapeSchedule, inputs: InputSpec) -> None:
+    """ShapeError when the schedule varies a shape the inputs do not let it vary: a factory's example_inputs."""
+    if schedule.varies and inputs.factory is not None:
+        from torchperf_tui.engine.errors import ShapeError
+
+        raise ShapeError(f"shape schedule {schedule.describe()} varies the input's shape, but {inputs.factory}'s "
+                         "example_inputs makes the inputs: use fixed shapes")
+
+
 def check_schedule_accepted(model: str, schedule: ShapeSchedule, inputs: InputSpec, dtype: str,
                             model_args: tuple = ()) -> None:
     """Run the schedule's smallest and largest shapes through the model on the meta device (no memory,
@@ -387,9 +397,7 @@ def check_schedule_accepted(model: str, schedule: ShapeSchedule, inputs: InputSp
     from torchperf_tui.engine.workloads.complexity import analyse_complexity
     from torchperf_tui.engine.errors import ModelError, ShapeError
 
-    if inputs.factory is not None:
-        raise ShapeError(f"shape schedule {schedule.describe()} varies the input's shape, but {inputs.factory}'s "
-                         "example_inputs makes the inputs: use fixed shapes")
+    check_schedule_inputs(schedule, inputs)
     for extreme in schedule.extremes(inputs.shape, sequence=inputs.tokens):
         try:
             inputs.check_shape(extreme)

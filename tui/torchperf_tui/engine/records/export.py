@@ -18,9 +18,9 @@ from torchperf_tui.formatting import UNSUPPORTED_LEGEND, format_ms, format_perce
 EXPORT_FORMATS: tuple[str, ...] = ("json", "csv", "md")
 
 STATS_COLUMNS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(TimingStats))
-CSV_BASE_COLUMNS: tuple[str, ...] = ("id", "kind", "created_at", "model", "input_shape", "batch", "dtype",
-                                     "channels_last", "device", "cancelled", "duration_s", "timer",
-                                     "compile_mode", "flags_text")
+CSV_BASE_COLUMNS: tuple[str, ...] = ("id", "kind", "created_at", "model", "source", "model_args", "input_shape",
+                                     "seq_len", "inputs", "batch", "dtype", "channels_last", "device", "cancelled",
+                                     "duration_s", "timer", "compile_mode", "flags_text")
 
 
 def _union_keys(dicts: Iterable[dict[str, Any]]) -> list[str]:
@@ -50,7 +50,9 @@ def _export_csv(records: list[HistoryRecord]) -> str:
     for r in records:
         row: dict[str, Any] = {
             "id": r.id, "kind": r.kind, "created_at": r.created_at, "model": r.model,
-            "input_shape": r.shape_text, "batch": r.batch, "dtype": r.dtype, "channels_last": r.channels_last,
+            "source": r.details.get("source", ""), "model_args": r.details.get("model_args", ""),
+            "input_shape": r.shape_text, "seq_len": r.details.get("seq_len"), "inputs": r.details.get("inputs", ""),
+            "batch": r.batch, "dtype": r.dtype, "channels_last": r.channels_last,
             "device": r.device, "cancelled": r.cancelled, "duration_s": r.duration_s, "timer": r.timer,
             "compile_mode": r.details.get("compile_mode"), "flags_text": r.flags_text,
         }
@@ -81,7 +83,8 @@ def _export_md(records: list[HistoryRecord]) -> str:
             numbers = [format_percentile(s.p50_ms, 0.5, s.n), format_percentile(s.p90_ms, 0.9, s.n),
                        format_percentile(s.p99_ms, 0.99, s.n), f"{format_ms(s.mean_ms)} ± {format_ms(s.std_ms)}",
                        "-" if s.fps is None else f"{s.fps:,.1f}", format_ms(s.first_iter_ms)]
-        cells = [r.created_at.replace("T", " ")[:19], r.short_id, r.model, r.shape_text, r.dtype + layout,
+        model = r.model + (f" [{r.details['model_args']}]" if r.details.get("model_args") else "")
+        cells = [r.created_at.replace("T", " ")[:19], r.short_id, model, r.shape_text, r.dtype + layout,
                  r.device, r.flags_text + (" (cancelled)" if r.cancelled else ""), *numbers,
                  r.fingerprint.get("device_name", "")]
         lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
