@@ -19,13 +19,31 @@ def step_ratio(cx) -> str | None:
     return f"{cx.step_flops / cx.flops:.2f}x" if counts_backward(cx) and cx.flops else None
 
 
+def attention_text(cx) -> str | None:
+    """What the count of a model's scaled_dot_product_attention means, in one line; None where none ran. The count
+    is the full S×S scores (SDPA's math kernel, the one counted); a flash kernel skips a causal call's masked half."""
+    attention = getattr(cx, "attention", None)
+    if attention is None:
+        return None
+    calls = f"{attention.calls} call{'s' if attention.calls != 1 else ''}"
+    passes = "forward and backward" if counts_backward(cx) else "forward"
+    text = f"SDPA {format_flops(attention.flops)} in {calls}: {passes} counted as the full S×S"
+    if attention.causal_calls:
+        return text + " (causal: flash computes about half)"
+    if attention.masked_calls:
+        return text + " (with a mask: counted as if nothing is masked)"
+    return text
+
+
 def complexity_title(cx) -> str:
     return f"{cx.model} at {format_shape(cx.input_shape)} ({cx.dtype})"
 
 
 def complexity_rows(cx) -> list[Row]:
-    """`flops`: parameters, size, FLOPs and MACs, and of a training step its backward against the forward."""
+    """`flops`: parameters, size, FLOPs and MACs, of a training step its backward against the forward, and what the
+    count of attention (SDPA) means."""
     ratio = step_ratio(cx)
+    attention = attention_text(cx)
     return [row("parameters", f"{format_count(cx.params_total)} ({cx.params_total:,}), "
                               f"trainable {format_count(cx.params_trainable)}"),
             row("size", f"{cx.size_mb:.2f} MiB"),
@@ -33,7 +51,8 @@ def complexity_rows(cx) -> list[Row]:
             row("MACs", f"{format_count(cx.macs, 'MACs')} ({cx.macs:,})"),
             *([row("training step", f"forward {format_flops(cx.flops)} + backward {format_flops(cx.backward_flops)} = "
                                     f"{format_flops(cx.step_flops)} ({ratio} the forward; the optimizer's update not "
-                                    "counted)")] if ratio else [])]
+                                    "counted)")] if ratio else []),
+            *([row("attention", attention)] if attention else [])]
 
 
 def layer_figures(layer, training: bool) -> dict[str, str]:

@@ -7,6 +7,15 @@ ViT-H/14 at 518 px is analysed in seconds in a few hundred MB.
 Why not a real CPU forward: under inference mode nn.MultiheadAttention takes a fused fast path that
 FlopCounterMode has no formula for, so attention models would be undercounted; on meta the fast path is
 never taken (it requires CPU/CUDA tensors), so attention is counted through its matmuls.
+
+Attention through `F.scaled_dot_product_attention` (transformers' default, nn.MultiheadAttention without weights):
+on meta SDPA picks its math kernel (`_fused_sdp_choice_meta` answers "math" for any tensor without a CUDA or HIP
+key, so its source reads from torch 2.1 to 2.14; tests/engine/test_complexity_transformers.py checks the torch
+installed), which decomposes into the two bmm of QK^T and AV before FlopCounterMode sees anything: each is counted
+once, and in a training step the four bmm of their backward. The math kernel computes every score, also under
+is_causal (it masks the upper half after the matmul): the count is the full S x S, as the math, efficient and cuDNN
+kernels compute it; a flash kernel skips the masked half. The result says so (Complexity.attention). Should a fused
+SDPA op ever run instead, the ones FlopCounterMode has no formula for are counted here (_SDPA_FORMULAS).
 """
 
 from __future__ import annotations
@@ -25,7 +34,7 @@ from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode, flop_registry, shape_wrapper
 
-from torchperf_tui.engine.workloads.complexity_result import MB, Complexity, LayerStat
+from torchperf_tui.engine.workloads.complexity_result import MB, AttentionCount, Complexity, LayerStat
 from torchperf_tui.engine.errors import ModelError, ShapeError, TorchperfError, first_line
 from torchperf_tui.engine.workloads.input_spec import InputSpec
 from torchperf_tui.engine.workloads.inputs import dtype_name, format_shape, parse_dtype
@@ -155,6 +164,72 @@ def _conv_backward_flops(grad_out_shape, x_shape, w_shape, _bias, _stride, _padd
     return forward * (int(bool(output_mask[0])) + int(bool(output_mask[1])))
 
 
+def _attention_flops(query_shape, key_shape, value_shape, *_, out_shape=None, **__) -> int:
+    """An SDPA forward: QK^T (L x S scores of depth E) and AV (depth Ev) for each batch and query head; key and value
+    heads may be fewer (grouped-query attention), each serves several query heads."""
+    *lead, heads, length, depth = query_shape
+    batch = 1
+    for n in lead:
+        batch *= n
+    source, value_depth = key_shape[-2], value_shape[-1]
+    return 2 * batch * heads * length * source * (depth + value_depth)
+
+
+def _attention_backward_flops(grad_out_shape, query_shape, key_shape, value_shape, *_, out_shape=None, **__) -> int:
+    """A fused SDPA backward: the scores computed again, then the gradients of the scores, V, Q and K (as PyTorch's
+    own formula for the flash/efficient/cuDNN backward)."""
+    *lead, heads, length, depth = query_shape
+    batch = 1
+    for n in lead:
+        batch *= n
+    source, value_depth = key_shape[-2], value_shape[-1]
+    return 2 * batch * heads * length * source * (3 * depth + 2 * value_depth)
+
+
+def _sdpa_formulas() -> dict:
+    """Fused SDPA ops FlopCounterMode has no formula for (they would count 0): the CPU flash kernel and the
+    `overrideable` one of out-of-tree backends. Missing ops (an older torch) are left out."""
+    pairs = (("_scaled_dot_product_flash_attention_for_cpu", _attention_flops),
+             ("_scaled_dot_product_flash_attention_for_cpu_backward", _attention_backward_flops),
+             ("_scaled_dot_product_fused_attention_overrideable", _attention_flops),
+             ("_scaled_dot_product_fused_attention_overrideable_backward", _attention_backward_flops))
+    formulas = {}
+    for name, formula in pairs:
+        op = getattr(torch.ops.aten, name, None)
+        if op is not None and op not in flop_registry:
+            formulas[op] = formula
+    return formulas
+
+
+_SDPA_FORMULAS = _sdpa_formulas()
+
+
+class _AttentionWatch(TorchFunctionMode):
+    """Notes each F.scaled_dot_product_attention call of the forward: how many, their FLOPs (the full L x S scores,
+    as the math kernel that runs on meta computes them), and how many were causal or masked."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = self.flops = self.causal = self.masked = 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is F.scaled_dot_product_attention and len(args) >= 3:
+            query, key, value = args[:3]
+            mask = args[3] if len(args) > 3 else kwargs.get("attn_mask")
+            is_causal = args[5] if len(args) > 5 else kwargs.get("is_causal", False)
+            self.calls += 1
+            self.flops += _attention_flops(query.shape, key.shape, value.shape)
+            self.causal += bool(is_causal)
+            self.masked += mask is not None
+        return func(*args, **kwargs)
+
+    def result(self) -> AttentionCount | None:
+        if not self.calls:
+            return None
+        return AttentionCount(calls=self.calls, flops=self.flops, causal_calls=self.causal, masked_calls=self.masked)
+
+
 class _BackwardByModule(TorchDispatchMode):
     """A training step's backward FLOPs per module, by the autograd node each backward op runs for.
 
@@ -206,6 +281,26 @@ class _BackwardByModule(TorchDispatchMode):
         return out
 
 
+def _meta_inputs(model: nn.Module, spec: InputSpec, dtype: torch.dtype) -> Any:
+    """The inputs' meta stand-ins, less the all-ones masks passed by a keyword whose default is None.
+
+    A meta tensor has no values, and transformers reads an attention mask's (`padding_mask.all()`, to call SDPA
+    with is_causal instead of a mask): on meta that raises. A mask of ones masks nothing, which is what the model
+    does without one, and for transformers the same ops run either way (with ones it drops the mask itself)."""
+    import inspect
+
+    made = spec.make_meta(dtype)
+    ones = {t.name for t, _ in spec.shapes() if t.kind == "mask" and t.name is not None}
+    if not ones or spec.factory is not None:
+        return made
+    try:
+        parameters = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        return made
+    dropped = {name for name in ones if name in parameters and parameters[name].default is None}
+    return made if not dropped else type(made)(made.args, {k: v for k, v in made.kwargs.items() if k not in dropped})
+
+
 def _meta_state(model: nn.Module, dtype: torch.dtype) -> dict[str, torch.Tensor]:
     """Meta stand-ins for every parameter and buffer (floating ones at `dtype`); nothing is copied."""
     state: dict[str, torch.Tensor] = {}
@@ -225,19 +320,21 @@ def _size_bytes(model: nn.Module, dtype: torch.dtype) -> int:
 
 
 class _ShapeRecorder:
-    """Forward hooks on every module: first-call input/output shapes, output bytes, call count."""
+    """Forward hooks on every module: first-call input/output shapes, output bytes, call count. The input is the
+    first positional tensor, else the first keyword one (transformers' layers take `hidden_states=` by keyword)."""
 
     def __init__(self, model: nn.Module) -> None:
         self.records: dict[str, dict[str, Any]] = {}
         self._handles = []
         for name, module in model.named_modules():
-            self._handles.append(module.register_forward_hook(self._hook(name)))
+            self._handles.append(module.register_forward_hook(self._hook(name), with_kwargs=True))
 
     def _hook(self, name: str):
-        def hook(module: nn.Module, args: Any, output: Any) -> None:
+        def hook(module: nn.Module, args: Any, kwargs: dict, output: Any) -> None:
             record = self.records.get(name)
             if record is None:
-                self.records[name] = {"input_shape": _first_shape(args), "output_shape": _first_shape(output),
+                self.records[name] = {"input_shape": _first_shape(args) or _first_shape(kwargs),
+                                      "output_shape": _first_shape(output),
                                       "output_bytes": _nbytes(output), "calls": 1}
             else:
                 record["calls"] += 1
@@ -320,17 +417,20 @@ def analyse_complexity(spec: str | nn.Module, input_shape: tuple[int, ...], dtyp
     size_bytes = _size_bytes(model, torch_dtype)
 
     state = _meta_state(model, torch_dtype)
-    x = (inputs.with_shape(input_shape) if inputs is not None else InputSpec(input_shape)).make_meta(torch_dtype)
+    x = _meta_inputs(model, inputs.with_shape(input_shape) if inputs is not None else InputSpec(input_shape),
+                     torch_dtype)
     recorder = _ShapeRecorder(model) if layers else None
-    counter = FlopCounterMode(display=False, depth=None)
+    attention = _AttentionWatch()
+    counter = FlopCounterMode(display=False, depth=None, custom_mapping=_SDPA_FORMULAS)
     # A training step is counted twice at once: the forward alone (`counter`, inside) and forward + backward
     # (`both`, outside); a module's backward is the difference. (A counter opened for the backward alone
     # sees no modules: its module tracker hooks forwards that ran under it.)
     both = FlopCounterMode(display=False, depth=None,
-                           custom_mapping={torch.ops.aten.convolution_backward: _conv_backward_flops})
+                           custom_mapping={**_SDPA_FORMULAS, torch.ops.aten.convolution_backward: _conv_backward_flops})
     training = step == "train"
-    per_module = _BackwardByModule({**flop_registry, torch.ops.aten.convolution_backward:
-                                    shape_wrapper(_conv_backward_flops)}) if training and layers else None
+    per_module = _BackwardByModule({**flop_registry, **{op: shape_wrapper(f) for op, f in _SDPA_FORMULAS.items()},
+                                    torch.ops.aten.convolution_backward: shape_wrapper(_conv_backward_flops)}
+                                   ) if training and layers else None
     wrapped = per_module.attach(model) if per_module is not None else []
     if training:
         names = {name for name, _ in model.named_parameters()}
@@ -341,7 +441,7 @@ def analyse_complexity(spec: str | nn.Module, input_shape: tuple[int, ...], dtyp
         keepers = contextlib.nullcontext() if training else _FastMetaShapeKeepers()
         with _analysis_lock, torch.set_grad_enabled(training), _detection_on_meta(), keepers, \
                 (both if training else contextlib.nullcontext()):
-            with counter:
+            with counter, attention:
                 output = torch.func.functional_call(model, state, x.args, x.kwargs, strict=False)
                 if training:
                     from torchperf_tui.engine.benchmark.train_step import training_loss
@@ -377,7 +477,7 @@ def analyse_complexity(spec: str | nn.Module, input_shape: tuple[int, ...], dtyp
         params_total=params_total, params_trainable=params_trainable,
         size_bytes=size_bytes, size_mb=size_bytes / MB,
         flops=flops, macs=flops // 2, layers=table, step=step,
-        backward_flops=backward_flops,
+        backward_flops=backward_flops, attention=attention.result(),
     )
 
 

@@ -30,6 +30,22 @@ class LayerStat:
 
 
 @dataclass
+class AttentionCount:
+    """The forward's torch.nn.functional.scaled_dot_product_attention calls, as counted.
+
+    `flops` (part of Complexity.flops, each call's QK^T and AV: 2*B*heads*L*S*(E + Ev)) count every one of the
+    L x S scores, as SDPA's math kernel computes them (the one that runs on meta; the efficient and cuDNN kernels
+    do the same work), also for causal calls: a flash kernel skips the masked half of a causal call's scores, so
+    about half of those FLOPs. A training step's backward counts the full scores too (2x the forward's).
+    """
+
+    calls: int
+    flops: int
+    causal_calls: int = 0  # is_causal=True
+    masked_calls: int = 0  # with an attn_mask (its values cannot be read on meta; counted as if nothing is masked)
+
+
+@dataclass
 class Complexity:
     model: str
     input_shape: tuple[int, ...]
@@ -43,6 +59,7 @@ class Complexity:
     layers: list[LayerStat] = field(default_factory=list)  # per layer: the forward pass
     step: str = "infer"  # "train": a training step was counted, its backward in backward_flops
     backward_flops: int | None = None  # the backward pass of a training step (flops and macs: the forward)
+    attention: AttentionCount | None = None  # the forward's SDPA calls (None: none ran)
 
     @property
     def step_flops(self) -> int:

@@ -14,7 +14,7 @@ from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.formatting import (fit_name, format_bytes, format_count, format_flops, format_ms, format_shape,
                                       is_number, number_text)
-from torchperf_tui.wording.complexity import counts_backward, layer_figures, step_ratio
+from torchperf_tui.wording.complexity import attention_text, counts_backward, layer_figures, step_ratio
 from torchperf_tui.measure.protocol import JobFailed
 
 
@@ -127,8 +127,10 @@ class LayersPane(Vertical):
             self.jobs.cancel("layer_times")
             self._times_line("")
         self._shown = (spec, cx)
+        attention = attention_text(cx)
         self.query_one("#layers-summary", Static).update(
-            f"[b]{spec}[/] · {complexity_summary(cx)} · {len(cx.layers)} layers")
+            f"[b]{spec}[/] · {complexity_summary(cx)} · {len(cx.layers)} layers"
+            + (f"\n{escape(attention)}" if attention else ""))
         table = self.query_one(DataTable)
         cursor = table.cursor_row
         self._row_of = {}
