@@ -4,8 +4,10 @@ layer's counts)."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from torchperf_tui.formatting import format_bytes, format_count, format_flops, format_shape
-from torchperf_tui.wording import Row, row
+from torchperf_tui.wording import RANDOM_WEIGHTS, Row, random_weights, row
 
 
 def counts_backward(cx) -> bool:
@@ -36,7 +38,15 @@ def attention_text(cx) -> str | None:
 
 
 def complexity_title(cx) -> str:
-    return f"{cx.model} at {format_shape(cx.input_shape)} ({cx.dtype})"
+    """'resnet18 at 1x3x224x224 (float32)'; a model with overrides or inputs other than one float tensor in the words
+    every heading uses (wording.subject)."""
+    if getattr(cx, "inputs", "") or getattr(cx, "model_args", ""):
+        from torchperf_tui.wording import subject
+
+        return subject(SimpleNamespace(model=cx.model, device="the meta device", input_shape=cx.input_shape, dtype=cx.dtype,
+                                       model_args=cx.model_args, seq_len=cx.seq_len, inputs=cx.inputs))
+    title = f"{cx.model} at {format_shape(cx.input_shape)} ({cx.dtype})"
+    return title + (f"; {RANDOM_WEIGHTS}" if random_weights(cx.model) else "")
 
 
 def complexity_rows(cx) -> list[Row]:

@@ -35,7 +35,8 @@ from typing import Any, Callable
 from torchperf_tui.engine.lazy_torch import torch
 
 from torchperf_tui.engine.benchmark.abtest import ArmSpec, ArmThreads
-from torchperf_tui.engine.benchmark.bench_config import BenchConfig, InputFacts
+from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+from torchperf_tui.engine.workloads.input_facts import InputFacts
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.benchmark.flags import applied_flags
 from torchperf_tui.engine.workloads.inputs import parse_dtype

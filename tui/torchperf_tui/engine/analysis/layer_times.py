@@ -34,7 +34,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from torchperf_tui.engine.benchmark.bench_config import BenchConfig, InputFacts
+from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+from torchperf_tui.engine.workloads.input_facts import InputFacts
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.benchmark.flags import applied_flags
 from torchperf_tui.engine.workloads.layer_ranges import (BACKWARD_PREFIX, ITERATION_LABEL, LAYER_PREFIX, attach_layer_ranges,

@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from torchperf_tui.engine.benchmark.bench_config import InputFacts
+from torchperf_tui.engine.workloads.input_facts import InputFacts
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.hardware.nvml import NA, to_jsonable
 from torchperf_tui.formatting import is_positive_number

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field, fields
 
 import numpy as np
 
-from torchperf_tui.engine.benchmark.bench_config import InputFacts
+from torchperf_tui.engine.workloads.input_facts import InputFacts
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.benchmark.flags import Flags
 from torchperf_tui.engine.hardware.host_noise import HostNoise

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.benchmark.flags import Flags
+from torchperf_tui.engine.workloads.input_facts import input_facts
 from torchperf_tui.engine.workloads.input_spec import InputSpec
 
 if TYPE_CHECKING:
@@ -26,17 +27,6 @@ DEFAULT_TIME_BUDGET_S = 60.0
 
 # A runner's own check, given the device and step once they are known (see `BenchConfig.prepare`).
 Check = Callable[["torch.device", "StepSpec"], None]
-
-
-@dataclass
-class InputFacts:
-    """What a result's model was fed beyond its main input's shape, kept with the result and its history record:
-    the model's overrides as typed, a token model's sequence length, and its inputs in words when they are not one
-    float tensor (InputSpec.describe). Keyword-only, so every result dataclass can carry them last."""
-
-    model_args: str = field(default="", kw_only=True)
-    seq_len: int | None = field(default=None, kw_only=True)
-    inputs: str = field(default="", kw_only=True)
 
 
 @dataclass(frozen=True)
@@ -127,10 +117,7 @@ class BenchConfig:
 
     def input_facts(self, inputs: InputSpec) -> dict:
         """The InputFacts of a result of this config fed `inputs`."""
-        from torchperf_tui.engine.workloads.model_args import format_model_args
-
-        return {"model_args": format_model_args(self.model_args), "seq_len": inputs.seq_len,
-                "inputs": "" if inputs.simple else inputs.describe()}
+        return input_facts(inputs, self.model_args)
 
     def step_spec(self) -> "StepSpec":
         from torchperf_tui.engine.benchmark.train_step import StepSpec

@@ -19,7 +19,8 @@ from typing import Any, Iterator
 
 from torchperf_tui.engine.lazy_torch import torch
 
-from torchperf_tui.engine.benchmark.bench_config import BenchConfig, InputFacts
+from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+from torchperf_tui.engine.workloads.input_facts import InputFacts
 from torchperf_tui.engine.errors import ShapeError, TorchperfError
 from torchperf_tui.engine.benchmark.flags import Flags, applied_flags
 from torchperf_tui.engine.workloads.inputs import dtype_name

@@ -28,7 +28,8 @@ from torchperf_tui.engine.benchmark.batch_runner import ModelBatchRunner
 from torchperf_tui.engine.benchmark.batch_search import (DEFAULT_MAX_BATCH, PLATEAU_DOUBLINGS, TRY_ITERS, TRY_WARMUP, BatchTry,
                                                Clock, OnProgress, ShouldCancel, StopRule, TryBatch, best_of, per_s,
                                                run_try, search_max_batch)
-from torchperf_tui.engine.benchmark.bench_config import BenchConfig, InputFacts
+from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+from torchperf_tui.engine.workloads.input_facts import InputFacts
 from torchperf_tui.engine.workloads.input_spec import InputSpec
 from torchperf_tui.engine.errors import OutOfMemory, first_line
 from torchperf_tui.engine.benchmark.flags import applied_flags

@@ -13,7 +13,8 @@ from typing import Callable
 
 import numpy as np
 
-from torchperf_tui.engine.benchmark.bench_config import DEFAULT_ITERS, BenchConfig, InputFacts
+from torchperf_tui.engine.benchmark.bench_config import DEFAULT_ITERS, BenchConfig
+from torchperf_tui.engine.workloads.input_facts import InputFacts
 from torchperf_tui.engine.errors import TorchperfError, first_line
 from torchperf_tui.engine.benchmark.flags import Flags, StateWatch, applied_flags, asked_state
 from torchperf_tui.engine.hardware.host_noise import HostNoise, HostProbe

@@ -22,7 +22,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
-from torchperf_tui.engine.benchmark.bench_config import BenchConfig, InputFacts
+from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+from torchperf_tui.engine.workloads.input_facts import InputFacts
 from torchperf_tui.engine.errors import TorchperfError, first_line
 from torchperf_tui.engine.benchmark.flags import Flags, applied_flags
 from torchperf_tui.engine.workloads.inputs import dtype_name

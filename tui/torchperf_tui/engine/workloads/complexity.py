@@ -472,7 +472,10 @@ def analyse_complexity(spec: str | nn.Module, input_shape: tuple[int, ...], dtyp
     backward_flops = int(both.get_total_flops()) - flops if training else None
     if per_module is not None and recorder is not None:
         table = _with_backward(table, per_module.by_module, backward_flops, model, recorder)
+    from torchperf_tui.engine.workloads.input_facts import input_facts
+
     return Complexity(
+        **(input_facts(inputs.with_shape(input_shape), model_args) if inputs is not None else {}),
         model=label, input_shape=input_shape, dtype=dtype_name(torch_dtype),
         params_total=params_total, params_trainable=params_trainable,
         size_bytes=size_bytes, size_mb=size_bytes / MB,

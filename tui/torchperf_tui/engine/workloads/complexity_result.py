@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from torchperf_tui.engine.workloads.input_facts import InputFacts
+
 MB = 1024 * 1024  # size_mb is in MiB, as torchsummary/torchstat and `du -m` report it
 
 
@@ -46,7 +48,7 @@ class AttentionCount:
 
 
 @dataclass
-class Complexity:
+class Complexity(InputFacts):
     model: str
     input_shape: tuple[int, ...]
     dtype: str
@@ -69,3 +71,4 @@ class Complexity:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+

@@ -1,0 +1,26 @@
+"""What a result's model was fed beyond its main input's shape, kept with every result and its history record.
+
+Plain data (no torch): the app's UI process reads results.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class InputFacts:
+    """The model's overrides as typed, a token model's sequence length, and its inputs in words when they are not
+    one float tensor (InputSpec.describe). Keyword-only, so every result dataclass can carry them last."""
+
+    model_args: str = field(default="", kw_only=True)
+    seq_len: int | None = field(default=None, kw_only=True)
+    inputs: str = field(default="", kw_only=True)
+
+
+def input_facts(inputs, model_args: tuple = ()) -> dict:
+    """The InputFacts of a result whose model had the overrides `model_args` and was fed `inputs` (an InputSpec)."""
+    from torchperf_tui.engine.workloads.model_args import format_model_args
+
+    return {"model_args": format_model_args(model_args), "seq_len": inputs.seq_len,
+            "inputs": "" if inputs.simple else inputs.describe()}
