@@ -123,8 +123,10 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     p = sub.add_parser("info", help="device facts: GPU/CPU, versions, peak FLOPS and bandwidth")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
-    p = sub.add_parser("models", help="the model catalogue")
-    p.add_argument("--task", help="only this task (classification, segmentation, video, ...)")
+    p = sub.add_parser("models", help="the model catalogue: torchvision, timm and transformers")
+    p.add_argument("--source", choices=("torchvision", "timm", "hf"),
+                   help="only this source (default: torchvision's catalogue; every source with --source)")
+    p.add_argument("--task", help="only this task of torchvision's (classification, segmentation, video, ...)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
     p = sub.add_parser("flops", help="parameters, size, FLOPs and MACs (on the meta device: instant)")

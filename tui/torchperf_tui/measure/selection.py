@@ -90,7 +90,11 @@ class Selection:
 
     def input_text(self, default_shape: tuple | None = None) -> str:
         """'1x3x224x224' for lines that say what a job is doing: the typed shape, else the model's default
-        (as its analysis found it), else words."""
+        (as its analysis found it), else words; after the model's overrides, when it has any ('[n_layer=2] 1x128')."""
+        overrides = f"[{self.model_args.strip()}] " if self.model_args.strip() else ""
+        return overrides + self._shape_text(default_shape)
+
+    def _shape_text(self, default_shape: tuple | None) -> str:
         try:
             shape = self.full_shape()
             batch = self.batch_size()
