@@ -51,3 +51,10 @@ def test_an_index_setting_may_be_zero_whatever_its_default():
         coerce("hf:whisper", "pad_token_id", "-1", 50257)
     with pytest.raises(ModelError, match="at least 1"):
         coerce("m", "num_layers", "0", 6)
+
+
+def test_every_drop_rate_is_a_probability():
+    for key in ("drop_rate", "drop_path_rate", "attn_drop_rate", "layerdrop", "hidden_dropout_prob"):
+        with pytest.raises(ModelError, match="between 0 and 1"):
+            coerce("timm:resnet18", key, "1.5", 0.0)
+    assert coerce("timm:resnet18", "drop_path_rate", "0.1", 0.0) == 0.1

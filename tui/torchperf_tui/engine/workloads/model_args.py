@@ -81,8 +81,9 @@ _BOOLS = {"true": True, "on": True, "yes": True, "1": True, "false": False, "off
 
 def coerce(owner: str, key: str, text: str, default: Any) -> Any:
     """`text` as a value of the type of `default`, checked: a bool, a whole number (at least 0, at least 1 where the
-    default is, unless the setting is an index: pad_token_id), a finite number (a probability, a name holding 'dropout' or '_prob', between 0 and 1), a string, or
-    for a default of None or a list a Python literal. ModelError in one line for anything else."""
+    default is, unless the setting is an index: pad_token_id), a finite number (a probability, a name holding 'drop'
+    (dropout, drop_path_rate, layerdrop) or '_prob', between 0 and 1), a string, or for a default of None or a list
+    a Python literal. ModelError in one line for anything else."""
     where = f"{owner}: {key}={text}"
     if isinstance(default, bool):
         value = _BOOLS.get(text.strip().lower())
@@ -105,7 +106,7 @@ def coerce(owner: str, key: str, text: str, default: Any) -> Any:
             raise ModelError(f"{where} is not a number") from None
         if not math.isfinite(value):
             raise ModelError(f"{where}: it must be a finite number")
-        if ("dropout" in key or "_prob" in key) and not 0.0 <= value <= 1.0:
+        if ("drop" in key or "_prob" in key) and not 0.0 <= value <= 1.0:
             raise ModelError(f"{where}: a probability is between 0 and 1")
         return value
     if isinstance(default, str):
