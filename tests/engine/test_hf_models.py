@@ -10,9 +10,9 @@ import torch
 
 pytest.importorskip("transformers")
 
-from torchperf_tui.engine.errors import ModelError, ShapeError  # noqa: E402
-from torchperf_tui.engine.workloads import hf_models as hf  # noqa: E402
-from torchperf_tui.engine.workloads.model_args import parse_model_args  # noqa: E402
+from torchperf_tui.engine.errors import ModelError, ShapeError
+from torchperf_tui.engine.workloads import hf_models as hf
+from torchperf_tui.engine.workloads.model_args import parse_model_args
 
 VOCAB = 97
 TINY = {

@@ -10,9 +10,9 @@ import torch
 
 pytest.importorskip("timm")
 
-from torchperf_tui.engine.errors import ModelError  # noqa: E402
-from torchperf_tui.engine.workloads import timm_models  # noqa: E402
-from torchperf_tui.engine.workloads.model_args import parse_model_args  # noqa: E402
+from torchperf_tui.engine.errors import ModelError
+from torchperf_tui.engine.workloads import timm_models
+from torchperf_tui.engine.workloads.model_args import parse_model_args
 
 SMALL_VIT = parse_model_args("embed_dim=32,depth=2,num_heads=2,img_size=32,patch_size=8,num_classes=10")
 
