@@ -210,3 +210,14 @@ def test_the_catalogue_table_shows_each_source_and_an_hf_type_with_its_head(caps
     assert rows["timm:resnet18"][:2] == ["timm", "classification"]
     assert rows["hf:bert"][:2] == ["hf", "base"] and rows["hf:llama"][1] == "causal-lm"
     assert "--seq-len" in out
+
+
+def test_a_run_builds_an_hf_model_with_its_overrides_in_the_run_dtype():
+    from torchperf_tui.engine.workloads.workload import prepare_workload
+
+    inputs = input_spec_for("hf:llama", batch=1, seq_len=8, model_args=TINY_LLAMA)
+    work = prepare_workload("hf:llama", inputs, torch.device("cpu"), torch.bfloat16, model_args=TINY_LLAMA)
+    assert work.model.config.num_hidden_layers == 2 and next(work.model.parameters()).dtype == torch.bfloat16
+    assert work.x.kwargs["input_ids"].dtype == torch.int64
+    with torch.no_grad():
+        assert work.x.call(work.model).logits.shape == (1, 8, 97)

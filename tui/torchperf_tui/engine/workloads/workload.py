@@ -57,18 +57,24 @@ class Workload:
 
 
 def prepare_workload(spec: str | torch.nn.Module, inputs: InputSpec, device: torch.device, dtype: torch.dtype,
-                     channels_last: bool = False, seed: int = 0) -> Workload:
-    """Build `spec` (a name or module:factory, with random weights, eval mode; or a module as it is) on
-    `device` in `dtype`, with its input made from `inputs` (deterministic for `seed`)."""
+                     channels_last: bool = False, seed: int = 0, model_args: tuple = ()) -> Workload:
+    """Build `spec` (a name of any source or module:factory, with random weights, eval mode; or a module as it is)
+    on `device` in `dtype`, with `model_args` (the model's checked overrides), and its input made from `inputs`
+    (deterministic for `seed`)."""
     name = model_name(spec)
     shape = inputs.shape
     with forward_errors(name, shape, dtype, device, action="loading"):
         if isinstance(spec, torch.nn.Module):
             model = spec.eval()
         else:
-            from torchperf_tui.engine.workloads.models import build_model  # torchvision: seconds, only when needed
+            from torchperf_tui.engine.workloads.models import build_model, source_of  # seconds, only when needed
 
-            model = build_model(spec, device="cpu")
+            # hf: and timm: build on the device (hf: in the run's dtype: no float32 copy); torchvision and custom
+            # models on the CPU, then place_model moves and casts them tensor by tensor (engine/workloads/model_fit.py
+            # checks the memory of each way).
+            source = source_of(spec)
+            model = build_model(spec, device=device if source in ("hf", "timm") else "cpu", model_args=model_args,
+                                dtype=dtype if source == "hf" else None)
         model = place_model(model, device, dtype, channels_last, inputs.rank)
         x = inputs.make(device, dtype, channels_last, seed=seed)
     return Workload(name=name, model=model, x=x, shape=tuple(shape), device=device, dtype=dtype)
