@@ -42,3 +42,19 @@ def test_values_take_the_type_of_the_default_and_are_range_checked():
     with pytest.raises(ModelError, match="finite"):
         coerce("m", "scale", "1e999", None)
     assert not math.isnan(coerce("m", "x", "1.0", None))
+
+
+def test_an_index_setting_may_be_zero_whatever_its_default():
+    assert coerce("hf:whisper", "pad_token_id", "0", 50257) == 0
+    assert coerce("m", "decoder_start_token_id", "0", 50258) == 0
+    with pytest.raises(ModelError, match="at least 0"):
+        coerce("hf:whisper", "pad_token_id", "-1", 50257)
+    with pytest.raises(ModelError, match="at least 1"):
+        coerce("m", "num_layers", "0", 6)
+
+
+def test_every_drop_rate_is_a_probability():
+    for key in ("drop_rate", "drop_path_rate", "attn_drop_rate", "layerdrop", "hidden_dropout_prob"):
+        with pytest.raises(ModelError, match="between 0 and 1"):
+            coerce("timm:resnet18", key, "1.5", 0.0)
+    assert coerce("timm:resnet18", "drop_path_rate", "0.1", 0.0) == 0.1

@@ -122,10 +122,13 @@ def _kept_ceilings(report) -> dict:
 def cmd_models(args) -> int:
     from dataclasses import asdict
 
-    from torchperf_tui.engine.workloads.model_catalogue import list_catalogue  # an unknown task is its ModelError
+    from torchperf_tui.engine.workloads.model_catalogue import list_models, check_task
     from torchperf_tui.cli_render_facts import render_catalogue
 
-    entries = list_catalogue(args.task)
+    entries = list_models(args.source)  # every source's by default: torchvision, timm, hf
+    if args.task:
+        task = check_task(args.task, entries)  # an unknown task is its one-line ModelError
+        entries = [e for e in entries if e.task == task]
     return _output(args, entries, render_catalogue, lambda found: [asdict(e) for e in found])
 
 

@@ -125,8 +125,9 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
 
     p = sub.add_parser("models", help="the model catalogue: torchvision, timm and transformers")
     p.add_argument("--source", choices=("torchvision", "timm", "hf"),
-                   help="only this source (default: torchvision's catalogue; every source with --source)")
-    p.add_argument("--task", help="only this task of torchvision's (classification, segmentation, video, ...)")
+                   help="only this source (default: all three; listing hf's types takes a few seconds)")
+    p.add_argument("--task", help="only this task (torchvision's classification, segmentation, video, ...; timm's "
+                   "classification; hf's causal-lm or base)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
     p = sub.add_parser("flops", help="parameters, size, FLOPs and MACs (on the meta device: instant)")

@@ -3,8 +3,6 @@ catalogue (`models`) and a model's size and FLOPs (`flops`). Text only: no measu
 
 from __future__ import annotations
 
-from itertools import groupby
-
 from rich.table import Table
 
 from torchperf_tui.cli_render import console, print_kv
@@ -27,17 +25,40 @@ def render_device_report(report, kept: dict | None = None) -> None:
     print_kv("CPU", cpu_rows(report.cpu, kept.get("cpu")))
 
 
+SOURCE_ORDER = ("torchvision", "timm", "hf", "custom")
+
+
 def render_catalogue(entries) -> None:
-    table = Table(title=f"{len(entries)} models (weights=None: nothing is downloaded)", title_justify="left")
-    table.add_column("task")
+    """`models [--source S] [--task T]`: the entries grouped by source, then task (a transformers type's task is its
+    head, causal-lm or base), with each one's default input; a source column only when more than torchvision shows."""
+    sources = {getattr(e, "source", "torchvision") for e in entries}
+    with_source = sources != {"torchvision"} and bool(entries)
+    table = Table(title=f"{len(entries)} models (random weights: nothing is downloaded)", title_justify="left")
+    if with_source:
+        table.add_column("source")
+    table.add_column("head" if sources == {"hf"} else "task")
     table.add_column("model")
     table.add_column("input (no batch)")
     table.add_column("note")
-    for task, group in groupby(sorted(entries, key=lambda e: (e.task, e.name)), key=lambda e: e.task):
-        for i, entry in enumerate(group):
-            table.add_row(task if i == 0 else "", entry.name, format_shape(entry.input_shape),
-                          "" if entry.supported else f"not supported: {entry.reason}")
+
+    def group(e):
+        source = getattr(e, "source", "torchvision")
+        return SOURCE_ORDER.index(source) if source in SOURCE_ORDER else len(SOURCE_ORDER), source, e.task
+
+    previous = None
+    for entry in sorted(entries, key=lambda e: (group(e), e.name)):
+        key = group(entry)
+        first_of_source = previous is None or previous[1] != key[1]
+        first_of_task = previous != key
+        previous = key
+        shape = format_shape(entry.input_shape) if entry.input_shape else "its config's"
+        cells = [entry.task if first_of_task else "", entry.name, shape,
+                 "" if entry.supported else f"not supported: {entry.reason}"]
+        table.add_row(*([key[1] if first_of_source else ""] if with_source else []), *cells)
     console.print(table)
+    if "hf" in sources:
+        console.print("hf: a token model takes --seq-len tokens (128 by default, or its maximum); --model-args sets "
+                      "its config (e.g. num_hidden_layers=2)", markup=False)
 
 
 def render_complexity(result, layers: bool = False) -> None:

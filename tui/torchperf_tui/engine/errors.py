@@ -11,6 +11,11 @@ class ModelError(TorchperfError):
     """Unknown model name, a `module:factory` that fails to import or build."""
 
 
+class ModelTooLarge(ModelError):
+    """A model whose weights alone cannot fit the device's free memory: refused, from a build on the meta device,
+    before anything is allocated."""
+
+
 class ShapeError(TorchperfError):
     """A malformed input shape, or one the model rejects."""
 

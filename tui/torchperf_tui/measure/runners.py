@@ -124,9 +124,9 @@ def run_probe(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 
 
 def run_catalogue(params: dict, ctx: JobContext) -> tuple[Any, dict]:
-    from torchperf_tui.engine.workloads.model_catalogue import list_catalogue
+    from torchperf_tui.engine.workloads.model_catalogue import list_models
 
-    return list_catalogue(), {}
+    return list_models(), {}
 
 
 def run_analyse(params: dict, ctx: JobContext) -> tuple[Any, dict]:

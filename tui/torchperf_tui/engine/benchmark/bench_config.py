@@ -130,7 +130,7 @@ class BenchConfig:
         if self.input_shape is None:
             from torchperf_tui.engine.workloads.models import default_input_shape
 
-            return check_dims(default_input_shape(self.model, batch=self.batch or 1))
+            return check_dims(default_input_shape(self.model, batch=self.batch or 1, model_args=self.model_args))
         if self.batch is not None:
             return check_dims((self.batch, *self.input_shape[1:]))
         return check_dims(self.input_shape)

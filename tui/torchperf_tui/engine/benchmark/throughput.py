@@ -203,10 +203,11 @@ def find_max_batch(cfg: BenchConfig, *, max_batch: int = DEFAULT_MAX_BATCH, reso
     if try_batch is not None:
         runner = try_batch
     else:
-        from torchperf_tui.engine.workloads.models import build_model
+        from torchperf_tui.engine.workloads.workload import build_for_run
 
         try:
-            model = place_model(build_model(cfg.model, device="cpu", model_args=cfg.model_args, dtype=dtype), device, dtype, cfg.channels_last, one.rank)
+            model = place_model(build_for_run(cfg.model, device, dtype, cfg.model_args), device, dtype,
+                                cfg.channels_last, one.rank)
         except torch.OutOfMemoryError as exc:
             release()
             raise OutOfMemory(f"{cfg.model}'s weights alone do not fit on {device}: {first_line(exc)}") from None

@@ -73,13 +73,17 @@ def check_keys(owner: str, args: ModelArgs, accepted: Iterable[str], what: str =
             raise ModelError(f"{owner} has no {what} {key!r}{hint}")
 
 
+# Settings that are an index (a token id, a layer's index): 0 is one, whatever the default.
+_INDEX_SUFFIXES = ("_id", "_idx", "_index")
+
 _BOOLS = {"true": True, "on": True, "yes": True, "1": True, "false": False, "off": False, "no": False, "0": False}
 
 
 def coerce(owner: str, key: str, text: str, default: Any) -> Any:
     """`text` as a value of the type of `default`, checked: a bool, a whole number (at least 0, at least 1 where the
-    default is), a finite number (a probability, a name holding 'dropout' or '_prob', between 0 and 1), a string, or
-    for a default of None or a list a Python literal. ModelError in one line for anything else."""
+    default is, unless the setting is an index: pad_token_id), a finite number (a probability, a name holding 'drop'
+    (dropout, drop_path_rate, layerdrop) or '_prob', between 0 and 1), a string, or for a default of None or a list
+    a Python literal. ModelError in one line for anything else."""
     where = f"{owner}: {key}={text}"
     if isinstance(default, bool):
         value = _BOOLS.get(text.strip().lower())
@@ -91,7 +95,7 @@ def coerce(owner: str, key: str, text: str, default: Any) -> Any:
             value = int(text)
         except ValueError:
             raise ModelError(f"{where} is not a whole number") from None
-        floor = 1 if default >= 1 else 0
+        floor = 1 if default >= 1 and not key.endswith(_INDEX_SUFFIXES) else 0
         if value < floor:
             raise ModelError(f"{where}: it must be at least {floor}")
         return value
@@ -102,7 +106,7 @@ def coerce(owner: str, key: str, text: str, default: Any) -> Any:
             raise ModelError(f"{where} is not a number") from None
         if not math.isfinite(value):
             raise ModelError(f"{where}: it must be a finite number")
-        if ("dropout" in key or "_prob" in key) and not 0.0 <= value <= 1.0:
+        if ("drop" in key or "_prob" in key) and not 0.0 <= value <= 1.0:
             raise ModelError(f"{where}: a probability is between 0 and 1")
         return value
     if isinstance(default, str):

@@ -1,5 +1,6 @@
 """torchvision's model catalogue: every model grouped by task, with its default input size (from its weights'
-eval crop) and the published GMACs of its weights.
+eval crop) and the published GMACs of its weights; and the catalogue of every source (list_models: torchvision's,
+timm's names, transformers' types), which engine/workloads/models.py exports.
 
 Nothing here downloads anything or imports torch at module level: reading a weights enum (for its eval crop size
 and published `_ops`) only reads Python metadata. Building a model is engine/workloads/models.py's.
@@ -26,6 +27,9 @@ DETECTION_DEFAULT_SIZE = 800
 # RAFT downsamples by 8 and builds a 4-level correlation pyramid: sides must be multiples of 8 and the
 # coarsest level must not vanish. 520x960 is the Sintel-like size used in torchvision's references.
 OPTICAL_FLOW_SHAPE: tuple[int, ...] = (2, 3, 520, 960)
+
+# The sources with a catalogue (`models --source`), in the order they are listed.
+LISTED_SOURCES: tuple[str, ...] = ("torchvision", "timm", "hf")
 
 QUANTIZED_REASON = ("int8 quantized kernels run only on CPU backends, cannot run on the meta device and are "
                     "not counted by FlopCounterMode; analyse or time the float model of the same name instead")
@@ -138,3 +142,42 @@ def reference_weights(task: str = "classification") -> list[WeightsReference]:
             shape = (3, VIDEO_FRAMES, *crop) if task == "video" else (3, *crop)
             refs.append(WeightsReference(entry.name, weights.name, shape, float(ops), kwargs))
     return refs
+
+
+def list_models(source: str | None = None) -> list[ModelEntry]:
+    """The models of `source` ("torchvision", "timm", "hf"; None: every installed one), for `models --source` and
+    the app's picker. torchvision: its catalogue (list_catalogue), by task. timm: every name, task
+    "classification", the input size of its pretrained config. hf: every type with its head as the task; its input
+    shape is left empty (it follows the config and --seq-len: resolve_model gives it)."""
+    if source is not None and source not in LISTED_SOURCES:
+        raise ModelError(f"unknown model source {source!r}: choose one of {', '.join(LISTED_SOURCES)}")
+    entries: list[ModelEntry] = []
+    for each in LISTED_SOURCES if source is None else (source,):
+        try:
+            entries.extend(_listed(each))
+        except ModelError:
+            if source is not None:  # asked for by name: say it is not installed
+                raise
+    return entries
+
+
+def check_task(task: str, entries: list[ModelEntry]) -> str:
+    """`task` when some entry has it, else ModelError naming the tasks there are."""
+    tasks = list(dict.fromkeys(e.task for e in entries))
+    if task not in tasks:
+        raise ModelError(f"unknown task {task!r}: choose one of {', '.join(tasks)}")
+    return task
+
+
+def _listed(source: str) -> list[ModelEntry]:
+    if source == "torchvision":
+        return list_catalogue()
+    if source == "timm":
+        from torchperf_tui.engine.workloads import timm_models
+
+        return [ModelEntry(timm_models.PREFIX + name, "classification", timm_models.input_size(name), source="timm")
+                for name in timm_models.model_names()]
+    from torchperf_tui.engine.workloads import hf_models
+
+    return [ModelEntry(hf_models.PREFIX + name, task, (), source="hf")
+            for name, task in sorted(hf_models.type_heads().items())]

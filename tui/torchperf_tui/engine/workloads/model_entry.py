@@ -9,13 +9,16 @@ from typing import Any
 
 @dataclass(frozen=True)
 class ModelEntry:
-    """One model the app can build: its name, task, default input shape (no batch dim), and support."""
+    """One model the app can build: its name, task, default input shape (no batch dim), support, and where it
+    comes from (`source`: "torchvision", "timm", "hf" or "custom"). A transformers model's task is its head
+    ("causal-lm" or "base"); its name carries its prefix ("hf:llama", "timm:resnet18")."""
 
     name: str
     task: str
     input_shape: tuple[int, ...]
     supported: bool = True
     reason: str = ""
+    source: str = "torchvision"
 
 
 @dataclass(frozen=True)

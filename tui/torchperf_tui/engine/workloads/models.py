@@ -1,8 +1,11 @@
-"""Models by name: a torchvision name (its catalogue: engine/workloads/model_catalogue.py) or a user's `module:factory`
-resolved to its entry, and built with random weights, on a device or on meta (engine/workloads/meta_build.py).
+"""Models by name, from four sources: a torchvision name (its catalogue: engine/workloads/model_catalogue.py),
+`timm:NAME` (engine/workloads/timm_models.py), `hf:TYPE` or `hf:DIRECTORY` (engine/workloads/hf_models.py), or a
+user's `module:factory`; resolved to its entry, its inputs made (InputSpec), and built with random weights, on a
+device or on meta (engine/workloads/meta_build.py). Whether a model's weights fit the device is told from a
+meta build, before anything is allocated (check_fits).
 
 Nothing here downloads anything: every torchvision builder is called with `weights=None` (and
-`weights_backbone=None` where it has one).
+`weights_backbone=None` where it has one), timm's with `pretrained=False`, transformers' from a config.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import importlib
-import inspect
+import importlib.util
 import os
 import sys
 from typing import Any, Iterator
@@ -22,11 +25,26 @@ from torchperf_tui.formatting import format_shape
 from torchperf_tui.engine.errors import ModelError, ShapeError, first_line
 from torchperf_tui.engine.workloads.input_spec import InputSpec
 from torchperf_tui.engine.workloads.meta_build import parameters_on_meta
-from torchperf_tui.engine.workloads.model_catalogue import catalogue_entry, torchvision_tasks
+from torchperf_tui.engine.workloads.model_source import SOURCES, source_of  # noqa: F401 - part of this module's API
+from torchperf_tui.engine.workloads.model_args import ModelArgs
+from torchperf_tui.engine.workloads.model_catalogue import (LISTED_SOURCES, catalogue_entry, list_models,
+                                                            torchvision_tasks)
 from torchperf_tui.engine.workloads.model_entry import ModelEntry
+from torchperf_tui.engine.workloads.model_fit import check_fits, model_footprint
+from torchperf_tui.engine.workloads.torchvision_models import DetectionAdapter, OpticalFlowAdapter, torchvision_kwargs
+from torchperf_tui.engine.workloads.torchvision_models import build as _build_torchvision
+
+# What a caller takes from here, whichever module of engine/workloads/ it lives in.
+__all__ = [
+    "CUSTOM_DEFAULT_SHAPE", "LISTED_SOURCES", "SOURCES", "DetectionAdapter", "OpticalFlowAdapter", "build_model",
+    "check_fits", "default_input_shape", "input_shape_note", "input_spec_for", "list_models", "load_factory",
+    "model_footprint", "resolve_model", "source_of", "torchvision_kwargs",
+]
 
 # Shape given to a custom model whose factory does not say (a factory may carry `input_shape`).
 CUSTOM_DEFAULT_SHAPE: tuple[int, ...] = (3, 224, 224)
+
+SPEC_FORMS = "a torchvision name, timm:NAME, hf:TYPE (or hf:DIRECTORY with a config.json), or package.module:factory"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -34,7 +52,7 @@ CUSTOM_DEFAULT_SHAPE: tuple[int, ...] = (3, 224, 224)
 
 
 def _is_custom(spec: str) -> bool:
-    return ":" in spec
+    return source_of(spec) == "custom"
 
 
 def _split_custom(spec: str) -> tuple[str, str]:
@@ -60,8 +78,28 @@ def _cwd_importable() -> Iterator[None]:
                 sys.path.remove(cwd)
 
 
+def _check_source_prefix(module_name: str) -> None:
+    """A prefix that is neither a source nor an importable module (`hff:llama`, `huggingface:gpt2`) is an unknown
+    source, said with the closest one, rather than a failed import of a module of that name."""
+    if "." in module_name or not module_name.isidentifier():
+        return
+    with _cwd_importable():
+        try:
+            found = importlib.util.find_spec(module_name) is not None
+        except (ImportError, ValueError):
+            found = False
+    if found:
+        return
+    close = difflib.get_close_matches(module_name.lower(), [p.rstrip(":") for p in _PREFIXES.values()], n=1,
+                                      cutoff=0.5)
+    hint = f"did you mean {close[0]}:? " if close else ""
+    raise ModelError(f"unknown model source {module_name + ':'!r} (and no module of that name): {hint}"
+                     f"give {SPEC_FORMS}")
+
+
 def load_factory(spec: str):
     module_name, factory_name = _split_custom(spec)
+    _check_source_prefix(module_name)
     try:
         with _cwd_importable():
             module = importlib.import_module(module_name)
@@ -82,30 +120,71 @@ def load_factory(spec: str):
 
 def _suggest(name: str) -> str:
     names = list(torchvision_tasks())
-    close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+    close = _other_source_names(name) + difflib.get_close_matches(name, names, n=3, cutoff=0.6)
     if close:
         return f"unknown model {name!r}; did you mean {', '.join(close)}?"
     return f"unknown model {name!r}; see the model list, or give your own as package.module:factory"
 
 
-def resolve_model(spec: str) -> ModelEntry:
-    """A torchvision name (case-insensitive) or `package.module:factory` -> its ModelEntry.
+def _other_source_names(name: str) -> list[str]:
+    """`name` as a timm or transformers model (an unprefixed name is torchvision's): 'timm:resnet18d', 'hf:llama'."""
+    found = []
+    with contextlib.suppress(ModelError):
+        from torchperf_tui.engine.workloads import timm_models
 
-    A custom factory is imported here, so a bad path fails early; its default input shape (no batch dim) is
-    the `input_shape` of the factory or class, else of the model it builds (built on meta, only when the
-    factory carries none), else CUSTOM_DEFAULT_SHAPE (input_shape_note says so).
+        if name in timm_models.model_names():
+            found.append(timm_models.PREFIX + name)
+    with contextlib.suppress(ModelError):
+        from torchperf_tui.engine.workloads import hf_models
+
+        if name in hf_models.model_types():
+            found.append(hf_models.PREFIX + name)
+    return found
+
+
+def resolve_model(spec: str, model_args: ModelArgs = ()) -> ModelEntry:
+    """A spec of any source -> its ModelEntry (name, task, default input shape without the batch, source).
+
+    torchvision: its name (case-insensitive), task and default input. timm: `timm:NAME` (task "classification",
+    the input size of its pretrained config). hf: `hf:TYPE` / `hf:DIRECTORY`, task its head ("causal-lm" or
+    "base"), the input its main tensor's shape (token models: the default sequence length). The overrides are
+    checked here, so a bad key fails early. A custom factory is imported here, so a bad path fails early; its
+    default input shape is the `input_shape` of the factory or class, else of the model it builds (built on meta,
+    only when the factory carries none), else CUSTOM_DEFAULT_SHAPE (input_shape_note says so).
     """
     spec = (spec or "").strip()
     if not spec:
-        raise ModelError("no model given: give a torchvision name or package.module:factory")
-    if _is_custom(spec):
+        raise ModelError(f"no model given: give {SPEC_FORMS}")
+    source = source_of(spec)
+    if source == "hf":
+        from torchperf_tui.engine.workloads import hf_models
+
+        config = hf_models.load_config(spec, model_args)
+        inputs = hf_models.input_spec(config, batch=1, seq_len=None)
+        return ModelEntry(hf_models.label(config), hf_models.head(config), inputs.sample_shape, source="hf")
+    if source == "timm":
+        from torchperf_tui.engine.workloads import timm_models
+
+        name = timm_models.check_name(spec)
+        timm_models.builder_kwargs(name, model_args)  # a bad override fails here
+        return ModelEntry(timm_models.PREFIX + name, "classification", timm_models.input_shape(name, model_args),
+                          source="timm")
+    if source == "custom":
+        _refuse_custom_args(spec, model_args)
         factory = load_factory(spec)
-        return ModelEntry(spec, "custom", _factory_input_shape(spec, factory, instance=True))
+        return ModelEntry(spec, "custom", _factory_input_shape(spec, factory, instance=True), source="custom")
     name = spec.lower()
     task = torchvision_tasks().get(name)
     if task is None:
         raise ModelError(_suggest(name))
+    if model_args:
+        torchvision_kwargs(name, model_args)  # a bad override fails here
     return catalogue_entry(name, task)
+
+
+def _refuse_custom_args(spec: str, model_args: ModelArgs) -> None:
+    if model_args:
+        raise ModelError(f"{spec} is built by its own factory: --model-args are for torchvision, timm: and hf: models")
 
 
 def _declared_input_shape(spec: str, factory: Any, instance: bool) -> Any:
@@ -156,75 +235,49 @@ def input_shape_note(spec: str) -> str | None:
 
 
 def input_spec_for(spec: str, *, batch: int, input_shape: tuple[int, ...] | None = None,
-                   seq_len: int | None = None, model_args: tuple = ()) -> InputSpec:
-    """What `spec` is fed at `batch`: `input_shape` (with the batch) when typed, else the model's default."""
+                   seq_len: int | None = None, model_args: ModelArgs = ()) -> InputSpec:
+    """What `spec` is fed at `batch`: `input_shape` (typed, with the batch) replaces the main input's shape, else
+    the model's default.
+
+    hf: its own inputs (engine/workloads/hf_models.input_spec: token ids with their mask, decoder ids, pixel values,
+    audio features), `seq_len` its sequence length. A custom factory with `example_inputs(batch, device, dtype)`:
+    those (InputSpec((batch,), factory=spec)). Every other model takes one float tensor, and no sequence length.
+    """
     from torchperf_tui.engine.workloads.inputs import check_dims
 
+    spec = (spec or "").strip()
+    source = source_of(spec)
+    if source == "hf":
+        from torchperf_tui.engine.workloads import hf_models
+
+        config = hf_models.load_config(spec, model_args)
+        return hf_models.input_spec(config, batch=batch, seq_len=seq_len, input_shape=input_shape)
+    if source == "custom":
+        from torchperf_tui.engine.workloads.example_inputs import has_example_inputs
+
+        _refuse_custom_args(spec, model_args)
+        if has_example_inputs(load_factory(spec)):
+            if seq_len is not None:
+                raise ShapeError(f"{spec} makes its own inputs (example_inputs): a sequence length does not apply")
+            return InputSpec((batch,), factory=spec)
     if input_shape is not None:
-        return InputSpec(check_dims((batch, *tuple(input_shape)[1:])))
-    return InputSpec(check_dims(default_input_shape(spec, batch=batch)))
+        shape = check_dims((batch, *tuple(input_shape)[1:]))
+    else:
+        shape = check_dims(default_input_shape(spec, batch=batch, model_args=model_args))
+    if seq_len is not None:
+        raise ShapeError(f"{spec} takes an image-like tensor ({format_shape(shape[1:])} without the batch), not "
+                         f"token ids: a sequence length does not apply; give an input shape instead")
+    return InputSpec(shape)
 
 
-def default_input_shape(spec: str, batch: int = 1) -> tuple[int, ...]:
-    """The model's default input with a batch dimension in front, e.g. (1, 3, 224, 224)."""
-    return (batch, *resolve_model(spec).input_shape)
-
-
-# --------------------------------------------------------------------------------------------------
-# Input adapters: models whose forward does not take one batch tensor
-
-
-class DetectionAdapter(nn.Module):
-    """Feeds a torchvision detector a batch tensor (N, 3, H, W) as the list of images it expects."""
-
-    def __init__(self, model: nn.Module) -> None:
-        super().__init__()
-        self.model = model
-
-    def forward(self, images: torch.Tensor):
-        return self.model(list(images.unbind(0)))
-
-
-class OpticalFlowAdapter(nn.Module):
-    """Feeds RAFT a batch of frame pairs (N, 2, 3, H, W) as its two image arguments."""
-
-    def __init__(self, model: nn.Module) -> None:
-        super().__init__()
-        self.model = model
-
-    def forward(self, pairs: torch.Tensor):
-        if pairs.dim() != 5 or pairs.shape[1] != 2:
-            raise ValueError(f"optical flow takes a batch of frame pairs (N, 2, 3, H, W), got {tuple(pairs.shape)}")
-        return self.model(pairs[:, 0], pairs[:, 1])
+def default_input_shape(spec: str, batch: int = 1, model_args: ModelArgs = ()) -> tuple[int, ...]:
+    """The model's default input with a batch dimension in front, e.g. (1, 3, 224, 224); (1, 128) for a token
+    model (its main input: token ids)."""
+    return (batch, *resolve_model(spec, model_args).input_shape)
 
 
 # --------------------------------------------------------------------------------------------------
 # Building
-
-
-def _torchvision_kwargs(name: str, builder) -> dict[str, Any]:
-    kwargs: dict[str, Any] = {"weights": None}
-    params = inspect.signature(builder).parameters
-    if "weights_backbone" in params:
-        kwargs["weights_backbone"] = None  # else a detector/segmenter would fetch ImageNet backbone weights
-    if name in ("googlenet", "inception_v3"):
-        kwargs["init_weights"] = True  # what weights=None does anyway, said explicitly to skip a FutureWarning
-    return kwargs
-
-
-def _build_torchvision(name: str, task: str, builder_kwargs: dict[str, Any]) -> nn.Module:
-    import torchvision.models as tvm
-
-    builder = tvm.get_model_builder(name)
-    kwargs = _torchvision_kwargs(name, builder)
-    kwargs.update(builder_kwargs)
-    model = builder(**kwargs)
-    if task == "detection":
-        return DetectionAdapter(model)
-    if task == "optical_flow":
-        return OpticalFlowAdapter(model)
-    return model
-
 
 def _build_custom(spec: str) -> nn.Module:
     factory = load_factory(spec)
@@ -244,30 +297,49 @@ def _resolve_for_build(spec: str) -> ModelEntry:
     """resolve_model without reading a custom model's shape from a build of it: build_model builds it anyway."""
     spec = (spec or "").strip()
     if spec and _is_custom(spec):
-        return ModelEntry(spec, "custom", CUSTOM_DEFAULT_SHAPE)  # the shape is not used to build
+        return ModelEntry(spec, "custom", CUSTOM_DEFAULT_SHAPE, source="custom")  # the shape is not used to build
     return resolve_model(spec)
 
 
-def build_model(spec: str, device: str | torch.device = "cpu", *,
-                builder_kwargs: dict[str, Any] | None = None, model_args: tuple = (),
-                dtype: Any = None) -> nn.Module:
-    """Build a model with random weights (weights=None) in eval mode.
+def build_model(spec: str, device: str | torch.device = "cpu", *, builder_kwargs: dict[str, Any] | None = None,
+                model_args: ModelArgs = (), dtype: torch.dtype | None = None) -> nn.Module:
+    """Build a model with random weights (weights=None, pretrained=False, from a config) in eval mode.
 
-    device="meta" builds only the structure (no weight memory; for complexity analysis). Other devices
-    build on the CPU and move. `builder_kwargs` go to a torchvision builder (e.g. image_size for ViT).
+    device="meta" builds only the structure (no weight memory; for complexity analysis and the footprint).
+    hf: and timm: models are built on the device itself, hf: directly in `dtype` (float32 when None); torchvision
+    and custom models build on the CPU and move, then take `dtype` when given. `builder_kwargs` go to a
+    torchvision builder (e.g. image_size for ViT); `model_args` (checked) to the torchvision or timm builder, or
+    into the transformers config.
     """
+    spec = (spec or "").strip()
+    source = source_of(spec)
+    device = torch.device(device)
+    if source == "hf":
+        from torchperf_tui.engine.workloads import hf_models
+
+        config = hf_models.load_config(spec, model_args)
+        return hf_models.build(config, dtype or torch.float32, device)
+    if source == "timm":
+        from torchperf_tui.engine.workloads import timm_models
+
+        model = timm_models.build(spec, model_args, device)
+        return model.to(dtype) if dtype is not None else model
+    if source == "custom":
+        _refuse_custom_args(spec, model_args)
     entry = _resolve_for_build(spec)
     if not entry.supported:
         raise ModelError(f"{entry.name} is not supported: {entry.reason}")
-    device = torch.device(device)
+    kwargs = dict(builder_kwargs or {})
+    if entry.task != "custom" and model_args:
+        kwargs.update(torchvision_kwargs(entry.name, model_args))
     meta = device.type == "meta"
     with parameters_on_meta() if meta else contextlib.nullcontext():
         if entry.task == "custom":
             model = _build_custom(spec)
         else:
             try:
-                model = _build_torchvision(entry.name, entry.task, builder_kwargs or {})
-            except TypeError as exc:
+                model = _build_torchvision(entry.name, entry.task, kwargs)
+            except (TypeError, ValueError) as exc:
                 raise ModelError(f"cannot build {entry.name}: {first_line(exc)}") from None
     if meta:
         # A custom factory may create tensors outside register_parameter (e.g. load a state dict):
@@ -275,4 +347,6 @@ def build_model(spec: str, device: str | torch.device = "cpu", *,
         model = model.to("meta")
     elif device.type != "cpu":
         model = model.to(device)
+    if dtype is not None:
+        model = model.to(dtype)
     return model.eval()

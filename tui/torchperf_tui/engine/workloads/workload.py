@@ -14,7 +14,7 @@ from typing import Callable, Iterator
 from torchperf_tui.engine.lazy_torch import torch
 
 from torchperf_tui.engine.errors import ModelError, OutOfMemory, ShapeError, TorchperfError, first_line
-from torchperf_tui.engine.workloads.input_spec import InputSpec
+from torchperf_tui.engine.workloads.input_spec import InputSpec, ModelInputs
 from torchperf_tui.engine.workloads.inputs import dtype_name, format_shape
 
 # What a model raises when it cannot take an input (a wrong channel count, a too-small image, a dtype
@@ -43,7 +43,7 @@ class Workload:
 
     name: str
     model: torch.nn.Module | None
-    x: torch.Tensor | None
+    x: ModelInputs | None
     shape: tuple[int, ...]
     device: torch.device
     dtype: torch.dtype
@@ -56,20 +56,31 @@ class Workload:
             torch.cuda.synchronize(self.device)
 
 
+def build_for_run(spec: str, device: torch.device, dtype: torch.dtype, model_args: tuple = ()) -> torch.nn.Module:
+    """Build `spec` with its overrides for a run on `device` in `dtype`: hf: and timm: on the device (hf: in the
+    run's dtype: no float32 copy), refused in one line first when their weights cannot fit (full-size configs);
+    torchvision and custom models on the CPU, which place_model then moves and casts tensor by tensor."""
+    from torchperf_tui.engine.workloads.models import build_model, check_fits, source_of  # seconds: when needed
+
+    source = source_of(spec)
+    if source not in ("hf", "timm"):
+        return build_model(spec, device="cpu", model_args=model_args)
+    check_fits(spec, model_args, dtype, device)
+    return build_model(spec, device=device, model_args=model_args, dtype=dtype if source == "hf" else None)
+
+
 def prepare_workload(spec: str | torch.nn.Module, inputs: InputSpec, device: torch.device, dtype: torch.dtype,
                      channels_last: bool = False, seed: int = 0, model_args: tuple = ()) -> Workload:
-    """Build `spec` (a name, timm:/hf: or module:factory with its `model_args` overrides, with random weights,
-    eval mode; or a module as it is) on `device` in `dtype`, with its inputs made from `inputs` (deterministic for
-    `seed`)."""
+    """Build `spec` (a name of any source or module:factory, with random weights, eval mode; or a module as it is)
+    on `device` in `dtype`, with `model_args` (the model's checked overrides), and its input made from `inputs`
+    (deterministic for `seed`)."""
     name = model_name(spec)
     shape = inputs.shape
     with forward_errors(name, shape, dtype, device, action="loading"):
         if isinstance(spec, torch.nn.Module):
             model = spec.eval()
         else:
-            from torchperf_tui.engine.workloads.models import build_model  # torchvision: seconds, only when needed
-
-            model = build_model(spec, device="cpu", model_args=model_args, dtype=dtype)
+            model = build_for_run(spec, device, dtype, model_args)
         model = place_model(model, device, dtype, channels_last, inputs.rank)
         x = inputs.make(device, dtype, channels_last, seed=seed)
     return Workload(name=name, model=model, x=x, shape=tuple(shape), device=device, dtype=dtype)

@@ -1,0 +1,116 @@
+"""How large a model is before it is built, and whether it fits: its parameters and the bytes of its weights from a
+build on the meta device (nothing allocated: llama's default 6.7 B parameters in seconds), and a one-line refusal
+(ModelTooLarge) of weights that cannot fit the memory free where they are built. engine/workloads/models.py
+exports both.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+from torch import nn
+
+from torchperf_tui.formatting import format_bytes
+from torchperf_tui.engine.errors import ModelTooLarge
+from torchperf_tui.engine.workloads.model_args import ModelArgs
+
+
+def model_footprint(spec: str, model_args: ModelArgs = (), dtype: torch.dtype = torch.float32) -> tuple[int, int]:
+    """(parameters, bytes of its weights and buffers in `dtype`) from a build on the meta device: nothing is
+    allocated (llama's default config, 6.7 B parameters, in about a second). Tied weights count once; integer
+    buffers keep their own size."""
+    return _parameter_count(model := _meta_build(spec, model_args, dtype)), _weight_bytes(model, dtype)
+
+
+def _meta_build(spec: str, model_args: ModelArgs, dtype: torch.dtype) -> nn.Module:
+    """The model on meta: hf: built in `dtype` as a run builds it, the others in float32 (their build's)."""
+    from torchperf_tui.engine.workloads.models import build_model, source_of
+
+    return build_model(spec, "meta", model_args=model_args, dtype=dtype if source_of(spec) == "hf" else None)
+
+
+def _parameter_count(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def _weight_bytes(model: nn.Module, dtype: torch.dtype) -> int:
+    """What the model's parameters and buffers take with its floating ones in `dtype` (each tensor once)."""
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    tensors = {id(t): t for t in [*model.parameters(), *model.buffers()]}.values()
+    return sum(t.numel() * (itemsize if t.is_floating_point() else t.element_size()) for t in tensors)
+
+
+def _count_words(count: int) -> str:
+    """6738415616 -> '6.74 B', 11689512 -> '11.7 M'."""
+    for size, unit in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if count >= size:
+            value = count / size
+            return f"{value:.3g} {unit}" if value < 100 else f"{value:.0f} {unit}"
+    return str(count)
+
+
+def _too_large_hint(spec: str, model_args: ModelArgs, dtype_helps: bool) -> str:
+    hints = []
+    from torchperf_tui.engine.workloads.models import source_of
+
+    if source_of(spec) == "hf":
+        from torchperf_tui.engine.workloads import hf_models
+
+        key = hf_models.layers_key(hf_models.load_config(spec, model_args))
+        if key is not None:
+            hints.append(f"--model-args {key}=2 for fewer layers")
+    else:
+        hints.append("a smaller model")
+    if dtype_helps:
+        hints.append("--dtype bfloat16 for half the bytes")
+    return "give " + ", or ".join(hints)
+
+
+def check_fits(spec: str, model_args: ModelArgs, dtype: torch.dtype, device: str | torch.device, *,
+               free_bytes: Callable[[torch.device], int | None] | None = None) -> None:
+    """ModelTooLarge, in one line with the size, when the model's weights alone cannot fit the memory free where
+    they are built, told from a meta build before anything is allocated: "hf:llama: 6.74 B parameters are 25.1 GiB
+    in float32; the CPU has 11.2 GiB free: give --model-args num_hidden_layers=2 ...".
+
+    hf: models are built on the device directly in `dtype`. timm: models are built on the device in float32, then
+    cast; torchvision and custom ones in float32 on the CPU, then moved (and cast) to the device, which is checked
+    too. `free_bytes(device)` is the seam for the free memory (engine/workloads/inputs.free_bytes by default;
+    None: unknown, nothing refused)."""
+    from torchperf_tui.engine.workloads.inputs import dtype_name
+    from torchperf_tui.engine.workloads.inputs import free_bytes as measured_free
+
+    free_of = free_bytes or measured_free
+    device = torch.device(device)
+    if device.type == "meta":
+        return
+    from torchperf_tui.engine.workloads.models import source_of
+
+    source = source_of(spec)
+    model = _meta_build(spec, model_args, dtype)
+    count = _parameter_count(model)
+    if source == "hf":
+        checks = [(device, dtype)]
+    else:
+        built_on = device if source == "timm" else torch.device("cpu")
+        checks = [(built_on, torch.float32)] + ([(device, dtype)] if device != built_on else [])
+    wide = dtype.is_floating_point and torch.finfo(dtype).bits > 16
+    for where, held_in in checks:
+        need, free = _weight_bytes(model, held_in), free_of(where)
+        if free is not None and need > free:
+            place = "the CPU has" if where.type == "cpu" else f"{where} has"
+            dtype_helps = wide and held_in == dtype
+            raise ModelTooLarge(f"{_label(spec)}: {_count_words(count)} parameters are {format_bytes(need)} in "
+                                f"{dtype_name(held_in)}; {place} {format_bytes(free)} free: "
+                                f"{_too_large_hint(spec, model_args, dtype_helps)}")
+
+
+def _label(spec: str) -> str:
+    """The model as a message names it: 'hf:llama', 'timm:resnet18', 'resnet18', 'pkg.mod:build'."""
+    from torchperf_tui.engine.workloads.models import source_of
+
+    spec = spec.strip()
+    source = source_of(spec)
+    if source in ("hf", "timm"):
+        return f"{source}:{spec.partition(':')[2].strip()}"
+    return spec.lower() if source == "torchvision" else spec
