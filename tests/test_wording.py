@@ -303,7 +303,7 @@ def test_a_heading_names_the_overrides_the_sequence_length_each_input_and_random
     result = SimpleNamespace(model="hf:gpt2", device="cpu", input_shape=(1, 128), dtype="float32",
                              model_args="n_layer=2", seq_len=128,
                              inputs="input_ids 1x128 int64 (ids < 50,257), attention_mask 1x128 int64 (all ones)")
-    assert subject(result) == ("hf:gpt2 [n_layer=2] on cpu, float32, sequence length 128: input_ids 1x128 int64 "
+    assert subject(result) == ("hf:gpt2 (n_layer=2) on cpu, float32, sequence length 128: input_ids 1x128 int64 "
                                "(ids < 50,257), attention_mask 1x128 int64 (all ones); random weights (nothing "
                                "downloaded)")
     timm = SimpleNamespace(model="timm:convnext_atto", device="cpu", input_shape=(1, 3, 224, 224), dtype="float32")

@@ -36,7 +36,7 @@ def test_the_inputs_reach_the_analysis_and_an_ab():
     c = analyse_complexity(KEYWORDS, (2,), inputs=BenchConfig(model=KEYWORDS, batch=2).input_spec())
     assert c.flops > 0 and c.params_total > 0
     ab = run_ab(BenchConfig(model=TWO, batch=1, device="cpu"), ArmSpec(flags=Flags()),
-                ArmSpec(flags=Flags(num_threads=1)), blocks=2, per_block=2, seed=0)
+                ArmSpec(flags=Flags(num_threads=1)), blocks=6, per_block=1, seed=0)
     assert ab.a.samples_ms and ab.b.samples_ms
 
 

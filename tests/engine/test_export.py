@@ -66,4 +66,4 @@ def test_an_export_names_each_runs_source_overrides_sequence_length_and_inputs()
     rows = list(csv.DictReader(io.StringIO(export_records([hf, make_record(8.0)], "csv"))))
     assert (rows[0]["source"], rows[0]["model_args"], rows[0]["seq_len"]) == ("hf", "n_layer=2", "256")
     assert rows[0]["inputs"].startswith("input_ids 1x256") and rows[1]["model_args"] == "" and rows[1]["seq_len"] == ""
-    assert "hf:gpt2 [n_layer=2]" in export_records([hf], "md")
+    assert "hf:gpt2 (n_layer=2)" in export_records([hf], "md")

@@ -235,3 +235,29 @@ def test_a_local_directory_is_read_offline_with_its_overrides(tmp_path):
         hf.load_config(str(tmp_path / "empty"))
     with pytest.raises(ModelError, match="has no setting 'n_layers'"):
         hf.load_config(str(gpt2_dir), parse_model_args("n_layers=1"))
+
+
+def test_the_sequence_length_sets_a_typed_shapes_length_and_bounds_a_schedule():
+    spec = hf.input_spec(tiny("gpt2"), batch=2, seq_len=48, input_shape=(1, 24))  # the app's shape field: a default
+    assert spec.shape == (2, 48) and spec.max_len == 64 and spec.max_len_key == "n_positions"
+    with pytest.raises(ShapeError, match=r"past the model's maximum of 64 positions \(n_positions\)"):
+        spec.check_shape((2, 96))
+    t5 = hf.input_spec(tiny("t5"), batch=1, seq_len=16).with_shape((1, 32)).make()
+    assert t5.kwargs["decoder_input_ids"].shape == (1, 32)  # the decoder's ids follow the input's length
+
+
+def test_a_transformers_run_is_timed_trained_and_checked_for_determinism_end_to_end():
+    from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+    from torchperf_tui.engine.benchmark.determinism import determinism_of
+    from torchperf_tui.engine.benchmark.timing import run_benchmark
+    from torchperf_tui.engine.benchmark.train_step import LOSS_NEXT_TOKEN
+
+    cfg = BenchConfig(model="hf:gpt2", model_args=parse_model_args(TINY["gpt2"]), seq_len=16, device="cpu",
+                      warmup=1, iters=3)
+    result = run_benchmark(cfg)
+    assert len(result.samples_ms) == 3 and result.seq_len == 16 and result.model_args == TINY["gpt2"]
+    assert result.inputs.startswith("input_ids 1x16 int64")
+    trained = run_benchmark(BenchConfig(**{**cfg.__dict__, "step": "train"}))
+    assert trained.loss == LOSS_NEXT_TOKEN and trained.stats is not None
+    report = determinism_of(cfg)  # its KV cache is compared by its tensors, not as an object
+    assert report.summary().startswith("deterministic"), report.summary()

@@ -78,7 +78,7 @@ def test_a_record_names_the_models_source_overrides_sequence_length_and_inputs()
     assert record.details["source"] == "hf" and record.details["model_args"] == "n_layer=2"
     assert record.details["seq_len"] == 64 and record.details["inputs"].startswith("input_ids 2x64")
     assert record.setup()["model_args"] == "n_layer=2" and record.setup()["seq_len"] == 64
-    assert "hf:gpt2 [n_layer=2]" in record.summary()
+    assert "hf:gpt2 (n_layer=2)" in record.summary()
     plain = record_from_timing(TimingResult(model="resnet18", device="cpu", input_shape=(1, 3, 8, 8), dtype="float32",
                                             channels_last=False, flags=Flags(), first_iter_ms=1.0, warmup_ms=[],
                                             samples_ms=samples, stats=compute_stats(samples, batch=1),

@@ -90,8 +90,8 @@ class Selection:
 
     def input_text(self, default_shape: tuple | None = None) -> str:
         """'1x3x224x224' for lines that say what a job is doing: the typed shape, else the model's default
-        (as its analysis found it), else words; after the model's overrides, when it has any ('[n_layer=2] 1x128')."""
-        overrides = f"[{self.model_args.strip()}] " if self.model_args.strip() else ""
+        (as its analysis found it), else words; after the model's overrides, when it has any ('(n_layer=2) 1x128')."""
+        overrides = f"({self.model_args.strip()}) " if self.model_args.strip() else ""
         return overrides + self._shape_text(default_shape)
 
     def _shape_text(self, default_shape: tuple | None) -> str:

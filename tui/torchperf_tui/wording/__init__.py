@@ -34,9 +34,9 @@ def subject(result, dtype: bool = True) -> str:
     """'resnet18 on cpu, input 1x3x224x224 float32': what a result measured, where, on which input (with its dtype
     unless `dtype` is False); the CLI's headings start with it. A model with overrides names them; one fed more than
     one float tensor names each of its inputs; a timm or transformers model says its weights are random:
-    'hf:gpt2 [n_layer=2] on cpu, float32, sequence length 128: input_ids 1x128 int64 (ids < 50257), ...; random
+    'hf:gpt2 (n_layer=2) on cpu, float32, sequence length 128: input_ids 1x128 int64 (ids < 50257), ...; random
     weights'."""
-    model = result.model + (f" [{result.model_args}]" if getattr(result, "model_args", "") else "")
+    model = model_label(result.model, getattr(result, "model_args", ""))
     inputs = getattr(result, "inputs", "")
     if not inputs:
         text = f"{model} on {result.device}, input {format_shape(result.input_shape)}" + (f" {result.dtype}" if dtype else "")
@@ -48,6 +48,12 @@ def subject(result, dtype: bool = True) -> str:
 
 
 RANDOM_WEIGHTS = "random weights (nothing downloaded)"
+
+
+def model_label(model, model_args: str = "") -> str:
+    """'hf:gpt2 (n_layer=2,n_embd=64)': a model with its overrides as typed (round brackets: square ones are markup
+    to Rich and Textual)."""
+    return f"{model} ({model_args})" if model_args else str(model)
 
 
 def random_weights(model) -> bool:

@@ -4,8 +4,10 @@ best rate and its batch, the largest batch that fits, the rule that stopped the 
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from torchperf_tui.formatting import format_bytes, format_shape, is_number, number_text
-from torchperf_tui.wording import Row, plain, row
+from torchperf_tui.wording import RANDOM_WEIGHTS, Row, model_label, plain, random_weights, row, subject
 from torchperf_tui.wording.conditions import conditions_rows
 
 
@@ -41,7 +43,15 @@ def stopped_by_row(result, strong=plain, escape=plain) -> Row:
 
 
 def throughput_title(result) -> str:
-    return f"{result.model} on {result.device}, sample {format_shape(result.sample_shape)} {result.dtype}"
+    """'resnet50 on cuda:0, sample 3x224x224 float32'; a model with overrides or other inputs than one float tensor
+    as every heading says them (wording.subject), at the batch the search found."""
+    if getattr(result, "inputs", ""):
+        return subject(SimpleNamespace(model=result.model, device=result.device, dtype=result.dtype,
+                                       model_args=result.model_args, seq_len=result.seq_len,
+                                       inputs=f"at batch 1, {result.inputs}", input_shape=()))
+    title = (f"{model_label(result.model, getattr(result, 'model_args', ''))} on {result.device}, "
+             f"sample {format_shape(result.sample_shape)} {result.dtype}")
+    return title + (f"; {RANDOM_WEIGHTS}" if random_weights(result.model) else "")
 
 
 def throughput_rows(result) -> list[Row]:

@@ -135,14 +135,22 @@ def iter_leaves(output: Any, path: str = "") -> Iterator[tuple[str, Any]]:
         yield path or "output", output
 
 
-def _detached(output: Any) -> Any:
-    """A private copy of the output: a model may hand back views of buffers that its next call overwrites."""
+def _detached(output: Any, depth: int = 0) -> Any:
+    """A private copy of the output: a model may hand back views of buffers that its next call overwrites. An object
+    that holds tensors in its attributes (a transformers KV cache) becomes a dict of them, so its keys and values
+    are compared as tensors, not the object by identity."""
     if isinstance(output, torch.Tensor):
         return output.detach().clone()
+    if depth >= 8:
+        return type(output).__name__
     if isinstance(output, Mapping):
-        return {k: _detached(v) for k, v in output.items()}
+        return {k: _detached(v, depth + 1) for k, v in output.items()}
     if isinstance(output, (tuple, list)):
-        return [_detached(v) for v in output]
+        return [_detached(v, depth + 1) for v in output]
+    state = getattr(output, "__dict__", None)
+    if isinstance(state, dict) and not isinstance(output, type):
+        return {f"{type(output).__name__}.{k}": _detached(v, depth + 1) for k, v in state.items()
+                if not callable(v) and not k.startswith("__")}
     return output
 
 

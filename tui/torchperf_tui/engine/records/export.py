@@ -83,7 +83,7 @@ def _export_md(records: list[HistoryRecord]) -> str:
             numbers = [format_percentile(s.p50_ms, 0.5, s.n), format_percentile(s.p90_ms, 0.9, s.n),
                        format_percentile(s.p99_ms, 0.99, s.n), f"{format_ms(s.mean_ms)} ± {format_ms(s.std_ms)}",
                        "-" if s.fps is None else f"{s.fps:,.1f}", format_ms(s.first_iter_ms)]
-        model = r.model + (f" [{r.details['model_args']}]" if r.details.get("model_args") else "")
+        model = r.model + (f" ({r.details['model_args']})" if r.details.get("model_args") else "")
         cells = [r.created_at.replace("T", " ")[:19], r.short_id, model, r.shape_text, r.dtype + layout,
                  r.device, r.flags_text + (" (cancelled)" if r.cancelled else ""), *numbers,
                  r.fingerprint.get("device_name", "")]

@@ -100,7 +100,7 @@ class HistoryRecord:
         when = self.created_at.replace("T", " ")[:16]
         head = f"{when}  {self.short_id}  {self.kind:<6} {self.model}"
         if self.details.get("model_args"):
-            head += f" [{self.details['model_args']}]"
+            head += f" ({self.details['model_args']})"
         head += f"  {self.shape_text} {self.dtype}"
         if self.channels_last:
             head += " channels_last"

@@ -25,7 +25,7 @@ from torchperf_tui.formatting import format_shape
 from torchperf_tui.engine.errors import ModelError, ShapeError, first_line
 from torchperf_tui.engine.workloads.input_spec import InputSpec
 from torchperf_tui.engine.workloads.meta_build import parameters_on_meta
-from torchperf_tui.engine.workloads.model_source import SOURCES, source_of  # noqa: F401 - part of this module's API
+from torchperf_tui.engine.workloads.model_source import PREFIXES, SOURCES, source_of  # noqa: F401 - part of this module's API
 from torchperf_tui.engine.workloads.model_args import ModelArgs
 from torchperf_tui.engine.workloads.model_catalogue import (LISTED_SOURCES, catalogue_entry, list_models,
                                                             torchvision_tasks)
@@ -90,7 +90,7 @@ def _check_source_prefix(module_name: str) -> None:
             found = False
     if found:
         return
-    close = difflib.get_close_matches(module_name.lower(), [p.rstrip(":") for p in _PREFIXES.values()], n=1,
+    close = difflib.get_close_matches(module_name.lower(), [p.rstrip(":") for p in PREFIXES.values()], n=1,
                                       cutoff=0.5)
     hint = f"did you mean {close[0]}:? " if close else ""
     raise ModelError(f"unknown model source {module_name + ':'!r} (and no module of that name): {hint}"
