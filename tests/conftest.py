@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 
 import pytest
 
@@ -11,6 +12,10 @@ from tests.fakes.fake_nvml import FakeNvml
 # The CLI's output is 200 columns wide in a pipe unless COLUMNS says otherwise; pytest-xdist's workers inherit
 # COLUMNS=80 from execnet, so the tests that read whole lines would depend on how they were started.
 os.environ.pop("COLUMNS", None)
+# The timm and transformers catalogues take seconds to list: the test session keeps one listing per version for all
+# its workers and the measurement processes they start (engine/workloads/catalogue_cache.py), not the user's.
+os.environ.setdefault("TORCHPERF_CATALOGUE_CACHE",
+                      os.path.join(tempfile.gettempdir(), f"torchperf-tests-catalogue-{os.getuid()}.json"))
 
 
 def pytest_collection_modifyitems(config, items):

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_app_module_imports_no_torch_numpy_or_engine():
     """The first frame paints before torch: importing the app must not pull torch, numpy, scipy, textual-plot."""
     code = ("import sys; import torchperf_tui.app.app; "
-            "heavy = [m for m in ('torch', 'numpy', 'scipy', 'textual_plot', 'torchvision') if m in sys.modules]; "
+            "heavy = [m for m in ('torch', 'numpy', 'scipy', 'textual_plot', 'torchvision', 'timm', 'transformers') if m in sys.modules]; "
             "engine = [m for m in sys.modules if m.startswith('torchperf_tui.engine.') "
             "and m != 'torchperf_tui.engine.errors']; print(heavy + engine)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,

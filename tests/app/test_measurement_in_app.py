@@ -33,7 +33,8 @@ def test_the_ui_process_never_imports_torch_even_after_a_run(tmp_path):
                 await wait_until(pilot, lambda: not app.session.measure.pending(), what="the search")
                 for run in app.session.runs:  # every run kept, so a failure shows what became of each
                     print("run", run.run_id, "status", run.status, len(run.samples_ms))
-                print("torch imported:", "torch" in sys.modules, "scipy imported:", "scipy" in sys.modules)
+                print("torch imported:", "torch" in sys.modules, "scipy imported:", "scipy" in sys.modules,
+                      "timm or transformers imported:", "timm" in sys.modules or "transformers" in sys.modules)
 
         asyncio.run(main())
     """)
@@ -42,7 +43,7 @@ def test_the_ui_process_never_imports_torch_even_after_a_run(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     # The autostart run kept its 5 samples (by id: a slow box may have cancelled and restarted a run).
     assert "status done 5" in proc.stdout, proc.stdout
-    assert "torch imported: False scipy imported: False" in proc.stdout
+    assert "torch imported: False scipy imported: False timm or transformers imported: False" in proc.stdout
 
 
 async def test_a_model_that_kills_its_process_fails_its_run_and_the_next_run_works():

@@ -186,7 +186,12 @@ def test_the_catalogue_lists_every_source():
 def test_a_missing_library_leaves_its_source_out_of_the_whole_list_and_is_named_when_asked(monkeypatch):
     from torchperf_tui.engine.workloads import timm_models
 
+    from torchperf_tui.engine.workloads import catalogue_cache
+
     monkeypatch.setitem(sys.modules, "timm", None)
+    real_key = catalogue_cache.version_key
+    monkeypatch.setattr(catalogue_cache, "version_key",  # not installed: no version, no kept listing
+                        lambda source: None if source == "timm" else real_key(source))
     timm_models._names.cache_clear()
     try:
         assert "timm" not in {e.source for e in list_models()}

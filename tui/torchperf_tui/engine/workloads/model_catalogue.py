@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 
 from torchperf_tui.engine.errors import ModelError
+from torchperf_tui.engine.workloads.catalogue_cache import cached
 from torchperf_tui.engine.workloads.model_entry import ModelEntry, WeightsReference
 
 TASKS: tuple[str, ...] = (
@@ -154,7 +155,7 @@ def list_models(source: str | None = None) -> list[ModelEntry]:
     entries: list[ModelEntry] = []
     for each in LISTED_SOURCES if source is None else (source,):
         try:
-            entries.extend(_listed(each))
+            entries.extend(_listed(each) if each == "torchvision" else cached(each, lambda: _listed(each)))
         except ModelError:
             if source is not None:  # asked for by name: say it is not installed
                 raise

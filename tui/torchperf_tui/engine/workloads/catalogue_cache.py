@@ -1,0 +1,93 @@
+"""The timm and transformers catalogues kept on disk: listing them imports the package and walks its registry
+(3-7 s on a small box), and the measurement process answers one job at a time, so the app's first analysis would
+wait that long at every start. The listing is kept per package version (read from the installed metadata, without
+importing the package) in the user cache directory ($TORCHPERF_CATALOGUE_CACHE to choose the file), and listed
+again when the version changes. A missing, unreadable or corrupt file is listed again, never an error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Callable
+
+from torchperf_tui.engine.workloads.model_entry import ModelEntry
+
+PACKAGES = {"timm": "timm", "hf": "transformers"}
+FILENAME = "catalogue.json"
+
+
+def cache_path() -> Path:
+    if os.environ.get("TORCHPERF_CATALOGUE_CACHE"):
+        return Path(os.environ["TORCHPERF_CATALOGUE_CACHE"])
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("torchperf-tui")) / FILENAME
+
+
+def version_key(source: str) -> str | None:
+    """'transformers 5.24.0': the installed version of the package a source lists (None: not installed)."""
+    from importlib import metadata
+
+    try:
+        return f"{PACKAGES[source]} {metadata.version(PACKAGES[source])}"
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def cached(source: str, listing: Callable[[], list[ModelEntry]]) -> list[ModelEntry]:
+    """`listing()`'s entries for `source`, from the cache when it holds them for the installed version."""
+    key = version_key(source)
+    path = cache_path()
+    kept = _read(path)
+    entries = _entries(kept.get(source), key) if key is not None else None
+    if entries is not None:
+        return entries
+    entries = listing()
+    if key is not None:
+        kept[source] = {"key": key, "entries": [_entry_dict(e) for e in entries]}
+        _write(path, kept)
+    return entries
+
+
+def _read(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _entries(block, key: str) -> list[ModelEntry] | None:
+    """The kept entries when `block` is a well-formed listing of version `key`, else None (listed again)."""
+    if not isinstance(block, dict) or block.get("key") != key or not isinstance(block.get("entries"), list):
+        return None
+    entries = []
+    for item in block["entries"]:
+        if not (isinstance(item, dict) and isinstance(item.get("name"), str) and isinstance(item.get("task"), str)
+                and isinstance(item.get("input_shape"), list) and all(type(d) is int for d in item["input_shape"])
+                and isinstance(item.get("supported", True), bool) and isinstance(item.get("reason", ""), str)
+                and isinstance(item.get("source", ""), str)):
+            return None
+        entries.append(ModelEntry(item["name"], item["task"], tuple(item["input_shape"]), item.get("supported", True),
+                                  item.get("reason", ""), source=item.get("source", "torchvision")))
+    return entries
+
+
+def _entry_dict(entry: ModelEntry) -> dict:
+    return {"name": entry.name, "task": entry.task, "input_shape": list(entry.input_shape),
+            "supported": entry.supported, "reason": entry.reason, "source": entry.source}
+
+
+def _write(path: Path, kept: dict) -> None:
+    """Best effort, whole or not at all (a temporary file renamed over it): a cache that cannot be written is
+    listed again next time."""
+    from torchperf_tui.engine.errors import TorchperfError
+    from torchperf_tui.engine.records.output_files import write_text
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text(path, json.dumps(kept))
+    except (TorchperfError, OSError):
+        pass
