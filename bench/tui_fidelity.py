@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -46,7 +47,7 @@ def cli_run(model: str, env: dict) -> list[float]:
     return json.loads(out)["samples_ms"]
 
 
-def tui_run(model: str, env: dict, settle: float, history: Path) -> list[float]:
+def tui_run(model: str, env: dict, settle: float, history: Path, freeze_ui: float = 0.0) -> list[float]:
     session = f"fidelity{os.getpid()}"
     before = history.read_text().count("\n") if history.exists() else 0
     command = (f"env TORCHPERF_HISTORY={history} PYTHONPATH={env.get('PYTHONPATH', '')} {sys.executable} "
@@ -54,6 +55,17 @@ def tui_run(model: str, env: dict, settle: float, history: Path) -> list[float]:
     with app_in_tmux(command, session, cwd=str(HERE)):
         time.sleep(settle)  # the engine loaded, the model analysed, the screen quiet
         send_keys(session, "r")
+        if freeze_ui:
+            # A diagnosis: the app's own process stopped (SIGSTOP) from 1 s after r for `freeze_ui` s, so
+            # nothing of the UI (its redraws, tmux's) runs beside most of the run; its measurement process runs on.
+            pid = int(subprocess.run(["tmux", "display", "-p", "-t", session, "#{pane_pid}"], capture_output=True,
+                                     text=True, check=True).stdout)
+            time.sleep(1.0)
+            os.kill(pid, signal.SIGSTOP)
+            try:
+                time.sleep(freeze_ui)
+            finally:
+                os.kill(pid, signal.SIGCONT)
         deadline = time.monotonic() + 600
         while time.monotonic() < deadline:
             if history.exists():
@@ -69,6 +81,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--settle", type=float, default=8.0, help="seconds between starting the TUI and r")
     parser.add_argument("--models", nargs="*", default=list(MODELS))
+    parser.add_argument("--freeze-ui", type=float, default=0.0, metavar="S",
+                        help="diagnosis: stop the app's process (not its measurement process) for S seconds from 1 s "
+                             "after r, to tell the UI's share of a gap from the measurement process's")
     args = parser.parse_args()
     require_tmux()
     env = dict(os.environ)
@@ -84,7 +99,7 @@ def main() -> int:
         for round_ in range(1, args.rounds + 1):
             for model in args.models:
                 cli = cli_run(model, env)
-                tui = tui_run(model, env, args.settle, history)
+                tui = tui_run(model, env, args.settle, history, args.freeze_ui)
                 row = []
                 for name, q in (("p50", 0.5), ("p90", 0.9)):
                     c, t = percentile(cli, q), percentile(tui, q)
