@@ -10,7 +10,8 @@ from torch import nn
 from torch.nn import functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
-from torchperf_tui.engine.workloads.complexity import _SDPA_FORMULAS, analyse_complexity
+from torchperf_tui.engine.workloads.complexity import analyse_complexity
+from torchperf_tui.engine.workloads.flop_formulas import SDPA_FORMULAS
 from torchperf_tui.engine.workloads.input_spec import InputSpec, TensorSpec
 from torchperf_tui.wording.complexity import attention_text, complexity_rows
 
@@ -83,9 +84,9 @@ def test_fused_sdpa_ops_torch_has_no_formula_for_are_counted():
     # The CPU flash kernel is what a real CPU SDPA runs; FlopCounterMode alone counts it as 0. Were it (or the
     # `overrideable` kernel) ever to run under the analysis, its formula here must count the same as the math one.
     op = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
-    assert op in _SDPA_FORMULAS or op in torch.utils.flop_counter.flop_registry
+    assert op in SDPA_FORMULAS or op in torch.utils.flop_counter.flop_registry
     q = torch.randn(2, 3, 16, 8, requires_grad=True)
-    with FlopCounterMode(display=False, custom_mapping=_SDPA_FORMULAS) as counter:
+    with FlopCounterMode(display=False, custom_mapping=SDPA_FORMULAS) as counter:
         out = F.scaled_dot_product_attention(q, q, q, is_causal=True)
         forward = counter.get_total_flops()
         out.sum().backward()

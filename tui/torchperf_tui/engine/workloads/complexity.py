@@ -15,7 +15,7 @@ installed), which decomposes into the two bmm of QK^T and AV before FlopCounterM
 once, and in a training step the four bmm of their backward. The math kernel computes every score, also under
 is_causal (it masks the upper half after the matmul): the count is the full S x S, as the math, efficient and cuDNN
 kernels compute it; a flash kernel skips the masked half. The result says so (Complexity.attention). Should a fused
-SDPA op ever run instead, the ones FlopCounterMode has no formula for are counted here (_SDPA_FORMULAS).
+SDPA op ever run instead, the ones FlopCounterMode has no formula for are counted here (SDPA_FORMULAS).
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode, flop_registry, shape_wrapper
 
-from torchperf_tui.engine.workloads.complexity_result import MB, AttentionCount, Complexity, LayerStat
+from torchperf_tui.engine.workloads.complexity_result import MB, Complexity, LayerStat
+from torchperf_tui.engine.workloads.flop_formulas import SDPA_FORMULAS, AttentionWatch, conv_backward_flops
 from torchperf_tui.engine.errors import ModelError, ShapeError, TorchperfError, first_line
 from torchperf_tui.engine.workloads.input_spec import InputSpec
 from torchperf_tui.engine.workloads.inputs import dtype_name, format_shape, parse_dtype
@@ -151,83 +152,6 @@ class _FastMetaShapeKeepers(TorchFunctionMode):
             grid = args[1] if len(args) > 1 else kwargs["grid"]
             return args[0].new_empty((*args[0].shape[:2], *grid.shape[1:-1]))
         return func(*args, **(kwargs or {}))
-
-
-def _conv_backward_flops(grad_out_shape, x_shape, w_shape, _bias, _stride, _padding, _dilation, transposed,
-                         _output_padding, _groups, output_mask, out_shape=None, **_) -> int:
-    """A convolution's backward: the input's and the weight's gradients each cost what the forward did.
-    PyTorch's own formula counts a grouped (depthwise) convolution's input gradient as if it were dense
-    (mobilenet_v3_small's backward came out 24x its forward)."""
-    from torch.utils.flop_counter import conv_flop_count
-
-    forward = conv_flop_count(list(x_shape), list(w_shape), list(grad_out_shape), transposed=transposed)
-    return forward * (int(bool(output_mask[0])) + int(bool(output_mask[1])))
-
-
-def _attention_flops(query_shape, key_shape, value_shape, *_, out_shape=None, **__) -> int:
-    """An SDPA forward: QK^T (L x S scores of depth E) and AV (depth Ev) for each batch and query head; key and value
-    heads may be fewer (grouped-query attention), each serves several query heads."""
-    *lead, heads, length, depth = query_shape
-    batch = 1
-    for n in lead:
-        batch *= n
-    source, value_depth = key_shape[-2], value_shape[-1]
-    return 2 * batch * heads * length * source * (depth + value_depth)
-
-
-def _attention_backward_flops(grad_out_shape, query_shape, key_shape, value_shape, *_, out_shape=None, **__) -> int:
-    """A fused SDPA backward: the scores computed again, then the gradients of the scores, V, Q and K (as PyTorch's
-    own formula for the flash/efficient/cuDNN backward)."""
-    *lead, heads, length, depth = query_shape
-    batch = 1
-    for n in lead:
-        batch *= n
-    source, value_depth = key_shape[-2], value_shape[-1]
-    return 2 * batch * heads * length * source * (3 * depth + 2 * value_depth)
-
-
-def _sdpa_formulas() -> dict:
-    """Fused SDPA ops FlopCounterMode has no formula for (they would count 0): the CPU flash kernel and the
-    `overrideable` one of out-of-tree backends. Missing ops (an older torch) are left out."""
-    pairs = (("_scaled_dot_product_flash_attention_for_cpu", _attention_flops),
-             ("_scaled_dot_product_flash_attention_for_cpu_backward", _attention_backward_flops),
-             ("_scaled_dot_product_fused_attention_overrideable", _attention_flops),
-             ("_scaled_dot_product_fused_attention_overrideable_backward", _attention_backward_flops))
-    formulas = {}
-    for name, formula in pairs:
-        op = getattr(torch.ops.aten, name, None)
-        if op is not None and op not in flop_registry:
-            formulas[op] = formula
-    return formulas
-
-
-_SDPA_FORMULAS = _sdpa_formulas()
-
-
-class _AttentionWatch(TorchFunctionMode):
-    """Notes each F.scaled_dot_product_attention call of the forward: how many, their FLOPs (the full L x S scores,
-    as the math kernel that runs on meta computes them), and how many were causal or masked."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.calls = self.flops = self.causal = self.masked = 0
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        if func is F.scaled_dot_product_attention and len(args) >= 3:
-            query, key, value = args[:3]
-            mask = args[3] if len(args) > 3 else kwargs.get("attn_mask")
-            is_causal = args[5] if len(args) > 5 else kwargs.get("is_causal", False)
-            self.calls += 1
-            self.flops += _attention_flops(query.shape, key.shape, value.shape)
-            self.causal += bool(is_causal)
-            self.masked += mask is not None
-        return func(*args, **kwargs)
-
-    def result(self) -> AttentionCount | None:
-        if not self.calls:
-            return None
-        return AttentionCount(calls=self.calls, flops=self.flops, causal_calls=self.causal, masked_calls=self.masked)
 
 
 class _BackwardByModule(TorchDispatchMode):
@@ -420,16 +344,16 @@ def analyse_complexity(spec: str | nn.Module, input_shape: tuple[int, ...], dtyp
     x = _meta_inputs(model, inputs.with_shape(input_shape) if inputs is not None else InputSpec(input_shape),
                      torch_dtype)
     recorder = _ShapeRecorder(model) if layers else None
-    attention = _AttentionWatch()
-    counter = FlopCounterMode(display=False, depth=None, custom_mapping=_SDPA_FORMULAS)
+    attention = AttentionWatch()
+    counter = FlopCounterMode(display=False, depth=None, custom_mapping=SDPA_FORMULAS)
     # A training step is counted twice at once: the forward alone (`counter`, inside) and forward + backward
     # (`both`, outside); a module's backward is the difference. (A counter opened for the backward alone
     # sees no modules: its module tracker hooks forwards that ran under it.)
     both = FlopCounterMode(display=False, depth=None,
-                           custom_mapping={**_SDPA_FORMULAS, torch.ops.aten.convolution_backward: _conv_backward_flops})
+                           custom_mapping={**SDPA_FORMULAS, torch.ops.aten.convolution_backward: conv_backward_flops})
     training = step == "train"
-    per_module = _BackwardByModule({**flop_registry, **{op: shape_wrapper(f) for op, f in _SDPA_FORMULAS.items()},
-                                    torch.ops.aten.convolution_backward: shape_wrapper(_conv_backward_flops)}
+    per_module = _BackwardByModule({**flop_registry, **{op: shape_wrapper(f) for op, f in SDPA_FORMULAS.items()},
+                                    torch.ops.aten.convolution_backward: shape_wrapper(conv_backward_flops)}
                                    ) if training and layers else None
     wrapped = per_module.attach(model) if per_module is not None else []
     if training:
