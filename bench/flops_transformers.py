@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import subprocess
 import sys
 import textwrap
+
+from flops_speed import machine  # bench/flops_speed.py
 
 CHILD = textwrap.dedent('''
     import json, resource, statistics, sys, time, warnings
@@ -59,16 +59,6 @@ def closed_form(batch: int, seq: int, layers: int, hidden: int, mlp: int, heads:
     linear = 2 * tokens * (hidden * hidden * 2 + hidden * kv_heads * head_dim * 2 + 3 * hidden * mlp)
     attention = 2 * 2 * batch * heads * seq * seq * head_dim
     return layers * (linear + attention) + 2 * tokens * hidden * vocab
-
-
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return f"{cpu}, {os.cpu_count()} logical cores, {platform.system()} {platform.release()}"
 
 
 def main() -> None:

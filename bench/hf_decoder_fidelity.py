@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import argparse
 import platform
-import statistics
 import sys
 
 import torch
 
-from timing_fidelity import reference_timers, report_agreement, report_round  # bench/timing_fidelity.py
+from timing_fidelity import alternate_rounds, reference_timers, report_agreement  # bench/timing_fidelity.py
 from torchperf_tui.engine.benchmark.bench_config import BenchConfig
 from torchperf_tui.engine.benchmark.flags import Flags, applied_flags
 from torchperf_tui.engine.benchmark.timing import run_timed_loop
@@ -56,23 +55,13 @@ def main() -> int:
           f"alternating (engine: {args.iters} iterations through its StepRunner; torch.utils.benchmark: "
           f"blocked_autorange(min_run_time={args.min_run_time}) of model(**inputs))")
     runner = StepRunner(model, StepSpec(), device)
-    engine_medians, timer_medians, engine_means, timer_means = [], [], [], []
     with applied_flags(Flags(num_threads=args.threads)), torch.inference_mode():
         timer, _ = reference_timers("model(*args, **kwargs)",
                                     {"model": model, "args": inputs.args, "kwargs": inputs.kwargs}, device,
                                     args.threads)
         run_timed_loop(lambda: runner(inputs), device=device, warmup=10, iters=10)  # shared warm-up, discarded
-        for round_ in range(args.rounds):
-            for which in (("engine", "timer") if round_ % 2 == 0 else ("timer", "engine")):
-                if which == "engine":
-                    times = run_timed_loop(lambda: runner(inputs), device=device, warmup=3, iters=args.iters)
-                    engine_medians.append(statistics.median(times.samples_ms))
-                    engine_means.append(statistics.fmean(times.samples_ms))
-                else:
-                    m = timer.blocked_autorange(min_run_time=args.min_run_time)
-                    timer_medians.append(m.median * 1e3)
-                    timer_means.append(m.mean * 1e3)
-            report_round(round_, engine_medians[-1], timer_medians[-1], width=8)
+        engine_medians, timer_medians, engine_means, timer_means = alternate_rounds(
+            lambda: runner(inputs), timer, device, args.rounds, args.iters, args.min_run_time)
     report_agreement(engine_medians, timer_medians, engine_means, timer_means, target=0.05)
     return 0
 

@@ -50,30 +50,43 @@ def main() -> int:
 
     model = build_model(args.model).to(device)
     x = make_input(default_input_shape(args.model, batch=args.batch), device=device)
-    engine_medians, timer_medians, engine_means, timer_means = [], [], [], []
     pipelined_medians: list[float] = []
     with applied_flags(Flags(num_threads=args.threads)), torch.inference_mode():
         timer, pipelined = reference_timers("model(x)", {"model": model, "x": x}, device, args.threads)
         run_timed_loop(lambda: model(x), device=device, warmup=10, iters=10)  # shared warm-up, discarded
-        for round_ in range(args.rounds):
-            # Alternate which goes first so neither always follows the other.
-            order = ("engine", "timer") if round_ % 2 == 0 else ("timer", "engine")
-            for which in order:
-                if which == "engine":
-                    times = run_timed_loop(lambda: model(x), device=device, warmup=3, iters=args.iters)
-                    engine_medians.append(statistics.median(times.samples_ms))
-                    engine_means.append(statistics.fmean(times.samples_ms))
-                else:
-                    m = timer.blocked_autorange(min_run_time=args.min_run_time)
-                    timer_medians.append(m.median * 1e3)
-                    timer_means.append(m.mean * 1e3)
+
+        def pipelined_round() -> None:
             if pipelined is not None:
                 pipelined_medians.append(pipelined.blocked_autorange(min_run_time=args.min_run_time).median * 1e3)
-            report_round(round_, engine_medians[-1], timer_medians[-1], width=8)
+
+        engine_medians, timer_medians, engine_means, timer_means = alternate_rounds(
+            lambda: model(x), timer, device, args.rounds, args.iters, args.min_run_time, after_round=pipelined_round)
 
     report_agreement(engine_medians, timer_medians, engine_means, timer_means)
     report_pipelined(engine_medians, pipelined_medians)
     return 0
+
+
+def alternate_rounds(engine_call, timer: tbench.Timer, device: torch.device, rounds: int, iters: int,
+                     min_run_time: float, after_round=None) -> tuple[list[float], list[float], list[float], list[float]]:
+    """`rounds` rounds of the engine's timed loop of `engine_call` and the reference `timer`, which of them goes
+    first alternating so neither always follows the other; each round's line printed. -> (engine medians, timer
+    medians, engine means, timer means) in ms."""
+    engine_medians, timer_medians, engine_means, timer_means = [], [], [], []
+    for round_ in range(rounds):
+        for which in (("engine", "timer") if round_ % 2 == 0 else ("timer", "engine")):
+            if which == "engine":
+                times = run_timed_loop(engine_call, device=device, warmup=3, iters=iters)
+                engine_medians.append(statistics.median(times.samples_ms))
+                engine_means.append(statistics.fmean(times.samples_ms))
+            else:
+                m = timer.blocked_autorange(min_run_time=min_run_time)
+                timer_medians.append(m.median * 1e3)
+                timer_means.append(m.mean * 1e3)
+        if after_round is not None:
+            after_round()
+        report_round(round_, engine_medians[-1], timer_medians[-1], width=8)
+    return engine_medians, timer_medians, engine_means, timer_means
 
 
 def reference_timers(stmt: str, names: dict, device: torch.device, threads: int
