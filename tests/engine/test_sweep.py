@@ -130,3 +130,20 @@ def test_a_model_that_is_not_fed_token_ids_is_refused_in_one_line():
 def test_lengths_all_past_the_maximum_are_refused():
     with pytest.raises(TorchperfError, match="every length is past hf:llama's maximum of 64 positions"):
         run_sweep(llama(), 128, 256)
+
+
+def test_the_one_preamble_checks_the_dtype_before_the_model_is_looked_at():
+    cfg = BenchConfig(model="tests.tinymodels:tiny_cnn", device="cpu", dtype="float7")
+    with pytest.raises(TorchperfError, match="float7"):
+        run_sweep(cfg, 16, 32)
+
+
+def test_the_sweep_result_and_its_words_load_without_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys; from torchperf_tui.engine.benchmark.sweep import SweepResult, parse_seq_lens; "
+            "import torchperf_tui.wording.sweep; assert parse_seq_lens('8-64') == (8, 64); "
+            "assert 'torch' not in sys.modules, 'torch imported'")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
