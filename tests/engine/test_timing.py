@@ -150,17 +150,6 @@ def test_a_schedule_the_model_rejects_fails_before_the_run():
     assert samples == []
 
 
-def test_compile_with_a_varying_schedule_is_refused_before_anything_runs():
-    from torchperf_tui.engine.errors import TorchperfError
-    from torchperf_tui.engine.benchmark.bench_config import BenchConfig
-    from torchperf_tui.engine.benchmark.timing import run_benchmark
-
-    cfg = BenchConfig(model="tests.tinymodels:tiny_cnn", input_shape=(1, 3, 16, 16), device="cpu", iters=2,
-                      shapes="cycle:2", compile="default")
-    with pytest.raises(TorchperfError, match="recompilations inside the samples"):
-        run_benchmark(cfg)
-
-
 def test_items_per_second_counts_every_items_when_the_batch_varies():
     from torchperf_tui.engine.benchmark.bench_config import BenchConfig
     from torchperf_tui.engine.benchmark.timing import run_benchmark

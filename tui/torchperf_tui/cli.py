@@ -357,10 +357,16 @@ def cmd_export(args) -> int:
     return 0
 
 
+def cmd_sweep(args) -> int:
+    from torchperf_tui.cli_sweep import sweep_command  # its own module: argument checks, the job, the table
+
+    return sweep_command(args)
+
+
 COMMANDS = {"ceilings": cmd_ceilings, "info": cmd_info, "models": cmd_models, "flops": cmd_flops, "bench": cmd_bench,
             "throughput": cmd_throughput, "profile": cmd_profile, "roofline": cmd_roofline,
             "compare": cmd_compare, "determinism": cmd_determinism, "memsnap": cmd_memsnap, "history": cmd_history,
-            "export": cmd_export}
+            "export": cmd_export, "sweep": cmd_sweep}
 
 
 def run_tui(args) -> int:

@@ -97,6 +97,37 @@ def _add_shapes_option(p: argparse.ArgumentParser) -> None:
                         "(default fixed; cudnn.benchmark re-tunes for every new shape)")
 
 
+def _add_sweep_parser(sub) -> None:
+    """`sweep`: a token model's latency, tokens/s and peak memory at lengths doubling from LO to HI."""
+    p = sub.add_parser("sweep", help="a token model at sequence lengths doubling from LO to HI (fixed batch): "
+                       "latency, tokens/s and peak memory per length, until one does not fit or the time budget "
+                       "ends; --a/--b overlay two arms measured interleaved")
+    p.add_argument("model", help="a token model: hf:TYPE (or hf:DIRECTORY) or a factory whose input is token ids")
+    p.add_argument("--seq-lens", metavar="LO-HI", default="128-4096",
+                   help="lengths: LO, 2 LO, 4 LO, ... and HI last; cut at the model's maximum positions "
+                        "(default 128-4096)")
+    p.add_argument("--batch", type=_positive_int, default=1, help="the batch at every length (default 1)")
+    p.add_argument("--dtype", default="float32", help="float32 | float16 | bfloat16 (default float32)")
+    p.add_argument("--model-args", metavar="KEY=VALUE,...", default="",
+                   help="the model's overrides, e.g. num_hidden_layers=2,hidden_size=256")
+    p.add_argument("--device", default="auto", type=_checked(options.device_name),
+                   help="auto | cpu | cuda[:N] (default auto)")
+    p.add_argument("--iters", type=_positive_int, default=10, help="timed iterations per length and arm (default 10)")
+    p.add_argument("--warmup", type=_checked(options.warmup), default=2,
+                   help="warm-up iterations before each length's (and arm's block's) timed ones (default 2)")
+    p.add_argument("--time-budget", type=_checked(options.time_budget), metavar="SECONDS",
+                   help="do not start a length that would end past this budget (default 120, as throughput's; "
+                        "0: no budget)")
+    p.add_argument("--memory-cap", type=_positive_float("--memory-cap"), metavar="GIB",
+                   help="CPU only: memory a length may use (default half of the available RAM)")
+    p.add_argument("--a", metavar="SPEC", help="arm A of an A/B sweep, as compare's SPEC (with --b): both arms at "
+                   "every length, interleaved, their curves overlaid")
+    p.add_argument("--b", metavar="SPEC", help="arm B, likewise")
+    p.add_argument("--seed", type=_checked(options.seed), default=0, help="seed of the token ids")
+    p.set_defaults(input=None, channels_last=False, seq_len=None)  # the sweep sets the input's length itself
+    _add_run_options(p)
+
+
 def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     """The CLI's parser; `commands=False`: only the app's options (the twelve subcommand parsers cost
     milliseconds of the app's first frame)."""
@@ -232,6 +263,8 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                    "A and under B, side by side (torch.profiler; on the CPU the ATen implementation)")
     _add_shapes_option(p)
     _add_run_options(p)  # the base flags; each arm's SPEC applies on top
+
+    _add_sweep_parser(sub)
 
     p = sub.add_parser("determinism", help="run the same input twice: bitwise equal, or how far apart")
     _add_workload_options(p)

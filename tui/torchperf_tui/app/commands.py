@@ -30,6 +30,8 @@ BINDINGS = [
     Binding("C", "pane('device', 'measure_ceilings')", "Ceilings", show=False),
     Binding("l", "pane('layers', 'time_layers')", "Layer times", show=False),
     Binding("n", "pane('memory', 'snapshot')", "Mem snapshot", show=False),
+    Binding("w", "pane('sweep', 'start')", "Sweep lengths", show=False),
+    Binding("W", "pane('sweep', 'start_ab')", "Sweep A/B", show=False),
 ]
 
 # (title, help, action) for the command palette
@@ -55,6 +57,10 @@ PALETTE = [
     ("Time per layer", "Layers: profile the last run's model again and give each layer its time and share of the "
      "pass (on a GPU: busy and idle)", "pane('layers', 'time_layers')"),
     ("Memory snapshot", "CUDA: the allocator's history for pytorch.org/memory_viz", "pane('memory', 'snapshot')"),
+    ("Sweep sequence lengths", "A token model's latency and memory at lengths doubling from 128 to 4096",
+     "pane('sweep', 'start')"),
+    ("Sweep A/B", "The flags before the last flip against the current ones at each length, curves overlaid",
+     "pane('sweep', 'start_ab')"),
     ("Mark history run", "History: mark the highlighted run; two marked are compared", "mark_history_run"),
     ("Filter models", "Type to filter the model list", "screen.focus_filter"),
     ("Flags", "Move to the flag switches", "screen.focus_flags"),

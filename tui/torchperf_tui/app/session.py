@@ -39,6 +39,7 @@ ENGINE_MODULES = {
     "memsnap": "torchperf_tui.engine.benchmark.memsnap",
     "model_entry": "torchperf_tui.engine.workloads.model_entry",
     "complexity_result": "torchperf_tui.engine.workloads.complexity_result",
+    "sweep": "torchperf_tui.engine.benchmark.sweep",
 }
 
 

@@ -419,6 +419,15 @@ def run_cli_ceilings(params: dict, ctx: JobContext) -> tuple[Any, dict]:
                     should_cancel=ctx.cancelled), {}
 
 
+def run_sweep_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: cfg (BenchConfig), seq_lens (LO, HI), arms (None or two ArmSpecs), options (run_sweep's keywords).
+    Progress "sweep_point": each SweepPoint as it is measured. -> (SweepResult, {})."""
+    from torchperf_tui.engine.benchmark.sweep import run_sweep
+
+    return run_sweep(params["cfg"], *params["seq_lens"], arms=params.get("arms"), **params.get("options", {}),
+                     on_point=lambda point: ctx.progress("sweep_point", point), should_cancel=ctx.cancelled), {}
+
+
 RUNNERS: dict[str, Callable[[dict, JobContext], tuple[Any, dict]]] = {
     "probe": run_probe, "catalogue": run_catalogue, "analyse": run_analyse, "time": run_time, "ab": run_ab_job,
     "kernels": run_kernels, "modes": run_modes_job, "throughput": run_throughput, "profile": run_profile, "roofline": run_roofline,
@@ -429,3 +438,4 @@ RUNNERS: dict[str, Callable[[dict, JobContext], tuple[Any, dict]]] = {
     "cli.roofline": run_cli_roofline, "cli.compare": run_cli_compare, "cli.determinism": run_cli_determinism,
     "cli.memsnap": run_cli_memsnap, "cli.ceilings": run_cli_ceilings,
 }
+RUNNERS["sweep"] = run_sweep_job  # the app and the CLI alike

@@ -137,13 +137,63 @@ def _compiled_in(result) -> str:
 _FAILED = "eager numbers shown"  # a compile that failed: the samples are eager
 
 
+def break_even_text(cost) -> str:
+    """'after 1,234 calls (compile 10.0 s / (eager 0.080 ms - compiled 0.070 ms per call))', 'never: the compiled
+    model is not faster than eager (compiled 0.114 ms, eager 0.080 ms)', or why there is none."""
+    if cost.break_even_calls is not None:
+        return (f"after {cost.break_even_calls:,} calls (compile {cost.compile_s:.1f} s / (eager "
+                f"{format_ms(cost.eager_median_ms)} - compiled {format_ms(cost.compiled_median_ms)} per call))")
+    if cost.eager_median_ms is not None:
+        return (f"{cost.break_even_note} (compiled {format_ms(cost.compiled_median_ms)}, eager "
+                f"{format_ms(cost.eager_median_ms)} per call)")
+    return f"not known: {cost.break_even_note}"
+
+
+def graph_breaks_text(cost, reasons: bool = True) -> str:
+    """'0 graph breaks', '2 graph breaks (Failed to trace builtin operator; ...)' (with `reasons`)."""
+    if cost.graph_breaks is None:
+        return f"graph breaks not counted: {cost.counters_note}"
+    text = f"{cost.graph_breaks} graph break{'' if cost.graph_breaks == 1 else 's'}"
+    return text + (f" ({'; '.join(cost.break_reasons)})" if reasons and cost.break_reasons else "")
+
+
+def recompiles_text(cost) -> str:
+    """'1 recompile after the first call; 1 timed sample held one, kept out of the statistics'."""
+    if cost.recompiles is None:
+        return f"recompiles not counted: {cost.counters_note}"
+    text = f"{cost.recompiles} recompile{'' if cost.recompiles == 1 else 's'} after the first call"
+    if cost.recompiled_samples:
+        held = cost.recompiled_samples
+        text += f"; {held} timed sample{' held one' if held == 1 else 's held one'}, kept out of the statistics"
+    return text
+
+
+def _level(cost) -> str:
+    return WARNING if cost.graph_breaks or cost.recompiles or cost.break_even_calls is None else ""
+
+
 def compile_rows(result) -> list[Row]:
-    """The CLI's row: the compile mode and time apart from the samples, or why it failed, as a warning."""
+    """The CLI's rows: the compile mode and time apart from the samples (or why it failed, as a warning), then
+    what dynamo's counters say, the eager baseline and the break-even (engine/benchmark/compile_cost.py)."""
     if result.compile_mode is None:
         return []
-    if result.compiled:
-        return [row("torch.compile", f"mode {result.compile_mode}, {_compiled_in(result)}")]
-    return [row("torch.compile", f"FAILED, {_FAILED}: {result.compile_error}", WARNING)]
+    if not result.compiled:
+        return [row("torch.compile", f"FAILED, {_FAILED}: {result.compile_error}", WARNING)]
+    rows = [row("torch.compile", f"mode {result.compile_mode}, {_compiled_in(result)}")]
+    cost = getattr(result, "compile_cost", None)
+    if cost is None:
+        return rows
+    rows += [row("graph breaks", graph_breaks_text(cost), WARNING if cost.graph_breaks else ""),
+             row("recompiles", recompiles_text(cost), WARNING if cost.recompiles else "")]
+    if cost.eager_median_ms is not None:
+        rows.append(row("eager baseline", f"p50 {format_ms(cost.eager_median_ms)} ({cost.eager_source})"))
+    return rows + [row("break-even", break_even_text(cost), WARNING if cost.break_even_calls is None else "")]
+
+
+def compile_cost_line(cost) -> str:
+    """The pane's line: '0 graph breaks · 0 recompiles after the first call · break-even after 1,234 calls (...)'."""
+    return " · ".join([graph_breaks_text(cost, reasons=False), recompiles_text(cost),
+                       "break-even " + break_even_text(cost)])
 
 
 def compile_line_rows(mode: str | None, result) -> list[Row]:
@@ -154,7 +204,9 @@ def compile_line_rows(mode: str | None, result) -> list[Row]:
     if result is None:
         return [row(f"torch.compile mode {mode}", "compiling before the timed iterations…")]
     if result.compiled:
-        return [row(f"torch.compile mode {mode}", f"{_compiled_in(result)} (not in the samples)")]
+        cost = getattr(result, "compile_cost", None)
+        return [row(f"torch.compile mode {mode}", f"{_compiled_in(result)} (not in the samples)")] + (
+            [row("compile cost", compile_cost_line(cost), _level(cost))] if cost is not None else [])
     return [row(f"torch.compile failed, {_FAILED}", str(result.compile_error), WARNING)]
 
 

@@ -26,10 +26,11 @@ How fast a PyTorch model runs on this box, and why.
 | `l` | time per layer (Layers tab): the last run's model profiled again; each layer's own time, share of the pass and achieved FLOP/s, longest first, what no layer owns, and on a GPU how much of the pass it sat idle |
 | `C` | measured ceilings (Device tab): per dtype the best of several matmuls and 3x3 convolutions (and, on the CPU, thread counts), and a large copy, kept per device; roofline and MFU then use them, and a utilisation above one says the ceiling is too low |
 | `n` | CUDA: a memory snapshot of a few iterations, for pytorch.org/memory_viz |
-| `1`–`9` | Timing, Compare, Layers, Device, Memory, Throughput, Profile, History, Kernels tabs |
+| `1`–`9` | Timing, Compare, Layers, Device, Memory, Throughput, Profile, History, Kernels tabs (Sweep: `w`) |
 | `h` | hide or show the sidebar (the tabs get the full width; below 70 columns it starts hidden) |
 | `b` | (Compare) make the highlighted run the baseline |
 | `t` | the batch with the most samples/s and the largest that fits (Throughput) |
+| `w` | (Sweep) a token model's p50 latency, tokens/s and peak memory at lengths 128, 256, ... 4096 (cut at its maximum positions), until one does not fit or 120 s; `W` the flags before the last flip (A) against the current ones (B), interleaved, both curves overlaid |
 | `p` | profile a few iterations: top operators and a Chrome trace (Profile) |
 | `o` | (Profile) sort the operators by the next key; or press a column header |
 | `m` / `⏎` | (History) mark a run; with two marked, see how they compare |

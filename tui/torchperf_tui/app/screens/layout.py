@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from textual.widgets import Footer, Static, TabbedContent
 
-TABS = ("timing", "compare", "layers", "device", "memory", "throughput", "profile", "history", "kernels")
+TABS = ("timing", "compare", "layers", "device", "memory", "throughput", "profile", "history", "kernels", "sweep")
 # Below this size the screen cannot show a pane with its controls: a notice says so instead.
 MIN_SIZE = (60, 18)
 # Narrower than this, the sidebar starts hidden (h shows it); shorter than this, the sidebar and the panes
@@ -16,7 +16,8 @@ SHORT_ROWS = 36
 # Tab labels when the full ones do not fit (80x24 with the sidebar leaves the tab bar ~46 columns; the full
 # labels need 80): every tab stays in sight, and 1-9 still switch to them.
 SHORT_LABELS = {"timing": "Time", "compare": "Comp", "layers": "Layer", "device": "Dev", "memory": "Mem",
-                "throughput": "Thru", "profile": "Prof", "history": "Hist", "kernels": "Kern"}
+                "throughput": "Thru", "profile": "Prof", "history": "Hist", "kernels": "Kern",
+                "sweep": "Swp"}
 
 
 class FitsTerminal:

@@ -32,7 +32,8 @@ PANES = {"picker": ("picker", "picker.model_picker", "ModelPicker"),
          "throughput": ("throughput", "throughput.throughput_pane", "ThroughputPane"),
          "profile": ("profile", "profile.profile_pane", "ProfilePane"),
          "history": ("history", "history.history_pane", "HistoryPane"),
-         "kernels": ("kernels", "kernels.kernels_pane", "KernelsPane")}
+         "kernels": ("kernels", "kernels.kernels_pane", "KernelsPane"),
+         "sweep": ("sweep", "sweep.sweep_pane", "SweepPane")}
 
 
 def pane_class(name: str):
@@ -51,7 +52,7 @@ class MainScreen(FitsTerminal, Screen):
     BINDINGS = [
         Binding("f", "focus_flags", "Flags", show=False),
         Binding("escape", "leave_field", "Leave field", show=False),
-        *[Binding(str(i + 1), f"show_tab('{name}')", name.title(), show=False) for i, name in enumerate(TABS)],
+        *[Binding(str(i + 1), f"show_tab('{name}')", name.title(), show=False) for i, name in enumerate(TABS[:9])],
     ]
 
     def compose(self) -> ComposeResult:
@@ -182,7 +183,7 @@ class MainScreen(FitsTerminal, Screen):
     @while_running
     def on_model_picker_analysing(self, message) -> None:
         self.pane("timing").model_line = f"[b]{message.spec}[/] · analysing…"
-        for name in ("timing", "throughput", "profile", "kernels"):
+        for name in ("timing", "throughput", "profile", "kernels", "sweep"):
             self.pane(name).model_chosen(message.spec)
 
     @while_running

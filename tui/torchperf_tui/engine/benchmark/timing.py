@@ -15,7 +15,7 @@ import numpy as np
 
 from torchperf_tui.engine.benchmark.bench_config import DEFAULT_ITERS, BenchConfig
 from torchperf_tui.engine.workloads.input_facts import InputFacts
-from torchperf_tui.engine.errors import TorchperfError, first_line
+from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.benchmark.flags import Flags, StateWatch, applied_flags, asked_state
 from torchperf_tui.engine.hardware.host_noise import HostNoise, HostProbe
 from torchperf_tui.engine.workloads.input_spec import InputSpec, ModelInputs, OnShape, ShapeFeed
@@ -38,8 +38,7 @@ STABLE_TOLERANCE = 0.02
 STABLE_MAX_ITERS = 200
 STABLE_MAX_SECONDS = 10.0
 
-# torch.compile modes offered: "reduce-overhead" adds CUDA graphs on a GPU (a static graph replayed whole).
-COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
+from torchperf_tui.engine.benchmark.compile_cost import COMPILE_MODES, CompileCost, compile_model, eager_baseline  # noqa: F401
 
 
 @dataclass
@@ -75,6 +74,7 @@ class TimingResult(InputFacts):
     compiled: bool = False  # whether the timed iterations ran the compiled model
     compile_s: float | None = None  # compilation (first call of the compiled model), kept out of the samples
     compile_error: str | None = None  # why compilation failed; the samples are then eager
+    compile_cost: CompileCost | None = None  # dynamo's counters, the eager baseline, the break-even (compile_cost.py)
     shapes: str = "fixed"  # the schedule the timed iterations followed
     sample_shapes: list[tuple[int, ...]] = field(default_factory=list)  # the input shape of each timed sample
     sample_first_seen: list[bool] = field(default_factory=list)  # per timed sample: its shape met for the first time
@@ -136,6 +136,7 @@ class TimingResult(InputFacts):
         data["memory_trace"] = [list(point) for point in self.memory_trace]
         data["percentiles"] = [asdict(interval) for interval in percentile_intervals(self.samples_ms)]
         data["host_noise"] = self.host_noise.to_dict() if self.host_noise is not None else None
+        data["compile_cost"] = self.compile_cost.to_dict() if self.compile_cost is not None else None
         data["disturbance_marks"] = self.disturbance_marks()
         return data
 
@@ -276,10 +277,6 @@ def _run_benchmark(cfg: BenchConfig, watch: StateWatch, on_sample: OnSample | No
     schedule = parse_schedule(cfg.shapes, seed=cfg.seed)
     check_schedule_inputs(schedule, plan.inputs)
     timed_shapes = schedule.shapes(shape, cfg.iters, sequence=plan.inputs.tokens)
-    if schedule.varies and cfg.compile is not None:
-        # Each new shape would recompile (or re-record CUDA graphs) inside a timed sample.
-        raise TorchperfError(f"torch.compile with the shape schedule {schedule.describe()} would time "
-                             "recompilations inside the samples: use fixed shapes to compare eager and compiled")
     if schedule.varies:
         check_schedule_accepted(cfg.model, schedule, plan.inputs, cfg.dtype, cfg.model_args)
     from torchperf_tui.engine.workloads.workload import forward_errors, prepare_workload
@@ -293,8 +290,8 @@ def _run_benchmark(cfg: BenchConfig, watch: StateWatch, on_sample: OnSample | No
     host = HostProbe()
     try:
         with applied_flags(cfg.flags), grad_context(step):
-            forward, compile_s, compile_error = _maybe_compile(work.model, work.x, cfg.compile, device)
-            runner = StepRunner(work.model, step, device, seed=cfg.seed, forward=forward)
+            compiling = compile_model(work.model, work.x, cfg.compile, device)
+            runner = StepRunner(work.model, step, device, seed=cfg.seed, forward=compiling.forward)
             work.x = None  # the feed holds the input from here on
             forward_peak = runner.forward_only_peak(feed.x) if step.training else None
 
@@ -306,6 +303,7 @@ def _run_benchmark(cfg: BenchConfig, watch: StateWatch, on_sample: OnSample | No
                     if sampler is not None:  # outside the timer, like everything in this hook
                         sampler.before_timed("timed", index)
                     feed.advance(index)
+                    compiling.before_timed()  # dynamo's frame count: a recompile inside a sample is seen
                 feed.passes_started += 1
 
             with forward_errors(cfg.model, lambda: feed.shape, dtype, device, calls_done=feed.passes_done):
@@ -321,6 +319,14 @@ def _run_benchmark(cfg: BenchConfig, watch: StateWatch, on_sample: OnSample | No
             memory.sample()
             loss_kind = runner.loss_kind
             del runner
+            recompiled = compiling.recompiled(len(times.samples_ms))
+            eager = (None, 0)
+            if compiling.compiled and not schedule.varies and not times.cancelled:  # the baseline: same input
+                eager_step = StepRunner(work.model, step, device, seed=cfg.seed)
+                eager = eager_baseline(lambda fn, **kw: run_timed_loop(fn, device=device, **kw),
+                                       lambda: eager_step(feed.x), warmup=cfg.warmup, iters=len(times.samples_ms),
+                                       budget_s=cfg.time_budget_s, should_cancel=should_cancel)
+                del eager_step
     finally:
         feed.x = None
         work.release()
@@ -334,7 +340,9 @@ def _run_benchmark(cfg: BenchConfig, watch: StateWatch, on_sample: OnSample | No
         report = shape_report(schedule, iterations, first_seen)
     repeats = [ms for ms, seen in zip(samples, first_seen) if not seen]
     conditions = sampler.summary("timed", items=sum(s[0] for s in shapes_done)) if sampler is not None else None
-    stats = compute_stats(samples, batch=shape[0], first_iter_ms=times.first_iter_ms)
+    # A sample that held a recompilation measured dynamo and inductor, not the model: kept out, as said.
+    kept = [ms for ms, again in zip(samples, recompiled) if not again] if any(recompiled) else samples
+    stats = compute_stats(kept, batch=shape[0], first_iter_ms=times.first_iter_ms)
     if stats is not None and schedule.batch_low is not None:
         # The batch varies: items per second is every item over every second, not the configured batch.
         stats = replace(stats, fps=items_per_second(sum(s[0] for s in shapes_done), sum(samples)))
@@ -356,9 +364,12 @@ def _run_benchmark(cfg: BenchConfig, watch: StateWatch, on_sample: OnSample | No
         duration_s=time.time() - started,
         timer="cuda-events" if device.type == "cuda" else "perf_counter",
         compile_mode=cfg.compile,
-        compiled=cfg.compile is not None and compile_error is None,
-        compile_s=compile_s,
-        compile_error=compile_error,
+        compiled=compiling.compiled,
+        compile_s=compiling.compile_s,
+        compile_error=compiling.error,
+        compile_cost=compiling.cost(stats.p50_ms if stats is not None else None, *eager, sum(recompiled),
+                                    no_baseline=f"shapes vary ({schedule.describe()}): no eager baseline on one "
+                                    "input" if schedule.varies else "cancelled before the eager baseline"),
         shapes=schedule.describe(),
         sample_shapes=list(shapes_done),
         sample_first_seen=first_seen,
@@ -407,24 +418,3 @@ def check_schedule_accepted(model: str, schedule: ShapeSchedule, inputs: InputSp
             raise ShapeError(f"shape schedule {schedule.describe()}: {exc}") from None
         except ModelError:
             return
-
-
-def _maybe_compile(model: torch.nn.Module, x: ModelInputs, mode: str | None, device: torch.device):
-    """(callable to time, compile seconds, error). Compilation happens at the first call, so that call is
-    timed here as the compile cost; a failing compile (no C++ compiler, an unsupported op) falls back to eager
-    and says why instead of failing the run."""
-    if mode is None:
-        return model, None, None
-    if mode not in COMPILE_MODES:
-        raise TorchperfError(f"unknown compile mode {mode!r}: choose one of {', '.join(COMPILE_MODES)}")
-    torch._dynamo.reset()  # a fresh cache: earlier runs' graphs must not count toward this one's limits
-    t0 = time.perf_counter()
-    try:
-        compiled = torch.compile(model, mode=mode)
-        x.call(compiled)
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-    except Exception as exc:  # any backend failure: report it, keep the eager numbers
-        torch._dynamo.reset()
-        return model, None, f"torch.compile(mode={mode!r}) failed: {type(exc).__name__}: {first_line(exc)}"
-    return compiled, time.perf_counter() - t0, None

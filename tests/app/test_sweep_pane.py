@@ -1,0 +1,96 @@
+"""The Sweep tab: w sweeps the chosen model's sequence length under the current flags, W the flags before the last
+flip against the current ones; rows stream in, then the summary and the two plots (latency and memory against
+length, a line per arm). The measurement process answers the sweep with a recorded result."""
+
+from __future__ import annotations
+
+import math
+
+from tests.app.helpers import flip, notifications, screen_text, wait_until
+from tests.fakes.fake_measurement import Failed, Recorded
+from torchperf_tui.engine.benchmark.sweep import SweepPoint, SweepResult
+
+
+def recorded_sweep(arms=("",)) -> Recorded:
+    points = []
+    for i, length in enumerate((128, 256, 512)):
+        for arm in arms:
+            grow = 2 if arm == "B" else 4  # arm B's memory grows linearly, A's (and a lone arm's) quadratically
+            points.append(SweepPoint(length, arm, True, median_ms=1.0 + i, p90_ms=1.5 + i,
+                                     tokens_per_s=length * 1000 / (1.0 + i), peak_bytes=2**20 * grow ** i, iters=10))
+    points.append(SweepPoint(1024, arms[0], False, reason="over the CPU memory cap: needs about 9 GiB"))
+    result = SweepResult(model="hf:llama", device="cpu", dtype="float32", batch=1, lengths=[128, 256, 512, 1024],
+                         arms=[(a, "threads=1" if a == "A" else "threads=2" if a == "B" else "threads=default")
+                               for a in arms], points=points,
+                         stop_reason=f"{'arm A: ' if arms[0] else ''}length 1024 does not fit: over the CPU memory cap",
+                         memory_kind="rss", memory_cap_bytes=2**30, time_budget_s=120.0, duration_s=3.0)
+    return Recorded(result, progress=tuple(("sweep_point", p) for p in points))
+
+
+def plotted(app, selector: str) -> list[list[int]]:
+    plot = app.main.query_one(selector)
+    if not plot.has_plot:
+        return []
+    return [[round(2 ** x) for x in data.x] for data in plot._plot._datasets[::2]]  # a line, then its markers
+
+
+async def test_w_sweeps_the_lengths_and_plots_latency_and_memory_against_them(tiny_app):
+    from tests.fakes.fake_measurement import FakeMeasurement
+    from torchperf_tui.measure.client import MeasurementProcess
+
+    fake = FakeMeasurement({"sweep": recorded_sweep()}, real=MeasurementProcess)
+    async with tiny_app(measurement=fake, size=(120, 40)) as pilot:
+        app = pilot.app
+        await pilot.press("w")
+        assert app.main.active_tab() == "sweep"
+        await wait_until(pilot, lambda: "stopped:" in screen_text(app, "#sweep-summary"), what="the sweep's end")
+        table = app.main.query_one("#sweep-table")
+        cells = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+        assert [row[0] for row in cells] == ["128", "256", "512", "1024"]
+        assert cells[0][2:] == ["1.00 ms", "1.50 ms", "128,000", "1.0 MiB"]
+        assert cells[-1][2] == "does not fit" and "over the CPU memory cap" in cells[-1][3]
+        summary = screen_text(app, "#sweep-summary")
+        assert "up to 512 tokens (3.00 ms p50, peak 16.0 MiB)" in summary
+        assert "stopped: length 1024 does not fit" in summary
+        for selector in ("#sweep-latency", "#sweep-memory"):
+            await wait_until(pilot, lambda: plotted(app, selector) == [[128, 256, 512]], what=f"{selector}")
+        params = next(p for kind, p in fake.requests if kind == "sweep")
+        assert params["arms"] is None and params["seq_lens"] == (128, 4096) and params["cfg"].model == app.pane(
+            "picker").spec
+
+
+async def test_shift_w_sweeps_the_flags_before_the_flip_against_now_and_overlays_their_curves(tiny_app):
+    from tests.fakes.fake_measurement import FakeMeasurement
+    from torchperf_tui.measure.client import MeasurementProcess
+
+    fake = FakeMeasurement({"sweep": recorded_sweep(("A", "B"))}, real=MeasurementProcess)
+    async with tiny_app(measurement=fake, size=(120, 40)) as pilot:
+        app = pilot.app
+        await pilot.press("W")  # no flip yet: nothing to compare, said, and no job
+        await wait_until(pilot, lambda: any("flip a flag first" in n for n in notifications(app)), what="refusal")
+        assert not any(kind == "sweep" for kind, _ in fake.requests)
+        await flip(pilot, "mkldnn_enabled")
+        await pilot.press("W")
+        await wait_until(pilot, lambda: "stopped:" in screen_text(app, "#sweep-summary"), what="the sweep's end")
+        params = next(p for kind, p in fake.requests if kind == "sweep")
+        a, b = params["arms"]
+        assert a.flags.mkldnn_enabled != b.flags.mkldnn_enabled and params["seq_lens"] == (128, 4096)
+        summary = screen_text(app, "#sweep-summary")
+        assert "A: up to 512 tokens" in summary and "B: up to 512 tokens" in summary
+        await wait_until(pilot, lambda: plotted(app, "#sweep-memory") == [[128, 256, 512], [128, 256, 512]],
+                         what="both arms' memory curves")
+        memory = app.main.query_one("#sweep-memory")._plot._datasets
+        assert list(memory[0].y) == [1, 4, 16] and list(memory[2].y) == [1, 2, 4]  # quadratic A, linear B
+
+
+async def test_a_refused_sweep_is_a_message_and_the_app_keeps_running(tiny_app):
+    answers = {"sweep": Failed("sweep varies a token model's sequence length, and tests.tinymodels:tiny_cnn takes "
+                               "1x3x32x32, not token ids: use bench --shapes for other inputs")}
+    async with tiny_app(answers=answers) as pilot:
+        app = pilot.app
+        await pilot.press("w")
+        await wait_until(pilot, lambda: "error:" in screen_text(app, "#sweep-status"), what="the refusal")
+        assert "not token ids" in screen_text(app, "#sweep-status")
+        assert any("not token ids" in n for n in notifications(app))
+        await pilot.press("1")
+        assert app.main.active_tab() == "timing"

@@ -1,0 +1,1 @@
+"""The Sweep pane: latency and memory against sequence length."""

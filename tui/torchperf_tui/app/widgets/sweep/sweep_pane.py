@@ -1,0 +1,241 @@
+"""Sweep pane: a token model's latency, tokens/s and peak memory at sequence lengths doubling from 128 to 4096 (cut at
+its maximum positions) under the current flags (key w), or under the flags before the last flip (A) and the current
+ones (B) measured interleaved (key W): a row per length as the sweep goes, then what stopped it, and two plots,
+p50 latency and peak memory against length, one line per arm (math's quadratic memory against flash's)."""
+
+from __future__ import annotations
+
+import math
+
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.markup import escape
+from textual.reactive import reactive
+from textual.widgets import Button, DataTable, Static
+
+from torchperf_tui.app.messages import JobEvent
+from torchperf_tui.app.pane_jobs import PaneJobs
+from torchperf_tui.app.widgets.timing.histogram import _PlotHolder, theme_palette
+from torchperf_tui.formatting import format_bytes, format_ms, number_text
+from torchperf_tui.measure.protocol import JobDone, JobFailed, Progress
+
+SWEEP_LENGTHS = "128-4096"  # the app's lengths (the CLI's default): cut at the model's maximum, within the budget
+MiB = 1024**2
+
+
+def point_cells(point) -> tuple[str, ...]:
+    """(length, arm, p50, p90, tokens/s, peak) of one SweepPoint; one that did not fit says why."""
+    if not point.fits:
+        why = point.reason if len(point.reason) <= 40 else point.reason[:39] + "…"  # the summary says it whole
+        return (str(point.length), point.arm or "–", "does not fit", escape(why), "", "")
+    return (str(point.length), point.arm or "–", format_ms(point.median_ms), format_ms(point.p90_ms),
+            number_text(point.tokens_per_s, ",.0f"), format_bytes(point.peak_bytes))
+
+
+class LengthAxis:
+    """x ticks at the lengths measured, placed by log2 (each doubling one step), labelled with the length."""
+
+    def __init__(self, lengths: list[int], most: int) -> None:
+        from textual_plot.axis_formatter import AxisFormatter
+
+        lengths = sorted(set(lengths))
+        step = max(1, math.ceil(len(lengths) / max(1, most)))
+        ticks = [math.log2(n) for n in lengths[::step]]
+
+        class _Formatter(AxisFormatter):
+            def get_ticks(self, min_, max_, max_ticks=8):
+                return [t for t in ticks if min_ - 1e-9 <= t <= max_ + 1e-9]
+
+            def get_labels_for_ticks(self, shown):
+                return [str(round(2 ** t)) for t in shown]
+
+        self.ticks, self.formatter = ticks, _Formatter()
+
+
+class SweepPlot(_PlotHolder):
+    """One figure (p50 latency or peak memory) against sequence length, a line per arm, with a legend in an A/B."""
+
+    def __init__(self, metric: str, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.metric = metric  # "latency" or "memory"
+        self.empty_text = "no lengths yet: press w to sweep (W: the flags before the last flip against now)"
+        self.series: dict[str, list[tuple[int, float]]] = {}
+        self.labels: dict[str, str] = {}
+
+    def show(self, series: dict[str, list[tuple[int, float]]], labels: dict[str, str]) -> None:
+        self.series = {arm: sorted(points) for arm, points in series.items() if points}
+        self.labels = labels
+        self.request_redraw()
+
+    def has_data(self) -> bool:
+        return bool(self.series)
+
+    def draw(self, plot) -> None:
+        from textual_plot import HiResMode, LegendLocation
+
+        palette = theme_palette(self.app)
+        legend = []
+        lengths = [n for points in self.series.values() for n, _ in points]
+        top = max(v for points in self.series.values() for _, v in points)
+        for i, (arm, points) in enumerate(sorted(self.series.items())):
+            colour = palette[i % len(palette)]
+            xs, ys = [math.log2(n) for n, _ in points], [v for _, v in points]
+            label = self.labels.get(arm, arm) if len(self.series) > 1 else None
+            plot.plot(xs, ys, line_style=colour, hires_mode=HiResMode.BRAILLE, label=label)
+            plot.scatter(xs, ys, marker_style=colour)
+            if label:
+                legend.append((label, colour))
+        y_label = "p50 latency, ms" if self.metric == "latency" else "peak memory, MiB"
+        self.set_labels(plot, "sequence length", y_label)
+        width = self.size.width - (self._plot.margin_left if self._plot is not None else 10) - 2
+        axis = LengthAxis(lengths, max(2, width // 7))
+        plot.set_x_formatter(axis.formatter)
+        lo, hi = math.log2(min(lengths)), math.log2(max(lengths))
+        pad = max(0.25, (hi - lo) * 0.05)
+        plot.set_xlimits(lo - pad, hi + pad)
+        plot.set_xticks(axis.ticks)
+        plot.set_ylimits(0, top * 1.1 if top > 0 else 1)
+        if legend:
+            self.show_legend(plot, LegendLocation.TOPLEFT, legend)
+
+
+class SweepPane(Vertical):
+    """Owns the sweep (keys w and W): a row per length and arm as it streams, then the result and its plots."""
+
+    status: reactive[str] = reactive("", init=False, always_update=True)
+
+    DEFAULT_CSS = """
+    SweepPane { height: 1fr; }
+    SweepPane > Static { height: auto; }
+    SweepPane > DataTable { height: auto; max-height: 7; }
+    SweepPane > Horizontal { height: 1fr; }
+    SweepPane > Horizontal > SweepPlot { width: 1fr; }
+    """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.jobs = PaneJobs(self)
+        self.points: list = []
+        self.arm_labels: dict[str, str] = {}
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(classes="pane-actions"):
+            yield Button("Sweep lengths (w)", id="sweep-start", compact=True, action="app.pane('sweep', 'start')")
+            yield Static("pick a token model, then w: latency and memory at lengths 128 to 4096 (W: the flags "
+                         "before the last flip against the current ones)", id="sweep-status")
+        yield DataTable(id="sweep-table", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="sweep-summary")
+        with Horizontal(id="sweep-plots"):
+            yield SweepPlot("latency", id="sweep-latency")
+            yield SweepPlot("memory", id="sweep-memory")
+
+    def on_mount(self) -> None:
+        if not self.query(DataTable):
+            return  # the app is closing as the pane mounts
+        table = self.query_one(DataTable)
+        for key, label in (("length", "length"), ("arm", "arm"), ("p50", "p50"), ("p90", "p90"),
+                           ("rate", "tokens/s"), ("peak", "peak")):
+            table.add_column(label, key=key)
+
+    def start(self) -> None:
+        """Sweep under the current flags (replacing a sweep or any measurement in flight)."""
+        self._start(None)
+
+    def start_ab(self) -> None:
+        """Sweep the flags before the last flip (A) against the current ones (B), interleaved at each length."""
+        flags = self.screen.pane("flags")
+        arms = flags.arms() if flags.flags is not None else None
+        if arms is None:
+            from torchperf_tui.engine.benchmark.ab_arms import same_arms_refusal
+
+            self.app.notify(same_arms_refusal("flip a flag first: W sweeps the flags before the flip against the "
+                                              "current ones"), severity="warning", timeout=6)
+            return
+        self._start(arms)
+
+    def _start(self, flag_arms) -> None:
+        selection = self.screen.ready_selection("sweep", module="sweep")
+        if selection is None:
+            return
+        from torchperf_tui.engine.benchmark.ab_arms import ArmSpec
+        from torchperf_tui.engine.benchmark.sweep import parse_seq_lens
+
+        kind = self.app.session.device_kind()
+        arms = None
+        self.arm_labels = {"": selection.flags.describe(kind)}
+        if flag_arms is not None:
+            arms = tuple(ArmSpec(flags=f, text=f.describe(kind)) for f in flag_arms)
+            self.arm_labels = {"A": f"A ({arms[0].text})", "B": f"B ({arms[1].text})"}
+        self.screen.show_tab("sweep")
+        self.query_one(DataTable).clear()
+        self.query_one("#sweep-summary", Static).update("")
+        self.points = []
+        self._replot()
+        under = "A and B interleaved" if arms else selection.flags.describe(kind)
+        self.status = (f"[b]{selection.spec}[/] on {self.app.session.resolved_device()} · sweeping lengths "
+                       f"{SWEEP_LENGTHS} (doubling, cut at the model's maximum) under {escape(under)}…")
+        cfg = self.jobs.config(selection, self._failed, slot="sweep")
+        if cfg is None:
+            return
+        self.jobs.start("sweep", "sweep", {"cfg": cfg, "seq_lens": parse_seq_lens(SWEEP_LENGTHS), "arms": arms},
+                        f"sweeping the sequence length of {selection.spec}")
+
+    @on(JobEvent)
+    def _job_event(self, message: JobEvent) -> None:
+        event = self.jobs.accept(message)
+        if isinstance(event, Progress) and event.what == "sweep_point":
+            self.add_point(event.data)
+        elif isinstance(event, JobFailed):
+            self._failed("cancelled before it started" if event.cancelled else event.error)
+        elif isinstance(event, JobDone):
+            self.show_result(event.result)
+
+    def _failed(self, error: str) -> None:
+        self.status = f"[b $error]error:[/] {escape(error)}"
+        self.app.notify(error, title="sweep failed", severity="error", timeout=8)
+
+    def model_chosen(self, spec: str) -> None:
+        if self.status == "":
+            self.status = f"[b]{spec}[/] · w: sweep the sequence length (a token model)"
+
+    def watch_status(self, text: str) -> None:
+        self.query_one("#sweep-status", Static).update(text)
+
+    def add_point(self, point) -> None:
+        self.points.append(point)
+        table = self.query_one(DataTable)
+        table.add_row(*point_cells(point))
+        table.move_cursor(row=table.row_count - 1)
+        self._replot()
+
+    def show_result(self, result) -> None:
+        from torchperf_tui.wording import model_label
+        from torchperf_tui.wording.sweep import sweep_summary
+
+        if len(self.points) != len(result.points):  # a point's event lost to a replaced job: the result's own
+            self.query_one(DataTable).clear()
+            self.points = []
+            for point in result.points:
+                self.add_point(point)
+        self.arm_labels = {name: (f"{name} ({text})" if name else text) for name, text in result.arms}
+        lines = [f"[b]{escape(sweep_summary(result))}[/]"] + [escape(note) for note in result.notes
+                                                               if not note.startswith("CPU memory cap")]
+        lines += [f"[b $warning]torch state:[/] {escape(note)}" for note in result.state_notes]
+        self.query_one("#sweep-summary", Static).update("\n".join(lines))
+        span = f"{result.lengths[0]}-{result.lengths[-1]}"
+        self.status = (f"[b]{escape(model_label(result.model, result.model_args))}[/] on {result.device}, "
+                       f"{result.dtype}, batch {result.batch}, lengths {span} · "
+                       f"{'cancelled' if result.cancelled else 'done'}")
+        self._replot()
+
+    def _replot(self) -> None:
+        latency: dict[str, list] = {}
+        memory: dict[str, list] = {}
+        for p in self.points:
+            if p.fits and p.median_ms is not None:
+                latency.setdefault(p.arm, []).append((p.length, p.median_ms))
+            if p.fits and p.peak_bytes is not None:
+                memory.setdefault(p.arm, []).append((p.length, p.peak_bytes / MiB))
+        self.query_one("#sweep-latency", SweepPlot).show(latency, self.arm_labels)
+        self.query_one("#sweep-memory", SweepPlot).show(memory, self.arm_labels)
