@@ -145,6 +145,10 @@ def cmd_flops(args) -> int:
 def cmd_bench(args) -> int:
     from torchperf_tui.cli_render import ProgressLine, render_timing
 
+    if getattr(args, "generate", None) is not None or getattr(args, "prompt_len", None) is not None:
+        from torchperf_tui.cli_generation import bench_generate  # greedy generation, timed per token
+
+        return bench_generate(args)
     if args.cold_l2 and args.modes is None:
         from torchperf_tui.engine.errors import TorchperfError
 

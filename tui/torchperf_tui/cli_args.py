@@ -164,6 +164,12 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                         "outside the timed region")
     p.add_argument("--per-block", type=_positive_int, default=10,
                    help="with --modes: iterations per pipelined block (default 10)")
+    p.add_argument("--generate", type=_positive_int, metavar="N",
+                   help="a causal LM (hf: decoders): instead of one timing, greedy generation of N new tokens with the "
+                        "model's own KV cache, each token synchronised: time to first token (the prefill), per-token "
+                        "latency (the decode steps), tokens/s and the cache's size; 1 warm-up and 5 timed generations")
+    p.add_argument("--prompt-len", type=_positive_int, metavar="P",
+                   help="with --generate: the prompt's length in tokens (default: --seq-len, else the model's own)")
     p.add_argument("--samples", action="store_true", help="with --json: include every sample")
     p.add_argument("--no-history", action="store_true", help="do not append this run to the history file")
     p.add_argument("--json", action="store_true", help="machine-readable output")

@@ -1,0 +1,35 @@
+"""The generation jobs of the measurement process (measure/runners.py registers them): the app's "generate" and
+the CLI's "cli.generate", each a call of engine/benchmark/generation.py with the job's cancel flag and its
+per-token latencies streamed as Samples (phases "warmup", "prefill", "decode")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torchperf_tui.measure.runners import JobContext, SampleStream, _history_extra, send_every_s
+
+
+def run_generate(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: cfg (BenchConfig: the prompt is its input), new_tokens, runs (optional). Streams Samples.
+    -> (GenerationResult, {"fingerprint"})."""
+    from torchperf_tui.engine.benchmark.generation import GENERATE_RUNS, run_generation
+
+    stream = SampleStream(ctx, every_s=send_every_s(params["cfg"]))
+    try:
+        result = run_generation(params["cfg"], params["new_tokens"], runs=params.get("runs", GENERATE_RUNS),
+                                on_sample=stream.on_sample, should_cancel=ctx.cancelled)
+    finally:
+        stream.close()
+    return result, _history_extra(result)
+
+
+def run_cli_generate(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """As "generate", after the notes `bench` gives (flags without effect on this device, the dtype)."""
+    from torchperf_tui.engine.benchmark.flags import inert_flags
+    from torchperf_tui.engine.workloads.inputs import dtype_note, resolve_device
+
+    cfg = params["cfg"]
+    kind = resolve_device(cfg.device).type
+    for line in inert_flags(cfg.flags, kind) + [note for note in (dtype_note(cfg.dtype, kind),) if note]:
+        ctx.progress("note", line)
+    return run_generate(params, ctx)
