@@ -30,6 +30,7 @@ BINDINGS = [
     Binding("C", "pane('device', 'measure_ceilings')", "Ceilings", show=False),
     Binding("l", "pane('layers', 'time_layers')", "Layer times", show=False),
     Binding("n", "pane('memory', 'snapshot')", "Mem snapshot", show=False),
+    Binding("g", "pane('generation', 'start')", "Generate", show=False),
 ]
 
 # (title, help, action) for the command palette
@@ -55,6 +56,8 @@ PALETTE = [
     ("Time per layer", "Layers: profile the last run's model again and give each layer its time and share of the "
      "pass (on a GPU: busy and idle)", "pane('layers', 'time_layers')"),
     ("Memory snapshot", "CUDA: the allocator's history for pytorch.org/memory_viz", "pane('memory', 'snapshot')"),
+    ("Generate", "Causal LMs: greedy generation with the model's KV cache; time to first token and per output token",
+     "pane('generation', 'start')"),
     ("Mark history run", "History: mark the highlighted run; two marked are compared", "mark_history_run"),
     ("Filter models", "Type to filter the model list", "screen.focus_filter"),
     ("Flags", "Move to the flag switches", "screen.focus_flags"),

@@ -32,7 +32,8 @@ PANES = {"picker": ("picker", "picker.model_picker", "ModelPicker"),
          "throughput": ("throughput", "throughput.throughput_pane", "ThroughputPane"),
          "profile": ("profile", "profile.profile_pane", "ProfilePane"),
          "history": ("history", "history.history_pane", "HistoryPane"),
-         "kernels": ("kernels", "kernels.kernels_pane", "KernelsPane")}
+         "kernels": ("kernels", "kernels.kernels_pane", "KernelsPane"),
+         "generation": ("generation", "timing.generation_view", "GenerationView")}  # in the Timing tab, under the run
 
 
 def pane_class(name: str):
@@ -182,7 +183,7 @@ class MainScreen(FitsTerminal, Screen):
     @while_running
     def on_model_picker_analysing(self, message) -> None:
         self.pane("timing").model_line = f"[b]{message.spec}[/] · analysing…"
-        for name in ("timing", "throughput", "profile", "kernels"):
+        for name in ("timing", "throughput", "profile", "kernels", "generation"):
             self.pane(name).model_chosen(message.spec)
 
     @while_running
