@@ -33,8 +33,12 @@ async def test_g_generates_with_a_causal_lm_and_fills_the_per_token_histogram(ti
         histogram = app.main.query_one("#generation-histogram")
         assert len(histogram.samples) == 5 * 63 == len(view.result.decode_ms)
         assert "per output token" in histogram.title
+        assert histogram.display and not app.main.query_one("#latency-histogram").display  # its place, taken
         await wait_until(pilot, lambda: history.exists() and "generate" in history.read_text(), what="the record")
         assert json.loads(history.read_text().splitlines()[-1])["details"]["new_tokens"] == 64
+        await pilot.press("r")  # a timing run after the generation takes the histogram back; the figures stay
+        await wait_until(pilot, lambda: app.main.query_one("#latency-histogram").display, what="the run's histogram")
+        assert not histogram.display and "TTFT " in screen_text(app, "#generation-lines")
 
 
 async def test_g_on_a_model_that_is_not_a_causal_lm_says_why_in_one_line(tiny_app):

@@ -229,6 +229,7 @@ class MainScreen(FitsTerminal, Screen):
     @while_running
     def _runs_changed(self, message: RunsChanged) -> None:
         self.pane("compare").refresh_runs()
+        self.pane("generation").timing_run(self.pane("timing").record)  # a newer run takes the histogram back
 
     @on(HistoryChanged)
     @while_running

@@ -31,7 +31,9 @@ class GenerationView(Vertical):
 
     DEFAULT_CSS = """
     GenerationView { height: 1fr; display: none; }
+    GenerationView.-yielded { height: auto; }
     GenerationView > Static { height: auto; }
+    GenerationView.-compact > Static { text-wrap: nowrap; text-overflow: ellipsis; }
     GenerationView > LatencyHistogram { min-height: 4; }
     """
 
@@ -45,14 +47,40 @@ class GenerationView(Vertical):
         self.decode_ms: list[float] = []
         self._on_cpu = False
         self._histogram_at = 0.0
+        self._lines: list[str] = []  # in markup: the head, then the figures, then the rest
+        self._run_seen = None  # the timing pane's run when g was pressed: a newer one takes the histogram back
 
     def compose(self) -> ComposeResult:
         yield Static("", id="generation-lines")
         yield LatencyHistogram(id="generation-histogram")
 
-    def say(self, text: str) -> None:
-        self.query_one("#generation-lines", Static).update(text)
+    def say(self, *lines: str) -> None:
+        """The section's lines (markup); on a short pane the first two, one row each."""
+        self._lines = list(lines)
         self.display = True
+        self._show_lines()
+
+    def _show_lines(self) -> None:
+        compact = self.parent is not None and self.parent.has_class("-compact")
+        self.set_class(compact, "-compact")
+        self.query_one("#generation-lines", Static).update("\n".join(self._lines[:2] if compact else self._lines))
+
+    def on_resize(self) -> None:
+        if self._lines:
+            self._show_lines()
+
+    def _take_histogram(self, taken: bool) -> None:
+        """The per-token histogram in place of the run's (`taken`), or the run's back and this section its lines."""
+        self.set_class(not taken, "-yielded")
+        self.query_one(LatencyHistogram).display = taken
+        if self.parent is not None and self.parent.query("#latency-histogram"):
+            self.parent.query_one("#latency-histogram").display = not taken
+
+    def timing_run(self, record) -> None:
+        """The timing pane's current run (the screen says when its runs change): a run started after g takes its
+        histogram back."""
+        if self.display and record is not None and record is not self._run_seen:
+            self._take_histogram(False)
 
     # -- the job -------------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -62,6 +90,8 @@ class GenerationView(Vertical):
         if selection is None:
             return
         self.screen.show_tab("timing")
+        self._run_seen = getattr(self.parent, "record", None)
+        self._take_histogram(True)
         self.spec, self.result = selection.spec, None
         self.ttft_ms, self.decode_ms = [], []
         cfg = self.jobs.config(selection, self.refused, slot="generate")
@@ -129,8 +159,7 @@ class GenerationView(Vertical):
 
         self.result = result
         self.decode_ms = list(result.decode_ms)
-        lines = [escape(line) for line in generation_lines(result)]
-        self.say(f"[b]generate[/] {escape(self.setup)}\n" + "\n".join(lines))
+        self.say(f"[b]generate[/] {escape(self.setup)}", *(escape(line) for line in generation_lines(result)))
         self._histogram(self.decode_ms)
         if result.cancelled:
             return
@@ -145,5 +174,6 @@ class GenerationView(Vertical):
         """Another model: the generation of the last one would read as this one's."""
         if self.spec is not None and spec != self.spec:
             self.jobs.cancel("generate", enforce=False)
-            self.spec, self.result = None, None
+            self.spec, self.result, self._lines = None, None, []
             self.display = False
+            self._take_histogram(False)
