@@ -175,3 +175,11 @@ def test_a_generate_record_keeps_the_figures_and_reads_back():
     line = again.summary()
     assert "generate" in line and "3 new tokens after 8" in line and "TTFT" in line and "tokens/s" in line
     assert again.setup()["generate"] == 3
+
+
+@pytest.mark.gpu
+def test_on_cuda_each_step_is_timed_by_cuda_events_and_the_cache_lives_on_the_device():
+    result = run_generation(config(device="cuda", batch=2), 5, runs=2)
+    assert result.timer == "cuda-events" and result.device.startswith("cuda")
+    assert len(result.decode_ms) == 8 and all(ms > 0 for ms in result.ttft_ms + result.decode_ms)
+    assert result.kv_cache_bytes == 2 * LAYERS * 2 * KV_HEADS * (8 + 5 - 1) * (HIDDEN // HEADS) * 4
