@@ -86,3 +86,31 @@ def test_bad_generate_input_is_one_line_and_exit_2(capsys, argv, words):
     code, out, err = run(capsys, *argv)
     assert code == 2 and out == ""
     assert words in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_compare_generate_gives_a_verdict_on_decode_and_the_prefill_apart(capsys):
+    code, out, err = run(capsys, "compare", "hf:llama", "--model-args", TINY_LLAMA, "--generate", "3", "--prompt-len",
+                         "6", "--a", "", "--b", "threads=1", "--blocks", "6", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["decode_verdict"]["blocks"] == 6 and data["prefill_verdict"]["blocks"] == 6
+    assert data["summary"].startswith("decode (per output token): ")
+    for arm in ("a", "b"):
+        assert len(data[arm]["ttft_ms"]) == 6 and [len(block) for block in data[arm]["decode_blocks"]] == [2] * 6
+        assert data[arm]["per_token_median_ms"] > 0
+    assert data["b"]["flags"]["num_threads"] == 1
+    code, out, err = run(capsys, "compare", "hf:llama", "--model-args", TINY_LLAMA, "--generate", "3", "--prompt-len",
+                         "6", "--a", "", "--b", "threads=1", "--blocks", "6")
+    assert code == 0 and "\ndecode " in out and "prefill (apart)" in out and "arm B            threads=1" in out
+
+
+@pytest.mark.parametrize("extra, words", [
+    (("--a", "", "--b", "step=train"), "a generation A/B compares flags and dtype"),
+    (("--a", "", "--b", "threads=1", "--kernels"), "leave out --generate"),
+    (("--a", "", "--b", ""), "nothing to compare"),
+    (("--a", "", "--b", "threads=1", "--blocks", "6", "--prompt-len", "4096"), "past the model's maximum positions"),
+])
+def test_bad_compare_generate_input_is_one_line_and_exit_2(capsys, extra, words):
+    code, out, err = run(capsys, "compare", "hf:llama", "--model-args", TINY_LLAMA, "--generate", "3", *extra)
+    assert code == 2 and out == ""
+    assert words in err and len(err.strip().splitlines()) == 1, err

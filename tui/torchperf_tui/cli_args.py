@@ -236,6 +236,10 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                    "difference called significant there is a false positive); without it identical arms are refused")
     p.add_argument("--kernels", action="store_true", help="instead of timing: the kernels each conv layer ran under "
                    "A and under B, side by side (torch.profiler; on the CPU the ATen implementation)")
+    p.add_argument("--generate", type=_positive_int, metavar="N", help="a causal LM: instead of timing passes, each "
+                   "block is a greedy generation of N new tokens; the verdict is on decode (per output token), the "
+                   "prefill (time to first token) said apart")
+    p.add_argument("--prompt-len", type=_positive_int, metavar="P", help="with --generate: the prompt's length")
     _add_shapes_option(p)
     _add_run_options(p)  # the base flags; each arm's SPEC applies on top
 

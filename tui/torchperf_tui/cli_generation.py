@@ -58,3 +58,32 @@ def bench_generate(args) -> int:
         cli._append_history(args, result, extra.get("fingerprint"))
     return cli._output(args, result, render_generation,
                        lambda r: cli._without(r.to_dict(), "decode_ms", "warmup_decode_ms", unless=args.samples))
+
+
+def render_generation_ab(result) -> None:
+    from torchperf_tui.cli_render import print_kv
+    from torchperf_tui.wording.generation import generation_ab_rows, generation_ab_title
+
+    print_kv(generation_ab_title(result), generation_ab_rows(result))
+
+
+def compare_generate(args) -> int:
+    """compare --generate: arms A and B generating, interleaved in blocks of one generation; not kept in the history
+    (a record holds one run's latencies)."""
+    from torchperf_tui import cli
+
+    if args.generate is None:
+        raise TorchperfError("--prompt-len goes with --generate N (the number of new tokens to generate)")
+    if args.kernels:
+        raise TorchperfError("--kernels profiles the conv layers' passes, not a generation: leave out --generate")
+    args.modes, args.cold_l2 = None, False  # compare has neither: the checks bench's --generate makes
+    check_generate_args(args)
+    if args.prompt_len is not None:
+        args.seq_len = str(args.prompt_len)
+    base = cli._bench_config(args, shapes=args.shapes, seed=args.seed)
+    arm_a, arm_b = cli._arms(args, base)
+    params = dict(base=base, a=arm_a, b=arm_b, new_tokens=args.generate, blocks=args.blocks, seed=args.seed,
+                  time_budget_s=args.time_budget or None)
+    result, _ = cli._run("cli.generate_ab", params, f"comparing A and B generating with {args.model}",
+                         on_progress=cli._print_note)
+    return cli._output(args, result, render_generation_ab)

@@ -33,3 +33,14 @@ def run_cli_generate(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     for line in inert_flags(cfg.flags, kind) + [note for note in (dtype_note(cfg.dtype, kind),) if note]:
         ctx.progress("note", line)
     return run_generate(params, ctx)
+
+
+def run_cli_generate_ab(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: base (BenchConfig), a, b (ArmSpecs), new_tokens, blocks, seed, time_budget_s. Progress "block":
+    (arm, index, total). -> (GenerationABResult, {})."""
+    from torchperf_tui.engine.benchmark.generation_ab import run_generation_ab
+
+    return run_generation_ab(params["base"], params["a"], params["b"], params["new_tokens"], blocks=params["blocks"],
+                             seed=params.get("seed", 0), should_cancel=ctx.cancelled,
+                             time_budget_s=params.get("time_budget_s"),
+                             on_block=lambda arm, i, n: ctx.progress("block", (arm, i, n))), {}

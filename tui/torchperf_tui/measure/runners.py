@@ -437,4 +437,5 @@ def _generation(name: str) -> Callable[[dict, JobContext], tuple[Any, dict]]:
     return lambda params, ctx: getattr(import_module("torchperf_tui.measure.generation_runners"), name)(params, ctx)
 
 
-RUNNERS.update({"generate": _generation("run_generate"), "cli.generate": _generation("run_cli_generate")})
+RUNNERS.update({"generate": _generation("run_generate"), "cli.generate": _generation("run_cli_generate"),
+                "cli.generate_ab": _generation("run_cli_generate_ab")})

@@ -78,10 +78,6 @@ def generation_rows(result) -> list[Row]:
     return rows + state_rows(result)
 
 
-def generation_head(result_or_setup: str) -> str:
-    return f"generate · {result_or_setup}"
-
-
 def generation_lines(result) -> list[str]:
     """The app's lines (plain text: the view escapes them): the figures, then the method."""
     stats = result.decode_stats
@@ -94,3 +90,27 @@ def generation_lines(result) -> list[str]:
     if result.cancelled:
         lines.append("cancelled: the figures are of the runs that completed")
     return lines + [line for line in result.disturbance_marks()]
+
+
+def generation_ab_title(result) -> str:
+    return f"generation A/B: {subject(result, dtype=False)}"
+
+
+def generation_ab_rows(result) -> list[Row]:
+    """`compare --generate`: each arm's flags and medians, the verdict on decode, the prefill's apart, the notes."""
+    rows = [row("method", result.method), row("timer", result.timer)]
+    for name, arm in (("A", result.a), ("B", result.b)):
+        rate = result.batch * 1000.0 / arm.per_token_median_ms() if arm.per_token_median_ms() else None
+        rows.append(row(f"arm {name}", f"{arm.spec} ({arm.dtype}, {arm.flags_text(result.device)}): TTFT median "
+                        f"{format_ms(arm.ttft_median_ms())} · per token median {format_ms(arm.per_token_median_ms())} · "
+                        f"{format_number(rate, 'tokens/s', digits=1) if rate else 'n/a'}"))
+    rows.append(row("blocks", f"{result.pairs} pairs of one generation per arm, A and B interleaved"
+                    + (f" ({result.out_of_time})" if result.out_of_time else "")))
+    rows.append(row("decode", result.summary().removeprefix("decode (per output token): ")))
+    prefill = result.prefill_verdict
+    rows.append(row("prefill (apart)", prefill.summary() + " (time to first token, per block pair)"
+                    if prefill is not None else "no verdict"))
+    rows += [row("note", note) for note in result.notes]
+    if result.cancelled:
+        rows.append(row("note", "cancelled before the end: the verdict is of the pairs that completed"))
+    return rows + state_rows(result)
