@@ -102,7 +102,8 @@ def generation_ab_rows(result) -> list[Row]:
     for name, arm in (("A", result.a), ("B", result.b)):
         rate = result.batch * 1000.0 / arm.per_token_median_ms() if arm.per_token_median_ms() else None
         rows.append(row(f"arm {name}", f"{arm.spec} ({arm.dtype}, {arm.flags_text(result.device)}): TTFT median "
-                        f"{format_ms(arm.ttft_median_ms())} · per token median {format_ms(arm.per_token_median_ms())} · "
+                        f"{format_ms(arm.ttft_median_ms())} · per token median "
+                        f"{format_ms(arm.per_token_median_ms())} · "
                         f"{format_number(rate, 'tokens/s', digits=1) if rate else 'n/a'}"))
     rows.append(row("blocks", f"{result.pairs} pairs of one generation per arm, A and B interleaved"
                     + (f" ({result.out_of_time})" if result.out_of_time else "")))

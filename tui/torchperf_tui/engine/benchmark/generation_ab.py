@@ -87,7 +87,8 @@ class GenerationABResult(InputFacts):
         from torchperf_tui.engine.benchmark.ab_result import MIN_PAIRS
 
         if self.decode_verdict is None:
-            why = f"cancelled after {self.pairs} block pair(s)" if self.cancelled else self.out_of_time or "too few blocks"
+            why = (f"cancelled after {self.pairs} block pair(s)" if self.cancelled
+                   else self.out_of_time or "too few blocks")
             return f"no verdict: {why} (a verdict needs {MIN_PAIRS})"
         return f"decode (per output token): {self.decode_verdict.summary()}"
 

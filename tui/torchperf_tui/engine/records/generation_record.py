@@ -50,7 +50,8 @@ def summary_body(record: "HistoryRecord") -> str:
     ttft = details.get("ttft_stats")
     ttft_ms = ttft.get("p50_ms") if isinstance(ttft, dict) else None
     stats = record.stats
-    per_token = "no decode step" if stats is None else f"per token p50 {format_ms(stats.p50_ms)} p90 {format_ms(stats.p90_ms)}"
+    per_token = ("no decode step" if stats is None
+                 else f"per token p50 {format_ms(stats.p50_ms)} p90 {format_ms(stats.p90_ms)}")
     rate = details.get("tokens_per_s")
     rate_text = f"{rate:,.1f} tokens/s" if _number(rate) else "tokens/s n/a"
     kv = details.get("kv_cache_bytes")
