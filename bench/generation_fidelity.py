@@ -9,7 +9,7 @@ cache the pass before returned and the grown attention mask; perf_counter around
 torch.inference_mode on the same threads, one warm-up generation first. Budget (../shared/DESIGN.md): TTFT and
 per-token medians within 10 %.
 
-    PYTHONPATH=tui .venv/bin/python bench/generation_fidelity.py [--rounds 6] [--prompt-len 64] [--new-tokens 32]
+    PYTHONPATH=tui .venv/bin/python bench/generation_fidelity.py [--rounds 12] [--runs 3] [--threads 1] [--prompt-len 64]
 """
 
 from __future__ import annotations
@@ -68,9 +68,12 @@ def main() -> int:
     parser.add_argument("--model-args", default=TINY)
     parser.add_argument("--prompt-len", type=int, default=64)
     parser.add_argument("--new-tokens", type=int, default=32)
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--runs", type=int, default=3)
+    # One intra-op thread by default, as torch.utils.benchmark's Timer: on this project's shared 2-core box two threads
+    # make every pass hostage to the other processes' load (their barrier waits swung a round's per-token median
+    # 1.4-10 ms under a load of 3-4), which says nothing about either loop.
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=12)
     args = parser.parse_args()
 
     flags = Flags(num_threads=args.threads)
