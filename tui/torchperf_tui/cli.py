@@ -145,6 +145,10 @@ def cmd_flops(args) -> int:
 def cmd_bench(args) -> int:
     from torchperf_tui.cli_render import ProgressLine, render_timing
 
+    if getattr(args, "generate", None) is not None or getattr(args, "prompt_len", None) is not None:
+        from torchperf_tui.cli_generation import bench_generate  # greedy generation, timed per token
+
+        return bench_generate(args)
     if args.cold_l2 and args.modes is None:
         from torchperf_tui.engine.errors import TorchperfError
 
@@ -279,6 +283,10 @@ def _load_history(args, last: int | None = None):
 def cmd_compare(args) -> int:
     from torchperf_tui.cli_render import render_ab
 
+    if getattr(args, "generate", None) is not None or getattr(args, "prompt_len", None) is not None:
+        from torchperf_tui.cli_generation import compare_generate  # the verdict on decode, the prefill apart
+
+        return compare_generate(args)
     base = _bench_config(args, shapes=args.shapes, seed=args.seed)
     arm_a, arm_b = _arms(args, base)
     params = dict(base=base, a=arm_a, b=arm_b, blocks=args.blocks, per_block=args.per_block, seed=args.seed,

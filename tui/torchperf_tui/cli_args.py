@@ -195,6 +195,12 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                         "outside the timed region")
     p.add_argument("--per-block", type=_positive_int, default=10,
                    help="with --modes: iterations per pipelined block (default 10)")
+    p.add_argument("--generate", type=_positive_int, metavar="N",
+                   help="a causal LM (hf: decoders): instead of one timing, greedy generation of N new tokens with the "
+                        "model's own KV cache, each token synchronised: time to first token (the prefill), per-token "
+                        "latency (the decode steps), tokens/s and the cache's size; 1 warm-up and 5 timed generations")
+    p.add_argument("--prompt-len", type=_positive_int, metavar="P",
+                   help="with --generate: the prompt's length in tokens (default: --seq-len, else the model's own)")
     p.add_argument("--samples", action="store_true", help="with --json: include every sample")
     p.add_argument("--no-history", action="store_true", help="do not append this run to the history file")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -261,6 +267,10 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                    "difference called significant there is a false positive); without it identical arms are refused")
     p.add_argument("--kernels", action="store_true", help="instead of timing: the kernels each conv layer ran under "
                    "A and under B, side by side (torch.profiler; on the CPU the ATen implementation)")
+    p.add_argument("--generate", type=_positive_int, metavar="N", help="a causal LM: instead of timing passes, each "
+                   "block is a greedy generation of N new tokens; the verdict is on decode (per output token), the "
+                   "prefill (time to first token) said apart")
+    p.add_argument("--prompt-len", type=_positive_int, metavar="P", help="with --generate: the prompt's length")
     _add_shapes_option(p)
     _add_run_options(p)  # the base flags; each arm's SPEC applies on top
 

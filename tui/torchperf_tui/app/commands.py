@@ -32,6 +32,7 @@ BINDINGS = [
     Binding("n", "pane('memory', 'snapshot')", "Mem snapshot", show=False),
     Binding("w", "pane('sweep', 'start')", "Sweep lengths", show=False),
     Binding("W", "pane('sweep', 'start_ab')", "Sweep A/B", show=False),
+    Binding("g", "pane('generation', 'start')", "Generate", show=False),
 ]
 
 # (title, help, action) for the command palette
@@ -61,6 +62,8 @@ PALETTE = [
      "pane('sweep', 'start')"),
     ("Sweep A/B", "The flags before the last flip against the current ones at each length, curves overlaid",
      "pane('sweep', 'start_ab')"),
+    ("Generate", "Causal LMs: greedy generation with the model's KV cache; time to first token and per output token",
+     "pane('generation', 'start')"),
     ("Mark history run", "History: mark the highlighted run; two marked are compared", "mark_history_run"),
     ("Filter models", "Type to filter the model list", "screen.focus_filter"),
     ("Flags", "Move to the flag switches", "screen.focus_flags"),

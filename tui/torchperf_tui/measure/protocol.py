@@ -18,7 +18,8 @@ PROTOCOL_VERSION = 3  # bumped whenever a message changes its fields
 # Jobs that measure: one at a time on the machine, and the process does nothing else while one runs.
 MEASURING_KINDS = frozenset({"time", "ab", "kernels", "modes", "throughput", "profile", "determinism", "memsnap",
                              "ceilings", "layer_times", "cli.bench", "cli.compare", "cli.profile", "cli.roofline",
-                             "cli.determinism", "cli.memsnap", "cli.ceilings", "sweep"})
+                             "cli.determinism", "cli.memsnap", "cli.ceilings", "generate", "cli.generate",
+                             "cli.generate_ab", "sweep"})
 
 # Progress(what=PHASE) says which part of a job's user code runs now ("the import of M", "the build of M", "a
 # pass of M"): sent before that code runs, so a process that dies in it (os._exit, a segfault) is reported with it.

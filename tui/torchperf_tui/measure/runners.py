@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from importlib import import_module
 from typing import Any, Callable
 
 from torchperf_tui.measure.protocol import Progress, Samples
@@ -439,3 +440,12 @@ RUNNERS: dict[str, Callable[[dict, JobContext], tuple[Any, dict]]] = {
     "cli.memsnap": run_cli_memsnap, "cli.ceilings": run_cli_ceilings,
 }
 RUNNERS["sweep"] = run_sweep_job  # the app and the CLI alike
+
+
+def _generation(name: str) -> Callable[[dict, JobContext], tuple[Any, dict]]:
+    """measure/generation_runners.py's runner `name`, imported when its job comes (that module imports this one)."""
+    return lambda params, ctx: getattr(import_module("torchperf_tui.measure.generation_runners"), name)(params, ctx)
+
+
+RUNNERS.update({"generate": _generation("run_generate"), "cli.generate": _generation("run_cli_generate"),
+                "cli.generate_ab": _generation("run_cli_generate_ab")})

@@ -26,6 +26,7 @@ How fast a PyTorch model runs on this box, and why.
 | `l` | time per layer (Layers tab): the last run's model profiled again; each layer's own time, share of the pass and achieved FLOP/s, longest first, what no layer owns, and on a GPU how much of the pass it sat idle |
 | `C` | measured ceilings (Device tab): per dtype the best of several matmuls and 3x3 convolutions (and, on the CPU, thread counts), and a large copy, kept per device; roofline and MFU then use them, and a utilisation above one says the ceiling is too low |
 | `n` | CUDA: a memory snapshot of a few iterations, for pytorch.org/memory_viz |
+| `g` | generation (causal LMs, Timing tab): greedy, the model's own KV cache, 64 new tokens after the input as the prompt; time to first token, per-token latency (a live histogram), tokens/s, the cache's size |
 | `1`–`9` | Timing, Compare, Layers, Device, Memory, Throughput, Profile, History, Kernels tabs (Sweep: `w`) |
 | `h` | hide or show the sidebar (the tabs get the full width; below 70 columns it starts hidden) |
 | `b` | (Compare) make the highlighted run the baseline |

@@ -33,7 +33,8 @@ PANES = {"picker": ("picker", "picker.model_picker", "ModelPicker"),
          "profile": ("profile", "profile.profile_pane", "ProfilePane"),
          "history": ("history", "history.history_pane", "HistoryPane"),
          "kernels": ("kernels", "kernels.kernels_pane", "KernelsPane"),
-         "sweep": ("sweep", "sweep.sweep_pane", "SweepPane")}
+         "sweep": ("sweep", "sweep.sweep_pane", "SweepPane"),
+         "generation": ("generation", "timing.generation_view", "GenerationView")}  # in the Timing tab, under the run
 
 
 def pane_class(name: str):
@@ -183,7 +184,7 @@ class MainScreen(FitsTerminal, Screen):
     @while_running
     def on_model_picker_analysing(self, message) -> None:
         self.pane("timing").model_line = f"[b]{message.spec}[/] · analysing…"
-        for name in ("timing", "throughput", "profile", "kernels", "sweep"):
+        for name in ("timing", "throughput", "profile", "kernels", "sweep", "generation"):
             self.pane(name).model_chosen(message.spec)
 
     @while_running
@@ -229,6 +230,7 @@ class MainScreen(FitsTerminal, Screen):
     @while_running
     def _runs_changed(self, message: RunsChanged) -> None:
         self.pane("compare").refresh_runs()
+        self.pane("generation").timing_run(self.pane("timing").record)  # a newer run takes the histogram back
 
     @on(HistoryChanged)
     @while_running

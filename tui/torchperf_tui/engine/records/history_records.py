@@ -93,7 +93,7 @@ class HistoryRecord:
                 "compile": self.details.get("compile_mode"), "shapes": self.details.get("shapes", "fixed"),
                 "step": self.details.get("step", "infer"), "optimizer": self.details.get("optimizer"),
                 "amp": self.details.get("amp"), "model_args": self.details.get("model_args", ""),
-                "seq_len": self.details.get("seq_len")}
+                "seq_len": self.details.get("seq_len"), "generate": self.details.get("new_tokens")}
 
     def summary(self) -> str:
         """One line for `history` and notifications."""
@@ -112,8 +112,16 @@ class HistoryRecord:
             head += f" amp {self.details['amp']}"
         if self.kind == "ab" and self.details.get("arm"):
             head += f" arm {self.details['arm']}"
+        if self.kind == "generate":
+            from torchperf_tui.engine.records.generation_record import summary_head
+
+            head += summary_head(self)
         head += f"  {self.device}"
-        if self.stats is None:
+        if self.kind == "generate":
+            from torchperf_tui.engine.records.generation_record import summary_body
+
+            body = summary_body(self)
+        elif self.stats is None:
             body = "no timed samples"
         else:
             at_p50 = self.stats.fps_at_median  # beside the p50: its rate, not the mean's (items / total time)
@@ -367,4 +375,8 @@ def records_of(result: "TimingResult | ABResult", fingerprint: dict[str, Any] | 
     `fingerprint`: the environment as the process that measured saw it (None: take it here, with torch)."""
     if hasattr(result, "verdict"):  # an ABResult (imported by name only: it would import torch)
         return records_from_ab(result, fingerprint)
+    if hasattr(result, "decode_ms"):  # a GenerationResult
+        from torchperf_tui.engine.records.generation_record import record_from_generation
+
+        return [record_from_generation(result, fingerprint)]
     return [record_from_timing(result, fingerprint)]

@@ -151,7 +151,7 @@ class MemoryPane(Vertical):
         CPU: there the model's threads fill the cores this process would wake on, and the run's own memory
         trace (RSS per iteration) is what the chart shows meanwhile."""
         session = self.app.session
-        if session.device_kind() == "cpu" and any(j.running for j in session.measuring({"time", "ab"})):
+        if session.device_kind() == "cpu" and any(j.running for j in session.measuring({"time", "ab", "generate"})):
             if self.last_telemetry is not None and self.screen.active_tab() == "memory":
                 self._show(*self.last_telemetry)  # the run's trace grows meanwhile
             return

@@ -22,6 +22,7 @@ from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent, RunsChanged
 from torchperf_tui.app.runs import LiveRun, app_marks, save_run
 from torchperf_tui.app.widgets.timing.determinism_note import DeterminismNote
+from torchperf_tui.app.widgets.timing.generation_view import GenerationView
 from torchperf_tui.app.widgets.timing.histogram import LatencyHistogram
 from torchperf_tui.app.widgets.timing.modes_lines import ModesLines
 from torchperf_tui.app.widgets.timing.roofline_line import RooflineLine
@@ -91,6 +92,7 @@ class TimingPane(Vertical):
         yield self.determinism_note
         yield self.modes_lines
         yield LatencyHistogram(id="latency-histogram")
+        yield GenerationView()  # key g: a causal LM's generation, timed per token (a section of its own)
 
     def on_resize(self, event) -> None:
         """Short of COMPACT_BELOW_ROWS rows (80x24 leaves 20) the lines above the histogram take one row each

@@ -1,0 +1,116 @@
+"""`bench MODEL --generate N --prompt-len P`: the time to first token, the per-token latency, tokens/s and the KV
+cache in words and in --json, a history record of kind "generate", and bad input as one line with exit 2."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from torchperf_tui.cli import main
+
+TINY_LLAMA = ("num_hidden_layers=2,hidden_size=64,intermediate_size=128,num_attention_heads=4,num_key_value_heads=4,"
+              "vocab_size=256")
+
+
+@pytest.fixture(autouse=True)
+def _jobs_in_this_process(monkeypatch, tmp_path):
+    """The job runs in this process (as in tests/test_cli.py); the history is the test's own."""
+    from tests.measure.in_process import InProcessMeasurement
+
+    monkeypatch.setattr("torchperf_tui.measure.cli_jobs.MeasurementProcess", InProcessMeasurement)
+    monkeypatch.setenv("TORCHPERF_HISTORY", str(tmp_path / "history.jsonl"))
+
+
+def run(capsys, *argv):
+    try:
+        code = main(list(argv))
+    except SystemExit as exit_:
+        code = exit_.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def bench(capsys, *extra):
+    return run(capsys, "bench", "hf:llama", "--model-args", TINY_LLAMA, *extra)
+
+
+def test_generate_says_ttft_per_token_latency_tokens_per_second_and_the_cache(capsys):
+    code, out, err = bench(capsys, "--generate", "4", "--prompt-len", "8")
+    assert code == 0, err
+    assert out.startswith("generation: hf:llama (num_hidden_layers=2,")
+    for words in ("greedy, the model's own KV cache, 4 new tokens after a 8-token prompt, synchronised per token",
+                  "time to first token", "per-token latency", "over 15 decode steps (3 per run)", "tokens/s",
+                  "KV cache", "11 positions: the 8-token prompt + 4 new tokens - 1"):
+        assert words in out
+
+
+def test_generate_json_and_its_history_record(capsys, tmp_path):
+    code, out, err = bench(capsys, "--generate", "3", "--prompt-len", "6", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["new_tokens"] == 3 and data["prompt_len"] == 6 and data["decode_steps"] == 2
+    assert data["ttft_stats"]["n"] == 5 and data["decode_stats"]["n"] == 10 and data["tokens_per_s"] > 0
+    assert data["kv_cache_bytes"] == 2 * 2 * 1 * 4 * (6 + 3 - 1) * 16 * 4
+    assert "decode_ms" not in data  # every sample only with --samples
+    records = [json.loads(line) for line in (tmp_path / "history.jsonl").read_text().splitlines()]
+    assert [r["kind"] for r in records] == ["generate"] and records[0]["details"]["new_tokens"] == 3
+    code, out, _ = run(capsys, "history")
+    assert code == 0 and "3 new tokens after 6" in out and "TTFT" in out
+
+
+def test_the_prompt_length_defaults_to_the_sequence_length(capsys):
+    code, out, err = bench(capsys, "--generate", "2", "--seq-len", "5", "--json", "--no-history")
+    assert code == 0, err
+    assert json.loads(out)["prompt_len"] == 5
+
+
+@pytest.mark.parametrize("argv, words", [
+    (("bench", "tests.tinymodels:tiny_cnn", "--generate", "4"), "generation needs a causal language model"),
+    (("bench", "hf:llama", "--model-args", TINY_LLAMA, "--generate", "0"), "argument --generate"),
+    (("bench", "hf:llama", "--model-args", TINY_LLAMA, "--generate", "1"), "give at least 2 new tokens"),
+    (("bench", "hf:llama", "--model-args", TINY_LLAMA, "--generate", "4", "--prompt-len", "0"),
+     "argument --prompt-len"),
+    (("bench", "hf:llama", "--model-args", TINY_LLAMA, "--generate", "10", "--prompt-len", "2040"),
+     "a 2040-token prompt and 10 new tokens need 2049 positions, past the model's maximum of 2048"),
+    (("bench", "hf:llama", "--model-args", TINY_LLAMA, "--generate", "4", "--prompt-len", "4096"),
+     "past the model's maximum positions"),
+    (("bench", "hf:llama", "--model-args", TINY_LLAMA, "--prompt-len", "8"), "--prompt-len goes with --generate"),
+    (("bench", "hf:llama", "--model-args", TINY_LLAMA, "--generate", "4", "--modes", "sync"), "leave out --modes"),
+    (("bench", "hf:llama", "--model-args", TINY_LLAMA, "--generate", "4", "--prompt-len", "8", "--seq-len", "9"),
+     "give one of them"),
+    (("bench", "hf:llama", "--model-args", TINY_LLAMA, "--generate", "4", "--step", "train"),
+     "leave out --step train"),
+])
+def test_bad_generate_input_is_one_line_and_exit_2(capsys, argv, words):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    assert words in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_compare_generate_gives_a_verdict_on_decode_and_the_prefill_apart(capsys):
+    code, out, err = run(capsys, "compare", "hf:llama", "--model-args", TINY_LLAMA, "--generate", "3", "--prompt-len",
+                         "6", "--a", "", "--b", "threads=1", "--blocks", "6", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["decode_verdict"]["blocks"] == 6 and data["prefill_verdict"]["blocks"] == 6
+    assert data["summary"].startswith("decode (per output token): ")
+    for arm in ("a", "b"):
+        assert len(data[arm]["ttft_ms"]) == 6 and [len(block) for block in data[arm]["decode_blocks"]] == [2] * 6
+        assert data[arm]["per_token_median_ms"] > 0
+    assert data["b"]["flags"]["num_threads"] == 1
+    code, out, err = run(capsys, "compare", "hf:llama", "--model-args", TINY_LLAMA, "--generate", "3", "--prompt-len",
+                         "6", "--a", "", "--b", "threads=1", "--blocks", "6")
+    assert code == 0 and "\ndecode " in out and "prefill (apart)" in out and "arm B            threads=1" in out
+
+
+@pytest.mark.parametrize("extra, words", [
+    (("--a", "", "--b", "step=train"), "a generation A/B compares flags and dtype"),
+    (("--a", "", "--b", "threads=1", "--kernels"), "leave out --generate"),
+    (("--a", "", "--b", ""), "nothing to compare"),
+    (("--a", "", "--b", "threads=1", "--blocks", "6", "--prompt-len", "4096"), "past the model's maximum positions"),
+])
+def test_bad_compare_generate_input_is_one_line_and_exit_2(capsys, extra, words):
+    code, out, err = run(capsys, "compare", "hf:llama", "--model-args", TINY_LLAMA, "--generate", "3", *extra)
+    assert code == 2 and out == ""
+    assert words in err and len(err.strip().splitlines()) == 1, err

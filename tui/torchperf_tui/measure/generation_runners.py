@@ -1,0 +1,46 @@
+"""The generation jobs of the measurement process (measure/runners.py registers them): the app's "generate" and
+the CLI's "cli.generate", each a call of engine/benchmark/generation.py with the job's cancel flag and its
+per-token latencies streamed as Samples (phases "warmup", "prefill", "decode")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torchperf_tui.measure.runners import JobContext, SampleStream, _history_extra, send_every_s
+
+
+def run_generate(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: cfg (BenchConfig: the prompt is its input), new_tokens, runs (optional). Streams Samples.
+    -> (GenerationResult, {"fingerprint"})."""
+    from torchperf_tui.engine.benchmark.generation import GENERATE_RUNS, run_generation
+
+    stream = SampleStream(ctx, every_s=send_every_s(params["cfg"]))
+    try:
+        result = run_generation(params["cfg"], params["new_tokens"], runs=params.get("runs", GENERATE_RUNS),
+                                on_sample=stream.on_sample, should_cancel=ctx.cancelled)
+    finally:
+        stream.close()
+    return result, _history_extra(result)
+
+
+def run_cli_generate(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """As "generate", after the notes `bench` gives (flags without effect on this device, the dtype)."""
+    from torchperf_tui.engine.benchmark.flags import inert_flags
+    from torchperf_tui.engine.workloads.inputs import dtype_note, resolve_device
+
+    cfg = params["cfg"]
+    kind = resolve_device(cfg.device).type
+    for line in inert_flags(cfg.flags, kind) + [note for note in (dtype_note(cfg.dtype, kind),) if note]:
+        ctx.progress("note", line)
+    return run_generate(params, ctx)
+
+
+def run_cli_generate_ab(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: base (BenchConfig), a, b (ArmSpecs), new_tokens, blocks, seed, time_budget_s. Progress "block":
+    (arm, index, total). -> (GenerationABResult, {})."""
+    from torchperf_tui.engine.benchmark.generation_ab import run_generation_ab
+
+    return run_generation_ab(params["base"], params["a"], params["b"], params["new_tokens"], blocks=params["blocks"],
+                             seed=params.get("seed", 0), should_cancel=ctx.cancelled,
+                             time_budget_s=params.get("time_budget_s"),
+                             on_block=lambda arm, i, n: ctx.progress("block", (arm, i, n))), {}
