@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from torchperf_tui.measure.runners import JobContext, SampleStream, _history_extra, send_every_s
+from torchperf_tui.measure.runners import JobContext, SampleStream, history_extra, send_every_s
 
 
 def run_generate(params: dict, ctx: JobContext) -> tuple[Any, dict]:
@@ -20,7 +20,7 @@ def run_generate(params: dict, ctx: JobContext) -> tuple[Any, dict]:
                                 on_sample=stream.on_sample, should_cancel=ctx.cancelled)
     finally:
         stream.close()
-    return result, _history_extra(result)
+    return result, history_extra(result)
 
 
 def run_cli_generate(params: dict, ctx: JobContext) -> tuple[Any, dict]:

@@ -139,14 +139,14 @@ def run_analyse(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 
     entry = resolve_model(params["spec"])
     dims = params.get("dims")
-    inputs = _analysed_inputs(params, (params["batch"], *dims) if dims else None)
-    note = _say_assumed_input(params["spec"], bool(dims), None)  # the picker takes no progress
+    inputs = analysed_inputs(params, (params["batch"], *dims) if dims else None)
+    note = say_assumed_input(params["spec"], bool(dims), None)  # the picker takes no progress
     return (analyse_complexity(params["spec"], inputs.shape, dtype=params["dtype"], step=params.get("step", "infer"),
                                inputs=inputs, model_args=tuple(params.get("model_args", ()))),
             {"entry": entry, "input_note": note})
 
 
-def _history_extra(result: Any) -> dict:
+def history_extra(result: Any) -> dict:
     """The environment fingerprint for the run's history records; none for a cancelled run (not saved)."""
     if result.cancelled:
         return {}
@@ -165,7 +165,7 @@ def run_time(params: dict, ctx: JobContext) -> tuple[Any, dict]:
                                on_shape=stream.on_shape, on_memory=stream.on_memory)
     finally:
         stream.close()
-    return result, _history_extra(result)
+    return result, history_extra(result)
 
 
 def run_ab_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
@@ -179,7 +179,7 @@ def run_ab_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     result = run_ab(params["base"], arm_a, arm_b, blocks=params["blocks"], per_block=params["per_block"],
                     seed=params["seed"], should_cancel=ctx.cancelled,
                     on_block=lambda arm, i, n, samples: ctx.progress("block", (arm, i, n, list(samples))))
-    return result, _history_extra(result)
+    return result, history_extra(result)
 
 
 def run_modes_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
@@ -297,12 +297,7 @@ def run_memory(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     return reading, {}
 
 
-# -- the CLI's jobs: one per command, each the engine calls that command made in the CLI's own process before --
-# (cli.py builds the params from its arguments; measure/cli_jobs.py runs them). Where a command's call takes more
-# than the app's job of the same kind (a trace path, peaks, per-arm dtypes), it has a job of its own here.
-
-
-def _analysed_inputs(params: dict, input_shape: tuple | None):
+def analysed_inputs(params: dict, input_shape: tuple | None):
     """What an analysis feeds the model (an InputSpec): `input_shape` (with the batch) or the model's default at
     params' batch, its sequence length and overrides (importing the model's module: here)."""
     from torchperf_tui.engine.benchmark.bench_config import BenchConfig
@@ -311,7 +306,7 @@ def _analysed_inputs(params: dict, input_shape: tuple | None):
                        seq_len=params.get("seq_len"), model_args=tuple(params.get("model_args", ()))).input_spec()
 
 
-def _say_assumed_input(spec: str, shape_given: bool, ctx: JobContext | None) -> str | None:
+def say_assumed_input(spec: str, shape_given: bool, ctx: JobContext | None) -> str | None:
     """The line (and, with `ctx`, a Progress "note") when no shape was given and a custom model declares none:
     its input is assumed, which a user must be told rather than find out from odd figures. Called once the model
     has built: a model that fails is said in its error line alone."""
@@ -323,101 +318,6 @@ def _say_assumed_input(spec: str, shape_given: bool, ctx: JobContext | None) -> 
     if note and ctx is not None:
         ctx.progress("note", note)
     return note
-
-
-def run_cli_flops(params: dict, ctx: JobContext) -> tuple[Any, dict]:
-    """params: spec, input_shape (with batch, or None), batch, dtype, layers, step. Progress "note" as bench's.
-    -> (Complexity, {})."""
-    from torchperf_tui.engine.workloads.complexity import analyse_complexity
-
-    inputs = _analysed_inputs(params, params.get("input_shape"))
-    result = analyse_complexity(params["spec"], inputs.shape, dtype=params["dtype"], layers=params["layers"],
-                                step=params["step"], inputs=inputs, model_args=tuple(params.get("model_args", ())))
-    _say_assumed_input(params["spec"], params.get("input_shape") is not None, ctx)  # once it built: no noise
-    return result, {}
-
-
-def run_cli_bench(params: dict, ctx: JobContext) -> tuple[Any, dict]:
-    """params: cfg, and for --modes: modes (parsed in cli.py, which also refuses --cold-l2 without them),
-    cold_l2, per_block. Progress "note": a line about the flags or dtype on this device, before anything runs. Streams
-    Samples (a timing). -> (TimingResult, {"fingerprint"}) or (ModesResult, {})."""
-    from torchperf_tui.engine.benchmark.flags import inert_flags
-    from torchperf_tui.engine.workloads.inputs import dtype_note, resolve_device
-
-    cfg = params["cfg"]
-    kind = resolve_device(cfg.device).type
-    for line in inert_flags(cfg.flags, kind) + [note for note in (dtype_note(cfg.dtype, kind),) if note]:
-        ctx.progress("note", line)
-    if params.get("modes") is not None:
-        from torchperf_tui.engine.benchmark.timing_modes import run_modes
-
-        return run_modes(cfg, tuple(params["modes"]), cold_l2=params.get("cold_l2", False),
-                         per_block=params["per_block"], should_cancel=ctx.cancelled), {}
-    timed = run_time({"cfg": cfg}, ctx)
-    _say_assumed_input(cfg.model, cfg.input_shape is not None, ctx)  # once the model ran: a failure says only itself
-    return timed
-
-
-def run_cli_profile(params: dict, ctx: JobContext) -> tuple[Any, dict]:
-    """params: cfg, iters, sort_by, trace_path. -> (ProfileResult, {})."""
-    from torchperf_tui.engine.analysis.profiling import profile_model
-
-    # Kineto's log lines on fd 2 go to this process's log (measure/process.py), not to the CLI's stderr.
-    return profile_model(params["cfg"], iters=params["iters"], sort_by=params.get("sort_by"),
-                         trace_path=params.get("trace_path"), should_cancel=ctx.cancelled), {}
-
-
-def run_cli_roofline(params: dict, ctx: JobContext) -> tuple[Any, dict]:
-    """params: cfg, peak_tflops, peak_bandwidth_gbs, layers, layer_iters. A timing, then its roofline (with each
-    layer's time for `layers`). -> (Roofline, {})."""
-    from torchperf_tui.engine.benchmark.timing import run_benchmark
-    from torchperf_tui.measure.follow_up import layer_times_of_run, roofline_of_run
-
-    timing = run_benchmark(params["cfg"], should_cancel=ctx.cancelled)
-    peaks = {"peak_tflops": params.get("peak_tflops"), "peak_bandwidth_gbs": params.get("peak_bandwidth_gbs")}
-    if params.get("layers"):
-        return layer_times_of_run(timing, iters=params["layer_iters"], should_cancel=ctx.cancelled, **peaks), {}
-    return roofline_of_run(timing, **peaks), {}
-
-
-def run_cli_compare(params: dict, ctx: JobContext) -> tuple[Any, dict]:
-    """params: base (BenchConfig), a, b (ArmSpecs: the SPECs parsed and checked in cli.py), blocks, per_block,
-    seed, kernels, time_budget_s. Progress "block" as the "ab" job. -> (ABResult, {"fingerprint"}) or
-    (KernelComparison, {})."""
-    from torchperf_tui.engine.benchmark.abtest import run_ab
-
-    base, arm_a, arm_b = params["base"], params["a"], params["b"]
-    if params.get("kernels"):
-        from torchperf_tui.engine.analysis.kernels import conv_kernels
-
-        return conv_kernels(base, arm_a, arm_b, should_cancel=ctx.cancelled), {}
-    result = run_ab(base, arm_a, arm_b, blocks=params["blocks"], per_block=params["per_block"], seed=params["seed"],
-                    should_cancel=ctx.cancelled, time_budget_s=params.get("time_budget_s"),
-                    on_block=lambda arm, i, n, samples: ctx.progress("block", (arm, i, n, list(samples))))
-    return result, _history_extra(result)
-
-
-def run_cli_determinism(params: dict, ctx: JobContext) -> tuple[Any, dict]:
-    """params: cfg (BenchConfig; its input None: the model's default), runs. -> (DeterminismReport, {})."""
-    from torchperf_tui.engine.benchmark.determinism import determinism_of
-
-    return determinism_of(params["cfg"], runs=params["runs"]), {}
-
-
-def run_cli_memsnap(params: dict, ctx: JobContext) -> tuple[Any, dict]:
-    """params: cfg, iters, out_dir. -> (MemorySnapshotResult, {})."""
-    from torchperf_tui.engine.benchmark.memsnap import record_memory_snapshot
-
-    return record_memory_snapshot(params["cfg"], iters=params["iters"], out_dir=params.get("out_dir"),
-                                  should_cancel=ctx.cancelled), {}
-
-
-def run_cli_ceilings(params: dict, ctx: JobContext) -> tuple[Any, dict]:
-    """params: device, refresh. The kept ceilings, or measured now (and kept). -> (CeilingsResult, {})."""
-    from torchperf_tui.engine.hardware.ceilings import ceilings
-
-    return ceilings(params.get("device", "auto"), refresh=params.get("refresh", False),
-                    should_cancel=ctx.cancelled), {}
 
 
 def run_sweep_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
@@ -435,17 +335,17 @@ RUNNERS: dict[str, Callable[[dict, JobContext], tuple[Any, dict]]] = {
     "layer_times": run_layer_times,
     "determinism": run_determinism, "memsnap": run_memsnap, "ceilings": run_ceilings,
     "ceilings_kept": run_ceilings_kept, "release": run_release, "memory": run_memory,
-    "cli.flops": run_cli_flops, "cli.bench": run_cli_bench, "cli.profile": run_cli_profile,
-    "cli.roofline": run_cli_roofline, "cli.compare": run_cli_compare, "cli.determinism": run_cli_determinism,
-    "cli.memsnap": run_cli_memsnap, "cli.ceilings": run_cli_ceilings,
 }
 RUNNERS["sweep"] = run_sweep_job  # the app and the CLI alike
 
 
-def _generation(name: str) -> Callable[[dict, JobContext], tuple[Any, dict]]:
-    """measure/generation_runners.py's runner `name`, imported when its job comes (that module imports this one)."""
-    return lambda params, ctx: getattr(import_module("torchperf_tui.measure.generation_runners"), name)(params, ctx)
+def _lazy(module: str, name: str) -> Callable[[dict, JobContext], tuple[Any, dict]]:
+    """measure/`module`.py's runner `name`, imported when its job comes (that module imports this one)."""
+    return lambda params, ctx: getattr(import_module(f"torchperf_tui.measure.{module}"), name)(params, ctx)
 
 
-RUNNERS.update({"generate": _generation("run_generate"), "cli.generate": _generation("run_cli_generate"),
-                "cli.generate_ab": _generation("run_cli_generate_ab")})
+RUNNERS.update({f"cli.{kind}": _lazy("cli_runners", f"run_cli_{kind}")
+                for kind in ("flops", "bench", "profile", "roofline", "compare", "determinism", "memsnap", "ceilings")})
+RUNNERS.update({"generate": _lazy("generation_runners", "run_generate"),
+                "cli.generate": _lazy("generation_runners", "run_cli_generate"),
+                "cli.generate_ab": _lazy("generation_runners", "run_cli_generate_ab")})

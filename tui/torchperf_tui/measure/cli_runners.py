@@ -1,0 +1,106 @@
+"""The CLI's jobs in the measurement process: one per command, each the engine calls that command made in the CLI's
+own process before (cli.py builds the params from its arguments; measure/cli_jobs.py runs them). Where a command's
+call takes more than the app's job of the same kind (a trace path, peaks, per-arm dtypes), it has a job of its own
+here; measure/runners.py's table names them ("cli.bench" -> run_cli_bench) and imports this module when one comes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torchperf_tui.measure.runners import JobContext, analysed_inputs, history_extra, run_time, say_assumed_input
+
+
+def run_cli_flops(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: spec, input_shape (with batch, or None), batch, dtype, layers, step. Progress "note" as bench's.
+    -> (Complexity, {})."""
+    from torchperf_tui.engine.workloads.complexity import analyse_complexity
+
+    inputs = analysed_inputs(params, params.get("input_shape"))
+    result = analyse_complexity(params["spec"], inputs.shape, dtype=params["dtype"], layers=params["layers"],
+                                step=params["step"], inputs=inputs, model_args=tuple(params.get("model_args", ())))
+    say_assumed_input(params["spec"], params.get("input_shape") is not None, ctx)  # once it built: no noise
+    return result, {}
+
+
+def run_cli_bench(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: cfg, and for --modes: modes (parsed in cli.py, which also refuses --cold-l2 without them),
+    cold_l2, per_block. Progress "note": a line about the flags or dtype on this device, before anything runs. Streams
+    Samples (a timing). -> (TimingResult, {"fingerprint"}) or (ModesResult, {})."""
+    from torchperf_tui.engine.benchmark.flags import inert_flags
+    from torchperf_tui.engine.workloads.inputs import dtype_note, resolve_device
+
+    cfg = params["cfg"]
+    kind = resolve_device(cfg.device).type
+    for line in inert_flags(cfg.flags, kind) + [note for note in (dtype_note(cfg.dtype, kind),) if note]:
+        ctx.progress("note", line)
+    if params.get("modes") is not None:
+        from torchperf_tui.engine.benchmark.timing_modes import run_modes
+
+        return run_modes(cfg, tuple(params["modes"]), cold_l2=params.get("cold_l2", False),
+                         per_block=params["per_block"], should_cancel=ctx.cancelled), {}
+    timed = run_time({"cfg": cfg}, ctx)
+    say_assumed_input(cfg.model, cfg.input_shape is not None, ctx)  # once the model ran: a failure says only itself
+    return timed
+
+
+def run_cli_profile(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: cfg, iters, sort_by, trace_path. -> (ProfileResult, {})."""
+    from torchperf_tui.engine.analysis.profiling import profile_model
+
+    # Kineto's log lines on fd 2 go to this process's log (measure/process.py), not to the CLI's stderr.
+    return profile_model(params["cfg"], iters=params["iters"], sort_by=params.get("sort_by"),
+                         trace_path=params.get("trace_path"), should_cancel=ctx.cancelled), {}
+
+
+def run_cli_roofline(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: cfg, peak_tflops, peak_bandwidth_gbs, layers, layer_iters. A timing, then its roofline (with each
+    layer's time for `layers`). -> (Roofline, {})."""
+    from torchperf_tui.engine.benchmark.timing import run_benchmark
+    from torchperf_tui.measure.follow_up import layer_times_of_run, roofline_of_run
+
+    timing = run_benchmark(params["cfg"], should_cancel=ctx.cancelled)
+    peaks = {"peak_tflops": params.get("peak_tflops"), "peak_bandwidth_gbs": params.get("peak_bandwidth_gbs")}
+    if params.get("layers"):
+        return layer_times_of_run(timing, iters=params["layer_iters"], should_cancel=ctx.cancelled, **peaks), {}
+    return roofline_of_run(timing, **peaks), {}
+
+
+def run_cli_compare(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: base (BenchConfig), a, b (ArmSpecs: the SPECs parsed and checked in cli.py), blocks, per_block,
+    seed, kernels, time_budget_s. Progress "block" as the "ab" job. -> (ABResult, {"fingerprint"}) or
+    (KernelComparison, {})."""
+    from torchperf_tui.engine.benchmark.abtest import run_ab
+
+    base, arm_a, arm_b = params["base"], params["a"], params["b"]
+    if params.get("kernels"):
+        from torchperf_tui.engine.analysis.kernels import conv_kernels
+
+        return conv_kernels(base, arm_a, arm_b, should_cancel=ctx.cancelled), {}
+    result = run_ab(base, arm_a, arm_b, blocks=params["blocks"], per_block=params["per_block"], seed=params["seed"],
+                    should_cancel=ctx.cancelled, time_budget_s=params.get("time_budget_s"),
+                    on_block=lambda arm, i, n, samples: ctx.progress("block", (arm, i, n, list(samples))))
+    return result, history_extra(result)
+
+
+def run_cli_determinism(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: cfg (BenchConfig; its input None: the model's default), runs. -> (DeterminismReport, {})."""
+    from torchperf_tui.engine.benchmark.determinism import determinism_of
+
+    return determinism_of(params["cfg"], runs=params["runs"]), {}
+
+
+def run_cli_memsnap(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: cfg, iters, out_dir. -> (MemorySnapshotResult, {})."""
+    from torchperf_tui.engine.benchmark.memsnap import record_memory_snapshot
+
+    return record_memory_snapshot(params["cfg"], iters=params["iters"], out_dir=params.get("out_dir"),
+                                  should_cancel=ctx.cancelled), {}
+
+
+def run_cli_ceilings(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: device, refresh. The kept ceilings, or measured now (and kept). -> (CeilingsResult, {})."""
+    from torchperf_tui.engine.hardware.ceilings import ceilings
+
+    return ceilings(params.get("device", "auto"), refresh=params.get("refresh", False),
+                    should_cancel=ctx.cancelled), {}
