@@ -12,6 +12,7 @@ from typing import Any
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.message import Message
 from textual.widgets import Checkbox, Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
@@ -157,14 +158,14 @@ class ModelPicker(Vertical):
         options: list[Option] = []
         best: tuple[float, int] | None = None
         for group in self._index.filter(text):
-            options.append(Option(f"[b]{group.title}[/]", disabled=True))
+            options.append(Option(Content.styled(group.title, "bold"), disabled=True))
             for entry, score in zip(group.entries[:MAX_PER_GROUP], group.scores):
                 if entry.supported and (best is None or score > best[0]):
                     best = (score, len(options))
                 options.append(self._option(entry))
             more = len(group.entries) - MAX_PER_GROUP
             if more > 0:
-                options.append(Option(f"[dim]… {more:,} more: type to narrow[/]", disabled=True))
+                options.append(Option(Content.styled(f"… {more:,} more: type to narrow", "dim"), disabled=True))
         listing = self.query_one("#model-list", OptionList)
         listing.clear_options()
         if options:
@@ -178,13 +179,13 @@ class ModelPicker(Vertical):
         it cannot be chosen when it cannot. Kept for the next keystroke: an option lays out its prompt once."""
         option = self._options.get(entry.name)
         if option is None:
+            # Content, not markup: a keystroke that lists ~150 names not listed before parses none of them.
             bare = bare_name(entry.name)
             prefix = entry.name[:len(entry.name) - len(bare)]
-            prompt = f"[dim]{prefix}[/]{bare}" if prefix else bare
-            if entry.supported:
-                option = Option(prompt, id=entry.name)
-            else:
-                option = Option(f"{prompt} [dim]({entry.reason})[/]", id=entry.name, disabled=True)
+            parts: list = [(prefix, "dim"), bare] if prefix else [bare]
+            if not entry.supported:
+                parts.append((f" ({entry.reason})", "dim"))
+            option = Option(Content.assemble(*parts), id=entry.name, disabled=not entry.supported)
             self._options[entry.name] = option
         return option
 
