@@ -217,21 +217,23 @@ async def test_a_bad_override_is_one_line_where_the_picker_says_errors_and_the_a
     app, fake = sources_app()
     async with app.run_test(size=(110, 34)) as pilot:
         await wait_ready(pilot)
-        await pilot.press("slash", *"resnet18", "enter")
-        await wait_until(pilot, lambda: analysed(app, "resnet18"), what="the analysis of resnet18")
+        await pilot.press("slash", *"hf:gpt2", "enter")
+        await wait_until(pilot, lambda: analysed(app, "hf:gpt2"), what="the analysis of hf:gpt2")
         asked = len(analyses(fake))
         await pilot.click("#model-args")
-        await pilot.press(*"num_classes", "enter")  # no '=': the engine's parser refuses it before any job
+        await pilot.press(*"n_layer", "enter")  # no '=': the engine's parser refuses it before any job
         await wait_until(pilot, lambda: "is not KEY=VALUE" in screen_text(app, "#model-summary"),
                          what="the parser's line in the model's summary")
-        assert any("'num_classes' is not KEY=VALUE" in message for message in notifications(app))
+        assert any("'n_layer' is not KEY=VALUE" in message for message in notifications(app))
         assert len(analyses(fake)) == asked
         field = app.main.query_one("#model-args")
         field.value = ""
         await pilot.press(*"bogus=1", "enter")  # well formed, but the model has no such setting: the job says so
         await wait_until(pilot, lambda: "has no setting 'bogus'" in screen_text(app, "#model-summary"),
                          what="the engine's line for an unknown setting")
+        shape = app.main.query_one("#shape")
+        assert (shape.value, shape.placeholder) == ("", "128")  # the last default, greyed, not an image's shape
         field.value = ""
         await pilot.press("enter")  # no overrides: analysed again
-        await wait_until(pilot, lambda: analysed(app, "resnet18"), what="the analysis without overrides")
+        await wait_until(pilot, lambda: analysed(app, "hf:gpt2"), what="the analysis without overrides")
         assert app.is_running

@@ -30,6 +30,7 @@ DTYPE_CHOICES = ("float32", "float16", "bfloat16")
 ARGS_TOOLTIP = ("The model's overrides, KEY=VALUE,...: num_hidden_layers=2 (transformers), depth=6 (a timm ViT), or "
                 "a custom factory's keyword arguments. ⏎ analyses it again.")
 SEQ_TOOLTIP = "A token model's sequence length (empty: its default, shown greyed). ⏎ analyses it again."
+SHAPE_EXAMPLE = "3x224x224"  # the shape field's placeholder until a model's default input is known
 SEQ_EXAMPLE = "128"  # the seq field's placeholder until a token model's analysis gives its own default
 MAX_PER_GROUP = 60  # entries listed under a heading; a line says how many more match (typing narrows them)
 
@@ -86,7 +87,7 @@ class ModelPicker(Vertical):
         yield Input(placeholder="custom package.module:factory ⏎", id="custom-spec", compact=True)
         with Horizontal(id="shape-row"):
             yield Label("input", classes="field-label")
-            yield Input(placeholder="3x224x224", id="shape", compact=True)
+            yield Input(placeholder=SHAPE_EXAMPLE, id="shape", compact=True)
             yield Label("batch", classes="field-label")
             yield Input("1", id="batch", compact=True, type="integer")
         with Horizontal(id="args-row"):
@@ -234,6 +235,7 @@ class ModelPicker(Vertical):
             return
         if spec != self.spec:
             self.set_default_shape(())
+            self.query_one("#shape", Input).placeholder = SHAPE_EXAMPLE
             self.query_one("#seq-len", Input).placeholder = SEQ_EXAMPLE
             self.show_input_note(None)
         self.spec = spec
@@ -270,6 +272,8 @@ class ModelPicker(Vertical):
         field = self.query_one("#shape", Input)
         with field.prevent(Input.Changed):
             field.value = format_shape(shape)
+        if shape:  # greyed while the field is empty again (another length or override being analysed, or refused)
+            field.placeholder = format_shape(shape)
         self._shape_typed = False
 
     def show_default_seq_len(self, input_shape: tuple) -> None:
