@@ -121,6 +121,7 @@ def test_letters_in_order_match_and_the_closer_match_ranks_first():
     assert fuzzy_score("gpt2", "gpt2") > fuzzy_score("gpt2", "gpt2_large") > fuzzy_score("gpt2", "decision_gpt2") \
         > fuzzy_score("gpt2", "g_p_t_2")
     assert fuzzy_score("resnet", "resnet18") > fuzzy_score("resnet", "fasterrcnn_resnet50_fpn")
+    assert fuzzy_score("vitb16", "vit_base_patch16_224") > fuzzy_score("vitb16", "samvit_base_patch16")  # word starts
 
 
 def test_the_groups_follow_their_best_match_and_torchvision_keeps_its_tasks():
