@@ -260,7 +260,8 @@ class MainScreen(FitsTerminal, Screen):
                          channels_last=settings["channels_last"], device=session.device,
                          flags=self.pane("flags").flags, shapes=options["shapes"], compile=options["compile"],
                          warmup=session.warmup, iters=session.iters, step=step, optimizer=optimizer or "sgd",
-                         amp=None if options["amp"] == "off" else options["amp"])
+                         amp=None if options["amp"] == "off" else options["amp"],
+                         model_args=settings["model_args"], seq_len=settings["seq_len"])
 
     def ready_selection(self, what: str, module: str = "timing"):
         """The selection for a job, or None (and a line saying why) while the engine module it needs is loading

@@ -1,0 +1,240 @@
+"""The picker over every model source: the filter matches letters in order over torchvision, timm and transformers
+names, 'timm:' or 'hf:' typed first narrows the list to that source, ⏎ chooses the best match; the args and seq
+fields reach the Selection and the jobs made from it, and a bad override is one line where the picker's errors go.
+
+The catalogue and the analyses are recorded answers (the measurement process would list ~2,300 names and build each
+model on the meta device); the entries carry their source as the catalogue's ModelEntry does."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from torchperf_tui.app.widgets.picker.model_filter import (
+    filter_catalogue,
+    fuzzy_score,
+    split_query,
+)
+from torchperf_tui.engine.workloads.model_entry import ModelEntry
+
+from tests.app.helpers import (
+    analysed,
+    make_app,
+    notifications,
+    screen_text,
+    wait_ready,
+    wait_until,
+)
+from tests.app.recorded_answers import NOT_PLACED, TimedRuns
+from tests.fakes.fake_measurement import Failed, FakeMeasurement, Recorded
+
+GPT2_ARGS = "n_layer=2,n_embd=64,n_head=2"
+
+
+@dataclass(frozen=True)
+class SourcedEntry(ModelEntry):
+    """A catalogue entry with its source, as the catalogue of every source lists them."""
+
+    source: str = "torchvision"
+
+
+def catalogue() -> list:
+    """A catalogue of the three sources in its order: torchvision by task, timm's names, transformers' types; timm
+    with many more names than the list shows under one heading."""
+    tv = [SourcedEntry("alexnet", "classification", (3, 224, 224)),
+          SourcedEntry("resnet18", "classification", (3, 224, 224)),
+          SourcedEntry("resnet50", "classification", (3, 224, 224)),
+          SourcedEntry("vit_b_16", "classification", (3, 224, 224)),
+          SourcedEntry("fasterrcnn_resnet50_fpn", "detection", (3, 800, 800)),
+          SourcedEntry("quantized_resnet18", "quantization", (3, 224, 224), supported=False, reason="int8 only")]
+    timm_names = ["resnet18", "resnet50", "vit_base_patch16_224", "vit_small_patch16_224", "convnextv2_atto",
+                  "efficientnet_b0"] + [f"test_net_{i:03d}" for i in range(300)]
+    timm = [SourcedEntry(f"timm:{name}", "classification", (3, 224, 224), source="timm") for name in sorted(timm_names)]
+    hf = [SourcedEntry(f"hf:{name}", "text", (128,), source="hf")
+          for name in ("bert", "gpt2", "gpt_neox", "gptj", "llama", "t5")]
+    return tv + timm + hf
+
+
+def recorded_analysis(params: dict):
+    """An analysis as the measurement process answers it: the model at the input asked (a transformers model's
+    token ids at its sequence length, 128 by default), or the engine's line for an override the model lacks."""
+    from torchperf_tui.engine.workloads.complexity_result import Complexity
+
+    spec, batch = params["spec"], params["batch"]
+    for key, _ in params.get("model_args", ()):
+        if key == "bogus":
+            return Failed(f"{spec} has no setting 'bogus' to override")
+    if spec.startswith("hf:"):
+        shape = (batch, params.get("seq_len") or 128)
+    else:
+        shape = (batch, *(params.get("dims") or (3, 224, 224)))
+    return Recorded(Complexity(model=spec, input_shape=shape, dtype=params["dtype"], params_total=1000,
+                               params_trainable=1000, size_bytes=4000, size_mb=4000 / 2**20, flops=2_000_000,
+                               macs=1_000_000), extra={"entry": None, "input_note": None})
+
+
+def sources_app():
+    """The app on this box's CPU with the recorded catalogue, analyses and timing runs; the fake keeps the
+    requests."""
+    from torchperf_tui.measure.client import MeasurementProcess
+
+    fake = FakeMeasurement({"catalogue": catalogue(), "analyse": recorded_analysis, "time": TimedRuns(),
+                            "roofline": NOT_PLACED}, real=MeasurementProcess)
+    return make_app(frozen=True, measurement=fake), fake
+
+
+def listed(app) -> list[str]:
+    """The model list's lines as shown (headings included), plain text."""
+    listing = app.main.query_one("#model-list")
+    lines = []
+    for index in range(listing.option_count):
+        prompt = listing.get_option_at_index(index).prompt
+        lines.append(getattr(prompt, "plain", None) or _plain(str(prompt)))
+    return lines
+
+
+def _plain(markup: str) -> str:
+    from rich.text import Text
+
+    return Text.from_markup(markup).plain
+
+
+def highlighted_id(app) -> str | None:
+    listing = app.main.query_one("#model-list")
+    return None if listing.highlighted is None else listing.get_option_at_index(listing.highlighted).id
+
+
+def analyses(fake) -> list[dict]:
+    return [params for kind, params in fake.requests if kind == "analyse"]
+
+
+# -- the filter's scoring, alone ---------------------------------------------------------------------------------
+
+def test_a_query_narrows_to_the_source_typed_before_it():
+    assert split_query("timm:Vit B") == ("timm", ["vit", "b"])
+    assert split_query(" hf:gpt2") == ("hf", ["gpt2"])
+    assert split_query("resnet") == (None, ["resnet"])
+
+
+def test_letters_in_order_match_and_the_closer_match_ranks_first():
+    assert fuzzy_score("vtb16", "vit_base_patch16_224") is not None
+    assert fuzzy_score("bv", "vit_base_patch16_224") is None  # out of order
+    assert fuzzy_score("gpt2", "gpt2") > fuzzy_score("gpt2", "gpt2_large") > fuzzy_score("gpt2", "decision_gpt2") \
+        > fuzzy_score("gpt2", "g_p_t_2")
+    assert fuzzy_score("resnet", "resnet18") > fuzzy_score("resnet", "fasterrcnn_resnet50_fpn")
+    assert fuzzy_score("vitb16", "vit_base_patch16_224") > fuzzy_score("vitb16", "samvit_base_patch16")  # word starts
+
+
+def test_the_groups_follow_their_best_match_and_torchvision_keeps_its_tasks():
+    groups = filter_catalogue(catalogue(), "resnet50")
+    titles = [group.title for group in groups]
+    assert titles[:2] == ["torchvision · classification", "timm"]  # a tie at the top: torchvision first
+    assert "torchvision · detection" in titles
+    assert groups[0].entries[0].name == "resnet50"
+    assert filter_catalogue(catalogue(), "gpt2")[0].title == "transformers"
+
+
+# -- the app, driven by keys ------------------------------------------------------------------------------------
+
+async def test_typing_timm_then_letters_lists_timm_alone_and_enter_chooses_the_best_match():
+    app, fake = sources_app()
+    async with app.run_test(size=(110, 34)) as pilot:
+        await wait_ready(pilot)
+        await pilot.press("slash", *"timm:vit")
+        await wait_until(pilot, lambda: listed(app)[0] == "timm", what="the timm models alone")
+        lines = listed(app)
+        assert {"timm:vit_base_patch16_224", "timm:vit_small_patch16_224"} <= set(lines)
+        assert all(line.startswith("timm:") for line in lines[1:]), lines  # torchvision's vit_b_16 is not listed
+        await pilot.press(*"b16")
+        await wait_until(pilot, lambda: "timm:vit_small_patch16_224" not in listed(app), what="the filter narrowed")
+        assert highlighted_id(app) == "timm:vit_base_patch16_224"
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: analysed(app, "timm:vit_base_patch16_224"), what="the analysis of the timm model")
+        assert analyses(fake)[-1]["spec"] == "timm:vit_base_patch16_224"
+        assert app.main.focused is app.main.query_one("#model-list")  # chosen: the next key is a command
+
+
+async def test_typing_hf_then_a_name_chooses_the_transformers_model_and_seq_shows_its_default_length():
+    app, _ = sources_app()
+    async with app.run_test(size=(110, 34)) as pilot:
+        await wait_ready(pilot)
+        await pilot.press("slash", *"hf:gpt2")
+        await wait_until(pilot, lambda: highlighted_id(app) == "hf:gpt2", what="hf:gpt2 highlighted")
+        assert listed(app)[0] == "transformers"
+        assert "hf:gpt_neox" not in listed(app)  # 'gpt2' is not in it in order
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: analysed(app, "hf:gpt2"), what="the analysis of hf:gpt2")
+        assert app.main.query_one("#seq-len").placeholder == "128"
+        assert "hf:gpt2" in screen_text(app, "#model-summary")
+
+
+async def test_without_a_prefix_every_source_is_listed_under_its_heading_and_the_rest_are_counted():
+    app, _ = sources_app()
+    async with app.run_test(size=(110, 34)) as pilot:
+        await wait_ready(pilot)
+        lines = listed(app)
+        assert lines[0] == "torchvision · classification"
+        for heading in ("torchvision · detection", "timm", "transformers"):
+            assert heading in lines
+        assert any(line.startswith("… ") and "more: type to narrow" in line for line in lines)  # timm's 306
+        await pilot.press("slash", *"resnet18")
+        await wait_until(pilot, lambda: "timm:resnet18" in listed(app), what="the filter applied")
+        lines = listed(app)
+        assert lines[:2] == ["torchvision · classification", "resnet18"]
+        assert highlighted_id(app) == "resnet18"
+        assert lines.index("timm") < lines.index("timm:resnet18")
+
+
+async def test_args_and_seq_reach_the_selection_the_analysis_and_the_run():
+    app, fake = sources_app()
+    async with app.run_test(size=(110, 34)) as pilot:
+        await wait_ready(pilot)
+        await pilot.press("slash", *"hf:gpt2", "enter")
+        await wait_until(pilot, lambda: analysed(app, "hf:gpt2"), what="the analysis of hf:gpt2")
+        assert app.main.query_one("#shape").value == "128"  # the default length, as analysed
+        await pilot.click("#model-args")
+        await pilot.press(*GPT2_ARGS, "enter")
+        await wait_until(pilot, lambda: analyses(fake)[-1].get("model_args") == (("n_layer", "2"), ("n_embd", "64"),
+                                                                                 ("n_head", "2")),
+                         what="the analysis with the overrides")
+        await wait_until(pilot, lambda: analysed(app, "hf:gpt2"), what="the analysis at the overrides")
+        await pilot.click("#seq-len")
+        await pilot.press(*"32", "enter")
+        await wait_until(pilot, lambda: analyses(fake)[-1].get("seq_len") == 32, what="the analysis at length 32")
+        # The shape shown was the default: the length typed decides it, and the analysis fills it in again.
+        assert analyses(fake)[-1]["dims"] is None
+        await wait_until(pilot, lambda: analysed(app) and app.pane("picker").complexity.input_shape == (1, 32),
+                         what="the analysis at length 32 shown")
+        assert app.main.query_one("#shape").value == "32"
+        selection = app.main.selection()
+        assert (selection.model_args, selection.seq_len) == (GPT2_ARGS, "32")
+        await pilot.press("escape", "r")
+        await wait_until(pilot, lambda: any(kind == "time" for kind, _ in fake.requests), what="the run asked for")
+        cfg = next(params["cfg"] for kind, params in fake.requests if kind == "time")
+        assert cfg.model == "hf:gpt2"
+        assert cfg.model_args == (("n_layer", "2"), ("n_embd", "64"), ("n_head", "2"))
+
+
+async def test_a_bad_override_is_one_line_where_the_picker_says_errors_and_the_app_keeps_running():
+    app, fake = sources_app()
+    async with app.run_test(size=(110, 34)) as pilot:
+        await wait_ready(pilot)
+        await pilot.press("slash", *"hf:gpt2", "enter")
+        await wait_until(pilot, lambda: analysed(app, "hf:gpt2"), what="the analysis of hf:gpt2")
+        asked = len(analyses(fake))
+        await pilot.click("#model-args")
+        await pilot.press(*"n_layer", "enter")  # no '=': the engine's parser refuses it before any job
+        await wait_until(pilot, lambda: "is not KEY=VALUE" in screen_text(app, "#model-summary"),
+                         what="the parser's line in the model's summary")
+        assert any("'n_layer' is not KEY=VALUE" in message for message in notifications(app))
+        assert len(analyses(fake)) == asked
+        field = app.main.query_one("#model-args")
+        field.value = ""
+        await pilot.press(*"bogus=1", "enter")  # well formed, but the model has no such setting: the job says so
+        await wait_until(pilot, lambda: "has no setting 'bogus'" in screen_text(app, "#model-summary"),
+                         what="the engine's line for an unknown setting")
+        shape = app.main.query_one("#shape")
+        assert (shape.value, shape.placeholder) == ("", "128")  # the last default, greyed, not an image's shape
+        field.value = ""
+        await pilot.press("enter")  # no overrides: analysed again
+        await wait_until(pilot, lambda: analysed(app, "hf:gpt2"), what="the analysis without overrides")
+        assert app.is_running
