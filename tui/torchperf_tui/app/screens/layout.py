@@ -13,9 +13,9 @@ MIN_SIZE = (60, 18)
 NARROW_COLUMNS = 70
 SHORT_ROWS = 36
 
-# Tab labels when the full ones do not fit (80x24 with the sidebar leaves the tab bar ~46 columns; the full
-# labels need 80): every tab stays in sight, and 1-9 still switch to them.
-SHORT_LABELS = {"timing": "Time", "compare": "Comp", "layers": "Layer", "device": "Dev", "memory": "Mem",
+# Tab labels when the full ones do not fit (80x24 with the sidebar leaves the tab bar ~47 columns: the ten short ones
+# and a column between each take 46, the full ones 90): every tab stays in sight, and 1-9 still switch to them.
+SHORT_LABELS = {"timing": "Time", "compare": "Comp", "layers": "Lay", "device": "Dev", "memory": "Mem",
                 "throughput": "Thru", "profile": "Prof", "history": "Hist", "kernels": "Kern",
                 "sweep": "Swp"}
 
