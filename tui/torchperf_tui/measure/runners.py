@@ -429,3 +429,9 @@ RUNNERS: dict[str, Callable[[dict, JobContext], tuple[Any, dict]]] = {
     "cli.roofline": run_cli_roofline, "cli.compare": run_cli_compare, "cli.determinism": run_cli_determinism,
     "cli.memsnap": run_cli_memsnap, "cli.ceilings": run_cli_ceilings,
 }
+
+
+# An SDPA set that leaves the model's attention no backend: refused in one line before the job runs.
+from torchperf_tui.measure.attention_check import check_attention_first  # noqa: E402 - wraps RUNNERS above
+
+check_attention_first(RUNNERS)
