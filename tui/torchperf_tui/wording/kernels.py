@@ -87,9 +87,9 @@ def kernel_word(ran: str) -> str:
 
 def attention_ran_text(run, compact: bool = False) -> str:
     """What an arm's attention ran at a site beside what it allowed: 'math (bmm + softmax), allowed math'; the
-    pane's compact 'math ← flash+math'."""
+    pane's compact 'math' (its status line says what each arm allowed), with '*' where it passed one over."""
     if compact:
-        return f"{run.ran or '–'} of {run.allowed}"
+        return (run.ran or "–") + ("*" if run.passed_over else "")
     return f"{kernel_word(run.ran)}, allowed {run.allowed}"
 
 
@@ -139,3 +139,12 @@ def attention_title(result) -> str:
     """The heading of the attention table."""
     per = " and pass" if result.training else ""
     return f"Attention: the kernel each SDPA call site{per} ran, beside the backends its arm allowed, µs per iteration"
+
+
+def kernels_summary(result) -> str:
+    """The pane's line above its table: what changed among the conv layers and the attention sites, and what the
+    table shows."""
+    parts = ([changed_text(result)] if result.layers else []) + (
+        [attention_changed_text(result)] if getattr(result, "attention", None) else [])
+    per = " per pass" if result.training else ""
+    return f"{' · '.join(parts) or 'nothing profiled'} · {what_ran(result)}{per}, µs per iteration over {result.iters} profiled"

@@ -21,14 +21,16 @@ from __future__ import annotations
 
 import re
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from torchperf_tui.engine.lazy_torch import torch
 
+from torchperf_tui.engine.analysis.attention_result import AttentionRun, AttentionSite  # noqa: F401 - results
 from torchperf_tui.engine.benchmark import attention_flags as attn
 from torchperf_tui.engine.errors import FlagError
 from torchperf_tui.engine.workloads.layer_ranges import BACKWARD_PREFIX, LAYER_PREFIX, descendants, on_cpu, wrap_forwards
+from torchperf_tui.engine.workloads.workload import PASSTHROUGH_CODE
 
 SDPA_OP = "aten::scaled_dot_product_attention"
 # The op under SDPA_OP (or the autograd node of a training step's backward) -> the kernel family that ran.
@@ -112,6 +114,9 @@ class _CallRecorder(torch.overrides.TorchFunctionMode):
         if func is torch.nn.functional.scaled_dot_product_attention:
             self.calls.append(_call_of(self.stack[-1] if self.stack else "(model)", args, kwargs, self.autocast_dtype))
         return func(*args, **kwargs)
+
+
+PASSTHROUGH_CODE.add(_CallRecorder.__torch_function__.__code__)  # the model's errors stay the model's
 
 
 def _call_of(site: str, args: tuple, kwargs: dict, autocast_dtype: str | None) -> AttentionCall:
@@ -271,35 +276,6 @@ def meta_calls(cfg) -> list[AttentionCall]:
 
 
 # -- what ran, from the profiler's events ------------------------------------------------------------------------
-
-@dataclass
-class AttentionRun:
-    """What one arm's attention ran at a site in one pass, beside what was allowed."""
-
-    allowed: str  # the SDPA set, 'all' or 'flash+math'
-    ran: str  # flash, efficient, cudnn, math; '' when nothing was recorded
-    kernels: list = field(default_factory=list)  # KernelTime: the GPU kernels, or on the CPU the ATen op
-    us_per_iter: float = 0.0
-    calls_per_iter: float = 0.0
-    passed_over: dict[str, str] = field(default_factory=dict)  # an allowed backend that could not -> why
-
-
-@dataclass
-class AttentionSite:
-    """One attention call site (a module) in one pass (fwd, or a training step's bwd) under arm A and arm B."""
-
-    site: str
-    phase: str
-    a: AttentionRun
-    b: AttentionRun
-
-    @property
-    def changed(self) -> bool:
-        return self.a.ran != self.b.ran
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "changed": self.changed}
-
 
 def family(name: str) -> str | None:
     """'flash', 'efficient', 'cudnn' or 'math' for an SDPA implementation op or its backward node; None else."""

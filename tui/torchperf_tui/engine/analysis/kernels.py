@@ -361,7 +361,7 @@ def conv_kernels(base: BenchConfig, a: ArmSpec, b: ArmSpec, *, iters: int = 3, w
                     with applied_flags(spec.flags), grad_context(step), \
                             forward_errors(name, shape, work.dtype, device, action="profiling kernels of"):
                         runner = StepRunner(work.model, step, device, seed=base.seed)
-                        # One iteration recorded (its SDPA calls and their modules), counted as a warm-up one.
+                        # One iteration recorded (its SDPA calls and their modules) before the warm-up.
                         calls = attention.record_calls(work.model, lambda: runner(work.x))
                         if not layers and not calls:
                             raise TorchperfError(f"{name} has no convolution layers and no attention "
@@ -370,7 +370,7 @@ def conv_kernels(base: BenchConfig, a: ArmSpec, b: ArmSpec, *, iters: int = 3, w
                                                              device)
                         handles = attach_layer_ranges(layers + [(site, work.model.get_submodule(site)) for site
                                                                 in dict.fromkeys(c.site for c in calls)])
-                        return profile_iterations(runner, work.x, device, iters, max(warmup - 1, 0), cancelled)
+                        return profile_iterations(runner, work.x, device, iters, warmup, cancelled)
                 finally:
                     for handle in handles:
                         handle.remove()

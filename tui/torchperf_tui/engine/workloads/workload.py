@@ -139,14 +139,22 @@ def model_code_error(name: str, exc: BaseException, *, action: str, where: str,
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+# Code of this package that only passes a model's calls on (a TorchFunctionMode recording them): an error raised
+# in it is the model's, from the call it passed on.
+PASSTHROUGH_CODE: set = set()
+
+
 def _raised_here(exc: BaseException) -> bool:
-    """True when the innermost frame of the traceback is this package's own code, not the model's or torch's."""
+    """True when the innermost frame of the traceback is this package's own code, not the model's or torch's (a
+    PASSTHROUGH_CODE frame counts as the frame that called it)."""
     tb = exc.__traceback__
-    if tb is None:
-        return False
-    while tb.tb_next is not None:
+    frames = []
+    while tb is not None:
+        frames.append(tb.tb_frame.f_code)
         tb = tb.tb_next
-    return os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(_PACKAGE_DIR + os.sep)
+    while frames and frames[-1] in PASSTHROUGH_CODE:
+        frames.pop()
+    return bool(frames) and os.path.abspath(frames[-1].co_filename).startswith(_PACKAGE_DIR + os.sep)
 
 
 def _now(shape):
