@@ -154,8 +154,9 @@ class FlagsPane(Vertical):
             by_reason.setdefault(reason or "no effect here", []).append(label)
         self.reasons = "\n".join(f"n/a {', '.join(labels)}: {reason}" for reason, labels in by_reason.items())
         self.query_one("#flags-reason", Static).update(self.reasons)
-        self.query_one("#flags-na", Static).update(
-            f"n/a here: {', '.join(label for label, _ in not_applicable)} (why: Device tab)" if not_applicable else "")
+        labels = [label for label, _ in not_applicable]  # two lines at most: the sdpa and matmul rows need theirs
+        named = ", ".join(labels) if len(labels) <= 2 else f"{labels[0]} and {len(labels) - 1} more"
+        self.query_one("#flags-na", Static).update(f"n/a here: {named} (why: Device tab)" if labels else "")
 
     def set_values(self, flags) -> None:
         """Show `flags` as the switches would, without posting Changed (the demo set them, not the user)."""
