@@ -100,3 +100,25 @@ def test_flash_against_math_on_a_tiny_llama_at_1024_is_called_significant():
     assert result.verdict is not None and result.verdict.significant, result.verdict
     assert result.verdict.ratio < 1  # B (flash) faster
     assert (result.a.flags.sdpa, result.b.flags.sdpa) == ("math", "flash")
+
+
+def _cuda_llama(**kw) -> BenchConfig:
+    return BenchConfig(model="hf:llama", model_args=TINY, seq_len=256, device="cuda", **kw)
+
+
+@pytest.mark.gpu
+def test_gpu_flash_and_efficient_are_told_apart_and_a_float32_fallback_says_its_dtype():
+    result = conv_kernels(_cuda_llama(dtype="bfloat16"), parse_arm_spec("sdpa=flash"),
+                          parse_arm_spec("sdpa=efficient"), iters=2, warmup=2)
+    assert result.kind == "cuda-kernel"
+    assert {(s.a.ran, s.b.ran) for s in result.attention} == {("flash", "efficient")}
+    assert all(s.a.kernels and s.b.kernels and s.a.us_per_iter > 0 for s in result.attention)
+    fp32 = conv_kernels(_cuda_llama(), parse_arm_spec("sdpa=math"), parse_arm_spec("sdpa=flash+math"),
+                        iters=1, warmup=1)
+    assert all(s.b.ran == "math" and s.b.passed_over == {"flash": "dtype float32"} for s in fp32.attention)
+
+
+@pytest.mark.gpu
+def test_gpu_flash_alone_on_a_float32_model_is_refused_by_the_documented_constraint():
+    with pytest.raises(FlagError, match="float16 or bfloat16"):
+        check_attention_sets(_cuda_llama(), [parse_arm_spec("sdpa=flash").flags])
