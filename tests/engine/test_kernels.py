@@ -68,9 +68,9 @@ def test_same_flags_run_the_same_implementation_for_a_registered_model():
     assert result.changed_layers == []
 
 
-def test_a_model_without_convolutions_is_refused_in_one_line():
+def test_a_model_without_convolutions_or_attention_is_refused_in_one_line():
     model = nn.Sequential(nn.Flatten(), nn.Linear(48, 2))
-    with pytest.raises(TorchperfError, match="Sequential has no convolution layers: kernel choice per conv"):
+    with pytest.raises(TorchperfError, match="Sequential has no convolution layers and no attention"):
         conv_kernels(_cfg(model, (1, 3, 4, 4)), BASE, MKLDNN_OFF, iters=1, warmup=0)
     with pytest.raises(TorchperfError, match="at least 1"):
         conv_kernels(_cfg(LateFirst()), BASE, BASE, iters=0)

@@ -31,7 +31,8 @@ def _flags_from(args):
                   deterministic_algorithms=args.deterministic_algorithms, num_threads=args.threads)
     if args.tf32 is not None:
         flags = flags.replace(tf32_matmul=args.tf32, tf32_cudnn=args.tf32)
-    return flags
+    attention = {k: getattr(args, k, None) for k in ("sdpa", "matmul_precision")}
+    return flags.replace(**{k: v for k, v in attention.items() if v is not None})
 
 
 def _print_json(data) -> None:
@@ -294,7 +295,7 @@ def cmd_compare(args) -> int:
     if args.kernels:
         from torchperf_tui.cli_render import render_kernels
 
-        kernels, _ = _run("cli.compare", params, f"profiling the conv kernels of {args.model} under A and B")
+        kernels, _ = _run("cli.compare", params, f"profiling the kernels of {args.model} under A and B")
         return _output(args, kernels, render_kernels)
     result, extra = _run("cli.compare", params, f"comparing A and B on {args.model}")
     if not args.no_history and not result.cancelled:

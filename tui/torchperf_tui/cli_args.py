@@ -82,6 +82,31 @@ def _add_flag_options(p: argparse.ArgumentParser) -> None:
                    help="allow TF32 for fp32 matmuls and convolutions (default: PyTorch's)")
     p.add_argument("--threads", type=_checked(options.thread_count),
                    help="CPU intra-op threads (torch.set_num_threads), at most the machine's logical CPUs")
+    _add_attention_flag_options(p)
+
+
+def _flag_value(parse):
+    """An argparse type from a parser of engine/benchmark/attention_flags.py (no torch): its FlagError one line."""
+    def convert(text: str):
+        from torchperf_tui.engine.errors import FlagError
+
+        try:
+            return parse(text)
+        except FlagError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    convert.__name__ = "value"
+    return convert
+
+
+def _add_attention_flag_options(p: argparse.ArgumentParser) -> None:
+    from torchperf_tui.engine.benchmark import attention_flags as attn
+
+    p.add_argument("--sdpa", metavar="BACKENDS", type=_flag_value(attn.parse_sdpa),
+                   help="the backends scaled_dot_product_attention may use, joined with +: flash, efficient, cudnn, "
+                        "math, e.g. flash+math (default all; the CPU has flash and math)")
+    p.add_argument("--matmul-precision", choices=attn.MATMUL_PRECISIONS,
+                   help="torch.set_float32_matmul_precision: highest (default), high (TF32 on CUDA), medium")
 
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
@@ -250,7 +275,8 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     p = sub.add_parser("compare", help="A vs B interleaved in randomised blocks, with a significance verdict")
     _add_workload_options(p)
     p.add_argument("--a", required=True, metavar="SPEC", help="arm A: key=value,... over cudnn_benchmark, "
-                   "deterministic, tf32, threads, mkldnn, dtype, channels_last, shapes, step, optimizer, amp "
+                   "deterministic, tf32, threads, mkldnn, sdpa (e.g. sdpa=flash+math), matmul_precision, dtype, "
+                   "channels_last, shapes, step, optimizer, amp "
                    "('' = the base run; e.g. amp=fp16 against amp=off)")
     p.add_argument("--b", required=True, metavar="SPEC", help="arm B, likewise")
     p.add_argument("--blocks", type=_checked(options.ab_blocks), default=10,
@@ -265,8 +291,9 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--no-history", action="store_true", help="do not append the two arms to the history file")
     p.add_argument("--aa", action="store_true", help="allow identical arms: an A/A check of the noise (a "
                    "difference called significant there is a false positive); without it identical arms are refused")
-    p.add_argument("--kernels", action="store_true", help="instead of timing: the kernels each conv layer ran under "
-                   "A and under B, side by side (torch.profiler; on the CPU the ATen implementation)")
+    p.add_argument("--kernels", action="store_true", help="instead of timing: the kernels each conv layer and each "
+                   "attention call ran under A and under B, side by side (torch.profiler; on the CPU the ATen "
+                   "implementation), with any attention fallback and its reason")
     p.add_argument("--generate", type=_positive_int, metavar="N", help="a causal LM: instead of timing passes, each "
                    "block is a greedy generation of N new tokens; the verdict is on decode (per output token), the "
                    "prefill (time to first token) said apart")

@@ -14,7 +14,8 @@ from torchperf_tui.engine.benchmark.stats import percentile_supported
 from torchperf_tui.formatting import UNSUPPORTED_LEGEND, fit_name, format_bytes, format_count, format_ms
 from torchperf_tui.wording import subject
 from torchperf_tui.wording.compare import ab_title, arm_cells, arm_conditions
-from torchperf_tui.wording.kernels import changed_text, kernel_cells, kernels_title
+from torchperf_tui.wording.kernels import (attention_cells, attention_changed_text, attention_title, changed_text,
+                                           fallback_lines, kernel_cells, kernels_title)
 from torchperf_tui.wording.modes import mode_cells, modes_title
 from torchperf_tui.wording.profile import op_cells, op_columns, profile_rows, profile_title, trace_text
 from torchperf_tui.wording.roofline import Footnotes, roofline_rows, roofline_title
@@ -251,14 +252,25 @@ def render_ab(result) -> None:
 
 def render_kernels(result) -> None:
     """Per conv layer: what ran under A and under B, with its time per iteration; changed layers marked."""
-    table = Table(box=None, header_style="bold")
     columns = ("layer", *(["pass"] if result.training else []), f"A: {result.a_spec}", f"B: {result.b_spec}", "A us",
                "B us", "")
+    console.print(kernels_title(result), style="bold underline")
+    if result.layers:
+        console.print(_kernel_table(columns, kernel_cells(result)))
+        console.print(changed_text(result), style="bold")
+    if result.attention:  # the attention call sites beside the conv layers, and each fallback with its reason
+        console.print(attention_title(result), style="bold")
+        console.print(_kernel_table(("site", *columns[1:]), attention_cells(result)))
+        console.print(attention_changed_text(result), style="bold")
+        for line in fallback_lines(result):
+            console.print(line, style="yellow", markup=False)
+    console.print(result.note)
+
+
+def _kernel_table(columns, rows) -> Table:
+    table = Table(box=None, header_style="bold")
     for column in columns:
         table.add_column(column, justify="right" if column in ("A us", "B us") else "left")
-    for cells in kernel_cells(result):
+    for cells in rows:
         table.add_row(*cells)
-    console.print(kernels_title(result), style="bold underline")
-    console.print(table)
-    console.print(changed_text(result), style="bold")
-    console.print(result.note)
+    return table

@@ -1,6 +1,7 @@
 """The kernels each conv layer ran under A and under B (engine.analysis.kernels.KernelComparison) in words: the
 CLI's heading and table of `compare --kernels`, and the facts the kernels pane says too (what was profiled, how many
-layers changed, a layer's time, what it ran: a list for the CLI, its longest kernel for the pane)."""
+layers changed, a layer's time, what it ran: a list for the CLI, its longest kernel for the pane). The attention
+call sites beside them: the kernel each ran against the backends allowed, and each fallback with its reason."""
 
 from __future__ import annotations
 
@@ -8,8 +9,11 @@ from torchperf_tui.wording import subject
 
 
 def what_ran(result) -> str:
-    """'GPU kernels', or on the CPU 'ATen conv implementation'."""
-    return "GPU kernels" if result.kind == "cuda-kernel" else "ATen conv implementation"
+    """'GPU kernels', or on the CPU 'ATen conv implementation' ('ATen implementation' for attention alone)."""
+    if result.kind == "cuda-kernel":
+        return "GPU kernels"
+    return "ATen implementation" if getattr(result, "attention", None) and not result.layers else \
+        "ATen conv implementation"
 
 
 def changed_text(result) -> str:
@@ -43,8 +47,9 @@ def ran_text(kernels, names: dict[str, str], compact: bool = False) -> str:
 def kernels_title(result) -> str:
     """The CLI's heading: the model, input and step, what was profiled, per conv layer (and pass)."""
     step = f", each iteration {result.step}" if shows_step(result) else ""
+    per = "per conv layer" if result.layers or not getattr(result, "attention", None) else "per attention call site"
     return (f"{subject(result, dtype=False)}{step}: {what_ran(result)} "
-            f"per conv layer{' and pass' if result.training else ''}, per iteration ({result.iters} profiled)")
+            f"{per}{' and pass' if result.training else ''}, per iteration ({result.iters} profiled)")
 
 
 def layer_rows(result, width: int):
@@ -64,3 +69,82 @@ def kernel_cells(result) -> list[tuple[str, ...]]:
              ran_text(part.b, names) if part.changed else "same", us_text(part.a_us), us_text(part.b_us),
              "changed" if part.changed else "")
             for _, name, phase, part, names in layer_rows(result, 36)]
+
+
+# -- attention: the kernel each SDPA call site ran (engine.analysis.attention_kernels.AttentionSite) ---------------
+
+KERNEL_WORDS = {"flash": "flash", "efficient": "efficient", "cudnn": "cuDNN", "math": "math"}
+_BACKEND_WORDS = {"flash": "flash", "efficient": "efficient", "cudnn": "cuDNN", "math": "math"}
+
+
+def kernel_word(ran: str) -> str:
+    """'flash', 'math (bmm + softmax)'; '–' when nothing was recorded."""
+    if not ran:
+        return "–"
+    return " + ".join("math (bmm + softmax)" if part == "math" else KERNEL_WORDS.get(part, part)
+                      for part in ran.split("+"))
+
+
+def attention_ran_text(run, compact: bool = False) -> str:
+    """What an arm's attention ran at a site beside what it allowed: 'math (bmm + softmax), allowed math'; the
+    pane's compact 'math' (its status line says what each arm allowed), with '*' where it passed one over."""
+    if compact:
+        return (run.ran or "–") + ("*" if run.passed_over else "")
+    return f"{kernel_word(run.ran)}, allowed {run.allowed}"
+
+
+def attention_changed_text(result) -> str:
+    """'2 of 2 attention sites changed kernel'."""
+    sites = list(dict.fromkeys(site.site for site in result.attention))
+    changed = list(dict.fromkeys(site.site for site in result.attention if site.changed))
+    return f"{len(changed)} of {len(sites)} attention site{'s' if len(sites) != 1 else ''} changed kernel"
+
+
+def _and_more(sites: list[str]) -> str:
+    return sites[0] if len(sites) == 1 else f"{sites[0]} and {len(sites) - 1} more site{'s' if len(sites) > 2 else ''}"
+
+
+def fallback_lines(result) -> list[str]:
+    """Each fallback in words, per arm and pass, its sites gathered: 'B: flash allowed, math ran at
+    model.layers.0.self_attn and 1 more site: dropout'."""
+    said: dict[tuple, list[str]] = {}
+    for site in result.attention:
+        for arm, run in (("A", site.a), ("B", site.b)):
+            if not run.passed_over or not run.ran:
+                continue
+            reasons = list(dict.fromkeys(run.passed_over.values()))
+            names = " and ".join(_BACKEND_WORDS.get(b, b) for b in run.passed_over)
+            why = reasons[0] if len(reasons) == 1 else "; ".join(
+                f"{_BACKEND_WORDS.get(b, b)}: {r}" for b, r in run.passed_over.items())
+            pass_text = " (backward)" if site.phase == "bwd" else ""
+            key = (arm, names, run.ran, pass_text, why)
+            said.setdefault(key, []).append(site.site)
+    return [f"{arm}: {names} allowed, {kernel_word(ran).split(' (')[0]} ran{pass_text} at {_and_more(sites)}: {why}"
+            for (arm, names, ran, pass_text, why), sites in said.items()]
+
+
+def attention_cells(result) -> list[tuple[str, ...]]:
+    """The CLI's attention table: (site, [pass,] what A ran and allowed, what B ran and allowed, A us, B us,
+    'changed' or '')."""
+    rows = []
+    for index, site in enumerate(result.attention):
+        first = index == 0 or result.attention[index - 1].site != site.site
+        rows.append((site.site if first or not result.training else "", *([site.phase] if result.training else []),
+                     attention_ran_text(site.a), attention_ran_text(site.b), us_text(site.a.us_per_iter),
+                     us_text(site.b.us_per_iter), "changed" if site.changed else ""))
+    return rows
+
+
+def attention_title(result) -> str:
+    """The heading of the attention table."""
+    per = " and pass" if result.training else ""
+    return f"Attention: the kernel each SDPA call site{per} ran, beside the backends its arm allowed, µs per iteration"
+
+
+def kernels_summary(result) -> str:
+    """The pane's line above its table: what changed among the conv layers and the attention sites, and what the
+    table shows."""
+    parts = ([changed_text(result)] if result.layers else []) + (
+        [attention_changed_text(result)] if getattr(result, "attention", None) else [])
+    per = " per pass" if result.training else ""
+    return f"{' · '.join(parts) or 'nothing profiled'} · {what_ran(result)}{per}, µs per iteration over {result.iters} profiled"

@@ -1,4 +1,5 @@
-"""Which kernel each convolution ran under flag set A and under B, side by side, per layer.
+"""Which kernel each convolution ran under flag set A and under B, side by side, per layer; and beside them which
+attention kernel each SDPA call site ran (engine/analysis/attention_kernels.py), so a transformer works too.
 
 cudnn.benchmark, TF32, cudnn.deterministic and oneDNN change *which* implementation a convolution runs,
 and the timings alone do not say so. torch.profiler records the kernels, but its operator table merges
@@ -53,6 +54,8 @@ CUDA_TRAIN_NOTE = ("backward kernels sorted by their names: dgrad (data gradient
                    "(the rest of the layer's backward: kernels whose names say neither, such as the GEMMs cuDNN runs "
                    "for a 1x1 conv's gradients, the bias gradient, layout copies)")
 CPU_TRAIN_NOTE = "on the CPU one ATen op computes a conv layer's data and weight gradients: shown as bwd"
+ATTENTION_NOTE = ("attention: the kernel each SDPA call ran, from the op under aten::scaled_dot_product_attention; an "
+                  "allowed backend passed over is said with torch's reason, found by running that call under it alone")
 PHASES = ("fwd", "dgrad", "wgrad", "bwd")  # the order a layer's kernels are listed in
 _WGRAD = re.compile(r"(?i)wgrad|grad_?weight|grad_?filter|backward_?filter|bwd_?filter")
 _DGRAD = re.compile(r"(?i)dgrad|grad_?input|backward_?data|bwd_?data|depthwise\dd_backward")
@@ -124,6 +127,7 @@ class KernelComparison(InputFacts):
     cancelled: bool = False
     step: str = "infer"  # what each profiled iteration was: "infer", "train (sgd)", with " · amp bf16"
     amp: str | None = None
+    attention: list = field(default_factory=list)  # AttentionSite per SDPA call site and pass, in forward order
 
     @property
     def training(self) -> bool:
@@ -138,6 +142,7 @@ class KernelComparison(InputFacts):
         data = {k: v for k, v in asdict(self).items() if k != "layers"}
         data["input_shape"] = list(self.input_shape)
         data["layers"] = [layer.to_dict() for layer in self.layers]
+        data["attention"] = [site.to_dict() for site in self.attention]
         return data
 
 
@@ -310,6 +315,7 @@ def conv_kernels(base: BenchConfig, a: ArmSpec, b: ArmSpec, *, iters: int = 3, w
                  should_cancel: Callable[[], bool] | None = None) -> KernelComparison:
     """Profile `base`'s model under arm A, then arm B, and line up each conv layer's kernels (for a training
     step, those of its backward too: both arms run the same step, from the weights the model was built with)."""
+    from torchperf_tui.engine.analysis import attention_kernels as attention
     from torchperf_tui.engine.benchmark.train_step import StepRunner, grad_context
 
     if iters < 1:
@@ -328,8 +334,12 @@ def conv_kernels(base: BenchConfig, a: ArmSpec, b: ArmSpec, *, iters: int = 3, w
     on_cuda = device.type == "cuda"
     workloads = {}
     grouped: dict[str, dict[str, list[KernelTime]]] = {"a": {}, "b": {}}
+    sites: dict[str, dict] = {"a": {}, "b": {}}  # arm -> (site, pass) -> what ran
+    reasons: dict[str, dict] = {"a": {}, "b": {}}  # arm -> site -> {backend: why it could not take the calls}
+    conv_names: set[str] = set()
     profiled: list[int] = []  # iterations each arm that ran got to profile
     stopped = False
+    attention.check_attention_sets(base, [a.flags, b.flags], device)  # before anything is built
     try:
         for key in dict.fromkeys(settings.values()):
             workloads[key] = prepare_workload(base.model, plan.inputs, device, parse_dtype(key[0]), key[1],
@@ -341,17 +351,25 @@ def conv_kernels(base: BenchConfig, a: ArmSpec, b: ArmSpec, *, iters: int = 3, w
         for arm, spec in arms.items():
             work = workloads[settings[arm]]
             layers = conv_layers(work.model)
-            if not layers:
-                raise TorchperfError(f"{name} has no convolution layers: kernel choice per conv needs one")
+            conv_names.update(layer for layer, _ in layers)  # the other ranges are attention sites
 
-            def profile_arm(work=work, layers=layers, spec=spec, key=settings[arm]):
+            def profile_arm(work=work, layers=layers, spec=spec, key=settings[arm], arm=arm):
                 if step.training:
                     work.model.load_state_dict(initial[key])
-                handles = attach_layer_ranges(layers)
+                handles = []
                 try:
                     with applied_flags(spec.flags), grad_context(step), \
                             forward_errors(name, shape, work.dtype, device, action="profiling kernels of"):
                         runner = StepRunner(work.model, step, device, seed=base.seed)
+                        # One iteration recorded (its SDPA calls and their modules) before the warm-up.
+                        calls = attention.record_calls(work.model, lambda: runner(work.x))
+                        if not layers and not calls:
+                            raise TorchperfError(f"{name} has no convolution layers and no attention "
+                                                 "(scaled_dot_product_attention) calls: kernel choice needs one")
+                        reasons[arm] = attention.probe_sites(calls, attention.attn.sdpa_backends(spec.flags.sdpa),
+                                                             device)
+                        handles = attach_layer_ranges(layers + [(site, work.model.get_submodule(site)) for site
+                                                                in dict.fromkeys(c.site for c in calls)])
                         return profile_iterations(runner, work.x, device, iters, warmup, cancelled)
                 finally:
                     for handle in handles:
@@ -364,17 +382,27 @@ def conv_kernels(base: BenchConfig, a: ArmSpec, b: ArmSpec, *, iters: int = 3, w
             profiled.append(done)
             if events is not None:
                 grouped[arm] = group_by_layer(events, done, on_cuda)
+                sites[arm] = attention.attention_by_site(events, done, on_cuda)
             if stopped:
                 break
     finally:
         for work in workloads.values():
             work.release()
-    order = list(dict.fromkeys([*grouped["a"], *grouped["b"]]))
+    order = [layer for layer in dict.fromkeys([*grouped["a"], *grouped["b"]]) if layer in conv_names]
     layers = [LayerKernels(layer, grouped["a"].get(layer, []), grouped["b"].get(layer, [])) for layer in order]
-    note = CUDA_NOTE if on_cuda else CPU_NOTE
-    if step.training:
+    allowed = {"a": a.flags.sdpa, "b": b.flags.sdpa}
+    keys = list(dict.fromkeys([*sites["a"], *sites["b"]]))  # forward order first, each site's passes together
+    in_order = list(dict.fromkeys(site for site, _ in keys))
+    keys.sort(key=lambda key: (in_order.index(key[0]), key[1] != "fwd"))
+    attention_sites = [attention.AttentionSite(site, phase, *(attention.attention_run(
+                           allowed[arm], sites[arm].get((site, phase)), reasons[arm].get(site, {})) for arm in "ab"))
+                       for site, phase in keys]
+    note = (CUDA_NOTE if on_cuda else CPU_NOTE) if layers else ""
+    if step.training and layers:
         note += "; " + (CUDA_TRAIN_NOTE if on_cuda else CPU_TRAIN_NOTE)
+    if attention_sites:
+        note = "; ".join(filter(None, [note, ATTENTION_NOTE]))
     return KernelComparison(**base.input_facts(plan.inputs), model=name, device=str(device), input_shape=tuple(shape), a_spec=a.text or "A",
                             b_spec=b.text or "B", layers=layers, kind="cuda-kernel" if on_cuda else "cpu-op",
                             note=note, iters=min(profiled, default=0), cancelled=stopped, step=step.describe(),
-                            amp=step.amp)
+                            amp=step.amp, attention=attention_sites)

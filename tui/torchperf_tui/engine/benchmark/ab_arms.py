@@ -1,4 +1,5 @@
-"""The arms of an A/B comparison: the SPEC a user types ('threads=2,cudnn_benchmark=on', 'dtype=fp16,step=train')
+"""The arms of an A/B comparison: the SPEC a user types ('threads=2,cudnn_benchmark=on', 'dtype=fp16,step=train',
+'sdpa=flash+math,matmul_precision=high')
 parsed into backend flags and run settings, and whether two arms would run the same thing.
 
 Needs no torch: the CLI's process parses the SPECs before it sends the job, and the app says the refusal of two
@@ -25,6 +26,8 @@ FLAG_KEYS: dict[str, tuple[str, ...]] = {
     "tf32": ("tf32_matmul", "tf32_cudnn"),
     "mkldnn": ("mkldnn_enabled",),
     "threads": ("num_threads",),
+    "sdpa": ("sdpa",),  # backends joined with '+': sdpa=flash+math
+    "matmul_precision": ("matmul_precision",),
 }
 SETTING_KEYS = ("dtype", "channels_last", "shapes", "step", "optimizer", "amp")
 
@@ -85,6 +88,8 @@ def parse_arm_spec(text: str, base: Flags | None = None) -> ArmSpec:
                 from torchperf_tui.options import thread_count
 
                 flags = flags.replace(num_threads=thread_count(value.strip()))
+            elif key in ("sdpa", "matmul_precision"):  # a bad value: 'sdpa: unknown backend ...'
+                flags = flags.replace(**{key: value.strip()})
             else:
                 on = _parse_bool(key, value)
                 flags = flags.replace(**{target: on for target in targets})

@@ -1,7 +1,7 @@
 """Backend flags as one value object, applied through a context manager that always restores them.
 
 This is the only place that changes torch's global backend state (cuDNN, TF32, deterministic algorithms,
-oneDNN, intra-op threads). A module-wide re-entrant lock is held while flags are applied, so a timed run
+oneDNN, intra-op threads, the SDPA backends and float32 matmul precision: engine/benchmark/attention_flags.py). A module-wide re-entrant lock is held while flags are applied, so a timed run
 never sees its flags change under it: a second run waits until the first has left its flags context.
 
 User code can change that state too (a factory calling `torch.set_num_threads(1)`), and it would then leak
@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Callable, Iterator
 
+from torchperf_tui.engine.benchmark import attention_flags as attn
 from torchperf_tui.engine.errors import FlagError
 
 # cuBLAS is only deterministic with a fixed workspace; PyTorch raises at the first matmul otherwise.
@@ -33,9 +34,10 @@ class FlagSpec:
 
     name: str
     label: str
-    kind: type  # bool or int
+    kind: type  # bool, int, or str (one of `choices` in the sidebar; any parsed value in the CLI and a SPEC)
     device: str  # "cuda", "cpu" or "any": where the flag has an effect
     help: str
+    choices: tuple[str, ...] = ()
 
 
 FLAG_SPECS: tuple[FlagSpec, ...] = (
@@ -55,6 +57,11 @@ FLAG_SPECS: tuple[FlagSpec, ...] = (
              "use oneDNN kernels for CPU convolutions and matmuls"),
     FlagSpec("num_threads", "threads", int, "cpu",
              "intra-op CPU threads (torch.set_num_threads); empty: the measurement process's own count"),
+    FlagSpec("sdpa", "sdpa", str, "any",
+             "the backends scaled_dot_product_attention may choose from (sdpa_kernel): flash, efficient, cudnn, "
+             "math, joined with +; all: PyTorch's choice. The CPU has flash and math", attn.SDPA_CHOICES),
+    FlagSpec("matmul_precision", "matmul", str, "any", "torch.set_float32_matmul_precision: highest (full "
+             "fp32), high (TF32 on CUDA), medium (bf16 passes too)", attn.MATMUL_PRECISIONS),
 )
 _SPECS_BY_NAME = {spec.name: spec for spec in FLAG_SPECS}
 
@@ -72,6 +79,8 @@ class Flags:
     deterministic_algorithms: bool = False
     mkldnn_enabled: bool = True
     num_threads: int | None = None
+    sdpa: str = attn.SDPA_ALL  # the SDPA backends allowed, 'flash+math' (attention_flags.parse_sdpa's text)
+    matmul_precision: str = attn.DEFAULT_MATMUL_PRECISION
 
     @classmethod
     def current(cls) -> "Flags":
@@ -87,7 +96,13 @@ class Flags:
             deterministic_algorithms=bool(torch.are_deterministic_algorithms_enabled()),
             mkldnn_enabled=bool(torch.backends.mkldnn.enabled),
             num_threads=torch.get_num_threads(),
+            sdpa=attn.current_sdpa(),
+            matmul_precision=attn.current_matmul_precision(),
         )
+
+    def effective(self) -> "Flags":
+        """These flags as torch holds them once applied: a matmul precision below 'highest' has TF32 matmul on."""
+        return replace(self, tf32_matmul=True) if attn.allows_tf32(self.matmul_precision) else self
 
     def resolved(self) -> "Flags":
         """These flags with the thread count they run on: the asked one, else the process's baseline count."""
@@ -99,7 +114,7 @@ class Flags:
         unknown = set(changes) - set(_SPECS_BY_NAME)
         if unknown:
             raise FlagError(f"unknown flag(s): {', '.join(sorted(unknown))}")
-        return replace(self, **changes)
+        return replace(self, **attn.parsed_values(changes))  # 'math+flash' -> 'flash+math
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -124,8 +139,7 @@ class Flags:
                 continue
             if device is not None and not device_applicability(name, device)[0]:
                 continue
-            label = _SPECS_BY_NAME[name].label
-            diffs.append(f"{label}={'on' if value else 'off'}")
+            diffs.append(f"{_SPECS_BY_NAME[name].label}={_value_text(value)}")
         mine = threads_used if threads_used is not None else self.num_threads
         if against is not None:
             theirs = against_threads if against_threads is not None else against.num_threads
@@ -183,10 +197,12 @@ def flag_applicability(name: str, device: str) -> tuple[bool, str | None]:
         return applies, why
     import torch
 
+    on_cuda = device.startswith("cuda")
+
     if name.startswith("cudnn_") or name == "tf32_cudnn":
         if not torch.backends.cudnn.is_available():
             return False, "cuDNN is not available in this PyTorch build"
-    if name.startswith("tf32_"):
+    if name.startswith("tf32_") or (name == "matmul_precision" and on_cuda):  # below 'highest': TF32 on CUDA
         capability = _cuda_capability()
         if capability is not None and capability < (8, 0):
             return False, f"TF32 needs compute capability 8.0+, this GPU is {capability[0]}.{capability[1]}"
@@ -211,7 +227,7 @@ def inert_flags(flags: Flags, device: str, reference: Flags | None = None) -> li
             ok, why = flag_applicability(spec.name, device)
             if not ok:
                 lines.append(f"{spec.label} has no effect here: {why}")
-    return lines
+    return lines + attn.absent_lines(flags.sdpa, device)
 
 
 def _apply(flags: Flags) -> None:
@@ -220,8 +236,9 @@ def _apply(flags: Flags) -> None:
     torch.backends.cudnn.benchmark = flags.cudnn_benchmark
     torch.backends.cudnn.deterministic = flags.cudnn_deterministic
     torch.backends.cudnn.enabled = flags.cudnn_enabled
-    torch.backends.cuda.matmul.allow_tf32 = flags.tf32_matmul
+    attn.apply_matmul_precision(flags.matmul_precision, flags.tf32_matmul)  # sets TF32 matmul too
     torch.backends.cudnn.allow_tf32 = flags.tf32_cudnn
+    attn.apply_sdpa(flags.sdpa)
     if flags.deterministic_algorithms:
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", _CUBLAS_DETERMINISTIC_WORKSPACE)
     torch.use_deterministic_algorithms(flags.deterministic_algorithms)
@@ -310,7 +327,7 @@ def asked_state(flags: Flags) -> TorchState:
     base = process_baseline()
     threads = flags.num_threads if flags.num_threads is not None else base.flags.num_threads
     # Setting deterministic algorithms on or off (as applying flags does) clears warn-only.
-    return replace(base, flags=replace(flags, num_threads=threads), warn_only=False)
+    return replace(base, flags=replace(flags.effective(), num_threads=threads), warn_only=False)
 
 
 def _label(name: str) -> str:

@@ -7,6 +7,7 @@ moved to the device and dtype, channels_last where asked) and report its failure
 from __future__ import annotations
 
 import os
+import re
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Iterator
@@ -20,6 +21,8 @@ from torchperf_tui.engine.workloads.inputs import dtype_name, format_shape
 # What a model raises when it cannot take an input (a wrong channel count, a too-small image, a dtype
 # its kernels lack). Anything else is a bug and should surface as one.
 FORWARD_ERRORS = (RuntimeError, ValueError, TypeError, AssertionError, IndexError)
+# What torch raises from F.scaled_dot_product_attention when no allowed backend can take a call.
+NO_SDPA_KERNEL = re.compile(r"No available kernel|No viable backend for scaled_dot_product_attention")
 
 
 def model_name(spec: str | torch.nn.Module) -> str:
@@ -122,6 +125,11 @@ def model_code_error(name: str, exc: BaseException, *, action: str, where: str,
                           "the model's code tried to end the program")
     if _raised_here(exc):
         return None
+    if isinstance(exc, RuntimeError) and NO_SDPA_KERNEL.search(str(exc)):  # a set the check before the run missed
+        from torchperf_tui.engine.errors import FlagError
+
+        return FlagError(f"the SDPA backends allowed leave {name}'s attention no kernel at {where}: torch says "
+                         f"'{first_line(exc)}'; allow math (sdpa=...+math)")
     if isinstance(exc, FORWARD_ERRORS) and calls_done == 0:
         return ShapeError(f"{name} rejected {where}: {first_line(exc)}")
     after = f" after {calls_done} pass(es) that ran" if calls_done else ""
@@ -131,14 +139,22 @@ def model_code_error(name: str, exc: BaseException, *, action: str, where: str,
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+# Code of this package that only passes a model's calls on (a TorchFunctionMode recording them): an error raised
+# in it is the model's, from the call it passed on.
+PASSTHROUGH_CODE: set = set()
+
+
 def _raised_here(exc: BaseException) -> bool:
-    """True when the innermost frame of the traceback is this package's own code, not the model's or torch's."""
+    """True when the innermost frame of the traceback is this package's own code, not the model's or torch's (a
+    PASSTHROUGH_CODE frame counts as the frame that called it)."""
     tb = exc.__traceback__
-    if tb is None:
-        return False
-    while tb.tb_next is not None:
+    frames = []
+    while tb is not None:
+        frames.append(tb.tb_frame.f_code)
         tb = tb.tb_next
-    return os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(_PACKAGE_DIR + os.sep)
+    while frames and frames[-1] in PASSTHROUGH_CODE:
+        frames.pop()
+    return bool(frames) and os.path.abspath(frames[-1].co_filename).startswith(_PACKAGE_DIR + os.sep)
 
 
 def _now(shape):

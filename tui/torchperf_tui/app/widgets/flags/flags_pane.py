@@ -1,5 +1,7 @@
 """Backend flag switches. A flag that has no effect on the chosen device is disabled, with the reason
-(from engine.benchmark.flags.flag_applicability) beside it and in its tooltip."""
+(from engine.benchmark.flags.flag_applicability) beside it and in its tooltip. A flag with choices (the SDPA
+backends, the matmul precision) is a compact select; an SDPA set the CPU has no backend for is refused here, in
+one line, and the select goes back."""
 
 from __future__ import annotations
 
@@ -14,6 +16,16 @@ from textual.widgets import Label, Select, Static, Switch
 
 from torchperf_tui.app.widgets.exit_safe_select import ExitSafeSelect
 from torchperf_tui.options import cpu_count
+
+
+# What a choice shows in a select ten cells wide; the value is the flag's own ('flash+math').
+CHOICE_LABELS = {"efficient": "effic.", "flash+math": "fl+math", "highest": "highest"}
+
+
+def choice_options(spec, value) -> list[tuple[str, str]]:
+    """(shown, value) for each of a flag's choices, and the flag's value where it is none of them (a SPEC's)."""
+    choices = list(spec.choices) + ([str(value)] if value is not None and str(value) not in spec.choices else [])
+    return [(CHOICE_LABELS.get(choice, choice), choice) for choice in choices]
 
 
 def state_text(value: bool) -> str:
@@ -42,6 +54,10 @@ class FlagRow(Horizontal):
             yield Switch(bool(self._value), id=f"flag-{self.spec.name}", animate=False,
                          tooltip=self.spec.help, disabled=not self._ok)
             yield Label(state_text(bool(self._value)), classes="flag-state")
+        elif self.spec.kind is str:
+            yield ExitSafeSelect(choice_options(self.spec, self._value), value=str(self._value), allow_blank=False,
+                                 id=f"flag-{self.spec.name}", compact=True, tooltip=self.spec.help,
+                                 disabled=not self._ok)
         else:
             cores = cpu_count()  # the same bound the CLI and the A/B SPECs enforce
             counts = sorted({1, 2, 4, 8, 16, cores} & set(range(1, cores + 1)) | {cores})
@@ -138,8 +154,9 @@ class FlagsPane(Vertical):
             by_reason.setdefault(reason or "no effect here", []).append(label)
         self.reasons = "\n".join(f"n/a {', '.join(labels)}: {reason}" for reason, labels in by_reason.items())
         self.query_one("#flags-reason", Static).update(self.reasons)
-        self.query_one("#flags-na", Static).update(
-            f"n/a here: {', '.join(label for label, _ in not_applicable)} (why: Device tab)" if not_applicable else "")
+        labels = [label for label, _ in not_applicable]  # two lines at most: the sdpa and matmul rows need theirs
+        named = ", ".join(labels) if len(labels) <= 2 else f"{labels[0]} and {len(labels) - 1} more"
+        self.query_one("#flags-na", Static).update(f"n/a here: {named} (why: Device tab)" if labels else "")
 
     def set_values(self, flags) -> None:
         """Show `flags` as the switches would, without posting Changed (the demo set them, not the user)."""
@@ -150,6 +167,10 @@ class FlagsPane(Vertical):
             if isinstance(control, Switch):
                 with control.prevent(Switch.Changed):
                     control.value = bool(value)
+            elif row.spec.kind is str:
+                with control.prevent(Select.Changed):
+                    control.set_options(choice_options(row.spec, value))
+                    control.value = str(value)
             else:
                 with control.prevent(Select.Changed):
                     control.value = "auto" if value is None else str(value)
@@ -175,5 +196,24 @@ class FlagsPane(Vertical):
     @on(Select.Changed)
     def _select_changed(self, event: Select.Changed) -> None:
         event.stop()
+        name = (event.select.id or "").removeprefix("flag-")
+        if name in ("sdpa", "matmul_precision"):
+            if self._refused(name, str(event.value), event.select):
+                return
+            self._post_if_changed(name, str(event.value))
+            return
         value = None if event.value in ("auto", Select.BLANK) else int(event.value)
-        self._post_if_changed((event.select.id or "").removeprefix("flag-"), value)
+        self._post_if_changed(name, value)
+
+    def _refused(self, name: str, value: str, select: Select) -> bool:
+        """An SDPA set the CPU has no backend for (efficient, cuDNN): one line, and the select back to the set in
+        use. (On CUDA what a set leaves depends on the model's dtype and calls: the run's check says.)"""
+        from torchperf_tui.engine.benchmark.attention_flags import sdpa_refusal  # no torch
+
+        kind = self.app.session.device_kind()
+        refusal = sdpa_refusal(value, kind) if name == "sdpa" and not kind.startswith("cuda") else None
+        if refusal and self.flags is not None:
+            self.app.notify(refusal, title="sdpa", severity="error")
+            with select.prevent(Select.Changed):
+                select.value = str(getattr(self.flags, name))
+        return bool(refusal)

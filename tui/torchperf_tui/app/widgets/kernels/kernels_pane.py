@@ -1,9 +1,12 @@
 """Kernels pane: for each conv layer, what ran under flag set A (before the last flip) and under B (now),
 with its time per iteration; the layers whose choice changed are marked. On the CPU the engine shows the
-ATen convolution implementation and says that kernel choice is a GPU view."""
+ATen convolution implementation and says that kernel choice is a GPU view. Below the conv layers, each attention
+call site (SDPA): the kernel it ran under A and B (flash, efficient, cuDNN, math), and under the table each fallback
+with its reason ("B: flash allowed, math ran at model.layers.0.self_attn: dropout")."""
 
 from __future__ import annotations
 
+from rich.markup import escape
 from textual import on
 from textual.app import ComposeResult
 from textual.reactive import reactive
@@ -13,7 +16,8 @@ from textual.widgets import Button, DataTable, Static
 from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.formatting import fit_name, format_shape
-from torchperf_tui.wording.kernels import changed_text, layer_rows, ran_text, shows_step, us_text, what_ran
+from torchperf_tui.wording.kernels import (attention_ran_text, fallback_lines, kernels_summary, layer_rows, ran_text,
+                                           shows_step, us_text)
 from torchperf_tui.measure.protocol import JobFailed
 
 # The numbers and whether the choice changed come first, so they fit at 80 columns; the names follow. A
@@ -49,7 +53,7 @@ class KernelsPane(Vertical):
     def compose(self) -> ComposeResult:
         with Horizontal(classes="pane-actions"):
             yield Button("Kernels (k)", id="kernels-start", compact=True, action="app.kernels")
-            yield Static("flip a flag, then k: what each conv layer ran before (A) and after (B)",
+            yield Static("flip a flag, then k: what each conv layer and attention call ran before (A) and after (B)",
                          id="kernels-status")
         yield Static("", id="kernels-summary")
         yield DataTable(id="kernels-table", cursor_type="row", zebra_stripes=True)
@@ -71,10 +75,21 @@ class KernelsPane(Vertical):
             rows.append([name, *([phase] if training else []), us_text(part.a_us), us_text(part.b_us),
                          "same" if same else "[b $warning]changed[/]", ran_text(part.a, names, compact=True),
                          "same" if same else ran_text(part.b, names, compact=True), f"{layer.layer}:{phase}"])
+        choice_width = len("changed")
+        for index, site in enumerate(getattr(result, "attention", [])):
+            # An attention row's choice says the kernels themselves ('math→flash'), in sight at 80 columns.
+            first = index == 0 or result.attention[index - 1].site != site.site
+            a_ran, b_ran = attention_ran_text(site.a, compact=True), attention_ran_text(site.b, compact=True)
+            choice = f"{a_ran}→{b_ran}" if site.changed else a_ran
+            choice_width = max(choice_width, len(choice))
+            rows.append([site.site if first or not training else "", *([site.phase] if training else []),
+                         us_text(site.a.us_per_iter), us_text(site.b.us_per_iter),
+                         f"[b $warning]{choice}[/]" if site.changed else choice, a_ran, b_ran,
+                         f"attention:{site.site}:{site.phase}"])
         keys = [key for key, _ in columns]
         beside = sum(max([len(label)] + [len(row[i]) for row in rows]) + 2 for i, (key, label) in enumerate(columns)
                      if key in ("pass", "a_us", "b_us"))
-        beside += len("changed") + 2
+        beside += choice_width + 2
         table = self.query_one(DataTable)
         self._fitted_to = self.size.width
         scrollbar = 2 if len(rows) + 1 > table.size.height else 0
@@ -99,7 +114,8 @@ class KernelsPane(Vertical):
         kind = self.app.session.device_kind()
         self.screen.show_tab("kernels")
         what = "" if selection.step == "infer" and not selection.amp else f" ({selection.step_text()})"
-        self.status = (f"[b]{selection.spec}[/]{what} · profiling each conv layer under A: {flags_a.describe(kind)} "
+        self.status = (f"[b]{selection.spec}[/]{what} · profiling each conv layer and attention call under A: "
+                       f"{flags_a.describe(kind)} "
                        f"and B: {flags_b.describe(kind)}…")
         base = self.jobs.config(selection, self._failed, flags=flags_a, slot="kernels")
         if base is None:
@@ -126,7 +142,8 @@ class KernelsPane(Vertical):
     def model_chosen(self, spec: str) -> None:
         """The status line names the chosen model until this pane's first job (it said "pick a model")."""
         if self.status == "":
-            self.status = f"[b]{spec}[/] · k: flip a flag first: what each conv layer ran before (A) and after (B)"
+            self.status = f"[b]{spec}[/] · k: flip a flag first: what each conv layer and attention call ran before " \
+                          "(A) and after (B)"
 
     def watch_status(self, text: str) -> None:
         self.query_one("#kernels-status", Static).update(text)
@@ -140,13 +157,11 @@ class KernelsPane(Vertical):
 
     def watch_result(self, result) -> None:
         self._fill_table(result)
-        training = result.training
         shape = format_shape(result.input_shape)
         state = " · cancelled" if result.cancelled else ""
         step = f" · {result.step}" if shows_step(result) else ""
         self.status = (f"[b]{result.model}[/] · {shape}{step} on {result.device} · A: {result.a_spec} · "
                        f"B: {result.b_spec}{state}")
-        self.query_one("#kernels-summary", Static).update(
-            f"{changed_text(result)} · {what_ran(result)}{' per pass' if training else ''}, µs per iteration over "
-            f"{result.iters} profiled")
-        self.query_one("#kernels-note", Static).update(result.note)
+        self.query_one("#kernels-summary", Static).update(kernels_summary(result))
+        fallbacks = "\n".join(f"[$warning]{escape(line)}[/]" for line in fallback_lines(result))
+        self.query_one("#kernels-note", Static).update("\n".join(filter(None, [fallbacks, escape(result.note)])))
