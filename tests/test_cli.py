@@ -5,6 +5,7 @@ import os
 
 import pytest
 
+from tests.cli_run import run
 from torchperf_tui.cli import main
 
 TINY = "tests.tinymodels:tiny_cnn"
@@ -25,15 +26,6 @@ def _jobs_in_this_process(in_process):
     """These tests are about arguments, output and history: their jobs run here, saving the second or two a
     measurement process takes to start (about a hundred commands). tests/test_cli_process.py runs every
     command through a real one, and test_cli_hostile.py the model's code that needs one."""
-
-
-def run(capsys, *argv):
-    try:
-        code = main(list(argv))
-    except SystemExit as exit_:  # argparse's own usage errors
-        code = exit_.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_info_json_reports_cpu_and_why_cuda_is_missing(capsys):

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from torchperf_tui.cli import main
+from tests.cli_run import run
 
 TINY_LLAMA = ("num_hidden_layers=2,hidden_size=64,intermediate_size=128,num_attention_heads=4,num_key_value_heads=4,"
               "vocab_size=256")
@@ -20,15 +20,6 @@ def _jobs_in_this_process(monkeypatch, tmp_path):
 
     monkeypatch.setattr("torchperf_tui.measure.cli_jobs.MeasurementProcess", InProcessMeasurement)
     monkeypatch.setenv("TORCHPERF_HISTORY", str(tmp_path / "history.jsonl"))
-
-
-def run(capsys, *argv):
-    try:
-        code = main(list(argv))
-    except SystemExit as exit_:
-        code = exit_.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def bench(capsys, *extra):

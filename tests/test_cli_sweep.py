@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from torchperf_tui.cli import main
+from tests.cli_run import run
 
 LLAMA = ["hf:llama", "--model-args", "num_hidden_layers=2,hidden_size=64,intermediate_size=128,num_attention_heads=4,"
          "num_key_value_heads=4,vocab_size=256,max_position_embeddings=64", "--device", "cpu"]
@@ -16,15 +16,6 @@ def _jobs_in_this_process(monkeypatch):
     from tests.measure.in_process import InProcessMeasurement
 
     monkeypatch.setattr("torchperf_tui.measure.cli_jobs.MeasurementProcess", InProcessMeasurement)
-
-
-def run(capsys, *argv):
-    try:
-        code = main(list(argv))
-    except SystemExit as exit_:
-        code = exit_.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_a_sweep_prints_a_row_per_length_and_a_line_per_length_as_it_goes(capsys):
@@ -64,7 +55,7 @@ def test_an_ab_sweep_gives_both_arms_curves(capsys):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--seq-lens", "0-8"], "--seq-lens 0-8: a sequence length is at least 1 token"),
+    (["--seq-lens", "0-8"], "--seq-lens 0-8: sequence length 0: it must be at least 1"),
     (["--seq-lens", "512-128"], "--seq-lens 512-128: LO (512) is above HI (128)"),
     (["--a", "threads=1"], "an A/B sweep takes both --a and --b"),
     (["--a", "threads=1", "--b", "threads=1"], "arms A and B are the same flags"),

@@ -9,6 +9,7 @@ from textual.widgets import Footer, Input, Tab
 from textual.widgets._footer import FooterKey
 
 from tests.app.helpers import flip, make_app, row_cells, screen_text, shown_notifications, wait_until
+from torchperf_tui.app.screens.layout import TABS
 
 # Bar glyphs textual-plot draws (full and quadrant blocks); an axis alone has none of them.
 BAR_GLYPHS = set("█▄▀▌▐▖▗▘▝▙▚▛▜▞▟")
@@ -100,7 +101,7 @@ async def test_every_tab_is_in_sight_at_80x24_and_full_labels_come_back_when_wid
     async with tiny_app(size=(80, 24)) as pilot:
         app = pilot.app
         tabs = list(app.main.query(Tab))
-        assert len(tabs) == 9
+        assert len(tabs) == len(TABS) == 10
         await wait_until(pilot, lambda: [t.label_text for t in tabs][:2] == ["Time", "Comp"]
                          and all(inside_screen(app, tab) for tab in tabs), what="every tab in sight, short labels")
         await pilot.resize_terminal(130, 34)

@@ -158,7 +158,8 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     milliseconds of the app's first frame)."""
     parser = _Parser(prog=PROG, description="How fast is this PyTorch model on this box, and why. "
                      "With no command, starts the terminal app.")
-    parser.add_argument("--model", help="TUI: open with this model selected (torchvision name or module:factory)")
+    parser.add_argument("--model", help="TUI: open with this model selected (a torchvision name, timm:NAME, hf:TYPE or "
+                        "module:factory; its overrides and sequence length go in the picker's args and seq fields)")
     parser.add_argument("--autostart", action="store_true", help="TUI: start a timing run at once")
     parser.add_argument("--demo", nargs="?", const="resnet18", metavar="MODEL",
                         help="TUI: play the cuDNN trade-offs hands-free on MODEL (default resnet18); any key takes over")

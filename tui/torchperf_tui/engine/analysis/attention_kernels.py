@@ -26,9 +26,10 @@ from typing import Any, Callable
 
 from torchperf_tui.engine.lazy_torch import torch
 
-from torchperf_tui.engine.analysis.attention_result import AttentionRun, AttentionSite  # noqa: F401 - results
+from torchperf_tui.engine.analysis.attention_result import AttentionRun, AttentionSite  # noqa: F401 - results (re-exported)
 from torchperf_tui.engine.benchmark import attention_flags as attn
 from torchperf_tui.engine.errors import FlagError
+from torchperf_tui.formatting import format_shape
 from torchperf_tui.engine.workloads.layer_ranges import BACKWARD_PREFIX, LAYER_PREFIX, descendants, on_cpu, wrap_forwards
 from torchperf_tui.engine.workloads.workload import PASSTHROUGH_CODE
 
@@ -94,8 +95,7 @@ class AttentionCall:
 
     def describe(self) -> str:
         """'float32 q 1x4x1024x16, causal, dropout 0.1, a bool mask'."""
-        q = "x".join(map(str, self.q.shape))
-        parts = [f"{self.compute_dtype} q {q}"] + (["causal"] if self.is_causal else []) + (
+        parts = [f"{self.compute_dtype} q {format_shape(tuple(self.q.shape))}"] + (["causal"] if self.is_causal else []) + (
             [f"dropout {self.dropout_p:g}"] if self.dropout_p else []) + (
             [f"a {self.mask.dtype} mask"] if self.mask is not None else [])
         return ", ".join(parts)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from torchperf_tui.engine.errors import ShapeError, TorchperfError, first_line
+from torchperf_tui.engine.workloads.inputs import parse_seq_len
 from torchperf_tui.engine.workloads.input_facts import InputFacts
 
 DEFAULT_SEQ_LENS = "128-4096"
@@ -37,13 +38,12 @@ def parse_seq_lens(text: str) -> tuple[int, int]:
     """'128-4096' -> (128, 4096); one number is a sweep of one length. One line for anything else."""
     raw = (text or "").strip()
     lo_text, sep, hi_text = raw.partition("-")
+    if not lo_text.strip().isdigit() or (sep and not hi_text.strip().isdigit()):
+        raise TorchperfError(f"--seq-lens {raw!r}: write LO-HI, two whole numbers, e.g. 128-4096")
     try:
-        lo = int(lo_text)
-        hi = int(hi_text) if sep else lo
-    except ValueError:
-        raise TorchperfError(f"--seq-lens {raw!r}: write LO-HI, two whole numbers, e.g. 128-4096") from None
-    if lo < 1:
-        raise TorchperfError(f"--seq-lens {raw}: a sequence length is at least 1 token")
+        lo, hi = parse_seq_len(lo_text), parse_seq_len(hi_text if sep else lo_text)
+    except ShapeError as exc:
+        raise TorchperfError(f"--seq-lens {raw}: {exc}") from None
     if lo > hi:
         raise TorchperfError(f"--seq-lens {raw}: LO ({lo}) is above HI ({hi})")
     return lo, hi
@@ -202,7 +202,6 @@ class _Sweep:
         self.steps = {name: arm.step_spec(cfg) for name, arm in self.arms.items()}
 
     def run(self, lo: int, hi: int) -> SweepResult:
-        from torchperf_tui.engine.benchmark.flags import asked_state
         from torchperf_tui.engine.hardware.telemetry import release_memory
         from torchperf_tui.engine.workloads.inputs import dtype_name
 

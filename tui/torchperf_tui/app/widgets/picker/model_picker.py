@@ -35,6 +35,12 @@ SEQ_EXAMPLE = "128"  # the seq field's placeholder until a token model's analysi
 MAX_PER_GROUP = 60  # entries listed under a heading; a line says how many more match (typing narrows them)
 
 
+def seq_placeholder(spec: str | None, input_shape: tuple) -> str:
+    """The seq field's placeholder: a transformers model's sequence length as analysed (its input is token ids,
+    (batch, length)), '-' for another source's model (SEQ_EXAMPLE before any model is analysed)."""
+    return str(input_shape[-1]) if source_of(spec or "") == "hf" and len(input_shape) == 2 else "-"
+
+
 class ModelPicker(Vertical):
     """Pick a model and describe its input. `spec` is the model chosen, `complexity` its analysis at the
     input typed (None while it runs); posts CatalogueReady, Analysing, Analysed and Failed."""
@@ -277,13 +283,7 @@ class ModelPicker(Vertical):
         self._shape_typed = False
 
     def show_default_seq_len(self, input_shape: tuple) -> None:
-        """The seq field's placeholder: a transformers model's sequence length as analysed (its input is token
-        ids, (batch, length)), '-' for another source's model, the example before any model is analysed."""
-        field = self.query_one("#seq-len", Input)
-        if source_of(self.spec or "") == "hf" and len(input_shape) == 2:
-            field.placeholder = str(input_shape[-1])
-        else:
-            field.placeholder = "-"
+        self.query_one("#seq-len", Input).placeholder = seq_placeholder(self.spec, input_shape)
 
     @on(Input.Changed, "#shape")
     def _shape_edited(self, event: Input.Changed) -> None:
