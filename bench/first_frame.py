@@ -1,9 +1,9 @@
 """Time to first frame: torchperf-tui against a bare Textual app (Header, Static, Footer), both in tmux.
 
 Each app is started in a fresh 80x24 tmux session and the pane is polled until the app's marker text is on
-screen; the elapsed wall time is the time a user waits for something to look at. The budget is 1.15x the
-bare app (issue 11; ../shared/DESIGN.md says 1.3x): the UI process never imports torch (the measurement
-process does, after the first frame), and plotting loads behind it.
+screen; the elapsed wall time is the time a user waits for something to look at. The budget is
+../shared/DESIGN.md's, 1.3x the bare app (issue 11 aimed at 1.15x: said beside it): the UI process never imports
+torch (the measurement process does, after the first frame), and plotting loads behind it.
 
 The marker is the header's title, which every frame shows from the first, at any size. It was the sidebar's
 title, 'Model', until issue 22: at 80x24 the short layout hides that title, so it showed, if at all, only in
@@ -132,7 +132,8 @@ def main() -> int:
               f"(min {min(values):.3f}, max {max(values):.3f})")
         print(f"{'':>14}  each: {' '.join(f'{value:.3f}' for value in sorted(values))}")
     ratio = statistics.median(times["torchperf-tui"]) / statistics.median(times["bare textual"])
-    print(f"ratio {ratio:.2f}x (budget 1.15x): {'within' if ratio <= 1.15 else 'OVER'} budget")
+    print(f"ratio {ratio:.2f}x (budget 1.3x, DESIGN.md): {'within' if ratio <= 1.3 else 'OVER'} budget; "
+          f"issue 11's aim of 1.15x: {'within' if ratio <= 1.15 else 'over'}")
     os.unlink(bare_script)
     return 0
 

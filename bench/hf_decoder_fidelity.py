@@ -50,8 +50,8 @@ def main() -> int:
     model = build_model(cfg.model, model_args=cfg.model_args, dtype=plan.dtype).to(device)
     inputs = plan.inputs.make(device, plan.dtype)
     print(f"torch {torch.__version__} | python {platform.python_version()} | {platform.machine()}")
-    print(f"{args.model} [{args.model_args}] ({sum(p.numel() for p in model.parameters()) / 1e6:.1f} M parameters, "
-          f"random weights), {plan.inputs.describe()}, device {device}, threads {args.threads}, {args.rounds} rounds "
+    print(f"{args.model} ({args.model_args}), {sum(p.numel() for p in model.parameters()) / 1e6:.1f} M parameters, "
+          f"random weights, {plan.inputs.describe()}, device {device}, threads {args.threads}, {args.rounds} rounds "
           f"alternating (engine: {args.iters} iterations through its StepRunner; torch.utils.benchmark: "
           f"blocked_autorange(min_run_time={args.min_run_time}) of model(**inputs))")
     runner = StepRunner(model, StepSpec(), device)
