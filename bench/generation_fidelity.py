@@ -14,7 +14,6 @@ per-token medians within 10 %.
 
 from __future__ import annotations
 
-import argparse
 import inspect
 import os
 import platform
@@ -29,8 +28,8 @@ from torchperf_tui.engine.benchmark.generation import run_generation
 from torchperf_tui.engine.workloads.model_args import parse_model_args
 from torchperf_tui.engine.workloads.models import build_model
 
-TINY = "num_hidden_layers=2,hidden_size=256,intermediate_size=688,num_attention_heads=4,num_key_value_heads=4," \
-       "vocab_size=4096,max_position_embeddings=1024"
+from hf_decoder_fidelity import model_parser  # bench/hf_decoder_fidelity.py: the tiny decoder's options
+
 BUDGET = 0.10
 
 
@@ -63,9 +62,7 @@ def hand_written(model, ids, mask, new_tokens: int, runs: int) -> tuple[list[flo
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="hf:llama")
-    parser.add_argument("--model-args", default=TINY)
+    parser = model_parser(__doc__.splitlines()[0])
     parser.add_argument("--prompt-len", type=int, default=64)
     parser.add_argument("--new-tokens", type=int, default=32)
     parser.add_argument("--runs", type=int, default=3)

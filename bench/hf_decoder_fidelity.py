@@ -30,10 +30,16 @@ TINY = "num_hidden_layers=2,hidden_size=256,intermediate_size=688,num_attention_
        "vocab_size=4096,max_position_embeddings=1024"
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def model_parser(description: str) -> argparse.ArgumentParser:
+    """The benches' options of the tiny transformers decoder they time: --model and --model-args."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--model", default="hf:llama")
     parser.add_argument("--model-args", default=TINY)
+    return parser
+
+
+def main() -> int:
+    parser = model_parser(__doc__.splitlines()[0])
     parser.add_argument("--seq-len", type=int, default=128)
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--device", default="cpu")

@@ -184,12 +184,17 @@ async def test_without_a_prefix_every_source_is_listed_under_its_heading_and_the
         assert lines.index("timm") < lines.index("timm:resnet18")
 
 
+async def choose_gpt2(pilot, app) -> None:
+    """Once the app is ready: hf:gpt2 typed in the filter and chosen, and its analysis shown."""
+    await wait_ready(pilot)
+    await pilot.press("slash", *"hf:gpt2", "enter")
+    await wait_until(pilot, lambda: analysed(app, "hf:gpt2"), what="the analysis of hf:gpt2")
+
+
 async def test_args_and_seq_reach_the_selection_the_analysis_and_the_run():
     app, fake = sources_app()
     async with app.run_test(size=(110, 34)) as pilot:
-        await wait_ready(pilot)
-        await pilot.press("slash", *"hf:gpt2", "enter")
-        await wait_until(pilot, lambda: analysed(app, "hf:gpt2"), what="the analysis of hf:gpt2")
+        await choose_gpt2(pilot, app)
         assert app.main.query_one("#shape").value == "128"  # the default length, as analysed
         await pilot.click("#model-args")
         await pilot.press(*GPT2_ARGS, "enter")
@@ -217,9 +222,7 @@ async def test_args_and_seq_reach_the_selection_the_analysis_and_the_run():
 async def test_a_bad_override_is_one_line_where_the_picker_says_errors_and_the_app_keeps_running():
     app, fake = sources_app()
     async with app.run_test(size=(110, 34)) as pilot:
-        await wait_ready(pilot)
-        await pilot.press("slash", *"hf:gpt2", "enter")
-        await wait_until(pilot, lambda: analysed(app, "hf:gpt2"), what="the analysis of hf:gpt2")
+        await choose_gpt2(pilot, app)
         asked = len(analyses(fake))
         await pilot.click("#model-args")
         await pilot.press(*"n_layer", "enter")  # no '=': the engine's parser refuses it before any job

@@ -12,6 +12,7 @@ import torch
 pytest.importorskip("timm")
 pytest.importorskip("transformers")
 
+from tests.one_line import one_line_error
 from torchperf_tui.engine.errors import ModelError, ModelTooLarge, ShapeError
 from torchperf_tui.engine.workloads.model_args import parse_model_args
 from torchperf_tui.engine.workloads.models import (
@@ -50,9 +51,7 @@ def test_entries_carry_their_source_task_and_default_input():
     ("convnext_atto", "did you mean timm:convnext_atto"),
 ])
 def test_a_bad_spec_is_one_line_with_the_closest_names(spec, message):
-    with pytest.raises(ModelError) as info:
-        resolve_model(spec)
-    assert message in str(info.value) and "\n" not in str(info.value)
+    assert message in one_line_error(ModelError, resolve_model, spec)
 
 
 def test_model_args_go_to_each_source_checked():

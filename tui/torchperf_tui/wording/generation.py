@@ -15,22 +15,22 @@ def generation_title(result) -> str:
     return f"generation: {subject(result)}"
 
 
+def _stats_text(stats, missing: str, text) -> str:
+    """`text(stats)`, or `missing` when nothing was timed."""
+    return missing if stats is None else text(stats)
+
+
 def ttft_text(result) -> str:
     """'45.2 ms (44.0-47.9 ms over 5 runs)': the median time to first token and its spread."""
-    stats = result.ttft_stats
-    if stats is None:
-        return "no timed run completed"
-    spread = f"{format_ms(stats.min_ms)}-{format_ms(stats.max_ms)} over {stats.n} runs" if stats.n > 1 else "1 run"
-    return f"{format_ms(stats.p50_ms)} ({spread})"
+    return _stats_text(result.ttft_stats, "no timed run completed", lambda s: f"{format_ms(s.p50_ms)} (" + (
+        f"{format_ms(s.min_ms)}-{format_ms(s.max_ms)} over {s.n} runs" if s.n > 1 else "1 run") + ")")
 
 
 def per_token_text(result) -> str:
     """'median 12.3 ms · p90 13.1 ms over 315 decode steps (63 per run)'."""
-    stats = result.decode_stats
-    if stats is None:
-        return "no decode step timed"
-    return (f"median {format_ms(stats.p50_ms)} · p90 {format_ms(stats.p90_ms)} over {stats.n} decode steps "
-            f"({result.decode_steps} per run)")
+    return _stats_text(result.decode_stats, "no decode step timed", lambda s: (
+        f"median {format_ms(s.p50_ms)} · p90 {format_ms(s.p90_ms)} over {s.n} decode steps "
+        f"({result.decode_steps} per run)"))
 
 
 def tokens_per_s_text(result) -> str:

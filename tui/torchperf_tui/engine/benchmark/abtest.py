@@ -13,6 +13,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
+from torchperf_tui.engine.benchmark.watched import watched
 from torchperf_tui.engine.benchmark.ab_arms import ArmSpec, same_arms
 from torchperf_tui.engine.benchmark.ab_result import MIN_PAIRS, ABResult, ArmResult, block_verdict
 from torchperf_tui.engine.hardware.condition_sampler import conditions_sampler
@@ -86,13 +87,7 @@ def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int = 2
     samples)` is called after each block; `should_cancel()` is checked between iterations. What the model's
     code changes in torch's global state is put back at the end and said in `state_notes`.
     """
-    watch = StateWatch()  # before the model's code runs
-    try:
-        result = _run_ab(base, a, b, blocks, per_block, seed, on_block, should_cancel, watch, time_budget_s)
-    finally:
-        notes = watch.close()
-    result.state_notes = list(notes)
-    return result
+    return watched(lambda watch: _run_ab(base, a, b, blocks, per_block, seed, on_block, should_cancel, watch, time_budget_s))
 
 
 def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int, seed: int, on_block: OnBlock | None,

@@ -19,11 +19,12 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
+from torchperf_tui.engine.benchmark.watched import watched
 from torchperf_tui.engine.benchmark.flags import Flags
 from torchperf_tui.engine.benchmark.stats import TimingStats, compute_stats
 from torchperf_tui.engine.errors import ModelError, ShapeError, TorchperfError
 from torchperf_tui.engine.hardware.host_noise import HostNoise
-from torchperf_tui.engine.workloads.input_facts import InputFacts
+from torchperf_tui.engine.workloads.input_facts import InputFacts, PromptInput
 from torchperf_tui.engine.lazy_torch import torch
 
 GENERATE_RUNS = 5  # timed generations after the warm-up one: the TTFT's median and spread are over these
@@ -41,7 +42,7 @@ def method_text(new_tokens: int, prompt_len: int) -> str:
 
 
 @dataclass
-class GenerationResult(InputFacts):
+class GenerationResult(InputFacts, PromptInput):
     """Greedy generation under one set of flags: each timed run's time to first token (the prefill) and every
     decode step's time (per output token), the cache's size at the end, and how it was measured."""
 
@@ -76,10 +77,6 @@ class GenerationResult(InputFacts):
     host_noise: HostNoise | None = None
     disturbed: list[str] = field(default_factory=list)
 
-    @property
-    def input_shape(self) -> tuple[int, ...]:
-        """The prompt's token ids: (batch, prompt_len)."""
-        return (self.batch, self.prompt_len)
 
     @property
     def runs(self) -> int:
@@ -275,16 +272,9 @@ def run_generation(cfg, new_tokens: int = DEFAULT_NEW_TOKENS, *, runs: int = GEN
     cfg.time_budget_s runs out; at least one), under cfg.flags, restored afterwards. `on_sample(phase, index,
     total, ms)` is told each step: "warmup" (the warm-up generation's steps), "prefill" (a run's TTFT; index the
     run), "decode" (a decode step; index over every run's steps). `should_cancel()` is checked between steps."""
-    from torchperf_tui.engine.benchmark.flags import StateWatch
 
     check_new_tokens(new_tokens)
-    watch = StateWatch()
-    try:
-        result = _run_generation(cfg, new_tokens, max(1, int(runs)), watch, on_sample, should_cancel)
-    finally:
-        notes = watch.close()
-    result.state_notes = list(notes)
-    return result
+    return watched(lambda watch: _run_generation(cfg, new_tokens, max(1, int(runs)), watch, on_sample, should_cancel))
 
 
 def _run_generation(cfg, new_tokens: int, runs: int, watch, on_sample, should_cancel) -> GenerationResult:

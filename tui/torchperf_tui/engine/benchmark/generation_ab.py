@@ -20,9 +20,10 @@ import time
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable
 
+from torchperf_tui.engine.benchmark.watched import watched
 from torchperf_tui.engine.benchmark.flags import Flags
 from torchperf_tui.engine.errors import TorchperfError
-from torchperf_tui.engine.workloads.input_facts import InputFacts
+from torchperf_tui.engine.workloads.input_facts import InputFacts, PromptInput
 from torchperf_tui.engine.lazy_torch import torch
 
 DEFAULT_BLOCKS = 10  # block pairs; a verdict needs ab_result.MIN_PAIRS (6)
@@ -55,7 +56,7 @@ class GenerationArm:
 
 
 @dataclass
-class GenerationABResult(InputFacts):
+class GenerationABResult(InputFacts, PromptInput):
     model: str
     device: str
     batch: int
@@ -74,9 +75,6 @@ class GenerationABResult(InputFacts):
     notes: list[str] = field(default_factory=list)
     state_notes: list[str] = field(default_factory=list)
 
-    @property
-    def input_shape(self) -> tuple[int, ...]:
-        return (self.batch, self.prompt_len)
 
     @property
     def pairs(self) -> int:
@@ -120,17 +118,10 @@ def run_generation_ab(base, a, b, new_tokens: int, *, blocks: int = DEFAULT_BLOC
     """Arms `a` and `b` (ab_arms.ArmSpec) of `base` (its prompt the input), `blocks` generations each, interleaved.
     `on_block(arm, index, total)` after each block; `should_cancel()` between steps; a block pair that would end
     past `time_budget_s` (judged by the pair before it) is not started."""
-    from torchperf_tui.engine.benchmark.flags import StateWatch
     from torchperf_tui.engine.benchmark.generation import check_new_tokens
 
     check_new_tokens(new_tokens)
-    watch = StateWatch()
-    try:
-        result = _run(base, a, b, new_tokens, blocks, seed, should_cancel, time_budget_s, on_block, watch)
-    finally:
-        notes = watch.close()
-    result.state_notes = list(notes)
-    return result
+    return watched(lambda watch: _run(base, a, b, new_tokens, blocks, seed, should_cancel, time_budget_s, on_block, watch))
 
 
 def _run(base, a, b, new_tokens, blocks, seed, should_cancel, time_budget_s, on_block, watch) -> GenerationABResult:

@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from torchperf_tui.engine.benchmark.watched import watched
 from torchperf_tui.engine.errors import ShapeError, TorchperfError, first_line
 from torchperf_tui.engine.workloads.inputs import parse_seq_len
 from torchperf_tui.engine.workloads.input_facts import InputFacts
@@ -166,16 +167,9 @@ def run_sweep(cfg, lo: int, hi: int, *, arms=None, iters: int = DEFAULT_ITERS, w
     to `hi` (see the module docstring). `arms`: None, or (A, B) ArmSpecs whose flags, dtype and step replace the
     base run's: both are measured at each length, in interleaved blocks. `time_budget_s` counts from the call
     (None: the throughput search's default; 0: none). `on_point(point)` is told each point as it is measured."""
-    from torchperf_tui.engine.benchmark.flags import StateWatch
 
-    watch = StateWatch()
-    try:
-        result = _Sweep(cfg, arms, iters, warmup, time_budget_s, memory_cap_bytes, memory_fraction, on_point,
-                        should_cancel, clock, watch).run(lo, hi)
-    finally:
-        notes = watch.close()
-    result.state_notes = list(notes)
-    return result
+    return watched(lambda watch: _Sweep(cfg, arms, iters, warmup, time_budget_s, memory_cap_bytes, memory_fraction, on_point,
+                                                 should_cancel, clock, watch).run(lo, hi))
 
 
 class _Sweep:

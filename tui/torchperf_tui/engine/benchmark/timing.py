@@ -13,12 +13,13 @@ from typing import Callable
 
 import numpy as np
 
+from torchperf_tui.engine.benchmark.watched import watched
 from torchperf_tui.engine.benchmark.bench_config import DEFAULT_ITERS, BenchConfig
 from torchperf_tui.engine.workloads.input_facts import InputFacts
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.benchmark.flags import Flags, StateWatch, applied_flags, asked_state
 from torchperf_tui.engine.hardware.host_noise import HostNoise, HostProbe
-from torchperf_tui.engine.workloads.input_spec import InputSpec, ModelInputs, OnShape, ShapeFeed
+from torchperf_tui.engine.workloads.input_spec import InputSpec, OnShape, ShapeFeed
 from torchperf_tui.engine.workloads.inputs import dtype_name
 from torchperf_tui.engine.lazy_torch import torch
 from torchperf_tui.engine.benchmark.memory_trace import MemoryTrace, OnMemory
@@ -257,13 +258,7 @@ def run_benchmark(cfg: BenchConfig, on_sample: OnSample | None = None,
     (threads, flags) is overridden for the timed iterations where it can be, put back at the end, and said in
     `state_notes`.
     """
-    watch = StateWatch()  # before the model's code runs: its import and factory may change global state
-    try:
-        result = _run_benchmark(cfg, watch, on_sample, should_cancel, on_shape, on_memory)
-    finally:
-        notes = watch.close()  # the state found at the start put back, whatever the model's code did
-    result.state_notes = list(notes)
-    return result
+    return watched(lambda watch: _run_benchmark(cfg, watch, on_sample, should_cancel, on_shape, on_memory))
 
 
 def _run_benchmark(cfg: BenchConfig, watch: StateWatch, on_sample: OnSample | None,

@@ -18,6 +18,15 @@ class InputFacts:
     inputs: str = field(default="", kw_only=True)
 
 
+class PromptInput:
+    """A generation's main input is its prompt's token ids: `input_shape` is (batch, prompt_len) (a mixin of the
+    generation results, which have both fields)."""
+
+    @property
+    def input_shape(self) -> tuple[int, ...]:
+        return (self.batch, self.prompt_len)
+
+
 def input_facts(inputs, model_args: tuple = ()) -> dict:
     """The InputFacts of a result whose model had the overrides `model_args` and was fed `inputs` (an InputSpec)."""
     from torchperf_tui.engine.workloads.model_args import format_model_args

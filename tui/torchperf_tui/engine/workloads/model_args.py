@@ -91,19 +91,13 @@ def coerce(owner: str, key: str, text: str, default: Any) -> Any:
             raise ModelError(f"{where} is not true or false")
         return value
     if isinstance(default, int):
-        try:
-            value = int(text)
-        except ValueError:
-            raise ModelError(f"{where} is not a whole number") from None
+        value = _number(int, text, f"{where} is not a whole number")
         floor = 1 if default >= 1 and not key.endswith(_INDEX_SUFFIXES) else 0
         if value < floor:
             raise ModelError(f"{where}: it must be at least {floor}")
         return value
     if isinstance(default, float):
-        try:
-            value = float(text)
-        except ValueError:
-            raise ModelError(f"{where} is not a number") from None
+        value = _number(float, text, f"{where} is not a number")
         if not math.isfinite(value):
             raise ModelError(f"{where}: it must be a finite number")
         if ("drop" in key or "_prob" in key) and not 0.0 <= value <= 1.0:
@@ -112,6 +106,13 @@ def coerce(owner: str, key: str, text: str, default: Any) -> Any:
     if isinstance(default, str):
         return text.strip().strip("'\"")
     return literal(owner, key, text)
+
+
+def _number(kind, text: str, error: str):
+    try:
+        return kind(text)
+    except ValueError:
+        raise ModelError(error) from None
 
 
 def literal(owner: str, key: str, text: str) -> Any:
