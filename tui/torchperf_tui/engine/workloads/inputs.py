@@ -68,28 +68,28 @@ def parse_dims(text: str, field: str = "input") -> tuple[int, ...]:
     return dims
 
 
-def _count(text: str | int, what: str, example: str, too_small: str) -> int:
-    """A whole number of at least 1 as typed, or ShapeError in the words of the field `what` (too_small: how a
-    number below 1 is said; {value} is the number)."""
+def _count(text: str | int, what: str, example: str, too_small: str, limit: int | None = None) -> int:
+    """A whole number of at least 1 (and at most `limit`) as typed, or ShapeError in the words of the field `what`
+    (too_small: how a number below 1 is said; {value} is the number)."""
     try:
         value = int(str(text).strip())
     except ValueError:
         raise ShapeError(f"{what} {str(text).strip()!r} is not a whole number: give it like {example}") from None
     if value < 1:
         raise ShapeError(too_small.format(value=value))
-    if value > MAX_DIM:
-        raise ShapeError(f"{what} {value}: it is over {MAX_DIM:,}")
+    if limit is not None and value > limit:
+        raise ShapeError(f"{what} {value}: it is over {limit:,}")
     return value
 
 
 def parse_batch(text: str) -> int:
     """The app's batch field: a whole number of at least 1, said in the field's words when not."""
-    return _count(text, "batch", "1 or 32", "batch {value}: the batch must be at least 1")
+    return _count(text, "batch", "1 or 32", "batch {value}: the batch must be at least 1")  # its bound: check_dims
 
 
 def parse_seq_len(text: str | int) -> int:
     """A sequence length as typed: a whole number of at least 1 (a model's maximum is checked where it is known)."""
-    return _count(text, "sequence length", "128", "sequence length {value}: it must be at least 1")
+    return _count(text, "sequence length", "128", "sequence length {value}: it must be at least 1", MAX_DIM)
 
 
 def check_dims(dims: tuple[int, ...]) -> tuple[int, ...]:
