@@ -142,6 +142,12 @@ class ArmResult:
             self.ci_low_ms = self.ci_high_ms = None
 
 
+def no_verdict_text(pairs: int, cancelled: bool, out_of_time: str | None) -> str:
+    """Why an interleaved comparison (of passes or of generations) has no verdict, in one line."""
+    why = f"cancelled after {pairs} block pair(s)" if cancelled else out_of_time or "too few blocks"
+    return f"no verdict: {why} (a verdict needs {MIN_PAIRS})"
+
+
 @dataclass
 class ABResult(InputFacts):
     model: str
@@ -180,9 +186,7 @@ class ABResult(InputFacts):
 
     def summary(self) -> str:
         if self.verdict is None:
-            why = (f"cancelled after {self.pairs} block pair(s)" if self.cancelled
-                   else self.out_of_time or "too few blocks")
-            return f"no verdict: {why} (a verdict needs {MIN_PAIRS})"
+            return no_verdict_text(self.pairs, self.cancelled, self.out_of_time)
         head = (f"cancelled after {self.pairs} block pairs; " if self.cancelled
                 else f"{self.out_of_time}; " if self.out_of_time else "")
         return head + self.verdict.summary()

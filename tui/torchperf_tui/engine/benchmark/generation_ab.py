@@ -75,19 +75,16 @@ class GenerationABResult(InputFacts, PromptInput):
     notes: list[str] = field(default_factory=list)
     state_notes: list[str] = field(default_factory=list)
 
-
     @property
     def pairs(self) -> int:
         return min(len(self.a.ttft_ms), len(self.b.ttft_ms))
 
     def summary(self) -> str:
         """The headline: the decode verdict (per output token), or why there is none."""
-        from torchperf_tui.engine.benchmark.ab_result import MIN_PAIRS
+        from torchperf_tui.engine.benchmark.ab_result import no_verdict_text
 
         if self.decode_verdict is None:
-            why = (f"cancelled after {self.pairs} block pair(s)" if self.cancelled
-                   else self.out_of_time or "too few blocks")
-            return f"no verdict: {why} (a verdict needs {MIN_PAIRS})"
+            return no_verdict_text(self.pairs, self.cancelled, self.out_of_time)
         return f"decode (per output token): {self.decode_verdict.summary()}"
 
     def to_dict(self) -> dict:
