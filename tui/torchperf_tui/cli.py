@@ -270,17 +270,6 @@ def _append_history(args, result, fingerprint: dict | None) -> None:
         print(f"{PROG}: warning: {warning}", file=sys.stderr)
 
 
-def _load_history(args, last: int | None = None):
-    """The history's records (with `last`, only the newest, read from the end of the file); bad lines are one
-    warning line. A history that is not a regular file is a TorchperfError: exit 2."""
-    from torchperf_tui.engine.records.history_file import HistoryFile
-
-    loaded = HistoryFile(args.history).load(last=last)
-    for warning in loaded.warnings:
-        print(f"{PROG}: warning: {warning}", file=sys.stderr)
-    return loaded
-
-
 def cmd_compare(args) -> int:
     from torchperf_tui.cli_render import render_ab
 
@@ -335,41 +324,22 @@ def cmd_memsnap(args) -> int:
     return _output(args, result, render_memsnap)
 
 
-def cmd_history(args) -> int:
-    from torchperf_tui.engine.records.export import export_records
-
-    loaded = _load_history(args, last=args.last)
-    records = loaded.records
-    if args.json:
-        print(export_records(records, "json"))
-    elif not records:
-        print(f"no runs recorded yet ({loaded.path})")
-    else:
-        for record in records:
-            print(record.summary())
-    return 0
-
-
-def cmd_export(args) -> int:
-    from torchperf_tui.engine.records.export import export_records
-
-    loaded = _load_history(args, last=args.last)
-    records = loaded.records
-    text = export_records(records, args.format)
-    if args.output is not None and args.output != "-":  # '-' is stdout, as for most tools, not a file named '-'
-        from torchperf_tui.engine.records.output_files import write_text
-
-        write_text(args.output, text)  # beside the target, then renamed; a non-regular target is refused
-        print(f"wrote {len(records)} runs to {args.output}", file=sys.stderr)
-    else:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
-    return 0
-
-
 def cmd_sweep(args) -> int:
     from torchperf_tui.cli_sweep import sweep_command  # its own module: argument checks, the job, the table
 
     return sweep_command(args)
+
+
+def cmd_history(args) -> int:
+    from torchperf_tui.cli_history import history_command  # the history's commands read records: no torch
+
+    return history_command(args)
+
+
+def cmd_export(args) -> int:
+    from torchperf_tui.cli_history import export_command
+
+    return export_command(args)
 
 
 COMMANDS = {"ceilings": cmd_ceilings, "info": cmd_info, "models": cmd_models, "flops": cmd_flops, "bench": cmd_bench,

@@ -323,7 +323,7 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
     p = sub.add_parser("export", help="export the run history as json, csv or md")
-    p.add_argument("--format", required=True, choices=("json", "csv", "md"))
+    p.add_argument("--format", required=True, choices=options.EXPORT_FORMATS)
     p.add_argument("--last", type=_positive_int, help="only the last N runs")
     p.add_argument("--output", metavar="FILE", help="write here instead of stdout ('-': stdout)")
     return parser

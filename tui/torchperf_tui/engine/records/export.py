@@ -10,12 +10,12 @@ import math
 from typing import Any, Iterable
 
 from torchperf_tui.engine.errors import TorchperfError
+from torchperf_tui.options import EXPORT_FORMATS
 from torchperf_tui.engine.records.history_records import HistoryRecord
 from torchperf_tui.engine.benchmark.stats import TimingStats
 from torchperf_tui.engine.benchmark.stats import percentile_supported
 from torchperf_tui.formatting import UNSUPPORTED_LEGEND, format_ms, format_percentile
 
-EXPORT_FORMATS: tuple[str, ...] = ("json", "csv", "md")
 
 STATS_COLUMNS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(TimingStats))
 CSV_BASE_COLUMNS: tuple[str, ...] = ("id", "kind", "created_at", "model", "source", "model_args", "input_shape",
