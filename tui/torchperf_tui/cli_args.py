@@ -286,8 +286,9 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                    default=options.AB_TIME_BUDGET_S,
                    help="do not start a block pair that would end past this budget; the verdict is from the pairs "
                         f"that ran (default {options.AB_TIME_BUDGET_S:g}; 0: no budget)")
-    p.add_argument("--per-block", type=_checked(options.ab_per_block), default=20,
-                   help=f"timed iterations per block (default 20, at most {options.AB_PER_BLOCK_MAX})")
+    p.add_argument("--per-block", type=_checked(options.ab_per_block), default=None,
+                   help=f"timed iterations per block (at most {options.AB_PER_BLOCK_MAX}; default 20, or fewer when "
+                        "one pass of each arm, timed first, says all the blocks would not fit the time budget)")
     p.add_argument("--seed", type=_checked(options.seed), default=0, help="seed of the block order, random shapes and the bootstrap")
     p.add_argument("--no-history", action="store_true", help="do not append the two arms to the history file")
     p.add_argument("--aa", action="store_true", help="allow identical arms: an A/A check of the noise (a "

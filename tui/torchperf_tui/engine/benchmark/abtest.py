@@ -21,6 +21,14 @@ from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.benchmark.flags import Flags, StateWatch, applied_flags, asked_state
 from torchperf_tui.engine.hardware.host_noise import HostProbe
 from torchperf_tui.engine.hardware.run_conditions import throttle_note
+from torchperf_tui.formatting import format_ms
+
+# Timed iterations per block when the caller leaves it open (per_block=None): fewer when, at the pass time measured
+# before the blocks, all of them would not fit the time budget (a verdict needs pairs more than long blocks).
+DEFAULT_PER_BLOCK = 20
+# The share of the budget the planned blocks may take: a pass on a shared box often takes twice the one timed first
+# (measured: 1.8x at load 2.6 on 2 cores), and the budget still stops whatever does not fit.
+_BUDGET_SHARE = 0.6
 
 AA_NOTE = ("A/A: both arms identical: any difference is noise (called significant in at most 5 % of such "
            "comparisons)")
@@ -71,14 +79,16 @@ class ArmThreads:
 OnBlock = Callable[[str, int, int, list[float]], None]
 
 
-def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int = 20, seed: int = 0,
+def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int | None = DEFAULT_PER_BLOCK, seed: int = 0,
            on_block: OnBlock | None = None, should_cancel: Callable[[], bool] | None = None,
            time_budget_s: float | None = None) -> ABResult:
     """Time arms A and B of `base` (a bench_config.BenchConfig) interleaved in randomised blocks.
 
     `time_budget_s` (None: none) bounds the blocks' time: a block pair that would end past it, judged by the
     pair before it, is not started; the result says how many pairs ran (`out_of_time`) and the verdict is
-    from those.
+    from those. `per_block=None`: DEFAULT_PER_BLOCK timed iterations per block, or fewer when one pass of each arm,
+    timed before the blocks, says that all the blocks would not fit the budget (a note says so): on a slow model
+    the budget then ends in a verdict rather than after one or two long pairs.
 
     Each block runs under its arm's own flags context, on a CUDA device on its arm's own thread (see
     ArmThreads), and starts
@@ -90,7 +100,7 @@ def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int = 2
     return watched(lambda watch: _run_ab(base, a, b, blocks, per_block, seed, on_block, should_cancel, watch, time_budget_s))
 
 
-def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int, seed: int, on_block: OnBlock | None,
+def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int | None, seed: int, on_block: OnBlock | None,
             should_cancel: Callable[[], bool] | None, watch: StateWatch, time_budget_s: float | None) -> ABResult:
     import torch
 
@@ -104,7 +114,7 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int, seed: int
     if blocks < MIN_PAIRS:
         raise TorchperfError(f"a comparison needs at least {MIN_PAIRS} blocks per arm, got {blocks} (with fewer "
                              "pairs the signed-rank test can never reach p < 0.05)")
-    if per_block < 1:
+    if per_block is not None and per_block < 1:
         raise TorchperfError(f"samples per block must be at least 1, got {per_block}")
     started = time.time()
     steps = {"A": a.step_spec(base), "B": b.step_spec(base)}
@@ -139,6 +149,13 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int, seed: int
     training = any(step.training for step in steps.values())
     initial = ({key: {k: v.detach().clone() for k, v in work.model.state_dict().items()}
                 for key, work in workloads.items()} if training else {})
+    fitted = None  # the note when per_block was fitted to the budget
+    if per_block is None:
+        per_block = DEFAULT_PER_BLOCK
+        if time_budget_s is not None:
+            pass_s = {name: _one_pass_s(workloads[(arm.dtype, arm.channels_last)], arm.flags, steps[name], device,
+                                        seed, cancelled) for name, arm in arms.items()}
+            per_block, fitted = fit_per_block(blocks, time_budget_s, pass_s)
     # Each arm follows its own schedule across its blocks (the same seeded sequence for both arms, so a
     # random schedule shows them the same shapes in the same order); the block's settling iteration
     # runs the configured shape.
@@ -230,6 +247,7 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int, seed: int
     host_noise = host.summary([*arms["A"].samples_ms, *arms["B"].samples_ms]).host_only("said per arm")
     verdict = block_verdict(arms["A"].blocks, arms["B"].blocks, seed=seed) if pairs >= MIN_PAIRS else None
     notes = [AA_NOTE] if same_arms(base, a, b) else []
+    notes += [fitted] if fitted else []
     notes += inert_arm_flags(base.flags, arms["A"].flags, arms["B"].flags, device.type)
     notes += step_notes(arms["A"], arms["B"])
     clocks = throttle_note(arms["A"].conditions, arms["B"].conditions)
@@ -243,6 +261,33 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int, seed: int
                     optimizer=arms["A"].optimizer if same else None,
                     amp=arms["A"].amp if arms["A"].amp == arms["B"].amp else "mixed", out_of_time=out_of_time,
                     host_noise=host_noise)
+
+
+def _one_pass_s(work, flags: Flags, step, device, seed: int, cancelled: Callable[[], bool]) -> float:
+    """One pass of an arm, under its flags, after a discarded one (which pays the one-off costs), in seconds."""
+    from torchperf_tui.engine.benchmark.timing import run_timed_loop
+    from torchperf_tui.engine.benchmark.train_step import StepRunner, grad_context
+
+    with applied_flags(flags), grad_context(step):
+        runner = StepRunner(work.model, step, device, seed=seed)
+        times = run_timed_loop(lambda: runner(work.x), device=device, warmup=0, iters=1, should_cancel=cancelled)
+    return times.samples_ms[-1] / 1000.0 if times.samples_ms else 0.0
+
+
+def fit_per_block(blocks: int, budget_s: float, pass_s: dict[str, float]) -> tuple[int, str | None]:
+    """The timed iterations per block that let all `blocks` pairs fit `budget_s`, at `pass_s` seconds a pass per
+    arm (each block also runs two passes that are not timed), at most DEFAULT_PER_BLOCK and at least one; and the
+    note that says so when it is fewer than DEFAULT_PER_BLOCK, else None."""
+    pair_s = sum(pass_s.values())
+    if pair_s <= 0:
+        return DEFAULT_PER_BLOCK, None
+    fit = int(budget_s * _BUDGET_SHARE / (blocks * pair_s)) - 2
+    if fit >= DEFAULT_PER_BLOCK:
+        return DEFAULT_PER_BLOCK, None
+    per_block = max(1, fit)
+    passes = " and ".join(f"{name} {format_ms(s * 1000)}" for name, s in pass_s.items())
+    return per_block, (f"{per_block} timed passes per block, not {DEFAULT_PER_BLOCK}: at a pass of {passes}, "
+                       f"{blocks} block pairs of {DEFAULT_PER_BLOCK} would not fit the {budget_s:g} s time budget")
 
 
 def inert_arm_flags(base: Flags, a: Flags, b: Flags, device: str) -> list[str]:
