@@ -399,3 +399,30 @@ def test_a_row_that_quotes_an_error_is_printed_as_text_not_markup():
         cli_render.print_kv("run", [("torch.compile", "FAILED, eager numbers shown: call to [/usr/bin/cc] failed: a[i]",
                                      "warning")])
     assert "FAILED, eager numbers shown: call to [/usr/bin/cc] failed: a[i]" in captured.get()
+
+
+def test_the_app_takes_the_pickers_args_and_seq_and_a_transformers_demo_its_small_config(capsys, monkeypatch):
+    import torchperf_tui.cli as cli
+    from torchperf_tui.app import app as app_module
+    from torchperf_tui.app.demo_attention import SMALL_CONFIGS
+
+    started = {}
+
+    class NotStarted:  # the app as constructed, not run (no terminal under pytest)
+        def __init__(self, **options):
+            started.update(options)
+            self.return_code = 0
+
+        def run(self):
+            pass
+
+    monkeypatch.setattr(app_module, "TorchperfApp", NotStarted)
+    monkeypatch.setattr(cli, "terminal_missing", lambda: "")
+    assert run(capsys, "--model", "hf:gpt2", "--model-args", "n_layer=2", "--seq-len", "64")[0] == 0
+    assert (started["model"], started["model_args"], started["seq_len"]) == ("hf:gpt2", "n_layer=2", "64")
+    assert run(capsys, "--demo", "hf:llama")[0] == 0
+    assert (started["model_args"], started["seq_len"], started["demo"]) == (SMALL_CONFIGS["hf:llama"], "1024", True)
+    code, out, err = run(capsys, "--model-args", "n_layer", "--seq-len", "64")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "is not KEY=VALUE" in err
+    code, out, err = run(capsys, "--seq-len", "0")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "sequence length" in err

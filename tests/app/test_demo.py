@@ -52,3 +52,50 @@ async def test_any_key_takes_over_from_the_demo():
 def test_the_story_names_the_gpu_flags_on_a_gpu():
     titles = " ".join(step.title for step in story(on_gpu=True))
     assert "cudnn.benchmark off vs on" in titles and "cudnn.deterministic" in titles and "GPU-only" not in titles
+
+
+TINY_ATTENTION = ("num_hidden_layers=2,hidden_size=64,intermediate_size=128,num_attention_heads=4,num_key_value_heads=4,"
+                  "vocab_size=256,max_position_embeddings=256,attention_dropout=0.1")
+
+
+async def test_a_transformers_demo_tells_the_attention_story_step_by_step():
+    """`--demo hf:llama`: math against flash with a verdict, the kernel each ran, a fallback with its reason, the
+    sweep's two arms, generation's per-token histogram; each step announced; the flags put back."""
+    from torchperf_tui.app.demo_attention import STEPS
+
+    app = make_app(model="hf:llama", model_args=TINY_ATTENTION, seq_len="64", demo=True, demo_pace=0.0, warmup=1,
+                   iters=5)
+    total = len(STEPS) + 1
+    async with app.run_test(size=(110, 34)) as pilot:
+        await wait_until(pilot, lambda: f"demo 1/{total}" in banner(app), timeout=120, what="step 1")
+        assert "SDPA math against flash at sequence 64" in banner(app)
+        await wait_until(pilot, lambda: f"demo 2/{total}" in banner(app), timeout=180, what="step 2")
+        a, b = app.session.runs.get(1), app.session.runs.get(2)
+        assert (a.arm, a.flags.sdpa, b.arm, b.flags.sdpa) == ("A", "math", "B", "flash")
+        assert b.status == "done" and b.verdict is not None
+        await wait_until(pilot, lambda: f"demo 3/{total}" in banner(app), timeout=180, what="step 3")
+        kernels = app.pane("kernels").result
+        assert [(s.a.ran, s.b.ran) for s in kernels.attention] == [("math", "flash")] * 2
+        await wait_until(pilot, lambda: f"demo 4/{total}" in banner(app), timeout=180, what="step 4")
+        assert "flash allowed, math ran" in banner(app) or "flash allowed, math ran" in screen_text(app, "#kernels-note")
+        note = screen_text(app, "#kernels-note")
+        assert "B: flash allowed, math ran at model.layers.0.self_attn and 1 more site: dropout" in note
+        assert app.pane("options").options["step"] == "infer"  # the training step was put back
+        await wait_until(pilot, lambda: f"demo 5/{total}" in banner(app), timeout=300, what="step 5")
+        sweep = app.pane("sweep").result
+        assert {p.arm for p in sweep.points} == {"A", "B"} and {p.length for p in sweep.points} == {128, 256}
+        await wait_until(pilot, lambda: f"demo {total}/{total}" in banner(app), timeout=300, what="the end")
+        generation = app.pane("generation").result
+        assert generation is not None and len(generation.decode_ms) > 0 and generation.ttft_ms
+        assert app.pane("flags").flags == Flags() and app.pane("flags").previous is None
+        assert not app.demo.running and "g generates" in banner(app)
+
+
+def test_the_attention_story_plays_a_small_config_unless_overrides_are_given():
+    from torchperf_tui.app.demo_attention import SMALL_CONFIGS, attention_steps, demo_inputs
+
+    assert demo_inputs("hf:llama", "", "") == (SMALL_CONFIGS["hf:llama"], "1024")
+    assert demo_inputs("hf:llama", "num_hidden_layers=1", "256") == ("num_hidden_layers=1", "256")
+    assert demo_inputs("resnet18", "", "") == ("", "")  # the cuDNN story: nothing added
+    assert "a float32 model" in attention_steps(True, "1024")[2][1]
+    assert "attention dropout" in attention_steps(False, "1024")[2][1]

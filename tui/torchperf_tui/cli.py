@@ -357,9 +357,14 @@ def run_tui(args) -> int:
                              f"command for scripts (e.g. {PROG} bench MODEL)")
     from torchperf_tui.app.app import TorchperfApp
 
+    model_args, seq_len = args.app_model_args or "", args.app_seq_len or ""
+    if args.demo is not None:
+        from torchperf_tui.app.demo_attention import demo_inputs  # a transformers demo's small config and length
+
+        model_args, seq_len = demo_inputs(args.demo, model_args, seq_len)
     app = TorchperfApp(model=args.demo or args.model, autostart=args.autostart, interval=args.interval,
                        device=args.app_device, history_path=args.history, demo=args.demo is not None,
-                       screenshot_dir=args.screenshot_dir)
+                       screenshot_dir=args.screenshot_dir, model_args=model_args, seq_len=seq_len)
     app.run()
     return app.return_code or 0
 

@@ -38,6 +38,28 @@ def _positive_float(name: str):
 _positive_int = _checked(options.positive_int)
 
 
+def _app_model_args(text: str) -> str:
+    """The app's --model-args: its syntax checked here (a setting's name and value are checked by the analysis)."""
+    from torchperf_tui.engine.errors import TorchperfError
+    from torchperf_tui.engine.workloads.model_args import parse_model_args
+
+    try:
+        parse_model_args(text)
+    except TorchperfError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text.strip()
+
+
+def _app_seq_len(text: str) -> str:
+    from torchperf_tui.engine.errors import TorchperfError
+    from torchperf_tui.engine.workloads.inputs import parse_seq_len
+
+    try:
+        return str(parse_seq_len(text))
+    except TorchperfError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _add_step_options(p: argparse.ArgumentParser) -> None:
     """What one timed iteration does: an inference pass or a training step, and mixed precision."""
     p.add_argument("--step", choices=("infer", "train"), default="infer",
@@ -161,8 +183,14 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     parser.add_argument("--model", help="TUI: open with this model selected (a torchvision name, timm:NAME, hf:TYPE or "
                         "module:factory; its overrides and sequence length go in the picker's args and seq fields)")
     parser.add_argument("--autostart", action="store_true", help="TUI: start a timing run at once")
+    parser.add_argument("--model-args", dest="app_model_args", metavar="KEY=VALUE,...", type=_app_model_args,
+                        help="TUI: the model's overrides (its config or builder keywords), as the picker's args field")
+    parser.add_argument("--seq-len", dest="app_seq_len", metavar="N", type=_app_seq_len,
+                        help="TUI: a token model's sequence length, as the picker's seq field")
     parser.add_argument("--demo", nargs="?", const="resnet18", metavar="MODEL",
-                        help="TUI: play the cuDNN trade-offs hands-free on MODEL (default resnet18); any key takes over")
+                        help="TUI: play a story hands-free on MODEL (default resnet18: the cuDNN trade-offs; a "
+                             "transformers model such as hf:llama: the attention story, SDPA math against flash, "
+                             "in a small config unless --model-args); any key takes over")
     parser.add_argument("--interval", type=_checked(options.interval), default=0.5,
                         help="TUI: telemetry period in seconds, 0.1-60 (default 0.5)")
     parser.add_argument("--device", dest="app_device", default="auto", type=_checked(options.device_name),

@@ -46,20 +46,22 @@ class TorchperfApp(App):
                  screenshot_dir: str | None = None, poll_telemetry: bool = True,
                  history_path: str | None = None, max_batch: int | None = None,
                  profile_iters: int = 5, demo: bool = False, demo_pace: float = 3.0,
-                 measurement: Callable[..., Any] | None = None) -> None:
+                 measurement: Callable[..., Any] | None = None, model_args: str = "", seq_len: str = "") -> None:
         """`nvml`, `cuda`: seams for fake NVML / CUDA backends; `telemetry`: an object with .sample() and
         .history (a frozen source for snapshots); `device_report`: a fixed DeviceReport;
         `poll_telemetry=False` samples once instead of every `interval` seconds; `history_path`: the run
         history file (None: $TORCHPERF_HISTORY, else the user data directory); `max_batch`: the bound of
         the throughput search (None: the engine's default); `profile_iters`: iterations the profiler records;
         `demo`: play the hands-free demo (app/demo.py) on `model`, `demo_pace` seconds per banner;
-        `measurement`: makes the measurement process's client (app/session.py; tests: a fake one)."""
+        `measurement`: makes the measurement process's client (app/session.py; tests: a fake one); `model_args`,
+        `seq_len`: the picker's args and seq fields as `model` is first chosen (the CLI's --model-args, --seq-len)."""
         super().__init__()
         terminal.fix_filters(self)  # NO_COLOR: Textual's monochrome filter fails on a segment with no style
         self.session = Session(device=device, warmup=warmup, iters=iters, profile_iters=profile_iters,
                                max_batch=max_batch, history_path=history_path, nvml=nvml, cuda=cuda,
                                device_report=device_report, telemetry=telemetry, measurement=measurement)
         self.initial_model, self.autostart = model, autostart
+        self.initial_inputs = {"model_args": model_args, "seq_len": seq_len}
         self.interval = options.interval(interval)  # nan or 1e-9 would flood the event loop: refused here too
         self.poll_telemetry = poll_telemetry
         self.screenshot_dir = screenshot_dir

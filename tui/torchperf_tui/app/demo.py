@@ -1,5 +1,6 @@
 """A hands-free demo (`torchperf-tui --demo [MODEL]`): the cuDNN trade-offs played as a story, each step
-announced in a banner and paced for an audience. Any key takes over.
+announced in a banner and paced for an audience. Any key takes over. A transformers model (`--demo hf:llama`) plays
+the attention story instead (app/demo_attention.py).
 
 The story, on a GPU: cudnn.benchmark off vs on at a fixed shape (interleaved A/B with a verdict), the same
 with random shapes (benchmark re-tunes for every new one), cudnn.deterministic on (its cost, then the
@@ -48,6 +49,9 @@ CPU_STEPS = (
     ("a training step: deterministic algorithms off vs on",
      "forward, loss, backward, SGD: its cost, then gradients and updated weights bit for bit"),
 )
+CNN_KEYS = "r runs, a compares the flags before and after a flip, k shows the kernels, ? for help"
+ATTENTION_KEYS = ("r runs, a compares the flags before and after a flip, k shows the kernels, W sweeps both, "
+                  "g generates, ? for help")
 RELEASE_STEP = ("release cached memory and watch the curve drop", "the chart marks the instant and what was freed")
 
 
@@ -128,10 +132,28 @@ class DemoDirector:
 
     async def _story(self) -> None:
         app = self.app
-        picker, flags, memory = app.pane("picker"), app.pane("flags"), app.pane("memory")
+        picker, flags = app.pane("picker"), app.pane("flags")
         await self._wait(lambda: picker.spec is not None and picker.complexity is not None
                          and flags.flags is not None and app.session.report is not None)
         on_gpu = app.session.device_kind() == "cuda"
+        from torchperf_tui.app.demo_attention import STEPS, AttentionStory, tells_attention
+
+        if tells_attention(picker.spec):  # a transformers model: SDPA's math against flash
+
+            async def count(index: int, steps: list) -> None:
+                await self._announce(index + 1, DemoStep(*steps[index]), len(steps) + 1)
+
+            await AttentionStory(self, on_gpu).play(count)
+            total, keys = len(STEPS) + 1, ATTENTION_KEYS
+        else:
+            total, keys = await self._cnn_story(on_gpu), CNN_KEYS
+        self.running = False
+        app.main.show_banner(f"demo {total}/{total} · that's the story", keys)
+
+    async def _cnn_story(self, on_gpu: bool) -> int:
+        """The cuDNN trade-offs (or their CPU analogues); the number of banners it shows, the last included."""
+        app = self.app
+        flags, memory = app.pane("flags"), app.pane("memory")
         steps = story(on_gpu)
         total = len(steps) + 1
         base = flags.flags
@@ -169,7 +191,4 @@ class DemoDirector:
         memory.release()
         await self._wait(lambda: memory.last_release is not released, timeout=60)
         await asyncio.sleep(self.pace * 2)
-
-        self.running = False
-        app.main.show_banner(f"demo {total}/{total} · that's the story",
-                             "r runs, a compares the flags before and after a flip, k shows the kernels, ? for help")
+        return total

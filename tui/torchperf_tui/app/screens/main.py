@@ -175,6 +175,7 @@ class MainScreen(FitsTerminal, Screen):
             return
         timing.model_line = ("pick a model: / to filter, ⏎ to choose")
         if app.initial_model and self.pane("picker").spec is None:
+            self.pane("picker").set_inputs(**app.initial_inputs)
             self.pane("picker").choose(app.initial_model)
             if app.demo is not None:
                 app.demo.start()

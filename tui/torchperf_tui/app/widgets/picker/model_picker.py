@@ -20,6 +20,7 @@ from textual.widgets.option_list import Option
 from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.widgets.exit_safe_select import ExitSafeSelect
+from torchperf_tui.app.widgets.picker.args_row import SEQ_EXAMPLE, ArgsRow
 from torchperf_tui.app.widgets.picker.model_filter import CatalogueIndex, bare_name
 from torchperf_tui.engine.workloads.inputs import dtype_note
 from torchperf_tui.engine.workloads.model_source import source_of
@@ -27,11 +28,7 @@ from torchperf_tui.formatting import format_shape
 from torchperf_tui.measure.protocol import JobFailed
 
 DTYPE_CHOICES = ("float32", "float16", "bfloat16")
-ARGS_TOOLTIP = ("The model's overrides, KEY=VALUE,...: num_hidden_layers=2 (transformers), depth=6 (a timm ViT), or "
-                "a custom factory's keyword arguments. ⏎ analyses it again.")
-SEQ_TOOLTIP = "A token model's sequence length (empty: its default, shown greyed). ⏎ analyses it again."
 SHAPE_EXAMPLE = "3x224x224"  # the shape field's placeholder until a model's default input is known
-SEQ_EXAMPLE = "128"  # the seq field's placeholder until a token model's analysis gives its own default
 MAX_PER_GROUP = 60  # entries listed under a heading; a line says how many more match (typing narrows them)
 
 
@@ -96,11 +93,7 @@ class ModelPicker(Vertical):
             yield Input(placeholder=SHAPE_EXAMPLE, id="shape", compact=True)
             yield Label("batch", classes="field-label")
             yield Input("1", id="batch", compact=True, type="integer")
-        with Horizontal(id="args-row"):
-            yield Label("args", classes="field-label")
-            yield Input(placeholder="KEY=VALUE,…", id="model-args", compact=True, tooltip=ARGS_TOOLTIP)
-            yield Label("seq", classes="field-label")
-            yield Input(placeholder=SEQ_EXAMPLE, id="seq-len", compact=True, type="integer", tooltip=SEQ_TOOLTIP)
+        yield ArgsRow(id="args-row")
         with Horizontal(id="dtype-row"):
             yield ExitSafeSelect([(d, d) for d in DTYPE_CHOICES], value="float32", allow_blank=False,
                                  id="dtype", compact=True)
@@ -282,6 +275,10 @@ class ModelPicker(Vertical):
             field.placeholder = format_shape(shape)
         self._shape_typed = False
 
+    def set_inputs(self, model_args: str = "", seq_len: str = "") -> None:
+        """The args and seq fields as if typed (the app's --model-args and --seq-len), before a model is chosen."""
+        self.query_one(ArgsRow).fill(model_args, seq_len)
+
     def show_default_seq_len(self, input_shape: tuple) -> None:
         self.query_one("#seq-len", Input).placeholder = seq_placeholder(self.spec, input_shape)
 
@@ -334,6 +331,5 @@ class ModelPicker(Vertical):
             "batch": batch_text,
             "dtype": dtype if isinstance(dtype, str) else "float32",
             "channels_last": self.query_one("#channels-last", Checkbox).value,
-            "model_args": self.query_one("#model-args", Input).value.strip(),
-            "seq_len": self.query_one("#seq-len", Input).value.strip(),
+            **self.query_one(ArgsRow).values(),
         }

@@ -118,6 +118,8 @@ class SweepPane(Vertical):
         self.jobs = PaneJobs(self)
         self.points: list = []
         self.arm_labels: dict[str, str] = {}
+        self.result = None  # the last sweep's SweepResult; `error` its one line when it failed
+        self.error: str | None = None
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="pane-actions"):
@@ -168,6 +170,7 @@ class SweepPane(Vertical):
             arms = tuple(ArmSpec(flags=f, text=f.describe(kind)) for f in flag_arms)
             self.arm_labels = {"A": f"A ({arms[0].text})", "B": f"B ({arms[1].text})"}
         self.screen.show_tab("sweep")
+        self.result, self.error = None, None
         self.query_one(DataTable).clear()
         self.query_one("#sweep-summary", Static).update("")
         self.points = []
@@ -192,6 +195,7 @@ class SweepPane(Vertical):
             self.show_result(event.result)
 
     def _failed(self, error: str) -> None:
+        self.error = error
         self.status = f"[b $error]error:[/] {escape(error)}"
         self.app.notify(error, title="sweep failed", severity="error", timeout=8)
 
@@ -213,6 +217,7 @@ class SweepPane(Vertical):
         from torchperf_tui.wording import model_label
         from torchperf_tui.wording.sweep import sweep_summary
 
+        self.result = result
         if len(self.points) != len(result.points):  # a point's event lost to a replaced job: the result's own
             self.query_one(DataTable).clear()
             self.points = []

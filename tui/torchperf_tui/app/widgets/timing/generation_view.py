@@ -43,6 +43,7 @@ class GenerationView(Vertical):
         self.spec: str | None = None  # the model the section is about
         self.setup = ""  # what is generated, in words
         self.result = None  # the last GenerationResult
+        self.error: str | None = None  # why the last generation failed
         self.ttft_ms: list[float] = []
         self.decode_ms: list[float] = []
         self._on_cpu = False
@@ -92,7 +93,7 @@ class GenerationView(Vertical):
         self.screen.show_tab("timing")
         self._run_seen = getattr(self.parent, "record", None)
         self._take_histogram(True)
-        self.spec, self.result = selection.spec, None
+        self.spec, self.result, self.error = selection.spec, None, None
         self.ttft_ms, self.decode_ms = [], []
         cfg = self.jobs.config(selection, self.refused, slot="generate")
         if cfg is None:
@@ -111,6 +112,7 @@ class GenerationView(Vertical):
                         f"generating {NEW_TOKENS} tokens with {selection.spec}")
 
     def refused(self, error: str) -> None:
+        self.error = error
         self.say(f"generation: [b $error]error:[/] {escape(error)}")
         self._histogram([], empty="generation failed: no samples")
 
