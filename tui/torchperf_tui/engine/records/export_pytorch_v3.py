@@ -35,7 +35,8 @@ DEPENDENCIES = {"torch": "torch", "torchvision": "torchvision", "transformers": 
                 "cuda": "cuda_runtime", "cudnn": "cudnn", "driver": "driver", "python": "python",
                 "torchperf-tui": "torchperf_tui"}
 # One named input of a token model's description: 'input_ids 1x128 int64 (ids < 50,257)', 'x 1x3x8x8'.
-_INPUT = re.compile(r"^(?P<name>[A-Za-z_][\w.]*) (?P<shape>\d+(?:x\d+)*)(?: (?P<dtype>[a-z]+\d*))?(?: \((?P<note>.*)\))?$")
+_INPUT = re.compile(r"^(?P<name>[A-Za-z_][\w.]*) (?P<shape>\d+(?:x\d+)*)"
+                    r"(?: (?P<dtype>[a-z]+\d*))?(?: \((?P<note>.*)\))?$")
 
 
 def string_map(values: dict[str, Any]) -> dict[str, str]:
