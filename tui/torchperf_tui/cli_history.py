@@ -58,6 +58,7 @@ def _written(records, fmt: str, text: str) -> str:
     import json
 
     cancelled = sum(r.cancelled for r in records)
-    noun = "entries" if fmt == "github-benchmark" else "rows"
+    count = len(json.loads(text))
+    noun = ("entry" if count == 1 else "entries") if fmt == "github-benchmark" else ("row" if count == 1 else "rows")
     tail = f", {cancelled} cancelled left out" if cancelled else ""
-    return f"{len(json.loads(text))} {noun} ({len(records) - cancelled} runs{tail})"
+    return f"{count} {noun} ({len(records) - cancelled} runs{tail})"
