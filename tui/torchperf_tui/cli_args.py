@@ -351,8 +351,17 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--last", type=_positive_int, help="only the last N runs")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
-    p = sub.add_parser("export", help="export the run history as json, csv or md")
-    p.add_argument("--format", required=True, choices=options.EXPORT_FORMATS)
+    p = sub.add_parser("export", help="export the run history as json, csv, md, or for a fleet: github-benchmark "
+                       "(github-action-benchmark's custom JSON) or pytorch-v3 (PyTorch OSS benchmark database rows)")
+    p.add_argument("--format", required=True, choices=options.EXPORT_FORMATS,
+                   help="json: full records; csv: a row per run; md: a table; github-benchmark: one entry per set-up "
+                        "(its newest run), named by model, overrides, input, dtype, step, compile, flags and device "
+                        "so a chart joins the same set-up across runs; pytorch-v3: a row per metric of each run "
+                        "(samples, p50, p90, p99, mean, samples/s or tokens/s). These two leave cancelled runs out")
+    p.add_argument("--metric", choices=options.EXPORT_METRICS,
+                   help="github-benchmark's file: latency (the default: each p50 in ms, for the action's tool "
+                        "customSmallerIsBetter; a generation's TTFT and per-token step) or throughput (samples/s at "
+                        "p50, a generation's tokens/s: customBiggerIsBetter)")
     p.add_argument("--last", type=_positive_int, help="only the last N runs")
     p.add_argument("--output", metavar="FILE", help="write here instead of stdout ('-': stdout)")
     return parser

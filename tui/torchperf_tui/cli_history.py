@@ -39,12 +39,26 @@ def export_command(args) -> int:
 
     loaded = load_history(args, last=args.last)
     records = loaded.records
-    text = export_records(records, args.format)
+    text = export_records(records, args.format, getattr(args, "metric", None))
     if args.output is not None and args.output != "-":  # '-' is stdout, as for most tools, not a file named '-'
         from torchperf_tui.engine.records.output_files import write_text
 
         write_text(args.output, text)  # beside the target, then renamed; a non-regular target is refused
-        print(f"wrote {len(records)} runs to {args.output}", file=sys.stderr)
+        print(f"wrote {_written(records, args.format, text)} to {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0
+
+
+def _written(records, fmt: str, text: str) -> str:
+    """'2 runs'; for the fleet formats what the file holds and of which runs: '3 entries (2 runs, 1 cancelled left
+    out)'."""
+    if fmt not in ("github-benchmark", "pytorch-v3"):
+        return f"{len(records)} runs"
+    import json
+
+    cancelled = sum(r.cancelled for r in records)
+    count = len(json.loads(text))
+    noun = ("entry" if count == 1 else "entries") if fmt == "github-benchmark" else ("row" if count == 1 else "rows")
+    tail = f", {cancelled} cancelled left out" if cancelled else ""
+    return f"{count} {noun} ({len(records) - cancelled} runs{tail})"

@@ -93,11 +93,19 @@ def _export_md(records: list[HistoryRecord]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def export_records(records: Iterable[HistoryRecord], fmt: str = "json") -> str:
+def export_records(records: Iterable[HistoryRecord], fmt: str = "json", metric: str | None = None) -> str:
     """The records as text: "json" (an array of full records, samples included), "csv" (one row per run,
-    flags as flag.*, environment as env.*, no samples) or "md" (a readable Markdown table)."""
+    flags as flag.*, environment as env.*, no samples), "md" (a readable Markdown table), or what fleets ingest:
+    "github-benchmark" (github-action-benchmark's custom JSON; `metric` latency or throughput) and "pytorch-v3"
+    (rows of the PyTorch OSS benchmark database), both in engine/records/export_fleet.py."""
     records = list(records)
     fmt = fmt.strip().lower()
+    from torchperf_tui.engine.records.export_fleet import FLEET_FORMATS, export_fleet
+
+    if fmt in FLEET_FORMATS:
+        return export_fleet(records, fmt, metric)
+    if metric is not None:
+        raise TorchperfError(f"--metric chooses github-benchmark's file (latency or throughput); {fmt} has no choice")
     if fmt == "json":
         return json.dumps([r.to_dict() for r in records], indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     if fmt == "csv":

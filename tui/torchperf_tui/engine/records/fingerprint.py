@@ -79,6 +79,8 @@ def environment_fingerprint(report: "DeviceReport | None" = None, device: str | 
         "driver": data["driver_version"],
         "torch": data["torch_version"],
         "torchvision": _package_version("torchvision"),
+        "transformers": _package_version("transformers"),  # installed versions (None: not installed); reading
+        "timm": _package_version("timm"),  # package metadata imports neither
         "cuda_runtime": data["cuda_runtime"],
         "cudnn": data["cudnn_version"],
         "cpu": cpu_model,
