@@ -372,7 +372,7 @@ def run_tui(args) -> int:
 
     app = TorchperfApp(model=args.demo or args.model, autostart=args.autostart, interval=args.interval,
                        device=args.app_device, history_path=args.history, demo=args.demo is not None,
-                       screenshot_dir=args.screenshot_dir)
+                       screenshot_dir=args.screenshot_dir, mlflow_uri=getattr(args, "app_mlflow", None))
     app.run()
     return app.return_code or 0
 
