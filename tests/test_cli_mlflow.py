@@ -16,7 +16,7 @@ import pytest
 
 from tests.cli_run import run
 
-mlflow = pytest.importorskip("mlflow", reason="the mlflow extra (pip install -e '.[test]' installs it)")
+pytest.importorskip("mlflow", reason="the mlflow extra (pip install -e '.[test]' installs it)")
 
 TINY = ["tests.tinymodels:tiny_cnn", "--input", "1,3,16,16", "--device", "cpu"]
 LLAMA = ["hf:llama", "--model-args", "num_hidden_layers=2,hidden_size=64,intermediate_size=128,num_attention_heads=4,"
@@ -181,3 +181,13 @@ def test_mlflow_and_the_store_import_no_torch():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_the_test_extra_installs_the_mlflow_extra():
+    """So the tests above run wherever `sh scripts/install.sh --test` installed the project (CI), not skip."""
+    import tomllib
+
+    project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    assert "torchperf-tui[mlflow]" in extras["test"]
+    assert {r.split(">")[0].split("<")[0] for r in extras["mlflow"]} == {"mlflow-skinny", "sqlalchemy", "alembic"}
