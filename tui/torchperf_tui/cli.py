@@ -144,12 +144,14 @@ def cmd_flops(args) -> int:
 
 
 def cmd_bench(args) -> int:
+    from torchperf_tui.cli_mlflow import log_records, open_mlflow
     from torchperf_tui.cli_render import ProgressLine, render_timing
 
+    sink = open_mlflow(args)  # --mlflow: its store checked before anything runs (one line, exit 2)
     if getattr(args, "generate", None) is not None or getattr(args, "prompt_len", None) is not None:
         from torchperf_tui.cli_generation import bench_generate  # greedy generation, timed per token
 
-        return bench_generate(args)
+        return bench_generate(args, sink)
     if args.cold_l2 and args.modes is None:
         from torchperf_tui.engine.errors import TorchperfError
 
@@ -169,8 +171,10 @@ def cmd_bench(args) -> int:
                              on_progress=_print_note, on_samples=samples)
     finally:
         progress.close()
+    records = []
     if not args.no_history and not result.cancelled:
-        _append_history(args, result, extra.get("fingerprint"))
+        records = _append_history(args, result, extra.get("fingerprint"))
+    log_records(sink, result, extra, records)
     return _output(args, result, render_timing,
                    lambda r: _without(r.to_dict(), "samples_ms", "warmup_ms", unless=args.samples))
 
@@ -216,6 +220,7 @@ def _bench_config(args, **overrides):
 
 def cmd_throughput(args) -> int:
     from torchperf_tui.engine.benchmark.throughput import DEFAULT_TIME_BUDGET_S
+    from torchperf_tui.cli_mlflow import log_result, open_mlflow
     from torchperf_tui.cli_render import render_batch_try, render_throughput
 
     cap = int(args.memory_cap * 1024**3) if args.memory_cap else None
@@ -226,8 +231,10 @@ def cmd_throughput(args) -> int:
         if what == "batch_try" and not args.json:
             render_batch_try(data)
 
-    result, _ = _run("throughput", {"cfg": _bench_config(args), "options": options},
-                     f"searching the batch of {args.model}", on_progress=progress)
+    cfg, sink = _bench_config(args), open_mlflow(args)
+    result, extra = _run("throughput", {"cfg": cfg, "options": options},
+                         f"searching the batch of {args.model}", on_progress=progress)
+    log_result(sink, "throughput", result, extra, cfg.flags.describe(result.device))
     return _output(args, result, render_throughput)
 
 
@@ -260,19 +267,23 @@ def cmd_roofline(args) -> int:
                    lambda r: _without(r.to_dict(), "layers", unless=args.layers))
 
 
-def _append_history(args, result, fingerprint: dict | None) -> None:
+def _append_history(args, result, fingerprint: dict | None) -> list:
     """Every completed run goes to the history at once, with the environment the measurement process saw; a
-    history that cannot be written is a warning, not a lost result."""
+    history that cannot be written is a warning, not a lost result. -> the records saved (--mlflow tags their ids)."""
     from torchperf_tui.measure.follow_up import save_to_history
 
-    warning = save_to_history(result, args.history, fingerprint)
+    saved: list = []
+    warning = save_to_history(result, args.history, fingerprint, saved=saved)
     if warning:
         print(f"{PROG}: warning: {warning}", file=sys.stderr)
+    return saved
 
 
 def cmd_compare(args) -> int:
+    from torchperf_tui.cli_mlflow import log_records, open_mlflow
     from torchperf_tui.cli_render import render_ab
 
+    sink = open_mlflow(args)  # --mlflow: checked before anything runs
     if getattr(args, "generate", None) is not None or getattr(args, "prompt_len", None) is not None:
         from torchperf_tui.cli_generation import compare_generate  # the verdict on decode, the prefill apart
 
@@ -287,8 +298,10 @@ def cmd_compare(args) -> int:
         kernels, _ = _run("cli.compare", params, f"profiling the kernels of {args.model} under A and B")
         return _output(args, kernels, render_kernels)
     result, extra = _run("cli.compare", params, f"comparing A and B on {args.model}")
+    records = []
     if not args.no_history and not result.cancelled:
-        _append_history(args, result, extra.get("fingerprint"))
+        records = _append_history(args, result, extra.get("fingerprint"))
+    log_records(sink, result, extra, records)
     return _output(args, result, render_ab)
 
 
@@ -364,7 +377,8 @@ def run_tui(args) -> int:
         model_args, seq_len = demo_inputs(args.demo, model_args, seq_len)
     app = TorchperfApp(model=args.demo or args.model, autostart=args.autostart, interval=args.interval,
                        device=args.app_device, history_path=args.history, demo=args.demo is not None,
-                       screenshot_dir=args.screenshot_dir, model_args=model_args, seq_len=seq_len)
+                       screenshot_dir=args.screenshot_dir, model_args=model_args, seq_len=seq_len,
+                       mlflow_uri=getattr(args, "app_mlflow", None))
     app.run()
     return app.return_code or 0
 

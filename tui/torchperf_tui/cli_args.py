@@ -173,6 +173,13 @@ def _add_sweep_parser(sub) -> None:
     p.add_argument("--seed", type=_checked(options.seed), default=0, help="seed of the token ids")
     p.set_defaults(input=None, channels_last=False, seq_len=None)  # the sweep sets the input's length itself
     _add_run_options(p)
+    _add_mlflow_option(p)
+
+
+def _add_mlflow_option(p: argparse.ArgumentParser) -> None:
+    from torchperf_tui.cli_mlflow import add_mlflow_option  # its own module: the option, the checks, the logging
+
+    add_mlflow_option(p)
 
 
 def build_parser(commands: bool = True) -> argparse.ArgumentParser:
@@ -200,6 +207,8 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     parser.add_argument("--history", metavar="PATH", type=_checked(options.history_path),
                         help="run history file (JSON lines; default: $TORCHPERF_HISTORY, "
                         "else the user data directory)")
+    parser.add_argument("--mlflow", dest="app_mlflow", metavar="URI", help="TUI: log every finished run as an "
+                        "MLflow run to this tracking store (sqlite:///path/mlflow.db or http://HOST:PORT)")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     if not commands:
         return parser
@@ -258,6 +267,7 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--samples", action="store_true", help="with --json: include every sample")
     p.add_argument("--no-history", action="store_true", help="do not append this run to the history file")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    _add_mlflow_option(p)
 
     p = sub.add_parser("ceilings", help="what this device reaches: per dtype the best of several matmuls and "
                        "convolutions (and CPU thread counts), and a large copy, "
@@ -280,6 +290,7 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--memory-cap", type=_positive_float("--memory-cap"), metavar="GIB",
                    help="CPU only: memory the search may use (default half of the available RAM)")
     _add_run_options(p)
+    _add_mlflow_option(p)
 
     p = sub.add_parser("profile", help="torch.profiler top ops by self time, and a Chrome trace for Perfetto")
     _add_workload_options(p)
@@ -330,6 +341,7 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--prompt-len", type=_positive_int, metavar="P", help="with --generate: the prompt's length")
     _add_shapes_option(p)
     _add_run_options(p)  # the base flags; each arm's SPEC applies on top
+    _add_mlflow_option(p)
 
     _add_sweep_parser(sub)
 

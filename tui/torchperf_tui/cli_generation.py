@@ -32,9 +32,11 @@ def render_generation(result) -> None:
     print_kv(generation_title(result), generation_rows(result))
 
 
-def bench_generate(args) -> int:
-    """bench --generate: the prompt is the model's input at --prompt-len (else --seq-len, else its default)."""
+def bench_generate(args, sink=None) -> int:
+    """bench --generate: the prompt is the model's input at --prompt-len (else --seq-len, else its default).
+    `sink`: --mlflow's open store (cli_mlflow), or None."""
     from torchperf_tui import cli
+    from torchperf_tui.cli_mlflow import log_records
     from torchperf_tui.cli_render import ProgressLine
 
     check_generate_args(args)
@@ -54,8 +56,10 @@ def bench_generate(args) -> int:
                                  on_progress=cli._print_note, on_samples=samples)
     finally:
         progress.close()
+    records = []
     if not args.no_history and not result.cancelled:
-        cli._append_history(args, result, extra.get("fingerprint"))
+        records = cli._append_history(args, result, extra.get("fingerprint"))
+    log_records(sink, result, extra, records)
     return cli._output(args, result, render_generation,
                        lambda r: cli._without(r.to_dict(), "decode_ms", "warmup_decode_ms", unless=args.samples))
 

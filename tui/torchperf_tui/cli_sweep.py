@@ -29,9 +29,13 @@ def sweep_command(args) -> int:
         elif what == "note":
             print(f"{PROG}: note: {data}", file=sys.stderr)
 
+    from torchperf_tui.cli_mlflow import log_result, open_mlflow
+
+    sink = open_mlflow(args)  # --mlflow: checked before anything runs
     what = f"sweeping the sequence length of {args.model}" + (" under A and B" if arms else "")
-    result, _ = _run("sweep", {"cfg": base, "seq_lens": (lo, hi), "arms": arms, "options": options}, what,
-                     on_progress=progress)
+    result, extra = _run("sweep", {"cfg": base, "seq_lens": (lo, hi), "arms": arms, "options": options}, what,
+                         on_progress=progress)
+    log_result(sink, "sweep", result, extra)
     return _output(args, result, render_sweep)
 
 

@@ -46,7 +46,8 @@ class TorchperfApp(App):
                  screenshot_dir: str | None = None, poll_telemetry: bool = True,
                  history_path: str | None = None, max_batch: int | None = None,
                  profile_iters: int = 5, demo: bool = False, demo_pace: float = 3.0,
-                 measurement: Callable[..., Any] | None = None, model_args: str = "", seq_len: str = "") -> None:
+                 measurement: Callable[..., Any] | None = None, model_args: str = "", seq_len: str = "",
+                 mlflow_uri: str | None = None) -> None:
         """`nvml`, `cuda`: seams for fake NVML / CUDA backends; `telemetry`: an object with .sample() and
         .history (a frozen source for snapshots); `device_report`: a fixed DeviceReport;
         `poll_telemetry=False` samples once instead of every `interval` seconds; `history_path`: the run
@@ -54,7 +55,8 @@ class TorchperfApp(App):
         the throughput search (None: the engine's default); `profile_iters`: iterations the profiler records;
         `demo`: play the hands-free demo (app/demo.py) on `model`, `demo_pace` seconds per banner;
         `measurement`: makes the measurement process's client (app/session.py; tests: a fake one); `model_args`,
-        `seq_len`: the picker's args and seq fields as `model` is first chosen (the CLI's --model-args, --seq-len)."""
+        `seq_len`: the picker's args and seq fields as `model` is first chosen (the CLI's --model-args, --seq-len);
+        `mlflow_uri`: log every finished run to this MLflow tracking store (app/mlflow_link.py)."""
         super().__init__()
         terminal.fix_filters(self)  # NO_COLOR: Textual's monochrome filter fails on a segment with no style
         self.session = Session(device=device, warmup=warmup, iters=iters, profile_iters=profile_iters,
@@ -65,6 +67,11 @@ class TorchperfApp(App):
         self.interval = options.interval(interval)  # nan or 1e-9 would flood the event loop: refused here too
         self.poll_telemetry = poll_telemetry
         self.screenshot_dir = screenshot_dir
+        self.mlflow = None
+        if mlflow_uri:
+            from torchperf_tui.app.mlflow_link import MlflowLink
+
+            self.mlflow = MlflowLink(mlflow_uri)
         self.main: MainScreen | None = None
         self._restore_signals = None
         self.demo = None
@@ -102,6 +109,8 @@ class TorchperfApp(App):
                            lambda text: self.post_message(MeasurementNotice(text)))
         self.pane("picker").load_catalogue()
         self.run_worker(self._load_engine, thread=True, group="engine", exit_on_error=False)
+        if self.mlflow is not None:
+            self.mlflow.start(self)  # in a worker: MLflow's import and the store's answer stay off the event loop
 
     def _load_engine(self) -> None:
         self.session.load_engine()

@@ -202,9 +202,12 @@ def save_run(node, result, fingerprint: dict | None) -> None:
     path = app.session.history_path
 
     def save() -> None:
-        warning = save_to_history(result, path, fingerprint or {})  # {}: never take one here (torch)
+        saved: list = []
+        warning = save_to_history(result, path, fingerprint or {}, saved=saved)  # {}: never take one here (torch)
         if warning:
             app.call_from_thread(app.notify, warning, severity="warning")
         node.post_message(HistoryChanged())
+        if getattr(app, "mlflow", None) is not None:  # --mlflow: the same records, to MLflow (app/mlflow_link.py)
+            app.mlflow.log_records(app, result, fingerprint, saved)
 
     node.run_worker(save, thread=True, group="history-append", exit_on_error=False)

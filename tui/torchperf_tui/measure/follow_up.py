@@ -8,19 +8,26 @@ from __future__ import annotations
 from typing import Any
 
 
-def save_to_history(result: Any, path: Any = None, fingerprint: dict | None = None) -> str | None:
+def save_to_history(result: Any, path: Any = None, fingerprint: dict | None = None,
+                    saved: list | None = None) -> str | None:
     """Append a completed run (or both arms of an A/B) to the history at once. Returns None when saved, else
-    one line for a warning: a history that cannot be written never loses the result on screen."""
+    one line for a warning: a history that cannot be written never loses the result on screen. `saved`: a list
+    the records written are added to (their ids, for a run logged elsewhere too)."""
     from torchperf_tui.engine.errors import TorchperfError, user_message
     from torchperf_tui.engine.records.history_file import HistoryFile, HistoryNotDurable
     from torchperf_tui.engine.records.history_records import records_of
 
     try:
-        HistoryFile(path).extend(records_of(result, fingerprint=fingerprint))
+        records = records_of(result, fingerprint=fingerprint)
+        HistoryFile(path).extend(records)
     except HistoryNotDurable as exc:  # in the file; only the flush to disk failed
+        if saved is not None:
+            saved.extend(records)
         return user_message(exc)
     except (TorchperfError, OSError, ValueError) as exc:
         return f"run not saved to history: {user_message(exc)}"
+    if saved is not None:
+        saved.extend(records)
     return None
 
 

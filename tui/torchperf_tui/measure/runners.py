@@ -214,8 +214,9 @@ def run_throughput(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: cfg, options (find_max_batch's keyword arguments). Progress "batch_try": a BatchTry."""
     from torchperf_tui.engine.benchmark.throughput import find_max_batch
 
-    return find_max_batch(params["cfg"], **params.get("options", {}),
-                          on_progress=lambda t: ctx.progress("batch_try", t), should_cancel=ctx.cancelled), {}
+    result = find_max_batch(params["cfg"], **params.get("options", {}),
+                            on_progress=lambda t: ctx.progress("batch_try", t), should_cancel=ctx.cancelled)
+    return result, history_extra(result)  # the fingerprint: --mlflow's tags
 
 
 def run_profile(params: dict, ctx: JobContext) -> tuple[Any, dict]:
@@ -325,8 +326,9 @@ def run_sweep_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     Progress "sweep_point": each SweepPoint as it is measured. -> (SweepResult, {})."""
     from torchperf_tui.engine.benchmark.sweep import run_sweep
 
-    return run_sweep(params["cfg"], *params["seq_lens"], arms=params.get("arms"), **params.get("options", {}),
-                     on_point=lambda point: ctx.progress("sweep_point", point), should_cancel=ctx.cancelled), {}
+    result = run_sweep(params["cfg"], *params["seq_lens"], arms=params.get("arms"), **params.get("options", {}),
+                       on_point=lambda point: ctx.progress("sweep_point", point), should_cancel=ctx.cancelled)
+    return result, history_extra(result)  # the fingerprint: --mlflow's tags
 
 
 RUNNERS: dict[str, Callable[[dict, JobContext], tuple[Any, dict]]] = {

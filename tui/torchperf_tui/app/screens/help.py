@@ -70,6 +70,12 @@ ATen convolution implementation: kernel choice is a GPU view).
 **Memory**: NVML's used memory is what the driver sees; the allocator's *reserved* minus
 *allocated* is memory this process caches but no tensor uses; `e` gives it back, and the chart
 marks the instant with what was freed. During a run the allocator is sampled every iteration.
+
+**MLflow**: started as `torchperf-tui --mlflow URI` (`sqlite:///path/mlflow.db` or a tracking server
+`http://HOST:PORT`; `pip install 'torchperf-tui[mlflow]'`), every finished timing, A/B, generation,
+throughput search and sweep is logged as an MLflow run: its set-up as parameters, its statistics as
+metrics, the environment as tags, the samples as `samples.json`. A store that cannot be used is said
+once when the app starts, and the app runs on without it.
 """
 
 

@@ -193,6 +193,8 @@ class SweepPane(Vertical):
             self._failed("cancelled before it started" if event.cancelled else event.error)
         elif isinstance(event, JobDone):
             self.show_result(event.result)
+            if getattr(self.app, "mlflow", None) is not None:  # --mlflow (app/mlflow_link.py): in a worker thread
+                self.app.mlflow.log_result(self.app, "sweep", event.result, event.extra)
 
     def _failed(self, error: str) -> None:
         self.error = error

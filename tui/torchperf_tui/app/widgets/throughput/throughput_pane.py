@@ -169,6 +169,8 @@ class ThroughputPane(Vertical):
                              f"{'cancelled' if result.cancelled else 'done'}")
             if not result.cancelled:
                 self.app.notify(f"{result.model}: {result.headline()}", title="throughput", timeout=4)
+            if getattr(self.app, "mlflow", None) is not None:  # --mlflow (app/mlflow_link.py): in a worker thread
+                self.app.mlflow.log_result(self.app, "throughput", result, event.extra)
 
     def _failed(self, error: str) -> None:
         self._searching = None
