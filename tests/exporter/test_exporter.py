@@ -124,6 +124,7 @@ def test_outcomes_are_the_newest_record_of_each_setup_and_follow_the_file(tmp_pa
         assert value(samples, "torchperf_outcome_latency_seconds", **{**fp32, "host": "box-b"}, quantile="0.5") == 0.008
         assert value(samples, "torchperf_outcome_latency_seconds", **fp32, quantile="0.5") == pytest.approx(0.010)
         assert value(samples, "torchperf_history_setups") == 4
+        assert len(warnings) == 1  # the same corrupt line is not said again at each change of the file
 
 
 def test_a_history_that_turns_unreadable_keeps_its_outcomes_and_says_so_once(tmp_path):

@@ -129,6 +129,7 @@ class OutcomeReader:
         self.records = 0
         self.skipped = 0
         self.readable = True
+        self._warned: list[str] = []
 
     def _signature(self) -> tuple[int, int, int] | None:
         try:
@@ -159,8 +160,10 @@ class OutcomeReader:
         if result is None:
             self.outcomes, self.records, self.skipped = [], 0, 0
             return
-        for line in result.warnings:
-            self.warn(line)
+        if result.warnings != self._warned:  # a corrupt line is said once, not again at every run appended after it
+            for line in result.warnings:
+                self.warn(line)
+            self._warned = list(result.warnings)
         self.outcomes = outcomes_of(result.records)
         self.records, self.skipped = len(result.records), result.skipped
 
