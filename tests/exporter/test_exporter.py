@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.exporter.helpers import record, scrape, served, value, write_history
+from tests.exporter.helpers import record, scrape, scrape_openmetrics, served, value, write_history
 from tests.fakes.fake_nvml import (NVML_ERROR_GPU_IS_LOST, NVML_ERROR_LIBRARY_NOT_FOUND, NVML_ERROR_NOT_SUPPORTED,
                                    FakeGpu, FakeNvml, GiB)
 from torchperf_tui.engine.hardware.nvml import Nvml
@@ -48,6 +48,19 @@ def test_gpu_metrics_use_dcgm_names_and_labels(tmp_path):
     assert value(samples, "torchperf_nvml_available", hostname="box-a") == 1
     assert "torchperf_gpu_field_unavailable" not in samples
     assert value(samples, "torchperf_host_memory_total_bytes", hostname="box-a") > 0  # the host beside the GPUs
+
+
+def test_prometheus_s_openmetrics_scrape_parses_whole(tmp_path):
+    """Prometheus asks for OpenMetrics first; its parser refuses a whole scrape for one bad family."""
+    history = tmp_path / "history.jsonl"
+    write_history(history, record("resnet18", 10.0, energy_j=0.2), record("resnet18", 5.0, dtype="float16"))
+    fake = two_gpus()
+    fake.fail("nvmlDeviceGetPowerUsage", NVML_ERROR_NOT_SUPPORTED)
+    with served(Nvml.open(module=fake), history) as (_, url):
+        text_format, openmetrics = scrape(url), scrape_openmetrics(url)
+    assert value(openmetrics, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", gpu="0") == 5_000_000
+    assert value(openmetrics, "torchperf_outcome_latency_seconds", dtype="float16", quantile="0.5") == 0.005
+    assert set(openmetrics) == set(text_format)
 
 
 def test_a_cpu_box_serves_the_cpu_memory_and_why_there_is_no_gpu(tmp_path):

@@ -24,7 +24,7 @@ MiB = 1024**2
 # DCGM's labels of a GPU's metrics, in its order (dcgm-exporter renamed Hostname to hostname in 2025).
 GPU_LABELS = ("gpu", "UUID", "device", "modelName", "hostname")
 
-# name -> (help, Prometheus type). DCGM's units: MiB, MHz, W, mJ, Celsius, percent.
+# name -> (help, Prometheus type: all gauges). DCGM's units: MiB, MHz, W, mJ, Celsius, percent.
 GPU_METRICS: dict[str, tuple[str, str]] = {
     "DCGM_FI_DEV_GPU_UTIL": ("GPU utilization (in %).", "gauge"),
     "DCGM_FI_DEV_MEM_COPY_UTIL": ("Memory utilization (in %).", "gauge"),
@@ -36,7 +36,10 @@ GPU_METRICS: dict[str, tuple[str, str]] = {
     "DCGM_FI_DEV_GPU_TEMP": ("GPU temperature (in C).", "gauge"),
     "DCGM_FI_DEV_POWER_USAGE": ("Power draw (in W).", "gauge"),
     "DCGM_FI_DEV_ENFORCED_POWER_LIMIT": ("Enforced power limit (in W).", "gauge"),
-    "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": ("Total energy consumption since the driver loaded (in mJ).", "counter"),
+    # DCGM types it a counter, in the text format where a counter's name need not end in _total; OpenMetrics (which
+    # Prometheus asks for first) requires that suffix, and a parser refuses the whole scrape without it. A gauge keeps
+    # DCGM's name in both formats, and rate() over it still gives the power.
+    "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": ("Total energy consumption since the driver loaded (in mJ).", "gauge"),
     "DCGM_FI_DEV_CLOCKS_EVENT_REASONS": ("Clock event (throttle) reasons, NVML's bitmask.", "gauge"),
     "torchperf_gpu_throttled": ("1 when a reason that slows a running workload holds the clocks down "
                                 "(power cap, thermal, hardware slowdown, power brake).", "gauge"),
@@ -140,11 +143,10 @@ def gpu_families(nvml: Nvml, readings: list[GpuReading], hostname: str) -> list[
     """The metric families of the GPUs' readings: one series per GPU for each value it gave."""
     families: list[Metric] = []
     for name, (text, kind) in GPU_METRICS.items():
-        family = Metric(name, text, kind) if kind == "counter" else GaugeMetricFamily(name, text, labels=GPU_LABELS)
+        family = GaugeMetricFamily(name, text, labels=GPU_LABELS)
         for reading in readings:
             if name in reading.values:
-                # Metric.add_sample, not CounterMetricFamily: that would append _total, and DCGM's name has none.
-                family.add_sample(name, dict(zip(GPU_LABELS, reading.labels)), reading.values[name])
+                family.add_metric(list(reading.labels), reading.values[name])
         families.append(family)
     events = GaugeMetricFamily(CLOCK_EVENT_METRIC, "1 while this clock event reason holds (DCGM exporter's "
                                "clock_event names).", labels=(*GPU_LABELS, "clock_event"))
