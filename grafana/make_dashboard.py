@@ -24,7 +24,8 @@ SETUP = "{{model}} {{model_args}} {{input}} {{dtype}} · {{flags}} · {{device}}
 def _panel(title: str, targets: list[tuple[str, str]], unit: str, x: int, y: int, w: int = 8, h: int = 8,
            kind: str = "timeseries", description: str = "", instant: bool = False) -> dict:
     return {
-        "type": kind, "title": title, "description": description, "datasource": DS, "gridPos": {"x": x, "y": y, "w": w, "h": h},
+        "type": kind, "title": title, "description": description, "datasource": DS,
+        "gridPos": {"x": x, "y": y, "w": w, "h": h},
         "fieldConfig": {"defaults": {"unit": unit}, "overrides": []}, "options": {},
         "targets": [{"datasource": DS, "expr": expr, "legendFormat": legend, "refId": chr(ord("A") + i),
                      **({"instant": True, "format": "table"} if instant else {})}

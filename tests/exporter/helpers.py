@@ -9,11 +9,22 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.fakes.fake_nvml import FakeGpu, FakeNvml, GiB
 from torchperf_tui.engine.benchmark.stats import TimingStats
 from torchperf_tui.engine.hardware.nvml import Nvml
 from torchperf_tui.engine.records.history_file import HistoryFile
 from torchperf_tui.engine.records.history_records import HistoryRecord, new_record_id
 from torchperf_tui.exporter.server import ExporterState, serve
+
+
+def two_gpus() -> FakeNvml:
+    """An H100 at work against its power cap and an idle A100."""
+    return FakeNvml(gpus=[
+        FakeGpu(uuid="GPU-aaaa", util_gpu=87, util_mem=40, memory_used=10 * GiB, power_mw=312_500, sm_clock_mhz=1755,
+                mem_clock_mhz=2619, temperature_c=64, energy_mj=5_000_000, clock_event_reasons=0x4),
+        FakeGpu(uuid="GPU-bbbb", name="NVIDIA A100-SXM4-40GB", util_gpu=3, memory_total=40 * 1024 * 1024**2,
+                clock_event_reasons=0x1),
+    ])
 
 
 def record(model: str = "resnet18", p50: float = 10.0, *, dtype: str = "float32", flags_text: str = "defaults",

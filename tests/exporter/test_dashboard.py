@@ -11,8 +11,8 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.exporter.helpers import record, served, write_history
-from tests.exporter.test_exporter import two_gpus
+from tests.exporter.helpers import record, served, two_gpus, write_history
+from tests.fakes.fake_nvml import NVML_ERROR_NOT_SUPPORTED
 from torchperf_tui.engine.hardware.nvml import Nvml
 
 GRAFANA = Path(__file__).resolve().parents[2] / "grafana"
@@ -30,7 +30,8 @@ def _served_names(tmp_path) -> set[str]:
     history = tmp_path / "history.jsonl"
     write_history(history, record("resnet18", 10.0, energy_j=0.2))
     fake = two_gpus()
-    fake.fail("nvmlDeviceGetPowerUsage", 3, times=1)  # one field unavailable, so that family has a sample too
+    # one field unavailable, so that family has a sample too
+    fake.fail("nvmlDeviceGetPowerUsage", NVML_ERROR_NOT_SUPPORTED, times=1)
     with served(Nvml.open(module=fake), history) as (_, url):
         text = urllib.request.urlopen(url, timeout=10).read().decode()
     names = set()

@@ -5,21 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from tests.exporter.helpers import record, scrape, scrape_openmetrics, served, value, write_history
-from tests.fakes.fake_nvml import (NVML_ERROR_GPU_IS_LOST, NVML_ERROR_LIBRARY_NOT_FOUND, NVML_ERROR_NOT_SUPPORTED,
-                                   FakeGpu, FakeNvml, GiB)
+from tests.exporter.helpers import record, scrape, scrape_openmetrics, served, two_gpus, value, write_history
+from tests.fakes.fake_nvml import NVML_ERROR_LIBRARY_NOT_FOUND, NVML_ERROR_NOT_SUPPORTED, FakeNvml
 from torchperf_tui.engine.hardware.nvml import Nvml
 
 H100 = "NVIDIA H100 80GB HBM3"
-
-
-def two_gpus() -> FakeNvml:
-    return FakeNvml(gpus=[
-        FakeGpu(uuid="GPU-aaaa", util_gpu=87, util_mem=40, memory_used=10 * GiB, power_mw=312_500, sm_clock_mhz=1755,
-                mem_clock_mhz=2619, temperature_c=64, energy_mj=5_000_000, clock_event_reasons=0x4),
-        FakeGpu(uuid="GPU-bbbb", name="NVIDIA A100-SXM4-40GB", util_gpu=3, memory_total=40 * 1024 * 1024**2,
-                clock_event_reasons=0x1),
-    ])
 
 
 def test_gpu_metrics_use_dcgm_names_and_labels(tmp_path):
