@@ -42,7 +42,7 @@ def _serving_url(process: subprocess.Popen) -> str:
 def test_the_exporter_process_serves_without_torch_and_ctrl_c_ends_it_cleanly(tmp_path):
     history = tmp_path / "history.jsonl"
     write_history(history, record("resnet18", 10.0))
-    process = _start("--history", str(history), "exporter", "--port", "0", "--interval", "0.1")
+    process = _start("exporter", "--history", str(history), "--port", "0", "--interval", "0.1")
     try:
         url = _serving_url(process)
         samples = scrape(url)
