@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.exporter.helpers import record, scrape, scrape_openmetrics, served, two_gpus, value, write_history
-from tests.fakes.fake_nvml import NVML_ERROR_LIBRARY_NOT_FOUND, NVML_ERROR_NOT_SUPPORTED, FakeNvml
+from tests.fakes.fake_nvml import NVML_ERROR_LIBRARY_NOT_FOUND, NVML_ERROR_NOT_SUPPORTED, FakeGpu, FakeNvml
 from torchperf_tui.engine.hardware.nvml import Nvml
 
 H100 = "NVIDIA H100 80GB HBM3"
@@ -51,6 +51,26 @@ def test_prometheus_s_openmetrics_scrape_parses_whole(tmp_path):
     assert value(openmetrics, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", gpu="0") == 5_000_000
     assert value(openmetrics, "torchperf_outcome_latency_seconds", dtype="float16", quantile="0.5") == 0.005
     assert set(openmetrics) == set(text_format)
+
+
+class _OlderBinding(FakeNvml):
+    """nvidia-ml-py before the clock-event rename: only the throttle-reasons query."""
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, handle):
+        raise AttributeError("nvmlDeviceGetCurrentClocksEventReasons")
+
+    def nvmlDeviceGetCurrentClocksThrottleReasons(self, handle):
+        return self._enter("nvmlDeviceGetCurrentClocksThrottleReasons", handle).clock_event_reasons
+
+
+def test_throttle_reasons_come_from_an_older_binding_too(tmp_path):
+    fake = _OlderBinding(gpus=[FakeGpu(clock_event_reasons=0x20)])
+    with served(Nvml.open(module=fake), tmp_path / "history.jsonl") as (state, url):
+        state.refresh()
+        samples = scrape(url)
+    assert value(samples, "torchperf_gpu_clock_event", gpu="0", clock_event="sw_thermal") == 1
+    assert value(samples, "torchperf_gpu_throttled", gpu="0") == 1
+    assert fake.calls["nvmlDeviceGetCurrentClocksThrottleReasons"] == 2  # the query found is kept
 
 
 def test_a_cpu_box_serves_the_cpu_memory_and_why_there_is_no_gpu(tmp_path):

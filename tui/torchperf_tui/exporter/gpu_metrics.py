@@ -18,31 +18,32 @@ from typing import Any
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 from torchperf_tui.engine.hardware.nvml import NA, Nvml
+from torchperf_tui.engine.hardware.run_conditions import THROTTLE_MASK
 from torchperf_tui.engine.hardware.telemetry import GpuSample
 
 MiB = 1024**2
-# DCGM's labels of a GPU's metrics, in its order (dcgm-exporter renamed Hostname to hostname in 2025).
+# DCGM's labels of a GPU's metrics, in its order (hostname as its newer releases write it; older ones wrote Hostname).
 GPU_LABELS = ("gpu", "UUID", "device", "modelName", "hostname")
 
-# name -> (help, Prometheus type: all gauges). DCGM's units: MiB, MHz, W, mJ, Celsius, percent.
-GPU_METRICS: dict[str, tuple[str, str]] = {
-    "DCGM_FI_DEV_GPU_UTIL": ("GPU utilization (in %).", "gauge"),
-    "DCGM_FI_DEV_MEM_COPY_UTIL": ("Memory utilization (in %).", "gauge"),
-    "DCGM_FI_DEV_FB_USED": ("Framebuffer memory used (in MiB).", "gauge"),
-    "DCGM_FI_DEV_FB_FREE": ("Framebuffer memory free (in MiB).", "gauge"),
-    "DCGM_FI_DEV_FB_TOTAL": ("Framebuffer memory total (in MiB).", "gauge"),
-    "DCGM_FI_DEV_SM_CLOCK": ("SM clock frequency (in MHz).", "gauge"),
-    "DCGM_FI_DEV_MEM_CLOCK": ("Memory clock frequency (in MHz).", "gauge"),
-    "DCGM_FI_DEV_GPU_TEMP": ("GPU temperature (in C).", "gauge"),
-    "DCGM_FI_DEV_POWER_USAGE": ("Power draw (in W).", "gauge"),
-    "DCGM_FI_DEV_ENFORCED_POWER_LIMIT": ("Enforced power limit (in W).", "gauge"),
+# name -> help; all gauges. DCGM's units: MiB, MHz, W, mJ, Celsius, percent.
+GPU_METRICS: dict[str, str] = {
+    "DCGM_FI_DEV_GPU_UTIL": "GPU utilization (in %).",
+    "DCGM_FI_DEV_MEM_COPY_UTIL": "Memory utilization (in %).",
+    "DCGM_FI_DEV_FB_USED": "Framebuffer memory used (in MiB).",
+    "DCGM_FI_DEV_FB_FREE": "Framebuffer memory free (in MiB).",
+    "DCGM_FI_DEV_FB_TOTAL": "Framebuffer memory total (in MiB).",
+    "DCGM_FI_DEV_SM_CLOCK": "SM clock frequency (in MHz).",
+    "DCGM_FI_DEV_MEM_CLOCK": "Memory clock frequency (in MHz).",
+    "DCGM_FI_DEV_GPU_TEMP": "GPU temperature (in C).",
+    "DCGM_FI_DEV_POWER_USAGE": "Power draw (in W).",
+    "DCGM_FI_DEV_ENFORCED_POWER_LIMIT": "Enforced power limit (in W).",
     # DCGM types it a counter, in the text format where a counter's name need not end in _total; OpenMetrics (which
     # Prometheus asks for first) requires that suffix, and a parser refuses the whole scrape without it. A gauge keeps
     # DCGM's name in both formats, and rate() over it still gives the power.
-    "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": ("Total energy consumption since the driver loaded (in mJ).", "gauge"),
-    "DCGM_FI_DEV_CLOCKS_EVENT_REASONS": ("Clock event (throttle) reasons, NVML's bitmask.", "gauge"),
+    "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": "Total energy consumption since the driver loaded (in mJ).",
+    "DCGM_FI_DEV_CLOCKS_EVENT_REASONS": "Clock event (throttle) reasons, NVML's bitmask.",
     "torchperf_gpu_throttled": ("1 when a reason that slows a running workload holds the clocks down "
-                                "(power cap, thermal, hardware slowdown, power brake).", "gauge"),
+                                "(power cap, thermal, hardware slowdown, power brake)."),
 }
 # DCGM exporter's clock_event label values, by NVML's nvmlClocksEventReason* bit.
 CLOCK_EVENTS: tuple[tuple[int, str], ...] = (
@@ -112,8 +113,6 @@ class GpuReader:
         reasons = self._reasons(index)
         values["DCGM_FI_DEV_CLOCKS_EVENT_REASONS"] = reasons
         if not isinstance(reasons, NA):
-            from torchperf_tui.engine.hardware.run_conditions import THROTTLE_MASK
-
             reading.reasons = int(reasons)
             values["torchperf_gpu_throttled"] = 1 if reasons & THROTTLE_MASK else 0
         for name, value in values.items():
@@ -126,13 +125,14 @@ class GpuReader:
     def _reasons(self, index: int) -> int | NA:
         if self._reason_query is not None:
             return self.nvml.query(index, self._reason_query)
-        value: int | NA = NA("NVML has no clock-event reasons query")
+        answers = []
         for query in _REASON_QUERIES:  # whichever name this nvidia-ml-py has
             value = self.nvml.query(index, query)
             if not isinstance(value, NA):
                 self._reason_query = query
-                break
-        return value
+                return value
+            answers.append(value)
+        return answers[0]  # the newer query's reason (GPU lost, not supported), not the older one's absence
 
 
 def _milli(value: int | NA) -> float | NA:
@@ -142,7 +142,7 @@ def _milli(value: int | NA) -> float | NA:
 def gpu_families(nvml: Nvml, readings: list[GpuReading], hostname: str) -> list[Metric]:
     """The metric families of the GPUs' readings: one series per GPU for each value it gave."""
     families: list[Metric] = []
-    for name, (text, kind) in GPU_METRICS.items():
+    for name, text in GPU_METRICS.items():
         family = GaugeMetricFamily(name, text, labels=GPU_LABELS)
         for reading in readings:
             if name in reading.values:
