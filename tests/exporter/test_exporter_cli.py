@@ -112,3 +112,15 @@ def test_bad_input_is_one_line_and_exit_2(argv, words, capsys, tmp_path):
     err = capsys.readouterr().err
     assert code == 2, err
     assert err.count("\n") == 1 and words in err, err
+
+
+def test_sigterm_ends_it_as_ctrl_c_does(tmp_path):
+    """`kill` (systemd's stop, a container's end) is a clean stop too: exit 0, no traceback."""
+    process = _start("exporter", "--history", str(tmp_path / "h.jsonl"), "--port", "0")
+    try:
+        scrape(_serving_url(process))
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=20)
+    finally:
+        process.kill()
+    assert process.returncode == 0 and "Traceback" not in err and "stopped" in err, err
