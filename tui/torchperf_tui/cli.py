@@ -355,10 +355,16 @@ def cmd_export(args) -> int:
     return export_command(args)
 
 
+def cmd_exporter(args) -> int:
+    from torchperf_tui.cli_exporter import exporter_command  # no torch in this process: NVML, psutil, the history
+
+    return exporter_command(args)
+
+
 COMMANDS = {"ceilings": cmd_ceilings, "info": cmd_info, "models": cmd_models, "flops": cmd_flops, "bench": cmd_bench,
             "throughput": cmd_throughput, "profile": cmd_profile, "roofline": cmd_roofline,
             "compare": cmd_compare, "determinism": cmd_determinism, "memsnap": cmd_memsnap, "history": cmd_history,
-            "export": cmd_export, "sweep": cmd_sweep}
+            "export": cmd_export, "sweep": cmd_sweep, "exporter": cmd_exporter}
 
 
 def run_tui(args) -> int:

@@ -182,6 +182,21 @@ def _add_mlflow_option(p: argparse.ArgumentParser) -> None:
     add_mlflow_option(p)
 
 
+def _add_exporter_parser(sub) -> None:
+    """`exporter`: GPU telemetry, the host and the history's latest outcomes on /metrics for Prometheus."""
+    p = sub.add_parser("exporter", help="serve GPU telemetry (DCGM exporter's names), the CPU and memory, and the "
+                       "history's latest outcomes per set-up on http://HOST:PORT/metrics for Prometheus, until Ctrl-C")
+    p.add_argument("--port", type=_checked(options.port), default=9400,
+                   help="TCP port (default 9400, as dcgm-exporter's: choose another beside it; 0: any free port)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1, this machine only; 0.0.0.0 for a Prometheus "
+                        "elsewhere)")
+    p.add_argument("--interval", type=_checked(options.interval), default=1.0, metavar="S",
+                   help="seconds between readings of the GPUs, the host and the history, 0.1-60 (default 1)")
+    p.add_argument("--history", metavar="PATH", type=_checked(options.history_path), default=argparse.SUPPRESS,
+                   help="the history file whose outcomes are served (as the top-level --history)")
+
+
 def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     """The CLI's parser; `commands=False`: only the app's options (the twelve subcommand parsers cost
     milliseconds of the app's first frame)."""
@@ -344,6 +359,7 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     _add_mlflow_option(p)
 
     _add_sweep_parser(sub)
+    _add_exporter_parser(sub)
 
     p = sub.add_parser("determinism", help="run the same input twice: bitwise equal, or how far apart")
     _add_workload_options(p)

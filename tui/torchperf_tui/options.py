@@ -173,3 +173,8 @@ def device_name(value: str, name: str = "--device") -> str:
     if text in ("auto", "cpu", "cuda") or (kind == "cuda" and sep and index.isdigit() and index.isascii()):
         return text
     raise OptionError(f"{name}: unknown device {value!r}: use auto, cpu, cuda or cuda:N")
+
+
+def port(value: int | str, name: str = "--port") -> int:
+    """A TCP port to listen on: 0 (any free port, said when serving) to 65535."""
+    return whole_number(name, value, low=0, high=65_535)
