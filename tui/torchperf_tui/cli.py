@@ -169,10 +169,11 @@ def cmd_bench(args) -> int:
                              on_progress=_print_note, on_samples=samples)
     finally:
         progress.close()
-    if not args.no_history and not result.cancelled:
-        _append_history(args, result, extra.get("fingerprint"))
-    return _output(args, result, render_timing,
-                   lambda r: _without(r.to_dict(), "samples_ms", "warmup_ms", unless=args.samples))
+    from torchperf_tui.cli_baseline import bench_record  # saved unless --no-history; --json carries it: a baseline
+
+    record = bench_record(args, result, extra.get("fingerprint"))
+    return _output(args, result, render_timing, lambda r: {
+        **_without(r.to_dict(), "samples_ms", "warmup_ms", unless=args.samples), "record": record and record.to_dict()})
 
 
 def _bench_modes(args, cfg) -> int:
@@ -272,6 +273,11 @@ def _append_history(args, result, fingerprint: dict | None) -> None:
 
 def cmd_compare(args) -> int:
     from torchperf_tui.cli_render import render_ab
+
+    if getattr(args, "baseline", None) is not None:
+        from torchperf_tui.cli_baseline import baseline_command  # the regression gate: exit 0, 1 or 2
+
+        return baseline_command(args)
 
     if getattr(args, "generate", None) is not None or getattr(args, "prompt_len", None) is not None:
         from torchperf_tui.cli_generation import compare_generate  # the verdict on decode, the prefill apart
@@ -384,7 +390,11 @@ def _parse(argv: list[str]) -> argparse.Namespace:
         if not extra:
             args.command = None
             return args
-    return build_parser().parse_args(argv)
+    from torchperf_tui.cli_baseline import baseline_requested
+
+    args = build_parser(baseline=baseline_requested(argv)).parse_args(argv)
+    args.argv = argv  # compare --baseline tells the options typed from argparse's defaults
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
