@@ -120,7 +120,8 @@ def _from_history_file(path: Path, filter_text: str | None) -> Baseline:
     wanted = parse_filter(filter_text)
     loaded = HistoryFile(path).load()
     if not loaded.records:
-        raise BaselineError(f"{path} holds no run records (neither a bench --json file nor a history file)")
+        raise BaselineError(f"{path} is not a baseline: neither a bench --json result (it is not one JSON object) "
+                            "nor a history file (no line of it is a run record)")
     timing = [r for r in loaded.records if r.kind == "timing" and not r.cancelled]
     matches = [r for r in timing if matches_filter(r, wanted)]
     said = ", ".join(f"{k}={v}" for k, v in wanted.items())

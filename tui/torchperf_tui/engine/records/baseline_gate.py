@@ -169,7 +169,7 @@ def environment_differences(baseline: HistoryRecord, now: HistoryRecord) -> list
         found.append(("GPU throttling", *throttled))
     host = (_host(baseline), _host(now))
     if host[0] is not None and host[1] is not None and _host_differs(*host):
-        found.append(("host load", host[0]["text"], host[1]["text"]))
+        found.append(("CPU", host[0]["text"], host[1]["text"]))
     return found
 
 
