@@ -35,7 +35,9 @@ def typed_options(argv: Sequence[str]) -> set[str]:
     for action in compare._actions:
         action.default = argparse.SUPPRESS
     namespace = parser.parse_args(list(argv))
-    return set(vars(namespace)) & {action.dest for action in compare._actions}
+    # An absent optional positional (MODEL) still gets a value, None: not typed either.
+    typed = {dest for dest, value in vars(namespace).items() if value not in (argparse.SUPPRESS, None)}
+    return typed & {action.dest for action in compare._actions}
 
 
 def overridden(cfg, args, typed: set[str]) -> tuple[Any, list[str]]:
