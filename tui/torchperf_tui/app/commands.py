@@ -17,7 +17,7 @@ BINDINGS = [
     Binding("q", "quit", "Quit"),
     Binding("e", "pane('memory', 'release')", "Free mem"),
     Binding("s", "screenshot", "Shot"),
-    Binding("b", "pane('compare', 'set_baseline')", "Baseline", show=False),
+    Binding("b", "baseline", "Baseline", show=False),  # History: the gate's baseline; elsewhere Compare's
     Binding("x", "pane('compare', 'clear_runs')", "Clear runs", show=False),
     Binding("t", "pane('throughput', 'start')", "Max batch", show=False),
     Binding("p", "pane('profile', 'start')", "Profile", show=False),

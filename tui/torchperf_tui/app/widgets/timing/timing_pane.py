@@ -25,6 +25,7 @@ from torchperf_tui.app.widgets.timing.determinism_note import DeterminismNote
 from torchperf_tui.app.widgets.timing.generation_view import GenerationView
 from torchperf_tui.app.widgets.timing.histogram import LatencyHistogram
 from torchperf_tui.app.widgets.timing.modes_lines import ModesLines
+from torchperf_tui.app.widgets.timing.baseline_line import BaselineLine
 from torchperf_tui.app.widgets.timing.roofline_line import RooflineLine
 from torchperf_tui.app.widgets.timing.run_lines import (WAITING_TEXT, bar_progress, finished_text, histogram_due,
                                                         redraw_due, stats_and_tooltip, status_line)
@@ -75,6 +76,7 @@ class TimingPane(Vertical):
         self.determinism_note = DeterminismNote()
         self.modes_lines = ModesLines()
         self.roofline_line = RooflineLine()
+        self.baseline_line = BaselineLine()  # History's baseline (b) and each run against it
 
     @property
     def last_modes(self):
@@ -89,6 +91,7 @@ class TimingPane(Vertical):
         yield bar
         yield Static("", id="run-stats")
         yield self.roofline_line
+        yield self.baseline_line
         yield self.determinism_note
         yield self.modes_lines
         yield LatencyHistogram(id="latency-histogram")
@@ -226,6 +229,7 @@ class TimingPane(Vertical):
             self.app.notify(finished_text(record), title="run finished",
                             severity="warning" if record.disturbed else "information", timeout=4)
         save_run(self, result, fingerprint)
+        self.baseline_line.compare(result, fingerprint, record.label)
         if result.shapes != "fixed":  # FLOPs and bytes are counted at one input shape
             self.roofline_line.varying_shapes(record.label, result.shapes)
             return
