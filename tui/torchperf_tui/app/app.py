@@ -168,7 +168,7 @@ class TorchperfApp(App):
         if not self.main.panes_mounted():
             return
         if self.main.active_tab() == "history":
-            self.pane("timing").baseline_line.set_baseline(self.pane("history").toggle_baseline())
+            self.pane("timing").query_one("#run-baseline").set_baseline(self.pane("history").toggle_baseline())
         else:
             self.pane("compare").set_baseline()
 
