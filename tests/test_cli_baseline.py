@@ -115,3 +115,15 @@ def test_bad_input_is_one_line_and_exit_2(capsys, base_json, argv, message):
 def test_compare_without_baseline_still_needs_model_and_both_arms(capsys):
     code, _, err = run(capsys, "compare", TINY)
     assert code == 2 and "the following arguments are required: --a, --b" in err
+
+
+@pytest.mark.gpu
+def test_a_cuda_baseline_keeps_the_gpus_power_limit_and_gates_on_cuda(capsys, tmp_path):
+    code, out, _ = run(capsys, "bench", TINY, "--device", "cuda", "--input", "8x3x32x32", "--iters", "30", "--json")
+    record = json.loads(out)["record"]
+    assert code == 0 and record["device"].startswith("cuda") and "gpu_power_limit_w" in record["fingerprint"]
+    path = tmp_path / "base.json"
+    path.write_text(out)
+    code, out, _ = run(capsys, "compare", "--baseline", str(path), "--json", "--fail-if-slower", "1000")
+    gate = json.loads(out)
+    assert code == 0 and gate["record"]["device"].startswith("cuda") and gate["differences"] == []
