@@ -302,7 +302,11 @@ def build_parser(commands: bool = True, baseline: bool = False) -> argparse.Argu
     _add_run_options(p)
 
     p = sub.add_parser("compare", help="A vs B interleaved in randomised blocks, with a significance verdict; "
-                       "or with --baseline REF, a regression gate against a recorded run")
+                       "or with --baseline REF, a regression gate against a recorded run",
+                       description="A vs B interleaved in randomised blocks, with a significance verdict. Or a "
+                       "regression gate: compare --baseline REF [--fail-if-slower PCT] [options], MODEL, --a and --b "
+                       "left out (they come from the baseline): exit 0 the same or faster, 1 slower past PCT and "
+                       "significant, 2 bad input.")
     _add_workload_options(p)
     if baseline:  # the model comes from the baseline (a MODEL given must be the baseline's)
         _make_optional(p, "model")
