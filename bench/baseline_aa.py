@@ -1,6 +1,7 @@
 """An A/A baseline gate on this box, as CI runs it: `bench MODEL --json > base.json` once, then `compare --baseline
 base.json` N times (each a fresh CLI process and measurement process, nothing changed), counting the gates that
-fail (exit 1). The budget (DESIGN.md): at most 1 failure in 20. Each gate's ratio and interval are listed, with the
+fail (exit 1). A baseline whose record is marked disturbed (a busy host) is taken again, up to 5 times: a gate
+against a disturbed baseline measures the disturbance. The budget (DESIGN.md): at most 1 failure in 20. Each gate's ratio and interval are listed, with the
 host's load, so a failure shows whether the box was busy.
 
     .venv/bin/python bench/baseline_aa.py [--gates 20] [--model resnet18 --input 1,3,64,64 --iters 30 --threads 2]
@@ -18,6 +19,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+BASELINE_ATTEMPTS = 5
 
 
 def cli(*argv: str, history: Path) -> subprocess.CompletedProcess:
@@ -44,13 +47,18 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as folder:
         history, base = Path(folder) / "history.jsonl", Path(folder) / "base.json"
-        made = cli("bench", args.model, "--input", args.input, "--iters", args.iters, "--threads", args.threads,
-                   "--json", history=history)
-        if made.returncode != 0:
-            print(made.stderr, file=sys.stderr)
-            return 2
+        for attempt in range(1, BASELINE_ATTEMPTS + 1):  # a baseline taken while the host was busy: again
+            made = cli("bench", args.model, "--input", args.input, "--iters", args.iters, "--threads", args.threads,
+                       "--json", history=history)
+            if made.returncode != 0:
+                print(made.stderr, file=sys.stderr)
+                return 2
+            record = json.loads(made.stdout)["record"]
+            if not record.get("disturbed"):
+                break
+            say(f"baseline attempt {attempt} disturbed, taken again: {'; '.join(record['disturbed'])}")
+            time.sleep(10)
         base.write_text(made.stdout)
-        record = json.loads(made.stdout)["record"]
         say(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} | {platform.node()} | {os.cpu_count()} CPUs | "
             f"load {os.getloadavg()[0]:.1f} | baseline: bench {args.model} --input {args.input} --iters {args.iters} "
             f"--threads {args.threads} (record {record['id'][:8]}, p50 {record['stats']['p50_ms']:.3f} ms)")
