@@ -48,10 +48,11 @@ def test_the_gate_measures_the_baselines_configuration_and_passes(capsys, base_j
         (TINY, [1, 3, 16, 16], True, 1)
     # A tiny model on a shared box can read slower by chance; the exit code says what the verdict says.
     assert code == (1 if gate["failed"] else 0)
-    assert [r.id for r in HistoryFile().load().records] == [now["id"]]  # the gate's run goes to the history
+    assert HistoryFile().load().records[-1].id == now["id"]  # the gate's run goes to the history (a confirmed
+    # failure's first run before it)
 
 
-def test_a_slower_run_than_the_baseline_exits_1_with_its_interval_and_the_typed_difference(capsys, base_json):
+def test_a_slower_run_than_the_baseline_is_confirmed_and_exits_1_with_its_interval(capsys, base_json):
     data = json.loads(base_json.read_text())
     data["record"]["samples_ms"] = [s / 4 for s in data["record"]["samples_ms"]]  # a baseline 4x as fast
     base_json.write_text(json.dumps(data))
@@ -62,7 +63,10 @@ def test_a_slower_run_than_the_baseline_exits_1_with_its_interval_and_the_typed_
     assert lines[0].startswith("slower: ") and "95 % CI" in lines[0]
     assert lines[1].startswith("gate: FAILS: ") and "past the allowed 10 %" in lines[1]
     assert lines[2] == "differences: none (the baseline's configuration)"  # typed, but the baseline's values
+    assert "measuring again to confirm" in err and lines[4].startswith("note: confirmed: the first run (")
     assert HistoryFile().load().records == []  # --no-history
+    code, out, err = run(capsys, "compare", "--baseline", str(base_json), "--no-history", "--no-confirm")
+    assert code == 1 and "confirm" not in out + err  # one run, its verdict
 
 
 def test_options_typed_override_the_baseline_and_are_named(capsys, base_json):

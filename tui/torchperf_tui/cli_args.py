@@ -171,6 +171,9 @@ def _add_baseline_options(p: argparse.ArgumentParser) -> None:
                    help="with --baseline: exit 1 when the median is slower than the baseline's by more than PCT "
                         "%% and the difference is significant (default 10: past the few %% two runs of one build "
                         "differ by on a shared box)")
+    p.add_argument("--no-confirm", action="store_true",
+                   help="with --baseline: fail on the first run past PCT (by default such a run is measured again, "
+                        "and the gate fails only if the second run fails it too)")
 
 
 def _make_optional(p: argparse.ArgumentParser, dest: str) -> None:

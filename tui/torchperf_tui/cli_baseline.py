@@ -87,12 +87,12 @@ def _schedule(text: str) -> str:
 
 
 def baseline_command(args) -> int:
-    """The gate: the baseline's configuration measured now, the verdict, and its exit code."""
-    from torchperf_tui.cli import _print_note, _run
-    from torchperf_tui.engine.errors import TorchperfError
+    """The gate: the baseline's configuration measured now, the verdict, and its exit code. A run that would fail
+    the gate is measured once more (unless --no-confirm), and the gate fails only if that run fails it too: a
+    regression is confirmed before a build is stopped, as TorchBench confirms one before it files an issue; a burst
+    of load from another process does not last two runs as a slower build does."""
     from torchperf_tui.engine.records.baseline import BaselineError, config_of_record, resolve_baseline
     from torchperf_tui.engine.records.baseline_gate import gate
-    from torchperf_tui.engine.records.history_records import records_of
 
     for dest, option in _AB_ONLY:
         if getattr(args, dest, None) not in (None, False):
@@ -106,6 +106,38 @@ def baseline_command(args) -> int:
     typed = typed_options(getattr(args, "argv", None) or sys.argv[1:])
     cfg, typed_names = overridden(config_of_record(record), args, typed)
     _check_device_kind(record, cfg.device)
+
+    def verdict_of_a_run():
+        now = _measure(args, cfg, record)
+        return now, gate(record, now, fail_if_slower_pct=args.fail_if_slower, source=baseline.source,
+                         typed=typed_names, seed=args.seed)
+
+    now, verdict = verdict_of_a_run()
+    if verdict.failed and not args.no_confirm:
+        print(f"{PROG}: note: {verdict.change_pct:.1f} % slower than the baseline: measuring again to confirm "
+              "(--no-confirm: not)", file=sys.stderr)
+        first = verdict
+        now, verdict = verdict_of_a_run()
+        verdict.notes.insert(0, f"{'confirmed' if verdict.failed else 'not confirmed'}: the first run ({first.now_id[:8]}) "
+                                f"read ratio {first.ratio:.3f} (95 % CI {first.ci_low:.3f}-{first.ci_high:.3f}), "
+                                "this verdict is the second run's")
+    if args.json:
+        print(json.dumps({**verdict.to_dict(), "record": now.to_dict()}, indent=2, default=str))
+    else:
+        from torchperf_tui.wording.baseline import gate_lines
+
+        for line in gate_lines(verdict):
+            print(line)
+    return verdict.exit_code
+
+
+def _measure(args, cfg, record):
+    """The baseline's configuration (`cfg`) timed now, as bench times it; its record, saved unless --no-history."""
+    from torchperf_tui.cli import _print_note, _run
+    from torchperf_tui.engine.errors import TorchperfError
+    from torchperf_tui.engine.records.baseline import BaselineError
+    from torchperf_tui.engine.records.history_records import records_of
+
     try:
         result, extra = _run("cli.bench", {"cfg": cfg}, f"timing {record.model} as baseline {record.short_id} ran",
                              on_progress=_print_note)
@@ -119,16 +151,7 @@ def baseline_command(args) -> int:
     _check_device_kind(record, now.device)
     if not args.no_history:
         _save(args, result, now)
-    verdict = gate(record, now, fail_if_slower_pct=args.fail_if_slower, source=baseline.source,
-                   typed=typed_names, seed=args.seed)
-    if args.json:
-        print(json.dumps({**verdict.to_dict(), "record": now.to_dict()}, indent=2, default=str))
-    else:
-        from torchperf_tui.wording.baseline import gate_lines
-
-        for line in gate_lines(verdict):
-            print(line)
-    return verdict.exit_code
+    return now
 
 
 def _kind(device: str) -> str:
