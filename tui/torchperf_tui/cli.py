@@ -8,7 +8,8 @@ Every command that runs a model's code or measures runs its job in a measurement
 (a thread that never ends) or print into its output (its stdout goes to stderr). This process reads the
 arguments, renders the engine's result and writes the history, without importing torch. `info` and `models`
 run no model code and stay here (torch is imported once, here, instead of in a second process). The arguments
-are parsed in cli_args.py; the results are worded by cli_render.py and cli_render_facts.py.
+are parsed in cli_args.py; the results are worded by cli_render.py and cli_render_facts.py. Each command with more
+than a few lines has its module (cli_facts.py, cli_history.py, cli_sweep.py, cli_baseline.py, ...).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import os
 import sys
 from typing import Sequence
 
+from torchperf_tui import cli_facts  # info, models, ceilings: this box and the catalogue, no model measured
 from torchperf_tui.cli_args import EXIT_BAD_INPUT, EXIT_FAILURE, PROG, build_parser
 from torchperf_tui.formatting import format_shape
 
@@ -93,46 +95,6 @@ def _print_note(what: str, data) -> None:
         print(f"{PROG}: note: {data}", file=sys.stderr)
 
 
-def cmd_info(args) -> int:
-    from torchperf_tui.engine.hardware.device import probe_device
-    from torchperf_tui.cli_render_facts import render_device_report
-
-    report = probe_device()
-    kept = _kept_ceilings(report)
-    return _output(args, report, lambda r: render_device_report(r, kept), lambda r: {
-        **r.to_dict(), "measured_ceilings": {device: c.to_dict() if c else None for device, c in kept.items()}})
-
-
-def _kept_ceilings(report) -> dict:
-    """The measured ceilings kept for the CPU and each CUDA device (None: none yet); nothing is measured here.
-    An unreadable ceilings file is a warning, not a failed `info`."""
-    from torchperf_tui.engine.hardware.ceilings import kept_for
-    from torchperf_tui.engine.errors import TorchperfError
-
-    devices = ["cpu"] + ([f"cuda:{gpu.index}" for gpu in report.gpus] if report.cuda_available else [])
-    kept = {}
-    for device in devices:
-        try:
-            kept[device] = kept_for(device)
-        except TorchperfError as exc:
-            print(f"{PROG}: warning: measured ceilings of {device}: {exc}", file=sys.stderr)
-            kept[device] = None
-    return kept
-
-
-def cmd_models(args) -> int:
-    from dataclasses import asdict
-
-    from torchperf_tui.engine.workloads.model_catalogue import list_models, check_task
-    from torchperf_tui.cli_render_facts import render_catalogue
-
-    entries = list_models(args.source)  # every source's by default: torchvision, timm, hf
-    if args.task:
-        task = check_task(args.task, entries)  # an unknown task is its one-line ModelError
-        entries = [e for e in entries if e.task == task]
-    return _output(args, entries, render_catalogue, lambda found: [asdict(e) for e in found])
-
-
 def cmd_flops(args) -> int:
     from torchperf_tui.cli_render_facts import render_complexity
 
@@ -171,12 +133,12 @@ def cmd_bench(args) -> int:
                              on_progress=_print_note, on_samples=samples)
     finally:
         progress.close()
-    records = []
-    if not args.no_history and not result.cancelled:
-        records = _append_history(args, result, extra.get("fingerprint"))
-    log_records(sink, result, extra, records)
-    return _output(args, result, render_timing,
-                   lambda r: _without(r.to_dict(), "samples_ms", "warmup_ms", unless=args.samples))
+    from torchperf_tui.cli_baseline import bench_record  # saved unless --no-history; --json carries it: a baseline
+
+    record = bench_record(args, result, extra.get("fingerprint"))
+    log_records(sink, result, extra, [record] if record is not None and not args.no_history else [])
+    return _output(args, result, render_timing, lambda r: {
+        **_without(r.to_dict(), "samples_ms", "warmup_ms", unless=args.samples), "record": record and record.to_dict()})
 
 
 def _bench_modes(args, cfg) -> int:
@@ -250,13 +212,6 @@ def cmd_profile(args) -> int:
     return _output(args, result, lambda r: render_profile(r, top=args.top), lambda r: r.to_dict(top=args.top))
 
 
-def cmd_ceilings(args) -> int:
-    from torchperf_tui.cli_render_facts import render_ceilings
-
-    result, _ = _run("cli.ceilings", {"device": args.device, "refresh": args.refresh}, "measuring the ceilings")
-    return _output(args, result, render_ceilings)
-
-
 def cmd_roofline(args) -> int:
     from torchperf_tui.cli_render import render_roofline
 
@@ -283,6 +238,10 @@ def cmd_compare(args) -> int:
     from torchperf_tui.cli_mlflow import log_records, open_mlflow
     from torchperf_tui.cli_render import render_ab
 
+    if getattr(args, "baseline", None) is not None:
+        from torchperf_tui.cli_baseline import baseline_command  # the regression gate: exit 0, 1 or 2
+
+        return baseline_command(args)
     sink = open_mlflow(args)  # --mlflow: checked before anything runs
     if getattr(args, "generate", None) is not None or getattr(args, "prompt_len", None) is not None:
         from torchperf_tui.cli_generation import compare_generate  # the verdict on decode, the prefill apart
@@ -361,8 +320,8 @@ def cmd_exporter(args) -> int:
     return exporter_command(args)
 
 
-COMMANDS = {"ceilings": cmd_ceilings, "info": cmd_info, "models": cmd_models, "flops": cmd_flops, "bench": cmd_bench,
-            "throughput": cmd_throughput, "profile": cmd_profile, "roofline": cmd_roofline,
+COMMANDS = {"ceilings": cli_facts.cmd_ceilings, "info": cli_facts.cmd_info, "models": cli_facts.cmd_models,
+            "flops": cmd_flops, "bench": cmd_bench, "throughput": cmd_throughput, "profile": cmd_profile, "roofline": cmd_roofline,
             "compare": cmd_compare, "determinism": cmd_determinism, "memsnap": cmd_memsnap, "history": cmd_history,
             "export": cmd_export, "sweep": cmd_sweep, "exporter": cmd_exporter}
 
@@ -409,7 +368,11 @@ def _parse(argv: list[str]) -> argparse.Namespace:
         if not extra:
             args.command = None
             return args
-    return build_parser().parse_args(argv)
+    from torchperf_tui.cli_baseline import baseline_requested
+
+    args = build_parser(baseline=baseline_requested(argv)).parse_args(argv)
+    args.argv = argv  # compare --baseline tells the options typed from argparse's defaults
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -197,9 +197,40 @@ def _add_exporter_parser(sub) -> None:
                    help="the history file whose outcomes are served (as the top-level --history)")
 
 
-def build_parser(commands: bool = True) -> argparse.ArgumentParser:
+def _add_baseline_options(p: argparse.ArgumentParser) -> None:
+    """compare --baseline: the gate against a recorded run (cli_baseline.py)."""
+    p.add_argument("--baseline", metavar="REF",
+                   help="a regression gate instead of A vs B: measure REF's configuration now (model, overrides, input, "
+                        "dtype, flags, step, compile, shapes, device kind, warm-up and iterations; options typed here "
+                        "override it and are listed as differences) and compare the two samples. REF: a `bench MODEL "
+                        "--json` file, a history file (newest timing record, or --baseline-filter's), or a record id "
+                        "or unique prefix from --history's file. Exit 0 the same or faster, 1 slower past "
+                        "--fail-if-slower and significant, 2 bad input")
+    p.add_argument("--baseline-filter", metavar="KEY=VALUE,...",
+                   help="with --baseline HISTORY_FILE: the newest timing record matching every pair, e.g. "
+                        "model=resnet18,dtype=float16 (keys: id, model, input_shape, dtype, device, channels_last, "
+                        "compile, shapes, step, optimizer, amp, model_args, seq_len, hostname)")
+    p.add_argument("--fail-if-slower", metavar="PCT", default=10.0,
+                   type=_checked(lambda text: options.finite_float("--fail-if-slower", text, low=0.0)),
+                   help="with --baseline: exit 1 when the median is slower than the baseline's by more than PCT "
+                        "%% and the difference is significant (default 10: past the few %% two runs of one build "
+                        "differ by on a shared box)")
+    p.add_argument("--no-confirm", action="store_true",
+                   help="with --baseline: fail on the first run past PCT (by default such a run is measured again, "
+                        "and the gate fails only if the second run fails it too)")
+
+
+def _make_optional(p: argparse.ArgumentParser, dest: str) -> None:
+    """A positional argument that may be left out (argparse fixes `required` when the action is made)."""
+    for action in p._actions:
+        if action.dest == dest and not action.option_strings:
+            action.nargs, action.required, action.default = "?", False, None
+
+
+def build_parser(commands: bool = True, baseline: bool = False) -> argparse.ArgumentParser:
     """The CLI's parser; `commands=False`: only the app's options (the twelve subcommand parsers cost
-    milliseconds of the app's first frame)."""
+    milliseconds of the app's first frame). `baseline`: compare's MODEL, --a and --b are optional (compare
+    --baseline takes them from the baseline)."""
     parser = _Parser(prog=PROG, description="How fast is this PyTorch model on this box, and why. "
                      "With no command, starts the terminal app.")
     parser.add_argument("--model", help="TUI: open with this model selected (a torchvision name, timm:NAME, hf:TYPE or "
@@ -327,13 +358,20 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
                    help="passes profiled for --layers (default 5)")
     _add_run_options(p)
 
-    p = sub.add_parser("compare", help="A vs B interleaved in randomised blocks, with a significance verdict")
+    p = sub.add_parser("compare", help="A vs B interleaved in randomised blocks, with a significance verdict; "
+                       "or with --baseline REF, a regression gate against a recorded run",
+                       description="A vs B interleaved in randomised blocks, with a significance verdict. Or a "
+                       "regression gate: compare --baseline REF [--fail-if-slower PCT] [options], MODEL, --a and --b "
+                       "left out (they come from the baseline): exit 0 the same or faster, 1 slower past PCT and "
+                       "significant, 2 bad input.")
     _add_workload_options(p)
-    p.add_argument("--a", required=True, metavar="SPEC", help="arm A: key=value,... over cudnn_benchmark, "
+    if baseline:  # the model comes from the baseline (a MODEL given must be the baseline's)
+        _make_optional(p, "model")
+    p.add_argument("--a", required=not baseline, metavar="SPEC", help="arm A: key=value,... over cudnn_benchmark, "
                    "deterministic, tf32, threads, mkldnn, sdpa (e.g. sdpa=flash+math), matmul_precision, dtype, "
                    "channels_last, shapes, step, optimizer, amp "
                    "('' = the base run; e.g. amp=fp16 against amp=off)")
-    p.add_argument("--b", required=True, metavar="SPEC", help="arm B, likewise")
+    p.add_argument("--b", required=not baseline, metavar="SPEC", help="arm B, likewise")
     p.add_argument("--blocks", type=_checked(options.ab_blocks), default=10,
                    help="blocks per arm (default 10, 6-10000: with 5 pairs the signed-rank test's smallest p is 0.0625)")
     p.add_argument("--time-budget", type=_checked(options.time_budget), metavar="SECONDS",
@@ -357,6 +395,7 @@ def build_parser(commands: bool = True) -> argparse.ArgumentParser:
     _add_shapes_option(p)
     _add_run_options(p)  # the base flags; each arm's SPEC applies on top
     _add_mlflow_option(p)
+    _add_baseline_options(p)
 
     _add_sweep_parser(sub)
     _add_exporter_parser(sub)

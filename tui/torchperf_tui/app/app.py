@@ -173,6 +173,16 @@ class TorchperfApp(App):
         if self.main.active_tab() == "history":
             self.pane("history").mark()
 
+    def action_baseline(self) -> None:
+        """b: in History, mark the highlighted record as the baseline each timing run is shown against (b again
+        unmarks it); elsewhere, make the run highlighted in Compare the baseline of its speed-ups."""
+        if not self.main.panes_mounted():
+            return
+        if self.main.active_tab() == "history":
+            self.pane("timing").query_one("#run-baseline").set_baseline(self.pane("history").toggle_baseline())
+        else:
+            self.pane("compare").set_baseline()
+
     def action_help(self) -> None:
         from torchperf_tui.app.screens.help import HelpScreen  # Markdown: not on the first frame's path
 

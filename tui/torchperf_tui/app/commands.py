@@ -17,7 +17,7 @@ BINDINGS = [
     Binding("q", "quit", "Quit"),
     Binding("e", "pane('memory', 'release')", "Free mem"),
     Binding("s", "screenshot", "Shot"),
-    Binding("b", "pane('compare', 'set_baseline')", "Baseline", show=False),
+    Binding("b", "baseline", "Baseline", show=False),  # History: the gate's baseline; elsewhere Compare's
     Binding("x", "pane('compare', 'clear_runs')", "Clear runs", show=False),
     Binding("t", "pane('throughput', 'start')", "Max batch", show=False),
     Binding("p", "pane('profile', 'start')", "Profile", show=False),
@@ -42,6 +42,8 @@ PALETTE = [
     ("Release memory", "gc + empty_cache / malloc_trim, and show what was freed", "pane('memory', 'release')"),
     ("Save screenshot", "Save an SVG screenshot of the screen", "screenshot"),
     ("Set baseline", "Make the run highlighted in Compare the baseline", "pane('compare', 'set_baseline')"),
+    ("Mark the gate's baseline", "History: the highlighted record becomes the baseline each timing run is shown "
+     "against (again: unmarked)", "baseline"),
     ("Clear runs", "Forget the kept runs", "pane('compare', 'clear_runs')"),
     ("Find max batch", "Largest batch that fits, and samples/s there", "pane('throughput', 'start')"),
     ("Profile", "torch.profiler top operators and a Chrome trace", "pane('profile', 'start')"),

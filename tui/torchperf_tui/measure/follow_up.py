@@ -9,16 +9,17 @@ from typing import Any
 
 
 def save_to_history(result: Any, path: Any = None, fingerprint: dict | None = None,
-                    saved: list | None = None) -> str | None:
+                    saved: list | None = None, records: list | None = None) -> str | None:
     """Append a completed run (or both arms of an A/B) to the history at once. Returns None when saved, else
     one line for a warning: a history that cannot be written never loses the result on screen. `saved`: a list
-    the records written are added to (their ids, for a run logged elsewhere too)."""
+    the records written are added to (their ids, for a run logged elsewhere too); `records`: the run's records
+    made already (a gate's, bench --json's), saved as they are."""
     from torchperf_tui.engine.errors import TorchperfError, user_message
     from torchperf_tui.engine.records.history_file import HistoryFile, HistoryNotDurable
     from torchperf_tui.engine.records.history_records import records_of
 
     try:
-        records = records_of(result, fingerprint=fingerprint)
+        records = records if records is not None else records_of(result, fingerprint=fingerprint)
         HistoryFile(path).extend(records)
     except HistoryNotDurable as exc:  # in the file; only the flush to disk failed
         if saved is not None:

@@ -71,7 +71,7 @@ def environment_fingerprint(report: "DeviceReport | None" = None, device: str | 
         device_name = gpu["name"] if gpu else f"n/a (no GPU {index} in the probe)"
         capability = gpu["compute_capability"] if gpu else None
     else:
-        device_name, capability = cpu_model, None
+        device_name, capability, gpu = cpu_model, None, None
     env = {
         "device_name": device_name,
         "compute_capability": capability,
@@ -90,6 +90,8 @@ def environment_fingerprint(report: "DeviceReport | None" = None, device: str | 
         "platform": platform.platform(terse=True),
         "torchperf_tui": __version__,
     }
+    if gpu:  # a gate names a changed power limit as a likely cause of a slowdown
+        env["gpu_power_limit_w"] = gpu.get("power_limit_w")
     return env
 
 

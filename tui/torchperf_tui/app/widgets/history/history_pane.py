@@ -18,6 +18,7 @@ from textual.message import Message
 from textual.widgets import DataTable, Static
 from textual.worker import get_current_worker
 
+from torchperf_tui.app.widgets.history.baseline_mark import BaselineMark
 from torchperf_tui.engine.benchmark.stats import percentile_supported
 from torchperf_tui.formatting import UNSUPPORTED_LEGEND, format_percentile
 
@@ -72,7 +73,7 @@ def comparison_text(comparison) -> str:
     return "\n".join(lines)
 
 
-class HistoryPane(Vertical):
+class HistoryPane(BaselineMark, Vertical):
     """A page of the history file (at most PAGE_SIZE runs, newest first), and the marked runs, at most two,
     kept with their records so that a run marked on one page can be compared with one on another."""
 
@@ -251,7 +252,7 @@ class HistoryPane(Vertical):
         rows = []
         for r in self.records.values():
             s = r.stats
-            rows.append([MARK if r.id in self.marked else "", r.model,
+            rows.append([self.mark_cell(r.id), r.model,
                          format_percentile(s.p50_ms, 0.5, s.n) if s else "–",
                          format_percentile(s.p99_ms, 0.99, s.n) if s else "–",
                          r.flags_text + (" (cancelled)" if r.cancelled else "")
@@ -356,7 +357,7 @@ class HistoryPane(Vertical):
             self._marked_records = {rid: self._marked_records[rid] for rid in self.marked}
         table = self.query_one(DataTable)
         for rid in self.records:
-            table.update_cell(rid, "mark", MARK if rid in self.marked else "")
+            table.update_cell(rid, "mark", self.mark_cell(rid))
         return self.marked
 
     def marked_pair(self):

@@ -25,6 +25,7 @@ from torchperf_tui.app.widgets.timing.determinism_note import DeterminismNote
 from torchperf_tui.app.widgets.timing.generation_view import GenerationView
 from torchperf_tui.app.widgets.timing.histogram import LatencyHistogram
 from torchperf_tui.app.widgets.timing.modes_lines import ModesLines
+from torchperf_tui.app.widgets.timing.baseline_line import BaselineLine
 from torchperf_tui.app.widgets.timing.roofline_line import RooflineLine
 from torchperf_tui.app.widgets.timing.run_lines import (WAITING_TEXT, bar_progress, finished_text, histogram_due,
                                                         redraw_due, stats_and_tooltip, status_line)
@@ -88,7 +89,7 @@ class TimingPane(Vertical):
         bar.display = False  # until the first run
         yield bar
         yield Static("", id="run-stats")
-        yield self.roofline_line
+        yield from (self.roofline_line, BaselineLine())  # the second: History's baseline (b), each run against it
         yield self.determinism_note
         yield self.modes_lines
         yield LatencyHistogram(id="latency-histogram")
@@ -217,7 +218,7 @@ class TimingPane(Vertical):
         record.stats = result.stats
         if len(result.sample_first_seen) == len(record.samples_ms):
             record.first_seen = list(result.sample_first_seen)
-        self._mark_disturbed(record, result)
+        mark_disturbed(self, record, result)
         self._show(record)
         self.post_message(RunsChanged())
         if result.cancelled or record is not self.record:
@@ -226,20 +227,12 @@ class TimingPane(Vertical):
             self.app.notify(finished_text(record), title="run finished",
                             severity="warning" if record.disturbed else "information", timeout=4)
         save_run(self, result, fingerprint)
+        self.query_one(BaselineLine).compare(result, fingerprint, record.label)
         if result.shapes != "fixed":  # FLOPs and bytes are counted at one input shape
             self.roofline_line.varying_shapes(record.label, result.shapes)
             return
         self.jobs.start("roofline", "roofline", {"result": result, "report": self.app.session.report},
                         f"placing run {record.label} on the roofline", enforce_cancel=False)
-
-    def _mark_disturbed(self, record: LiveRun, result) -> None:
-        """What this process did beside the run (a resize, heavy redraws: app/runs.py) goes on the result, whose
-        history record keeps it with the host's noise; the run shows both."""
-        session = self.app.session
-        if record.seen_from is not None and hasattr(result, "disturbed"):
-            result.disturbed = app_marks(session.disturbances, record.seen_from,
-                                         (record.seen_from, record.ui_cpu_from))
-        record.disturbed = list(result.disturbance_marks()) if hasattr(result, "disturbance_marks") else []
 
     def _failed(self, record: LiveRun, error: str) -> None:
         record.status, record.error = "failed", error
@@ -340,3 +333,13 @@ class TimingPane(Vertical):
             repeats, new = record.split_by_shape()
             self.query_one(LatencyHistogram).show_samples(repeats, record.label, first_seen=new,
                                                           empty=WAITING_TEXT.get(record.status))
+
+
+def mark_disturbed(pane: TimingPane, record: LiveRun, result) -> None:
+    """What the app's process did beside the run (a resize, heavy redraws: app/runs.py) goes on the result, whose
+    history record keeps it with the host's noise; the run shows both. The pane's, out of its class for its size."""
+    session = pane.app.session
+    if record.seen_from is not None and hasattr(result, "disturbed"):
+        result.disturbed = app_marks(session.disturbances, record.seen_from,
+                                     (record.seen_from, record.ui_cpu_from))
+    record.disturbed = list(result.disturbance_marks()) if hasattr(result, "disturbance_marks") else []

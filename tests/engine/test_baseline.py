@@ -1,0 +1,207 @@
+"""The baseline gate on crafted records (no torch, no measurement): how a REF is read, the verdict and its exit code
+from two samples, the differences and the environment diff, the wording, and the samples kept compactly."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+
+import numpy as np
+import pytest
+
+from tests.records import make_record
+from torchperf_tui.engine.records.baseline import BaselineError, config_of_record, resolve_baseline
+from torchperf_tui.engine.records.baseline_gate import gate
+from torchperf_tui.engine.records.history_file import HistoryFile
+from torchperf_tui.engine.records.history_records import HistoryRecord
+from torchperf_tui.wording.baseline import gate_lines
+
+
+def timing(samples, **changes) -> HistoryRecord:
+    """A timing record holding `samples`; `changes` replace its fields (fingerprint, flags, details, ...)."""
+    record = make_record(p50=float(np.median(samples)) if len(samples) else 10.0)
+    return dataclasses.replace(record, samples_ms=[float(s) for s in samples], **changes)
+
+
+def noisy(median: float, n: int = 64, seed: int = 0) -> list[float]:
+    """Samples around `median` with a 3 % spread and a slow tail, as a quiet box gives them."""
+    rng = np.random.default_rng(seed)
+    return list(median * (1 + np.abs(rng.normal(0, 0.03, n))))
+
+
+# -- the verdict and its exit code
+
+
+def test_the_same_samples_pass_as_the_same():
+    verdict = gate(timing(noisy(10.0, seed=1)), timing(noisy(10.0, seed=2)))
+    assert (verdict.verdict, verdict.failed, verdict.exit_code) == ("same", False, 0)
+    assert verdict.ci_low <= 1.0 <= verdict.ci_high
+
+
+def test_slower_past_the_threshold_and_significant_fails_with_exit_1():
+    verdict = gate(timing(noisy(10.0, seed=1)), timing(noisy(15.0, seed=2)), fail_if_slower_pct=10)
+    assert (verdict.verdict, verdict.failed, verdict.exit_code) == ("slower", True, 1)
+    assert 1.4 < verdict.ci_low < verdict.ratio < verdict.ci_high < 1.6
+    assert verdict.p_value < 0.05
+
+
+def test_slower_within_the_threshold_passes_but_says_slower():
+    verdict = gate(timing(noisy(10.0, seed=1)), timing(noisy(10.5, seed=2)), fail_if_slower_pct=10)
+    assert (verdict.verdict, verdict.exit_code) == ("slower", 0)
+    assert "within the allowed 10 %" in gate_lines(verdict)[1]
+    assert gate(timing(noisy(10.0, seed=1)), timing(noisy(10.5, seed=2)), fail_if_slower_pct=1).exit_code == 1
+
+
+def test_faster_passes():
+    verdict = gate(timing(noisy(10.0, seed=1)), timing(noisy(7.0, seed=2)))
+    assert (verdict.verdict, verdict.exit_code) == ("faster", 0)
+
+
+def test_a_few_slow_outliers_do_not_fail_the_gate():
+    """Medians, not means: three samples 10x slower in 64 move neither the ratio nor the verdict."""
+    now = noisy(10.0, seed=2)
+    now[5] = now[20] = now[40] = 100.0
+    assert gate(timing(noisy(10.0, seed=1)), timing(now)).exit_code == 0
+
+
+def test_two_constant_samples_need_no_bootstrap():
+    assert gate(timing([5.0] * 10), timing([5.0] * 10)).verdict == "same"
+    assert gate(timing([5.0] * 10), timing([8.0] * 10)).exit_code == 1
+
+
+# -- what differs
+
+
+def test_differences_name_the_flags_and_what_the_command_line_set():
+    base = timing(noisy(10.0), flags={**make_record().flags, "num_threads": 2})
+    now = timing(noisy(18.0, seed=3), flags={**make_record().flags, "num_threads": 1})
+    verdict = gate(base, now, typed=["threads"])
+    assert verdict.differences == [("threads", 2, 1)] and verdict.typed == ["threads"]
+    lines = gate_lines(verdict)
+    assert lines[0].startswith("slower: ") and "95 % CI" in lines[0]
+    assert lines[1].startswith("gate: FAILS: ") and "past the allowed 10 %" in lines[1]
+    assert lines[2] == "differences: threads 2 -> 1 (from the command line)"
+
+
+def test_the_environment_diff_names_versions_clocks_throttling_and_the_host_load():
+    env = {"driver": "550.54.15", "torch": "2.11.0", "gpu_sm_clock_mhz": 1980, "gpu_power_limit_w": 700.0}
+    base = timing(noisy(10.0), fingerprint=dict(env),
+                  details={"host_noise": {"load": 0.3, "cores": 16, "other_busy_cores": 0.1, "host_noisy": False}})
+    now = timing(noisy(10.0, seed=4),
+                 fingerprint={**env, "driver": "560.35.03", "torch": "2.14.1", "gpu_sm_clock_mhz": 1410,
+                              "gpu_power_limit_w": 400.0, "gpu_throttled": True, "gpu_throttled_share": 0.4,
+                              "gpu_throttle_reasons": "power cap (software)"},
+                 details={"host_noise": {"load": 9.0, "cores": 16, "other_busy_cores": 8.5, "host_noisy": True}})
+    names = [name for name, _, _ in gate(base, now).environment]
+    assert names == ["driver", "torch", "GPU power limit (W)", "GPU SM clock (MHz)", "GPU throttling", "CPU"]
+    line = gate_lines(gate(base, now))[3]
+    assert "driver 550.54.15 -> 560.35.03" in line and "GPU throttling no -> throttled 40 %: power cap" in line
+    assert "other processes busy on 0.1 cores -> load 9.0 on 16 cores, other processes busy on 8.5 cores" in line
+
+
+def test_readings_that_move_a_little_are_not_differences():
+    base = timing(noisy(10.0), fingerprint={"gpu_sm_clock_mhz": 1980, "gpu_power_mean_w": 300.0})
+    now = timing(noisy(10.0), fingerprint={"gpu_sm_clock_mhz": 1965, "gpu_power_mean_w": 310.0})
+    assert gate(base, now).environment == []
+    assert gate_lines(gate(base, now))[3].startswith("environment: the same")
+
+
+# -- reading a REF
+
+
+def bench_json(tmp_path, record: HistoryRecord, name: str = "base.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps({"model": record.model, "stats": {}, "record": record.to_dict()}, indent=2))
+    return path
+
+
+def test_a_bench_json_file_is_a_baseline(tmp_path):
+    record = timing(noisy(10.0))
+    baseline = resolve_baseline(str(bench_json(tmp_path, record)))
+    assert baseline.record.id == record.id and baseline.source.endswith("base.json")
+
+
+def test_a_history_file_with_a_filter_takes_the_newest_match(tmp_path):
+    path = tmp_path / "runs.jsonl"
+    old, other, new = timing(noisy(10.0)), timing(noisy(10.0), model="vgg11"), timing(noisy(11.0))
+    HistoryFile(path).extend([old, other, new])
+    assert resolve_baseline(str(path), filter_text="model=resnet18").record.id == new.id
+    assert resolve_baseline(str(path), filter_text="model=vgg11,dtype=float32").record.id == other.id
+    assert resolve_baseline(str(path)).record.id == new.id  # no filter: the newest timing record
+    with pytest.raises(BaselineError, match="no timing record in .* matches model=alexnet"):
+        resolve_baseline(str(path), filter_text="model=alexnet")
+    with pytest.raises(BaselineError, match="unknown key 'colour'"):
+        resolve_baseline(str(path), filter_text="colour=red")
+
+
+def test_an_id_or_a_unique_prefix_from_the_history(tmp_path):
+    path = tmp_path / "history.jsonl"
+    a, b = timing(noisy(10.0), id="abc123000000"), timing(noisy(10.0), id="abd456000000")
+    HistoryFile(path).extend([a, b])
+    assert resolve_baseline("abc1", history=path).record.id == a.id
+    with pytest.raises(BaselineError, match="id ab is ambiguous .* 2 records start with it"):
+        resolve_baseline("ab", history=path)
+    with pytest.raises(BaselineError, match="no record with id ffff"):
+        resolve_baseline("ffff", history=path)
+
+
+@pytest.mark.parametrize("content, message", [
+    ("{not json", "is not a baseline: neither a bench --json result"),
+    ('{"model": "resnet18"}', "has no record: make the baseline with `bench MODEL --json"),
+    ('[1, 2]', "is a JSON list, not a bench --json result"),
+    ('{"record": {"id": "x"}}', "its record is corrupt: record lacks kind"),
+    ('{"modes": []}', "bench --modes result"),
+])
+def test_a_corrupt_baseline_file_is_one_line(tmp_path, content, message):
+    path = tmp_path / "base.json"
+    path.write_text(content)
+    with pytest.raises(BaselineError, match=message.replace("[", r"\[").replace("(", r"\(")):
+        resolve_baseline(str(path))
+
+
+def test_a_missing_file_a_record_without_samples_and_an_ab_arm_are_refused(tmp_path):
+    with pytest.raises(BaselineError, match="no baseline file"):
+        resolve_baseline(str(tmp_path / "gone.json"))
+    with pytest.raises(BaselineError, match="keeps 0 samples, a gate needs at least 5"):
+        resolve_baseline(str(bench_json(tmp_path, timing([]))))
+    with pytest.raises(BaselineError, match="is a ab run: a baseline is a bench"):
+        resolve_baseline(str(bench_json(tmp_path, timing(noisy(10.0), kind="ab"))))
+
+
+def test_the_baselines_configuration_is_measured_again():
+    record = timing(noisy(10.0, n=30), dtype="float16", channels_last=True, device="cpu",
+                    flags={**make_record().flags, "num_threads": 2, "sdpa": "math", "unknown_later_flag": 1},
+                    details={"warmup_iters": 7, "compile_mode": "eager", "step": "train", "optimizer": "adamw",
+                             "amp": "bf16", "model_args": "num_hidden_layers=2", "seq_len": 16})
+    cfg = config_of_record(record)
+    assert (cfg.model, cfg.input_shape, cfg.dtype, cfg.channels_last, cfg.device) == \
+        ("resnet18", (1, 3, 224, 224), "float16", True, "cpu")
+    assert (cfg.flags.num_threads, cfg.flags.sdpa, cfg.warmup, cfg.iters, cfg.compile) == (2, "math", 7, 30, None)
+    assert (cfg.step, cfg.optimizer, cfg.amp, cfg.model_args, cfg.seq_len) == \
+        ("train", "adamw", "bf16", (("num_hidden_layers", "2"),), 16)
+
+
+def test_reading_a_baseline_imports_no_torch(tmp_path):
+    import subprocess
+
+    path = bench_json(tmp_path, timing(noisy(10.0)))
+    code = ("import sys; from torchperf_tui.engine.records.baseline import resolve_baseline; "
+            "from torchperf_tui.engine.records.baseline_gate import gate; from torchperf_tui.wording.baseline import "
+            f"gate_lines; r = resolve_baseline({str(path)!r}).record; gate_lines(gate(r, r)); "
+            "print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+# -- the samples kept compactly
+
+
+def test_records_keep_samples_to_a_tenth_of_a_microsecond_and_old_lines_read_the_same():
+    record = timing([12.345678901234, 0.0123456789, 7.0] * 2)
+    assert record.to_dict()["samples_ms"][:3] == [12.3457, 0.0123, 7.0]
+    assert HistoryRecord.from_dict(record.to_dict()).samples_ms[:3] == [12.3457, 0.0123, 7.0]
+    old = {**record.to_dict(), "samples_ms": [12.345678901234, 7.0]}  # a line written before the rounding
+    assert HistoryRecord.from_dict(old).samples_ms == [12.345678901234, 7.0]
+    measured = timing(noisy(10.0))  # timer readings: full floats in memory, about half the bytes in the file
+    assert len(json.dumps(measured.to_dict()["samples_ms"])) < len(json.dumps(measured.samples_ms)) * 0.6

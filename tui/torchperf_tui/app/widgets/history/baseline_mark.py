@@ -1,0 +1,54 @@
+"""History's baseline mark (key b): the highlighted record becomes the baseline each timing run after it is shown
+against (app/widgets/timing/baseline_line.py); b on it again unmarks it. A mixin of HistoryPane."""
+
+from __future__ import annotations
+
+BASELINE_MARK = "B"
+
+
+class BaselineMark:
+    """The marked baseline's record (None: none), and its letter in the mark column."""
+
+    baseline = None
+
+    def mark_cell(self, record_id: str) -> str:
+        """The mark column's cell: ● for a run marked to compare, B for the baseline (●B for both)."""
+        from torchperf_tui.app.widgets.history.history_pane import MARK
+
+        text = MARK if record_id in self.marked else ""
+        if self.baseline is not None and self.baseline.id == record_id:
+            text += BASELINE_MARK
+        return text
+
+    def toggle_baseline(self):
+        """Mark the highlighted record as the baseline, or unmark it; -> the baseline now (None: none). A record
+        that cannot be one (an A/B arm, no samples) says why and leaves the baseline as it was."""
+        from torchperf_tui.engine.errors import user_message
+        from torchperf_tui.engine.records.baseline import check_usable
+
+        record_id = self.highlighted_id()
+        record = self.records.get(record_id) if record_id is not None else None
+        if record is None:
+            self.app.bell()
+            return self.baseline
+        if self.baseline is not None and self.baseline.id == record.id:
+            self.baseline = None
+            self.app.notify(f"baseline {record.short_id} unmarked", timeout=3)
+        else:
+            try:
+                check_usable(record)
+            except Exception as exc:
+                self.app.notify(user_message(exc), title="not a baseline", severity="warning", timeout=6)
+                return self.baseline
+            self.baseline = record
+            self.app.notify(f"baseline: {record.short_id} ({record.model}); each timing run (r) is shown against it "
+                            "in Timing; b again unmarks it", title="baseline marked", timeout=6)
+        self._show_baseline_cells()
+        return self.baseline
+
+    def _show_baseline_cells(self) -> None:
+        from textual.widgets import DataTable
+
+        table = self.query_one(DataTable)
+        for rid in self.records:
+            table.update_cell(rid, "mark", self.mark_cell(rid))

@@ -1,0 +1,58 @@
+"""`info`, `models` and `ceilings`: what this box is and reaches, and which models there are; no model is measured.
+`info` and `models` run here (they run no model code); `ceilings` measures in a measurement process as every job does."""
+
+from __future__ import annotations
+
+import sys
+
+from torchperf_tui.cli_args import PROG
+
+
+def cmd_info(args) -> int:
+    from torchperf_tui.engine.hardware.device import probe_device
+    from torchperf_tui.cli import _output
+    from torchperf_tui.cli_render_facts import render_device_report
+
+    report = probe_device()
+    kept = _kept_ceilings(report)
+    return _output(args, report, lambda r: render_device_report(r, kept), lambda r: {
+        **r.to_dict(), "measured_ceilings": {device: c.to_dict() if c else None for device, c in kept.items()}})
+
+
+def _kept_ceilings(report) -> dict:
+    """The measured ceilings kept for the CPU and each CUDA device (None: none yet); nothing is measured here.
+    An unreadable ceilings file is a warning, not a failed `info`."""
+    from torchperf_tui.engine.hardware.ceilings import kept_for
+    from torchperf_tui.engine.errors import TorchperfError
+
+    devices = ["cpu"] + ([f"cuda:{gpu.index}" for gpu in report.gpus] if report.cuda_available else [])
+    kept = {}
+    for device in devices:
+        try:
+            kept[device] = kept_for(device)
+        except TorchperfError as exc:
+            print(f"{PROG}: warning: measured ceilings of {device}: {exc}", file=sys.stderr)
+            kept[device] = None
+    return kept
+
+
+def cmd_models(args) -> int:
+    from dataclasses import asdict
+
+    from torchperf_tui.engine.workloads.model_catalogue import list_models, check_task
+    from torchperf_tui.cli import _output
+    from torchperf_tui.cli_render_facts import render_catalogue
+
+    entries = list_models(args.source)  # every source's by default: torchvision, timm, hf
+    if args.task:
+        task = check_task(args.task, entries)  # an unknown task is its one-line ModelError
+        entries = [e for e in entries if e.task == task]
+    return _output(args, entries, render_catalogue, lambda found: [asdict(e) for e in found])
+
+
+def cmd_ceilings(args) -> int:
+    from torchperf_tui.cli import _output, _run
+    from torchperf_tui.cli_render_facts import render_ceilings
+
+    result, _ = _run("cli.ceilings", {"device": args.device, "refresh": args.refresh}, "measuring the ceilings")
+    return _output(args, result, render_ceilings)

@@ -1,0 +1,215 @@
+"""A baseline for `compare --baseline REF`: the record REF names, read and checked, and the BenchConfig that
+measures its configuration again.
+
+REF is one of:
+- a `bench MODEL --json` file (its "record" object, or a bare history record as JSON);
+- a history file (JSON lines) with a filter, `--baseline-filter KEY=VALUE[,KEY=VALUE...]`: the newest timing
+  record that matches every pair (no filter: the newest timing record in the file);
+- a record's id, or a unique prefix of it, in the history file (--history, $TORCHPERF_HISTORY, or the default).
+
+Every way a REF can be wrong is one BaselineError line. No torch here: the CLI reads the baseline before it starts
+a measurement process, and the app's UI process marks one in History.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from torchperf_tui.engine.errors import TorchperfError
+from torchperf_tui.engine.records.history_records import HistoryRecord
+
+# A bench --json file is read whole: bound it (a history line is at most 16 MiB, see history_file.MAX_LINE_BYTES).
+MAX_BASELINE_FILE_BYTES = 64 << 20
+# Fewer timed samples than this give no interval worth a verdict.
+MIN_BASELINE_SAMPLES = 5
+# What --baseline-filter may name: a record's set-up (HistoryRecord.setup) and a few of its own fields.
+FILTER_KEYS = ("id", "model", "input_shape", "dtype", "device", "channels_last", "compile", "shapes", "step",
+               "optimizer", "amp", "model_args", "seq_len", "hostname")
+
+
+class BaselineError(TorchperfError):
+    """A baseline that cannot be read or used: missing, unreadable, corrupt, ambiguous, without samples."""
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """The baseline record and where it came from ('base.json', 'history.jsonl: newest with model=resnet18',
+    'history id 3fa2c1')."""
+
+    record: HistoryRecord
+    source: str
+
+
+def resolve_baseline(ref: str, history: str | os.PathLike | None = None, filter_text: str | None = None) -> Baseline:
+    """The baseline REF names (see the module's docstring), checked to be a timing record with samples."""
+    if not ref or not ref.strip():
+        raise BaselineError("--baseline is empty: give a bench --json file, a history file or a record id")
+    path = Path(ref).expanduser()
+    if path.exists() or os.sep in ref or ref.endswith((".json", ".jsonl")):
+        baseline = _from_file(path, filter_text)
+    else:
+        if filter_text:
+            raise BaselineError(f"--baseline-filter goes with a history file, and {ref!r} is not a file")
+        baseline = _from_history_id(ref.strip(), history)
+    check_usable(baseline.record, baseline.source)
+    return baseline
+
+
+def check_usable(record: HistoryRecord, source: str = "") -> None:
+    """BaselineError unless `record` is a completed timing run with enough samples to compare against."""
+    where = f" ({source})" if source else ""
+    if record.kind != "timing":
+        raise BaselineError(f"record {record.short_id}{where} is a {record.kind} run: a baseline is a bench "
+                            "(timing) run")
+    if record.cancelled:
+        raise BaselineError(f"record {record.short_id}{where} was cancelled: pick a completed run")
+    if len(record.samples_ms) < MIN_BASELINE_SAMPLES:
+        raise BaselineError(f"record {record.short_id}{where} keeps {len(record.samples_ms)} samples, a gate needs "
+                            f"at least {MIN_BASELINE_SAMPLES} (records made before they kept samples have none)")
+
+
+def _from_file(path: Path, filter_text: str | None) -> Baseline:
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise BaselineError(f"no baseline file {path}") from None
+    except OSError as exc:
+        raise BaselineError(f"cannot read the baseline {path}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(mode):
+        raise BaselineError(f"the baseline {path} is not a regular file")
+    if path.stat().st_size > MAX_BASELINE_FILE_BYTES:
+        raise BaselineError(f"the baseline {path} is over {MAX_BASELINE_FILE_BYTES >> 20} MiB: not a bench --json "
+                            "file (a history file goes with --baseline-filter)")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BaselineError(f"cannot read the baseline {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None  # not one JSON document: JSON lines, a history file
+    if isinstance(data, dict) and filter_text is None:
+        return Baseline(_record_of_json(data, path), str(path))
+    if data is not None and not isinstance(data, dict):
+        raise BaselineError(f"the baseline {path} is a JSON {type(data).__name__}, not a bench --json result")
+    return _from_history_file(path, filter_text)
+
+
+def _record_of_json(data: dict[str, Any], path: Path) -> HistoryRecord:
+    """The record of a bench --json result (its "record"), or a history record saved alone."""
+    if data.get("modes") is not None:
+        raise BaselineError(f"{path} is a bench --modes result: a baseline is one timing (bench without --modes)")
+    raw = data.get("record", data if "id" in data and "kind" in data else None)
+    if raw is None:
+        raise BaselineError(f"{path} has no record: make the baseline with `bench MODEL --json > {path.name}` "
+                            "(this version's bench --json carries one)")
+    try:
+        return HistoryRecord.from_dict(raw)
+    except ValueError as exc:
+        raise BaselineError(f"{path}: its record is corrupt: {exc}") from None
+
+
+def _from_history_file(path: Path, filter_text: str | None) -> Baseline:
+    from torchperf_tui.engine.records.history_file import HistoryFile
+
+    wanted = parse_filter(filter_text)
+    loaded = HistoryFile(path).load()
+    if not loaded.records:
+        raise BaselineError(f"{path} is not a baseline: neither a bench --json result (it is not one JSON object) "
+                            "nor a history file (no line of it is a run record)")
+    timing = [r for r in loaded.records if r.kind == "timing" and not r.cancelled]
+    matches = [r for r in timing if matches_filter(r, wanted)]
+    said = ", ".join(f"{k}={v}" for k, v in wanted.items())
+    if not matches:
+        raise BaselineError(f"no timing record in {path} matches {said}" if wanted
+                            else f"no completed timing record in {path}")
+    return Baseline(matches[-1], f"{path}: newest" + (f" with {said}" if said else " timing record"))
+
+
+def _from_history_id(ref: str, history: str | os.PathLike | None) -> Baseline:
+    from torchperf_tui.engine.records.history_file import HistoryFile
+
+    file = HistoryFile(history)
+    records = file.load().records
+    found = {r.id: r for r in records if r.id.startswith(ref.lower())}
+    if not found:
+        raise BaselineError(f"no baseline file {ref} and no record with id {ref} in the history {file.path}")
+    if len(found) > 1:
+        shown = ", ".join(sorted(i[:8] for i in found)[:4])
+        raise BaselineError(f"id {ref} is ambiguous in {file.path}: {len(found)} records start with it ({shown}"
+                            f"{', ...' if len(found) > 4 else ''}): type more of it")
+    record, = found.values()
+    return Baseline(record, f"history id {record.short_id}")
+
+
+def parse_filter(text: str | None) -> dict[str, str]:
+    """'model=resnet18,dtype=float16' -> {'model': 'resnet18', 'dtype': 'float16'}; a bad pair is one line."""
+    wanted: dict[str, str] = {}
+    for part in (text or "").split(","):
+        if not part.strip():
+            continue
+        key, sep, value = part.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or not value.strip():
+            raise BaselineError(f"--baseline-filter: {part.strip()!r} is not KEY=VALUE")
+        if key not in FILTER_KEYS:
+            raise BaselineError(f"--baseline-filter: unknown key {key!r}: one of {', '.join(FILTER_KEYS)}")
+        wanted[key] = value.strip()
+    return wanted
+
+
+def matches_filter(record: HistoryRecord, wanted: dict[str, str]) -> bool:
+    values = {**record.setup(), "hostname": record.fingerprint.get("hostname")}
+    for key, value in wanted.items():
+        if key == "id":
+            if not record.id.startswith(value.lower()):
+                return False
+        elif _text(values.get(key)) != value.lower():
+            return False
+    return True
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else str(value).lower()
+
+
+def config_of_record(record: HistoryRecord, *, time_budget_s: float | None = None):
+    """The BenchConfig that measures `record`'s configuration again: its model with its overrides, its input
+    (shape with batch, sequence length), dtype, memory format, flags (threads, sdpa, matmul precision included),
+    step, optimizer and mixed precision, compile mode, shape schedule, device, and its warm-up and iteration
+    counts. Flags a newer version added and this one lacks are dropped (said by the differences, if any)."""
+    from dataclasses import fields
+
+    from torchperf_tui.engine.benchmark.bench_config import DEFAULT_TIME_BUDGET_S, BenchConfig
+    from torchperf_tui.engine.benchmark.flags import Flags
+    from torchperf_tui.engine.workloads.model_args import parse_model_args
+
+    known = {f.name for f in fields(Flags)}
+    details = record.details
+    seq_len = details.get("seq_len")
+    warmup = details.get("warmup_iters")
+    try:
+        flags = Flags(**{k: v for k, v in record.flags.items() if k in known})
+        model_args = parse_model_args(str(details.get("model_args") or ""))
+    except (TypeError, ValueError) as exc:
+        raise BaselineError(f"record {record.short_id}: its flags or overrides cannot be read: {exc}") from None
+    return BenchConfig(
+        model=record.model, input_shape=tuple(record.input_shape), device=record.device, dtype=record.dtype,
+        channels_last=record.channels_last, flags=flags,
+        warmup=warmup if isinstance(warmup, int) and not isinstance(warmup, bool) and warmup >= 0 else 10,
+        iters=len(record.samples_ms), compile=_compile_mode(details.get("compile_mode")),
+        shapes=str(details.get("shapes") or "fixed"), step=str(details.get("step") or "infer"),
+        optimizer=str(details.get("optimizer") or "sgd"), amp=details.get("amp") or None,
+        model_args=model_args, seq_len=seq_len if isinstance(seq_len, int) and seq_len > 0 else None,
+        time_budget_s=DEFAULT_TIME_BUDGET_S if time_budget_s is None else (time_budget_s or None))
+
+
+def _compile_mode(mode: Any) -> str | None:
+    return mode if isinstance(mode, str) and mode not in ("", "eager") else None

@@ -1,0 +1,70 @@
+"""The baseline gate (engine/records/baseline_gate.GateResult) in words, once for `compare --baseline` and the
+Timing pane alike: the verdict with its ratio and interval, the gate's outcome, what was measured differently
+(the command line's own changes marked), and what differs in the environment.
+
+No torch and no Textual here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torchperf_tui.formatting import format_ms
+
+
+def verdict_line(result) -> str:
+    """'slower: p50 12.1 ms now, 6.52 ms in baseline 3fa2c1d8 (base.json): ratio 1.86 (95 % CI 1.80-1.92,
+    Mann-Whitney p=1.2e-20; 64 and 64 samples)'."""
+    word = {"slower": "slower", "faster": "faster", "same": "the same within noise"}[result.verdict]
+    where = f" ({result.baseline_source})" if result.baseline_source else ""
+    return (f"{word}: p50 {format_ms(result.now_p50_ms)} now, {format_ms(result.baseline_p50_ms)} in baseline "
+            f"{result.baseline_id[:8]}{where}: ratio {result.ratio:.3f} (95 % CI {result.ci_low:.3f}-"
+            f"{result.ci_high:.3f}, Mann-Whitney p={result.p_value:.2g}; {result.n_now} and {result.n_baseline} "
+            "samples)")
+
+
+def gate_line(result) -> str:
+    """Whether the gate passes, and why: 'gate: FAILS: 86.0 % slower, past the allowed 10 % (exit 1)'."""
+    pct, allowed = result.change_pct, f"{result.fail_if_slower_pct:g} %"
+    if result.failed:
+        return f"gate: FAILS: {pct:.1f} % slower, past the allowed {allowed} (exit 1)"
+    if result.verdict == "slower":
+        return f"gate: passes: {pct:.1f} % slower, within the allowed {allowed}"
+    if result.verdict == "faster":
+        return f"gate: passes: {-pct:.1f} % faster"
+    return f"gate: passes: no significant difference ({pct:+.1f} %)"
+
+
+def differences_line(result) -> str:
+    """'differences: threads 2 -> 1 (from the command line)', or 'differences: none (the baseline's
+    configuration)'."""
+    if not result.differences:
+        return "differences: none (the baseline's configuration)"
+    typed = set(result.typed)
+    return "differences: " + ", ".join(
+        f"{name} {_value(a)} -> {_value(b)}" + (" (from the command line)" if name in typed else "")
+        for name, a, b in result.differences)
+
+
+def environment_line(result) -> str:
+    """'environment: host load 0.2 on 2 cores -> load 2.9 on 2 cores; torch 2.11.0 -> 2.14.1', or that nothing
+    differs in what the records keep."""
+    if not result.environment:
+        return ("environment: the same (device, driver, CUDA, cuDNN, torch, host, GPU clocks, power limit and "
+                "throttling, host load)")
+    return "environment: " + "; ".join(f"{name} {_value(a)} -> {_value(b)}" for name, a, b in result.environment)
+
+
+def gate_lines(result) -> list[str]:
+    """Every line of a gate's result, in order: verdict, gate, differences, environment, then any notes."""
+    return [verdict_line(result), gate_line(result), differences_line(result), environment_line(result),
+            *[f"note: {note}" for note in result.notes]]
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if value is None or value == "":
+        return "default"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return "".join(ch for ch in str(value)[:80] if ch.isprintable())  # from a file: no escape sequences
