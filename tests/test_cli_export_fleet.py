@@ -113,12 +113,11 @@ def test_the_readmes_workflow_benches_gates_and_exports_with_commands_the_cli_ta
     assert commands[3][1:] == ["--format", "github-benchmark", "--output", "latency.json"]
     assert commands[4][1:] == ["--format", "github-benchmark", "--metric", "throughput", "--output", "throughput.json"]
     assert "scripts/install.sh" in workflow and "--json > " in workflow
-    parser = build_parser()
-    for argv in commands:
-        # compare --baseline is the gate's (issue 25, another branch): checked here once the parser has it
-        if argv[0] == "compare" and not _parser_knows("compare", "--baseline"):
-            continue
-        assert parser.parse_args(argv).command == argv[0]  # a usage error would exit 2 here
+    from torchperf_tui.cli_baseline import baseline_requested
+
+    assert _parser_knows("compare", "--baseline")
+    for argv in commands:  # parsed as main() parses them (compare --baseline leaves MODEL, --a and --b out)
+        assert build_parser(baseline=baseline_requested(argv)).parse_args(argv).command == argv[0]
 
 
 def test_the_readmes_workflow_is_yaml_that_feeds_each_export_to_github_action_benchmark():

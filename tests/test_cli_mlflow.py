@@ -69,7 +69,7 @@ def test_bench_logs_a_run_with_its_setup_statistics_environment_and_samples(caps
         assert data.tags[key], key
     samples = _samples(client, runs[0])
     assert len(samples["samples_ms"]) == 5 and samples["samples_ms"] == history[-1]["samples_ms"]
-    assert data.metrics["p50_ms"] == pytest.approx(sorted(samples["samples_ms"])[2])
+    assert data.metrics["p50_ms"] == pytest.approx(sorted(samples["samples_ms"])[2], abs=1e-4)  # kept to 0.1 µs
 
 
 def test_compare_logs_one_run_with_both_arms_and_the_verdict(capsys, store):

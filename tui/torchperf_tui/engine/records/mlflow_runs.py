@@ -121,8 +121,8 @@ def describe_record(record: Any, saved: bool) -> RunContent:
     content.tag("mlflow.note.content", record.summary())
     if record.disturbed:
         content.tag("torchperf.disturbed", record.disturbed_text())
-    content.artifact = {"kind": record.kind, "unit": "ms", "samples_ms": list(record.samples_ms),
-                        "record": record.to_dict()}
+    kept = record.to_dict()  # the samples as the history keeps them (rounded to what a timer resolves)
+    content.artifact = {"kind": record.kind, "unit": "ms", "samples_ms": kept["samples_ms"], "record": kept}
     return content
 
 
