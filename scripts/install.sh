@@ -102,3 +102,8 @@ if [ -n "$cpu_index" ]; then
     run "$VENV/bin/pip" install "$@" --index-url "$cpu_index"
 fi
 run "$VENV/bin/pip" install -e "$target"
+# The project's own modules compiled once (with the tests' with --test): an editable install leaves them as sources,
+# and where PYTHONDONTWRITEBYTECODE is set every process (the app, each measurement process) would compile them again.
+sources=tui
+[ "$target" = . ] || sources="tui tests"
+run env -u PYTHONDONTWRITEBYTECODE "$VENV/bin/python" -m compileall -q $sources

@@ -47,6 +47,12 @@ def dry_run(tmp_path, nvidia_smi: str | None, *, device_node: bool = False, inde
                           timeout=120)
 
 
+def compiled(target: str) -> str:
+    """The last command: the project's modules (and with the test extras the tests) compiled once, so that no process
+    compiles them again where PYTHONDONTWRITEBYTECODE is set."""
+    return "env -u PYTHONDONTWRITEBYTECODE .venv/bin/python -m compileall -q tui" + (" tests" if target != "." else "")
+
+
 def commands(done: subprocess.CompletedProcess) -> list[str]:
     return [line[2:] for line in done.stdout.splitlines() if line.startswith("+ ")]
 
@@ -55,12 +61,12 @@ def test_a_box_whose_nvidia_smi_lists_a_gpu_gets_the_cuda_build_from_pypi(tmp_pa
     done = dry_run(tmp_path, "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1234)")
     assert done.returncode == 0, done.stderr
     assert "an NVIDIA GPU is present" in done.stdout
-    assert commands(done) == ["python3 -m venv .venv", ".venv/bin/pip install -e ."]
+    assert commands(done) == ["python3 -m venv .venv", ".venv/bin/pip install -e .", compiled(".")]
 
 
 def test_a_box_with_the_gpu_device_node_gets_the_cuda_build_even_if_nvidia_smi_fails(tmp_path):
     done = dry_run(tmp_path, None, device_node=True)
-    assert done.returncode == 0 and commands(done)[-1] == ".venv/bin/pip install -e ."
+    assert done.returncode == 0 and commands(done)[-2:] == [".venv/bin/pip install -e .", compiled(".")]
 
 
 def declared_torch() -> list[str]:
@@ -88,7 +94,7 @@ def test_a_box_without_a_gpu_gets_torch_from_the_cpu_index_alone_then_the_projec
         assert "no NVIDIA GPU: torch's CPU-only build" in done.stdout
         assert commands(done) == ["python3 -m venv .venv",
                                   f".venv/bin/pip install {' '.join(declared_torch())} --index-url {index}",
-                                  f".venv/bin/pip install -e {target}"]
+                                  f".venv/bin/pip install -e {target}", compiled(target)]
         assert "--extra-index-url" not in done.stdout
 
 
@@ -96,7 +102,7 @@ def test_an_unreachable_cpu_index_falls_back_to_pypi_and_says_so(tmp_path):
     done = dry_run(tmp_path, None, index=(tmp_path / "no-such-index").as_uri(), args=("--test",))
     assert done.returncode == 0
     assert "cannot be reached: torch comes from PyPI alone" in done.stderr
-    assert commands(done) == ["python3 -m venv .venv", ".venv/bin/pip install -e '.[test]'"]
+    assert commands(done) == ["python3 -m venv .venv", ".venv/bin/pip install -e '.[test]'", compiled("'.[test]'")]
 
 
 def test_ci_runs_the_readmes_test_command_exactly():

@@ -56,7 +56,7 @@ def _on_off(value: Any) -> str:
     return "default" if value is None else str(value)
 
 
-def _dict_diff(a: dict[str, Any], b: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+def dict_diff(a: dict[str, Any], b: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
     keys = list(a) + [k for k in b if k not in a]
     return {k: (a.get(k), b.get(k)) for k in keys if a.get(k) != b.get(k)}
 
@@ -74,8 +74,8 @@ def compare_records(baseline: HistoryRecord, candidate: HistoryRecord) -> Compar
         median_ratio=b.p50_ms / a.p50_ms,
         speedup_pct=(a.p50_ms / b.p50_ms - 1.0) * 100.0,
         p99_ratio=b.p99_ms / a.p99_ms if a.p99_ms > 0 else math.inf,
-        flags_diff=_dict_diff(baseline.flags, candidate.flags),
-        setup_diff=_dict_diff(baseline.setup(), candidate.setup()),
+        flags_diff=dict_diff(baseline.flags, candidate.flags),
+        setup_diff=dict_diff(baseline.setup(), candidate.setup()),
         clock_note=_clock_note(baseline, candidate),
         disturbance_note=disturbance_note(baseline, candidate),
     )

@@ -11,6 +11,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from torchperf_tui.formatting import format_shape
+
 # MLflow's own limits: a parameter's value (6000 characters since MLflow 2; 500 before) and a tag's key and value.
 # A longer value is cut with a mark, never refused: the full text stays in the history and the artifact.
 PARAM_MAX = 500
@@ -52,7 +54,7 @@ class RunContent:
 
 def _text(value: Any) -> str:
     if isinstance(value, (list, tuple)):
-        return "x".join(str(v) for v in value) if all(isinstance(v, int) for v in value) else ", ".join(map(str, value))
+        return format_shape(value) if all(isinstance(v, int) for v in value) else ", ".join(map(str, value))
     return str(value)
 
 
@@ -186,7 +188,7 @@ def _result_params(content: RunContent, result: Any, shape: Iterable[int] | None
 def describe_throughput(result: Any, fingerprint: dict[str, Any] | None, flags_text: str = "") -> RunContent:
     """A throughput search: the best batch and its samples/s and latency as metrics, every try's batch as a step of
     `try.samples_per_s` and `try.latency_ms` (MLflow charts them against the batch), the tries as the artifact."""
-    content = RunContent(name=f"throughput {result.model} {'x'.join(map(str, result.sample_shape))}")
+    content = RunContent(name=f"throughput {result.model} {format_shape(result.sample_shape)}")
     _result_params(content, result, result.sample_shape)
     if getattr(result, "channels_last", False):
         content.param("channels_last", True)
