@@ -1,5 +1,7 @@
-"""Make screenshots/*.svg from the real app: the main screen after a run, two runs compared, the layer table,
-the throughput search, the profiler's top operators, the run history with two runs compared, a random
+"""Make screenshots/*.svg from the real app: the attention story (--demo hf:llama: math against flash, the kernels,
+a fallback, the sequence sweep, generation), the main screen after a run, two runs compared, the layer table,
+the throughput search, the profiler's top operators, the run history with two runs compared, a run against the
+baseline marked in History, a random
 shape schedule, an interleaved A/B with its verdict, the kernel table, a training step's layers, A/B and
 kernels per pass, a run's time per layer and its timing modes, and the hands-free demo.
 
@@ -101,6 +103,13 @@ async def make(out: Path, model: str, flag: str, warmup: int, iters: int, max_ba
         await pilot.press("m", "down", "m")
         await pilot.pause(0.5)
         shoot("history")
+        await pilot.press("b")  # the highlighted run (the older one) is the baseline; the next run is shown against it
+        await pilot.press("1", "r")
+        await wait_until(pilot, lambda: "against the baseline" in str(app.main.query_one("#run-baseline").render()),
+                         what="the run against the baseline")
+        await pilot.pause(0.5)
+        shoot("baseline")
+        await pilot.press("8", "b")  # unmarked: the views below are as before
 
         async def finished_run(set_option) -> None:
             before = app.pane("timing").record
@@ -170,6 +179,37 @@ async def make_why(out: Path, model: str, warmup: int, iters: int, history: Path
     return saved
 
 
+# The attention story's llama: small enough for a CPU box, long enough for math's S x S scores to show.
+ATTENTION_ARGS = ("num_hidden_layers=2,hidden_size=64,intermediate_size=128,num_attention_heads=4,num_key_value_heads=4,"
+                  "vocab_size=256,max_position_embeddings=512,attention_dropout=0.1")
+
+
+async def make_attention(out: Path, history: Path, suffix: str = "") -> list[Path]:
+    """The attention story (--demo hf:llama, a small config at sequence 256): math against flash with the verdict,
+    the kernel each ran and a fallback with its reason, the sequence sweep's two arms, generation per token."""
+    history.unlink(missing_ok=True)
+    app = TorchperfApp(model="hf:llama", model_args=ATTENTION_ARGS, seq_len="256", demo=True, demo_pace=1.5,
+                       warmup=2, iters=20, history_path=str(history))
+    saved: list[Path] = []
+    shoot = shooter(app, out, suffix, saved)
+
+    kernels = app.main.query_one("#kernels")
+
+    def fallback_shown() -> bool:  # the second kernel view: a training step, math allowed beside flash
+        return kernels.result is not None and "+" in kernels.result.b_spec
+
+    async with app.run_test(size=SIZES[suffix]) as pilot:
+        for name, done in (("attention-ab", lambda: ab_done(app)),
+                           ("attention-kernels", lambda: kernels.result is not None),
+                           ("attention-fallback", fallback_shown),
+                           ("attention-sweep", lambda: app.pane("sweep").result is not None),
+                           ("attention-generate", lambda: app.pane("generation").result is not None)):
+            await wait_until(pilot, done, what=name)  # shot under its own banner: the next comes after the pace
+            await pilot.pause(0.5)
+            shoot(name)
+    return saved
+
+
 def ab_done(app, first_arm: int = 0) -> bool:
     """The latest A/B (its A arm run #first_arm or later) has finished."""
     if not app.main.panes_mounted():
@@ -204,10 +244,15 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "screenshots")
     parser.add_argument("--history", type=Path, default=Path("/tmp/torchperf-screenshots-history.jsonl"),
                         help="a history file of its own (emptied first), so the History view shows these runs")
-    parser.add_argument("--only", choices=("training", "why"), help="only the training-step views, or only the "
-                        "time per layer and timing modes views")
+    parser.add_argument("--only", choices=("training", "why", "attention"), help="only the training-step views, the "
+                        "time per layer and timing modes views, or the attention story's")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    for suffix in SIZES:
+        for path in asyncio.run(make_attention(args.out, args.history, suffix)):
+            print(path)
+    if args.only == "attention":
+        return
     for suffix in SIZES:
         for path in asyncio.run(make_why(args.out, args.model, args.warmup, args.iters, args.history, suffix)):
             print(path)

@@ -191,3 +191,21 @@ def test_the_test_extra_installs_the_mlflow_extra():
     extras = project["optional-dependencies"]
     assert "torchperf-tui[mlflow]" in extras["test"]
     assert {r.split(">")[0].split("<")[0] for r in extras["mlflow"]} == {"mlflow-skinny", "sqlalchemy", "alembic"}
+
+
+def test_a_baseline_gate_logs_the_run_now_with_its_verdict(capsys, store, tmp_path):
+    history = str(tmp_path / "history.jsonl")
+    code, out, err = run(capsys, "--history", history, "bench", *TINY, "--iters", "8", "--warmup", "1", "--json")
+    assert code == 0, err
+    base = tmp_path / "base.json"
+    base.write_text(out)
+    code, out, err = run(capsys, "--history", history, "compare", "--baseline", str(base), "--fail-if-slower", "1000",
+                         "--mlflow", store)
+    assert code == 0, err
+    client, runs = _runs(store)
+    assert len(runs) == 1
+    data = runs[0].data
+    assert data.tags["torchperf.baseline_id"] == json.loads(base.read_text())["record"]["id"]
+    assert data.tags["torchperf.gate"] in ("faster", "slower", "same") and data.metrics["gate.exit_code"] == 0
+    assert data.metrics["gate.ci_low"] <= data.metrics["gate.ratio"] <= data.metrics["gate.ci_high"]
+    assert data.metrics["n"] == 8 and data.params["model"] == "tests.tinymodels:tiny_cnn"

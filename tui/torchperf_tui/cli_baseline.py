@@ -98,6 +98,9 @@ def baseline_command(args) -> int:
         if getattr(args, dest, None) not in (None, False):
             raise BaselineError(f"{option} is not for --baseline, which measures the baseline's configuration "
                                 "(leave out --a, --b, --kernels and --generate)")
+    from torchperf_tui.cli_mlflow import log_gate, open_mlflow
+
+    sink = open_mlflow(args)  # --mlflow: its store checked before anything runs
     baseline = resolve_baseline(args.baseline, args.history, args.baseline_filter)
     record = baseline.record
     if args.model is not None and args.model != record.model:
@@ -121,6 +124,7 @@ def baseline_command(args) -> int:
         verdict.notes.insert(0, f"{'confirmed' if verdict.failed else 'not confirmed'}: the first run ({first.now_id[:8]}) "
                                 f"read ratio {first.ratio:.3f} (95 % CI {first.ci_low:.3f}-{first.ci_high:.3f}), "
                                 "this verdict is the second run's")
+    log_gate(sink, now, verdict, saved=not args.no_history)
     if args.json:
         print(json.dumps({**verdict.to_dict(), "record": now.to_dict()}, indent=2, default=str))
     else:

@@ -55,6 +55,24 @@ def log_records(sink, result: Any, extra: dict, records: list | None) -> None:
     _write(sink, lambda: describe_records(records, saved))
 
 
+def log_gate(sink, record: Any, verdict: Any, saved: bool) -> None:
+    """compare --baseline: the run measured now, logged as bench's is, with the gate's verdict beside it (the ratio
+    to the baseline, its interval and p as gate.* metrics, the verdict and the baseline's id as tags)."""
+    if sink is None:
+        return
+    from torchperf_tui.engine.records.mlflow_runs import describe_records
+
+    def describe():
+        content = describe_records([record], saved)
+        for name in ("ratio", "ci_low", "ci_high", "p_value", "fail_if_slower_pct", "exit_code"):
+            content.metric(f"gate.{name}", getattr(verdict, name))
+        content.tag("torchperf.gate", f"{verdict.verdict}{' (fails)' if verdict.failed else ''}")
+        content.tag("torchperf.baseline_id", verdict.baseline_id)
+        return content
+
+    _write(sink, describe)
+
+
 def log_result(sink, kind: str, result: Any, extra: dict, flags_text: str = "") -> None:
     """A throughput search or a sweep (not kept in the history: their results themselves)."""
     if sink is None:
