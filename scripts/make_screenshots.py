@@ -193,14 +193,15 @@ async def make_attention(out: Path, history: Path, suffix: str = "") -> list[Pat
     saved: list[Path] = []
     shoot = shooter(app, out, suffix, saved)
 
-    kernels = app.main.query_one("#kernels")
+    def kernels():
+        return app.main.query_one("#kernels").result if app.main is not None and app.main.panes_mounted() else None
 
     def fallback_shown() -> bool:  # the second kernel view: a training step, math allowed beside flash
-        return kernels.result is not None and "+" in kernels.result.b_spec
+        return kernels() is not None and "+" in kernels().b_spec
 
     async with app.run_test(size=SIZES[suffix]) as pilot:
         for name, done in (("attention-ab", lambda: ab_done(app)),
-                           ("attention-kernels", lambda: kernels.result is not None),
+                           ("attention-kernels", lambda: kernels() is not None),
                            ("attention-fallback", fallback_shown),
                            ("attention-sweep", lambda: app.pane("sweep").result is not None),
                            ("attention-generate", lambda: app.pane("generation").result is not None)):
