@@ -39,6 +39,15 @@ async def wait_until(pilot, predicate, timeout: float = 300.0, what: str = "cond
         await pilot.pause(0.1)
 
 
+def fresh_app(out: Path, suffix: str, history: Path, **options):
+    """(app, saved, shoot): an app on an emptied history file of its own (the History view shows only this script's
+    runs), the list of files it saved, and its shoot(name)."""
+    history.unlink(missing_ok=True)
+    app = TorchperfApp(interval=0.5, history_path=str(history), **options)
+    saved: list[Path] = []
+    return app, saved, shooter(app, out, suffix, saved)
+
+
 def shooter(app, out: Path, suffix: str, saved: list[Path]):
     """shoot(name): save the screen as out/name{suffix}.svg (cursors still, toasts gone) and list it."""
     def shoot(name: str) -> None:
@@ -74,10 +83,7 @@ async def pick(pilot, model: str) -> None:
 
 async def make(out: Path, model: str, flag: str, warmup: int, iters: int, max_batch: int,
                history: Path, suffix: str = "") -> list[Path]:
-    history.unlink(missing_ok=True)  # the history view shows only this script's runs
-    app = TorchperfApp(warmup=warmup, iters=iters, interval=0.5, max_batch=max_batch, history_path=str(history))
-    saved: list[Path] = []
-    shoot = shooter(app, out, suffix, saved)
+    app, saved, shoot = fresh_app(out, suffix, history, warmup=warmup, iters=iters, max_batch=max_batch)
     runs = app.session.runs
     async with app.run_test(size=SIZES[suffix]) as pilot:
         await pick(pilot, model)
@@ -138,10 +144,7 @@ async def make_training(out: Path, model: str, flag: str, warmup: int, iters: in
                         suffix: str = "") -> list[Path]:
     """A training step (step train · sgd, batch 4): its layers with the backward per layer, an A/B of the flag
     flipped in A/B mode, and the kernels of each conv layer per pass (forward, input and weight gradient)."""
-    history.unlink(missing_ok=True)
-    app = TorchperfApp(warmup=warmup, iters=iters, interval=0.5, history_path=str(history))
-    saved: list[Path] = []
-    shoot = shooter(app, out, suffix, saved)
+    app, saved, shoot = fresh_app(out, suffix, history, warmup=warmup, iters=iters)
     async with app.run_test(size=SIZES[suffix]) as pilot:
         await pick(pilot, model)
         app.main.query_one("#batch").value = "4"
@@ -162,10 +165,7 @@ async def make_training(out: Path, model: str, flag: str, warmup: int, iters: in
 
 async def make_why(out: Path, model: str, warmup: int, iters: int, history: Path, suffix: str = "") -> list[Path]:
     """The "why" views: a run's time per layer (l, Layers tab) and the timing modes side by side (M, Timing)."""
-    history.unlink(missing_ok=True)
-    app = TorchperfApp(warmup=warmup, iters=iters, interval=0.5, history_path=str(history))
-    saved: list[Path] = []
-    shoot = shooter(app, out, suffix, saved)
+    app, saved, shoot = fresh_app(out, suffix, history, warmup=warmup, iters=iters)
     async with app.run_test(size=SIZES[suffix]) as pilot:
         await pick(pilot, model)
         await pilot.press("r")
@@ -187,11 +187,8 @@ ATTENTION_ARGS = ("num_hidden_layers=2,hidden_size=64,intermediate_size=128,num_
 async def make_attention(out: Path, history: Path, suffix: str = "") -> list[Path]:
     """The attention story (--demo hf:llama, a small config at sequence 256): math against flash with the verdict,
     the kernel each ran and a fallback with its reason, the sequence sweep's two arms, generation per token."""
-    history.unlink(missing_ok=True)
-    app = TorchperfApp(model="hf:llama", model_args=ATTENTION_ARGS, seq_len="256", demo=True, demo_pace=1.5,
-                       warmup=2, iters=20, history_path=str(history))
-    saved: list[Path] = []
-    shoot = shooter(app, out, suffix, saved)
+    app, saved, shoot = fresh_app(out, suffix, history, model="hf:llama", model_args=ATTENTION_ARGS, seq_len="256",
+                                  demo=True, demo_pace=1.5, warmup=2, iters=20)
 
     def kernels():
         return app.main.query_one("#kernels").result if app.main is not None and app.main.panes_mounted() else None

@@ -119,6 +119,16 @@ def analysed(app, spec: str | None = None) -> bool:
     return f"{picker.spec} · {complexity_summary(picker.complexity)}" in summary
 
 
+async def first_recorded_run(pilot, path):
+    """Press r and wait for the run's record in the history file at `path`, as History would list it: the record."""
+    from torchperf_tui.engine.records.history_file import HistoryFile
+
+    await pilot.press("r")
+    await wait_until(pilot, lambda: path.exists() and HistoryFile(str(path)).load().records,
+                     what="the run in the history file")
+    return HistoryFile(str(path)).load().records[-1]
+
+
 async def choose_model(pilot, spec: str = TINY, shape: str = "3x32x32") -> None:
     """Type the spec and the input shape as a user would, and wait for the analysis at that shape (for a model
     whose analysis fails, for its error line)."""

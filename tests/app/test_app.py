@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.app.helpers import (TINY, GiB, analysed, choose_model, flip, make_app, notifications, run_and_wait,
+from tests.app.helpers import (TINY, GiB, analysed, choose_model, first_recorded_run, flip, make_app, notifications, run_and_wait,
                                screen_text, wait_ready, wait_until)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,17 +87,12 @@ async def test_a_run_fills_progress_stats_and_histogram(tiny_app):
 
 
 async def test_a_completed_run_is_in_the_history_file_at_once(tmp_path):
-    from torchperf_tui.engine.records.history_file import HistoryFile
-
     path = tmp_path / "runs.jsonl"
     app = make_app(warmup=1, iters=5, history_path=str(path))
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_ready(pilot)
         await choose_model(pilot)
-        await pilot.press("r")
-        await wait_until(pilot, lambda: path.exists() and HistoryFile(str(path)).load().records,
-                         what="the run in the history file")
-        record = HistoryFile(str(path)).load().records[-1]
+        record = await first_recorded_run(pilot, path)
         assert record.model == TINY and len(record.samples_ms) == 5
         result = app.session.runs.get(1).result
         # The flags as asked, with the thread count the run used where they left it to the process (never "default").

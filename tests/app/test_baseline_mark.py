@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from tests.app.helpers import TINY, choose_model, make_app, notifications, row_cells, screen_text, wait_ready, wait_until
+from tests.app.helpers import TINY, choose_model, first_recorded_run, make_app, notifications, row_cells, screen_text, wait_ready, wait_until
 from tests.records import make_record
 from torchperf_tui.engine.records.history_file import HistoryFile
 
@@ -21,10 +21,7 @@ async def test_b_marks_the_baseline_and_the_next_run_is_shown_against_it(tmp_pat
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(pilot)
         await choose_model(pilot)
-        await pilot.press("r")
-        await wait_until(pilot, lambda: path.exists() and HistoryFile(str(path)).load().records,
-                         what="the first run in the history")
-        first = HistoryFile(str(path)).load().records[-1]
+        first = await first_recorded_run(pilot, path)
         await pilot.press("8")
         await wait_until(pilot, lambda: history_table(app).row_count == 1, what="the run in History")
         await pilot.press("b")

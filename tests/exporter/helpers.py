@@ -69,9 +69,13 @@ def scrape(url: str) -> dict[str, list]:
     """GET the URL with urllib and parse it with prometheus-client's parser: sample name -> its samples."""
     with urllib.request.urlopen(url, timeout=10) as response:
         assert response.status == 200
-        text = response.read().decode("utf-8")
+        return by_name(text_string_to_metric_families(response.read().decode("utf-8")))
+
+
+def by_name(families) -> dict[str, list]:
+    """Parsed metric families' samples by sample name."""
     samples: dict[str, list] = {}
-    for family in text_string_to_metric_families(text):
+    for family in families:
         for sample in family.samples:
             samples.setdefault(sample.name, []).append(sample)
     return samples
@@ -89,12 +93,7 @@ def scrape_openmetrics(url: str) -> dict[str, list]:
     request = urllib.request.Request(url, headers={"Accept": OPENMETRICS_ACCEPT})
     with urllib.request.urlopen(request, timeout=10) as response:
         assert response.headers["Content-Type"].startswith("application/openmetrics-text")
-        text = response.read().decode("utf-8")
-    samples: dict[str, list] = {}
-    for family in openmetrics_families(text):
-        for sample in family.samples:
-            samples.setdefault(sample.name, []).append(sample)
-    return samples
+        return by_name(openmetrics_families(response.read().decode("utf-8")))
 
 
 def value(samples: dict[str, list], name: str, **labels: str) -> float:
