@@ -82,6 +82,7 @@ def test_differences_name_the_flags_and_what_the_command_line_set():
     assert lines[0].startswith("slower: ") and "95 % CI" in lines[0]
     assert lines[1].startswith("gate: FAILS: ") and "past the allowed 10 %" in lines[1]
     assert lines[2] == "differences: threads 2 -> 1 (from the command line)"
+    assert lines[1].endswith("(exit 1)") and not gate_lines(verdict, exit_code=False)[1].endswith("(exit 1)")  # the app's
 
 
 def test_the_environment_diff_names_versions_clocks_throttling_and_the_host_load():

@@ -22,11 +22,12 @@ def verdict_line(result) -> str:
             "samples)")
 
 
-def gate_line(result) -> str:
-    """Whether the gate passes, and why: 'gate: FAILS: 86.0 % slower, past the allowed 10 % (exit 1)'."""
+def gate_line(result, exit_code: bool = True) -> str:
+    """Whether the gate passes, and why: 'gate: FAILS: 86.0 % slower, past the allowed 10 % (exit 1)'; the exit
+    code only where there is one (`exit_code`: the CLI's, not the app's)."""
     pct, allowed = result.change_pct, f"{result.fail_if_slower_pct:g} %"
     if result.failed:
-        return f"gate: FAILS: {pct:.1f} % slower, past the allowed {allowed} (exit 1)"
+        return f"gate: FAILS: {pct:.1f} % slower, past the allowed {allowed}" + (" (exit 1)" if exit_code else "")
     if result.verdict == "slower":
         return f"gate: passes: {pct:.1f} % slower, within the allowed {allowed}"
     if result.verdict == "faster":
@@ -54,9 +55,9 @@ def environment_line(result) -> str:
     return "environment: " + "; ".join(f"{name} {_value(a)} -> {_value(b)}" for name, a, b in result.environment)
 
 
-def gate_lines(result) -> list[str]:
+def gate_lines(result, exit_code: bool = True) -> list[str]:
     """Every line of a gate's result, in order: verdict, gate, differences, environment, then any notes."""
-    return [verdict_line(result), gate_line(result), differences_line(result), environment_line(result),
+    return [verdict_line(result), gate_line(result, exit_code), differences_line(result), environment_line(result),
             *[f"note: {note}" for note in result.notes]]
 
 

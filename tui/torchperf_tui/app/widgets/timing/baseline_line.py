@@ -60,7 +60,8 @@ class BaselineLine(Static):
             from torchperf_tui.wording.baseline import gate_lines
 
             now = records_of(result, fingerprint)[0]  # {}: no fingerprint taken here (that would import torch)
-            message = self._Verdict(baseline.id, label, gate_lines(gate(baseline, now, source="marked in History")))
+            message = self._Verdict(baseline.id, label, gate_lines(gate(baseline, now, source="marked in History"),
+                                                                   exit_code=False))
         except Exception as exc:  # a run the gate cannot compare: one line, the app goes on
             message = self._Verdict(baseline.id, label, None, user_message(exc))
         if not get_current_worker().is_cancelled:
