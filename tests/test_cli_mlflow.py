@@ -199,13 +199,13 @@ def test_a_baseline_gate_logs_the_run_now_with_its_verdict(capsys, store, tmp_pa
     assert code == 0, err
     base = tmp_path / "base.json"
     base.write_text(out)
-    code, out, err = run(capsys, "--history", history, "compare", "--baseline", str(base), "--fail-if-slower", "1000",
-                         "--mlflow", store)
-    assert code == 0, err
+    code, out, err = run(capsys, "--history", history, "compare", "--baseline", str(base), "--mlflow", store)
+    assert code in (0, 1), err  # an A/A gate: a loaded box can make the run now slower past the 10 %
     client, runs = _runs(store)
-    assert len(runs) == 1
+    assert len(runs) == 1  # the verdict's run (a failing first run is measured again, and only the second logged)
     data = runs[0].data
     assert data.tags["torchperf.baseline_id"] == json.loads(base.read_text())["record"]["id"]
-    assert data.tags["torchperf.gate"] in ("faster", "slower", "same") and data.metrics["gate.exit_code"] == 0
+    assert data.tags["torchperf.gate"].split()[0] in ("faster", "slower", "same")
+    assert data.metrics["gate.exit_code"] == code and ("(fails)" in data.tags["torchperf.gate"]) == (code == 1)
     assert data.metrics["gate.ci_low"] <= data.metrics["gate.ratio"] <= data.metrics["gate.ci_high"]
     assert data.metrics["n"] == 8 and data.params["model"] == "tests.tinymodels:tiny_cnn"
