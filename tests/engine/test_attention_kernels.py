@@ -76,11 +76,22 @@ def test_an_impossible_set_is_refused_in_one_line_before_the_run():
     check_attention_sets(_llama(model_args=DROPOUT), [parse_arm_spec("sdpa=flash").flags])  # inference: no dropout
 
 
-def test_the_measurement_process_refuses_before_the_job_runs():
-    from torchperf_tui.measure.runners import RUNNERS
+def test_every_job_refuses_in_its_preamble_before_the_model_is_built():
+    """The check is in BenchConfig.prepare, the one preamble every measurement starts from: timing, the time per
+    layer, the sweep and generation alike (the last three were outside a list of job kinds checked before)."""
+    from torchperf_tui.engine.analysis.layer_times import layer_times
+    from torchperf_tui.engine.benchmark.abtest import run_ab
+    from torchperf_tui.engine.benchmark.generation import run_generation
+    from torchperf_tui.engine.benchmark.sweep import run_sweep
+    from torchperf_tui.engine.benchmark.timing import run_benchmark
 
-    with pytest.raises(FlagError, match="sdpa=cudnn"):  # the runner itself (which needs a context) never starts
-        RUNNERS["time"]({"cfg": _llama(flags=parse_arm_spec("sdpa=cudnn").flags)}, None)
+    cudnn = _llama(flags=parse_arm_spec("sdpa=cudnn").flags)
+    for start in (lambda: run_benchmark(cudnn), lambda: layer_times(cudnn), lambda: run_sweep(cudnn, 32, 64),
+                  lambda: run_generation(cudnn, 4)):
+        with pytest.raises(FlagError, match="sdpa=cudnn"):
+            start()
+    with pytest.raises(FlagError, match="sdpa=cudnn"):  # an arm's set, in a comparison's preamble
+        run_ab(_llama(), parse_arm_spec(""), parse_arm_spec("sdpa=cudnn"), blocks=6, per_block=1)
 
 
 def test_a_set_the_check_missed_is_still_one_line_from_the_forward():

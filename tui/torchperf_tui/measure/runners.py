@@ -351,9 +351,3 @@ RUNNERS.update({f"cli.{kind}": _lazy("cli_runners", f"run_cli_{kind}")
 RUNNERS.update({"generate": _lazy("generation_runners", "run_generate"),
                 "cli.generate": _lazy("generation_runners", "run_cli_generate"),
                 "cli.generate_ab": _lazy("generation_runners", "run_cli_generate_ab")})
-
-
-# An SDPA set that leaves the model's attention no backend: refused in one line before the job runs.
-from torchperf_tui.measure.attention_check import check_attention_first  # noqa: E402 - wraps RUNNERS above
-
-check_attention_first(RUNNERS)

@@ -327,7 +327,8 @@ def conv_kernels(base: BenchConfig, a: ArmSpec, b: ArmSpec, *, iters: int = 3, w
     arms = {"a": a, "b": b}
     settings = {arm: (spec.dtype or base.dtype, base.channels_last if spec.channels_last is None
                       else spec.channels_last) for arm, spec in arms.items()}
-    plan = base.prepare(amp_for=[(step, dtype) for dtype in dict.fromkeys(d for d, _ in settings.values())])
+    plan = base.prepare(amp_for=[(step, dtype) for dtype in dict.fromkeys(d for d, _ in settings.values())],
+                        arms=(a, b))
     device, shape = plan.device, plan.shape
     name = model_name(base.model)
     cancelled = should_cancel or (lambda: False)

@@ -118,7 +118,7 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int | None, se
         raise TorchperfError(f"samples per block must be at least 1, got {per_block}")
     started = time.time()
     steps = {"A": a.step_spec(base), "B": b.step_spec(base)}
-    plan = base.prepare(amp_for=[(steps["A"], a.dtype or base.dtype), (steps["B"], b.dtype or base.dtype)])
+    plan = base.prepare(amp_for=[(steps["A"], a.dtype or base.dtype), (steps["B"], b.dtype or base.dtype)], arms=(a, b))
     device, shape = plan.device, plan.shape
     cancelled = should_cancel or (lambda: False)
     arms = {}

@@ -80,11 +80,13 @@ class BenchConfig:
     seq_len: int | None = None  # a token model's sequence length (None: its default)
 
     def prepare(self, *, before_amp: Check | None = None, before_inputs: Check | None = None,
-                amp_for: Iterable[tuple["StepSpec", str]] | None = None) -> RunPlan:
+                amp_for: Iterable[tuple["StepSpec", str]] | None = None, arms: Iterable[Any] | None = None) -> RunPlan:
         """The run's device, dtype, step and inputs, checked in this order: the device, the dtype, the step,
-        `before_amp(device, step)` (a runner's own checks), the mixed-precision check, `before_inputs(device,
-        step)`, then the input shape. `amp_for`: (step, dtype name) pairs to check mixed precision for instead
-        of this config's own (the arms of an A/B, each with its own step and dtype)."""
+        `before_amp(device, step)` (a runner's own checks), the mixed-precision check, the SDPA backends,
+        `before_inputs(device, step)`, then the input shape. `amp_for`: (step, dtype name) pairs to check mixed
+        precision for instead of this config's own (the arms of an A/B, each with its own step and dtype); `arms`:
+        the ArmSpecs whose flags run instead of this config's (their SDPA sets are checked, each at its arm's
+        dtype, step and amp)."""
         from torchperf_tui.engine.workloads.inputs import parse_dtype, resolve_device
 
         device = resolve_device(self.device)
@@ -97,9 +99,26 @@ class BenchConfig:
         else:
             for arm_step, arm_dtype in amp_for:
                 check_amp(arm_step, device, parse_dtype(arm_dtype))
+        self._check_attention(device, arms)
         if before_inputs is not None:
             before_inputs(device, step)
         return RunPlan(device=device, dtype=dtype, step=step, inputs=self.input_spec())
+
+    def _check_attention(self, device, arms: Iterable[Any] | None) -> None:
+        """An SDPA set that leaves the model's attention no backend on `device` is refused in one line here, before
+        anything is built (engine/analysis/attention_kernels.py), not a traceback from inside the forward. The
+        default set allows every backend: nothing is checked or imported for it."""
+        import dataclasses
+
+        sets = [(self, self.flags)] if arms is None else [
+            (dataclasses.replace(self, **{k: getattr(arm, k) for k in ("dtype", "step", "amp") if getattr(arm, k)}),
+             arm.flags) for arm in arms]
+        sets = [(cfg, flags) for cfg, flags in sets if flags.sdpa != "all"]
+        if sets:
+            from torchperf_tui.engine.analysis.attention_kernels import check_attention_sets
+
+            for cfg, flags in sets:
+                check_attention_sets(cfg, [flags], device)
 
     def input_spec(self) -> InputSpec:
         """What the model is fed: its inputs at the typed shape, or at its default (engine/workloads/models.py)."""

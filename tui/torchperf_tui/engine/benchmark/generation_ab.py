@@ -140,7 +140,7 @@ def _run(base, a, b, new_tokens, blocks, seed, should_cancel, time_budget_s, on_
         check_arm(a)
         check_arm(b)
 
-    plan = base.prepare(before_amp=checks)
+    plan = base.prepare(before_amp=checks, arms=(a, b))
     device, inputs = plan.device, plan.inputs
     check_positions(inputs, new_tokens)
     arms = {name: GenerationArm(spec=spec.text, flags=spec.flags, dtype=spec.dtype or base.dtype,

@@ -201,7 +201,8 @@ class _Sweep:
 
         started = self.clock()
         cfg = self.cfg
-        plan = cfg.prepare(amp_for=[(self.steps[n], a.dtype or cfg.dtype) for n, a in self.arms.items()])
+        plan = cfg.prepare(amp_for=[(self.steps[n], a.dtype or cfg.dtype) for n, a in self.arms.items()],
+                           arms=self.arms.values())
         device, inputs = plan.device, plan.inputs
         if not inputs.tokens:
             raise TorchperfError(f"sweep varies a token model's sequence length, and {cfg.model} takes "
