@@ -205,7 +205,8 @@ def _add_baseline_options(p: argparse.ArgumentParser) -> None:
                         "override it and are listed as differences) and compare the two samples. REF: a `bench MODEL "
                         "--json` file, a history file (newest timing record, or --baseline-filter's), or a record id "
                         "or unique prefix from --history's file. Exit 0 the same or faster, 1 slower past "
-                        "--fail-if-slower and significant, 2 bad input")
+                        "--fail-if-slower and significant, 2 bad input; a run marked disturbed (a busy host) that "
+                        "reads slower past it is not judged: exit 0, 'disturbed: not judged'")
     p.add_argument("--baseline-filter", metavar="KEY=VALUE,...",
                    help="with --baseline HISTORY_FILE: the newest timing record matching every pair, e.g. "
                         "model=resnet18,dtype=float16 (keys: id, model, input_shape, dtype, device, channels_last, "

@@ -23,6 +23,12 @@ AB_BLOCKS_RANGE = (6, 10_000)
 AB_PER_BLOCK_MAX = 1_000
 # A comparison's default time budget: two arms, so twice bench's 60 s.
 AB_TIME_BUDGET_S = 120.0
+# Timed iterations of a run: a hundred thousand is already far past where p99's interval stops narrowing, and each
+# sample is kept (in the result, its record, the app's plots); past it a typo (an extra zero or five) ran for
+# hours or failed in an allocation. The time budget, not this, is what bounds a slow model's run.
+ITERS_MAX = 100_000
+# Warm-up iterations: a model settles within tens of passes ('auto' stops when it has); ten thousand is generous.
+WARMUP_MAX = 10_000
 # The app's telemetry period: below 0.1 s the event loop does little but sample; above a minute the
 # time series say nothing.
 INTERVAL_RANGE = (0.1, 60.0)
@@ -74,14 +80,19 @@ def positive_int(value: int | str, name: str = "a count") -> int:
     return whole_number(name, value, low=1)
 
 
+def iters(value: int | str, name: str = "iters") -> int:
+    """Timed iterations: 1 .. ITERS_MAX (the CLI's --iters and the app's iters field alike)."""
+    return whole_number(name, value, low=1, high=ITERS_MAX)
+
+
 def warmup(value: int | str) -> int | str:
-    """Warm-up iterations: a count >= 0, or 'auto' (until the iteration time settles)."""
+    """Warm-up iterations: a count 0 .. WARMUP_MAX, or 'auto' (until the iteration time settles)."""
     if isinstance(value, str) and value.strip() == "auto":
         return "auto"
     try:
-        return whole_number("warm-up", value, low=0)
+        return whole_number("warm-up", value, low=0, high=WARMUP_MAX)
     except OptionError:
-        raise OptionError(f"warm-up: expected a count >= 0 or 'auto', got {value!r}") from None
+        raise OptionError(f"warm-up: expected a count 0-{WARMUP_MAX:,} or 'auto', got {value!r}") from None
 
 
 def cpu_count() -> int:
