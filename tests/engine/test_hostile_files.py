@@ -407,7 +407,7 @@ def test_a_writer_that_fails_leaves_no_temporary_file_nor_what_it_made_beside_it
     assert os.listdir(tmp_path) == ["trace.json"] and (tmp_path / "trace.json").read_text() == "the old trace"
 
 
-@pytest.mark.parametrize("written_first", [0, 7, 100])
+@pytest.mark.parametrize("written_first", [1, 7, 100])
 def test_a_history_append_cut_short_by_a_full_disk_leaves_the_file_as_it_was(tmp_path, monkeypatch, written_first):
     path = tmp_path / "history.jsonl"
     HistoryFile(path).append(make_record())
@@ -436,8 +436,14 @@ def test_a_history_ending_in_a_torn_line_is_mended_and_still_all_or_nothing(tmp_
     with open(path, "ab") as fh:
         fh.write(b'{"id": "torn')  # a writer killed mid-line, before this fix
     before = path.read_bytes()
-    monkeypatch.setattr(history_file.os, "write", lambda fd, data: (_ for _ in ()).throw(
-        OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))))
+    real_write = os.write
+
+    def full_after_the_newline(fd, data):
+        if bytes(data[:1]) == b"\n":
+            real_write(fd, b"\n")  # the newline that ends the torn line went in, then the disk was full
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(history_file.os, "write", full_after_the_newline)
     with pytest.raises(TorchperfError):
         HistoryFile(path).append(make_record())
     monkeypatch.undo()
