@@ -42,7 +42,7 @@ def nothing_measured(monkeypatch) -> None:
 @pytest.fixture
 def no_job(monkeypatch) -> list:
     """The jobs a command sent (none may be: the history is checked before any is)."""
-    import torchperf_tui.cli as cli
+    from torchperf_tui.measure import cli_jobs
 
     sent: list = []
 
@@ -50,7 +50,7 @@ def no_job(monkeypatch) -> list:
         sent.append(kind)
         raise AssertionError(f"a {kind} job was sent before the history was checked")
 
-    monkeypatch.setattr(cli, "_run", send)
+    monkeypatch.setattr(cli_jobs, "run_job", send)
     return sent
 
 

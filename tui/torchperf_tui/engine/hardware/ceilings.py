@@ -269,7 +269,7 @@ def _entry(entry: Any, key: str, path: Path) -> CeilingsResult:
         return CeilingsResult.from_dict(entry)
     except ValueError as exc:
         raise CeilingsFileError(f"{_what(path)} {path}: the entry of this device is corrupt ({exc}) and is not "
-                                "used: `torchperf-tui ceilings --refresh` measures it again") from None
+                                f"used: {REMEASURE}") from None
 
 
 def _what(path: Path) -> str:
