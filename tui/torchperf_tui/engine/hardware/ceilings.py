@@ -259,12 +259,12 @@ def load_ceilings(key: str, path: Path | None = None) -> CeilingsResult | None:
     entry = read_kept(path).get(key)
     if entry is None:
         return None
-    result = _entry(entry, key, path)
+    result = _entry(entry, path)
     result.cached, result.path = True, str(path)
     return result
 
 
-def _entry(entry: Any, key: str, path: Path) -> CeilingsResult:
+def _entry(entry: Any, path: Path) -> CeilingsResult:
     try:
         return CeilingsResult.from_dict(entry)
     except ValueError as exc:
@@ -298,8 +298,7 @@ def save_ceilings(result: CeilingsResult, path: Path | None = None) -> Path:
     path = path or ceilings_path()
     devices = read_kept(path)
     devices[result.key] = {k: v for k, v in asdict(result).items() if k not in ("cached", "path")}
-    check_keepable(path)
-    write_text(path, json.dumps({"devices": devices}, indent=1), own=CEILINGS)
+    write_text(path, json.dumps({"devices": devices}, indent=1), own=CEILINGS, make_parents=True)
     result.path = str(path)
     return path
 
@@ -314,7 +313,7 @@ def ceilings(device: str = "auto", *, refresh: bool = False, path: Path | None =
     key = device_key(resolve_device(device))
     entry = read_kept(path).get(key)
     if not refresh and entry is not None:
-        kept = _entry(entry, key, path)
+        kept = _entry(entry, path)
         if kept.outdated is None:
             kept.cached, kept.path = True, str(path)
             return kept

@@ -128,7 +128,7 @@ def _when_full(folder: Path) -> str:
     return " (no space left on the device)" if info.f_bavail == 0 else ""
 
 
-def write_bytes(path: str | os.PathLike, data: bytes, *, own: str | None = None) -> Path:
+def write_bytes(path: str | os.PathLike, data: bytes, *, own: str | None = None, make_parents: bool = False) -> Path:
     def fill(temp: str) -> None:
         with open(temp, "wb") as fh:
             fh.write(data)
@@ -137,11 +137,11 @@ def write_bytes(path: str | os.PathLike, data: bytes, *, own: str | None = None)
 
     if not data:
         raise OutputPathError(f"nothing to write to {os.fspath(path)}")
-    return write_output(path, fill, own=own)
+    return write_output(path, fill, own=own, make_parents=make_parents)
 
 
-def write_text(path: str | os.PathLike, text: str, *, own: str | None = None) -> Path:
-    return write_bytes(path, text.encode("utf-8"), own=own)
+def write_text(path: str | os.PathLike, text: str, *, own: str | None = None, make_parents: bool = False) -> Path:
+    return write_bytes(path, text.encode("utf-8"), own=own, make_parents=make_parents)
 
 
 def _match_mode(temp: str, target: Path) -> None:

@@ -102,7 +102,6 @@ def _write(path: Path, kept: dict) -> None:
     """Best effort, whole or not at all (a temporary file renamed over it): a cache that cannot be written is
     listed again next time."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_text(path, json.dumps(kept))
+        write_text(path, json.dumps(kept), make_parents=True)
     except (TorchperfError, OSError):
         pass
