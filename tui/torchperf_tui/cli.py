@@ -110,6 +110,8 @@ def cmd_bench(args) -> int:
     from torchperf_tui.cli_render import ProgressLine, render_timing
 
     sink = open_mlflow(args)  # --mlflow: its store checked before anything runs (one line, exit 2)
+    if args.modes is None:  # the timing modes are not kept in the history; a run and a generation are
+        check_history_writable(args)
     if getattr(args, "generate", None) is not None or getattr(args, "prompt_len", None) is not None:
         from torchperf_tui.cli_generation import bench_generate  # greedy generation, timed per token
 
@@ -217,9 +219,24 @@ def cmd_roofline(args) -> int:
 
     params = {"cfg": _bench_config(args, iters=args.iters), "peak_tflops": args.peak_tflops,
               "peak_bandwidth_gbs": args.peak_bandwidth, "layers": args.layers, "layer_iters": args.layer_iters}
-    result, _ = _run("cli.roofline", params, f"placing {args.model} on the roofline")
+    result, _ = _run("cli.roofline", params, f"placing {args.model} on the roofline", on_progress=_print_note)
     return _output(args, result, lambda r: render_roofline(r, layers=args.layers),
                    lambda r: _without(r.to_dict(), "layers", unless=args.layers))
+
+
+def check_history_writable(args) -> None:
+    """Before a run whose records go to the history (unless --no-history): a history that cannot take them is
+    one line now, exit 2 with nothing measured, rather than a "not saved" warning after the run."""
+    if getattr(args, "no_history", False):
+        return
+    from torchperf_tui.engine.errors import TorchperfError
+    from torchperf_tui.engine.records.history_file import HistoryFile
+
+    try:
+        HistoryFile(args.history).check_writable()
+    except TorchperfError as exc:
+        raise TorchperfError(f"{exc}: nothing was measured (--history chooses another file, --no-history keeps "
+                             "none)") from None
 
 
 def _append_history(args, result, fingerprint: dict | None) -> list:
@@ -241,6 +258,7 @@ def cmd_compare(args) -> int:
     if getattr(args, "baseline", None) is not None:
         from torchperf_tui.cli_baseline import baseline_command  # the regression gate: exit 0, 1 or 2
 
+        check_history_writable(args)  # the run against the baseline is kept
         return baseline_command(args)
     sink = open_mlflow(args)  # --mlflow: checked before anything runs
     if getattr(args, "generate", None) is not None or getattr(args, "prompt_len", None) is not None:
@@ -249,6 +267,8 @@ def cmd_compare(args) -> int:
         return compare_generate(args)
     base = _bench_config(args, shapes=args.shapes, seed=args.seed)
     arm_a, arm_b = _arms(args, base)
+    if not args.kernels:  # the kernels are not kept in the history; both arms of a comparison are
+        check_history_writable(args)
     params = dict(base=base, a=arm_a, b=arm_b, blocks=args.blocks, per_block=args.per_block, seed=args.seed,
                   kernels=args.kernels, time_budget_s=args.time_budget or None)
     if args.kernels:
@@ -378,6 +398,10 @@ def _parse(argv: list[str]) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parse(list(sys.argv[1:] if argv is None else argv))
     from torchperf_tui.engine.errors import TorchperfError  # cheap: no torch import
+    from torchperf_tui.engine.records.kept_files import HISTORY_ENV
+
+    if getattr(args, "history", None):  # the history in use, for the measurement process too: no output of
+        os.environ[HISTORY_ENV] = args.history  # either process is written over it (engine/records/kept_files.py)
 
     try:
         if args.command is None:

@@ -169,9 +169,9 @@ def history_path(value: str) -> str:
     except OSError as exc:
         raise OptionError(f"--history: cannot use {target}: {exc.strerror or exc}") from None
     if not stat.S_ISREG(mode):
-        from torchperf_tui.engine.records.output_files import _kind
+        from torchperf_tui.engine.records.input_files import file_kind
 
-        raise OptionError(f"--history: will not append to {target}: it is {_kind(mode)}, not a regular file")
+        raise OptionError(f"--history: will not append to {target}: it is {file_kind(mode)}, not a regular file")
     return value
 
 

@@ -57,10 +57,14 @@ def run_cli_roofline(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: cfg, peak_tflops, peak_bandwidth_gbs, layers, layer_iters. A timing, then its roofline (with each
     layer's time for `layers`). -> (Roofline, {})."""
     from torchperf_tui.engine.benchmark.timing import run_benchmark
+    from torchperf_tui.engine.hardware.ceilings import kept_for
     from torchperf_tui.measure.follow_up import layer_times_of_run, roofline_of_run
 
+    # Before the run: a ceilings path that is no file is one line now, a corrupt one a note, not a run lost.
+    measured = kept_for(params["cfg"].device, on_corrupt=lambda line: ctx.progress("note", line))
     timing = run_benchmark(params["cfg"], should_cancel=ctx.cancelled)
-    peaks = {"peak_tflops": params.get("peak_tflops"), "peak_bandwidth_gbs": params.get("peak_bandwidth_gbs")}
+    peaks = {"peak_tflops": params.get("peak_tflops"), "peak_bandwidth_gbs": params.get("peak_bandwidth_gbs"),
+             "measured": measured}
     if params.get("layers"):
         return layer_times_of_run(timing, iters=params["layer_iters"], should_cancel=ctx.cancelled, **peaks), {}
     return roofline_of_run(timing, **peaks), {}

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from typing import Any
 from torchperf_tui import options
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.records.history_records import HistoryRecord
+from torchperf_tui.engine.records.input_files import InputFileError, read_small
 
 # A bench --json file is read whole: bound it (a history line is at most 16 MiB, see history_file.MAX_LINE_BYTES).
 MAX_BASELINE_FILE_BYTES = 64 << 20
@@ -75,24 +75,17 @@ def check_usable(record: HistoryRecord, source: str = "") -> None:
 
 
 def _from_file(path: Path, filter_text: str | None) -> Baseline:
-    try:
-        mode = path.stat().st_mode
+    try:  # a regular file only, never past its cap: a FIFO or /dev/zero is refused, not read
+        text = read_small(path, "the baseline", MAX_BASELINE_FILE_BYTES).decode("utf-8")
     except FileNotFoundError:
         raise BaselineError(f"no baseline file {path}") from None
-    except OSError as exc:
-        raise BaselineError(f"cannot read the baseline {path}: {exc.strerror or exc}") from None
-    if not stat.S_ISREG(mode):
-        raise BaselineError(f"the baseline {path} is not a regular file")
-    if path.stat().st_size > MAX_BASELINE_FILE_BYTES:
-        raise BaselineError(f"the baseline {path} is over {MAX_BASELINE_FILE_BYTES >> 20} MiB: not a bench --json "
-                            "file (a history file goes with --baseline-filter)")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BaselineError(f"cannot read the baseline {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    except InputFileError as exc:
+        raise BaselineError(str(exc)) from None
+    except UnicodeDecodeError:
+        raise BaselineError(f"the baseline {path} is not UTF-8 text") from None
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         data = None  # not one JSON document: JSON lines, a history file
     if isinstance(data, dict) and filter_text is None:
         return Baseline(_record_of_json(data, path), str(path))
