@@ -24,6 +24,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from torchperf_tui.measure.process import remove_if_empty
 from torchperf_tui.measure.protocol import (MEASURING_KINDS, PHASE, CancelJob, JobDone, JobFailed, Progress,
                                            ProtocolError, Quit, Ready, Samples, StartJob, Started, pack, unpack)
 
@@ -87,17 +88,6 @@ def default_log_path() -> str:
     if not os.path.isdir(folder) or os.path.islink(folder) or (hasattr(os, "getuid") and info.st_uid != uid):
         folder = tempfile.mkdtemp(prefix="torchperf-tui-")
     return os.path.join(folder, "measurement-{pid}.log")
-
-
-def remove_if_empty(path: str | None) -> None:
-    """An ended process's log that holds nothing is not worth leaving in the temp folder."""
-    if not path:
-        return
-    try:
-        if os.path.isfile(path) and not os.path.islink(path) and os.path.getsize(path) == 0:
-            os.unlink(path)
-    except OSError:
-        pass
 
 
 class MeasurementProcess:
