@@ -17,9 +17,11 @@ import queue
 import signal
 import sys
 import threading
+import time
 from typing import Any
 
-from torchperf_tui.measure.protocol import CancelJob, JobDone, JobFailed, Quit, Ready, StartJob, Started, pack, unpack
+from torchperf_tui.measure.protocol import (ALIVE, ALIVE_EVERY_S, PHASE, CancelJob, JobDone, JobFailed, Quit, Ready,
+                                           StartJob, Started, pack, unpack)
 
 
 PRINTS_TO_STDERR = "prints-to-stderr"  # the argument that sends stdout (the model's prints) to the stderr given
@@ -268,8 +270,6 @@ def track_phases(job: StartJob, ctx: Any) -> list[str]:
     passes (from the job's first check of its cancel flag: the engine's loops check it before each pass, after
     the build). A process that dies in there (os._exit, a segfault) is then reported with that phase. Returns
     what the import changed of torch's state, in words (put back: the job runs from the process's own)."""
-    from torchperf_tui.measure.protocol import PHASE
-
     spec = model_spec(job.params)
     if spec is None:
         return []
@@ -285,12 +285,21 @@ def track_phases(job: StartJob, ctx: Any) -> list[str]:
         notes = import_changes(module, before)
     ctx.progress(PHASE, f"the analysis of {spec}" if job.kind in ("analyse", "cli.flops") else f"the build of {spec}")
     checked = ctx.cancel_event.is_set
-    announced = []
+    checks = 0
+    said_at, said_phase = 0.0, ""
 
     def cancelled() -> bool:
-        if not announced:
-            announced.append(True)
+        # Called between passes: the first call says the passes begin, the next ones that they go on (a sign of
+        # life for the client's deadline: measure/deadlines.py), at most every ALIVE_EVERY_S, and as the timed
+        # loop's phase changes (so a deadline can say whether the warm-up or the timed passes were running).
+        nonlocal checks, said_at, said_phase
+        checks += 1
+        phase = getattr(ctx, "last_phase", "")
+        if checks == 1:
             ctx.progress(PHASE, f"a pass of {spec}")
+        elif checks == 2 or phase != said_phase or time.monotonic() - said_at >= ALIVE_EVERY_S:
+            said_at, said_phase = time.monotonic(), phase
+            ctx.progress(ALIVE, (checks - 1, phase))
         return checked()
 
     ctx.cancelled = cancelled
