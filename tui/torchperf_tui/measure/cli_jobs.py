@@ -76,7 +76,7 @@ def run_job(kind: str, params: dict, what: str = "", *, on_progress: Callable[[s
     events: queue.Queue = queue.Queue()
     make = process_factory or MeasurementProcess
     process = make(on_event=events.put, output="stderr", restart=False)
-    grace_s = None  # the stop's: the default (a Quit, then a kill), or 0 (a kill now) for a SIGTERM or SIGHUP
+    terminated = False  # by SIGTERM or SIGHUP: the process is killed at once, not asked to quit first
     try:
         process.start()
         job_id = process.submit(kind, params, what or kind)
@@ -86,10 +86,13 @@ def run_job(kind: str, params: dict, what: str = "", *, on_progress: Callable[[s
             _cancel(process, events, job_id)
             raise
     except Terminated:
-        grace_s = 0
+        terminated = True
         raise
     finally:
-        process.stop() if grace_s is None else process.stop(grace_s=grace_s)
+        if terminated:
+            process.stop(grace_s=0)
+        else:
+            process.stop()
     if isinstance(end, JobFailed):
         if end.internal:
             raise MeasurementBug(end.error)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from torchperf_tui.engine.errors import TorchperfError
-from torchperf_tui.measure.deadlines import Deadlines, Watchdog, first_overdue, overdue
+from torchperf_tui.measure.deadlines import Deadlines, Watchdog, first_overdue, overdue_line
 from torchperf_tui.measure.process import remove_if_empty
 from torchperf_tui.measure.protocol import (ALIVE, MEASURING_KINDS, PHASE, CancelJob, JobDone, JobFailed, Progress,
                                            ProtocolError, Quit, Ready, Samples, StartJob, Started, pack, unpack)
@@ -338,7 +338,7 @@ class MeasurementProcess:
 
     def _stop_overdue(self, late: tuple[JobInfo, float, Any]) -> None:
         info, allowed, process = late
-        self._replace(process, overdue(info.what, info.phase, info.passed, info.samples_phase, allowed), info.job_id)
+        self._replace(process, overdue_line(info.what, info.phase, info.passed, info.samples_phase, allowed), info.job_id)
 
     def _on_supervisor(self, fn: Callable[[], None]) -> None:
         """Run `fn` on one long-lived thread and wait for it. A restart must not start the process from the

@@ -4,9 +4,9 @@ blocks for ever in its build or in a pass would otherwise hold the command, or t
 A deadline is on silence, not on the whole job: every event of a running job (its phase, a heartbeat from its
 passes, its samples, its progress) starts the wait again, so a long run that keeps making progress (a sweep, a
 search with no time budget, thousands of iterations) is never cut, and one that stops is stopped within the wait.
-Until its first pass has come back a job gets BUILD_DEADLINE_S: the import of the model's module, its build or
-its analysis, and the first pass, where torch.compile compiles and cuDNN picks its algorithms. Once a pass has come
-back, PASS_DEADLINE_S: the longest one pass (or one step of the search, one block) may take. Both generous, both
+Until its first pass has come back a job gets BUILD_DEADLINE_S: the import of the model's module, its build (with
+torch.compile's compilation) or its analysis, and the first pass, where cuDNN picks its algorithms and lazy modules
+initialise. Once a pass has come back, PASS_DEADLINE_S: the longest one pass (or one step of the search, one block) may take. Both generous, both
 set by an environment variable (a model that really builds for longer; tests, which wait seconds).
 No torch here.
 """
@@ -125,7 +125,7 @@ def stage(phase: str, passed: bool, samples_phase: str) -> str:
     return "a pass"
 
 
-def overdue(what: str, phase: str, passed: bool, samples_phase: str, waited_s: float) -> str:
+def overdue_line(what: str, phase: str, passed: bool, samples_phase: str, waited_s: float) -> str:
     """The one line for a job stopped by its deadline: 'timing m:f: the model did not finish its build within 600 s;
     stopped its measurement process (TORCHPERF_BUILD_DEADLINE=SECONDS waits longer)'."""
     name = PASS_ENV if passed else BUILD_ENV
