@@ -402,11 +402,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if getattr(args, "history", None):  # the history in use, for the measurement process too: no output of
         os.environ[HISTORY_ENV] = args.history  # either process is written over it (engine/records/kept_files.py)
+    from torchperf_tui.measure.cli_jobs import Terminated, ending_on_signals
 
     try:
         if args.command is None:
-            return run_tui(args)
-        return COMMANDS[args.command](args)
+            return run_tui(args)  # the app handles SIGTERM and SIGHUP itself (app/signals.py)
+        with ending_on_signals():  # the measurement process stopped and its empty log removed on the way out
+            return COMMANDS[args.command](args)
+    except Terminated as exc:
+        try:
+            print(f"{PROG}: terminated ({exc})", file=sys.stderr)
+        except (OSError, ValueError):  # SIGHUP: the terminal is gone
+            pass
+        return 128 + exc.signum
     except TorchperfError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -29,6 +29,7 @@ class JobContext:
         self.job_id = job_id
         self.send = send
         self.cancel_event = threading.Event()
+        self.last_phase = ""  # of the latest timed-loop sample ("first", "warmup", "timed"), sent or not
 
     def cancelled(self) -> bool:
         return self.cancel_event.is_set()
@@ -61,6 +62,7 @@ class SampleStream:
     # -- the measuring thread, between iterations -------------------------------------------------
     def on_sample(self, phase: str, index: int, total: int, ms: float) -> None:
         self.samples.append((phase, index, total, ms))
+        self.ctx.last_phase = phase
         now = time.monotonic()
         if now - self._last_send >= self.every_s:
             self._last_send = now
