@@ -160,7 +160,7 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int | None, se
     # random schedule shows them the same shapes in the same order); the block's settling iteration
     # runs the configured shape.
     feeds = {name: ShapeFeed(workloads[(arm.dtype, arm.channels_last)].x, plan.inputs,
-                             schedules[name].shapes(shape, blocks * per_block, sequence=plan.inputs.tokens), parse_dtype(arm.dtype), device,
+                             schedules[name].stream(shape, sequence=plan.inputs.tokens), parse_dtype(arm.dtype), device,
                              arm.channels_last, seed, None)
              for name, arm in arms.items()}
     done = {"A": 0, "B": 0}
@@ -240,7 +240,7 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int | None, se
         arm.first_seen = sum(feeds[name].first_seen[:pairs * per_block])
         arm.summarise(seed=seed)
         if sampler is not None:
-            items = sum(shape[0] for shape in feeds[name].timed_shapes[:pairs * per_block])
+            items = sum(shape[0] for shape in feeds[name].fed[:pairs * per_block])
             arm.conditions = sampler.summary([f"{name}{i}" for i in range(pairs)], items=items)
         # Each arm's spread over its own samples: pooled, the two arms' speeds would read as spread.
         arm.host_noise = host.summary(arm.samples_ms, spread=not schedules[name].varies)
@@ -264,11 +264,14 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int | None, se
 
 
 def _one_pass_s(work, flags: Flags, step, device, seed: int, cancelled: Callable[[], bool]) -> float:
-    """One pass of an arm, under its flags, after a discarded one (which pays the one-off costs), in seconds."""
+    """One pass of an arm, under its flags, after a discarded one (which pays the one-off costs), in seconds. The first
+    passes of the arm: what the model raises here (a training step at batch 1 through a batch norm) is said as a
+    block's would be (forward_errors: a rejected input is one line, exit 2), not as a failure of ours."""
     from torchperf_tui.engine.benchmark.timing import run_timed_loop
     from torchperf_tui.engine.benchmark.train_step import StepRunner, grad_context
+    from torchperf_tui.engine.workloads.workload import forward_errors
 
-    with applied_flags(flags), grad_context(step):
+    with applied_flags(flags), grad_context(step), forward_errors(work.name, work.shape, work.dtype, device):
         runner = StepRunner(work.model, step, device, seed=seed)
         times = run_timed_loop(lambda: runner(work.x), device=device, warmup=0, iters=1, should_cancel=cancelled)
     return times.samples_ms[-1] / 1000.0 if times.samples_ms else 0.0
