@@ -83,7 +83,7 @@ def coerce(owner: str, key: str, text: str, default: Any) -> Any:
     """`text` as a value of the type of `default`, checked: a bool, a whole number (at least 0, at least 1 where the
     default is, unless the setting is an index: pad_token_id), a finite number (a probability, a name holding 'drop'
     (dropout, drop_path_rate, layerdrop) or '_prob', between 0 and 1), a string, or for a default of None or a list
-    a Python literal. ModelError in one line for anything else."""
+    a Python literal; a normalisation's epsilon above 0. ModelError in one line for anything else."""
     where = f"{owner}: {key}={text}"
     if isinstance(default, bool):
         value = _BOOLS.get(text.strip().lower())
@@ -102,10 +102,19 @@ def coerce(owner: str, key: str, text: str, default: Any) -> Any:
             raise ModelError(f"{where}: it must be a finite number")
         if ("drop" in key or "_prob" in key) and not 0.0 <= value <= 1.0:
             raise ModelError(f"{where}: a probability is between 0 and 1")
+        _check_epsilon(where, key, value)
         return value
     if isinstance(default, str):
         return text.strip().strip("'\"")
     return literal(owner, key, text)
+
+
+def _check_epsilon(where: str, key: str, value: Any) -> None:
+    """A normalisation's epsilon (rms_norm_eps, layer_norm_eps, norm_epsilon) is added to a variance before its square
+    root: 0 divides by zero on a constant row, below 0 takes the root of a negative. A config class takes either
+    silently, so it is refused here."""
+    if (key.endswith("eps") or "epsilon" in key) and isinstance(value, (int, float)) and value <= 0:
+        raise ModelError(f"{where}: an epsilon must be above 0 (a small positive number such as 1e-6)")
 
 
 def _number(kind, text: str, error: str):
@@ -119,10 +128,14 @@ def literal(owner: str, key: str, text: str) -> Any:
     """A Python literal (a number, True, None, a list, a quoted string), else the text itself as a string."""
     try:
         value = ast.literal_eval(text)
-    except (ValueError, SyntaxError):
+    except (ValueError, SyntaxError, RecursionError, MemoryError):
+        if text.strip()[:1] in ("[", "(", "{"):  # meant as a list, a tuple or a dict: not passed on as a string
+            raise ModelError(f"{owner}: {key}={text[:80]}: not a Python literal; write a list like "
+                             "[True,False,False]") from None
         if text.strip().lower() in _BOOLS and not text.strip().isdigit():
             return _BOOLS[text.strip().lower()]
         return text.strip()
     if isinstance(value, float) and not math.isfinite(value):
         raise ModelError(f"{owner}: {key}={text}: it must be a finite number")
+    _check_epsilon(f"{owner}: {key}={text}", key, value)
     return value
