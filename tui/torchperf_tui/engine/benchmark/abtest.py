@@ -18,7 +18,7 @@ from torchperf_tui.engine.benchmark.ab_arms import ArmSpec, same_arms
 from torchperf_tui.engine.benchmark.ab_result import MIN_PAIRS, ABResult, ArmResult, block_verdict
 from torchperf_tui.engine.hardware.condition_sampler import conditions_sampler
 from torchperf_tui.engine.errors import TorchperfError
-from torchperf_tui.engine.benchmark.flags import Flags, StateWatch, applied_flags, asked_state
+from torchperf_tui.engine.benchmark.flags import Flags, StateWatch, applied_flags, asked_state, process_baseline
 from torchperf_tui.engine.hardware.host_noise import HostProbe
 from torchperf_tui.engine.hardware.run_conditions import throttle_note
 from torchperf_tui.formatting import format_ms
@@ -246,7 +246,7 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int | None, se
         arm.host_noise = host.summary(arm.samples_ms, spread=not schedules[name].varies)
     host_noise = host.summary([*arms["A"].samples_ms, *arms["B"].samples_ms]).host_only("said per arm")
     verdict = block_verdict(arms["A"].blocks, arms["B"].blocks, seed=seed) if pairs >= MIN_PAIRS else None
-    notes = [AA_NOTE] if same_arms(base, a, b) else []
+    notes = [AA_NOTE] if same_arms(base, a, b, default_threads=process_baseline().flags.num_threads) else []
     notes += [fitted] if fitted else []
     notes += inert_arm_flags(base.flags, arms["A"].flags, arms["B"].flags, device.type)
     notes += step_notes(arms["A"], arms["B"])
