@@ -199,6 +199,16 @@ def test_a_malformed_list_override_is_refused_not_passed_on_as_text(text):
         literal("resnet18", "replace_stride_with_dilation", text)
 
 
+@pytest.mark.parametrize("text", [str(2**62), str(2**31)])
+def test_a_whole_number_override_past_a_32_bit_dimension_is_refused(text):
+    """num_classes=2**62 was 'Storage size calculation overflowed', an internal error, from inside the meta build."""
+    with pytest.raises(ModelError, match=f"^resnet18: num_classes={text}: it must be at most 2,147,483,647$"):
+        coerce("resnet18", "num_classes", text, 1000)
+    with pytest.raises(ModelError, match="at most 2,147,483,647"):
+        literal("hf:llama", "head_dim", text)  # a setting whose default is None
+    assert coerce("resnet18", "num_classes", str(2**31 - 1), 1000) == 2**31 - 1
+
+
 @pytest.mark.parametrize("key", ["rms_norm_eps", "layer_norm_eps", "norm_epsilon"])
 @pytest.mark.parametrize("value", ["-1", "0", "-1e-308"])
 def test_a_normalisations_epsilon_at_or_below_0_is_refused(key, value):

@@ -13,6 +13,7 @@ import math
 from typing import Any, Iterable
 
 from torchperf_tui.engine.errors import ModelError
+from torchperf_tui.engine.workloads.inputs import MAX_DIM
 
 ModelArgs = tuple[tuple[str, str], ...]
 EXAMPLE = "give them like num_hidden_layers=2,hidden_size=256"
@@ -83,7 +84,7 @@ def coerce(owner: str, key: str, text: str, default: Any) -> Any:
     """`text` as a value of the type of `default`, checked: a bool, a whole number (at least 0, at least 1 where the
     default is, unless the setting is an index: pad_token_id), a finite number (a probability, a name holding 'drop'
     (dropout, drop_path_rate, layerdrop) or '_prob', between 0 and 1), a string, or for a default of None or a list
-    a Python literal; a normalisation's epsilon above 0. ModelError in one line for anything else."""
+    a Python literal; a whole number at most MAX_DIM, a normalisation's epsilon above 0. ModelError in one line for anything else."""
     where = f"{owner}: {key}={text}"
     if isinstance(default, bool):
         value = _BOOLS.get(text.strip().lower())
@@ -95,6 +96,7 @@ def coerce(owner: str, key: str, text: str, default: Any) -> Any:
         floor = 1 if default >= 1 and not key.endswith(_INDEX_SUFFIXES) else 0
         if value < floor:
             raise ModelError(f"{where}: it must be at least {floor}")
+        _check_whole(where, value)
         return value
     if isinstance(default, float):
         value = _number(float, text, f"{where} is not a number")
@@ -107,6 +109,13 @@ def coerce(owner: str, key: str, text: str, default: Any) -> Any:
     if isinstance(default, str):
         return text.strip().strip("'\"")
     return literal(owner, key, text)
+
+
+def _check_whole(where: str, value: Any) -> None:
+    """A whole-number setting is a count or a size (classes, layers, a width, positions): past a 32-bit index no
+    tensor can have it as a dimension, and torch fails deep inside ('Storage size calculation overflowed')."""
+    if isinstance(value, int) and not isinstance(value, bool) and value > MAX_DIM:
+        raise ModelError(f"{where}: it must be at most {MAX_DIM:,}")
 
 
 def _check_epsilon(where: str, key: str, value: Any) -> None:
@@ -137,5 +146,6 @@ def literal(owner: str, key: str, text: str) -> Any:
         return text.strip()
     if isinstance(value, float) and not math.isfinite(value):
         raise ModelError(f"{owner}: {key}={text}: it must be a finite number")
+    _check_whole(f"{owner}: {key}={text}", value)
     _check_epsilon(f"{owner}: {key}={text}", key, value)
     return value
