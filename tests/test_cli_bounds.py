@@ -49,6 +49,8 @@ def test_hostile_counts_are_one_line(capsys, no_job, option, value):
     (["bench", TINY, "--seq-len", ""], "sequence length '' is not a whole number"),
     (["bench", TINY, "--seq-len", " "], "is not a whole number"),
     (["bench", TINY, "--shapes", ""], "empty shape schedule"),
+    (["bench", TINY, "--shapes", "random:1-99999999999"], "random size range '1-99999999999': HI must be at most"),
+    (["bench", TINY, "--shapes", "random:8-16:batch=1-99999999999"], "batch range '1-99999999999': HI must be"),
     (["compare", TINY, "--a", "", "--b", "mkldnn=off", "--shapes", " "], "empty shape schedule"),
     (["bench", TINY, "--input", "1xx3x32x32"], "malformed input shape '1xx3x32x32'"),
     (["bench", TINY, "--input", "1x3x32x"], "malformed input shape"),
@@ -120,3 +122,10 @@ def test_a_list_override_is_parsed_and_one_the_builder_refuses_is_one_line(capsy
     assert line == "torchperf-tui: error: cannot build resnet18: Dilation > 1 not supported in BasicBlock"
     line = refused(capsys, "flops", "resnet50", "--model-args", "replace_stride_with_dilation=[True,False")
     assert "not a Python literal" in line
+
+
+def test_a_schedule_whose_largest_shape_no_device_holds_is_refused_before_the_run(capsys):
+    """cycle:4:1-2000000000 was 'Storage size calculation overflowed', an internal error, from inside the meta check."""
+    line = refused(capsys, "bench", TINY, "--shapes", "cycle:4:1-2000000000", "--no-history")
+    assert "shape schedule cycle:4:1-2000000000: input shape 1x3x2000000000x2000000000" in line
+    assert "is more than any device holds" in line

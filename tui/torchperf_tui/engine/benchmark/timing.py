@@ -416,10 +416,12 @@ def check_schedule_accepted(model: str, schedule: ShapeSchedule, inputs: InputSp
     not a failure halfway through a run. A model that cannot run on meta at all is not checked."""
     from torchperf_tui.engine.workloads.complexity import analyse_complexity
     from torchperf_tui.engine.errors import ModelError, ShapeError
+    from torchperf_tui.engine.workloads.inputs import check_dims
 
     check_schedule_inputs(schedule, inputs)
     for extreme in schedule.extremes(inputs.shape, sequence=inputs.tokens):
         try:
+            check_dims(extreme)  # a size past what any tensor holds (random:1-2000000000): said before the run
             inputs.check_shape(extreme)
             analyse_complexity(model, extreme, dtype=dtype, inputs=inputs, model_args=model_args)
         except ShapeError as exc:

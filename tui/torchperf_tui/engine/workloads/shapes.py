@@ -29,6 +29,7 @@ import numpy as np
 
 from torchperf_tui.formatting import format_shape
 from torchperf_tui.engine.errors import ShapeError
+from torchperf_tui.engine.workloads.inputs import MAX_DIM
 
 # cycle:K without a range spreads its sizes over this span around the configured size (224 -> 192..288).
 CYCLE_SPAN = (6 / 7, 9 / 7)
@@ -144,6 +145,8 @@ def _range_arg(text: str, what: str) -> tuple[int, int]:
     low, high = int(match.group(1)), int(match.group(2))
     if low < 1 or high < low:
         raise ShapeError(f"{what} {text!r}: needs 1 <= LO <= HI")
+    if high > MAX_DIM:  # no tensor has such a dimension: torch would fail deep inside, mid-run
+        raise ShapeError(f"{what} {text!r}: HI must be at most {MAX_DIM:,}")
     return low, high
 
 
