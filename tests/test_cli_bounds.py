@@ -105,13 +105,16 @@ def test_arms_found_identical_by_what_they_resolve_to_are_refused(capsys):
 
 
 def test_a_torchvision_override_too_large_to_fit_is_counted_on_meta_and_refused_before_a_run(capsys):
-    """num_classes=99999999999 asked the CPU for 204 TB: flops counts it on the meta device, a run refuses it in one
-    line before building it."""
-    code, out, err = run(capsys, "flops", "resnet18", "--model-args", "num_classes=99999999999", "--json")
+    """num_classes=99999999999 asked the CPU for 204 TB: past a 32-bit dimension it is refused as it is parsed; below
+    that (2000000000 classes, 4 TB of weights) flops counts it on the meta device, and a run refuses it in one line
+    before building it."""
+    line = refused(capsys, "flops", "resnet18", "--model-args", "num_classes=99999999999")
+    assert line == "torchperf-tui: error: resnet18: num_classes=99999999999: it must be at most 2,147,483,647"
+    code, out, err = run(capsys, "flops", "resnet18", "--model-args", "num_classes=2000000000", "--json")
     assert code == 0, err
-    assert json.loads(out)["params_total"] == 512 * 99999999999 + 99999999999 + 11_176_512
-    line = refused(capsys, "bench", "resnet18", "--model-args", "num_classes=99999999999", "--no-history")
-    assert "resnet18: 51.3 T parameters are" in line and "smaller --model-args than num_classes=99999999999" in line
+    assert json.loads(out)["params_total"] == 512 * 2_000_000_000 + 2_000_000_000 + 11_176_512
+    line = refused(capsys, "bench", "resnet18", "--model-args", "num_classes=2000000000", "--no-history")
+    assert "resnet18: 1.03 T parameters are" in line and "smaller --model-args than num_classes=2000000000" in line
 
 
 def test_a_list_override_is_parsed_and_one_the_builder_refuses_is_one_line(capsys):
