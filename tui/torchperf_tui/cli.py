@@ -260,6 +260,7 @@ def cmd_compare(args) -> int:
 
         check_history_writable(args)  # the run against the baseline is kept
         return baseline_command(args)
+    _refuse_gate_options(args)
     sink = open_mlflow(args)  # --mlflow: checked before anything runs
     if getattr(args, "generate", None) is not None or getattr(args, "prompt_len", None) is not None:
         from torchperf_tui.cli_generation import compare_generate  # the verdict on decode, the prefill apart
@@ -270,7 +271,7 @@ def cmd_compare(args) -> int:
     if not args.kernels:  # the kernels are not kept in the history; both arms of a comparison are
         check_history_writable(args)
     params = dict(base=base, a=arm_a, b=arm_b, blocks=args.blocks, per_block=args.per_block, seed=args.seed,
-                  kernels=args.kernels, time_budget_s=args.time_budget or None)
+                  kernels=args.kernels, time_budget_s=args.time_budget or None, aa=args.aa)
     if args.kernels:
         from torchperf_tui.cli_render import render_kernels
 
@@ -284,15 +285,34 @@ def cmd_compare(args) -> int:
     return _output(args, result, render_ab)
 
 
+# compare's options that only the regression gate reads (compare --baseline), as typed.
+GATE_OPTIONS = {"fail_if_slower": "--fail-if-slower", "baseline_filter": "--baseline-filter",
+                "no_confirm": "--no-confirm"}
+
+
+def _refuse_gate_options(args) -> None:
+    """A gate option without --baseline would be read by nothing (`--fail-if-slower 5` on an A/B: no gate, exit 0
+    whatever B's verdict), so it is refused rather than passed over."""
+    from torchperf_tui.cli_baseline import typed_options
+    from torchperf_tui.engine.errors import TorchperfError
+
+    typed = typed_options(args.argv) if getattr(args, "argv", None) is not None else set()
+    stray = [option for dest, option in GATE_OPTIONS.items() if dest in typed]
+    if stray:
+        raise TorchperfError(f"{' and '.join(stray)} go{'es' if len(stray) == 1 else ''} with --baseline REF (the "
+                             "regression gate): an A/B comparison has no gate; add --baseline, or leave "
+                             f"{'it' if len(stray) == 1 else 'them'} out")
+
+
 def _arms(args, base):
     """The arms' SPECs parsed over the base run (no torch: here, before a job is sent), and what the arguments
     alone can refuse: identical arms without --aa, and --kernels with a shape schedule."""
-    from torchperf_tui.engine.benchmark.ab_arms import parse_arm_spec, same_arms, same_arms_refusal
+    from torchperf_tui.engine.benchmark.ab_arms import AA_REMEDY, parse_arm_spec, same_arms, same_arms_refusal
     from torchperf_tui.engine.errors import TorchperfError
 
     arm_a, arm_b = parse_arm_spec(args.a, base=base.flags), parse_arm_spec(args.b, base=base.flags)
     if same_arms(base, arm_a, arm_b) and not args.aa:
-        raise TorchperfError(same_arms_refusal("--aa runs an A/A check of the noise on purpose"))
+        raise TorchperfError(same_arms_refusal(AA_REMEDY))
     if args.kernels and (base.shapes != "fixed" or arm_a.shapes or arm_b.shapes):
         raise TorchperfError("--kernels profiles one input shape: leave out --shapes and shapes= in the SPECs")
     return arm_a, arm_b

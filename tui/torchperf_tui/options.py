@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 import os
 
+import psutil
+
 from torchperf_tui.engine.errors import TorchperfError
 
 # Seeds feed numpy's and torch's generators; numpy takes 0 .. 2**32 - 1.
@@ -29,6 +31,9 @@ AB_TIME_BUDGET_S = 120.0
 ITERS_MAX = 100_000
 # Warm-up iterations: a model settles within tens of passes ('auto' stops when it has); ten thousand is generous.
 WARMUP_MAX = 10_000
+# Passes recorded one by one (profiled, traced, a memory history, a determinism check): each adds to a trace or a
+# snapshot kept whole, so a thousand is plenty.
+RECORDED_MAX = 1_000
 # The app's telemetry period: below 0.1 s the event loop does little but sample; above a minute the
 # time series say nothing.
 INTERVAL_RANGE = (0.1, 60.0)
@@ -85,6 +90,17 @@ def iters(value: int | str, name: str = "iters") -> int:
     return whole_number(name, value, low=1, high=ITERS_MAX)
 
 
+def new_tokens(value: int | str, name: str = "--generate") -> int:
+    """Tokens a generation produces: 1 .. ITERS_MAX (each is a timed decode step, kept as a sample; the model's
+    maximum positions bound it further where it is known)."""
+    return whole_number(name, value, low=1, high=ITERS_MAX)
+
+
+def recorded_passes(value: int | str, name: str = "--iters") -> int:
+    """Passes recorded one by one (profiled, a memory history, a determinism check): 1 .. RECORDED_MAX."""
+    return whole_number(name, value, low=1, high=RECORDED_MAX)
+
+
 def warmup(value: int | str) -> int | str:
     """Warm-up iterations: a count 0 .. WARMUP_MAX, or 'auto' (until the iteration time settles)."""
     if isinstance(value, str) and value.strip() == "auto":
@@ -132,6 +148,17 @@ def time_budget(value: float | str, name: str = "--time-budget") -> float:
 def positive_float(name: str, value: float | str) -> float:
     """A finite number > 0 (a peak, a memory cap, a time budget)."""
     return finite_float(name, value, low=0.0, low_inclusive=False)
+
+
+def memory_cap_gib(value: float | str, name: str = "--memory-cap") -> float:
+    """GiB a CPU search may use: > 0 and at most this machine's RAM (more is no cap: the search would go on until
+    the machine swapped or its kernel ended a process)."""
+    number = positive_float(name, value)
+    ram_gib = psutil.virtual_memory().total / 1024**3
+    if number > ram_gib:
+        raise OptionError(f"{name}: {number:g} GiB is more than this machine's {ram_gib:.1f} GiB of RAM; "
+                          f"give at most {ram_gib:.1f}")
+    return number
 
 
 def ab_blocks(value: int | str) -> int:

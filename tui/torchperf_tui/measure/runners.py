@@ -13,6 +13,7 @@ from collections import deque
 from importlib import import_module
 from typing import Any, Callable
 
+from torchperf_tui.engine.benchmark.ab_arms import FLIP_REMEDY, refuse_same_arms
 from torchperf_tui.measure.protocol import Progress, Samples
 
 SEND_EVERY_S = 0.5  # batched samples leave at most twice a second: the UI redraws a run at that rate anyway
@@ -178,6 +179,7 @@ def run_ab_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     device_kind = params.get("device_kind", "cpu")
     arm_a = ArmSpec(flags=params["a"], text=params["a"].describe(device_kind))
     arm_b = ArmSpec(flags=params["b"], text=params["b"].describe(device_kind))
+    refuse_same_arms(params["base"], arm_a, arm_b, FLIP_REMEDY)  # an empty threads field is this process's count
     result = run_ab(params["base"], arm_a, arm_b, blocks=params["blocks"], per_block=params["per_block"],
                     seed=params["seed"], should_cancel=ctx.cancelled,
                     on_block=lambda arm, i, n, samples: ctx.progress("block", (arm, i, n, list(samples))))

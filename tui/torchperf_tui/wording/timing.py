@@ -45,8 +45,9 @@ def noise_rows(result) -> list[Row]:
 
 
 def budget_rows(result) -> list[Row]:
-    """A run that its time budget stopped early: how far it got."""
-    return [row("note", budget_text(result))] if getattr(result, "budget_stopped", False) else []
+    """A run that its time budget stopped early, in the warm-up or the timed iterations: how far it got."""
+    stopped = getattr(result, "budget_stopped", False) or getattr(result, "warmup_stopped", False)
+    return [row("note", budget_text(result))] if stopped else []
 
 
 def intervals_by_name(samples_ms) -> dict:

@@ -125,7 +125,7 @@ def _run(base, a, b, new_tokens, blocks, seed, should_cancel, time_budget_s, on_
     from torchperf_tui.engine.benchmark.ab_result import MIN_PAIRS, block_verdict
     from torchperf_tui.engine.benchmark.ab_arms import same_arms
     from torchperf_tui.engine.benchmark.abtest import AA_NOTE, block_order, inert_arm_flags
-    from torchperf_tui.engine.benchmark.flags import applied_flags, asked_state
+    from torchperf_tui.engine.benchmark.flags import applied_flags, asked_state, process_baseline
     from torchperf_tui.engine.benchmark.generation import (GreedyLoop, _sampler, check_generation, check_positions,
                                                            method_text)
     from torchperf_tui.engine.workloads.inputs import parse_dtype
@@ -214,7 +214,7 @@ def _run(base, a, b, new_tokens, blocks, seed, should_cancel, time_budget_s, on_
         decode_verdict = block_verdict(arms["A"].decode_blocks, arms["B"].decode_blocks, seed=seed)
         prefill_verdict = block_verdict([[ms] for ms in arms["A"].ttft_ms], [[ms] for ms in arms["B"].ttft_ms],
                                         seed=seed)
-    notes = [AA_NOTE] if same_arms(base, a, b) else []
+    notes = [AA_NOTE] if same_arms(base, a, b, default_threads=process_baseline().flags.num_threads) else []
     notes += inert_arm_flags(base.flags, arms["A"].flags, arms["B"].flags, device.type)
     return GenerationABResult(
         **base.input_facts(inputs), model=base.model, device=str(device), batch=inputs.batch,

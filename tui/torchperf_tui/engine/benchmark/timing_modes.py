@@ -32,6 +32,7 @@ from torchperf_tui.engine.hardware.condition_sampler import conditions_sampler
 from torchperf_tui.engine.hardware.run_conditions import RunConditions, per_item_word, throttle_note
 from torchperf_tui.engine.benchmark.stats import TimingStats, compute_stats
 from torchperf_tui.engine.benchmark.timing import run_timed_loop
+from torchperf_tui.formatting import warmup_budget_text
 
 MODES = ("sync", "pipelined", "graph")
 MEANING = {
@@ -282,7 +283,8 @@ def run_modes(cfg: BenchConfig, modes: tuple[str, ...] = MODES, *, cold_l2: bool
                 passes[0] += 1
                 return out
 
-            warm = run_timed_loop(once, device=device, warmup=cfg.warmup, iters=1, should_cancel=cancelled)
+            warm = run_timed_loop(once, device=device, warmup=cfg.warmup, iters=1, should_cancel=cancelled,
+                                  budget_s=cfg.time_budget_s)  # the budget covers the warm-up, as bench's
             result.first_iter_ms = warm.first_iter_ms
             replay = None
             if "graph" in results:
@@ -339,4 +341,6 @@ def run_modes(cfg: BenchConfig, modes: tuple[str, ...] = MODES, *, cold_l2: bool
             mode.conditions = sampler.summary(windows[mode.mode], items=len(mode.samples_ms) * per_sample * batch)
     result.duration_s = time.time() - started
     result.findings = findings(result)
+    if warm.warmup_stopped:
+        result.findings.insert(0, warmup_budget_text(cfg.time_budget_s, len(warm.warmup_ms), cfg.warmup))
     return result

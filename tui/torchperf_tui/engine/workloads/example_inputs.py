@@ -14,8 +14,19 @@ from torchperf_tui.engine.workloads.input_spec import ModelInputs
 ATTRIBUTE = "example_inputs"
 
 
-def has_example_inputs(factory: Any) -> bool:
-    return callable(getattr(factory, ATTRIBUTE, None))
+def has_example_inputs(factory: Any, spec: str = "the factory") -> bool:
+    """Whether `factory` (`spec`'s) makes its own inputs. An example_inputs that is there and is not a function
+    (`example_inputs = (1, 3, 32, 32)`) is ModelError in one line, not passed over for the default input."""
+    try:
+        make = getattr(factory, ATTRIBUTE, None)
+    except Exception as exc:  # noqa: BLE001 - a property of the user's that raises: one line
+        raise ModelError(f"{spec}.{ATTRIBUTE} raised {type(exc).__name__}: {first_line(exc)}") from None
+    if make is None:
+        return False
+    if not callable(make):
+        raise ModelError(f"{spec}.{ATTRIBUTE} is a {type(make).__name__}, not a function: define it as "
+                         f"{ATTRIBUTE}(batch, device, dtype) returning the inputs, or remove it")
+    return True
 
 
 def call_example_inputs(spec: str, batch: int, device, dtype) -> ModelInputs:

@@ -13,7 +13,7 @@ from torch import nn
 
 from torchperf_tui.formatting import format_bytes
 from torchperf_tui.engine.errors import ModelTooLarge
-from torchperf_tui.engine.workloads.model_args import ModelArgs
+from torchperf_tui.engine.workloads.model_args import ModelArgs, format_model_args
 
 
 def model_footprint(spec: str, model_args: ModelArgs = (), dtype: torch.dtype = torch.float32) -> tuple[int, int]:
@@ -42,7 +42,7 @@ def _weight_bytes(model: nn.Module, dtype: torch.dtype) -> int:
 
 
 def _count_words(count: int) -> str:
-    """6738415616 -> '6.74 B', 11689512 -> '11.7 M'."""
+    """6738415616 -> '6.74 B', 11689512 -> '11.7 M', 51300011175999 -> '51.3 T'."""
     for size, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
         if count >= size:
             value = count / size
@@ -102,6 +102,8 @@ def _too_large_hint(spec: str, model_args: ModelArgs, dtype_helps: bool, vocabul
         key = hf_models.layers_key(hf_models.load_config(spec, model_args))
         if key is not None:
             hints.append(f"--model-args {key}=2 for fewer layers")
+    elif model_args:  # the overrides made it this large (num_classes=99999999999)
+        hints.append(f"smaller --model-args than {format_model_args(model_args)}")
     else:
         hints.append("a smaller model")
     if dtype_helps:

@@ -256,7 +256,7 @@ def input_spec_for(spec: str, *, batch: int, input_shape: tuple[int, ...] | None
         from torchperf_tui.engine.workloads.example_inputs import has_example_inputs
 
         _refuse_custom_args(spec, model_args)
-        if has_example_inputs(load_factory(spec)):
+        if has_example_inputs(load_factory(spec), spec):
             if seq_len is not None:
                 raise ShapeError(f"{spec} makes its own inputs (example_inputs): a sequence length does not apply")
             return InputSpec((batch,), factory=spec)
@@ -339,7 +339,9 @@ def build_model(spec: str, device: str | torch.device = "cpu", *, builder_kwargs
         else:
             try:
                 model = _build_torchvision(entry.name, entry.task, kwargs)
-            except (TypeError, ValueError) as exc:
+            except (TypeError, ValueError, NotImplementedError, AssertionError) as exc:
+                # The builder refusing its keywords (replace_stride_with_dilation=[True,...] on a BasicBlock:
+                # NotImplementedError) is bad input, said in one line.
                 raise ModelError(f"cannot build {entry.name}: {first_line(exc)}") from None
     if meta:
         # A custom factory may create tensors outside register_parameter (e.g. load a state dict):
