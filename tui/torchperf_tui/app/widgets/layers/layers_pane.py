@@ -15,6 +15,7 @@ from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.formatting import (fit_name, format_bytes, format_count, format_flops, format_ms, format_shape,
                                       is_number, number_text)
 from torchperf_tui.wording.complexity import attention_text, counts_backward, layer_figures, step_ratio
+from torchperf_tui.wording.conditions import disturbed_text
 from torchperf_tui.measure.protocol import JobFailed
 
 
@@ -66,7 +67,8 @@ class _Sorted(str):
 
 def time_split_text(roofline, label: str) -> tuple[str, str]:
     """(two short lines over the table, the whole split for its tooltip): what the times are, the profiled pass
-    beside the run's median, what no layer owns and, on a GPU, how much of the pass it sat idle."""
+    beside the run's median, what no layer owns, on a GPU how much of the pass it sat idle, and the marks of the run
+    and of the passes timed per layer (a busy host: their heads on the line, whole in the tooltip)."""
     times = roofline.layer_times
     kind = "GPU kernel time" if times.kind == "cuda" else "CPU wall time"
     outside = sum(roofline.time_outside.values())
@@ -75,10 +77,14 @@ def time_split_text(roofline, label: str) -> tuple[str, str]:
             + (f" · {format_ms(outside)} outside the rows" if outside else ""))
     if times.gpu is not None:
         line += f" · {times.gpu.short()}"
+    marks = roofline.disturbance_marks() if hasattr(roofline, "disturbance_marks") else []
+    if marks:
+        line += f"\n{disturbed_text(marks, compact=True)}"
     rows = "\n".join(f"  {format_ms(ms)}  {row}" for row, ms in roofline.time_outside.items())
     tip = (f"{times.method}.\nThe pass timed per layer {format_ms(times.pass_ms)} (mean of {times.iters}); the run's median "
            f"{format_ms(roofline.latency_ms)}." + (f"\nOutside the rows:\n{rows}" if rows else "")
-           + (f"\n{times.gpu.summary()}" if times.gpu is not None else ""))
+           + (f"\n{times.gpu.summary()}" if times.gpu is not None else "")
+           + (f"\n{disturbed_text(marks)}" if marks else ""))
     return line, tip
 
 
