@@ -152,7 +152,7 @@ def test_a_throughput_search_is_marked_per_try_and_at_its_measurement(host):
     result = find_max_batch(cfg, max_batch=2, try_iters=2, measure_iters=2, time_budget_s=None)
     points = [*result.tries, result.measurement]
     assert [t.label for t in points] == ["batch 1 (grow)", "batch 2 (grow)", f"the measurement at batch {result.best_batch}"]
-    during = "the try's timed iterations"
+    during = "its timed iterations"
     assert result.disturbance_marks() == [f"{t.label}: {busy_line(during)}" for t in points]
     data = result.to_dict()
     assert data["disturbance_marks"] == result.disturbance_marks()

@@ -143,7 +143,7 @@ class ModelBatchRunner:
         sampler = self.sampler if self.window is not None else None  # read over the final measurement only
         window = self.window
 
-        host = self.host if self.host is not None else HostProbe(during="the try's timed iterations")
+        host = self.host if self.host is not None else HostProbe(during="its timed iterations")
 
         def before(phase: str, index: int) -> None:  # outside the timer
             if phase == "timed":
