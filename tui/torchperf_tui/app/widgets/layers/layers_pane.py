@@ -30,12 +30,13 @@ def shape_text(shape) -> str:
 
 
 def complexity_summary(cx) -> str:
-    """One line: parameters, size, FLOPs and MACs of a Complexity (of a training step: its backward too)."""
+    """One line: parameters, size, FLOPs and MACs of a Complexity (of a training step: its backward too), and its
+    input; a factory's example_inputs each by name, shape and dtype."""
     ratio = step_ratio(cx)
     step = f" + backward {format_flops(cx.backward_flops)} (training step {ratio})" if ratio else ""
+    fed = cx.inputs if getattr(cx, "example_inputs", False) else f"input {shape_text(cx.input_shape)} {cx.dtype}"
     return (f"{format_count(cx.params_total)} params · {format_bytes(cx.size_bytes)} · "
-            f"{format_flops(cx.flops)} ({format_count(cx.macs, 'MACs')}){step} · "
-            f"input {shape_text(cx.input_shape)} {cx.dtype}")
+            f"{format_flops(cx.flops)} ({format_count(cx.macs, 'MACs')}){step} · {fed}")
 
 
 # (key, label): what says where the time is likely to go first, so it is in sight at 80 columns beside the
