@@ -41,12 +41,16 @@ def call_example_inputs(spec: str, batch: int, device, dtype) -> ModelInputs:
 
 def describe_example_inputs(spec: str, batch: int, dtype=None, model: Any = None) -> str:
     """'example_inputs at batch 2: image 2x3x8x8 float32, extra 2x5 float32': what `spec`'s example_inputs makes at
-    `batch` in `dtype` (made on the CPU, as the analysis makes them), each tensor by name: a keyword's own, a
-    positional one's the forward parameter it goes to (of `model`, else of the class the factory is or says it
-    returns), else its place (arg0, arg1). ModelError when example_inputs fails."""
+    `batch` in `dtype`, each tensor by name: a keyword's own, a positional one's the forward parameter it goes to (of
+    `model`, else of the class the factory is or says it returns), else its place (arg0, arg1). Made on the meta
+    device (shapes, no memory: a large batch costs nothing), on the CPU where the user's code cannot make them there.
+    ModelError when example_inputs fails."""
     from torchperf_tui.engine.workloads.inputs import dtype_name
 
-    made = call_example_inputs(spec, batch, "cpu", dtype)
+    try:
+        made = call_example_inputs(spec, batch, "meta", dtype)
+    except ModelError:
+        made = call_example_inputs(spec, batch, "cpu", dtype)
     names = positional_names(spec, len(made.args), model)
     named = [*zip(names, made.args), *made.kwargs.items()]
     return f"example_inputs at batch {batch}: " + ", ".join(
