@@ -1,5 +1,8 @@
-"""A CUDA run's GPU over its timed iterations (engine.hardware.run_conditions.RunConditions) in words: clocks,
-temperature and power, throttling, energy."""
+"""The conditions a number was measured under, in words: a CUDA run's GPU over its timed iterations
+(engine.hardware.run_conditions.RunConditions: clocks, temperature and power, throttling, energy), and the host over
+any measurement's windows with every mark on its numbers (engine/hardware/host_noise.py's findings, the app's
+disturbances), for a run, an A/B, a throughput search, the timing modes, a sweep, time per layer and generation alike:
+the CLI's rows, a pane's line and a point's cell."""
 
 from __future__ import annotations
 
