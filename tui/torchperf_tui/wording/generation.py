@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from torchperf_tui.formatting import format_bytes, format_ms, format_number
 from torchperf_tui.wording import Row, row, subject
-from torchperf_tui.wording.timing import noise_rows, state_rows
+from torchperf_tui.wording.conditions import noise_rows
+from torchperf_tui.wording.timing import state_rows
 
 LAST_LOGITS_NOTE = "the prefill computes the last position's logits only (logits_to_keep=1, as model.generate does)"
 
@@ -123,4 +124,4 @@ def generation_ab_rows(result) -> list[Row]:
     rows += [row("note", note) for note in result.notes]
     if result.cancelled:
         rows.append(row("note", "cancelled before the end: the verdict is of the pairs that completed"))
-    return rows + state_rows(result)
+    return rows + noise_rows(result) + state_rows(result)
