@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from torchperf_tui.wording.refusals import app_message
+
 
 class PaneJobs:
     """The jobs of one pane. Events reach the pane as JobEvent messages (app/messages.py) with the slot's
@@ -51,11 +53,9 @@ class PaneJobs:
         try:
             return selection.config(flags)
         except Exception as exc:
-            from torchperf_tui.engine.errors import user_message
-
             if slot is not None:
                 self.cancel(slot)
-            on_error(user_message(exc))
+            on_error(app_message(exc))
             return None
 
     def current(self, message: Any) -> bool:

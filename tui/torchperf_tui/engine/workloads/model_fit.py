@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from torchperf_tui.formatting import format_bytes
-from torchperf_tui.engine.errors import ModelTooLarge
+from torchperf_tui.engine.errors import ModelTooLarge, Remedy
 from torchperf_tui.engine.workloads.model_args import ModelArgs
 
 
@@ -50,8 +50,8 @@ def _count_words(count: int) -> str:
     return str(count)
 
 
-def _too_large_hint(spec: str, model_args: ModelArgs, dtype_helps: bool) -> str:
-    hints = []
+def _too_large_remedies(spec: str, model_args: ModelArgs, dtype_helps: bool) -> list[Remedy]:
+    remedies = []
     from torchperf_tui.engine.workloads.models import source_of
 
     if source_of(spec) == "hf":
@@ -59,19 +59,19 @@ def _too_large_hint(spec: str, model_args: ModelArgs, dtype_helps: bool) -> str:
 
         key = hf_models.layers_key(hf_models.load_config(spec, model_args))
         if key is not None:
-            hints.append(f"--model-args {key}=2 for fewer layers")
+            remedies.append(Remedy("model_args", f"{key}=2", "for fewer layers"))
     else:
-        hints.append("a smaller model")
+        remedies.append(Remedy(None, "a smaller model"))
     if dtype_helps:
-        hints.append("--dtype bfloat16 for half the bytes")
-    return "give " + ", or ".join(hints)
+        remedies.append(Remedy("dtype", "bfloat16", "for half the bytes"))
+    return remedies
 
 
 def check_fits(spec: str, model_args: ModelArgs, dtype: torch.dtype, device: str | torch.device, *,
                free_bytes: Callable[[torch.device], int | None] | None = None) -> None:
     """ModelTooLarge, in one line with the size, when the model's weights alone cannot fit the memory free where
     they are built, told from a meta build before anything is allocated: "hf:llama: 6.74 B parameters are 25.1 GiB
-    in float32; the CPU has 11.2 GiB free: give --model-args num_hidden_layers=2 ...".
+    in float32; the CPU has 11.2 GiB free; give --model-args num_hidden_layers=2 ...".
 
     hf: models are built on the device directly in `dtype`. timm: models are built on the device in float32, then
     cast; torchvision and custom ones in float32 on the CPU, then moved (and cast) to the device, which is checked
@@ -101,8 +101,8 @@ def check_fits(spec: str, model_args: ModelArgs, dtype: torch.dtype, device: str
             place = "the CPU has" if where.type == "cpu" else f"{where} has"
             dtype_helps = wide and held_in == dtype
             raise ModelTooLarge(f"{_label(spec)}: {_count_words(count)} parameters are {format_bytes(need)} in "
-                                f"{dtype_name(held_in)}; {place} {format_bytes(free)} free: "
-                                f"{_too_large_hint(spec, model_args, dtype_helps)}")
+                                f"{dtype_name(held_in)}; {place} {format_bytes(free)} free",
+                                remedies=_too_large_remedies(spec, model_args, dtype_helps))
 
 
 def _label(spec: str) -> str:

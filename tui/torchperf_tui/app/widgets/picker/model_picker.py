@@ -26,6 +26,7 @@ from torchperf_tui.engine.workloads.inputs import dtype_note
 from torchperf_tui.engine.workloads.model_source import source_of
 from torchperf_tui.formatting import format_shape
 from torchperf_tui.measure.protocol import JobFailed
+from torchperf_tui.wording.refusals import app_message
 
 DTYPE_CHOICES = ("float32", "float16", "bfloat16")
 SHAPE_EXAMPLE = "3x224x224"  # the shape field's placeholder until a model's default input is known
@@ -252,8 +253,6 @@ class ModelPicker(Vertical):
         """FLOPs, parameters and the layer table on the meta device, in the measurement process; a newer
         request replaces one still waiting, and one still running is cancelled: a model whose build or forward
         blocks is killed with its process after the grace (measure/client.py), so the next model is analysed."""
-        from torchperf_tui.engine.errors import user_message
-
         self.complexity = None
         spec = self.spec
         self.post_message(self.Analysing(spec))
@@ -261,7 +260,7 @@ class ModelPicker(Vertical):
             params = self.screen.selection().analysis_params()  # the sidebar's choice, frozen, as jobs get it
         except Exception as exc:
             self.jobs.cancel("analysis")
-            self._failed(spec, user_message(exc))
+            self._failed(spec, app_message(exc))
             return
         self.jobs.start("analysis", "analyse", params, f"analysing {spec}")
 
