@@ -43,6 +43,11 @@ class BaselineLine(Static):
                     "History): the next run is shown against it")
         self.display = True
 
+    def forget_run(self) -> None:
+        """The run it was shown against is no longer on the pane: the baseline's own line again."""
+        self.workers.cancel_group(self, "baseline-verdict")
+        self.set_baseline(self.baseline)
+
     def compare(self, result, fingerprint: dict | None, label: str) -> None:
         """Run `label`'s finished TimingResult against the baseline, if one is marked."""
         if self.baseline is None or result.cancelled or not result.samples_ms:
