@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from torchperf_tui.formatting import format_ms
+from torchperf_tui.formatting import format_ms, printable
 
 
 def verdict_line(result) -> str:
@@ -68,4 +68,4 @@ def _value(value: Any) -> str:
         return "default"
     if isinstance(value, float):
         return f"{value:g}"
-    return "".join(ch for ch in str(value)[:80] if ch.isprintable())  # from a file: no escape sequences
+    return printable(value, 80)  # from a file: no escape sequences

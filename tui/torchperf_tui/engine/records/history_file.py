@@ -196,6 +196,19 @@ class HistoryFile:
         except OSError as exc:
             raise TorchperfError(f"cannot read the history file {self.path}: {exc.strerror or exc}") from None
 
+    def stream(self, max_line_bytes: int = MAX_LINE_BYTES) -> "RecordStream":
+        """The records one at a time, oldest first, as they are iterated: an export of a history of any size holds
+        one record at a time. The file is opened here, so a history that is not a regular file is refused (a
+        TorchperfError) before anything is written; a missing file is an empty history. Bad lines are skipped
+        and counted as `load` counts them: `warnings` says so once the stream is read."""
+        try:
+            fh = _open_regular(self.path)
+        except FileNotFoundError:
+            fh = None
+        except OSError as exc:
+            raise TorchperfError(f"cannot read the history file {self.path}: {exc.strerror or exc}") from None
+        return RecordStream(self.path, fh, max_line_bytes)
+
     def _read(self, fh, last: int | None, before: int | None, max_line_bytes: int) -> LoadResult:
         size = os.fstat(fh.fileno()).st_size
         end = size if before is None else max(0, min(before, size))
@@ -235,6 +248,38 @@ class HistoryFile:
             examples = [(offset, numbers[offset], problem) for offset, _, problem in examples]
         return LoadResult(records, _skipped_warning(self.path, skipped, examples), self.path,
                           skipped=skipped, offsets=offsets, start=start)
+
+
+class RecordStream:
+    """A history's records read forwards, one line at a time, as they are iterated (once). `skipped` and `warnings`
+    (at most one line, as LoadResult's) say what was not a record once the iteration has ended."""
+
+    def __init__(self, path: Path, fh, max_line_bytes: int) -> None:
+        self.path, self._fh, self._max = path, fh, max_line_bytes
+        self.skipped = 0
+        self.warnings: list[str] = []
+
+    def __iter__(self):
+        fh, self._fh = self._fh, None
+        if fh is None:
+            return
+        examples: list[tuple[int, int, str]] = []
+        try:
+            with fh:
+                end = os.fstat(fh.fileno()).st_size  # lines appended while it is read are left to the next read
+                for number, (offset, data, torn) in enumerate(_lines_forward(fh, end, self._max), start=1):
+                    if data is not None and not data.strip():
+                        continue
+                    parsed = _parse_line(data, torn, self._max)
+                    if isinstance(parsed, HistoryRecord):
+                        yield parsed
+                        continue
+                    self.skipped += 1
+                    if len(examples) < WARNING_EXAMPLES:
+                        examples.append((offset, number, parsed))
+        except OSError as exc:
+            raise TorchperfError(f"cannot read the history file {self.path}: {exc.strerror or exc}") from None
+        self.warnings = _skipped_warning(self.path, self.skipped, examples)
 
 
 def _refuse_special(path: Path, mode: int) -> None:
