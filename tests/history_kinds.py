@@ -9,7 +9,9 @@ import json
 from tests.records import make_record
 from torchperf_tui.engine.records.history_file import HistoryFile
 
-HOSTILE_MODEL = "evil\x1b[2J\x1b]0;owned\x07\nnext|line"  # clears the screen, sets the title, breaks a line and a table
+# Clears the screen, sets the title, breaks a line and a table, then a C1 CSI (red, where a terminal reads C1) and a
+# right-to-left override (the rest shown backwards)
+HOSTILE_MODEL = "evil\x1b[2J\x1b]0;owned\x07\nnext|line\x9b31m\u202eright"
 DISTURBANCE = "noisy host: load 3.1 on 2 cores, other processes busy on 1.2 of them"
 B_FLAGS = "cudnn.benchmark=on, tf32=on, threads=16 (default), matmul=high, sdpa=flash"
 

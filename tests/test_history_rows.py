@@ -23,7 +23,8 @@ from torchperf_tui.formatting import printable
 from torchperf_tui.wording.history import history_line
 from torchperf_tui.wording.history_export import export_records
 
-CONTROL = [chr(c) for c in (*range(0x20), 0x7F, *range(0x80, 0xA0))]  # what a terminal acts on (C0, DEL, C1)
+# What a terminal acts on (C0, DEL, C1) and the bidirectional overrides (text shown in another order than written)
+CONTROL = [chr(c) for c in (*range(0x20), 0x7F, *range(0x80, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A))]
 
 
 @pytest.fixture
@@ -58,7 +59,7 @@ def test_history_says_what_each_row_is_and_prints_no_control_character(capsys, h
     assert " A/B arm B " in arm_b and f"flags: {B_FLAGS}" in arm_b
     assert " generation " in generation and "64 new tokens after 128" in generation
     assert "per token p50 12.00 ms" in generation and "per pass" not in generation
-    assert "evil\\x1b[2J\\x1b]0;owned\\x07\\x0anext|line" in hostile
+    assert "evil\\x1b[2J\\x1b]0;owned\\x07\\x0anext|line\\x9b31m\\u202eright" in hostile
     assert "-5" not in out and "1e+308" not in out  # the two bad records are not shown as figures
 
 
@@ -78,7 +79,7 @@ def test_export_md_has_kind_per_and_marks_and_escapes_what_would_break_the_table
     assert cells[0]["Marks"] == f"disturbed: {DISTURBANCE}" and cells[1]["Marks"] == ""
     assert cells[0]["When (UTC)"] == "2026-11-22 20:30:00" and cells[2]["Flags"] == B_FLAGS
     assert cells[3]["p50"] == "12.00 ms?" and "64 new tokens after 128" in cells[3]["Input"]
-    assert cells[4]["Model"] == "evil\\x1b[2J\\x1b]0;owned\\x07\\x0anext¦line"
+    assert cells[4]["Model"] == "evil\\x1b[2J\\x1b]0;owned\\x07\\x0anext¦line\\x9b31m\\u202eright"
     assert "-5.00" not in out and len(lines) == 9  # the table's 5 runs, a blank line and the legend of '?'
 
 

@@ -12,7 +12,7 @@ from tests.fakes.fake_measurement import FakeMeasurement
 from tests.history_kinds import B_FLAGS, DISTURBANCE, write_every_kind
 from torchperf_tui.app.widgets.history.history_pane import HistoryPane
 
-CONTROL = [chr(c) for c in (*range(0x20), 0x7F, *range(0x80, 0xA0))]
+CONTROL = [chr(c) for c in (*range(0x20), 0x7F, *range(0x80, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A))]
 
 
 def pane_text(app) -> str:
@@ -79,3 +79,25 @@ async def test_each_history_row_says_what_it_is_and_the_highlighted_one_is_said_
         assert f"flags: {B_FLAGS}" in said  # the flags whole, however narrow their column
         said = flat(await highlight(pilot, f"({records['timing'].short_id})"))
         assert f"disturbed: {DISTURBANCE}" in said and "per pass p50 10.00 ms?" in said
+
+
+async def test_a_record_whose_strings_look_like_markup_is_shown_as_written(tmp_path):
+    """A model's name or flags from the file are words, not Textual markup: shown as written, nothing styled, no
+    markup error (the table, the line under it, the comparison of two marked runs)."""
+    from tests.app.test_history_pane import PaneApp
+    from tests.records import make_record
+    from torchperf_tui.engine.records.history_file import HistoryFile
+
+    path = tmp_path / "h.jsonl"
+    odd = make_record(12.0, model="[/]net[b]", flags={"sdpa": "[/]"})
+    odd.flags_text = "[red]sdpa=[/]"
+    HistoryFile(path).extend([make_record(10.0, flags={"sdpa": "math"}), odd])
+    app = PaneApp(path)
+    async with app.run_test(size=(120, 30)) as pilot:
+        pane = app.query_one(HistoryPane)
+        await wait_until(pilot, lambda: "[/]net[b]" in flat(pane_text(app)) and "flags: [red]sdpa=[/]" in flat(
+            pane_text(app)), timeout=30, what="the odd name and flags shown")
+        pane.toggle_mark(odd.id)
+        pane.toggle_mark(next(rid for rid in pane.records if rid != odd.id))
+        pane.show_marked_comparison()
+        await wait_until(pilot, lambda: "flag sdpa: math -> [/]" in flat(pane_text(app)), what="the comparison")
