@@ -72,11 +72,8 @@ class HistoryRow:
         them whole), then each mark's name: 'cudnn.benchmark=on, tf32=… (disturbed)'."""
         return printable(self.flags, FLAGS_COMPACT) + "".join(f" ({mark.short})" for mark in self.marks)
 
-    def marks_text(self, compact: bool = False) -> str:
-        """'disturbed: noisy host: ...; GPU throttled 40 %: power cap' ('' when none); `compact`: the names alone
-        ('disturbed, GPU throttled')."""
-        if compact:
-            return ", ".join(mark.short for mark in self.marks)
+    def marks_text(self) -> str:
+        """'disturbed: noisy host: ...; GPU throttled 40 %: power cap' ('' when none)."""
         return "; ".join(mark.text for mark in self.marks)
 
 
