@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import subprocess
 import sys
 
@@ -220,3 +221,31 @@ def test_export_md_of_records_given_in_code_matches_the_cli(capsys, history):
     path, records = history
     code, out, _ = run(capsys, "--history", path, "export", "--format", "md")
     assert export_records(records.values(), "md") == out
+
+
+def cli(*argv, stdout) -> subprocess.CompletedProcess:
+    """The CLI in a process of its own, its stdout where a shell would put it."""
+    return subprocess.run([sys.executable, "-m", "torchperf_tui", *argv], stdout=stdout, stderr=subprocess.PIPE,
+                          text=True, timeout=120)
+
+
+def test_a_reader_that_stops_early_is_no_error(tmp_path):
+    """`history | head -1`: the reader has its line; no 'internal error', no traceback."""
+    path = tmp_path / "h.jsonl"
+    HistoryFile(path).extend([make_record(float(i % 50 + 1)) for i in range(2000)])  # more than a pipe holds
+    for argv in (["history"], ["export", "--format", "json"]):
+        reader = subprocess.Popen(["head", "-c", "10"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+        done = cli("--history", str(path), *argv, stdout=reader.stdin)
+        reader.stdin.close()
+        reader.wait()
+        assert done.returncode == 0 and done.stderr == "", (argv, done.stderr)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
+def test_a_full_standard_output_is_one_line_and_exit_2(history):
+    path, _ = history
+    for argv in (["history"], ["export", "--format", "md"]):
+        with open("/dev/full", "w") as full:
+            done = cli("--history", path, *argv, stdout=full)
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+        assert "cannot write the standard output: No space left on device" in done.stderr

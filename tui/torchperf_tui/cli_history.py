@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import contextmanager
 
 from torchperf_tui.cli_args import PROG
+from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.records.history_file import HistoryFile
 from torchperf_tui.engine.records.output_files import write_output
 from torchperf_tui.wording.history import history_line
@@ -33,17 +35,34 @@ def warn_skipped(source) -> None:
         print(f"{PROG}: warning: {warning}", file=sys.stderr)
 
 
+@contextmanager
+def standard_output():
+    """Writing the records to stdout: a reader that stops early (`history | head`) has what it wanted, said
+    nothing; a stdout that cannot be written (/dev/full) is one line and exit 2, not a traceback."""
+    try:
+        yield
+        sys.stdout.flush()
+    except OSError as exc:
+        try:  # what is still buffered would fail again when Python flushes stdout at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):  # a stdout that is no file (a test's capture)
+            pass
+        if not isinstance(exc, BrokenPipeError):
+            raise TorchperfError(f"cannot write the standard output: {exc.strerror or exc}") from None
+
+
 def history_command(args) -> int:
     records, source = open_history(args, last=args.last)
-    if args.json:
-        write_export(records, "json", sys.stdout)
-    else:
-        count = 0
-        for record in records:
-            print(history_line(record))
-            count += 1
-        if not count:
-            print(f"no runs recorded yet ({source.path})")
+    with standard_output():
+        if args.json:
+            write_export(records, "json", sys.stdout)
+        else:
+            count = 0
+            for record in records:
+                print(history_line(record))
+                count += 1
+            if not count:
+                print(f"no runs recorded yet ({source.path})")
     warn_skipped(source)
     return 0
 
@@ -65,7 +84,8 @@ def export_command(args) -> int:
         warn_skipped(source)
         print(f"wrote {_written(exported[0], fmt)} to {args.output}", file=sys.stderr)
     else:
-        write_export(records, fmt, sys.stdout, metric)
+        with standard_output():
+            write_export(records, fmt, sys.stdout, metric)
         warn_skipped(source)
     return 0
 
