@@ -24,9 +24,10 @@ from textual.widgets import DataTable, Static
 from textual.worker import get_current_worker
 
 from torchperf_tui.app.widgets.history.baseline_mark import BaselineMark
+from torchperf_tui.app.widgets.history.history_detail import HistoryDetail
 from torchperf_tui.engine.benchmark.stats import percentile_supported
 from torchperf_tui.formatting import UNSUPPORTED_LEGEND, printable
-from torchperf_tui.wording.history import history_detail, history_row
+from torchperf_tui.wording.history import history_row
 
 MARK = "●"
 CONDITION_MARK = "!"  # after what a row's figures are per: the run has a mark (disturbed, GPU throttled, cancelled)
@@ -39,6 +40,24 @@ COLUMNS = (("mark", " "), ("per", "per"), ("model", "model"), ("p50", "p50"), ("
 MIN_MODEL = 8
 MARKS_LEGEND = f"{CONDITION_MARK} = the run's figures have a mark (disturbed, GPU throttled, cancelled): the line " \
                "under the table says it whole"
+
+
+def model_width(rows: list[list[str]], width: int) -> int:
+    """The model's column in a table `width` wide: what the mark, per, p50 and p99 leave (each column its widest cell
+    + 2), less the time's column where that leaves MIN_MODEL (at 80 columns it does not: the line under the table
+    says the highlighted run's time)."""
+    widths = {key: max([len(label)] + [len(row[i]) for row in rows]) + 2 for i, (key, label) in enumerate(COLUMNS)}
+    rest = width - sum(widths[key] for key in ("mark", "per", "p50", "p99")) - 2  # 2: the model's own padding
+    return max(MIN_MODEL, rest - widths["when"] if rest - widths["when"] >= MIN_MODEL else rest)
+
+
+def legend(records, pers: list[str]) -> str | None:
+    """The table's tooltip: what its '?' and '!' mean, where it shows one (`pers`: its 'per' cells)."""
+    # p99 needs the most samples: a '?' beside any p50 or p99 means one beside that run's p99
+    unsupported = any(r.stats is not None and not percentile_supported(0.99, r.stats.n) for r in records)
+    marked = any(per.endswith(CONDITION_MARK) for per in pers)
+    shown = [text for text, show in ((UNSUPPORTED_LEGEND, unsupported), (MARKS_LEGEND, marked)) if show]
+    return "\n".join(shown) or None
 
 
 def home_short(path) -> str:
@@ -132,7 +151,7 @@ class HistoryPane(BaselineMark, Vertical):
     def compose(self) -> ComposeResult:
         yield Static("loading the history…", id="history-note", classes="loading")
         yield DataTable(id="history-table", cursor_type="row", zebra_stripes=True)
-        yield Static("", id="history-detail")  # the highlighted row whole: its flags and marks are cut in the table
+        yield HistoryDetail("", id="history-detail")  # the highlighted row whole: the table cuts its flags
         yield Static("mark two runs (m or ⏎ on a row) to compare them", id="history-compare")
 
     def on_mount(self) -> None:
@@ -267,25 +286,15 @@ class HistoryPane(BaselineMark, Vertical):
             per = row.compact_per() + (f" {CONDITION_MARK}" if row.marks else "")
             rows.append([self.mark_cell(r.id), per, row.model, row.p50, row.p99, row.when[5:], row.compact_flags(),
                          row.input, row.device, row.short_id, r.id])
-        # The model gets what the mark, per, p50 and p99 leave of the width (each column: its widest cell + 2), less
-        # the time's column where that leaves it MIN_MODEL (at 80 columns it does not: the line under the table
-        # says the highlighted run's time).
-        widths = {key: max([len(label)] + [len(row[i]) for row in rows]) + 2 for i, (key, label) in enumerate(COLUMNS)}
         self._fitted_to = self.size.width
-        scrollbar = 2 if len(rows) + 1 > self.query_one(DataTable).size.height else 0
-        rest = self.size.width - scrollbar - sum(widths[key] for key in ("mark", "per", "p50", "p99")) - 2  # 2: its own
-        width = max(MIN_MODEL, rest - widths["when"] if rest - widths["when"] >= MIN_MODEL else rest)
+        scrollbar = 2 if len(rows) + 1 > table.size.height else 0
+        width = model_width(rows, self.size.width - scrollbar)
         self._columns(table)
         for row in rows:
             row[2] = fit_model(row[2], width)
             # Text, not markup: a model's name or flags read from a file are shown as they are ('[b]' and all)
             table.add_row(*(Text(cell) for cell in row[:-1]), key=row[-1])
-        # p99 needs the most samples: a '?' beside any p50 or p99 means one beside that run's p99
-        unsupported = any(r.stats is not None and not percentile_supported(0.99, r.stats.n)
-                          for r in self.records.values())
-        marked = any(row[1].endswith(CONDITION_MARK) for row in rows)
-        table.tooltip = "\n".join(text for text, shown in ((UNSUPPORTED_LEGEND, unsupported),
-                                                            (MARKS_LEGEND, marked)) if shown) or None
+        table.tooltip = legend(self.records.values(), [row[1] for row in rows])
         if keep in self.records:
             table.move_cursor(row=table.get_row_index(keep))
         self._show_detail()
@@ -295,16 +304,7 @@ class HistoryPane(BaselineMark, Vertical):
         self._show_detail()
 
     def _show_detail(self) -> None:
-        """The highlighted run whole under the table (wording/history.py's history_detail), its marks in the
-        warning colour: at 80 columns its flags are cut in their cell and its time and marks are off to the right."""
-        record = self.records.get(self.highlighted_id() or "")
-        detail = self.query_one("#history-detail", Static)
-        if record is None:
-            detail.update("")
-            return
-        marks = history_row(record).marks_text()
-        # Content, not markup: text read from a file is shown as it is ('[2J' and all; markup would read it as a tag)
-        detail.update(Content(history_detail(record)) + (Content.styled(f" · {marks}", "$warning") if marks else ""))
+        self.query_one(HistoryDetail).show(self.records.get(self.highlighted_id() or ""))
 
     @staticmethod
     def _offsets_of(loaded) -> list[int]:
