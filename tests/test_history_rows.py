@@ -249,3 +249,20 @@ def test_a_full_standard_output_is_one_line_and_exit_2(history):
             done = cli("--history", path, *argv, stdout=full)
         assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
         assert "cannot write the standard output: No space left on device" in done.stderr
+
+
+def test_each_kind_says_what_its_figures_are_per():
+    import dataclasses
+
+    from torchperf_tui.wording.history import history_row
+
+    train = dataclasses.replace(make_record(), details={"step": "train", "optimizer": "sgd"})
+    arm = dataclasses.replace(make_record(), kind="ab", details={"arm": "B", "step": "train", "optimizer": "sgd"})
+    newer = dataclasses.replace(make_record(), kind="sweep\x1b[2J")  # a kind from a newer version, or a forged one
+    rows = [history_row(record) for record in (make_record(), train, arm, newer)]
+    assert [(row.kind, row.per, row.compact_per()) for row in rows] == [
+        ("timing", "pass", "pass"), ("timing", "training step", "step"), ("A/B arm B", "training step", "B step"),
+        ("sweep\\x1b[2J", "iteration", "iter")]
+    assert "per training step p50 10.00 ms?" in history_line(train)
+    cancelled = dataclasses.replace(make_record(), stats=None, samples_ms=[], cancelled=True)
+    assert history_line(cancelled).endswith("no timed samples  flags: defaults  [cancelled]")

@@ -18,9 +18,10 @@ from torchperf_tui.wording import model_label
 
 # What the kinds of record are called, and what one of their samples is.
 KIND_WORDS = {"timing": "timing", "ab": "A/B arm", "generate": "generation"}
-PER_PASS, PER_TRAINING_STEP, PER_TOKEN = "pass", "training step", "token"
+# A kind this version does not know (a newer one's record): its figures are per timed iteration, whatever that is.
+PER_PASS, PER_TRAINING_STEP, PER_TOKEN, PER_ITERATION = "pass", "training step", "token", "iteration"
 # The app's compact form of what a row's figures are per (its arm first for an A/B: 'A pass').
-COMPACT_PER = {PER_PASS: "pass", PER_TRAINING_STEP: "step", PER_TOKEN: "token"}
+COMPACT_PER = {PER_PASS: "pass", PER_TRAINING_STEP: "step", PER_TOKEN: "token", PER_ITERATION: "iter"}
 NO_FIGURE = "–"  # a cell whose figure the record does not have (a run cancelled before any timed sample)
 FLAGS_COMPACT = 24  # the app's flags cell, in characters: the line under the table has them whole
 
@@ -84,6 +85,8 @@ def history_row(record: Any) -> HistoryRow:
     arm = printable(details.get("arm"), 3) if record.kind == "ab" and isinstance(details.get("arm"), str) else ""
     if record.kind == "generate":
         per = PER_TOKEN
+    elif record.kind not in KIND_WORDS:
+        per = PER_ITERATION
     else:
         per = PER_TRAINING_STEP if details.get("step", "infer") == "train" else PER_PASS
     stats = record.stats
