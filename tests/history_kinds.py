@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from tests.records import make_record
+from tests.records import ENV, make_record
 from torchperf_tui.engine.records.history_file import HistoryFile
 
 # Clears the screen, sets the title, breaks a line and a table, then a C1 CSI (red, where a terminal reads C1) and a
@@ -29,7 +29,7 @@ def every_kind() -> dict:
         make_record(12.0, model="hf:gpt2"), kind="generate", input_shape=(1, 128),
         details={"new_tokens": 64, "prompt_len": 128, "ttft_stats": {"p50_ms": 45.2}, "tokens_per_s": 81.3,
                  "kv_cache_bytes": 4_718_592, "model_args": "n_layer=2", "step": "infer", "source": "hf"})
-    hostile = make_record(8.0, model=HOSTILE_MODEL)
+    hostile = make_record(8.0, model=HOSTILE_MODEL, env={**ENV, "host\x1b[2J": "box\x1b]0;owned\x07"})
     return {"timing": timing, "arm_a": arm_a, "arm_b": arm_b, "generation": generation, "hostile": hostile}
 
 

@@ -5,7 +5,7 @@ what kind of run it was, what its figures are per, when it finished and its mark
 
 JSON and Markdown are written a record at a time as the records come, so a history of any size is exported with one
 record in memory; CSV names its columns (the union of every record's flags and environment keys) in its header, so
-it keeps its rows (without samples) until the last record is read.
+its rows wait in a temporary file until the last record is read.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import dataclasses
 import io
 import json
 import math
+import tempfile
 from dataclasses import dataclass
 from typing import Any, Iterable, TextIO
 
@@ -124,26 +125,43 @@ def _csv_row(record: HistoryRecord) -> dict[str, Any]:
     }
     stats = dataclasses.asdict(record.stats) if record.stats is not None else {}
     cells.update({k: stats.get(k) for k in STATS_COLUMNS})
-    cells.update({f"flag.{k}": v for k, v in record.flags.items()})
-    cells.update({f"env.{k}": v for k, v in record.fingerprint.items()})
+    cells.update({f"flag.{printable(k)}": v for k, v in record.flags.items()})  # a key is from the file too
+    cells.update({f"env.{printable(k)}": v for k, v in record.fingerprint.items()})
     return {k: _csv_value(v) for k, v in cells.items()}
 
 
 def _write_csv(records: Iterable[HistoryRecord], out: TextIO) -> None:
-    rows = [_csv_row(record) for record in records]  # rows without samples: the header needs every key first
+    """The header names every record's flag.* and env.* keys, known at the last record: the rows (no samples) wait
+    in a temporary file meanwhile, one JSON line each, so the memory stays flat however long the history."""
     flag_keys: dict[str, None] = {}
     env_keys: dict[str, None] = {}
-    for row in rows:
-        for key in row:
-            if key.startswith("flag."):
-                flag_keys[key] = None
-            elif key.startswith("env."):
-                env_keys[key] = None
-    columns = [*CSV_BASE_COLUMNS, *STATS_COLUMNS, *flag_keys, *env_keys]
-    # "\n" rather than csv's default "\r\n": the text goes to stdout or a text-mode file.
-    writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n", restval="")
-    writer.writeheader()
-    writer.writerows(rows)
+    try:
+        spill = tempfile.TemporaryFile("w+", encoding="utf-8")
+    except OSError as exc:
+        raise TorchperfError(f"cannot keep the CSV's rows in a temporary file: {exc.strerror or exc}") from None
+    with spill:
+        for record in records:
+            row = _csv_row(record)
+            for key in row:
+                if key.startswith("flag."):
+                    flag_keys[key] = None
+                elif key.startswith("env."):
+                    env_keys[key] = None
+            _spill(spill, json.dumps(row, ensure_ascii=False) + "\n")
+        spill.seek(0)
+        # "\n" rather than csv's default "\r\n": the text goes to stdout or a text-mode file.
+        writer = csv.DictWriter(out, fieldnames=[*CSV_BASE_COLUMNS, *STATS_COLUMNS, *flag_keys, *env_keys],
+                                lineterminator="\n", restval="")
+        writer.writeheader()
+        for line in spill:
+            writer.writerow(json.loads(line))
+
+
+def _spill(spill: TextIO, line: str) -> None:
+    try:
+        spill.write(line)
+    except OSError as exc:  # the temporary folder is full: say it is that, not the output
+        raise TorchperfError(f"cannot keep the CSV's rows in a temporary file: {exc.strerror or exc}") from None
 
 
 def _md_cell(value: Any) -> str:
