@@ -11,9 +11,12 @@ from torchperf_tui.wording import RANDOM_WEIGHTS, Row, model_label, plain, rando
 from torchperf_tui.wording.conditions import conditions_rows
 
 
-def fits_text(t) -> str:
-    """A BatchTry: 'fits', or 'does not fit: why'."""
-    return "fits" if t.fits else f"does not fit: {t.reason}"
+def fits_text(t, compact: bool = False) -> str:
+    """A BatchTry: 'fits', or 'does not fit: why' (`compact`, the pane's table: without why, which the line of
+    the rule that stopped the search says)."""
+    if t.fits:
+        return "fits"
+    return "does not fit" if compact else f"does not fit: {t.reason}"
 
 
 def try_line(t) -> str:
