@@ -44,7 +44,7 @@ async def test_throughput_search_streams_tries_then_shows_the_largest_batch_and_
         table = [row_cells(app.main.query_one("#throughput-table"), i)
                  for i in range(app.main.query_one("#throughput-table").row_count)]
         assert [r["batch"] for r in table[:5]] == ["1", "2", "4", "8", "16"]  # grown 1, 2, 4, ... to the bound
-        assert all(r["fits"] == "fits" and r["rate"] != "–" and r["took"].endswith(" s") for r in table)
+        assert all(r["fits"] == "yes" and r["rate"] != "–" and r["took"].endswith(" s") for r in table)
         assert table[-1]["phase"] == "measure"
         summary = screen_text(app, "#throughput-summary")
         # The best rate and its batch (the one measured last), how far the search went, why it stopped,
@@ -69,7 +69,7 @@ async def test_throughput_on_a_model_that_runs_out_of_memory_says_so_and_keeps_g
         assert "error:" in screen_text(app, "#throughput-status")
         assert "out of memory" in screen_text(app, "#throughput-status").lower()  # why, in the error's line
         table = app.main.query_one("#throughput-table")
-        assert table.row_count and all(row_cells(table, i)["fits"] == "does not fit" for i in range(table.row_count))
+        assert table.row_count and all(row_cells(table, i)["fits"] == "no" for i in range(table.row_count))
         assert screen_text(app, "#throughput-summary") == ""
         assert app.is_running
 

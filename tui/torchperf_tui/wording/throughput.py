@@ -12,11 +12,11 @@ from torchperf_tui.wording.conditions import conditions_rows
 
 
 def fits_text(t, compact: bool = False) -> str:
-    """A BatchTry: 'fits', or 'does not fit: why' (`compact`, the pane's table: without why, which the line of
-    the rule that stopped the search says)."""
-    if t.fits:
-        return "fits"
-    return "does not fit" if compact else f"does not fit: {t.reason}"
+    """A BatchTry: 'fits', or 'does not fit: why'; `compact` (the pane's column "fits", in sight at 80 columns):
+    'yes' or 'no', why in the pane's summary."""
+    if compact:
+        return "yes" if t.fits else "no"
+    return "fits" if t.fits else f"does not fit: {t.reason}"
 
 
 def try_line(t) -> str:
