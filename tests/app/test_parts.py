@@ -132,7 +132,7 @@ def test_run_colours_are_each_used_once_even_where_a_theme_repeats_one():
     assert nice_ticks(1.0, 1.0, 4) == []
 
 
-async def test_the_kernels_table_fits_long_layer_names_so_times_and_choice_stay_in_sight_at_80_columns():
+async def test_the_kernels_table_stacks_a_and_b_and_fits_long_layer_names_so_all_stay_in_sight_at_80_columns():
     from textual.app import App
 
     from tests.app.test_small_terminal import column_in_sight
@@ -160,11 +160,16 @@ async def test_the_kernels_table_fits_long_layer_names_so_times_and_choice_stay_
         pane.result = result
         table = app.query_one("#kernels-table")
         await wait_until(pilot, lambda: table.row_count > 0, what="the kernels")
-        for key in ("pass", "a_us", "b_us", "changed"):
+        # A ran and B ran do not both fit beside the times: stacked, a row of two lines per layer and pass, the
+        # pass and the choice under the layer's name.
+        for key in ("layer", "us", "ran"):
             await wait_until(pilot, lambda: column_in_sight(table, key), what=f"the {key} column in sight")
         await wait_until(pilot, lambda: table.get_row_at(0)[0].startswith("…"), what="the long name cut")
-        assert table.get_row_at(0)[0].endswith("squeeze_excitation.fc1"[-8:])  # its end kept
-        await pilot.resize_terminal(120, 24)  # wider: the whole name again
+        name, under = table.get_row_at(0)[0].split("\n")
+        assert name.endswith("squeeze_excitation.fc1"[-8:]) and under.startswith("fwd · ") and "changed" in under
+        a_ran, b_ran = table.get_row_at(0)[-1].split("\n")  # both, shortened to the width left
+        assert a_ran.startswith("mkldnn_") and b_ran.startswith("_slow_") and b_ran.endswith("_forward")
+        await pilot.resize_terminal(120, 24)  # wider: side by side, the whole name again
         await wait_until(pilot, lambda: app.query_one("#kernels-table").get_row_at(0)[0] == names[0],
                          what="the whole name")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from tests.app.helpers import flip, notifications, screen_text, wait_until
+from tests.app.helpers import flip, notifications, row_cells, screen_text, wait_until
 from tests.fakes.fake_measurement import Failed, Recorded
 from torchperf_tui.engine.benchmark.sweep import SweepPoint, SweepResult
 
@@ -45,10 +45,10 @@ async def test_w_sweeps_the_lengths_and_plots_latency_and_memory_against_them(ti
         assert app.main.active_tab() == "sweep"
         await wait_until(pilot, lambda: "stopped:" in screen_text(app, "#sweep-summary"), what="the sweep's end")
         table = app.main.query_one("#sweep-table")
-        cells = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
-        assert [row[0] for row in cells] == ["128", "256", "512", "1024"]
-        assert cells[0][2:] == ["1.00 ms", "1.50 ms", "128,000", "1.0 MiB"]
-        assert cells[-1][2] == "does not fit" and "over the CPU memory cap" in cells[-1][3]
+        cells = [row_cells(table, i) for i in range(table.row_count)]
+        assert [row["length"] for row in cells] == ["128", "256", "512", "1024"]
+        assert [cells[0][key] for key in ("p50", "p90", "rate", "peak")] == ["1.00 ms", "1.50 ms", "128,000", "1.0 MiB"]
+        assert cells[-1]["p50"] == "does not fit" and "arm" not in cells[-1]  # a lone sweep has no arm column
         summary = screen_text(app, "#sweep-summary")
         assert "up to 512 tokens (3.00 ms p50, peak 16.0 MiB)" in summary
         assert "stopped: length 1024 does not fit" in summary
@@ -77,6 +77,8 @@ async def test_shift_w_sweeps_the_flags_before_the_flip_against_now_and_overlays
         assert a.flags.mkldnn_enabled != b.flags.mkldnn_enabled and params["seq_lens"] == (128, 4096)
         summary = screen_text(app, "#sweep-summary")
         assert "A: up to 512 tokens" in summary and "B: up to 512 tokens" in summary
+        table = app.main.query_one("#sweep-table")
+        assert [row_cells(table, i)["arm"] for i in range(2)] == ["A", "B"]
         await wait_until(pilot, lambda: plotted(app, "#sweep-memory") == [[128, 256, 512], [128, 256, 512]],
                          what="both arms' memory curves")
         memory = app.main.query_one("#sweep-memory")._plot._datasets

@@ -88,15 +88,16 @@ def generation_rows(result) -> list[Row]:
     return rows + state_rows(result)
 
 
-def generation_lines(result) -> list[str]:
-    """The app's lines (plain text: the view escapes them): the figures, then the method."""
+def generation_lines(result, compact: bool = False) -> list[str]:
+    """The app's lines (plain text: the view escapes them): the figures, then the method (`compact`, a short
+    terminal: without it), then whether it was cancelled and every disturbance mark."""
     stats = result.decode_stats
     per_token = "n/a" if stats is None else f"p50 {format_ms(stats.p50_ms)} p90 {format_ms(stats.p90_ms)}"
     rate = result.tokens_per_s
     figures = (f"TTFT {ttft_text(result)} · per token {per_token} · "
                f"{'n/a' if rate is None else format_number(rate, 'tokens/s', digits=1)} · "
                f"KV cache {format_bytes(result.kv_cache_bytes) if result.kv_cache_bytes is not None else 'n/a'}")
-    lines = [figures, f"{result.method}; {runs_text(result)}; {result.flags_text()}"]
+    lines = [figures] + ([] if compact else [f"{result.method}; {runs_text(result)}; {result.flags_text()}"])
     if result.cancelled:
         lines.append("cancelled: the figures are of the runs that completed")
     return lines + [line for line in result.disturbance_marks()]

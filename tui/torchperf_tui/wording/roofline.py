@@ -88,8 +88,9 @@ def roofline_rows(result, na: Footnotes) -> list[Row]:
     return rows + noise_rows(result)
 
 
-def roofline_text(result) -> str:
-    """The pane's one line: achieved TFLOP/s, MFU (or why n/a), arithmetic intensity and the side of the roofline."""
+def roofline_text(result, split: bool = False) -> str:
+    """The pane's one line: achieved TFLOP/s, MFU (or why n/a), arithmetic intensity and the side of the roofline;
+    `split` (a line too long for the pane): two, the rates on the first, the intensity and the side on the second."""
     from torchperf_tui.engine.analysis.roofline import utilisation_text  # the CLI's wording (above 100 %: no fact)
 
     mfu = utilisation_text(result, "mfu_pct")
@@ -104,7 +105,8 @@ def roofline_text(result) -> str:
         # beside a datasheet peak (on the CPU it is the peak): the engine's figure, or its sentence above 100 %
         above = measured in getattr(result, "above_ceiling", {}).values()
         mfu += f" ({measured if above else f'{measured} of the measured ceiling'})"
-    text = (f"roofline{of}: {achieved} achieved · MFU {mfu} · intensity "
+    between = "\n" if split else " · "
+    text = (f"roofline{of}: {achieved} achieved · MFU {mfu}{between}intensity "
             f"{number_text(result.arithmetic_intensity, '.1f', ' FLOP/byte', na='n/a')} (ridge {ridge}) · {side}")
     if any(hasattr(value, "reason") for value in (result.mfu_pct, result.ridge_flops_per_byte, result.side)):
         text += " · why n/a: Device tab"

@@ -11,13 +11,13 @@ from torchperf_tui.wording import RANDOM_WEIGHTS, Row, model_label, plain, rando
 from torchperf_tui.wording.conditions import conditions_rows, noise_rows, point_mark
 
 
-def fits_text(t, marked: bool = True) -> str:
+def fits_text(t, marked: bool = True, compact: bool = False) -> str:
     """A BatchTry: 'fits', 'fits · noisy host' (its timed iterations' host or spread marked it; not unless
-    `marked`), or 'does not fit: why'."""
-    if not t.fits:
-        return f"does not fit: {t.reason}"
-    mark = point_mark(t) if marked else ""
-    return f"fits · {mark}" if mark else "fits"
+    `marked`), or 'does not fit: why'. `compact` (the pane's column "fits", in sight at 80 columns): 'yes' (with its
+    mark) or 'no', why in the pane's summary."""
+    mark = point_mark(t) if marked and t.fits else ""
+    said = ("yes" if t.fits else "no") if compact else ("fits" if t.fits else f"does not fit: {t.reason}")
+    return f"{said} · {mark}" if mark else said
 
 
 def try_line(t) -> str:

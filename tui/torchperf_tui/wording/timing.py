@@ -54,6 +54,20 @@ def percentile_cell(intervals: dict, name: str, value_ms: float, style: str = ""
     return format_ms(value_ms) + unsupported_mark(interval is None or interval.supported, style)
 
 
+def outside_bulk_text(bulk) -> str:
+    """What a histogram spanning the bulk of the samples (engine.benchmark.stats.Bulk) leaves out: '3 samples
+    above 24.91 ms, up to 704 ms'; '' when it shows every sample."""
+    def count(n: int) -> str:
+        return f"{n} sample{'s' if n != 1 else ''}"
+
+    parts = []
+    if bulk.below:
+        parts.append(f"{count(bulk.below)} below {format_ms(bulk.low)}, down to {format_ms(bulk.lowest)}")
+    if bulk.above:
+        parts.append(f"{count(bulk.above)} above {format_ms(bulk.high)}, up to {format_ms(bulk.highest)}")
+    return " · ".join(parts)
+
+
 def intervals_line(intervals: dict) -> str:
     """The pane's line: '95 % CI  p50 4.68-4.73 ms · p90 6.21-7.10 ms · p99? not supported by 50 samples, needs 555'."""
     parts = [f"{name}{unsupported_mark(i.supported)} {interval_text(i)}" for name, i in intervals.items()]

@@ -214,3 +214,54 @@ def share_above(samples_ms: Sequence[float], factor: float) -> float | None:
         return None
     fastest = min(samples_ms)
     return sum(1 for v in samples_ms if v > factor * fastest) / len(samples_ms)
+
+
+# -- the bulk of the samples, and what lies far outside it --------------------------------------------------
+FENCE_IQRS = 3.0  # Tukey's "far out" fences: a slow tail of a quiet run stays inside, a stall of a busy host does not
+
+
+@dataclass(frozen=True)
+class Bulk:
+    """The range a histogram of the samples spans: from the smallest to the largest sample inside the fences
+    (FENCE_IQRS interquartile ranges below the first quartile and above the third), and how many samples lie
+    outside it, below and above, down to `lowest` and up to `highest`. Every sample inside when the quartiles
+    are equal (the bulk is one value) or there are fewer than 4 samples."""
+
+    low: float
+    high: float
+    below: int
+    above: int
+    lowest: float
+    highest: float
+
+    @property
+    def outside(self) -> int:
+        return self.below + self.above
+
+
+def bulk_range(samples_ms: Sequence[float], fence_iqrs: float = FENCE_IQRS) -> Bulk | None:
+    """The Bulk of `samples_ms` (None without samples): one stall of 700 ms among samples of 20 ms leaves the
+    histogram the 20 ms and says the one above."""
+    ordered = sorted(float(v) for v in samples_ms)
+    if not ordered:
+        return None
+    lowest, highest = ordered[0], ordered[-1]
+    q1, q3 = _percentile(ordered, 0.25), _percentile(ordered, 0.75)
+    if len(ordered) < 4 or q3 <= q1:
+        return Bulk(lowest, highest, 0, 0, lowest, highest)
+    fence_low, fence_high = q1 - fence_iqrs * (q3 - q1), q3 + fence_iqrs * (q3 - q1)
+    inside = [v for v in ordered if fence_low <= v <= fence_high]  # never empty: the quartiles lie between
+    return Bulk(inside[0], inside[-1], sum(1 for v in ordered if v < fence_low),
+                sum(1 for v in ordered if v > fence_high), lowest, highest)
+
+
+def runs_bulk_range(runs: Sequence[Sequence[float]], fence_iqrs: float = FENCE_IQRS) -> Bulk | None:
+    """The Bulk of several runs drawn on shared bins: from the lowest of their bulks to the highest (a slower run is
+    no stall of a faster one's), and the samples of any run outside that; None without samples."""
+    bulks = [bulk for bulk in (bulk_range(run, fence_iqrs) for run in runs) if bulk is not None]
+    if not bulks:
+        return None
+    low, high = min(b.low for b in bulks), max(b.high for b in bulks)
+    every = [float(v) for run in runs for v in run]
+    return Bulk(low, high, sum(1 for v in every if v < low), sum(1 for v in every if v > high), min(every),
+                max(every))

@@ -26,11 +26,49 @@ from torchperf_tui.measure.protocol import JobFailed
 COLUMNS = (("layer", "layer"), ("a_us", "A µs"), ("b_us", "B µs"), ("changed", "choice"), ("a", "A ran"),
            ("b", "B ran"))
 PASS_COLUMN = ("pass", "pass")
+# Where A ran and B ran do not both fit beside the rest, they are stacked: a row of two lines per layer (and pass),
+# A above B, the kernels in one column and their times in another, the pass and the choice under the layer's name.
+STACKED_COLUMNS = (("layer", "layer"), ("us", "µs"), ("ran", "A ran / B ran"))
 MIN_NAME = 10
+NAME_WIDTH = 26  # a kernel's short name side by side (engine.analysis.kernels.short_kernel_names)
+STACKED_LAYER = (8, 16)  # the least and the most a stacked layer's name takes: the kernels' names keep the rest
 
 
-def columns_for(training: bool) -> tuple[tuple[str, str], ...]:
+def columns_for(training: bool, stacked: bool = False) -> tuple[tuple[str, str], ...]:
+    if stacked:
+        return STACKED_COLUMNS
     return (COLUMNS[0], PASS_COLUMN, *COLUMNS[1:]) if training else COLUMNS
+
+
+def kernel_rows(result, names_width: int) -> list[dict]:
+    """A row per conv layer (per pass of a training step's), its kernels by their short names in `names_width`,
+    then a row per attention call site (per pass): the facts the table lays out side by side or stacked."""
+    rows = []
+    for layer, name, phase, part, names in layer_rows(result, names_width):
+        rows.append({"name": name, "phase": phase, "a_us": us_text(part.a_us), "b_us": us_text(part.b_us),
+                     "changed": part.changed, "choice": "changed" if part.changed else "same",
+                     "a": ran_text(part.a, names, compact=True),
+                     "b": ran_text(part.b, names, compact=True) if part.changed else "same",
+                     "key": f"{layer.layer}:{phase}"})
+    for index, site in enumerate(getattr(result, "attention", [])):
+        # An attention row's choice says the kernels themselves ('math→flash'), in sight at 80 columns.
+        first = index == 0 or result.attention[index - 1].site != site.site
+        a_ran, b_ran = attention_ran_text(site.a, compact=True), attention_ran_text(site.b, compact=True)
+        rows.append({"name": site.site if first or not result.training else "", "phase": site.phase,
+                     "a_us": us_text(site.a.us_per_iter), "b_us": us_text(site.b.us_per_iter),
+                     "changed": site.changed, "choice": f"{a_ran}→{b_ran}" if site.changed else a_ran,
+                     "a": a_ran, "b": b_ran, "key": f"attention:{site.site}:{site.phase}"})
+    return rows
+
+
+def widest(rows: list[dict], field: str, label: str = "") -> int:
+    """The width of a column holding `field` of every row under `label`."""
+    return max([len(label)] + [len(row[field]) for row in rows])
+
+
+def choice_cell(row: dict) -> str:
+    """'changed' (or an attention site's 'math→flash') in bold warning, or 'same'."""
+    return f"[b $warning]{row['choice']}[/]" if row["changed"] else row["choice"]
 
 
 class KernelsPane(Vertical):
@@ -66,45 +104,50 @@ class KernelsPane(Vertical):
         self._set_columns(training=False)
 
     def _fill_table(self, result) -> None:
-        """A row per conv layer (per pass of a training step's). The layer's name gets what the pass, the times
-        and the choice leave of the width, keeping its end, so they stay in sight at 80 columns."""
+        """A row per conv layer (per pass of a training step's), then per attention call site: A ran and B ran side
+        by side where both fit at their names' natural width beside the rest, else stacked. The layer's name gets
+        what the other columns leave, keeping its end: the times, the choice and both kernels stay in sight at 80
+        columns, beside the sidebar too."""
         training = result.training
-        columns = columns_for(training)
-        rows = []
-        for layer, name, phase, part, names in layer_rows(result, 26):
-            same = not part.changed
-            rows.append([name, *([phase] if training else []), us_text(part.a_us), us_text(part.b_us),
-                         "same" if same else "[b $warning]changed[/]", ran_text(part.a, names, compact=True),
-                         "same" if same else ran_text(part.b, names, compact=True), f"{layer.layer}:{phase}"])
-        choice_width = len("changed")
-        for index, site in enumerate(getattr(result, "attention", [])):
-            # An attention row's choice says the kernels themselves ('math→flash'), in sight at 80 columns.
-            first = index == 0 or result.attention[index - 1].site != site.site
-            a_ran, b_ran = attention_ran_text(site.a, compact=True), attention_ran_text(site.b, compact=True)
-            choice = f"{a_ran}→{b_ran}" if site.changed else a_ran
-            choice_width = max(choice_width, len(choice))
-            rows.append([site.site if first or not training else "", *([site.phase] if training else []),
-                         us_text(site.a.us_per_iter), us_text(site.b.us_per_iter),
-                         f"[b $warning]{choice}[/]" if site.changed else choice, a_ran, b_ran,
-                         f"attention:{site.site}:{site.phase}"])
-        keys = [key for key, _ in columns]
-        beside = sum(max([len(label)] + [len(row[i]) for row in rows]) + 2 for i, (key, label) in enumerate(columns)
-                     if key in ("pass", "a_us", "b_us"))
-        beside += choice_width + 2
         table = self.query_one(DataTable)
         self._fitted_to = self.size.width
+        rows = kernel_rows(result, NAME_WIDTH)
+        pass_width = widest(rows, "phase", "pass") + 2 if training else 0
         scrollbar = 2 if len(rows) + 1 > table.size.height else 0
-        width = max(MIN_NAME, self.size.width - scrollbar - beside - 2)
-        self._set_columns(training)
+        beside = pass_width + sum(widest(rows, field, label) + 2 for field, label in
+                                  (("a_us", "A µs"), ("b_us", "B µs"), ("choice", "choice"), ("a", "A ran"),
+                                   ("b", "B ran")))
+        width = self.size.width - scrollbar - beside - 2
+        if width >= MIN_NAME:
+            self._set_columns(training)
+            for row in rows:
+                table.add_row(fit_name(row["name"], width), *([row["phase"]] if training else []), row["a_us"],
+                              row["b_us"], choice_cell(row), row["a"], row["b"], key=row["key"])
+            return
+        # Stacked: the layer's name takes what the kernels' names leave it, between STACKED_LAYER's bounds.
+        scrollbar = 2 if 2 * len(rows) + 1 > table.size.height else 0
         for row in rows:
-            *cells, key = row
-            cells[keys.index("layer")] = fit_name(cells[0], width)
-            table.add_row(*cells, key=key)
+            row["under"] = f"{row['phase']} · {row['choice']}" if training else row["choice"]
+        times = max(widest(rows, "a_us"), widest(rows, "b_us")) + len("A ") + 2
+        room = self.size.width - scrollbar - times - 4  # the name's and the kernels' columns, less their padding
+        least, most = STACKED_LAYER
+        name_width = max(least, widest(rows, "under"),  # the pass and the choice whole, the name cut to fit
+                         min(room - max(widest(rows, "a"), widest(rows, "b")), most, widest(rows, "name", "layer")))
+        ran_width = max(MIN_NAME, room - name_width)
+        rows = kernel_rows(result, min(ran_width, NAME_WIDTH))
+        over = max(widest(rows, "a"), widest(rows, "b")) - ran_width  # a name and its ' +2' (kernels more)
+        if over > 0:
+            rows = kernel_rows(result, max(MIN_NAME, min(ran_width, NAME_WIDTH) - over))
+        self._set_columns(training, stacked=True)
+        for row in rows:
+            under = f"{row['phase']} · {choice_cell(row)}" if training else choice_cell(row)
+            table.add_row(f"{fit_name(row['name'], name_width)}\n{under}", f"A {row['a_us']}\nB {row['b_us']}",
+                          f"{row['a']}\n{row['b']}", key=row["key"], height=2)
 
-    def _set_columns(self, training: bool) -> None:
+    def _set_columns(self, training: bool, stacked: bool = False) -> None:
         table = self.query_one(DataTable)
         table.clear(columns=True)
-        for key, label in columns_for(training):
+        for key, label in columns_for(training, stacked):
             table.add_column(label, key=key)
 
     def start(self, flags_a, flags_b) -> None:

@@ -24,13 +24,24 @@ SWEEP_LENGTHS = "128-4096"  # the app's lengths (the CLI's default): cut at the 
 MiB = 1024**2
 
 
-def point_cells(point) -> tuple[str, ...]:
-    """(length, arm, p50, p90, tokens/s, peak) of one SweepPoint; one that did not fit says why."""
+# The figures a user reads first lead, so latency and memory stay in sight at 80 columns beside the sidebar; an arm's
+# column only in an A/B (a lone sweep's would say "–" on every row).
+COLUMNS = (("length", "length"), ("arm", "arm"), ("p50", "p50"), ("peak", "peak"), ("p90", "p90"),
+           ("rate", "tokens/s"))
+
+
+def columns_for(ab: bool) -> tuple[tuple[str, str], ...]:
+    return COLUMNS if ab else tuple(column for column in COLUMNS if column[0] != "arm")
+
+
+def point_cells(point, ab: bool = False) -> tuple[str, ...]:
+    """(length, [arm,] p50, peak, p90, tokens/s) of one SweepPoint; one that did not fit says so (why: in the
+    summary, which says what stopped the sweep)."""
+    arm = (point.arm or "–",) if ab else ()
     if not point.fits:
-        why = point.reason if len(point.reason) <= 40 else point.reason[:39] + "…"  # the summary says it whole
-        return (str(point.length), point.arm or "–", "does not fit", escape(why), "", "")
-    return (str(point.length), point.arm or "–", format_ms(point.median_ms), format_ms(point.p90_ms),
-            number_text(point.tokens_per_s, ",.0f"), format_bytes(point.peak_bytes))
+        return (str(point.length), *arm, "does not fit", "", "", "")
+    return (str(point.length), *arm, format_ms(point.median_ms), format_bytes(point.peak_bytes),
+            format_ms(point.p90_ms), number_text(point.tokens_per_s, ",.0f"))
 
 
 class LengthAxis:
@@ -56,9 +67,12 @@ class LengthAxis:
 class SweepPlot(_PlotHolder):
     """One figure (p50 latency or peak memory) against sequence length, a line per arm, with a legend in an A/B."""
 
+    elsewhere = "the table above has every length"
+
     def __init__(self, metric: str, **kwargs) -> None:
         super().__init__(**kwargs)
         self.metric = metric  # "latency" or "memory"
+        self.what = f"the {metric} plot"
         self.empty_text = "no lengths yet: press w to sweep (W: the flags before the last flip against now)"
         self.series: dict[str, list[tuple[int, float]]] = {}
         self.labels: dict[str, str] = {}
@@ -120,6 +134,7 @@ class SweepPane(Vertical):
         self.arm_labels: dict[str, str] = {}
         self.result = None  # the last sweep's SweepResult; `error` its one line when it failed
         self.error: str | None = None
+        self._ab = False  # the table's columns are an A/B's
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="pane-actions"):
@@ -135,9 +150,14 @@ class SweepPane(Vertical):
     def on_mount(self) -> None:
         if not self.query(DataTable):
             return  # the app is closing as the pane mounts
+        self._set_columns(ab=False)
+
+    def _set_columns(self, ab: bool) -> None:
+        """The table emptied, with the columns of a lone sweep or an A/B's."""
+        self._ab = ab
         table = self.query_one(DataTable)
-        for key, label in (("length", "length"), ("arm", "arm"), ("p50", "p50"), ("p90", "p90"),
-                           ("rate", "tokens/s"), ("peak", "peak")):
+        table.clear(columns=True)
+        for key, label in columns_for(ab):
             table.add_column(label, key=key)
 
     def start(self) -> None:
@@ -171,7 +191,7 @@ class SweepPane(Vertical):
             self.arm_labels = {"A": f"A ({arms[0].text})", "B": f"B ({arms[1].text})"}
         self.screen.show_tab("sweep")
         self.result, self.error = None, None
-        self.query_one(DataTable).clear()
+        self._set_columns(ab=arms is not None)
         self.query_one("#sweep-summary", Static).update("")
         self.points = []
         self._replot()
@@ -211,7 +231,7 @@ class SweepPane(Vertical):
     def add_point(self, point) -> None:
         self.points.append(point)
         table = self.query_one(DataTable)
-        table.add_row(*point_cells(point))
+        table.add_row(*point_cells(point, self._ab))
         table.move_cursor(row=table.row_count - 1)
         self._replot()
 
@@ -220,8 +240,9 @@ class SweepPane(Vertical):
         from torchperf_tui.wording.sweep import sweep_marks_text, sweep_summary
 
         self.result = result
-        if len(self.points) != len(result.points):  # a point's event lost to a replaced job: the result's own
-            self.query_one(DataTable).clear()
+        # A point's event lost to a replaced job, or a table laid out for the other kind: the result's own rows.
+        if len(self.points) != len(result.points) or self._ab != result.ab:
+            self._set_columns(result.ab)
             self.points = []
             for point in result.points:
                 self.add_point(point)

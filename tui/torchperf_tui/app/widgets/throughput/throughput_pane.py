@@ -25,17 +25,22 @@ from torchperf_tui.app.widgets.timing.histogram import _PlotHolder, theme_palett
 from torchperf_tui.app.widgets.timing.run_lines import conditions_markup
 
 
+# The figures first, so they are in sight at 80 columns beside the sidebar; how each try went after them.
+COLUMNS = (("batch", "batch"), ("rate", "samples/s"), ("latency", "latency"), ("fits", "fits"), ("phase", "phase"),
+           ("took", "took"))
+
+
 def try_cells(t) -> tuple[str, str, str, str, str, str]:
-    """(batch, phase, fits or why not, latency, samples/s, time the try took) of one BatchTry."""
-    return (str(t.batch), t.phase, fits_text(t), format_ms(t.latency_ms) if t.latency_ms is not None else "–",
-            format_number(t.samples_per_s, digits=1) if t.samples_per_s is not None else "–",
+    """(batch, samples/s, latency, fits or not, phase, time the try took) of one BatchTry."""
+    return (str(t.batch), format_number(t.samples_per_s, digits=1) if t.samples_per_s is not None else "–",
+            format_ms(t.latency_ms) if t.latency_ms is not None else "–", fits_text(t, compact=True), t.phase,
             number_text(t.seconds, ".1f", " s", na="–"))
 
 
 def throughput_summary(result) -> str:
     """The best samples/s and its batch; the largest batch that fits (or how far the search went); the
-    rule that stopped the search; the time spent; the engine's notes; the marks of a busy host per try (their heads:
-    the table's 'fits · noisy host' says which)."""
+    rule that stopped the search; why each try that did not fit did not; the time spent; the engine's notes; the
+    marks of a busy host per try (their heads: the table's 'yes · noisy host' says which)."""
     latency = format_ms(result.latency_ms) if result.latency_ms is not None else "–"
     if result.samples_per_s is not None:
         head = f"best {best_text(result, bold)} · latency {latency} per batch"
@@ -47,6 +52,12 @@ def throughput_summary(result) -> str:
         head += f" · CPU cap {format_bytes(cap)}"
     limit, stopped = limit_row(result), stopped_by_row(result, bold, escape)
     lines = [head, f"{limit[0]}: {limit[1]}", f"{stopped[0]} {stopped[1]}"]
+    # why a try did not fit (the table says only that it did not): each reason once, at the first batch it stopped
+    failures: dict = {}
+    for t in result.tries:
+        if not t.fits:
+            failures.setdefault(t.reason, t)
+    lines += [escape(f"batch {t.batch} {fits_text(t)}") for t in failures.values()]
     # Notes can quote an exception's text: escaped, so a "[" in it is not read as markup.
     lines += [escape(n) for n in result.notes if not n.startswith("CPU memory cap")]
     # a GPU: its clocks, energy per sample and throttling over the measurement
@@ -70,6 +81,8 @@ class ThroughputPlot(_PlotHolder):
     """samples/s against batch for the batches that fitted."""
 
     empty_text = "no batches yet: press t to search"
+    what = "the plot of samples/s by batch"
+    elsewhere = "the table above has every batch"
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -127,8 +140,7 @@ class ThroughputPane(Vertical):
         if not self.query(DataTable):
             return  # the app is closing as the pane mounts: its children are already gone
         table = self.query_one(DataTable)
-        for key, label in (("batch", "batch"), ("phase", "phase"), ("fits", "fits"), ("latency", "latency"),
-                           ("rate", "samples/s"), ("took", "took")):
+        for key, label in COLUMNS:
             table.add_column(label, key=key)
 
     def start(self) -> None:

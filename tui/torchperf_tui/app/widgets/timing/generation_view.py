@@ -37,7 +37,6 @@ class GenerationView(Vertical):
     GenerationView { height: 1fr; display: none; }
     GenerationView.-yielded { height: auto; }
     GenerationView > Static { height: auto; }
-    GenerationView.-compact > Static { text-wrap: nowrap; text-overflow: ellipsis; }
     GenerationView > LatencyHistogram { min-height: 4; }
     """
 
@@ -53,22 +52,24 @@ class GenerationView(Vertical):
         self._on_cpu = False
         self._histogram_at = 0.0
         self._lines: list[str] = []  # in markup: the head, then the figures, then the rest
+        self._compact_lines: list[str] = []  # the same on a short pane (the figures and every mark, no method)
         self._run_seen = None  # the timing pane's run when g was pressed: a newer one takes the histogram back
 
     def compose(self) -> ComposeResult:
         yield Static("", id="generation-lines")
         yield LatencyHistogram(id="generation-histogram")
 
-    def say(self, *lines: str) -> None:
-        """The section's lines (markup); on a short pane the first two, one row each."""
+    def say(self, *lines: str, compact: list[str] | None = None) -> None:
+        """The section's lines (markup), wrapped at the pane's edge; on a short pane `compact` (else the same)."""
         self._lines = list(lines)
+        self._compact_lines = self._lines if compact is None else compact
         self.display = True
         self._show_lines()
 
     def _show_lines(self) -> None:
         compact = self.parent is not None and self.parent.has_class("-compact")
         self.set_class(compact, "-compact")
-        self.query_one("#generation-lines", Static).update("\n".join(self._lines[:2] if compact else self._lines))
+        self.query_one("#generation-lines", Static).update("\n".join(self._compact_lines if compact else self._lines))
 
     def on_resize(self) -> None:
         if self._lines:
@@ -171,7 +172,9 @@ class GenerationView(Vertical):
 
         self.result = result
         self.decode_ms = list(result.decode_ms)
-        self.say(f"[b]generate[/] {escape(self.setup)}", *(escape(line) for line in generation_lines(result)))
+        head = f"[b]generate[/] {escape(self.setup)}"
+        self.say(head, *(escape(line) for line in generation_lines(result)),
+                 compact=[head, *(escape(line) for line in generation_lines(result, compact=True))])
         self._histogram(self.decode_ms)
         if result.cancelled:
             return
@@ -179,13 +182,13 @@ class GenerationView(Vertical):
         save_run(self, result, fingerprint)
 
     def _histogram(self, samples, empty: str = WAITING) -> None:
-        self.query_one(LatencyHistogram).show_samples(samples, "per output token (decode steps)", empty=empty)
+        self.query_one(LatencyHistogram).show_samples(samples, "per output token", empty=empty)
 
     # -- another model -----------------------------------------------------------------------------------------
     def model_chosen(self, spec: str) -> None:
         """Another model: the generation of the last one would read as this one's."""
         if self.spec is not None and spec != self.spec:
             self.jobs.cancel("generate", enforce=False)
-            self.spec, self.result, self._lines = None, None, []
+            self.spec, self.result, self._lines, self._compact_lines = None, None, [], []
             self.display = False
             self._take_histogram(False)

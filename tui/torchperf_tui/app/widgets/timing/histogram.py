@@ -1,9 +1,12 @@
 """Latency histograms drawn with textual-plot: one that fills live during a run, and an overlay of
-several runs on shared bins with a legend. textual-plot is imported only after the first frame."""
+several runs on shared bins with a legend. Both span the bulk of the samples (a few stalls of a busy host would
+squash it into one bar) and say at their right edge how many samples lie outside. A plot without the rows to show
+its data says so, and where to see it. textual-plot is imported only after the first frame."""
 
 from __future__ import annotations
 
 import math
+import textwrap
 import time
 from typing import Sequence
 
@@ -11,6 +14,9 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
+
+from torchperf_tui.engine.benchmark.stats import bulk_range, runs_bulk_range
+from torchperf_tui.wording.timing import outside_bulk_text
 
 
 def histogram_bins(samples: Sequence[float], bins: int, lo: float | None = None,
@@ -58,19 +64,27 @@ def theme_palette(app) -> list[str]:
 # Below this height a plot's default margins (2 rows above, 3 below, the axis box) leave no room for bars:
 # the axis labels become one caption line above the plot and the margins shrink to the tick labels.
 COMPACT_BELOW_ROWS = 14
+# Below this height a compact plot (its caption, the axis box's two lines, the tick labels) keeps fewer than three
+# rows for its data: the holder says where to see it instead of drawing empty axes.
+MIN_PLOT_ROWS = 7
 
 
 class _PlotHolder(Vertical):
     """A placeholder until textual-plot is loaded, then a PlotWidget. Short of COMPACT_BELOW_ROWS rows it
-    draws compactly: the axis labels as a caption line, margins only for the tick labels."""
+    draws compactly: the axis labels as a caption line, margins only for the tick labels; short of MIN_PLOT_ROWS
+    it draws nothing and says where to see what it would show (`elsewhere`). Under the plot, right-aligned, a
+    note at its edge (what a histogram leaves out)."""
 
     DEFAULT_CSS = """
-    _PlotHolder { height: 1fr; min-height: 4; }
+    _PlotHolder { height: 1fr; min-height: 2; }
     _PlotHolder > PlotWidget { height: 1fr; }
-    _PlotHolder > .plot-caption { height: 1; color: $text-muted; text-wrap: nowrap; text-overflow: ellipsis; }
+    _PlotHolder > .plot-caption { height: auto; max-height: 2; color: $text-muted; }
+    _PlotHolder > .plot-edge-note { height: auto; width: 1fr; text-align: right; color: $warning; }
     """
 
     placeholder_text = "loading…"
+    what = "the plot"  # what the holder draws, in the words of its no-room notice
+    elsewhere = ""  # where the same figures are on screen when the plot has no room
     # Redrawing a plot costs milliseconds of the UI thread; at most this often, the latest data wins.
     min_redraw_interval = 0.25
 
@@ -99,10 +113,35 @@ class _PlotHolder(Vertical):
         caption.display = False
         yield caption
         yield Static(self.placeholder_text, classes="plot-placeholder loading")
+        note = Static("", classes="plot-edge-note")
+        note.display = False
+        yield note
 
     @property
     def compact(self) -> bool:
         return 0 < self.size.height < COMPACT_BELOW_ROWS
+
+    @property
+    def no_room(self) -> bool:
+        return 0 < self.size.height < MIN_PLOT_ROWS
+
+    def no_room_text(self) -> str:
+        """'the histogram needs 7 rows, it has 4: hide the sidebar (h) or enlarge the terminal; its percentiles are
+        in the lines above', or a shorter form where that does not fit the rows it has."""
+        sidebar = self.screen.query("#sidebar") if self.is_attached else []
+        shown = bool(sidebar) and sidebar.first().display
+        how = "hide the sidebar (h) or enlarge the terminal" if shown else "enlarge the terminal"
+        head = f"{self.what} needs {MIN_PLOT_ROWS} rows, it has {self.size.height}: {how}"
+        forms = [f"{head}; {self.elsewhere}" if self.elsewhere else head, head,
+                 f"{self.what}: no room ({'h or ' if shown else ''}a taller terminal)"]
+        width, height = max(self.size.width, 1), max(self.size.height, 1)
+        return next((form for form in forms if len(textwrap.wrap(form, width)) <= height), forms[-1])
+
+    def show_edge_note(self, text: str) -> None:
+        """A line under the plot at its right edge (what the plot leaves out), or none."""
+        note = self.query_one(".plot-edge-note", Static)
+        note.update(text)
+        note.display = bool(text)
 
     def on_resize(self) -> None:
         """A new size redraws at once (the rate limit is for data arriving): the ticks, margins and caption
@@ -157,7 +196,7 @@ class _PlotHolder(Vertical):
 
         self._plot = ExitSafePlot(allow_pan_and_zoom=False)
         self.query_one(".plot-placeholder", Static).update(self.empty_text)
-        self.mount(self._plot)
+        self.mount(self._plot, before=self.query_one(".plot-edge-note"))
         self._plot.display = False
         self.call_after_refresh(self.redraw)
 
@@ -178,7 +217,11 @@ class _PlotHolder(Vertical):
         # it would draw into the old size (a small box above empty rows).
         plot.refresh(layout=True)
         plot.clear()
+        self.show_edge_note("")
         empty = not self.has_data()
+        if not empty and self.no_room:
+            self._set_placeholder(True, self.no_room_text())
+            return
         self._set_placeholder(empty)
         if not empty:
             self.draw(self._plot)
@@ -189,16 +232,24 @@ class _PlotHolder(Vertical):
     def draw(self, plot) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
 
-    def _set_placeholder(self, visible: bool) -> None:
-        """The placeholder text when there is nothing to draw, the plot otherwise (never empty axes)."""
+    def _set_placeholder(self, visible: bool, text: str | None = None) -> None:
+        """The placeholder text (`text`, else the empty text) when there is nothing to draw or no room to draw it,
+        the plot otherwise (never empty axes)."""
         placeholder = self.query_one(".plot-placeholder", Static)
         placeholder.display = visible
+        placeholder.set_class(text is None, "loading")
         if visible:
             self.query_one(".plot-caption", Static).display = False
         if visible and self._plot is not None:
-            placeholder.update(self.empty_text)
+            placeholder.update(self.empty_text if text is None else text)
         if self._plot is not None:
             self._plot.display = not visible
+
+
+def outside_note(bulk) -> str:
+    """The edge note of a histogram over `bulk`: what it leaves out, pointing off its right edge ('' if nothing)."""
+    text = outside_bulk_text(bulk)
+    return f"{text} →" if text else ""
 
 
 class LatencyHistogram(_PlotHolder):
@@ -206,6 +257,8 @@ class LatencyHistogram(_PlotHolder):
     met a new input shape are drawn apart (another colour, stacked on the same bins) from the repeats."""
 
     empty_text = "no samples yet: press r to run"
+    what = "the histogram"
+    elsewhere = "its percentiles are in the lines above"
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -231,8 +284,9 @@ class LatencyHistogram(_PlotHolder):
 
         palette = theme_palette(self.app)
         everything = self.samples + self.first_seen
-        lo, hi = min(everything), max(everything)
-        bins = bin_count(len(everything))
+        bulk = bulk_range(everything)  # the bins span the bulk; the samples far outside are counted at the edge
+        lo, hi = bulk.low, bulk.high
+        bins = bin_count(len(everything) - bulk.outside)
         centres, counts, width = histogram_bins(self.samples, bins, lo, hi)
         if self.first_seen:
             # Stacked: the first-seen bars are drawn first at full height, the repeats over them.
@@ -254,12 +308,15 @@ class LatencyHistogram(_PlotHolder):
         if self.first_seen:
             self.show_legend(plot, LegendLocation.TOPRIGHT, legend)
         plot.set_ylimits(0, top * 1.1)
+        self.show_edge_note(outside_note(bulk))
 
 
 class LatencyOverlay(_PlotHolder):
     """Histograms of several runs on shared bins, one colour each, with a legend."""
 
     empty_text = "finish two runs to overlay them"
+    what = "the overlay"
+    elsewhere = "the table above has each run's median and p99"
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -277,11 +334,10 @@ class LatencyOverlay(_PlotHolder):
     def draw(self, plot) -> None:
         from textual_plot import HiResMode, LegendLocation
 
-        # Shared bins clipped at the 99.5th percentile of all runs, so one outlier does not squash the rest.
-        everything = sorted(s for _, samples in self.series for s in samples)
-        lo = everything[0]
-        hi = everything[min(len(everything) - 1, int(len(everything) * 0.995))]
-        bins = bin_count(len(everything) // len(self.series))
+        # Shared bins over the runs' bulks, so a few stalls do not squash the rest; those are counted at the edge.
+        bulk = runs_bulk_range([samples for _, samples in self.series])
+        lo, hi = bulk.low, bulk.high
+        bins = bin_count((sum(len(samples) for _, samples in self.series) - bulk.outside) // len(self.series))
         palette = theme_palette(self.app)
         top = 0.0
         legend = []
@@ -295,3 +351,4 @@ class LatencyOverlay(_PlotHolder):
         self.fit_xticks(plot, lo, hi)
         plot.set_ylimits(0, top * 1.1)
         self.show_legend(plot, LegendLocation.TOPRIGHT, legend)
+        self.show_edge_note(outside_note(bulk))

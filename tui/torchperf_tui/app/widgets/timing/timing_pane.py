@@ -60,8 +60,7 @@ class TimingPane(Vertical):
     DEFAULT_CSS = """
     TimingPane { height: 1fr; }
     TimingPane > Static { height: auto; }
-    TimingPane.-compact #model-summary, TimingPane.-compact #run-status, TimingPane.-compact #run-roofline,
-    TimingPane.-compact #run-modes {
+    TimingPane.-compact #model-summary, TimingPane.-compact #run-status {
         text-wrap: nowrap;
         text-overflow: ellipsis;
     }
@@ -96,8 +95,9 @@ class TimingPane(Vertical):
         yield GenerationView()  # key g: a causal LM's generation, timed per token (a section of its own)
 
     def on_resize(self, event) -> None:
-        """Short of COMPACT_BELOW_ROWS rows (80x24 leaves 20) the lines above the histogram take one row each
-        (cut at the edge: the full text is in Layers, Device and the notifications) so it keeps its bars."""
+        """Short of COMPACT_BELOW_ROWS rows (80x24 leaves 20) the lines above the histogram are compact so it
+        keeps its bars: the model's and the run's one row each (cut at the edge: the full text is in Layers and
+        the notifications), the results in their short forms, wrapped."""
         compact = event.size.height < COMPACT_BELOW_ROWS
         if compact != self.has_class("-compact"):
             self.set_class(compact, "-compact")

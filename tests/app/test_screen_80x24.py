@@ -1,0 +1,185 @@
+"""At 80x24, the size the README promises, every result is on screen whole: a line too long for the tab wraps or
+moves to a second line (the roofline, the generation's figures, the timing modes), Kernels stacks what A and B ran
+where they do not fit side by side, the sweep's memory column stays in sight, a plot without the rows for its data
+says where to see it instead, and a disturbed run's histogram spans the bulk of its samples and counts the stalls
+at its edge. The measurement process answers with recorded results (tests/app/small_screen_answers.py)."""
+
+from __future__ import annotations
+
+from tests.app.helpers import flip, make_app, row_cells, screen_text, wait_ready, wait_until
+from tests.app.recorded_answers import NOT_PLACED, TimedRuns, recorded_kernels
+from tests.app.small_screen_answers import (SLOW, DisturbedRuns, recorded_generation, recorded_modes,
+                                            recorded_roofline, recorded_throughput)
+from tests.app.test_small_terminal import column_in_sight
+from tests.app.test_sweep_pane import recorded_sweep
+
+
+def drawn(widget) -> str:
+    """What `widget` draws, row after row, without the spaces (a line wrapped anywhere reads the same)."""
+    return "".join("".join(widget.render_line(y).text.split()) for y in range(widget.size.height))
+
+
+def whole(text: str) -> str:
+    return "".join(text.split())
+
+
+def in_sight(app, widget) -> bool:
+    """The widget lies within the screen and within every container around it (a tab scrolled or not)."""
+    region = widget.region
+    if region.height == 0 or region.width == 0:
+        return False
+    return all(ancestor.region.contains_region(region) for ancestor in widget.ancestors
+               if hasattr(ancestor, "region") and ancestor is not app)
+
+
+async def choose_tiny(pilot) -> None:
+    from tests.app.helpers import choose_model
+
+    await wait_ready(pilot)
+    await choose_model(pilot, shape="3x32x32")
+
+
+async def test_a_disturbed_runs_histogram_spans_its_bulk_the_stalls_said_at_its_edge_and_the_roofline_whole():
+    app = make_app(answers={"time": DisturbedRuns(), "roofline": recorded_roofline})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await choose_tiny(pilot)
+        await pilot.press("r")
+        roofline = app.main.query_one("#run-roofline")
+        await wait_until(pilot, lambda: "intensity" in screen_text(app, "#run-roofline"), what="the roofline line")
+        histogram = app.main.query_one("#latency-histogram")
+        note = histogram.query_one(".plot-edge-note")
+        await wait_until(pilot, lambda: note.display and "3 samples above" in screen_text(app, ".plot-edge-note"),
+                         what="the stalls said at the histogram's edge")
+        run = app.session.runs.get(1)
+        bulk = [s for s in run.samples_ms if s not in SLOW.values()]
+        assert screen_text(app, ".plot-edge-note") == f"3 samples above {max(bulk):.2f} ms, up to 704 ms →"
+        assert in_sight(app, note) and whole(screen_text(app, ".plot-edge-note")) in drawn(note)
+        # The bars span the bulk (about 20-25 ms), not 20-704 ms with the bulk in one bar.
+        bars = histogram._plot._datasets[0]
+        assert min(bars.x) > min(bulk) - 1 and max(bars.x) < max(bulk) + 1
+        assert sum(bars.y) == len(bulk) and sum(1 for count in bars.y if count) >= 3
+        # The roofline: its whole text on screen, on two lines by design (wrapped further where they must).
+        text = screen_text(app, "#run-roofline")
+        assert text.startswith("run #1 roofline: ") and "\n" in text and "(11.2 % of the measured ceiling)" in text
+        await wait_until(pilot, lambda: in_sight(app, roofline) and whole(text) == drawn(roofline),
+                         what="the roofline line whole")
+
+
+async def test_the_timing_modes_beside_a_run_wrap_and_the_histogram_says_where_it_went():
+    app = make_app(answers={"time": DisturbedRuns(), "roofline": recorded_roofline, "modes": recorded_modes})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await choose_tiny(pilot)
+        await pilot.press("r")
+        await wait_until(pilot, lambda: "intensity" in screen_text(app, "#run-roofline"), what="the roofline line")
+        await pilot.press("M")
+        await wait_until(pilot, lambda: app.pane("timing").last_modes is not None, what="the timing modes")
+        modes = app.main.query_one("#run-modes")
+        result = app.pane("timing").last_modes
+        await wait_until(pilot, lambda: whole(result.findings[0]) in drawn(modes), what="the first gap whole")
+        assert screen_text(app, "#run-modes").startswith("modes sync p50 ")
+        # Beside the sidebar the run's lines leave the histogram too few rows: it says so, and where to look; the
+        # lines and the notice overflow the tab, which scrolls to them rather than cut them.
+        histogram = app.main.query_one("#latency-histogram")
+        await wait_until(pilot, lambda: not histogram._plot.display, what="the histogram giving way")
+        notice = screen_text(app, "#latency-histogram .plot-placeholder")
+        assert notice.startswith("the histogram needs 7 rows") and "hide the sidebar (h)" in notice, notice
+        app.pane("timing").scroll_end(animate=False)
+        await wait_until(pilot, lambda: in_sight(app, histogram.query_one(".plot-placeholder")), what="the notice")
+        assert whole(result.findings[0]) in drawn(modes)
+        await pilot.press("h")  # the tab's full width: the lines take fewer rows and the bars come back
+        await wait_until(pilot, lambda: histogram._plot.display and in_sight(app, histogram._plot),
+                         what="the histogram drawn")
+        for selector in ("#run-roofline", "#run-modes"):
+            widget = app.main.query_one(selector)
+            assert in_sight(app, widget) and whole(screen_text(app, selector)) == drawn(widget), selector
+
+
+async def test_the_generation_summary_is_whole_beside_the_sidebar():
+    app = make_app(answers={"generate": recorded_generation})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await choose_tiny(pilot)
+        await pilot.press("g")
+        view = app.main.query_one("#generation")
+        await wait_until(pilot, lambda: view.result is not None, what="the generation")
+        lines = app.main.query_one("#generation-lines")
+        text = screen_text(app, "#generation-lines")
+        assert "TTFT 45.20 ms" in text and "KV cache 4.5 MiB" in text and "tokens/s" in text
+        await wait_until(pilot, lambda: in_sight(app, lines) and whole(text) == drawn(lines),
+                         what="the generation's lines whole")
+        assert "greedy" not in text  # the method, too long for the short tab, is the CLI's and the record's
+        histogram = app.main.query_one("#generation-histogram")
+        await wait_until(pilot, lambda: histogram.has_plot and histogram._plot.display
+                         and in_sight(app, histogram._plot), what="its histogram drawn")
+
+
+async def test_the_sweeps_memory_column_is_in_sight_beside_the_sidebar():
+    app = make_app(answers={"sweep": recorded_sweep()})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await choose_tiny(pilot)
+        await pilot.press("w")
+        await wait_until(pilot, lambda: "stopped:" in screen_text(app, "#sweep-summary"), what="the sweep's end")
+        table = app.main.query_one("#sweep-table")
+        await wait_until(pilot, lambda: column_in_sight(table, "peak"), what="the memory column in sight")
+        assert [row_cells(table, i)["peak"] for i in range(3)] == ["1.0 MiB", "4.0 MiB", "16.0 MiB"]
+        assert "16.0MiB" in drawn(table)  # drawn, not only held
+        summary = app.main.query_one("#sweep-summary")
+        assert in_sight(app, summary) and whole(screen_text(app, "#sweep-summary")) == drawn(summary)
+        await pilot.press("h")
+        for key in ("p90", "rate"):
+            await wait_until(pilot, lambda: column_in_sight(table, key), what=f"the {key} column in sight with h")
+
+
+async def test_kernels_shows_what_a_and_b_ran_stacked_beside_the_sidebar_and_with_h():
+    app = make_app(gpu=True, answers={"kernels": recorded_kernels(), "time": TimedRuns(device="cuda:0"),
+                                      "roofline": NOT_PLACED})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_ready(pilot)
+        await flip(pilot, "cudnn_benchmark")
+        await choose_tiny(pilot)
+        await pilot.press("k")
+        pane = app.main.query_one("KernelsPane")
+        await wait_until(pilot, lambda: pane.result is not None, what="the kernel profile")
+        table = app.main.query_one("#kernels-table")
+        for hidden in (False, True):
+            await wait_until(pilot, lambda: "ran" in table.columns and column_in_sight(table, "ran"),
+                             what="A ran / B ran in sight")
+            for i, layer in enumerate(pane.result.layers):
+                cells = row_cells(table, i)
+                a_ran, b_ran = cells["ran"].split("\n")
+                assert ("changed" if layer.changed else "same") in cells["layer"].split("\n")[1]  # markup around
+                assert (b_ran == "same") == (not layer.changed)
+                # each kernel by a name of its own (the long ones shortened to the width), never cut by the edge
+                assert a_ran and whole(a_ran) in drawn(table) and whole(b_ran) in drawn(table)
+            if not hidden:
+                await pilot.press("h")
+        # With the tab's full width the names are the pane's usual short names, whole.
+        assert row_cells(table, 1)["ran"] == "implicit_convolve_sgemm\nwinogradForwardData4x4"
+
+
+async def test_the_throughput_plot_without_room_says_where_to_see_it():
+    app = make_app(answers={"throughput": recorded_throughput})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await choose_tiny(pilot)
+        await pilot.press("t")
+        await wait_until(pilot, lambda: "largest batch" in screen_text(app, "#throughput-summary"),
+                         what="the search")
+        # Beside the sidebar the search's lines leave the plot no room: it says so; the tab scrolls to it.
+        plot = app.main.query_one("#throughput-plot")
+        notice = plot.query_one(".plot-placeholder")
+        await wait_until(pilot, lambda: plot.has_plot and not plot._plot.display and notice.display,
+                         what="the notice")
+        text = screen_text(app, "#throughput-plot .plot-placeholder")
+        assert text.startswith("the plot of samples/s by batch") and "h or a taller terminal" in text, text
+        app.pane("throughput").scroll_end(animate=False)
+        await wait_until(pilot, lambda: in_sight(app, notice) and whole(text) == drawn(notice), what="it in sight")
+        # The summary says why batch 256 did not fit (the table says only that it did not).
+        summary = app.main.query_one("#throughput-summary")
+        assert "batch 256 does not fit: over the CPU memory cap: needs about 9 GiB" in screen_text(
+            app, "#throughput-summary")
+        assert whole(screen_text(app, "#throughput-summary")) == drawn(summary)
+        table = app.main.query_one("#throughput-table")
+        assert all(column_in_sight(table, key) for key in ("batch", "rate", "latency", "fits"))
+        await pilot.press("h")  # the tab's full width: the lines take fewer rows, the plot its 7, every column
+        await wait_until(pilot, lambda: plot._plot.display and not notice.display and in_sight(app, plot._plot)
+                         and in_sight(app, summary), what="the plot drawn")
+        assert all(column_in_sight(table, key) for key in ("batch", "rate", "latency", "fits", "phase", "took"))
