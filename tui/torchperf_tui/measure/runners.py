@@ -172,10 +172,11 @@ def run_ab_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: base (BenchConfig), a, b (Flags), blocks, per_block, seed. Progress "block": (arm, index,
     total, samples_ms). -> (ABResult, {"fingerprint": ...})."""
     from torchperf_tui.engine.benchmark.abtest import ArmSpec, run_ab
+    from torchperf_tui.engine.benchmark.flags import describe_here
 
     device_kind = params.get("device_kind", "cpu")
-    arm_a = ArmSpec(flags=params["a"], text=params["a"].describe(device_kind))
-    arm_b = ArmSpec(flags=params["b"], text=params["b"].describe(device_kind))
+    arm_a = ArmSpec(flags=params["a"], text=describe_here(params["a"], device_kind))
+    arm_b = ArmSpec(flags=params["b"], text=describe_here(params["b"], device_kind))
     result = run_ab(params["base"], arm_a, arm_b, blocks=params["blocks"], per_block=params["per_block"],
                     seed=params["seed"], should_cancel=ctx.cancelled,
                     on_block=lambda arm, i, n, samples: ctx.progress("block", (arm, i, n, list(samples))))
@@ -203,10 +204,11 @@ def run_kernels(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: base (BenchConfig), a, b (Flags), device_kind."""
     from torchperf_tui.engine.benchmark.abtest import ArmSpec
     from torchperf_tui.engine.analysis.kernels import conv_kernels
+    from torchperf_tui.engine.benchmark.flags import describe_here
 
     kind = params.get("device_kind", "cpu")
-    return conv_kernels(params["base"], ArmSpec(flags=params["a"], text=params["a"].describe(kind)),
-                        ArmSpec(flags=params["b"], text=params["b"].describe(kind)),
+    return conv_kernels(params["base"], ArmSpec(flags=params["a"], text=describe_here(params["a"], kind)),
+                        ArmSpec(flags=params["b"], text=describe_here(params["b"], kind)),
                         should_cancel=ctx.cancelled), {}
 
 

@@ -128,11 +128,11 @@ class Flags:
                  threads_used: int | None = None, against_threads: int | None = None,
                  default_threads: int | None = None) -> str:
         """Short text of the flags that differ from PyTorch's defaults, or from `against` (those that apply on
-        `device`). The thread count is always said on the CPU (or with no device): "threads=2" when asked for,
-        "threads=2 (default)" when left to the process and `threads_used` says what it was, "threads=default"
-        when nobody knows yet (before a run). Against another set, the threads are said when the counts that
-        ran (`threads_used`, `against_threads`, else the asked ones) differ; "same flags" when nothing does.
-        `default_threads`, the process's own count, tells a default count from one the model's code set."""
+        `device`). The thread count is always said on the CPU (or with no device), one way: "threads=2" when asked
+        for, "threads=2 (default)" when left to the process (the count `threads_used` says ran, else the process's
+        own, `default_threads`), "threads=default" only where neither is known. Against another set, the threads
+        are said when the counts that ran (`threads_used`, `against_threads`, else the asked ones) differ; "same
+        flags" when nothing does. `default_threads` also tells a default count from one the model's code set."""
         diffs = []
         for name, (_, value) in self.changed_from(against or Flags()).items():
             if name == "num_threads":
@@ -144,20 +144,24 @@ class Flags:
         if against is not None:
             theirs = against_threads if against_threads is not None else against.num_threads
             if mine != theirs:
-                diffs.append(f"threads={mine or 'auto'}")
+                diffs.append(f"threads={mine}" if mine is not None else default_threads_text(default_threads))
             return ", ".join(diffs) if diffs else "same flags"
         on_cpu = device is None or not device.startswith("cuda")
         if on_cpu or self.num_threads is not None:
             if self.num_threads is not None:
                 diffs.append(f"threads={self.num_threads}"
                              + ("" if threads_used in (None, self.num_threads) else f" (ran on {threads_used})"))
-            elif threads_used is None:
-                diffs.append("threads=default")
-            elif default_threads not in (None, threads_used):
+            elif default_threads not in (None, threads_used) and threads_used is not None:
                 diffs.append(f"threads={threads_used} (set by the model's code; default {default_threads})")
             else:
-                diffs.append(f"threads={threads_used} (default)")
+                diffs.append(default_threads_text(threads_used if threads_used is not None else default_threads))
         return ", ".join(diffs) if diffs else "defaults"
+
+
+def default_threads_text(count: int | None) -> str:
+    """The thread count left to the process: 'threads=2 (default)', or 'threads=default' while the count is not
+    known (before the measurement process has said it)."""
+    return f"threads={count} (default)" if count is not None else "threads=default"
 
 
 def flag_spec(name: str) -> FlagSpec:
@@ -319,6 +323,12 @@ def process_baseline() -> TorchState:
         if _BASELINE is None:
             _BASELINE = TorchState.current()
         return _BASELINE
+
+
+def describe_here(flags: Flags, device: str | None) -> str:
+    """`flags` in words where the process's own thread count is known (the measurement process, a script): a count
+    left to the process reads 'threads=2 (default)', as a run's result says it."""
+    return flags.describe(device, default_threads=process_baseline().flags.num_threads)
 
 
 def asked_state(flags: Flags) -> TorchState:

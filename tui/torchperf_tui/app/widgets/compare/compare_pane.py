@@ -112,7 +112,7 @@ class ComparePane(Vertical):
             from torchperf_tui.engine.benchmark.ab_arms import same_arms_refusal  # the CLI's sentence; no torch: cheap
 
             text = same_arms_refusal("flip a flag first: A/B compares the flags before the flip with the current ones",
-                                     flags_a.describe(self.app.session.device_kind()))
+                                     self.app.session.flags_text(flags_a))
             if not self.comparing():
                 self.verdict = f"A/B: {escape(text)}"
             self.app.notify(text, severity="warning", timeout=TOAST_S)

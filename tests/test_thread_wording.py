@@ -1,0 +1,32 @@
+"""The thread count a run is left to is said one way, 'threads=2 (default)', before a run as after it: in the app
+(from the measurement process's device report), in the measurement process's own texts (an A/B's or the kernels'
+arms, a sweep's flags), and 'threads=default' only while nobody knows the count."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from torchperf_tui.app.session import Session
+from torchperf_tui.engine.benchmark.flags import Flags, describe_here, process_baseline
+
+
+def test_the_app_says_the_default_count_once_the_measurement_process_has_reported_it():
+    session = Session(device="cpu")
+    assert session.flags_text(Flags()) == "threads=default"  # no report yet: the count is not known
+    session.report = SimpleNamespace(cpu=SimpleNamespace(torch_threads=3), cuda_available=False)
+    assert session.flags_text(Flags()) == "threads=3 (default)"
+    assert session.flags_text(Flags(num_threads=1)) == "threads=1"  # asked for: no "(default)"
+    assert session.flags_text(Flags(mkldnn_enabled=False)) == "oneDNN (mkldnn)=off, threads=3 (default)"
+
+
+def test_a_report_that_could_not_read_the_count_leaves_it_unknown():
+    session = Session(device="cpu")
+    session.report = SimpleNamespace(cpu=SimpleNamespace(torch_threads="n/a (no torch)"), cuda_available=False)
+    assert session.flags_text(Flags()) == "threads=default"
+
+
+def test_the_measurement_process_names_its_own_count():
+    count = process_baseline().flags.num_threads
+    assert describe_here(Flags(), "cpu") == f"threads={count} (default)"
+    assert describe_here(Flags(num_threads=1), "cpu") == "threads=1"
+    assert describe_here(Flags(), "cuda") == "defaults"  # a GPU run: threads are not its setting
