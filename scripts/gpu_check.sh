@@ -1,140 +1,157 @@
 #!/usr/bin/env bash
-# The GPU checks on a lent GPU machine (see ../shared/GPU.md), in sections that each fit one `device` call:
-#   tests     the gpu-marked tests
-#   cli       the headless CLI on real CUDA (bench, throughput, profile, roofline, determinism, history)
-#   fidelity  the engine's timing against torch.utils.benchmark (CUDA)
-#   threads   the kernels view, memsnap and the per-arm threads of an A/B (cudnn.benchmark on varying shapes)
-#   train     issue 13: a resnet50 training step at batch 32: benchmark off vs on, deterministic off vs on
-#             with the gradient determinism check, AMP fp16/bf16 vs fp32, the training kernels, memsnap,
-#             throughput, profile and roofline of a training step
-#   train_more  AMP at batch 128 (past launch-bound), the gradient determinism check under cudnn.benchmark,
-#             AMP, and on a model with a non-deterministic backward (bilinear upsampling), the kernels' names
-#   train_bench bench/train_step.py: the engine's training step against torch.utils.benchmark
-#   modes     issue 14: resnet18 and resnet50 at batch 1 and 64 in every timing mode, a cold L2, a training
-#             step's modes, bench/timing_modes.py
-#   layers    issue 14: time per layer and GPU busy/idle (roofline --layers) for resnet18 and resnet50 at batch 1
-#             and 64 and a training step, bench/layer_times.py, and the why screenshots (time per layer, modes)
-#   ceilings  issue 14: the measured ceilings (matmul per dtype, copy), a roofline against them, bench/ceilings.py
-#   conditions issue 14: clocks, throttle reasons, temperature, power and energy per inference beside a run:
-#             resnet50 at batch 64 for 30 s (long enough to heat up), an A/B, the timing modes and a throughput
-#             search with their per-arm, per-mode and best-batch conditions, --json's conditions, the history
-#             record's fingerprint
-#   shots     screenshots of the TUI on CUDA (the usual views and the training views), and the TUI's fidelity
-# Usage there: bash scripts/gpu_check.sh OUTDIR [SECTION...]   (default: all; Textual & co. installed first)
-# Each section writes OUTDIR/SECTION.log; the screenshots go to OUTDIR/shots.
+# The project's GPU check: every CUDA and NVML path, in one call of under 8 minutes on a lent GPU machine
+# (../shared/GPU.md says what is there). Run it first whenever a GPU is lent, and record what it printed.
+#
+#   bash scripts/gpu_check.sh OUT [SECTION...]      (default: every section, in the order below)
+#   GPU_CHECK_BUDGET=SECONDS   the whole check's time (default 450); a section that would not fit is skipped, and
+#                              the summary says so
+#   GPU_CHECK_DRY_RUN=1        print every command instead of running it (the suite checks the script this way)
+#
+# Sections, the ones never run on a GPU first:
+#   env        the GPU, torch, and `info` (real NVML: clocks, power, the peaks)
+#   tests      the tests marked gpu
+#   attention  a small llama in bfloat16 at sequence 1024: SDPA math, efficient and cuDNN against flash, each an
+#              interleaved A/B with its verdict; the kernel each ran; a real fallback (float32, flash and math allowed:
+#              math ran, "dtype float32")
+#   sweep      the sequence sweep of math against flash on CUDA: latency and the allocator's peak per length
+#   flags      resnet50 at batch 32: TF32 off against on, cudnn.benchmark off against on, and the conv kernels each ran
+#   generate   generation on the small llama: TTFT, per-token latency, the KV cache
+#   exporter   `torchperf-tui exporter` on the real NVML: /metrics scraped, the DCGM names it serves
+#   shots      the demo's GPU variant headless (the attention story: screenshots at 100x30 and 80x24) and the main
+#              views on resnet50
+# OUT then holds at most 8 files, none deeper than OUT itself: summary.txt (each command, its exit code, its time
+# and the lines that carry a verdict), logs.tar.gz (every section's whole log, the history and the ceilings kept) and
+# shots.tar.gz (the screenshots).
 set -uo pipefail
-out=${1:?output folder}; shift
-sections=${*:-tests cli fidelity threads train train_more train_bench modes layers ceilings conditions shots}
-mkdir -p "$out/shots"
-export TORCHPERF_HISTORY="$out/history.jsonl" PYTHONUNBUFFERED=1
-run() { echo; echo "\$ torchperf-tui $*"; local t0=$SECONDS
-        timeout 180 python3 -m torchperf_tui "$@" 2>&1; echo "(exit $?, $((SECONDS - t0)) s)"; }
-r50=(resnet50 --device cuda --batch 32)
-
-tests() {
-  timeout 300 python3 -m pytest -q -n 0 -m gpu -p no:cacheprovider tests 2>&1 | tail -25
-}
-cli() {
-  run info
-  run bench "${r50[@]}" --iters 100
-  run bench "${r50[@]}" --iters 100 --cudnn-benchmark
-  run bench "${r50[@]}" --iters 100 --dtype float16 --channels-last --cudnn-benchmark
-  run bench resnet50 --device cuda --input 1x3x1x1
-  run throughput resnet18 --device cuda --max-batch 2048
-  run profile resnet50 --device cuda --batch 8 --top 12 --trace /tmp/trace.json
-  run roofline resnet50 --device cuda --batch 64 --dtype float16 --iters 50
-  run determinism resnet18 --device cuda --deterministic
-  run history --last 3
-}
-fidelity() {
-  timeout 240 python3 bench/timing_fidelity.py --device cuda --rounds 4 2>&1
-}
-threads() {
-  run compare resnet18 --device cuda --batch 16 --a "" --b cudnn_benchmark=on --kernels
-  run compare resnet18 --device cuda --batch 8 --a "" --b cudnn_benchmark=on --shapes cycle:4:160-224 --blocks 6
-  run compare resnet18 --device cuda --batch 8 --a "" --b cudnn_benchmark=on --blocks 6
-  run memsnap resnet50 --device cuda --batch 8
-}
-train() {
-  run bench "${r50[@]}" --step train --iters 50
-  run compare "${r50[@]}" --step train --a "" --b cudnn_benchmark=on
-  run compare "${r50[@]}" --step train --a "" --b deterministic=on
-  run determinism "${r50[@]}" --step train
-  run determinism "${r50[@]}" --step train --deterministic
-  run compare "${r50[@]}" --step train --a "" --b amp=fp16
-  run compare "${r50[@]}" --step train --a "" --b amp=bf16
-  run compare "${r50[@]}" --step train --a "" --b cudnn_benchmark=on --kernels
-  run memsnap resnet50 --device cuda --batch 32 --step train
-  run throughput resnet50 --device cuda --step train --max-batch 512
-  run profile "${r50[@]}" --step train --top 10
-  run roofline "${r50[@]}" --step train --amp bf16 --iters 30
-}
-train_more() {
-  run compare resnet50 --device cuda --batch 128 --step train --a "" --b amp=bf16 --blocks 6
-  run compare resnet50 --device cuda --batch 128 --step train --a "" --b amp=fp16 --blocks 6
-  run determinism "${r50[@]}" --step train --cudnn-benchmark
-  run determinism "${r50[@]}" --step train --amp fp16
-  # bilinear upsampling's backward accumulates with atomics on CUDA: non-deterministic by design
-  run determinism lraspp_mobilenet_v3_large --device cuda --batch 8 --step train
-  run determinism lraspp_mobilenet_v3_large --device cuda --batch 8 --step train --deterministic-algorithms
-  run compare resnet18 --device cuda --batch 16 --a "" --b cudnn_benchmark=on --kernels
-}
-train_bench() {
-  timeout 300 python3 bench/train_step.py --device cuda --model resnet50 --batch 32 --input 3x224x224 \
-      --rounds 4 --iters 20 --min-run-time 1.0 2>&1
-}
-modes() {
-  for model in resnet18 resnet50; do for batch in 1 64; do
-    run bench $model --device cuda --batch $batch --modes sync,pipelined,graph --iters 60
-  done; done
-  run bench resnet18 --device cuda --batch 1 --modes sync,pipelined,graph --iters 60 --cold-l2
-  run bench resnet50 --device cuda --batch 64 --modes sync,pipelined,graph --iters 60 --cold-l2
-  run bench resnet50 --device cuda --batch 32 --modes sync,pipelined,graph --iters 30 --step train
-  echo; echo "== bench/timing_modes.py"
-  timeout 200 python3 bench/timing_modes.py --device cuda --models resnet18 resnet50 --rounds 3 2>&1
-}
-layers() {
-  for model in resnet18 resnet50; do for batch in 1 64; do
-    run roofline $model --device cuda --batch $batch --iters 30 --layers
-  done; done
-  run roofline resnet50 --device cuda --batch 32 --iters 20 --layers --step train
-  echo; echo "== bench/layer_times.py"
-  timeout 200 python3 bench/layer_times.py --device cuda --batch 1 64 --models resnet18 resnet50 --rounds 2 2>&1
-  timeout 120 python3 bench/layer_times.py --device cuda --batch 32 --models resnet50 --step train --rounds 2 2>&1
-  timeout 120 python3 scripts/make_screenshots.py --only why --model resnet50 --iters 60 --out "$out/shots" 2>&1 | tail -3
-}
-ceilings() {
-  run ceilings --device cuda --refresh
-  run roofline resnet50 --device cuda --batch 64 --dtype float16 --iters 30
-  echo; echo "== bench/ceilings.py"
-  timeout 120 python3 bench/ceilings.py --device cuda --rounds 3 2>&1
-}
-conditions() {
-  run bench resnet50 --device cuda --batch 64 --iters 3000 --time-budget 30
-  run bench resnet18 --device cuda --batch 1 --iters 2000
-  run compare resnet50 --device cuda --batch 32 --a cudnn_benchmark=off --b cudnn_benchmark=on --blocks 8
-  run bench resnet18 --device cuda --batch 64 --modes sync,pipelined,graph
-  run throughput resnet50 --device cuda --max-batch 512
-  # not through run(): its '$ torchperf-tui ...' header line would go down the pipe ahead of the JSON
-  echo; echo "== bench --json's conditions"
-  timeout 180 python3 -m torchperf_tui bench resnet18 --device cuda --batch 8 --iters 300 --json | python3 -c \
-      "import json, sys; print(json.dumps(json.load(sys.stdin)['conditions'], indent=1))"
-  echo; echo "== the history record's fingerprint"
-  tail -n 1 "$TORCHPERF_HISTORY" | python3 -c \
-      "import json, sys; f = json.loads(sys.stdin.read())['fingerprint']; print({k: v for k, v in f.items() if k.startswith('gpu_')})"
-}
-shots() {
-  timeout 200 python3 scripts/make_screenshots.py --model resnet50 --flag cudnn_benchmark --iters 100 \
-      --out "$out/shots" 2>&1 | tail -5
-  timeout 200 python3 scripts/make_screenshots.py --only training --model resnet50 --flag cudnn_benchmark \
-      --iters 30 --out "$out/shots" 2>&1 | tail -5
-  echo; echo "== the TUI's timing against the CLI's"
-  timeout 150 python3 bench/tui_fidelity.py --models resnet50 --rounds 2 2>&1
-}
-
-for section in $sections; do
-  { echo "== $section ($(date -u +%T))"; [ "$section" = tests ] && nvidia-smi -L
-    python3 -c "import torch, torchvision; print('torch', torch.__version__, 'torchvision', torchvision.__version__)"
-    "$section"; echo "== $section done ($(date -u +%T))"; } > "$out/$section.log" 2>&1
-  echo "$section: $out/$section.log"
+out=${1:?usage: bash scripts/gpu_check.sh OUT [SECTION...]}; shift
+all_sections=(env tests attention sweep flags generate exporter shots)
+sections=("$@"); [ ${#sections[@]} -gt 0 ] || sections=("${all_sections[@]}")
+# The least time a section needs to be worth starting (each command has its own limit besides, cut to what is left).
+declare -A least=([env]=10 [tests]=60 [attention]=60 [sweep]=40 [flags]=60 [generate]=20 [exporter]=15 [shots]=90)
+for section in "${sections[@]}"; do
+  if [ -z "${least[$section]:-}" ]; then
+    echo "gpu_check.sh: unknown section '$section' (the sections: ${all_sections[*]})" >&2; exit 2
+  fi
 done
+budget=${GPU_CHECK_BUDGET:-450}
+case $budget in ''|*[!0-9]*) echo "gpu_check.sh: GPU_CHECK_BUDGET is a whole number of seconds, not '$budget'" >&2; exit 2 ;; esac
+dry=${GPU_CHECK_DRY_RUN:-0}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$out" "$work/logs" "$work/shots"
+summary="$out/summary.txt"
+export TORCHPERF_HISTORY="$work/logs/history.jsonl" TORCHPERF_CEILINGS="$work/logs/ceilings.json"
+export PYTHONUNBUFFERED=1
+start=$SECONDS
+
+# The small llama of the attention story (app/demo_attention.py's SMALL_CONFIGS): two layers of width 256.
+LLAMA=(hf:llama --model-args "num_hidden_layers=2,hidden_size=256,intermediate_size=512,num_attention_heads=4,num_key_value_heads=4,vocab_size=2048,max_position_embeddings=4096"
+       --device cuda)
+R50=(resnet50 --device cuda --batch 32)
+
+left() { echo $((budget - (SECONDS - start))); }
+
+# Lines of a command's output that carry its result: verdicts, what ran, fallbacks, the failure's one line.
+verdict_lines() {
+  grep -E -i 'faster|slower|no significant|ran |fallback|passed over|error|refused|p50|ttft|per token|busy|'\
+'peak|GiB|MiB|TFLOP|DCGM_FI|passed|failed|skipped|THROTTL|disturbed|noisy' | head -n 12
+}
+
+# One command, with its own time limit (cut to what is left of the budget): its output into the section's log, its
+# exit code and the lines of its result into the summary.
+step() {
+  local seconds=$1; shift
+  local t0=$SECONDS tmp="$work/step.out" rc shown
+  shown=$(printf '%q ' "$@")
+  echo "\$ $shown" >>"$log"
+  if [ "$dry" = 1 ]; then
+    echo "  \$ $shown" >>"$summary"; return 0
+  fi
+  if [ "$(left)" -lt 5 ]; then
+    echo "  \$ $shown"$'\n'"    not run: the budget is spent" >>"$summary"; return 0
+  fi
+  [ "$(left)" -lt "$seconds" ] && seconds=$(left)
+  timeout --kill-after=10 "$seconds" "$@" >"$tmp" 2>&1; rc=$?
+  cat "$tmp" >>"$log"
+  echo "(exit $rc, $((SECONDS - t0)) s)" >>"$log"
+  { echo "  \$ $shown"; echo "    exit $rc in $((SECONDS - t0)) s$([ $rc = 124 ] && echo ": ran past its $seconds s")"
+    verdict_lines <"$tmp" | sed 's/^/    | /'; } >>"$summary"
+  return $rc
+}
+tui() { local seconds=$1; shift; step "$seconds" python3 -m torchperf_tui "$@"; }
+
+check_env() {
+  step 10 nvidia-smi -L
+  step 20 python3 -c "import torch, torchvision, transformers; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'torchvision', torchvision.__version__, 'transformers', transformers.__version__, torch.cuda.get_device_name(0))"
+  tui 30 info
+}
+check_tests() {
+  # pytest-xdist is not on the GPU machine: the project's addopts (-n 3) are set aside
+  step 115 python3 -m pytest -q -o addopts= -m gpu -p no:cacheprovider tests
+}
+check_attention() {
+  local bf16=("${LLAMA[@]}" --dtype bfloat16 --seq-len 1024 --blocks 6 --time-budget 25 --no-history)
+  tui 40 compare "${bf16[@]}" --a sdpa=math --b sdpa=flash
+  tui 40 compare "${bf16[@]}" --a sdpa=efficient --b sdpa=flash
+  tui 40 compare "${bf16[@]}" --a sdpa=cudnn --b sdpa=flash
+  tui 40 compare "${LLAMA[@]}" --dtype bfloat16 --seq-len 1024 --kernels --a sdpa=math --b sdpa=flash
+  # the fallback: float32, which flash does not take, with math allowed beside it
+  tui 40 compare "${LLAMA[@]}" --seq-len 1024 --kernels --a sdpa=math --b sdpa=flash+math
+}
+check_sweep() {
+  tui 65 sweep "${LLAMA[@]}" --dtype bfloat16 --seq-lens 256-4096 --a sdpa=math --b sdpa=flash --time-budget 45
+}
+check_flags() {
+  local ab=("${R50[@]}" --blocks 6 --time-budget 25 --no-history)
+  tui 40 compare "${ab[@]}" --a tf32=off --b tf32=on
+  tui 40 compare "${ab[@]}" --a cudnn_benchmark=off --b cudnn_benchmark=on
+  tui 40 compare resnet50 --device cuda --batch 8 --kernels --a cudnn_benchmark=off --b cudnn_benchmark=on
+}
+check_generate() {
+  tui 35 bench "${LLAMA[@]}" --dtype bfloat16 --seq-len 128 --generate 64 --time-budget 15
+}
+check_exporter() {
+  local port=9477
+  if [ "$dry" = 1 ]; then step 1 python3 -m torchperf_tui exporter --port $port; return; fi
+  python3 -m torchperf_tui exporter --port $port --interval 0.5 >"$work/logs/exporter.out" 2>&1 &
+  local pid=$!
+  step 20 python3 - "$port" <<'PY'
+import sys, time, urllib.request
+url = f"http://127.0.0.1:{sys.argv[1]}/metrics"
+for _ in range(60):
+    try:
+        text = urllib.request.urlopen(url, timeout=5).read().decode()
+        break
+    except OSError:
+        time.sleep(0.25)
+else:
+    sys.exit(f"nothing served at {url}")
+names = sorted({line.split("{")[0].split(" ")[0] for line in text.splitlines() if line and not line.startswith("#")})
+print(len(names), "metrics served:", " ".join(n for n in names if n.startswith("DCGM_FI")))
+print("\n".join(line for line in text.splitlines() if line.startswith(("DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_POWER_USAGE"))))
+PY
+  kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+  cat "$work/logs/exporter.out" >>"$log"
+}
+check_shots() {
+  step 110 python3 scripts/make_screenshots.py --only attention --out "$work/shots"
+  step 85 python3 scripts/make_screenshots.py --only main --model resnet50 --flag cudnn_benchmark --iters 60 \
+      --sizes 100x30 --out "$work/shots"
+}
+
+echo "torchperf-tui GPU check, $(date -u '+%F %T UTC'), budget ${budget} s, sections: ${sections[*]}" >"$summary"
+for section in "${sections[@]}"; do
+  log="$work/logs/$section.log"
+  if [ "$(left)" -lt "${least[$section]}" ]; then
+    echo "== $section: skipped, $(left) s left of the budget (it needs ${least[$section]} s)" >>"$summary"
+    continue
+  fi
+  echo "== $section ($(date -u +%T), $(left) s left)" >>"$summary"
+  t0=$SECONDS
+  "check_$section"
+  echo "   $section took $((SECONDS - t0)) s" >>"$summary"
+done
+echo "== done in $((SECONDS - start)) s" >>"$summary"
+tar -czf "$out/logs.tar.gz" -C "$work" logs
+if [ -n "$(ls -A "$work/shots")" ]; then tar -czf "$out/shots.tar.gz" -C "$work" shots; fi
+cat "$summary"

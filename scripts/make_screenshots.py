@@ -219,7 +219,7 @@ def ab_done(app, first_arm: int = 0) -> bool:
     return record is not None and record.finished
 
 
-async def make_demo(out: Path, model: str, history: Path) -> Path:
+async def make_demo(out: Path, model: str, history: Path) -> list[Path]:
     """The demo during its second step (random shapes), banner shown."""
     app = TorchperfApp(model=model, demo=True, demo_pace=1.0, warmup=3, iters=30, history_path=str(history))
     async with app.run_test(size=SIZES[""]) as pilot:
@@ -229,7 +229,7 @@ async def make_demo(out: Path, model: str, history: Path) -> Path:
             field.cursor_blink = False
         app.clear_notifications()
         app.save_screenshot(filename="demo.svg", path=str(out))
-    return out / "demo.svg"
+    return [out / "demo.svg"]
 
 
 def main() -> None:
@@ -242,31 +242,33 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "screenshots")
     parser.add_argument("--history", type=Path, default=Path("/tmp/torchperf-screenshots-history.jsonl"),
                         help="a history file of its own (emptied first), so the History view shows these runs")
-    parser.add_argument("--only", choices=("training", "why", "attention"), help="only the training-step views, the "
-                        "time per layer and timing modes views, or the attention story's")
+    parser.add_argument("--only", choices=VIEWS, action="append",
+                        help="only these views (again for more): " + ", ".join(VIEWS) + "; default all")
+    parser.add_argument("--sizes", choices=[f"{w}x{h}" for w, h in SIZES.values()], action="append",
+                        help="only at these terminal sizes (again for more); default both")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    for suffix in SIZES:
-        for path in asyncio.run(make_attention(args.out, args.history, suffix)):
-            print(path)
-    if args.only == "attention":
-        return
-    for suffix in SIZES:
-        for path in asyncio.run(make_why(args.out, args.model, args.warmup, args.iters, args.history, suffix)):
-            print(path)
-    if args.only == "why":
-        return
-    for suffix in SIZES:
-        for path in asyncio.run(make_training(args.out, args.model, args.flag, args.warmup, args.iters,
-                                              args.history, suffix)):
-            print(path)
-    if args.only == "training":
-        return
-    for suffix in SIZES:
-        for path in asyncio.run(make(args.out, args.model, args.flag, args.warmup, args.iters, args.max_batch,
-                                     args.history, suffix)):
-            print(path)
-    print(asyncio.run(make_demo(args.out, args.model, args.history)))
+    suffixes = [s for s, (w, h) in SIZES.items() if not args.sizes or f"{w}x{h}" in args.sizes]
+    for view in args.only or VIEWS:
+        for suffix in suffixes if view != "demo" else [""]:
+            for path in asyncio.run(make_view(view, args, suffix)):
+                print(path)
+
+
+# Each group of views, in the order they are made: a name for --only, and how it is made at one size.
+VIEWS = ("attention", "why", "training", "main", "demo")
+
+
+def make_view(view: str, args, suffix: str):
+    if view == "attention":
+        return make_attention(args.out, args.history, suffix)
+    if view == "why":
+        return make_why(args.out, args.model, args.warmup, args.iters, args.history, suffix)
+    if view == "training":
+        return make_training(args.out, args.model, args.flag, args.warmup, args.iters, args.history, suffix)
+    if view == "main":
+        return make(args.out, args.model, args.flag, args.warmup, args.iters, args.max_batch, args.history, suffix)
+    return make_demo(args.out, args.model, args.history)
 
 
 if __name__ == "__main__":

@@ -59,14 +59,19 @@ def test_a_slower_run_than_the_baseline_is_confirmed_and_exits_1_with_its_interv
     code, out, err = run(capsys, "compare", "--baseline", str(base_json), "--threads", "1", "--dtype", "float32",
                          "--no-history")
     lines = out.splitlines()
-    assert code == 1, err
+    # On a loaded box the run can be marked disturbed: then the gate does not judge, exit 0 (both outcomes are
+    # forced in test_cli_gate_hostile.py; here they are whatever this box gives).
+    judged = not lines[1].startswith("gate: disturbed: not judged: ")
+    assert code == (1 if judged else 0), err
     assert lines[0].startswith("slower: ") and "95 % CI" in lines[0]
-    assert lines[1].startswith("gate: FAILS: ") and "past the allowed 10 %" in lines[1]
+    assert "past the allowed 10 %" in lines[1] and (lines[1].startswith("gate: FAILS: ") or not judged)
     assert lines[2] == "differences: none (the baseline's configuration)"  # typed, but the baseline's values
-    assert "measuring again to confirm" in err and lines[4].startswith("note: confirmed: the first run (")
+    assert "measuring again to confirm" in err
+    assert lines[4].startswith(f"note: {'confirmed' if judged else 'not judged'}: the first run (")
     assert HistoryFile().load().records == []  # --no-history
     code, out, err = run(capsys, "compare", "--baseline", str(base_json), "--no-history", "--no-confirm")
-    assert code == 1 and "confirm" not in out + err  # one run, its verdict
+    judged = not out.splitlines()[1].startswith("gate: disturbed: not judged: ")
+    assert code == (1 if judged else 0) and "confirm" not in out + err  # one run, its verdict
 
 
 def test_options_typed_override_the_baseline_and_are_named(capsys, base_json):

@@ -22,7 +22,7 @@ def _leftovers(folder) -> list[str]:
 def _fifo(tmp_path):
     path = tmp_path / "fifo"
     os.mkfifo(path)
-    return path, "a FIFO"
+    return path, "a named pipe (FIFO)"
 
 
 def _empty_dir(tmp_path):

@@ -137,10 +137,15 @@ def test_they_are_kept_per_device_and_measured_again_only_on_request(ceilings_fi
 
 def test_a_file_that_is_not_ours_is_neither_read_nor_overwritten(ceilings_file):
     ceilings_file.write_text("my notes, not JSON")
-    assert load_ceilings(device_key(torch.device("cpu"))) is None
-    with pytest.raises(TorchperfError, match="is not a ceilings file: not overwritten"):
+    with pytest.raises(TorchperfError, match="is not JSON"):
+        load_ceilings(device_key(torch.device("cpu")))
+    with pytest.raises(TorchperfError, match="is not JSON"):
         ceilings("cpu", **SMALL)
     assert ceilings_file.read_text() == "my notes, not JSON"
+    ceilings_file.write_text('{"notes": "mine"}')
+    with pytest.raises(TorchperfError, match="is not a ceilings file"):
+        ceilings("cpu", refresh=True, **SMALL)
+    assert ceilings_file.read_text() == '{"notes": "mine"}'
 
 
 def test_on_the_cpu_the_measured_ceilings_replace_the_missing_peaks():

@@ -78,7 +78,8 @@ def test_a_bad_override_is_one_line(args, message):
 
 
 def test_a_padding_id_past_a_smaller_vocabulary_is_one_line():
-    with pytest.raises(ModelError, match=r"hf:whisper: pad_token_id 50256 is not below vocab_size 97: give pad_token"):
+    with pytest.raises(ModelError, match=r"hf:whisper: pad_token_id 50256 is not a token id of its vocabulary: it must "
+                                         r"be between 0 and 96 \(vocab_size 97 - 1\); give pad_token_id=0 too"):
         hf.load_config("whisper", parse_model_args(f"vocab_size={VOCAB}"))
 
 

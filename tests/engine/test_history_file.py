@@ -248,8 +248,9 @@ def test_a_fifo_swapped_in_after_the_check_is_still_not_waited_on(fifo, monkeypa
 def test_dev_zero_is_refused_without_reading_it():
     # In a child with a time limit: code that reads /dev/zero does not stop, and a thread cannot be killed.
     code = ("import resource; resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"  # fail, not swap
+            "from torchperf_tui.engine.errors import TorchperfError\n"
             "from torchperf_tui.engine.records.history_file import HistoryFile\n"
-            "try:\n    HistoryFile('/dev/zero').load()\nexcept Exception as exc:\n    print(type(exc).__name__, exc)")
+            "try:\n    HistoryFile('/dev/zero').load()\nexcept TorchperfError as exc:\n    print('TorchperfError', exc)")
     try:
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     except subprocess.TimeoutExpired:

@@ -1,5 +1,7 @@
 """Input-shape schedules: parsing, the shapes they produce, and the per-shape first-call report."""
 
+from itertools import islice
+
 import pytest
 
 from torchperf_tui.engine.errors import ShapeError
@@ -8,17 +10,22 @@ from torchperf_tui.engine.workloads.shapes import ShapeSchedule, parse_schedule,
 BASE = (2, 3, 224, 224)
 
 
+def first(schedule, base, n, sequence=False):
+    """The first `n` shapes of `schedule`'s stream at `base`."""
+    return list(islice(schedule.stream(base, sequence=sequence), n))
+
+
 def test_fixed_is_the_default_and_repeats_the_configured_shape():
     schedule = parse_schedule(None)
     assert schedule == ShapeSchedule() and not schedule.varies and schedule.describe() == "fixed"
-    assert schedule.shapes(BASE, 3) == [BASE] * 3
+    assert first(schedule, BASE, 3) == [BASE] * 3
 
 
 def test_cycle_spreads_k_sizes_around_the_configured_one_in_multiples_of_8_and_repeats_them():
     schedule = parse_schedule("cycle:4")
     sizes = schedule.sizes(BASE)
     assert sizes == [192, 224, 256, 288]
-    shapes = schedule.shapes(BASE, 10)
+    shapes = first(schedule, BASE, 10)
     assert [s[-1] for s in shapes] == [192, 224, 256, 288, 192, 224, 256, 288, 192, 224]
     assert all(s[:2] == (2, 3) and s[-2] == s[-1] for s in shapes)
     assert parse_schedule("cycle:3:100-120").sizes(BASE) == [104, 112, 120]
@@ -27,9 +34,9 @@ def test_cycle_spreads_k_sizes_around_the_configured_one_in_multiples_of_8_and_r
 
 def test_random_is_seeded_within_its_range_and_can_vary_the_batch():
     schedule = parse_schedule("random:192-288:batch=1-8", seed=5)
-    shapes = schedule.shapes(BASE, 200)
-    assert shapes == parse_schedule("random:192-288:batch=1-8", seed=5).shapes(BASE, 200)
-    assert shapes != parse_schedule("random:192-288:batch=1-8", seed=6).shapes(BASE, 200)
+    shapes = first(schedule, BASE, 200)
+    assert shapes == first(parse_schedule("random:192-288:batch=1-8", seed=5), BASE, 200)
+    assert shapes != first(parse_schedule("random:192-288:batch=1-8", seed=6), BASE, 200)
     assert {s[-1] for s in shapes} <= set(range(192, 289)) and len({s[-1] for s in shapes}) > 50
     assert {s[0] for s in shapes} == set(range(1, 9))
     assert schedule.extremes(BASE) == [(1, 3, 192, 192), (8, 3, 288, 288)]
@@ -39,10 +46,10 @@ def test_random_is_seeded_within_its_range_and_can_vary_the_batch():
 
 
 def test_spatial_dims_follow_the_input_rank():
-    assert parse_schedule("cycle:2:32-40").shapes((1, 3, 8, 64, 64), 2) == [(1, 3, 8, 32, 32), (1, 3, 8, 40, 40)]
-    assert parse_schedule("cycle:2:32-40").shapes((1, 80, 100), 1) == [(1, 80, 32)]
+    assert first(parse_schedule("cycle:2:32-40"), (1, 3, 8, 64, 64), 2) == [(1, 3, 8, 32, 32), (1, 3, 8, 40, 40)]
+    assert first(parse_schedule("cycle:2:32-40"), (1, 80, 100), 1) == [(1, 80, 32)]
     with pytest.raises(ShapeError, match="has none"):
-        parse_schedule("random:10-20").shapes((4, 512), 3)
+        first(parse_schedule("random:10-20"), (4, 512), 3)
 
 
 @pytest.mark.parametrize("text, message", [
@@ -75,8 +82,8 @@ def test_report_costs_each_shape_its_first_iteration_minus_the_median_of_its_rep
 
 def test_a_schedule_over_token_ids_varies_the_sequence_length():
     schedule = parse_schedule("cycle:3:64-256")
-    shapes = schedule.shapes((2, 128), 6, sequence=True)
+    shapes = first(schedule, (2, 128), 6, sequence=True)
     assert {s[0] for s in shapes} == {2} and sorted({s[1] for s in shapes}) == [64, 160, 256]
     assert schedule.extremes((2, 128), sequence=True) == [(2, 64), (2, 256)]
     with pytest.raises(ShapeError):
-        schedule.shapes((2, 128), 6)  # as an image-like shape it has no spatial size
+        first(schedule, (2, 128), 6)  # as an image-like shape it has no spatial size

@@ -110,6 +110,8 @@ def cmd_bench(args) -> int:
     from torchperf_tui.cli_render import ProgressLine, render_timing
 
     sink = open_mlflow(args)  # --mlflow: its store checked before anything runs (one line, exit 2)
+    if args.modes is None:  # the timing modes are not kept in the history; a run and a generation are
+        check_history_writable(args)
     if getattr(args, "generate", None) is not None or getattr(args, "prompt_len", None) is not None:
         from torchperf_tui.cli_generation import bench_generate  # greedy generation, timed per token
 
@@ -217,9 +219,24 @@ def cmd_roofline(args) -> int:
 
     params = {"cfg": _bench_config(args, iters=args.iters), "peak_tflops": args.peak_tflops,
               "peak_bandwidth_gbs": args.peak_bandwidth, "layers": args.layers, "layer_iters": args.layer_iters}
-    result, _ = _run("cli.roofline", params, f"placing {args.model} on the roofline")
+    result, _ = _run("cli.roofline", params, f"placing {args.model} on the roofline", on_progress=_print_note)
     return _output(args, result, lambda r: render_roofline(r, layers=args.layers),
                    lambda r: _without(r.to_dict(), "layers", unless=args.layers))
+
+
+def check_history_writable(args) -> None:
+    """Before a run whose records go to the history (unless --no-history): a history that cannot take them is
+    one line now, exit 2 with nothing measured, rather than a "not saved" warning after the run."""
+    if getattr(args, "no_history", False):
+        return
+    from torchperf_tui.engine.errors import TorchperfError
+    from torchperf_tui.engine.records.history_file import HistoryFile
+
+    try:
+        HistoryFile(args.history).check_writable()
+    except TorchperfError as exc:
+        raise TorchperfError(f"{exc}: nothing was measured (--history chooses another file, --no-history keeps "
+                             "none)") from None
 
 
 def _append_history(args, result, fingerprint: dict | None) -> list:
@@ -241,7 +258,9 @@ def cmd_compare(args) -> int:
     if getattr(args, "baseline", None) is not None:
         from torchperf_tui.cli_baseline import baseline_command  # the regression gate: exit 0, 1 or 2
 
+        check_history_writable(args)  # the run against the baseline is kept
         return baseline_command(args)
+    _refuse_gate_options(args)
     sink = open_mlflow(args)  # --mlflow: checked before anything runs
     if getattr(args, "generate", None) is not None or getattr(args, "prompt_len", None) is not None:
         from torchperf_tui.cli_generation import compare_generate  # the verdict on decode, the prefill apart
@@ -249,8 +268,10 @@ def cmd_compare(args) -> int:
         return compare_generate(args)
     base = _bench_config(args, shapes=args.shapes, seed=args.seed)
     arm_a, arm_b = _arms(args, base)
+    if not args.kernels:  # the kernels are not kept in the history; both arms of a comparison are
+        check_history_writable(args)
     params = dict(base=base, a=arm_a, b=arm_b, blocks=args.blocks, per_block=args.per_block, seed=args.seed,
-                  kernels=args.kernels, time_budget_s=args.time_budget or None)
+                  kernels=args.kernels, time_budget_s=args.time_budget or None, aa=args.aa)
     if args.kernels:
         from torchperf_tui.cli_render import render_kernels
 
@@ -264,15 +285,34 @@ def cmd_compare(args) -> int:
     return _output(args, result, render_ab)
 
 
+# compare's options that only the regression gate reads (compare --baseline), as typed.
+GATE_OPTIONS = {"fail_if_slower": "--fail-if-slower", "baseline_filter": "--baseline-filter",
+                "no_confirm": "--no-confirm"}
+
+
+def _refuse_gate_options(args) -> None:
+    """A gate option without --baseline would be read by nothing (`--fail-if-slower 5` on an A/B: no gate, exit 0
+    whatever B's verdict), so it is refused rather than passed over."""
+    from torchperf_tui.cli_baseline import typed_options
+    from torchperf_tui.engine.errors import TorchperfError
+
+    typed = typed_options(args.argv) if getattr(args, "argv", None) is not None else set()
+    stray = [option for dest, option in GATE_OPTIONS.items() if dest in typed]
+    if stray:
+        raise TorchperfError(f"{' and '.join(stray)} go{'es' if len(stray) == 1 else ''} with --baseline REF (the "
+                             "regression gate): an A/B comparison has no gate; add --baseline, or leave "
+                             f"{'it' if len(stray) == 1 else 'them'} out")
+
+
 def _arms(args, base):
     """The arms' SPECs parsed over the base run (no torch: here, before a job is sent), and what the arguments
     alone can refuse: identical arms without --aa, and --kernels with a shape schedule."""
-    from torchperf_tui.engine.benchmark.ab_arms import parse_arm_spec, same_arms, same_arms_refusal
+    from torchperf_tui.engine.benchmark.ab_arms import AA_REMEDY, parse_arm_spec, same_arms, same_arms_refusal
     from torchperf_tui.engine.errors import TorchperfError
 
     arm_a, arm_b = parse_arm_spec(args.a, base=base.flags), parse_arm_spec(args.b, base=base.flags)
     if same_arms(base, arm_a, arm_b) and not args.aa:
-        raise TorchperfError(same_arms_refusal("--aa runs an A/A check of the noise on purpose"))
+        raise TorchperfError(same_arms_refusal(AA_REMEDY))
     if args.kernels and (base.shapes != "fixed" or arm_a.shapes or arm_b.shapes):
         raise TorchperfError("--kernels profiles one input shape: leave out --shapes and shapes= in the SPECs")
     return arm_a, arm_b
@@ -378,11 +418,23 @@ def _parse(argv: list[str]) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parse(list(sys.argv[1:] if argv is None else argv))
     from torchperf_tui.engine.errors import TorchperfError  # cheap: no torch import
+    from torchperf_tui.engine.records.kept_files import HISTORY_ENV
+
+    if getattr(args, "history", None):  # the history in use, for the measurement process too: no output of
+        os.environ[HISTORY_ENV] = args.history  # either process is written over it (engine/records/kept_files.py)
+    from torchperf_tui.measure.cli_jobs import Terminated, ending_on_signals
 
     try:
         if args.command is None:
-            return run_tui(args)
-        return COMMANDS[args.command](args)
+            return run_tui(args)  # the app handles SIGTERM and SIGHUP itself (app/signals.py)
+        with ending_on_signals():  # the measurement process stopped and its empty log removed on the way out
+            return COMMANDS[args.command](args)
+    except Terminated as exc:
+        try:
+            print(f"{PROG}: terminated ({exc})", file=sys.stderr)
+        except (OSError, ValueError):  # SIGHUP: the terminal is gone
+            pass
+        return 128 + exc.signum
     except TorchperfError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

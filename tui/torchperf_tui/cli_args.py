@@ -4,6 +4,7 @@ enters (options.py). A usage error is one line and exit code 2."""
 from __future__ import annotations
 
 import argparse
+import functools
 
 from torchperf_tui import options
 
@@ -36,6 +37,10 @@ def _positive_float(name: str):
 
 
 _positive_int = _checked(options.positive_int)
+_iters = _checked(functools.partial(options.iters, name="--iters"))
+_recorded = _checked(functools.partial(options.recorded_passes, name="--iters"))
+_warmup = _checked(options.warmup)
+_memory_cap = _checked(functools.partial(options.memory_cap_gib, name="--memory-cap"))
 
 
 def _app_model_args(text: str) -> str:
@@ -50,7 +55,8 @@ def _app_model_args(text: str) -> str:
     return text.strip()
 
 
-def _app_seq_len(text: str) -> str:
+def _seq_len(text: str) -> str:
+    """--seq-len (the app's and the commands'): a whole number >= 1 as typed; '' is refused, not the default."""
     from torchperf_tui.engine.errors import TorchperfError
     from torchperf_tui.engine.workloads.inputs import parse_seq_len
 
@@ -77,7 +83,8 @@ def _add_input_options(p: argparse.ArgumentParser) -> None:
                    "(default: the model's own input size)")
     p.add_argument("--batch", type=_positive_int, help="batch size (replaces the shape's first dimension)")
     p.add_argument("--dtype", default="float32", help="float32 | float16 | bfloat16 (default float32)")
-    p.add_argument("--seq-len", metavar="N", help="a token model's sequence length (default: the model's own, "
+    p.add_argument("--seq-len", metavar="N", type=_seq_len, help="a token model's sequence length (default: the "
+                   "model's own, "
                    "within its maximum positions)")
     p.add_argument("--model-args", metavar="KEY=VALUE,...", default="",
                    help="the model's overrides: settings of a transformers config (hf:), keyword arguments of a "
@@ -138,8 +145,20 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
+def _schedule(text: str) -> str:
+    """--shapes: a schedule engine/workloads/shapes.py parses ('' is refused, not 'fixed'), kept as typed."""
+    from torchperf_tui.engine.errors import TorchperfError
+    from torchperf_tui.engine.workloads.shapes import parse_schedule
+
+    try:
+        parse_schedule(text)
+    except TorchperfError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
 def _add_shapes_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--shapes", default="fixed", metavar="SCHEDULE",
+    p.add_argument("--shapes", default="fixed", metavar="SCHEDULE", type=_schedule,
                    help="input shapes of the timed iterations: fixed | cycle:K[:LO-HI] | random[:LO-HI[:batch=B1-B2]] "
                         "(default fixed; cudnn.benchmark re-tunes for every new shape)")
 
@@ -159,13 +178,14 @@ def _add_sweep_parser(sub) -> None:
                    help="the model's overrides, e.g. num_hidden_layers=2,hidden_size=256")
     p.add_argument("--device", default="auto", type=_checked(options.device_name),
                    help="auto | cpu | cuda[:N] (default auto)")
-    p.add_argument("--iters", type=_positive_int, default=10, help="timed iterations per length and arm (default 10)")
-    p.add_argument("--warmup", type=_checked(options.warmup), default=2,
+    p.add_argument("--iters", type=_iters, default=10, help="timed iterations per length and arm (default 10, "
+                   f"at most {options.ITERS_MAX:,})")
+    p.add_argument("--warmup", type=_warmup, default=2,
                    help="warm-up iterations before each length's (and arm's block's) timed ones (default 2)")
     p.add_argument("--time-budget", type=_checked(options.time_budget), metavar="SECONDS",
                    help="do not start a length that would end past this budget (default 120, as throughput's; "
                         "0: no budget)")
-    p.add_argument("--memory-cap", type=_positive_float("--memory-cap"), metavar="GIB",
+    p.add_argument("--memory-cap", type=_memory_cap, metavar="GIB",
                    help="CPU only: memory a length may use (default half of the available RAM)")
     p.add_argument("--a", metavar="SPEC", help="arm A of an A/B sweep, as compare's SPEC (with --b): both arms at "
                    "every length, interleaved, their curves overlaid")
@@ -205,7 +225,8 @@ def _add_baseline_options(p: argparse.ArgumentParser) -> None:
                         "override it and are listed as differences) and compare the two samples. REF: a `bench MODEL "
                         "--json` file, a history file (newest timing record, or --baseline-filter's), or a record id "
                         "or unique prefix from --history's file. Exit 0 the same or faster, 1 slower past "
-                        "--fail-if-slower and significant, 2 bad input")
+                        "--fail-if-slower and significant, 2 bad input; a run marked disturbed (a busy host) that "
+                        "reads slower past it is not judged: exit 0, 'disturbed: not judged'")
     p.add_argument("--baseline-filter", metavar="KEY=VALUE,...",
                    help="with --baseline HISTORY_FILE: the newest timing record matching every pair, e.g. "
                         "model=resnet18,dtype=float16 (keys: id, model, input_shape, dtype, device, channels_last, "
@@ -238,7 +259,7 @@ def build_parser(commands: bool = True, baseline: bool = False) -> argparse.Argu
     parser.add_argument("--autostart", action="store_true", help="TUI: start a timing run at once")
     parser.add_argument("--model-args", dest="app_model_args", metavar="KEY=VALUE,...", type=_app_model_args,
                         help="TUI: the model's overrides (its config or builder keywords), as the picker's args field")
-    parser.add_argument("--seq-len", dest="app_seq_len", metavar="N", type=_app_seq_len,
+    parser.add_argument("--seq-len", dest="app_seq_len", metavar="N", type=_seq_len,
                         help="TUI: a token model's sequence length, as the picker's seq field")
     parser.add_argument("--demo", nargs="?", const="resnet18", metavar="MODEL",
                         help="TUI: play a story hands-free on MODEL (default resnet18: the cuDNN trade-offs; a "
@@ -281,10 +302,12 @@ def build_parser(commands: bool = True, baseline: bool = False) -> argparse.Argu
 
     p = sub.add_parser("bench", help="latency: warm-up, then timed iterations with synchronisation")
     _add_workload_options(p)
-    p.add_argument("--warmup", type=_checked(options.warmup), default=10,
-                   help="warm-up iterations, or 'auto' (default 10)")
-    p.add_argument("--iters", type=_positive_int, default=64,
-                   help="timed iterations (default 64: enough for p90's 95 %% interval to lie inside the sample)")
+    p.add_argument("--warmup", type=_warmup, default=10,
+                   help=f"warm-up iterations, or 'auto' (default 10, at most {options.WARMUP_MAX:,}); the time "
+                        "budget covers them too")
+    p.add_argument("--iters", type=_iters, default=64,
+                   help="timed iterations (default 64: enough for p90's 95 %% interval to lie inside the sample; "
+                        f"at most {options.ITERS_MAX:,})")
     p.add_argument("--time-budget", type=_checked(options.time_budget), metavar="SECONDS", default=60.0,
                    help="stop the timed iterations once they have taken this long; the percentiles the samples "
                         "cannot support are marked (default 60; 0: no budget)")
@@ -302,9 +325,9 @@ def build_parser(commands: bool = True, baseline: bool = False) -> argparse.Argu
     p.add_argument("--cold-l2", action="store_true",
                    help="with --modes, CUDA: write a buffer twice the L2 size before each sync and graph iteration, "
                         "outside the timed region")
-    p.add_argument("--per-block", type=_positive_int, default=10,
-                   help="with --modes: iterations per pipelined block (default 10)")
-    p.add_argument("--generate", type=_positive_int, metavar="N",
+    p.add_argument("--per-block", type=_checked(options.ab_per_block), default=10,
+                   help=f"with --modes: iterations per pipelined block (default 10, at most {options.AB_PER_BLOCK_MAX})")
+    p.add_argument("--generate", type=_checked(options.new_tokens), metavar="N",
                    help="a causal LM (hf: decoders): instead of one timing, greedy generation of N new tokens with the "
                         "model's own KV cache, each token synchronised: time to first token (the prefill), per-token "
                         "latency (the decode steps), tokens/s and the cache's size; 1 warm-up and 5 timed generations")
@@ -333,14 +356,15 @@ def build_parser(commands: bool = True, baseline: bool = False) -> argparse.Argu
     p.add_argument("--time-budget", type=_checked(options.time_budget), metavar="SECONDS",
                    help="do not start a try that would not end within this budget, the final measurement "
                         "included (default 120; 0: no budget)")
-    p.add_argument("--memory-cap", type=_positive_float("--memory-cap"), metavar="GIB",
+    p.add_argument("--memory-cap", type=_memory_cap, metavar="GIB",
                    help="CPU only: memory the search may use (default half of the available RAM)")
     _add_run_options(p)
     _add_mlflow_option(p)
 
     p = sub.add_parser("profile", help="torch.profiler top ops by self time, and a Chrome trace for Perfetto")
     _add_workload_options(p)
-    p.add_argument("--iters", type=_positive_int, default=5, help="profiled iterations (default 5)")
+    p.add_argument("--iters", type=_recorded, default=5,
+                   help=f"profiled iterations (default 5, at most {options.RECORDED_MAX:,})")
     p.add_argument("--sort", default=None, help="self_cpu | self_device | cpu_total | device_total | calls | "
                    "self_cpu_memory | self_device_memory | name (default: self time on the model's device)")
     p.add_argument("--top", type=_positive_int, default=20, help="rows to show (default 20)")
@@ -349,13 +373,14 @@ def build_parser(commands: bool = True, baseline: bool = False) -> argparse.Argu
 
     p = sub.add_parser("roofline", help="achieved TFLOPS, MFU, arithmetic intensity: memory- or compute-bound")
     _add_workload_options(p)
-    p.add_argument("--iters", type=_positive_int, default=50, help="timed iterations (default 50)")
+    p.add_argument("--iters", type=_iters, default=50,
+                   help=f"timed iterations (default 50, at most {options.ITERS_MAX:,})")
     p.add_argument("--peak-tflops", type=_positive_float("--peak-tflops"), help="the device's peak, where it cannot be derived (CPU)")
     p.add_argument("--peak-bandwidth", type=_positive_float("--peak-bandwidth"), metavar="GB/S", help="likewise, the peak memory bandwidth")
     p.add_argument("--layers", action="store_true", help="also the per-layer table: each layer's time (profiled "
                    "again), share of the pass, achieved FLOP/s, intensity and bound, and on a GPU its busy and idle time")
-    p.add_argument("--layer-iters", type=_positive_int, default=5, metavar="N",
-                   help="passes profiled for --layers (default 5)")
+    p.add_argument("--layer-iters", type=_checked(functools.partial(options.recorded_passes, name="--layer-iters")), default=5, metavar="N",
+                   help=f"passes profiled for --layers (default 5, at most {options.RECORDED_MAX:,})")
     _add_run_options(p)
 
     p = sub.add_parser("compare", help="A vs B interleaved in randomised blocks, with a significance verdict; "
@@ -388,7 +413,7 @@ def build_parser(commands: bool = True, baseline: bool = False) -> argparse.Argu
     p.add_argument("--kernels", action="store_true", help="instead of timing: the kernels each conv layer and each "
                    "attention call ran under A and under B, side by side (torch.profiler; on the CPU the ATen "
                    "implementation), with any attention fallback and its reason")
-    p.add_argument("--generate", type=_positive_int, metavar="N", help="a causal LM: instead of timing passes, each "
+    p.add_argument("--generate", type=_checked(options.new_tokens), metavar="N", help="a causal LM: instead of timing passes, each "
                    "block is a greedy generation of N new tokens; the verdict is on decode (per output token), the "
                    "prefill (time to first token) said apart")
     p.add_argument("--prompt-len", type=_positive_int, metavar="P", help="with --generate: the prompt's length")
@@ -402,7 +427,7 @@ def build_parser(commands: bool = True, baseline: bool = False) -> argparse.Argu
 
     p = sub.add_parser("determinism", help="run the same input twice: bitwise equal, or how far apart")
     _add_workload_options(p)
-    p.add_argument("--runs", type=_positive_int, default=2,
+    p.add_argument("--runs", type=_checked(functools.partial(options.recorded_passes, name="--runs")), default=2,
                    help="passes to compare (default 2): forward passes, or with --step train training steps from "
                         "the same state (gradients and updated weights compared)")
     _add_run_options(p)
@@ -410,7 +435,8 @@ def build_parser(commands: bool = True, baseline: bool = False) -> argparse.Argu
     p = sub.add_parser("memsnap", help="CUDA only: record the allocator's history over a few iterations and write a "
                        "snapshot for pytorch.org/memory_viz")
     _add_workload_options(p)
-    p.add_argument("--iters", type=_positive_int, default=3, help="recorded iterations (default 3)")
+    p.add_argument("--iters", type=_recorded, default=3,
+                   help=f"recorded iterations (default 3, at most {options.RECORDED_MAX:,})")
     p.add_argument("--out", metavar="DIR", help="folder for the snapshot (default: a temp folder)")
     _add_run_options(p)
 

@@ -4,7 +4,11 @@ so that its output is a baseline.
 The gate reads the baseline (engine/records/baseline.py), measures its configuration now in a measurement process
 as `bench` does, with the options typed on the command line over it (only those typed: argparse's defaults do not
 override a baseline), saves the new run to the history, and words the verdict (engine/records/baseline_gate.py,
-wording/baseline.py). Exit 0 the same or faster, 1 slower past PCT and significant, 2 bad input (one line).
+wording/baseline.py). Exit 0 the same or faster, 1 slower past PCT and significant, 2 bad input (one line); a run
+marked disturbed that reads slower past PCT is not judged (exit 0, the verdict says "disturbed: not judged").
+
+The baseline file's settings are checked as the same options typed would be (engine/records/baseline.py,
+config_of_record), before the measurement process starts.
 """
 
 from __future__ import annotations
@@ -90,7 +94,9 @@ def baseline_command(args) -> int:
     """The gate: the baseline's configuration measured now, the verdict, and its exit code. A run that would fail
     the gate is measured once more (unless --no-confirm), and the gate fails only if that run fails it too: a
     regression is confirmed before a build is stopped, as TorchBench confirms one before it files an issue; a burst
-    of load from another process does not last two runs as a slower build does."""
+    of load from another process does not last two runs as a slower build does. A run marked disturbed (a busy
+    host) that reads slower past the limit is not judged: exit 0 with the verdict "disturbed: not judged", so a CI
+    job on a loaded runner does not go red for noise (engine/records/baseline_gate.py)."""
     from torchperf_tui.engine.records.baseline import BaselineError, config_of_record, resolve_baseline
     from torchperf_tui.engine.records.baseline_gate import gate
 
@@ -100,30 +106,33 @@ def baseline_command(args) -> int:
                                 "(leave out --a, --b, --kernels and --generate)")
     from torchperf_tui.cli_mlflow import log_gate, open_mlflow
 
-    sink = open_mlflow(args)  # --mlflow: its store checked before anything runs
     baseline = resolve_baseline(args.baseline, args.history, args.baseline_filter)
     record = baseline.record
     if args.model is not None and args.model != record.model:
         raise BaselineError(f"the baseline {record.short_id} ran {record.model}, and this command names "
                             f"{args.model}: a gate measures the baseline's model again (leave MODEL out)")
     typed = typed_options(getattr(args, "argv", None) or sys.argv[1:])
-    cfg, typed_names = overridden(config_of_record(record), args, typed)
+    cfg, typed_names = overridden(config_of_record(record, source=baseline.source, threads_given="threads" in typed),
+                                  args, typed)
     _check_device_kind(record, cfg.device)
+    sink = open_mlflow(args)  # --mlflow: its store checked before anything runs
 
     def verdict_of_a_run():
-        now = _measure(args, cfg, record)
+        now = measure_now(args, cfg, record)
         return now, gate(record, now, fail_if_slower_pct=args.fail_if_slower, source=baseline.source,
                          typed=typed_names, seed=args.seed)
 
     now, verdict = verdict_of_a_run()
-    if verdict.failed and not args.no_confirm:
-        print(f"{PROG}: note: {verdict.change_pct:.1f} % slower than the baseline: measuring again to confirm "
-              "(--no-confirm: not)", file=sys.stderr)
+    if (verdict.failed or verdict.not_judged) and not args.no_confirm:
+        marked = ", in a run marked disturbed" if verdict.not_judged else ""
+        print(f"{PROG}: note: {verdict.change_pct:.1f} % slower than the baseline{marked}: measuring again to "
+              "confirm (--no-confirm: not)", file=sys.stderr)
         first = verdict
         now, verdict = verdict_of_a_run()
-        verdict.notes.insert(0, f"{'confirmed' if verdict.failed else 'not confirmed'}: the first run ({first.now_id[:8]}) "
-                                f"read ratio {first.ratio:.3f} (95 % CI {first.ci_low:.3f}-{first.ci_high:.3f}), "
-                                "this verdict is the second run's")
+        outcome = "confirmed" if verdict.failed else "not judged" if verdict.not_judged else "not confirmed"
+        first_run = first.now_id[:8] + (", disturbed" if first.disturbed else "")
+        verdict.notes.insert(0, f"{outcome}: the first run ({first_run}) read ratio {first.ratio:.3f} (95 % CI "
+                                f"{first.ci_low:.3f}-{first.ci_high:.3f}), this verdict is the second run's")
     log_gate(sink, now, verdict, saved=not args.no_history)
     if args.json:
         print(json.dumps({**verdict.to_dict(), "record": now.to_dict()}, indent=2, default=str))
@@ -135,8 +144,9 @@ def baseline_command(args) -> int:
     return verdict.exit_code
 
 
-def _measure(args, cfg, record):
-    """The baseline's configuration (`cfg`) timed now, as bench times it; its record, saved unless --no-history."""
+def measure_now(args, cfg, record):
+    """The baseline's configuration (`cfg`) timed now, as bench times it; its record, saved unless --no-history.
+    (The gate's one call into the measurement process: a test puts a fake here to force a disturbed run.)"""
     from torchperf_tui.cli import _print_note, _run
     from torchperf_tui.engine.errors import TorchperfError
     from torchperf_tui.engine.records.baseline import BaselineError

@@ -1,7 +1,7 @@
 """`exporter`: serve GPU telemetry, the host and the history's latest outcomes for Prometheus until Ctrl-C.
 
-Like the app's UI process this one never imports torch: it holds NVML, psutil, the history reader and
-prometheus-client's HTTP server. Bad input (a port in use, an unreadable --history) is one line and exit 2 before
+Like the app's UI process this one never imports torch: it holds NVML, psutil, the history reader and the HTTP
+server (exporter/server.py: prometheus-client's exposition on /metrics, 404 elsewhere). Bad input (a port in use, an unreadable --history) is one line and exit 2 before
 anything is served; Ctrl-C or SIGTERM ends it with exit 0 and no traceback.
 """
 

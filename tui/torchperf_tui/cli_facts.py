@@ -21,19 +21,19 @@ def cmd_info(args) -> int:
 
 def _kept_ceilings(report) -> dict:
     """The measured ceilings kept for the CPU and each CUDA device (None: none yet); nothing is measured here.
-    An unreadable ceilings file is a warning, not a failed `info`."""
+    A ceilings file that is corrupt is a warning, not a failed `info`; a path that is no file to read ($TORCHPERF_CEILINGS
+    naming a FIFO, a device, a folder) is an error, one line, as for every command."""
     from torchperf_tui.engine.hardware.ceilings import kept_for
-    from torchperf_tui.engine.errors import TorchperfError
 
     devices = ["cpu"] + ([f"cuda:{gpu.index}" for gpu in report.gpus] if report.cuda_available else [])
-    kept = {}
-    for device in devices:
-        try:
-            kept[device] = kept_for(device)
-        except TorchperfError as exc:
-            print(f"{PROG}: warning: measured ceilings of {device}: {exc}", file=sys.stderr)
-            kept[device] = None
-    return kept
+    said: set[str] = set()
+
+    def warn(line: str) -> None:
+        if line not in said:  # a file that is not a ceilings file is said once, not once per device
+            print(f"{PROG}: warning: measured ceilings: {line}", file=sys.stderr)
+            said.add(line)
+
+    return {device: kept_for(device, on_corrupt=warn) for device in devices}
 
 
 def cmd_models(args) -> int:

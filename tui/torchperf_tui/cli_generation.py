@@ -87,7 +87,7 @@ def compare_generate(args) -> int:
     base = cli._bench_config(args, shapes=args.shapes, seed=args.seed)
     arm_a, arm_b = cli._arms(args, base)
     params = dict(base=base, a=arm_a, b=arm_b, new_tokens=args.generate, blocks=args.blocks, seed=args.seed,
-                  time_budget_s=args.time_budget or None)
+                  time_budget_s=args.time_budget or None, aa=args.aa)
     result, _ = cli._run("cli.generate_ab", params, f"comparing A and B generating with {args.model}",
                          on_progress=cli._print_note)
     return cli._output(args, result, render_generation_ab)

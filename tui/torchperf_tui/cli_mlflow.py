@@ -66,7 +66,8 @@ def log_gate(sink, record: Any, verdict: Any, saved: bool) -> None:
         content = describe_records([record], saved)
         for name in ("ratio", "ci_low", "ci_high", "p_value", "fail_if_slower_pct", "exit_code"):
             content.metric(f"gate.{name}", getattr(verdict, name))
-        content.tag("torchperf.gate", f"{verdict.verdict}{' (fails)' if verdict.failed else ''}")
+        outcome = " (fails)" if verdict.failed else " (disturbed: not judged)" if verdict.not_judged else ""
+        content.tag("torchperf.gate", f"{verdict.verdict}{outcome}")
         content.tag("torchperf.baseline_id", verdict.baseline_id)
         return content
 

@@ -18,11 +18,12 @@ from torchperf_tui.wording import subject
 from torchperf_tui.wording.compare import ab_title, arm_cells, arm_conditions
 from torchperf_tui.wording.kernels import (attention_cells, attention_changed_text, attention_title, changed_text,
                                            fallback_lines, kernel_cells, kernels_title)
-from torchperf_tui.wording.modes import mode_cells, modes_title
+from torchperf_tui.wording.modes import mode_cells, modes_rows, modes_title
 from torchperf_tui.wording.profile import op_cells, op_columns, profile_rows, profile_title, trace_text
 from torchperf_tui.wording.roofline import Footnotes, roofline_rows, roofline_title
 from torchperf_tui.wording.throughput import point_cells, throughput_rows, throughput_title, try_line
-from torchperf_tui.wording.timing import noise_rows, state_rows, timing_rows, timing_title
+from torchperf_tui.wording.conditions import noise_rows
+from torchperf_tui.wording.timing import state_rows, timing_rows, timing_title
 
 # Blanks at the end of a line, before any style codes that close it: Rich pads every cell to its column's width,
 # the last column's too, so a table's lines would end in spaces (in a log, a diff, a copied line).
@@ -83,6 +84,8 @@ def render_modes(result) -> None:
     console.print(table)
     for line in result.findings:
         console.print(f"- {line}")
+    for label, text, _ in modes_rows(result):  # the host over the rounds, then a warning per mode's mark
+        console.print(f"{label}: {text}", markup=False)
     if result.cancelled:
         console.print("cancelled before the end: the medians are of the samples taken")
 
@@ -303,6 +306,8 @@ def render_kernels(result) -> None:
         for line in fallback_lines(result):
             console.print(line, style="yellow", markup=False)
     console.print(result.note)
+    for label, text, _ in noise_rows(result):  # each arm's host over its profiled passes, when it was busy
+        console.print(f"{label}: {text}", markup=False)
 
 
 def _kernel_table(columns, rows) -> Table:

@@ -183,7 +183,19 @@ def interval_text(interval) -> str:
 
 
 def budget_text(result) -> str:
-    """A timing run that its time budget stopped early: how far it got, and what that costs."""
-    return (f"stopped at the {result.time_budget_s:g} s time budget after {len(result.samples_ms)} of "
-            f"{result.iters_asked} timed iterations: the percentiles these samples cannot support are marked")
+    """A timing run that its time budget stopped early (in the warm-up, or the timed iterations): how far it got,
+    and what that costs."""
+    timed = f"{len(result.samples_ms)} of {result.iters_asked} timed iterations"
+    if getattr(result, "warmup_stopped", False):
+        warm = warmup_budget_text(result.time_budget_s, len(result.warmup_ms), getattr(result, "warmup_asked", None))
+        return f"{warm}; then {timed} ran: the percentiles these samples cannot support are marked"
+    return (f"stopped at the {result.time_budget_s:g} s time budget after {timed}: the percentiles these samples "
+            "cannot support are marked")
 
+
+
+def warmup_budget_text(budget_s: float, done: int, asked: int | str | None) -> str:
+    """A warm-up that the time budget ended: 'the 2 s time budget ran out in the warm-up, after 40 of 1000 warm-up
+    iterations: the model may not have settled'."""
+    warm = f"{done} warm-up iterations (auto: not yet settled)" if asked == "auto" else f"{done} of {asked} warm-up iterations"
+    return f"the {budget_s:g} s time budget ran out in the warm-up, after {warm}: the model may not have settled"

@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 import os
 
+import psutil
+
 from torchperf_tui.engine.errors import TorchperfError
 
 # Seeds feed numpy's and torch's generators; numpy takes 0 .. 2**32 - 1.
@@ -23,6 +25,15 @@ AB_BLOCKS_RANGE = (6, 10_000)
 AB_PER_BLOCK_MAX = 1_000
 # A comparison's default time budget: two arms, so twice bench's 60 s.
 AB_TIME_BUDGET_S = 120.0
+# Timed iterations of a run: a hundred thousand is already far past where p99's interval stops narrowing, and each
+# sample is kept (in the result, its record, the app's plots); past it a typo (an extra zero or five) ran for
+# hours or failed in an allocation. The time budget, not this, is what bounds a slow model's run.
+ITERS_MAX = 100_000
+# Warm-up iterations: a model settles within tens of passes ('auto' stops when it has); ten thousand is generous.
+WARMUP_MAX = 10_000
+# Passes recorded one by one (profiled, traced, a memory history, a determinism check): each adds to a trace or a
+# snapshot kept whole, so a thousand is plenty.
+RECORDED_MAX = 1_000
 # The app's telemetry period: below 0.1 s the event loop does little but sample; above a minute the
 # time series say nothing.
 INTERVAL_RANGE = (0.1, 60.0)
@@ -74,14 +85,30 @@ def positive_int(value: int | str, name: str = "a count") -> int:
     return whole_number(name, value, low=1)
 
 
+def iters(value: int | str, name: str = "iters") -> int:
+    """Timed iterations: 1 .. ITERS_MAX (the CLI's --iters and the app's iters field alike)."""
+    return whole_number(name, value, low=1, high=ITERS_MAX)
+
+
+def new_tokens(value: int | str, name: str = "--generate") -> int:
+    """Tokens a generation produces: 1 .. ITERS_MAX (each is a timed decode step, kept as a sample; the model's
+    maximum positions bound it further where it is known)."""
+    return whole_number(name, value, low=1, high=ITERS_MAX)
+
+
+def recorded_passes(value: int | str, name: str = "--iters") -> int:
+    """Passes recorded one by one (profiled, a memory history, a determinism check): 1 .. RECORDED_MAX."""
+    return whole_number(name, value, low=1, high=RECORDED_MAX)
+
+
 def warmup(value: int | str) -> int | str:
-    """Warm-up iterations: a count >= 0, or 'auto' (until the iteration time settles)."""
+    """Warm-up iterations: a count 0 .. WARMUP_MAX, or 'auto' (until the iteration time settles)."""
     if isinstance(value, str) and value.strip() == "auto":
         return "auto"
     try:
-        return whole_number("warm-up", value, low=0)
+        return whole_number("warm-up", value, low=0, high=WARMUP_MAX)
     except OptionError:
-        raise OptionError(f"warm-up: expected a count >= 0 or 'auto', got {value!r}") from None
+        raise OptionError(f"warm-up: expected a count 0-{WARMUP_MAX:,} or 'auto', got {value!r}") from None
 
 
 def cpu_count() -> int:
@@ -123,6 +150,17 @@ def positive_float(name: str, value: float | str) -> float:
     return finite_float(name, value, low=0.0, low_inclusive=False)
 
 
+def memory_cap_gib(value: float | str, name: str = "--memory-cap") -> float:
+    """GiB a CPU search may use: > 0 and at most this machine's RAM (more is no cap: the search would go on until
+    the machine swapped or its kernel ended a process)."""
+    number = positive_float(name, value)
+    ram_gib = psutil.virtual_memory().total / 1024**3
+    if number > ram_gib:
+        raise OptionError(f"{name}: {number:g} GiB is more than this machine's {ram_gib:.1f} GiB of RAM; "
+                          f"give at most {ram_gib:.1f}")
+    return number
+
+
 def ab_blocks(value: int | str) -> int:
     """Blocks per arm of an A/B comparison (AB_BLOCKS_RANGE)."""
     low, high = AB_BLOCKS_RANGE
@@ -158,9 +196,9 @@ def history_path(value: str) -> str:
     except OSError as exc:
         raise OptionError(f"--history: cannot use {target}: {exc.strerror or exc}") from None
     if not stat.S_ISREG(mode):
-        from torchperf_tui.engine.records.output_files import _kind
+        from torchperf_tui.engine.records.input_files import file_kind
 
-        raise OptionError(f"--history: will not append to {target}: it is {_kind(mode)}, not a regular file")
+        raise OptionError(f"--history: will not append to {target}: it is {file_kind(mode)}, not a regular file")
     return value
 
 

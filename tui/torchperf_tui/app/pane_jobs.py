@@ -2,11 +2,18 @@
 roofline, its check), each holding the id of the job that is current for it. Starting a job in a slot
 replaces the one there (cancelled); an event of a job that is no longer current is dropped, so a slow
 answer can never paint over a newer one. This replaces a sequence counter per job kind in the App.
+
+A measurement's result that keeps what the app saw beside it (a `disturbed` list: a resize, heavy redraws) gets it
+here, from the job's start to its answer, for every pane alike (app/runs.py's app_marks); the timing and compare
+panes set it again from their first timed sample, which they see.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
+
+from torchperf_tui.app.runs import app_marks
 
 
 class PaneJobs:
@@ -16,6 +23,7 @@ class PaneJobs:
     def __init__(self, owner) -> None:
         self.owner = owner  # the pane: its JobEvent messages are posted to it
         self._jobs: dict[str, int] = {}
+        self._sent: dict[int, tuple[float, float]] = {}  # job id -> (monotonic s, this process's CPU s) when sent
 
     @property
     def session(self):
@@ -24,13 +32,18 @@ class PaneJobs:
     def start(self, slot: str, kind: str, params: dict, what: str, enforce_cancel: bool = True) -> int:
         """Send a job to the measurement process for `slot`, replacing the one there."""
         self.cancel(slot, enforce=enforce_cancel)
+        disturbances = getattr(self.session, "disturbances", None)
+        sent = (disturbances.now(), time.process_time()) if disturbances is not None else None
         job_id = self.session.submit(kind, params, what, self.owner, slot)
         self._jobs[slot] = job_id
+        if sent is not None:
+            self._sent[job_id] = sent
         return job_id
 
     def cancel(self, slot: str, enforce: bool = True) -> None:
         job_id = self._jobs.pop(slot, None)
         if job_id is not None:
+            self._sent.pop(job_id, None)
             self.session.cancel(job_id, enforce=enforce)
 
     def busy(self, slot: str) -> bool:
@@ -67,4 +80,12 @@ class PaneJobs:
             return False
         if isinstance(event, (JobDone, JobFailed)):
             del self._jobs[message.slot]
+            sent = self._sent.pop(event.job_id, None)
+            if isinstance(event, JobDone) and sent is not None:
+                self._mark(event.result, sent)
         return True
+
+    def _mark(self, result: Any, sent: tuple[float, float]) -> None:
+        """What the app saw beside the job goes on its result, when the result keeps it (a measurement's)."""
+        if isinstance(getattr(result, "disturbed", None), list):
+            result.disturbed = app_marks(self.session.disturbances, sent[0], sent)

@@ -6,13 +6,17 @@ once it is done; the process is then stopped (killed if something of the model's
 holds it). So the model's code can neither end the command (os._exit is one line and exit 2), nor keep it
 alive, nor print into its output. A job that fails raises JobError (the engine's one line: exit 2) or
 MeasurementBug (not the user's fault: exit 1). Ctrl-C cancels the job; one that has not stopped within
-CANCEL_GRACE_S is killed with its process; then KeyboardInterrupt goes on up (exit 130). No torch here.
+CANCEL_GRACE_S is killed with its process; then KeyboardInterrupt goes on up (exit 130). SIGTERM and SIGHUP
+(`ending_on_signals`) stop the process at once and go on up as Terminated (exit 128 + the signal's number), so its
+empty log is removed on the way out, as at any other end. No torch here.
 """
 
 from __future__ import annotations
 
+import contextlib
 import queue
-from typing import Any, Callable
+import signal
+from typing import Any, Callable, Iterator
 
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.measure.client import CANCEL_GRACE_S, MeasurementProcess
@@ -29,6 +33,41 @@ class MeasurementBug(Exception):
     """The job failed with an error that is not the user's (a bug): one line 'Type: message', exit 1."""
 
 
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP reached the command: not an Exception, so nothing on the way catches it as an error."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = int(signum)
+        super().__init__(signal.Signals(self.signum).name)
+
+
+ENDING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def ending_on_signals() -> Iterator[None]:
+    """Within it, SIGTERM or SIGHUP (a `kill`, a closed terminal) raise Terminated in the main thread, so the
+    command ends through its `finally`s (a measurement process stopped, its empty log removed) instead of dying
+    where it stands; the second such signal gets the default (the process ends at once). Python's default for
+    both is to die with nothing cleaned up."""
+    def raise_terminated(signum: int, frame: Any) -> None:
+        for sig in ENDING_SIGNALS:
+            signal.signal(sig, signal.SIG_DFL)
+        raise Terminated(signum)
+
+    previous = {}
+    try:
+        for sig in ENDING_SIGNALS:
+            previous[sig] = signal.signal(sig, raise_terminated)
+    except ValueError:  # not the main thread (a test calling main from a thread): Python's defaults stay
+        pass
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def run_job(kind: str, params: dict, what: str = "", *, on_progress: Callable[[str, Any], None] | None = None,
             on_samples: Callable[[Samples], None] | None = None,
             process_factory: Callable[..., Any] | None = None) -> tuple[Any, dict]:
@@ -37,16 +76,23 @@ def run_job(kind: str, params: dict, what: str = "", *, on_progress: Callable[[s
     events: queue.Queue = queue.Queue()
     make = process_factory or MeasurementProcess
     process = make(on_event=events.put, output="stderr", restart=False)
-    process.start()
+    terminated = False  # by SIGTERM or SIGHUP: the process is killed at once, not asked to quit first
     try:
+        process.start()
         job_id = process.submit(kind, params, what or kind)
         try:
             end = _wait(events, job_id, on_progress, on_samples)
         except KeyboardInterrupt:
             _cancel(process, events, job_id)
             raise
+    except Terminated:
+        terminated = True
+        raise
     finally:
-        process.stop()
+        if terminated:
+            process.stop(grace_s=0)
+        else:
+            process.stop()
     if isinstance(end, JobFailed):
         if end.internal:
             raise MeasurementBug(end.error)

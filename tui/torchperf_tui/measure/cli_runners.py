@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from torchperf_tui.engine.benchmark.ab_arms import AA_REMEDY, refuse_same_arms
 from torchperf_tui.measure.runners import JobContext, analysed_inputs, history_extra, run_time, say_assumed_input
 
 
@@ -57,10 +58,14 @@ def run_cli_roofline(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: cfg, peak_tflops, peak_bandwidth_gbs, layers, layer_iters. A timing, then its roofline (with each
     layer's time for `layers`). -> (Roofline, {})."""
     from torchperf_tui.engine.benchmark.timing import run_benchmark
+    from torchperf_tui.engine.hardware.ceilings import kept_for
     from torchperf_tui.measure.follow_up import layer_times_of_run, roofline_of_run
 
+    # Before the run: a ceilings path that is no file is one line now, a corrupt one a note, not a run lost.
+    measured = kept_for(params["cfg"].device, on_corrupt=lambda line: ctx.progress("note", line))
     timing = run_benchmark(params["cfg"], should_cancel=ctx.cancelled)
-    peaks = {"peak_tflops": params.get("peak_tflops"), "peak_bandwidth_gbs": params.get("peak_bandwidth_gbs")}
+    peaks = {"peak_tflops": params.get("peak_tflops"), "peak_bandwidth_gbs": params.get("peak_bandwidth_gbs"),
+             "measured": measured}
     if params.get("layers"):
         return layer_times_of_run(timing, iters=params["layer_iters"], should_cancel=ctx.cancelled, **peaks), {}
     return roofline_of_run(timing, **peaks), {}
@@ -68,11 +73,13 @@ def run_cli_roofline(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 
 def run_cli_compare(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: base (BenchConfig), a, b (ArmSpecs: the SPECs parsed and checked in cli.py), blocks, per_block,
-    seed, kernels, time_budget_s. Progress "block" as the "ab" job. -> (ABResult, {"fingerprint"}) or
+    seed, kernels, time_budget_s, aa (identical arms allowed). Progress "block" as the "ab" job. -> (ABResult, {"fingerprint"}) or
     (KernelComparison, {})."""
     from torchperf_tui.engine.benchmark.abtest import run_ab
 
     base, arm_a, arm_b = params["base"], params["a"], params["b"]
+    if not params.get("aa"):  # as they resolve here: threads=2 against '' where 2 is the default is one set-up
+        refuse_same_arms(base, arm_a, arm_b, AA_REMEDY)
     if params.get("kernels"):
         from torchperf_tui.engine.analysis.kernels import conv_kernels
 

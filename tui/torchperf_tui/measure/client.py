@@ -6,7 +6,9 @@ model), the job it was running fails with a line that says what died and during 
 announced: the import of the model's module, its build or a pass), queued jobs go to a fresh process, and the next
 request works. A cancelled job that has not stopped within CANCEL_GRACE_S once it iterates, BUILD_GRACE_S
 before (a build or a forward pass stuck in C++ or in a sleep cannot be interrupted) is killed with its
-process, which is started again, and that is said: at once when the cancel is enforced, else as soon as another job waits behind it. The CLI uses
+process, which is started again, and that is said: at once when the cancel is enforced, else as soon as another job waits behind it.
+A running job silent past its deadline (measure/deadlines.py: a model blocked in its build or in a pass) is killed
+the same way, with a line that says which part of it did not finish and within how long. The CLI uses
 the same client with restart=False and the model's prints on its own stderr, the process's stderr in its log
 (measure/cli_jobs.py).
 """
@@ -21,10 +23,14 @@ import queue
 import signal
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from torchperf_tui.measure.protocol import (MEASURING_KINDS, PHASE, CancelJob, JobDone, JobFailed, Progress,
+from torchperf_tui.engine.errors import TorchperfError
+from torchperf_tui.measure.deadlines import Deadlines, Watchdog, first_overdue, overdue_line
+from torchperf_tui.measure.process import remove_if_empty
+from torchperf_tui.measure.protocol import (ALIVE, MEASURING_KINDS, PHASE, CancelJob, JobDone, JobFailed, Progress,
                                            ProtocolError, Quit, Ready, Samples, StartJob, Started, pack, unpack)
 
 # A cancelled job must stop within these, or it is killed with its process (the README promises both numbers):
@@ -46,6 +52,29 @@ class JobInfo:
     cancel_sent_at: float | None = None
     enforced: bool = False  # a timer will kill it if it has not stopped within the grace of its cancel
     phase: str = ""  # what its process said it was doing last ("the build of tests.models:net")
+    alive_at: float = 0.0  # monotonic time of its last event once running: its deadline counts from there
+    passed: bool = False  # a pass of it has come back (a heartbeat, samples): PASS_DEADLINE_S from then on
+    samples_phase: str = ""  # of its last samples ("warmup", "timed"): which pass a deadline interrupted
+    overdue: bool = False  # past its deadline: its process is being killed
+
+    def heard(self, message: Any) -> None:
+        """What an event of this job says of it: any event is a sign of life (its deadline counts from there);
+        Started: it runs; a PHASE: what its process does now; a heartbeat (ALIVE) or samples: a pass came back
+        (and the phase of its latest sample); samples or progress: it iterates (it checks its cancel flag)."""
+        self.alive_at = time.monotonic()
+        if isinstance(message, Started):
+            self.running = True
+        elif isinstance(message, Progress) and message.what == PHASE:
+            self.phase = str(message.data)
+        elif isinstance(message, Progress) and message.what == ALIVE:
+            self.passed = True
+            if isinstance(message.data, tuple) and len(message.data) == 2 and message.data[1]:
+                self.samples_phase = str(message.data[1])
+        elif isinstance(message, (Samples, Progress)):
+            self.iterating = True
+            if isinstance(message, Samples):
+                self.passed = True
+                self.samples_phase = message.phase or self.samples_phase
 
 
 class _UiUnpickler(pickle.Unpickler):
@@ -89,29 +118,20 @@ def default_log_path() -> str:
     return os.path.join(folder, "measurement-{pid}.log")
 
 
-def remove_if_empty(path: str | None) -> None:
-    """An ended process's log that holds nothing is not worth leaving in the temp folder."""
-    if not path:
-        return
-    try:
-        if os.path.isfile(path) and not os.path.islink(path) and os.path.getsize(path) == 0:
-            os.unlink(path)
-    except OSError:
-        pass
-
-
 class MeasurementProcess:
     """One measurement process at a time; replaced when it dies or must be killed."""
 
     def __init__(self, on_event: Callable[[Any], None], on_notice: Callable[[str], None] | None = None,
                  log_path: str | None = None, output: str = "log", restart: bool = True,
-                 cpus: frozenset[int] | set[int] | None = None) -> None:
+                 cpus: frozenset[int] | set[int] | None = None, deadlines: Deadlines | None = None) -> None:
         """`log_path`: where each process's stdout and stderr go ({pid} is its pid; default_log_path());
         `output="stderr"`: its stdout (the model's prints) to this process's stderr instead (the CLI: a model's
         print() is the user's to see, never in the command's output), its stderr (a crash dump, a traceback)
         still to the log. `restart=False`: a process that dies or is killed is not replaced (the CLI runs one
         job and ends). `cpus`: the CPUs each process runs on, set by the process itself before it imports
-        torch (whose default thread count follows them); None: where it is started."""
+        torch (whose default thread count follows them); None: where it is started. `deadlines`: how long a running
+        job may stay silent (None: Deadlines.from_env(), read at start; a bad value there fails every job with
+        its line)."""
         self.on_event = on_event
         self.cpus = frozenset(cpus) if cpus else None
         self.on_notice = on_notice or (lambda text: None)
@@ -132,6 +152,8 @@ class MeasurementProcess:
         self._ready = False
         self.unavailable_reason: str | None = None
         self._supervisor: queue.Queue | None = None
+        self.deadlines = deadlines
+        self._watchdog = Watchdog(self._overdue, self._stop_overdue)
 
     # -- life cycle ------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -139,6 +161,13 @@ class MeasurementProcess:
         talk to it; jobs still waiting from a process that went are sent to this one."""
         from torchperf_tui.measure.spawn import spawn
 
+        if self.deadlines is None:
+            try:
+                self.deadlines = Deadlines.from_env()
+            except TorchperfError as exc:  # every job fails with the line; nothing is started
+                self.unavailable_reason = str(exc)
+                return
+        self._watchdog.start()
         with self._lock:
             self._generation += 1
             generation = self._generation
@@ -165,6 +194,7 @@ class MeasurementProcess:
         with self._lock:
             self._stopping = True
             process, outbox, log = self._process, self._outbox, self.log_path
+        self._watchdog.stop()
         if process is None:
             return
         if outbox is not None:
@@ -209,8 +239,6 @@ class MeasurementProcess:
         """Stop a job at its next iteration. With `enforce`, a job still running `grace_s` (default: its grace,
         see `grace_of`) after the cancel is stopped by killing the process; without, its result is merely dropped, unless
         another job is submitted behind it (then it is enforced all the same: see submit)."""
-        import time
-
         with self._lock:
             info = self._jobs.get(job_id)
             if info is None or self._outbox is None:
@@ -223,8 +251,6 @@ class MeasurementProcess:
 
     def _enforce_later(self, info: JobInfo, grace_s: float | None = None) -> None:
         """Kill `info`'s process if the job is still running `grace_s` after its cancel (under the lock)."""
-        import time
-
         info.enforced = True
         grace_s = grace_of(info) if grace_s is None else grace_s
         left = max(0.0, info.cancel_sent_at + grace_s - time.monotonic())
@@ -278,23 +304,17 @@ class MeasurementProcess:
             with self._lock:
                 if generation != self._generation:
                     return
+                info = self._jobs.get(getattr(message, "job_id", None))
                 if isinstance(message, Ready):
                     self.pid, self._ready = message.pid, True
-                elif isinstance(message, Started):
-                    info = self._jobs.get(message.job_id)
-                    if info is not None:
-                        info.running = True
                 elif isinstance(message, (JobDone, JobFailed)):
                     self._jobs.pop(message.job_id, None)
-                elif isinstance(message, Progress) and message.what == PHASE:
-                    info = self._jobs.get(message.job_id)
-                    if info is not None:
-                        info.phase = str(message.data)
-                    continue  # for the line that says what a death interrupted; no one else's business
-                elif isinstance(message, (Samples, Progress)):
-                    info = self._jobs.get(message.job_id)
-                    if info is not None:
-                        info.iterating = True
+                elif info is not None:
+                    info.heard(message)
+                    if isinstance(message, Started):
+                        self._watchdog.wake()  # its deadline starts
+                if isinstance(message, Progress) and message.what in (PHASE, ALIVE):
+                    continue  # for the line that says what a death or a deadline interrupted; no one else's business
             self.on_event(message)
         try:
             process.wait(timeout=5)
@@ -304,6 +324,21 @@ class MeasurementProcess:
             if generation != self._generation or self._stopping:
                 return
         self._replace(process, None, None)
+
+    def _overdue(self, now: float) -> tuple[tuple[JobInfo, float, Any] | None, float | None]:
+        """For the watchdog: (the first running job past its deadline, the seconds it was allowed, its process) and
+        marked overdue, or None and the seconds until the next deadline (None: no job runs)."""
+        with self._lock:
+            late, wait = first_overdue([j for j in self._jobs.values() if j.running and not j.overdue],
+                                       self.deadlines, now)
+            if late is None:
+                return None, wait
+            late[0].overdue = True
+            return (*late, self._process), None
+
+    def _stop_overdue(self, late: tuple[JobInfo, float, Any]) -> None:
+        info, allowed, process = late
+        self._replace(process, overdue_line(info.what, info.phase, info.passed, info.samples_phase, allowed), info.job_id)
 
     def _on_supervisor(self, fn: Callable[[], None]) -> None:
         """Run `fn` on one long-lived thread and wait for it. A restart must not start the process from the

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from torchperf_tui.engine.benchmark.ab_arms import AA_REMEDY, refuse_same_arms
 from torchperf_tui.measure.runners import JobContext, SampleStream, history_extra, send_every_s
 
 
@@ -36,10 +37,13 @@ def run_cli_generate(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 
 
 def run_cli_generate_ab(params: dict, ctx: JobContext) -> tuple[Any, dict]:
-    """params: base (BenchConfig), a, b (ArmSpecs), new_tokens, blocks, seed, time_budget_s. Progress "block":
+    """params: base (BenchConfig), a, b (ArmSpecs), new_tokens, blocks, seed, time_budget_s, aa (identical arms
+    allowed). Progress "block":
     (arm, index, total). -> (GenerationABResult, {})."""
     from torchperf_tui.engine.benchmark.generation_ab import run_generation_ab
 
+    if not params.get("aa"):  # as they resolve here (the thread count left empty is this process's)
+        refuse_same_arms(params["base"], params["a"], params["b"], AA_REMEDY)
     return run_generation_ab(params["base"], params["a"], params["b"], params["new_tokens"], blocks=params["blocks"],
                              seed=params.get("seed", 0), should_cancel=ctx.cancelled,
                              time_budget_s=params.get("time_budget_s"),

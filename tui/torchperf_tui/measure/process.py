@@ -17,12 +17,20 @@ import queue
 import signal
 import sys
 import threading
+import time
 from typing import Any
 
-from torchperf_tui.measure.protocol import CancelJob, JobDone, JobFailed, Quit, Ready, StartJob, Started, pack, unpack
+from torchperf_tui.measure.protocol import (ALIVE, ALIVE_EVERY_S, PHASE, CancelJob, JobDone, JobFailed, Quit, Ready,
+                                           StartJob, Started, pack, unpack)
 
 
 PRINTS_TO_STDERR = "prints-to-stderr"  # the argument that sends stdout (the model's prints) to the stderr given
+# Kineto (torch's profiler) writes its stages to stderr at every profile ("USDT: profiler_start", and on a box
+# without a GPU an "ERROR: gpuGetDeviceCount failed"): that left every `profile`'s log behind, holding only that.
+# Above its highest level (STAGE 4, USDT 5) it says nothing; a user's own setting is kept.
+KINETO_QUIET = "6"
+
+_own_log: list[str] = []  # this process's log, once opened: removed when it ends with the log empty
 
 
 def log_file(template: str, pid: int) -> str:
@@ -31,25 +39,59 @@ def log_file(template: str, pid: int) -> str:
     return template.replace("{pid}", str(pid))
 
 
+def remove_if_empty(path: str | None) -> None:
+    """An ended process's log that holds nothing is not worth leaving in the temp folder (the process removes its
+    own as it ends, the client as it stops it or finds it dead: whichever comes first)."""
+    if not path:
+        return
+    try:
+        if os.path.isfile(path) and not os.path.islink(path) and os.path.getsize(path) == 0:
+            os.unlink(path)
+    except OSError:
+        pass
+
+
+def leave(code: int = 0) -> None:
+    """End this process at once (no Python clean-up: a model's threads must not hold it), its log removed if empty."""
+    for path in _own_log:
+        remove_if_empty(path)
+    os._exit(code)
+
+
+def _end_on_sigterm(signum: int, frame: Any) -> None:
+    """SIGTERM (a `kill`, or the kernel's word that the app died: see _die_with_parent): the empty log goes, then
+    the process ends by the signal, as the default would have."""
+    for path in _own_log:
+        remove_if_empty(path)
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
 def _detach_from_terminal(log_path: str | None, prints_to_stderr: bool = False) -> None:
     """stdin from /dev/null, stderr (the file descriptor: native libraries and faulthandler write there too) to
     the log, and stdout too, or (`prints_to_stderr`, the CLI) to the stderr this process was given: the model's
-    prints are the user's to see, a crash dump or a traceback is the log's; SIGINT ignored (Ctrl-C belongs to the
-    app, which cancels the job); ended by the kernel if the app dies."""
+    prints are the user's to see, a crash dump or a traceback is the log's; SIGINT and SIGHUP ignored (Ctrl-C and
+    a closed terminal reach the app's whole process group: the app decides, and cancels the job or stops this
+    process); SIGTERM ends it with its empty log removed; so does the app's death (see _die_with_parent)."""
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
     flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
+    path = log_file(log_path, os.getpid()) if log_path else None
     try:
-        out = os.open(log_file(log_path, os.getpid()) if log_path else os.devnull, flags, 0o600)
+        out = os.open(path or os.devnull, flags, 0o600)
     except OSError:  # no log rather than no measurements
-        out = os.open(os.devnull, os.O_WRONLY)
+        out, path = os.open(os.devnull, os.O_WRONLY), None
+    if path:
+        _own_log.append(path)
     os.dup2(2 if prints_to_stderr else out, 1)
     os.dup2(out, 2)
     os.close(out)
     sys.stdout = open(1, "w", buffering=1, closefd=False)
     sys.stderr = open(2, "w", buffering=1, closefd=False)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _end_on_sigterm)
     _die_with_parent()
 
 
@@ -79,7 +121,10 @@ def apply_cpu_set(environ: dict | None = None, set_affinity: Any = None) -> froz
 
 
 def _die_with_parent() -> None:
-    """Linux: SIGKILL this process when the app's process ends, even by SIGKILL (no orphans holding a GPU)."""
+    """Linux: SIGTERM this process when the app's process ends, even by SIGKILL (no orphans holding a GPU), so that
+    it removes its empty log as it goes (_end_on_sigterm). The handler runs on the main thread, which a model's
+    native call may hold: the requests thread sees the app's end of the socket close at the same moment and ends
+    the process from there (JobServer.read_requests)."""
     if not sys.platform.startswith("linux"):
         return
     try:
@@ -87,7 +132,7 @@ def _die_with_parent() -> None:
 
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         PR_SET_PDEATHSIG = 1
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     except (OSError, AttributeError):
         pass
 
@@ -109,14 +154,14 @@ class JobServer:
             try:
                 self.conn.send(pack(message))
             except (OSError, EOFError, BrokenPipeError):
-                os._exit(0)  # the app is gone: nothing to measure for
+                leave(0)  # the app is gone: nothing to measure for
 
     def read_requests(self) -> None:
         while True:
             try:
                 message = unpack(self.conn.recv())
             except (EOFError, OSError):
-                os._exit(0)
+                leave(0)  # the app is gone (its end of the socket closed as it died, even by SIGKILL)
             except Exception:  # a request that does not unpickle here: skipped, the reader goes on
                 import traceback
 
@@ -225,8 +270,6 @@ def track_phases(job: StartJob, ctx: Any) -> list[str]:
     passes (from the job's first check of its cancel flag: the engine's loops check it before each pass, after
     the build). A process that dies in there (os._exit, a segfault) is then reported with that phase. Returns
     what the import changed of torch's state, in words (put back: the job runs from the process's own)."""
-    from torchperf_tui.measure.protocol import PHASE
-
     spec = model_spec(job.params)
     if spec is None:
         return []
@@ -242,12 +285,21 @@ def track_phases(job: StartJob, ctx: Any) -> list[str]:
         notes = import_changes(module, before)
     ctx.progress(PHASE, f"the analysis of {spec}" if job.kind in ("analyse", "cli.flops") else f"the build of {spec}")
     checked = ctx.cancel_event.is_set
-    announced = []
+    checks = 0
+    said_at, said_phase = 0.0, ""
 
     def cancelled() -> bool:
-        if not announced:
-            announced.append(True)
+        # Called between passes: the first call says the passes begin, the next ones that they go on (a sign of
+        # life for the client's deadline: measure/deadlines.py), at most every ALIVE_EVERY_S, and as the timed
+        # loop's phase changes (so a deadline can say whether the warm-up or the timed passes were running).
+        nonlocal checks, said_at, said_phase
+        checks += 1
+        phase = getattr(ctx, "last_phase", "")
+        if checks == 1:
             ctx.progress(PHASE, f"a pass of {spec}")
+        elif checks == 2 or phase != said_phase or time.monotonic() - said_at >= ALIVE_EVERY_S:
+            said_at, said_phase = time.monotonic(), phase
+            ctx.progress(ALIVE, (checks - 1, phase))
         return checked()
 
     ctx.cancelled = cancelled
@@ -264,6 +316,7 @@ def serve_fd(fd: int, log_path: str | None = None, prints: str | None = None) ->
 def serve(conn: Any, log_path: str | None = None, prints_to_stderr: bool = False) -> None:
     _detach_from_terminal(log_path, prints_to_stderr)
     apply_cpu_set()  # before torch is imported: its default thread count follows the mask
+    os.environ.setdefault("KINETO_LOG_LEVEL", KINETO_QUIET)  # read when torch loads its profiler
     import faulthandler
 
     faulthandler.enable()  # a segfault in an extension leaves its Python stack in the log
@@ -278,4 +331,4 @@ def serve(conn: Any, log_path: str | None = None, prints_to_stderr: bool = False
     threading.Thread(target=server.read_requests, name="requests", daemon=True).start()
     server.send(Ready(os.getpid()))
     server.serve()
-    os._exit(0)
+    leave(0)

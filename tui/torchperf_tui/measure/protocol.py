@@ -25,6 +25,11 @@ MEASURING_KINDS = frozenset({"time", "ab", "kernels", "modes", "throughput", "pr
 # pass of M"): sent before that code runs, so a process that dies in it (os._exit, a segfault) is reported with it.
 # The client keeps it for that line and does not pass it on.
 PHASE = "phase"
+# Progress(what=ALIVE, data=(passes come back so far, the phase of its latest sample or "")): the job's passes go on, sent from its cancel checks (between
+# passes) at most every ALIVE_EVERY_S, and once as its first pass comes back. The client takes it as a sign of life
+# for the job's deadline (measure/deadlines.py) and does not pass it on.
+ALIVE = "alive"
+ALIVE_EVERY_S = 2.0
 
 
 class ProtocolError(Exception):

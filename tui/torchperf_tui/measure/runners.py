@@ -13,6 +13,8 @@ from collections import deque
 from importlib import import_module
 from typing import Any, Callable
 
+from torchperf_tui.engine.benchmark.ab_arms import FLIP_REMEDY, refuse_same_arms
+from torchperf_tui.engine.benchmark.flags import describe_here
 from torchperf_tui.measure.protocol import Progress, Samples
 
 SEND_EVERY_S = 0.5  # batched samples leave at most twice a second: the UI redraws a run at that rate anyway
@@ -29,6 +31,7 @@ class JobContext:
         self.job_id = job_id
         self.send = send
         self.cancel_event = threading.Event()
+        self.last_phase = ""  # of the latest timed-loop sample ("first", "warmup", "timed"), sent or not
 
     def cancelled(self) -> bool:
         return self.cancel_event.is_set()
@@ -61,6 +64,7 @@ class SampleStream:
     # -- the measuring thread, between iterations -------------------------------------------------
     def on_sample(self, phase: str, index: int, total: int, ms: float) -> None:
         self.samples.append((phase, index, total, ms))
+        self.ctx.last_phase = phase
         now = time.monotonic()
         if now - self._last_send >= self.every_s:
             self._last_send = now
@@ -172,11 +176,11 @@ def run_ab_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: base (BenchConfig), a, b (Flags), blocks, per_block, seed. Progress "block": (arm, index,
     total, samples_ms). -> (ABResult, {"fingerprint": ...})."""
     from torchperf_tui.engine.benchmark.abtest import ArmSpec, run_ab
-    from torchperf_tui.engine.benchmark.flags import describe_here
 
     device_kind = params.get("device_kind", "cpu")
     arm_a = ArmSpec(flags=params["a"], text=describe_here(params["a"], device_kind))
     arm_b = ArmSpec(flags=params["b"], text=describe_here(params["b"], device_kind))
+    refuse_same_arms(params["base"], arm_a, arm_b, FLIP_REMEDY)  # an empty threads field is this process's count
     result = run_ab(params["base"], arm_a, arm_b, blocks=params["blocks"], per_block=params["per_block"],
                     seed=params["seed"], should_cancel=ctx.cancelled,
                     on_block=lambda arm, i, n, samples: ctx.progress("block", (arm, i, n, list(samples))))
@@ -204,7 +208,6 @@ def run_kernels(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: base (BenchConfig), a, b (Flags), device_kind."""
     from torchperf_tui.engine.benchmark.abtest import ArmSpec
     from torchperf_tui.engine.analysis.kernels import conv_kernels
-    from torchperf_tui.engine.benchmark.flags import describe_here
 
     kind = params.get("device_kind", "cpu")
     return conv_kernels(params["base"], ArmSpec(flags=params["a"], text=describe_here(params["a"], kind)),

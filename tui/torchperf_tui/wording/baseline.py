@@ -28,6 +28,10 @@ def gate_line(result, exit_code: bool = True) -> str:
     pct, allowed = result.change_pct, f"{result.fail_if_slower_pct:g} %"
     if result.failed:
         return f"gate: FAILS: {pct:.1f} % slower, past the allowed {allowed}" + (" (exit 1)" if exit_code else "")
+    if result.not_judged:
+        return (f"gate: disturbed: not judged: {pct:.1f} % slower, past the allowed {allowed}, in a run marked "
+                "disturbed (see the note): part of it may be the disturbance; measure again on a quiet machine"
+                + (" (exit 0)" if exit_code else ""))
     if result.verdict == "slower":
         return f"gate: passes: {pct:.1f} % slower, within the allowed {allowed}"
     if result.verdict == "faster":

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from torchperf_tui.formatting import format_bytes, format_ms, format_number
 from torchperf_tui.wording import Row, row, subject
-from torchperf_tui.wording.timing import noise_rows, state_rows
+from torchperf_tui.wording.conditions import noise_rows
+from torchperf_tui.wording.timing import state_rows
 
 LAST_LOGITS_NOTE = "the prefill computes the last position's logits only (logits_to_keep=1, as model.generate does)"
 
@@ -54,9 +55,18 @@ def kv_cache_text(result) -> str:
 
 
 def runs_text(result) -> str:
-    text = f"{result.runs} timed after 1 warm-up generation"
+    """'3 timed after 1 warm-up generation (5 asked: another, at about 4.1 s like the last, would end past the 10 s
+    time budget)'; the warm-up cut short by the budget is said too."""
+    warm = "1 warm-up generation"
+    if getattr(result, "warmup_stopped", False):
+        warm += (f" (cut at the {result.time_budget_s:g} s time budget after {len(result.warmup_decode_ms) + 1} of "
+                 f"{result.new_tokens} tokens: the model may not have settled)")
+    text = f"{result.runs} timed after {warm}"
     if result.budget_stopped:
-        text += f" (stopped at the {result.time_budget_s:g} s time budget; {result.runs_asked} asked)"
+        last = getattr(result, "next_run_s", None)
+        about = f", at about {last:.1f} s like the last," if last is not None else ""
+        text += (f" ({result.runs_asked} asked: another{about} would end past the {result.time_budget_s:g} s time "
+                 "budget, so it was not started)")
     elif result.runs < result.runs_asked:
         text += f" ({result.runs_asked} asked)"
     return text
@@ -114,4 +124,4 @@ def generation_ab_rows(result) -> list[Row]:
     rows += [row("note", note) for note in result.notes]
     if result.cancelled:
         rows.append(row("note", "cancelled before the end: the verdict is of the pairs that completed"))
-    return rows + state_rows(result)
+    return rows + noise_rows(result) + state_rows(result)

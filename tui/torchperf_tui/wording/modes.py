@@ -1,10 +1,12 @@
 """The timing modes side by side (engine.benchmark.timing_modes.ModesResult) in words: a row per mode for the CLI's
-table and the timing pane's line, the gaps between them, and why a mode could not run."""
+table and the timing pane's line, the gaps between them, why a mode could not run, and each mode's marks (a busy
+host or a noisy spread over its samples, as a run's)."""
 
 from __future__ import annotations
 
 from torchperf_tui.formatting import format_ms, format_shape
 from torchperf_tui.wording import WARNING, Row, row, subject
+from torchperf_tui.wording.conditions import disturbed_text, noise_rows, point_mark
 
 NO_FIGURE = "–"
 
@@ -35,9 +37,11 @@ def mode_cells(result) -> list[tuple[str, str, str, str, str, str]]:
         elif s is None:
             cells.append((mode.mode, NO_FIGURE, NO_FIGURE, NO_FIGURE, "0", "no samples (cancelled)"))
         else:
+            mark = point_mark(mode)
             cells.append((mode.mode, format_ms(s.p50_ms), format_ms(s.p90_ms), format_ms(s.mean_ms), str(s.n),
-                          MEANING[mode.mode] + (f" (blocks of {result.per_block}; a sample is a block's time per "
-                                                "iteration)" if mode.mode == "pipelined" else "")))
+                          (f"({mark}) " if mark else "") + MEANING[mode.mode]
+                          + (f" (blocks of {result.per_block}; a sample is a block's time per iteration)"
+                             if mode.mode == "pipelined" else "")))
     return cells
 
 
@@ -51,7 +55,8 @@ def medians_text(result) -> str:
             parts.append(f"{mode.mode} {NO_FIGURE}")
         else:
             unit = f" (blocks of {result.per_block})" if mode.mode == "pipelined" else ""
-            parts.append(f"{mode.mode} p50 {format_ms(mode.stats.p50_ms)}{unit}")
+            mark = point_mark(mode)
+            parts.append(f"{mode.mode} p50 {format_ms(mode.stats.p50_ms)}{unit}" + (f" ({mark})" if mark else ""))
     return " · ".join(parts) + (" · cancelled" if result.cancelled else "")
 
 
@@ -60,7 +65,20 @@ def unavailable_rows(result) -> list[Row]:
     return [row(mode.mode, mode.unavailable, WARNING) for mode in result.modes if mode.unavailable is not None]
 
 
+def modes_rows(result) -> list[Row]:
+    """The CLI's rows under the table: the host over the rounds, then a warning per mark (each mode's, named)."""
+    return noise_rows(result)
+
+
+def modes_marks_text(result, compact: bool = False) -> str:
+    """The pane's line of marks: 'disturbed: sync: noisy host: ...' ('' when none; `compact`: the heads alone)."""
+    marks = result.disturbance_marks() if hasattr(result, "disturbance_marks") else []
+    return disturbed_text(marks, compact)
+
+
 def modes_full_text(result, flags_text: str) -> str:
-    """All of it, for the pane's tooltip: what was measured, the medians, the gaps, why a mode is n/a."""
+    """All of it, for the pane's tooltip: what was measured, the medians, the gaps, why a mode is n/a, the marks."""
     why_not = [f"{label}: {value}" for label, value, _ in unavailable_rows(result)]
-    return "\n".join([modes_head(result, flags_text), medians_text(result), *result.findings, *why_not])
+    marks = modes_marks_text(result)
+    return "\n".join([modes_head(result, flags_text), medians_text(result), *result.findings, *why_not,
+                      *([marks] if marks else [])])

@@ -1,10 +1,12 @@
 """A run's place on the roofline (engine.analysis.roofline.RooflineResult) in words: the CLI's rows, with each n/a's
-reason said once in a footnote, and the timing pane's one line with its tooltip."""
+reason said once in a footnote, and the timing pane's one line with its tooltip; the marks of the run its latency
+is from and of the passes timed per layer, as the run's."""
 
 from __future__ import annotations
 
 from torchperf_tui.formatting import format_bytes, format_count, format_flops, format_ms, number_text
 from torchperf_tui.wording import Row, row, subject
+from torchperf_tui.wording.conditions import disturbed_text, noise_rows
 
 
 class Footnotes:
@@ -79,7 +81,11 @@ def roofline_rows(result, na: Footnotes) -> list[Row]:
             row("bytes moved", f"{format_bytes(result.bytes_moved)} ({result.bytes_method})" if result.bytes_moved
                 else result.bytes_method),
             row("peaks from", result.peaks_source)]
-    return rows + [row("note", note) for note in result.notes]
+    rows += [row("note", note) for note in result.notes]
+    noise = getattr(getattr(result, "layer_times", None), "host_noise", None)
+    if noise is not None:  # the host over the passes timed per layer (the run's own is its record's)
+        rows.append(row("host per layer", noise.summary()))
+    return rows + noise_rows(result)
 
 
 def roofline_text(result) -> str:
@@ -102,7 +108,8 @@ def roofline_text(result) -> str:
             f"{number_text(result.arithmetic_intensity, '.1f', ' FLOP/byte', na='n/a')} (ridge {ridge}) · {side}")
     if any(hasattr(value, "reason") for value in (result.mfu_pct, result.ridge_flops_per_byte, result.side)):
         text += " · why n/a: Device tab"
-    return text
+    marks = disturbed_text(result.disturbance_marks() if hasattr(result, "disturbance_marks") else [], compact=True)
+    return text + (f" · {marks}" if marks else "")
 
 
 def short_reason(reason: str, limit: int = 40) -> str:
@@ -117,4 +124,5 @@ def roofline_notes(result) -> str:
     reasons = [f"{name}: {value.reason}" for name, value in
                (("MFU", result.mfu_pct), ("ridge", result.ridge_flops_per_byte), ("side", result.side))
                if hasattr(value, "reason")]
-    return "\n".join(reasons + list(result.notes) + [f"bytes moved: {result.bytes_method}"])
+    marks = disturbed_text(result.disturbance_marks() if hasattr(result, "disturbance_marks") else [])
+    return "\n".join(reasons + list(result.notes) + [f"bytes moved: {result.bytes_method}"] + ([marks] if marks else []))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from torchperf_tui.formatting import format_bytes, format_ms, number_text
 from torchperf_tui.wording import RANDOM_WEIGHTS, Row, model_label, random_weights, row
+from torchperf_tui.wording.conditions import disturbed_text, noise_rows, point_mark
 
 MEMORY_WORDS = {"cuda-allocator": "peak allocated over the weights (the CUDA allocator's peak)",
                 "rss": "peak RSS growth (the process's resident memory, as the batch search measures it)"}
@@ -31,12 +32,14 @@ def arm_label(name: str, text: str) -> str:
 
 def point_line(point, arms: dict[str, str] | None = None) -> str:
     """The CLI's line per point as the sweep goes: 'length   512 A: 4.21 ms p50, 5.02 ms p90, 121,640 tokens/s,
-    peak 12.0 MiB'."""
+    peak 12.0 MiB', and ' · noisy host' when its blocks' host or spread marked it."""
     who = f" {point.arm}" if point.arm else ""
     if not point.fits:
         return f"length {point.length:>6}{who}: does not fit: {point.reason}"
+    mark = point_mark(point)
     return (f"length {point.length:>6}{who}: {format_ms(point.median_ms)} p50, {format_ms(point.p90_ms)} p90, "
-            f"{number_text(point.tokens_per_s, ',.0f', ' tokens/s')}, peak {format_bytes(point.peak_bytes)}")
+            f"{number_text(point.tokens_per_s, ',.0f', ' tokens/s')}, peak {format_bytes(point.peak_bytes)}"
+            + (f" · {mark}" if mark else ""))
 
 
 def sweep_rows(result) -> list[Row]:
@@ -52,7 +55,7 @@ def sweep_rows(result) -> list[Row]:
     if result.ab:
         rows.append(row("A/B", "each length measured for both arms in interleaved blocks (A B B A, then B A A B); "
                                "B/A is the ratio of the medians"))
-    return rows
+    return rows + noise_rows(result)  # the host over the sweep, then each length's marks
 
 
 def sweep_columns(result) -> list[str]:
@@ -85,6 +88,11 @@ def sweep_cells(result) -> list[list[str]]:
                  and a.median_ms else "")
         rows.append([str(length), a50, b50, ratio, a90, b90, atok, btok, apeak, bpeak])
     return rows
+
+
+def sweep_marks_text(result, compact: bool = False) -> str:
+    """The pane's line of marks: 'disturbed: length 512: noisy host: ...' ('' when none; `compact`: the heads)."""
+    return disturbed_text(result.disturbance_marks() if hasattr(result, "disturbance_marks") else [], compact)
 
 
 def sweep_summary(result) -> str:

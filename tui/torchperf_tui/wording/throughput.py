@@ -8,21 +8,26 @@ from types import SimpleNamespace
 
 from torchperf_tui.formatting import format_bytes, format_shape, is_number, number_text
 from torchperf_tui.wording import RANDOM_WEIGHTS, Row, model_label, plain, random_weights, row, subject
-from torchperf_tui.wording.conditions import conditions_rows
+from torchperf_tui.wording.conditions import conditions_rows, noise_rows, point_mark
 
 
-def fits_text(t) -> str:
-    """A BatchTry: 'fits', or 'does not fit: why'."""
-    return "fits" if t.fits else f"does not fit: {t.reason}"
+def fits_text(t, marked: bool = True) -> str:
+    """A BatchTry: 'fits', 'fits · noisy host' (its timed iterations' host or spread marked it; not unless
+    `marked`), or 'does not fit: why'."""
+    if not t.fits:
+        return f"does not fit: {t.reason}"
+    mark = point_mark(t) if marked else ""
+    return f"fits · {mark}" if mark else "fits"
 
 
 def try_line(t) -> str:
     """The CLI's line per batch tried, as the search goes: 'batch     4 (grow): fits, 0.891 ms, 4487.1 samples/s
-    (0.0 s)'."""
+    (0.0 s)', and ' · noisy host' when its timed iterations' host or spread marked it."""
     took = f" ({number_text(t.seconds, '.1f', ' s')})" if t.seconds is not None else ""
     figures = (f", {number_text(t.latency_ms, '.3f', ' ms')}, {number_text(t.samples_per_s, '.1f', ' samples/s')}"
                if t.fits else "")
-    return f"batch {t.batch:>5} ({t.phase}): {fits_text(t)}{figures}{took}"
+    mark = point_mark(t)
+    return f"batch {t.batch:>5} ({t.phase}): {fits_text(t, marked=False)}{figures}{took}" + (f" · {mark}" if mark else "")
 
 
 def best_text(result, strong=plain) -> str:
@@ -71,6 +76,7 @@ def throughput_rows(result) -> list[Row]:
     step = getattr(result, "step", "infer")
     rows += conditions_rows(getattr(result, "conditions", None), step,
                             during=f"the measurement at batch {result.best_batch}")
+    rows += noise_rows(result)  # the host over the search, then each point's marks
     if step != "infer":
         rows.insert(0, row("each iteration", step if not step.startswith("train") else
                            f"a training step, {step}: the largest batch that fits is the largest that fits for "
@@ -79,7 +85,9 @@ def throughput_rows(result) -> list[Row]:
 
 
 def point_cells(result) -> list[tuple[str, str, str, str, str]]:
-    """The CLI's table of the batches that fitted: (batch, latency, samples/s, try took, 'best' or '')."""
+    """The CLI's table of the batches that fitted: (batch, latency, samples/s, try took, 'best' and the try's marks
+    ('best, noisy host'), or '')."""
     return [(str(p.batch), number_text(p.latency_ms, ".3f", " ms"), number_text(p.samples_per_s, ".1f"),
-             number_text(p.seconds, ".1f", " s"), "best" if p.batch == result.best_batch else "")
+             number_text(p.seconds, ".1f", " s"),
+             ", ".join(filter(None, ["best" if p.batch == result.best_batch else "", point_mark(p)])))
             for p in result.points]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from torchperf_tui.formatting import (budget_text, format_bytes, format_ms, format_number, interval_text,
                                       unsupported_mark)
 from torchperf_tui.wording import WARNING, Row, row, subject
-from torchperf_tui.wording.conditions import conditions_rows
+from torchperf_tui.wording.conditions import conditions_rows, noise_rows
 
 
 def timing_title(result) -> str:
@@ -35,18 +35,10 @@ def state_rows(result) -> list[Row]:
     return [row("torch state", note, WARNING) for note in getattr(result, "state_notes", None) or ()]
 
 
-def noise_rows(result) -> list[Row]:
-    """The host over the timed iterations and the spread of the samples, in figures; then one 'warning' row per
-    reason the numbers may not be the model's alone (engine/hardware/host_noise.py's findings, the app's disturbances)."""
-    noise = getattr(result, "host_noise", None)
-    rows = [row("host", noise.summary())] if noise is not None else []
-    marks = result.disturbance_marks() if hasattr(result, "disturbance_marks") else []
-    return rows + [row("warning", line, WARNING) for line in marks]
-
-
 def budget_rows(result) -> list[Row]:
-    """A run that its time budget stopped early: how far it got."""
-    return [row("note", budget_text(result))] if getattr(result, "budget_stopped", False) else []
+    """A run that its time budget stopped early, in the warm-up or the timed iterations: how far it got."""
+    stopped = getattr(result, "budget_stopped", False) or getattr(result, "warmup_stopped", False)
+    return [row("note", budget_text(result))] if stopped else []
 
 
 def intervals_by_name(samples_ms) -> dict:

@@ -50,6 +50,7 @@ class FitsTerminal:
                       f"{MIN_SIZE[0]}x{MIN_SIZE[1]}.\nEnlarge it, or press q to quit.")
         notice.display = too_small
         self.query_one("#body").display = not too_small
+        self.set_class(too_small, "-too-small")  # toasts hidden meanwhile (app.tcss): they would cover the notice
         self.call_after_refresh(self._fit_tab_labels)
 
     def _fit_tab_labels(self) -> None:

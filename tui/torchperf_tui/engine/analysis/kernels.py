@@ -40,6 +40,7 @@ from torchperf_tui.engine.benchmark.bench_config import BenchConfig
 from torchperf_tui.engine.workloads.input_facts import InputFacts
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.benchmark.flags import applied_flags
+from torchperf_tui.engine.hardware.host_noise import HostNoise, HostProbe, noise_marks
 from torchperf_tui.engine.workloads.inputs import parse_dtype
 from torchperf_tui.engine.workloads.layer_ranges import (BACKWARD_PREFIX, LAYER_PREFIX, attach_layer_ranges, descendants,
                                                on_cpu, profile_iterations)
@@ -128,6 +129,16 @@ class KernelComparison(InputFacts):
     step: str = "infer"  # what each profiled iteration was: "infer", "train (sgd)", with " · amp bf16"
     amp: str | None = None
     attention: list = field(default_factory=list)  # AttentionSite per SDPA call site and pass, in forward order
+    # The host over each arm's profiled passes ("A", "B": the arms run one after the other), and what the app saw
+    # beside them: a busy host lengthens an arm's times (not which kernel ran).
+    arm_hosts: dict[str, HostNoise] = field(default_factory=dict)
+    disturbed: list[str] = field(default_factory=list)
+
+    def disturbance_marks(self) -> list[str]:
+        """Every reason the times may not be the arms' alone, one line each: what the app saw, then each arm's host
+        ('arm A: noisy host: ...')."""
+        return [*self.disturbed, *(f"arm {name}: {line}" for name, noise in self.arm_hosts.items()
+                                   for line in noise_marks(noise))]
 
     @property
     def training(self) -> bool:
@@ -143,6 +154,8 @@ class KernelComparison(InputFacts):
         data["input_shape"] = list(self.input_shape)
         data["layers"] = [layer.to_dict() for layer in self.layers]
         data["attention"] = [site.to_dict() for site in self.attention]
+        data["arm_hosts"] = {name: noise.to_dict() for name, noise in self.arm_hosts.items()}
+        data["disturbance_marks"] = self.disturbance_marks()
         return data
 
 
@@ -339,6 +352,7 @@ def conv_kernels(base: BenchConfig, a: ArmSpec, b: ArmSpec, *, iters: int = 3, w
     reasons: dict[str, dict] = {"a": {}, "b": {}}  # arm -> site -> {backend: why it could not take the calls}
     conv_names: set[str] = set()
     profiled: list[int] = []  # iterations each arm that ran got to profile
+    hosts: dict[str, HostNoise] = {}
     stopped = False
     attention.check_attention_sets(base, [a.flags, b.flags], device)  # before anything is built
     try:
@@ -378,8 +392,12 @@ def conv_kernels(base: BenchConfig, a: ArmSpec, b: ArmSpec, *, iters: int = 3, w
 
             # Each arm on a thread of its own: cuDNN's per-thread algorithm cache must not carry A's
             # choices into B (see ArmThreads).
+            host = HostProbe(during="its profiled passes")
             with ArmThreads([arm], separate=on_cuda) as thread:
+                host.begin()
                 events, done, stopped = thread.run(arm, profile_arm)
+                host.end()
+            hosts[arm.upper()] = host.summary([], spread="the passes are profiled, not timed one by one")
             profiled.append(done)
             if events is not None:
                 grouped[arm] = group_by_layer(events, done, on_cuda)
@@ -406,4 +424,4 @@ def conv_kernels(base: BenchConfig, a: ArmSpec, b: ArmSpec, *, iters: int = 3, w
     return KernelComparison(**base.input_facts(plan.inputs), model=name, device=str(device), input_shape=tuple(shape), a_spec=a.text or "A",
                             b_spec=b.text or "B", layers=layers, kind="cuda-kernel" if on_cuda else "cpu-op",
                             note=note, iters=min(profiled, default=0), cancelled=stopped, step=step.describe(),
-                            amp=step.amp, attention=attention_sites)
+                            amp=step.amp, attention=attention_sites, arm_hosts=hosts)

@@ -25,6 +25,9 @@ ResNet-18 pass. A
 training step needs the profiler for its backward (the autograd sequence numbers), a GPU for its kernels.
 Profiled passes run slower than timed ones (every op is recorded); the result keeps the measured pass's
 wall time so a caller can set it beside an unprofiled median.
+
+The host is read over the passes as over a timed run (engine/hardware/host_noise.py): a busy host shows in every
+row, and the result says so as a run does (`disturbance_marks`).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from torchperf_tui.engine.benchmark.bench_config import BenchConfig
 from torchperf_tui.engine.workloads.input_facts import InputFacts
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.benchmark.flags import applied_flags
+from torchperf_tui.engine.hardware.host_noise import HostNoise, HostProbe, noise_marks
 from torchperf_tui.engine.workloads.layer_ranges import (BACKWARD_PREFIX, ITERATION_LABEL, LAYER_PREFIX, attach_layer_ranges,
                                                descendants, on_cpu, profile_iterations, wrap_forwards)
 from torchperf_tui.engine.lazy_torch import torch
@@ -46,6 +50,7 @@ from torchperf_tui.engine.workloads.workload import forward_errors, model_name, 
 
 DEFAULT_ITERS = 5
 DEFAULT_WARMUP = 3
+DURING = "the passes timed per layer"  # the host's window, in its warning's words
 LAUNCH_BOUND_IDLE_PCT = 50.0  # a GPU idle this much of the pass is waiting for the CPU to launch work
 CPU_METHOD = ("CPU wall time of each module's profiler range minus the ranges of the modules it calls, mean of "
               "{n} profiled passes")
@@ -121,6 +126,14 @@ class LayerTimes(InputFacts):
     kind: str = "cpu"  # "cpu" (wall time) or "cuda" (kernel time)
     method: str = ""
     cancelled: bool = False
+    # The host over the passes (engine/hardware/host_noise.py), and what the app saw beside them (a resize, heavy
+    # redraws), set by the UI process when the result reaches it.
+    host_noise: HostNoise | None = None
+    disturbed: list[str] = field(default_factory=list)
+
+    def disturbance_marks(self) -> list[str]:
+        """Every reason the times may not be the model's alone, one line each: what the app saw, then the host."""
+        return [*self.disturbed, *noise_marks(self.host_noise)]
 
     def by_name(self) -> dict[str, ModuleTime]:
         return {m.name: m for m in self.modules}
@@ -135,10 +148,12 @@ class LayerTimes(InputFacts):
         return self.modules_ms + sum(self.outside.values())
 
     def to_dict(self) -> dict[str, Any]:
-        data = to_jsonable({k: v for k, v in self.__dict__.items() if k not in ("modules", "gpu")})
+        data = to_jsonable({k: v for k, v in self.__dict__.items() if k not in ("modules", "gpu", "host_noise")})
         data["modules"] = [{**to_jsonable(m), "ms": m.ms} for m in self.modules]
         data["gpu"] = self.gpu.to_dict() if self.gpu is not None else None
         data["input_shape"] = list(self.input_shape)
+        data["host_noise"] = self.host_noise.to_dict() if self.host_noise is not None else None
+        data["disturbance_marks"] = self.disturbance_marks()
         return data
 
 
@@ -329,9 +344,9 @@ class _ForwardClock:
 
 
 def _clocked(run: Callable[[Any], Any], x: Any, modules: dict[str, Any], iters: int, warmup: int,
-             cancelled: Callable[[], bool]) -> tuple[list[ModuleTime], dict[str, float], float, int] | None:
+             cancelled: Callable[[], bool], host: HostProbe) -> tuple[list[ModuleTime], dict[str, float], float, int] | None:
     """CPU inference: (modules, outside rows, mean pass ms, passes) from the wrapped forwards' clock; None when cancelled
-    before a pass."""
+    before a pass. `host` is read at the edges of the timed passes."""
     clock = _ForwardClock()
     handles = clock.attach(list(modules.items()))
     try:
@@ -341,6 +356,7 @@ def _clocked(run: Callable[[Any], Any], x: Any, modules: dict[str, Any], iters: 
             run(x)
         clock.reset()
         wall, done = 0, 0
+        host.begin()
         for _ in range(iters):
             if cancelled():
                 break
@@ -348,6 +364,7 @@ def _clocked(run: Callable[[Any], Any], x: Any, modules: dict[str, Any], iters: 
             run(x)
             wall += time.perf_counter_ns() - start
             done += 1
+        host.end()
     finally:
         for handle in handles:
             handle.remove()
@@ -387,20 +404,23 @@ def layer_times(cfg: BenchConfig, *, iters: int = DEFAULT_ITERS, warmup: int = D
     work = prepare_workload(cfg.model, plan.inputs, device, dtype, cfg.channels_last, seed=cfg.seed,
                             model_args=cfg.model_args)
     gpu = None
+    host = HostProbe(during=DURING)
     try:
         modules = dict(work.model.named_modules())
         with applied_flags(cfg.flags), grad_context(step), \
                 forward_errors(name, shape, work.dtype, device, action="timing the layers of"):
             runner = StepRunner(work.model, step, device, seed=cfg.seed)
             if not on_cuda and not step.training:
-                clocked = _clocked(runner, work.x, modules, iters, warmup, cancelled)
+                clocked = _clocked(runner, work.x, modules, iters, warmup, cancelled, host)
                 events, method = None, CPU_CLOCK_METHOD
                 if clocked is not None:
                     rows, outside, pass_ms, n = clocked
             else:
                 handles = attach_layer_ranges(list(modules.items()))
                 try:
+                    host.begin()  # the warm-up passes are inside this window: the profiler runs them
                     events, _done, _stopped = profile_iterations(runner, work.x, device, iters, warmup, cancelled)
+                    host.end()
                 finally:
                     for handle in handles:
                         handle.remove()
@@ -414,4 +434,5 @@ def layer_times(cfg: BenchConfig, *, iters: int = DEFAULT_ITERS, warmup: int = D
         work.release()
     return LayerTimes(**cfg.input_facts(plan.inputs), model=name, device=str(device), input_shape=tuple(shape), step=step.describe(), iters=n,
                       pass_ms=pass_ms, modules=rows, outside=outside, gpu=gpu, kind="cuda" if on_cuda else "cpu",
-                      method=method.format(n=n), cancelled=n < iters and cancelled())
+                      method=method.format(n=n), cancelled=n < iters and cancelled(),
+                      host_noise=host.summary([], spread="each pass is profiled: no sample of one pass alone"))

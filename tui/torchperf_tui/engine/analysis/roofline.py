@@ -111,10 +111,17 @@ class RooflineResult(InputFacts):
     # `time_outside` what no row owns, in ms per iteration, so that rows and outside add up to the pass.
     layer_times: Any = None
     time_outside: dict[str, float] = field(default_factory=dict)
+    # Every reason its times may not be the model's alone (engine/hardware/host_noise.py's findings, what the app
+    # saw): the timed run's, whose median is the latency here, then the per-layer passes' ("time per layer: ...").
+    marks: list[str] = field(default_factory=list)
+
+    def disturbance_marks(self) -> list[str]:
+        return list(self.marks)
 
     def to_dict(self) -> dict[str, Any]:
         data = to_jsonable({k: v for k, v in self.__dict__.items() if k != "layer_times"})
         data["layer_times"] = self.layer_times.to_dict() if self.layer_times is not None else None
+        data["disturbance_marks"] = self.disturbance_marks()
         return data
 
 
@@ -421,8 +428,15 @@ def analyse_roofline(complexity: Any, timing: Any, peaks: RooflinePeaks, layer_t
         measured_mfu_pct=measured_mfu, measured_origin=peaks.measured_origin, peak_from=peaks.flops_from,
         bandwidth_from=peaks.bandwidth_from, above_ceiling=above,
         exceeds_ceiling=bool(above),
-        layer_times=layer_times, time_outside=outside,
+        layer_times=layer_times, time_outside=outside, marks=_marks(timing, layer_times),
     )
+
+
+def _marks(timing: Any, layer_times: Any) -> list[str]:
+    """The timed run's marks, then the per-layer passes' said as theirs."""
+    run = timing.disturbance_marks() if hasattr(timing, "disturbance_marks") else []
+    layers = layer_times.disturbance_marks() if hasattr(layer_times, "disturbance_marks") else []
+    return [*run, *(f"time per layer: {line}" for line in layers)]
 
 
 def gpu_for_device(report: Any, device: str) -> Any:

@@ -8,6 +8,7 @@ identical arms itself.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from torchperf_tui.engine.errors import FlagError, TorchperfError
@@ -72,7 +73,11 @@ def parse_arm_spec(text: str, base: Flags | None = None) -> ArmSpec:
     shapes: str | None = None
     steps: dict[str, str | None] = {}
     given: dict[str, str] = {}  # what a key sets (aliases set the same thing) -> the key as typed
-    for part in [p.strip() for p in text.split(",") if p.strip()]:
+    parts = [p.strip() for p in text.split(",")] if text.strip() else []
+    if "" in parts:  # 'cudnn_benchmark=on,,tf32=on': a setting lost between two commas, not nothing
+        raise FlagError(f"{text!r} has an empty item (a comma too many): write key=value,key=value, "
+                        "e.g. threads=2,mkldnn=off")
+    for part in parts:
         key, sep, value = part.partition("=")
         key = key.strip().lower().replace("-", "_")
         if not sep or not value.strip():
@@ -117,14 +122,37 @@ def parse_arm_spec(text: str, base: Flags | None = None) -> ArmSpec:
                    text=text.strip() or "base", **steps)
 
 
-def same_arms(base, a: ArmSpec, b: ArmSpec) -> bool:
-    """Whether arms `a` and `b` of `base` (a bench_config.BenchConfig) would run the same thing: an A/A comparison."""
+def same_arms(base, a: ArmSpec, b: ArmSpec, default_threads: int | None = None) -> bool:
+    """Whether arms `a` and `b` of `base` (a bench_config.BenchConfig) would run the same thing: an A/A comparison.
+    Compared as they resolve: the flags as torch holds them once applied (Flags.effective), and with
+    `default_threads` (the measurement process's own count) an arm's empty thread count as that count, so that
+    threads=2 against '' on a box whose default is 2 is the same set-up twice."""
     def effective(arm: ArmSpec):
-        return (arm.flags, arm.dtype or base.dtype,
+        flags = arm.flags.effective()
+        if flags.num_threads is None and default_threads is not None:
+            flags = dataclasses.replace(flags, num_threads=default_threads)
+        return (flags, arm.dtype or base.dtype,
                 base.channels_last if arm.channels_last is None else arm.channels_last,
                 arm.shapes or base.shapes, arm.step_spec(base))
 
     return effective(a) == effective(b)
+
+
+def refuse_same_arms(base, a: ArmSpec, b: ArmSpec, remedy: str) -> None:
+    """TorchperfError (same_arms_refusal) when the arms resolve to the same set-up in this process, the measurement
+    process (it reads torch's own thread count: `process_baseline`): arms that differ only in text (threads=2 against
+    '' where 2 is the default) are refused there as identical arms are where they are typed."""
+    from torchperf_tui.engine.benchmark.flags import process_baseline
+
+    default = process_baseline().flags.num_threads
+    if same_arms(base, a, b, default_threads=default):
+        why = "" if same_arms(base, a, b) else f"threads left empty runs this machine's default, {default}"
+        raise TorchperfError(same_arms_refusal(remedy, why))
+
+
+# What to do instead of comparing two identical arms: in the CLI (compare), and in the app (a flip's A/B).
+AA_REMEDY = "--aa runs an A/A check of the noise on purpose"
+FLIP_REMEDY = "flip a flag first: A/B compares the flags before the flip with the current ones"
 
 
 def same_arms_refusal(remedy: str, flags_text: str = "") -> str:

@@ -18,7 +18,7 @@ from torchperf_tui.engine.benchmark.ab_arms import ArmSpec, same_arms
 from torchperf_tui.engine.benchmark.ab_result import MIN_PAIRS, ABResult, ArmResult, block_verdict
 from torchperf_tui.engine.hardware.condition_sampler import conditions_sampler
 from torchperf_tui.engine.errors import TorchperfError
-from torchperf_tui.engine.benchmark.flags import Flags, StateWatch, applied_flags, asked_state
+from torchperf_tui.engine.benchmark.flags import Flags, StateWatch, applied_flags, asked_state, process_baseline
 from torchperf_tui.engine.hardware.host_noise import HostProbe
 from torchperf_tui.engine.hardware.run_conditions import throttle_note
 from torchperf_tui.formatting import format_ms
@@ -160,7 +160,7 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int | None, se
     # random schedule shows them the same shapes in the same order); the block's settling iteration
     # runs the configured shape.
     feeds = {name: ShapeFeed(workloads[(arm.dtype, arm.channels_last)].x, plan.inputs,
-                             schedules[name].shapes(shape, blocks * per_block, sequence=plan.inputs.tokens), parse_dtype(arm.dtype), device,
+                             schedules[name].stream(shape, sequence=plan.inputs.tokens), parse_dtype(arm.dtype), device,
                              arm.channels_last, seed, None)
              for name, arm in arms.items()}
     done = {"A": 0, "B": 0}
@@ -240,13 +240,13 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int | None, se
         arm.first_seen = sum(feeds[name].first_seen[:pairs * per_block])
         arm.summarise(seed=seed)
         if sampler is not None:
-            items = sum(shape[0] for shape in feeds[name].timed_shapes[:pairs * per_block])
+            items = sum(shape[0] for shape in feeds[name].fed[:pairs * per_block])
             arm.conditions = sampler.summary([f"{name}{i}" for i in range(pairs)], items=items)
         # Each arm's spread over its own samples: pooled, the two arms' speeds would read as spread.
         arm.host_noise = host.summary(arm.samples_ms, spread=not schedules[name].varies)
     host_noise = host.summary([*arms["A"].samples_ms, *arms["B"].samples_ms]).host_only("said per arm")
     verdict = block_verdict(arms["A"].blocks, arms["B"].blocks, seed=seed) if pairs >= MIN_PAIRS else None
-    notes = [AA_NOTE] if same_arms(base, a, b) else []
+    notes = [AA_NOTE] if same_arms(base, a, b, default_threads=process_baseline().flags.num_threads) else []
     notes += [fitted] if fitted else []
     notes += inert_arm_flags(base.flags, arms["A"].flags, arms["B"].flags, device.type)
     notes += step_notes(arms["A"], arms["B"])
@@ -264,11 +264,14 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int | None, se
 
 
 def _one_pass_s(work, flags: Flags, step, device, seed: int, cancelled: Callable[[], bool]) -> float:
-    """One pass of an arm, under its flags, after a discarded one (which pays the one-off costs), in seconds."""
+    """One pass of an arm, under its flags, after a discarded one (which pays the one-off costs), in seconds. The first
+    passes of the arm: what the model raises here (a training step at batch 1 through a batch norm) is said as a
+    block's would be (forward_errors: a rejected input is one line, exit 2), not as a failure of ours."""
     from torchperf_tui.engine.benchmark.timing import run_timed_loop
     from torchperf_tui.engine.benchmark.train_step import StepRunner, grad_context
+    from torchperf_tui.engine.workloads.workload import forward_errors
 
-    with applied_flags(flags), grad_context(step):
+    with applied_flags(flags), grad_context(step), forward_errors(work.name, work.shape, work.dtype, device):
         runner = StepRunner(work.model, step, device, seed=seed)
         times = run_timed_loop(lambda: runner(work.x), device=device, warmup=0, iters=1, should_cancel=cancelled)
     return times.samples_ms[-1] / 1000.0 if times.samples_ms else 0.0

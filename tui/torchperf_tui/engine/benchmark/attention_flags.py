@@ -48,6 +48,8 @@ def parse_sdpa(text: str) -> str:
         if word not in _SDPA_ALIASES:
             raise FlagError(f"sdpa: unknown backend {word!r}: known backends are "
                             f"{', '.join(SDPA_BACKENDS)} (joined with '+'), or {SDPA_ALL}")
+        if _SDPA_ALIASES[word] in chosen:  # 'flash+flash': a typo for another backend, not a set
+            raise FlagError(f"sdpa: {_SDPA_ALIASES[word]} given twice in {text!r}: name each backend once")
         chosen.add(_SDPA_ALIASES[word])
     return sdpa_text(chosen)
 

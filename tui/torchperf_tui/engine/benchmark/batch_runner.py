@@ -16,6 +16,7 @@ from torchperf_tui.engine.benchmark.batch_search import TRY_ITERS, TRY_WARMUP, M
 from torchperf_tui.engine.workloads.input_spec import InputSpec
 from torchperf_tui.engine.lazy_torch import torch
 from torchperf_tui.engine.hardware.condition_sampler import ConditionSampler
+from torchperf_tui.engine.hardware.host_noise import HostProbe
 from torchperf_tui.engine.benchmark.timing import run_timed_loop
 from torchperf_tui.formatting import format_bytes
 
@@ -74,6 +75,9 @@ class ModelBatchRunner:
 
         self.sampler = sampler
         self.window: str | None = None
+        # The host over a call's timed iterations: a probe of its own per call (a try), or this one, read over every
+        # call made while it is set (a sweep's length, over its blocks), which its owner sums up.
+        self.host: HostProbe | None = None
 
         self.model = model
         self.run_step = StepRunner(model, step or StepSpec(), device, seed=seed)
@@ -139,12 +143,18 @@ class ModelBatchRunner:
         sampler = self.sampler if self.window is not None else None  # read over the final measurement only
         window = self.window
 
+        host = self.host if self.host is not None else HostProbe(during="its timed iterations")
+
         def before(phase: str, index: int) -> None:  # outside the timer
-            if sampler is not None and phase == "timed":
-                sampler.before_timed(window, index)
+            if phase == "timed":
+                if index == 0:
+                    host.begin()
+                if sampler is not None:
+                    sampler.before_timed(window, index)
 
         times = run_timed_loop(lambda: run_step(x), device=self.device, warmup=warmup, iters=iters,
                                should_cancel=self.should_cancel, before_iteration=before)
+        host.end()
         if sampler is not None:
             sampler.close(window, keep=not times.cancelled)
         x = None  # the input goes before the peak is read and before the next, larger try
@@ -161,4 +171,5 @@ class ModelBatchRunner:
         else:
             peak = max(0, torch.cuda.max_memory_allocated(self.device) - allocated_before)
         samples = times.samples_ms or ([times.first_iter_ms] if times.first_iter_ms is not None else [])
-        return TryOutcome(samples, peak_bytes=peak, estimated_bytes=estimated)
+        noise = host.summary(samples) if self.host is None else None  # a shared probe is summed up by its owner
+        return TryOutcome(samples, peak_bytes=peak, estimated_bytes=estimated, host_noise=noise)

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from torchperf_tui.engine.errors import TorchperfError, first_line
+from torchperf_tui.engine.hardware.host_noise import HostNoise
 from torchperf_tui.engine.hardware.nvml import to_jsonable
 from torchperf_tui.formatting import format_number
 
@@ -70,6 +71,7 @@ class TryOutcome:
     samples_ms: list[float]
     peak_bytes: int | None = None
     estimated_bytes: int | None = None
+    host_noise: HostNoise | None = None  # the host over its timed iterations (engine/hardware/host_noise.py)
 
 
 @dataclass
@@ -89,9 +91,22 @@ class BatchTry:
     iters: int = 0
     seconds: float | None = None  # wall time of the whole try: input, first iteration, warm-up, iterations
     failed_on: str = ""  # StopRule.OOM or StopRule.MEMORY_CAP when it did not fit
+    host_noise: HostNoise | None = None  # the host over its timed iterations, as a timed run's
+
+    @property
+    def label(self) -> str:
+        """'batch 4 (grow)', 'the measurement at batch 4': the point, as its marks name it."""
+        return f"the measurement at batch {self.batch}" if self.phase == "measure" else \
+            f"batch {self.batch} ({self.phase})"
+
+    def disturbance_marks(self) -> list[str]:
+        return self.host_noise.warnings() if self.host_noise is not None else []
 
     def to_dict(self) -> dict[str, Any]:
-        return to_jsonable(self)
+        data = to_jsonable({k: v for k, v in self.__dict__.items() if k != "host_noise"})
+        data["host_noise"] = self.host_noise.to_dict() if self.host_noise is not None else None
+        data["disturbance_marks"] = self.disturbance_marks()
+        return data
 
 
 @dataclass
@@ -194,7 +209,8 @@ def run_try(try_batch: TryBatch, batch: int, phase: str, *, warmup: int, iters: 
         return None
     latency, rate = _rate(outcome.samples_ms, batch, by_median=phase != "measure")
     return BatchTry(batch, True, phase, latency, rate, peak_bytes=outcome.peak_bytes,
-                    estimated_bytes=outcome.estimated_bytes, iters=len(outcome.samples_ms), seconds=seconds)
+                    estimated_bytes=outcome.estimated_bytes, iters=len(outcome.samples_ms), seconds=seconds,
+                    host_noise=outcome.host_noise)
 
 
 def search_max_batch(try_batch: TryBatch, *, max_batch: int = DEFAULT_MAX_BATCH, resolution: int = 1,

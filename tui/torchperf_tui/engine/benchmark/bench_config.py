@@ -136,7 +136,7 @@ class BenchConfig:
 
     def input_facts(self, inputs: InputSpec) -> dict:
         """The InputFacts of a result of this config fed `inputs`."""
-        return input_facts(inputs, self.model_args)
+        return input_facts(inputs, self.model_args, self.dtype)
 
     def step_spec(self) -> "StepSpec":
         from torchperf_tui.engine.benchmark.train_step import StepSpec

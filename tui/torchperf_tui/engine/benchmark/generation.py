@@ -72,8 +72,10 @@ class GenerationResult(InputFacts, PromptInput):
     flags_in_effect: Flags | None = None
     threads_asked: int | None = None
     state_notes: list[str] = field(default_factory=list)
-    time_budget_s: float | None = None
+    time_budget_s: float | None = None  # the budget of the warm-up generation and the timed ones together
     budget_stopped: bool = False  # the time budget ended the timed runs before runs_asked
+    warmup_stopped: bool = False  # it ran out in the warm-up generation, which stopped there (warmup_decode_ms short)
+    next_run_s: float | None = None  # when budget_stopped: the last generation's time, the next one's estimate
     host_noise: HostNoise | None = None
     disturbed: list[str] = field(default_factory=list)
 
@@ -268,8 +270,10 @@ def _sampler(device):
 def run_generation(cfg, new_tokens: int = DEFAULT_NEW_TOKENS, *, runs: int = GENERATE_RUNS,
                    on_sample: OnSample | None = None, should_cancel: ShouldCancel | None = None) -> GenerationResult:
     """Greedy generation of `new_tokens` tokens after `cfg`'s prompt (its sequence length: cfg.seq_len, a typed
-    shape's, or the model's default), one untimed warm-up generation then `runs` timed ones (fewer when
-    cfg.time_budget_s runs out; at least one), under cfg.flags, restored afterwards. `on_sample(phase, index,
+    shape's, or the model's default), one untimed warm-up generation then `runs` timed ones, under cfg.flags, restored
+    afterwards. cfg.time_budget_s covers them all, from the warm-up's first step: a warm-up that reaches it stops
+    there, and a timed generation is not started when the last one's time says it would end past it (at least one
+    runs). `on_sample(phase, index,
     total, ms)` is told each step: "warmup" (the warm-up generation's steps), "prefill" (a run's TTFT; index the
     run), "decode" (a decode step; index over every run's steps). `should_cancel()` is checked between steps."""
 
@@ -297,7 +301,9 @@ def _run_generation(cfg, new_tokens: int, runs: int, watch, on_sample, should_ca
     decode: list[float] = []
     warm_decode: list[float] = []
     warm_ttft = None
-    stopped = budget_stopped = False
+    stopped = budget_stopped = warmup_stopped = False
+    next_run_s = None
+    budget = cfg.time_budget_s
     host = HostProbe()
     loop = None
     try:
@@ -306,18 +312,21 @@ def _run_generation(cfg, new_tokens: int, runs: int, watch, on_sample, should_ca
         with applied_flags(cfg.flags), torch.inference_mode(), on_device:
             loop = GreedyLoop(work.model, work.x, new_tokens)
             with forward_errors(cfg.model, inputs.shape, plan.dtype, device, action="generating"):
-                timed_start = None
+                budget_start = time.perf_counter()
+                last_run_s = 0.0  # the generation before: how long the next one is expected to take
+                timed = False
                 for run in range(-1, runs):  # run -1: the warm-up generation
                     if cancelled():
                         stopped = True
                         break
+                    now = time.perf_counter()
+                    if run > 0 and budget is not None and now - budget_start + last_run_s > budget:
+                        budget_stopped, next_run_s = True, last_run_s  # it would end past the budget: not started
+                        break
                     if run == 0:
                         host.begin()
-                        timed_start = time.perf_counter()
-                    elif run > 0 and cfg.time_budget_s is not None and \
-                            time.perf_counter() - timed_start >= cfg.time_budget_s:
-                        budget_stopped = True
-                        break
+                        timed = True
+                    run_start = now
                     ms = sample(loop.prefill)
                     if run < 0:
                         warm_ttft = ms
@@ -329,6 +338,9 @@ def _run_generation(cfg, new_tokens: int, runs: int, watch, on_sample, should_ca
                         if cancelled():
                             stopped = True
                             break
+                        if run < 0 and budget is not None and time.perf_counter() - budget_start >= budget:
+                            warmup_stopped = True  # the budget covers the warm-up: it ends here, said
+                            break
                         ms = sample(lambda: loop.decode(step))
                         if run < 0:
                             warm_decode.append(ms)
@@ -338,7 +350,8 @@ def _run_generation(cfg, new_tokens: int, runs: int, watch, on_sample, should_ca
                             emit("decode", run * steps + step - 1, runs * steps, ms)
                     if stopped:
                         break
-                if timed_start is not None:
+                    last_run_s = time.perf_counter() - run_start
+                if timed:
                     host.end()
             watch.ran(cfg.flags, during="the generation")
             in_effect = Flags.current()
@@ -363,4 +376,4 @@ def _run_generation(cfg, new_tokens: int, runs: int, watch, on_sample, should_ca
         cache_keyword=loop.cache_keyword if loop is not None else "past_key_values",
         last_logits_only=bool(loop is not None and loop.keep), flags_in_effect=in_effect,
         threads_asked=asked_state(cfg.flags).flags.num_threads, time_budget_s=cfg.time_budget_s,
-        budget_stopped=budget_stopped, host_noise=host.summary(decode, spread=True) if ttft else None)
+        budget_stopped=budget_stopped, warmup_stopped=warmup_stopped, next_run_s=next_run_s, host_noise=host.summary(decode, spread=True) if ttft else None)

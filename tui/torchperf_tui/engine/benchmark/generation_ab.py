@@ -7,7 +7,8 @@ verdict is the A/B's own (engine/benchmark/ab_result.py's block_verdict: paired 
 a signed-rank test): on each block's per-token median for decode, the headline, and on each block's time to first
 token for the prefill, apart, since a change (a kernel, a dtype) can speed one and not the other. Each arm's first
 block is preceded by a warm-up generation, and every block by an untimed prefill (a flag change such as the thread
-count needs a pass to settle). The arms run on the calling thread.
+count needs a pass to settle). The arms run on the calling thread. The host is read over the interleaved blocks and
+each arm's decode steps judged for their spread, as an A/B's (engine/hardware/host_noise.py): the result says so.
 
 The result's module loads without torch (the UI process reads it).
 """
@@ -23,6 +24,7 @@ from typing import Any, Callable
 from torchperf_tui.engine.benchmark.watched import watched
 from torchperf_tui.engine.benchmark.flags import Flags
 from torchperf_tui.engine.errors import TorchperfError
+from torchperf_tui.engine.hardware.host_noise import HostNoise, HostProbe, noise_marks
 from torchperf_tui.engine.workloads.input_facts import InputFacts, PromptInput
 from torchperf_tui.engine.lazy_torch import torch
 
@@ -39,6 +41,7 @@ class GenerationArm:
     ttft_ms: list[float] = field(default_factory=list)
     decode_blocks: list[list[float]] = field(default_factory=list)
     threads_asked: int | None = None
+    host_noise: HostNoise | None = None  # the host over the blocks (both arms alike), and this arm's decode spread
 
     @property
     def decode_ms(self) -> list[float]:
@@ -74,10 +77,20 @@ class GenerationABResult(InputFacts, PromptInput):
     out_of_time: str | None = None
     notes: list[str] = field(default_factory=list)
     state_notes: list[str] = field(default_factory=list)
+    # The host over the interleaved blocks (each arm's decode spread is on the arm), and what the app saw beside them.
+    host_noise: HostNoise | None = None
+    disturbed: list[str] = field(default_factory=list)
 
     @property
     def pairs(self) -> int:
         return min(len(self.a.ttft_ms), len(self.b.ttft_ms))
+
+    def disturbance_marks(self) -> list[str]:
+        """Every reason the verdicts may not be the arms' alone, one line each, as an A/B's: what the app saw, the
+        host, then each arm's decode spread ('arm B: noisy samples: ...')."""
+        arms = [f"arm {name}: {line}" for name, arm in (("A", self.a), ("B", self.b))
+                if arm.host_noise is not None for line in arm.host_noise.sample_warnings()]
+        return [*self.disturbed, *noise_marks(self.host_noise), *arms]
 
     def summary(self) -> str:
         """The headline: the decode verdict (per output token), or why there is none."""
@@ -92,12 +105,15 @@ class GenerationABResult(InputFacts, PromptInput):
         for name in ("a", "b"):
             arm = getattr(self, name)
             data[name] = {**asdict(arm), "flags": arm.flags.to_dict(), "ttft_median_ms": arm.ttft_median_ms(),
-                          "per_token_median_ms": arm.per_token_median_ms()}
+                          "per_token_median_ms": arm.per_token_median_ms(),
+                          "host_noise": arm.host_noise.to_dict() if arm.host_noise is not None else None}
         for name in ("decode_verdict", "prefill_verdict"):
             verdict = getattr(self, name)
             data[name] = verdict.to_dict() if verdict is not None else None
         data["input_shape"] = list(self.input_shape)
         data["summary"] = self.summary()
+        data["host_noise"] = self.host_noise.to_dict() if self.host_noise is not None else None
+        data["disturbance_marks"] = self.disturbance_marks()
         return data
 
 
@@ -125,7 +141,7 @@ def _run(base, a, b, new_tokens, blocks, seed, should_cancel, time_budget_s, on_
     from torchperf_tui.engine.benchmark.ab_result import MIN_PAIRS, block_verdict
     from torchperf_tui.engine.benchmark.ab_arms import same_arms
     from torchperf_tui.engine.benchmark.abtest import AA_NOTE, block_order, inert_arm_flags
-    from torchperf_tui.engine.benchmark.flags import applied_flags, asked_state
+    from torchperf_tui.engine.benchmark.flags import applied_flags, asked_state, process_baseline
     from torchperf_tui.engine.benchmark.generation import (GreedyLoop, _sampler, check_generation, check_positions,
                                                            method_text)
     from torchperf_tui.engine.workloads.inputs import parse_dtype
@@ -174,15 +190,18 @@ def _run(base, a, b, new_tokens, blocks, seed, should_cancel, time_budget_s, on_
             loop.prefill()  # settles the arm's flags (a thread count needs a pass)
             if cancelled():
                 return None
+            host.begin()
             ttft = sample(loop.prefill)
             decode = []
             for step in range(1, new_tokens):
                 if cancelled():
                     return None
                 decode.append(sample(lambda: loop.decode(step)))
+            host.end()
             watch.ran(arm.flags, during=f"arm {name}'s blocks")
         return ttft, decode
 
+    host = HostProbe(during="the blocks")  # read at the edges of each block's timed steps
     try:
         timed_from = pair_started = time.perf_counter()
         last_pair_s = 0.0
@@ -209,12 +228,15 @@ def _run(base, a, b, new_tokens, blocks, seed, should_cancel, time_budget_s, on_
     pairs = min(len(arms["A"].ttft_ms), len(arms["B"].ttft_ms))
     for arm in arms.values():  # only complete pairs count
         arm.ttft_ms, arm.decode_blocks = arm.ttft_ms[:pairs], arm.decode_blocks[:pairs]
+    for arm in arms.values():  # the same host figures on both, each arm's own decode spread
+        arm.host_noise = host.summary(arm.decode_ms)
+    host_noise = host.summary([*arms["A"].decode_ms, *arms["B"].decode_ms]).host_only("said per arm")
     decode_verdict = prefill_verdict = None
     if pairs >= MIN_PAIRS:
         decode_verdict = block_verdict(arms["A"].decode_blocks, arms["B"].decode_blocks, seed=seed)
         prefill_verdict = block_verdict([[ms] for ms in arms["A"].ttft_ms], [[ms] for ms in arms["B"].ttft_ms],
                                         seed=seed)
-    notes = [AA_NOTE] if same_arms(base, a, b) else []
+    notes = [AA_NOTE] if same_arms(base, a, b, default_threads=process_baseline().flags.num_threads) else []
     notes += inert_arm_flags(base.flags, arms["A"].flags, arms["B"].flags, device.type)
     return GenerationABResult(
         **base.input_facts(inputs), model=base.model, device=str(device), batch=inputs.batch,
@@ -222,4 +244,4 @@ def _run(base, a, b, new_tokens, blocks, seed, should_cancel, time_budget_s, on_
         decode_verdict=decode_verdict, prefill_verdict=prefill_verdict,
         method=method_text(new_tokens, inputs.seq_len) + "; one generation per block",
         timer="cuda-events" if device.type == "cuda" else "perf_counter", cancelled=stopped,
-        duration_s=time.time() - started, out_of_time=out_of_time, notes=notes)
+        duration_s=time.time() - started, out_of_time=out_of_time, notes=notes, host_noise=host_noise)

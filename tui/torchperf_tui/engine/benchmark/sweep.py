@@ -11,6 +11,9 @@ a length whose estimate (the last length's peak scaled by the square of the leng
 matrix grows so) or whose measured peak is over the cap does not fit. An out-of-memory ends an arm's curve, not
 the sweep: in an A/B the other arm goes on (math's quadratic memory against flash's).
 
+Each point carries the host over its timed blocks (engine/hardware/host_noise.py), and the result says a busy host
+per point ("length 512 A: noisy host: ..."), or over the whole sweep where no point's window could tell.
+
 Lengths past the model's maximum positions are cut with a note; a model whose main input is not token ids is
 refused in one line. The result types and the pure functions load without torch (the app's UI process reads
 them); `run_sweep` imports it.
@@ -25,6 +28,7 @@ from typing import Any, Callable
 from torchperf_tui.engine.benchmark.flags import describe_here
 from torchperf_tui.engine.benchmark.watched import watched
 from torchperf_tui.engine.errors import ShapeError, TorchperfError, first_line
+from torchperf_tui.engine.hardware.host_noise import HostNoise, HostProbe, point_marks
 from torchperf_tui.engine.workloads.inputs import parse_seq_len
 from torchperf_tui.engine.workloads.input_facts import InputFacts
 
@@ -89,6 +93,23 @@ class SweepPoint:
     iters: int = 0
     seconds: float | None = None  # the length's wall time for this arm: inputs, warm-up and iterations
     reason: str = ""  # why it did not fit
+    host_noise: HostNoise | None = None  # the host over its timed blocks, as a timed run's
+
+    @property
+    def label(self) -> str:
+        """'length 512', 'length 512 A': the point, as its marks name it."""
+        return f"length {self.length}" + (f" {self.arm}" if self.arm else "")
+
+    def disturbance_marks(self) -> list[str]:
+        return self.host_noise.warnings() if self.host_noise is not None else []
+
+    def to_dict(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        data = asdict(self)
+        data["host_noise"] = self.host_noise.to_dict() if self.host_noise is not None else None
+        data["disturbance_marks"] = self.disturbance_marks()
+        return data
 
 
 @dataclass
@@ -111,6 +132,15 @@ class SweepResult(InputFacts):
     step: str = "infer"
     notes: list[str] = field(default_factory=list)
     state_notes: list[str] = field(default_factory=list)
+    # The host over the whole sweep (each point has its own), and what the app saw beside it (a resize, heavy
+    # redraws), set by the UI process when the result reaches it.
+    host_noise: HostNoise | None = None
+    disturbed: list[str] = field(default_factory=list)
+
+    def disturbance_marks(self) -> list[str]:
+        """Every reason the figures may not be the model's alone, one line each: what the app saw, then the host per
+        point, or over the whole sweep where no point could tell."""
+        return [*self.disturbed, *point_marks([(p.label, p.host_noise) for p in self.points], self.host_noise)]
 
     @property
     def ab(self) -> bool:
@@ -128,6 +158,9 @@ class SweepResult(InputFacts):
 
         data = asdict(self)
         data["arms"] = [{"name": name, "ran": text} for name, text in self.arms]
+        data["points"] = [p.to_dict() for p in self.points]
+        data["host_noise"] = self.host_noise.to_dict() if self.host_noise is not None else None
+        data["disturbance_marks"] = self.disturbance_marks()
         return data
 
 
@@ -228,8 +261,10 @@ class _Sweep:
         fitted: dict[str, list[SweepPoint]] = {name: [] for name in self.arms}
         stopped: dict[str, str] = {}
         stop_reason = "every length asked was measured"
+        host = HostProbe(during="the sweep")  # the whole sweep, for where no point's own blocks can tell
         try:
             self._build(lengths[0])
+            host.begin()
             for index, length in enumerate(lengths):
                 live = [n for n in self.arms if n not in stopped]
                 if not live:
@@ -255,6 +290,7 @@ class _Sweep:
                         fitted[point.arm].append(point)
                     else:
                         stopped[point.arm] = f"length {length} does not fit: {point.reason}"
+            host.end()
             if stopped and stop_reason == "every length asked was measured":
                 stop_reason = "; ".join((f"arm {n}: " if n else "") + why for n, why in stopped.items())
             elif stopped:
@@ -270,7 +306,7 @@ class _Sweep:
             memory_kind="cuda-allocator" if on_cuda else "rss", memory_cap_bytes=cap,
             time_budget_s=self.budget, duration_s=self.clock() - started, cancelled=stop_reason == "cancelled",
             step=self.steps[next(iter(self.arms))].describe() if len(set(map(str, self.steps.values()))) == 1
-            else "mixed", notes=notes)
+            else "mixed", notes=notes, host_noise=host.summary([], spread="said per length"))
 
     def _dtype(self, name: str) -> str:
         return self.arms[name].dtype or self.cfg.dtype
@@ -311,6 +347,7 @@ class _Sweep:
         estimated: dict[str, int | None] = {}
         seconds: dict[str, float] = {n: 0.0 for n in live}
         failed: dict[str, str] = {}
+        hosts = {n: HostProbe(during="its timed blocks") for n in live}  # read over each of the arm's blocks
         for name in order:
             if name in failed:
                 continue
@@ -319,7 +356,7 @@ class _Sweep:
             release(self.kind)  # before the runner takes its baseline: a fresh footing for each block
             t0 = self.clock()
             outcome, why = self._block(name, length, per_block, estimate=length_estimate(last.get(name), length),
-                                       cap=cap)
+                                       cap=cap, host=hosts[name])
             seconds[name] += self.clock() - t0
             if outcome is None and not why:
                 return None  # cancelled in the block
@@ -334,13 +371,15 @@ class _Sweep:
             if name in failed:
                 points.append(SweepPoint(length, name, False, reason=failed[name], seconds=seconds[name]))
                 continue
-            points.append(_fitted_point(length, name, self.inputs.batch, samples[name], peaks.get(name),
-                                        estimated.get(name), seconds[name]))
+            point = _fitted_point(length, name, self.inputs.batch, samples[name], peaks.get(name),
+                                  estimated.get(name), seconds[name])
+            point.host_noise = hosts[name].summary(samples[name])
+            points.append(point)
         return points
 
-    def _block(self, name: str, length: int, iters: int, estimate: int | None, cap):
+    def _block(self, name: str, length: int, iters: int, estimate: int | None, cap, host: HostProbe):
         """(TryOutcome, '') from one block of arm `name` at `length`; (None, why) when it does not fit; (None, '')
-        when it was cancelled before a timed iteration."""
+        when it was cancelled before a timed iteration. `host` is read over its timed iterations."""
         from torchperf_tui.engine.benchmark.batch_runner import ModelBatchRunner
         from torchperf_tui.engine.benchmark.batch_search import is_out_of_memory
         from torchperf_tui.engine.benchmark.flags import applied_flags
@@ -354,6 +393,7 @@ class _Sweep:
                                   device=self.device, dtype=dtype, memory_cap_bytes=cap,
                                   activation_bytes_per_sample=-(-estimate // batch) if estimate else None,
                                   should_cancel=self.cancelled, step=step, seed=self.cfg.seed)
+        runner.host = host
         try:
             with applied_flags(arm.flags), grad_context(step), \
                     forward_errors(self.cfg.model, (batch, length), dtype, self.device):

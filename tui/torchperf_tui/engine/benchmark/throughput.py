@@ -13,6 +13,10 @@ With `cfg.step == "train"` every try is a training step (engine/benchmark/train_
 the optimizer step, under autocast with `cfg.amp`. The largest batch that fits is then the largest that fits
 *for training*: activations are kept for the backward, and gradients and optimizer state are resident too.
 The weights train as the search goes (nothing there depends on their values).
+
+Each try and the measurement carry the host over their timed iterations, as a timed run does
+(engine/hardware/host_noise.py); the result says a busy host per point ("batch 1 (grow): noisy host: ..."), or over
+the whole search where no point's window was long enough to tell.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from torchperf_tui.engine.workloads.inputs import dtype_name
 from torchperf_tui.engine.hardware.nvml import NA, to_jsonable
 from torchperf_tui.engine.hardware.telemetry import release_memory
 from torchperf_tui.engine.hardware.condition_sampler import ConditionSampler, conditions_sampler
+from torchperf_tui.engine.hardware.host_noise import HostNoise, HostProbe, point_marks
 from torchperf_tui.engine.hardware.run_conditions import RunConditions
 from torchperf_tui.engine.workloads.workload import forward_errors, place_model
 from torchperf_tui.formatting import format_bytes, format_number
@@ -78,6 +83,16 @@ class ThroughputResult(InputFacts):
     notes: list[str] = field(default_factory=list)
     step: str = "infer"  # what each iteration was: "infer", or "train (sgd)"; " · amp bf16" under autocast
     conditions: RunConditions | None = None  # CUDA: the GPU over the final measurement at best_batch
+    # The host over the whole search and measurement (each point has its own: BatchTry.host_noise), and what the
+    # app saw beside it (a resize, heavy redraws), set by the UI process when the result reaches it.
+    host_noise: HostNoise | None = None
+    disturbed: list[str] = field(default_factory=list)
+
+    def disturbance_marks(self) -> list[str]:
+        """Every reason the figures may not be the model's alone, one line each: what the app saw, then the host per
+        point (each try, the measurement), or over the whole search where no point could tell."""
+        points = [*self.tries, *([self.measurement] if self.measurement is not None else [])]
+        return [*self.disturbed, *point_marks([(t.label, t.host_noise) for t in points], self.host_noise)]
 
     @property
     def points(self) -> list[BatchTry]:
@@ -117,8 +132,12 @@ class ThroughputResult(InputFacts):
     def to_dict(self) -> dict[str, Any]:
         data = to_jsonable(self)
         data["stop_rule"] = self.stop_rule.value
+        data["tries"] = [t.to_dict() for t in self.tries]
+        data["measurement"] = self.measurement.to_dict() if self.measurement is not None else None
         data["points"] = [p.to_dict() for p in self.points]
         data["conditions"] = self.conditions.to_dict() if self.conditions is not None else None
+        data["host_noise"] = self.host_noise.to_dict() if self.host_noise is not None else None
+        data["disturbance_marks"] = self.disturbance_marks()
         return data
 
 
@@ -224,7 +243,9 @@ def find_max_batch(cfg: BenchConfig, *, max_batch: int = DEFAULT_MAX_BATCH, reso
     # a try is only started if the measurement that may follow it fits in the budget too.
     reserve = (1 + measure_warmup + measure_iters) / (1 + try_warmup + try_iters)
     measurements: list[BatchTry] = []
+    host = HostProbe(during="the batch search")  # the whole search, for where no try's own window can tell
     try:
+        host.begin()
         with applied_flags(cfg.flags), grad_context(step):
             with forward_errors(cfg.model, one.shape, dtype, device):
                 outcome = search_max_batch(runner, max_batch=max_batch, resolution=resolution,
@@ -235,6 +256,7 @@ def find_max_batch(cfg: BenchConfig, *, max_batch: int = DEFAULT_MAX_BATCH, reso
             if not outcome.cancelled and not is_cancelled():
                 measurements = _measure_best(runner, outcome.tries, measure_warmup, measure_iters, release,
                                              on_progress, clock, is_cancelled)
+        host.end()
     finally:
         del runner, model
         release()
@@ -291,6 +313,7 @@ def find_max_batch(cfg: BenchConfig, *, max_batch: int = DEFAULT_MAX_BATCH, reso
         stop_reason="cancelled" if cancelled else outcome.stop_reason,
         limit_found=limit_found, first_failure=first_failure, time_budget_s=time_budget_s, to_oom=to_oom,
         notes=notes, step=step.describe(), conditions=conditions,
+        host_noise=host.summary([], spread="said per try"),
     )
 
 

@@ -51,6 +51,7 @@ class LoopTimes:
     samples_ms: list[float] = field(default_factory=list)
     cancelled: bool = False
     budget_stopped: bool = False  # the timed iterations ran out of their time budget before `iters`
+    warmup_stopped: bool = False  # the warm-up ran out of the time budget before its count (or, 'auto', settling)
 
 
 @dataclass
@@ -93,8 +94,10 @@ class TimingResult(InputFacts):
     step_peak_bytes: int | None = None
     forward_peak_bytes: int | None = None
     iters_asked: int | None = None  # the timed iterations asked for
-    time_budget_s: float | None = None  # their time budget, and whether it stopped them early
-    budget_stopped: bool = False
+    time_budget_s: float | None = None  # the budget of the warm-up and timed iterations together
+    budget_stopped: bool = False  # it stopped the timed iterations early
+    warmup_asked: int | str | None = None  # the warm-up asked for: a count, or "auto"
+    warmup_stopped: bool = False  # it ended the warm-up early (then one timed iteration ran, or a few)
     # A CUDA run: the GPU's clocks, throttling, temperature, power and energy over the timed iterations.
     conditions: RunConditions | None = None
     # What the model's code changed in torch's global state (threads, flags) during the run, each said once and
@@ -186,8 +189,9 @@ def run_timed_loop(fn: Callable[[], object], *, device: torch.device | str = "cp
     `on_sample(phase, index, total, ms)` is called after every iteration (total is 0 for an "auto" warm-up);
     `should_cancel()` is checked between iterations, and a cancelled loop returns what it has so far.
     `before_iteration(phase, index)` runs before each iteration, outside the timer (a new input shape,
-    a memory sample). With `budget_s`, the timed iterations stop once they have taken that long in wall time
-    (`budget_stopped`), however few that leaves.
+    a memory sample). With `budget_s`, the loop stops once it has taken that long in wall time, counted from its
+    first iteration: a warm-up still going stops there (`warmup_stopped`), and the timed iterations stop after the
+    first one that ends past it (`budget_stopped`), however few that leaves.
     """
     device = torch.device(device)
     if iters < 1:
@@ -202,6 +206,10 @@ def run_timed_loop(fn: Callable[[], object], *, device: torch.device | str = "cp
     cancelled = should_cancel or (lambda: False)
     before = before_iteration or (lambda phase, index: None)
     out = LoopTimes()
+    loop_start = time.perf_counter()
+
+    def spent() -> bool:
+        return budget_s is not None and time.perf_counter() - loop_start >= budget_s
 
     if cancelled():
         out.cancelled = True
@@ -222,6 +230,9 @@ def run_timed_loop(fn: Callable[[], object], *, device: torch.device | str = "cp
                 break
         elif len(out.warmup_ms) >= warm_total:
             break
+        if spent():  # the budget covers the warm-up: a long one (or a slow model) ends here, and the run says so
+            out.warmup_stopped = True
+            break
         if cancelled():
             out.cancelled = True
             return out
@@ -230,7 +241,6 @@ def run_timed_loop(fn: Callable[[], object], *, device: torch.device | str = "cp
         out.warmup_ms.append(ms)
         emit("warmup", len(out.warmup_ms) - 1, warm_total, ms)
 
-    timed_start = time.perf_counter()
     for i in range(iters):
         if cancelled():
             out.cancelled = True
@@ -239,7 +249,7 @@ def run_timed_loop(fn: Callable[[], object], *, device: torch.device | str = "cp
         ms = sample(fn)
         out.samples_ms.append(ms)
         emit("timed", i, iters, ms)
-        if budget_s is not None and i + 1 < iters and time.perf_counter() - timed_start >= budget_s:
+        if i + 1 < iters and spent():
             out.budget_stopped = True
             break
     return out
@@ -271,7 +281,7 @@ def _run_benchmark(cfg: BenchConfig, watch: StateWatch, on_sample: OnSample | No
     device, dtype, step, shape = plan.device, plan.dtype, plan.step, plan.shape
     schedule = parse_schedule(cfg.shapes, seed=cfg.seed)
     check_schedule_inputs(schedule, plan.inputs)
-    timed_shapes = schedule.shapes(shape, cfg.iters, sequence=plan.inputs.tokens)
+    timed_shapes = schedule.stream(shape, sequence=plan.inputs.tokens)  # drawn as the iterations go: no list of iters
     if schedule.varies:
         check_schedule_accepted(cfg.model, schedule, plan.inputs, cfg.dtype, cfg.model_args)
     from torchperf_tui.engine.workloads.workload import forward_errors, prepare_workload
@@ -288,7 +298,8 @@ def _run_benchmark(cfg: BenchConfig, watch: StateWatch, on_sample: OnSample | No
             compiling = compile_model(work.model, work.x, cfg.compile, device)
             runner = StepRunner(work.model, step, device, seed=cfg.seed, forward=compiling.forward)
             work.x = None  # the feed holds the input from here on
-            forward_peak = runner.forward_only_peak(feed.x) if step.training else None
+            with forward_errors(cfg.model, shape, dtype, device):  # the first pass on CUDA: a rejected input is said
+                forward_peak = runner.forward_only_peak(feed.x) if step.training else None
 
             def before(phase: str, index: int) -> None:
                 memory.sample()
@@ -326,7 +337,7 @@ def _run_benchmark(cfg: BenchConfig, watch: StateWatch, on_sample: OnSample | No
         feed.x = None
         work.release()
     samples = times.samples_ms
-    shapes_done = timed_shapes[:len(samples)]
+    shapes_done = feed.fed[:len(samples)]
     first_seen = feed.first_seen[:len(samples)]
     report = None
     if times.first_iter_ms is not None:
@@ -381,6 +392,8 @@ def _run_benchmark(cfg: BenchConfig, watch: StateWatch, on_sample: OnSample | No
         iters_asked=cfg.iters,
         time_budget_s=cfg.time_budget_s,
         budget_stopped=times.budget_stopped,
+        warmup_asked=cfg.warmup,
+        warmup_stopped=times.warmup_stopped,
         conditions=conditions,
         threads_asked=asked_state(cfg.flags).flags.num_threads,
         host_noise=host.summary(samples, spread=not schedule.varies),
@@ -403,10 +416,12 @@ def check_schedule_accepted(model: str, schedule: ShapeSchedule, inputs: InputSp
     not a failure halfway through a run. A model that cannot run on meta at all is not checked."""
     from torchperf_tui.engine.workloads.complexity import analyse_complexity
     from torchperf_tui.engine.errors import ModelError, ShapeError
+    from torchperf_tui.engine.workloads.inputs import check_dims
 
     check_schedule_inputs(schedule, inputs)
     for extreme in schedule.extremes(inputs.shape, sequence=inputs.tokens):
         try:
+            check_dims(extreme)  # a size past what any tensor holds (random:1-2000000000): said before the run
             inputs.check_shape(extreme)
             analyse_complexity(model, extreme, dtype=dtype, inputs=inputs, model_args=model_args)
         except ShapeError as exc:

@@ -12,7 +12,8 @@
 
 After one shared warm-up, the modes run in interleaved rounds, and their order rotates each round. Drift
 and neighbours then hit every mode alike. The gaps between the modes' medians are said in words
-(`ModesResult.findings`).
+(`ModesResult.findings`). Each mode carries the host over its share of each round and the spread of its samples
+(engine/hardware/host_noise.py), and the result says a busy host or a noisy spread per mode, as a run does.
 """
 
 from __future__ import annotations
@@ -29,10 +30,11 @@ from torchperf_tui.engine.benchmark.flags import Flags, applied_flags
 from torchperf_tui.engine.workloads.inputs import dtype_name
 from torchperf_tui.engine.lazy_torch import torch
 from torchperf_tui.engine.hardware.condition_sampler import conditions_sampler
+from torchperf_tui.engine.hardware.host_noise import HostNoise, HostProbe, point_marks
 from torchperf_tui.engine.hardware.run_conditions import RunConditions, per_item_word, throttle_note
 from torchperf_tui.engine.benchmark.stats import TimingStats, compute_stats
 from torchperf_tui.engine.benchmark.timing import run_timed_loop
-from torchperf_tui.formatting import format_bytes, format_ms
+from torchperf_tui.formatting import format_bytes, format_ms, warmup_budget_text
 
 MODES = ("sync", "pipelined", "graph")
 MEANING = {
@@ -57,11 +59,17 @@ class ModeResult:
     stats: TimingStats | None = None
     unavailable: str | None = None  # why this mode did not run; the other modes stand
     conditions: RunConditions | None = None  # CUDA: the GPU's clocks, throttling and energy over this mode's samples
+    host_noise: HostNoise | None = None  # the host over this mode's shares of the rounds, and its samples' spread
+
+    def disturbance_marks(self) -> list[str]:
+        return self.host_noise.warnings() if self.host_noise is not None else []
 
     def to_dict(self) -> dict:
         return {"mode": self.mode, "meaning": MEANING[self.mode], "samples_ms": self.samples_ms,
                 "stats": asdict(self.stats) if self.stats else None, "unavailable": self.unavailable,
-                "conditions": self.conditions.to_dict() if self.conditions is not None else None}
+                "conditions": self.conditions.to_dict() if self.conditions is not None else None,
+                "host_noise": self.host_noise.to_dict() if self.host_noise is not None else None,
+                "disturbance_marks": self.disturbance_marks()}
 
 
 @dataclass
@@ -81,6 +89,15 @@ class ModesResult(InputFacts):
     cancelled: bool = False
     duration_s: float = 0.0
     findings: list[str] = field(default_factory=list)
+    # The host over every mode's rounds (each mode has its own: ModeResult.host_noise), and what the app saw beside
+    # them (a resize, heavy redraws), set by the UI process when the result reaches it.
+    host_noise: HostNoise | None = None
+    disturbed: list[str] = field(default_factory=list)
+
+    def disturbance_marks(self) -> list[str]:
+        """Every reason the medians may not be the model's alone, one line each: what the app saw, then each mode's
+        host and spread ('sync: noisy host: ...'), or the rounds' host where no mode could tell."""
+        return [*self.disturbed, *point_marks([(m.mode, m.host_noise) for m in self.modes], self.host_noise)]
 
     def mode(self, name: str) -> ModeResult | None:
         return next((m for m in self.modes if m.mode == name), None)
@@ -94,6 +111,8 @@ class ModesResult(InputFacts):
         data["input_shape"] = list(self.input_shape)
         data["flags"] = self.flags.to_dict()
         data["modes"] = [m.to_dict() for m in self.modes]
+        data["host_noise"] = self.host_noise.to_dict() if self.host_noise is not None else None
+        data["disturbance_marks"] = self.disturbance_marks()
         return data
 
 
@@ -269,6 +288,8 @@ def run_modes(cfg: BenchConfig, modes: tuple[str, ...] = MODES, *, cold_l2: bool
                             model_args=cfg.model_args)
     sampler = conditions_sampler(device)  # None on the CPU; on CUDA, each mode's share of a round is a window
     windows: dict[str, list[str]] = {mode: [] for mode in modes}
+    hosts = {mode: HostProbe(during="its shares of the rounds") for mode in modes}
+    rounds_host = HostProbe(during="the rounds")
     try:
         passes = [0]  # completed calls: an error after some is the model failing, not its input rejected
         with applied_flags(cfg.flags), grad_context(step), \
@@ -281,7 +302,8 @@ def run_modes(cfg: BenchConfig, modes: tuple[str, ...] = MODES, *, cold_l2: bool
                 passes[0] += 1
                 return out
 
-            warm = run_timed_loop(once, device=device, warmup=cfg.warmup, iters=1, should_cancel=cancelled)
+            warm = run_timed_loop(once, device=device, warmup=cfg.warmup, iters=1, should_cancel=cancelled,
+                                  budget_s=cfg.time_budget_s)  # the budget covers the warm-up, as bench's
             result.first_iter_ms = warm.first_iter_ms
             replay = None
             if "graph" in results:
@@ -304,12 +326,14 @@ def run_modes(cfg: BenchConfig, modes: tuple[str, ...] = MODES, *, cold_l2: bool
                 raise TorchperfError("no timing mode could run: " + "; ".join(
                     f"{mode}: {results[mode].unavailable}" for mode in modes))
             result.cancelled = warm.cancelled
+            rounds_host.begin()
             for round_ in range(rounds):
                 order = running[round_ % len(running):] + running[:round_ % len(running)] if running else []
                 for mode in order:
                     share = wanted[mode] * (round_ + 1) // rounds - wanted[mode] * round_ // rounds
                     window = f"{mode}{round_}"  # opened by its first sample: a share that times nothing has none
                     windows[mode].append(window)
+                    hosts[mode].begin()
                     for i in range(share):
                         if result.cancelled or cancelled():
                             result.cancelled = True
@@ -323,19 +347,26 @@ def run_modes(cfg: BenchConfig, modes: tuple[str, ...] = MODES, *, cold_l2: bool
                                 flush()  # queued ahead of the start event: outside the timed region
                             results[mode].samples_ms.append(timer(calls[mode], 1))
                         progress(mode, len(results[mode].samples_ms), wanted[mode])
+                    hosts[mode].end()
                     if sampler is not None:
                         sampler.end(window)  # a cancelled share keeps its window: its samples are kept too
                 if result.cancelled:
                     break
+            rounds_host.end()
             del runner, replay, flush
     finally:
         work.release()
     batch = shape[0]
     for mode in results.values():
         mode.stats = compute_stats(mode.samples_ms, batch=batch)
+        if mode.unavailable is None:
+            mode.host_noise = hosts[mode.mode].summary(mode.samples_ms)
         if sampler is not None and mode.unavailable is None:
             per_sample = per_block if mode.mode == "pipelined" else 1
             mode.conditions = sampler.summary(windows[mode.mode], items=len(mode.samples_ms) * per_sample * batch)
+    result.host_noise = rounds_host.summary([], spread="said per mode")
     result.duration_s = time.time() - started
     result.findings = findings(result)
+    if warm.warmup_stopped:
+        result.findings.insert(0, warmup_budget_text(cfg.time_budget_s, len(warm.warmup_ms), cfg.warmup))
     return result

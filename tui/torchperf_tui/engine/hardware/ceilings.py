@@ -6,6 +6,12 @@ Results are kept per device fingerprint (device name, torch, threads on the CPU)
 and measured again on request. On the CPU they stand in for the datasheet peaks that the OS cannot report.
 A ceiling kept by an earlier version (one 2048^3 matmul, FORMAT 1) is still read, marked `outdated`, and
 measured again by `ceilings()` unless asked only for what is kept.
+
+The file is read as every small file the app reads back (engine/records/input_files.py: a regular file only, a FIFO
+refused without waiting, a cap on its size), and every value in it is checked: a rate that is not a finite positive
+number was not measured here, and is never shown as a ceiling. A file that cannot be read or is not a ceilings file
+is a CeilingsFileError, one line; it is never overwritten. Where it will be written is checked before anything is
+measured, and a symbolic link there is refused, not replaced.
 """
 
 from __future__ import annotations
@@ -14,14 +20,20 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.lazy_torch import torch
 from torchperf_tui.engine.analysis.roofline import REMEASURE
+from torchperf_tui.engine.records.input_files import InputFileError, NotJsonError, read_json
+from torchperf_tui.engine.records.json_checks import finite_float, is_int, json_type, shown
+from torchperf_tui.engine.records.kept_files import CEILINGS, CEILINGS_ENV, ceilings_path
+from torchperf_tui.engine.records.output_files import check_output_path, write_text
 
 FORMAT = 2  # of a kept entry: 1 (no "format" key) was one matmul per dtype
-FILENAME = "ceilings.json"
+# A ceilings file takes a few KiB a device: one far larger is not one, and is not read into memory.
+MAX_CEILINGS_BYTES = 16 << 20
+KINDS = ("compute", "copy", "matmul")  # "matmul": FORMAT 1's name of a compute ceiling
 OUTDATED = ("kept by an earlier torchperf-tui from one 2048x2048x2048 matmul, which models can beat: "
             + REMEASURE)
 
@@ -37,6 +49,19 @@ class Trial:
     median_s: float | None = None
     reps: int = 0
     skipped: str | None = None
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "Trial":
+        """A workload tried, as kept, every field checked (ValueError): its rate is None (skipped) or finite
+        and positive."""
+        data = _object(data, "a workload tried")
+        value, median_s, skipped = data.get("value"), data.get("median_s"), data.get("skipped")
+        if skipped is not None and not isinstance(skipped, str):
+            raise ValueError(f"skipped is {shown(skipped)}, not text")
+        return cls(workload=_text(data, "workload"), size=_text(data, "size"), threads=_threads(data.get("threads")),
+                   value=None if value is None else _positive(value, "value"),
+                   median_s=None if median_s is None else _positive(median_s, "median_s"),
+                   reps=_count(data.get("reps", 0), "reps"), skipped=skipped)
 
 
 @dataclass
@@ -55,6 +80,20 @@ class Ceiling:
         if self.kind == "matmul":  # FORMAT 1's name: its only compute ceiling was a matmul
             self.kind = "compute"
         self.tried = [t if isinstance(t, Trial) else Trial(**t) for t in self.tried]
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "Ceiling":
+        """A ceiling as kept, every field checked (ValueError naming the one that is wrong): a rate that is not
+        a finite positive number (NaN, inf, a negative, a string, null) is no ceiling."""
+        data = _object(data, "a ceiling")
+        kind = data.get("kind")
+        if kind not in KINDS:
+            raise ValueError(f"kind is {shown(kind)}, not one of {', '.join(KINDS)}")
+        return cls(kind=kind, dtype=_text(data, "dtype"), value=_positive(data.get("value"), "value"),
+                   size=_text(data, "size"), median_s=_positive(data.get("median_s"), "median_s"),
+                   reps=_count(data.get("reps"), "reps"), workload=_text(data, "workload", "matmul"),
+                   threads=_threads(data.get("threads")),
+                   tried=[Trial.from_dict(t) for t in _list(data.get("tried", []), "tried")])
 
     @property
     def text(self) -> str:
@@ -95,11 +134,65 @@ class CeilingsResult:
         return {**asdict(self), "outdated": self.outdated}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "CeilingsResult":
-        seconds = data.get("seconds")
-        return cls(device=str(data["device"]), key=str(data["key"]), measured_at=float(data["measured_at"]),
-                   ceilings=[Ceiling(**c) for c in data["ceilings"]], format=int(data.get("format", 1)),
-                   seconds=float(seconds) if seconds is not None else None)
+    def from_dict(cls, data: Any) -> "CeilingsResult":
+        """A device's entry as kept, every field checked (ValueError naming the one that is wrong). Fields it
+        does not know (a later version's) are left out."""
+        data = _object(data, "an entry")
+        seconds, fmt = data.get("seconds"), data.get("format", 1)
+        if not is_int(fmt) or fmt < 1:
+            raise ValueError(f"format is {shown(fmt)}, not a whole number from 1")
+        return cls(device=_text(data, "device"), key=_text(data, "key"),
+                   measured_at=finite_float(data.get("measured_at"), "measured_at"),
+                   ceilings=[Ceiling.from_dict(c) for c in _list(data.get("ceilings"), "ceilings")], format=fmt,
+                   seconds=None if seconds is None else _positive(seconds, "seconds", zero=True))
+
+
+class CeilingsFileError(TorchperfError):
+    """A ceilings file that is not one (not JSON, not ours, an entry that is corrupt): one line that names it;
+    the file is left as it is."""
+
+
+class CeilingsPathError(CeilingsFileError):
+    """A ceilings path that is no file to read or write (a FIFO, a device, a folder, over its cap, unreadable, a
+    link or a folder that cannot be written): refused even where kept ceilings are optional (`info`)."""
+
+
+def _object(data: Any, what: str) -> dict:
+    if not isinstance(data, dict):
+        raise ValueError(f"{what} is a JSON {json_type(data)}, not an object")
+    return data
+
+
+def _list(data: Any, name: str) -> list:
+    if not isinstance(data, list):
+        raise ValueError(f"{name} is {shown(data)}, not a list")
+    return data
+
+
+def _text(data: dict, name: str, default: str | None = None) -> str:
+    value = data.get(name, default)
+    if not isinstance(value, str):
+        raise ValueError(f"{name} is {shown(value)}, not text")
+    return value
+
+
+def _positive(value: Any, name: str, *, zero: bool = False) -> float:
+    number = finite_float(value, name)
+    if number < 0 or (number == 0 and not zero):
+        raise ValueError(f"{name} is {shown(value)}, not a positive number")
+    return number
+
+
+def _count(value: Any, name: str) -> int:
+    if not is_int(value) or value < 0:
+        raise ValueError(f"{name} is {shown(value)}, not a whole number")
+    return value
+
+
+def _threads(value: Any) -> int | None:
+    if value is not None and (not is_int(value) or value < 1):
+        raise ValueError(f"threads is {shown(value)}, not a thread count")
+    return value
 
 
 def device_key(device: "torch.device") -> str:
@@ -116,68 +209,115 @@ def device_key(device: "torch.device") -> str:
     return f"{name} | torch {torch.__version__} | threads {torch.get_num_threads()}"
 
 
-def default_path() -> Path:
-    """$TORCHPERF_CEILINGS, else the user data directory's ceilings.json."""
-    if os.environ.get("TORCHPERF_CEILINGS"):
-        return Path(os.environ["TORCHPERF_CEILINGS"])
-    import platformdirs
-
-    return Path(platformdirs.user_data_dir("torchperf-tui")) / FILENAME
-
-
-def kept_for(device: str) -> CeilingsResult | None:
-    """The ceilings kept for the device a run used ("cpu", "cuda:0"), without measuring anything."""
+def kept_for(device: str, on_corrupt: Callable[[str], None] | None = None) -> CeilingsResult | None:
+    """The ceilings kept for the device a run used ("cpu", "cuda:0"), without measuring anything. With
+    `on_corrupt`, a ceilings file that is corrupt is said through it (one line) and taken as none kept; a path
+    that is no file to read (CeilingsPathError) is raised all the same."""
     from torchperf_tui.engine.workloads.inputs import resolve_device
 
-    return load_ceilings(device_key(resolve_device(device)))
+    try:
+        return load_ceilings(device_key(resolve_device(device)))
+    except CeilingsPathError:
+        raise
+    except CeilingsFileError as exc:
+        if on_corrupt is None:
+            raise
+        on_corrupt(str(exc))
+        return None
 
 
 # --------------------------------------------------------------------------------------------------------
 # Keeping
 
 
-def load_ceilings(key: str, path: Path | None = None) -> CeilingsResult | None:
-    """The ceilings kept for `key`, or None (none kept, or a file that is not ours: it is left as it is)."""
-    path = path or default_path()
+def read_kept(path: Path | None = None) -> dict:
+    """The ceilings file's entries by device key ({} when there is no file yet, or an empty one), read safely
+    and before anything is measured. CeilingsFileError, in one line, for a file that cannot be read or is not
+    a ceilings file; it is left as it is."""
+    path = path or ceilings_path()
+    what = _what(path)
     try:
-        data = json.loads(path.read_text())
-        entry = data["devices"][key]
-        result = CeilingsResult.from_dict(entry)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        data = read_json(path, what, MAX_CEILINGS_BYTES)
+    except FileNotFoundError:
+        return {}
+    except NotJsonError as exc:
+        raise CeilingsFileError(str(exc)) from None
+    except InputFileError as exc:
+        raise CeilingsPathError(str(exc)) from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict) or not isinstance(data.get("devices"), dict):
+        raise CeilingsFileError(f"{what} {path} is not a ceilings file (no \"devices\" object in it): move it "
+                                f"away, or choose another with ${CEILINGS_ENV}")
+    return data["devices"]
+
+
+def load_ceilings(key: str, path: Path | None = None) -> CeilingsResult | None:
+    """The ceilings kept for `key`, or None when none are. CeilingsFileError (read_kept), or when the entry
+    kept for `key` is corrupt: a value in it is not what a measurement gives (a NaN, a negative, a string)."""
+    path = path or ceilings_path()
+    entry = read_kept(path).get(key)
+    if entry is None:
         return None
+    result = _entry(entry, path)
     result.cached, result.path = True, str(path)
     return result
 
 
-def save_ceilings(result: CeilingsResult, path: Path | None = None) -> Path:
-    """Keep `result` under its key, beside the other devices' (written to a temporary file, then moved)."""
-    path = path or default_path()
+def _entry(entry: Any, path: Path) -> CeilingsResult:
     try:
-        data = json.loads(path.read_text())
-        if not isinstance(data, dict) or not isinstance(data.get("devices"), dict):
-            raise ValueError
-    except (OSError, ValueError):
-        if path.exists() and path.stat().st_size > 0:
-            raise TorchperfError(f"{path} is not a ceilings file: not overwritten (move it away first)") from None
-        data = {"devices": {}}
-    data["devices"][result.key] = {k: v for k, v in asdict(result).items() if k not in ("cached", "path")}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}")
-    temporary.write_text(json.dumps(data, indent=1))
-    temporary.replace(path)
+        return CeilingsResult.from_dict(entry)
+    except ValueError as exc:
+        raise CeilingsFileError(f"{_what(path)} {path}: the entry of this device is corrupt ({exc}) and is not "
+                                f"used: {REMEASURE}") from None
+
+
+def _what(path: Path) -> str:
+    """'the ceilings file', with the variable that chose it when one did: a user who set it long ago is told where
+    the path comes from."""
+    chosen = os.environ.get(CEILINGS_ENV, "").strip()
+    return f"the ceilings file (${CEILINGS_ENV})" if chosen and Path(chosen).expanduser() == path else "the ceilings file"
+
+
+def check_keepable(path: Path | None = None) -> Path:
+    """Where ceilings would be kept, checked before they are measured: a regular file or none yet, in a writable
+    folder (made if need be), not a symbolic link and not another file the app keeps. CeilingsPathError, one line,
+    otherwise."""
+    path = path or ceilings_path()
+    try:
+        return check_output_path(path, make_parents=True, own=CEILINGS)
+    except TorchperfError as exc:
+        raise CeilingsPathError(f"{exc}: the measured ceilings are kept there (${CEILINGS_ENV} chooses another "
+                                "file); nothing was measured") from None
+
+
+def save_ceilings(result: CeilingsResult, path: Path | None = None) -> Path:
+    """Keep `result` under its key, beside the other devices' (written to a temporary file, then renamed: a
+    link or anything but a regular file there is refused, not replaced). A file that is not a ceilings file
+    is not overwritten (CeilingsFileError); an entry that is corrupt is replaced."""
+    path = path or ceilings_path()
+    devices = read_kept(path)
+    devices[result.key] = {k: v for k, v in asdict(result).items() if k not in ("cached", "path")}
+    write_text(path, json.dumps({"devices": devices}, indent=1), own=CEILINGS, make_parents=True)
     result.path = str(path)
     return path
 
 
 def ceilings(device: str = "auto", *, refresh: bool = False, path: Path | None = None, **options) -> CeilingsResult:
     """The kept ceilings of this device, or measured now (and kept) when there are none, they are an earlier
-    version's (outdated), or `refresh`."""
+    version's (outdated), or `refresh`. The file is read, and where it is written checked, before anything is
+    measured: a file that cannot be read or written is one line (CeilingsFileError), not a measurement lost."""
     from torchperf_tui.engine.workloads.inputs import resolve_device
 
-    if not refresh:
-        kept = load_ceilings(device_key(resolve_device(device)), path)
-        if kept is not None and kept.outdated is None:
+    path = path or ceilings_path()
+    key = device_key(resolve_device(device))
+    entry = read_kept(path).get(key)
+    if not refresh and entry is not None:
+        kept = _entry(entry, path)
+        if kept.outdated is None:
+            kept.cached, kept.path = True, str(path)
             return kept
+    check_keepable(path)
     from torchperf_tui.engine.hardware.ceiling_measurement import measure_ceilings
 
     result = measure_ceilings(device, **options)

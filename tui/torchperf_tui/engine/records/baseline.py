@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from torchperf_tui import options
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.records.history_records import HistoryRecord
+from torchperf_tui.engine.records.input_files import InputFileError, read_small
 
 # A bench --json file is read whole: bound it (a history line is at most 16 MiB, see history_file.MAX_LINE_BYTES).
 MAX_BASELINE_FILE_BYTES = 64 << 20
@@ -74,24 +75,17 @@ def check_usable(record: HistoryRecord, source: str = "") -> None:
 
 
 def _from_file(path: Path, filter_text: str | None) -> Baseline:
-    try:
-        mode = path.stat().st_mode
+    try:  # a regular file only, never past its cap: a FIFO or /dev/zero is refused, not read
+        text = read_small(path, "the baseline", MAX_BASELINE_FILE_BYTES).decode("utf-8")
     except FileNotFoundError:
         raise BaselineError(f"no baseline file {path}") from None
-    except OSError as exc:
-        raise BaselineError(f"cannot read the baseline {path}: {exc.strerror or exc}") from None
-    if not stat.S_ISREG(mode):
-        raise BaselineError(f"the baseline {path} is not a regular file")
-    if path.stat().st_size > MAX_BASELINE_FILE_BYTES:
-        raise BaselineError(f"the baseline {path} is over {MAX_BASELINE_FILE_BYTES >> 20} MiB: not a bench --json "
-                            "file (a history file goes with --baseline-filter)")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BaselineError(f"cannot read the baseline {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    except InputFileError as exc:
+        raise BaselineError(str(exc)) from None
+    except UnicodeDecodeError:
+        raise BaselineError(f"the baseline {path} is not UTF-8 text") from None
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         data = None  # not one JSON document: JSON lines, a history file
     if isinstance(data, dict) and filter_text is None:
         return Baseline(_record_of_json(data, path), str(path))
@@ -180,35 +174,86 @@ def _text(value: Any) -> str:
     return "" if value is None else str(value).lower()
 
 
-def config_of_record(record: HistoryRecord, *, time_budget_s: float | None = None):
+def config_of_record(record: HistoryRecord, *, time_budget_s: float | None = None, source: str = "",
+                     threads_given: bool = False):
     """The BenchConfig that measures `record`'s configuration again: its model with its overrides, its input
     (shape with batch, sequence length), dtype, memory format, flags (threads, sdpa, matmul precision included),
     step, optimizer and mixed precision, compile mode, shape schedule, device, and its warm-up and iteration
-    counts. Flags a newer version added and this one lacks are dropped (said by the differences, if any)."""
+    counts. Flags a newer version added and this one lacks are dropped (said by the differences, if any).
+
+    A baseline file is input as much as the command line is: its settings go through the checks the same values
+    typed as options go through (options.py and the parsers the options use), so a record that asks for 16
+    threads on a 2-CPU box, a warm-up of 10**12 or a dtype float128 is one BaselineError line naming the record,
+    not a run that oversubscribes the cores, never ends or fails later without saying where the value came from.
+    `threads_given`: the command line sets the thread count, so the record's is not applied (nor checked)."""
     from dataclasses import fields
 
     from torchperf_tui.engine.benchmark.bench_config import DEFAULT_TIME_BUDGET_S, BenchConfig
     from torchperf_tui.engine.benchmark.flags import Flags
+    from torchperf_tui.engine.benchmark.train_step import check_amp, check_optimizer, check_step
+    from torchperf_tui.engine.workloads.inputs import canonical_dtype
     from torchperf_tui.engine.workloads.model_args import parse_model_args
+    from torchperf_tui.engine.workloads.shapes import parse_schedule
 
+    where = f"the baseline {record.short_id}" + (f" ({source})" if source else "")
     known = {f.name for f in fields(Flags)}
     details = record.details
     seq_len = details.get("seq_len")
     warmup = details.get("warmup_iters")
     try:
-        flags = Flags(**{k: v for k, v in record.flags.items() if k in known})
+        flags = Flags().replace(**_checked_flags({k: v for k, v in record.flags.items() if k in known},
+                                                 threads_given))
         model_args = parse_model_args(str(details.get("model_args") or ""))
+        checked = dict(
+            warmup=10 if warmup is None else options.warmup(_as_typed(warmup)),
+            iters=options.iters(str(len(record.samples_ms)), name="iterations (its samples)"),
+            dtype=canonical_dtype(record.dtype), device=options.device_name(record.device, name="device"),
+            step=check_step(_as_typed(details.get("step") or "infer")),
+            optimizer=check_optimizer(_as_typed(details.get("optimizer") or "sgd")),
+            amp=check_amp(_as_typed(details["amp"]) if details.get("amp") else None))
+        shapes = _as_typed(details.get("shapes") or "fixed")
+        parse_schedule(shapes)
+    except TorchperfError as exc:
+        raise BaselineError(f"{where}: {exc}") from None
     except (TypeError, ValueError) as exc:
-        raise BaselineError(f"record {record.short_id}: its flags or overrides cannot be read: {exc}") from None
+        raise BaselineError(f"{where}: its flags or overrides cannot be read: {exc}") from None
     return BenchConfig(
-        model=record.model, input_shape=tuple(record.input_shape), device=record.device, dtype=record.dtype,
-        channels_last=record.channels_last, flags=flags,
-        warmup=warmup if isinstance(warmup, int) and not isinstance(warmup, bool) and warmup >= 0 else 10,
-        iters=len(record.samples_ms), compile=_compile_mode(details.get("compile_mode")),
-        shapes=str(details.get("shapes") or "fixed"), step=str(details.get("step") or "infer"),
-        optimizer=str(details.get("optimizer") or "sgd"), amp=details.get("amp") or None,
-        model_args=model_args, seq_len=seq_len if isinstance(seq_len, int) and seq_len > 0 else None,
-        time_budget_s=DEFAULT_TIME_BUDGET_S if time_budget_s is None else (time_budget_s or None))
+        model=record.model, input_shape=tuple(record.input_shape), channels_last=record.channels_last, flags=flags,
+        compile=_compile_mode(details.get("compile_mode")), shapes=shapes, model_args=model_args,
+        seq_len=seq_len if isinstance(seq_len, int) and seq_len > 0 else None,
+        time_budget_s=DEFAULT_TIME_BUDGET_S if time_budget_s is None else (time_budget_s or None), **checked)
+
+
+def _as_typed(value: Any) -> str:
+    """A value from a file as the command line would have typed it: strings as they are, anything else as JSON
+    writes it (true, 1.5, null), so the option's check refuses what it would refuse typed."""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _checked_flags(flags: dict[str, Any], threads_given: bool) -> dict[str, Any]:
+    """A record's flags as the command line would have them: on/off flags true or false, the thread count through
+    options.thread_count as if typed (so 1.5, "x", 0 and more threads than this machine's CPUs are refused; null is
+    the process's own count), sdpa and matmul precision parsed by Flags.replace. `threads_given`: the command
+    line's count replaces the record's, which is then not applied (the gate names the difference)."""
+    from torchperf_tui.engine.benchmark.flags import FLAG_SPECS
+
+    kinds = {spec.name: spec.kind for spec in FLAG_SPECS}
+    checked: dict[str, Any] = {}
+    for name, value in flags.items():
+        if name == "num_threads":
+            if value is not None and not threads_given:
+                try:
+                    checked[name] = options.thread_count(_as_typed(value))
+                except options.OptionError as exc:
+                    raise BaselineError(f"{exc} (--threads N measures it with N threads here, a difference the "
+                                        "gate names)") from None
+        elif kinds.get(name) is bool and not isinstance(value, bool):
+            raise BaselineError(f"flag {name} is {json.dumps(value)[:40]}, not true or false")
+        elif kinds.get(name) is str:
+            checked[name] = str(value)
+        else:
+            checked[name] = value
+    return checked
 
 
 def _compile_mode(mode: Any) -> str | None:

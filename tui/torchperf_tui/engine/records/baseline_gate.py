@@ -4,7 +4,10 @@ The ratio is the median now over the median of the baseline (above 1: slower now
 scipy.stats.bootstrap's, resampling each sample on its own (paired=False: the two runs' iterations are not
 paired), and the two samples are tested with scipy.stats.mannwhitneyu. The difference is significant when the
 test's p is under ALPHA and the interval leaves out 1. The gate fails (exit 1) when the run is significantly
-slower and its ratio is past 1 + --fail-if-slower / 100.
+slower and its ratio is past 1 + --fail-if-slower / 100, unless the run was marked disturbed (a noisy host, a
+window resized, ...): then it does not judge (exit 0, `not_judged`), as nvbench says "cannot tell" rather than
+turn a build red for noise. A disturbance slows a run; it does not make one faster, so a disturbed run that reads
+the same or faster still passes.
 
 Why a default of 10 %: the samples of one run are not independent of the host's state over that run, so two
 runs of the same build on one box differ by a few percent that the interval, taken within runs, does not cover
@@ -22,13 +25,16 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
-from torchperf_tui.engine.records.history_compare import compare_records
+from torchperf_tui.engine.records.history_compare import compare_records, disturbance_note
 from torchperf_tui.engine.records.history_records import HistoryRecord
 
 ALPHA = 0.05
 CONFIDENCE = 0.95
 DEFAULT_FAIL_IF_SLOWER_PCT = 10.0
 N_RESAMPLES = 4999
+# Elements one vectorised call of the bootstrap resamples (each an index and a value): about 32 MB. Without a bound
+# scipy resamples all 4999 at once, 4999 x n of each, which for a record of 100,000 samples is 8 GB.
+BOOTSTRAP_BATCH_ELEMENTS = 2_000_000
 
 EXIT_PASS, EXIT_SLOWER = 0, 1
 
@@ -48,7 +54,8 @@ OTHER_BUSY_CORES_DELTA = 0.5
 class GateResult:
     """A run now (`now_id`) against a baseline (`baseline_id`, from `baseline_source`).
 
-    `verdict` is "faster", "slower" or "same"; `failed` when slower past `fail_if_slower_pct` and significant.
+    `verdict` is "faster", "slower" or "same"; `failed` when slower past `fail_if_slower_pct` and significant, and
+    the run now is not marked disturbed; `not_judged` when it would have failed but is (`disturbed`, its marks).
     `differences`: (name, baseline value, value now) of the set-up and flags, with `typed` naming those the
     command line changed; `environment`: likewise for the environment; `notes`: throttling or a disturbance
     that may explain part of the ratio."""
@@ -72,6 +79,8 @@ class GateResult:
     typed: list[str] = field(default_factory=list)
     environment: list[tuple[str, Any, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    disturbed: list[str] = field(default_factory=list)
+    not_judged: bool = False
 
     @property
     def exit_code(self) -> int:
@@ -103,8 +112,10 @@ def ratio_test(now: Sequence[float], baseline: Sequence[float], seed: int = 0) -
     ratio = float(median_ratio(x, y))
     if np.ptp(x) == 0 and np.ptp(y) == 0:  # two constant samples (a coarse timer): no spread to resample
         return ratio, ratio, ratio, 1.0 if ratio == 1.0 else 0.0
+    batch = max(1, BOOTSTRAP_BATCH_ELEMENTS // max(len(x), len(y)))
     boot = stats.bootstrap((x, y), median_ratio, paired=False, vectorized=True, confidence_level=CONFIDENCE,
-                           n_resamples=N_RESAMPLES, method="percentile", random_state=np.random.default_rng(seed))
+                           n_resamples=N_RESAMPLES, batch=min(batch, N_RESAMPLES), method="percentile",
+                           random_state=np.random.default_rng(seed))
     p_value = float(stats.mannwhitneyu(x, y, alternative="two-sided").pvalue)
     return ratio, float(boot.confidence_interval.low), float(boot.confidence_interval.high), p_value
 
@@ -116,16 +127,17 @@ def gate(baseline: HistoryRecord, now: HistoryRecord, *, fail_if_slower_pct: flo
     ratio, low, high, p_value = ratio_test(now.samples_ms, baseline.samples_ms, seed=seed)
     significant = p_value < ALPHA and not (low <= 1.0 <= high)
     verdict = "same" if not significant else "slower" if ratio > 1.0 else "faster"
-    failed = verdict == "slower" and ratio > 1.0 + fail_if_slower_pct / 100.0
+    past_limit = verdict == "slower" and ratio > 1.0 + fail_if_slower_pct / 100.0
     comparison = compare_records(baseline, now) if _comparable(baseline, now) else None
     differences = setup_and_flag_differences(baseline, now)
-    notes = [n for n in ((comparison.clock_note, comparison.disturbance_note) if comparison else ()) if n]
+    notes = [n for n in (comparison.clock_note if comparison else None, disturbance_note(baseline, now)) if n]
     return GateResult(
         baseline_id=baseline.id, now_id=now.id, baseline_source=source,
         baseline_p50_ms=_median(baseline.samples_ms), now_p50_ms=_median(now.samples_ms), ratio=ratio,
         ci_low=low, ci_high=high, p_value=p_value, significant=significant, verdict=verdict,
-        fail_if_slower_pct=fail_if_slower_pct, failed=failed, n_baseline=len(baseline.samples_ms),
-        n_now=len(now.samples_ms), differences=differences,
+        fail_if_slower_pct=fail_if_slower_pct, failed=past_limit and not now.disturbed,
+        not_judged=past_limit and bool(now.disturbed), disturbed=list(now.disturbed),
+        n_baseline=len(baseline.samples_ms), n_now=len(now.samples_ms), differences=differences,
         typed=[name for name, _, _ in differences if name in set(typed)],
         environment=environment_differences(baseline, now), notes=notes)
 

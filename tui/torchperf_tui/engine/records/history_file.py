@@ -23,24 +23,11 @@ from typing import Iterable
 
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.records.history_records import HistoryRecord
+from torchperf_tui.engine.records.input_files import kind_refusal, open_regular
+from torchperf_tui.engine.records.kept_files import HISTORY, default_history_path, kept_file_at
+from torchperf_tui.engine.records.kept_files import HISTORY_ENV as HISTORY_ENV  # where it is chosen; named here too
+from torchperf_tui.engine.records.output_files import writable_folder
 from torchperf_tui.formatting import format_bytes
-
-HISTORY_ENV = "TORCHPERF_HISTORY"
-HISTORY_APP_NAME = "torchperf-tui"
-HISTORY_FILENAME = "history.jsonl"
-
-
-def default_history_path(path: str | os.PathLike | None = None) -> Path:
-    """Where the history lives: `path` if given, else $TORCHPERF_HISTORY, else the user's data directory."""
-    if path is not None and str(path) != "":
-        return Path(path).expanduser()
-    env = os.environ.get(HISTORY_ENV, "").strip()
-    if env:
-        return Path(env).expanduser()
-    import platformdirs  # installed with Textual; imported late, only the history needs it
-
-    return Path(platformdirs.user_data_dir(HISTORY_APP_NAME)) / HISTORY_FILENAME
-
 
 # The longest line the reader parses. A record takes about 20 bytes a sample, so 16 MiB holds some 800,000
 # samples (a tiny model timed for a minute); `HistoryFile.append` refuses a longer record, so that everything the
@@ -135,8 +122,9 @@ class HistoryFile:
         written = False
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            _refuse_kept(self.path)
             try:  # lstat: a symbolic link is refused, as every file the app writes refuses one
-                _refuse_special(self.path, os.lstat(self.path).st_mode)
+                _refuse_kind(self.path, os.lstat(self.path).st_mode)
                 created = False
             except FileNotFoundError:
                 created = True
@@ -149,16 +137,16 @@ class HistoryFile:
                                  | _O_NOFOLLOW, 0o644)
                 except OSError as exc:
                     if exc.errno == errno.ELOOP:
-                        _refuse_special(self.path, stat.S_IFLNK)
+                        _refuse_kind(self.path, stat.S_IFLNK)
                     raise
                 try:
-                    _refuse_special(self.path, os.fstat(fd).st_mode)
+                    _refuse_kind(self.path, os.fstat(fd).st_mode)
                     _lock_file(fd)
                     if _ends_without_newline(fd):
                         # A writer killed mid-line left a torn line: start on a fresh one so that only the
                         # torn record is lost, not this one glued to it.
                         data = b"\n" + data
-                    _write_all(fd, data)
+                    _append_whole(fd, data)
                     written = True
                     os.fsync(fd)
                 finally:
@@ -170,6 +158,30 @@ class HistoryFile:
             if written:
                 raise HistoryNotDurable(self.path, reason, len(lines)) from None
             raise TorchperfError(f"cannot write the history file {self.path}: {reason}") from None
+
+    def check_writable(self) -> None:
+        """TorchperfError, in one line, unless a record could be appended now: asked before a run, so that a
+        history that cannot take its record is said before anything is measured. Nothing is created or written
+        (a full disk is found only by the write itself)."""
+        path = self.path
+        _refuse_kept(path)
+        try:
+            mode = os.lstat(path).st_mode
+        except (FileNotFoundError, NotADirectoryError):  # not there yet: where it would be made
+            folder = next(p for p in path.parents if os.path.lexists(p))  # the root always exists
+            if not folder.is_dir():
+                raise TorchperfError(f"cannot write the history file {path}: {folder} is not a folder") from None
+            if not writable_folder(folder):
+                raise TorchperfError(f"cannot write the history file {path}: the folder {folder} is not "
+                                     "writable") from None
+            return
+        except OSError as exc:
+            raise TorchperfError(f"cannot write the history file {path}: {exc.strerror or exc}") from None
+        _refuse_kind(path, mode)
+        try:  # opening it for appending writes nothing, and says what an append would meet (EACCES, EROFS)
+            os.close(os.open(path, os.O_WRONLY | os.O_APPEND | _O_NONBLOCK | _O_BINARY | _O_NOFOLLOW))
+        except OSError as exc:
+            raise TorchperfError(f"cannot write the history file {path}: {exc.strerror or exc}") from None
 
     def load(self, last: int | None = None, *, before: int | None = None,
              max_line_bytes: int = MAX_LINE_BYTES) -> LoadResult:
@@ -185,11 +197,9 @@ class HistoryFile:
         if last is not None and last < 0:
             raise ValueError(f"last must be >= 0 (or None), not {last}")
         try:
-            fh = _open_regular(self.path)
+            fh = open_regular(self.path, "the history file")
         except FileNotFoundError:
             return LoadResult([], [], self.path)
-        except OSError as exc:
-            raise TorchperfError(f"cannot read the history file {self.path}: {exc.strerror or exc}") from None
         try:
             with fh:
                 return self._read(fh, last, before, max_line_bytes)
@@ -237,30 +247,19 @@ class HistoryFile:
                           skipped=skipped, offsets=offsets, start=start)
 
 
-def _refuse_special(path: Path, mode: int) -> None:
-    """TorchperfError unless `mode` is a regular file's: a FIFO blocks a reader (or writer) until the other
-    end opens, /dev/zero never ends, a folder is no history."""
-    if stat.S_ISREG(mode):
-        return
-    kinds = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
-             (stat.S_ISCHR, "a character device"),
-             (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory"), (stat.S_ISSOCK, "a socket"))
-    kind = next((name for test, name in kinds if test(mode)), "not a file")
-    raise TorchperfError(f"the history file {path} is {kind}, not a regular file")
+def _refuse_kind(path: Path, mode: int) -> None:
+    """TorchperfError unless `mode` is a regular file's: a FIFO blocks a writer until the other end opens,
+    /dev/zero never ends, a folder is no history, and a symbolic link is not replaced or followed."""
+    refusal = kind_refusal(path, mode, "the history file")
+    if refusal is not None:
+        raise TorchperfError(refusal)
 
 
-def _open_regular(path: Path):
-    """`path` opened for reading in binary, if it is a regular file. Checked by name first (opening some
-    devices does something), then on the opened descriptor, opened with O_NONBLOCK, so that a FIFO swapped in
-    between is refused rather than waited on."""
-    _refuse_special(path, os.stat(path).st_mode)
-    fd = os.open(path, os.O_RDONLY | _O_NONBLOCK | _O_BINARY)
-    try:
-        _refuse_special(path, os.fstat(fd).st_mode)
-        return os.fdopen(fd, "rb", buffering=1 << 20)
-    except BaseException:
-        os.close(fd)
-        raise
+def _refuse_kept(path: Path) -> None:
+    """TorchperfError when the history would be another file the app keeps (the measured ceilings)."""
+    kept = kept_file_at(path, own=HISTORY)
+    if kept is not None:
+        raise TorchperfError(f"the history file {path} is {kept}: runs are not appended to it")
 
 
 def _lines_forward(fh, end: int, max_len: int):
@@ -388,11 +387,23 @@ def _ends_without_newline(fd: int) -> bool:
     return os.read(fd, 1) != b"\n"
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
+def _append_whole(fd: int, data: bytes) -> None:
+    """All of `data` at the end of the file, or none of it: a write cut short (a full disk) is cut back off the
+    file, so that no reader meets half a record. Called under the file's lock, so the end is ours."""
+    start = os.fstat(fd).st_size
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            if written <= 0:
+                raise OSError(errno.EIO, "the write made no progress")
+            view = view[written:]
+    except BaseException:
+        try:
+            os.ftruncate(fd, start)
+        except OSError:
+            pass
+        raise
 
 
 def _fsync_directory(directory: Path) -> None:

@@ -3,9 +3,14 @@
 MLflow is an optional extra (`pip install 'torchperf-tui[mlflow]'`: mlflow-skinny with SQLAlchemy and Alembic for a
 sqlite store, bench/results/mlflow_install.txt says why not the full `mlflow`). It is imported only here, by
 `MlflowSink.open`, which checks everything a bad URI can get wrong before a measurement starts: the scheme, MLflow
-being installed, the sqlite file's folder, and the store answering (a tracking server gets a short timeout and one
-retry, not MLflow's default of 120 s and 7 retries; MLFLOW_HTTP_REQUEST_TIMEOUT and
+being installed, the sqlite file (check_sqlite), and the store answering (a tracking server gets a short timeout and
+one retry, not MLflow's default of 120 s and 7 retries; MLFLOW_HTTP_REQUEST_TIMEOUT and
 MLFLOW_HTTP_REQUEST_MAX_RETRIES set by the user win). Every failure is a MlflowStoreError: one line.
+
+A sqlite file is checked here, with the standard library, before MLflow sees it: MLflow retries a database it cannot
+open for 100 s, with a warning of four lines each time, so a folder, a FIFO, a device or a read-only folder in the
+URI must never reach it. An in-memory database (`sqlite://`, `sqlite:///`, `sqlite:///:memory:`) is refused: MLflow
+would log to it, say so, and lose the run when the command ends.
 
 One MlflowClient with the URI given, never the global `mlflow.set_tracking_uri` state: the app and a script may
 hold other clients. MLflow imports no torch (tests/engine/test_mlflow_store.py checks it in a fresh process).
@@ -16,11 +21,14 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
+import stat
+import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
+from urllib.parse import parse_qs, unquote, urlparse
 
 from torchperf_tui.engine.errors import TorchperfError, first_line
 from torchperf_tui.engine.records.mlflow_runs import ARTIFACT, RunContent
@@ -33,6 +41,12 @@ SCHEMES = ("sqlite", "postgresql", "mysql", "mssql", "http", "https", "databrick
 HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_TIMEOUT": "10", "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1",
                  "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1"}
 FORMS = "a local store (sqlite:///path/mlflow.db) or a tracking server (http://HOST:PORT)"
+# sqlite[+driver]://[host]/database[?query], as SQLAlchemy splits it (a host is not a sqlite thing: refused).
+SQLITE_URI = re.compile(r"sqlite(\+[\w.]+)?://(?P<host>[^/?#]*)(?:/(?P<database>[^?#]*))?(?:\?(?P<query>[^#]*))?$",
+                        re.IGNORECASE)
+SQLITE_HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every sqlite database file
+_NOT_FILES = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+              (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
 
 class MlflowStoreError(TorchperfError):
@@ -49,16 +63,63 @@ def check_uri(uri: str) -> str:
         said = f"scheme {scheme!r}" if scheme else "no scheme"
         raise MlflowStoreError(f"MLflow URI {text!r}: {said}; give {FORMS}")
     if scheme == "sqlite":
-        folder = sqlite_path(text).parent
-        if not folder.is_dir():
-            raise MlflowStoreError(f"MLflow URI {text!r}: no folder {folder} for its database")
+        check_sqlite(text)
     return text
 
 
 def sqlite_path(uri: str) -> Path:
-    """The database file of `sqlite:///relative.db` or `sqlite:////absolute/path.db`, absolute."""
-    rest = uri.split(":", 1)[1]
-    return Path(os.path.abspath(unquote(rest[3:] if rest.startswith("///") else rest.lstrip("/"))))
+    """The database file of `sqlite:///relative.db` or `sqlite:////absolute/path.db`, absolute (as SQLAlchemy
+    reads the URI: percent-escapes decoded, a query left out). MlflowStoreError for a URI that names no file."""
+    found = SQLITE_URI.match(uri.strip())
+    if found is None:
+        raise MlflowStoreError(f"MLflow URI {uri!r}: not a sqlite URI; give sqlite:///path/mlflow.db")
+    if found["host"]:
+        raise MlflowStoreError(f"MLflow URI {uri!r}: a sqlite URI has no host: three slashes before a relative path "
+                               "(sqlite:///mlflow.db), four before an absolute one (sqlite:////srv/mlflow.db)")
+    database = unquote(found["database"] or "")
+    mode = parse_qs(found["query"] or "").get("mode", [])
+    if database in ("", ":memory:") or "memory" in mode:
+        raise MlflowStoreError(f"MLflow URI {uri!r} is an in-memory database: the run would be lost when the command "
+                               "ends; give a file, sqlite:///path/mlflow.db")
+    if database.startswith("file:"):
+        raise MlflowStoreError(f"MLflow URI {uri!r}: give the database's path, sqlite:///path/mlflow.db, not a "
+                               "sqlite file: URI")
+    if "ro" in mode:
+        raise MlflowStoreError(f"MLflow URI {uri!r} opens the database read-only (mode=ro): a run cannot be logged")
+    return Path(os.path.abspath(database))
+
+
+def check_sqlite(uri: str) -> Path:
+    """The database file of a sqlite URI, if MLflow can keep runs there: a folder that exists and this process may
+    write in (the database's journal goes beside it), and the file a regular sqlite database this process may read
+    and write, or not there yet. Else one MlflowStoreError line, at once: never a path MLflow would retry."""
+    path = sqlite_path(uri)
+    folder = path.parent
+    if not folder.is_dir():
+        raise MlflowStoreError(f"MLflow URI {uri!r}: no folder {folder} for its database")
+    try:  # a file made and gone at once: the folder's mode, a read-only mount and /proc alike, as root too
+        tempfile.TemporaryFile(dir=folder).close()
+    except OSError as exc:
+        raise MlflowStoreError(f"MLflow URI {uri!r}: cannot write in the folder {folder} ({exc.strerror or exc}): the "
+                               "database and its journal are written there") from None
+    try:
+        mode = os.stat(path).st_mode  # a link to a database is followed, as sqlite does
+    except FileNotFoundError:
+        if os.path.islink(path):
+            raise MlflowStoreError(f"MLflow URI {uri!r}: {path} is a symbolic link to nothing") from None
+        return path  # MLflow creates it
+    except OSError as exc:
+        raise MlflowStoreError(f"MLflow URI {uri!r}: cannot use {path}: {exc.strerror or exc}") from None
+    kind = next((name for test, name in _NOT_FILES if test(mode)), None)
+    if kind is not None or not stat.S_ISREG(mode):
+        raise MlflowStoreError(f"MLflow URI {uri!r}: {path} is {kind or 'not a regular file'}, not a database file")
+    if not os.access(path, os.R_OK | os.W_OK):
+        raise MlflowStoreError(f"MLflow URI {uri!r}: {path} is not writable by this user")
+    with open(path, "rb") as fh:
+        header = fh.read(len(SQLITE_HEADER))
+    if header and header != SQLITE_HEADER:
+        raise MlflowStoreError(f"MLflow URI {uri!r}: {path} is not a sqlite database (it holds something else)")
+    return path
 
 
 def import_mlflow():

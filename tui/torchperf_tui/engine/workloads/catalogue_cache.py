@@ -2,7 +2,11 @@
 (3-7 s on a small box), and the measurement process answers one job at a time, so the app's first analysis would
 wait that long at every start. The listing is kept per package version (read from the installed metadata, without
 importing the package) in the user cache directory ($TORCHPERF_CATALOGUE_CACHE to choose the file), and listed
-again when the version changes. A missing, unreadable or corrupt file is listed again, never an error.
+again when the version changes. A missing or corrupt file is listed again, never an error: it is read as
+every small file the app reads back (engine/records/input_files.py), so a FIFO or /dev/zero there is neither waited
+on nor read into memory, and it is written only where a regular file may be replaced (a link there is left as it
+is, and the listing is made again next time). Only a path the user chose with $TORCHPERF_CATALOGUE_CACHE that is
+there and cannot be the cache (not a regular file, far larger than a listing) is an error, one line.
 """
 
 from __future__ import annotations
@@ -12,15 +16,21 @@ import os
 from pathlib import Path
 from typing import Callable
 
+from torchperf_tui.engine.errors import TorchperfError
+from torchperf_tui.engine.records.input_files import InputFileError, NotJsonError, read_json
+from torchperf_tui.engine.records.output_files import write_text
 from torchperf_tui.engine.workloads.model_entry import ModelEntry
 
 PACKAGES = {"timm": "timm", "hf": "transformers"}
 FILENAME = "catalogue.json"
+CACHE_ENV = "TORCHPERF_CATALOGUE_CACHE"
+# Both listings take about 0.3 MB: a file far larger is not this cache, and is not read into memory.
+MAX_CACHE_BYTES = 16 << 20
 
 
 def cache_path() -> Path:
-    if os.environ.get("TORCHPERF_CATALOGUE_CACHE"):
-        return Path(os.environ["TORCHPERF_CATALOGUE_CACHE"])
+    if os.environ.get(CACHE_ENV, "").strip():
+        return Path(os.environ[CACHE_ENV].strip()).expanduser()
     import platformdirs
 
     return Path(platformdirs.user_cache_dir("torchperf-tui")) / FILENAME
@@ -52,9 +62,17 @@ def cached(source: str, listing: Callable[[], list[ModelEntry]]) -> list[ModelEn
 
 
 def _read(path: Path) -> dict:
+    """What the cache holds, {} when it holds nothing usable. InputFileError only for a path chosen with
+    $TORCHPERF_CATALOGUE_CACHE that is there and cannot be the cache."""
+    named = bool(os.environ.get(CACHE_ENV, "").strip())
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = read_json(path, f"the catalogue cache (${CACHE_ENV})" if named else "the catalogue cache",
+                         MAX_CACHE_BYTES)
+    except (OSError, NotJsonError):  # not there yet, or not a listing: listed again, and kept if it can be
+        return {}
+    except InputFileError:  # not a regular file, over its cap, or no folder there
+        if named and os.path.exists(path):
+            raise
         return {}
     return data if isinstance(data, dict) else {}
 
@@ -83,11 +101,7 @@ def _entry_dict(entry: ModelEntry) -> dict:
 def _write(path: Path, kept: dict) -> None:
     """Best effort, whole or not at all (a temporary file renamed over it): a cache that cannot be written is
     listed again next time."""
-    from torchperf_tui.engine.errors import TorchperfError
-    from torchperf_tui.engine.records.output_files import write_text
-
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_text(path, json.dumps(kept))
+        write_text(path, json.dumps(kept), make_parents=True)
     except (TorchperfError, OSError):
         pass

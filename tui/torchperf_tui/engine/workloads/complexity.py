@@ -399,7 +399,8 @@ def analyse_complexity(spec: str | nn.Module, input_shape: tuple[int, ...], dtyp
     from torchperf_tui.engine.workloads.input_facts import input_facts
 
     return Complexity(
-        **(input_facts(inputs.with_shape(input_shape), model_args) if inputs is not None else {}),
+        **(input_facts(inputs.with_shape(input_shape), model_args, dtype_name(torch_dtype), model)
+           if inputs is not None else {}),
         model=label, input_shape=input_shape, dtype=dtype_name(torch_dtype),
         params_total=params_total, params_trainable=params_trainable,
         size_bytes=size_bytes, size_mb=size_bytes / MB,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from torchperf_tui.engine.errors import ModelError, ShapeError, first_line
 from torchperf_tui.engine.workloads.hf_config import (  # noqa: F401 - the config's names, exported with the model's
     INSTALL, PREFIX, auto_mappings, int_setting, is_path, label, layers_key, load_config, model_types, quiet,
-    strip_prefix, text_config, transformers_module,
+    refusal, strip_prefix, text_config, transformers_module,
 )
 from torchperf_tui.engine.workloads.input_spec import InputSpec, TensorSpec
 
@@ -112,9 +112,10 @@ def build(config, dtype: "torch.dtype", device: "str | torch.device" = "cpu") ->
     auto = _auto_class(config)
     with quiet(), torch.device(device):
         try:
-            model = auto.from_config(config, dtype=dtype)
+            # Never the code of a directory's auto_map (transformers would ask on the terminal): its own class.
+            model = auto.from_config(config, dtype=dtype, trust_remote_code=False)
         except Exception as exc:  # noqa: BLE001 - a config the model code refuses is one line
-            raise ModelError(f"cannot build {label(config)}: {type(exc).__name__}: {first_line(exc)}") from None
+            raise ModelError(f"cannot build {label(config)}: {type(exc).__name__}: {refusal(exc)}") from None
     return model.eval()
 
 

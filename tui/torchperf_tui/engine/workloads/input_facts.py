@@ -16,6 +16,8 @@ class InputFacts:
     model_args: str = field(default="", kw_only=True)
     seq_len: int | None = field(default=None, kw_only=True)
     inputs: str = field(default="", kw_only=True)
+    # A user factory's example_inputs made them (`inputs` lists each: name, shape, dtype): no input shape is assumed.
+    example_inputs: bool = field(default=False, kw_only=True)
 
 
 class PromptInput:
@@ -27,9 +29,26 @@ class PromptInput:
         return (self.batch, self.prompt_len)
 
 
-def input_facts(inputs, model_args: tuple = ()) -> dict:
-    """The InputFacts of a result whose model had the overrides `model_args` and was fed `inputs` (an InputSpec)."""
+def input_facts(inputs, model_args: tuple = (), dtype: str | None = None, model=None) -> dict:
+    """The InputFacts of a result whose model had the overrides `model_args` and was fed `inputs` (an InputSpec); a
+    factory's example_inputs listed as made in `dtype` (each tensor's name, from `model`'s forward when given)."""
     from torchperf_tui.engine.workloads.model_args import format_model_args
 
     return {"model_args": format_model_args(model_args), "seq_len": inputs.seq_len,
-            "inputs": "" if inputs.simple else inputs.describe()}
+            "inputs": "" if inputs.simple else _described(inputs, dtype, model),
+            "example_inputs": inputs.factory is not None}
+
+
+def _described(inputs, dtype: str | None, model) -> str:
+    """InputSpec.describe, and for a factory's example_inputs each tensor they make (the run made them already: a
+    failure here falls back to naming the factory)."""
+    if inputs.factory is None:
+        return inputs.describe()
+    from torchperf_tui.engine.errors import ModelError
+    from torchperf_tui.engine.workloads.example_inputs import describe_example_inputs  # imports torch: results only
+    from torchperf_tui.engine.workloads.inputs import parse_dtype
+
+    try:
+        return describe_example_inputs(inputs.factory, inputs.batch, parse_dtype(dtype or "float32"), model)
+    except ModelError:
+        return inputs.describe()

@@ -13,7 +13,7 @@ Needs no torch to import (the app's UI process builds configs); `make` imports i
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from torchperf_tui.formatting import format_shape
 from torchperf_tui.engine.workloads.inputs import make_input
@@ -218,14 +218,16 @@ class ModelInputs:
 
 
 class ShapeFeed:
-    """The inputs of the timed iterations under a shape schedule; remembers which shapes were met."""
+    """The inputs of the timed iterations under a shape schedule, drawn from `timed_shapes` (a schedule's stream: one
+    shape per timed iteration, as it comes); remembers the shapes it fed (`fed`) and which were met first."""
 
-    def __init__(self, x: ModelInputs, spec: InputSpec, timed_shapes: list[tuple[int, ...]],
+    def __init__(self, x: ModelInputs, spec: InputSpec, timed_shapes: Iterable[tuple[int, ...]],
                  dtype: "torch.dtype", device: "torch.device", channels_last: bool, seed: int,
                  on_shape: OnShape | None) -> None:
         self.x, self.spec = x, spec
         self.shape = spec.shape
-        self.timed_shapes = timed_shapes
+        self.timed_shapes = iter(timed_shapes)
+        self.fed: list[tuple[int, ...]] = []  # the shape of each timed iteration so far, in order
         self.dtype, self.device, self.channels_last, self.seed = dtype, device, channels_last, seed
         self.seen = {self.shape}  # the first iteration and the warm-up ran the configured shape
         self.first_seen: list[bool] = []
@@ -239,7 +241,9 @@ class ShapeFeed:
         return max(0, self.passes_started - 1)
 
     def advance(self, index: int) -> None:
-        shape = self.timed_shapes[index]
+        """The next timed iteration's inputs (`index`: its number, which seeds its values)."""
+        shape = next(self.timed_shapes)
+        self.fed.append(shape)
         first = shape not in self.seen
         self.seen.add(shape)
         self.first_seen.append(first)

@@ -37,13 +37,28 @@ MAX_DIM = 2**31 - 1
 MAX_ELEMENTS = 2**40
 
 
+def _shape_parts(text: str) -> list[str]:
+    """The dimensions as typed, split at each x, comma or run of spaces: '1xx3' keeps an empty part between its two
+    x's (refused as malformed, not read as 1x3); [] for an empty text."""
+    text = text.strip().lower()
+    return re.split(r"\s*[x×,]\s*|\s+", text) if text else []
+
+
+def _dim(part: str) -> int:
+    """One dimension: decimal digits ('-3' too, refused by its size later); '', '+3', '1_000' and '٣' are not one:
+    ValueError."""
+    if not re.fullmatch(r"-?[0-9]+", part):
+        raise ValueError(part)
+    return int(part)
+
+
 def parse_shape(text: str) -> tuple[int, ...]:
     """'1x3x224x224' (also '1,3,224,224' or '1 3 224 224') -> (1, 3, 224, 224)."""
-    parts = [p for p in re.split(r"[x×,\s]+", text.strip().lower()) if p]
+    parts = _shape_parts(text)
     if not parts:
         raise ShapeError("empty input shape: give it like 1x3x224x224")
     try:
-        dims = tuple(int(p) for p in parts)
+        dims = tuple(_dim(p) for p in parts)
     except ValueError:
         raise ShapeError(f"malformed input shape {text!r}: give it like 1x3x224x224") from None
     if len(dims) < 2:
@@ -54,12 +69,12 @@ def parse_shape(text: str) -> tuple[int, ...]:
 def parse_dims(text: str, field: str = "input") -> tuple[int, ...]:
     """The app's input field, which takes the shape without the batch ('3x224x224'): its errors quote what was
     typed there and give an example without a batch (the batch has a field of its own)."""
-    parts = [p for p in re.split(r"[x×,\s]+", text.strip().lower()) if p]
+    parts = _shape_parts(text)
     example = "give it like 3x224x224 (without the batch: it has its own field)"
     if not parts:
         raise ShapeError(f"{field} is empty: {example}")
     try:
-        dims = tuple(int(p) for p in parts)
+        dims = tuple(_dim(p) for p in parts)
     except ValueError:
         raise ShapeError(f"{field} {text.strip()!r} is not a shape: {example}") from None
     for i, d in enumerate(dims):

@@ -6,6 +6,7 @@ runs on the CPU.
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 from typing import Iterator
 
@@ -71,21 +72,49 @@ def parameters_on_meta() -> Iterator[None]:
                 nn.Module.register_buffer = _original_register_buffer  # type: ignore[method-assign]
 
 
+# Factories a builder makes parameters with. One asked for more elements than this is made on meta at once: no
+# builder does its arithmetic on a tensor that large, and a layer's weights made on the CPU first, however briefly,
+# could be any size an override asks for (num_classes=99999999999: a 204 TB allocation).
+_FACTORIES = frozenset({"empty", "zeros", "ones", "full", "rand", "randn", "randint"})
+_STRAIGHT_TO_META_ELEMENTS = 2**20
+
+
+def _asked_elements(name: str, args: tuple, kwargs: dict) -> int:
+    """The elements a factory call asks for (0 when its size cannot be read: it then runs as written)."""
+    if "size" in kwargs:
+        size = kwargs["size"]
+    elif name == "full":
+        size = args[0] if args else ()
+    elif name == "randint":
+        size = next((a for a in args if isinstance(a, (tuple, list, torch.Size))), ())
+    else:
+        size = args[0] if len(args) == 1 and isinstance(args[0], (tuple, list, torch.Size)) else args
+    try:
+        return math.prod(int(d) for d in size)
+    except (TypeError, ValueError, RuntimeError):
+        return 0
+
+
 # In-place ops that can change a tensor's shape or storage: never skipped.
 _RESHAPING_INPLACE = {"resize_", "resize_as_", "set_", "as_strided_", "squeeze_", "unsqueeze_",
                       "transpose_", "t_", "swapaxes_", "swapdims_", "detach_", "requires_grad_"}
 
 
 class _SkipMetaInit(TorchFunctionMode):
-    """While building on meta, skip in-place initialisers on meta tensors (normal_, zero_, kaiming_...).
+    """While building on meta, make a large tensor (_STRAIGHT_TO_META_ELEMENTS) on meta at once rather than on the
+    CPU until its registration, and skip in-place initialisers on meta tensors (normal_, zero_, kaiming_...).
 
-    They produce no values on meta anyway, but run through Python decompositions, which made
+    The initialisers produce no values on meta anyway, but run through Python decompositions, which made
     initialisation the larger part of a meta build. Modes are per thread, so other threads are unaffected.
     """
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         name = getattr(func, "__name__", "")
+        kwargs = kwargs or {}
+        if (name in _FACTORIES and str(kwargs.get("device") or "cpu") == "cpu" and "out" not in kwargs
+                and _asked_elements(name, args, kwargs) > _STRAIGHT_TO_META_ELEMENTS):
+            return func(*args, **{**kwargs, "device": "meta"})
         if (name.endswith("_") and not name.startswith("_") and name not in _RESHAPING_INPLACE
                 and args and isinstance(args[0], torch.Tensor) and args[0].device.type == "meta"):
             return args[0]
-        return func(*args, **(kwargs or {}))
+        return func(*args, **kwargs)

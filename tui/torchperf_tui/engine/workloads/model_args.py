@@ -13,6 +13,7 @@ import math
 from typing import Any, Iterable
 
 from torchperf_tui.engine.errors import ModelError
+from torchperf_tui.engine.workloads.inputs import MAX_DIM
 
 ModelArgs = tuple[tuple[str, str], ...]
 EXAMPLE = "give them like num_hidden_layers=2,hidden_size=256"
@@ -83,7 +84,7 @@ def coerce(owner: str, key: str, text: str, default: Any) -> Any:
     """`text` as a value of the type of `default`, checked: a bool, a whole number (at least 0, at least 1 where the
     default is, unless the setting is an index: pad_token_id), a finite number (a probability, a name holding 'drop'
     (dropout, drop_path_rate, layerdrop) or '_prob', between 0 and 1), a string, or for a default of None or a list
-    a Python literal. ModelError in one line for anything else."""
+    a Python literal; a whole number at most MAX_DIM, a normalisation's epsilon above 0. ModelError in one line for anything else."""
     where = f"{owner}: {key}={text}"
     if isinstance(default, bool):
         value = _BOOLS.get(text.strip().lower())
@@ -95,6 +96,7 @@ def coerce(owner: str, key: str, text: str, default: Any) -> Any:
         floor = 1 if default >= 1 and not key.endswith(_INDEX_SUFFIXES) else 0
         if value < floor:
             raise ModelError(f"{where}: it must be at least {floor}")
+        _check_whole(where, value)
         return value
     if isinstance(default, float):
         value = _number(float, text, f"{where} is not a number")
@@ -102,10 +104,26 @@ def coerce(owner: str, key: str, text: str, default: Any) -> Any:
             raise ModelError(f"{where}: it must be a finite number")
         if ("drop" in key or "_prob" in key) and not 0.0 <= value <= 1.0:
             raise ModelError(f"{where}: a probability is between 0 and 1")
+        _check_epsilon(where, key, value)
         return value
     if isinstance(default, str):
         return text.strip().strip("'\"")
     return literal(owner, key, text)
+
+
+def _check_whole(where: str, value: Any) -> None:
+    """A whole-number setting is a count or a size (classes, layers, a width, positions): past a 32-bit index no
+    tensor can have it as a dimension, and torch fails deep inside ('Storage size calculation overflowed')."""
+    if isinstance(value, int) and not isinstance(value, bool) and value > MAX_DIM:
+        raise ModelError(f"{where}: it must be at most {MAX_DIM:,}")
+
+
+def _check_epsilon(where: str, key: str, value: Any) -> None:
+    """A normalisation's epsilon (rms_norm_eps, layer_norm_eps, norm_epsilon) is added to a variance before its square
+    root: 0 divides by zero on a constant row, below 0 takes the root of a negative. A config class takes either
+    silently, so it is refused here."""
+    if (key.endswith("eps") or "epsilon" in key) and isinstance(value, (int, float)) and value <= 0:
+        raise ModelError(f"{where}: an epsilon must be above 0 (a small positive number such as 1e-6)")
 
 
 def _number(kind, text: str, error: str):
@@ -119,10 +137,15 @@ def literal(owner: str, key: str, text: str) -> Any:
     """A Python literal (a number, True, None, a list, a quoted string), else the text itself as a string."""
     try:
         value = ast.literal_eval(text)
-    except (ValueError, SyntaxError):
+    except (ValueError, SyntaxError, RecursionError, MemoryError):
+        if text.strip()[:1] in ("[", "(", "{"):  # meant as a list, a tuple or a dict: not passed on as a string
+            raise ModelError(f"{owner}: {key}={text[:80]}: not a Python literal; write a list like "
+                             "[True,False,False]") from None
         if text.strip().lower() in _BOOLS and not text.strip().isdigit():
             return _BOOLS[text.strip().lower()]
         return text.strip()
     if isinstance(value, float) and not math.isfinite(value):
         raise ModelError(f"{owner}: {key}={text}: it must be a finite number")
+    _check_whole(f"{owner}: {key}={text}", value)
+    _check_epsilon(f"{owner}: {key}={text}", key, value)
     return value

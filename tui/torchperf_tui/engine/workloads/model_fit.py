@@ -13,7 +13,7 @@ from torch import nn
 
 from torchperf_tui.formatting import format_bytes
 from torchperf_tui.engine.errors import ModelTooLarge
-from torchperf_tui.engine.workloads.model_args import ModelArgs
+from torchperf_tui.engine.workloads.model_args import ModelArgs, format_model_args
 
 
 def model_footprint(spec: str, model_args: ModelArgs = (), dtype: torch.dtype = torch.float32) -> tuple[int, int]:
@@ -42,24 +42,68 @@ def _weight_bytes(model: nn.Module, dtype: torch.dtype) -> int:
 
 
 def _count_words(count: int) -> str:
-    """6738415616 -> '6.74 B', 11689512 -> '11.7 M'."""
-    for size, unit in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
+    """6738415616 -> '6.74 B', 11689512 -> '11.7 M', 51300011175999 -> '51.3 T'."""
+    for size, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
         if count >= size:
             value = count / size
             return f"{value:.3g} {unit}" if value < 100 else f"{value:.0f} {unit}"
     return str(count)
 
 
-def _too_large_hint(spec: str, model_args: ModelArgs, dtype_helps: bool) -> str:
+def _embedding_bytes(model: nn.Module, dtype: torch.dtype) -> int:
+    """What a transformers model's token embeddings take in `dtype`: its input embedding and its output layer (once
+    where the two are tied). 0 for a model without them."""
+    tensors: dict[int, torch.Tensor] = {}
+    for getter in ("get_input_embeddings", "get_output_embeddings"):
+        try:
+            layer = getattr(model, getter)()
+        except Exception:  # noqa: BLE001 - a model without token embeddings (vision, audio) has none to count
+            layer = None
+        if isinstance(layer, nn.Module):
+            tensors.update((id(t), t) for t in layer.parameters())
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    return sum(t.numel() * (itemsize if t.is_floating_point() else t.element_size()) for t in tensors.values())
+
+
+def _vocabulary_hint(spec: str, model_args: ModelArgs, model: nn.Module, held_in: torch.dtype, need: int,
+                     free: int) -> tuple[str, str | None]:
+    """(what the weights are mostly, the hint that makes them fit) where a transformers model's vocabulary is most of
+    its weights: (', 29.8 TiB of it the embeddings of its 1,000,000,000-token vocabulary', '--model-args
+    vocab_size=493000 or smaller'); the hint says fewer layers too where the rest alone does not fit either.
+    ('', None) otherwise."""
+    from torchperf_tui.engine.workloads import hf_models
+
+    embeddings = _embedding_bytes(model, held_in)
+    if embeddings * 2 <= need:
+        return "", None
+    vocab = hf_models.int_setting(hf_models.text_config(hf_models.load_config(spec, model_args)), "vocab_size")
+    if vocab is None:
+        return "", None
+    said = f", {format_bytes(embeddings)} of it the embeddings of its {vocab:,}-token vocabulary"
+    rest = need - embeddings
+    if rest >= free:
+        key = hf_models.layers_key(hf_models.load_config(spec, model_args))
+        layers = f"{key}=2," if key is not None else ""
+        return said, f"--model-args {layers}vocab_size=32000 for fewer layers and a smaller vocabulary"
+    fits = int(vocab * (free - rest) / embeddings * 0.9)  # a tenth spare: activations and the allocator need some
+    fits = fits // 1000 * 1000 if fits >= 10_000 else fits
+    return said, (f"--model-args vocab_size={fits} or smaller" if fits >= 1 else None)
+
+
+def _too_large_hint(spec: str, model_args: ModelArgs, dtype_helps: bool, vocabulary: str | None = None) -> str:
     hints = []
     from torchperf_tui.engine.workloads.models import source_of
 
-    if source_of(spec) == "hf":
+    if vocabulary is not None:
+        hints.append(vocabulary)
+    elif source_of(spec) == "hf":
         from torchperf_tui.engine.workloads import hf_models
 
         key = hf_models.layers_key(hf_models.load_config(spec, model_args))
         if key is not None:
             hints.append(f"--model-args {key}=2 for fewer layers")
+    elif model_args:  # the overrides made it this large (num_classes=99999999999)
+        hints.append(f"smaller --model-args than {format_model_args(model_args)}")
     else:
         hints.append("a smaller model")
     if dtype_helps:
@@ -100,9 +144,13 @@ def check_fits(spec: str, model_args: ModelArgs, dtype: torch.dtype, device: str
         if free is not None and need > free:
             place = "the CPU has" if where.type == "cpu" else f"{where} has"
             dtype_helps = wide and held_in == dtype
+            # Fewer layers do not help a model whose vocabulary is most of its weights: it is told so, with the size
+            # of vocabulary that fits.
+            mostly, vocabulary = _vocabulary_hint(spec, model_args, model, held_in, need, free) \
+                if source == "hf" else ("", None)
             raise ModelTooLarge(f"{_label(spec)}: {_count_words(count)} parameters are {format_bytes(need)} in "
-                                f"{dtype_name(held_in)}; {place} {format_bytes(free)} free: "
-                                f"{_too_large_hint(spec, model_args, dtype_helps)}")
+                                f"{dtype_name(held_in)}{mostly}; {place} {format_bytes(free)} free: "
+                                f"{_too_large_hint(spec, model_args, dtype_helps, vocabulary)}")
 
 
 def _label(spec: str) -> str:

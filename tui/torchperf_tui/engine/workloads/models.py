@@ -21,6 +21,7 @@ from typing import Any, Iterator
 import torch
 from torch import nn
 
+from torchperf_tui.engine.workloads.example_inputs import has_example_inputs
 from torchperf_tui.formatting import format_shape
 from torchperf_tui.engine.errors import ModelError, ShapeError, first_line
 from torchperf_tui.engine.workloads.input_spec import InputSpec
@@ -223,11 +224,12 @@ def _factory_input_shape(spec: str, factory: Any, instance: bool = False) -> tup
 
 
 def input_shape_note(spec: str) -> str | None:
-    """A line when `spec`'s input shape is assumed (a custom model that declares none), else None."""
+    """A line when `spec`'s input shape is assumed (a custom model that declares none), else None: none for a factory
+    whose example_inputs makes its inputs (nothing is assumed; the result lists them)."""
     if not _is_custom((spec or "").strip()):
         return None
     factory = load_factory(spec.strip())
-    if _declared_input_shape(spec.strip(), factory, instance=True) is not None:
+    if has_example_inputs(factory) or _declared_input_shape(spec.strip(), factory, instance=True) is not None:
         return None
     return (f"{spec.strip()} does not say its input shape (no input_shape on the factory, its class or the model "
             f"it builds): assumed {format_shape(CUSTOM_DEFAULT_SHAPE)} without the batch; give the shape, "
@@ -253,10 +255,8 @@ def input_spec_for(spec: str, *, batch: int, input_shape: tuple[int, ...] | None
         config = hf_models.load_config(spec, model_args)
         return hf_models.input_spec(config, batch=batch, seq_len=seq_len, input_shape=input_shape)
     if source == "custom":
-        from torchperf_tui.engine.workloads.example_inputs import has_example_inputs
-
         _refuse_custom_args(spec, model_args)
-        if has_example_inputs(load_factory(spec)):
+        if has_example_inputs(load_factory(spec), spec):
             if seq_len is not None:
                 raise ShapeError(f"{spec} makes its own inputs (example_inputs): a sequence length does not apply")
             return InputSpec((batch,), factory=spec)
@@ -339,7 +339,9 @@ def build_model(spec: str, device: str | torch.device = "cpu", *, builder_kwargs
         else:
             try:
                 model = _build_torchvision(entry.name, entry.task, kwargs)
-            except (TypeError, ValueError) as exc:
+            except (TypeError, ValueError, NotImplementedError, AssertionError) as exc:
+                # The builder refusing its keywords (replace_stride_with_dilation=[True,...] on a BasicBlock:
+                # NotImplementedError) is bad input, said in one line.
                 raise ModelError(f"cannot build {entry.name}: {first_line(exc)}") from None
     if meta:
         # A custom factory may create tensors outside register_parameter (e.g. load a state dict):

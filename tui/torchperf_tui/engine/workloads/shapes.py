@@ -19,15 +19,17 @@ apart as the run's first iteration.)
 
 from __future__ import annotations
 
+import itertools
 import random
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Iterable
+from typing import Iterable, Iterator
 
 import numpy as np
 
 from torchperf_tui.formatting import format_shape
 from torchperf_tui.engine.errors import ShapeError
+from torchperf_tui.engine.workloads.inputs import MAX_DIM
 
 # cycle:K without a range spreads its sizes over this span around the configured size (224 -> 192..288).
 CYCLE_SPAN = (6 / 7, 9 / 7)
@@ -77,23 +79,27 @@ class ShapeSchedule:
         size = _spatial(base)
         return max(1, int(round(size * CYCLE_SPAN[0]))), int(round(size * CYCLE_SPAN[1]))
 
-    def shapes(self, base: tuple[int, ...], n: int, sequence: bool = False) -> list[tuple[int, ...]]:
-        """The input shape of each of `n` timed iterations. `sequence`: the input is token ids (batch, length), and
-        the size that varies is the sequence length."""
+    def stream(self, base: tuple[int, ...], sequence: bool = False) -> Iterator[tuple[int, ...]]:
+        """The input shape of each timed iteration in turn, drawn as they are asked for and without end: a run takes
+        one per iteration it runs, so a million asked iterations cost nothing up front. `sequence`: the input is
+        token ids (batch, length), and the size that varies is the sequence length. A base without a spatial size
+        is refused here, before the first shape is asked for."""
         check_spatial(base, self, sequence)
+        return self._shapes(tuple(base), sequence)
+
+    def _shapes(self, base: tuple[int, ...], sequence: bool) -> Iterator[tuple[int, ...]]:
         if self.kind == "fixed":
-            return [tuple(base)] * n
-        if self.kind == "cycle":
-            sizes = self.sizes(base)
-            return [with_size(base, sizes[i % len(sizes)], sequence) for i in range(n)]
-        rng = random.Random(self.seed)
-        low, high = self._range(base)
-        out = []
-        for _ in range(n):
-            size = rng.randint(low, high)
-            batch = rng.randint(self.batch_low, self.batch_high) if self.batch_low is not None else base[0]
-            out.append(with_size((batch, *base[1:]), size, sequence))
-        return out
+            yield from itertools.repeat(base)
+        elif self.kind == "cycle":
+            for size in itertools.cycle(self.sizes(base)):
+                yield with_size(base, size, sequence)
+        else:
+            rng = random.Random(self.seed)
+            low, high = self._range(base)
+            while True:
+                size = rng.randint(low, high)
+                batch = rng.randint(self.batch_low, self.batch_high) if self.batch_low is not None else base[0]
+                yield with_size((batch, *base[1:]), size, sequence)
 
     def extremes(self, base: tuple[int, ...], sequence: bool = False) -> list[tuple[int, ...]]:
         """The smallest and largest shapes the schedule can produce: what a model must accept."""
@@ -139,12 +145,17 @@ def _range_arg(text: str, what: str) -> tuple[int, int]:
     low, high = int(match.group(1)), int(match.group(2))
     if low < 1 or high < low:
         raise ShapeError(f"{what} {text!r}: needs 1 <= LO <= HI")
+    if high > MAX_DIM:  # no tensor has such a dimension: torch would fail deep inside, mid-run
+        raise ShapeError(f"{what} {text!r}: HI must be at most {MAX_DIM:,}")
     return low, high
 
 
 def parse_schedule(text: str | None, seed: int = 0) -> ShapeSchedule:
-    """'fixed', 'cycle:4', 'cycle:4:192-288', 'random', 'random:192-288' or 'random:192-288:batch=1-8'."""
+    """'fixed', 'cycle:4', 'cycle:4:192-288', 'random', 'random:192-288' or 'random:192-288:batch=1-8'; None is
+    'fixed', an empty text is refused."""
     usage = "use fixed, cycle:K, cycle:K:LO-HI, random, random:LO-HI or random:LO-HI:batch=B1-B2"
+    if text is not None and not text.strip():  # '' typed: a schedule left out by mistake, not 'fixed'
+        raise ShapeError(f"empty shape schedule: {usage}")
     text = (text or "fixed").strip().lower()
     kind, _, rest = text.partition(":")
     parts = rest.split(":") if rest else []

@@ -62,11 +62,14 @@ class Workload:
 def build_for_run(spec: str, device: torch.device, dtype: torch.dtype, model_args: tuple = ()) -> torch.nn.Module:
     """Build `spec` with its overrides for a run on `device` in `dtype`: hf: and timm: on the device (hf: in the
     run's dtype: no float32 copy), refused in one line first when their weights cannot fit (full-size configs);
-    torchvision and custom models on the CPU, which place_model then moves and casts tensor by tensor."""
+    torchvision and custom models on the CPU, which place_model then moves and casts tensor by tensor (a torchvision
+    model with overrides, which can ask for any size (num_classes=99999999999), refused first likewise)."""
     from torchperf_tui.engine.workloads.models import build_model, check_fits, source_of  # seconds: when needed
 
     source = source_of(spec)
     if source not in ("hf", "timm"):
+        if source == "torchvision" and model_args:
+            check_fits(spec, model_args, dtype, device)
         return build_model(spec, device="cpu", model_args=model_args)
     check_fits(spec, model_args, dtype, device)
     return build_model(spec, device=device, model_args=model_args, dtype=dtype if source == "hf" else None)

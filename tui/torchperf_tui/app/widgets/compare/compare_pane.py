@@ -109,10 +109,9 @@ class ComparePane(Vertical):
         """Time A against B interleaved in blocks (replacing a comparison or any measurement in flight); two
         identical flag sets are refused, in the verdict line (it stays) and a short toast."""
         if flags_a == flags_b:
-            from torchperf_tui.engine.benchmark.ab_arms import same_arms_refusal  # the CLI's sentence; no torch: cheap
+            from torchperf_tui.engine.benchmark.ab_arms import FLIP_REMEDY, same_arms_refusal  # no torch: cheap
 
-            text = same_arms_refusal("flip a flag first: A/B compares the flags before the flip with the current ones",
-                                     self.app.session.flags_text(flags_a))
+            text = same_arms_refusal(FLIP_REMEDY, self.app.session.flags_text(flags_a))
             if not self.comparing():
                 self.verdict = f"A/B: {escape(text)}"
             self.app.notify(text, severity="warning", timeout=TOAST_S)

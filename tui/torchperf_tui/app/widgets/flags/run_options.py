@@ -37,7 +37,7 @@ DEFAULTS = {"shapes": "fixed", "compile": "eager", "flip": "run", "step": "infer
 
 
 # (name, label, check, help): counts typed in a field, checked as the CLI checks --iters and --warmup.
-COUNTS = (("iters", "iters", checks.positive_int, "timed iterations of a run (an A/B splits them into blocks)"),
+COUNTS = (("iters", "iters", checks.iters, "timed iterations of a run (an A/B splits them into blocks)"),
           ("warmup", "warm-up", checks.warmup, "untimed iterations before the timed ones, or 'auto' (until the "
                                                "iteration time settles)"))
 

@@ -16,6 +16,7 @@ from textual.widgets import Button, DataTable, Static
 from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.formatting import fit_name, format_shape
+from torchperf_tui.wording.conditions import disturbed_text
 from torchperf_tui.wording.kernels import (attention_ran_text, fallback_lines, kernels_summary, layer_rows, ran_text,
                                            shows_step, us_text)
 from torchperf_tui.measure.protocol import JobFailed
@@ -164,4 +165,6 @@ class KernelsPane(Vertical):
                        f"B: {result.b_spec}{state}")
         self.query_one("#kernels-summary", Static).update(kernels_summary(result))
         fallbacks = "\n".join(f"[$warning]{escape(line)}[/]" for line in fallback_lines(result))
-        self.query_one("#kernels-note", Static).update("\n".join(filter(None, [fallbacks, escape(result.note)])))
+        marks = disturbed_text(result.disturbance_marks() if hasattr(result, "disturbance_marks") else [])
+        self.query_one("#kernels-note", Static).update("\n".join(filter(None, [
+            fallbacks, escape(result.note), f"[$warning]{escape(marks)}[/]" if marks else ""])))

@@ -15,6 +15,7 @@ from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.formatting import (fit_name, format_bytes, format_count, format_flops, format_ms, format_shape,
                                       is_number, number_text)
 from torchperf_tui.wording.complexity import attention_text, counts_backward, layer_figures, step_ratio
+from torchperf_tui.wording.conditions import disturbed_text
 from torchperf_tui.measure.protocol import JobFailed
 
 
@@ -29,12 +30,13 @@ def shape_text(shape) -> str:
 
 
 def complexity_summary(cx) -> str:
-    """One line: parameters, size, FLOPs and MACs of a Complexity (of a training step: its backward too)."""
+    """One line: parameters, size, FLOPs and MACs of a Complexity (of a training step: its backward too), and its
+    input; a factory's example_inputs each by name, shape and dtype."""
     ratio = step_ratio(cx)
     step = f" + backward {format_flops(cx.backward_flops)} (training step {ratio})" if ratio else ""
+    fed = cx.inputs if getattr(cx, "example_inputs", False) else f"input {shape_text(cx.input_shape)} {cx.dtype}"
     return (f"{format_count(cx.params_total)} params · {format_bytes(cx.size_bytes)} · "
-            f"{format_flops(cx.flops)} ({format_count(cx.macs, 'MACs')}){step} · "
-            f"input {shape_text(cx.input_shape)} {cx.dtype}")
+            f"{format_flops(cx.flops)} ({format_count(cx.macs, 'MACs')}){step} · {fed}")
 
 
 # (key, label): what says where the time is likely to go first, so it is in sight at 80 columns beside the
@@ -66,7 +68,8 @@ class _Sorted(str):
 
 def time_split_text(roofline, label: str) -> tuple[str, str]:
     """(two short lines over the table, the whole split for its tooltip): what the times are, the profiled pass
-    beside the run's median, what no layer owns and, on a GPU, how much of the pass it sat idle."""
+    beside the run's median, what no layer owns, on a GPU how much of the pass it sat idle, and the marks of the run
+    and of the passes timed per layer (a busy host: their heads on the line, whole in the tooltip)."""
     times = roofline.layer_times
     kind = "GPU kernel time" if times.kind == "cuda" else "CPU wall time"
     outside = sum(roofline.time_outside.values())
@@ -75,10 +78,14 @@ def time_split_text(roofline, label: str) -> tuple[str, str]:
             + (f" · {format_ms(outside)} outside the rows" if outside else ""))
     if times.gpu is not None:
         line += f" · {times.gpu.short()}"
+    marks = roofline.disturbance_marks() if hasattr(roofline, "disturbance_marks") else []
+    if marks:
+        line += f"\n{disturbed_text(marks, compact=True)}"
     rows = "\n".join(f"  {format_ms(ms)}  {row}" for row, ms in roofline.time_outside.items())
     tip = (f"{times.method}.\nThe pass timed per layer {format_ms(times.pass_ms)} (mean of {times.iters}); the run's median "
            f"{format_ms(roofline.latency_ms)}." + (f"\nOutside the rows:\n{rows}" if rows else "")
-           + (f"\n{times.gpu.summary()}" if times.gpu is not None else ""))
+           + (f"\n{times.gpu.summary()}" if times.gpu is not None else "")
+           + (f"\n{disturbed_text(marks)}" if marks else ""))
     return line, tip
 
 

@@ -132,6 +132,8 @@ class ModelPicker(Vertical):
         else:
             self.complexity = event.result
             self.set_default_shape(tuple(event.result.input_shape)[1:])
+            if getattr(event.result, "example_inputs", False):  # no shape: the factory makes its inputs
+                self.query_one("#shape", Input).placeholder = "example_inputs"
             self.show_default_seq_len(tuple(event.result.input_shape))
             if event.extra.get("input_note"):  # kept until a shape is typed or another model chosen
                 self.show_input_note(event.extra["input_note"])

@@ -216,7 +216,7 @@ class SweepPane(Vertical):
 
     def show_result(self, result) -> None:
         from torchperf_tui.wording import model_label
-        from torchperf_tui.wording.sweep import sweep_summary
+        from torchperf_tui.wording.sweep import sweep_marks_text, sweep_summary
 
         self.result = result
         if len(self.points) != len(result.points):  # a point's event lost to a replaced job: the result's own
@@ -228,7 +228,11 @@ class SweepPane(Vertical):
         lines = [f"[b]{escape(sweep_summary(result))}[/]"] + [escape(note) for note in result.notes
                                                                if not note.startswith("CPU memory cap")]
         lines += [f"[b $warning]torch state:[/] {escape(note)}" for note in result.state_notes]
-        self.query_one("#sweep-summary", Static).update("\n".join(lines))
+        marks = sweep_marks_text(result, compact=True)  # per length, as a run's; whole in the tooltip
+        lines += [f"[$warning]{escape(marks)}[/]"] if marks else []
+        summary = self.query_one("#sweep-summary", Static)
+        summary.update("\n".join(lines))
+        summary.tooltip = sweep_marks_text(result) or None
         span = f"{result.lengths[0]}-{result.lengths[-1]}"
         self.status = (f"[b]{escape(model_label(result.model, result.model_args))}[/] on {result.device}, "
                        f"{result.dtype}, batch {result.batch}, lengths {span} · "

@@ -19,7 +19,7 @@ from torchperf_tui.measure.protocol import JobDone, JobFailed, Progress
 
 from torchperf_tui.formatting import format_bytes, format_ms, format_number, format_shape, is_number, number_text
 from torchperf_tui.wording import bold
-from torchperf_tui.wording.conditions import conditions_line_rows
+from torchperf_tui.wording.conditions import conditions_line_rows, disturbed_text
 from torchperf_tui.wording.throughput import best_text, fits_text, limit_row, stopped_by_row
 from torchperf_tui.app.widgets.timing.histogram import _PlotHolder, theme_palette
 from torchperf_tui.app.widgets.timing.run_lines import conditions_markup
@@ -34,7 +34,8 @@ def try_cells(t) -> tuple[str, str, str, str, str, str]:
 
 def throughput_summary(result) -> str:
     """The best samples/s and its batch; the largest batch that fits (or how far the search went); the
-    rule that stopped the search; the time spent; the engine's notes."""
+    rule that stopped the search; the time spent; the engine's notes; the marks of a busy host per try (their heads:
+    the table's 'fits · noisy host' says which)."""
     latency = format_ms(result.latency_ms) if result.latency_ms is not None else "–"
     if result.samples_per_s is not None:
         head = f"best {best_text(result, bold)} · latency {latency} per batch"
@@ -50,7 +51,8 @@ def throughput_summary(result) -> str:
     lines += [escape(n) for n in result.notes if not n.startswith("CPU memory cap")]
     # a GPU: its clocks, energy per sample and throttling over the measurement
     gpu = conditions_markup(conditions_line_rows(result, result.best_batch, compact=True, where="at batch"))
-    return "\n".join(lines + ([gpu] if gpu else []))
+    marks = disturbed_text(result.disturbance_marks() if hasattr(result, "disturbance_marks") else [], compact=True)
+    return "\n".join(lines + ([gpu] if gpu else []) + ([f"[$warning]{escape(marks)}[/]"] if marks else []))
 
 
 def search_progress(spec: str, started: float, budget_s: float, last) -> str:

@@ -6,16 +6,19 @@ from __future__ import annotations
 from textual.markup import escape
 from textual.widgets import Static
 
-from torchperf_tui.wording.modes import medians_text, modes_full_text, modes_head
+from torchperf_tui.wording.modes import medians_text, modes_full_text, modes_head, modes_marks_text
 
 
 def modes_text(result, flags_text: str, compact: bool = False) -> tuple[str, str]:
     """(the lines under the run, the full text for the tooltip) of a ModesResult: what was measured, each
-    mode's median, then the gaps in words (on a short terminal only the first line and the first gap)."""
+    mode's median (and mark), the marks whole, then the gaps in words (on a short terminal only the medians and the
+    first gap)."""
     medians, full = medians_text(result), modes_full_text(result, flags_text)
-    if compact:
+    if compact:  # two rows: each mode's mark is on its median ('sync p50 6.1 ms (noisy host)'), whole in the tooltip
         return "\n".join([f"[b]modes[/] {escape(medians)}", *(escape(line) for line in result.findings[:1])]), full
+    marks = modes_marks_text(result)  # a busy host or a noisy spread, per mode, as a run's
     return "\n".join([f"[b]{escape(modes_head(result, flags_text))}[/]", escape(medians),
+                      *([f"[$warning]{escape(marks)}[/]"] if marks else []),
                       *(f"· {escape(line)}" for line in result.findings)]), full
 
 
