@@ -147,7 +147,7 @@ def test_the_device_report_says_each_figure_once_for_info_and_the_device_pane():
     assert gpu_figures(gpu) == {
         "compute capability": "9.0", "SMs": "132", "memory": "80.0 GiB", "L2 cache": "50.0 MiB",
         "max SM clock": "1980 MHz", "max memory clock": "2619 MHz", "memory bus": "5120 bit", "power limit": "700 W",
-        "peak FP32": "66.9 TFLOPS", "peak FP16 tensor": "989.4 TFLOPS", "peak BF16 tensor": "n/a (no table)",
+        "peak FP32": "66.9 TFLOP/s", "peak FP16 tensor": "989.4 TFLOP/s", "peak BF16 tensor": "n/a (no table)",
         "peak bandwidth": "3352 GB/s"}
     assert gpu_rows(gpu)[-1] == ("measured ceilings", "none measured yet: `torchperf-tui ceilings` measures them "
                                                       "(seconds) and keeps them", NORMAL)
