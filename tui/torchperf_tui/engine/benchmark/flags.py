@@ -141,10 +141,12 @@ class Flags:
                 continue
             diffs.append(f"{_SPECS_BY_NAME[name].label}={_value_text(value)}")
         mine = threads_used if threads_used is not None else self.num_threads
+        left = threads_used if threads_used is not None else default_threads  # a count left to the process
+        left_text = f"threads={left} (default)" if left is not None else "threads=default"
         if against is not None:
             theirs = against_threads if against_threads is not None else against.num_threads
             if mine != theirs:
-                diffs.append(f"threads={mine}" if mine is not None else default_threads_text(default_threads))
+                diffs.append(f"threads={mine}" if mine is not None else left_text)
             return ", ".join(diffs) if diffs else "same flags"
         on_cpu = device is None or not device.startswith("cuda")
         if on_cpu or self.num_threads is not None:
@@ -154,14 +156,8 @@ class Flags:
             elif default_threads not in (None, threads_used) and threads_used is not None:
                 diffs.append(f"threads={threads_used} (set by the model's code; default {default_threads})")
             else:
-                diffs.append(default_threads_text(threads_used if threads_used is not None else default_threads))
+                diffs.append(left_text)
         return ", ".join(diffs) if diffs else "defaults"
-
-
-def default_threads_text(count: int | None) -> str:
-    """The thread count left to the process: 'threads=2 (default)', or 'threads=default' while the count is not
-    known (before the measurement process has said it)."""
-    return f"threads={count} (default)" if count is not None else "threads=default"
 
 
 def flag_spec(name: str) -> FlagSpec:
@@ -323,12 +319,6 @@ def process_baseline() -> TorchState:
         if _BASELINE is None:
             _BASELINE = TorchState.current()
         return _BASELINE
-
-
-def describe_here(flags: Flags, device: str | None) -> str:
-    """`flags` in words where the process's own thread count is known (the measurement process, a script): a count
-    left to the process reads 'threads=2 (default)', as a run's result says it."""
-    return flags.describe(device, default_threads=process_baseline().flags.num_threads)
 
 
 def asked_state(flags: Flags) -> TorchState:
