@@ -114,7 +114,7 @@ def test_a_torchvision_override_too_large_to_fit_is_counted_on_meta_and_refused_
     assert code == 0, err
     assert json.loads(out)["params_total"] == 512 * 2_000_000_000 + 2_000_000_000 + 11_176_512
     line = refused(capsys, "bench", "resnet18", "--model-args", "num_classes=2000000000", "--no-history")
-    assert "resnet18: 1.03 T parameters are" in line and "smaller --model-args than num_classes=2000000000" in line
+    assert "resnet18: 1.03 T parameters are" in line and "free; give --model-args values smaller than num_classes=2000000000" in line
 
 
 def test_a_list_override_is_parsed_and_one_the_builder_refuses_is_one_line(capsys):

@@ -154,6 +154,7 @@ async def test_model_errors_are_notified_and_earlier_results_stay(tiny_app):
                          what="the error notification")
         assert "resnt18" in screen_text(app, "#model-summary") and "error" in screen_text(app, "#model-summary")
         # A model whose forward raises: the run fails with a one-line error, the app keeps going.
+        await pilot.click("#custom-spec")  # the ⏎ that chose the last spec moved the focus to the list
         app.main.query_one("#custom-spec").value = "tests.tinymodels:oom_model"
         await pilot.press("enter")
         await pilot.press("escape", "r")

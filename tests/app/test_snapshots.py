@@ -15,13 +15,16 @@ from tests.app.helpers import (choose_model, flip, make_app, pick_listed, run_an
 from tests.app.recorded_answers import NOT_PLACED, TimedRuns, recorded_ab, recorded_kernels
 
 
-def press_then_settle(*keys: str):
+def press_then_settle(*keys: str, shown: Callable[[Any], bool] | None = None):
+    """Once ready, `keys` pressed, and (`shown`) what they show in sight, then the screen still."""
     async def run_before(pilot) -> None:
         await wait_ready(pilot)
         await wait_until(pilot, lambda: pilot.app.pane("memory").last_telemetry is not None, what="the frozen sample")
         for field in pilot.app.query("Input"):
             field.cursor_blink = False
         await pilot.press(*keys)
+        if shown is not None:
+            await wait_until(pilot, lambda: shown(pilot.app), what=f"what {' '.join(keys)} shows")
         await pilot.wait_for_scheduled_animations()
         # Charts redraw at most once a second; let the last one land, and the Tabs underline settle.
         await pilot.pause(1.2)
@@ -42,8 +45,10 @@ class TestCpuBox:
         assert snap_compare(make_app(frozen=True), terminal_size=(100, 30), run_before=press_then_settle("4"))
 
     def test_memory_tab_shows_rss_and_ram(self, snap_compare):
-        """On the CPU the memory tab shows system RAM as a bar and this process's RSS over time."""
-        assert snap_compare(make_app(frozen=True), terminal_size=(100, 30), run_before=press_then_settle("5"))
+        """On the CPU the memory tab shows system RAM as a bar and this process's RSS over time (the chart is
+        redrawn at most every 2 s: the snapshot waits for it to show the samples, however busy the box)."""
+        assert snap_compare(make_app(frozen=True), terminal_size=(100, 30),
+                            run_before=press_then_settle("5", shown=memory_chart_drawn))
 
 
 class TestFakeH100:
@@ -84,6 +89,13 @@ async def settle(pilot, key: str, shown: Callable[[], bool]) -> None:
     # Charts redraw at most once a second; let the last one land, and the Tabs underline settle.
     await pilot.pause(1.2)
     await pilot.wait_for_scheduled_animations()
+
+
+def memory_chart_drawn(app) -> bool:
+    """The Memory tab's chart shows its samples: its plot in sight, not the "collecting samples" placeholder."""
+    chart = app.main.query_one("#mem-chart")
+    return (chart.has_plot and chart.has_data() and not chart.query_one(".plot-placeholder").display
+            and chart.query_one("ExitSafePlot").display)
 
 
 def verdict_shown(app) -> bool:

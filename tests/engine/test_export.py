@@ -11,7 +11,7 @@ import pytest
 
 from tests.records import make_record
 from torchperf_tui.engine.errors import TorchperfError
-from torchperf_tui.engine.records.export import export_records
+from torchperf_tui.wording.history_export import export_records
 from torchperf_tui.engine.benchmark.flags import Flags
 from torchperf_tui.engine.records.history_records import HistoryRecord
 
@@ -37,7 +37,7 @@ def test_export_csv_has_one_row_per_run_with_flattened_flags_and_stats():
 def test_export_md_is_a_table_with_a_header_row():
     records = [make_record(10.0, model="my|model"), make_record(8.0)]
     lines = export_records(records, "md").splitlines()
-    assert lines[0].startswith("| When (UTC) | ID | Model |") and "p50" in lines[0]
+    assert lines[0].startswith("| When (UTC) | ID | Kind | Model |") and "| Per | p50 |" in lines[0]
     assert set(lines[1].replace("|", "")) == {"-"}
     assert len(lines) == 6 and lines[4] == ""  # the table, then the legend of its marks
     header_cells = lines[0].count(" | ")

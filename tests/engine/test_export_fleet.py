@@ -15,7 +15,7 @@ from tests.records import ENV, make_record
 from torchperf_tui.engine.benchmark.flags import Flags
 from torchperf_tui.engine.benchmark.stats import TimingStats
 from torchperf_tui.engine.errors import TorchperfError
-from torchperf_tui.engine.records.export import export_records
+from torchperf_tui.wording.history_export import export_records
 from torchperf_tui.engine.records.export_fleet import setup_name
 from torchperf_tui.engine.records.history_records import HistoryRecord
 

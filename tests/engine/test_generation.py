@@ -14,6 +14,7 @@ from torchperf_tui.engine.benchmark.bench_config import BenchConfig
 from torchperf_tui.engine.benchmark.generation import GreedyLoop, cache_bytes, method_text, run_generation
 from torchperf_tui.engine.errors import ModelError, ShapeError, TorchperfError
 from torchperf_tui.engine.workloads.model_args import parse_model_args
+from torchperf_tui.wording.history import history_line
 
 # Grouped-query attention (4 query heads, 2 key/value heads): the cache's size follows the key/value heads.
 LAYERS, HIDDEN, HEADS, KV_HEADS = 2, 64, 4, 2
@@ -172,8 +173,8 @@ def test_a_generate_record_keeps_the_figures_and_reads_back():
     assert record.details["prompt_len"] == 8 and record.details["new_tokens"] == 3
     assert record.details["kv_cache_bytes"] == result.kv_cache_bytes
     again = HistoryRecord.from_dict(json.loads(json.dumps(record.to_dict())))
-    line = again.summary()
-    assert "generate" in line and "3 new tokens after 8" in line and "TTFT" in line and "tokens/s" in line
+    line = history_line(again)
+    assert "generation" in line and "3 new tokens after 8" in line and "TTFT" in line and "tokens/s" in line
     assert again.setup()["generate"] == 3
 
 

@@ -65,7 +65,7 @@ def test_overrides_reach_the_config_and_what_follows_from_them():
     ("attention_dropout=2.0", "between 0 and 1"),
     ("rms_norm_eps=inf", "finite"),
     ("use_cache=perhaps", "true or false"),
-    ("dtype=bfloat16", "dtype is set with --dtype"),
+    ("dtype=bfloat16", "dtype is not a model argument; use --dtype"),
     ("vocab_size=100", "pad_token_id|"),  # llama's default has no pad id: a small vocabulary is fine
 ])
 def test_a_bad_override_is_one_line(args, message):

@@ -8,6 +8,7 @@ from tests.records import ENV, make_record
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.benchmark.flags import Flags
 from torchperf_tui.engine.records.history_compare import compare_records
+from torchperf_tui.wording.history import history_line
 
 
 def test_compare_reports_median_and_p99_ratios_and_flag_changes():
@@ -45,7 +46,7 @@ def test_a_run_whose_gpu_throttled_is_marked_and_its_comparison_says_the_clocks_
     cool_env = {**ENV, "gpu_throttled": False, "gpu_throttled_share": 0.0, "gpu_throttle_reasons": ""}
     hot, cool = make_record(12.0, env=hot_env), make_record(10.0, env=cool_env)
     assert hot.throttle_text() == "throttled 40 %: power cap (software)" and cool.throttle_text() == ""
-    assert hot.summary().endswith("[GPU throttled 40 %: power cap (software)]")
+    assert history_line(hot).endswith("[GPU throttled 40 %: power cap (software)]")
     note = compare_records(cool, hot).clock_note
     assert note == (f"{hot.short_id}'s GPU throttled 40 %: power cap (software), {cool.short_id}'s did not: part of "
                     "the ratio may be the clocks, not what differs between the runs")
@@ -57,4 +58,4 @@ def test_a_run_whose_gpu_throttled_is_marked_and_its_comparison_says_the_clocks_
 def test_a_throttle_reason_read_from_a_file_cannot_carry_escape_sequences():
     record = make_record(env={**ENV, "gpu_throttled": True, "gpu_throttled_share": "lots",
                               "gpu_throttle_reasons": "\x1b[2Jpower cap"})
-    assert record.throttle_text() == "throttled: [2Jpower cap"
+    assert record.throttle_text() == "throttled: \\x1b[2Jpower cap"  # the ESC written out, not sent

@@ -23,11 +23,13 @@ import pytest
 from tests.records import make_record
 from torchperf_tui.engine.records import history_file, history_records
 from torchperf_tui.engine.errors import TorchperfError
-from torchperf_tui.engine.records.export import EXPORT_FORMATS, export_records
+from torchperf_tui.options import EXPORT_FORMATS
+from torchperf_tui.wording.history_export import export_records
 from torchperf_tui.engine.benchmark.flags import Flags
 from torchperf_tui.engine.records.history_file import HISTORY_ENV, MAX_LINE_BYTES, HistoryFile, HistoryNotDurable, LoadResult
 from torchperf_tui.engine.records.history_records import HistoryRecord
 from torchperf_tui.engine.benchmark.stats import TimingStats
+from torchperf_tui.wording.history import history_line
 
 posix_only = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs POSIX FIFOs and devices")
 
@@ -217,7 +219,7 @@ def test_a_history_written_before_the_one_stats_type_loads_and_writes_back_the_s
     run, no_fps = loaded.records
     assert isinstance(run.stats, TimingStats) and run.stats.fps == 400.0 and run.stats.first_iter_ms == 40.0
     assert no_fps.stats.fps is None and no_fps.stats.first_iter_ms is None
-    assert "400.0/s at p50" in run.summary() and "/s" not in no_fps.summary().split("flags:")[0]
+    assert "400.0/s at p50" in history_line(run) and "/s" not in history_line(no_fps).split("flags:")[0]
     for record, line in zip(loaded.records, OLD_LINES):
         assert json.dumps(record.to_dict(), separators=(",", ":")) == line
 
@@ -412,7 +414,7 @@ def test_a_record_with_a_wrong_type_is_skipped_and_the_good_ones_survive(tmp_pat
         assert loaded.warnings[0].startswith(f"{path}:2: skipped: {problem}")
     # what the issue saw fail whole: every record that loads can be summed up and exported
     for record in HistoryFile(path).load().records:
-        record.summary()
+        history_line(record)
     for fmt in EXPORT_FORMATS:
         export_records(HistoryFile(path).load().records, fmt)
 

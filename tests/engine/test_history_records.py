@@ -13,6 +13,7 @@ from torchperf_tui.engine.benchmark.flags import Flags
 from torchperf_tui.engine.records.history_records import record_from_timing
 from torchperf_tui.engine.benchmark.stats import compute_stats
 from torchperf_tui.engine.benchmark.timing import TimingResult
+from torchperf_tui.wording.history import history_line
 
 
 def test_record_from_timing_keeps_setup_stats_samples_and_flags():
@@ -31,7 +32,7 @@ def test_record_from_timing_keeps_setup_stats_samples_and_flags():
     assert record.stats.fps == pytest.approx(2 * 1000 / 5.0)
     assert record.created_at == "2027-01-15T08:00:02+00:00"  # started_at + duration, in UTC
     assert record.details["warmup_iters"] == 2
-    assert "p50 5.00 ms" in record.summary() and "threads=2" in record.summary()
+    assert "p50 5.00 ms" in history_line(record) and "threads=2" in history_line(record)
 
 
 def test_the_summary_line_gives_the_rate_at_its_p50_not_the_means():
@@ -41,7 +42,7 @@ def test_the_summary_line_gives_the_rate_at_its_p50_not_the_means():
                           channels_last=False, flags=Flags(), first_iter_ms=40.0, warmup_ms=[], samples_ms=samples,
                           stats=compute_stats(samples, batch=2, first_iter_ms=40.0), cancelled=False,
                           started_at=1_800_000_000.0, duration_s=1.0, timer="perf_counter")
-    line = record_from_timing(result, fingerprint=ENV).summary()
+    line = history_line(record_from_timing(result, fingerprint=ENV))
     assert "p50 4.00 ms" in line and "500.0/s at p50" in line and "250.0" not in line
 
 
@@ -58,13 +59,13 @@ def test_a_history_line_marks_the_percentiles_its_samples_cannot_support():
     from tests.records import make_record
 
     few = make_record(10.0, 20.0)  # 3 samples: not enough for p50 (9) nor p99 (555)
-    assert "p50 10.00 ms?  p99 20.00 ms?" in few.summary()
+    assert "p50 10.00 ms?  p99 20.00 ms?" in history_line(few)
     some = make_record(10.0, 20.0)
     some.stats = dataclasses.replace(some.stats, n=64)
-    assert "p50 10.00 ms  p99 20.00 ms?" in some.summary()
+    assert "p50 10.00 ms  p99 20.00 ms?" in history_line(some)
     many = make_record(10.0, 20.0)
     many.stats = dataclasses.replace(many.stats, n=600)
-    assert "p50 10.00 ms  p99 20.00 ms " in many.summary() + " "
+    assert "p50 10.00 ms  p99 20.00 ms " in history_line(many) + " "
 
 
 def test_a_record_names_the_models_source_overrides_sequence_length_and_inputs():
@@ -78,7 +79,7 @@ def test_a_record_names_the_models_source_overrides_sequence_length_and_inputs()
     assert record.details["source"] == "hf" and record.details["model_args"] == "n_layer=2"
     assert record.details["seq_len"] == 64 and record.details["inputs"].startswith("input_ids 2x64")
     assert record.setup()["model_args"] == "n_layer=2" and record.setup()["seq_len"] == 64
-    assert "hf:gpt2 (n_layer=2)" in record.summary()
+    assert "hf:gpt2 (n_layer=2)" in history_line(record)
     plain = record_from_timing(TimingResult(model="resnet18", device="cpu", input_shape=(1, 3, 8, 8), dtype="float32",
                                             channels_last=False, flags=Flags(), first_iter_ms=1.0, warmup_ms=[],
                                             samples_ms=samples, stats=compute_stats(samples, batch=1),

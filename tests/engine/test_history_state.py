@@ -9,6 +9,7 @@ from torchperf_tui.engine.records.history_compare import compare_records
 from torchperf_tui.engine.records.history_records import HistoryRecord, record_from_timing
 from torchperf_tui.engine.benchmark.stats import compute_stats
 from torchperf_tui.engine.benchmark.timing import TimingResult
+from torchperf_tui.wording.history import history_line
 
 
 def _result(threads: int, notes: list[str] | None = None) -> TimingResult:
@@ -23,7 +24,7 @@ def _result(threads: int, notes: list[str] | None = None) -> TimingResult:
 def test_a_record_keeps_the_thread_count_the_run_used_not_defaults():
     record = record_from_timing(_result(2), fingerprint=ENV)
     assert record.flags["num_threads"] == 2 and record.flags_text == "threads=2 (default)"
-    assert "flags: threads=2 (default)" in record.summary() and "torch state" not in record.summary()
+    assert "flags: threads=2 (default)" in history_line(record) and "torch state" not in history_line(record)
 
 
 def test_two_runs_of_the_same_flags_on_different_thread_counts_do_not_compare_as_the_same_flags():
@@ -36,4 +37,4 @@ def test_a_run_under_a_state_changed_by_the_model_keeps_the_note_through_a_round
     record = record_from_timing(_result(1, [note]), fingerprint=ENV)
     back = HistoryRecord.from_dict(record.to_dict())
     assert back.state_notes == [note]
-    assert "[torch state changed by the model's code]" in back.summary()
+    assert "[torch state changed by the model's code]" in history_line(back)

@@ -137,7 +137,7 @@ def test_a_model_that_cannot_fit_is_refused_in_one_line_before_any_allocation():
 
     with pytest.raises(ModelTooLarge) as info:
         check_fits("hf:llama", (), torch.float32, "cpu", free_bytes=free)
-    assert str(info.value) == ("hf:llama: 6.74 B parameters are 25.1 GiB in float32; the CPU has 11.2 GiB free: "
+    assert str(info.value) == ("hf:llama: 6.74 B parameters are 25.1 GiB in float32; the CPU has 11.2 GiB free; "
                                "give --model-args num_hidden_layers=2 for fewer layers, or --dtype bfloat16 for half "
                                "the bytes")
     assert isinstance(info.value, ModelError) and asked == ["cpu"]
@@ -146,7 +146,7 @@ def test_a_model_that_cannot_fit_is_refused_in_one_line_before_any_allocation():
     # torchvision builds in float32 before any cast: --dtype would not help, and is not offered
     with pytest.raises(ModelTooLarge) as info:
         check_fits("resnet18", (), torch.bfloat16, "cpu", free_bytes=lambda device: 2 ** 20)
-    assert str(info.value) == ("resnet18: 11.7 M parameters are 44.6 MiB in float32; the CPU has 1.0 MiB free: "
+    assert str(info.value) == ("resnet18: 11.7 M parameters are 44.6 MiB in float32; the CPU has 1.0 MiB free; "
                                "give a smaller model")
 
 
@@ -161,7 +161,7 @@ def test_a_torchvision_model_for_a_gpu_is_checked_against_the_cpu_it_is_built_on
         check_fits("resnet18", (), torch.float16, "cuda:0", free_bytes=free)
     assert asked == ["cpu"]
     with pytest.raises(ModelTooLarge, match=r"^resnet18: 11.7 M parameters are 44.6 MiB in float32; cuda:0 has 1.0 MiB "
-                                            r"free: give a smaller model, or --dtype bfloat16 for half the bytes$"):
+                                            r"free; give a smaller model, or --dtype bfloat16 for half the bytes$"):
         check_fits("resnet18", (), torch.float32, "cuda:0",
                    free_bytes=lambda device: 2 ** 20 if device.type == "cuda" else 2 ** 40)
     half_fits = 30 * 2 ** 20

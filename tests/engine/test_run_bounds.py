@@ -192,8 +192,8 @@ def test_a_meta_build_still_computes_small_tensors_on_the_cpu():
 
 def test_a_run_refuses_a_torchvision_model_its_overrides_make_too_large_before_building_it():
     inputs = InputSpec((1, 3, 32, 32))
-    with pytest.raises(ModelTooLarge, match=r"^resnet18: 1.03 T parameters are .* free: give smaller --model-args "
-                                            r"than num_classes=2000000000"):
+    with pytest.raises(ModelTooLarge, match=r"^resnet18: 1.03 T parameters are .* free; give --model-args "
+                                            r"values smaller than num_classes=2000000000"):
         prepare_workload("resnet18", inputs, torch.device("cpu"), torch.float32,
                          model_args=parse_model_args("num_classes=2000000000"))
 

@@ -13,6 +13,7 @@ from torchperf_tui.engine.benchmark.bench_config import BenchConfig
 from torchperf_tui.engine.benchmark.timing import run_benchmark
 from torchperf_tui.engine.benchmark.train_step import LOSS_CROSS_ENTROPY, LOSS_SUM, StepRunner, StepSpec
 from torchperf_tui.engine.workloads.input_spec import ModelInputs
+from torchperf_tui.wording.history import history_line
 
 TINY = "tests.tinymodels:tiny_cnn"
 CPU = torch.device("cpu")
@@ -109,7 +110,7 @@ def test_the_history_record_keeps_the_step_and_compares_only_like_for_like():
     train = record_from_timing(run_benchmark(BenchConfig(step="train", **cfg)), fingerprint={})
     infer = record_from_timing(run_benchmark(BenchConfig(**cfg)), fingerprint={})
     assert train.setup()["step"] == "train" and infer.setup()["step"] == "infer"
-    assert "step train (sgd)" in train.summary()
+    assert "step train (sgd)" in history_line(train)
     assert "step" in compare_records(infer, train).setup_diff
 
 

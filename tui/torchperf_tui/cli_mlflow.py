@@ -12,6 +12,7 @@ from typing import Any
 
 from torchperf_tui.cli_args import PROG
 from torchperf_tui.engine.errors import TorchperfError
+from torchperf_tui.wording.history import history_line
 
 # What `--mlflow` cannot log, refused before anything runs: (the option that says it, why).
 NOT_LOGGED = {"modes": "--modes gives several timings side by side, not one result",
@@ -52,7 +53,7 @@ def log_records(sink, result: Any, extra: dict, records: list | None) -> None:
 
     saved = bool(records)
     records = records if saved else records_of(result, fingerprint=extra.get("fingerprint") or {})
-    _write(sink, lambda: describe_records(records, saved))
+    _write(sink, lambda: describe_records(records, saved, history_line))
 
 
 def log_gate(sink, record: Any, verdict: Any, saved: bool) -> None:
@@ -63,7 +64,7 @@ def log_gate(sink, record: Any, verdict: Any, saved: bool) -> None:
     from torchperf_tui.engine.records.mlflow_runs import describe_records
 
     def describe():
-        content = describe_records([record], saved)
+        content = describe_records([record], saved, history_line)
         for name in ("ratio", "ci_low", "ci_high", "p_value", "fail_if_slower_pct", "exit_code"):
             content.metric(f"gate.{name}", getattr(verdict, name))
         outcome = " (fails)" if verdict.failed else " (disturbed: not judged)" if verdict.not_judged else ""

@@ -199,3 +199,28 @@ def warmup_budget_text(budget_s: float, done: int, asked: int | str | None) -> s
     iterations: the model may not have settled'."""
     warm = f"{done} warm-up iterations (auto: not yet settled)" if asked == "auto" else f"{done} of {asked} warm-up iterations"
     return f"the {budget_s:g} s time budget ran out in the warm-up, after {warm}: the model may not have settled"
+
+
+def printable(text, limit: int | None = None, *, json: bool = False) -> str:
+    """`text` with every character a terminal acts on rather than shows (ESC and the other control characters, a
+    newline, the line and paragraph separators, bidirectional overrides) written as its escape: 'a\\x1b[2Jb' for
+    'a<ESC>[2Jb', so a string read from a file (a history travels as a CI artifact) can neither drive the terminal nor
+    break a line or a table row. `json`: JSON's escape ('\\u001b') for a JSON text's strings, which keep their value
+    when parsed back (a JSON text's only other non-printable characters are the newlines between its values, kept).
+    `limit`: cut to that many characters, the last one '…'. The one helper for it: CLI, app and exports alike."""
+    text = str(text)
+    if not text.isprintable():  # the usual case is one C-speed check
+        text = "".join(ch if ch.isprintable() or (json and ch == "\n") else _escaped(ch, json) for ch in text)
+    if limit is not None and len(text) > limit:
+        text = text[:max(limit - 1, 0)] + "…"
+    return text
+
+
+def _escaped(ch: str, json: bool) -> str:
+    code = ord(ch)
+    if json:
+        if code > 0xFFFF:  # JSON writes a character beyond the basic plane as its UTF-16 surrogate pair
+            code -= 0x10000
+            return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+        return f"\\u{code:04x}"
+    return f"\\x{code:02x}" if code <= 0xFF else (f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")

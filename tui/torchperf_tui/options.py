@@ -37,7 +37,7 @@ RECORDED_MAX = 1_000
 # The app's telemetry period: below 0.1 s the event loop does little but sample; above a minute the
 # time series say nothing.
 INTERVAL_RANGE = (0.1, 60.0)
-# What `export --format` writes (engine/records/export.py): named here so the parser lists them without the records.
+# What `export --format` writes (wording/history_export.py): named here so the parser lists them without the records.
 EXPORT_FORMATS: tuple[str, ...] = ("json", "csv", "md", "github-benchmark", "pytorch-v3")
 # github-benchmark's two files (export_fleet.py): latencies, smaller is better; rates, bigger is better.
 EXPORT_METRICS: tuple[str, ...] = ("latency", "throughput")

@@ -12,6 +12,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from torchperf_tui.wording.history import history_line
+
 
 class MlflowLink:
     def __init__(self, uri: str) -> None:
@@ -48,7 +50,7 @@ class MlflowLink:
         from torchperf_tui.engine.records.mlflow_runs import describe_records
 
         self._write(app, lambda: describe_records(saved or records_of(result, fingerprint=fingerprint or {}),
-                                                  bool(saved)))
+                                                  bool(saved), history_line))
 
     def log_result(self, app, kind: str, result: Any, extra: dict) -> None:
         """A finished throughput search or sweep, in a worker thread of its own."""

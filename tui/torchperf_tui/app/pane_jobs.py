@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 from torchperf_tui.app.runs import app_marks
+from torchperf_tui.wording.refusals import app_message
 
 
 class PaneJobs:
@@ -64,11 +65,9 @@ class PaneJobs:
         try:
             return selection.config(flags)
         except Exception as exc:
-            from torchperf_tui.engine.errors import user_message
-
             if slot is not None:
                 self.cancel(slot)
-            on_error(user_message(exc))
+            on_error(app_message(exc))
             return None
 
     def current(self, message: Any) -> bool:

@@ -8,11 +8,13 @@ touched on the UI thread only (the client's threads post MeasurementEvent messag
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections import deque
 from typing import Any, Callable
 
 from torchperf_tui.app.runs import Disturbances, SessionRuns
+from torchperf_tui.wording.refusals import said_in_app
 
 # The engine modules the UI process uses for their types and pure functions, by the short name `Session.has`
 # takes; none imports torch (the measurement process does everything that needs it). The session's warm-up
@@ -161,13 +163,16 @@ class Session:
         return self.measure.pending(kinds if kinds is not None else MEASURING_KINDS)
 
     def dispatch(self, event) -> None:
-        """A job's event to the pane that started it (a final one forgets the job)."""
+        """A job's event to the pane that started it (a final one forgets the job); a refusal that says what to
+        change names the app's fields, not the CLI's options (wording/refusals.py)."""
         from torchperf_tui.app.messages import JobEvent
         from torchperf_tui.measure.protocol import JobDone, JobFailed
 
         owner = self._owners.get(event.job_id)
         if isinstance(event, (JobDone, JobFailed)):
             self._owners.pop(event.job_id, None)
+        if isinstance(event, JobFailed) and event.remedies:
+            event = dataclasses.replace(event, error=said_in_app(event.error, event.refusal, event.remedies))
         if owner is not None and owner[0].is_attached:
             owner[0].post_message(JobEvent(owner[1], event))
 

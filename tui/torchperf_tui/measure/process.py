@@ -189,7 +189,7 @@ class JobServer:
                 return
 
     def serve(self) -> None:
-        from torchperf_tui.engine.errors import TorchperfError, user_message
+        from torchperf_tui.engine.errors import TorchperfError, first_line, user_message
         from torchperf_tui.engine.benchmark.flags import guarded_job
         from torchperf_tui.measure.runners import RUNNERS, JobContext
 
@@ -225,8 +225,9 @@ class JobServer:
 
                         traceback.print_exc()  # to the log file
                     if isinstance(exc, (Exception, SystemExit)):
-                        self.send(JobFailed(job.job_id, user_message(exc),
-                                            internal=not isinstance(exc, TorchperfError)))
+                        remedies = getattr(exc, "remedies", ()) if isinstance(exc, TorchperfError) else ()
+                        self.send(JobFailed(job.job_id, user_message(exc), internal=not isinstance(exc, TorchperfError),
+                                            refusal=first_line(exc.refusal) if remedies else "", remedies=remedies))
                     else:  # KeyboardInterrupt and the like: raised by the model's code (SIGINT is ignored here)
                         said = str(exc).strip().splitlines()
                         self.send(JobFailed(job.job_id, f"the model's code raised {type(exc).__name__}"

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-PROTOCOL_VERSION = 3  # bumped whenever a message changes its fields
+PROTOCOL_VERSION = 4  # bumped whenever a message changes its fields
 
 # Jobs that measure: one at a time on the machine, and the process does nothing else while one runs.
 MEASURING_KINDS = frozenset({"time", "ab", "kernels", "modes", "throughput", "profile", "determinism", "memsnap",
@@ -114,12 +114,16 @@ class JobDone:
 class JobFailed:
     """Job `job_id` failed; `error` is one line for a person. `cancelled`: it was cancelled before it began
     (a queued job replaced by a newer request), which is not a failure to report. `internal`: the error is
-    not one of the engine's one-line refusals (a bug here, not bad input): the CLI exits 1 for it, not 2."""
+    not one of the engine's one-line refusals (a bug here, not bad input): the CLI exits 1 for it, not 2.
+    `refusal` and `remedies`: a refusal that says what to change (engine.errors.Remedy) in parts, for a front end
+    that names its settings otherwise than the CLI, whose words `error` holds (wording/refusals.py)."""
 
     job_id: int
     error: str
     cancelled: bool = False
     internal: bool = False
+    refusal: str = ""
+    remedies: tuple = ()
 
 
 def pack(message: Any) -> tuple[int, Any]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from torchperf_tui.formatting import format_ms
+from torchperf_tui.formatting import format_ms, printable
 
 
 def verdict_line(result) -> str:
@@ -17,7 +17,7 @@ def verdict_line(result) -> str:
     word = {"slower": "slower", "faster": "faster", "same": "the same within noise"}[result.verdict]
     where = f" ({result.baseline_source})" if result.baseline_source else ""
     return (f"{word}: p50 {format_ms(result.now_p50_ms)} now, {format_ms(result.baseline_p50_ms)} in baseline "
-            f"{result.baseline_id[:8]}{where}: ratio {result.ratio:.3f} (95 % CI {result.ci_low:.3f}-"
+            f"{printable(result.baseline_id[:8])}{where}: ratio {result.ratio:.3f} (95 % CI {result.ci_low:.3f}-"
             f"{result.ci_high:.3f}, Mann-Whitney p={result.p_value:.2g}; {result.n_now} and {result.n_baseline} "
             "samples)")
 
@@ -72,4 +72,4 @@ def _value(value: Any) -> str:
         return "default"
     if isinstance(value, float):
         return f"{value:g}"
-    return "".join(ch for ch in str(value)[:80] if ch.isprintable())  # from a file: no escape sequences
+    return printable(value, 80)  # from a file: no escape sequences

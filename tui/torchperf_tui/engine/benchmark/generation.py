@@ -22,7 +22,7 @@ from typing import Any, Callable
 from torchperf_tui.engine.benchmark.watched import watched
 from torchperf_tui.engine.benchmark.flags import Flags
 from torchperf_tui.engine.benchmark.stats import TimingStats, compute_stats
-from torchperf_tui.engine.errors import ModelError, ShapeError, TorchperfError
+from torchperf_tui.engine.errors import ModelError, Remedy, ShapeError, TorchperfError
 from torchperf_tui.engine.hardware.host_noise import HostNoise
 from torchperf_tui.engine.workloads.input_facts import InputFacts, PromptInput
 from torchperf_tui.engine.lazy_torch import torch
@@ -158,9 +158,11 @@ def check_positions(inputs, new_tokens: int) -> None:
     needed = inputs.seq_len + new_tokens - 1
     if inputs.max_len is not None and needed > inputs.max_len:
         key = f" ({inputs.max_len_key})" if inputs.max_len_key else ""
+        prompt, tokens = inputs.max_len - new_tokens + 1, inputs.max_len - inputs.seq_len + 1  # what fits beside
+        remedies = [*([Remedy("prompt_len", f"{prompt} or less")] if prompt >= 1 else []),
+                    *([Remedy("generate", f"{tokens} or fewer")] if tokens >= MIN_NEW_TOKENS else [])]
         raise ShapeError(f"a {inputs.seq_len}-token prompt and {new_tokens} new tokens need {needed} positions, "
-                         f"past the model's maximum of {inputs.max_len}{key}: give a shorter --prompt-len or fewer "
-                         "new tokens")
+                         f"past the model's maximum of {inputs.max_len}{key}", remedies=remedies)
 
 
 def check_generation(cfg, new_tokens: int) -> None:

@@ -21,6 +21,7 @@ from typing import Any, Iterable
 
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.records.history_records import HistoryRecord
+from torchperf_tui.formatting import printable
 from torchperf_tui.options import EXPORT_METRICS
 
 GITHUB_BENCHMARK = "github-benchmark"
@@ -70,10 +71,11 @@ def finite(value: Any) -> float | None:
 
 
 def clean_text(value: Any, limit: int = MAX_TEXT) -> str:
-    """A text field from a record, printable and bounded ('' for what is not a string)."""
+    """A text field from a record, made printable (formatting.printable) and bounded ('' for what is not a
+    string)."""
     if not isinstance(value, str):
         return ""
-    text = "".join(ch for ch in value if ch.isprintable()).strip()
+    text = printable(value).strip()
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
@@ -236,8 +238,9 @@ def github_benchmark_entries(records: Iterable[HistoryRecord], metric: str = "la
 
 
 def to_json(data: Any) -> str:
-    """The export's text: non-finite numbers never reach it (the builders drop them; this refuses any left)."""
-    return json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    """The export's text: non-finite numbers never reach it (the builders drop them; this refuses any left), nor a
+    raw control character (written as its JSON escape: formatting.printable)."""
+    return printable(json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False), json=True) + "\n"
 
 
 def export_fleet(records: Iterable[HistoryRecord], fmt: str, metric: str | None = None) -> str:

@@ -1,13 +1,13 @@
 """A generation's history record (kind "generate"): the per-token latencies as the record's samples and statistics
 (what `history` and Compare read of every record), the time to first token, the prompt, the new tokens, tokens/s
-and the KV cache's size in its details. No torch here (the history is read without it)."""
+and the KV cache's size in its details (worded in wording/history.py). No torch here (the history is read without
+it)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from torchperf_tui.engine.records.fingerprint import environment_fingerprint
-from torchperf_tui.formatting import format_bytes, format_ms
 
 if TYPE_CHECKING:
     from torchperf_tui.engine.benchmark.generation import GenerationResult
@@ -41,32 +41,3 @@ def record_from_generation(result: "GenerationResult", fingerprint: dict[str, An
         flags=_flags_used(result.flags, result.threads_used), flags_text=result.flags_text(),
         stats=result.decode_stats, samples_ms=list(result.decode_ms), fingerprint=env, cancelled=result.cancelled,
         duration_s=result.duration_s, timer=result.timer, details=details, disturbed=list(result.disturbance_marks()))
-
-
-def summary_body(record: "HistoryRecord") -> str:
-    """`history`'s figures of a generate record: 'TTFT 45.2 ms · per token p50 12.3 ms p90 13.1 ms · 81.3
-    tokens/s · KV cache 4.5 MiB (n=315)'. The details are read from a file: numbers are checked, not trusted."""
-    details = record.details
-    ttft = details.get("ttft_stats")
-    ttft_ms = ttft.get("p50_ms") if isinstance(ttft, dict) else None
-    stats = record.stats
-    per_token = ("no decode step" if stats is None
-                 else f"per token p50 {format_ms(stats.p50_ms)} p90 {format_ms(stats.p90_ms)}")
-    rate = details.get("tokens_per_s")
-    rate_text = f"{rate:,.1f} tokens/s" if _number(rate) else "tokens/s n/a"
-    kv = details.get("kv_cache_bytes")
-    n = stats.n if stats is not None else 0
-    return (f"TTFT {format_ms(ttft_ms) if _number(ttft_ms) else 'n/a'} · {per_token} · {rate_text} · "
-            f"KV cache {format_bytes(kv) if _number(kv) else 'n/a'}  (n={n})")
-
-
-def summary_head(record: "HistoryRecord") -> str:
-    """' 64 new tokens after 128': what was generated, after the record's model and input."""
-    new, prompt = record.details.get("new_tokens"), record.details.get("prompt_len")
-    return f" {new} new tokens after {prompt}" if _number(new) and _number(prompt) else ""
-
-
-def _number(value: Any) -> bool:
-    import math
-
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.records.history_records import HistoryRecord
-from torchperf_tui.formatting import format_ms
+from torchperf_tui.formatting import format_ms, printable
 
 
 @dataclass
@@ -36,13 +36,13 @@ class Comparison:
     def summary(self) -> str:
         verdict = (f"{1 / self.median_ratio:.2f}x as fast" if self.median_ratio <= 1
                    else f"{self.median_ratio:.2f}x as slow")
-        text = (f"{self.candidate_id[:8]} vs {self.baseline_id[:8]}: {verdict} "
+        text = (f"{printable(self.candidate_id[:8])} vs {printable(self.baseline_id[:8])}: {verdict} "
                 f"(p50 {format_ms(self.baseline_p50_ms)} -> {format_ms(self.candidate_p50_ms)}, "
                 f"speed-up {self.speedup_pct:+.1f} %; p99 ratio {self.p99_ratio:.2f})")
-        changed = [f"{name} {_on_off(a)}->{_on_off(b)}" for name, (a, b) in self.flags_diff.items()]
+        changed = [f"{printable(name, 40)} {_on_off(a)}->{_on_off(b)}" for name, (a, b) in self.flags_diff.items()]
         text += "; flags: " + (", ".join(changed) if changed else "same")
         if self.setup_diff:
-            text += "; not like for like: " + ", ".join(self.setup_diff)
+            text += "; not like for like: " + ", ".join(printable(name, 40) for name in self.setup_diff)
         if self.clock_note:
             text += f"; {self.clock_note}"
         if self.disturbance_note:
@@ -53,7 +53,7 @@ class Comparison:
 def _on_off(value: Any) -> str:
     if isinstance(value, bool):
         return "on" if value else "off"
-    return "default" if value is None else str(value)
+    return "default" if value is None else printable(value, 80)  # read from a file: no escape sequences
 
 
 def dict_diff(a: dict[str, Any], b: dict[str, Any]) -> dict[str, tuple[Any, Any]]:

@@ -196,13 +196,25 @@ class HistoryFile:
         """
         if last is not None and last < 0:
             raise ValueError(f"last must be >= 0 (or None), not {last}")
-        try:
-            fh = open_regular(self.path, "the history file")
-        except FileNotFoundError:
+        fh = self._open()
+        if fh is None:
             return LoadResult([], [], self.path)
         try:
             with fh:
                 return self._read(fh, last, before, max_line_bytes)
+        except OSError as exc:
+            raise TorchperfError(f"cannot read the history file {self.path}: {exc.strerror or exc}") from None
+
+    def stream(self, max_line_bytes: int = MAX_LINE_BYTES) -> "RecordStream":
+        """The records oldest first, read a line at a time as iterated; a file not a regular one is refused here."""
+        return RecordStream(self.path, self._open(), max_line_bytes)
+
+    def _open(self):
+        """The file opened for reading, None when there is none (an empty history); TorchperfError if unreadable."""
+        try:
+            return open_regular(self.path, "the history file")
+        except FileNotFoundError:
+            return None
         except OSError as exc:
             raise TorchperfError(f"cannot read the history file {self.path}: {exc.strerror or exc}") from None
 
@@ -218,12 +230,7 @@ class HistoryFile:
         skipped = 0
         examples: list[tuple[int, int, str]] = []  # (offset, line number or 0 when not known yet, problem)
         start = 0
-        number = 0
-        for offset, data, torn in lines:
-            number += 1  # counts lines only when reading forwards
-            if data is not None and not data.strip():
-                continue  # a blank line is not a record and not worth a warning
-            parsed = _parse_line(data, torn, max_line_bytes)
+        for offset, number, parsed in _parsed(lines, max_line_bytes):  # number: a line's only when reading forwards
             if isinstance(parsed, HistoryRecord):
                 records.append(parsed)
                 offsets.append(offset)
@@ -253,6 +260,32 @@ def _refuse_kind(path: Path, mode: int) -> None:
     refusal = kind_refusal(path, mode, "the history file")
     if refusal is not None:
         raise TorchperfError(refusal)
+
+
+class RecordStream:
+    """A history's records, iterated once; then `skipped` and `warnings` say what was not a record, as LoadResult's."""
+
+    def __init__(self, path: Path, fh, max_line_bytes: int) -> None:
+        self.path, self._fh, self._max = path, fh, max_line_bytes
+        self.skipped, self.warnings = 0, []
+
+    def __iter__(self):
+        fh, self._fh = self._fh, None
+        if fh is None:
+            return
+        examples: list[tuple[int, int, str]] = []
+        try:
+            with fh:
+                end = os.fstat(fh.fileno()).st_size  # lines appended while it is read are left to the next read
+                for offset, number, parsed in _parsed(_lines_forward(fh, end, self._max), self._max):
+                    if isinstance(parsed, HistoryRecord):
+                        yield parsed
+                        continue
+                    self.skipped += 1
+                    examples = (examples + [(offset, number, parsed)])[:WARNING_EXAMPLES]
+        except OSError as exc:
+            raise TorchperfError(f"cannot read the history file {self.path}: {exc.strerror or exc}") from None
+        self.warnings = _skipped_warning(self.path, self.skipped, examples)
 
 
 def _refuse_kept(path: Path) -> None:
@@ -333,6 +366,13 @@ def _line_numbers(fh, offsets: list[int]) -> dict[int, int]:
             pos += len(chunk)
         numbers[target] = count + 1
     return numbers
+
+
+def _parsed(lines, max_len: int):
+    """(offset, line number, the record or what is wrong with it) for each line but the blank ones (no warning)."""
+    for number, (offset, data, torn) in enumerate(lines, start=1):
+        if data is None or data.strip():
+            yield offset, number, _parse_line(data, torn, max_len)
 
 
 def _parse_line(data: bytes | None, torn: bool, max_len: int) -> "HistoryRecord | str":

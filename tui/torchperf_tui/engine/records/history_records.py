@@ -20,7 +20,7 @@ from torchperf_tui.engine.records.fingerprint import environment_fingerprint
 from torchperf_tui.engine.records.json_checks import finite_float, is_int, json_type, nonfinite_to_none, shown
 from torchperf_tui.engine.hardware.nvml import to_jsonable
 from torchperf_tui.engine.benchmark.stats import TimingStats, compute_stats
-from torchperf_tui.formatting import format_percentile, format_shape
+from torchperf_tui.formatting import format_shape, printable
 
 if TYPE_CHECKING:  # only for annotations: importing them would import torch
     from torchperf_tui.engine.benchmark.abtest import ABResult
@@ -100,49 +100,6 @@ class HistoryRecord:
                 "amp": self.details.get("amp"), "model_args": self.details.get("model_args", ""),
                 "seq_len": self.details.get("seq_len"), "generate": self.details.get("new_tokens")}
 
-    def summary(self) -> str:
-        """One line for `history` and notifications."""
-        when = self.created_at.replace("T", " ")[:16]
-        head = f"{when}  {self.short_id}  {self.kind:<6} {self.model}"
-        if self.details.get("model_args"):
-            head += f" ({self.details['model_args']})"
-        head += f"  {self.shape_text} {self.dtype}"
-        if self.channels_last:
-            head += " channels_last"
-        if self.details.get("shapes", "fixed") != "fixed":
-            head += f" shapes {self.details['shapes']}"
-        if self.details.get("step", "infer") != "infer":
-            head += f" step {self.details['step']} ({self.details.get('optimizer')})"
-        if self.details.get("amp"):
-            head += f" amp {self.details['amp']}"
-        if self.kind == "ab" and self.details.get("arm"):
-            head += f" arm {self.details['arm']}"
-        if self.kind == "generate":
-            from torchperf_tui.engine.records.generation_record import summary_head
-
-            head += summary_head(self)
-        head += f"  {self.device}"
-        if self.kind == "generate":
-            from torchperf_tui.engine.records.generation_record import summary_body
-
-            body = summary_body(self)
-        elif self.stats is None:
-            body = "no timed samples"
-        else:
-            at_p50 = self.stats.fps_at_median  # beside the p50: its rate, not the mean's (items / total time)
-            fps = "" if at_p50 is None else f"  {at_p50:,.1f}/s at p50"
-            n = self.stats.n
-            body = (f"p50 {format_percentile(self.stats.p50_ms, 0.5, n)}  p99 "
-                    f"{format_percentile(self.stats.p99_ms, 0.99, n)}{fps}  (n={n})")
-        tail = "  [cancelled]" if self.cancelled else ""
-        if self.state_notes:
-            tail += "  [torch state changed by the model's code]"
-        if self.throttle_text():
-            tail += f"  [GPU {self.throttle_text()}]"
-        if self.disturbed:
-            tail += f"  [disturbed: {self.disturbed_text()}]"
-        return f"{head}  {body}  flags: {self.flags_text}{tail}"
-
     def disturbed_text(self) -> str:
         """The record's disturbance marks in one line ('window resized during the run; noisy host: ...'), '' when
         it has none."""
@@ -161,7 +118,7 @@ class HistoryRecord:
         if isinstance(share, (int, float)) and not isinstance(share, bool) and math.isfinite(share):
             text += f" {share * 100:.0f} %"
         if isinstance(reasons, str) and reasons:
-            text += ": " + "".join(ch for ch in reasons[:80] if ch.isprintable())  # no escape sequences from a file
+            text += ": " + printable(reasons, 80)  # no escape sequences from a file
         return text
 
     def to_dict(self) -> dict[str, Any]:
@@ -169,10 +126,12 @@ class HistoryRecord:
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         data["input_shape"] = list(self.input_shape)
         data["stats"] = None if self.stats is None else dataclasses.asdict(self.stats)
-        data["samples_ms"] = compact_samples(self.samples_ms)
+        data["samples_ms"] = None  # put back below: walking the samples one by one was most of an export's time
         if not self.disturbed:  # no key, no mark: a record from before marks were kept writes back the same
             del data["disturbed"]
-        return nonfinite_to_none(to_jsonable(data))
+        data = nonfinite_to_none(to_jsonable(data))
+        data["samples_ms"] = jsonable_samples(self.samples_ms)
+        return data
 
     @classmethod
     def from_dict(cls, data: Any) -> "HistoryRecord":
@@ -205,12 +164,13 @@ class HistoryRecord:
         schema = data.get("schema", RECORD_SCHEMA)
         if not is_int(schema):
             raise ValueError(f"schema is not a whole number: {shown(schema)}")
+        stats = None if stats is None else TimingStats.from_dict(stats)
+        _check_latencies(samples, stats, data)
         return cls(
             **text, input_shape=tuple(shape),
             channels_last=_boolean(data, "channels_last"), flags=_object(data, "flags"),
             flags_text=_string(data, "flags_text", ""),
-            stats=None if stats is None else TimingStats.from_dict(stats),
-            samples_ms=samples, fingerprint=_object(data, "fingerprint"),
+            stats=stats, samples_ms=samples, fingerprint=_object(data, "fingerprint"),
             cancelled=_boolean(data, "cancelled"),
             duration_s=None if duration is None else finite_float(duration, "duration_s"),
             timer=_string(data, "timer", ""), details=_object(data, "details"), schema=schema,
@@ -218,8 +178,65 @@ class HistoryRecord:
         )
 
 
+# The longest latency a record may hold, in ms: a day. Past it (1e308 ms, say) a figure is no measurement but a
+# broken or forged file, and is never shown or exported as one.
+MAX_LATENCY_MS = 86_400_000.0
+
+
+def _check_latencies(samples: list[float], stats: TimingStats | None, data: dict[str, Any]) -> None:
+    """ValueError naming the first figure of the record (a sample, a statistic, its duration, a generation's time to
+    first token or tokens/s) that is negative or past MAX_LATENCY_MS: a record with one is skipped on read, counted
+    in the one warning line of the bad lines, never shown or exported as a figure. Finiteness and types are checked
+    where each value is read; here only the range."""
+    if samples and not (min(samples) >= 0 and max(samples) <= MAX_LATENCY_MS):
+        bad = next(s for s in samples if not 0 <= s <= MAX_LATENCY_MS)
+        raise ValueError(f"a sample in samples_ms is {_out_of_range(bad, MAX_LATENCY_MS, 'ms')}")
+    figures: list[tuple[str, Any, float, str]] = []  # (name, value, the most it may be, its unit)
+    if stats is not None:
+        figures += [(f"stats.{f.name}", getattr(stats, f.name), math.inf if f.name == "fps" else MAX_LATENCY_MS, "ms")
+                    for f in dataclasses.fields(stats) if f.name != "n"]
+    figures.append(("duration_s", data.get("duration_s"), MAX_LATENCY_MS / 1000, "s"))
+    details = data.get("details")
+    if isinstance(details, dict):  # a generation's: what `history` shows beside its per-token figures
+        ttft = details.get("ttft_stats")
+        if isinstance(ttft, dict):
+            figures += [(f"details.ttft_stats.{name}", value, MAX_LATENCY_MS, "ms") for name, value in ttft.items()
+                        if name not in ("n", "fps")]
+        ttft_ms = details.get("ttft_ms")
+        if isinstance(ttft_ms, list):
+            figures += [("a time in details.ttft_ms", value, MAX_LATENCY_MS, "ms") for value in ttft_ms]
+        figures.append(("details.tokens_per_s", details.get("tokens_per_s"), math.inf, ""))
+    for name, value, most, unit in figures:
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            continue  # absent, or not a number: the field's own reader says so where it reads it
+        try:
+            number = float(value)
+        except OverflowError:  # a whole number of 400 digits
+            number = math.inf
+        if not (math.isfinite(number) and 0 <= number <= most):
+            raise ValueError(f"{name} is {_out_of_range(number, most, unit)}")
+
+
+def _out_of_range(value: float, most: float, unit: str) -> str:
+    if not math.isfinite(value):
+        return f"not a finite number: {shown(value)}"
+    if value < 0:
+        return f"negative: {shown(value)}"
+    return f"{shown(value)} {unit}, over a day: no measurement"
+
+
+def jsonable_samples(samples_ms: list[float]) -> list[float | None]:
+    """The samples as to_dict writes them: compact_samples, a non-finite one as None (nonfinite_to_none's rule)."""
+    samples = compact_samples(samples_ms)
+    if set(map(type, samples)) <= {float} and math.isfinite(sum(samples)):  # the usual case, checked at C speed
+        return samples
+    return [None if isinstance(s, float) and not math.isfinite(s) else s for s in samples]
+
+
 def compact_samples(samples_ms: list[float]) -> list[float]:
     """The samples as a record keeps them: rounded to SAMPLE_DECIMALS (non-finite ones are left to to_dict)."""
+    if set(map(type, samples_ms)) <= {float} and math.isfinite(sum(samples_ms)):  # the usual case: no check each
+        return [round(s, SAMPLE_DECIMALS) for s in samples_ms]
     return [round(s, SAMPLE_DECIMALS) if isinstance(s, float) and math.isfinite(s) else s for s in samples_ms]
 
 
@@ -265,14 +282,14 @@ MAX_MARK_CHARS = 200
 
 
 def _marks(data: dict[str, Any], name: str) -> list[str]:
-    """A list of one-line strings (null or absent: none), printable characters only (no escape sequence from a
-    file reaches the terminal), each and their number bounded."""
+    """A list of one-line strings (null or absent: none), made printable (no escape sequence from a file reaches
+    the terminal: formatting.printable), each and their number bounded."""
     value = data.get(name)
     if value is None:
         return []
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise ValueError(f"{name} is not a list of strings: {shown(value)}")
-    return ["".join(ch for ch in item[:MAX_MARK_CHARS] if ch.isprintable()) for item in value[:MAX_MARKS]]
+    return [printable(item, MAX_MARK_CHARS) for item in value[:MAX_MARKS]]
 
 
 def new_record_id() -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from torchperf_tui.formatting import format_shape
 
@@ -100,9 +100,10 @@ def _setup_params(content: RunContent, record: Any) -> None:
     content.param("timer", record.timer)
 
 
-def describe_record(record: Any, saved: bool) -> RunContent:
+def describe_record(record: Any, saved: bool, note: str = "") -> RunContent:
     """A timing's or a generation's history record as one run; `saved`: the record is in the history (its id is
-    tagged, so the run and the history line can be found from each other)."""
+    tagged, so the run and the history line can be found from each other); `note`: the run's description, the
+    record's line as `history` words it (wording/history.py: the front end words it, the engine does not)."""
     content = RunContent(name=f"{record.kind} {record.model} {record.shape_text}")
     _setup_params(content, record)
     content.param("flags", record.flags_text)
@@ -120,7 +121,8 @@ def describe_record(record: Any, saved: bool) -> RunContent:
     _common_tags(content, record.kind, record.fingerprint)
     if saved:
         content.tag("torchperf.record_id", record.id)
-    content.tag("mlflow.note.content", record.summary())
+    if note:
+        content.tag("mlflow.note.content", note)
     if record.disturbed:
         content.tag("torchperf.disturbed", record.disturbed_text())
     kept = record.to_dict()  # the samples as the history keeps them (rounded to what a timer resolves)
@@ -164,13 +166,14 @@ def describe_ab(records: list[Any], saved: bool) -> RunContent:
     return content
 
 
-def describe_records(records: list[Any], saved: bool) -> RunContent:
-    """The run of a finished measurement's history records: two arms of kind "ab" are one comparison."""
+def describe_records(records: list[Any], saved: bool, note: Callable[[Any], str] | None = None) -> RunContent:
+    """The run of a finished measurement's history records: two arms of kind "ab" are one comparison (its verdict
+    its note); one record's note is `note(record)` (wording.history.history_line)."""
     if len(records) == 2 and all(r.kind == "ab" for r in records):
         return describe_ab(records, saved)
     if len(records) != 1:
         raise ValueError(f"one record, or an A/B's two, not {len(records)}")
-    return describe_record(records[0], saved)
+    return describe_record(records[0], saved, note(records[0]) if note is not None else "")
 
 
 def _result_params(content: RunContent, result: Any, shape: Iterable[int] | None) -> None:

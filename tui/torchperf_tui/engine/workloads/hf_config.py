@@ -15,19 +15,19 @@ import os
 import stat
 from typing import Any, Iterator
 
-from torchperf_tui.engine.errors import ModelError, first_line
+from torchperf_tui.engine.errors import ModelError, Remedy, first_line
 from torchperf_tui.engine.workloads.model_args import ModelArgs, check_keys, coerce
 
 PREFIX = "hf:"
 INSTALL = "pip install transformers"
 
-# Settings the config carries that are not the model's: set elsewhere (--dtype) or meaningless here.
+# Settings the config carries that are not the model's: set elsewhere (the dtype) or meaningless here.
 # A config.json is a few kilobytes (a large label map: a megabyte); past this it is no config, and is not read.
 MAX_CONFIG_BYTES = 16 * 1024 * 1024
 
 NOT_SETTINGS = frozenset({"dtype", "torch_dtype", "transformers_version", "architectures", "model_type",
                           "_name_or_path", "auto_map", "_commit_hash", "_attn_implementation_autoset"})
-ELSEWHERE = {"dtype": "--dtype", "torch_dtype": "--dtype"}
+ELSEWHERE = {"dtype": "dtype", "torch_dtype": "dtype"}  # a config key -> the run's own setting for it (a Remedy's)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -122,7 +122,7 @@ def _accepted_keys(config) -> set[str]:
 def _parsed_overrides(owner: str, config, args: ModelArgs) -> dict[str, Any]:
     for key, _ in args:
         if key in ELSEWHERE:
-            raise ModelError(f"{owner}: {key} is set with {ELSEWHERE[key]}, not --model-args")
+            raise ModelError(f"{owner}: {key} is not a model argument", remedies=(Remedy(ELSEWHERE[key], action="use"),))
     check_keys(owner, args, _accepted_keys(config))
     aliases = getattr(config, "attribute_map", {}) or {}
     values: dict[str, Any] = {}

@@ -12,7 +12,7 @@ import functools
 import inspect
 from typing import TYPE_CHECKING
 
-from torchperf_tui.engine.errors import ModelError, ShapeError, first_line
+from torchperf_tui.engine.errors import ModelError, Remedy, ShapeError, first_line
 from torchperf_tui.engine.workloads.hf_config import (  # noqa: F401 - the config's names, exported with the model's
     INSTALL, PREFIX, auto_mappings, int_setting, is_path, label, layers_key, load_config, model_types, quiet,
     refusal, strip_prefix, text_config, transformers_module,
@@ -159,7 +159,8 @@ def _check_seq_len(config, seq_len: int) -> int:
     if limit is not None and seq_len > limit[1]:
         key, value = limit
         raise ShapeError(f"{label(config)}: sequence length {seq_len} is past the model's maximum positions "
-                         f"({key} allows {value}); give --seq-len {value} or less, or --model-args {key}={seq_len}")
+                         f"({key} allows {value})",
+                         remedies=(Remedy("seq_len", f"{value} or less"), Remedy("model_args", f"{key}={seq_len}")))
     if seq_len < 1:
         raise ShapeError(f"{label(config)}: sequence length {seq_len} must be at least 1")
     return seq_len

@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from torchperf_tui.formatting import format_bytes
-from torchperf_tui.engine.errors import ModelTooLarge
+from torchperf_tui.engine.errors import ModelTooLarge, Remedy
 from torchperf_tui.engine.workloads.model_args import ModelArgs, format_model_args
 
 
@@ -65,11 +65,11 @@ def _embedding_bytes(model: nn.Module, dtype: torch.dtype) -> int:
     return sum(t.numel() * (itemsize if t.is_floating_point() else t.element_size()) for t in tensors.values())
 
 
-def _vocabulary_hint(spec: str, model_args: ModelArgs, model: nn.Module, held_in: torch.dtype, need: int,
-                     free: int) -> tuple[str, str | None]:
-    """(what the weights are mostly, the hint that makes them fit) where a transformers model's vocabulary is most of
-    its weights: (', 29.8 TiB of it the embeddings of its 1,000,000,000-token vocabulary', '--model-args
-    vocab_size=493000 or smaller'); the hint says fewer layers too where the rest alone does not fit either.
+def _vocabulary_remedy(spec: str, model_args: ModelArgs, model: nn.Module, held_in: torch.dtype, need: int,
+                       free: int) -> tuple[str, Remedy | None]:
+    """(what the weights are mostly, the remedy that makes them fit) where a transformers model's vocabulary is most
+    of its weights: (', 29.8 TiB of it the embeddings of its 1,000,000,000-token vocabulary', model_args
+    'vocab_size=493000 or smaller'); the remedy asks for fewer layers too where the rest alone does not fit either.
     ('', None) otherwise."""
     from torchperf_tui.engine.workloads import hf_models
 
@@ -84,38 +84,39 @@ def _vocabulary_hint(spec: str, model_args: ModelArgs, model: nn.Module, held_in
     if rest >= free:
         key = hf_models.layers_key(hf_models.load_config(spec, model_args))
         layers = f"{key}=2," if key is not None else ""
-        return said, f"--model-args {layers}vocab_size=32000 for fewer layers and a smaller vocabulary"
+        return said, Remedy("model_args", f"{layers}vocab_size=32000", "for fewer layers and a smaller vocabulary")
     fits = int(vocab * (free - rest) / embeddings * 0.9)  # a tenth spare: activations and the allocator need some
     fits = fits // 1000 * 1000 if fits >= 10_000 else fits
-    return said, (f"--model-args vocab_size={fits} or smaller" if fits >= 1 else None)
+    return said, (Remedy("model_args", f"vocab_size={fits} or smaller") if fits >= 1 else None)
 
 
-def _too_large_hint(spec: str, model_args: ModelArgs, dtype_helps: bool, vocabulary: str | None = None) -> str:
-    hints = []
+def _too_large_remedies(spec: str, model_args: ModelArgs, dtype_helps: bool,
+                        vocabulary: Remedy | None = None) -> list[Remedy]:
+    remedies = []
     from torchperf_tui.engine.workloads.models import source_of
 
     if vocabulary is not None:
-        hints.append(vocabulary)
+        remedies.append(vocabulary)
     elif source_of(spec) == "hf":
         from torchperf_tui.engine.workloads import hf_models
 
         key = hf_models.layers_key(hf_models.load_config(spec, model_args))
         if key is not None:
-            hints.append(f"--model-args {key}=2 for fewer layers")
+            remedies.append(Remedy("model_args", f"{key}=2", "for fewer layers"))
     elif model_args:  # the overrides made it this large (num_classes=99999999999)
-        hints.append(f"smaller --model-args than {format_model_args(model_args)}")
+        remedies.append(Remedy("model_args", f"values smaller than {format_model_args(model_args)}"))
     else:
-        hints.append("a smaller model")
+        remedies.append(Remedy(None, "a smaller model"))
     if dtype_helps:
-        hints.append("--dtype bfloat16 for half the bytes")
-    return "give " + ", or ".join(hints)
+        remedies.append(Remedy("dtype", "bfloat16", "for half the bytes"))
+    return remedies
 
 
 def check_fits(spec: str, model_args: ModelArgs, dtype: torch.dtype, device: str | torch.device, *,
                free_bytes: Callable[[torch.device], int | None] | None = None) -> None:
     """ModelTooLarge, in one line with the size, when the model's weights alone cannot fit the memory free where
     they are built, told from a meta build before anything is allocated: "hf:llama: 6.74 B parameters are 25.1 GiB
-    in float32; the CPU has 11.2 GiB free: give --model-args num_hidden_layers=2 ...".
+    in float32; the CPU has 11.2 GiB free; give --model-args num_hidden_layers=2 ...".
 
     hf: models are built on the device directly in `dtype`. timm: models are built on the device in float32, then
     cast; torchvision and custom ones in float32 on the CPU, then moved (and cast) to the device, which is checked
@@ -146,11 +147,11 @@ def check_fits(spec: str, model_args: ModelArgs, dtype: torch.dtype, device: str
             dtype_helps = wide and held_in == dtype
             # Fewer layers do not help a model whose vocabulary is most of its weights: it is told so, with the size
             # of vocabulary that fits.
-            mostly, vocabulary = _vocabulary_hint(spec, model_args, model, held_in, need, free) \
+            mostly, vocabulary = _vocabulary_remedy(spec, model_args, model, held_in, need, free) \
                 if source == "hf" else ("", None)
             raise ModelTooLarge(f"{_label(spec)}: {_count_words(count)} parameters are {format_bytes(need)} in "
-                                f"{dtype_name(held_in)}{mostly}; {place} {format_bytes(free)} free: "
-                                f"{_too_large_hint(spec, model_args, dtype_helps, vocabulary)}")
+                                f"{dtype_name(held_in)}{mostly}; {place} {format_bytes(free)} free",
+                                remedies=_too_large_remedies(spec, model_args, dtype_helps, vocabulary))
 
 
 def _label(spec: str) -> str:

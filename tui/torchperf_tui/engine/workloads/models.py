@@ -23,7 +23,7 @@ from torch import nn
 
 from torchperf_tui.engine.workloads.example_inputs import has_example_inputs
 from torchperf_tui.formatting import format_shape
-from torchperf_tui.engine.errors import ModelError, ShapeError, first_line
+from torchperf_tui.engine.errors import ModelError, Remedy, ShapeError, first_line
 from torchperf_tui.engine.workloads.input_spec import InputSpec
 from torchperf_tui.engine.workloads.meta_build import parameters_on_meta
 from torchperf_tui.engine.workloads.model_source import PREFIXES, SOURCES, source_of  # noqa: F401 - part of this module's API
@@ -185,7 +185,8 @@ def resolve_model(spec: str, model_args: ModelArgs = ()) -> ModelEntry:
 
 def _refuse_custom_args(spec: str, model_args: ModelArgs) -> None:
     if model_args:
-        raise ModelError(f"{spec} is built by its own factory: --model-args are for torchvision, timm: and hf: models")
+        raise ModelError(f"{spec} is built by its own factory: model arguments are for torchvision, timm: and hf: "
+                         "models", remedies=(Remedy("model_args", action="clear"),))
 
 
 def _declared_input_shape(spec: str, factory: Any, instance: bool) -> Any:

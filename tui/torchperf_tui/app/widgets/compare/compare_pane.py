@@ -34,6 +34,21 @@ OVERLAY_RUNS = 4
 TOAST_S = 4  # a toast that repeats what the verdict line shows: at 80x24 it lies over the table
 
 
+AB_OVERLAY_WAITING = "A/B: each arm's histogram fills as its blocks are timed"
+
+
+def ab_overlaid(runs: list, ab_runs: tuple[int, int] | None) -> list | None:
+    """The arms of the latest A/B (those with samples so far) while it is the newest of the kept runs, in flight or
+    done: the pane's verdict line is about them, and a kept run beside them would read as one of them. None when
+    the A/B is not the newest, or ended without a sample."""
+    if ab_runs is None or not runs or max(r.run_id for r in runs) not in ab_runs:
+        return None
+    arms = [r for r in runs if r.run_id in ab_runs]
+    if all(r.finished and not r.samples_ms for r in arms):
+        return None
+    return [r for r in arms if r.samples_ms]
+
+
 def overlaid_runs(completed: list) -> list:
     """The runs whose histograms are overlaid: the last few measured like the newest (another model or input
     on the same axis would compare nothing), or only the A/B pair when the newest finished run is the B arm of
@@ -264,7 +279,8 @@ class ComparePane(Vertical):
         keep = self.highlighted_run_id()
         self._columns(table)
         base = history.baseline()
-        overlaid = overlaid_runs(history.completed())
+        arms = ab_overlaid(list(history), self.ab_runs)
+        overlaid = arms if arms is not None else overlaid_runs(history.completed())
         colour = {r.run_id: palette[i % len(palette)] for i, r in enumerate(overlaid)}
         kind = self.app.session.device_kind()
         for record in history:
@@ -300,7 +316,8 @@ class ComparePane(Vertical):
                         "highlighted run the baseline" + disturbed_note(list(history)))
         self.query_one(LatencyOverlay).show_runs(
             [(f"{r.label} {r.flags_text if base is None or r is base else against_text(r, base, kind)}",
-              r.samples_ms) for r in overlaid])  # the note above says the baseline's whole setup
+              r.samples_ms) for r in overlaid],  # the note above says the baseline's whole setup
+            empty=AB_OVERLAY_WAITING if arms is not None else None)
 
 
 def disturbed_note(runs: list) -> str:

@@ -3,6 +3,9 @@ against (app/widgets/timing/baseline_line.py); b on it again unmarks it. A mixin
 
 from __future__ import annotations
 
+from torchperf_tui.formatting import printable
+from torchperf_tui.wording.history import history_row
+
 BASELINE_MARK = "B"
 
 
@@ -33,16 +36,17 @@ class BaselineMark:
             return self.baseline
         if self.baseline is not None and self.baseline.id == record.id:
             self.baseline = None
-            self.app.notify(f"baseline {record.short_id} unmarked", timeout=3)
+            self.app.notify(f"baseline {printable(record.short_id)} unmarked", timeout=3, markup=False)
         else:
             try:
                 check_usable(record)
             except Exception as exc:
-                self.app.notify(user_message(exc), title="not a baseline", severity="warning", timeout=6)
+                self.app.notify(user_message(exc), title="not a baseline", severity="warning", timeout=6, markup=False)
                 return self.baseline
             self.baseline = record
-            self.app.notify(f"baseline: {record.short_id} ({record.model}); each timing run (r) is shown against it "
-                            "in Timing; b again unmarks it", title="baseline marked", timeout=6)
+            row = history_row(record)  # printable: the record was read from a file; not markup either
+            self.app.notify(f"baseline: {row.short_id} ({row.model}); each timing run (r) is shown against it "
+                            "in Timing; b again unmarks it", title="baseline marked", timeout=6, markup=False)
         self._show_baseline_cells()
         return self.baseline
 

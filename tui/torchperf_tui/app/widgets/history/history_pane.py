@@ -4,6 +4,9 @@ them, on one page or on two.
 The pane reads its own pages (`show_history(path)`), backwards from the end of the file, so a history of any
 size costs a page of records in memory and a page's read on screen: ] shows the page of older runs, [ the
 newer one. A LoadResult handed to `show_records` is shown the same way, a page of its newest records.
+
+Each row is worded as `history` words its line (wording/history.py): what its figures are per, a '!' when the run
+has a mark; the line under the table says the highlighted run whole, flags and marks uncut.
 """
 
 from __future__ import annotations
@@ -15,19 +18,46 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
+from rich.text import Text
+from textual.content import Content
 from textual.widgets import DataTable, Static
 from textual.worker import get_current_worker
 
 from torchperf_tui.app.widgets.history.baseline_mark import BaselineMark
+from torchperf_tui.app.widgets.history.history_detail import HistoryDetail
 from torchperf_tui.engine.benchmark.stats import percentile_supported
-from torchperf_tui.formatting import UNSUPPORTED_LEGEND, format_percentile
+from torchperf_tui.formatting import UNSUPPORTED_LEGEND, printable
+from torchperf_tui.wording.history import history_row
 
 MARK = "●"
-# The id comes last: it names a run once told apart, so at 80 columns its 10 go to the model, p50 and p99
-# (with the id second, two runs whose percentiles read '26.73 ms?' pushed p99 out of sight).
-COLUMNS = (("mark", " "), ("model", "model"), ("p50", "p50"), ("p99", "p99"), ("flags", "flags"),
-           ("input", "input"), ("device", "device"), ("when", "when (UTC)"), ("id", "id"))
+CONDITION_MARK = "!"  # after what a row's figures are per: the run has a mark (disturbed, GPU throttled, cancelled)
+# What a row is (per: 'pass', 'token', an A/B arm's 'A pass') and its figures first, then when it finished: at 80
+# columns beside the sidebar the pane is some 44 wide, and the line under the table says the highlighted row whole.
+# The id comes last: it names a run once told apart (with the id second, two runs whose percentiles read
+# '26.73 ms?' pushed p99 out of sight).
+COLUMNS = (("mark", " "), ("per", "per"), ("model", "model"), ("p50", "p50"), ("p99", "p99"),
+           ("when", "when (UTC)"), ("flags", "flags"), ("input", "input"), ("device", "device"), ("id", "id"))
 MIN_MODEL = 8
+MARKS_LEGEND = f"{CONDITION_MARK} = the run's figures have a mark (disturbed, GPU throttled, cancelled): the line " \
+               "under the table says it whole"
+
+
+def model_width(rows: list[list[str]], width: int) -> int:
+    """The model's column in a table `width` wide: what the mark, per, p50 and p99 leave (each column its widest cell
+    + 2), less the time's column where that leaves MIN_MODEL (at 80 columns it does not: the line under the table
+    says the highlighted run's time)."""
+    widths = {key: max([len(label)] + [len(row[i]) for row in rows]) + 2 for i, (key, label) in enumerate(COLUMNS)}
+    rest = width - sum(widths[key] for key in ("mark", "per", "p50", "p99")) - 2  # 2: the model's own padding
+    return max(MIN_MODEL, rest - widths["when"] if rest - widths["when"] >= MIN_MODEL else rest)
+
+
+def legend(records, pers: list[str]) -> str | None:
+    """The table's tooltip: what its '?' and '!' mean, where it shows one (`pers`: its 'per' cells)."""
+    # p99 needs the most samples: a '?' beside any p50 or p99 means one beside that run's p99
+    unsupported = any(r.stats is not None and not percentile_supported(0.99, r.stats.n) for r in records)
+    marked = any(per.endswith(CONDITION_MARK) for per in pers)
+    shown = [text for text, show in ((UNSUPPORTED_LEGEND, unsupported), (MARKS_LEGEND, marked)) if show]
+    return "\n".join(shown) or None
 
 
 def home_short(path) -> str:
@@ -59,7 +89,7 @@ def fit_model(model: str, width: int) -> str:
 def flag_value(value) -> str:
     if isinstance(value, bool):
         return "on" if value else "off"
-    return "default" if value is None else str(value)
+    return "default" if value is None else printable(value, 80)  # read from a file
 
 
 def comparison_text(comparison) -> str:
@@ -67,9 +97,9 @@ def comparison_text(comparison) -> str:
     (the summary says "flags: same" when none does)."""
     lines = [comparison.summary()]
     for name, (a, b) in comparison.flags_diff.items():
-        lines.append(f"  flag {name}: {flag_value(a)} -> {flag_value(b)}")
+        lines.append(f"  flag {printable(name, 40)}: {flag_value(a)} -> {flag_value(b)}")
     for name, (a, b) in comparison.setup_diff.items():
-        lines.append(f"  set-up {name}: {flag_value(a)} -> {flag_value(b)}")
+        lines.append(f"  set-up {printable(name, 40)}: {flag_value(a)} -> {flag_value(b)}")
     return "\n".join(lines)
 
 
@@ -121,6 +151,7 @@ class HistoryPane(BaselineMark, Vertical):
     def compose(self) -> ComposeResult:
         yield Static("loading the history…", id="history-note", classes="loading")
         yield DataTable(id="history-table", cursor_type="row", zebra_stripes=True)
+        yield HistoryDetail("", id="history-detail")  # the highlighted row whole: the table cuts its flags
         yield Static("mark two runs (m or ⏎ on a row) to compare them", id="history-compare")
 
     def on_mount(self) -> None:
@@ -242,7 +273,7 @@ class HistoryPane(BaselineMark, Vertical):
         self._show_note(loaded)
         if loaded.warnings:  # its bad lines in one notification, one line however many
             self.app.notify("\n".join(loaded.warnings), title="history: lines skipped", severity="warning",
-                            timeout=8)
+                            timeout=8, markup=False)  # they quote the file's values: words, not markup
         self.show_marked_comparison()
         self.post_message(self.Loaded(loaded))
 
@@ -251,29 +282,29 @@ class HistoryPane(BaselineMark, Vertical):
         keep = keep if keep is not None else self.highlighted_id()
         rows = []
         for r in self.records.values():
-            s = r.stats
-            rows.append([self.mark_cell(r.id), r.model,
-                         format_percentile(s.p50_ms, 0.5, s.n) if s else "–",
-                         format_percentile(s.p99_ms, 0.99, s.n) if s else "–",
-                         r.flags_text + (" (cancelled)" if r.cancelled else "")
-                         + (" (GPU throttled)" if r.throttle_text() else "")
-                         + (" (disturbed)" if getattr(r, "disturbed", None) else ""), f"{r.shape_text} {r.dtype}",
-                         r.device, r.created_at.replace("T", " ")[5:16], r.short_id, r.id])
-        # The model gets what the mark, p50 and p99 leave of the width (each column: its widest cell + 2).
-        beside = sum(max([len(label)] + [len(row[i]) for row in rows]) + 2
-                     for i, (key, label) in enumerate(COLUMNS) if key in ("mark", "p50", "p99"))
+            row = history_row(r)  # every string printable: a record's are read from a file
+            per = row.compact_per() + (f" {CONDITION_MARK}" if row.marks else "")
+            rows.append([self.mark_cell(r.id), per, row.model, row.p50, row.p99, row.when[5:], row.compact_flags(),
+                         row.input, row.device, row.short_id, r.id])
         self._fitted_to = self.size.width
-        scrollbar = 2 if len(rows) + 1 > self.query_one(DataTable).size.height else 0
-        width = max(MIN_MODEL, self.size.width - scrollbar - beside - 2)  # 2: its own cell padding
+        scrollbar = 2 if len(rows) + 1 > table.size.height else 0
+        width = model_width(rows, self.size.width - scrollbar)
         self._columns(table)
         for row in rows:
-            row[1] = fit_model(row[1], width)
-            table.add_row(*row[:-1], key=row[-1])
-        # p99 needs the most samples: a '?' beside any p50 or p99 means one beside that run's p99
-        marked = any(r.stats is not None and not percentile_supported(0.99, r.stats.n) for r in self.records.values())
-        table.tooltip = UNSUPPORTED_LEGEND if marked else None  # what a '?' beside a p50 or p99 means
+            row[2] = fit_model(row[2], width)
+            # Text, not markup: a model's name or flags read from a file are shown as they are ('[b]' and all)
+            table.add_row(*(Text(cell) for cell in row[:-1]), key=row[-1])
+        table.tooltip = legend(self.records.values(), [row[1] for row in rows])
         if keep in self.records:
             table.move_cursor(row=table.get_row_index(keep))
+        self._show_detail()
+
+    @on(DataTable.RowHighlighted, "#history-table")
+    def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._show_detail()
+
+    def _show_detail(self) -> None:
+        self.query_one(HistoryDetail).show(self.records.get(self.highlighted_id() or ""))
 
     @staticmethod
     def _offsets_of(loaded) -> list[int]:
@@ -307,7 +338,7 @@ class HistoryPane(BaselineMark, Vertical):
         self._loading = False
         note = self.query_one("#history-note", Static)
         note.remove_class("loading")
-        note.update(f"[b $error]error:[/] {text}")
+        note.update(Content.from_markup("[b $error]error:[/] ") + Content(text))  # the text quotes a path: not markup
 
     # -- marking and comparing ------------------------------------------------------------------------
     def highlighted_id(self) -> str | None:
@@ -339,9 +370,9 @@ class HistoryPane(BaselineMark, Vertical):
         except Exception as exc:
             from torchperf_tui.engine.errors import user_message
 
-            self.show_comparison(f"[b $error]error:[/] {user_message(exc)}")
+            self.show_comparison(Content.from_markup("[b $error]error:[/] ") + Content(user_message(exc)))
             return
-        self.show_comparison(comparison_text(comparison))
+        self.show_comparison(Content(comparison_text(comparison)))  # not markup: flags' values come from a file
 
     def toggle_mark(self, record_id: str | None = None) -> list[str]:
         """Mark (or unmark) a row; a third mark drops the oldest. Returns the marked ids, oldest mark first."""
@@ -367,5 +398,5 @@ class HistoryPane(BaselineMark, Vertical):
         older, newer = sorted((self._marked_records[rid] for rid in self.marked), key=lambda item: item[0])
         return older[1], newer[1]
 
-    def show_comparison(self, text: str) -> None:
+    def show_comparison(self, text: str | Content) -> None:
         self.query_one("#history-compare", Static).update(text)

@@ -26,6 +26,7 @@ from torchperf_tui.engine.workloads.inputs import dtype_note
 from torchperf_tui.engine.workloads.model_source import source_of
 from torchperf_tui.formatting import format_shape
 from torchperf_tui.measure.protocol import JobFailed
+from torchperf_tui.wording.refusals import app_message
 
 DTYPE_CHOICES = ("float32", "float16", "bfloat16")
 SHAPE_EXAMPLE = "3x224x224"  # the shape field's placeholder until a model's default input is known
@@ -81,6 +82,7 @@ class ModelPicker(Vertical):
         self._options: dict[str, Option] = {}  # an entry's option, made once: its prompt is parsed once
         self.spec: str | None = None
         self._shape_typed = False  # the shape field holds what the user typed, not the model's default
+        self._shape_given = False  # the user gave this model a shape (typed, ⏎), kept with it when another is chosen
         self.complexity: Any = None
         self.jobs = PaneJobs(self)
 
@@ -210,6 +212,7 @@ class ModelPicker(Vertical):
         if text:
             # Nothing in the catalogue: let the engine resolve it (and suggest close matches).
             self.choose(text)
+            listing.focus()  # as for a listed model: r runs it
 
     def on_key(self, event) -> None:
         # Down from the filter moves into the list, as in a search box.
@@ -228,14 +231,22 @@ class ModelPicker(Vertical):
         event.stop()
         if event.value.strip():
             self.choose(event.value.strip())
+            self.query_one("#model-list", OptionList).focus()  # chosen: r runs it, it is not typed
 
     def choose(self, spec: str) -> None:
-        """Choose a model and analyse it at the input typed (a new model starts from its own default input)."""
+        """Choose a model and analyse it at the input typed: another model starts from its default input, or the
+        args, seq and shape it was left with (ArgsRow.switch); the last model's are kept with it."""
         if not self.app.session.has("inputs"):
             self.app.notify("the model registry is still loading", severity="warning")
             return
         if spec != self.spec:
+            field = self.query_one("#shape", Input)
+            typed = field.value.strip() if self._shape_typed or self._shape_given else ""
+            shape = self.query_one(ArgsRow).switch(self.spec, spec, typed)
             self.set_default_shape(())
+            with field.prevent(Input.Changed):
+                field.value = shape  # as the user typed it for this model ('': its default)
+            self._shape_given = bool(shape)
             self.query_one("#shape", Input).placeholder = SHAPE_EXAMPLE
             self.query_one("#seq-len", Input).placeholder = SEQ_EXAMPLE
             self.show_input_note(None)
@@ -254,8 +265,6 @@ class ModelPicker(Vertical):
         """FLOPs, parameters and the layer table on the meta device, in the measurement process; a newer
         request replaces one still waiting, and one still running is cancelled: a model whose build or forward
         blocks is killed with its process after the grace (measure/client.py), so the next model is analysed."""
-        from torchperf_tui.engine.errors import user_message
-
         self.complexity = None
         spec = self.spec
         self.post_message(self.Analysing(spec))
@@ -263,7 +272,7 @@ class ModelPicker(Vertical):
             params = self.screen.selection().analysis_params()  # the sidebar's choice, frozen, as jobs get it
         except Exception as exc:
             self.jobs.cancel("analysis")
-            self._failed(spec, user_message(exc))
+            self._failed(spec, app_message(exc))
             return
         self.jobs.start("analysis", "analyse", params, f"analysing {spec}")
 
@@ -278,7 +287,8 @@ class ModelPicker(Vertical):
         self._shape_typed = False
 
     def set_inputs(self, model_args: str = "", seq_len: str = "") -> None:
-        """The args and seq fields as if typed (the app's --model-args and --seq-len), before a model is chosen."""
+        """The args and seq fields as if typed (the app's --model-args and --seq-len), before a model is chosen:
+        they are the first model's, and kept with it."""
         self.query_one(ArgsRow).fill(model_args, seq_len)
 
     def show_default_seq_len(self, input_shape: tuple) -> None:
@@ -300,11 +310,13 @@ class ModelPicker(Vertical):
         event.stop()
         if isinstance(event, Input.Submitted) and event.input.id == "shape":
             self.show_input_note(None)  # a shape typed is not assumed
+            self._shape_given = bool(event.value.strip())
         if isinstance(event, Input.Submitted) and event.input.id in ("model-args", "seq-len") \
                 and not self._shape_typed:
             # The shape shown is the model's default at the old overrides and length: the new ones decide it
             # (a timm img_size, a sequence length); the analysis fills it in again.
             self.set_default_shape(())
+            self._shape_given = False
         self.update_dtype_note()
         if self.spec is not None:
             self._analyse()

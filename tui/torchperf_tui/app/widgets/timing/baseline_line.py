@@ -8,11 +8,12 @@ widget, never on the event loop. No torch: the run's record is made from the res
 from __future__ import annotations
 
 from textual import on, work
+from textual.content import Content
 from textual.message import Message
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
-from torchperf_tui.formatting import format_ms
+from torchperf_tui.wording.history import history_row
 
 
 class BaselineLine(Static):
@@ -37,11 +38,17 @@ class BaselineLine(Static):
             self.update("")
             self.display = False
             return
-        stats = record.stats
-        p50 = f", p50 {format_ms(stats.p50_ms)}" if stats is not None else ""
-        self.update(f"baseline {record.short_id} ({record.model} {record.shape_text} {record.dtype}{p50}, marked in "
-                    "History): the next run is shown against it")
+        row = history_row(record)  # its strings printable: the record was read from the history file
+        p50 = f", p50 {row.p50}" if record.stats is not None else ""
+        # Content, not markup: a model's name from a file is shown as it is
+        self.update(Content(f"baseline {row.short_id} ({row.model} {row.input}{p50}, marked in History): the next run "
+                            "is shown against it"))
         self.display = True
+
+    def forget_run(self) -> None:
+        """The run it was shown against is no longer on the pane: the baseline's own line again."""
+        self.workers.cancel_group(self, "baseline-verdict")
+        self.set_baseline(self.baseline)
 
     def compare(self, result, fingerprint: dict | None, label: str) -> None:
         """Run `label`'s finished TimingResult against the baseline, if one is marked."""

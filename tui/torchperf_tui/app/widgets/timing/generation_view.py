@@ -13,6 +13,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.markup import escape
+from textual.message import Message
 from textual.widgets import Static
 
 from torchperf_tui.app.messages import JobEvent
@@ -28,6 +29,9 @@ WAITING = "generation: the per-token latencies fill this histogram as they are t
 
 class GenerationView(Vertical):
     """The last generation of one model (`spec`): what runs, live progress, then the result or why it failed."""
+
+    class Started(Message):
+        """A generation was asked for: the lines of a failed run above it are stale."""
 
     DEFAULT_CSS = """
     GenerationView { height: 1fr; display: none; }
@@ -79,9 +83,14 @@ class GenerationView(Vertical):
 
     def timing_run(self, record) -> None:
         """The timing pane's current run (the screen says when its runs change): a run started after g takes its
-        histogram back."""
+        histogram back, and the section goes when it holds no result (a failure, a refusal, a cancelled or
+        replaced generation would read as the new run's)."""
         if self.display and record is not None and record is not self._run_seen:
             self._take_histogram(False)
+            if self.result is None:
+                self.jobs.cancel("generate", enforce=False)  # replaced by the run: its last answer is dropped
+                self.error, self._lines = None, []
+                self.display = False
 
     # -- the job -------------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -91,6 +100,7 @@ class GenerationView(Vertical):
         if selection is None:
             return
         self.screen.show_tab("timing")
+        self.post_message(self.Started())
         self._run_seen = getattr(self.parent, "record", None)
         self._take_histogram(True)
         self.spec, self.result, self.error = selection.spec, None, None

@@ -265,7 +265,9 @@ class LatencyOverlay(_PlotHolder):
         super().__init__(**kwargs)
         self.series: list[tuple[str, list[float]]] = []
 
-    def show_runs(self, series: list[tuple[str, list[float]]]) -> None:
+    def show_runs(self, series: list[tuple[str, list[float]]], empty: str | None = None) -> None:
+        """`empty`: what to say while no series has a sample (an A/B before its first block)."""
+        self.empty_text = empty or type(self).empty_text
         self.series = [(label, list(samples)) for label, samples in series if samples]
         self.request_redraw()
 

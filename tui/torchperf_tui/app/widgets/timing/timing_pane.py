@@ -299,11 +299,33 @@ class TimingPane(Vertical):
 
     # -- lines ----------------------------------------------------------------------------------------
     def model_chosen(self, spec: str) -> None:
-        """Another model: a note about the last one would read as this one's."""
+        """Another model: a note about the last one would read as this one's, and so would its finished run's
+        lines (the run stays in Compare; one still measuring stays until it ends: its line names its model)."""
         self.determinism_note.model_chosen(spec)
         if self.modes_lines.spec is not None and spec != self.modes_lines.spec:
             self.jobs.cancel("modes", enforce=False)
             self.modes_lines.clear()
+        if self.record is not None and self.record.finished and self.record.model != spec:
+            self.clear_run()
+
+    @on(GenerationView.Started)
+    def _generation_started(self, message: GenerationView.Started) -> None:
+        """A generation replaces a failed run's lines above it (they would read as the generation's failure)."""
+        if self.record is not None and self.record.status == "failed":
+            self.clear_run()
+
+    def clear_run(self) -> None:
+        """The current run's lines go, as before the first run (the run stays in Compare)."""
+        self.record = None
+        self.jobs.cancel("roofline", enforce=False)
+        self.roofline_line.say("")
+        self.query_one(BaselineLine).forget_run()
+        self.query_one("#run-status", Static).update("")
+        stats = self.query_one("#run-stats", Static)
+        stats.update("")
+        stats.tooltip = None
+        self.query_one("#run-progress", ProgressBar).display = False
+        self.query_one(LatencyHistogram).show_samples([])
 
     def watch_model_line(self, text: str) -> None:
         summary = self.query_one("#model-summary", Static)
