@@ -5,7 +5,7 @@
 # first, from that index alone (--index-url, PyTorch's documented way, within pyproject.toml's ranges), then the
 # project from PyPI, which keeps them: with --extra-index-url pip would take the highest version of either
 # index, and a PyPI release ahead of the CPU index would bring back the CUDA build. Where that index cannot be
-# reached, pip installs from PyPI alone (on Linux, the CUDA build) and this says so.
+# reached, pip installs from PyPI alone (on Linux, the CUDA build) and this says so, naming the mirror setting.
 #
 #   sh scripts/install.sh [--test] [--dry-run]
 #     --test     also the test extras ('.[test]')
@@ -88,7 +88,8 @@ elif index_reachable; then
     cpu_index=$CPU_INDEX
 else
     echo "install.sh: warning: no NVIDIA GPU, and $CPU_INDEX cannot be reached: torch comes from PyPI alone" \
-         "(on Linux, the CUDA build: about 5.6 GB)" >&2
+         "(on Linux, the CUDA build: about 5.6 GB); for the CPU build from a mirror, set" \
+         "TORCHPERF_TORCH_CPU_INDEX to its URL and run this again" >&2
 fi
 
 run "$PYTHON" -m venv "$VENV"

@@ -1,6 +1,6 @@
 """`export --format github-benchmark | pytorch-v3` as a CI job runs it: written whole to --output (beside the
-target, then renamed), what was written said on stderr, bad input one line and exit 2; and the README's GitHub
-Actions workflow: valid YAML whose torchperf-tui commands the CLI's parser takes."""
+target, then renamed), what was written said on stderr, bad input one line and exit 2; and the GitHub Actions
+workflow of docs/history-and-ci.md: valid YAML whose torchperf-tui commands the CLI's parser takes."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from tests.records import make_record
 from torchperf_tui.cli_args import build_parser
 from torchperf_tui.engine.records.history_file import HistoryFile
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+CI_PAGE = Path(__file__).resolve().parents[1] / "docs" / "history-and-ci.md"
 
 
 @pytest.fixture
@@ -77,11 +77,11 @@ def test_an_output_that_is_a_directory_is_refused_in_one_line(capsys, tmp_path, 
     assert code == 2 and err.count("\n") == 1 and _leftovers(tmp_path) == []
 
 
-# -- the README's workflow -----------------------------------------------------------------------------------
+# -- the documented workflow ---------------------------------------------------------------------------------
 
 def _workflow_text() -> str:
-    text = README.read_text(encoding="utf-8")
-    section = text.split("## In CI: a baseline gate and fleet exports", 1)[1].split("\n## ", 1)[0]
+    text = CI_PAGE.read_text(encoding="utf-8")
+    section = text.split("\n## In CI\n", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```yaml\n(.*?)```", section, flags=re.S)
     assert len(blocks) == 1, "the CI section holds one workflow"
     return blocks[0]
@@ -105,7 +105,7 @@ def _parser_knows(command: str, option: str) -> bool:
     return option in sub._option_string_actions  # noqa: SLF001
 
 
-def test_the_readmes_workflow_benches_gates_and_exports_with_commands_the_cli_takes():
+def test_the_documented_workflow_benches_gates_and_exports_with_commands_the_cli_takes():
     workflow = _workflow_text()
     commands = _commands(workflow)
     assert [argv[0] for argv in commands] == ["bench", "compare", "bench", "export", "export"]
@@ -120,7 +120,7 @@ def test_the_readmes_workflow_benches_gates_and_exports_with_commands_the_cli_ta
         assert build_parser(baseline=baseline_requested(argv)).parse_args(argv).command == argv[0]
 
 
-def test_the_readmes_workflow_is_yaml_that_feeds_each_export_to_github_action_benchmark():
+def test_the_documented_workflow_is_yaml_that_feeds_each_export_to_github_action_benchmark():
     yaml = pytest.importorskip("yaml")
     workflow = yaml.safe_load(_workflow_text())
     steps = workflow["jobs"]["perf"]["steps"]

@@ -102,6 +102,8 @@ def test_an_unreachable_cpu_index_falls_back_to_pypi_and_says_so(tmp_path):
     done = dry_run(tmp_path, None, index=(tmp_path / "no-such-index").as_uri(), args=("--test",))
     assert done.returncode == 0
     assert "cannot be reached: torch comes from PyPI alone" in done.stderr
+    # ... and how to get the CPU build all the same: a mirror of the index, named by the variable the script reads
+    assert "set TORCHPERF_TORCH_CPU_INDEX to its URL" in done.stderr
     assert commands(done) == ["python3 -m venv .venv", ".venv/bin/pip install -e '.[test]'", compiled("'.[test]'")]
 
 

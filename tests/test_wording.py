@@ -147,7 +147,7 @@ def test_the_device_report_says_each_figure_once_for_info_and_the_device_pane():
     assert gpu_figures(gpu) == {
         "compute capability": "9.0", "SMs": "132", "memory": "80.0 GiB", "L2 cache": "50.0 MiB",
         "max SM clock": "1980 MHz", "max memory clock": "2619 MHz", "memory bus": "5120 bit", "power limit": "700 W",
-        "peak FP32": "66.9 TFLOPS", "peak FP16 tensor": "989.4 TFLOPS", "peak BF16 tensor": "n/a (no table)",
+        "peak FP32": "66.9 TFLOP/s", "peak FP16 tensor": "989.4 TFLOP/s", "peak BF16 tensor": "n/a (no table)",
         "peak bandwidth": "3352 GB/s"}
     assert gpu_rows(gpu)[-1] == ("measured ceilings", "none measured yet: `torchperf-tui ceilings` measures them "
                                                       "(seconds) and keeps them", NORMAL)
@@ -198,12 +198,12 @@ def test_a_models_complexity_says_its_counts_once_for_flops_and_the_layers_pane(
     conv = SimpleNamespace(name="conv1", type="Conv2d", input_shape=(1, 3, 32, 32), output_shape=(1, 64, 16, 16),
                            params=9408, flops=4_816_896, output_bytes=65536, backward_flops=9_633_792)
     cx = SimpleNamespace(model="resnet18", input_shape=(1, 3, 32, 32), dtype="float32", params_total=11_689_512,
-                         params_trainable=11_689_512, size_mb=44.59, flops=1_820_000_000, macs=910_000_000,
+                         params_trainable=11_689_512, size_bytes=46_757_888, size_mb=44.59, flops=1_820_000_000, macs=910_000_000,
                          backward_flops=3_640_000_000, step_flops=5_460_000_000, layers=[conv])
     assert counts_backward(cx) and step_ratio(cx) == "3.00x"
     assert complexity_title(cx) == "resnet18 at 1x3x32x32 (float32)"
     assert [(label, value) for label, value, _ in complexity_rows(cx)] == [
-        ("parameters", "11.7 M (11,689,512), trainable 11.7 M"), ("size", "44.59 MiB"),
+        ("parameters", "11.7 M (11,689,512), trainable 11.7 M"), ("size", "44.6 MiB"),
         ("FLOPs", "1.82 GFLOPs (1,820,000,000)"), ("MACs", "910.0 MMACs (910,000,000)"),
         ("training step", "forward 1.82 GFLOPs + backward 3.64 GFLOPs = 5.46 GFLOPs (3.00x the forward; the "
                           "optimizer's update not counted)")]

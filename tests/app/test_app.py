@@ -227,7 +227,7 @@ async def test_fake_h100_device_and_memory_views():
         await wait_until(pilot, lambda: app.pane("memory").last_telemetry is not None, what="a telemetry sample")
         await pilot.press("5")
         facts = screen_text(app, "#device-facts")
-        assert "H100" in facts and "TFLOPS" in facts
+        assert "H100" in facts and "TFLOP/s" in facts
         assert "H100" in app.sub_title
         selector = app.main.query_one("#device-select")
         assert selector.display and selector.value == "cuda:0"  # a choice between the CPU and the GPU

@@ -44,7 +44,7 @@ def test_the_cpu_compute_ceiling_is_the_best_of_every_workload_tried_and_says_wh
     conv = tried[("conv2d 3x3", "1x8x8x8 -> 8")]
     assert conv.value == pytest.approx(2 * 1 * 8 * 8 * 8 * 8 * 3 * 3 / conv.median_s)  # 2 N Cout Hout Wout Cin k k
     assert all(t.reps >= 3 for t in compute.tried)
-    assert copy.value == pytest.approx(2 * 2**20 / copy.median_s) and copy.size == "1 MiB"  # read + written
+    assert copy.value == pytest.approx(2 * 2**20 / copy.median_s) and copy.size == "1.0 MiB"  # read + written
     assert result.key == device_key(torch.device("cpu")) and f"threads {torch.get_num_threads()}" in result.key
     assert "float32 conv2d 3x3 channels_last 1x8x8x8 -> 8" in said and result.seconds > 0
 

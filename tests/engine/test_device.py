@@ -40,7 +40,7 @@ def test_h100_sxm_peaks_match_hand_computed_values_and_datasheet():
     assert peaks.bandwidth_gbs == pytest.approx(2619e6 * 5120 / 8 * 2 / 1e9)  # 3352 GB/s = 3.35 TB/s
     assert round(peaks.fp32_tflops, 1) == 66.9
     assert round(peaks.bf16_tensor_tflops, 1) == 989.4
-    assert peaks.formulas["fp32"] == "1980 MHz (max SM clock) x 132 SMs x 128 FP32 cores x 2 = 66.9 TFLOPS"
+    assert peaks.formulas["fp32"] == "1980 MHz (max SM clock) x 132 SMs x 128 FP32 cores x 2 = 66.9 TFLOP/s"
     assert "1830 MHz" in peaks.formulas["bf16_tensor"] and "4096" in peaks.formulas["bf16_tensor"]
     assert peaks.formulas["bandwidth"].startswith("2619 MHz (max memory clock) x 5120 bits / 8 x 2")
     assert peaks.formulas["bandwidth"].endswith("= 3352.3 GB/s")
@@ -187,7 +187,7 @@ def test_report_to_dict_is_json_with_na_as_text():
     data = _probe(nvml, cuda).to_dict()
     text = json.dumps(data)
     assert data["gpus"][0]["power_limit_w"] == "n/a (no permission to read this)"
-    assert data["gpus"][0]["formulas"]["fp32"].endswith("66.9 TFLOPS")
+    assert data["gpus"][0]["formulas"]["fp32"].endswith("66.9 TFLOP/s")
     assert json.loads(text)["cpu"]["logical_cores"] > 0
 
 

@@ -99,6 +99,7 @@ def test_describe_names_only_what_differs_and_always_the_cpu_threads():
     defaults" while every other ran on two)."""
     assert Flags().describe("cpu", threads_used=2) == "threads=2 (default)"
     assert Flags().describe("cpu") == "threads=default"  # before a run: not known yet, and said so
+    assert Flags().describe("cpu", default_threads=2) == "threads=2 (default)"  # known: said as a run says it
     text = Flags(cudnn_benchmark=True, num_threads=2).describe()
     assert "cudnn.benchmark=on" in text and "threads=2" in text
     assert Flags(cudnn_benchmark=True).describe(device="cpu", threads_used=4) == "threads=4 (default)"
@@ -112,7 +113,8 @@ def test_flags_described_against_another_set_name_only_what_differs():
         "oneDNN (mkldnn)=off"
     assert base.describe("cpu", against=base) == "same flags"
     assert Flags(num_threads=2).describe("cpu", against=Flags()) == "threads=2"
-    assert Flags().describe("cpu", against=Flags(num_threads=2)) == "threads=auto"
+    assert Flags().describe("cpu", against=Flags(num_threads=2)) == "threads=default"
+    assert Flags().describe("cpu", against=Flags(num_threads=1), default_threads=2) == "threads=2 (default)"
 
 
 def test_flags_described_against_another_set_tell_the_thread_counts_that_ran_apart():

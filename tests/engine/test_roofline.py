@@ -17,7 +17,7 @@ def _gpu(fp32=60.0, fp16=1000.0, bw=3000.0):
                     l2_cache_bytes=1, max_sm_clock_mhz=1, max_mem_clock_mhz=1, memory_bus_width_bits=1,
                     power_limit_w=1.0, peak_fp32_tflops=fp32, peak_fp16_tensor_tflops=fp16,
                     peak_bf16_tensor_tflops=fp16, peak_bandwidth_gbs=bw,
-                    formulas={"fp32": "1 x 2 = 60 TFLOPS", "bandwidth": "x = 3000 GB/s"})
+                    formulas={"fp32": "1 x 2 = 60 TFLOP/s", "bandwidth": "x = 3000 GB/s"})
 
 
 def _complexity(layers, flops=None, dtype="float32", shape=(1, 4)):
@@ -41,7 +41,7 @@ def test_dtype_picks_the_matching_peak_and_cpu_is_na_with_reasons():
     gpu = _gpu()
     assert peaks_for("cuda", "float32", gpu).peak_tflops == 60.0
     assert peaks_for("cuda", "float16", gpu).peak_tflops == 1000.0
-    assert "60 TFLOPS" in peaks_for("cuda", "float32", gpu).source
+    assert "60 TFLOP/s" in peaks_for("cuda", "float32", gpu).source
     cpu = peaks_for("cpu", "float32")
     assert isinstance(cpu.peak_tflops, NA) and "FMA" in cpu.peak_tflops.reason
     assert isinstance(cpu.ridge_flops_per_byte, NA)

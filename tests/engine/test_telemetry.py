@@ -18,6 +18,7 @@ from torchperf_tui.engine.hardware.telemetry import (
     TelemetrySampler,
     release_memory,
 )
+from torchperf_tui.formatting import format_bytes
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
@@ -153,7 +154,7 @@ def test_release_on_cpu_reports_rss_before_and_after():
     assert report.rss_before_bytes > 0 and report.rss_after_bytes > 0
     assert report.released_bytes == max(0, report.rss_before_bytes - report.rss_after_bytes)
     assert isinstance(report.reserved_before_bytes, NA)
-    assert report.summary().startswith(f"released {report.released_mib:.1f} MiB (RSS ")
+    assert report.summary().startswith(f"released {format_bytes(report.released_bytes)} (RSS ")
 
 
 def test_release_auto_on_a_cpu_box_picks_cpu():
@@ -169,7 +170,7 @@ def test_release_on_fake_cuda_reports_the_reserved_drop():
     assert (report.reserved_before_bytes, report.reserved_after_bytes) == (3 * GiB, 1 * GiB)
     assert report.released_bytes == 2 * GiB and report.released_mib == 2048.0
     assert (report.nvml_used_before_bytes, report.nvml_used_after_bytes) == (used_before, used_before - 2 * GiB)
-    assert report.summary() == ("released 2048.0 MiB (reserved 3.0 GiB -> 1.0 GiB; "
+    assert report.summary() == ("released 2.0 GiB (reserved 3.0 GiB -> 1.0 GiB; "
                                 "GPU used 3.5 GiB -> 1.5 GiB)")
 
 
@@ -190,7 +191,7 @@ def test_release_without_nvml_still_reports_reserved():
     report = release_memory("cuda", nvml=Nvml.open(nvml), cuda=cuda)
     assert report.released_bytes == 2 * GiB
     assert isinstance(report.nvml_used_before_bytes, NA) and "versions differ" in report.nvml_used_before_bytes.reason
-    assert report.summary() == "released 2048.0 MiB (reserved 3.0 GiB -> 1.0 GiB)"
+    assert report.summary() == "released 2.0 GiB (reserved 3.0 GiB -> 1.0 GiB)"
 
 
 def test_summary_reads_as_one_line():

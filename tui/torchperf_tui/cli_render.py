@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import sys
 import time
 
@@ -23,9 +25,36 @@ from torchperf_tui.wording.throughput import point_cells, throughput_rows, throu
 from torchperf_tui.wording.conditions import noise_rows
 from torchperf_tui.wording.timing import state_rows, timing_rows, timing_title
 
+# Blanks at the end of a line, before any style codes that close it: Rich pads every cell to its column's width,
+# the last column's too, so a table's lines would end in spaces (in a log, a diff, a copied line).
+_TRAILING_BLANKS = re.compile(r"[ \t]+((?:\x1b\[[0-9;]*m)*)(?=\n)")
+
+
+class TrimmedStdout:
+    """sys.stdout as it is at each write (tests and callers replace it), each line's trailing blanks taken off."""
+
+    def write(self, text: str) -> int:
+        sys.stdout.write(_TRAILING_BLANKS.sub(r"\1", text))
+        return len(text)
+
+    def flush(self) -> None:
+        sys.stdout.flush()
+
+    def isatty(self) -> bool:
+        return sys.stdout.isatty()
+
+    def fileno(self) -> int:
+        return sys.stdout.fileno()
+
+    @property
+    def encoding(self) -> str:
+        return getattr(sys.stdout, "encoding", None) or "utf-8"
+
+
 # Piped output (scripts, files) gets wide lines instead of rich's 80-column wrapping.
 # A pipe gets 200 columns (a log keeps whole lines) unless COLUMNS says how wide to be.
-console = Console(highlight=False, width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 200)
+console = Console(file=TrimmedStdout(), highlight=False,
+                  width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 200)
 
 
 def print_kv(title: str, rows: list[tuple]) -> None:
@@ -63,7 +92,8 @@ def render_modes(result) -> None:
 
 class ProgressLine:
     """A one-line progress counter on stderr while a benchmark runs (only on a terminal), redrawn at most
-    ten times a second: a tiny model runs thousands of iterations a second."""
+    ten times a second: a tiny model runs thousands of iterations a second. `show` draws any line in its place
+    (a sweep's latest length), and `close` takes it away before the result is printed, so nothing is said twice."""
 
     PERIOD_S = 0.1
 
@@ -80,9 +110,16 @@ class ProgressLine:
             return
         self._drawn_at = now
         of = f"/{total}" if total else ""
-        text = f"\r{phase:>7} {index + 1}{of}  {ms:9.3f} ms"
+        self.show(f"{phase:>7} {index + 1}{of}  {ms:9.3f} ms")
+
+    def show(self, text: str) -> None:
+        """`text` in place of the line drawn before, cut to the terminal's width (a wrapped line cannot be drawn
+        over)."""
+        if not self.enabled:
+            return
+        text = text[:max(1, shutil.get_terminal_size().columns - 1)]
         if text != self._last:
-            sys.stderr.write(text)
+            sys.stderr.write("\r" + text + " " * max(0, len(self._last) - len(text)))
             sys.stderr.flush()
             self._last = text
 
@@ -90,6 +127,7 @@ class ProgressLine:
         if self.enabled and self._last:
             sys.stderr.write("\r" + " " * len(self._last) + "\r")
             sys.stderr.flush()
+            self._last = ""
 
 
 def render_memsnap(result) -> None:

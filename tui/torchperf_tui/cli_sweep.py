@@ -1,5 +1,5 @@
 """`torchperf-tui sweep`: the arguments checked here (no torch: the lengths, the arms), the job in a measurement
-process as every command's, a line per length on stderr as it goes, then the table (or --json). Not kept in the
+process as every command's, the latest length on one line of a terminal as it goes, then the table (or --json). Not kept in the
 history: a record there holds one timing, and a sweep is many lengths (its --json keeps them all)."""
 
 from __future__ import annotations
@@ -9,6 +9,9 @@ import sys
 from rich.table import Table
 
 from torchperf_tui.cli_args import PROG
+from torchperf_tui.cli_mlflow import log_result, open_mlflow
+from torchperf_tui.cli_render import ProgressLine
+from torchperf_tui.wording.sweep import point_line
 
 
 def sweep_command(args) -> int:
@@ -21,20 +24,24 @@ def sweep_command(args) -> int:
     options = dict(iters=args.iters, warmup=args.warmup, time_budget_s=args.time_budget,
                    memory_cap_bytes=int(args.memory_cap * 1024**3) if args.memory_cap else None)
 
+    # The latest length on one line of a terminal, taken away before the table, which holds every length: the
+    # rows are said once (a line per length above the same rows read as the sweep printed twice).
+    line = ProgressLine(enabled=sys.stderr.isatty() and not args.json)
+
     def progress(what: str, data) -> None:
-        from torchperf_tui.wording.sweep import point_line
-
-        if what == "sweep_point" and not args.json:
-            print(point_line(data), file=sys.stderr)
+        if what == "sweep_point":
+            line.show(point_line(data))
         elif what == "note":
+            line.close()
             print(f"{PROG}: note: {data}", file=sys.stderr)
-
-    from torchperf_tui.cli_mlflow import log_result, open_mlflow
 
     sink = open_mlflow(args)  # --mlflow: checked before anything runs
     what = f"sweeping the sequence length of {args.model}" + (" under A and B" if arms else "")
-    result, extra = _run("sweep", {"cfg": base, "seq_lens": (lo, hi), "arms": arms, "options": options}, what,
-                         on_progress=progress)
+    try:
+        result, extra = _run("sweep", {"cfg": base, "seq_lens": (lo, hi), "arms": arms, "options": options}, what,
+                             on_progress=progress)
+    finally:
+        line.close()
     log_result(sink, "sweep", result, extra)
     return _output(args, result, render_sweep)
 

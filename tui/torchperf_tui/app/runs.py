@@ -59,7 +59,7 @@ class LiveRun:
         the session's next id; `default_shape`: the catalogue's input shape when the selection gives none."""
         flags = selection.flags if flags is None else flags
         return cls(run_id=session.new_run_id(), model=selection.spec, step=selection.step_text(),
-                   device=session.resolved_device(), flags=flags, flags_text=flags.describe(session.device_kind()),
+                   device=session.resolved_device(), flags=flags, flags_text=session.flags_text(flags),
                    arm=arm, shapes=selection.shapes,
                    compile=None if arm is not None or selection.compile == "eager" else selection.compile,
                    input_text=f"{selection.input_text(default_shape)} {selection.dtype}")

@@ -220,6 +220,15 @@ class Session:
             return "cpu"
         return "cuda" if (self.report is not None and self.report.cuda_available) else "cpu"
 
+    def default_threads(self) -> int | None:
+        """The measurement process's own thread count (from its device report); None before it has said."""
+        count = getattr(getattr(self.report, "cpu", None), "torch_threads", None)
+        return count if isinstance(count, int) and not isinstance(count, bool) else None
+
+    def flags_text(self, flags) -> str:
+        """`flags` in words where runs go, a default thread count said as a run's result says it."""
+        return flags.describe(self.device_kind(), default_threads=self.default_threads())
+
     def resolved_device(self) -> str:
         if self.device != "auto":
             return self.device

@@ -14,6 +14,7 @@ from importlib import import_module
 from typing import Any, Callable
 
 from torchperf_tui.engine.benchmark.ab_arms import FLIP_REMEDY, refuse_same_arms
+from torchperf_tui.engine.benchmark.flags import process_baseline
 from torchperf_tui.measure.protocol import Progress, Samples
 
 SEND_EVERY_S = 0.5  # batched samples leave at most twice a second: the UI redraws a run at that rate anyway
@@ -177,8 +178,9 @@ def run_ab_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     from torchperf_tui.engine.benchmark.abtest import ArmSpec, run_ab
 
     device_kind = params.get("device_kind", "cpu")
-    arm_a = ArmSpec(flags=params["a"], text=params["a"].describe(device_kind))
-    arm_b = ArmSpec(flags=params["b"], text=params["b"].describe(device_kind))
+    default = process_baseline().flags.num_threads  # a count left to the process reads 'threads=2 (default)'
+    arm_a = ArmSpec(flags=params["a"], text=params["a"].describe(device_kind, default_threads=default))
+    arm_b = ArmSpec(flags=params["b"], text=params["b"].describe(device_kind, default_threads=default))
     refuse_same_arms(params["base"], arm_a, arm_b, FLIP_REMEDY)  # an empty threads field is this process's count
     result = run_ab(params["base"], arm_a, arm_b, blocks=params["blocks"], per_block=params["per_block"],
                     seed=params["seed"], should_cancel=ctx.cancelled,
@@ -209,9 +211,10 @@ def run_kernels(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     from torchperf_tui.engine.analysis.kernels import conv_kernels
 
     kind = params.get("device_kind", "cpu")
-    return conv_kernels(params["base"], ArmSpec(flags=params["a"], text=params["a"].describe(kind)),
-                        ArmSpec(flags=params["b"], text=params["b"].describe(kind)),
-                        should_cancel=ctx.cancelled), {}
+    default = process_baseline().flags.num_threads  # a count left to the process reads 'threads=2 (default)'
+    arm_a = ArmSpec(flags=params["a"], text=params["a"].describe(kind, default_threads=default))
+    arm_b = ArmSpec(flags=params["b"], text=params["b"].describe(kind, default_threads=default))
+    return conv_kernels(params["base"], arm_a, arm_b, should_cancel=ctx.cancelled), {}
 
 
 def run_throughput(params: dict, ctx: JobContext) -> tuple[Any, dict]:

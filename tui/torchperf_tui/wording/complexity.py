@@ -56,7 +56,7 @@ def complexity_rows(cx) -> list[Row]:
     attention = attention_text(cx)
     return [row("parameters", f"{format_count(cx.params_total)} ({cx.params_total:,}), "
                               f"trainable {format_count(cx.params_trainable)}"),
-            row("size", f"{cx.size_mb:.2f} MiB"),
+            row("size", format_bytes(cx.size_bytes)),
             row("FLOPs", f"{format_flops(cx.flops)} ({cx.flops:,})"),
             row("MACs", f"{format_count(cx.macs, 'MACs')} ({cx.macs:,})"),
             *([row("training step", f"forward {format_flops(cx.flops)} + backward {format_flops(cx.backward_flops)} = "

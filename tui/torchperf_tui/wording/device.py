@@ -37,9 +37,9 @@ def gpu_figures(gpu) -> dict[str, str]:
             "max memory clock": format_number(gpu.max_mem_clock_mhz, "MHz"),
             "memory bus": format_number(gpu.memory_bus_width_bits, "bit"),
             "power limit": format_number(gpu.power_limit_w, "W"),
-            "peak FP32": format_number(gpu.peak_fp32_tflops, "TFLOPS", 1),
-            "peak FP16 tensor": format_number(gpu.peak_fp16_tensor_tflops, "TFLOPS", 1),
-            "peak BF16 tensor": format_number(gpu.peak_bf16_tensor_tflops, "TFLOPS", 1),
+            "peak FP32": format_number(gpu.peak_fp32_tflops, "TFLOP/s", 1),
+            "peak FP16 tensor": format_number(gpu.peak_fp16_tensor_tflops, "TFLOP/s", 1),
+            "peak BF16 tensor": format_number(gpu.peak_bf16_tensor_tflops, "TFLOP/s", 1),
             "peak bandwidth": format_number(gpu.peak_bandwidth_gbs, "GB/s")}
 
 

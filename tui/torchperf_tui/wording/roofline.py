@@ -66,7 +66,7 @@ def roofline_rows(result, na: Footnotes) -> list[Row]:
     rows = [row("latency", f"{format_ms(result.latency_ms)} ({result.latency_source})"),
             row("FLOPs per iteration", format_flops(result.flops)),
             row("achieved", format_count(result.achieved_tflops * 1e12, "FLOP/s")),
-            row("peak", f"{na(result.peak_tflops, '.4g', ' TFLOPS')}, {na(result.peak_bandwidth_gbs, '.0f', ' GB/s')}"),
+            row("peak", f"{na(result.peak_tflops, '.4g', ' TFLOP/s')}, {na(result.peak_bandwidth_gbs, '.0f', ' GB/s')}"),
             row("MFU (of peak FLOP/s)", pct("mfu_pct")),
             row("measured ceiling", f"{na(result.measured_tflops, '.4g', ' TFLOP/s')} (this box's best: "
                                     f"{result.measured_origin}; copy "
@@ -76,7 +76,7 @@ def roofline_rows(result, na: Footnotes) -> list[Row]:
             row("arithmetic intensity", f"{na(result.arithmetic_intensity, '.1f', ' FLOP/byte')} "
                                         f"(ridge {na(result.ridge_flops_per_byte, '.1f')})"),
             row("side of the roofline", na(result.side)),
-            row("attainable here", na(result.attainable_tflops, ".2f", " TFLOPS")),
+            row("attainable here", na(result.attainable_tflops, ".2f", " TFLOP/s")),
             row("of the roofline", pct("roofline_pct")),
             row("bytes moved", f"{format_bytes(result.bytes_moved)} ({result.bytes_method})" if result.bytes_moved
                 else result.bytes_method),

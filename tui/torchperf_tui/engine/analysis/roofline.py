@@ -1,4 +1,4 @@
-"""Roofline and utilisation: achieved TFLOPS, % of peak (MFU), arithmetic intensity, the ridge point,
+"""Roofline and utilisation: achieved TFLOP/s, % of peak (MFU), arithmetic intensity, the ridge point,
 and which side of the roofline the model (and each layer) sits on. Pure functions over a Complexity,
 a latency and the device's peaks; whatever cannot be known is NA with the reason.
 
@@ -175,7 +175,7 @@ def peaks_for(device: str, dtype: str = "float32", gpu: Any = None, *, tf32: boo
                        "give a datasheet figure (roofline --peak-bandwidth)")
     if peak_tflops is not None:
         flops_peak, flops_from = float(peak_tflops), "given"
-        sources.append(f"peak {peak_tflops:g} TFLOPS given by the user")
+        sources.append(f"peak {peak_tflops:g} TFLOP/s given by the user")
     if peak_bandwidth_gbs is not None:
         bandwidth, bandwidth_from = float(peak_bandwidth_gbs), "given"
         sources.append(f"peak bandwidth {peak_bandwidth_gbs:g} GB/s given by the user")
@@ -227,7 +227,7 @@ def classify(intensity: float | NA, ridge: float | NA) -> str | NA:
 
 
 def attainable(intensity: float | NA, peaks: RooflinePeaks) -> float | NA:
-    """The roofline: min(peak FLOP/s, intensity x peak bandwidth), in TFLOPS."""
+    """The roofline: min(peak FLOP/s, intensity x peak bandwidth), in TFLOP/s."""
     if isinstance(intensity, NA):
         return intensity
     if isinstance(peaks.peak_tflops, NA) or isinstance(peaks.peak_bandwidth_gbs, NA):

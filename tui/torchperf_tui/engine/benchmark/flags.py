@@ -128,11 +128,11 @@ class Flags:
                  threads_used: int | None = None, against_threads: int | None = None,
                  default_threads: int | None = None) -> str:
         """Short text of the flags that differ from PyTorch's defaults, or from `against` (those that apply on
-        `device`). The thread count is always said on the CPU (or with no device): "threads=2" when asked for,
-        "threads=2 (default)" when left to the process and `threads_used` says what it was, "threads=default"
-        when nobody knows yet (before a run). Against another set, the threads are said when the counts that
-        ran (`threads_used`, `against_threads`, else the asked ones) differ; "same flags" when nothing does.
-        `default_threads`, the process's own count, tells a default count from one the model's code set."""
+        `device`). The thread count is always said on the CPU (or with no device), one way: "threads=2" when asked
+        for, "threads=2 (default)" when left to the process (the count `threads_used` says ran, else the process's
+        own, `default_threads`), "threads=default" only where neither is known. Against another set, the threads
+        are said when the counts that ran (`threads_used`, `against_threads`, else the asked ones) differ; "same
+        flags" when nothing does. `default_threads` also tells a default count from one the model's code set."""
         diffs = []
         for name, (_, value) in self.changed_from(against or Flags()).items():
             if name == "num_threads":
@@ -141,22 +141,22 @@ class Flags:
                 continue
             diffs.append(f"{_SPECS_BY_NAME[name].label}={_value_text(value)}")
         mine = threads_used if threads_used is not None else self.num_threads
+        left = threads_used if threads_used is not None else default_threads  # a count left to the process
+        left_text = f"threads={left} (default)" if left is not None else "threads=default"
         if against is not None:
             theirs = against_threads if against_threads is not None else against.num_threads
             if mine != theirs:
-                diffs.append(f"threads={mine or 'auto'}")
+                diffs.append(f"threads={mine}" if mine is not None else left_text)
             return ", ".join(diffs) if diffs else "same flags"
         on_cpu = device is None or not device.startswith("cuda")
         if on_cpu or self.num_threads is not None:
             if self.num_threads is not None:
                 diffs.append(f"threads={self.num_threads}"
                              + ("" if threads_used in (None, self.num_threads) else f" (ran on {threads_used})"))
-            elif threads_used is None:
-                diffs.append("threads=default")
-            elif default_threads not in (None, threads_used):
+            elif default_threads not in (None, threads_used) and threads_used is not None:
                 diffs.append(f"threads={threads_used} (set by the model's code; default {default_threads})")
             else:
-                diffs.append(f"threads={threads_used} (default)")
+                diffs.append(left_text)
         return ", ".join(diffs) if diffs else "defaults"
 
 

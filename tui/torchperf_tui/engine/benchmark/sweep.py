@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from torchperf_tui.engine.benchmark.flags import process_baseline
 from torchperf_tui.engine.benchmark.watched import watched
 from torchperf_tui.engine.errors import ShapeError, TorchperfError, first_line
 from torchperf_tui.engine.hardware.host_noise import HostNoise, HostProbe, point_marks
@@ -297,7 +298,9 @@ class _Sweep:
         finally:
             self.models.clear()
             release_memory(self.kind)
-        texts = [(n, a.text or a.flags.describe(device.type)) for n, a in self.arms.items()]
+        default = process_baseline().flags.num_threads  # a count left to the process: 'threads=2 (default)'
+        texts = [(n, a.text or a.flags.describe(device.type, default_threads=default))
+                 for n, a in self.arms.items()]
         return SweepResult(
             **cfg.input_facts(inputs) | {"seq_len": None, "inputs": ""},  # the title says the lengths
             model=cfg.model, device=str(device), dtype=dtype_name(plan.dtype), batch=inputs.batch,

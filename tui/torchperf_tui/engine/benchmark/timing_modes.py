@@ -34,7 +34,7 @@ from torchperf_tui.engine.hardware.host_noise import HostNoise, HostProbe, point
 from torchperf_tui.engine.hardware.run_conditions import RunConditions, per_item_word, throttle_note
 from torchperf_tui.engine.benchmark.stats import TimingStats, compute_stats
 from torchperf_tui.engine.benchmark.timing import run_timed_loop
-from torchperf_tui.formatting import warmup_budget_text
+from torchperf_tui.formatting import format_bytes, format_ms, warmup_budget_text
 
 MODES = ("sync", "pipelined", "graph")
 MEANING = {
@@ -174,8 +174,6 @@ def _share(part: float, whole: float) -> str:
 
 def findings(result: ModesResult) -> list[str]:
     """The gaps between the modes' medians, in words."""
-    from torchperf_tui.formatting import format_ms
-
     sync, pipelined, graph = (result.median(name) for name in MODES)
     said: list[str] = []
     launch_bound = False
@@ -211,7 +209,7 @@ def findings(result: ModesResult) -> list[str]:
             said.append(f"sync and pipelined agree within {GAP_SHARE * 100:.0f} % ({format_ms(sync)} vs "
                         f"{format_ms(pipelined)}): {why}")
     if result.cold_l2 and result.flush_bytes:
-        said.append(f"cold L2: {result.flush_bytes / 2**20:.0f} MiB written before each sync and graph iteration, "
+        said.append(f"cold L2: {format_bytes(result.flush_bytes)} written before each sync and graph iteration, "
                     "outside the timed region; pipelined iterations run back to back and keep it warm")
     return said + conditions_findings(result)
 

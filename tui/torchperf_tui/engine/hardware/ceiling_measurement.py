@@ -36,6 +36,7 @@ from typing import Callable
 from torchperf_tui.engine.hardware.ceilings import Ceiling, CeilingsResult, Trial, device_key
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.engine.lazy_torch import torch
+from torchperf_tui.formatting import format_bytes
 
 CPU_MATMUL_N = 2048  # the reference size: always measured, and the size of the other matmul layouts
 GPU_MATMUL_N = 8192
@@ -62,7 +63,7 @@ class Workload:
 
     kind: str  # "compute" or "copy"
     name: str  # "matmul", "matmul x@W^T", "matmul tall-skinny", "conv2d 3x3", "conv2d 3x3 channels_last", "copy"
-    size: str  # "2048x2048x2048" (m x k x n), "16x256x14x14 -> 256" (N x Cin x H x W -> Cout), "256 MiB"
+    size: str  # "2048x2048x2048" (m x k x n), "16x256x14x14 -> 256" (N x Cin x H x W -> Cout), "256.0 MiB"
     amount: int
     build: Callable[..., Callable[[], object]] = field(repr=False, compare=False)  # (device, dtype, generator)
     optional: bool = False  # measured only where one repetition fits half the budget at the rate reached so far
@@ -112,7 +113,7 @@ def copy_workload(nbytes: int) -> Workload:
         dst = torch.empty_like(src)
         return lambda: dst.copy_(src)
 
-    return Workload("copy", "copy", f"{elements * 4 / 2**20:.0f} MiB", 2 * elements * 4, build)
+    return Workload("copy", "copy", format_bytes(elements * 4), 2 * elements * 4, build)
 
 
 def compute_workloads(sizes: tuple[int, ...], reference: int,

@@ -69,7 +69,7 @@ class Ceiling:
     kind: str  # "compute" (a file of FORMAT 1 says "matmul": read as compute) or "copy"
     dtype: str  # "float32", "tf32", "float16", "bfloat16"; the copy's element type
     value: float  # FLOP/s (compute) or bytes/s (copy, read + written)
-    size: str  # of the workload that gave it: "2048x2048x2048", "16x256x14x14 -> 256", "256 MiB"
+    size: str  # of the workload that gave it: "2048x2048x2048", "16x256x14x14 -> 256", "256.0 MiB"
     median_s: float  # of one repetition
     reps: int
     workload: str = "matmul"  # which workload gave it (see ceiling_measurement.Workload.name)

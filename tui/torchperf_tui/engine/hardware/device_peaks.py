@@ -108,7 +108,7 @@ def peak_figures(compute_capability: str | tuple[int, int] | NA, sm_count: int |
         clock = float(max_sm_clock_mhz)
         fp32 = clock * 1e6 * sm_count * spec.fp32_cores_per_sm * 2 / 1e12
         formulas["fp32"] = (f"{clock:.0f} MHz ({clock_label}) x {sm_count} SMs x {spec.fp32_cores_per_sm} "
-                            f"FP32 cores x 2 = {fp32:.1f} TFLOPS")
+                            f"FP32 cores x 2 = {fp32:.1f} TFLOP/s")
         tensor_clock = clock
         clock_note = clock_label
         datasheet = DATASHEET_TENSOR_CLOCK_MHZ.get((cc[0], cc[1], int(sm_count)))
@@ -122,7 +122,7 @@ def peak_figures(compute_capability: str | tuple[int, int] | NA, sm_count: int |
             rate_note = ", half rate: GeForce with FP32 accumulate"
         fp16 = tensor_clock * 1e6 * sm_count * per_sm / 1e12
         formulas["fp16_tensor"] = (f"{tensor_clock:.0f} MHz ({clock_note}) x {sm_count} SMs x {per_sm} dense "
-                                   f"FLOP/clk/SM{rate_note} = {fp16:.1f} TFLOPS")
+                                   f"FLOP/clk/SM{rate_note} = {fp16:.1f} TFLOP/s")
         if spec.bf16_tensor:
             bf16 = fp16
             formulas["bf16_tensor"] = formulas["fp16_tensor"].replace(" = ", " (same as FP16) = ", 1)

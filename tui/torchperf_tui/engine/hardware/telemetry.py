@@ -214,7 +214,7 @@ class ReleaseReport:
             parts.append(_before_after("RSS", self.rss_before_bytes, self.rss_after_bytes))
         if self.note:
             parts.append(self.note)
-        return f"released {self.released_mib:.1f} MiB ({'; '.join(parts)})"
+        return f"released {format_bytes(self.released_bytes)} ({'; '.join(parts)})"
 
 
 def _before_after(label: str, before: int | NA, after: int | NA) -> str:

@@ -126,7 +126,7 @@ class ComparePane(Vertical):
         if flags_a == flags_b:
             from torchperf_tui.engine.benchmark.ab_arms import FLIP_REMEDY, same_arms_refusal  # no torch: cheap
 
-            text = same_arms_refusal(FLIP_REMEDY, flags_a.describe(self.app.session.device_kind()))
+            text = same_arms_refusal(FLIP_REMEDY, self.app.session.flags_text(flags_a))
             if not self.comparing():
                 self.verdict = f"A/B: {escape(text)}"
             self.app.notify(text, severity="warning", timeout=TOAST_S)

@@ -159,8 +159,8 @@ class KernelsPane(Vertical):
         self.screen.show_tab("kernels")
         what = "" if selection.step == "infer" and not selection.amp else f" ({selection.step_text()})"
         self.status = (f"[b]{selection.spec}[/]{what} · profiling each conv layer and attention call under A: "
-                       f"{flags_a.describe(kind)} "
-                       f"and B: {flags_b.describe(kind)}…")
+                       f"{self.app.session.flags_text(flags_a)} "
+                       f"and B: {self.app.session.flags_text(flags_b)}…")
         base = self.jobs.config(selection, self._failed, flags=flags_a, slot="kernels")
         if base is None:
             return

@@ -183,11 +183,10 @@ class SweepPane(Vertical):
         from torchperf_tui.engine.benchmark.ab_arms import ArmSpec
         from torchperf_tui.engine.benchmark.sweep import parse_seq_lens
 
-        kind = self.app.session.device_kind()
         arms = None
-        self.arm_labels = {"": selection.flags.describe(kind)}
+        self.arm_labels = {"": self.app.session.flags_text(selection.flags)}
         if flag_arms is not None:
-            arms = tuple(ArmSpec(flags=f, text=f.describe(kind)) for f in flag_arms)
+            arms = tuple(ArmSpec(flags=f, text=self.app.session.flags_text(f)) for f in flag_arms)
             self.arm_labels = {"A": f"A ({arms[0].text})", "B": f"B ({arms[1].text})"}
         self.screen.show_tab("sweep")
         self.result, self.error = None, None
@@ -195,7 +194,7 @@ class SweepPane(Vertical):
         self.query_one("#sweep-summary", Static).update("")
         self.points = []
         self._replot()
-        under = "A and B interleaved" if arms else selection.flags.describe(kind)
+        under = "A and B interleaved" if arms else self.arm_labels[""]
         self.status = (f"[b]{selection.spec}[/] on {self.app.session.resolved_device()} · sweeping lengths "
                        f"{SWEEP_LENGTHS} (doubling, cut at the model's maximum) under {escape(under)}…")
         cfg = self.jobs.config(selection, self._failed, slot="sweep")

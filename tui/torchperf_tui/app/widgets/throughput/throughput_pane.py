@@ -155,7 +155,7 @@ class ThroughputPane(Vertical):
         self.query_one("#throughput-summary", Static).update("")
         self.query_one(ThroughputPlot).show_points([])
         self.status = (f"[b]{selection.spec}[/] on {session.resolved_device()} · {selection.step_text()} · "
-                         f"{selection.flags.describe(session.device_kind())} · searching: doubling the batch until "
+                         f"{session.flags_text(selection.flags)} · searching: doubling the batch until "
                          "samples/s stops improving, it does not fit, or the time budget runs out…")
         cfg = self.jobs.config(selection, self._failed, slot="search")
         if cfg is None:

@@ -260,7 +260,7 @@ class TimingPane(Vertical):
         if cfg is None:
             return
         self.determinism_note.running(selection.spec, selection.step_text(),
-                                      selection.flags.describe(self.app.session.device_kind()))
+                                      self.app.session.flags_text(selection.flags))
         self.screen.show_tab("timing")
         self.jobs.start("determinism", "determinism", {"cfg": cfg}, f"checking determinism of {selection.spec}")
 
