@@ -130,7 +130,7 @@ def virtual_generation(monkeypatch):
         return 1000.0
 
     monkeypatch.setattr(generation, "time", clock.module())
-    monkeypatch.setattr(generation, "_sampler", lambda device: sample)
+    monkeypatch.setattr(generation, "token_clock", lambda device: sample)
     return clock
 
 

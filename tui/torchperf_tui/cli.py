@@ -422,7 +422,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if getattr(args, "history", None):  # the history in use, for the measurement process too: no output of
         os.environ[HISTORY_ENV] = args.history  # either process is written over it (engine/records/kept_files.py)
-    from torchperf_tui.measure.cli_jobs import Terminated, ending_on_signals
+    from torchperf_tui.measure.ending import Terminated, ending_on_signals
 
     try:
         if args.command is None:

@@ -7,19 +7,18 @@ holds it). So the model's code can neither end the command (os._exit is one line
 alive, nor print into its output. A job that fails raises JobError (the engine's one line: exit 2) or
 MeasurementBug (not the user's fault: exit 1). Ctrl-C cancels the job; one that has not stopped within
 CANCEL_GRACE_S is killed with its process; then KeyboardInterrupt goes on up (exit 130). SIGTERM and SIGHUP
-(`ending_on_signals`) stop the process at once and go on up as Terminated (exit 128 + the signal's number), so its
+(measure/ending.py) stop the process at once and go on up as Terminated (exit 128 + the signal's number), so its
 empty log is removed on the way out, as at any other end. No torch here.
 """
 
 from __future__ import annotations
 
-import contextlib
 import queue
-import signal
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from torchperf_tui.engine.errors import TorchperfError
 from torchperf_tui.measure.client import CANCEL_GRACE_S, MeasurementProcess
+from torchperf_tui.measure.ending import Terminated
 from torchperf_tui.measure.protocol import JobDone, JobFailed, Progress, Samples
 
 POLL_S = 0.2  # how often the waiting thread wakes: a Ctrl-C is seen within this
@@ -31,41 +30,6 @@ class JobError(TorchperfError):
 
 class MeasurementBug(Exception):
     """The job failed with an error that is not the user's (a bug): one line 'Type: message', exit 1."""
-
-
-class Terminated(BaseException):
-    """SIGTERM or SIGHUP reached the command: not an Exception, so nothing on the way catches it as an error."""
-
-    def __init__(self, signum: int) -> None:
-        self.signum = int(signum)
-        super().__init__(signal.Signals(self.signum).name)
-
-
-ENDING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
-
-
-@contextlib.contextmanager
-def ending_on_signals() -> Iterator[None]:
-    """Within it, SIGTERM or SIGHUP (a `kill`, a closed terminal) raise Terminated in the main thread, so the
-    command ends through its `finally`s (a measurement process stopped, its empty log removed) instead of dying
-    where it stands; the second such signal gets the default (the process ends at once). Python's default for
-    both is to die with nothing cleaned up."""
-    def raise_terminated(signum: int, frame: Any) -> None:
-        for sig in ENDING_SIGNALS:
-            signal.signal(sig, signal.SIG_DFL)
-        raise Terminated(signum)
-
-    previous = {}
-    try:
-        for sig in ENDING_SIGNALS:
-            previous[sig] = signal.signal(sig, raise_terminated)
-    except ValueError:  # not the main thread (a test calling main from a thread): Python's defaults stay
-        pass
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 def run_job(kind: str, params: dict, what: str = "", *, on_progress: Callable[[str, Any], None] | None = None,

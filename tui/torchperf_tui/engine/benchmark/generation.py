@@ -263,10 +263,11 @@ class GreedyLoop:
         self._take(self.model(**kwargs))
 
 
-def _sampler(device):
-    from torchperf_tui.engine.benchmark import timing
+def token_clock(device):
+    """How one decode step (or a prefill) is timed on `device`: the timed loop's clock (the seam tests replace)."""
+    from torchperf_tui.engine.benchmark.timing import sample_clock  # torch: the result types load without it
 
-    return timing._cuda_sample if device.type == "cuda" else timing._cpu_sample
+    return sample_clock(device)
 
 
 def run_generation(cfg, new_tokens: int = DEFAULT_NEW_TOKENS, *, runs: int = GENERATE_RUNS,
@@ -297,7 +298,7 @@ def _run_generation(cfg, new_tokens: int, runs: int, watch, on_sample, should_ca
     cancelled = should_cancel or (lambda: False)
     work = prepare_workload(cfg.model, inputs, device, plan.dtype, seed=cfg.seed, model_args=cfg.model_args)
     watch.built()
-    sample = _sampler(device)
+    sample = token_clock(device)
     steps = new_tokens - 1
     ttft: list[float] = []
     decode: list[float] = []

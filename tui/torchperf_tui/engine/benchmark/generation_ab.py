@@ -142,8 +142,8 @@ def _run(base, a, b, new_tokens, blocks, seed, should_cancel, time_budget_s, on_
     from torchperf_tui.engine.benchmark.ab_arms import same_arms
     from torchperf_tui.engine.benchmark.abtest import AA_NOTE, block_order, inert_arm_flags
     from torchperf_tui.engine.benchmark.flags import applied_flags, asked_state, process_baseline
-    from torchperf_tui.engine.benchmark.generation import (GreedyLoop, _sampler, check_generation, check_positions,
-                                                           method_text)
+    from torchperf_tui.engine.benchmark.generation import (GreedyLoop, check_generation, check_positions,
+                                                           method_text, token_clock)
     from torchperf_tui.engine.workloads.inputs import parse_dtype
     from torchperf_tui.engine.workloads.workload import forward_errors, prepare_workload
 
@@ -170,7 +170,7 @@ def _run(base, a, b, new_tokens, blocks, seed, should_cancel, time_budget_s, on_
             workloads[arm.dtype] = prepare_workload(base.model, inputs, device, parse_dtype(arm.dtype), seed=seed,
                                                     model_args=base.model_args)
     watch.built()
-    sample = _sampler(device)
+    sample = token_clock(device)
     cancelled = should_cancel or (lambda: False)
     order = block_order(blocks, seed)
     warmed: set[str] = set()

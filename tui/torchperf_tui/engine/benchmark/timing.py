@@ -161,6 +161,11 @@ def _cpu_sample(fn: Callable[[], object]) -> float:
     return (time.perf_counter_ns() - t0) / 1e6
 
 
+def sample_clock(device: torch.device) -> Callable[[Callable[[], object]], float]:
+    """How one call is timed on `device`, in ms: CUDA events around it on a GPU, perf_counter on the CPU."""
+    return _cuda_sample if device.type == "cuda" else _cpu_sample
+
+
 def _wall_sample(fn: Callable[[], object], device: torch.device) -> float:
     """Wall time with synchronisation: for the first iteration, whose one-off work is partly on the host."""
     if device.type == "cuda":
@@ -201,7 +206,7 @@ def run_timed_loop(fn: Callable[[], object], *, device: torch.device | str = "cp
         with torch.cuda.device(device):
             return run_timed_loop(fn, device="cuda", warmup=warmup, iters=iters, on_sample=on_sample,
                                   should_cancel=should_cancel, before_iteration=before_iteration, budget_s=budget_s)
-    sample = _cuda_sample if device.type == "cuda" else _cpu_sample
+    sample = sample_clock(device)
     emit = on_sample or (lambda phase, index, total, ms: None)
     cancelled = should_cancel or (lambda: False)
     before = before_iteration or (lambda phase, index: None)
