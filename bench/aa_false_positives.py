@@ -16,10 +16,10 @@ import time
 
 import torch
 
-from torchperf_tui.engine.benchmark.ab_arms import parse_arm_spec
-from torchperf_tui.engine.benchmark.abtest import run_ab
+from torchperf_tui.engine.measurements.ab_arms import parse_arm_spec
+from torchperf_tui.engine.measurements.abtest import run_ab
 from torchperf_tui.engine.workloads.inputs import parse_shape
-from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+from torchperf_tui.engine.measurements.bench_config import BenchConfig
 
 
 def rate(base: BenchConfig, a: str, b: str, trials: int, blocks: int, per_block: int) -> tuple[float, list]:

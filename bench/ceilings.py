@@ -22,10 +22,10 @@ import time
 
 import torch
 
-from torchperf_tui.engine.hardware.ceiling_measurement import (CPU_CONVS, CPU_MATMUL_N, CPU_MATMUL_SIZES, GPU_CONVS,
+from torchperf_tui.engine.measurements.ceiling_measurement import (CPU_CONVS, CPU_MATMUL_N, CPU_MATMUL_SIZES, GPU_CONVS,
                                                       GPU_DTYPES, GPU_MATMUL_N, GPU_MATMUL_SIZES, _settings,
                                                       _torch_dtype, compute_workloads, measure_ceilings)
-from torchperf_tui.engine.workloads.inputs import resolve_device
+from torchperf_tui.engine.hardware.device_choice import resolve_device
 
 
 def bare_loop(workload, dtype_name: str, device: torch.device, reps: int, threads: int | None) -> float:
@@ -48,8 +48,8 @@ def bare_loop(workload, dtype_name: str, device: torch.device, reps: int, thread
 def model_rate(model: str, batch: int, device: str) -> float:
     """FLOP/s a model reaches forward, by the engine's timing and FLOP count."""
     from torchperf_tui.engine.workloads.complexity import analyse_complexity
-    from torchperf_tui.engine.benchmark.bench_config import BenchConfig
-    from torchperf_tui.engine.benchmark.timing import run_benchmark
+    from torchperf_tui.engine.measurements.bench_config import BenchConfig
+    from torchperf_tui.engine.measurements.timing import run_benchmark
 
     shape = (batch, 3, 224, 224)
     timing = run_benchmark(BenchConfig(model=model, input_shape=shape, device=device, warmup=3, iters=20))

@@ -115,7 +115,7 @@ def main() -> int:
             f"arms, generations), made in {time.perf_counter() - started:.0f} s")
         say("each row: the CLI in a fresh process, output to a file (--output) or /dev/null; peak RSS of that process")
         say()
-        imports = ["-c", "import torchperf_tui.cli, torchperf_tui.cli_history"]
+        imports = ["-c", "import torchperf_tui.cli, torchperf_tui.cli.history"]
         rows = [("imports only (the floor)", imports)]
         for fmt in ("json", "md", "csv"):
             rows.append((f"export --format {fmt}", ["-m", "torchperf_tui", "--history", str(path), "export",

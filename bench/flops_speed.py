@@ -20,7 +20,7 @@ import subprocess
 import sys
 import textwrap
 
-from torchperf_tui.formatting import format_shape
+from torchperf_tui.core.formatting import format_shape
 
 TOOLS = ("torchperf", "fvcore", "thop", "ptflops")
 

@@ -1,4 +1,4 @@
-"""Generation fidelity: the engine's time to first token and per-token median (engine/benchmark/generation.py, as
+"""Generation fidelity: the engine's time to first token and per-token median (engine/measurements/generation.py, as
 `bench --generate` runs it: the model built, flags applied, every step streamed to a callback) against a hand-written
 greedy loop with past_key_values, in one process, alternating round by round (the order flips each round),
 after one uncounted round of each.
@@ -22,9 +22,9 @@ import time
 
 import torch
 
-from torchperf_tui.engine.benchmark.bench_config import BenchConfig
-from torchperf_tui.engine.benchmark.flags import Flags, applied_flags
-from torchperf_tui.engine.benchmark.generation import run_generation
+from torchperf_tui.engine.measurements.bench_config import BenchConfig
+from torchperf_tui.engine.measurements.flags import Flags, applied_flags
+from torchperf_tui.engine.measurements.generation import run_generation
 from torchperf_tui.engine.workloads.model_args import parse_model_args
 from torchperf_tui.engine.workloads.models import build_model
 

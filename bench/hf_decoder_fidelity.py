@@ -18,11 +18,11 @@ import sys
 import torch
 
 from timing_fidelity import alternate_rounds, reference_timers, report_agreement  # bench/timing_fidelity.py
-from torchperf_tui.engine.benchmark.bench_config import BenchConfig
-from torchperf_tui.engine.benchmark.flags import Flags, applied_flags
-from torchperf_tui.engine.benchmark.timing import run_timed_loop
-from torchperf_tui.engine.benchmark.train_step import StepRunner, StepSpec
-from torchperf_tui.engine.workloads.inputs import resolve_device
+from torchperf_tui.engine.measurements.bench_config import BenchConfig
+from torchperf_tui.engine.measurements.flags import Flags, applied_flags
+from torchperf_tui.engine.measurements.timing import run_timed_loop
+from torchperf_tui.engine.measurements.train_step import StepRunner, StepSpec
+from torchperf_tui.engine.hardware.device_choice import resolve_device
 from torchperf_tui.engine.workloads.model_args import parse_model_args
 from torchperf_tui.engine.workloads.models import build_model
 

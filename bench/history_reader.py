@@ -106,10 +106,10 @@ CHILD = textwrap.dedent('''
 
 def real_records() -> list[dict]:
     """Records as the app writes them: resnet18 timed on this CPU, at three run lengths, and an A/B pair."""
-    from torchperf_tui.engine.benchmark.flags import Flags
+    from torchperf_tui.engine.measurements.flags import Flags
     from torchperf_tui.engine.records.history_records import record_from_timing
-    from torchperf_tui.engine.benchmark.bench_config import BenchConfig
-    from torchperf_tui.engine.benchmark.timing import run_benchmark
+    from torchperf_tui.engine.measurements.bench_config import BenchConfig
+    from torchperf_tui.engine.measurements.timing import run_benchmark
 
     records = []
     for iters in (50, 200, 1000):
@@ -117,8 +117,8 @@ def real_records() -> list[dict]:
                           flags=Flags())
         records.append(record_from_timing(run_benchmark(cfg)).to_dict())
     try:  # an A/B pair too, if the engine's comparison runs here
-        from torchperf_tui.engine.benchmark.ab_arms import parse_arm_spec
-        from torchperf_tui.engine.benchmark.abtest import run_ab
+        from torchperf_tui.engine.measurements.ab_arms import parse_arm_spec
+        from torchperf_tui.engine.measurements.abtest import run_ab
         from torchperf_tui.engine.records.history_records import records_from_ab
 
         base = BenchConfig(model="resnet18", input_shape=(1, 3, 32, 32), device="cpu", warmup=3, iters=50)

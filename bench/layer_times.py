@@ -20,12 +20,12 @@ import statistics
 
 import torch
 
-from torchperf_tui.engine.benchmark.flags import Flags, applied_flags
-from torchperf_tui.engine.workloads.inputs import resolve_device
-from torchperf_tui.formatting import format_shape
+from torchperf_tui.engine.measurements.flags import Flags, applied_flags
+from torchperf_tui.engine.hardware.device_choice import resolve_device
+from torchperf_tui.core.formatting import format_shape
 from torchperf_tui.engine.workloads.models import default_input_shape
-from torchperf_tui.engine.benchmark.bench_config import BenchConfig
-from torchperf_tui.engine.benchmark.timing import run_benchmark
+from torchperf_tui.engine.measurements.bench_config import BenchConfig
+from torchperf_tui.engine.measurements.timing import run_benchmark
 from torchperf_tui.measure.follow_up import layer_times_of_run
 
 

@@ -20,9 +20,9 @@ import time
 
 import torch
 
-from torchperf_tui.engine.benchmark.throughput import ThroughputResult, find_max_batch
-from torchperf_tui.engine.benchmark.bench_config import BenchConfig
-from torchperf_tui.formatting import format_shape
+from torchperf_tui.engine.measurements.throughput import ThroughputResult, find_max_batch
+from torchperf_tui.engine.measurements.bench_config import BenchConfig
+from torchperf_tui.core.formatting import format_shape
 
 
 def load_line() -> tuple[str, bool]:

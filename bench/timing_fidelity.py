@@ -23,10 +23,11 @@ import sys
 import torch
 import torch.utils.benchmark as tbench
 
-from torchperf_tui.engine.benchmark.flags import Flags, applied_flags
-from torchperf_tui.engine.workloads.inputs import make_input, resolve_device
+from torchperf_tui.engine.measurements.flags import Flags, applied_flags
+from torchperf_tui.engine.workloads.inputs import make_input
+from torchperf_tui.engine.hardware.device_choice import resolve_device
 from torchperf_tui.engine.workloads.models import build_model, default_input_shape
-from torchperf_tui.engine.benchmark.timing import run_timed_loop
+from torchperf_tui.engine.measurements.timing import run_timed_loop
 
 
 def main() -> int:

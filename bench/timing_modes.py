@@ -20,12 +20,13 @@ import sys
 import torch
 import torch.utils.benchmark as tbench
 
-from torchperf_tui.engine.benchmark.flags import Flags, applied_flags
-from torchperf_tui.engine.workloads.inputs import make_input, resolve_device
-from torchperf_tui.formatting import format_shape
+from torchperf_tui.engine.measurements.flags import Flags, applied_flags
+from torchperf_tui.engine.workloads.inputs import make_input
+from torchperf_tui.engine.hardware.device_choice import resolve_device
+from torchperf_tui.core.formatting import format_shape
 from torchperf_tui.engine.workloads.models import build_model, default_input_shape
-from torchperf_tui.engine.benchmark.bench_config import BenchConfig
-from torchperf_tui.engine.benchmark.timing_modes import run_modes
+from torchperf_tui.engine.measurements.bench_config import BenchConfig
+from torchperf_tui.engine.measurements.timing_modes import run_modes
 from timing_fidelity import report_agreement  # bench/ is on the path when a script here runs
 
 

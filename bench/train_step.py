@@ -24,12 +24,13 @@ import sys
 import torch
 import torch.utils.benchmark as tbench
 
-from torchperf_tui.engine.benchmark.flags import Flags, applied_flags
-from torchperf_tui.engine.workloads.inputs import make_input, parse_shape, resolve_device
-from torchperf_tui.formatting import format_shape
+from torchperf_tui.engine.measurements.flags import Flags, applied_flags
+from torchperf_tui.engine.workloads.inputs import make_input, parse_shape
+from torchperf_tui.engine.hardware.device_choice import resolve_device
+from torchperf_tui.core.formatting import format_shape
 from torchperf_tui.engine.workloads.models import build_model
-from torchperf_tui.engine.benchmark.bench_config import BenchConfig
-from torchperf_tui.engine.benchmark.timing import run_benchmark
+from torchperf_tui.engine.measurements.bench_config import BenchConfig
+from torchperf_tui.engine.measurements.timing import run_benchmark
 from timing_fidelity import (reference_timers, report_agreement, report_pipelined,  # bench/ is on the path
                              report_round)
 

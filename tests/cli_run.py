@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from torchperf_tui.cli import main
+from torchperf_tui.entry import main
 
 
 def run(capsys, *argv):

@@ -64,8 +64,8 @@ def fake_gpu_conditions(monkeypatch):
     def sampler(device, period_s=None):
         return ConditionSampler(Nvml.open(fake), 0, period_s=None)
 
-    monkeypatch.setattr("torchperf_tui.engine.benchmark.timing.conditions_sampler", sampler)
-    monkeypatch.setattr("torchperf_tui.engine.benchmark.abtest.conditions_sampler", sampler)
-    monkeypatch.setattr("torchperf_tui.engine.benchmark.timing_modes.conditions_sampler", sampler)
-    monkeypatch.setattr("torchperf_tui.engine.benchmark.throughput.conditions_sampler", sampler)
+    monkeypatch.setattr("torchperf_tui.engine.measurements.timing.conditions_sampler", sampler)
+    monkeypatch.setattr("torchperf_tui.engine.measurements.abtest.conditions_sampler", sampler)
+    monkeypatch.setattr("torchperf_tui.engine.measurements.timing_modes.conditions_sampler", sampler)
+    monkeypatch.setattr("torchperf_tui.engine.measurements.throughput.conditions_sampler", sampler)
     return fake

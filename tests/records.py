@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from torchperf_tui.engine.benchmark.flags import Flags
+from torchperf_tui.engine.measurements.flags import Flags
 from torchperf_tui.engine.records.history_records import HistoryRecord, new_record_id
-from torchperf_tui.engine.benchmark.stats import TimingStats
+from torchperf_tui.core.stats import TimingStats
 
 ENV = {"device_name": "NVIDIA H100 80GB HBM3", "driver": "550.54.15", "torch": "2.14.1", "cuda_runtime": "12.8",
        "cudnn": "9.13.0", "hostname": "box", "python": "3.11.9"}

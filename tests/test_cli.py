@@ -6,7 +6,7 @@ import os
 import pytest
 
 from tests.cli_run import run
-from torchperf_tui.cli import main
+from torchperf_tui.entry import main
 
 TINY = "tests.tinymodels:tiny_cnn"
 
@@ -48,7 +48,7 @@ def test_info_says_a_cpu_has_no_datasheet_peak_and_shows_the_measured_ceilings_o
     assert "no datasheet figure for a CPU: the measured ceilings stand in for them" in out
     assert "none measured yet: `torchperf-tui ceilings` measures them" in out
     from torchperf_tui.engine.hardware.ceilings import Ceiling, CeilingsResult, device_key, save_ceilings
-    from torchperf_tui.engine.workloads.inputs import resolve_device
+    from torchperf_tui.engine.hardware.device_choice import resolve_device
 
     save_ceilings(CeilingsResult(device="cpu", key=device_key(resolve_device("cpu")), measured_at=0.0, ceilings=[
         Ceiling("matmul", "float32", 3.2e11, "2048x2048x2048", 0.05, 10),
@@ -223,7 +223,7 @@ def test_roofline_command_on_cpu_says_why_peaks_are_missing(capsys):
 
 
 def test_roofline_layers_time_each_layer_at_100_columns_and_say_each_reason_once(capsys, monkeypatch):
-    from torchperf_tui import cli_render
+    from torchperf_tui.cli import render as cli_render
 
     monkeypatch.setattr(cli_render.console, "_width", 100)
     code, out, _ = run(capsys, "roofline", "resnet18", "--input", "1x3x32x32", "--iters", "3", "--layers",
@@ -393,7 +393,7 @@ def test_bench_json_and_the_history_record_carry_the_host_noise_and_its_marks(ca
 
 def test_a_row_that_quotes_an_error_is_printed_as_text_not_markup():
     """A compile error can quote a path ('[/usr/bin/cc]'): Rich read it as a closing tag and the whole table failed."""
-    from torchperf_tui import cli_render
+    from torchperf_tui.cli import render as cli_render
 
     with cli_render.console.capture() as captured:
         cli_render.print_kv("run", [("torch.compile", "FAILED, eager numbers shown: call to [/usr/bin/cc] failed: a[i]",
@@ -402,8 +402,8 @@ def test_a_row_that_quotes_an_error_is_printed_as_text_not_markup():
 
 
 def test_the_app_takes_the_pickers_args_and_seq_and_a_transformers_demo_its_small_config(capsys, monkeypatch):
-    import torchperf_tui.cli as cli
     from torchperf_tui.app import app as app_module
+    from torchperf_tui.app import launch
     from torchperf_tui.app.demo_attention import SMALL_CONFIGS
 
     started = {}
@@ -417,7 +417,7 @@ def test_the_app_takes_the_pickers_args_and_seq_and_a_transformers_demo_its_smal
             pass
 
     monkeypatch.setattr(app_module, "TorchperfApp", NotStarted)
-    monkeypatch.setattr(cli, "terminal_missing", lambda: "")
+    monkeypatch.setattr(launch, "terminal_missing", lambda: "")
     assert run(capsys, "--model", "hf:gpt2", "--model-args", "n_layer=2", "--seq-len", "64")[0] == 0
     assert (started["model"], started["model_args"], started["seq_len"]) == ("hf:gpt2", "n_layer=2", "64")
     assert run(capsys, "--demo", "hf:llama")[0] == 0

@@ -11,8 +11,8 @@ import json
 import pytest
 
 from tests.cli_run import run
-from torchperf_tui.cli import main
-from torchperf_tui.cli_baseline import typed_options
+from torchperf_tui.entry import main
+from torchperf_tui.cli.baseline import typed_options
 from torchperf_tui.engine.records.history_file import HistoryFile
 
 TINY = "tests.tinymodels:tiny_cnn"

@@ -12,8 +12,8 @@ import pytest
 from tests.cli_run import run
 from tests.test_cli import TINY
 from tests.test_cli_refusals import no_job, refused  # noqa: F401 - no_job is a fixture
-from torchperf_tui import options
-from torchperf_tui.engine.benchmark.ab_arms import AA_REMEDY, same_arms_refusal
+from torchperf_tui.core import options
+from torchperf_tui.engine.measurements.ab_arms import AA_REMEDY, same_arms_refusal
 
 HOSTILE_COUNTS = ["1e308", "nan", "inf", "-1", "", str(2**63), "9" * 40]
 

@@ -15,7 +15,7 @@ import pytest
 
 from tests.cli_run import run
 from tests.records import make_record
-from torchperf_tui.cli_args import build_parser
+from torchperf_tui.cli.args import build_parser
 from torchperf_tui.engine.records.history_file import HistoryFile
 
 CI_PAGE = Path(__file__).resolve().parents[1] / "docs" / "history-and-ci.md"
@@ -113,7 +113,7 @@ def test_the_documented_workflow_benches_gates_and_exports_with_commands_the_cli
     assert commands[3][1:] == ["--format", "github-benchmark", "--output", "latency.json"]
     assert commands[4][1:] == ["--format", "github-benchmark", "--metric", "throughput", "--output", "throughput.json"]
     assert "scripts/install.sh" in workflow and "--json > " in workflow
-    from torchperf_tui.cli_baseline import baseline_requested
+    from torchperf_tui.cli.baseline import baseline_requested
 
     assert _parser_knows("compare", "--baseline")
     for argv in commands:  # parsed as main() parses them (compare --baseline leaves MODEL, --a and --b out)

@@ -13,7 +13,8 @@ import pytest
 
 from tests.cli_run import run
 from tests.records import make_record
-from torchperf_tui import cli_baseline, options
+from torchperf_tui.cli import baseline as cli_baseline
+from torchperf_tui.core import options
 from torchperf_tui.engine.records.history_records import HistoryRecord, new_record_id
 
 NOISY_HOST = "noisy host: load 6.1 on 2 cores, other processes busy on 1.8 of them"

@@ -14,7 +14,7 @@ import pytest
 from tests.engine.test_hostile_files import _read_only_folder, _valid_ceilings
 from tests.records import make_record
 from tests.test_cli import TINY, run
-from torchperf_tui.engine.hardware import ceiling_measurement
+from torchperf_tui.engine.measurements import ceiling_measurement
 from torchperf_tui.engine.records.history_file import HistoryFile
 
 SMALL = ("--input", "1x3x8x8")
@@ -36,7 +36,7 @@ def nothing_measured(monkeypatch) -> None:
         raise AssertionError("measured before the path was checked")
 
     monkeypatch.setattr(ceiling_measurement, "measure_ceilings", measure)
-    monkeypatch.setattr("torchperf_tui.engine.benchmark.timing.run_benchmark", measure)
+    monkeypatch.setattr("torchperf_tui.engine.measurements.timing.run_benchmark", measure)
 
 
 @pytest.fixture

@@ -7,8 +7,8 @@ import io
 
 from rich.table import Table
 
-from torchperf_tui import cli_render
-from torchperf_tui.cli_render import ProgressLine, console, print_kv
+from torchperf_tui.cli import render as cli_render
+from torchperf_tui.cli.render import ProgressLine, console, print_kv
 
 
 def test_tables_end_their_lines_without_blanks(capsys):

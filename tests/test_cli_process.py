@@ -63,7 +63,7 @@ def test_a_timed_run_keeps_the_fingerprint_the_measurement_process_saw(capsys, p
 
 
 def test_the_cli_process_never_imports_torch_for_a_command_that_measures(tmp_path):
-    script = ("import sys\nfrom torchperf_tui.cli import main\n"
+    script = ("import sys\nfrom torchperf_tui.entry import main\n"
               f"code = main(['bench', {TINY!r}, '--input', '1x3x8x8', '--iters', '2', '--no-history', '--json'])\n"
               "print('torch' in sys.modules, code, file=sys.stderr)\n")
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=180)
@@ -79,7 +79,7 @@ def test_a_failed_job_is_the_engines_line_or_a_bug_said_as_one():
 
 
 def _cfg(**kw):
-    from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+    from torchperf_tui.engine.measurements.bench_config import BenchConfig
 
     return BenchConfig(**{**dict(model=TINY, input_shape=(1, 3, 8, 8), warmup=0, iters=2, device="cpu"), **kw})
 

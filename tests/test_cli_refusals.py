@@ -21,7 +21,7 @@ def refused(capsys, *argv) -> str:
 def no_job(monkeypatch) -> list:
     """The jobs the command sent to a measurement process (none may be: the refusal comes before any is
     spawned and before torch is imported, 2-3 s)."""
-    import torchperf_tui.cli as cli
+    from torchperf_tui.cli import common
 
     sent: list = []
 
@@ -29,7 +29,7 @@ def no_job(monkeypatch) -> list:
         sent.append(kind)
         raise AssertionError(f"a {kind} job was sent before the arguments were checked")
 
-    monkeypatch.setattr(cli, "_run", send)
+    monkeypatch.setattr(common, "run_job", send)
     return sent
 
 
@@ -66,7 +66,7 @@ def test_a_spec_is_refused_in_the_clis_process_without_torch_or_a_measurement_pr
     import subprocess
     import sys
 
-    script = ("import sys\nfrom torchperf_tui.cli import main\n"
+    script = ("import sys\nfrom torchperf_tui.entry import main\n"
               f"code = main(['compare', {TINY!r}, '--a', 'dtype=fp16,mkldnn=on,mkldnn=off', '--b', ''])\n"
               "print('torch' in sys.modules, 'torchperf_tui.measure.cli_jobs' in sys.modules, code)\n")
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
@@ -117,7 +117,7 @@ def test_compare_stops_at_its_time_budget_and_says_so(capsys):
 def test_two_identical_arms_are_refused_unless_an_aa_check_is_asked_for(capsys, a, b):
     line = refused(capsys, "compare", TINY, "--input", "1x3x8x8", "--a", a, "--b", b, "--blocks", "6",
                    "--per-block", "1", "--no-history")
-    from torchperf_tui.engine.benchmark.ab_arms import same_arms_refusal  # the app's sentence too
+    from torchperf_tui.engine.measurements.ab_arms import same_arms_refusal  # the app's sentence too
 
     assert line == "torchperf-tui: error: " + same_arms_refusal("--aa runs an A/A check of the noise on purpose")
 
@@ -158,20 +158,20 @@ def test_export_output_dash_is_stdout_not_a_file_named_dash(capsys, tmp_path, mo
 
 @pytest.mark.parametrize("device", ["tpu", "cuda:x", "cuda:", "cpu:0", "", "cuda:-1"])
 def test_the_apps_device_is_checked_at_start_not_at_the_first_run(capsys, monkeypatch, device):
-    import torchperf_tui.cli as cli
+    from torchperf_tui import entry
 
     started = []
-    monkeypatch.setattr(cli, "run_tui", lambda args: started.append(args) or 0)  # the app must not start
+    monkeypatch.setattr(entry, "run_tui", lambda args: started.append(args) or 0)  # the app must not start
     line = refused(capsys, "--device", device)
     assert "unknown device" in line and "use auto, cpu, cuda or cuda:N" in line and not started
 
 
 @pytest.mark.parametrize("device, kept", [("auto", "auto"), ("CPU", "cpu"), ("cuda", "cuda"), ("cuda:1", "cuda:1")])
 def test_the_apps_device_accepts_what_the_commands_accept(capsys, monkeypatch, device, kept):
-    import torchperf_tui.cli as cli
+    from torchperf_tui import entry
 
     started = []
-    monkeypatch.setattr(cli, "run_tui", lambda args: started.append(args.app_device) or 0)
+    monkeypatch.setattr(entry, "run_tui", lambda args: started.append(args.app_device) or 0)
     code, _, err = run(capsys, "--device", device)
     assert code == 0 and started == [kept], err
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from torchperf_tui.cli_args import build_parser
+from torchperf_tui.cli.args import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -177,7 +177,7 @@ def test_the_readme_is_one_screen_with_the_two_commands_and_the_way_to_the_rest(
 
 
 def test_the_readmes_examples_are_commands_the_parser_takes():
-    from torchperf_tui.cli_baseline import baseline_requested
+    from torchperf_tui.cli.baseline import baseline_requested
 
     text = read(README)
     for line in re.findall(r"^\.venv/bin/torchperf-tui (.*?)(?:\s+#.*)?$", text, flags=re.M):

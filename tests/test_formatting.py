@@ -1,6 +1,6 @@
 import pytest
 
-from torchperf_tui.formatting import format_bytes, format_count, format_flops, format_ms, format_number
+from torchperf_tui.core.formatting import format_bytes, format_count, format_flops, format_ms, format_number
 
 
 class NA:
@@ -44,7 +44,7 @@ def test_one_shape_formatter():
     import re
 
     import torchperf_tui
-    from torchperf_tui.formatting import format_shape
+    from torchperf_tui.core.formatting import format_shape
 
     assert format_shape((1, 3, 224, 224)) == "1x3x224x224" and format_shape([7]) == "7" and format_shape(()) == ""
     package = pathlib.Path(torchperf_tui.__file__).parent
@@ -54,14 +54,14 @@ def test_one_shape_formatter():
     joins = [f"{path.relative_to(repository)}:{number}" for path in sources
              for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
              if re.search(r"""["'][x×]["']\.join""", line)]
-    assert joins == ["tui/torchperf_tui/formatting.py:" + str(next(n for n, line in enumerate(
-        (package / "formatting.py").read_text(encoding="utf-8").splitlines(), 1) if '"x".join' in line))]
+    assert joins == ["tui/torchperf_tui/core/formatting.py:" + str(next(n for n, line in enumerate(
+        (package / "core/formatting.py").read_text(encoding="utf-8").splitlines(), 1) if '"x".join' in line))]
 
 
 def test_number_checks_and_text():
     """One check per meaning: a real number (not a bool, an NA or None); a finite number above zero (a peak,
     a divisor); a number in its format, or what stands for it."""
-    from torchperf_tui.formatting import is_number, is_positive_number, number_text
+    from torchperf_tui.core.formatting import is_number, is_positive_number, number_text
 
     assert is_number(0) and is_number(-1.5) and not is_number(True) and not is_number(None) and not is_number(NA())
     assert is_positive_number(2) and not is_positive_number(0) and not is_positive_number(float("inf"))
@@ -72,7 +72,7 @@ def test_number_checks_and_text():
 
 def test_one_unsupported_mark():
     """A percentile the samples cannot support is marked one way: '?', styled where the text is markup."""
-    from torchperf_tui.formatting import format_percentile, unsupported_mark
+    from torchperf_tui.core.formatting import format_percentile, unsupported_mark
 
     assert unsupported_mark(True) == "" and unsupported_mark(True, "$warning") == ""
     assert unsupported_mark(False) == "?" and unsupported_mark(False, "$warning") == "[$warning]?[/]"

@@ -10,7 +10,7 @@ import subprocess
 import tarfile
 from pathlib import Path
 
-from torchperf_tui.cli_args import build_parser
+from torchperf_tui.cli.args import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "gpu_check.sh"

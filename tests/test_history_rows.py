@@ -20,7 +20,7 @@ from tests.records import make_record
 from torchperf_tui.engine.records.export import write_json
 from torchperf_tui.engine.records.history_file import HistoryFile
 from torchperf_tui.engine.records.history_records import HistoryRecord
-from torchperf_tui.formatting import printable
+from torchperf_tui.core.formatting import printable
 from torchperf_tui.wording.history import history_line
 from torchperf_tui.wording.history_export import export_records
 
@@ -211,7 +211,7 @@ def test_the_history_line_is_the_wording_of_every_kind():
 
 
 @pytest.mark.parametrize("module", ["torchperf_tui.wording.history", "torchperf_tui.wording.history_export",
-                                    "torchperf_tui.cli_history"])
+                                    "torchperf_tui.cli.history"])
 def test_the_history_words_and_exports_import_no_torch(module):
     code = f"import sys, {module}; sys.exit('torch' in sys.modules or 'numpy' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from torchperf_tui.engine.errors import ModelError, ModelTooLarge, Remedy, ShapeError, user_message
+from torchperf_tui.core.errors import ModelError, ModelTooLarge, Remedy, ShapeError, user_message
 from torchperf_tui.wording.refusals import app_message, refusal_text, said_in_app
 
 TOO_LARGE = ModelTooLarge("hf:llama: 6.74 B parameters are 25.1 GiB in float32; the CPU has 11.2 GiB free",
@@ -40,7 +40,7 @@ def test_each_action_has_its_verb_in_each_front():
 
 
 def test_a_setting_the_app_has_no_field_for_is_left_out_of_its_sentence():
-    from torchperf_tui.engine.benchmark.generation import check_positions
+    from torchperf_tui.engine.measurements.generation import check_positions
 
     inputs = SimpleNamespace(seq_len=10, max_len=16, max_len_key="max_position_embeddings")
     with pytest.raises(ShapeError) as caught:

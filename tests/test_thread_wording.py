@@ -7,7 +7,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from torchperf_tui.app.session import Session
-from torchperf_tui.engine.benchmark.flags import Flags, process_baseline
+from torchperf_tui.engine.measurements.flags import Flags, process_baseline
 
 
 def test_the_app_says_the_default_count_once_the_measurement_process_has_reported_it():
@@ -28,7 +28,7 @@ def test_a_report_that_could_not_read_the_count_leaves_it_unknown():
 def test_the_measurement_process_names_its_own_count():
     """The app's kernels job words its arms in the measurement process, which knows its count (an A/B's arms and a
     sweep's flags the same way)."""
-    from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+    from torchperf_tui.engine.measurements.bench_config import BenchConfig
     from torchperf_tui.measure.runners import JobContext, run_kernels
 
     base = BenchConfig(model="tests.tinymodels:tiny_cnn", input_shape=(1, 3, 32, 32), device="cpu")

@@ -1,6 +1,6 @@
 """A sweep in words (wording/sweep.py): its heading, an A/B's table with B/A, and an arm that stopped fitting."""
 
-from torchperf_tui.engine.benchmark.sweep import SweepPoint, SweepResult
+from torchperf_tui.engine.measurements.sweep import SweepPoint, SweepResult
 from torchperf_tui.wording.sweep import point_line, sweep_cells, sweep_columns, sweep_summary, sweep_title
 
 

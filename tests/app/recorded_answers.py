@@ -36,8 +36,8 @@ class TimedRuns:
         return samples
 
     def __call__(self, params: dict) -> Recorded:
-        from torchperf_tui.engine.benchmark.stats import compute_stats
-        from torchperf_tui.engine.benchmark.timing import TimingResult
+        from torchperf_tui.core.stats import compute_stats
+        from torchperf_tui.engine.measurements.timing import TimingResult
 
         cfg = params["cfg"]
         samples = self.samples()
@@ -68,7 +68,7 @@ def recorded_ab(device: str = "cuda:0", conditions: tuple = (None, None), notes:
     def answer(params: dict) -> Recorded:
         import numpy as np
 
-        from torchperf_tui.engine.benchmark.abtest import ABResult, ArmResult, block_order, block_verdict
+        from torchperf_tui.engine.measurements.abtest import ABResult, ArmResult, block_order, block_verdict
 
         rng = np.random.default_rng(7)
         a_blocks = [list(6.0 + 0.2 * rng.standard_normal(10)) for _ in range(10)]
@@ -96,7 +96,8 @@ def recorded_kernels(device: str = "cuda:0"):
     """Answers a "kernels" job: four conv layers of a resnet50 on an H100 under A and B, three of them changed."""
 
     def answer(params: dict):
-        from torchperf_tui.engine.analysis.kernels import CUDA_NOTE, KernelComparison, KernelTime, LayerKernels
+        from torchperf_tui.engine.analysis.kernels import CUDA_NOTE, KernelComparison, LayerKernels
+        from torchperf_tui.engine.analysis.kernel_time import KernelTime
 
         gemm = "void cudnn::cnn::implicit_convolve_sgemm<float, float, 1024, 5, 5, 3, 3, 3, 1, false, false, true>"
         wino = ("void cudnn::winograd_nonfused::winogradForwardData4x4<float, float>"

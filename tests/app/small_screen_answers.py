@@ -49,8 +49,8 @@ def recorded_roofline(params: dict) -> Any:
 
 def recorded_throughput(params: dict) -> Recorded:
     """A batch search of nine tries (batch 1 to 256, the last does not fit) and the measurement at the best."""
-    from torchperf_tui.engine.benchmark.batch_search import BatchTry, StopRule
-    from torchperf_tui.engine.benchmark.throughput import ThroughputResult
+    from torchperf_tui.engine.measurements.batch_search import BatchTry, StopRule
+    from torchperf_tui.engine.measurements.throughput import ThroughputResult
     from torchperf_tui.engine.hardware.nvml import NA
 
     cfg = params["cfg"]
@@ -77,7 +77,7 @@ def recorded_throughput(params: dict) -> Recorded:
 
 def recorded_generation(params: dict) -> Recorded:
     """Five generations of 64 tokens after a 16-token prompt: the TTFT of each and 63 decode steps per run."""
-    from torchperf_tui.engine.benchmark.generation import GenerationResult, method_text
+    from torchperf_tui.engine.measurements.generation import GenerationResult, method_text
 
     cfg = params["cfg"]
     decode = [12.0 + 0.1 * (i % 7) for i in range(5 * 63)]
@@ -94,8 +94,8 @@ def recorded_generation(params: dict) -> Recorded:
 def recorded_modes(params: dict) -> Any:
     """The timing modes of the request's model on the CPU: sync and pipelined measured (pipelined hides two thirds
     of sync), graph unavailable; the findings in the engine's words."""
-    from torchperf_tui.engine.benchmark.stats import compute_stats
-    from torchperf_tui.engine.benchmark.timing_modes import ModeResult, ModesResult, findings
+    from torchperf_tui.core.stats import compute_stats
+    from torchperf_tui.engine.measurements.timing_modes import ModeResult, ModesResult, findings
 
     cfg = params["cfg"]
     sync = [53.5 + 0.1 * (i % 5) for i in range(30)]

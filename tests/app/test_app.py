@@ -20,7 +20,7 @@ def test_app_module_imports_no_torch_numpy_or_engine():
     code = ("import sys; import torchperf_tui.app.app; "
             "heavy = [m for m in ('torch', 'numpy', 'scipy', 'textual_plot', 'torchvision', 'timm', 'transformers') if m in sys.modules]; "
             "engine = [m for m in sys.modules if m.startswith('torchperf_tui.engine.') "
-            "and m != 'torchperf_tui.engine.errors']; print(heavy + engine)")
+            "and m != 'torchperf_tui.core.errors']; print(heavy + engine)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                          env={"PYTHONPATH": str(ROOT / "tui"), "PATH": "/usr/bin:/bin"}, check=True)
     assert out.stdout.strip() == "[]"
@@ -50,7 +50,7 @@ async def test_pick_a_model_by_typing_shows_its_flops_and_layers():
         assert "squeezenet1_0" in visible and "resnet18" not in visible  # the list is filtered
         await pilot.press("enter")
         await wait_until(pilot, lambda: analysed(app, "squeezenet1_0"), what="analysis")
-        from torchperf_tui.formatting import format_count
+        from torchperf_tui.core.formatting import format_count
 
         summary = screen_text(app, "#model-summary")
         assert "squeezenet1_0" in summary
@@ -74,7 +74,7 @@ async def test_a_run_fills_progress_stats_and_histogram(tiny_app):
         for word in ("mean", "p50", "p90", "p99", "std", "FPS", "first"):
             assert word in stats
         # FPS says which statistic it comes from: the median's figure beside the median, the mean's named.
-        from torchperf_tui.formatting import format_number
+        from torchperf_tui.core.formatting import format_number
 
         assert f"FPS {format_number(record.stats.fps_at_median, digits=1)} at p50" in stats.replace("\n", " ")
         assert f"({format_number(record.stats.fps, digits=1)} at the mean)" in stats.replace("\n", " ")
@@ -82,7 +82,7 @@ async def test_a_run_fills_progress_stats_and_histogram(tiny_app):
         assert len(histogram.samples) == 150
         # Bars drawn (redraws are throttled to a few a second, so the last one may lag a little): every sample in a
         # bar, or (a stall of a busy box) counted at the histogram's edge.
-        from torchperf_tui.engine.benchmark.stats import bulk_range
+        from torchperf_tui.core.stats import bulk_range
 
         await wait_until(pilot, lambda: histogram.has_plot and bool(histogram._plot._datasets)
                          and sum(histogram._plot._datasets[0].y) + bulk_range(record.samples_ms).outside == 150,

@@ -23,8 +23,8 @@ def noise(other: float, load: float, samples: list[float], during: str):
 def recorded_search(params: dict) -> Recorded:
     """A search of batches 1 and 2 and the measurement at 2: batch 1's host quiet under a high load average, batch 2's
     and the measurement's busy."""
-    from torchperf_tui.engine.benchmark.batch_search import BatchTry, StopRule
-    from torchperf_tui.engine.benchmark.throughput import ThroughputResult
+    from torchperf_tui.engine.measurements.batch_search import BatchTry, StopRule
+    from torchperf_tui.engine.measurements.throughput import ThroughputResult
     from torchperf_tui.engine.hardware.nvml import NA
 
     during = "its timed iterations"
@@ -46,8 +46,8 @@ def recorded_search(params: dict) -> Recorded:
 
 def recorded_modes(params: dict) -> Recorded:
     """sync's host busy, pipelined's quiet under a high load average."""
-    from torchperf_tui.engine.benchmark.stats import compute_stats
-    from torchperf_tui.engine.benchmark.timing_modes import ModeResult, ModesResult
+    from torchperf_tui.core.stats import compute_stats
+    from torchperf_tui.engine.measurements.timing_modes import ModeResult, ModesResult
 
     cfg = params["cfg"]
     during = "its shares of the rounds"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tests.app.helpers import TINY, make_app, screen_text, wait_until
 from torchperf_tui.app.demo import story
-from torchperf_tui.engine.benchmark.flags import Flags
+from torchperf_tui.engine.measurements.flags import Flags
 
 
 def banner(app) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from torchperf_tui.app.widgets.timing.histogram import histogram_bins
-from torchperf_tui.engine.benchmark.stats import bulk_range, runs_bulk_range
+from torchperf_tui.core.stats import bulk_range, runs_bulk_range
 from torchperf_tui.wording.timing import outside_bulk_text
 
 

@@ -8,8 +8,8 @@ import os
 import pytest
 
 from tests.app.helpers import make_app
-from torchperf_tui.engine.records.output_files import OutputPathError
-from torchperf_tui.options import OptionError
+from torchperf_tui.core.output_files import OutputPathError
+from torchperf_tui.core.options import OptionError
 
 
 @pytest.mark.parametrize("interval", [math.nan, math.inf, 1e-9, 0.0, -1.0, 3600.0])

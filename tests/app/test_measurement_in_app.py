@@ -74,7 +74,8 @@ async def test_a_key_asks_the_measurement_process_and_the_pane_shows_its_answer(
 
     from tests.app.helpers import TINY, choose_model, flip, screen_text
     from tests.fakes.fake_measurement import FakeMeasurement
-    from torchperf_tui.engine.analysis.kernels import CPU_NOTE, KernelComparison, KernelTime, LayerKernels
+    from torchperf_tui.engine.analysis.kernels import CPU_NOTE, KernelComparison, LayerKernels
+    from torchperf_tui.engine.analysis.kernel_time import KernelTime
     from torchperf_tui.measure.client import MeasurementProcess
 
     recorded = KernelComparison(

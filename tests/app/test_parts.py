@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tests.app.helpers import wait_until
-from torchperf_tui.formatting import format_bytes, format_count, format_ms
-from torchperf_tui.engine.errors import user_message
+from torchperf_tui.core.formatting import format_bytes, format_count, format_ms
+from torchperf_tui.core.errors import user_message
 from torchperf_tui.app.runs import SessionRuns, LiveRun
 from torchperf_tui.app.widgets.timing.histogram import bin_count, histogram_bins
 
@@ -47,7 +47,7 @@ def test_run_history_is_bounded_and_the_baseline_falls_back_to_the_oldest_comple
 
 def test_a_speedup_keeps_three_significant_figures_however_slow_the_run():
     from torchperf_tui.app.setup_diff import speedup_text
-    from torchperf_tui.engine.benchmark.stats import compute_stats
+    from torchperf_tui.core.stats import compute_stats
     base = _record(1)
     base.stats = compute_stats([1.0, 1.0, 1.0])
     for p50, text in ((150.0, "0.00667x"), (2.0, "0.5x"), (1.2, "0.833x"), (0.8, "1.25x"), (0.5, "2.00x")):
@@ -66,7 +66,7 @@ def test_formatting():
 
 
 def test_one_line_error_keeps_engine_messages_and_names_other_exceptions():
-    from torchperf_tui.engine.errors import ShapeError
+    from torchperf_tui.core.errors import ShapeError
 
     assert user_message(ShapeError("bad shape 1x2")) == "bad shape 1x2"
     assert user_message(KeyError("x")) == "KeyError: 'x'"
@@ -107,7 +107,7 @@ def test_throughput_search_progress_says_time_spent_budget_left_and_the_next_try
     import time
 
     from torchperf_tui.app.widgets.throughput.throughput_pane import search_progress
-    from torchperf_tui.engine.benchmark.batch_search import BatchTry
+    from torchperf_tui.engine.measurements.batch_search import BatchTry
 
     started = time.monotonic() - 30.0
     line = search_progress("resnet18", started, 120.0, BatchTry(batch=16, fits=True, phase="grow", seconds=4.0))
@@ -137,7 +137,8 @@ async def test_the_kernels_table_stacks_a_and_b_and_fits_long_layer_names_so_all
 
     from tests.app.test_small_terminal import column_in_sight
     from torchperf_tui.app.widgets.kernels.kernels_pane import KernelsPane
-    from torchperf_tui.engine.analysis.kernels import KernelComparison, KernelTime, LayerKernels
+    from torchperf_tui.engine.analysis.kernels import KernelComparison, LayerKernels
+    from torchperf_tui.engine.analysis.kernel_time import KernelTime
 
     def layer(name: str) -> LayerKernels:
         return LayerKernels(name, a=[KernelTime("aten::mkldnn_convolution", 611.0, 1.0),

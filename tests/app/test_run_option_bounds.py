@@ -7,7 +7,7 @@ import pytest
 from textual.widgets import Input
 
 from tests.app.helpers import notifications, wait_until
-from torchperf_tui import options
+from torchperf_tui.core import options
 
 
 @pytest.mark.parametrize("field_id, typed, message", [

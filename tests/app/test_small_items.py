@@ -17,8 +17,8 @@ async def test_a_with_identical_arms_says_there_is_nothing_to_compare(tiny_app):
                          what="the Compare pane to say the arms are the same")
         from textual.markup import escape
 
-        from torchperf_tui.engine.benchmark.ab_arms import same_arms_refusal  # the CLI's sentence too
-        from torchperf_tui.engine.benchmark.flags import Flags
+        from torchperf_tui.engine.measurements.ab_arms import same_arms_refusal  # the CLI's sentence too
+        from torchperf_tui.engine.measurements.flags import Flags
 
         remedy = "flip a flag first: A/B compares the flags before the flip with the current ones"
         text = same_arms_refusal(remedy, Flags().describe(app.session.device_kind()))
@@ -80,7 +80,7 @@ async def test_the_timing_header_and_body_agree_at_the_first_timed_batch(tiny_ap
 
 
 def test_a_layer_path_too_long_for_its_column_keeps_its_start_its_block_and_its_leaf():
-    from torchperf_tui.formatting import fit_name
+    from torchperf_tui.core.formatting import fit_name
 
     assert fit_name("layer1.0.conv1", 14) == "layer1.0.conv1"
     assert fit_name("layer1.0.conv1", 13) == "lay…1.0.conv1"  # once '…yer1.0.conv1': cut from the left

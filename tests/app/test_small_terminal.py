@@ -10,7 +10,7 @@ from textual.widgets._footer import FooterKey
 
 from tests.app.helpers import flip, make_app, row_cells, screen_text, shown_notifications, wait_until
 from torchperf_tui.app.screens.layout import TABS
-from torchperf_tui.engine.benchmark.stats import bulk_range
+from torchperf_tui.core.stats import bulk_range
 
 # Bar glyphs textual-plot draws (full and quadrant blocks); an axis alone has none of them.
 BAR_GLYPHS = set("█▄▀▌▐▖▗▘▝▙▚▛▜▞▟")

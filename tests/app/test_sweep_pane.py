@@ -8,7 +8,7 @@ import math
 
 from tests.app.helpers import flip, notifications, row_cells, screen_text, wait_until
 from tests.fakes.fake_measurement import Failed, Recorded
-from torchperf_tui.engine.benchmark.sweep import SweepPoint, SweepResult
+from torchperf_tui.engine.measurements.sweep import SweepPoint, SweepResult
 
 
 def recorded_sweep(arms=("",)) -> Recorded:

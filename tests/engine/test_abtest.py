@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from torchperf_tui.engine.benchmark.ab_arms import parse_arm_spec
-from torchperf_tui.engine.benchmark.ab_result import MIN_PAIRS, block_verdict
-from torchperf_tui.engine.benchmark.abtest import block_order
-from torchperf_tui.engine.errors import FlagError
-from torchperf_tui.engine.benchmark.flags import Flags
+from torchperf_tui.engine.measurements.ab_arms import parse_arm_spec
+from torchperf_tui.engine.measurements.ab_result import MIN_PAIRS, block_verdict
+from torchperf_tui.engine.measurements.abtest import block_order
+from torchperf_tui.core.errors import FlagError
+from torchperf_tui.engine.measurements.flags import Flags
 
 
 def synthetic_blocks(rng, blocks, per_block, scale_b=1.0):
@@ -107,8 +107,8 @@ def test_bad_specs_are_one_line_errors(text, message):
 
 def test_interleaved_run_gives_each_block_its_own_flags_and_a_verdict():
     from tests.tinymodels import ThreadsProbe
-    from torchperf_tui.engine.benchmark.abtest import run_ab
-    from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+    from torchperf_tui.engine.measurements.abtest import run_ab
+    from torchperf_tui.engine.measurements.bench_config import BenchConfig
 
     before = Flags.current()
     ThreadsProbe.seen.clear()
@@ -128,8 +128,8 @@ def test_interleaved_run_gives_each_block_its_own_flags_and_a_verdict():
 
 
 def test_cancelled_comparison_keeps_complete_pairs_only():
-    from torchperf_tui.engine.benchmark.abtest import run_ab
-    from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+    from torchperf_tui.engine.measurements.abtest import run_ab
+    from torchperf_tui.engine.measurements.bench_config import BenchConfig
 
     blocks_done = []
     base = BenchConfig(model="tests.tinymodels:tiny_cnn", input_shape=(1, 3, 8, 8), device="cpu")
@@ -142,8 +142,8 @@ def test_cancelled_comparison_keeps_complete_pairs_only():
 
 
 def test_arms_can_follow_their_own_shape_schedule():
-    from torchperf_tui.engine.benchmark.abtest import run_ab
-    from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+    from torchperf_tui.engine.measurements.abtest import run_ab
+    from torchperf_tui.engine.measurements.bench_config import BenchConfig
 
     assert parse_arm_spec("shapes=random:8-16").shapes == "random:8-16"
     base = BenchConfig(model="tests.tinymodels:tiny_cnn", input_shape=(1, 3, 16, 16), device="cpu")
@@ -159,7 +159,7 @@ def test_arm_threads_keep_each_arm_on_one_thread_of_its_own_on_cuda_only():
     CPU one thread serves both, so no second OpenMP pool spins beside the running arm."""
     import threading
 
-    from torchperf_tui.engine.benchmark.abtest import ArmThreads
+    from torchperf_tui.engine.measurements.abtest import ArmThreads
 
     with ArmThreads("AB", separate=True) as threads:
         seen = {arm: {threads.run(arm, threading.get_ident) for _ in range(3)} for arm in "AB"}
@@ -173,8 +173,8 @@ def test_a_cpu_comparison_runs_both_arms_on_the_callers_thread():
     import threading
 
     from tests.tinymodels import ThreadIdentProbe
-    from torchperf_tui.engine.benchmark.abtest import run_ab
-    from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+    from torchperf_tui.engine.measurements.abtest import run_ab
+    from torchperf_tui.engine.measurements.bench_config import BenchConfig
 
     ThreadIdentProbe.seen.clear()
     base = BenchConfig(model="tests.tinymodels:thread_probe", input_shape=(1, 3, 8, 8), device="cpu")
@@ -183,7 +183,7 @@ def test_a_cpu_comparison_runs_both_arms_on_the_callers_thread():
 
 
 def test_verdict_wording_for_large_ratios_and_disagreeing_tests():
-    from torchperf_tui.engine.benchmark.ab_result import Verdict
+    from torchperf_tui.engine.measurements.ab_result import Verdict
 
     slow = Verdict(blocks=10, ratio=8.62, ci_low=7.9, ci_high=9.4, p_value=0.002, significant=True)
     assert slow.summary() == "B is 8.62x slower (95 % CI 7.90-9.40x, p=0.002)"
@@ -196,9 +196,9 @@ def test_verdict_wording_for_large_ratios_and_disagreeing_tests():
 
 def test_the_arms_medians_disagreeing_with_the_paired_ratio_is_explained():
     """Pooled medians read a drift between blocks that the paired ratio cancels: the result says so."""
-    from torchperf_tui.engine.benchmark.ab_result import ABResult, ArmResult, block_verdict
-    from torchperf_tui.engine.benchmark.abtest import block_order
-    from torchperf_tui.engine.benchmark.flags import Flags
+    from torchperf_tui.engine.measurements.ab_result import ABResult, ArmResult, block_verdict
+    from torchperf_tui.engine.measurements.abtest import block_order
+    from torchperf_tui.engine.measurements.flags import Flags
 
     # The machine slows down halfway; A happens to run more of its blocks in the slow half. Within each
     # neighbouring pair B is 2 % slower, but B's pooled median is well below A's.
@@ -218,8 +218,8 @@ def test_the_arms_medians_disagreeing_with_the_paired_ratio_is_explained():
 
 
 def test_a_time_budget_stops_the_blocks_and_the_result_says_how_many_ran():
-    from torchperf_tui.engine.benchmark.abtest import run_ab
-    from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+    from torchperf_tui.engine.measurements.abtest import run_ab
+    from torchperf_tui.engine.measurements.bench_config import BenchConfig
 
     # each forward pass sleeps 2 ms: a block of 2 timed + 2 settling passes takes at least 8 ms, a pair 16 ms,
     # so 100 pairs take at least 1.6 s and a 0.3 s budget stops them well short
@@ -237,8 +237,8 @@ def test_a_time_budget_stops_the_blocks_and_the_result_says_how_many_ran():
 
 
 def test_same_arms_compares_what_each_arm_runs_not_how_it_was_typed():
-    from torchperf_tui.engine.benchmark.ab_arms import same_arms
-    from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+    from torchperf_tui.engine.measurements.ab_arms import same_arms
+    from torchperf_tui.engine.measurements.bench_config import BenchConfig
 
     base = BenchConfig(model="tests.tinymodels:tiny_cnn", input_shape=(1, 3, 8, 8), device="cpu")
     assert same_arms(base, parse_arm_spec(""), parse_arm_spec("mkldnn=on, channels_last=off"))
@@ -249,8 +249,8 @@ def test_same_arms_compares_what_each_arm_runs_not_how_it_was_typed():
 
 
 def test_a_flag_with_no_effect_is_said_of_the_arm_that_set_it():
-    from torchperf_tui.engine.benchmark.abtest import inert_arm_flags, run_ab
-    from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+    from torchperf_tui.engine.measurements.abtest import inert_arm_flags, run_ab
+    from torchperf_tui.engine.measurements.bench_config import BenchConfig
 
     on = Flags(cudnn_benchmark=True)
     only = inert_arm_flags(Flags(), on, Flags(), "cpu")
@@ -268,14 +268,14 @@ def test_an_ab_comparison_reads_the_host_over_its_blocks_and_is_marked_like_a_ti
     """The host read at the edges of the interleaved blocks (a fake reader: others busy on 1.5 cores), each arm's
     spread on its own samples, and the marks in to_dict, in both arms' history records and in the CLI."""
     from tests.engine.test_host_noise import QUIET_HOST, FakeReader, noise_of
-    from torchperf_tui import cli_render
-    from torchperf_tui.engine.benchmark.abtest import run_ab
+    from torchperf_tui.cli import render as cli_render
+    from torchperf_tui.engine.measurements.abtest import run_ab
     from torchperf_tui.engine.records.history_records import HistoryRecord, records_from_ab
     from torchperf_tui.engine.hardware.host_noise import HostProbe
-    from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+    from torchperf_tui.engine.measurements.bench_config import BenchConfig
 
     busy = ((0.0, 5.0, 100.0, 50.0), (2.0, 5.6, 104.0, 51.0))  # others: 1.5 cores, the load 5.6 at the end
-    monkeypatch.setattr("torchperf_tui.engine.benchmark.abtest.HostProbe", lambda: HostProbe(FakeReader(*busy)))
+    monkeypatch.setattr("torchperf_tui.engine.measurements.abtest.HostProbe", lambda: HostProbe(FakeReader(*busy)))
     base = BenchConfig(model="tests.tinymodels:tiny_cnn", input_shape=(1, 3, 16, 16), device="cpu")
     result = run_ab(base, parse_arm_spec(""), parse_arm_spec("mkldnn=off"), blocks=6, per_block=4)
     host = "noisy host: load 5.6 on 2 cores, other processes busy on 1.5 of them during the timed run"
@@ -304,8 +304,8 @@ def test_an_ab_comparison_reads_the_host_over_its_blocks_and_is_marked_like_a_ti
 
 
 def test_blocks_left_open_are_fitted_to_the_time_budget_from_a_pass_of_each_arm():
-    from torchperf_tui.engine.benchmark.abtest import DEFAULT_PER_BLOCK, fit_per_block, run_ab
-    from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+    from torchperf_tui.engine.measurements.abtest import DEFAULT_PER_BLOCK, fit_per_block, run_ab
+    from torchperf_tui.engine.measurements.bench_config import BenchConfig
 
     # at 1 s a pair, 10 blocks of 20 (+2 settling passes) would take 220 s: 60 % of 120 s leaves 7 - 2 timed passes
     per_block, note = fit_per_block(10, 120.0, {"A": 0.6, "B": 0.4})

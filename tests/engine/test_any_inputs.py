@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from torchperf_tui.engine.benchmark.abtest import ArmSpec, run_ab
-from torchperf_tui.engine.benchmark.bench_config import BenchConfig
-from torchperf_tui.engine.benchmark.flags import Flags
-from torchperf_tui.engine.benchmark.timing import run_benchmark
-from torchperf_tui.engine.benchmark.train_step import LOSS_CROSS_ENTROPY, LOSS_NEXT_TOKEN
-from torchperf_tui.engine.errors import ModelError, ShapeError
+from torchperf_tui.engine.measurements.abtest import ArmSpec, run_ab
+from torchperf_tui.engine.measurements.bench_config import BenchConfig
+from torchperf_tui.engine.measurements.flags import Flags
+from torchperf_tui.engine.measurements.timing import run_benchmark
+from torchperf_tui.engine.workloads.loss import LOSS_CROSS_ENTROPY, LOSS_NEXT_TOKEN
+from torchperf_tui.core.errors import ModelError, ShapeError
 from torchperf_tui.engine.workloads.complexity import analyse_complexity
 
 TWO = "tests.tinymodels:two_inputs"

@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from tests.records import ENV
-from torchperf_tui.engine.benchmark import attention_flags as attn
-from torchperf_tui.engine.benchmark.ab_arms import parse_arm_spec, same_arms
-from torchperf_tui.engine.benchmark.flags import Flags, applied_flags, asked_state, inert_flags
-from torchperf_tui.engine.errors import FlagError
+from torchperf_tui.engine.measurements import attention_flags as attn
+from torchperf_tui.engine.measurements.ab_arms import parse_arm_spec, same_arms
+from torchperf_tui.engine.measurements.flags import Flags, applied_flags, asked_state, inert_flags
+from torchperf_tui.core.errors import FlagError
 from torchperf_tui.wording.history import history_line
 
 
@@ -75,15 +75,15 @@ def test_the_compare_spec_takes_sdpa_and_matmul_precision():
     with pytest.raises(FlagError, match="given twice"):
         parse_arm_spec("sdpa=math,sdpa=flash")
     base = SimpleNamespace(dtype="float32", channels_last=False, shapes="fixed",
-                           step_spec=lambda: __import__("torchperf_tui.engine.benchmark.train_step",
+                           step_spec=lambda: __import__("torchperf_tui.engine.measurements.train_step",
                                                         fromlist=["StepSpec"]).StepSpec())
     assert same_arms(base, parse_arm_spec("sdpa=flash+math"), parse_arm_spec("sdpa=math+flash"))
     assert not same_arms(base, parse_arm_spec("sdpa=math"), parse_arm_spec("sdpa=flash"))
 
 
 def test_the_cli_takes_sdpa_and_matmul_precision_on_every_command_with_flags(capsys):
-    from torchperf_tui.cli import _flags_from
-    from torchperf_tui.cli_args import build_parser
+    from torchperf_tui.cli.common import flags_from as _flags_from
+    from torchperf_tui.cli.args import build_parser
 
     parser = build_parser()
     for command in ("bench", "compare", "profile", "throughput", "roofline", "determinism", "memsnap"):
@@ -100,8 +100,8 @@ def test_the_cli_takes_sdpa_and_matmul_precision_on_every_command_with_flags(cap
 
 
 def test_the_history_record_keeps_the_set_and_the_precision():
-    from torchperf_tui.engine.benchmark.stats import compute_stats
-    from torchperf_tui.engine.benchmark.timing import TimingResult
+    from torchperf_tui.core.stats import compute_stats
+    from torchperf_tui.engine.measurements.timing import TimingResult
     from torchperf_tui.engine.records.history_records import HistoryRecord, record_from_timing
 
     flags = Flags().replace(sdpa="flash", matmul_precision="high")

@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from torchperf_tui.engine.analysis.attention_kernels import check_attention_sets, probe, record_calls
+from torchperf_tui.engine.measurements.attention_calls import check_attention_sets, probe, record_calls
 from torchperf_tui.engine.analysis.kernels import conv_kernels
-from torchperf_tui.engine.benchmark.ab_arms import parse_arm_spec
-from torchperf_tui.engine.benchmark.bench_config import BenchConfig
-from torchperf_tui.engine.errors import FlagError
+from torchperf_tui.engine.measurements.ab_arms import parse_arm_spec
+from torchperf_tui.engine.measurements.bench_config import BenchConfig
+from torchperf_tui.core.errors import FlagError
 
 TINY = (("num_hidden_layers", "2"), ("hidden_size", "64"), ("intermediate_size", "128"),
         ("num_attention_heads", "4"), ("num_key_value_heads", "4"), ("vocab_size", "256"))
@@ -80,10 +80,10 @@ def test_every_job_refuses_in_its_preamble_before_the_model_is_built():
     """The check is in BenchConfig.prepare, the one preamble every measurement starts from: timing, the time per
     layer, the sweep and generation alike (the last three were outside a list of job kinds checked before)."""
     from torchperf_tui.engine.analysis.layer_times import layer_times
-    from torchperf_tui.engine.benchmark.abtest import run_ab
-    from torchperf_tui.engine.benchmark.generation import run_generation
-    from torchperf_tui.engine.benchmark.sweep import run_sweep
-    from torchperf_tui.engine.benchmark.timing import run_benchmark
+    from torchperf_tui.engine.measurements.abtest import run_ab
+    from torchperf_tui.engine.measurements.generation import run_generation
+    from torchperf_tui.engine.measurements.sweep import run_sweep
+    from torchperf_tui.engine.measurements.timing import run_benchmark
 
     cudnn = _llama(flags=parse_arm_spec("sdpa=cudnn").flags)
     for start in (lambda: run_benchmark(cudnn), lambda: layer_times(cudnn), lambda: run_sweep(cudnn, 32, 64),
@@ -104,7 +104,7 @@ def test_a_set_the_check_missed_is_still_one_line_from_the_forward():
 
 def test_flash_against_math_on_a_tiny_llama_at_1024_is_called_significant():
     """The one slow test: the A/B the issue names, at a small size (math builds the 1024 x 1024 scores)."""
-    from torchperf_tui.engine.benchmark.abtest import run_ab
+    from torchperf_tui.engine.measurements.abtest import run_ab
 
     # 12 pairs of blocks of 7: a block's median stands against the bursts of a loaded box (with blocks of 2 and of 3,
     # under three test workers and two CPU burners on 2 cores, several pairs turned round and the CI reached 1)

@@ -1,4 +1,4 @@
-"""The batch search alone (engine/benchmark/batch_search.py), driven by fake "measure a batch" functions: no torch."""
+"""The batch search alone (engine/measurements/batch_search.py), driven by fake "measure a batch" functions: no torch."""
 
 import subprocess
 import sys
@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from torchperf_tui.engine.benchmark.batch_search import (BatchTry, MemoryCapExceeded, StopRule, is_out_of_memory,
+from torchperf_tui.engine.measurements.batch_search import (BatchTry, MemoryCapExceeded, StopRule, is_out_of_memory,
                                                search_max_batch)
-from torchperf_tui.engine.errors import TorchperfError
+from torchperf_tui.core.errors import TorchperfError
 from tests.fakes.fake_tries import PEAK_AT_8, FakeClock, OutOfMemory, oom_above, rate_curve, slow_passes
 
 
@@ -189,7 +189,7 @@ def test_out_of_memory_is_told_without_torch():
 
 
 def test_the_search_runs_without_importing_torch():
-    code = ("import sys; from torchperf_tui.engine.benchmark.batch_search import search_max_batch; "
+    code = ("import sys; from torchperf_tui.engine.measurements.batch_search import search_max_batch; "
             "from tests.fakes.fake_tries import oom_above; "
             "out = search_max_batch(oom_above(12)); "
             "print(out.max_batch, 'torch' in sys.modules)")

@@ -8,19 +8,19 @@ from pathlib import Path
 import pytest
 import torch
 
-from torchperf_tui.engine.benchmark.abtest import ArmSpec, run_ab
-from torchperf_tui.engine.benchmark.bench_config import BenchConfig, RunPlan
-from torchperf_tui.engine.benchmark.determinism import determinism_of
-from torchperf_tui.engine.errors import DeviceError, ShapeError, TorchperfError
-from torchperf_tui.engine.benchmark.flags import Flags
+from torchperf_tui.engine.measurements.abtest import ArmSpec, run_ab
+from torchperf_tui.engine.measurements.bench_config import BenchConfig, RunPlan
+from torchperf_tui.engine.measurements.determinism import determinism_of
+from torchperf_tui.core.errors import DeviceError, ShapeError, TorchperfError
+from torchperf_tui.engine.measurements.flags import Flags
 from torchperf_tui.engine.workloads.input_spec import InputSpec
 from torchperf_tui.engine.analysis.kernels import conv_kernels
 from torchperf_tui.engine.analysis.layer_times import layer_times
 from torchperf_tui.engine.analysis.profiling import profile_model
-from torchperf_tui.engine.benchmark.throughput import find_max_batch
-from torchperf_tui.engine.benchmark.timing import run_benchmark
-from torchperf_tui.engine.benchmark.timing_modes import run_modes
-from torchperf_tui.engine.benchmark.train_step import StepSpec, amp_problem
+from torchperf_tui.engine.measurements.throughput import find_max_batch
+from torchperf_tui.engine.measurements.timing import run_benchmark
+from torchperf_tui.engine.measurements.timing_modes import run_modes
+from torchperf_tui.engine.measurements.train_step import StepSpec, amp_problem
 
 TINY = "tests.tinymodels:tiny_cnn"
 COUNTED = "tests.engine.test_bench_config:counted_cnn"
@@ -91,7 +91,7 @@ def test_arms_are_checked_for_mixed_precision_each_with_its_own_step_and_dtype()
 
 
 def test_a_config_imports_no_torch():
-    code = ("import sys; from torchperf_tui.engine.benchmark.bench_config import BenchConfig; "
+    code = ("import sys; from torchperf_tui.engine.measurements.bench_config import BenchConfig; "
             "BenchConfig(model='resnet18', batch=2); print('torch' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                           cwd=str(Path(__file__).resolve().parents[2]))

@@ -11,10 +11,11 @@ import pytest
 import torch
 
 from tests.test_cli import run
-from torchperf_tui.engine.hardware.ceiling_measurement import measure_ceilings
-from torchperf_tui.engine.hardware.ceilings import (OUTDATED, Ceiling, CeilingsResult, ceilings, device_key, load_ceilings,
-                                           save_ceilings)
-from torchperf_tui.engine.errors import TorchperfError
+from torchperf_tui.engine.measurements.ceiling_measurement import measure_ceilings
+from torchperf_tui.engine.hardware.ceilings import (OUTDATED, Ceiling, CeilingsResult, device_key, load_ceilings,
+                                                    save_ceilings)
+from torchperf_tui.engine.measurements.ceiling_measurement import ceilings
+from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.engine.analysis.roofline import REMEASURE, peaks_for
 
 SMALL = dict(matmul_sizes=(32, 64), matmul_n=64, convs=((1, 8, 8),), copy_bytes=2**20, reps=3, warmup=1, threads=(1,))

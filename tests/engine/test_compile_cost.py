@@ -1,4 +1,4 @@
-"""torch.compile's cost (engine/benchmark/compile_cost.py): the break-even arithmetic (a pure function, no torch),
+"""torch.compile's cost (engine/measurements/compile_cost.py): the break-even arithmetic (a pure function, no torch),
 dynamo's counters read from a real small compile, the eager baseline beside it, recompiles under a varying schedule
 kept out of the statistics, and their words. The compiling tests skip where there is no C++ compiler (inductor
 needs one on the CPU); the fallback without one is test_timing.py's."""
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from torchperf_tui.engine.benchmark.compile_cost import CompileCost, break_even_calls
+from torchperf_tui.engine.measurements.compile_cost import CompileCost, break_even_calls
 
 COMPILER = next((shutil.which(name) for name in ("c++", "g++", "clang++") if shutil.which(name)), None)
 needs_compiler = pytest.mark.skipif(COMPILER is None, reason="torch.compile on the CPU needs a C++ compiler; none here")
@@ -24,7 +24,7 @@ def test_break_even_is_compile_time_over_the_time_saved_per_call():
 
 
 def test_the_break_even_module_needs_no_torch():
-    code = ("import sys; from torchperf_tui.engine.benchmark.compile_cost import break_even_calls; "
+    code = ("import sys; from torchperf_tui.engine.measurements.compile_cost import break_even_calls; "
             "assert break_even_calls(1.0, 3.0, 1.0) == 500; assert 'torch' not in sys.modules, 'torch imported'")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
@@ -60,8 +60,8 @@ def test_the_words_of_a_compile_cost():
 
 @needs_compiler
 def test_a_compiled_run_counts_its_graph_break_and_times_eager_beside_it():
-    from torchperf_tui.engine.benchmark.bench_config import BenchConfig
-    from torchperf_tui.engine.benchmark.timing import run_benchmark
+    from torchperf_tui.engine.measurements.bench_config import BenchConfig
+    from torchperf_tui.engine.measurements.timing import run_benchmark
 
     cfg = BenchConfig(model="tests.compile_models:breaking_net", input_shape=(2, 8), device="cpu", warmup=1,
                       iters=5, compile="default")
@@ -80,8 +80,8 @@ def test_a_compiled_run_counts_its_graph_break_and_times_eager_beside_it():
 
 @needs_compiler
 def test_a_varying_schedule_under_compile_counts_its_recompiles_and_keeps_them_out_of_the_statistics():
-    from torchperf_tui.engine.benchmark.bench_config import BenchConfig
-    from torchperf_tui.engine.benchmark.timing import run_benchmark
+    from torchperf_tui.engine.measurements.bench_config import BenchConfig
+    from torchperf_tui.engine.measurements.timing import run_benchmark
 
     cfg = BenchConfig(model="tests.tinymodels:tiny_cnn", input_shape=(1, 3, 16, 16), device="cpu", warmup=1,
                       iters=6, shapes="cycle:3:8-24", compile="default")

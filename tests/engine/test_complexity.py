@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from torchperf_tui.engine.workloads.complexity import analyse_complexity
-from torchperf_tui.engine.errors import ShapeError
+from torchperf_tui.core.errors import ShapeError
 from torchperf_tui.engine.workloads.model_catalogue import list_catalogue, reference_weights
 from torchperf_tui.engine.workloads.models import build_model
 

@@ -8,9 +8,9 @@ import pytest
 import torch
 from torch import nn
 
-from torchperf_tui.engine.benchmark.determinism import check_determinism
-from torchperf_tui.engine.errors import TorchperfError
-from torchperf_tui.engine.benchmark.flags import Flags
+from torchperf_tui.engine.measurements.determinism import check_determinism
+from torchperf_tui.core.errors import TorchperfError
+from torchperf_tui.engine.measurements.flags import Flags
 from torchperf_tui.engine.workloads.inputs import make_input
 
 TINY = "tests.tinymodels:tiny_cnn"

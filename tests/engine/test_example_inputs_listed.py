@@ -9,8 +9,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from torchperf_tui.engine.benchmark.bench_config import BenchConfig
-from torchperf_tui.engine.benchmark.timing import run_benchmark
+from torchperf_tui.engine.measurements.bench_config import BenchConfig
+from torchperf_tui.engine.measurements.timing import run_benchmark
 from torchperf_tui.engine.workloads.example_inputs import describe_example_inputs
 from torchperf_tui.engine.workloads.models import input_shape_note
 

@@ -10,9 +10,9 @@ import json
 import pytest
 
 from tests.records import make_record
-from torchperf_tui.engine.errors import TorchperfError
+from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.wording.history_export import export_records
-from torchperf_tui.engine.benchmark.flags import Flags
+from torchperf_tui.engine.measurements.flags import Flags
 from torchperf_tui.engine.records.history_records import HistoryRecord
 
 

@@ -12,11 +12,11 @@ import pytest
 
 from tests.one_line import one_line_error
 from tests.records import ENV, make_record
-from torchperf_tui.engine.benchmark.flags import Flags
-from torchperf_tui.engine.benchmark.stats import TimingStats
-from torchperf_tui.engine.errors import TorchperfError
+from torchperf_tui.engine.measurements.flags import Flags
+from torchperf_tui.core.stats import TimingStats
+from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.wording.history_export import export_records
-from torchperf_tui.engine.records.export_fleet import setup_name
+from torchperf_tui.engine.records.fleet_records import setup_name
 from torchperf_tui.engine.records.history_records import HistoryRecord
 
 TTFT = {"n": 5, "mean_ms": 41.0, "std_ms": 1.0, "min_ms": 39.0, "max_ms": 44.0, "p50_ms": 40.0, "p90_ms": 43.0,

@@ -3,11 +3,11 @@ import threading
 import pytest
 import torch
 
-from torchperf_tui.engine.errors import FlagError
-from torchperf_tui.engine.benchmark.flags import (FLAG_SPECS, Flags, TorchState, applied_flags, flag_applicability,
+from torchperf_tui.core.errors import FlagError
+from torchperf_tui.engine.measurements.flags import (FLAG_SPECS, Flags, TorchState, applied_flags, flag_applicability,
                                         guarded_job, process_baseline, restore_state)
-from torchperf_tui.engine.benchmark.bench_config import BenchConfig
-from torchperf_tui.engine.benchmark.timing import run_benchmark
+from torchperf_tui.engine.measurements.bench_config import BenchConfig
+from torchperf_tui.engine.measurements.timing import run_benchmark
 from tests import state_changing_models as hostile
 
 
@@ -228,7 +228,7 @@ def test_a_thread_count_the_model_set_is_not_called_the_default(baseline):
 
 
 def test_an_ab_comparison_says_what_the_factory_set_and_each_arm_s_thread_count(baseline):
-    from torchperf_tui.engine.benchmark.abtest import ArmSpec, run_ab
+    from torchperf_tui.engine.measurements.abtest import ArmSpec, run_ab
 
     own = baseline.flags.num_threads
     result = run_ab(_cfg("tests.state_changing_models:factory_sets_threads"), ArmSpec(Flags()),
@@ -242,8 +242,8 @@ def test_an_ab_comparison_says_what_the_factory_set_and_each_arm_s_thread_count(
 def test_an_ab_arm_whose_thread_count_the_model_set_is_not_called_the_default(baseline):
     """A forward that sets the thread count in an arm's block: the arm, its history record and the CLI's table say
     the count was the model's, with the default beside it; the other arm ran on the default."""
-    from torchperf_tui import cli_render
-    from torchperf_tui.engine.benchmark.abtest import ArmSpec, run_ab
+    from torchperf_tui.cli import render as cli_render
+    from torchperf_tui.engine.measurements.abtest import ArmSpec, run_ab
     from torchperf_tui.engine.records.history_records import records_from_ab
 
     own = baseline.flags.num_threads

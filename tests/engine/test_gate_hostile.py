@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tests.records import make_record
-from torchperf_tui import options
+from torchperf_tui.core import options
 from torchperf_tui.engine.records import baseline_gate
 from torchperf_tui.engine.records.baseline import BaselineError, config_of_record
 from torchperf_tui.engine.records.baseline_gate import gate

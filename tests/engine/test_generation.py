@@ -1,4 +1,4 @@
-"""Generation of a causal LM (engine/benchmark/generation.py): the figures, the number of decode steps, the KV
+"""Generation of a causal LM (engine/measurements/generation.py): the figures, the number of decode steps, the KV
 cache's size against what the config implies, the tokens against model.generate's, the stream, a cancel, and every
 refusal in one line before anything is built. Tiny llama configs on the CPU, a few tokens."""
 
@@ -10,9 +10,9 @@ import math
 import pytest
 import torch
 
-from torchperf_tui.engine.benchmark.bench_config import BenchConfig
-from torchperf_tui.engine.benchmark.generation import GreedyLoop, cache_bytes, method_text, run_generation
-from torchperf_tui.engine.errors import ModelError, ShapeError, TorchperfError
+from torchperf_tui.engine.measurements.bench_config import BenchConfig
+from torchperf_tui.engine.measurements.generation import GreedyLoop, cache_bytes, method_text, run_generation
+from torchperf_tui.core.errors import ModelError, ShapeError, TorchperfError
 from torchperf_tui.engine.workloads.model_args import parse_model_args
 from torchperf_tui.wording.history import history_line
 
@@ -165,7 +165,8 @@ def test_options_that_do_not_apply_to_generation_are_refused(overrides, words):
 
 
 def test_a_generate_record_keeps_the_figures_and_reads_back():
-    from torchperf_tui.engine.records.history_records import HistoryRecord, records_of
+    from torchperf_tui.engine.records.history_records import HistoryRecord
+    from torchperf_tui.engine.records.result_records import records_of
 
     result = run_generation(config(), 3, runs=2)
     [record] = records_of(result, fingerprint={"torch": "x"})

@@ -14,7 +14,7 @@ import torch
 
 pytest.importorskip("transformers")
 
-from torchperf_tui.engine.errors import ModelError, ModelTooLarge
+from torchperf_tui.core.errors import ModelError, ModelTooLarge
 from torchperf_tui.engine.workloads import hf_config
 from torchperf_tui.engine.workloads import hf_models as hf
 from torchperf_tui.engine.workloads.model_args import parse_model_args

@@ -10,7 +10,7 @@ import torch
 
 pytest.importorskip("transformers")
 
-from torchperf_tui.engine.errors import ModelError, ShapeError
+from torchperf_tui.core.errors import ModelError, ShapeError
 from torchperf_tui.engine.workloads import hf_models as hf
 from torchperf_tui.engine.workloads.model_args import parse_model_args
 
@@ -248,10 +248,10 @@ def test_the_sequence_length_sets_a_typed_shapes_length_and_bounds_a_schedule():
 
 
 def test_a_transformers_run_is_timed_trained_and_checked_for_determinism_end_to_end():
-    from torchperf_tui.engine.benchmark.bench_config import BenchConfig
-    from torchperf_tui.engine.benchmark.determinism import determinism_of
-    from torchperf_tui.engine.benchmark.timing import run_benchmark
-    from torchperf_tui.engine.benchmark.train_step import LOSS_NEXT_TOKEN
+    from torchperf_tui.engine.measurements.bench_config import BenchConfig
+    from torchperf_tui.engine.measurements.determinism import determinism_of
+    from torchperf_tui.engine.measurements.timing import run_benchmark
+    from torchperf_tui.engine.workloads.loss import LOSS_NEXT_TOKEN
 
     cfg = BenchConfig(model="hf:gpt2", model_args=parse_model_args(TINY["gpt2"]), seq_len=16, device="cpu",
                       warmup=1, iters=3)

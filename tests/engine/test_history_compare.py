@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tests.records import ENV, make_record
-from torchperf_tui.engine.errors import TorchperfError
-from torchperf_tui.engine.benchmark.flags import Flags
+from torchperf_tui.core.errors import TorchperfError
+from torchperf_tui.engine.measurements.flags import Flags
 from torchperf_tui.engine.records.history_compare import compare_records
 from torchperf_tui.wording.history import history_line
 

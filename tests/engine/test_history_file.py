@@ -22,13 +22,13 @@ import pytest
 
 from tests.records import make_record
 from torchperf_tui.engine.records import history_file, history_records
-from torchperf_tui.engine.errors import TorchperfError
-from torchperf_tui.options import EXPORT_FORMATS
+from torchperf_tui.core.errors import TorchperfError
+from torchperf_tui.core.options import EXPORT_FORMATS
 from torchperf_tui.wording.history_export import export_records
-from torchperf_tui.engine.benchmark.flags import Flags
+from torchperf_tui.engine.measurements.flags import Flags
 from torchperf_tui.engine.records.history_file import HISTORY_ENV, MAX_LINE_BYTES, HistoryFile, HistoryNotDurable, LoadResult
 from torchperf_tui.engine.records.history_records import HistoryRecord
-from torchperf_tui.engine.benchmark.stats import TimingStats
+from torchperf_tui.core.stats import TimingStats
 from torchperf_tui.wording.history import history_line
 
 posix_only = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs POSIX FIFOs and devices")
@@ -250,7 +250,7 @@ def test_a_fifo_swapped_in_after_the_check_is_still_not_waited_on(fifo, monkeypa
 def test_dev_zero_is_refused_without_reading_it():
     # In a child with a time limit: code that reads /dev/zero does not stop, and a thread cannot be killed.
     code = ("import resource; resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"  # fail, not swap
-            "from torchperf_tui.engine.errors import TorchperfError\n"
+            "from torchperf_tui.core.errors import TorchperfError\n"
             "from torchperf_tui.engine.records.history_file import HistoryFile\n"
             "try:\n    HistoryFile('/dev/zero').load()\nexcept TorchperfError as exc:\n    print('TorchperfError', exc)")
     try:

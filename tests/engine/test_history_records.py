@@ -9,10 +9,10 @@ import sys
 import pytest
 
 from tests.records import ENV
-from torchperf_tui.engine.benchmark.flags import Flags
+from torchperf_tui.engine.measurements.flags import Flags
 from torchperf_tui.engine.records.history_records import record_from_timing
-from torchperf_tui.engine.benchmark.stats import compute_stats
-from torchperf_tui.engine.benchmark.timing import TimingResult
+from torchperf_tui.core.stats import compute_stats
+from torchperf_tui.engine.measurements.timing import TimingResult
 from torchperf_tui.wording.history import history_line
 
 

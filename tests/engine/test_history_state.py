@@ -4,11 +4,11 @@ state, so Compare and `history` can tell such a run from a clean one."""
 from __future__ import annotations
 
 from tests.records import ENV
-from torchperf_tui.engine.benchmark.flags import Flags
+from torchperf_tui.engine.measurements.flags import Flags
 from torchperf_tui.engine.records.history_compare import compare_records
 from torchperf_tui.engine.records.history_records import HistoryRecord, record_from_timing
-from torchperf_tui.engine.benchmark.stats import compute_stats
-from torchperf_tui.engine.benchmark.timing import TimingResult
+from torchperf_tui.core.stats import compute_stats
+from torchperf_tui.engine.measurements.timing import TimingResult
 from torchperf_tui.wording.history import history_line
 
 

@@ -10,7 +10,7 @@ from torchperf_tui.engine.hardware import host_noise
 from torchperf_tui.engine.records.history_compare import compare_records
 from torchperf_tui.engine.records.history_records import HistoryRecord, record_from_timing
 from torchperf_tui.engine.hardware.host_noise import HostNoise, HostProbe
-from torchperf_tui.engine.benchmark.stats import p50_over_min, share_above
+from torchperf_tui.core.stats import p50_over_min, share_above
 from torchperf_tui.wording.history import history_line
 
 
@@ -115,11 +115,11 @@ def test_a_window_that_never_opened_has_no_host_figures():
 
 
 def test_run_benchmark_reads_the_host_at_the_timed_windows_edges_and_the_record_keeps_the_marks(monkeypatch):
-    from torchperf_tui.engine.benchmark.bench_config import BenchConfig
-    from torchperf_tui.engine.benchmark.timing import run_benchmark
+    from torchperf_tui.engine.measurements.bench_config import BenchConfig
+    from torchperf_tui.engine.measurements.timing import run_benchmark
 
     busy = ((0.0, 5.0, 100.0, 50.0), (2.0, 5.6, 104.0, 51.0))  # others: 1.5 cores
-    monkeypatch.setattr("torchperf_tui.engine.benchmark.timing.HostProbe", lambda: HostProbe(FakeReader(*busy)))
+    monkeypatch.setattr("torchperf_tui.engine.measurements.timing.HostProbe", lambda: HostProbe(FakeReader(*busy)))
     cfg = BenchConfig(model="tests.tinymodels:tiny_cnn", input_shape=(1, 3, 16, 16), device="cpu", warmup=1, iters=4)
     result = run_benchmark(cfg)
     noise = result.host_noise

@@ -1,5 +1,5 @@
 """Hostile paths for every small file the app reads back or keeps (issue 32, findings 1, 4, 9 and 12): the ceilings
-file, the catalogue cache, a baseline and the history are read one way (engine/records/input_files.py): a FIFO is
+file, the catalogue cache, a baseline and the history are read one way (core/input_files.py): a FIFO is
 refused without waiting, /dev/zero or a huge file without reading it; a ceilings value that is not a finite positive
 rate is never a ceiling; where a file will be written is checked before anything is measured, a link there is
 refused, not replaced; no output is written over the history in use or the ceilings file; a write that fails on a
@@ -20,16 +20,18 @@ import pytest
 import torch
 
 from tests.records import make_record
-from torchperf_tui.engine.errors import TorchperfError
-from torchperf_tui.engine.hardware import ceiling_measurement
+from torchperf_tui.core.errors import TorchperfError
+from torchperf_tui.engine.measurements import ceiling_measurement
 from torchperf_tui.engine.hardware.ceilings import (Ceiling, CeilingsFileError, CeilingsPathError, CeilingsResult,
-                                                    ceilings, device_key, kept_for, load_ceilings, save_ceilings)
-from torchperf_tui.engine.records import history_file, output_files
+                                                    device_key, kept_for, load_ceilings, save_ceilings)
+from torchperf_tui.engine.measurements.ceiling_measurement import ceilings
+from torchperf_tui.engine.records import history_file
+from torchperf_tui.core import output_files
 from torchperf_tui.engine.records.baseline import BaselineError, resolve_baseline
 from torchperf_tui.engine.records.history_file import HistoryFile
-from torchperf_tui.engine.records.input_files import InputFileError, NotJsonError, read_json, read_small
-from torchperf_tui.engine.records.kept_files import CEILINGS, kept_file_at
-from torchperf_tui.engine.records.output_files import OutputPathError, check_output_path, write_output, write_text
+from torchperf_tui.core.input_files import InputFileError, NotJsonError, read_json, read_small
+from torchperf_tui.core.kept_files import CEILINGS, kept_file_at
+from torchperf_tui.core.output_files import OutputPathError, check_output_path, write_output, write_text
 from torchperf_tui.engine.workloads import catalogue_cache
 from torchperf_tui.engine.workloads.model_entry import ModelEntry
 
@@ -103,7 +105,7 @@ def test_a_small_file_that_is_not_a_regular_file_is_refused_without_waiting_or_r
     elif path == "DIR":
         path = str(tmp_path)
     said = in_child(f"""
-        from torchperf_tui.engine.records.input_files import InputFileError, read_json
+        from torchperf_tui.core.input_files import InputFileError, read_json
         try:
             read_json({path!r}, "the state file", 1 << 20)
         except InputFileError as exc:
@@ -277,7 +279,7 @@ def test_a_catalogue_cache_named_by_its_variable_that_is_no_file_is_one_line(tmp
         path = str(tmp_path / "fifo")
         os.mkfifo(path)
     said = in_child("""
-        from torchperf_tui.engine.errors import TorchperfError
+        from torchperf_tui.core.errors import TorchperfError
         from torchperf_tui.engine.workloads.catalogue_cache import cached
         try:
             cached("timm", lambda: [])

@@ -2,7 +2,8 @@
 
 import torch
 
-from torchperf_tui.engine.workloads.input_spec import InputSpec, ModelInputs, ShapeFeed, TensorSpec
+from torchperf_tui.engine.workloads.input_spec import InputSpec, ShapeFeed, TensorSpec
+from torchperf_tui.engine.workloads.model_inputs import ModelInputs
 from torchperf_tui.engine.workloads.inputs import make_input
 
 

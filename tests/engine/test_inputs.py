@@ -1,9 +1,9 @@
 import pytest
 import torch
 
-from torchperf_tui.engine.errors import DeviceError, ShapeError
-from torchperf_tui.engine.workloads.inputs import (dtype_name, format_shape, make_input, parse_dtype, parse_shape,
-                                         resolve_device)
+from torchperf_tui.core.errors import DeviceError, ShapeError
+from torchperf_tui.engine.workloads.inputs import dtype_name, format_shape, make_input, parse_dtype, parse_shape
+from torchperf_tui.engine.hardware.device_choice import resolve_device
 
 
 @pytest.mark.parametrize("text, shape", [

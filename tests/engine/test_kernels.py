@@ -6,12 +6,13 @@ import pytest
 import torch
 from torch import nn
 
-from torchperf_tui.engine.benchmark.ab_arms import parse_arm_spec
-from torchperf_tui.engine.errors import ShapeError, TorchperfError
-from torchperf_tui.engine.analysis.kernels import (CPU_NOTE, LAYER_PREFIX, KernelComparison, KernelTime, LayerKernels,
-                                          backward_phase, conv_kernels, group_by_layer, short_kernel_name,
-                                          short_kernel_names)
-from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+from torchperf_tui.engine.measurements.ab_arms import parse_arm_spec
+from torchperf_tui.core.errors import ShapeError, TorchperfError
+from torchperf_tui.engine.analysis.kernels import (CPU_NOTE, LAYER_PREFIX, KernelComparison, LayerKernels,
+                                                   backward_phase, conv_kernels, group_by_layer, short_kernel_name,
+                                                   short_kernel_names)
+from torchperf_tui.engine.analysis.kernel_time import KernelTime
+from torchperf_tui.engine.measurements.bench_config import BenchConfig
 
 TINY = "tests.tinymodels:tiny_cnn"
 BASE = parse_arm_spec("")

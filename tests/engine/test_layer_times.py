@@ -6,10 +6,10 @@ import pytest
 import torch
 from torch import nn
 
-from torchperf_tui.engine.errors import TorchperfError
+from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.engine.workloads.layer_ranges import BACKWARD_PREFIX, ITERATION_LABEL, LAYER_PREFIX
 from torchperf_tui.engine.analysis.layer_times import attribute, layer_times
-from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+from torchperf_tui.engine.measurements.bench_config import BenchConfig
 
 TINY = "tests.tinymodels:tiny_cnn"
 Kernel = namedtuple("Kernel", "name device duration")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from tests.engine.test_host_noise import QUIET, FakeReader
-from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+from torchperf_tui.engine.measurements.bench_config import BenchConfig
 from torchperf_tui.engine.hardware.host_noise import HostProbe, point_marks
 from torchperf_tui.engine.workloads.model_args import parse_model_args
 
@@ -130,7 +130,7 @@ def test_time_per_layer_is_marked_when_the_host_was_busy_and_not_under_a_high_lo
 
 
 def test_the_roofline_of_a_run_with_its_layers_carries_the_runs_marks_and_the_layers(host):
-    from torchperf_tui.engine.benchmark.timing import run_benchmark
+    from torchperf_tui.engine.measurements.timing import run_benchmark
     from torchperf_tui.measure.follow_up import layer_times_of_run
 
     host(BUSY, 1.0, "benchmark.timing", "analysis.layer_times")
@@ -145,7 +145,7 @@ def test_the_roofline_of_a_run_with_its_layers_carries_the_runs_marks_and_the_la
 
 
 def test_a_throughput_search_is_marked_per_try_and_at_its_measurement(host):
-    from torchperf_tui.engine.benchmark.throughput import find_max_batch
+    from torchperf_tui.engine.measurements.throughput import find_max_batch
 
     cfg = BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu")
     host(BUSY, 1.0, "benchmark.batch_runner", "benchmark.throughput")
@@ -164,7 +164,7 @@ def test_a_throughput_search_is_marked_per_try_and_at_its_measurement(host):
 
 
 def test_the_timing_modes_are_marked_per_mode(host):
-    from torchperf_tui.engine.benchmark.timing_modes import run_modes
+    from torchperf_tui.engine.measurements.timing_modes import run_modes
 
     cfg = BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu", warmup=1, iters=4)
     host(BUSY, 1.0, "benchmark.timing_modes")
@@ -180,7 +180,7 @@ def test_the_timing_modes_are_marked_per_mode(host):
 
 
 def test_a_sweep_is_marked_per_length(host):
-    from torchperf_tui.engine.benchmark.sweep import run_sweep
+    from torchperf_tui.engine.measurements.sweep import run_sweep
 
     cfg = BenchConfig(model="hf:llama", model_args=TINY_LLAMA, device="cpu", batch=1)
     host(BUSY, 1.0, "benchmark.sweep")
@@ -195,7 +195,7 @@ def test_a_sweep_is_marked_per_length(host):
 
 
 def test_a_generation_is_not_called_noisy_under_a_high_load_alone(host):
-    from torchperf_tui.engine.benchmark.generation import run_generation
+    from torchperf_tui.engine.measurements.generation import run_generation
 
     cfg = BenchConfig(model="hf:llama", model_args=TINY_LLAMA, device="cpu", seq_len=8, time_budget_s=None)
     host(0.0, QUIET_LOAD, "hardware.host_noise")  # generation imports the probe when it runs
@@ -205,8 +205,8 @@ def test_a_generation_is_not_called_noisy_under_a_high_load_alone(host):
 
 
 def test_a_generation_ab_is_marked_like_an_ab(host):
-    from torchperf_tui.engine.benchmark.ab_arms import parse_arm_spec
-    from torchperf_tui.engine.benchmark.generation_ab import run_generation_ab
+    from torchperf_tui.engine.measurements.ab_arms import parse_arm_spec
+    from torchperf_tui.engine.measurements.generation_ab import run_generation_ab
 
     base = BenchConfig(model="hf:llama", model_args=TINY_LLAMA, device="cpu", seq_len=8)
     arms = parse_arm_spec(""), parse_arm_spec("threads=1")
@@ -222,7 +222,7 @@ def test_a_generation_ab_is_marked_like_an_ab(host):
 
 def test_the_kernels_ab_is_marked_per_arm(host):
     from torchperf_tui.engine.analysis.kernels import conv_kernels
-    from torchperf_tui.engine.benchmark.ab_arms import parse_arm_spec
+    from torchperf_tui.engine.measurements.ab_arms import parse_arm_spec
 
     base = BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu")
     arms = parse_arm_spec(""), parse_arm_spec("threads=1")

@@ -5,11 +5,11 @@ import pickle
 import pytest
 import torch
 
-from torchperf_tui.engine.errors import DeviceError, OutOfMemory, ShapeError, TorchperfError
-from torchperf_tui.engine.benchmark.flags import Flags
-from torchperf_tui.engine.benchmark.memsnap import (DEFAULT_MAX_ENTRIES, NOT_CUDA, VIEWER_HINT, TorchCudaMemory,
+from torchperf_tui.core.errors import DeviceError, OutOfMemory, ShapeError, TorchperfError
+from torchperf_tui.engine.measurements.flags import Flags
+from torchperf_tui.engine.measurements.memsnap import (DEFAULT_MAX_ENTRIES, NOT_CUDA, VIEWER_HINT, TorchCudaMemory,
                                           count_entries, record_memory_snapshot, write_snapshot)
-from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+from torchperf_tui.engine.measurements.bench_config import BenchConfig
 
 TINY = "tests.tinymodels:tiny_cnn"
 
@@ -211,7 +211,7 @@ def test_snapshot_is_pickle_protocol_4_whatever_the_interpreters_default(tmp_pat
 
 
 def test_snapshot_path_that_is_a_directory_is_refused(tmp_path):
-    from torchperf_tui.engine.records.output_files import OutputPathError
+    from torchperf_tui.core.output_files import OutputPathError
 
     (tmp_path / "snap.pickle").mkdir()
     with pytest.raises(OutputPathError, match="a directory"):

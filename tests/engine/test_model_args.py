@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from torchperf_tui.engine.errors import ModelError
+from torchperf_tui.core.errors import ModelError
 from torchperf_tui.engine.workloads.model_args import check_keys, coerce, format_model_args, parse_model_args
 
 

@@ -13,11 +13,10 @@ pytest.importorskip("timm")
 pytest.importorskip("transformers")
 
 from tests.one_line import one_line_error
-from torchperf_tui.engine.errors import ModelError, ModelTooLarge, ShapeError
+from torchperf_tui.core.errors import ModelError, ModelTooLarge, ShapeError
 from torchperf_tui.engine.workloads.model_args import parse_model_args
-from torchperf_tui.engine.workloads.models import (
-    build_model, check_fits, input_spec_for, list_models, model_footprint, resolve_model, source_of,
-)
+from torchperf_tui.engine.workloads.models import build_model, input_spec_for, list_models, resolve_model, source_of
+from torchperf_tui.engine.workloads.model_fit import check_fits, model_footprint
 
 GiB = 2 ** 30
 TINY_LLAMA = parse_model_args("num_hidden_layers=2,hidden_size=32,intermediate_size=64,num_attention_heads=4,"
@@ -203,7 +202,7 @@ def test_a_missing_library_leaves_its_source_out_of_the_whole_list_and_is_named_
 
 
 def test_the_catalogue_table_shows_each_source_and_an_hf_type_with_its_head(capsys):
-    from torchperf_tui.cli_render_facts import render_catalogue
+    from torchperf_tui.cli.render_facts import render_catalogue
 
     wanted = {"resnet18", "timm:resnet18", "hf:llama", "hf:bert"}
     render_catalogue([e for e in list_models() if e.name in wanted])

@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch import nn
 
-from torchperf_tui.engine.errors import ModelError
+from torchperf_tui.core.errors import ModelError
 from torchperf_tui.engine.workloads.model_catalogue import TASKS, list_catalogue, reference_weights
 from torchperf_tui.engine.workloads.models import (
     DetectionAdapter, OpticalFlowAdapter, build_model, default_input_shape, resolve_model,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from torchperf_tui.engine.records.output_files import OutputPathError, check_output_path, write_output, write_text
+from torchperf_tui.core.output_files import OutputPathError, check_output_path, write_output, write_text
 
 
 def _no_temporaries(folder) -> bool:

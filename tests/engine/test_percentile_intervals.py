@@ -13,8 +13,8 @@ import pytest
 from scipy.stats import binom
 
 from tests.test_cli import run
-from torchperf_tui.engine.benchmark import stats
-from torchperf_tui.engine.benchmark.stats import _binom_ppf, _ranks, percentile_interval, percentile_intervals, samples_needed
+from torchperf_tui.core import stats
+from torchperf_tui.core.stats import _binom_ppf, _ranks, percentile_interval, percentile_intervals, samples_needed
 
 
 @pytest.mark.parametrize("n", [1, 2, 7, 50, 64, 300, 1000])
@@ -81,14 +81,14 @@ def test_the_cli_gives_each_percentile_its_interval_or_says_it_is_not_supported(
 # -- the default run's length: p90 supported, within a time budget -----------------------------------------
 
 def test_the_default_run_is_long_enough_for_p90():
-    from torchperf_tui.engine.benchmark.bench_config import DEFAULT_ITERS, BenchConfig
+    from torchperf_tui.engine.measurements.bench_config import DEFAULT_ITERS, BenchConfig
 
     assert DEFAULT_ITERS >= samples_needed(0.9) and BenchConfig(model="m").iters == DEFAULT_ITERS
 
 
 def test_a_time_budget_stops_the_timed_iterations_and_says_so(capsys):
-    from torchperf_tui.engine.benchmark.bench_config import BenchConfig
-    from torchperf_tui.engine.benchmark.timing import run_benchmark, run_timed_loop
+    from torchperf_tui.engine.measurements.bench_config import BenchConfig
+    from torchperf_tui.engine.measurements.timing import run_benchmark, run_timed_loop
 
     loop = run_timed_loop(lambda: time.sleep(0.005), warmup=0, iters=100, budget_s=0.02)
     assert loop.budget_stopped and 1 <= len(loop.samples_ms) < 100

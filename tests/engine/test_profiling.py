@@ -4,10 +4,10 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from torchperf_tui.engine.errors import ShapeError, TorchperfError
+from torchperf_tui.core.errors import ShapeError, TorchperfError
 from torchperf_tui.engine.analysis.profiling import (ITERATION_LABEL, OpStat, profile_callable, profile_model,
                                             sort_ops, summarise_events)
-from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+from torchperf_tui.engine.measurements.bench_config import BenchConfig
 
 TINY = "tests.tinymodels:tiny_cnn"
 

@@ -2,14 +2,14 @@ import pytest
 
 from torchperf_tui.engine.workloads.complexity import Complexity, LayerStat, analyse_complexity
 from torchperf_tui.engine.hardware.device import GpuFacts
-from torchperf_tui.engine.errors import TorchperfError
+from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.engine.hardware.nvml import NA
 from torchperf_tui.engine.analysis.layer_times import GpuBusy, LayerTimes, ModuleTime
 from torchperf_tui.engine.analysis.roofline import (BYTES_METHOD, GPU_IDLE, OUTSIDE_ROWS, REMEASURE, analyse_roofline,
                                            estimate_bytes, gpu_for_device, utilisation_text,
                                            peaks_for, ridge_point)
-from torchperf_tui.engine.benchmark.bench_config import BenchConfig
-from torchperf_tui.engine.benchmark.timing import run_benchmark
+from torchperf_tui.engine.measurements.bench_config import BenchConfig
+from torchperf_tui.engine.measurements.timing import run_benchmark
 
 
 def _gpu(fp32=60.0, fp16=1000.0, bw=3000.0):

@@ -18,12 +18,12 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 
 from tests.tinymodels import TinyCNN
-from torchperf_tui.engine.benchmark import generation, timing
-from torchperf_tui.engine.benchmark.ab_arms import parse_arm_spec, refuse_same_arms, same_arms
-from torchperf_tui.engine.benchmark.attention_flags import parse_sdpa
-from torchperf_tui.engine.benchmark.bench_config import BenchConfig
-from torchperf_tui.engine.benchmark.flags import Flags, process_baseline
-from torchperf_tui.engine.errors import FlagError, ModelError, ModelTooLarge, ShapeError, TorchperfError
+from torchperf_tui.engine.measurements import generation, timing
+from torchperf_tui.engine.measurements.ab_arms import parse_arm_spec, refuse_same_arms, same_arms
+from torchperf_tui.engine.measurements.attention_flags import parse_sdpa
+from torchperf_tui.engine.measurements.bench_config import BenchConfig
+from torchperf_tui.engine.measurements.flags import Flags, process_baseline
+from torchperf_tui.core.errors import FlagError, ModelError, ModelTooLarge, ShapeError, TorchperfError
 from torchperf_tui.engine.workloads.input_spec import InputSpec
 from torchperf_tui.engine.workloads.inputs import parse_dims, parse_shape
 from torchperf_tui.engine.workloads.model_args import coerce, literal, parse_model_args

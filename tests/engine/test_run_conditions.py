@@ -225,9 +225,9 @@ TINY = "tests.tinymodels:tiny_cnn"
 
 
 def test_a_run_carries_its_conditions_over_its_timed_iterations_into_its_result_json_and_history(fake_gpu_conditions):
-    from torchperf_tui.engine.records.history_records import records_of
-    from torchperf_tui.engine.benchmark.bench_config import BenchConfig
-    from torchperf_tui.engine.benchmark.timing import run_benchmark
+    from torchperf_tui.engine.records.result_records import records_of
+    from torchperf_tui.engine.measurements.bench_config import BenchConfig
+    from torchperf_tui.engine.measurements.timing import run_benchmark
 
     result = run_benchmark(BenchConfig(model=TINY, input_shape=(2, 3, 16, 16), device="cpu", warmup=1, iters=5))
     c = result.conditions
@@ -240,9 +240,9 @@ def test_a_run_carries_its_conditions_over_its_timed_iterations_into_its_result_
 
 
 def test_a_cpu_run_has_no_gpu_conditions():
-    from torchperf_tui.engine.records.history_records import records_of
-    from torchperf_tui.engine.benchmark.bench_config import BenchConfig
-    from torchperf_tui.engine.benchmark.timing import run_benchmark
+    from torchperf_tui.engine.records.result_records import records_of
+    from torchperf_tui.engine.measurements.bench_config import BenchConfig
+    from torchperf_tui.engine.measurements.timing import run_benchmark
 
     result = run_benchmark(BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu", warmup=0, iters=2))
     assert result.conditions is None and result.to_dict()["conditions"] is None
@@ -250,10 +250,10 @@ def test_a_cpu_run_has_no_gpu_conditions():
 
 
 def test_the_ab_verdict_notes_the_arm_that_throttled_more_and_each_record_keeps_its_own(fake_gpu_conditions):
-    from torchperf_tui.engine.benchmark.ab_arms import parse_arm_spec
-    from torchperf_tui.engine.benchmark.abtest import run_ab
-    from torchperf_tui.engine.records.history_records import records_of
-    from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+    from torchperf_tui.engine.measurements.ab_arms import parse_arm_spec
+    from torchperf_tui.engine.measurements.abtest import run_ab
+    from torchperf_tui.engine.records.result_records import records_of
+    from torchperf_tui.engine.measurements.bench_config import BenchConfig
 
     base = BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu")
     result = run_ab(base, parse_arm_spec("threads=2"), parse_arm_spec("threads=1"), blocks=6, per_block=2)
@@ -268,9 +268,9 @@ def test_the_ab_verdict_notes_the_arm_that_throttled_more_and_each_record_keeps_
 
 
 def test_timing_modes_give_each_mode_its_energy_and_say_when_they_all_throttled(fake_gpu_conditions):
-    from torchperf_tui.engine.benchmark.flags import Flags
-    from torchperf_tui.engine.benchmark.bench_config import BenchConfig
-    from torchperf_tui.engine.benchmark.timing_modes import run_modes
+    from torchperf_tui.engine.measurements.flags import Flags
+    from torchperf_tui.engine.measurements.bench_config import BenchConfig
+    from torchperf_tui.engine.measurements.timing_modes import run_modes
 
     cfg = BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu", warmup=1, iters=6,
                       flags=Flags(num_threads=1))
@@ -284,8 +284,8 @@ def test_timing_modes_give_each_mode_its_energy_and_say_when_they_all_throttled(
 
 
 def test_a_mode_that_throttled_more_than_sync_is_named():
-    from torchperf_tui.engine.benchmark.timing_modes import ModeResult, ModesResult, conditions_findings
-    from torchperf_tui.engine.benchmark.flags import Flags
+    from torchperf_tui.engine.measurements.timing_modes import ModeResult, ModesResult, conditions_findings
+    from torchperf_tui.engine.measurements.flags import Flags
 
     modes = [ModeResult("sync", conditions=_conditions(0.0, 1980)), ModeResult("graph", conditions=_conditions(0.6, 1600))]
     result = ModesResult(model="m", device="cuda:0", input_shape=(1,), dtype="float32", step="infer", flags=Flags(),
@@ -297,8 +297,8 @@ def test_a_mode_that_throttled_more_than_sync_is_named():
 
 @pytest.mark.gpu
 def test_a_cuda_run_reads_the_real_gpus_clocks_and_energy():
-    from torchperf_tui.engine.benchmark.bench_config import BenchConfig
-    from torchperf_tui.engine.benchmark.timing import run_benchmark
+    from torchperf_tui.engine.measurements.bench_config import BenchConfig
+    from torchperf_tui.engine.measurements.timing import run_benchmark
 
     result = run_benchmark(BenchConfig(model="resnet18", batch=32, device="cuda", warmup=5, iters=100))
     c = result.conditions
@@ -310,8 +310,8 @@ def test_a_cuda_run_reads_the_real_gpus_clocks_and_energy():
 
 
 def test_a_cancelled_modes_run_keeps_only_the_windows_that_timed_something(fake_gpu_conditions):
-    from torchperf_tui.engine.benchmark.bench_config import BenchConfig
-    from torchperf_tui.engine.benchmark.timing_modes import run_modes
+    from torchperf_tui.engine.measurements.bench_config import BenchConfig
+    from torchperf_tui.engine.measurements.timing_modes import run_modes
 
     calls = {"n": 0}
 
@@ -332,7 +332,7 @@ def test_a_cancelled_modes_run_keeps_only_the_windows_that_timed_something(fake_
 
 
 def test_energy_is_said_without_exponents():
-    from torchperf_tui.formatting import format_energy
+    from torchperf_tui.core.formatting import format_energy
 
     assert [format_energy(v) for v in (0.9999995, 999.9999, 0.0375, 4.2e-5, 0)] == ["1 J", "1,000 J", "37.5 mJ",
                                                                                    "42 µJ", "0 J"]
@@ -341,8 +341,8 @@ def test_energy_is_said_without_exponents():
 
 
 def test_a_run_ticks_the_sampler_between_its_timed_iterations(monkeypatch):
-    from torchperf_tui.engine.benchmark.bench_config import BenchConfig
-    from torchperf_tui.engine.benchmark.timing import run_benchmark
+    from torchperf_tui.engine.measurements.bench_config import BenchConfig
+    from torchperf_tui.engine.measurements.timing import run_benchmark
 
     fake = FakeNvml()
     made = []
@@ -351,23 +351,23 @@ def test_a_run_ticks_the_sampler_between_its_timed_iterations(monkeypatch):
         made.append(ConditionSampler(Nvml.open(fake), 0, period_s=0.0))
         return made[-1]
 
-    monkeypatch.setattr("torchperf_tui.engine.benchmark.timing.conditions_sampler", every_iteration)
+    monkeypatch.setattr("torchperf_tui.engine.measurements.timing.conditions_sampler", every_iteration)
     result = run_benchmark(BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu", warmup=3, iters=6))
     # the window's two edges and a tick before each timed iteration after the first; none in the warm-up
     assert result.conditions.readings == 2 + 5
 
 
 def test_an_ab_and_the_timing_modes_tick_the_sampler_between_their_samples(monkeypatch):
-    from torchperf_tui.engine.benchmark.ab_arms import parse_arm_spec
-    from torchperf_tui.engine.benchmark.abtest import run_ab
-    from torchperf_tui.engine.benchmark.bench_config import BenchConfig
-    from torchperf_tui.engine.benchmark.timing_modes import run_modes
+    from torchperf_tui.engine.measurements.ab_arms import parse_arm_spec
+    from torchperf_tui.engine.measurements.abtest import run_ab
+    from torchperf_tui.engine.measurements.bench_config import BenchConfig
+    from torchperf_tui.engine.measurements.timing_modes import run_modes
 
     def every_iteration(device, period_s=None):
         return ConditionSampler(Nvml.open(FakeNvml()), 0, period_s=0.0)
 
     for module in ("abtest", "timing_modes"):
-        monkeypatch.setattr(f"torchperf_tui.engine.benchmark.{module}.conditions_sampler", every_iteration)
+        monkeypatch.setattr(f"torchperf_tui.engine.measurements.{module}.conditions_sampler", every_iteration)
     base = BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu", warmup=1, iters=6)
     result = run_ab(base, parse_arm_spec(""), parse_arm_spec("threads=1"), blocks=6, per_block=3)
     assert result.a.conditions.readings == result.b.conditions.readings == 6 * (2 + 2)  # per block: edges, 2 ticks
@@ -377,8 +377,8 @@ def test_an_ab_and_the_timing_modes_tick_the_sampler_between_their_samples(monke
 
 
 def test_the_throughput_search_reads_the_gpu_over_its_final_measurement_only(fake_gpu_conditions):
-    from torchperf_tui.engine.benchmark.throughput import find_max_batch
-    from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+    from torchperf_tui.engine.measurements.throughput import find_max_batch
+    from torchperf_tui.engine.measurements.bench_config import BenchConfig
 
     cfg = BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu")
     result = find_max_batch(cfg, max_batch=8, try_iters=2, measure_iters=5)
@@ -391,10 +391,10 @@ def test_the_throughput_search_reads_the_gpu_over_its_final_measurement_only(fak
 
 def test_the_throughput_texts_say_the_gpu_at_the_best_batch(fake_gpu_conditions, capsys):
     from torchperf_tui.app.widgets.throughput.throughput_pane import throughput_summary
-    from torchperf_tui.cli_render import render_throughput
-    from torchperf_tui.engine.benchmark.flags import Flags
-    from torchperf_tui.engine.benchmark.throughput import find_max_batch
-    from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+    from torchperf_tui.cli.render import render_throughput
+    from torchperf_tui.engine.measurements.flags import Flags
+    from torchperf_tui.engine.measurements.throughput import find_max_batch
+    from torchperf_tui.engine.measurements.bench_config import BenchConfig
 
     cfg = BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu", flags=Flags(num_threads=1))
     result = find_max_batch(cfg, max_batch=4, try_iters=2, measure_iters=4)

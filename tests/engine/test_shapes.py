@@ -4,7 +4,7 @@ from itertools import islice
 
 import pytest
 
-from torchperf_tui.engine.errors import ShapeError
+from torchperf_tui.core.errors import ShapeError
 from torchperf_tui.engine.workloads.shapes import ShapeSchedule, parse_schedule, shape_report
 
 BASE = (2, 3, 224, 224)

@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from torchperf_tui.engine.benchmark.stats import TimingStats, compute_stats
+from torchperf_tui.core.stats import TimingStats, compute_stats
 
 
 def test_stats_match_numpy_on_known_samples():
@@ -81,7 +81,7 @@ def test_from_dict_names_missing_fields_and_a_non_object():
 
 
 def test_stats_module_imports_neither_torch_nor_numpy_until_asked():
-    code = ("import sys, torchperf_tui.engine.benchmark.stats as s\n"
+    code = ("import sys, torchperf_tui.core.stats as s\n"
             "assert 'torch' not in sys.modules and 'numpy' not in sys.modules\n"
             "s.compute_stats([1.0, 2.0])\n"
             "assert 'torch' not in sys.modules\n")

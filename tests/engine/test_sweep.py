@@ -1,13 +1,13 @@
-"""The sequence-length sweep (engine/benchmark/sweep.py): its lengths, the cut at the model's maximum positions, the
+"""The sequence-length sweep (engine/measurements/sweep.py): its lengths, the cut at the model's maximum positions, the
 points it measures on a tiny llama, an A/B's two interleaved curves, an arm that stops fitting, and its refusals."""
 
 import pytest
 
-from torchperf_tui.engine.benchmark.ab_arms import parse_arm_spec
-from torchperf_tui.engine.benchmark.bench_config import BenchConfig
-from torchperf_tui.engine.benchmark.sweep import (cut_at_max, length_estimate, parse_seq_lens, run_sweep,
+from torchperf_tui.engine.measurements.ab_arms import parse_arm_spec
+from torchperf_tui.engine.measurements.bench_config import BenchConfig
+from torchperf_tui.engine.measurements.sweep import (cut_at_max, length_estimate, parse_seq_lens, run_sweep,
                                                   sweep_lengths, time_estimate, SweepPoint)
-from torchperf_tui.engine.errors import TorchperfError
+from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.engine.workloads.model_args import parse_model_args
 
 TINY_LLAMA = ("num_hidden_layers=2,hidden_size=64,intermediate_size=128,num_attention_heads=4,num_key_value_heads=4,"
@@ -69,7 +69,7 @@ def test_a_sweep_measures_each_length_and_cuts_at_the_maximum():
 
 
 def test_an_ab_sweep_measures_both_arms_at_every_length_interleaved(monkeypatch):
-    from torchperf_tui.engine.benchmark import batch_runner
+    from torchperf_tui.engine.measurements import batch_runner
 
     order = []
     real_call = batch_runner.ModelBatchRunner.__call__
@@ -91,8 +91,8 @@ def test_an_ab_sweep_measures_both_arms_at_every_length_interleaved(monkeypatch)
 
 
 def test_an_arm_that_stops_fitting_ends_its_curve_and_the_other_goes_on(monkeypatch):
-    from torchperf_tui.engine.benchmark import batch_runner
-    from torchperf_tui.engine.benchmark.batch_search import MemoryCapExceeded
+    from torchperf_tui.engine.measurements import batch_runner
+    from torchperf_tui.engine.measurements.batch_search import MemoryCapExceeded
 
     real_call = batch_runner.ModelBatchRunner.__call__
 
@@ -142,7 +142,7 @@ def test_the_sweep_result_and_its_words_load_without_torch():
     import subprocess
     import sys
 
-    code = ("import sys; from torchperf_tui.engine.benchmark.sweep import SweepResult, parse_seq_lens; "
+    code = ("import sys; from torchperf_tui.engine.measurements.sweep import SweepResult, parse_seq_lens; "
             "import torchperf_tui.wording.sweep; assert parse_seq_lens('8-64') == (8, 64); "
             "assert 'torch' not in sys.modules, 'torch imported'")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -10,7 +10,7 @@ import torch
 from tests.fakes import fake_nvml as fk
 from tests.fakes.fake_cuda import FakeCuda, h100_fakes
 from tests.fakes.fake_nvml import FakeGpu, FakeNvml, GiB, MiB
-from torchperf_tui.engine.errors import DeviceError
+from torchperf_tui.core.errors import DeviceError
 from torchperf_tui.engine.hardware.nvml import NA, Nvml
 from torchperf_tui.engine.hardware.telemetry import (
     GpuSample,
@@ -18,7 +18,7 @@ from torchperf_tui.engine.hardware.telemetry import (
     TelemetrySampler,
     release_memory,
 )
-from torchperf_tui.formatting import format_bytes
+from torchperf_tui.core.formatting import format_bytes
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 

@@ -8,12 +8,12 @@ import pytest
 import torch
 from torch import nn
 
-from torchperf_tui.engine.benchmark.batch_search import BatchTry, MemoryCapExceeded, StopRule, is_out_of_memory, search_max_batch
-from torchperf_tui.engine.benchmark.bench_config import BenchConfig
-from torchperf_tui.engine.errors import OutOfMemory, ShapeError
+from torchperf_tui.engine.measurements.batch_search import BatchTry, MemoryCapExceeded, StopRule, is_out_of_memory, search_max_batch
+from torchperf_tui.engine.measurements.bench_config import BenchConfig
+from torchperf_tui.core.errors import OutOfMemory, ShapeError
 from torchperf_tui.engine.hardware.nvml import NA, Nvml
 from torchperf_tui.engine.hardware.telemetry import release_memory
-from torchperf_tui.engine.benchmark.throughput import DEFAULT_TIME_BUDGET_S, find_max_batch
+from torchperf_tui.engine.measurements.throughput import DEFAULT_TIME_BUDGET_S, find_max_batch
 from tests.fakes.fake_cuda import h100_fakes
 from tests.fakes.fake_nvml import MiB
 from tests.fakes.fake_tries import PEAK_AT_8, FakeClock, oom_above, rate_curve, slow_passes

@@ -1,10 +1,10 @@
 import pytest
 import torch
 
-from torchperf_tui.engine.errors import OutOfMemory, ShapeError
-from torchperf_tui.engine.benchmark.flags import Flags
-from torchperf_tui.engine.benchmark.bench_config import BenchConfig
-from torchperf_tui.engine.benchmark.timing import run_benchmark, run_timed_loop
+from torchperf_tui.core.errors import OutOfMemory, ShapeError
+from torchperf_tui.engine.measurements.flags import Flags
+from torchperf_tui.engine.measurements.bench_config import BenchConfig
+from torchperf_tui.engine.measurements.timing import run_benchmark, run_timed_loop
 
 TINY = "tests.tinymodels:tiny_cnn"
 
@@ -115,8 +115,8 @@ def test_failing_compile_falls_back_to_eager_and_says_why(monkeypatch):
 
 
 def test_a_cycle_schedule_marks_first_seen_samples_and_reports_the_tuning_cost():
-    from torchperf_tui.engine.benchmark.bench_config import BenchConfig
-    from torchperf_tui.engine.benchmark.timing import run_benchmark
+    from torchperf_tui.engine.measurements.bench_config import BenchConfig
+    from torchperf_tui.engine.measurements.timing import run_benchmark
 
     told = []
     cfg = BenchConfig(model="tests.tinymodels:tiny_cnn", input_shape=(1, 3, 16, 16), device="cpu", warmup=2,
@@ -138,9 +138,9 @@ def test_a_cycle_schedule_marks_first_seen_samples_and_reports_the_tuning_cost()
 
 
 def test_a_schedule_the_model_rejects_fails_before_the_run():
-    from torchperf_tui.engine.errors import ShapeError
-    from torchperf_tui.engine.benchmark.bench_config import BenchConfig
-    from torchperf_tui.engine.benchmark.timing import run_benchmark
+    from torchperf_tui.core.errors import ShapeError
+    from torchperf_tui.engine.measurements.bench_config import BenchConfig
+    from torchperf_tui.engine.measurements.timing import run_benchmark
 
     samples = []
     cfg = BenchConfig(model="tests.tinymodels:fixed_size", input_shape=(1, 3, 16, 16), device="cpu",
@@ -151,8 +151,8 @@ def test_a_schedule_the_model_rejects_fails_before_the_run():
 
 
 def test_items_per_second_counts_every_items_when_the_batch_varies():
-    from torchperf_tui.engine.benchmark.bench_config import BenchConfig
-    from torchperf_tui.engine.benchmark.timing import run_benchmark
+    from torchperf_tui.engine.measurements.bench_config import BenchConfig
+    from torchperf_tui.engine.measurements.timing import run_benchmark
 
     result = run_benchmark(BenchConfig(model="tests.tinymodels:tiny_cnn", input_shape=(2, 3, 8, 8), device="cpu",
                                        warmup=1, iters=6, shapes="random:8-12:batch=1-4"))
@@ -161,8 +161,8 @@ def test_items_per_second_counts_every_items_when_the_batch_varies():
 
 
 def test_memory_is_sampled_between_iterations():
-    from torchperf_tui.engine.benchmark.bench_config import BenchConfig
-    from torchperf_tui.engine.benchmark.timing import run_benchmark
+    from torchperf_tui.engine.measurements.bench_config import BenchConfig
+    from torchperf_tui.engine.measurements.timing import run_benchmark
 
     told = []
     result = run_benchmark(BenchConfig(model="tests.tinymodels:tiny_cnn", input_shape=(1, 3, 8, 8), device="cpu",
@@ -174,9 +174,9 @@ def test_memory_is_sampled_between_iterations():
 
 
 def test_a_failure_at_a_scheduled_shape_names_that_shape():
-    from torchperf_tui.engine.errors import ShapeError
-    from torchperf_tui.engine.benchmark.bench_config import BenchConfig
-    from torchperf_tui.engine.benchmark.timing import run_benchmark
+    from torchperf_tui.core.errors import ShapeError
+    from torchperf_tui.engine.measurements.bench_config import BenchConfig
+    from torchperf_tui.engine.measurements.timing import run_benchmark
 
     cfg = BenchConfig(model="tests.tinymodels:picky", input_shape=(1, 3, 16, 16), device="cpu", warmup=1,
                       iters=4, shapes="cycle:3:8-24")

@@ -11,11 +11,11 @@ import torch
 from torch import nn
 
 from tests.test_cli import run
-from torchperf_tui.engine.errors import TorchperfError
-from torchperf_tui.engine.benchmark.flags import Flags
-from torchperf_tui.engine.benchmark.stats import compute_stats
-from torchperf_tui.engine.benchmark.bench_config import BenchConfig
-from torchperf_tui.engine.benchmark.timing_modes import ModeResult, ModesResult, findings, parse_modes, run_modes
+from torchperf_tui.core.errors import TorchperfError
+from torchperf_tui.engine.measurements.flags import Flags
+from torchperf_tui.core.stats import compute_stats
+from torchperf_tui.engine.measurements.bench_config import BenchConfig
+from torchperf_tui.engine.measurements.timing_modes import ModeResult, ModesResult, findings, parse_modes, run_modes
 
 TINY = "tests.tinymodels:tiny_cnn"
 SLEEPY = "tests.engine.test_timing_modes:sleepy"
@@ -159,7 +159,7 @@ def test_gpu_graph_mode_captures_and_the_cold_l2_buffer_is_twice_the_l2():
 
 
 def test_a_model_that_rejects_its_input_is_one_line_naming_the_input():
-    from torchperf_tui.engine.errors import ShapeError
+    from torchperf_tui.core.errors import ShapeError
 
     with pytest.raises(ShapeError, match="rejected input 1x3x24x24.*24 is not supported"):
         run_modes(BenchConfig(model="tests.tinymodels:picky", input_shape=(1, 3, 24, 24), device="cpu", iters=2),

@@ -11,7 +11,7 @@ import torch
 pytest.importorskip("timm")
 
 from tests.one_line import one_line_error
-from torchperf_tui.engine.errors import ModelError
+from torchperf_tui.core.errors import ModelError
 from torchperf_tui.engine.workloads import timm_models
 from torchperf_tui.engine.workloads.model_args import parse_model_args
 

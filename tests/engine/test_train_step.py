@@ -8,11 +8,12 @@ import pytest
 import torch
 from torch import nn
 
-from torchperf_tui.engine.errors import TorchperfError
-from torchperf_tui.engine.benchmark.bench_config import BenchConfig
-from torchperf_tui.engine.benchmark.timing import run_benchmark
-from torchperf_tui.engine.benchmark.train_step import LOSS_CROSS_ENTROPY, LOSS_SUM, StepRunner, StepSpec
-from torchperf_tui.engine.workloads.input_spec import ModelInputs
+from torchperf_tui.core.errors import TorchperfError
+from torchperf_tui.engine.measurements.bench_config import BenchConfig
+from torchperf_tui.engine.measurements.timing import run_benchmark
+from torchperf_tui.engine.measurements.train_step import StepRunner, StepSpec
+from torchperf_tui.engine.workloads.loss import LOSS_CROSS_ENTROPY, LOSS_SUM
+from torchperf_tui.engine.workloads.model_inputs import ModelInputs
 from torchperf_tui.wording.history import history_line
 
 TINY = "tests.tinymodels:tiny_cnn"
@@ -115,7 +116,7 @@ def test_the_history_record_keeps_the_step_and_compares_only_like_for_like():
 
 
 def test_the_cli_times_a_training_step(capsys):
-    from torchperf_tui.cli import main
+    from torchperf_tui.entry import main
 
     assert main(["bench", TINY, "--input", "2x3x16x16", "--step", "train", "--amp", "bf16", "--iters", "3",
                  "--warmup", "0", "--no-history"]) == 0
@@ -125,8 +126,8 @@ def test_the_cli_times_a_training_step(capsys):
 
 def test_an_ab_of_training_steps_starts_every_block_of_both_arms_from_the_same_weights():
     from tests.tinymodels import WeightProbe
-    from torchperf_tui.engine.benchmark.ab_arms import parse_arm_spec
-    from torchperf_tui.engine.benchmark.abtest import run_ab
+    from torchperf_tui.engine.measurements.ab_arms import parse_arm_spec
+    from torchperf_tui.engine.measurements.abtest import run_ab
 
     base = BenchConfig(model="tests.tinymodels:weight_probe", input_shape=(4, 3, 8, 8), device="cpu", step="train")
     result = run_ab(base, parse_arm_spec(""), parse_arm_spec("mkldnn=off"), blocks=6, per_block=2)
@@ -140,8 +141,8 @@ def test_an_ab_of_training_steps_starts_every_block_of_both_arms_from_the_same_w
 
 
 def test_an_arm_spec_can_set_its_own_step_optimizer_and_mixed_precision():
-    from torchperf_tui.engine.benchmark.ab_arms import parse_arm_spec
-    from torchperf_tui.engine.errors import FlagError
+    from torchperf_tui.engine.measurements.ab_arms import parse_arm_spec
+    from torchperf_tui.core.errors import FlagError
 
     base = BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu", amp="bf16")
     spec = parse_arm_spec("step=train, optimizer=adamw, amp=off")
@@ -156,8 +157,8 @@ def test_an_arm_spec_can_set_its_own_step_optimizer_and_mixed_precision():
 
 def test_an_ab_of_inference_against_a_training_step_keeps_the_inference_arm_on_the_built_weights():
     from tests.tinymodels import WeightProbe
-    from torchperf_tui.engine.benchmark.ab_arms import parse_arm_spec
-    from torchperf_tui.engine.benchmark.abtest import run_ab
+    from torchperf_tui.engine.measurements.ab_arms import parse_arm_spec
+    from torchperf_tui.engine.measurements.abtest import run_ab
     from torchperf_tui.engine.records.history_records import records_from_ab
 
     base = BenchConfig(model="tests.tinymodels:weight_probe", input_shape=(4, 3, 8, 8), device="cpu")
@@ -182,7 +183,7 @@ def test_an_ab_of_inference_against_a_training_step_keeps_the_inference_arm_on_t
 
 
 def test_the_cli_compares_training_steps_and_their_kernels_per_pass(capsys):
-    from torchperf_tui.cli import main
+    from torchperf_tui.entry import main
 
     assert main(["compare", TINY, "--input", "2x3x16x16", "--a", "", "--b", "mkldnn=off", "--step", "train",
                  "--blocks", "6", "--per-block", "2", "--no-history"]) == 0
@@ -198,7 +199,7 @@ def test_the_cli_compares_training_steps_and_their_kernels_per_pass(capsys):
 
 
 def test_a_forward_pass_can_repeat_bit_for_bit_while_the_training_step_does_not():
-    from torchperf_tui.engine.benchmark.determinism import check_determinism
+    from torchperf_tui.engine.measurements.determinism import check_determinism
 
     spec = "tests.tinymodels:drifting_backward"
     forward = check_determinism(spec, (2, 3, 8, 8), device="cpu")
@@ -211,7 +212,7 @@ def test_a_forward_pass_can_repeat_bit_for_bit_while_the_training_step_does_not(
 
 
 def test_a_training_determinism_check_reseeds_dropout_and_restores_the_state():
-    from torchperf_tui.engine.benchmark.determinism import check_determinism
+    from torchperf_tui.engine.measurements.determinism import check_determinism
 
     model = nn.Sequential(nn.Flatten(), nn.Dropout(0.5), nn.Linear(3 * 4 * 4, 5), nn.BatchNorm1d(5))
     report = check_determinism(model, (4, 3, 4, 4), device="cpu", step="train", optimizer="adamw")
@@ -222,7 +223,7 @@ def test_a_training_determinism_check_reseeds_dropout_and_restores_the_state():
 
 
 def test_the_cli_checks_training_determinism(capsys):
-    from torchperf_tui.cli import main
+    from torchperf_tui.entry import main
 
     assert main(["determinism", "tests.tinymodels:drifting_backward", "--input", "2x3x8x8", "--step", "train"]) == 0
     assert "not deterministic" in capsys.readouterr().out
@@ -244,7 +245,7 @@ def test_the_flops_of_a_training_step_count_the_backward_apart_and_groups_right(
 
 
 def test_the_cli_counts_a_training_step(capsys):
-    from torchperf_tui.cli import main
+    from torchperf_tui.entry import main
 
     assert main(["flops", "tests.tinymodels:depthwise_net", "--input", "2x3x16x16", "--step", "train"]) == 0
     out = capsys.readouterr().out
@@ -282,7 +283,7 @@ def test_a_blocks_two_branches_each_keep_their_own_backward_flops():
 
 
 def test_the_cli_tables_each_layers_backward_flops(capsys):
-    from torchperf_tui.cli import main
+    from torchperf_tui.entry import main
 
     assert main(["flops", "tests.tinymodels:depthwise_net", "--input", "2x3x16x16", "--step", "train",
                  "--layers"]) == 0
@@ -292,8 +293,8 @@ def test_the_cli_tables_each_layers_backward_flops(capsys):
 
 
 def test_the_throughput_search_can_time_training_steps():
-    from torchperf_tui.engine.benchmark.throughput import find_max_batch
-    from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+    from torchperf_tui.engine.measurements.throughput import find_max_batch
+    from torchperf_tui.engine.measurements.bench_config import BenchConfig
 
     cfg = BenchConfig(model="tests.tinymodels:tiny_cnn", input_shape=(1, 3, 16, 16), device="cpu", step="train",
                       optimizer="adamw")
@@ -306,8 +307,8 @@ def test_the_throughput_search_can_time_training_steps():
 
 def test_a_training_search_builds_its_step_runner_and_runs_it():
     # The tries run the step, not a forward pass: the model's parameters change between tries.
-    from torchperf_tui.engine.benchmark.batch_runner import ModelBatchRunner
-    from torchperf_tui.engine.benchmark.train_step import StepSpec
+    from torchperf_tui.engine.measurements.batch_runner import ModelBatchRunner
+    from torchperf_tui.engine.measurements.train_step import StepSpec
 
     torch.manual_seed(0)
     model = nn.Sequential(nn.Flatten(), nn.Linear(12, 3))
@@ -325,7 +326,7 @@ def test_a_training_search_builds_its_step_runner_and_runs_it():
 
 
 def test_profile_and_roofline_of_a_training_step_count_its_backward(capsys):
-    from torchperf_tui.cli import main
+    from torchperf_tui.entry import main
 
     assert main(["profile", "tests.tinymodels:tiny_cnn", "--input", "2x3x16x16", "--iters", "1", "--step",
                  "train", "--json"]) == 0
@@ -345,7 +346,7 @@ def test_profile_and_roofline_of_a_training_step_count_its_backward(capsys):
 
 
 def test_a_cpu_training_run_has_no_allocator_peaks_and_says_why(capsys):
-    from torchperf_tui.cli import main
+    from torchperf_tui.entry import main
 
     result = run_benchmark(BenchConfig(model="tests.tinymodels:tiny_cnn", input_shape=(2, 3, 8, 8), device="cpu",
                                        warmup=0, iters=2, step="train"))

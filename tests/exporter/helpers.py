@@ -10,7 +10,7 @@ from pathlib import Path
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.fakes.fake_nvml import FakeGpu, FakeNvml, GiB
-from torchperf_tui.engine.benchmark.stats import TimingStats
+from torchperf_tui.core.stats import TimingStats
 from torchperf_tui.engine.hardware.nvml import Nvml
 from torchperf_tui.engine.records.history_file import HistoryFile
 from torchperf_tui.engine.records.history_records import HistoryRecord, new_record_id

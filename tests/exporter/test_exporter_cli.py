@@ -14,8 +14,8 @@ import time
 import pytest
 
 from tests.exporter.helpers import record, scrape, value, write_history
-from torchperf_tui.cli import main
-from torchperf_tui.engine.errors import TorchperfError
+from torchperf_tui.entry import main
+from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.engine.records.history_file import HistoryFile
 from torchperf_tui.exporter.server import ExporterState, serve
 
@@ -23,7 +23,7 @@ from torchperf_tui.exporter.server import ExporterState, serve
 PROBE = ("import atexit, sys\n"
          "atexit.register(lambda: print('heavy imported:', sorted(m for m in ('torch', 'torchvision', 'timm', "
          "'transformers', 'textual') if m in sys.modules), file=sys.stderr, flush=True))\n"
-         "from torchperf_tui.cli import main\n"
+         "from torchperf_tui.entry import main\n"
          "raise SystemExit(main())\n")
 
 

@@ -1,4 +1,4 @@
-"""Fake "measure a batch" functions for the batch search (engine/benchmark/batch_search.py): each is a `try_batch(batch,
+"""Fake "measure a batch" functions for the batch search (engine/measurements/batch_search.py): each is a `try_batch(batch,
 warmup, iters)` that returns per-batch latencies in ms, or raises out of memory above a limit, with no torch.
 
     search_max_batch(oom_above(12))                      # batches above 12 do not fit

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from torchperf_tui.engine.benchmark.bench_config import BenchConfig
-from torchperf_tui.engine.errors import TorchperfError
+from torchperf_tui.engine.measurements.bench_config import BenchConfig
+from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.measure.client import MeasurementProcess
 from torchperf_tui.measure.deadlines import BUILD_DEADLINE_S, BUILD_ENV, PASS_DEADLINE_S, PASS_ENV, Deadlines, stage
 from torchperf_tui.measure.protocol import JobDone, JobFailed

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from torchperf_tui.engine.errors import InputTooLarge, ShapeError
+from torchperf_tui.core.errors import InputTooLarge, ShapeError
 from torchperf_tui.measure.selection import Selection
 
 TINY = "tests.tinymodels:tiny_cnn"
@@ -29,7 +29,7 @@ def test_each_field_error_quotes_that_field_as_typed(shape, batch, words, not_wo
 
 
 def test_the_cli_keeps_its_own_shape_messages(capsys):
-    from torchperf_tui.cli import main
+    from torchperf_tui.entry import main
 
     assert main(["bench", TINY, "--input", "1x3x-5x16", "--no-history"]) == 2
     err = capsys.readouterr().err
@@ -63,7 +63,7 @@ def test_an_input_that_fits_is_made_as_before(monkeypatch):
 
 
 def test_a_huge_batch_in_the_cli_is_one_line_not_the_allocator(capsys):
-    from torchperf_tui.cli import main
+    from torchperf_tui.entry import main
 
     # 1e11 elements: far over any free RAM here, under the shape bound (2**40 elements).
     assert main(["bench", TINY, "--input", "100000000x3x16x64", "--iters", "1", "--warmup", "0",
@@ -74,7 +74,7 @@ def test_a_huge_batch_in_the_cli_is_one_line_not_the_allocator(capsys):
 
 
 def test_float16_on_the_cpu_is_noted_in_the_cli(capsys):
-    from torchperf_tui.cli import main
+    from torchperf_tui.entry import main
 
     assert main(["bench", TINY, "--input", "1x3x8x8", "--dtype", "float16", "--device", "cpu", "--iters", "2",
                  "--warmup", "0", "--no-history"]) == 0

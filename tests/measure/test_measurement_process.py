@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+from torchperf_tui.engine.measurements.bench_config import BenchConfig
 from torchperf_tui.measure.client import (BUILD_GRACE_S, CANCEL_GRACE_S, JobInfo, MeasurementProcess, default_log_path,
                                            describe_exit, grace_of)
 from torchperf_tui.measure.protocol import (PROTOCOL_VERSION, JobDone, JobFailed, ProtocolError, Ready, Samples,

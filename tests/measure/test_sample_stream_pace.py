@@ -3,7 +3,7 @@ model's threads fill the cores the app's process would wake on to draw them, twi
 
 from __future__ import annotations
 
-from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+from torchperf_tui.engine.measurements.bench_config import BenchConfig
 from torchperf_tui.measure import runners
 from torchperf_tui.measure.runners import CPU_SEND_EVERY_S, SEND_EVERY_S, JobContext, SampleStream, send_every_s
 

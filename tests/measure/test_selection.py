@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-from torchperf_tui.engine.errors import ModelError, ShapeError
-from torchperf_tui.engine.benchmark.flags import Flags
+from torchperf_tui.core.errors import ModelError, ShapeError
+from torchperf_tui.engine.measurements.flags import Flags
 from torchperf_tui.measure.selection import Selection
 
 
@@ -53,7 +53,8 @@ def test_input_text_names_what_a_job_measures():
 
 
 def test_the_cli_builds_its_config_through_the_same_selection():
-    from torchperf_tui.cli import _bench_config, build_parser
+    from torchperf_tui.cli.args import build_parser
+    from torchperf_tui.cli.common import bench_config as _bench_config
 
     args = build_parser().parse_args(["bench", "resnet18", "--input", "1x3x32x32", "--batch", "4",
                                       "--dtype", "bf16", "--channels-last", "--iters", "9"])

@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+from torchperf_tui.engine.measurements.bench_config import BenchConfig
 from torchperf_tui.measure.client import MeasurementProcess
 from torchperf_tui.measure.protocol import JobDone
 

@@ -15,12 +15,17 @@ from textual import events, on
 from textual.app import App, SystemCommand
 from textual.screen import Screen
 
-from torchperf_tui import options
+from torchperf_tui.core import options
 from torchperf_tui.app import commands, screenshots, terminal
 from torchperf_tui.app.guards import while_running
 from torchperf_tui.app.messages import EngineLoaded, MeasurementEvent, MeasurementNotice
 from torchperf_tui.app.screens.main import MainScreen
 from torchperf_tui.app.session import Session
+from torchperf_tui.app.screens.help import HelpScreen
+from torchperf_tui.app.signals import exit_on_signals
+from torchperf_tui.measure.protocol import Ready, Started
+from torchperf_tui.app.demo import DemoDirector
+from torchperf_tui.app.mlflow_link import MlflowLink
 
 
 class TorchperfApp(App):
@@ -69,14 +74,11 @@ class TorchperfApp(App):
         self.screenshot_dir = screenshot_dir
         self.mlflow = None
         if mlflow_uri:
-            from torchperf_tui.app.mlflow_link import MlflowLink
-
             self.mlflow = MlflowLink(mlflow_uri)
         self.main: MainScreen | None = None
         self._restore_signals = None
         self.demo = None
         if demo:
-            from torchperf_tui.app.demo import DemoDirector
 
             self.demo = DemoDirector(self, pace=demo_pace)
 
@@ -89,8 +91,6 @@ class TorchperfApp(App):
 
     # -- start-up: paint first, then the measurement process and the engine ------------------------
     def on_load(self) -> None:
-        from torchperf_tui.app.signals import exit_on_signals
-
         self._restore_signals = exit_on_signals(self)  # SIGTERM / SIGHUP (a dropped SSH session) exit as `q` does
 
     def on_mount(self) -> None:
@@ -119,8 +119,6 @@ class TorchperfApp(App):
     @on(MeasurementEvent)
     @while_running
     def _measurement_event(self, message: MeasurementEvent) -> None:
-        from torchperf_tui.measure.protocol import Ready, Started
-
         if isinstance(message.event, Ready):
             self.session.measurement_pid = message.event.pid
             self.pane("memory").follow_process(message.event.pid)  # its RSS where the model lives
@@ -184,8 +182,6 @@ class TorchperfApp(App):
             self.pane("compare").set_baseline()
 
     def action_help(self) -> None:
-        from torchperf_tui.app.screens.help import HelpScreen  # Markdown: not on the first frame's path
-
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 

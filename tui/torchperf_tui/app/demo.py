@@ -18,6 +18,9 @@ import asyncio
 from dataclasses import dataclass
 from typing import Callable
 
+from torchperf_tui.app.demo_attention import AttentionStory, STEPS, tells_attention
+from torchperf_tui.core.errors import user_message
+
 DEFAULT_MODEL = "resnet18"
 
 
@@ -126,7 +129,6 @@ class DemoDirector:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a step that cannot go on: say so, hand the keys back
-            from torchperf_tui.engine.errors import user_message
 
             self.stop(f"demo stopped: {user_message(exc)}")
 
@@ -136,8 +138,6 @@ class DemoDirector:
         await self._wait(lambda: picker.spec is not None and picker.complexity is not None
                          and flags.flags is not None and app.session.report is not None)
         on_gpu = app.session.device_kind() == "cuda"
-        from torchperf_tui.app.demo_attention import STEPS, AttentionStory, tells_attention
-
         if tells_attention(picker.spec):  # a transformers model: SDPA's math against flash
 
             async def count(index: int, steps: list) -> None:

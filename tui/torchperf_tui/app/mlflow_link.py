@@ -13,6 +13,10 @@ import threading
 from typing import Any
 
 from torchperf_tui.wording.history import history_line
+from torchperf_tui.core.errors import user_message
+from torchperf_tui.engine.records.mlflow_runs import describe_records, describe_sweep, describe_throughput
+from torchperf_tui.engine.records.mlflow_store import MlflowSink
+from torchperf_tui.engine.records.result_records import records_of
 
 
 class MlflowLink:
@@ -28,9 +32,6 @@ class MlflowLink:
         app.run_worker(lambda: self._open(app), thread=True, group="mlflow", exit_on_error=False)
 
     def _open(self, app) -> None:
-        from torchperf_tui.engine.errors import user_message
-        from torchperf_tui.engine.records.mlflow_store import MlflowSink
-
         try:
             self.sink = MlflowSink.open(self.uri)
         except Exception as exc:  # noqa: BLE001 - a message, never a crash: the app runs on without MLflow
@@ -46,9 +47,6 @@ class MlflowLink:
     def log_records(self, app, result: Any, fingerprint: dict | None, saved: list) -> None:
         """From a worker thread: a finished timing, A/B or generation by its history records (`saved`: those just
         written, whose ids are tagged; else built here from the measurement process's fingerprint)."""
-        from torchperf_tui.engine.records.history_records import records_of
-        from torchperf_tui.engine.records.mlflow_runs import describe_records
-
         self._write(app, lambda: describe_records(saved or records_of(result, fingerprint=fingerprint or {}),
                                                   bool(saved), history_line))
 
@@ -56,16 +54,12 @@ class MlflowLink:
         """A finished throughput search or sweep, in a worker thread of its own."""
         if result.cancelled:
             return
-        from torchperf_tui.engine.records.mlflow_runs import describe_sweep, describe_throughput
-
         fingerprint = extra.get("fingerprint") or {}
         describe = (lambda: describe_throughput(result, fingerprint)) if kind == "throughput" else \
             (lambda: describe_sweep(result, fingerprint))
         app.run_worker(lambda: self._write(app, describe), thread=True, group="mlflow", exit_on_error=False)
 
     def _write(self, app, describe) -> None:
-        from torchperf_tui.engine.errors import user_message
-
         self._opened.wait(timeout=120)
         if self.sink is None:
             return  # said once, when the store could not be opened

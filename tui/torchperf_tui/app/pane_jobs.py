@@ -15,6 +15,7 @@ from typing import Any
 
 from torchperf_tui.app.runs import app_marks
 from torchperf_tui.wording.refusals import app_message
+from torchperf_tui.measure.protocol import JobDone, JobFailed
 
 
 class PaneJobs:
@@ -72,8 +73,6 @@ class PaneJobs:
 
     def current(self, message: Any) -> bool:
         """True when the message's job is the slot's current one; a final event frees the slot."""
-        from torchperf_tui.measure.protocol import JobDone, JobFailed
-
         event = message.event
         if self._jobs.get(message.slot) != event.job_id:
             return False

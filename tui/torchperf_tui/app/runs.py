@@ -7,6 +7,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from torchperf_tui.measure.follow_up import save_to_history
+
 MAX_RUNS = 8
 # The UI process's CPU over a run, in cores, from which the run is marked disturbed by the app's own work. Idle it
 # uses under 3 % of a core (the README's budget), and a run's lines are redrawn at most twice a second, a few
@@ -195,9 +197,7 @@ def save_run(node, result, fingerprint: dict | None) -> None:
     (the measurement process may die; this one writes whole records), so a killed SSH session loses
     nothing. A history that cannot be written is a warning, never a lost run; `node` then posts
     HistoryChanged."""
-    from torchperf_tui.app.messages import HistoryChanged
-    from torchperf_tui.measure.follow_up import save_to_history
-
+    from torchperf_tui.app.messages import HistoryChanged  # textual and rich: not on the app's first frame
     app = node.app
     path = app.session.history_path
 

@@ -1,5 +1,5 @@
 """Screenshots of the app (key s, and the command palette's): SVGs written beside the target and renamed over
-it (engine/records/output_files.py), never over a directory, a FIFO or a link, and a failure said in one line. They go
+it (core/output_files.py), never over a directory, a FIFO or a link, and a failure said in one line. They go
 to --screenshot-dir, else $TORCHPERF_SCREENSHOTS, else the user data directory's screenshots/ (never the
 current directory, which may be a checkout); the path is announced.
 
@@ -11,6 +11,9 @@ would run a bold name into the words after it ('resnet183x224x224')."""
 from __future__ import annotations
 
 import os
+
+from torchperf_tui.core.errors import TorchperfError, user_message
+from torchperf_tui.core.output_files import write_text
 
 SCREENSHOTS_ENV = "TORCHPERF_SCREENSHOTS"
 
@@ -30,8 +33,6 @@ def default_dir() -> str:
 def save(app, filename: str | None, path: str | None, time_format: str | None) -> str:
     """Write the screen as an SVG; returns where. Raises OSError or TorchperfError."""
     from textual._files import generate_datetime_filename
-
-    from torchperf_tui.engine.records.output_files import write_text
 
     name = filename or generate_datetime_filename(app.title, ".svg", time_format)
     folder = os.path.expanduser(path) if path else default_dir()
@@ -67,8 +68,6 @@ def save_when_clear(app, filename: str | None, path: str | None, time_format: st
 
 
 def save_and_say(app, filename: str | None, path: str | None, time_format: str | None) -> None:
-    from torchperf_tui.engine.errors import TorchperfError, user_message
-
     try:
         saved = save(app, filename, path, time_format)
     except (OSError, TorchperfError) as exc:

@@ -15,6 +15,9 @@ from typing import Any, Callable
 
 from torchperf_tui.app.runs import Disturbances, SessionRuns
 from torchperf_tui.wording.refusals import said_in_app
+from torchperf_tui.core.errors import user_message
+from torchperf_tui.engine.hardware.nvml import Nvml
+from torchperf_tui.measure.protocol import JobDone, JobFailed, MEASURING_KINDS
 
 # The engine modules the UI process uses for their types and pure functions, by the short name `Session.has`
 # takes; none imports torch (the measurement process does everything that needs it). The session's warm-up
@@ -22,10 +25,10 @@ from torchperf_tui.wording.refusals import said_in_app
 # import statements, which then find them loaded.
 ENGINE_MODULES = {
     "inputs": "torchperf_tui.engine.workloads.inputs",
-    "flags": "torchperf_tui.engine.benchmark.flags",
+    "flags": "torchperf_tui.engine.measurements.flags",
     "shapes": "torchperf_tui.engine.workloads.shapes",
-    "stats": "torchperf_tui.engine.benchmark.stats",
-    "timing": "torchperf_tui.engine.benchmark.timing",
+    "stats": "torchperf_tui.core.stats",
+    "timing": "torchperf_tui.engine.measurements.timing",
     "nvml": "torchperf_tui.engine.hardware.nvml",
     "device": "torchperf_tui.engine.hardware.device",
     "telemetry": "torchperf_tui.engine.hardware.telemetry",
@@ -33,15 +36,15 @@ ENGINE_MODULES = {
     "history_records": "torchperf_tui.engine.records.history_records",
     "history_compare": "torchperf_tui.engine.records.history_compare",
     "roofline": "torchperf_tui.engine.analysis.roofline",
-    "throughput": "torchperf_tui.engine.benchmark.throughput",
+    "throughput": "torchperf_tui.engine.measurements.throughput",
     "profiling": "torchperf_tui.engine.analysis.profiling",
-    "abtest": "torchperf_tui.engine.benchmark.abtest",
+    "abtest": "torchperf_tui.engine.measurements.abtest",
     "kernels": "torchperf_tui.engine.analysis.kernels",
-    "determinism": "torchperf_tui.engine.benchmark.determinism",
-    "memsnap": "torchperf_tui.engine.benchmark.memsnap",
+    "determinism": "torchperf_tui.engine.measurements.determinism",
+    "memsnap": "torchperf_tui.engine.measurements.memsnap",
     "model_entry": "torchperf_tui.engine.workloads.model_entry",
     "complexity_result": "torchperf_tui.engine.workloads.complexity_result",
-    "sweep": "torchperf_tui.engine.benchmark.sweep",
+    "sweep": "torchperf_tui.engine.measurements.sweep",
 }
 
 
@@ -105,6 +108,7 @@ class Session:
     def start(self, post_event: Callable[[Any], None], post_notice: Callable[[str], None]) -> None:
         factory = self.measurement_factory
         if factory is None:
+            # the real process, where a test has given no fake: loaded behind the first frame
             from torchperf_tui.measure.client import MeasurementProcess as factory
 
         # On a box with cores to spare each measurement process puts itself on the measurement's CPUs before it
@@ -156,8 +160,6 @@ class Session:
 
     def measuring(self, kinds=None) -> list:
         """The measuring jobs pending in the measurement process (all of them, or of `kinds`)."""
-        from torchperf_tui.measure.protocol import MEASURING_KINDS
-
         if self.measure is None:
             return []
         return self.measure.pending(kinds if kinds is not None else MEASURING_KINDS)
@@ -165,9 +167,7 @@ class Session:
     def dispatch(self, event) -> None:
         """A job's event to the pane that started it (a final one forgets the job); a refusal that says what to
         change names the app's fields, not the CLI's options (wording/refusals.py)."""
-        from torchperf_tui.app.messages import JobEvent
-        from torchperf_tui.measure.protocol import JobDone, JobFailed
-
+        from torchperf_tui.app.messages import JobEvent  # textual and rich: not on the app's first frame
         owner = self._owners.get(event.job_id)
         if isinstance(event, (JobDone, JobFailed)):
             self._owners.pop(event.job_id, None)
@@ -187,8 +187,6 @@ class Session:
         with the reason."""
         import importlib
 
-        from torchperf_tui.engine.errors import user_message
-
         for name, module in {**ENGINE_MODULES, "textual_plot": "textual_plot"}.items():
             try:
                 importlib.import_module(module)
@@ -205,8 +203,6 @@ class Session:
         seam = self.nvml_seam
         if seam is None or not self.has("nvml"):
             return seam
-        from torchperf_tui.engine.hardware.nvml import Nvml
-
         if not isinstance(seam, Nvml):
             self.nvml_seam = seam = Nvml.open(module=seam)
         return seam

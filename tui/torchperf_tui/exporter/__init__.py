@@ -2,5 +2,5 @@
 
 gpu_metrics.py (DCGM exporter's names through the NVML seam), host_metrics.py (CPU and memory), outcomes.py (the
 history's newest record per set-up), server.py (readings every interval, served by prometheus-client). The CLI's
-side is cli_exporter.py; the Grafana dashboard over these metrics is grafana/torchperf-dashboard.json.
+side is cli/exporter.py; the Grafana dashboard over these metrics is grafana/torchperf-dashboard.json.
 """

@@ -18,7 +18,7 @@ from typing import Callable
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 
-from torchperf_tui.engine.errors import TorchperfError
+from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.engine.records.history_file import HistoryFile
 from torchperf_tui.engine.records.history_records import HistoryRecord
 

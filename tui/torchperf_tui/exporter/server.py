@@ -29,7 +29,7 @@ from prometheus_client import CollectorRegistry, make_wsgi_app
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import ThreadingWSGIServer
 
-from torchperf_tui.engine.errors import TorchperfError
+from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.engine.hardware.nvml import Nvml
 from torchperf_tui.engine.hardware.telemetry import ALLOCATOR_ELSEWHERE, TelemetrySampler
 from torchperf_tui.engine.records.history_file import HistoryFile

@@ -16,7 +16,7 @@ from __future__ import annotations
 import queue
 from typing import Any, Callable
 
-from torchperf_tui.engine.errors import TorchperfError
+from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.measure.client import CANCEL_GRACE_S, MeasurementProcess
 from torchperf_tui.measure.ending import Terminated
 from torchperf_tui.measure.protocol import JobDone, JobFailed, Progress, Samples

@@ -27,11 +27,12 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from torchperf_tui.engine.errors import TorchperfError
+from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.measure.deadlines import Deadlines, Watchdog, first_overdue, overdue_line
 from torchperf_tui.measure.process import remove_if_empty
 from torchperf_tui.measure.protocol import (ALIVE, MEASURING_KINDS, PHASE, CancelJob, JobDone, JobFailed, Progress,
                                            ProtocolError, Quit, Ready, Samples, StartJob, Started, pack, unpack)
+from torchperf_tui.measure.spawn import spawn
 
 # A cancelled job must stop within these, or it is killed with its process (the README promises both numbers):
 # CANCEL_GRACE_S once it iterates (it has streamed samples or progress: it checks its cancel flag between
@@ -159,8 +160,6 @@ class MeasurementProcess:
     def start(self) -> None:
         """Start a measurement process (a new interpreter running torchperf_tui.measure) and the threads that
         talk to it; jobs still waiting from a process that went are sent to this one."""
-        from torchperf_tui.measure.spawn import spawn
-
         if self.deadlines is None:
             try:
                 self.deadlines = Deadlines.from_env()

@@ -7,6 +7,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from torchperf_tui.core.errors import TorchperfError, user_message
+from torchperf_tui.engine.analysis.layer_times import DEFAULT_ITERS, layer_times
+from torchperf_tui.engine.analysis.roofline import analyse_roofline, gpu_for_device, peaks_for
+from torchperf_tui.engine.measurements.bench_config import BenchConfig
+from torchperf_tui.engine.records.history_file import HistoryFile, HistoryNotDurable
+from torchperf_tui.engine.records.result_records import records_of
+from torchperf_tui.engine.workloads.model_args import parse_model_args
+from torchperf_tui.engine.hardware.ceilings import kept_for
+from torchperf_tui.engine.hardware.device import probe_device
+
 
 def save_to_history(result: Any, path: Any = None, fingerprint: dict | None = None,
                     saved: list | None = None, records: list | None = None) -> str | None:
@@ -14,10 +24,6 @@ def save_to_history(result: Any, path: Any = None, fingerprint: dict | None = No
     one line for a warning: a history that cannot be written never loses the result on screen. `saved`: a list
     the records written are added to (their ids, for a run logged elsewhere too); `records`: the run's records
     made already (a gate's, bench --json's), saved as they are."""
-    from torchperf_tui.engine.errors import TorchperfError, user_message
-    from torchperf_tui.engine.records.history_file import HistoryFile, HistoryNotDurable
-    from torchperf_tui.engine.records.history_records import records_of
-
     try:
         records = records if records is not None else records_of(result, fingerprint=fingerprint)
         HistoryFile(path).extend(records)
@@ -40,10 +46,8 @@ def roofline_of_run(result: Any, report: Any = None, peak_tflops: float | None =
     in. `measured`: the ceilings this box measured (engine.hardware.ceilings), by default those kept for the run's
     device (none measured here). `layer_times`: the run's engine.analysis.layer_times.LayerTimes, for the time of each
     layer (see layer_times_of_run). Needs torch."""
+    # torch and numpy: loaded once this process has set its CPUs (measure/process.py)
     from torchperf_tui.engine.workloads.complexity import analyse_complexity
-    from torchperf_tui.engine.errors import TorchperfError
-    from torchperf_tui.engine.analysis.roofline import analyse_roofline, gpu_for_device, peaks_for
-
     if result.shapes != "fixed":
         raise TorchperfError(f"shape schedule {result.shapes}: the roofline needs one input shape")
     step = getattr(result, "step", "infer")
@@ -53,16 +57,12 @@ def roofline_of_run(result: Any, report: Any = None, peak_tflops: float | None =
     gpu = None
     if result.device.startswith("cuda"):
         if report is None:
-            from torchperf_tui.engine.hardware.device import probe_device
-
             report = probe_device()
         gpu = gpu_for_device(report, result.device)
     flags = result.flags
     amp = getattr(result, "amp", None)
     compute_dtype = {"fp16": "float16", "bf16": "bfloat16"}.get(amp, result.dtype)
     if measured == "kept":
-        from torchperf_tui.engine.hardware.ceilings import kept_for
-
         measured = kept_for(result.device)
     peaks = peaks_for(result.device, compute_dtype, gpu, tf32=flags.tf32_cudnn or flags.tf32_matmul,
                       peak_tflops=peak_tflops, peak_bandwidth_gbs=peak_bandwidth_gbs, measured=measured)
@@ -76,9 +76,6 @@ def roofline_of_run(result: Any, report: Any = None, peak_tflops: float | None =
 def config_of_run(result: Any):
     """The BenchConfig that measures again what a finished TimingResult measured: its model with its overrides,
     input (and sequence length), device, dtype, flags and step."""
-    from torchperf_tui.engine.benchmark.bench_config import BenchConfig
-    from torchperf_tui.engine.workloads.model_args import parse_model_args
-
     return BenchConfig(model=result.model, input_shape=tuple(result.input_shape), device=result.device,
                        dtype=result.dtype, channels_last=result.channels_last, flags=result.flags,
                        compile=result.compile_mode, shapes=result.shapes, step=getattr(result, "step", "infer"),
@@ -92,8 +89,6 @@ def layer_times_of_run(result: Any, report: Any = None, *, iters: int | None = N
     """A finished run on the roofline with the time of each layer: its model, input, flags and step profiled
     again (engine.analysis.layer_times), so every row has its time, share of the pass and achieved FLOP/s. Needs
     torch."""
-    from torchperf_tui.engine.analysis.layer_times import DEFAULT_ITERS, layer_times
-
     times = layer_times(config_of_run(result), iters=iters or DEFAULT_ITERS, should_cancel=should_cancel)
     if times.cancelled and not times.modules:
         return None

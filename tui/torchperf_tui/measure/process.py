@@ -22,6 +22,10 @@ from typing import Any
 
 from torchperf_tui.measure.protocol import (ALIVE, ALIVE_EVERY_S, PHASE, CancelJob, JobDone, JobFailed, Quit, Ready,
                                            StartJob, Started, pack, unpack)
+from torchperf_tui.core.errors import TorchperfError, first_line, user_message
+from torchperf_tui.engine.measurements.flags import TorchState, guarded_job, import_changes, process_baseline
+from torchperf_tui.engine.workloads.factories import is_custom, load_factory
+from torchperf_tui.measure.runners import JobContext, RUNNERS
 
 
 PRINTS_TO_STDERR = "prints-to-stderr"  # the argument that sends stdout (the model's prints) to the stderr given
@@ -189,10 +193,6 @@ class JobServer:
                 return
 
     def serve(self) -> None:
-        from torchperf_tui.engine.errors import TorchperfError, first_line, user_message
-        from torchperf_tui.engine.benchmark.flags import guarded_job
-        from torchperf_tui.measure.runners import RUNNERS, JobContext
-
         while True:
             job = self.jobs.get()
             if job is None:
@@ -274,11 +274,8 @@ def track_phases(job: StartJob, ctx: Any) -> list[str]:
     spec = model_spec(job.params)
     if spec is None:
         return []
-    from torchperf_tui.engine.benchmark.flags import TorchState, import_changes
-    from torchperf_tui.engine.workloads.models import _is_custom, load_factory
-
     notes: list[str] = []
-    if _is_custom(spec):
+    if is_custom(spec):
         module = spec.split(':')[0].strip()
         ctx.progress(PHASE, f"the import of {module}")
         before = TorchState.current()
@@ -323,9 +320,7 @@ def serve(conn: Any, log_path: str | None = None, prints_to_stderr: bool = False
     faulthandler.enable()  # a segfault in an extension leaves its Python stack in the log
     import torch  # noqa: F401 - the seconds this takes are spent here, once, before the first job
 
-    import torchperf_tui.engine.benchmark.timing  # noqa: F401
-    from torchperf_tui.engine.benchmark.flags import process_baseline
-
+    import torchperf_tui.engine.measurements.timing  # noqa: F401
     process_baseline()  # torch's pristine state, before any job imports a model's module
 
     server = JobServer(conn)

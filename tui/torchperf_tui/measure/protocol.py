@@ -3,7 +3,7 @@
 Requests go to the measurement process (start a job, cancel it, quit); events come back (ready, progress,
 batched samples, a result, an error). Each message travels as `(PROTOCOL_VERSION, message)`: a process
 that receives another version refuses it rather than misread it. Everything here is plain data: results
-are the engine's own dataclasses, whose modules load without torch (engine/lazy_torch.py).
+are the engine's own dataclasses, whose modules load without torch (engine/hardware/lazy_torch.py).
 
 Job kinds are the keys of RUNNERS in measure/runners.py, whose runners document the params each takes.
 """

@@ -13,9 +13,23 @@ from collections import deque
 from importlib import import_module
 from typing import Any, Callable
 
-from torchperf_tui.engine.benchmark.ab_arms import FLIP_REMEDY, refuse_same_arms
-from torchperf_tui.engine.benchmark.flags import process_baseline
+from torchperf_tui.engine.measurements.ab_arms import FLIP_REMEDY, refuse_same_arms
+from torchperf_tui.engine.measurements.flags import applicability_table, process_baseline
 from torchperf_tui.measure.protocol import Progress, Samples
+from torchperf_tui.engine.analysis.profiling import profile_model
+from torchperf_tui.engine.hardware.ceilings import kept_for
+from torchperf_tui.engine.hardware.device import probe_device
+from torchperf_tui.engine.hardware.device_choice import resolve_device
+from torchperf_tui.engine.hardware.lazy_torch import torch
+from torchperf_tui.engine.hardware.telemetry import release_memory
+from torchperf_tui.engine.measurements.bench_config import BenchConfig
+from torchperf_tui.engine.measurements.ceiling_measurement import ceilings
+from torchperf_tui.engine.measurements.determinism import determinism_of
+from torchperf_tui.engine.measurements.memsnap import record_memory_snapshot
+from torchperf_tui.engine.measurements.sweep import run_sweep
+from torchperf_tui.engine.records.fingerprint import environment_fingerprint
+from torchperf_tui.engine.workloads.model_catalogue import list_models
+from torchperf_tui.measure.follow_up import layer_times_of_run, roofline_of_run
 
 SEND_EVERY_S = 0.5  # batched samples leave at most twice a second: the UI redraws a run at that rate anyway
 # A CPU run's model threads fill the cores the app's process wakes on: each batch it receives costs a redraw that
@@ -109,8 +123,6 @@ class SampleStream:
 
 def send_every_s(cfg) -> float:
     """How often a timing run's samples leave: CPU_SEND_EVERY_S where the model runs on the CPU."""
-    from torchperf_tui.engine.workloads.inputs import resolve_device
-
     try:
         on_cpu = resolve_device(cfg.device).type == "cpu"
     except Exception:  # noqa: BLE001 - a bad device is the run's own error to report, in its place
@@ -122,15 +134,10 @@ def send_every_s(cfg) -> float:
 
 def run_probe(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """-> (DeviceReport, {"applicability": {device kind: {flag: (ok, why)}}})."""
-    from torchperf_tui.engine.hardware.device import probe_device
-    from torchperf_tui.engine.benchmark.flags import applicability_table
-
     return probe_device(), {"applicability": applicability_table()}
 
 
 def run_catalogue(params: dict, ctx: JobContext) -> tuple[Any, dict]:
-    from torchperf_tui.engine.workloads.model_catalogue import list_models
-
     return list_models(), {}
 
 
@@ -138,7 +145,9 @@ def run_analyse(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: spec, batch, dims (the typed shape without batch, or None for the model's default), dtype, step
     ("train": the backward counted too, per layer). -> (Complexity, {"entry": ModelEntry, "input_note": the line
     saying a custom model's input shape was assumed, or None})."""
+    # torch and numpy: loaded once this process has set its CPUs (measure/process.py)
     from torchperf_tui.engine.workloads.complexity import analyse_complexity
+    # torch and numpy: loaded once this process has set its CPUs (measure/process.py)
     from torchperf_tui.engine.workloads.models import resolve_model
 
     entry = resolve_model(params["spec"])
@@ -154,14 +163,13 @@ def history_extra(result: Any) -> dict:
     """The environment fingerprint for the run's history records; none for a cancelled run (not saved)."""
     if result.cancelled:
         return {}
-    from torchperf_tui.engine.records.fingerprint import environment_fingerprint
-
     return {"fingerprint": environment_fingerprint(device=result.device)}
 
 
 def run_time(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: cfg (BenchConfig). Streams Samples. -> (TimingResult, {"fingerprint": ...})."""
-    from torchperf_tui.engine.benchmark.timing import run_benchmark
+    # numpy: loaded once this process has set its CPUs (measure/process.py)
+    from torchperf_tui.engine.measurements.timing import run_benchmark
 
     stream = SampleStream(ctx, every_s=send_every_s(params["cfg"]))
     try:
@@ -175,7 +183,8 @@ def run_time(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 def run_ab_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: base (BenchConfig), a, b (Flags), blocks, per_block, seed. Progress "block": (arm, index,
     total, samples_ms). -> (ABResult, {"fingerprint": ...})."""
-    from torchperf_tui.engine.benchmark.abtest import ArmSpec, run_ab
+    # numpy: loaded once this process has set its CPUs (measure/process.py)
+    from torchperf_tui.engine.measurements.abtest import ArmSpec, run_ab
 
     device_kind = params.get("device_kind", "cpu")
     default = process_baseline().flags.num_threads  # a count left to the process reads 'threads=2 (default)'
@@ -191,7 +200,8 @@ def run_ab_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 def run_modes_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: cfg (BenchConfig), modes. Progress "mode": (mode, done, total), at most twice a second and at
     each change of mode (a tiny model takes thousands of samples a second). -> (ModesResult, {})."""
-    from torchperf_tui.engine.benchmark.timing_modes import MODES, run_modes
+    # numpy: loaded once this process has set its CPUs (measure/process.py)
+    from torchperf_tui.engine.measurements.timing_modes import MODES, run_modes
 
     last = {"mode": None, "at": 0.0}
 
@@ -207,7 +217,9 @@ def run_modes_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 
 def run_kernels(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: base (BenchConfig), a, b (Flags), device_kind."""
-    from torchperf_tui.engine.benchmark.abtest import ArmSpec
+    # numpy: loaded once this process has set its CPUs (measure/process.py)
+    from torchperf_tui.engine.measurements.abtest import ArmSpec
+    # torch and numpy: loaded once this process has set its CPUs (measure/process.py)
     from torchperf_tui.engine.analysis.kernels import conv_kernels
 
     kind = params.get("device_kind", "cpu")
@@ -219,7 +231,8 @@ def run_kernels(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 
 def run_throughput(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: cfg, options (find_max_batch's keyword arguments). Progress "batch_try": a BatchTry."""
-    from torchperf_tui.engine.benchmark.throughput import find_max_batch
+    # numpy: loaded once this process has set its CPUs (measure/process.py)
+    from torchperf_tui.engine.measurements.throughput import find_max_batch
 
     result = find_max_batch(params["cfg"], **params.get("options", {}),
                             on_progress=lambda t: ctx.progress("batch_try", t), should_cancel=ctx.cancelled)
@@ -228,51 +241,37 @@ def run_throughput(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 
 def run_profile(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: cfg, iters."""
-    from torchperf_tui.engine.analysis.profiling import profile_model
-
     return profile_model(params["cfg"], iters=params["iters"], should_cancel=ctx.cancelled), {}
 
 
 def run_roofline(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: result (a TimingResult), report (the DeviceReport the UI shows)."""
-    from torchperf_tui.measure.follow_up import roofline_of_run
-
     return roofline_of_run(params["result"], params.get("report")), {}
 
 
 def run_layer_times(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: result (a finished TimingResult), report. The run's roofline with each layer's time (None when
     cancelled before a pass)."""
-    from torchperf_tui.measure.follow_up import layer_times_of_run
-
     return layer_times_of_run(params["result"], params.get("report"), should_cancel=ctx.cancelled), {}
 
 
 def run_determinism(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: cfg (BenchConfig)."""
-    from torchperf_tui.engine.benchmark.determinism import determinism_of
-
     return determinism_of(params["cfg"], runs=2), {}
 
 
 def run_memsnap(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: cfg (BenchConfig)."""
-    from torchperf_tui.engine.benchmark.memsnap import record_memory_snapshot
-
     return record_memory_snapshot(params["cfg"], should_cancel=ctx.cancelled), {}
 
 
 def run_ceilings_kept(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: device. The ceilings kept for it (engine.hardware.ceilings), or None: nothing is measured."""
-    from torchperf_tui.engine.hardware.ceilings import kept_for
-
     return kept_for(params.get("device", "auto")), {}
 
 
 def run_ceilings(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: device. Measure the ceilings now and keep them. Progress "ceiling": what is being measured."""
-    from torchperf_tui.engine.hardware.ceilings import ceilings
-
     return ceilings(params.get("device", "auto"), refresh=True, should_cancel=ctx.cancelled,
                     on_progress=lambda what: ctx.progress("ceiling", what)), {}
 
@@ -280,8 +279,6 @@ def run_ceilings(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 def run_release(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: device ("cpu", "cuda", "cuda:N"). gc + empty_cache (CUDA) or malloc_trim (CPU), here, where
     the model and the caching allocator live. -> ReleaseReport."""
-    from torchperf_tui.engine.hardware.telemetry import release_memory
-
     return release_memory(device=params.get("device", "auto")), {}
 
 
@@ -291,8 +288,6 @@ def run_memory(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     import os
 
     import psutil
-
-    from torchperf_tui.engine.lazy_torch import torch
 
     reading: dict[str, Any] = {"pid": os.getpid(), "rss": psutil.Process().memory_info().rss,
                                "allocated": None, "reserved": None, "peak": None, "at": time.time(),
@@ -308,8 +303,6 @@ def run_memory(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 def analysed_inputs(params: dict, input_shape: tuple | None):
     """What an analysis feeds the model (an InputSpec): `input_shape` (with the batch) or the model's default at
     params' batch, its sequence length and overrides (importing the model's module: here)."""
-    from torchperf_tui.engine.benchmark.bench_config import BenchConfig
-
     return BenchConfig(model=params["spec"], input_shape=input_shape, batch=params.get("batch"),
                        seq_len=params.get("seq_len"), model_args=tuple(params.get("model_args", ()))).input_spec()
 
@@ -320,6 +313,7 @@ def say_assumed_input(spec: str, shape_given: bool, ctx: JobContext | None) -> s
     has built: a model that fails is said in its error line alone."""
     if shape_given:
         return None
+    # torch and numpy: loaded once this process has set its CPUs (measure/process.py)
     from torchperf_tui.engine.workloads.models import input_shape_note
 
     note = input_shape_note(spec)
@@ -331,8 +325,6 @@ def say_assumed_input(spec: str, shape_given: bool, ctx: JobContext | None) -> s
 def run_sweep_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: cfg (BenchConfig), seq_lens (LO, HI), arms (None or two ArmSpecs), options (run_sweep's keywords).
     Progress "sweep_point": each SweepPoint as it is measured. -> (SweepResult, {})."""
-    from torchperf_tui.engine.benchmark.sweep import run_sweep
-
     result = run_sweep(params["cfg"], *params["seq_lens"], arms=params.get("arms"), **params.get("options", {}),
                        on_point=lambda point: ctx.progress("sweep_point", point), should_cancel=ctx.cancelled)
     return result, history_extra(result)  # the fingerprint: --mlflow's tags

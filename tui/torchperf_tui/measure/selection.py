@@ -3,7 +3,7 @@ value built on the UI thread (or from the CLI's arguments) and turned into the e
 
 A job gets the config made from the selection at the moment it was asked for, so an option changed while it
 runs cannot change what it measures, and its history record says what was measured. No torch: the modules
-used here load without it (engine/lazy_torch.py).
+used here load without it (engine/hardware/lazy_torch.py).
 """
 
 from __future__ import annotations
@@ -11,7 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from torchperf_tui.formatting import format_shape
+from torchperf_tui.core.formatting import format_shape
+from torchperf_tui.engine.measurements.bench_config import BenchConfig
+from torchperf_tui.engine.measurements.flags import Flags
+from torchperf_tui.engine.workloads.inputs import check_dims, parse_batch, parse_dims, parse_seq_len
+from torchperf_tui.engine.workloads.model_args import parse_model_args
 
 
 @dataclass(frozen=True)
@@ -38,15 +42,11 @@ class Selection:
     seq_len: str = ""  # a token model's sequence length as typed ('' for its default)
 
     def batch_size(self) -> int:
-        from torchperf_tui.engine.workloads.inputs import check_dims, parse_batch
-
         return check_dims((parse_batch(self.batch),))[0]
 
     def full_shape(self) -> tuple[int, ...] | None:
         """(batch, *dims) as typed, or None when no shape is typed (the model's default applies). Each field's
         error quotes that field as typed (not the two glued together)."""
-        from torchperf_tui.engine.workloads.inputs import check_dims, parse_dims
-
         if not self.shape:
             return None
         return check_dims((self.batch_size(), *parse_dims(self.shape)))
@@ -54,9 +54,6 @@ class Selection:
     def config(self, flags: Any = None):
         """The engine's BenchConfig (with `flags` instead of the selection's, for an arm of an A/B). Raises
         the engine's one-line errors for a bad shape or batch."""
-        from torchperf_tui.engine.benchmark.flags import Flags
-        from torchperf_tui.engine.benchmark.bench_config import BenchConfig
-
         return BenchConfig(model=self.spec, input_shape=self.full_shape(), batch=self.batch_size(),
                            device=self.device, dtype=self.dtype, channels_last=self.channels_last,
                            warmup=self.warmup, iters=self.iters,
@@ -66,14 +63,10 @@ class Selection:
                            model_args=self.parsed_model_args(), seq_len=self.sequence_length())
 
     def parsed_model_args(self) -> tuple:
-        from torchperf_tui.engine.workloads.model_args import parse_model_args
-
         return parse_model_args(self.model_args)
 
     def sequence_length(self) -> int | None:
         """The typed sequence length, checked (a whole number of at least 1), or None for the model's default."""
-        from torchperf_tui.engine.workloads.inputs import parse_seq_len
-
         return parse_seq_len(self.seq_len) if str(self.seq_len).strip() else None
 
     def step_text(self) -> str:

@@ -1,14 +1,14 @@
 """How each result reads to a person: the facts of a timing run, its run conditions, the timing modes, the roofline,
 a batch search, an A/B comparison, the device, a profile, the kernels per layer, a model's complexity and the measured
 ceilings as rows (label, value, level) or sentences, said once for the CLI and the app. The CLI lays the rows into Rich
-tables (cli_render.py); the panes put them into their widgets, the level as a colour.
+tables (cli/render.py); the panes put them into their widgets, the level as a colour.
 
 No torch and no Textual here: the app words its results before the engine is loaded, and the CLI has no app.
 """
 
 from __future__ import annotations
 
-from torchperf_tui.formatting import format_shape
+from torchperf_tui.core.formatting import format_shape
 
 NORMAL = ""  # a fact
 WARNING = "warning"  # a fact that says the numbers may not be the model's alone (the warning colour in the app)

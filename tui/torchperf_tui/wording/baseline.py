@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from torchperf_tui.formatting import format_ms, printable
+from torchperf_tui.core.formatting import format_ms, printable
 
 
 def verdict_line(result) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from torchperf_tui.formatting import format_ms
+from torchperf_tui.core.formatting import format_ms
 
 
 def measured_when(measured_at: float) -> str:

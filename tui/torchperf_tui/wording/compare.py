@@ -4,7 +4,7 @@ arm's blocks). What the model's code changed in torch's global state is wording.
 
 from __future__ import annotations
 
-from torchperf_tui.formatting import format_ms, format_percentile
+from torchperf_tui.core.formatting import format_ms, format_percentile
 from torchperf_tui.wording import subject
 
 
@@ -31,7 +31,8 @@ def ab_title(result) -> str:
 
 def arm_cells(result) -> list[tuple[str, ...]]:
     """The CLI's table: per arm (arm, spec, flags and what else sets it apart, median, 95 % CI, p90, p99, blocks)."""
-    from torchperf_tui.engine.benchmark.abtest import arm_step_text
+    # numpy: the panes load the wording before the app's first frame
+    from torchperf_tui.engine.measurements.abtest import arm_step_text
 
     mixed = "mixed" in (getattr(result, "step", "infer"), getattr(result, "amp", None))  # each arm says its own
     cells = []

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from torchperf_tui.formatting import format_bytes, format_count, format_flops, format_shape
-from torchperf_tui.wording import RANDOM_WEIGHTS, Row, random_weights, row
+from torchperf_tui.core.formatting import format_bytes, format_count, format_flops, format_shape
+from torchperf_tui.wording import random_weights, RANDOM_WEIGHTS, Row, row, subject
 
 
 def counts_backward(cx) -> bool:
@@ -41,8 +41,6 @@ def complexity_title(cx) -> str:
     """'resnet18 at 1x3x224x224 (float32)'; a model with overrides or inputs other than one float tensor in the words
     every heading uses (wording.subject)."""
     if getattr(cx, "inputs", "") or getattr(cx, "model_args", ""):
-        from torchperf_tui.wording import subject
-
         return subject(SimpleNamespace(model=cx.model, device="the meta device", input_shape=cx.input_shape, dtype=cx.dtype,
                                        model_args=cx.model_args, seq_len=cx.seq_len, inputs=cx.inputs))
     title = f"{cx.model} at {format_shape(cx.input_shape)} ({cx.dtype})"

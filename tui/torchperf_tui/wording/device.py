@@ -3,7 +3,7 @@ said once, as the CLI's rows of `info` and as the figures the device pane packs 
 
 from __future__ import annotations
 
-from torchperf_tui.formatting import format_bytes, format_number
+from torchperf_tui.core.formatting import format_bytes, format_number
 from torchperf_tui.wording import Row, row
 from torchperf_tui.wording.ceilings import kept_ceilings_text
 

@@ -3,7 +3,7 @@ the lines the app's generation view shows, the same facts in a compact form."""
 
 from __future__ import annotations
 
-from torchperf_tui.formatting import format_bytes, format_ms, format_number
+from torchperf_tui.core.formatting import format_bytes, format_ms, format_number
 from torchperf_tui.wording import Row, row, subject
 from torchperf_tui.wording.conditions import noise_rows
 from torchperf_tui.wording.timing import state_rows

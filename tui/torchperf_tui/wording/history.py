@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from torchperf_tui.formatting import format_bytes, format_ms, format_percentile, is_number, printable
+from torchperf_tui.core.formatting import format_bytes, format_ms, format_percentile, is_number, printable
 from torchperf_tui.wording import model_label
 
 # What the kinds of record are called, and what one of their samples is.

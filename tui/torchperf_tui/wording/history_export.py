@@ -19,13 +19,14 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any, Iterable, TextIO
 
-from torchperf_tui.engine.benchmark.stats import TimingStats, percentile_supported
-from torchperf_tui.engine.errors import TorchperfError
+from torchperf_tui.core.stats import TimingStats, percentile_supported
+from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.engine.records.export import write_json
-from torchperf_tui.engine.records.export_fleet import FLEET_FORMATS, export_fleet
+from torchperf_tui.engine.records.export_fleet import export_fleet
+from torchperf_tui.engine.records.fleet_records import FLEET_FORMATS
 from torchperf_tui.engine.records.history_records import HistoryRecord
-from torchperf_tui.formatting import UNSUPPORTED_LEGEND, format_ms, format_percentile, is_number, printable
-from torchperf_tui.options import EXPORT_FORMATS
+from torchperf_tui.core.formatting import UNSUPPORTED_LEGEND, format_ms, format_percentile, is_number, printable
+from torchperf_tui.core.options import EXPORT_FORMATS
 from torchperf_tui.wording.history import NO_FIGURE, history_row
 
 STATS_COLUMNS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(TimingStats))

@@ -4,7 +4,7 @@ host or a noisy spread over its samples, as a run's)."""
 
 from __future__ import annotations
 
-from torchperf_tui.formatting import format_ms, format_shape
+from torchperf_tui.core.formatting import format_ms, format_shape
 from torchperf_tui.wording import WARNING, Row, row, subject
 from torchperf_tui.wording.conditions import disturbed_text, noise_rows, point_mark
 
@@ -27,7 +27,8 @@ def modes_head(result, flags_text: str) -> str:
 def mode_cells(result) -> list[tuple[str, str, str, str, str, str]]:
     """Per mode: (mode, median, p90, mean, samples, what it measures); a mode that could not run has its reason
     where the meaning stands, one cancelled before a sample says so."""
-    from torchperf_tui.engine.benchmark.timing_modes import MEANING
+    # numpy: the panes load the wording before the app's first frame
+    from torchperf_tui.engine.measurements.timing_modes import MEANING
 
     cells = []
     for mode in result.modes:

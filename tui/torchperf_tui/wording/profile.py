@@ -3,7 +3,7 @@ the profile pane says too (an operator's share of the self time, where the trace
 
 from __future__ import annotations
 
-from torchperf_tui.formatting import format_bytes, format_ms
+from torchperf_tui.core.formatting import format_bytes, format_ms
 from torchperf_tui.wording import Row, row, subject
 
 

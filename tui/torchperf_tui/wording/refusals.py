@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from torchperf_tui.engine.errors import CLI_VERBS, Remedy, TorchperfError, first_line, remedies_text, user_message
+from torchperf_tui.core.errors import CLI_VERBS, Remedy, TorchperfError, first_line, remedies_text, user_message
 
 # A setting a refusal can ask to change -> where it is in the app. A setting with no place in the app (the CLI's
 # --generate: the app generates a fixed number of tokens) is left out of the app's sentence.

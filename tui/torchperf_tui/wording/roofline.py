@@ -4,9 +4,10 @@ is from and of the passes timed per layer, as the run's."""
 
 from __future__ import annotations
 
-from torchperf_tui.formatting import format_bytes, format_count, format_flops, format_ms, number_text
+from torchperf_tui.core.formatting import format_bytes, format_count, format_flops, format_ms, number_text
 from torchperf_tui.wording import Row, row, subject
 from torchperf_tui.wording.conditions import disturbed_text, noise_rows
+from torchperf_tui.engine.analysis.roofline import utilisation_text
 
 
 class Footnotes:
@@ -46,8 +47,6 @@ def roofline_title(result) -> str:
 def roofline_rows(result, na: Footnotes) -> list[Row]:
     """`roofline`: latency, FLOPs, achieved and peak rates, MFU, the measured ceiling, intensity, the side of the
     roofline, the bytes moved; every n/a with a footnote in `na`."""
-    from torchperf_tui.engine.analysis.roofline import utilisation_text
-
     said: list[str] = []
 
     def pct(name: str) -> str:
@@ -91,8 +90,6 @@ def roofline_rows(result, na: Footnotes) -> list[Row]:
 def roofline_text(result, split: bool = False) -> str:
     """The pane's one line: achieved TFLOP/s, MFU (or why n/a), arithmetic intensity and the side of the roofline;
     `split` (a line too long for the pane): two, the rates on the first, the intensity and the side on the second."""
-    from torchperf_tui.engine.analysis.roofline import utilisation_text  # the CLI's wording (above 100 %: no fact)
-
     mfu = utilisation_text(result, "mfu_pct")
     if mfu == "n/a":
         mfu = f"n/a ({short_reason(getattr(result.mfu_pct, 'reason', 'no peak'))})"

@@ -4,7 +4,7 @@ sweep pane says the same facts through these functions."""
 
 from __future__ import annotations
 
-from torchperf_tui.formatting import format_bytes, format_ms, number_text
+from torchperf_tui.core.formatting import format_bytes, format_ms, number_text
 from torchperf_tui.wording import RANDOM_WEIGHTS, Row, model_label, random_weights, row
 from torchperf_tui.wording.conditions import disturbed_text, noise_rows, point_mark
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from torchperf_tui.formatting import format_bytes, format_shape, is_number, number_text
+from torchperf_tui.core.formatting import format_bytes, format_shape, is_number, number_text
 from torchperf_tui.wording import RANDOM_WEIGHTS, Row, model_label, plain, random_weights, row, subject
 from torchperf_tui.wording.conditions import conditions_rows, noise_rows, point_mark
 

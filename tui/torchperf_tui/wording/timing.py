@@ -4,10 +4,11 @@ torch state notes): the pane's compact lines beside the CLI's rows where the two
 
 from __future__ import annotations
 
-from torchperf_tui.formatting import (budget_text, format_bytes, format_ms, format_number, interval_text,
+from torchperf_tui.core.formatting import (budget_text, format_bytes, format_ms, format_number, interval_text,
                                       unsupported_mark)
 from torchperf_tui.wording import WARNING, Row, row, subject
 from torchperf_tui.wording.conditions import conditions_rows, noise_rows
+from torchperf_tui.core.stats import percentile_intervals
 
 
 def timing_title(result) -> str:
@@ -43,8 +44,6 @@ def budget_rows(result) -> list[Row]:
 
 def intervals_by_name(samples_ms) -> dict:
     """The 95 % intervals of p50, p90 and p99 (engine.benchmark.stats.PercentileInterval) by name."""
-    from torchperf_tui.engine.benchmark.stats import percentile_intervals
-
     return {interval.name: interval for interval in percentile_intervals(samples_ms)}
 
 
@@ -180,7 +179,7 @@ def _level(cost) -> str:
 
 def compile_rows(result) -> list[Row]:
     """The CLI's rows: the compile mode and time apart from the samples (or why it failed, as a warning), then
-    what dynamo's counters say, the eager baseline and the break-even (engine/benchmark/compile_cost.py)."""
+    what dynamo's counters say, the eager baseline and the break-even (engine/measurements/compile_cost.py)."""
     if result.compile_mode is None:
         return []
     if not result.compiled:

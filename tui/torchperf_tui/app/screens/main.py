@@ -18,6 +18,11 @@ from textual.widgets import Footer, Header, Label, Static, TabbedContent, TabPan
 from torchperf_tui.app.guards import while_running
 from torchperf_tui.app.messages import HistoryChanged, RunsChanged
 from torchperf_tui.app.screens.layout import TABS, FitsTerminal
+from torchperf_tui.app.widgets.layers.layers_pane import complexity_summary
+from torchperf_tui.engine.measurements.flags import FLAG_SPECS, Flags
+from torchperf_tui.measure.selection import Selection
+from torchperf_tui.app.widgets.device.device_pane import short_name
+from torchperf_tui.app.widgets.timing.histogram import PlotHolder
 
 # name -> (widget id, module under app/widgets, class). The modules load only after the first frame: the
 # panes and their widgets (DataTable, ProgressBar, plots) are not needed to paint it.
@@ -114,13 +119,9 @@ class MainScreen(FitsTerminal, Screen):
         for name, why in session.missing.items():
             self.app.notify(f"engine module {name} not available: {why}", severity="warning", timeout=8)
         if "textual_plot" not in session.missing:
-            from torchperf_tui.app.widgets.timing.histogram import _PlotHolder
-
-            for holder in self.query(_PlotHolder):
+            for holder in self.query(PlotHolder):
                 holder.attach_plot()
         if session.has("flags"):
-            from torchperf_tui.engine.benchmark.flags import Flags
-
             self.pane("flags").flags = Flags()
         self.pane("device").probe()
         self.pane("memory").start_telemetry(self.app.interval, self.app.poll_telemetry)
@@ -131,8 +132,6 @@ class MainScreen(FitsTerminal, Screen):
         session = self.app.session
         if not session.has("flags") or (not session.applicability and not self._probe_failed):
             return
-        from torchperf_tui.engine.benchmark.flags import FLAG_SPECS
-
         self.pane("flags").show_applicability(FLAG_SPECS, session.device_kind(), session.flag_applies)
         self.pane("device").show_flags_note(session.device_kind(), self.pane("flags").reasons)
 
@@ -153,8 +152,6 @@ class MainScreen(FitsTerminal, Screen):
             app.notify(f"--device {session.device}: no CUDA device here ({report.cuda_reason}). Runs on it fail: "
                        "choose cpu in the Device tab (4)", title="device", severity="error", timeout=15)
         elif report is not None:
-            from torchperf_tui.app.widgets.device.device_pane import short_name
-
             app.sub_title = short_name(report, session.resolved_device())
         self._show_flags()
         self.pane("picker").update_dtype_note()
@@ -190,8 +187,6 @@ class MainScreen(FitsTerminal, Screen):
 
     @while_running
     def on_model_picker_analysed(self, message) -> None:
-        from torchperf_tui.app.widgets.layers.layers_pane import complexity_summary
-
         self.pane("timing").model_line = (f"[b]{message.spec}[/] · {complexity_summary(message.complexity)}")
         self.pane("layers").show_complexity(message.spec, message.complexity)
 
@@ -248,8 +243,6 @@ class MainScreen(FitsTerminal, Screen):
 
     def selection(self):
         """The model, input, device, flags and run options chosen now, frozen (None: no model chosen)."""
-        from torchperf_tui.measure.selection import Selection
-
         picker = self.pane("picker")
         if picker.spec is None:
             return None

@@ -33,18 +33,22 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
-from torchperf_tui.engine.lazy_torch import torch
+from torchperf_tui.engine.analysis.kernel_time import KernelTime
+from torchperf_tui.engine.hardware.lazy_torch import torch
 
-from torchperf_tui.engine.benchmark.abtest import ArmSpec, ArmThreads
-from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+from torchperf_tui.engine.measurements.abtest import ArmSpec, ArmThreads
+from torchperf_tui.engine.measurements.bench_config import BenchConfig
 from torchperf_tui.engine.workloads.input_facts import InputFacts
-from torchperf_tui.engine.errors import TorchperfError
-from torchperf_tui.engine.benchmark.flags import applied_flags
+from torchperf_tui.core.errors import TorchperfError
+from torchperf_tui.engine.measurements.flags import applied_flags
 from torchperf_tui.engine.hardware.host_noise import HostNoise, HostProbe, noise_marks
 from torchperf_tui.engine.workloads.inputs import parse_dtype
 from torchperf_tui.engine.workloads.layer_ranges import (BACKWARD_PREFIX, LAYER_PREFIX, attach_layer_ranges, descendants,
                                                on_cpu, profile_iterations)
 from torchperf_tui.engine.workloads.workload import forward_errors, model_name, prepare_workload
+from torchperf_tui.engine.analysis import attention_kernels as attention
+from torchperf_tui.engine.measurements import attention_calls
+from torchperf_tui.engine.measurements.train_step import StepRunner, grad_context
 
 CONV_TYPE_NAMES = ("Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d")
 CUDA_NOTE = ("GPU kernels from CUPTI, grouped by conv layer; autotuning (cudnn.benchmark) ran in the "
@@ -69,16 +73,6 @@ def backward_phase(kernel_name: str) -> str:
     if _DGRAD.search(kernel_name):
         return "dgrad"
     return "bwd"
-
-
-@dataclass(frozen=True)
-class KernelTime:
-    """One kernel (or CPU implementation op) of a layer, per profiled iteration."""
-
-    name: str
-    us_per_iter: float
-    calls_per_iter: float
-    phase: str = "fwd"  # fwd, or for a training step's backward dgrad, wgrad or bwd
 
 
 @dataclass
@@ -328,9 +322,6 @@ def conv_kernels(base: BenchConfig, a: ArmSpec, b: ArmSpec, *, iters: int = 3, w
                  should_cancel: Callable[[], bool] | None = None) -> KernelComparison:
     """Profile `base`'s model under arm A, then arm B, and line up each conv layer's kernels (for a training
     step, those of its backward too: both arms run the same step, from the weights the model was built with)."""
-    from torchperf_tui.engine.analysis import attention_kernels as attention
-    from torchperf_tui.engine.benchmark.train_step import StepRunner, grad_context
-
     if iters < 1:
         raise TorchperfError(f"iterations must be at least 1, got {iters}")
     step = a.step_spec(base)
@@ -377,11 +368,11 @@ def conv_kernels(base: BenchConfig, a: ArmSpec, b: ArmSpec, *, iters: int = 3, w
                             forward_errors(name, shape, work.dtype, device, action="profiling kernels of"):
                         runner = StepRunner(work.model, step, device, seed=base.seed)
                         # One iteration recorded (its SDPA calls and their modules) before the warm-up.
-                        calls = attention.record_calls(work.model, lambda: runner(work.x))
+                        calls = attention_calls.record_calls(work.model, lambda: runner(work.x))
                         if not layers and not calls:
                             raise TorchperfError(f"{name} has no convolution layers and no attention "
                                                  "(scaled_dot_product_attention) calls: kernel choice needs one")
-                        reasons[arm] = attention.probe_sites(calls, attention.attn.sdpa_backends(spec.flags.sdpa),
+                        reasons[arm] = attention_calls.probe_sites(calls, attention.attn.sdpa_backends(spec.flags.sdpa),
                                                              device)
                         handles = attach_layer_ranges(layers + [(site, work.model.get_submodule(site)) for site
                                                                 in dict.fromkeys(c.site for c in calls)])

@@ -37,16 +37,17 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+from torchperf_tui.engine.measurements.bench_config import BenchConfig
 from torchperf_tui.engine.workloads.input_facts import InputFacts
-from torchperf_tui.engine.errors import TorchperfError
-from torchperf_tui.engine.benchmark.flags import applied_flags
+from torchperf_tui.core.errors import TorchperfError
+from torchperf_tui.engine.measurements.flags import applied_flags
 from torchperf_tui.engine.hardware.host_noise import HostNoise, HostProbe, noise_marks
 from torchperf_tui.engine.workloads.layer_ranges import (BACKWARD_PREFIX, ITERATION_LABEL, LAYER_PREFIX, attach_layer_ranges,
                                                descendants, on_cpu, profile_iterations, wrap_forwards)
-from torchperf_tui.engine.lazy_torch import torch
+from torchperf_tui.engine.hardware.lazy_torch import torch
 from torchperf_tui.engine.hardware.nvml import to_jsonable
 from torchperf_tui.engine.workloads.workload import forward_errors, model_name, prepare_workload
+from torchperf_tui.engine.measurements.train_step import StepRunner, grad_context
 
 DEFAULT_ITERS = 5
 DEFAULT_WARMUP = 3
@@ -387,8 +388,6 @@ def layer_times(cfg: BenchConfig, *, iters: int = DEFAULT_ITERS, warmup: int = D
     """Profile `iters` passes (or training steps) of `cfg`'s model under its flags and attribute their time
     to its modules. Needs a fixed input shape; torch.compile is not profiled per module (a compiled graph
     does not call the modules' forwards)."""
-    from torchperf_tui.engine.benchmark.train_step import StepRunner, grad_context
-
     if iters < 1:
         raise TorchperfError(f"iterations must be at least 1, got {iters}")
     if cfg.compile:

@@ -13,24 +13,23 @@ goes through `_attr`, which tries the new name first.
 
 from __future__ import annotations
 
-import os
-import re
-import tempfile
 import time
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from torchperf_tui.engine.lazy_torch import torch
+from torchperf_tui.core.output_files import artifact_path, check_output_path, write_output
+from torchperf_tui.engine.hardware.lazy_torch import torch
 
-from torchperf_tui.engine.benchmark.bench_config import BenchConfig
+from torchperf_tui.engine.measurements.bench_config import BenchConfig
 from torchperf_tui.engine.workloads.input_facts import InputFacts
-from torchperf_tui.engine.errors import TorchperfError
-from torchperf_tui.engine.benchmark.flags import applied_flags
+from torchperf_tui.core.errors import TorchperfError
+from torchperf_tui.engine.measurements.flags import applied_flags
 from torchperf_tui.engine.workloads.inputs import dtype_name
 from torchperf_tui.engine.workloads.layer_ranges import ITERATION_LABEL
 from torchperf_tui.engine.hardware.nvml import to_jsonable
 from torchperf_tui.engine.workloads.workload import forward_errors, prepare_workload
+from torchperf_tui.engine.measurements.train_step import StepRunner, grad_context
 
 DEFAULT_ITERS = 5
 DEFAULT_WARMUP = 3
@@ -167,15 +166,6 @@ def summarise_events(events: Iterable[Any]) -> list[OpStat]:
     return ops
 
 
-def artifact_path(kind: str, model: str, ext: str, out_dir: str | None = None) -> str:
-    """<out_dir, else temp dir/torchperf-tui/<kind>>/<model>-<UTC time>-<pid>.<ext>: where a trace or a
-    memory snapshot goes when the user names no path (the writer makes the folder)."""
-    folder = out_dir or os.path.join(tempfile.gettempdir(), "torchperf-tui", kind)
-    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", model).strip("_") or "model"
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-    return os.path.join(folder, f"{safe}-{stamp}-{os.getpid()}.{ext}")
-
-
 def default_trace_path(model: str) -> str:
     """<temp dir>/torchperf-tui/traces/<model>-<UTC time>-<pid>.json."""
     return artifact_path("traces", model, "json")
@@ -228,8 +218,6 @@ def profile_callable(fn: Callable[[], object], *, device: torch.device | str = "
                 done += 1
     path: str | None = None
     if trace_path is not False and done:
-        from torchperf_tui.engine.records.output_files import write_output
-
         default = trace_path in (None, True)
         path = default_trace_path(label) if default else str(trace_path)
         # Beside the target, then renamed: a device, a folder or a link at the path is refused, not replaced.
@@ -256,11 +244,7 @@ def profile_model(cfg: BenchConfig, *, iters: int = DEFAULT_ITERS, warmup: int =
     """
     started = time.time()
     if isinstance(trace_path, str):
-        from torchperf_tui.engine.records.output_files import check_output_path
-
         check_output_path(trace_path)  # a path that will be refused is one line now, not after the profile
-    from torchperf_tui.engine.benchmark.train_step import StepRunner, grad_context
-
     plan = cfg.prepare()
     device, dtype, step, shape = plan.device, plan.dtype, plan.step, plan.shape
     work = prepare_workload(cfg.model, plan.inputs, device, dtype, cfg.channels_last,

@@ -22,12 +22,12 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from torchperf_tui.engine.hardware.ceilings import REMEASURE
 from torchperf_tui.engine.workloads.input_facts import InputFacts
-from torchperf_tui.engine.errors import TorchperfError
+from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.engine.hardware.nvml import NA, to_jsonable
-from torchperf_tui.formatting import is_positive_number
+from torchperf_tui.core.formatting import is_positive_number
 
-REMEASURE = "measure again with C / torchperf-tui ceilings --refresh"  # C: the app's key, on any tab
 
 BYTES_METHOD = ("unfused estimate: per layer, weights + first input + outputs, each read or written once "
                 "(no fusion, no cache reuse)")

@@ -1,13 +1,13 @@
 """Measured ceilings: what a result holds (the most this device reached on compute per dtype and on a large
 copy, with every workload tried beside it), and where it is kept. How they are measured (the workloads, the
-dtypes, the thread counts) is engine/hardware/ceiling_measurement.py's.
+dtypes, the thread counts) is engine/measurements/ceiling_measurement.py's.
 
 Results are kept per device fingerprint (device name, torch, threads on the CPU) in the user data directory,
 and measured again on request. On the CPU they stand in for the datasheet peaks that the OS cannot report.
 A ceiling kept by an earlier version (one 2048^3 matmul, FORMAT 1) is still read, marked `outdated`, and
 measured again by `ceilings()` unless asked only for what is kept.
 
-The file is read as every small file the app reads back (engine/records/input_files.py: a regular file only, a FIFO
+The file is read as every small file the app reads back (core/input_files.py: a regular file only, a FIFO
 refused without waiting, a cap on its size), and every value in it is checked: a rate that is not a finite positive
 number was not measured here, and is never shown as a ceiling. A file that cannot be read or is not a ceilings file
 is a CeilingsFileError, one line; it is never overwritten. Where it will be written is checked before anything is
@@ -22,14 +22,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from torchperf_tui.engine.errors import TorchperfError
-from torchperf_tui.engine.lazy_torch import torch
-from torchperf_tui.engine.analysis.roofline import REMEASURE
-from torchperf_tui.engine.records.input_files import InputFileError, NotJsonError, read_json
-from torchperf_tui.engine.records.json_checks import finite_float, is_int, json_type, shown
-from torchperf_tui.engine.records.kept_files import CEILINGS, CEILINGS_ENV, ceilings_path
-from torchperf_tui.engine.records.output_files import check_output_path, write_text
+from torchperf_tui.core.errors import TorchperfError
+from torchperf_tui.engine.hardware.lazy_torch import torch
+from torchperf_tui.core.input_files import InputFileError, NotJsonError, read_json
+from torchperf_tui.core.json_checks import finite_float, is_int, json_type, shown
+from torchperf_tui.core.kept_files import CEILINGS, CEILINGS_ENV, ceilings_path
+from torchperf_tui.core.output_files import check_output_path, write_text
+from torchperf_tui.engine.hardware.device import cpu_model
+from torchperf_tui.engine.hardware.device_choice import resolve_device
 
+# What a user does when the ceilings kept are wrong or old (C: the app's key, on any tab).
+REMEASURE = "measure again with C / torchperf-tui ceilings --refresh"
 FORMAT = 2  # of a kept entry: 1 (no "format" key) was one matmul per dtype
 # A ceilings file takes a few KiB a device: one far larger is not one, and is not read into memory.
 MAX_CEILINGS_BYTES = 16 << 20
@@ -202,8 +205,6 @@ def device_key(device: "torch.device") -> str:
         return f"{name} | torch {torch.__version__} | cuda {torch.version.cuda}"
     import platform
 
-    from torchperf_tui.engine.hardware.device import cpu_model
-
     model = cpu_model()
     name = model if isinstance(model, str) else platform.machine()
     return f"{name} | torch {torch.__version__} | threads {torch.get_num_threads()}"
@@ -213,8 +214,6 @@ def kept_for(device: str, on_corrupt: Callable[[str], None] | None = None) -> Ce
     """The ceilings kept for the device a run used ("cpu", "cuda:0"), without measuring anything. With
     `on_corrupt`, a ceilings file that is corrupt is said through it (one line) and taken as none kept; a path
     that is no file to read (CeilingsPathError) is raised all the same."""
-    from torchperf_tui.engine.workloads.inputs import resolve_device
-
     try:
         return load_ceilings(device_key(resolve_device(device)))
     except CeilingsPathError:
@@ -259,12 +258,13 @@ def load_ceilings(key: str, path: Path | None = None) -> CeilingsResult | None:
     entry = read_kept(path).get(key)
     if entry is None:
         return None
-    result = _entry(entry, path)
+    result = kept_entry(entry, path)
     result.cached, result.path = True, str(path)
     return result
 
 
-def _entry(entry: Any, path: Path) -> CeilingsResult:
+def kept_entry(entry: Any, path: Path) -> CeilingsResult:
+    """A kept entry read back; CeilingsFileError, naming the file, where a value in it is not a measurement's."""
     try:
         return CeilingsResult.from_dict(entry)
     except ValueError as exc:
@@ -301,25 +301,3 @@ def save_ceilings(result: CeilingsResult, path: Path | None = None) -> Path:
     write_text(path, json.dumps({"devices": devices}, indent=1), own=CEILINGS, make_parents=True)
     result.path = str(path)
     return path
-
-
-def ceilings(device: str = "auto", *, refresh: bool = False, path: Path | None = None, **options) -> CeilingsResult:
-    """The kept ceilings of this device, or measured now (and kept) when there are none, they are an earlier
-    version's (outdated), or `refresh`. The file is read, and where it is written checked, before anything is
-    measured: a file that cannot be read or written is one line (CeilingsFileError), not a measurement lost."""
-    from torchperf_tui.engine.workloads.inputs import resolve_device
-
-    path = path or ceilings_path()
-    key = device_key(resolve_device(device))
-    entry = read_kept(path).get(key)
-    if not refresh and entry is not None:
-        kept = _entry(entry, path)
-        if kept.outdated is None:
-            kept.cached, kept.path = True, str(path)
-            return kept
-    check_keepable(path)
-    from torchperf_tui.engine.hardware.ceiling_measurement import measure_ceilings
-
-    result = measure_ceilings(device, **options)
-    save_ceilings(result, path)
-    return result

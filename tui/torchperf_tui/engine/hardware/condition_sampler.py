@@ -19,8 +19,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from torchperf_tui.engine.hardware.nvml import NA, Nvml
+from torchperf_tui.engine.hardware.nvml import default_nvml, NA, Nvml
 from torchperf_tui.engine.hardware.run_conditions import CLOCK_EVENT_REASONS, DEFAULT_PERIOD_S, THROTTLE_MASK, RunConditions
+from torchperf_tui.engine.hardware.device import TorchCudaBackend, nvml_index_for
 
 READINGS_LIMIT = 4000  # past this, every other reading is dropped (window edges are kept apart)
 # Newer nvidia-ml-py names the query "clocks event reasons"; older releases only have "throttle reasons".
@@ -219,9 +220,6 @@ def conditions_sampler(device: Any, period_s: float | None = DEFAULT_PERIOD_S) -
     (matched by UUID, see device.nvml_index_for), or a sampler that says why it reads nothing."""
     if getattr(device, "type", str(device)) != "cuda":
         return None
-    from torchperf_tui.engine.hardware.device import TorchCudaBackend, nvml_index_for
-    from torchperf_tui.engine.hardware.nvml import default_nvml
-
     nvml = default_nvml()
     if not nvml.available:
         return ConditionSampler.unavailable(nvml.reason or "NVML not available")

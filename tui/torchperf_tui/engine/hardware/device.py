@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import psutil
 
 from torchperf_tui.engine.hardware.device_peaks import ARCH_SPECS, peak_figures
-from torchperf_tui.formatting import is_positive_number
+from torchperf_tui.core.formatting import is_positive_number
 from torchperf_tui.engine.hardware.nvml import NA, Nvml, default_nvml, to_jsonable
 
 # --------------------------------------------------------------------------------------------------------

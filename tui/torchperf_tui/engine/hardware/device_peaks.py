@@ -10,7 +10,7 @@ import dataclasses
 from typing import Any
 
 from torchperf_tui.engine.hardware.nvml import NA
-from torchperf_tui.formatting import is_positive_number
+from torchperf_tui.core.formatting import is_positive_number
 
 
 @dataclasses.dataclass(frozen=True)

@@ -26,7 +26,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Sequence
 
-from torchperf_tui.engine.benchmark.stats import p50_over_min, share_above
+from torchperf_tui.core.stats import p50_over_min, share_above
 
 # Other processes' CPU over the timed window, in cores, from which the host is called noisy. An idle desktop or
 # server (daemons, a terminal, this app's UI redrawing twice a second) stays well under a tenth of a core; one

@@ -20,6 +20,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from torchperf_tui.core.formatting import format_energy
+
 DEFAULT_PERIOD_S = 0.1  # between two readings of the sampler inside a timed window
 THROTTLED_SHARE = 0.05  # a run is called throttled from this share of its readings; below it, "briefly"
 SHORT_WINDOW_S = 1.0  # an energy figure over less than this is coarse: the counter and the readings are slow
@@ -130,8 +132,6 @@ class RunConditions:
     def energy_text(self, step: str = "infer") -> str:
         """'213 mJ per inference (4.69 inferences per J; NVML energy counter ..., over 3.2 s)', or why there is
         none; per training sample when `step` is a training step."""
-        from torchperf_tui.formatting import format_energy
-
         per = per_item_word(step)
         each = self.energy_per_item_j
         if each is None:
@@ -166,8 +166,6 @@ class RunConditions:
     def short(self, step: str = "infer", brief: bool = False) -> str:
         """A few words for a status line: 'SM 1755/1980 MHz · 61 °C · 312 W · 213 mJ/inference · not throttled'
         (per training sample when `step` is a training step); `brief` leaves out the temperature and power."""
-        from torchperf_tui.formatting import format_energy
-
         if self.gpu_index is None:
             return f"clocks n/a ({self.missing.get('nvml', 'NVML not available')})"
         parts = []

@@ -20,9 +20,10 @@ from typing import Any
 
 import psutil
 
-from torchperf_tui.engine.errors import DeviceError
+from torchperf_tui.core.errors import DeviceError
 from torchperf_tui.engine.hardware.nvml import NA, Nvml, default_nvml
-from torchperf_tui.formatting import format_bytes
+from torchperf_tui.core.formatting import format_bytes
+from torchperf_tui.engine.hardware.device import TorchCudaBackend, nvml_index_for
 
 MiB = 1024**2
 
@@ -67,8 +68,6 @@ ALLOCATOR_ELSEWHERE = _AllocatorElsewhere()
 
 
 def _default_cuda() -> Any:
-    from torchperf_tui.engine.hardware.device import TorchCudaBackend  # imports torch: only when asked for
-
     return TorchCudaBackend()
 
 
@@ -313,8 +312,6 @@ def release_memory(device: str = "auto", nvml: Nvml | None = None, cuda: Any = N
         indices = [index]
 
     nvml = nvml if nvml is not None else default_nvml()
-    from torchperf_tui.engine.hardware.device import nvml_index_for
-
     nvml_indices: list[int] = []
     unmatched: NA | None = None
     for i in indices:

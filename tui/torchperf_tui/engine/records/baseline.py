@@ -19,10 +19,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from torchperf_tui import options
-from torchperf_tui.engine.errors import TorchperfError
+from torchperf_tui.core import options
+from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.engine.records.history_records import HistoryRecord
-from torchperf_tui.engine.records.input_files import InputFileError, read_small
+from torchperf_tui.core.input_files import InputFileError, read_small
+from torchperf_tui.engine.measurements.bench_config import BenchConfig, DEFAULT_TIME_BUDGET_S
+from torchperf_tui.engine.measurements.flags import FLAG_SPECS, Flags
+from torchperf_tui.engine.measurements.train_step import check_amp, check_optimizer, check_step
+from torchperf_tui.engine.records.history_file import HistoryFile
+from torchperf_tui.engine.workloads.inputs import canonical_dtype
+from torchperf_tui.engine.workloads.model_args import parse_model_args
 
 # A bench --json file is read whole: bound it (a history line is at most 16 MiB, see history_file.MAX_LINE_BYTES).
 MAX_BASELINE_FILE_BYTES = 64 << 20
@@ -109,8 +115,6 @@ def _record_of_json(data: dict[str, Any], path: Path) -> HistoryRecord:
 
 
 def _from_history_file(path: Path, filter_text: str | None) -> Baseline:
-    from torchperf_tui.engine.records.history_file import HistoryFile
-
     wanted = parse_filter(filter_text)
     loaded = HistoryFile(path).load()
     if not loaded.records:
@@ -126,8 +130,6 @@ def _from_history_file(path: Path, filter_text: str | None) -> Baseline:
 
 
 def _from_history_id(ref: str, history: str | os.PathLike | None) -> Baseline:
-    from torchperf_tui.engine.records.history_file import HistoryFile
-
     file = HistoryFile(history)
     records = file.load().records
     found = {r.id: r for r in records if r.id.startswith(ref.lower())}
@@ -182,17 +184,13 @@ def config_of_record(record: HistoryRecord, *, time_budget_s: float | None = Non
     counts. Flags a newer version added and this one lacks are dropped (said by the differences, if any).
 
     A baseline file is input as much as the command line is: its settings go through the checks the same values
-    typed as options go through (options.py and the parsers the options use), so a record that asks for 16
+    typed as options go through (core/options.py and the parsers the options use), so a record that asks for 16
     threads on a 2-CPU box, a warm-up of 10**12 or a dtype float128 is one BaselineError line naming the record,
     not a run that oversubscribes the cores, never ends or fails later without saying where the value came from.
     `threads_given`: the command line sets the thread count, so the record's is not applied (nor checked)."""
     from dataclasses import fields
 
-    from torchperf_tui.engine.benchmark.bench_config import DEFAULT_TIME_BUDGET_S, BenchConfig
-    from torchperf_tui.engine.benchmark.flags import Flags
-    from torchperf_tui.engine.benchmark.train_step import check_amp, check_optimizer, check_step
-    from torchperf_tui.engine.workloads.inputs import canonical_dtype
-    from torchperf_tui.engine.workloads.model_args import parse_model_args
+    # numpy: the app loads this module's results without it
     from torchperf_tui.engine.workloads.shapes import parse_schedule
 
     where = f"the baseline {record.short_id}" + (f" ({source})" if source else "")
@@ -235,8 +233,6 @@ def _checked_flags(flags: dict[str, Any], threads_given: bool) -> dict[str, Any]
     options.thread_count as if typed (so 1.5, "x", 0 and more threads than this machine's CPUs are refused; null is
     the process's own count), sdpa and matmul precision parsed by Flags.replace. `threads_given`: the command
     line's count replaces the record's, which is then not applied (the gate names the difference)."""
-    from torchperf_tui.engine.benchmark.flags import FLAG_SPECS
-
     kinds = {spec.name: spec.kind for spec in FLAG_SPECS}
     checked: dict[str, Any] = {}
     for name, value in flags.items():

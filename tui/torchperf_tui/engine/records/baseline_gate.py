@@ -25,7 +25,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
-from torchperf_tui.engine.records.history_compare import compare_records, disturbance_note
+from torchperf_tui.engine.records.history_compare import compare_records, dict_diff, disturbance_note
 from torchperf_tui.engine.records.history_records import HistoryRecord
 
 ALPHA = 0.05
@@ -159,8 +159,6 @@ FLAG_NAMES = {"num_threads": "threads", "cudnn_deterministic": "deterministic", 
 def setup_and_flag_differences(baseline: HistoryRecord, now: HistoryRecord) -> list[tuple[str, Any, Any]]:
     """What was measured differently: the set-up (model, input, dtype, step, ...) then the flags, as
     History's comparison finds them (engine/records/history_compare.py), flags named as the command line does."""
-    from torchperf_tui.engine.records.history_compare import dict_diff
-
     setup = [(name, a, b) for name, (a, b) in dict_diff(baseline.setup(), now.setup()).items()]
     flags = [(FLAG_NAMES.get(name, name), a, b) for name, (a, b) in dict_diff(baseline.flags, now.flags).items()]
     return setup + flags

@@ -12,7 +12,7 @@ import json
 from typing import Iterable, TextIO
 
 from torchperf_tui.engine.records.history_records import HistoryRecord
-from torchperf_tui.formatting import printable
+from torchperf_tui.core.formatting import printable
 
 
 def json_text(record: HistoryRecord) -> str:

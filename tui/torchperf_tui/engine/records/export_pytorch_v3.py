@@ -24,10 +24,11 @@ import re
 from datetime import datetime
 from typing import Any, Iterable
 
-from torchperf_tui.engine.records.export_fleet import (COMMANDS, LatencyFamily, clean_text, device_kind, device_name,
-                                                       exported, finite, latency_families, rate, setup_flags,
-                                                       setup_name)
+from torchperf_tui.engine.records.fleet_records import (COMMANDS, LatencyFamily, clean_text, device_kind, device_name,
+                                                        exported, finite, latency_families, rate, setup_flags,
+                                                        setup_name)
 from torchperf_tui.engine.records.history_records import HistoryRecord
+from torchperf_tui.engine.workloads.model_source import source_of
 
 BENCHMARK_NAME = "torchperf-tui"
 # The fingerprint's key of each dependency, by the name the rows give it.
@@ -76,8 +77,6 @@ def _benchmark(record: HistoryRecord) -> dict[str, Any]:
 
 
 def _model(record: HistoryRecord) -> dict[str, Any]:
-    from torchperf_tui.engine.workloads.model_source import source_of  # no torch: the spec's prefix
-
     # a record from before sources were kept has none: its spec says it ('hf:gpt2', 'pkg.mod:make', 'resnet18')
     source = clean_text(record.details.get("source"), 40) or source_of(clean_text(record.model, 200))
     compile_mode = clean_text(record.details.get("compile_mode"), 40)

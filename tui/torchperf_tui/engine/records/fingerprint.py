@@ -14,6 +14,8 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from torchperf_tui.engine.hardware.nvml import to_jsonable
+from torchperf_tui import __version__
+from torchperf_tui.engine.hardware.device import probe_device
 
 if TYPE_CHECKING:  # only for annotations: importing it would import torch
     from torchperf_tui.engine.hardware.device import DeviceReport
@@ -27,7 +29,6 @@ def _device_report() -> "DeviceReport":
     global _cached_report
     with _probe_lock:
         if _cached_report is None:
-            from torchperf_tui.engine.hardware.device import probe_device
 
             _cached_report = probe_device()
         return _cached_report
@@ -56,8 +57,6 @@ def environment_fingerprint(report: "DeviceReport | None" = None, device: str | 
     first GPU if CUDA is available, else the CPU. Unavailable values read "n/a (reason)". The probe is
     cached, so this is cheap after the first call; pass `report` to use one you already have.
     """
-    from torchperf_tui import __version__
-
     report = report if report is not None else _device_report()
     data = to_jsonable(report)
     cpu_model = data["cpu"]["model"]

@@ -8,19 +8,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from torchperf_tui.engine.records.fingerprint import environment_fingerprint
+from torchperf_tui.engine.records.history_records import (HistoryRecord, flags_used, iso_utc, model_facts,
+                                                          new_record_id)
 
 if TYPE_CHECKING:
-    from torchperf_tui.engine.benchmark.generation import GenerationResult
-    from torchperf_tui.engine.records.history_records import HistoryRecord
+    from torchperf_tui.engine.measurements.generation import GenerationResult
 
 KIND = "generate"
 
 
 def record_from_generation(result: "GenerationResult", fingerprint: dict[str, Any] | None = None) -> "HistoryRecord":
     from dataclasses import asdict
-
-    from torchperf_tui.engine.records.history_records import (HistoryRecord, _flags_used, _iso_utc, model_facts,
-                                                              new_record_id)
 
     env = environment_fingerprint(device=result.device) if fingerprint is None else dict(fingerprint)
     ttft = result.ttft_stats
@@ -36,8 +34,8 @@ def record_from_generation(result: "GenerationResult", fingerprint: dict[str, An
     if result.host_noise is not None:
         details["host_noise"] = result.host_noise.to_dict()
     return HistoryRecord(
-        id=new_record_id(), kind=KIND, created_at=_iso_utc(result.started_at + result.duration_s), model=result.model,
+        id=new_record_id(), kind=KIND, created_at=iso_utc(result.started_at + result.duration_s), model=result.model,
         input_shape=tuple(result.input_shape), dtype=result.dtype, channels_last=False, device=result.device,
-        flags=_flags_used(result.flags, result.threads_used), flags_text=result.flags_text(),
+        flags=flags_used(result.flags, result.threads_used), flags_text=result.flags_text(),
         stats=result.decode_stats, samples_ms=list(result.decode_ms), fingerprint=env, cancelled=result.cancelled,
         duration_s=result.duration_s, timer=result.timer, details=details, disturbed=list(result.disturbance_marks()))

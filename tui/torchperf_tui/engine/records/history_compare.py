@@ -7,9 +7,9 @@ import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from torchperf_tui.engine.errors import TorchperfError
+from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.engine.records.history_records import HistoryRecord
-from torchperf_tui.formatting import format_ms, printable
+from torchperf_tui.core.formatting import format_ms, printable
 
 
 @dataclass

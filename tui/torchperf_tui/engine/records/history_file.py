@@ -21,13 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from torchperf_tui.engine.errors import TorchperfError
+from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.engine.records.history_records import HistoryRecord
-from torchperf_tui.engine.records.input_files import kind_refusal, open_regular
-from torchperf_tui.engine.records.kept_files import HISTORY, default_history_path, kept_file_at
-from torchperf_tui.engine.records.kept_files import HISTORY_ENV as HISTORY_ENV  # where it is chosen; named here too
-from torchperf_tui.engine.records.output_files import writable_folder
-from torchperf_tui.formatting import format_bytes
+from torchperf_tui.core.input_files import kind_refusal, open_regular
+from torchperf_tui.core.kept_files import HISTORY, default_history_path, kept_file_at
+from torchperf_tui.core.kept_files import HISTORY_ENV as HISTORY_ENV  # where it is chosen; named here too
+from torchperf_tui.core.output_files import writable_folder
+from torchperf_tui.core.formatting import format_bytes
 
 # The longest line the reader parses. A record takes about 20 bytes a sample, so 16 MiB holds some 800,000
 # samples (a tiny model timed for a minute); `HistoryFile.append` refuses a longer record, so that everything the

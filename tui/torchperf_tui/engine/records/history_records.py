@@ -17,14 +17,15 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from torchperf_tui.engine.records.fingerprint import environment_fingerprint
-from torchperf_tui.engine.records.json_checks import finite_float, is_int, json_type, nonfinite_to_none, shown
+from torchperf_tui.core.json_checks import finite_float, is_int, json_type, nonfinite_to_none, shown
 from torchperf_tui.engine.hardware.nvml import to_jsonable
-from torchperf_tui.engine.benchmark.stats import TimingStats, compute_stats
-from torchperf_tui.formatting import format_shape, printable
+from torchperf_tui.core.stats import TimingStats, compute_stats
+from torchperf_tui.core.formatting import format_shape, printable
+from torchperf_tui.engine.workloads.model_source import source_of
 
 if TYPE_CHECKING:  # only for annotations: importing them would import torch
-    from torchperf_tui.engine.benchmark.abtest import ABResult
-    from torchperf_tui.engine.benchmark.timing import TimingResult
+    from torchperf_tui.engine.measurements.abtest import ABResult
+    from torchperf_tui.engine.measurements.timing import TimingResult
 
 # Bumped when a field changes meaning; readers ignore keys they do not know, so adding fields needs no bump.
 RECORD_SCHEMA = 1
@@ -297,7 +298,7 @@ def new_record_id() -> str:
     return uuid.uuid4().hex[:12]
 
 
-def _iso_utc(timestamp: float) -> str:
+def iso_utc(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, timezone.utc).isoformat(timespec="seconds")
 
 
@@ -326,9 +327,9 @@ def record_from_timing(result: "TimingResult", fingerprint: dict[str, Any] | Non
         details["host_noise"] = noise.to_dict()
     marks = result.disturbance_marks() if hasattr(result, "disturbance_marks") else []
     return HistoryRecord(
-        id=new_record_id(), kind="timing", created_at=_iso_utc(result.started_at + result.duration_s),
+        id=new_record_id(), kind="timing", created_at=iso_utc(result.started_at + result.duration_s),
         model=result.model, input_shape=tuple(result.input_shape), dtype=result.dtype,
-        channels_last=result.channels_last, device=result.device, flags=_flags_used(result.flags, threads),
+        channels_last=result.channels_last, device=result.device, flags=flags_used(result.flags, threads),
         flags_text=result.flags_text(), stats=result.stats, samples_ms=list(result.samples_ms),
         fingerprint=env, cancelled=result.cancelled, duration_s=result.duration_s, timer=result.timer,
         details=details, disturbed=list(marks),
@@ -341,7 +342,7 @@ def records_from_ab(result: "ABResult", fingerprint: dict[str, Any] | None = Non
     env = environment_fingerprint(device=result.device) if fingerprint is None else dict(fingerprint)
     ids = {"A": new_record_id(), "B": new_record_id()}
     verdict = result.verdict.to_dict() if result.verdict is not None else None
-    created = _iso_utc(time.time())
+    created = iso_utc(time.time())
     # The comparison's marks on both arms: the arms' blocks interleave, so what disturbed one disturbed the pair.
     marks = result.disturbance_marks() if hasattr(result, "disturbance_marks") else []
     records = []
@@ -360,7 +361,7 @@ def records_from_ab(result: "ABResult", fingerprint: dict[str, Any] | None = Non
         records.append(HistoryRecord(
             id=ids[name], kind="ab", created_at=created, model=result.model,
             input_shape=tuple(result.input_shape), dtype=arm.dtype, channels_last=arm.channels_last,
-            device=result.device, flags=_flags_used(arm.flags, threads),
+            device=result.device, flags=flags_used(arm.flags, threads),
             flags_text=arm.flags.describe(result.device, threads_used=threads,
                                           default_threads=getattr(arm, "threads_asked", None)),
             stats=compute_stats(arm.samples_ms, batch=result.input_shape[0]),
@@ -374,8 +375,6 @@ def model_facts(result: Any) -> dict[str, Any]:
     """Where the model came from and what it was fed beyond its main shape, for a record's details: its source
     (torchvision, timm, hf or custom), its overrides, a token model's sequence length and its inputs in words (the
     last three only when there are any, so a torchvision run's record reads as before)."""
-    from torchperf_tui.engine.workloads.model_source import source_of
-
     facts: dict[str, Any] = {"source": source_of(result.model) if isinstance(result.model, str) else "custom"}
     for name in ("model_args", "seq_len", "inputs"):
         value = getattr(result, name, None)
@@ -384,7 +383,7 @@ def model_facts(result: Any) -> dict[str, Any]:
     return facts
 
 
-def _flags_used(flags: Any, threads: int | None) -> dict[str, Any]:
+def flags_used(flags: Any, threads: int | None) -> dict[str, Any]:
     """The flags as a dict, with the thread count the run used where the flags left it to the process."""
     data = flags.to_dict()
     if data.get("num_threads") is None and threads is not None:
@@ -396,15 +395,3 @@ def _conditions_fingerprint(conditions: Any) -> dict[str, Any]:
     """The GPU conditions a run was measured under (clocks, throttling, temperature, power, energy), as flat
     fingerprint keys; nothing for a CPU run."""
     return conditions.fingerprint() if conditions is not None else {}
-
-
-def records_of(result: "TimingResult | ABResult", fingerprint: dict[str, Any] | None = None) -> list[HistoryRecord]:
-    """The history records of a finished measurement: one for a timing run, one per arm for an A/B.
-    `fingerprint`: the environment as the process that measured saw it (None: take it here, with torch)."""
-    if hasattr(result, "verdict"):  # an ABResult (imported by name only: it would import torch)
-        return records_from_ab(result, fingerprint)
-    if hasattr(result, "decode_ms"):  # a GenerationResult
-        from torchperf_tui.engine.records.generation_record import record_from_generation
-
-        return [record_from_generation(result, fingerprint)]
-    return [record_from_timing(result, fingerprint)]

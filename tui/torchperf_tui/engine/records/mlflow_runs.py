@@ -11,7 +11,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from torchperf_tui.formatting import format_shape
+from torchperf_tui.core.formatting import format_shape
+from torchperf_tui import __version__
 
 # MLflow's own limits: a parameter's value (6000 characters since MLflow 2; 500 before) and a tag's key and value.
 # A longer value is cut with a mark, never refused: the full text stays in the history and the artifact.
@@ -66,8 +67,6 @@ def _environment_tags(content: RunContent, fingerprint: dict[str, Any] | None) -
 
 
 def _common_tags(content: RunContent, kind: str, fingerprint: dict[str, Any] | None) -> None:
-    from torchperf_tui import __version__
-
     content.tag("torchperf.kind", kind)
     content.tag("torchperf.version", __version__)
     _environment_tags(content, fingerprint)

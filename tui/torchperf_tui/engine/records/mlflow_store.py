@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
 
-from torchperf_tui.engine.errors import TorchperfError, first_line
+from torchperf_tui.core.errors import TorchperfError, first_line
 from torchperf_tui.engine.records.mlflow_runs import ARTIFACT, RunContent
 
 INSTALL_LINE = "pip install 'torchperf-tui[mlflow]'"

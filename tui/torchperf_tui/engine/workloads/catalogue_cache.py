@@ -3,7 +3,7 @@
 wait that long at every start. The listing is kept per package version (read from the installed metadata, without
 importing the package) in the user cache directory ($TORCHPERF_CATALOGUE_CACHE to choose the file), and listed
 again when the version changes. A missing or corrupt file is listed again, never an error: it is read as
-every small file the app reads back (engine/records/input_files.py), so a FIFO or /dev/zero there is neither waited
+every small file the app reads back (core/input_files.py), so a FIFO or /dev/zero there is neither waited
 on nor read into memory, and it is written only where a regular file may be replaced (a link there is left as it
 is, and the listing is made again next time). Only a path the user chose with $TORCHPERF_CATALOGUE_CACHE that is
 there and cannot be the cache (not a regular file, far larger than a listing) is an error, one line.
@@ -16,9 +16,9 @@ import os
 from pathlib import Path
 from typing import Callable
 
-from torchperf_tui.engine.errors import TorchperfError
-from torchperf_tui.engine.records.input_files import InputFileError, NotJsonError, read_json
-from torchperf_tui.engine.records.output_files import write_text
+from torchperf_tui.core.errors import TorchperfError
+from torchperf_tui.core.input_files import InputFileError, NotJsonError, read_json
+from torchperf_tui.core.output_files import write_text
 from torchperf_tui.engine.workloads.model_entry import ModelEntry
 
 PACKAGES = {"timm": "timm", "hf": "transformers"}

@@ -36,11 +36,14 @@ from torch.utils.flop_counter import FlopCounterMode, flop_registry, shape_wrapp
 
 from torchperf_tui.engine.workloads.complexity_result import MB, Complexity, LayerStat
 from torchperf_tui.engine.workloads.flop_formulas import SDPA_FORMULAS, AttentionWatch, conv_backward_flops
-from torchperf_tui.engine.errors import ModelError, ShapeError, TorchperfError, first_line
+from torchperf_tui.core.errors import ModelError, ShapeError, TorchperfError, first_line
 from torchperf_tui.engine.workloads.input_spec import InputSpec
 from torchperf_tui.engine.workloads.inputs import dtype_name, format_shape, parse_dtype
 from torchperf_tui.engine.workloads.models import build_model, resolve_model
 from torchperf_tui.engine.workloads.workload import FORWARD_ERRORS, model_code_error
+from torchperf_tui.engine.workloads.input_facts import input_facts
+from torchperf_tui.engine.workloads.layer_ranges import wrap_forwards
+from torchperf_tui.engine.workloads.loss import training_loss
 
 
 
@@ -65,7 +68,7 @@ def _is_meta_limitation(exc: BaseException) -> bool:
 
 # The detection stand-ins are module attributes swapped for the duration of one analysis: two
 # analyses on different threads must not interleave their swap/restore, so they take turns.
-_analysis_lock = threading.Lock()
+analysis_lock = threading.Lock()
 
 
 @contextlib.contextmanager
@@ -174,8 +177,6 @@ class _BackwardByModule(TorchDispatchMode):
         self._owner: dict[int, str | None] = {}
 
     def attach(self, model: nn.Module) -> list:
-        from torchperf_tui.engine.workloads.layer_ranges import wrap_forwards
-
         next_number = torch._C._autograd._get_sequence_nr
 
         def enter(name: str) -> None:
@@ -205,7 +206,7 @@ class _BackwardByModule(TorchDispatchMode):
         return out
 
 
-def _meta_inputs(model: nn.Module, spec: InputSpec, dtype: torch.dtype) -> Any:
+def meta_inputs(model: nn.Module, spec: InputSpec, dtype: torch.dtype) -> Any:
     """The inputs' meta stand-ins, less the all-ones masks passed by a keyword whose default is None.
 
     A meta tensor has no values, and transformers reads an attention mask's (`padding_mask.all()`, to call SDPA
@@ -225,7 +226,7 @@ def _meta_inputs(model: nn.Module, spec: InputSpec, dtype: torch.dtype) -> Any:
     return made if not dropped else type(made)(made.args, {k: v for k, v in made.kwargs.items() if k not in dropped})
 
 
-def _meta_state(model: nn.Module, dtype: torch.dtype) -> dict[str, torch.Tensor]:
+def meta_weights(model: nn.Module, dtype: torch.dtype) -> dict[str, torch.Tensor]:
     """Meta stand-ins for every parameter and buffer (floating ones at `dtype`); nothing is copied."""
     state: dict[str, torch.Tensor] = {}
     for name, tensor in [*model.named_parameters(), *model.named_buffers()]:
@@ -320,7 +321,7 @@ def analyse_complexity(spec: str | nn.Module, input_shape: tuple[int, ...], dtyp
                        layers: bool = True, step: str = "infer", *, inputs: InputSpec | None = None,
                        model_args: tuple = ()) -> Complexity:
     """Count parameters, size and FLOPs of `spec` for one forward on an input of `input_shape` (with batch);
-    `step="train"` also counts the backward of a training step's loss (engine/benchmark/train_step.py), apart.
+    `step="train"` also counts the backward of a training step's loss (engine/measurements/train_step.py), apart.
 
     `spec` is a catalogue name / `module:factory` (built straight onto meta, no weight memory) or an
     nn.Module (left untouched: its weights are stood in for by meta tensors through functional_call).
@@ -340,8 +341,8 @@ def analyse_complexity(spec: str | nn.Module, input_shape: tuple[int, ...], dtyp
     params_trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     size_bytes = _size_bytes(model, torch_dtype)
 
-    state = _meta_state(model, torch_dtype)
-    x = _meta_inputs(model, inputs.with_shape(input_shape) if inputs is not None else InputSpec(input_shape),
+    state = meta_weights(model, torch_dtype)
+    x = meta_inputs(model, inputs.with_shape(input_shape) if inputs is not None else InputSpec(input_shape),
                      torch_dtype)
     recorder = _ShapeRecorder(model) if layers else None
     attention = AttentionWatch()
@@ -363,13 +364,11 @@ def analyse_complexity(spec: str | nn.Module, input_shape: tuple[int, ...], dtyp
         # The fast shape keepers answer with fresh tensors, which would cut the autograd graph a training
         # step's backward walks: it runs the real meta kernels (slower, the same forward count).
         keepers = contextlib.nullcontext() if training else _FastMetaShapeKeepers()
-        with _analysis_lock, torch.set_grad_enabled(training), _detection_on_meta(), keepers, \
+        with analysis_lock, torch.set_grad_enabled(training), _detection_on_meta(), keepers, \
                 (both if training else contextlib.nullcontext()):
             with counter, attention:
                 output = torch.func.functional_call(model, state, x.args, x.kwargs, strict=False)
                 if training:
-                    from torchperf_tui.engine.benchmark.train_step import training_loss
-
                     loss, _ = training_loss(output, lambda n, c: torch.zeros(n, dtype=torch.long, device="meta"), x)
             if training:
                 with per_module if per_module is not None else contextlib.nullcontext():
@@ -396,8 +395,6 @@ def analyse_complexity(spec: str | nn.Module, input_shape: tuple[int, ...], dtyp
     backward_flops = int(both.get_total_flops()) - flops if training else None
     if per_module is not None and recorder is not None:
         table = _with_backward(table, per_module.by_module, backward_flops, model, recorder)
-    from torchperf_tui.engine.workloads.input_facts import input_facts
-
     return Complexity(
         **(input_facts(inputs.with_shape(input_shape), model_args, dtype_name(torch_dtype), model)
            if inputs is not None else {}),

@@ -10,9 +10,11 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from torchperf_tui.engine.errors import ModelError, first_line
-from torchperf_tui.engine.workloads.input_spec import ModelInputs
-from torchperf_tui.formatting import format_shape
+from torchperf_tui.core.errors import ModelError, first_line
+from torchperf_tui.engine.workloads.model_inputs import ModelInputs
+from torchperf_tui.core.formatting import format_shape
+from torchperf_tui.engine.workloads.factories import load_factory
+from torchperf_tui.engine.workloads.inputs import dtype_name
 
 ATTRIBUTE = "example_inputs"
 
@@ -36,8 +38,6 @@ def call_example_inputs(spec: str, batch: int, device, dtype) -> ModelInputs:
     """`spec`'s example_inputs(batch, device, dtype) as the arguments of one call, checked."""
     import torch
 
-    from torchperf_tui.engine.workloads.models import load_factory
-
     make = getattr(load_factory(spec), ATTRIBUTE, None)
     if not callable(make):
         raise ModelError(f"{spec} has no {ATTRIBUTE}(batch, device, dtype)")
@@ -56,8 +56,6 @@ def describe_example_inputs(spec: str, batch: int, dtype=None, model: Any = None
     `model`, else of the class the factory is or says it returns), else its place (arg0, arg1). Made on the meta
     device (shapes, no memory: a large batch costs nothing), on the CPU where the user's code cannot make them there.
     ModelError when example_inputs fails."""
-    from torchperf_tui.engine.workloads.inputs import dtype_name
-
     try:
         made = call_example_inputs(spec, batch, "meta", dtype)
     except ModelError:
@@ -73,8 +71,6 @@ def positional_names(spec: str, count: int, model: Any = None) -> list[str]:
     they cannot be read without building the model."""
     forward = getattr(model, "forward", None)
     if forward is None:
-        from torchperf_tui.engine.workloads.models import load_factory
-
         factory = load_factory(spec)
         try:
             cls = factory if isinstance(factory, type) else inspect.signature(factory).return_annotation

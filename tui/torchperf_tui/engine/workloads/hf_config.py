@@ -15,7 +15,7 @@ import os
 import stat
 from typing import Any, Iterator
 
-from torchperf_tui.engine.errors import ModelError, Remedy, first_line
+from torchperf_tui.core.errors import ModelError, Remedy, first_line
 from torchperf_tui.engine.workloads.model_args import ModelArgs, check_keys, coerce
 
 PREFIX = "hf:"

@@ -12,12 +12,14 @@ import functools
 import inspect
 from typing import TYPE_CHECKING
 
-from torchperf_tui.engine.errors import ModelError, Remedy, ShapeError, first_line
+from torchperf_tui.core.errors import ModelError, Remedy, ShapeError, first_line
 from torchperf_tui.engine.workloads.hf_config import (  # noqa: F401 - the config's names, exported with the model's
     INSTALL, PREFIX, auto_mappings, int_setting, is_path, label, layers_key, load_config, model_types, quiet,
     refusal, strip_prefix, text_config, transformers_module,
 )
 from torchperf_tui.engine.workloads.input_spec import InputSpec, TensorSpec
+from torchperf_tui.engine.workloads.inputs import check_dims
+from torchperf_tui.core.formatting import format_shape
 
 if TYPE_CHECKING:
     import torch
@@ -224,8 +226,6 @@ def _main_dims(config, main: str) -> tuple[int, ...]:
 def _typed(batch: int, input_shape: tuple | None) -> tuple[int, ...] | None:
     if input_shape is None:
         return None
-    from torchperf_tui.engine.workloads.inputs import check_dims
-
     return check_dims((batch, *tuple(input_shape)[1:]))
 
 
@@ -269,8 +269,6 @@ def input_spec(config, *, batch: int, seq_len: int | None, input_shape: tuple | 
         length = _check_seq_len(config, seq_len if seq_len is not None else default_seq_len(config))
         extra.append(TensorSpec("decoder_input_ids", "tokens", dims=(length,), high=vocab))
     elif seq_len is not None:
-        from torchperf_tui.formatting import format_shape
-
         raise ShapeError(f"{label(config)} takes {main} ({format_shape(dims)}), not token ids: a sequence length "
                          f"does not apply; give an input shape instead")
     return InputSpec(shape, TensorSpec(main, "float"), tuple(extra))

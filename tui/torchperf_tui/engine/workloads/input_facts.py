@@ -7,6 +7,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from torchperf_tui.core.errors import ModelError
+from torchperf_tui.engine.workloads.example_inputs import describe_example_inputs
+from torchperf_tui.engine.workloads.inputs import parse_dtype
+from torchperf_tui.engine.workloads.model_args import format_model_args
+
 
 @dataclass
 class InputFacts:
@@ -32,8 +37,6 @@ class PromptInput:
 def input_facts(inputs, model_args: tuple = (), dtype: str | None = None, model=None) -> dict:
     """The InputFacts of a result whose model had the overrides `model_args` and was fed `inputs` (an InputSpec); a
     factory's example_inputs listed as made in `dtype` (each tensor's name, from `model`'s forward when given)."""
-    from torchperf_tui.engine.workloads.model_args import format_model_args
-
     return {"model_args": format_model_args(model_args), "seq_len": inputs.seq_len,
             "inputs": "" if inputs.simple else _described(inputs, dtype, model),
             "example_inputs": inputs.factory is not None}
@@ -44,10 +47,6 @@ def _described(inputs, dtype: str | None, model) -> str:
     failure here falls back to naming the factory)."""
     if inputs.factory is None:
         return inputs.describe()
-    from torchperf_tui.engine.errors import ModelError
-    from torchperf_tui.engine.workloads.example_inputs import describe_example_inputs  # imports torch: results only
-    from torchperf_tui.engine.workloads.inputs import parse_dtype
-
     try:
         return describe_example_inputs(inputs.factory, inputs.batch, parse_dtype(dtype or "float32"), model)
     except ModelError:

@@ -13,10 +13,13 @@ Needs no torch to import (the app's UI process builds configs); `make` imports i
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
-from torchperf_tui.formatting import format_shape
-from torchperf_tui.engine.workloads.inputs import make_input
+from torchperf_tui.core.formatting import format_shape
+from torchperf_tui.engine.workloads.model_inputs import ModelInputs
+from torchperf_tui.engine.workloads.inputs import check_input_fits, make_input
+from torchperf_tui.core.errors import ShapeError
+from torchperf_tui.engine.workloads.example_inputs import call_example_inputs
 
 if TYPE_CHECKING:
     import torch
@@ -80,7 +83,6 @@ class InputSpec:
     def check_shape(self, shape: tuple[int, ...]) -> None:
         """ShapeError when the main input cannot take `shape`: token ids longer than the model's maximum positions."""
         if self.tokens and self.max_len is not None and shape[-1] > self.max_len:
-            from torchperf_tui.engine.errors import ShapeError
 
             where = f" ({self.max_len_key})" if self.max_len_key else ""
             raise ShapeError(f"sequence length {shape[-1]} is past the model's maximum of {self.max_len} "
@@ -139,8 +141,6 @@ class InputSpec:
         """The inputs on `device`, floating ones in `dtype` (token ids and masks stay int64): deterministic for a
         seed."""
         if self.factory is not None:
-            from torchperf_tui.engine.workloads.example_inputs import call_example_inputs
-
             return call_example_inputs(self.factory, self.batch, device, dtype)
         made = [(t, _make_tensor(t, shape, device, dtype, channels_last, seed + n))
                 for n, (t, shape) in enumerate(self.shapes())]
@@ -151,8 +151,6 @@ class InputSpec:
         import torch
 
         if self.factory is not None:
-            from torchperf_tui.engine.workloads.example_inputs import call_example_inputs
-
             real = call_example_inputs(self.factory, self.batch, "cpu", dtype)
             return real.map(lambda t: torch.empty(t.shape, dtype=t.dtype, device="meta"))
         made = [(t, torch.empty(shape, dtype=torch.int64 if t.integer else dtype, device="meta"))
@@ -165,56 +163,12 @@ def _make_tensor(spec: TensorSpec, shape: tuple[int, ...], device, dtype, channe
 
     if spec.kind == "float":
         return make_input(shape, dtype=dtype, device=device, channels_last=channels_last, seed=seed)
-    from torchperf_tui.engine.workloads.inputs import check_input_fits
-
     check_input_fits(shape, torch.int64, device)
     if spec.kind == "tokens":
         gen = torch.Generator().manual_seed(seed)
         return torch.randint(0, max(1, spec.high or 2), shape, generator=gen, dtype=torch.int64).to(device)
     fill = torch.ones if spec.kind == "mask" else torch.zeros
     return fill(shape, dtype=torch.int64, device=device)
-
-
-class ModelInputs:
-    """The arguments of one call of a model: positional tensors, then keyword ones. `call(fn)` makes the call."""
-
-    __slots__ = ("args", "kwargs")
-
-    def __init__(self, args: tuple = (), kwargs: dict | None = None) -> None:
-        self.args = tuple(args)
-        self.kwargs = dict(kwargs or {})
-
-    @classmethod
-    def of(cls, made: list[tuple[TensorSpec, Any]]) -> ModelInputs:
-        args = tuple(t for spec, t in made if spec.name is None)
-        kwargs = {spec.name: t for spec, t in made if spec.name is not None}
-        return cls(args, kwargs)
-
-    def call(self, fn: Callable[..., Any]) -> Any:
-        return fn(*self.args, **self.kwargs)
-
-    def tensors(self) -> list:
-        return [*self.args, *self.kwargs.values()]
-
-    @property
-    def first(self):
-        """The main input: the first positional tensor, else the first keyword one."""
-        return (self.args or tuple(self.kwargs.values()))[0]
-
-    def map(self, fn: Callable[[Any], Any]) -> ModelInputs:
-        return ModelInputs(tuple(fn(t) for t in self.args), {k: fn(t) for k, t in self.kwargs.items()})
-
-    def nbytes(self) -> int:
-        return sum(t.numel() * t.element_size() for t in self.tensors())
-
-    def describe(self) -> str:
-        """'1x3x224x224' for one positional tensor, else each by name: 'input_ids 1x128 int64, attention_mask ...'."""
-        from torchperf_tui.engine.workloads.inputs import dtype_name
-
-        if len(self.args) == 1 and not self.kwargs:
-            return format_shape(tuple(self.args[0].shape))
-        named = [(f"arg{i}", t) for i, t in enumerate(self.args)] + list(self.kwargs.items())
-        return ", ".join(f"{name} {format_shape(tuple(t.shape))} {dtype_name(t.dtype)}" for name, t in named)
 
 
 class ShapeFeed:

@@ -9,8 +9,10 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from torchperf_tui.engine.errors import DeviceError, InputTooLarge, ShapeError
-from torchperf_tui.formatting import format_shape  # the one shape formatter (re-exported: engine modules import it here)
+from torchperf_tui.core.errors import InputTooLarge, ShapeError
+from torchperf_tui.engine.hardware.device_choice import free_bytes
+from torchperf_tui.core.formatting import format_shape  # the one shape formatter (re-exported: engine modules import it here)
+from torchperf_tui.core.formatting import format_bytes
 
 if TYPE_CHECKING:
     import torch
@@ -142,47 +144,10 @@ def dtype_name(dtype: "torch.dtype") -> str:
     return str(dtype).removeprefix("torch.")
 
 
-def resolve_device(name: str = "auto") -> "torch.device":
-    """'auto' picks CUDA when present; asking for CUDA on a box without it is a DeviceError."""
-    import torch
-
-    name = (name or "auto").strip().lower()
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cpu":
-        return torch.device("cpu")
-    if name.startswith("cuda"):
-        if not torch.cuda.is_available():
-            raise DeviceError("CUDA was asked for, but no CUDA device is available on this machine")
-        dev = torch.device(name)
-        if dev.index is not None and dev.index >= torch.cuda.device_count():
-            raise DeviceError(f"{name}: only {torch.cuda.device_count()} CUDA device(s) present")
-        return dev
-    raise DeviceError(f"unknown device {name!r}: use cpu, cuda or cuda:N")
-
-
-def free_bytes(device: "torch.device | str") -> int | None:
-    """Memory free for a new tensor: the GPU's free memory (CUDA), or the RAM the OS calls available (CPU);
-    None when it cannot be told."""
-    import torch
-
-    device = torch.device(device)
-    try:
-        if device.type == "cuda":
-            return int(torch.cuda.mem_get_info(device)[0])
-        import psutil
-
-        return int(psutil.virtual_memory().available)
-    except Exception:  # noqa: BLE001 - no figure: the allocator decides, as before
-        return None
-
-
 def check_input_fits(shape: tuple[int, ...], dtype: "torch.dtype", device: "torch.device | str") -> None:
     """InputTooLarge, in one line with both sizes, when the input alone cannot fit where make_input builds it:
     in host RAM (it is drawn in float32 there first) and, on a GPU, in the GPU's free memory."""
     import torch
-
-    from torchperf_tui.formatting import format_bytes
 
     device = torch.device(device)
     numel = 1

@@ -12,7 +12,7 @@ from __future__ import annotations
 import warnings
 from typing import Any, Callable
 
-from torchperf_tui.engine.lazy_torch import torch
+from torchperf_tui.engine.hardware.lazy_torch import torch
 
 LAYER_PREFIX = "torchperf-tui/layer:"
 ITERATION_LABEL = "torchperf-tui/iteration"

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
-_meta_state = threading.local()
+meta_state = threading.local()
 _patch_lock = threading.Lock()
 _patch_users = 0
 _original_register_parameter = nn.Module.register_parameter
@@ -22,7 +22,7 @@ _original_register_buffer = nn.Module.register_buffer
 
 
 def _redirecting() -> bool:
-    return getattr(_meta_state, "depth", 0) > 0
+    return getattr(meta_state, "depth", 0) > 0
 
 
 def _register_parameter(self: nn.Module, name: str, param: nn.Parameter | None) -> None:
@@ -59,12 +59,12 @@ def parameters_on_meta() -> Iterator[None]:
             nn.Module.register_parameter = _register_parameter  # type: ignore[method-assign]
             nn.Module.register_buffer = _register_buffer  # type: ignore[method-assign]
         _patch_users += 1
-    _meta_state.depth = getattr(_meta_state, "depth", 0) + 1
+    meta_state.depth = getattr(meta_state, "depth", 0) + 1
     try:
         with _SkipMetaInit():
             yield
     finally:
-        _meta_state.depth -= 1
+        meta_state.depth -= 1
         with _patch_lock:
             _patch_users -= 1
             if _patch_users == 0:

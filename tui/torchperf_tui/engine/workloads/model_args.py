@@ -12,7 +12,7 @@ import difflib
 import math
 from typing import Any, Iterable
 
-from torchperf_tui.engine.errors import ModelError
+from torchperf_tui.core.errors import ModelError
 from torchperf_tui.engine.workloads.inputs import MAX_DIM
 
 ModelArgs = tuple[tuple[str, str], ...]

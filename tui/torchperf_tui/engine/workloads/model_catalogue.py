@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import functools
 
-from torchperf_tui.engine.errors import ModelError
+from torchperf_tui.core.errors import ModelError
 from torchperf_tui.engine.workloads.catalogue_cache import cached
 from torchperf_tui.engine.workloads.model_entry import ModelEntry, WeightsReference
+from torchperf_tui.engine.workloads import hf_models, timm_models
 
 TASKS: tuple[str, ...] = (
     "classification", "segmentation", "detection", "video", "optical_flow", "quantization", "custom",
@@ -174,11 +175,7 @@ def _listed(source: str) -> list[ModelEntry]:
     if source == "torchvision":
         return list_catalogue()
     if source == "timm":
-        from torchperf_tui.engine.workloads import timm_models
-
         return [ModelEntry(timm_models.PREFIX + name, "classification", timm_models.input_size(name), source="timm")
                 for name in timm_models.model_names()]
-    from torchperf_tui.engine.workloads import hf_models
-
     return [ModelEntry(hf_models.PREFIX + name, task, (), source="hf")
             for name, task in sorted(hf_models.type_heads().items())]

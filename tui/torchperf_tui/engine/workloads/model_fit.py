@@ -11,9 +11,13 @@ from typing import Callable
 import torch
 from torch import nn
 
-from torchperf_tui.formatting import format_bytes
-from torchperf_tui.engine.errors import ModelTooLarge, Remedy
+from torchperf_tui.core.formatting import format_bytes
+from torchperf_tui.core.errors import ModelTooLarge, Remedy
 from torchperf_tui.engine.workloads.model_args import ModelArgs, format_model_args
+from torchperf_tui.engine.hardware.device_choice import free_bytes as measured_free
+from torchperf_tui.engine.workloads import hf_models
+from torchperf_tui.engine.workloads.inputs import dtype_name
+from torchperf_tui.engine.workloads.models import build_model, source_of
 
 
 def model_footprint(spec: str, model_args: ModelArgs = (), dtype: torch.dtype = torch.float32) -> tuple[int, int]:
@@ -25,8 +29,6 @@ def model_footprint(spec: str, model_args: ModelArgs = (), dtype: torch.dtype = 
 
 def _meta_build(spec: str, model_args: ModelArgs, dtype: torch.dtype) -> nn.Module:
     """The model on meta: hf: built in `dtype` as a run builds it, the others in float32 (their build's)."""
-    from torchperf_tui.engine.workloads.models import build_model, source_of
-
     return build_model(spec, "meta", model_args=model_args, dtype=dtype if source_of(spec) == "hf" else None)
 
 
@@ -71,8 +73,6 @@ def _vocabulary_remedy(spec: str, model_args: ModelArgs, model: nn.Module, held_
     of its weights: (', 29.8 TiB of it the embeddings of its 1,000,000,000-token vocabulary', model_args
     'vocab_size=493000 or smaller'); the remedy asks for fewer layers too where the rest alone does not fit either.
     ('', None) otherwise."""
-    from torchperf_tui.engine.workloads import hf_models
-
     embeddings = _embedding_bytes(model, held_in)
     if embeddings * 2 <= need:
         return "", None
@@ -93,13 +93,9 @@ def _vocabulary_remedy(spec: str, model_args: ModelArgs, model: nn.Module, held_
 def _too_large_remedies(spec: str, model_args: ModelArgs, dtype_helps: bool,
                         vocabulary: Remedy | None = None) -> list[Remedy]:
     remedies = []
-    from torchperf_tui.engine.workloads.models import source_of
-
     if vocabulary is not None:
         remedies.append(vocabulary)
     elif source_of(spec) == "hf":
-        from torchperf_tui.engine.workloads import hf_models
-
         key = hf_models.layers_key(hf_models.load_config(spec, model_args))
         if key is not None:
             remedies.append(Remedy("model_args", f"{key}=2", "for fewer layers"))
@@ -122,15 +118,10 @@ def check_fits(spec: str, model_args: ModelArgs, dtype: torch.dtype, device: str
     cast; torchvision and custom ones in float32 on the CPU, then moved (and cast) to the device, which is checked
     too. `free_bytes(device)` is the seam for the free memory (engine/workloads/inputs.free_bytes by default;
     None: unknown, nothing refused)."""
-    from torchperf_tui.engine.workloads.inputs import dtype_name
-    from torchperf_tui.engine.workloads.inputs import free_bytes as measured_free
-
     free_of = free_bytes or measured_free
     device = torch.device(device)
     if device.type == "meta":
         return
-    from torchperf_tui.engine.workloads.models import source_of
-
     source = source_of(spec)
     model = _meta_build(spec, model_args, dtype)
     count = _parameter_count(model)
@@ -156,8 +147,6 @@ def check_fits(spec: str, model_args: ModelArgs, dtype: torch.dtype, device: str
 
 def _label(spec: str) -> str:
     """The model as a message names it: 'hf:llama', 'timm:resnet18', 'resnet18', 'pkg.mod:build'."""
-    from torchperf_tui.engine.workloads.models import source_of
-
     spec = spec.strip()
     source = source_of(spec)
     if source in ("hf", "timm"):

@@ -2,7 +2,7 @@
 `timm:NAME` (engine/workloads/timm_models.py), `hf:TYPE` or `hf:DIRECTORY` (engine/workloads/hf_models.py), or a
 user's `module:factory`; resolved to its entry, its inputs made (InputSpec), and built with random weights, on a
 device or on meta (engine/workloads/meta_build.py). Whether a model's weights fit the device is told from a
-meta build, before anything is allocated (check_fits).
+meta build, before anything is allocated (engine/workloads/model_fit.py).
 
 Nothing here downloads anything: every torchvision builder is called with `weights=None` (and
 `weights_backbone=None` where it has one), timm's with `pretrained=False`, transformers' from a config.
@@ -12,18 +12,15 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-import importlib
-import importlib.util
-import os
-import sys
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 from torch import nn
 
 from torchperf_tui.engine.workloads.example_inputs import has_example_inputs
-from torchperf_tui.formatting import format_shape
-from torchperf_tui.engine.errors import ModelError, Remedy, ShapeError, first_line
+from torchperf_tui.core.formatting import format_shape
+from torchperf_tui.core.errors import ModelError, Remedy, ShapeError, first_line
+from torchperf_tui.engine.workloads.factories import SPEC_FORMS, cwd_importable, is_custom, load_factory
 from torchperf_tui.engine.workloads.input_spec import InputSpec
 from torchperf_tui.engine.workloads.meta_build import parameters_on_meta
 from torchperf_tui.engine.workloads.model_source import PREFIXES, SOURCES, source_of  # noqa: F401 - part of this module's API
@@ -31,92 +28,25 @@ from torchperf_tui.engine.workloads.model_args import ModelArgs
 from torchperf_tui.engine.workloads.model_catalogue import (LISTED_SOURCES, catalogue_entry, list_models,
                                                             torchvision_tasks)
 from torchperf_tui.engine.workloads.model_entry import ModelEntry
-from torchperf_tui.engine.workloads.model_fit import check_fits, model_footprint
 from torchperf_tui.engine.workloads.torchvision_models import DetectionAdapter, OpticalFlowAdapter, torchvision_kwargs
 from torchperf_tui.engine.workloads.torchvision_models import build as _build_torchvision
+from torchperf_tui.engine.workloads.inputs import check_dims
+from torchperf_tui.engine.workloads import hf_models, timm_models
 
 # What a caller takes from here, whichever module of engine/workloads/ it lives in.
 __all__ = [
     "CUSTOM_DEFAULT_SHAPE", "LISTED_SOURCES", "SOURCES", "DetectionAdapter", "OpticalFlowAdapter", "build_model",
-    "check_fits", "default_input_shape", "input_shape_note", "input_spec_for", "list_models", "load_factory",
-    "model_footprint", "resolve_model", "source_of", "torchvision_kwargs",
+    "default_input_shape", "input_shape_note", "input_spec_for", "list_models", "load_factory",
+    "resolve_model", "source_of", "torchvision_kwargs",
 ]
 
 # Shape given to a custom model whose factory does not say (a factory may carry `input_shape`).
 CUSTOM_DEFAULT_SHAPE: tuple[int, ...] = (3, 224, 224)
 
-SPEC_FORMS = "a torchvision name, timm:NAME, hf:TYPE (or hf:DIRECTORY with a config.json), or package.module:factory"
 
 
 # --------------------------------------------------------------------------------------------------
 # Resolving a spec
-
-
-def _is_custom(spec: str) -> bool:
-    return source_of(spec) == "custom"
-
-
-def _split_custom(spec: str) -> tuple[str, str]:
-    module_name, _, factory_name = spec.strip().partition(":")
-    if not module_name or not factory_name:
-        raise ModelError(f"malformed model {spec!r}: give a torchvision name or package.module:factory")
-    return module_name, factory_name
-
-
-@contextlib.contextmanager
-def _cwd_importable() -> Iterator[None]:
-    # A user's `mymodel.py` in the current directory must import even when the app was started as an
-    # installed console script (whose sys.path does not hold the current directory).
-    cwd = os.getcwd()
-    added = cwd not in sys.path and "" not in sys.path
-    if added:
-        sys.path.insert(0, cwd)
-    try:
-        yield
-    finally:
-        if added:
-            with contextlib.suppress(ValueError):
-                sys.path.remove(cwd)
-
-
-def _check_source_prefix(module_name: str) -> None:
-    """A prefix that is neither a source nor an importable module (`hff:llama`, `huggingface:gpt2`) is an unknown
-    source, said with the closest one, rather than a failed import of a module of that name."""
-    if "." in module_name or not module_name.isidentifier():
-        return
-    with _cwd_importable():
-        try:
-            found = importlib.util.find_spec(module_name) is not None
-        except (ImportError, ValueError):
-            found = False
-    if found:
-        return
-    close = difflib.get_close_matches(module_name.lower(), [p.rstrip(":") for p in PREFIXES.values()], n=1,
-                                      cutoff=0.5)
-    hint = f"did you mean {close[0]}:? " if close else ""
-    raise ModelError(f"unknown model source {module_name + ':'!r} (and no module of that name): {hint}"
-                     f"give {SPEC_FORMS}")
-
-
-def load_factory(spec: str):
-    module_name, factory_name = _split_custom(spec)
-    _check_source_prefix(module_name)
-    try:
-        with _cwd_importable():
-            module = importlib.import_module(module_name)
-    except SystemExit as exc:  # the user's module ending the program is its failure, not the app's end
-        raise ModelError(f"importing {module_name!r} called sys.exit({exc.code!r})") from None
-    except Exception as exc:  # noqa: BLE001 - any import-time failure is the user's, shown as one line
-        raise ModelError(f"cannot import {module_name!r}: {first_line(exc)}") from None
-    target: Any = module
-    for part in factory_name.split("."):
-        try:
-            target = getattr(target, part)
-        except AttributeError:
-            raise ModelError(f"module {module_name!r} has no attribute {factory_name!r}") from None
-    if not callable(target):
-        raise ModelError(f"{spec!r} is not callable (it is {type(target).__name__})")
-    return target
 
 
 def _suggest(name: str) -> str:
@@ -131,13 +61,9 @@ def _other_source_names(name: str) -> list[str]:
     """`name` as a timm or transformers model (an unprefixed name is torchvision's): 'timm:resnet18d', 'hf:llama'."""
     found = []
     with contextlib.suppress(ModelError):
-        from torchperf_tui.engine.workloads import timm_models
-
         if name in timm_models.model_names():
             found.append(timm_models.PREFIX + name)
     with contextlib.suppress(ModelError):
-        from torchperf_tui.engine.workloads import hf_models
-
         if name in hf_models.model_types():
             found.append(hf_models.PREFIX + name)
     return found
@@ -158,14 +84,10 @@ def resolve_model(spec: str, model_args: ModelArgs = ()) -> ModelEntry:
         raise ModelError(f"no model given: give {SPEC_FORMS}")
     source = source_of(spec)
     if source == "hf":
-        from torchperf_tui.engine.workloads import hf_models
-
         config = hf_models.load_config(spec, model_args)
         inputs = hf_models.input_spec(config, batch=1, seq_len=None)
         return ModelEntry(hf_models.label(config), hf_models.head(config), inputs.sample_shape, source="hf")
     if source == "timm":
-        from torchperf_tui.engine.workloads import timm_models
-
         name = timm_models.check_name(spec)
         timm_models.builder_kwargs(name, model_args)  # a bad override fails here
         return ModelEntry(timm_models.PREFIX + name, "classification", timm_models.input_shape(name, model_args),
@@ -216,8 +138,6 @@ def _factory_input_shape(spec: str, factory: Any, instance: bool = False) -> tup
             isinstance(d, int) and not isinstance(d, bool) for d in shape):
         raise ModelError(f"{spec}: its input_shape must be a tuple of whole numbers without the batch, "
                          f"e.g. (3, 224, 224); it is {shape!r}"[:300])
-    from torchperf_tui.engine.workloads.inputs import check_dims
-
     try:
         return check_dims((1, *shape))[1:]
     except ShapeError as exc:
@@ -227,7 +147,7 @@ def _factory_input_shape(spec: str, factory: Any, instance: bool = False) -> tup
 def input_shape_note(spec: str) -> str | None:
     """A line when `spec`'s input shape is assumed (a custom model that declares none), else None: none for a factory
     whose example_inputs makes its inputs (nothing is assumed; the result lists them)."""
-    if not _is_custom((spec or "").strip()):
+    if not is_custom((spec or "").strip()):
         return None
     factory = load_factory(spec.strip())
     if has_example_inputs(factory) or _declared_input_shape(spec.strip(), factory, instance=True) is not None:
@@ -246,13 +166,9 @@ def input_spec_for(spec: str, *, batch: int, input_shape: tuple[int, ...] | None
     audio features), `seq_len` its sequence length. A custom factory with `example_inputs(batch, device, dtype)`:
     those (InputSpec((batch,), factory=spec)). Every other model takes one float tensor, and no sequence length.
     """
-    from torchperf_tui.engine.workloads.inputs import check_dims
-
     spec = (spec or "").strip()
     source = source_of(spec)
     if source == "hf":
-        from torchperf_tui.engine.workloads import hf_models
-
         config = hf_models.load_config(spec, model_args)
         return hf_models.input_spec(config, batch=batch, seq_len=seq_len, input_shape=input_shape)
     if source == "custom":
@@ -283,7 +199,7 @@ def default_input_shape(spec: str, batch: int = 1, model_args: ModelArgs = ()) -
 def _build_custom(spec: str) -> nn.Module:
     factory = load_factory(spec)
     try:
-        with _cwd_importable():
+        with cwd_importable():
             model = factory()
     except SystemExit as exc:
         raise ModelError(f"{spec!r} called sys.exit({exc.code!r}) while building the model") from None
@@ -297,7 +213,7 @@ def _build_custom(spec: str) -> nn.Module:
 def _resolve_for_build(spec: str) -> ModelEntry:
     """resolve_model without reading a custom model's shape from a build of it: build_model builds it anyway."""
     spec = (spec or "").strip()
-    if spec and _is_custom(spec):
+    if spec and is_custom(spec):
         return ModelEntry(spec, "custom", CUSTOM_DEFAULT_SHAPE, source="custom")  # the shape is not used to build
     return resolve_model(spec)
 
@@ -316,13 +232,9 @@ def build_model(spec: str, device: str | torch.device = "cpu", *, builder_kwargs
     source = source_of(spec)
     device = torch.device(device)
     if source == "hf":
-        from torchperf_tui.engine.workloads import hf_models
-
         config = hf_models.load_config(spec, model_args)
         return hf_models.build(config, dtype or torch.float32, device)
     if source == "timm":
-        from torchperf_tui.engine.workloads import timm_models
-
         model = timm_models.build(spec, model_args, device)
         return model.to(dtype) if dtype is not None else model
     if source == "custom":

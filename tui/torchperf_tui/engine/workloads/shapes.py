@@ -27,8 +27,8 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from torchperf_tui.formatting import format_shape
-from torchperf_tui.engine.errors import ShapeError
+from torchperf_tui.core.formatting import format_shape
+from torchperf_tui.core.errors import ShapeError
 from torchperf_tui.engine.workloads.inputs import MAX_DIM
 
 # cycle:K without a range spreads its sizes over this span around the configured size (224 -> 192..288).

@@ -12,7 +12,7 @@ import functools
 import inspect
 from typing import TYPE_CHECKING, Any
 
-from torchperf_tui.engine.errors import ModelError, first_line
+from torchperf_tui.core.errors import ModelError, first_line
 from torchperf_tui.engine.workloads.model_args import ModelArgs, check_keys, coerce
 
 if TYPE_CHECKING:

@@ -12,10 +12,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
-from torchperf_tui.engine.lazy_torch import torch
+from torchperf_tui.engine.hardware.lazy_torch import torch
 
-from torchperf_tui.engine.errors import ModelError, OutOfMemory, ShapeError, TorchperfError, first_line
-from torchperf_tui.engine.workloads.input_spec import InputSpec, ModelInputs
+from torchperf_tui.core.errors import first_line, FlagError, ModelError, OutOfMemory, ShapeError, TorchperfError
+from torchperf_tui.engine.workloads.input_spec import InputSpec
+from torchperf_tui.engine.workloads.model_inputs import ModelInputs
 from torchperf_tui.engine.workloads.inputs import dtype_name, format_shape
 
 # What a model raises when it cannot take an input (a wrong channel count, a too-small image, a dtype
@@ -64,7 +65,9 @@ def build_for_run(spec: str, device: torch.device, dtype: torch.dtype, model_arg
     run's dtype: no float32 copy), refused in one line first when their weights cannot fit (full-size configs);
     torchvision and custom models on the CPU, which place_model then moves and casts tensor by tensor (a torchvision
     model with overrides, which can ask for any size (num_classes=99999999999), refused first likewise)."""
-    from torchperf_tui.engine.workloads.models import build_model, check_fits, source_of  # seconds: when needed
+    # torch and numpy: the app loads this module's results without it
+    from torchperf_tui.engine.workloads.model_fit import check_fits
+    from torchperf_tui.engine.workloads.models import build_model, source_of  # seconds: when needed
 
     source = source_of(spec)
     if source not in ("hf", "timm"):
@@ -129,8 +132,6 @@ def model_code_error(name: str, exc: BaseException, *, action: str, where: str,
     if _raised_here(exc):
         return None
     if isinstance(exc, RuntimeError) and NO_SDPA_KERNEL.search(str(exc)):  # a set the check before the run missed
-        from torchperf_tui.engine.errors import FlagError
-
         return FlagError(f"the SDPA backends allowed leave {name}'s attention no kernel at {where}: torch says "
                          f"'{first_line(exc)}'; allow math (sdpa=...+math)")
     if isinstance(exc, FORWARD_ERRORS) and calls_done == 0:

@@ -15,16 +15,17 @@ from textual.markup import escape
 from textual.widgets import DataTable, Static
 
 from torchperf_tui.engine.records.history_compare import disturbed_sentence
-from torchperf_tui.engine.benchmark.stats import percentile_supported
-from torchperf_tui.formatting import UNSUPPORTED_LEGEND, format_ms, format_number, format_percentile
+from torchperf_tui.core.stats import compute_stats, percentile_supported
+from torchperf_tui.core.formatting import UNSUPPORTED_LEGEND, format_ms, format_number, format_percentile
 from torchperf_tui.wording.compare import arm_conditions, arm_pairs, ci_text
 from torchperf_tui.wording.timing import state_rows
 from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent, RunsChanged
-from torchperf_tui.app.setup_diff import against_text, setup_text, speedup_text
+from torchperf_tui.app.setup_diff import against_text, differences, setup_text, speedup_text
 from torchperf_tui.app.runs import LiveRun, app_marks, save_run
 from torchperf_tui.measure.protocol import JobDone, JobFailed, Progress
 from torchperf_tui.app.widgets.timing.histogram import LatencyOverlay, theme_palette
+from torchperf_tui.engine.measurements.ab_arms import FLIP_REMEDY, same_arms_refusal
 
 AB_BLOCKS = 10
 COMPACT_BELOW_ROWS = 30  # the pane's height under which its note takes one row
@@ -53,8 +54,6 @@ def overlaid_runs(completed: list) -> list:
     """The runs whose histograms are overlaid: the last few measured like the newest (another model or input
     on the same axis would compare nothing), or only the A/B pair when the newest finished run is the B arm of
     an interleaved comparison (its verdict is about those two)."""
-    from torchperf_tui.app.setup_diff import differences
-
     if len(completed) >= 2 and completed[-1].arm == "B" and completed[-2].arm == "A":
         return completed[-2:]
     if not completed:
@@ -124,8 +123,6 @@ class ComparePane(Vertical):
         """Time A against B interleaved in blocks (replacing a comparison or any measurement in flight); two
         identical flag sets are refused, in the verdict line (it stays) and a short toast."""
         if flags_a == flags_b:
-            from torchperf_tui.engine.benchmark.ab_arms import FLIP_REMEDY, same_arms_refusal  # no torch: cheap
-
             text = same_arms_refusal(FLIP_REMEDY, self.app.session.flags_text(flags_a))
             if not self.comparing():
                 self.verdict = f"A/B: {escape(text)}"
@@ -191,8 +188,6 @@ class ComparePane(Vertical):
         if self._ab_seen is None:  # the first block: the blocks began its timed samples ago
             now = self.app.session.disturbances.now()
             self._ab_seen = (now - sum(samples) / 1000, (now, time.process_time()))
-        from torchperf_tui.engine.benchmark.stats import compute_stats  # loaded by the session's warm-up
-
         record.samples_ms.extend(samples)
         record.stats = compute_stats(record.samples_ms, batch=record.batch)
         record.status, record.index, record.total = "timed", index, total
@@ -200,8 +195,6 @@ class ComparePane(Vertical):
         self.post_message(RunsChanged())
 
     def _ab_finished(self, result, fingerprint) -> None:
-        from torchperf_tui.engine.benchmark.stats import compute_stats  # loaded by the session's warm-up
-
         batch = result.input_shape[0]
         # What this process did beside the blocks (a resize, heavy redraws) goes on the result, as a timing run's
         # does (timing_pane._mark_disturbed): both arms' history records keep it with the host's noise.

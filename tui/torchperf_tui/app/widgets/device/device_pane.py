@@ -15,12 +15,15 @@ from textual.message import Message
 from textual.widgets import Select, Static
 
 from torchperf_tui.app.widgets.exit_safe_select import ExitSafeSelect
-from torchperf_tui.formatting import format_number
+from torchperf_tui.core.formatting import format_number
 from torchperf_tui.wording.ceilings import ceiling_kind, measured_when, took_text
 from torchperf_tui.wording.device import cpu_figures, formula_lines, gpu_figures, gpu_title, version_rows
 from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.measure.protocol import JobFailed, Progress
+from torchperf_tui.core.errors import user_message
+from torchperf_tui.engine.hardware.device import probe_device
+from torchperf_tui.engine.measurements.flags import applicability_table
 
 
 def gpu_text(gpu) -> str:
@@ -134,10 +137,6 @@ class DevicePane(VerticalScroll):
 
     @work(thread=True, group="probe", exit_on_error=False)
     def _probe_with_seams(self) -> None:
-        from torchperf_tui.engine.hardware.device import probe_device
-        from torchperf_tui.engine.errors import user_message
-        from torchperf_tui.engine.benchmark.flags import applicability_table
-
         session = self.app.session
         try:
             report = session.fixed_report or probe_device(nvml=self.app.call_from_thread(session.nvml_handle),

@@ -15,7 +15,9 @@ from textual.message import Message
 from textual.widgets import Label, Select, Static, Switch
 
 from torchperf_tui.app.widgets.exit_safe_select import ExitSafeSelect
-from torchperf_tui.options import cpu_count
+from torchperf_tui.core.options import cpu_count
+from torchperf_tui.engine.measurements.attention_flags import sdpa_refusal
+from torchperf_tui.core.errors import user_message
 
 
 # What a choice shows in a select ten cells wide; the value is the flag's own ('flash+math').
@@ -181,8 +183,6 @@ class FlagsPane(Vertical):
         try:
             after = self.flags.replace(**{name: value})
         except Exception as exc:
-            from torchperf_tui.engine.errors import user_message
-
             self.app.notify(user_message(exc), severity="error")
             return
         self.previous, self.flags = self.flags, after
@@ -208,8 +208,6 @@ class FlagsPane(Vertical):
     def _refused(self, name: str, value: str, select: Select) -> bool:
         """An SDPA set the CPU has no backend for (efficient, cuDNN): one line, and the select back to the set in
         use. (On CUDA what a set leaves depends on the model's dtype and calls: the run's check says.)"""
-        from torchperf_tui.engine.benchmark.attention_flags import sdpa_refusal  # no torch
-
         kind = self.app.session.device_kind()
         refusal = sdpa_refusal(value, kind) if name == "sdpa" and not kind.startswith("cuda") else None
         if refusal and self.flags is not None:

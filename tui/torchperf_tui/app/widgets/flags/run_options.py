@@ -13,7 +13,7 @@ from textual.message import Message
 from textual.widgets import Input, Label, Select
 
 from torchperf_tui.app.widgets.exit_safe_select import ExitSafeSelect
-from torchperf_tui import options as checks
+from torchperf_tui.core import options as checks
 
 # (name, label, [(shown, value)], help). Values are what the engine takes (a schedule, a compile mode).
 RUN_OPTIONS = (

@@ -3,9 +3,12 @@ against (app/widgets/timing/baseline_line.py); b on it again unmarks it. A mixin
 
 from __future__ import annotations
 
-from torchperf_tui.formatting import printable
+from torchperf_tui.core.formatting import printable
 from torchperf_tui.wording.history import history_row
+from torchperf_tui.core.errors import user_message
+from torchperf_tui.engine.records.baseline import check_usable
 
+MARK = "●"  # a run marked to compare (m)
 BASELINE_MARK = "B"
 
 
@@ -16,8 +19,6 @@ class BaselineMark:
 
     def mark_cell(self, record_id: str) -> str:
         """The mark column's cell: ● for a run marked to compare, B for the baseline (●B for both)."""
-        from torchperf_tui.app.widgets.history.history_pane import MARK
-
         text = MARK if record_id in self.marked else ""
         if self.baseline is not None and self.baseline.id == record_id:
             text += BASELINE_MARK
@@ -26,9 +27,6 @@ class BaselineMark:
     def toggle_baseline(self):
         """Mark the highlighted record as the baseline, or unmark it; -> the baseline now (None: none). A record
         that cannot be one (an A/B arm, no samples) says why and leaves the baseline as it was."""
-        from torchperf_tui.engine.errors import user_message
-        from torchperf_tui.engine.records.baseline import check_usable
-
         record_id = self.highlighted_id()
         record = self.records.get(record_id) if record_id is not None else None
         if record is None:

@@ -25,11 +25,13 @@ from textual.worker import get_current_worker
 
 from torchperf_tui.app.widgets.history.baseline_mark import BaselineMark
 from torchperf_tui.app.widgets.history.history_detail import HistoryDetail
-from torchperf_tui.engine.benchmark.stats import percentile_supported
-from torchperf_tui.formatting import UNSUPPORTED_LEGEND, printable
+from torchperf_tui.core.stats import percentile_supported
+from torchperf_tui.core.formatting import fit_name, printable, shorten_parts, UNSUPPORTED_LEGEND
 from torchperf_tui.wording.history import history_row
+from torchperf_tui.core.errors import user_message
+from torchperf_tui.engine.records.history_file import HistoryFile, default_history_path
+from torchperf_tui.engine.records.history_compare import compare_records
 
-MARK = "●"
 CONDITION_MARK = "!"  # after what a row's figures are per: the run has a mark (disturbed, GPU throttled, cancelled)
 # What a row is (per: 'pass', 'token', an A/B arm's 'A pass') and its figures first, then when it finished: at 80
 # columns beside the sidebar the pane is some 44 wide, and the line under the table says the highlighted row whole.
@@ -70,8 +72,6 @@ def fit_model(model: str, width: int) -> str:
     """A model's name in `width` characters: a module:factory keeps its factory whole and elides the middle of
     the module's words first ('tests.tiny…s:tiny_cnn', as a layer path is cut), then cuts from the left; a
     torchvision name keeps its start."""
-    from torchperf_tui.formatting import fit_name, shorten_parts
-
     if len(model) <= width:
         return model
     module, sep, factory = model.rpartition(":")
@@ -190,8 +190,6 @@ class HistoryPane(BaselineMark, Vertical):
     def show_history(self, path: str | Path | None) -> None:
         """Read the page shown (at first the newest) of the history at `path` (None: the default history)
         again, in a thread; a new run appears on the newest page, an older page stays where it is."""
-        from torchperf_tui.engine.records.history_file import default_history_path  # no torch: cheap
-
         path = default_history_path(path)
         if path != self.path:
             self.path = path
@@ -231,9 +229,6 @@ class HistoryPane(BaselineMark, Vertical):
     @work(thread=True, exclusive=True, group="history-page", exit_on_error=False)
     def _load_page(self, path: Path, before: int | None, size: int) -> None:
         """A page read backwards from `before` (values, not the pane's attributes: this runs in a thread)."""
-        from torchperf_tui.engine.errors import user_message
-        from torchperf_tui.engine.records.history_file import HistoryFile
-
         try:
             loaded = HistoryFile(path).load(last=size, before=before)
         except Exception as exc:  # a FIFO, a folder, an unreadable file: one line on the pane
@@ -364,12 +359,8 @@ class HistoryPane(BaselineMark, Vertical):
             self.show_comparison(f"{len(self.marked)} of 2 runs marked: m or ⏎ on a row marks it")
             return
         try:
-            from torchperf_tui.engine.records.history_compare import compare_records  # no torch: cheap
-
             comparison = compare_records(*pair)
         except Exception as exc:
-            from torchperf_tui.engine.errors import user_message
-
             self.show_comparison(Content.from_markup("[b $error]error:[/] ") + Content(user_message(exc)))
             return
         self.show_comparison(Content(comparison_text(comparison)))  # not markup: flags' values come from a file

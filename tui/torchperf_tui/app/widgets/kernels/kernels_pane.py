@@ -15,7 +15,7 @@ from textual.widgets import Button, DataTable, Static
 
 from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent
-from torchperf_tui.formatting import fit_name, format_shape
+from torchperf_tui.core.formatting import fit_name, format_shape
 from torchperf_tui.wording.conditions import disturbed_text
 from torchperf_tui.wording.kernels import (attention_ran_text, fallback_lines, kernels_summary, layer_rows, ran_text,
                                            shows_step, us_text)

@@ -12,7 +12,7 @@ from textual.widgets import DataTable, Static
 
 from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent
-from torchperf_tui.formatting import (fit_name, format_bytes, format_count, format_flops, format_ms, format_shape,
+from torchperf_tui.core.formatting import (fit_name, format_bytes, format_count, format_flops, format_ms, format_shape,
                                       is_number, number_text)
 from torchperf_tui.wording.complexity import attention_text, counts_backward, layer_figures, step_ratio
 from torchperf_tui.wording.conditions import disturbed_text

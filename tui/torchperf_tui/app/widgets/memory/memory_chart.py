@@ -3,10 +3,10 @@ the releases marked on it. The pane (memory_pane.py) works out the series; this 
 
 from __future__ import annotations
 
-from torchperf_tui.app.widgets.timing.histogram import _PlotHolder, theme_palette
+from torchperf_tui.app.widgets.timing.histogram import PlotHolder, theme_palette
 
 
-class MemoryChart(_PlotHolder):
+class MemoryChart(PlotHolder):
     """Memory over time (GiB against seconds ago): the sampler's curve, the latest run's per-iteration
     trace over it, and a vertical mark at each release with what it freed."""
 

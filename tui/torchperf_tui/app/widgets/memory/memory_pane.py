@@ -18,13 +18,17 @@ from textual.message import Message
 from textual.widgets import Static
 from textual.worker import get_current_worker
 
-from torchperf_tui.formatting import format_bytes, format_number, is_number
+from torchperf_tui.core.formatting import format_bytes, format_number, is_number
 from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.measure.protocol import JobFailed
 from torchperf_tui.app.widgets.memory.memory_chart import MemoryChart
 from torchperf_tui.app.widgets.memory.memory_snapshot import snapshot_answered, start_snapshot
 from torchperf_tui.app.widgets.memory.usage_bar import UsageBar
+from torchperf_tui.engine.hardware.telemetry import process_gpu_memory, release_memory
+from torchperf_tui.core.errors import user_message
+from torchperf_tui.engine.hardware import telemetry
+from torchperf_tui.engine.hardware.nvml import NA
 
 GIB = 1024 ** 3
 
@@ -121,15 +125,11 @@ class MemoryPane(Vertical):
         self.sampler = session.telemetry_source
         self._injected = self.sampler is not None
         if self.sampler is None and session.has("telemetry"):
-            from torchperf_tui.engine.hardware import telemetry  # loaded by the session's warm-up
-
             try:
                 # The caching allocator lives in the measurement process: its readings come from there.
                 cuda = session.cuda_seam if session.cuda_seam is not None else telemetry.ALLOCATOR_ELSEWHERE
                 self.sampler = telemetry.TelemetrySampler(nvml=session.nvml_handle(), cuda=cuda)
             except Exception as exc:
-                from torchperf_tui.engine.errors import user_message
-
                 self.show_error(user_message(exc))
         if session.measurement_pid is not None:
             self.follow_process(session.measurement_pid)
@@ -176,7 +176,6 @@ class MemoryPane(Vertical):
                 sample = self.sampler.sample()
                 self.post_message(self.Tick(sample, list(self.sampler.history), self._measurement_gpu_bytes()))
             except Exception as exc:
-                from torchperf_tui.engine.errors import user_message
 
                 self.app.call_from_thread(self.show_error, user_message(exc))
 
@@ -186,8 +185,6 @@ class MemoryPane(Vertical):
         nvml = session.nvml_handle()
         if self._gpu_index is None or self._pid is None or not self._on_cuda or nvml is None:
             return None
-        from torchperf_tui.engine.hardware.telemetry import process_gpu_memory
-
         return process_gpu_memory(nvml, self._gpu_index, self._pid)
 
     def on_unmount(self) -> None:
@@ -238,8 +235,6 @@ class MemoryPane(Vertical):
         if reading is None:
             return sample, holder
         if reading.get("allocated") is None:  # RSS: the sampler follows that process already
-            from torchperf_tui.engine.hardware.nvml import NA
-
             missing = NA(reading.get("why_none") or "not available")
             return dataclasses.replace(sample, torch_allocated_bytes=missing, torch_reserved_bytes=missing,
                                        torch_peak_bytes=missing), holder
@@ -280,12 +275,8 @@ class MemoryPane(Vertical):
     def _release_with_seams(self, kind: str) -> None:
         session = self.app.session
         try:
-            from torchperf_tui.engine.hardware.telemetry import release_memory
-
             report = release_memory(device=kind, nvml=session.nvml_handle(), cuda=session.cuda_seam)
         except Exception as exc:
-            from torchperf_tui.engine.errors import user_message
-
             self.app.call_from_thread(self._release_failed, user_message(exc))
             return
         self.app.call_from_thread(self._released, report)

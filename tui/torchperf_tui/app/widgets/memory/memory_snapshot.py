@@ -1,10 +1,11 @@
 """The CUDA memory snapshot (key n on the Memory tab): the caching allocator's history recorded over a few
-iterations of the selected model, in the measurement process (engine/benchmark/memsnap.py), written where
+iterations of the selected model, in the measurement process (engine/measurements/memsnap.py), written where
 pytorch.org/memory_viz reads it; and what the user is told of it."""
 
 from __future__ import annotations
 
 from torchperf_tui.measure.protocol import JobFailed
+from torchperf_tui.engine.measurements.memsnap import NOT_CUDA
 
 
 def start_snapshot(pane) -> None:
@@ -15,8 +16,6 @@ def start_snapshot(pane) -> None:
         return
     session = pane.app.session
     if session.device_kind() != "cuda":
-        from torchperf_tui.engine.benchmark.memsnap import NOT_CUDA
-
         pane.app.notify(NOT_CUDA, title="memory snapshot", severity="warning", timeout=8)
         return
     cfg = pane.jobs.config(selection, lambda error: pane.app.notify(error, title="memsnap failed",

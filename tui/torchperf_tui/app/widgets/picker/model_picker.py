@@ -24,7 +24,7 @@ from torchperf_tui.app.widgets.picker.args_row import SEQ_EXAMPLE, ArgsRow
 from torchperf_tui.app.widgets.picker.model_filter import CatalogueIndex, bare_name
 from torchperf_tui.engine.workloads.inputs import dtype_note
 from torchperf_tui.engine.workloads.model_source import source_of
-from torchperf_tui.formatting import format_shape
+from torchperf_tui.core.formatting import format_shape
 from torchperf_tui.measure.protocol import JobFailed
 from torchperf_tui.wording.refusals import app_message
 

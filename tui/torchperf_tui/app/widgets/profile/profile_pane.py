@@ -15,8 +15,9 @@ from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.measure.protocol import JobFailed
 
-from torchperf_tui.formatting import format_ms, format_shape
+from torchperf_tui.core.formatting import format_ms, format_shape
 from torchperf_tui.wording.profile import share_text, trace_text
+from torchperf_tui.engine.analysis.profiling import sort_ops
 
 TOP_OPS = 30
 # Table column -> the engine's sort key (profiling.SORT_KEYS); share and shapes follow self time.
@@ -81,8 +82,6 @@ class ProfilePane(Vertical):
             self._failed("cancelled: another measurement replaced it" if event.cancelled else event.error,
                          notify=not event.cancelled)
             return
-        from torchperf_tui.engine.analysis.profiling import sort_ops  # loaded by the session's warm-up
-
         result = event.result
         self.show_result(result, sort_ops)
         if result.trace_path:

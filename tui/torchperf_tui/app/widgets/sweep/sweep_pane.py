@@ -16,9 +16,13 @@ from textual.widgets import Button, DataTable, Static
 
 from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.app.pane_jobs import PaneJobs
-from torchperf_tui.app.widgets.timing.histogram import _PlotHolder, theme_palette
-from torchperf_tui.formatting import format_bytes, format_ms, number_text
+from torchperf_tui.app.widgets.timing.histogram import PlotHolder, theme_palette
+from torchperf_tui.core.formatting import format_bytes, format_ms, number_text
 from torchperf_tui.measure.protocol import JobDone, JobFailed, Progress
+from torchperf_tui.engine.measurements.ab_arms import ArmSpec, same_arms_refusal
+from torchperf_tui.engine.measurements.sweep import parse_seq_lens
+from torchperf_tui.wording import model_label
+from torchperf_tui.wording.sweep import sweep_marks_text, sweep_summary
 
 SWEEP_LENGTHS = "128-4096"  # the app's lengths (the CLI's default): cut at the model's maximum, within the budget
 MiB = 1024**2
@@ -64,7 +68,7 @@ class LengthAxis:
         self.ticks, self.formatter = ticks, _Formatter()
 
 
-class SweepPlot(_PlotHolder):
+class SweepPlot(PlotHolder):
     """One figure (p50 latency or peak memory) against sequence length, a line per arm, with a legend in an A/B."""
 
     elsewhere = "the table above has every length"
@@ -169,8 +173,6 @@ class SweepPane(Vertical):
         flags = self.screen.pane("flags")
         arms = flags.arms() if flags.flags is not None else None
         if arms is None:
-            from torchperf_tui.engine.benchmark.ab_arms import same_arms_refusal
-
             self.app.notify(same_arms_refusal("flip a flag first: W sweeps the flags before the flip against the "
                                               "current ones"), severity="warning", timeout=6)
             return
@@ -180,9 +182,6 @@ class SweepPane(Vertical):
         selection = self.screen.ready_selection("sweep", module="sweep")
         if selection is None:
             return
-        from torchperf_tui.engine.benchmark.ab_arms import ArmSpec
-        from torchperf_tui.engine.benchmark.sweep import parse_seq_lens
-
         arms = None
         self.arm_labels = {"": self.app.session.flags_text(selection.flags)}
         if flag_arms is not None:
@@ -235,9 +234,6 @@ class SweepPane(Vertical):
         self._replot()
 
     def show_result(self, result) -> None:
-        from torchperf_tui.wording import model_label
-        from torchperf_tui.wording.sweep import sweep_marks_text, sweep_summary
-
         self.result = result
         # A point's event lost to a replaced job, or a table laid out for the other kind: the result's own rows.
         if len(self.points) != len(result.points) or self._ab != result.ab:

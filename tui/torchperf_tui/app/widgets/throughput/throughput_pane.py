@@ -17,11 +17,11 @@ from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.measure.protocol import JobDone, JobFailed, Progress
 
-from torchperf_tui.formatting import format_bytes, format_ms, format_number, format_shape, is_number, number_text
+from torchperf_tui.core.formatting import format_bytes, format_ms, format_number, format_shape, is_number, number_text
 from torchperf_tui.wording import bold
 from torchperf_tui.wording.conditions import conditions_line_rows, disturbed_text
 from torchperf_tui.wording.throughput import best_text, fits_text, limit_row, stopped_by_row
-from torchperf_tui.app.widgets.timing.histogram import _PlotHolder, theme_palette
+from torchperf_tui.app.widgets.timing.histogram import PlotHolder, theme_palette
 from torchperf_tui.app.widgets.timing.run_lines import conditions_markup
 
 
@@ -77,7 +77,7 @@ def search_progress(spec: str, started: float, budget_s: float, last) -> str:
     return text
 
 
-class ThroughputPlot(_PlotHolder):
+class ThroughputPlot(PlotHolder):
     """samples/s against batch for the batches that fitted."""
 
     empty_text = "no batches yet: press t to search"
@@ -163,7 +163,7 @@ class ThroughputPane(Vertical):
         options = {} if session.max_batch is None else {"max_batch": session.max_batch}
         self.jobs.start("search", "throughput", {"cfg": cfg, "options": options},
                         f"searching the largest batch of {selection.spec}")
-        from torchperf_tui.engine.benchmark.throughput import DEFAULT_TIME_BUDGET_S  # loaded by the session's warm-up
+        from torchperf_tui.engine.measurements.throughput import DEFAULT_TIME_BUDGET_S  # loaded by the session's warm-up
 
         self._searching = (selection.spec, time.monotonic(), DEFAULT_TIME_BUDGET_S)
 

@@ -14,6 +14,10 @@ from textual.widgets import Static
 from textual.worker import get_current_worker
 
 from torchperf_tui.wording.history import history_row
+from torchperf_tui.core.errors import user_message
+from torchperf_tui.engine.records.baseline_gate import gate
+from torchperf_tui.engine.records.result_records import records_of
+from torchperf_tui.wording.baseline import gate_lines
 
 
 class BaselineLine(Static):
@@ -59,13 +63,7 @@ class BaselineLine(Static):
 
     @work(thread=True, exclusive=True, group="baseline-verdict", exit_on_error=False)
     def _verdict(self, baseline, result, fingerprint: dict, label: str) -> None:
-        from torchperf_tui.engine.errors import user_message
-
         try:
-            from torchperf_tui.engine.records.baseline_gate import gate
-            from torchperf_tui.engine.records.history_records import records_of
-            from torchperf_tui.wording.baseline import gate_lines
-
             now = records_of(result, fingerprint)[0]  # {}: no fingerprint taken here (that would import torch)
             message = self._Verdict(baseline.id, label, gate_lines(gate(baseline, now, source="marked in History"),
                                                                    exit_code=False))

@@ -21,6 +21,8 @@ from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.widgets.timing.histogram import LatencyHistogram
 from torchperf_tui.app.widgets.timing.run_lines import LIVE_CPU_HISTOGRAM_EVERY_S
 from torchperf_tui.measure.protocol import JobDone, JobFailed, Samples
+from torchperf_tui.app.runs import save_run
+from torchperf_tui.wording.generation import generation_lines
 
 NEW_TOKENS = 64  # engine.benchmark.generation.DEFAULT_NEW_TOKENS (the engine is not imported here before a job)
 RUNS = 5  # engine.benchmark.generation.GENERATE_RUNS
@@ -167,9 +169,6 @@ class GenerationView(Vertical):
             self._histogram(self.decode_ms)
 
     def _finished(self, result, fingerprint) -> None:
-        from torchperf_tui.app.runs import save_run
-        from torchperf_tui.wording.generation import generation_lines
-
         self.result = result
         self.decode_ms = list(result.decode_ms)
         head = f"[b]generate[/] {escape(self.setup)}"

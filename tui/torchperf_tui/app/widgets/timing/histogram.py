@@ -15,7 +15,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from torchperf_tui.engine.benchmark.stats import bulk_range, runs_bulk_range
+from torchperf_tui.core.stats import bulk_range, runs_bulk_range
 from torchperf_tui.wording.timing import outside_bulk_text
 
 
@@ -69,17 +69,17 @@ COMPACT_BELOW_ROWS = 14
 MIN_PLOT_ROWS = 7
 
 
-class _PlotHolder(Vertical):
+class PlotHolder(Vertical):
     """A placeholder until textual-plot is loaded, then a PlotWidget. Short of COMPACT_BELOW_ROWS rows it
     draws compactly: the axis labels as a caption line, margins only for the tick labels; short of MIN_PLOT_ROWS
     it draws nothing and says where to see what it would show (`elsewhere`). Under the plot, right-aligned, a
     note at its edge (what a histogram leaves out)."""
 
     DEFAULT_CSS = """
-    _PlotHolder { height: 1fr; min-height: 2; }
-    _PlotHolder > PlotWidget { height: 1fr; }
-    _PlotHolder > .plot-caption { height: auto; max-height: 2; color: $text-muted; }
-    _PlotHolder > .plot-edge-note { height: auto; width: 1fr; text-align: right; color: $warning; }
+    PlotHolder { height: 1fr; min-height: 2; }
+    PlotHolder > PlotWidget { height: 1fr; }
+    PlotHolder > .plot-caption { height: auto; max-height: 2; color: $text-muted; }
+    PlotHolder > .plot-edge-note { height: auto; width: 1fr; text-align: right; color: $warning; }
     """
 
     placeholder_text = "loading…"
@@ -192,6 +192,7 @@ class _PlotHolder(Vertical):
         """Mount the PlotWidget; call once textual-plot has been imported (in the engine loader)."""
         if self._plot is not None:
             return
+        # numpy and textual_plot: not on the app's first frame
         from torchperf_tui.app.widgets.timing.exit_safe_plot import ExitSafePlot
 
         self._plot = ExitSafePlot(allow_pan_and_zoom=False)
@@ -252,7 +253,7 @@ def outside_note(bulk) -> str:
     return f"{text} →" if text else ""
 
 
-class LatencyHistogram(_PlotHolder):
+class LatencyHistogram(PlotHolder):
     """The live histogram of one run's timed samples; under a varying shape schedule the iterations that
     met a new input shape are drawn apart (another colour, stacked on the same bins) from the repeats."""
 
@@ -311,7 +312,7 @@ class LatencyHistogram(_PlotHolder):
         self.show_edge_note(outside_note(bulk))
 
 
-class LatencyOverlay(_PlotHolder):
+class LatencyOverlay(PlotHolder):
     """Histograms of several runs on shared bins, one colour each, with a legend."""
 
     empty_text = "finish two runs to overlay them"

@@ -8,7 +8,7 @@ import time
 
 from textual.markup import escape
 
-from torchperf_tui.formatting import format_ms, format_number
+from torchperf_tui.core.formatting import format_ms, format_number
 from torchperf_tui.wording.conditions import conditions_line_rows
 from torchperf_tui.wording.timing import (budget_rows, compile_line_rows, intervals_by_name, intervals_line, peak_value,
                                           percentile_cell, shapes_line, state_rows)

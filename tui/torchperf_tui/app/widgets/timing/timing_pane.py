@@ -17,7 +17,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import ProgressBar, Static
 
-from torchperf_tui.formatting import format_shape
+from torchperf_tui.core.formatting import format_shape
 from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent, RunsChanged
 from torchperf_tui.app.runs import LiveRun, app_marks, save_run
@@ -30,6 +30,8 @@ from torchperf_tui.app.widgets.timing.roofline_line import RooflineLine
 from torchperf_tui.app.widgets.timing.run_lines import (WAITING_TEXT, bar_progress, finished_text, histogram_due,
                                                         redraw_due, stats_and_tooltip, status_line)
 from torchperf_tui.measure.protocol import JobDone, JobFailed, Progress, Samples
+from torchperf_tui.engine.workloads.inputs import dtype_note
+from torchperf_tui.core.stats import compute_stats
 
 
 def update_live(line: Static, text: str, settled: bool) -> None:
@@ -127,8 +129,6 @@ class TimingPane(Vertical):
         if cfg is None:
             return
         record.batch = cfg.batch or 1
-        from torchperf_tui.engine.workloads.inputs import dtype_note  # loaded by the session's warm-up
-
         note = dtype_note(selection.dtype, session.device_kind())
         if note:
             self.app.notify(note, title="dtype", severity="warning", timeout=8)
@@ -193,8 +193,6 @@ class TimingPane(Vertical):
             # over every sample so far: at most every LIVE_STATS_EVERY_S, never per batch; and at the first
             # timed batch, so the body never says "no timed samples yet" beside a header saying "timed 15/64"
             if redraw or record.stats is None:
-                from torchperf_tui.engine.benchmark.stats import compute_stats  # loaded by the session's warm-up
-
                 record.stats = compute_stats(record.samples_ms, batch=record.batch or 1)
         phase_changed = record.status != event.phase
         record.status, record.index, record.total = event.phase, event.index, event.total

@@ -1,0 +1,131 @@
+"""What the CLI's commands share: the run described from the shared options, the job sent to a measurement
+process, how a result is printed (words or --json), notes and the history. No torch here."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from torchperf_tui.core.errors import PROG
+from torchperf_tui.core.errors import TorchperfError
+from torchperf_tui.core.formatting import format_shape
+from torchperf_tui.engine.measurements.ab_arms import AA_REMEDY, parse_arm_spec, same_arms, same_arms_refusal
+from torchperf_tui.engine.measurements.flags import Flags
+from torchperf_tui.engine.records.history_file import HistoryFile
+from torchperf_tui.engine.workloads.inputs import canonical_dtype, parse_seq_len, parse_shape
+from torchperf_tui.engine.workloads.model_args import parse_model_args
+from torchperf_tui.engine.workloads.shapes import parse_schedule
+from torchperf_tui.measure.follow_up import save_to_history
+from torchperf_tui.measure.selection import Selection
+from torchperf_tui.measure import cli_jobs
+
+
+def flags_from(args) -> Flags:
+    """The flag options as the run's Flags."""
+    flags = Flags(cudnn_benchmark=args.cudnn_benchmark, cudnn_deterministic=args.deterministic,
+                  deterministic_algorithms=args.deterministic_algorithms, num_threads=args.threads)
+    if args.tf32 is not None:
+        flags = flags.replace(tf32_matmul=args.tf32, tf32_cudnn=args.tf32)
+    attention = {k: getattr(args, k, None) for k in ("sdpa", "matmul_precision")}
+    return flags.replace(**{k: v for k, v in attention.items() if v is not None})
+
+
+def print_json(data) -> None:
+    print(json.dumps(data, indent=2, default=str))
+
+
+def output(args, result, render, to_json=None) -> int:
+    """How every command ends: with --json its result as JSON (`to_json(result)`, else `result.to_dict()`),
+    else in words (`render(result)`); exit code 0."""
+    if getattr(args, "json", False):
+        print_json(to_json(result) if to_json is not None else result.to_dict())
+    else:
+        render(result)
+    return 0
+
+
+def without(data: dict, *keys: str, unless: bool = False) -> dict:
+    """`data` less `keys` (what the command was not asked for), or whole when `unless`."""
+    for key in () if unless else keys:
+        data.pop(key, None)
+    return data
+
+
+def resolve_input(args) -> tuple[int, ...] | None:
+    return parse_shape(args.input) if args.input is not None else None  # '' is an error, not the default
+
+
+def model_args(args) -> tuple:
+    return parse_model_args(getattr(args, "model_args", ""))
+
+
+def seq_len(args) -> int | None:
+    text = getattr(args, "seq_len", None)
+    return parse_seq_len(text) if text is not None else None
+
+
+def dtype(args) -> str:
+    return canonical_dtype(args.dtype)  # 'fp16' -> 'float16'; an unknown dtype is one line here
+
+
+def run_job(kind: str, params: dict, what: str, **callbacks):
+    """The command's job in a measurement process of its own: (result, extra), or its one-line error."""
+    return cli_jobs.run_job(kind, params, what, **callbacks)
+
+
+def print_note(what: str, data) -> None:
+    """A job's note (on_progress), one line on stderr."""
+    if what == "note":
+        print(f"{PROG}: note: {data}", file=sys.stderr)
+
+
+def bench_config(args, **overrides):
+    """A BenchConfig from the shared input, device and flag options, through the same frozen Selection the
+    TUI builds from its sidebar, with --step, --optimizer and --amp where the command has them (`overrides`:
+    warmup, iters, compile, shapes, seed)."""
+    full = resolve_input(args)
+    batch = args.batch if args.batch is not None else (full[0] if full else 1)
+    values = dict(spec=args.model, shape=format_shape(full[1:]) if full else "", batch=str(batch),
+                  device=args.device, dtype=dtype(args), channels_last=args.channels_last,
+                  flags=flags_from(args))
+    values.update({k: getattr(args, k) for k in ("step", "optimizer", "amp") if getattr(args, k, None) is not None})
+    values.update(model_args=getattr(args, "model_args", "") or "", seq_len=getattr(args, "seq_len", None) or "")
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    if "compile" in values:
+        values["compile"] = values["compile"] or "eager"
+    if "shapes" in values:
+        values["shapes"] = parse_schedule(values["shapes"]).describe()  # a bad schedule: one line, exit 2
+    return Selection(**values).config()
+
+
+def check_history_writable(args) -> None:
+    """Before a run whose records go to the history (unless --no-history): a history that cannot take them is
+    one line now, exit 2 with nothing measured, rather than a "not saved" warning after the run."""
+    if getattr(args, "no_history", False):
+        return
+    try:
+        HistoryFile(args.history).check_writable()
+    except TorchperfError as exc:
+        raise TorchperfError(f"{exc}: nothing was measured (--history chooses another file, --no-history keeps "
+                             "none)") from None
+
+
+def append_history(args, result, fingerprint: dict | None) -> list:
+    """Every completed run goes to the history at once, with the environment the measurement process saw; a
+    history that cannot be written is a warning, not a lost result. -> the records saved (--mlflow tags their ids)."""
+    saved: list = []
+    warning = save_to_history(result, args.history, fingerprint, saved=saved)
+    if warning:
+        print(f"{PROG}: warning: {warning}", file=sys.stderr)
+    return saved
+
+
+def arms(args, base):
+    """The arms' SPECs parsed over the base run (no torch: here, before a job is sent), and what the arguments
+    alone can refuse: identical arms without --aa, and --kernels with a shape schedule."""
+    arm_a, arm_b = parse_arm_spec(args.a, base=base.flags), parse_arm_spec(args.b, base=base.flags)
+    if same_arms(base, arm_a, arm_b) and not args.aa:
+        raise TorchperfError(same_arms_refusal(AA_REMEDY))
+    if args.kernels and (base.shapes != "fixed" or arm_a.shapes or arm_b.shapes):
+        raise TorchperfError("--kernels profiles one input shape: leave out --shapes and shapes= in the SPECs")
+    return arm_a, arm_b

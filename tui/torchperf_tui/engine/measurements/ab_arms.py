@@ -1,0 +1,155 @@
+"""The arms of an A/B comparison: the SPEC a user types ('threads=2,cudnn_benchmark=on', 'dtype=fp16,step=train',
+'sdpa=flash+math,matmul_precision=high')
+parsed into backend flags and run settings, and whether two arms would run the same thing.
+
+Needs no torch: the CLI's process parses the SPECs before it sends the job, and the app says the refusal of two
+identical arms itself.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from torchperf_tui.core.errors import FlagError, TorchperfError
+from torchperf_tui.engine.measurements.flags import Flags, process_baseline
+from torchperf_tui.engine.measurements.train_step import check_amp, check_optimizer, check_step, StepSpec
+from torchperf_tui.engine.workloads.inputs import canonical_dtype
+from torchperf_tui.core.options import thread_count
+
+# SPEC keys: flag names the user types -> (Flags field(s), value parser); run settings apart.
+_BOOL_WORDS = {"1": True, "true": True, "on": True, "yes": True, "0": False, "false": False, "off": False,
+               "no": False}
+FLAG_KEYS: dict[str, tuple[str, ...]] = {
+    "cudnn_benchmark": ("cudnn_benchmark",),
+    "benchmark": ("cudnn_benchmark",),
+    "deterministic": ("cudnn_deterministic",),
+    "cudnn_deterministic": ("cudnn_deterministic",),
+    "deterministic_algorithms": ("deterministic_algorithms",),
+    "cudnn_enabled": ("cudnn_enabled",),
+    "tf32": ("tf32_matmul", "tf32_cudnn"),
+    "mkldnn": ("mkldnn_enabled",),
+    "threads": ("num_threads",),
+    "sdpa": ("sdpa",),  # backends joined with '+': sdpa=flash+math
+    "matmul_precision": ("matmul_precision",),
+}
+SETTING_KEYS = ("dtype", "channels_last", "shapes", "step", "optimizer", "amp")
+
+
+@dataclass(frozen=True)
+class ArmSpec:
+    """One arm: backend flags, and run settings that differ from the base run (None: as the base)."""
+
+    flags: Flags
+    dtype: str | None = None
+    channels_last: bool | None = None
+    shapes: str | None = None  # an input-shape schedule (engine/workloads/shapes.py), e.g. "random:192-288"
+    text: str = ""
+    step: str | None = None  # "infer" or "train"
+    optimizer: str | None = None  # a training step's: "sgd" or "adamw"
+    amp: str | None = None  # "fp16", "bf16", or "off" (mixed precision off where the base has it on)
+
+    def step_spec(self, base):
+        """This arm's StepSpec: its own step, optimizer and mixed precision where it sets them, else the base's."""
+        base_step = base.step_spec()
+        amp = base_step.amp if self.amp is None else (None if self.amp == "off" else self.amp)
+        return StepSpec(step=self.step or base_step.step, optimizer=self.optimizer or base_step.optimizer, amp=amp)
+
+
+def _parse_bool(key: str, value: str) -> bool:
+    try:
+        return _BOOL_WORDS[value.strip().lower()]
+    except KeyError:
+        raise FlagError(f"{key}={value!r}: expected on/off, true/false or 1/0") from None
+
+
+def parse_arm_spec(text: str, base: Flags | None = None) -> ArmSpec:
+    """'threads=2,cudnn_benchmark=on' -> ArmSpec. An empty spec is the base run unchanged. Needs no torch (the
+    CLI's process parses the SPECs before it sends the job): a dtype is checked and named by its text."""
+    flags = base or Flags()
+    dtype: str | None = None
+    channels_last: bool | None = None
+    shapes: str | None = None
+    steps: dict[str, str | None] = {}
+    given: dict[str, str] = {}  # what a key sets (aliases set the same thing) -> the key as typed
+    parts = [p.strip() for p in text.split(",")] if text.strip() else []
+    if "" in parts:  # 'cudnn_benchmark=on,,tf32=on': a setting lost between two commas, not nothing
+        raise FlagError(f"{text!r} has an empty item (a comma too many): write key=value,key=value, "
+                        "e.g. threads=2,mkldnn=off")
+    for part in parts:
+        key, sep, value = part.partition("=")
+        key = key.strip().lower().replace("-", "_")
+        if not sep or not value.strip():
+            raise FlagError(f"{part!r} in {text!r}: write key=value, e.g. threads=2")
+        for target in FLAG_KEYS.get(key, (key,)):
+            if target in given:  # 'mkldnn=on,mkldnn=off': which one would the arm mean?
+                same = "given twice" if given[target] == key else f"set by both {given[target]} and {key}"
+                raise FlagError(f"{key} {same} in {text!r}: give each setting once per arm")
+            given[target] = key
+        if key in FLAG_KEYS:
+            targets = FLAG_KEYS[key]
+            if key == "threads":
+                flags = flags.replace(num_threads=thread_count(value.strip()))
+            elif key in ("sdpa", "matmul_precision"):  # a bad value: 'sdpa: unknown backend ...'
+                flags = flags.replace(**{key: value.strip()})
+            else:
+                on = _parse_bool(key, value)
+                flags = flags.replace(**{target: on for target in targets})
+        elif key == "dtype":
+            dtype = canonical_dtype(value)  # 'fp16' -> 'float16', the name torch gives the dtype
+        elif key == "channels_last":
+            channels_last = _parse_bool(key, value)
+        elif key == "shapes":
+            # numpy: the app loads this module's results without it
+            from torchperf_tui.engine.workloads.shapes import parse_schedule
+            shapes = parse_schedule(value).describe()
+        elif key in ("step", "optimizer", "amp"):
+            word = value.strip().lower()
+            check = {"step": check_step, "optimizer": check_optimizer, "amp": check_amp}[key]
+            try:
+                steps[key] = word if key == "amp" and word == "off" else check(word)
+            except TorchperfError as exc:
+                raise FlagError(f"{part!r} in {text!r}: {exc}") from None
+        else:
+            known = ", ".join([*FLAG_KEYS, *SETTING_KEYS])
+            raise FlagError(f"unknown key {key!r} in {text!r}: known keys are {known}")
+    return ArmSpec(flags=flags, dtype=dtype, channels_last=channels_last, shapes=shapes,
+                   text=text.strip() or "base", **steps)
+
+
+def same_arms(base, a: ArmSpec, b: ArmSpec, default_threads: int | None = None) -> bool:
+    """Whether arms `a` and `b` of `base` (a bench_config.BenchConfig) would run the same thing: an A/A comparison.
+    Compared as they resolve: the flags as torch holds them once applied (Flags.effective), and with
+    `default_threads` (the measurement process's own count) an arm's empty thread count as that count, so that
+    threads=2 against '' on a box whose default is 2 is the same set-up twice."""
+    def effective(arm: ArmSpec):
+        flags = arm.flags.effective()
+        if flags.num_threads is None and default_threads is not None:
+            flags = dataclasses.replace(flags, num_threads=default_threads)
+        return (flags, arm.dtype or base.dtype,
+                base.channels_last if arm.channels_last is None else arm.channels_last,
+                arm.shapes or base.shapes, arm.step_spec(base))
+
+    return effective(a) == effective(b)
+
+
+def refuse_same_arms(base, a: ArmSpec, b: ArmSpec, remedy: str) -> None:
+    """TorchperfError (same_arms_refusal) when the arms resolve to the same set-up in this process, the measurement
+    process (it reads torch's own thread count: `process_baseline`): arms that differ only in text (threads=2 against
+    '' where 2 is the default) are refused there as identical arms are where they are typed."""
+    default = process_baseline().flags.num_threads
+    if same_arms(base, a, b, default_threads=default):
+        why = "" if same_arms(base, a, b) else f"threads left empty runs this machine's default, {default}"
+        raise TorchperfError(same_arms_refusal(remedy, why))
+
+
+# What to do instead of comparing two identical arms: in the CLI (compare), and in the app (a flip's A/B).
+AA_REMEDY = "--aa runs an A/A check of the noise on purpose"
+FLIP_REMEDY = "flip a flag first: A/B compares the flags before the flip with the current ones"
+
+
+def same_arms_refusal(remedy: str, flags_text: str = "") -> str:
+    """The one sentence that refuses two identical arms, in the CLI and the app alike: `flags_text` the arms'
+    flags where the reader has not typed them, `remedy` what to do instead where the refusal is met."""
+    flags = f" ({flags_text})" if flags_text else ""
+    return f"arms A and B are the same flags{flags}: nothing to compare; {remedy}"

@@ -1,0 +1,449 @@
+"""Backend flags as one value object, applied through a context manager that always restores them.
+
+This is the only place that changes torch's global backend state (cuDNN, TF32, deterministic algorithms,
+oneDNN, intra-op threads, the SDPA backends and float32 matmul precision: engine/measurements/attention_flags.py). A module-wide re-entrant lock is held while flags are applied, so a timed run
+never sees its flags change under it: a second run waits until the first has left its flags context.
+
+User code can change that state too (a factory calling `torch.set_num_threads(1)`), and it would then leak
+into every later model of the process. So the process keeps its pristine state (`process_baseline`, taken
+before any user code runs), a run's flags are applied over that baseline (threads left empty mean the
+baseline's count, not whatever the last model set), and `StateWatch` / `guarded_job` notice what user
+code changed, put the state back, and say so in words a result carries (`state_notes`).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any, Callable, Iterator
+
+from torchperf_tui.engine.measurements import attention_flags as attn
+from torchperf_tui.core.errors import FlagError
+
+# cuBLAS is only deterministic with a fixed workspace; PyTorch raises at the first matmul otherwise.
+_CUBLAS_DETERMINISTIC_WORKSPACE = ":4096:8"
+
+_FLAGS_LOCK = threading.RLock()
+
+
+@dataclass(frozen=True)
+class FlagSpec:
+    """What a flag is, for help texts and the UI's switches."""
+
+    name: str
+    label: str
+    kind: type  # bool, int, or str (one of `choices` in the sidebar; any parsed value in the CLI and a SPEC)
+    device: str  # "cuda", "cpu" or "any": where the flag has an effect
+    help: str
+    choices: tuple[str, ...] = ()
+
+
+FLAG_SPECS: tuple[FlagSpec, ...] = (
+    FlagSpec("cudnn_benchmark", "cudnn.benchmark", bool, "cuda",
+             "autotune conv algorithms per input shape (wins on fixed shapes, re-tunes on new ones)"),
+    FlagSpec("cudnn_deterministic", "cudnn.deterministic", bool, "cuda",
+             "only deterministic cuDNN conv algorithms"),
+    FlagSpec("cudnn_enabled", "cudnn.enabled", bool, "cuda",
+             "use cuDNN at all (off: PyTorch's native CUDA kernels)"),
+    FlagSpec("tf32_matmul", "TF32 matmul", bool, "cuda",
+             "allow TF32 tensor cores for fp32 matmuls (Ampere and newer)"),
+    FlagSpec("tf32_cudnn", "TF32 cuDNN", bool, "cuda",
+             "allow TF32 tensor cores for fp32 convolutions (Ampere and newer)"),
+    FlagSpec("deterministic_algorithms", "deterministic algos", bool, "any",
+             "torch.use_deterministic_algorithms: error on ops with no deterministic version"),
+    FlagSpec("mkldnn_enabled", "oneDNN (mkldnn)", bool, "cpu",
+             "use oneDNN kernels for CPU convolutions and matmuls"),
+    FlagSpec("num_threads", "threads", int, "cpu",
+             "intra-op CPU threads (torch.set_num_threads); empty: the measurement process's own count"),
+    FlagSpec("sdpa", "sdpa", str, "any",
+             "the backends scaled_dot_product_attention may choose from (sdpa_kernel): flash, efficient, cudnn, "
+             "math, joined with +; all: PyTorch's choice. The CPU has flash and math", attn.SDPA_CHOICES),
+    FlagSpec("matmul_precision", "matmul", str, "any", "torch.set_float32_matmul_precision: highest (full "
+             "fp32), high (TF32 on CUDA), medium (bf16 passes too)", attn.MATMUL_PRECISIONS),
+)
+_SPECS_BY_NAME = {spec.name: spec for spec in FLAG_SPECS}
+
+
+@dataclass(frozen=True)
+class Flags:
+    """A complete set of backend flags. `num_threads=None` is the process's own thread count (its baseline,
+    see `process_baseline`), whatever user code set since."""
+
+    cudnn_benchmark: bool = False
+    cudnn_deterministic: bool = False
+    cudnn_enabled: bool = True
+    tf32_matmul: bool = False
+    tf32_cudnn: bool = True
+    deterministic_algorithms: bool = False
+    mkldnn_enabled: bool = True
+    num_threads: int | None = None
+    sdpa: str = attn.SDPA_ALL  # the SDPA backends allowed, 'flash+math' (attention_flags.parse_sdpa's text)
+    matmul_precision: str = attn.DEFAULT_MATMUL_PRECISION
+
+    @classmethod
+    def current(cls) -> "Flags":
+        """The flags torch runs with right now."""
+        import torch
+
+        return cls(
+            cudnn_benchmark=bool(torch.backends.cudnn.benchmark),
+            cudnn_deterministic=bool(torch.backends.cudnn.deterministic),
+            cudnn_enabled=bool(torch.backends.cudnn.enabled),
+            tf32_matmul=bool(torch.backends.cuda.matmul.allow_tf32),
+            tf32_cudnn=bool(torch.backends.cudnn.allow_tf32),
+            deterministic_algorithms=bool(torch.are_deterministic_algorithms_enabled()),
+            mkldnn_enabled=bool(torch.backends.mkldnn.enabled),
+            num_threads=torch.get_num_threads(),
+            sdpa=attn.current_sdpa(),
+            matmul_precision=attn.current_matmul_precision(),
+        )
+
+    def effective(self) -> "Flags":
+        """These flags as torch holds them once applied: a matmul precision below 'highest' has TF32 matmul on."""
+        return replace(self, tf32_matmul=True) if attn.allows_tf32(self.matmul_precision) else self
+
+    def resolved(self) -> "Flags":
+        """These flags with the thread count they run on: the asked one, else the process's baseline count."""
+        if self.num_threads is not None:
+            return self
+        return replace(self, num_threads=process_baseline().flags.num_threads)
+
+    def replace(self, **changes) -> "Flags":
+        unknown = set(changes) - set(_SPECS_BY_NAME)
+        if unknown:
+            raise FlagError(f"unknown flag(s): {', '.join(sorted(unknown))}")
+        return replace(self, **attn.parsed_values(changes))  # 'math+flash' -> 'flash+math
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def changed_from(self, other: "Flags") -> dict[str, tuple]:
+        """Flags whose values differ: name -> (other's value, this value)."""
+        return {f.name: (getattr(other, f.name), getattr(self, f.name))
+                for f in fields(self) if getattr(self, f.name) != getattr(other, f.name)}
+
+    def describe(self, device: str | None = None, against: "Flags | None" = None, *,
+                 threads_used: int | None = None, against_threads: int | None = None,
+                 default_threads: int | None = None) -> str:
+        """Short text of the flags that differ from PyTorch's defaults, or from `against` (those that apply on
+        `device`). The thread count is always said on the CPU (or with no device), one way: "threads=2" when asked
+        for, "threads=2 (default)" when left to the process (the count `threads_used` says ran, else the process's
+        own, `default_threads`), "threads=default" only where neither is known. Against another set, the threads
+        are said when the counts that ran (`threads_used`, `against_threads`, else the asked ones) differ; "same
+        flags" when nothing does. `default_threads` also tells a default count from one the model's code set."""
+        diffs = []
+        for name, (_, value) in self.changed_from(against or Flags()).items():
+            if name == "num_threads":
+                continue
+            if device is not None and not device_applicability(name, device)[0]:
+                continue
+            diffs.append(f"{_SPECS_BY_NAME[name].label}={_value_text(value)}")
+        mine = threads_used if threads_used is not None else self.num_threads
+        left = threads_used if threads_used is not None else default_threads  # a count left to the process
+        left_text = f"threads={left} (default)" if left is not None else "threads=default"
+        if against is not None:
+            theirs = against_threads if against_threads is not None else against.num_threads
+            if mine != theirs:
+                diffs.append(f"threads={mine}" if mine is not None else left_text)
+            return ", ".join(diffs) if diffs else "same flags"
+        on_cpu = device is None or not device.startswith("cuda")
+        if on_cpu or self.num_threads is not None:
+            if self.num_threads is not None:
+                diffs.append(f"threads={self.num_threads}"
+                             + ("" if threads_used in (None, self.num_threads) else f" (ran on {threads_used})"))
+            elif default_threads not in (None, threads_used) and threads_used is not None:
+                diffs.append(f"threads={threads_used} (set by the model's code; default {default_threads})")
+            else:
+                diffs.append(left_text)
+        return ", ".join(diffs) if diffs else "defaults"
+
+
+def flag_spec(name: str) -> FlagSpec:
+    try:
+        return _SPECS_BY_NAME[name]
+    except KeyError:
+        raise FlagError(f"unknown flag {name!r}: known flags are {', '.join(_SPECS_BY_NAME)}") from None
+
+
+def _cuda_capability() -> tuple[int, int] | None:
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    return torch.cuda.get_device_capability()
+
+
+def device_applicability(name: str, device: str) -> tuple[bool, str | None]:
+    """Whether flag `name` is a setting of the kind of device (`"cpu"`/`"cuda"`) at all: no torch needed, so
+    `Flags.describe` can run in the app's UI process."""
+    spec = flag_spec(name)
+    on_cuda = device.startswith("cuda")
+    if spec.device == "cuda" and not on_cuda:
+        return False, "a CUDA setting: no effect on the CPU"
+    if spec.device == "cpu" and on_cuda:
+        if name == "num_threads":
+            return False, "sets CPU threads; the model runs on the GPU"
+        return False, "oneDNN runs CPU ops only"
+    return True, None
+
+
+def flag_applicability(name: str, device: str) -> tuple[bool, str | None]:
+    """Whether setting flag `name` changes anything for a model on `device` ("cpu"/"cuda"), and why not:
+    the kind of device, then what this torch build and GPU support."""
+    applies, why = device_applicability(name, device)
+    if not applies:
+        return applies, why
+    import torch
+
+    on_cuda = device.startswith("cuda")
+
+    if name.startswith("cudnn_") or name == "tf32_cudnn":
+        if not torch.backends.cudnn.is_available():
+            return False, "cuDNN is not available in this PyTorch build"
+    if name.startswith("tf32_") or (name == "matmul_precision" and on_cuda):  # below 'highest': TF32 on CUDA
+        capability = _cuda_capability()
+        if capability is not None and capability < (8, 0):
+            return False, f"TF32 needs compute capability 8.0+, this GPU is {capability[0]}.{capability[1]}"
+    if name == "mkldnn_enabled" and not torch.backends.mkldnn.is_available():
+        return False, "this PyTorch build has no oneDNN (mkldnn)"
+    return True, None
+
+
+def applicability_table() -> dict[str, dict[str, tuple[bool, str | None]]]:
+    """flag_applicability for every flag on the CPU and on CUDA: what the app's UI process, which has no
+    torch, is told once by the process that has it."""
+    return {kind: {spec.name: flag_applicability(spec.name, kind) for spec in FLAG_SPECS} for kind in ("cpu", "cuda")}
+
+
+def inert_flags(flags: Flags, device: str, reference: Flags | None = None) -> list[str]:
+    """One line per flag set away from `reference` (default: PyTorch's defaults) that has no effect on
+    `device`, e.g. cudnn.benchmark on the CPU: a user should not read a same-speed result as its effect."""
+    reference = reference or Flags()
+    lines = []
+    for spec in FLAG_SPECS:
+        if getattr(flags, spec.name) != getattr(reference, spec.name):
+            ok, why = flag_applicability(spec.name, device)
+            if not ok:
+                lines.append(f"{spec.label} has no effect here: {why}")
+    return lines + attn.absent_lines(flags.sdpa, device)
+
+
+def _apply(flags: Flags) -> None:
+    import torch
+
+    torch.backends.cudnn.benchmark = flags.cudnn_benchmark
+    torch.backends.cudnn.deterministic = flags.cudnn_deterministic
+    torch.backends.cudnn.enabled = flags.cudnn_enabled
+    attn.apply_matmul_precision(flags.matmul_precision, flags.tf32_matmul)  # sets TF32 matmul too
+    torch.backends.cudnn.allow_tf32 = flags.tf32_cudnn
+    attn.apply_sdpa(flags.sdpa)
+    if flags.deterministic_algorithms:
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", _CUBLAS_DETERMINISTIC_WORKSPACE)
+    torch.use_deterministic_algorithms(flags.deterministic_algorithms)
+    torch.backends.mkldnn.enabled = flags.mkldnn_enabled
+    if flags.num_threads is not None:
+        if flags.num_threads < 1:
+            raise FlagError(f"threads must be at least 1, got {flags.num_threads}")
+        # The upper bound (the machine's CPUs) is checked where a count enters, options.thread_count: here
+        # it would also refuse to restore torch's own default on a box whose affinity is narrower.
+        torch.set_num_threads(flags.num_threads)
+
+
+@contextmanager
+def applied_flags(flags: Flags) -> Iterator[Flags]:
+    """Run the body under `flags` (threads left empty: the process's baseline count, see `process_baseline`),
+    then put back exactly what was there before, even on error."""
+    import torch
+
+    with _FLAGS_LOCK:
+        previous = Flags.current()
+        warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+        try:
+            _apply(flags.resolved())
+            yield flags
+        finally:
+            _apply(previous)
+            if previous.deterministic_algorithms and warn_only:
+                torch.use_deterministic_algorithms(True, warn_only=True)
+
+
+# -- the process's global torch state, and what user code did to it --------------------------------------
+
+# What TorchState holds beyond the flags, and how a change of each is said.
+_STATE_LABELS = {"num_threads": "torch threads", "interop_threads": "inter-op threads",
+                 "default_dtype": "the default dtype", "grad_enabled": "grad mode",
+                 "warn_only": "deterministic algorithms' warn-only mode"}
+
+
+@dataclass(frozen=True)
+class TorchState:
+    """Torch's process-wide settings a model's code can change behind a run's back: every flag (threads
+    included, as a count), the inter-op threads, the default dtype, grad mode and deterministic warn-only."""
+
+    flags: Flags
+    interop_threads: int
+    default_dtype: str
+    grad_enabled: bool
+    warn_only: bool
+
+    @classmethod
+    def current(cls) -> "TorchState":
+        import torch
+
+        return cls(flags=Flags.current(), interop_threads=int(torch.get_num_interop_threads()),
+                   default_dtype=str(torch.get_default_dtype()).removeprefix("torch."),
+                   grad_enabled=bool(torch.is_grad_enabled()),
+                   warn_only=bool(torch.is_deterministic_algorithms_warn_only_enabled()))
+
+    def values(self) -> dict[str, object]:
+        return {**self.flags.to_dict(), "interop_threads": self.interop_threads,
+                "default_dtype": self.default_dtype, "grad_enabled": self.grad_enabled, "warn_only": self.warn_only}
+
+    def changes_from(self, expected: "TorchState") -> dict[str, tuple]:
+        """Settings whose values differ: name -> (expected, this state's value)."""
+        mine, theirs = self.values(), expected.values()
+        return {name: (theirs[name], value) for name, value in mine.items() if value != theirs[name]}
+
+
+_BASELINE: TorchState | None = None
+
+
+def process_baseline() -> TorchState:
+    """The process's pristine state, taken at the first call: the measurement process calls it (through
+    `guarded_job`) before its first job, so before any user code; an engine call from a script takes it at
+    its first run, before that run builds its model."""
+    global _BASELINE
+    with _FLAGS_LOCK:
+        if _BASELINE is None:
+            _BASELINE = TorchState.current()
+        return _BASELINE
+
+
+def asked_state(flags: Flags) -> TorchState:
+    """The state a run under `flags` should see from its first iteration to its last: the baseline with the
+    flags applied (as `applied_flags` does), threads left empty being the baseline's count."""
+    base = process_baseline()
+    threads = flags.num_threads if flags.num_threads is not None else base.flags.num_threads
+    # Setting deterministic algorithms on or off (as applying flags does) clears warn-only.
+    return replace(base, flags=replace(flags.effective(), num_threads=threads), warn_only=False)
+
+
+def _label(name: str) -> str:
+    return _STATE_LABELS.get(name) or _SPECS_BY_NAME[name].label
+
+
+def _value_text(value: object) -> str:
+    return ("on" if value else "off") if isinstance(value, bool) else str(value)
+
+
+def change_text(name: str, expected: object, actual: object) -> str:
+    """'torch threads to 1 (asked: 2)'."""
+    return f"{_label(name)} to {_value_text(actual)} (asked: {_value_text(expected)})"
+
+
+def restore_state(state: TorchState) -> list[str]:
+    """Put `state` back; the settings torch cannot set again in this process (inter-op threads, once any
+    parallel work has run), as lines."""
+    import torch
+
+    with _FLAGS_LOCK:
+        _apply(state.flags)
+        if state.warn_only and state.flags.deterministic_algorithms:
+            torch.use_deterministic_algorithms(True, warn_only=True)
+        dtype = getattr(torch, state.default_dtype, None)
+        if isinstance(dtype, torch.dtype) and torch.get_default_dtype() != dtype:
+            torch.set_default_dtype(dtype)
+        torch.set_grad_enabled(state.grad_enabled)
+        stuck = []
+        if torch.get_num_interop_threads() != state.interop_threads:
+            try:
+                torch.set_num_interop_threads(state.interop_threads)
+            except RuntimeError:  # torch allows it once, before any inter-op work
+                stuck.append(f"{_label('interop_threads')} cannot be set back to {state.interop_threads} in this "
+                             f"process (torch allows it once)")
+        return stuck
+
+
+class StateWatch:
+    """What the model's code did to torch's global state during one measurement, in words, and the state put
+    back at the end.
+
+    Made before the model is built; `built()` once it is (its import and factory ran: what they changed is
+    overridden by the run's flags context, and said); `ran(flags)` inside the flags context after the timed
+    iterations (what the forward changed there was in effect for some of them: the samples were not all
+    measured under what was asked); `close()` puts back the state found at the start. `notes` says each
+    change once.
+    """
+
+    def __init__(self) -> None:
+        process_baseline()  # before any user code, in a process that has not taken it yet
+        self.start = TorchState.current()
+        self.notes: list[str] = []
+        self._said: set[str] = set()
+
+    def _note(self, changes: dict[str, tuple], text) -> None:
+        for name, (expected, actual) in changes.items():
+            if name not in self._said:
+                self._said.add(name)
+                self.notes.append(text(name, expected, actual))
+
+    def built(self) -> None:
+        self._note(TorchState.current().changes_from(self.start),
+                   lambda n, e, a: f"the model's code (import or factory) set {_label(n)} to {_value_text(a)}: "
+                                   f"overridden for the run ({_value_text(e)}) and put back after it")
+
+    def ran(self, flags: Flags, during: str = "the run") -> None:
+        changes = TorchState.current().changes_from(asked_state(flags))
+        changes.pop("grad_enabled", None)  # the run's own: inference runs without gradients
+        self._note(changes,
+                   lambda n, e, a: f"the model's code set {change_text(n, e, a)} during {during}: samples "
+                                   f"measured under a state the run did not ask for; put back after it")
+
+    def close(self) -> list[str]:
+        """Put back the state found at the start; returns `notes`."""
+        changes = TorchState.current().changes_from(self.start)
+        if changes:
+            self._note(changes, lambda n, e, a: f"the model's code set {_label(n)} to {_value_text(a)}; "
+                                                f"put back to {_value_text(e)} after the run")
+            self.notes += restore_state(self.start)
+        return self.notes
+
+
+def import_changes(module: str, before: TorchState) -> list[str]:
+    """What importing the model's `module` changed of torch's state since `before`, in words, put back to
+    `before` (the process's own) so the job runs from it: a module that sets threads at import must not pass
+    for the process's default."""
+    changes = TorchState.current().changes_from(before)
+    if not changes:
+        return []
+    notes = [f"the model's module {module} set {_label(name)} to {_value_text(actual)} at import: put back to "
+             f"{_value_text(expected)} for the job" for name, (expected, actual) in changes.items()]
+    return notes + restore_state(before)
+
+
+def guarded_job(call: Callable[[], tuple[Any, dict]]) -> tuple[Any, dict]:
+    """Run one job of the measurement process (`call` returns (result, extra)) from the process's baseline
+    state and put that state back after it: no model's settings leak into the next job.
+
+    What user code changed is said on the result: added to its `state_notes` when it has that field (runs
+    whose engine runner watched for itself have said it already), else in `extra["state_notes"]`."""
+    baseline = process_baseline()
+    if TorchState.current() != baseline:  # left by code outside any job (never expected): not this job's doing
+        restore_state(baseline)
+    try:
+        result, extra = call()
+    finally:
+        changes = TorchState.current().changes_from(baseline)
+        stuck = restore_state(baseline) if changes else []
+    if not changes:
+        return result, extra
+    said = " ".join(getattr(result, "state_notes", ()) or ())
+    notes = [f"user code set {_label(name)} to {_value_text(actual)}; put back to {_value_text(expected)} "
+             "after the job" for name, (expected, actual) in changes.items() if _label(name) not in said] + stuck
+    if notes and hasattr(result, "state_notes"):
+        result.state_notes = [*result.state_notes, *notes]
+    elif notes:
+        extra = {**extra, "state_notes": notes}
+    return result, extra
