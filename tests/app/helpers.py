@@ -110,7 +110,7 @@ async def flip(pilot, name: str, attempts: int = 5, follow_s: float = 30.0) -> N
 def analysed(app, spec: str | None = None) -> bool:
     """The picker holds the analysis of `spec` (any model when None) and the screen shows it: the picker sets
     its result before the App hears of it, so a test that read the summary on the first alone could race."""
-    from torchperf_tui.app.widgets.layers.layers_pane import complexity_summary
+    from torchperf_tui.wording.complexity import complexity_summary
 
     picker = app.pane("picker")
     if picker.complexity is None or (spec is not None and picker.spec != spec):

@@ -21,7 +21,7 @@ async def test_a_with_identical_arms_says_there_is_nothing_to_compare(tiny_app):
         from torchperf_tui.engine.measurements.flags import Flags
 
         remedy = "flip a flag first: A/B compares the flags before the flip with the current ones"
-        text = same_arms_refusal(remedy, Flags().describe(app.session.device_kind()))
+        text = same_arms_refusal(remedy, app.session.flags_text(Flags()))  # the threads as the process left them
         assert app.pane("compare").verdict == f"A/B: {escape(text)}"
         assert app.pane("compare").ab_runs is None and len(app.session.runs) == 0  # nothing was started
 

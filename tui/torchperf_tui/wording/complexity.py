@@ -75,3 +75,23 @@ def layer_cells(cx) -> list[tuple[str, ...]]:
     training = counts_backward(cx)
     return [(layer.name, layer.type, format_shape(layer.input_shape), format_shape(layer.output_shape),
              *layer_figures(layer, training).values()) for layer in cx.layers]
+
+
+def shape_text(shape) -> str:
+    if shape is None:
+        return "–"
+    if isinstance(shape, (list, tuple)) and shape and isinstance(shape[0], (list, tuple)):
+        return ", ".join(shape_text(s) for s in shape)
+    if isinstance(shape, (list, tuple)):
+        return format_shape(shape)
+    return str(shape)
+
+
+def complexity_summary(cx) -> str:
+    """One line: parameters, size, FLOPs and MACs of a Complexity (of a training step: its backward too), and its
+    input; a factory's example_inputs each by name, shape and dtype."""
+    ratio = step_ratio(cx)
+    step = f" + backward {format_flops(cx.backward_flops)} (training step {ratio})" if ratio else ""
+    fed = cx.inputs if getattr(cx, "example_inputs", False) else f"input {shape_text(cx.input_shape)} {cx.dtype}"
+    return (f"{format_count(cx.params_total)} params · {format_bytes(cx.size_bytes)} · "
+            f"{format_flops(cx.flops)} ({format_count(cx.macs, 'MACs')}){step} · {fed}")

@@ -67,3 +67,12 @@ def cpu_rows(cpu, kept=None) -> list[Row]:
             *(row(label, value) for label, value in cpu_figures(cpu).items()),
             row("peak FLOP/s, bandwidth", "no datasheet figure for a CPU: the measured ceilings stand in for them"),
             row("measured ceilings", kept_ceilings_text(kept))]
+
+
+def short_name(report, device: str) -> str:
+    """'NVIDIA H100 … (cuda:0)' or 'CPU: model' for the header."""
+    if device.startswith("cuda"):
+        index = int(device.split(":")[1]) if ":" in device else 0
+        gpu = next((g for g in report.gpus if g.index == index), None)
+        return f"{gpu.name if gpu else 'CUDA'} ({device})"
+    return f"CPU: {report.cpu.model}"

@@ -18,11 +18,10 @@ from textual.widgets import Footer, Header, Label, Static, TabbedContent, TabPan
 from torchperf_tui.app.guards import while_running
 from torchperf_tui.app.messages import HistoryChanged, RunsChanged
 from torchperf_tui.app.screens.layout import TABS, FitsTerminal
-from torchperf_tui.app.widgets.layers.layers_pane import complexity_summary
 from torchperf_tui.engine.measurements.flags import FLAG_SPECS, Flags
 from torchperf_tui.measure.selection import Selection
-from torchperf_tui.app.widgets.device.device_pane import short_name
-from torchperf_tui.app.widgets.timing.histogram import PlotHolder
+from torchperf_tui.wording.complexity import complexity_summary
+from torchperf_tui.wording.device import short_name
 
 # name -> (widget id, module under app/widgets, class). The modules load only after the first frame: the
 # panes and their widgets (DataTable, ProgressBar, plots) are not needed to paint it.
@@ -119,6 +118,8 @@ class MainScreen(FitsTerminal, Screen):
         for name, why in session.missing.items():
             self.app.notify(f"engine module {name} not available: {why}", severity="warning", timeout=8)
         if "textual_plot" not in session.missing:
+            # Local: the panes' modules load after the first frame (pane_class imports them).
+            from torchperf_tui.app.widgets.timing.histogram import PlotHolder
             for holder in self.query(PlotHolder):
                 holder.attach_plot()
         if session.has("flags"):

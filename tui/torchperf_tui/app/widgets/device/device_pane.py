@@ -74,15 +74,6 @@ def device_choices(report) -> list[str]:
     return choices
 
 
-def short_name(report, device: str) -> str:
-    """'NVIDIA H100 … (cuda:0)' or 'CPU: model' for the header."""
-    if device.startswith("cuda"):
-        index = int(device.split(":")[1]) if ":" in device else 0
-        gpu = next((g for g in report.gpus if g.index == index), None)
-        return f"{gpu.name if gpu else 'CUDA'} ({device})"
-    return f"CPU: {report.cpu.model}"
-
-
 def ceilings_text(result, device: str) -> str:
     """The kept ceilings of the device with the workload that gave each, or how to measure them."""
     if result is None:

@@ -12,31 +12,11 @@ from textual.widgets import DataTable, Static
 
 from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent
-from torchperf_tui.core.formatting import (fit_name, format_bytes, format_count, format_flops, format_ms, format_shape,
-                                      is_number, number_text)
-from torchperf_tui.wording.complexity import attention_text, counts_backward, layer_figures, step_ratio
+from torchperf_tui.core.formatting import fit_name, format_count, format_ms, is_number, number_text
+from torchperf_tui.wording.complexity import (attention_text, complexity_summary, counts_backward, layer_figures,
+                                              shape_text)
 from torchperf_tui.wording.conditions import disturbed_text
 from torchperf_tui.measure.protocol import JobFailed
-
-
-def shape_text(shape) -> str:
-    if shape is None:
-        return "–"
-    if isinstance(shape, (list, tuple)) and shape and isinstance(shape[0], (list, tuple)):
-        return ", ".join(shape_text(s) for s in shape)
-    if isinstance(shape, (list, tuple)):
-        return format_shape(shape)
-    return str(shape)
-
-
-def complexity_summary(cx) -> str:
-    """One line: parameters, size, FLOPs and MACs of a Complexity (of a training step: its backward too), and its
-    input; a factory's example_inputs each by name, shape and dtype."""
-    ratio = step_ratio(cx)
-    step = f" + backward {format_flops(cx.backward_flops)} (training step {ratio})" if ratio else ""
-    fed = cx.inputs if getattr(cx, "example_inputs", False) else f"input {shape_text(cx.input_shape)} {cx.dtype}"
-    return (f"{format_count(cx.params_total)} params · {format_bytes(cx.size_bytes)} · "
-            f"{format_flops(cx.flops)} ({format_count(cx.macs, 'MACs')}){step} · {fed}")
 
 
 # (key, label): what says where the time is likely to go first, so it is in sight at 80 columns beside the
