@@ -49,11 +49,16 @@ def fresh_app(out: Path, suffix: str, history: Path, **options):
 
 
 def shooter(app, out: Path, suffix: str, saved: list[Path]):
-    """shoot(name): save the screen as out/name{suffix}.svg (cursors still, toasts gone) and list it."""
-    def shoot(name: str) -> None:
+    """await shoot(name): save the screen as out/name{suffix}.svg (cursors still, toasts gone) and list it."""
+    async def shoot(name: str) -> None:
         for field in app.query("Input"):
             field.cursor_blink = False
         app.clear_notifications()
+        # The toasts leave the screen at its next refresh: saving in the same moment could still catch one.
+        deadline = time.monotonic() + 5
+        while app.query("Toast") and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.1)
         app.save_screenshot(filename=f"{name}{suffix}.svg", path=str(out))
         saved.append(out / f"{name}{suffix}.svg")
     return shoot
@@ -66,7 +71,7 @@ async def visit(pilot, shoot, key: str, name: str, settle: float = 0.5, until=No
     if until is not None:
         await wait_until(pilot, until, what=what)
     await pilot.pause(settle)
-    shoot(name)
+    await shoot(name)
 
 
 async def pick(pilot, model: str) -> None:
@@ -91,7 +96,7 @@ async def make(out: Path, model: str, flag: str, warmup: int, iters: int, max_ba
         await wait_until(pilot, lambda: runs.get(1) is not None and runs.get(1).finished,
                          what="run 1")
         await pilot.pause(0.5)
-        shoot("main")
+        await shoot("main")
         await pilot.click(f"#flag-{flag}")  # flipping a flag starts run 2 with the new flags
         await wait_until(pilot, lambda: runs.get(2) is not None and runs.get(2).finished,
                          what="run 2")
@@ -108,13 +113,13 @@ async def make(out: Path, model: str, flag: str, warmup: int, iters: int, max_ba
         await wait_until(pilot, lambda: app.main.query_one("#history-table").row_count >= 2, what="the history")
         await pilot.press("m", "down", "m")
         await pilot.pause(0.5)
-        shoot("history")
+        await shoot("history")
         await pilot.press("b")  # the highlighted run (the older one) is the baseline; the next run is shown against it
         await pilot.press("1", "r")
         await wait_until(pilot, lambda: "against the baseline" in str(app.main.query_one("#run-baseline").render()),
                          what="the run against the baseline")
         await pilot.pause(0.5)
-        shoot("baseline")
+        await shoot("baseline")
         await pilot.press("8", "b")  # unmarked: the views below are as before
 
         async def finished_run(set_option) -> None:
@@ -126,7 +131,7 @@ async def make(out: Path, model: str, flag: str, warmup: int, iters: int, max_ba
 
         await pilot.press("1")
         await finished_run(lambda: setattr(app.main.query_one("#option-shapes"), "value", "random"))
-        shoot("shapes")
+        await shoot("shapes")
         await finished_run(lambda: setattr(app.main.query_one("#option-shapes"), "value", "fixed"))
         app.main.query_one("#option-flip").value = "ab"
         await pilot.pause(0.2)
@@ -134,7 +139,7 @@ async def make(out: Path, model: str, flag: str, warmup: int, iters: int, max_ba
         await wait_until(pilot, lambda: ab_done(app),
                          what="the A/B comparison")
         await pilot.pause(1.0)
-        shoot("ab")
+        await shoot("ab")
         await visit(pilot, shoot, "k", "kernels", what="the kernels",
                     until=lambda: app.main.query_one("#kernels").result is not None)
     return saved
@@ -157,7 +162,7 @@ async def make_training(out: Path, model: str, flag: str, warmup: int, iters: in
         await pilot.click(f"#flag-{flag}")  # in A/B mode: both flag sets, training steps, interleaved
         await wait_until(pilot, lambda: ab_done(app), what="the A/B of training steps")
         await pilot.pause(1.0)
-        shoot("train-ab")
+        await shoot("train-ab")
         await visit(pilot, shoot, "k", "train-kernels", what="the kernels",
                     until=lambda: app.main.query_one("#kernels").result is not None)
     return saved
@@ -175,7 +180,7 @@ async def make_why(out: Path, model: str, warmup: int, iters: int, history: Path
         await pilot.press("1", "M")
         await wait_until(pilot, lambda: app.pane("timing").last_modes is not None, what="the timing modes")
         await pilot.pause(0.8)
-        shoot("modes")
+        await shoot("modes")
     return saved
 
 
@@ -204,7 +209,7 @@ async def make_attention(out: Path, history: Path, suffix: str = "") -> list[Pat
                            ("attention-generate", lambda: app.pane("generation").result is not None)):
             await wait_until(pilot, done, what=name)  # shot under its own banner: the next comes after the pace
             await pilot.pause(0.5)
-            shoot(name)
+            await shoot(name)
     return saved
 
 
