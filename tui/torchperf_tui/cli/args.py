@@ -7,10 +7,10 @@ import argparse
 import functools
 
 from torchperf_tui.core import options
+from torchperf_tui.core.attention_settings import MATMUL_PRECISIONS, parse_sdpa
 from torchperf_tui.core.errors import FlagError, PROG, TorchperfError
 from torchperf_tui import __version__
 from torchperf_tui.cli.mlflow import add_mlflow_option
-from torchperf_tui.engine.measurements import attention_flags as attn
 from torchperf_tui.engine.workloads.inputs import parse_seq_len
 from torchperf_tui.engine.workloads.model_args import parse_model_args
 
@@ -114,7 +114,7 @@ def _add_flag_options(p: argparse.ArgumentParser) -> None:
 
 
 def _flag_value(parse):
-    """An argparse type from a parser of engine/measurements/attention_flags.py (no torch): its FlagError one line."""
+    """An argparse type from a parser of core/attention_settings.py (no torch): its FlagError one line."""
     def convert(text: str):
         try:
             return parse(text)
@@ -126,10 +126,10 @@ def _flag_value(parse):
 
 
 def _add_attention_flag_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--sdpa", metavar="BACKENDS", type=_flag_value(attn.parse_sdpa),
+    p.add_argument("--sdpa", metavar="BACKENDS", type=_flag_value(parse_sdpa),
                    help="the backends scaled_dot_product_attention may use, joined with +: flash, efficient, cudnn, "
                         "math, e.g. flash+math (default all; the CPU has flash and math)")
-    p.add_argument("--matmul-precision", choices=attn.MATMUL_PRECISIONS,
+    p.add_argument("--matmul-precision", choices=MATMUL_PRECISIONS,
                    help="torch.set_float32_matmul_precision: highest (default), high (TF32 on CUDA), medium")
 
 

@@ -33,6 +33,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
+from torchperf_tui.core.attention_settings import sdpa_backends
 from torchperf_tui.engine.analysis.kernel_time import KernelTime
 from torchperf_tui.engine.hardware.lazy_torch import torch
 
@@ -372,7 +373,7 @@ def conv_kernels(base: BenchConfig, a: ArmSpec, b: ArmSpec, *, iters: int = 3, w
                         if not layers and not calls:
                             raise TorchperfError(f"{name} has no convolution layers and no attention "
                                                  "(scaled_dot_product_attention) calls: kernel choice needs one")
-                        reasons[arm] = attention_calls.probe_sites(calls, attention.attn.sdpa_backends(spec.flags.sdpa),
+                        reasons[arm] = attention_calls.probe_sites(calls, sdpa_backends(spec.flags.sdpa),
                                                              device)
                         handles = attach_layer_ranges(layers + [(site, work.model.get_submodule(site)) for site
                                                                 in dict.fromkeys(c.site for c in calls)])

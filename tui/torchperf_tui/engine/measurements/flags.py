@@ -19,8 +19,10 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Callable, Iterator
 
-from torchperf_tui.engine.measurements import attention_flags as attn
+from torchperf_tui.core.attention_settings import (DEFAULT_MATMUL_PRECISION, MATMUL_PRECISIONS, SDPA_ALL, SDPA_CHOICES,
+                                                   allows_tf32, parse_matmul_precision, parse_sdpa)
 from torchperf_tui.core.errors import FlagError
+from torchperf_tui.engine.measurements import attention_flags as attn
 
 # cuBLAS is only deterministic with a fixed workspace; PyTorch raises at the first matmul otherwise.
 _CUBLAS_DETERMINISTIC_WORKSPACE = ":4096:8"
@@ -59,9 +61,9 @@ FLAG_SPECS: tuple[FlagSpec, ...] = (
              "intra-op CPU threads (torch.set_num_threads); empty: the measurement process's own count"),
     FlagSpec("sdpa", "sdpa", str, "any",
              "the backends scaled_dot_product_attention may choose from (sdpa_kernel): flash, efficient, cudnn, "
-             "math, joined with +; all: PyTorch's choice. The CPU has flash and math", attn.SDPA_CHOICES),
+             "math, joined with +; all: PyTorch's choice. The CPU has flash and math", SDPA_CHOICES),
     FlagSpec("matmul_precision", "matmul", str, "any", "torch.set_float32_matmul_precision: highest (full "
-             "fp32), high (TF32 on CUDA), medium (bf16 passes too)", attn.MATMUL_PRECISIONS),
+             "fp32), high (TF32 on CUDA), medium (bf16 passes too)", MATMUL_PRECISIONS),
 )
 _SPECS_BY_NAME = {spec.name: spec for spec in FLAG_SPECS}
 
@@ -79,8 +81,8 @@ class Flags:
     deterministic_algorithms: bool = False
     mkldnn_enabled: bool = True
     num_threads: int | None = None
-    sdpa: str = attn.SDPA_ALL  # the SDPA backends allowed, 'flash+math' (attention_flags.parse_sdpa's text)
-    matmul_precision: str = attn.DEFAULT_MATMUL_PRECISION
+    sdpa: str = SDPA_ALL  # the SDPA backends allowed, 'flash+math' (attention_settings.parse_sdpa's text)
+    matmul_precision: str = DEFAULT_MATMUL_PRECISION
 
     @classmethod
     def current(cls) -> "Flags":
@@ -102,7 +104,7 @@ class Flags:
 
     def effective(self) -> "Flags":
         """These flags as torch holds them once applied: a matmul precision below 'highest' has TF32 matmul on."""
-        return replace(self, tf32_matmul=True) if attn.allows_tf32(self.matmul_precision) else self
+        return replace(self, tf32_matmul=True) if allows_tf32(self.matmul_precision) else self
 
     def resolved(self) -> "Flags":
         """These flags with the thread count they run on: the asked one, else the process's baseline count."""
@@ -114,7 +116,9 @@ class Flags:
         unknown = set(changes) - set(_SPECS_BY_NAME)
         if unknown:
             raise FlagError(f"unknown flag(s): {', '.join(sorted(unknown))}")
-        return replace(self, **attn.parsed_values(changes))  # 'math+flash' -> 'flash+math
+        parse = {"sdpa": parse_sdpa, "matmul_precision": parse_matmul_precision}  # 'math+flash' -> 'flash+math'
+        return replace(self, **{name: parse[name](value) if name in parse else value
+                                for name, value in changes.items()})
 
     def to_dict(self) -> dict:
         return asdict(self)
