@@ -19,7 +19,8 @@ from torchperf_tui.app.guards import while_running
 from torchperf_tui.app.messages import HistoryChanged, RunsChanged
 from torchperf_tui.app.screens.layout import TABS, FitsTerminal
 from torchperf_tui.app.widgets.layers.layers_pane import complexity_summary
-from torchperf_tui.engine.measurements.flags import FLAG_SPECS, Flags
+from torchperf_tui.core.flag_table import FLAG_SPECS
+from torchperf_tui.engine.measurements.flags import Flags
 from torchperf_tui.measure.selection import Selection
 from torchperf_tui.app.widgets.device.device_pane import short_name
 from torchperf_tui.app.widgets.timing.histogram import PlotHolder
