@@ -122,6 +122,53 @@ FLAG_SPECS: tuple[FlagSpec, ...] = (
 _BY_NAME = {spec.name: spec for spec in FLAG_SPECS}
 # Why a flag of one kind of device does nothing on the other, unless its entry says.
 _ELSEWHERE = {"cuda": "a CUDA setting: no effect on the CPU", "cpu": "a CPU setting: no effect on the GPU"}
+NEEDS = ("cudnn", "tf32", "onednn")  # what an entry's `needs` may name (engine/measurements/flags.py checks each)
+
+
+def _faults() -> list[str]:
+    """What an entry lacks for the CLI, a SPEC, the sidebar and the guard to take it, a line each."""
+    faults = [f"{name}: two entries" for name in _BY_NAME if [s.name for s in FLAG_SPECS].count(name) > 1]
+    for spec in FLAG_SPECS:
+        if spec.kind not in (bool, int, str):
+            faults.append(f"{spec.name}: a flag is a bool, an int or a str")
+        if spec.kind is not bool and spec.parse is None:
+            faults.append(f"{spec.name}: a value other than on/off needs its parse (as typed -> the value)")
+        if spec.kind is str and not spec.choices:
+            faults.append(f"{spec.name}: a text flag needs its choices (the sidebar's select)")
+        if spec.device not in ("cuda", "cpu", "any"):
+            faults.append(f"{spec.name}: device is cuda, cpu or any")
+        faults += [f"{spec.name}: needs {need!r} is none of {', '.join(NEEDS)}" for need in spec.needs
+                   if need not in NEEDS]
+        faults += [f"{spec.name}: {after} names no flag" for after in (spec.listed_after, spec.key_said_after)
+                   if after and after not in _BY_NAME]
+        option = spec.option
+        if option is not None and option.style in (SWITCH, ON) and spec.kind is not bool:
+            faults.append(f"{spec.name}: {option.text} is a switch, for an on/off flag")
+        if option is not None and option.style == ON and spec.default is not False:
+            faults.append(f"{spec.name}: {option.text} typed alone turns it on, so it is off by default")
+        if option is not None and option.style == CHOICE and not spec.choices:
+            faults.append(f"{spec.name}: {option.text} takes one of the flag's choices, and it has none")
+    for text, spec_kinds in _kinds_by(lambda spec: spec.option and spec.option.text).items():
+        if len(spec_kinds) > 1:
+            faults.append(f"{text} sets flags of different kinds")
+    for key, spec_kinds in _kinds_by(lambda spec: spec.keys).items():
+        if len(spec_kinds) > 1:
+            faults.append(f"SPEC key {key} sets flags of different kinds")
+    return faults
+
+
+def _kinds_by(names) -> dict[str, set[type]]:
+    """Option text or SPEC key -> the kinds of the flags it sets."""
+    found: dict[str, set[type]] = {}
+    for spec in FLAG_SPECS:
+        given = names(spec) or ()
+        for name in (given,) if isinstance(given, str) else given:
+            found.setdefault(name, set()).add(spec.kind)
+    return found
+
+
+if _faults():  # a new entry says everything its consumers need
+    raise TypeError("the flag table: " + "; ".join(_faults()))
 
 
 def flag_spec(name: str) -> FlagSpec:

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterator
 
 from torchperf_tui.core.attention_settings import allows_tf32
 from torchperf_tui.core.errors import FlagError
-from torchperf_tui.core.flag_table import FLAG_SPECS, FlagSpec, device_applicability, flag_spec
+from torchperf_tui.core.flag_table import FLAG_SPECS, NEEDS, FlagSpec, device_applicability, flag_spec
 from torchperf_tui.engine.measurements import attention_flags as attn
 
 # cuBLAS is only deterministic with a fixed workspace; PyTorch raises at the first matmul otherwise.
@@ -155,6 +155,8 @@ def _without_onednn(on_cuda: bool) -> str | None:
 # What a flag's entry says it needs (FlagSpec.needs): why it cannot act here, or None.
 _NEEDS: dict[str, Callable[[bool], str | None]] = {"cudnn": _without_cudnn, "tf32": _without_tf32,
                                                     "onednn": _without_onednn}
+if set(_NEEDS) != set(NEEDS):  # the table's words for what torch must have, each checked here
+    raise TypeError(f"what a flag needs, checked here: {', '.join(_NEEDS)}; named by the table: {', '.join(NEEDS)}")
 
 
 def flag_applicability(name: str, device: str) -> tuple[bool, str | None]:
