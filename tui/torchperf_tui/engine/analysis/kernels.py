@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 from torchperf_tui.core.attention_settings import sdpa_backends
+from torchperf_tui.engine.analysis.attention_result import AttentionSite
 from torchperf_tui.engine.analysis.kernel_time import KernelTime
 from torchperf_tui.engine.hardware.lazy_torch import torch
 
@@ -405,7 +406,7 @@ def conv_kernels(base: BenchConfig, a: ArmSpec, b: ArmSpec, *, iters: int = 3, w
     keys = list(dict.fromkeys([*sites["a"], *sites["b"]]))  # forward order first, each site's passes together
     in_order = list(dict.fromkeys(site for site, _ in keys))
     keys.sort(key=lambda key: (in_order.index(key[0]), key[1] != "fwd"))
-    attention_sites = [attention.AttentionSite(site, phase, *(attention.attention_run(
+    attention_sites = [AttentionSite(site, phase, *(attention.attention_run(
                            allowed[arm], sites[arm].get((site, phase)), reasons[arm].get(site, {})) for arm in "ab"))
                        for site, phase in keys]
     note = (CUDA_NOTE if on_cuda else CPU_NOTE) if layers else ""
