@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from tests.records import ENV
+from torchperf_tui.core import attention_settings
 from torchperf_tui.engine.measurements import attention_flags as attn
 from torchperf_tui.engine.measurements.ab_arms import parse_arm_spec, same_arms
 from torchperf_tui.engine.measurements.flags import Flags, applied_flags, asked_state, inert_flags
@@ -17,14 +18,15 @@ from torchperf_tui.wording.history import history_line
 
 
 def test_a_set_is_written_one_way_whatever_the_order_or_the_alias():
-    assert attn.parse_sdpa("math+flash") == "flash+math"
-    assert attn.parse_sdpa("Mem-Efficient+MATH") == "efficient+math"
-    assert attn.parse_sdpa("flash+efficient+cudnn+math") == attn.SDPA_ALL == attn.parse_sdpa("any")
+    assert attention_settings.parse_sdpa("math+flash") == "flash+math"
+    assert attention_settings.parse_sdpa("Mem-Efficient+MATH") == "efficient+math"
+    assert (attention_settings.parse_sdpa("flash+efficient+cudnn+math") == attention_settings.SDPA_ALL
+            == attention_settings.parse_sdpa("any"))
     for bad in ("fast", "", "flash+"):
         with pytest.raises(FlagError, match="sdpa"):
-            attn.parse_sdpa(bad)
+            attention_settings.parse_sdpa(bad)
     with pytest.raises(FlagError, match="highest, high, medium"):
-        attn.parse_matmul_precision("low")
+        attention_settings.parse_matmul_precision("low")
 
 
 def test_the_set_and_the_precision_are_applied_and_put_back():

@@ -4,8 +4,9 @@ import pytest
 import torch
 
 from torchperf_tui.core.errors import FlagError
-from torchperf_tui.engine.measurements.flags import (FLAG_SPECS, Flags, TorchState, applied_flags, flag_applicability,
-                                        guarded_job, process_baseline, restore_state)
+from torchperf_tui.core.flag_table import FLAG_SPECS
+from torchperf_tui.engine.measurements.flags import (Flags, TorchState, applied_flags, flag_applicability, guarded_job,
+                                                     process_baseline, restore_state)
 from torchperf_tui.engine.measurements.bench_config import BenchConfig
 from torchperf_tui.engine.measurements.timing import run_benchmark
 from tests import state_changing_models as hostile

@@ -20,7 +20,7 @@ from torch.overrides import TorchFunctionMode
 from tests.tinymodels import TinyCNN
 from torchperf_tui.engine.measurements import generation, timing
 from torchperf_tui.engine.measurements.ab_arms import parse_arm_spec, refuse_same_arms, same_arms
-from torchperf_tui.engine.measurements.attention_flags import parse_sdpa
+from torchperf_tui.core.attention_settings import parse_sdpa
 from torchperf_tui.engine.measurements.bench_config import BenchConfig
 from torchperf_tui.engine.measurements.flags import Flags, process_baseline
 from torchperf_tui.core.errors import FlagError, ModelError, ModelTooLarge, ShapeError, TorchperfError

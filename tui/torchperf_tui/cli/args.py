@@ -7,10 +7,10 @@ import argparse
 import functools
 
 from torchperf_tui.core import options
-from torchperf_tui.core.errors import FlagError, PROG, TorchperfError
+from torchperf_tui.core.errors import PROG, TorchperfError
+from torchperf_tui.core.flag_table import CHOICE, ON, SWITCH, flag_options, flag_spec, spec_keys_text
 from torchperf_tui import __version__
 from torchperf_tui.cli.mlflow import add_mlflow_option
-from torchperf_tui.engine.measurements import attention_flags as attn
 from torchperf_tui.engine.workloads.inputs import parse_seq_len
 from torchperf_tui.engine.workloads.model_args import parse_model_args
 
@@ -101,36 +101,30 @@ def _add_workload_options(p: argparse.ArgumentParser) -> None:
 
 
 def _add_flag_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--cudnn-benchmark", action=argparse.BooleanOptionalAction, default=False,
-                   help="torch.backends.cudnn.benchmark (default off)")
-    p.add_argument("--deterministic", action="store_true", help="torch.backends.cudnn.deterministic")
-    p.add_argument("--deterministic-algorithms", action="store_true",
-                   help="torch.use_deterministic_algorithms(True)")
-    p.add_argument("--tf32", action=argparse.BooleanOptionalAction, default=None,
-                   help="allow TF32 for fp32 matmuls and convolutions (default: PyTorch's)")
-    p.add_argument("--threads", type=_checked(options.thread_count),
-                   help="CPU intra-op threads (torch.set_num_threads), at most the machine's logical CPUs")
-    _add_attention_flag_options(p)
+    """The flag table's options (core/flag_table.py), in its order; common.flags_from makes them the run's Flags."""
+    for option, names in flag_options():
+        spec = flag_spec(names[0])  # the flags an option sets are of one kind
+        if option.style == SWITCH:
+            p.add_argument(option.text, action=argparse.BooleanOptionalAction, default=option.default,
+                           help=option.help)
+        elif option.style == ON:
+            p.add_argument(option.text, action="store_true", help=option.help)
+        elif option.style == CHOICE:
+            p.add_argument(option.text, choices=spec.choices, help=option.help)
+        else:
+            p.add_argument(option.text, metavar=option.metavar, type=_flag_value(spec.parse), help=option.help)
 
 
 def _flag_value(parse):
-    """An argparse type from a parser of engine/measurements/attention_flags.py (no torch): its FlagError one line."""
+    """An argparse type from a flag's parse (core/flag_table.py, no torch): its error one line."""
     def convert(text: str):
         try:
             return parse(text)
-        except FlagError as exc:
+        except TorchperfError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
 
-    convert.__name__ = "value"
+    convert.__name__ = getattr(parse, "__name__", "value")  # argparse names the type in its messages
     return convert
-
-
-def _add_attention_flag_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--sdpa", metavar="BACKENDS", type=_flag_value(attn.parse_sdpa),
-                   help="the backends scaled_dot_product_attention may use, joined with +: flash, efficient, cudnn, "
-                        "math, e.g. flash+math (default all; the CPU has flash and math)")
-    p.add_argument("--matmul-precision", choices=attn.MATMUL_PRECISIONS,
-                   help="torch.set_float32_matmul_precision: highest (default), high (TF32 on CUDA), medium")
 
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
@@ -384,9 +378,8 @@ def build_parser(commands: bool = True, baseline: bool = False) -> argparse.Argu
     _add_workload_options(p)
     if baseline:  # the model comes from the baseline (a MODEL given must be the baseline's)
         _make_optional(p, "model")
-    p.add_argument("--a", required=not baseline, metavar="SPEC", help="arm A: key=value,... over cudnn_benchmark, "
-                   "deterministic, tf32, threads, mkldnn, sdpa (e.g. sdpa=flash+math), matmul_precision, dtype, "
-                   "channels_last, shapes, step, optimizer, amp "
+    p.add_argument("--a", required=not baseline, metavar="SPEC", help=f"arm A: key=value,... over {spec_keys_text()}, "
+                   "dtype, channels_last, shapes, step, optimizer, amp "
                    "('' = the base run; e.g. amp=fp16 against amp=off)")
     p.add_argument("--b", required=not baseline, metavar="SPEC", help="arm B, likewise")
     p.add_argument("--blocks", type=_checked(options.ab_blocks), default=10,

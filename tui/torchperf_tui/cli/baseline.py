@@ -20,6 +20,7 @@ from typing import Any, Sequence
 
 from torchperf_tui.cli.args import build_parser
 from torchperf_tui.core.errors import PROG, TorchperfError
+from torchperf_tui.core.flag_table import flag_options, gate_name
 from torchperf_tui.cli import common
 from torchperf_tui.cli.mlflow import log_gate, open_mlflow
 from torchperf_tui.engine.records.baseline import BaselineError, config_of_record, resolve_baseline
@@ -76,15 +77,10 @@ def overridden(cfg, args, typed: set[str]) -> tuple[Any, list[str]]:
             changes[dest] = value()
             names.append(dest)
     flags = {}
-    for dest, flag in (("cudnn_benchmark", "cudnn_benchmark"), ("deterministic", "cudnn_deterministic"),
-                       ("deterministic_algorithms", "deterministic_algorithms"), ("threads", "num_threads"),
-                       ("sdpa", "sdpa"), ("matmul_precision", "matmul_precision")):
-        if dest in typed:
-            flags[flag] = getattr(args, dest)
-            names.append("deterministic" if dest == "deterministic" else "threads" if dest == "threads" else flag)
-    if "tf32" in typed and args.tf32 is not None:
-        flags.update(tf32_matmul=args.tf32, tf32_cudnn=args.tf32)
-        names += ["tf32_matmul", "tf32_cudnn"]
+    for option, flag_names in flag_options():  # the flag table's options (core/flag_table.py)
+        if option.dest in typed and getattr(args, option.dest) is not None:
+            flags.update(dict.fromkeys(flag_names, getattr(args, option.dest)))
+            names += [gate_name(name) for name in flag_names]
     if flags:
         changes["flags"] = cfg.flags.replace(**flags)
     if "time_budget" in typed:

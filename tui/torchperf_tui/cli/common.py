@@ -8,6 +8,7 @@ import sys
 
 from torchperf_tui.core.errors import PROG
 from torchperf_tui.core.errors import TorchperfError
+from torchperf_tui.core.flag_table import flag_options
 from torchperf_tui.core.formatting import format_shape
 from torchperf_tui.engine.measurements.ab_arms import AA_REMEDY, parse_arm_spec, same_arms, same_arms_refusal
 from torchperf_tui.engine.measurements.flags import Flags
@@ -21,13 +22,14 @@ from torchperf_tui.measure import cli_jobs
 
 
 def flags_from(args) -> Flags:
-    """The flag options as the run's Flags."""
-    flags = Flags(cudnn_benchmark=args.cudnn_benchmark, cudnn_deterministic=args.deterministic,
-                  deterministic_algorithms=args.deterministic_algorithms, num_threads=args.threads)
-    if args.tf32 is not None:
-        flags = flags.replace(tf32_matmul=args.tf32, tf32_cudnn=args.tf32)
-    attention = {k: getattr(args, k, None) for k in ("sdpa", "matmul_precision")}
-    return flags.replace(**{k: v for k, v in attention.items() if v is not None})
+    """The flag options as the run's Flags: each option of the flag table (core/flag_table.py) sets the flags
+    that name it; one left out (None) leaves them at their defaults."""
+    changes = {}
+    for option, names in flag_options():
+        value = getattr(args, option.dest, None)
+        if value is not None:
+            changes.update(dict.fromkeys(names, value))
+    return Flags().replace(**changes)
 
 
 def print_json(data) -> None:

@@ -18,7 +18,8 @@ from textual.widgets import Footer, Header, Label, Static, TabbedContent, TabPan
 from torchperf_tui.app.guards import while_running
 from torchperf_tui.app.messages import HistoryChanged, RunsChanged
 from torchperf_tui.app.screens.layout import TABS, FitsTerminal
-from torchperf_tui.engine.measurements.flags import FLAG_SPECS, Flags
+from torchperf_tui.core.flag_table import FLAG_SPECS
+from torchperf_tui.engine.measurements.flags import Flags
 from torchperf_tui.measure.selection import Selection
 from torchperf_tui.wording.complexity import complexity_summary
 from torchperf_tui.wording.device import short_name

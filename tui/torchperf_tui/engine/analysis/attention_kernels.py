@@ -18,7 +18,7 @@ from typing import Any
 
 from torchperf_tui.engine.analysis.attention_result import AttentionRun
 from torchperf_tui.engine.analysis.kernel_time import KernelTime
-from torchperf_tui.engine.measurements import attention_flags as attn
+from torchperf_tui.core.attention_settings import sdpa_backends
 from torchperf_tui.engine.workloads.layer_ranges import BACKWARD_PREFIX, LAYER_PREFIX, descendants, on_cpu
 
 SDPA_OP = "aten::scaled_dot_product_attention"
@@ -93,6 +93,6 @@ def attention_run(allowed: str, entry: dict | None, reasons: dict[str, str | Non
         return AttentionRun(allowed=allowed, ran="")
     kernels = entry["kernels"]
     ran = entry["ran"]
-    passed = {b: why for b, why in reasons.items() if why and b in attn.sdpa_backends(allowed) and b != ran}
+    passed = {b: why for b, why in reasons.items() if why and b in sdpa_backends(allowed) and b != ran}
     return AttentionRun(allowed=allowed, ran=ran, kernels=kernels, us_per_iter=sum(k.us_per_iter for k in kernels),
                         calls_per_iter=max((k.calls_per_iter for k in kernels), default=0.0), passed_over=passed)

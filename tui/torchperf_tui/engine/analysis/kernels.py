@@ -33,6 +33,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
+from torchperf_tui.core.attention_settings import sdpa_backends
+from torchperf_tui.engine.analysis.attention_result import AttentionSite
 from torchperf_tui.engine.analysis.kernel_time import KernelTime
 from torchperf_tui.engine.hardware.lazy_torch import torch
 
@@ -345,7 +347,7 @@ def conv_kernels(base: BenchConfig, a: ArmSpec, b: ArmSpec, *, iters: int = 3, w
     profiled: list[int] = []  # iterations each arm that ran got to profile
     hosts: dict[str, HostNoise] = {}
     stopped = False
-    attention.check_attention_sets(base, [a.flags, b.flags], device)  # before anything is built
+    attention_calls.check_attention_sets(base, [a.flags, b.flags], device)  # before anything is built
     try:
         for key in dict.fromkeys(settings.values()):
             workloads[key] = prepare_workload(base.model, plan.inputs, device, parse_dtype(key[0]), key[1],
@@ -372,7 +374,7 @@ def conv_kernels(base: BenchConfig, a: ArmSpec, b: ArmSpec, *, iters: int = 3, w
                         if not layers and not calls:
                             raise TorchperfError(f"{name} has no convolution layers and no attention "
                                                  "(scaled_dot_product_attention) calls: kernel choice needs one")
-                        reasons[arm] = attention_calls.probe_sites(calls, attention.attn.sdpa_backends(spec.flags.sdpa),
+                        reasons[arm] = attention_calls.probe_sites(calls, sdpa_backends(spec.flags.sdpa),
                                                              device)
                         handles = attach_layer_ranges(layers + [(site, work.model.get_submodule(site)) for site
                                                                 in dict.fromkeys(c.site for c in calls)])
@@ -404,7 +406,7 @@ def conv_kernels(base: BenchConfig, a: ArmSpec, b: ArmSpec, *, iters: int = 3, w
     keys = list(dict.fromkeys([*sites["a"], *sites["b"]]))  # forward order first, each site's passes together
     in_order = list(dict.fromkeys(site for site, _ in keys))
     keys.sort(key=lambda key: (in_order.index(key[0]), key[1] != "fwd"))
-    attention_sites = [attention.AttentionSite(site, phase, *(attention.attention_run(
+    attention_sites = [AttentionSite(site, phase, *(attention.attention_run(
                            allowed[arm], sites[arm].get((site, phase)), reasons[arm].get(site, {})) for arm in "ab"))
                        for site, phase in keys]
     note = (CUDA_NOTE if on_cuda else CPU_NOTE) if layers else ""

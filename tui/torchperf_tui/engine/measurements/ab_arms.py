@@ -12,27 +12,16 @@ import dataclasses
 from dataclasses import dataclass
 
 from torchperf_tui.core.errors import FlagError, TorchperfError
+from torchperf_tui.core.flag_table import flag_spec, spec_keys
 from torchperf_tui.engine.measurements.flags import Flags, process_baseline
 from torchperf_tui.engine.measurements.train_step import check_amp, check_optimizer, check_step, StepSpec
 from torchperf_tui.engine.workloads.inputs import canonical_dtype
-from torchperf_tui.core.options import thread_count
 
-# SPEC keys: flag names the user types -> (Flags field(s), value parser); run settings apart.
+# SPEC keys: the flag table's (core/flag_table.py: each flag's keys; aliases set the same flags, 'tf32' both TF32
+# flags) -> the Flags field(s) each sets; run settings apart.
 _BOOL_WORDS = {"1": True, "true": True, "on": True, "yes": True, "0": False, "false": False, "off": False,
                "no": False}
-FLAG_KEYS: dict[str, tuple[str, ...]] = {
-    "cudnn_benchmark": ("cudnn_benchmark",),
-    "benchmark": ("cudnn_benchmark",),
-    "deterministic": ("cudnn_deterministic",),
-    "cudnn_deterministic": ("cudnn_deterministic",),
-    "deterministic_algorithms": ("deterministic_algorithms",),
-    "cudnn_enabled": ("cudnn_enabled",),
-    "tf32": ("tf32_matmul", "tf32_cudnn"),
-    "mkldnn": ("mkldnn_enabled",),
-    "threads": ("num_threads",),
-    "sdpa": ("sdpa",),  # backends joined with '+': sdpa=flash+math
-    "matmul_precision": ("matmul_precision",),
-}
+FLAG_KEYS: dict[str, tuple[str, ...]] = spec_keys()
 SETTING_KEYS = ("dtype", "channels_last", "shapes", "step", "optimizer", "amp")
 
 
@@ -88,13 +77,10 @@ def parse_arm_spec(text: str, base: Flags | None = None) -> ArmSpec:
             given[target] = key
         if key in FLAG_KEYS:
             targets = FLAG_KEYS[key]
-            if key == "threads":
-                flags = flags.replace(num_threads=thread_count(value.strip()))
-            elif key in ("sdpa", "matmul_precision"):  # a bad value: 'sdpa: unknown backend ...'
-                flags = flags.replace(**{key: value.strip()})
-            else:
-                on = _parse_bool(key, value)
-                flags = flags.replace(**{target: on for target in targets})
+            spec = flag_spec(targets[0])  # the flags a key sets are of one kind
+            # a bad value is one line: 'sdpa: unknown backend ...', 'threads: must be at least 1 ...'
+            setting = _parse_bool(key, value) if spec.kind is bool else spec.parse(value.strip())
+            flags = flags.replace(**{target: setting for target in targets})
         elif key == "dtype":
             dtype = canonical_dtype(value)  # 'fp16' -> 'float16', the name torch gives the dtype
         elif key == "channels_last":

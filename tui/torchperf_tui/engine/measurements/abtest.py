@@ -18,7 +18,8 @@ from torchperf_tui.engine.measurements.ab_arms import ArmSpec, same_arms
 from torchperf_tui.engine.measurements.ab_result import MIN_PAIRS, ABResult, ArmResult, block_verdict
 from torchperf_tui.engine.hardware.condition_sampler import conditions_sampler
 from torchperf_tui.core.errors import TorchperfError
-from torchperf_tui.engine.measurements.flags import (applied_flags, asked_state, flag_applicability, FLAG_SPECS, Flags,
+from torchperf_tui.core.flag_table import FLAG_SPECS
+from torchperf_tui.engine.measurements.flags import (applied_flags, asked_state, flag_applicability, Flags,
                                                      process_baseline, StateWatch)
 from torchperf_tui.engine.hardware.host_noise import HostProbe
 from torchperf_tui.engine.hardware.run_conditions import throttle_note

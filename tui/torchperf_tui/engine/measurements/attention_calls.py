@@ -17,6 +17,7 @@ from typing import Any, Callable
 from torchperf_tui.core.errors import FlagError
 from torchperf_tui.core.formatting import format_shape
 from torchperf_tui.engine.hardware.lazy_torch import torch
+from torchperf_tui.core.attention_settings import CPU_SDPA_BACKENDS, SDPA_LABELS, sdpa_backends
 from torchperf_tui.engine.measurements import attention_flags as attn
 from torchperf_tui.engine.workloads.layer_ranges import wrap_forwards
 from torchperf_tui.engine.workloads.workload import PASSTHROUGH_CODE
@@ -162,7 +163,7 @@ def probe(call: AttentionCall, backend: str, device) -> str | None:
               "math": "MATH"}[backend]
     if not hasattr(SDPBackend, member):
         return "not in this PyTorch build"
-    if device.type == "cpu" and backend not in attn.CPU_SDPA_BACKENDS:
+    if device.type == "cpu" and backend not in CPU_SDPA_BACKENDS:
         return "not on the CPU"
     grad = call.requires_grad
     q, k, v = (t.make(device, call.compute_dtype, grad) for t in (call.q, call.k, call.v))
@@ -190,7 +191,7 @@ def probe_sites(calls: list[AttentionCall], backends: tuple[str, ...], device) -
         key = call.signature()
         if key not in seen:
             seen[key] = {b: probe(call, b, device) for b in backends
-                         if b != "math" and (device.type == "cuda" or b in attn.CPU_SDPA_BACKENDS)}
+                         if b != "math" and (device.type == "cuda" or b in CPU_SDPA_BACKENDS)}
         site = out.setdefault(call.site, {})
         for backend, why in seen[key].items():
             site[backend] = site.get(backend) or why
@@ -200,7 +201,7 @@ def probe_sites(calls: list[AttentionCall], backends: tuple[str, ...], device) -
 def unviable(calls: list[AttentionCall], sdpa: str, device) -> str | None:
     """One line when some call has no backend in `sdpa` that can take it on `device`, naming the call, the
     backends and torch's reasons; None when every call has one (math always can)."""
-    backends = attn.sdpa_backends(sdpa)
+    backends = sdpa_backends(sdpa)
     if "math" in backends:
         return None
     tried: dict[tuple, str | None] = {}
@@ -210,7 +211,7 @@ def unviable(calls: list[AttentionCall], sdpa: str, device) -> str | None:
         reasons = {b: probe(call, b, device) for b in backends}
         tried[call.signature()] = None
         if all(reasons.values()):
-            why = "; ".join(f"{attn.SDPA_LABELS[b]}: {r}" for b, r in reasons.items())
+            why = "; ".join(f"{SDPA_LABELS[b]}: {r}" for b, r in reasons.items())
             return (f"sdpa={sdpa} leaves the attention at {call.site} ({call.describe()}) no backend on "
                     f"{device.type}: {why} (checked by running that call under the set); allow math")
     return None
@@ -226,7 +227,7 @@ def check_attention_sets(cfg, flag_sets, device=None) -> None:
         refusal = attn.sdpa_refusal(sdpa, device.type, cfg.dtype, cfg.amp)
         if refusal:
             raise FlagError(refusal)
-    restricted = [s for s in dict.fromkeys(sets) if "math" not in attn.sdpa_backends(s)]
+    restricted = [s for s in dict.fromkeys(sets) if "math" not in sdpa_backends(s)]
     if not restricted or not isinstance(cfg.model, str):
         return
     calls = meta_calls(cfg)

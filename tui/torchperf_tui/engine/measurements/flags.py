@@ -1,8 +1,12 @@
 """Backend flags as one value object, applied through a context manager that always restores them.
 
-This is the only place that changes torch's global backend state (cuDNN, TF32, deterministic algorithms,
-oneDNN, intra-op threads, the SDPA backends and float32 matmul precision: engine/measurements/attention_flags.py). A module-wide re-entrant lock is held while flags are applied, so a timed run
-never sees its flags change under it: a second run waits until the first has left its flags context.
+What each flag is, where it acts and how a user names it is the flag table's (core/flag_table.py): Flags has one
+field per entry. This module is how torch holds them: each flag is set and read through the attribute of torch its
+entry names, or through the appliers and readers below, and this is the only place that changes torch's global
+backend state (cuDNN, TF32, deterministic algorithms, oneDNN, intra-op threads, the SDPA backends and float32
+matmul precision: engine/measurements/attention_flags.py). A module-wide re-entrant lock is held while flags are
+applied, so a timed run never sees its flags change under it: a second run waits until the first has left its
+flags context.
 
 User code can change that state too (a factory calling `torch.set_num_threads(1)`), and it would then leak
 into every later model of the process. So the process keeps its pristine state (`process_baseline`, taken
@@ -13,14 +17,17 @@ code changed, put the state back, and say so in words a result carries (`state_n
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Callable, Iterator
 
-from torchperf_tui.engine.measurements import attention_flags as attn
+from torchperf_tui.core.attention_settings import allows_tf32
 from torchperf_tui.core.errors import FlagError
+from torchperf_tui.core.flag_table import FLAG_SPECS, NEEDS, FlagSpec, device_applicability, flag_spec
+from torchperf_tui.engine.measurements import attention_flags as attn
 
 # cuBLAS is only deterministic with a fixed workspace; PyTorch raises at the first matmul otherwise.
 _CUBLAS_DETERMINISTIC_WORKSPACE = ":4096:8"
@@ -28,81 +35,31 @@ _CUBLAS_DETERMINISTIC_WORKSPACE = ":4096:8"
 _FLAGS_LOCK = threading.RLock()
 
 
-@dataclass(frozen=True)
-class FlagSpec:
-    """What a flag is, for help texts and the UI's switches."""
-
-    name: str
-    label: str
-    kind: type  # bool, int, or str (one of `choices` in the sidebar; any parsed value in the CLI and a SPEC)
-    device: str  # "cuda", "cpu" or "any": where the flag has an effect
-    help: str
-    choices: tuple[str, ...] = ()
-
-
-FLAG_SPECS: tuple[FlagSpec, ...] = (
-    FlagSpec("cudnn_benchmark", "cudnn.benchmark", bool, "cuda",
-             "autotune conv algorithms per input shape (wins on fixed shapes, re-tunes on new ones)"),
-    FlagSpec("cudnn_deterministic", "cudnn.deterministic", bool, "cuda",
-             "only deterministic cuDNN conv algorithms"),
-    FlagSpec("cudnn_enabled", "cudnn.enabled", bool, "cuda",
-             "use cuDNN at all (off: PyTorch's native CUDA kernels)"),
-    FlagSpec("tf32_matmul", "TF32 matmul", bool, "cuda",
-             "allow TF32 tensor cores for fp32 matmuls (Ampere and newer)"),
-    FlagSpec("tf32_cudnn", "TF32 cuDNN", bool, "cuda",
-             "allow TF32 tensor cores for fp32 convolutions (Ampere and newer)"),
-    FlagSpec("deterministic_algorithms", "deterministic algos", bool, "any",
-             "torch.use_deterministic_algorithms: error on ops with no deterministic version"),
-    FlagSpec("mkldnn_enabled", "oneDNN (mkldnn)", bool, "cpu",
-             "use oneDNN kernels for CPU convolutions and matmuls"),
-    FlagSpec("num_threads", "threads", int, "cpu",
-             "intra-op CPU threads (torch.set_num_threads); empty: the measurement process's own count"),
-    FlagSpec("sdpa", "sdpa", str, "any",
-             "the backends scaled_dot_product_attention may choose from (sdpa_kernel): flash, efficient, cudnn, "
-             "math, joined with +; all: PyTorch's choice. The CPU has flash and math", attn.SDPA_CHOICES),
-    FlagSpec("matmul_precision", "matmul", str, "any", "torch.set_float32_matmul_precision: highest (full "
-             "fp32), high (TF32 on CUDA), medium (bf16 passes too)", attn.MATMUL_PRECISIONS),
-)
-_SPECS_BY_NAME = {spec.name: spec for spec in FLAG_SPECS}
+def _fields_of_the_table(cls):
+    """One field per entry of the flag table, in its order, with its default."""
+    cls.__annotations__ = {spec.name: spec.kind if spec.default is not None else spec.kind | None
+                           for spec in FLAG_SPECS}
+    for spec in FLAG_SPECS:
+        setattr(cls, spec.name, spec.default)
+    return cls
 
 
 @dataclass(frozen=True)
+@_fields_of_the_table
 class Flags:
-    """A complete set of backend flags. `num_threads=None` is the process's own thread count (its baseline,
-    see `process_baseline`), whatever user code set since."""
-
-    cudnn_benchmark: bool = False
-    cudnn_deterministic: bool = False
-    cudnn_enabled: bool = True
-    tf32_matmul: bool = False
-    tf32_cudnn: bool = True
-    deterministic_algorithms: bool = False
-    mkldnn_enabled: bool = True
-    num_threads: int | None = None
-    sdpa: str = attn.SDPA_ALL  # the SDPA backends allowed, 'flash+math' (attention_flags.parse_sdpa's text)
-    matmul_precision: str = attn.DEFAULT_MATMUL_PRECISION
+    """A complete set of backend flags: a field per entry of the flag table (core/flag_table.py), defaults
+    PyTorch's. `num_threads=None` is the process's own thread count (its baseline, see `process_baseline`),
+    whatever user code set since; `sdpa` the SDPA backends allowed, as core/attention_settings.parse_sdpa writes
+    them ('flash+math')."""
 
     @classmethod
     def current(cls) -> "Flags":
         """The flags torch runs with right now."""
-        import torch
-
-        return cls(
-            cudnn_benchmark=bool(torch.backends.cudnn.benchmark),
-            cudnn_deterministic=bool(torch.backends.cudnn.deterministic),
-            cudnn_enabled=bool(torch.backends.cudnn.enabled),
-            tf32_matmul=bool(torch.backends.cuda.matmul.allow_tf32),
-            tf32_cudnn=bool(torch.backends.cudnn.allow_tf32),
-            deterministic_algorithms=bool(torch.are_deterministic_algorithms_enabled()),
-            mkldnn_enabled=bool(torch.backends.mkldnn.enabled),
-            num_threads=torch.get_num_threads(),
-            sdpa=attn.current_sdpa(),
-            matmul_precision=attn.current_matmul_precision(),
-        )
+        return cls(**{spec.name: _read(spec) for spec in FLAG_SPECS})
 
     def effective(self) -> "Flags":
         """These flags as torch holds them once applied: a matmul precision below 'highest' has TF32 matmul on."""
-        return replace(self, tf32_matmul=True) if attn.allows_tf32(self.matmul_precision) else self
+        return replace(self, tf32_matmul=True) if allows_tf32(self.matmul_precision) else self
 
     def resolved(self) -> "Flags":
         """These flags with the thread count they run on: the asked one, else the process's baseline count."""
@@ -111,10 +68,13 @@ class Flags:
         return replace(self, num_threads=process_baseline().flags.num_threads)
 
     def replace(self, **changes) -> "Flags":
-        unknown = set(changes) - set(_SPECS_BY_NAME)
+        """These flags with `changes`; a text value (the SDPA set, the matmul precision) checked and written as
+        its parse writes it ('math+flash' -> 'flash+math')."""
+        unknown = set(changes) - {f.name for f in fields(self)}
         if unknown:
             raise FlagError(f"unknown flag(s): {', '.join(sorted(unknown))}")
-        return replace(self, **attn.parsed_values(changes))  # 'math+flash' -> 'flash+math
+        return replace(self, **{name: flag_spec(name).parse(value) if flag_spec(name).kind is str else value
+                                for name, value in changes.items()})
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -139,7 +99,7 @@ class Flags:
                 continue
             if device is not None and not device_applicability(name, device)[0]:
                 continue
-            diffs.append(f"{_SPECS_BY_NAME[name].label}={_value_text(value)}")
+            diffs.append(f"{flag_spec(name).label}={_value_text(value)}")
         mine = threads_used if threads_used is not None else self.num_threads
         left = threads_used if threads_used is not None else default_threads  # a count left to the process
         left_text = f"threads={left} (default)" if left is not None else "threads=default"
@@ -160,33 +120,43 @@ class Flags:
         return ", ".join(diffs) if diffs else "defaults"
 
 
-def flag_spec(name: str) -> FlagSpec:
-    try:
-        return _SPECS_BY_NAME[name]
-    except KeyError:
-        raise FlagError(f"unknown flag {name!r}: known flags are {', '.join(_SPECS_BY_NAME)}") from None
+def _torch():
+    import torch  # the app's UI process and the CLI's load this module without torch
+
+    return torch
 
 
 def _cuda_capability() -> tuple[int, int] | None:
-    import torch
-
+    torch = _torch()
     if not torch.cuda.is_available():
         return None
     return torch.cuda.get_device_capability()
 
 
-def device_applicability(name: str, device: str) -> tuple[bool, str | None]:
-    """Whether flag `name` is a setting of the kind of device (`"cpu"`/`"cuda"`) at all: no torch needed, so
-    `Flags.describe` can run in the app's UI process."""
-    spec = flag_spec(name)
-    on_cuda = device.startswith("cuda")
-    if spec.device == "cuda" and not on_cuda:
-        return False, "a CUDA setting: no effect on the CPU"
-    if spec.device == "cpu" and on_cuda:
-        if name == "num_threads":
-            return False, "sets CPU threads; the model runs on the GPU"
-        return False, "oneDNN runs CPU ops only"
-    return True, None
+def _without_cudnn(on_cuda: bool) -> str | None:
+    if not _torch().backends.cudnn.is_available():
+        return "cuDNN is not available in this PyTorch build"
+    return None
+
+
+def _without_tf32(on_cuda: bool) -> str | None:
+    capability = _cuda_capability() if on_cuda else None  # on the CPU no flag needs TF32 hardware
+    if capability is not None and capability < (8, 0):
+        return f"TF32 needs compute capability 8.0+, this GPU is {capability[0]}.{capability[1]}"
+    return None
+
+
+def _without_onednn(on_cuda: bool) -> str | None:
+    if not _torch().backends.mkldnn.is_available():
+        return "this PyTorch build has no oneDNN (mkldnn)"
+    return None
+
+
+# What a flag's entry says it needs (FlagSpec.needs): why it cannot act here, or None.
+_NEEDS: dict[str, Callable[[bool], str | None]] = {"cudnn": _without_cudnn, "tf32": _without_tf32,
+                                                    "onednn": _without_onednn}
+if set(_NEEDS) != set(NEEDS):  # the table's words for what torch must have, each checked here
+    raise TypeError(f"what a flag needs, checked here: {', '.join(_NEEDS)}; named by the table: {', '.join(NEEDS)}")
 
 
 def flag_applicability(name: str, device: str) -> tuple[bool, str | None]:
@@ -195,19 +165,10 @@ def flag_applicability(name: str, device: str) -> tuple[bool, str | None]:
     applies, why = device_applicability(name, device)
     if not applies:
         return applies, why
-    import torch
-
-    on_cuda = device.startswith("cuda")
-
-    if name.startswith("cudnn_") or name == "tf32_cudnn":
-        if not torch.backends.cudnn.is_available():
-            return False, "cuDNN is not available in this PyTorch build"
-    if name.startswith("tf32_") or (name == "matmul_precision" and on_cuda):  # below 'highest': TF32 on CUDA
-        capability = _cuda_capability()
-        if capability is not None and capability < (8, 0):
-            return False, f"TF32 needs compute capability 8.0+, this GPU is {capability[0]}.{capability[1]}"
-    if name == "mkldnn_enabled" and not torch.backends.mkldnn.is_available():
-        return False, "this PyTorch build has no oneDNN (mkldnn)"
+    for need in flag_spec(name).needs:
+        why = _NEEDS[need](device.startswith("cuda"))
+        if why:
+            return False, why
     return True, None
 
 
@@ -230,25 +191,72 @@ def inert_flags(flags: Flags, device: str, reference: Flags | None = None) -> li
     return lines + attn.absent_lines(flags.sdpa, device)
 
 
-def _apply(flags: Flags) -> None:
-    import torch
+# -- how torch holds each flag ----------------------------------------------------------------------------
 
-    torch.backends.cudnn.benchmark = flags.cudnn_benchmark
-    torch.backends.cudnn.deterministic = flags.cudnn_deterministic
-    torch.backends.cudnn.enabled = flags.cudnn_enabled
-    attn.apply_matmul_precision(flags.matmul_precision, flags.tf32_matmul)  # sets TF32 matmul too
-    torch.backends.cudnn.allow_tf32 = flags.tf32_cudnn
-    attn.apply_sdpa(flags.sdpa)
+def _attribute(path: str) -> tuple[Any, str]:
+    """'backends.cudnn.benchmark' -> (torch.backends.cudnn, 'benchmark')."""
+    *owners, name = path.split(".")
+    return functools.reduce(getattr, owners, _torch()), name
+
+
+def _apply_deterministic_algorithms(flags: Flags) -> None:
     if flags.deterministic_algorithms:
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", _CUBLAS_DETERMINISTIC_WORKSPACE)
-    torch.use_deterministic_algorithms(flags.deterministic_algorithms)
-    torch.backends.mkldnn.enabled = flags.mkldnn_enabled
+    _torch().use_deterministic_algorithms(flags.deterministic_algorithms)
+
+
+def _apply_threads(flags: Flags) -> None:
     if flags.num_threads is not None:
         if flags.num_threads < 1:
             raise FlagError(f"threads must be at least 1, got {flags.num_threads}")
         # The upper bound (the machine's CPUs) is checked where a count enters, options.thread_count: here
         # it would also refuse to restore torch's own default on a box whose affinity is narrower.
-        torch.set_num_threads(flags.num_threads)
+        _torch().set_num_threads(flags.num_threads)
+
+
+# The flags that are more than an attribute of torch set and read: how each is applied (from the whole set: the
+# matmul precision sets TF32 matmul with it) and read back.
+_APPLIERS: dict[str, Callable[[Flags], None]] = {
+    # TF32 matmul is set with the precision, which torch ties it to (the precision first, then TF32 matmul)
+    "tf32_matmul": lambda flags: attn.apply_matmul_precision(flags.matmul_precision, flags.tf32_matmul),
+    "deterministic_algorithms": _apply_deterministic_algorithms,
+    "num_threads": _apply_threads,
+    "sdpa": lambda flags: attn.apply_sdpa(flags.sdpa),
+    "matmul_precision": lambda flags: None,  # set with TF32 matmul, above
+}
+_READERS: dict[str, Callable[[], Any]] = {
+    "deterministic_algorithms": lambda: _torch().are_deterministic_algorithms_enabled(),
+    "num_threads": lambda: _torch().get_num_threads(),
+    "sdpa": attn.current_sdpa,
+    "matmul_precision": attn.current_matmul_precision,
+}
+
+
+def _read(spec: FlagSpec) -> Any:
+    if spec.name in _READERS:
+        return spec.kind(_READERS[spec.name]())
+    owner, name = _attribute(spec.torch_attr)
+    return spec.kind(getattr(owner, name))
+
+
+def _apply(flags: Flags) -> None:
+    """Set every flag, in the table's order."""
+    for spec in FLAG_SPECS:
+        if spec.name in _APPLIERS:
+            _APPLIERS[spec.name](flags)
+        else:
+            owner, name = _attribute(spec.torch_attr)
+            setattr(owner, name, getattr(flags, spec.name))
+
+
+def _unheld_flags() -> list[str]:
+    """Entries of the table torch would not know how to hold: no attribute, and no applier and reader here."""
+    return [spec.name for spec in FLAG_SPECS
+            if not spec.torch_attr and not (spec.name in _APPLIERS and spec.name in _READERS)]
+
+
+if _unheld_flags():  # a new entry names its torch attribute, or has its applier and reader above
+    raise TypeError(f"flags with no way to apply and read them: {', '.join(_unheld_flags())}")
 
 
 @contextmanager
@@ -331,7 +339,7 @@ def asked_state(flags: Flags) -> TorchState:
 
 
 def _label(name: str) -> str:
-    return _STATE_LABELS.get(name) or _SPECS_BY_NAME[name].label
+    return _STATE_LABELS.get(name) or flag_spec(name).label
 
 
 def _value_text(value: object) -> str:

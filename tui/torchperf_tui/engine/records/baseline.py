@@ -24,7 +24,8 @@ from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.engine.records.history_records import HistoryRecord
 from torchperf_tui.core.input_files import InputFileError, read_small
 from torchperf_tui.engine.measurements.bench_config import BenchConfig, DEFAULT_TIME_BUDGET_S
-from torchperf_tui.engine.measurements.flags import FLAG_SPECS, Flags
+from torchperf_tui.core.flag_table import FLAG_SPECS
+from torchperf_tui.engine.measurements.flags import Flags
 from torchperf_tui.engine.measurements.train_step import check_amp, check_optimizer, check_step
 from torchperf_tui.engine.records.history_file import HistoryFile
 from torchperf_tui.engine.workloads.inputs import canonical_dtype

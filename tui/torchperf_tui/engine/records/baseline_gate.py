@@ -25,6 +25,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
+from torchperf_tui.core.flag_table import gate_name
 from torchperf_tui.engine.records.history_compare import compare_records, dict_diff, disturbance_note
 from torchperf_tui.engine.records.history_records import HistoryRecord
 
@@ -152,15 +153,12 @@ def _median(samples: Sequence[float]) -> float:
     return float(statistics.median(samples))
 
 
-# The flags' names as the command line says them.
-FLAG_NAMES = {"num_threads": "threads", "cudnn_deterministic": "deterministic", "matmul_precision": "matmul_precision"}
-
-
 def setup_and_flag_differences(baseline: HistoryRecord, now: HistoryRecord) -> list[tuple[str, Any, Any]]:
     """What was measured differently: the set-up (model, input, dtype, step, ...) then the flags, as
-    History's comparison finds them (engine/records/history_compare.py), flags named as the command line does."""
+    History's comparison finds them (engine/records/history_compare.py), flags named as the command line does
+    (core/flag_table.gate_name)."""
     setup = [(name, a, b) for name, (a, b) in dict_diff(baseline.setup(), now.setup()).items()]
-    flags = [(FLAG_NAMES.get(name, name), a, b) for name, (a, b) in dict_diff(baseline.flags, now.flags).items()]
+    flags = [(gate_name(name), a, b) for name, (a, b) in dict_diff(baseline.flags, now.flags).items()]
     return setup + flags
 
 

@@ -12,7 +12,7 @@ from typing import Any, Iterable
 
 from torchperf_tui.engine.records.history_records import HistoryRecord
 from torchperf_tui.core.formatting import printable
-from torchperf_tui.engine.measurements.flags import FLAG_SPECS, Flags, device_applicability
+from torchperf_tui.core.flag_table import FLAG_SPECS, device_applicability
 
 GITHUB_BENCHMARK = "github-benchmark"
 PYTORCH_V3 = "pytorch-v3"
@@ -129,7 +129,6 @@ def setup_flags(record: HistoryRecord) -> str:
     """The flags that differ from PyTorch's defaults and act on the record's device ('defaults' when none), and on
     the CPU the thread count that ran: from the record's flags, not its flags_text, whose wording ('(default)')
     says how the count was chosen, which is not the set-up."""
-    defaults = Flags().to_dict()
     kind = device_kind(record)
     parts = []
     for spec in FLAG_SPECS:
@@ -138,7 +137,7 @@ def setup_flags(record: HistoryRecord) -> str:
         value = record.flags[spec.name]
         if spec.name == "num_threads":
             parts.append(f"threads={value if isinstance(value, int) and not isinstance(value, bool) else 'default'}")
-        elif value != defaults[spec.name]:
+        elif value != spec.default:
             shown = ("on" if value else "off") if isinstance(value, bool) else clean_text(str(value), 40)
             parts.append(f"{spec.label}={shown}")
     return ", ".join(parts) if parts else "defaults"

@@ -1,7 +1,7 @@
-"""Backend flag switches. A flag that has no effect on the chosen device is disabled, with the reason
-(from engine.benchmark.flags.flag_applicability) beside it and in its tooltip. A flag with choices (the SDPA
-backends, the matmul precision) is a compact select; an SDPA set the CPU has no backend for is refused here, in
-one line, and the select goes back."""
+"""Backend flag switches: a row per entry of the flag table (core/flag_table.py). A flag that has no effect on the
+chosen device is disabled, with the reason (from engine/measurements/flags.flag_applicability) beside it and in its
+tooltip. A flag with choices (the SDPA backends, the matmul precision) is a compact select; an SDPA set the CPU has
+no backend for is refused here, in one line, and the select goes back."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from textual.message import Message
 from textual.widgets import Label, Select, Static, Switch
 
 from torchperf_tui.app.widgets.exit_safe_select import ExitSafeSelect
+from torchperf_tui.core.flag_table import flag_spec
 from torchperf_tui.core.options import cpu_count
 from torchperf_tui.engine.measurements.attention_flags import sdpa_refusal
 from torchperf_tui.core.errors import user_message
@@ -197,7 +198,7 @@ class FlagsPane(Vertical):
     def _select_changed(self, event: Select.Changed) -> None:
         event.stop()
         name = (event.select.id or "").removeprefix("flag-")
-        if name in ("sdpa", "matmul_precision"):
+        if flag_spec(name).kind is str:
             if self._refused(name, str(event.value), event.select):
                 return
             self._post_if_changed(name, str(event.value))

@@ -1,0 +1,243 @@
+"""The flag table: every backend flag a run can set, described once.
+
+An entry says what the flag is (its name, which is its field of engine/measurements/flags.Flags and its key in a
+record; its label, kind, default and choices), where it has an effect (cpu, cuda or any, and what torch must have
+for it to act), its help in the sidebar, its command-line option, its SPEC keys, and the attribute of torch that
+holds it. The rest follows from the table by looping over it: Flags' fields, the CLI's options and the flags they
+set, the SPEC keys and their aliases, the baseline's overrides and the gate's names, the sidebar's switches, what
+a record, MLflow and an export write. A new flag is one entry here (and, where torch holds it in a way no attribute
+says, its apply and read functions in engine/measurements/flags.py, the one place that changes torch's state).
+
+No torch: the CLI's process and the app's UI process read the table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from torchperf_tui.core.attention_settings import (DEFAULT_MATMUL_PRECISION, MATMUL_PRECISIONS, SDPA_ALL, SDPA_CHOICES,
+                                                   parse_matmul_precision, parse_sdpa)
+from torchperf_tui.core.errors import FlagError
+from torchperf_tui.core.options import thread_count
+
+# How an option takes its value: --x and --no-x; --x alone (on); --x VALUE (the flag's parse); --x CHOICE.
+SWITCH, ON, VALUE, CHOICE = "switch", "on", "value", "choice"
+
+
+@dataclass(frozen=True)
+class FlagOption:
+    """A command-line option: every flag whose entry names it takes its value (--tf32 sets both TF32 flags)."""
+
+    text: str  # "--cudnn-benchmark"
+    help: str
+    style: str = VALUE
+    default: Any = None  # argparse's value when the option is not typed; None leaves the flags' own default
+    metavar: str | None = None
+
+    @property
+    def dest(self) -> str:
+        """The option's name in argparse's namespace: '--cudnn-benchmark' -> 'cudnn_benchmark'."""
+        return self.text.removeprefix("--").replace("-", "_")
+
+
+@dataclass(frozen=True)
+class FlagSpec:
+    """What a flag is, where it acts, and how a user and torch name it."""
+
+    name: str
+    label: str  # as the sidebar, the flags' text and the notes say it
+    kind: type  # bool, int, or str (one of `choices` in the sidebar; any parsed value in the CLI and a SPEC)
+    default: Any  # PyTorch's own; None for the threads: the measurement process's count
+    device: str  # "cuda", "cpu" or "any": where the flag has an effect
+    help: str  # the sidebar's tooltip
+    choices: tuple[str, ...] = ()
+    parse: Callable[[str], Any] | None = None  # a value as typed -> the value (an int or str flag's; a SPEC's bools
+    #                                            are on/off words, engine/measurements/ab_arms.py)
+    option: FlagOption | None = None
+    keys: tuple[str, ...] = ()  # SPEC keys: the first is the one compare's help names, the others aliases
+    key_example: str = ""  # said beside that key in compare's help
+    key_in_help: bool = True  # whether compare's help names its key (two flags' keys it has never named)
+    listed_after: str = ""  # its option and keys are listed after this flag's (where the CLI has always had them)
+    key_said_after: str = ""  # compare's help names its key after this flag's (where it has always named it)
+    elsewhere: str = ""  # why it does nothing on the other kind of device (default: said by `device`)
+    needs: tuple[str, ...] = ()  # what torch must have for it to act, checked in this order: "cudnn" in the build,
+    #                              "tf32" (compute capability 8.0 on CUDA), "onednn" in the build
+    torch_attr: str = ""  # the attribute of torch that holds it, set and read as `kind`; where that is not all,
+    #                       engine/measurements/flags.py names the flag among its own appliers and readers
+
+
+TF32_OPTION = FlagOption("--tf32", "allow TF32 for fp32 matmuls and convolutions (default: PyTorch's)", SWITCH)
+
+FLAG_SPECS: tuple[FlagSpec, ...] = (
+    FlagSpec("cudnn_benchmark", "cudnn.benchmark", bool, False, "cuda",
+             "autotune conv algorithms per input shape (wins on fixed shapes, re-tunes on new ones)",
+             option=FlagOption("--cudnn-benchmark", "torch.backends.cudnn.benchmark (default off)", SWITCH,
+                               default=False),
+             keys=("cudnn_benchmark", "benchmark"), needs=("cudnn",), torch_attr="backends.cudnn.benchmark"),
+    FlagSpec("cudnn_deterministic", "cudnn.deterministic", bool, False, "cuda",
+             "only deterministic cuDNN conv algorithms",
+             option=FlagOption("--deterministic", "torch.backends.cudnn.deterministic", ON),
+             keys=("deterministic", "cudnn_deterministic"), needs=("cudnn",),
+             torch_attr="backends.cudnn.deterministic"),
+    FlagSpec("cudnn_enabled", "cudnn.enabled", bool, True, "cuda",
+             "use cuDNN at all (off: PyTorch's native CUDA kernels)",
+             keys=("cudnn_enabled",), key_in_help=False, needs=("cudnn",), torch_attr="backends.cudnn.enabled"),
+    FlagSpec("tf32_matmul", "TF32 matmul", bool, False, "cuda",
+             "allow TF32 tensor cores for fp32 matmuls (Ampere and newer)",
+             option=TF32_OPTION, keys=("tf32",), needs=("tf32",), torch_attr="backends.cuda.matmul.allow_tf32"),
+    FlagSpec("tf32_cudnn", "TF32 cuDNN", bool, True, "cuda",
+             "allow TF32 tensor cores for fp32 convolutions (Ampere and newer)",
+             option=TF32_OPTION, keys=("tf32",), needs=("cudnn", "tf32"), torch_attr="backends.cudnn.allow_tf32"),
+    FlagSpec("deterministic_algorithms", "deterministic algos", bool, False, "any",
+             "torch.use_deterministic_algorithms: error on ops with no deterministic version",
+             option=FlagOption("--deterministic-algorithms", "torch.use_deterministic_algorithms(True)", ON),
+             keys=("deterministic_algorithms",), key_in_help=False, listed_after="cudnn_deterministic"),
+    FlagSpec("mkldnn_enabled", "oneDNN (mkldnn)", bool, True, "cpu",
+             "use oneDNN kernels for CPU convolutions and matmuls",
+             keys=("mkldnn",), key_said_after="num_threads", elsewhere="oneDNN runs CPU ops only",
+             needs=("onednn",), torch_attr="backends.mkldnn.enabled"),
+    FlagSpec("num_threads", "threads", int, None, "cpu",
+             "intra-op CPU threads (torch.set_num_threads); empty: the measurement process's own count",
+             parse=thread_count,
+             option=FlagOption("--threads", "CPU intra-op threads (torch.set_num_threads), at most the machine's "
+                                            "logical CPUs"),
+             keys=("threads",), elsewhere="sets CPU threads; the model runs on the GPU"),
+    FlagSpec("sdpa", "sdpa", str, SDPA_ALL, "any",
+             "the backends scaled_dot_product_attention may choose from (sdpa_kernel): flash, efficient, cudnn, "
+             "math, joined with +; all: PyTorch's choice. The CPU has flash and math", SDPA_CHOICES,
+             parse=parse_sdpa,
+             option=FlagOption("--sdpa", "the backends scaled_dot_product_attention may use, joined with +: flash, "
+                                         "efficient, cudnn, math, e.g. flash+math (default all; the CPU has flash "
+                                         "and math)", metavar="BACKENDS"),
+             keys=("sdpa",), key_example="sdpa=flash+math"),
+    FlagSpec("matmul_precision", "matmul", str, DEFAULT_MATMUL_PRECISION, "any",
+             "torch.set_float32_matmul_precision: highest (full fp32), high (TF32 on CUDA), medium (bf16 passes too)",
+             MATMUL_PRECISIONS, parse=parse_matmul_precision,
+             option=FlagOption("--matmul-precision", "torch.set_float32_matmul_precision: highest (default), high "
+                                                     "(TF32 on CUDA), medium", CHOICE),
+             keys=("matmul_precision",), needs=("tf32",)),
+)
+
+_BY_NAME = {spec.name: spec for spec in FLAG_SPECS}
+# Why a flag of one kind of device does nothing on the other, unless its entry says.
+_ELSEWHERE = {"cuda": "a CUDA setting: no effect on the CPU", "cpu": "a CPU setting: no effect on the GPU"}
+NEEDS = ("cudnn", "tf32", "onednn")  # what an entry's `needs` may name (engine/measurements/flags.py checks each)
+
+
+def _faults() -> list[str]:
+    """What an entry lacks for the CLI, a SPEC, the sidebar and the guard to take it, a line each."""
+    faults = [f"{name}: two entries" for name in _BY_NAME if [s.name for s in FLAG_SPECS].count(name) > 1]
+    for spec in FLAG_SPECS:
+        if spec.kind not in (bool, int, str):
+            faults.append(f"{spec.name}: a flag is a bool, an int or a str")
+        if spec.kind is not bool and spec.parse is None:
+            faults.append(f"{spec.name}: a value other than on/off needs its parse (as typed -> the value)")
+        if spec.kind is str and not spec.choices:
+            faults.append(f"{spec.name}: a text flag needs its choices (the sidebar's select)")
+        if spec.device not in ("cuda", "cpu", "any"):
+            faults.append(f"{spec.name}: device is cuda, cpu or any")
+        faults += [f"{spec.name}: needs {need!r} is none of {', '.join(NEEDS)}" for need in spec.needs
+                   if need not in NEEDS]
+        faults += [f"{spec.name}: {after} names no flag" for after in (spec.listed_after, spec.key_said_after)
+                   if after and after not in _BY_NAME]
+        option = spec.option
+        if option is not None and option.style in (SWITCH, ON) and spec.kind is not bool:
+            faults.append(f"{spec.name}: {option.text} is a switch, for an on/off flag")
+        if option is not None and option.style == ON and spec.default is not False:
+            faults.append(f"{spec.name}: {option.text} typed alone turns it on, so it is off by default")
+        if option is not None and option.style == CHOICE and not spec.choices:
+            faults.append(f"{spec.name}: {option.text} takes one of the flag's choices, and it has none")
+    for text, spec_kinds in _kinds_by(lambda spec: spec.option and spec.option.text).items():
+        if len(spec_kinds) > 1:
+            faults.append(f"{text} sets flags of different kinds")
+    for key, spec_kinds in _kinds_by(lambda spec: spec.keys).items():
+        if len(spec_kinds) > 1:
+            faults.append(f"SPEC key {key} sets flags of different kinds")
+    return faults
+
+
+def _kinds_by(names) -> dict[str, set[type]]:
+    """Option text or SPEC key -> the kinds of the flags it sets."""
+    found: dict[str, set[type]] = {}
+    for spec in FLAG_SPECS:
+        given = names(spec) or ()
+        for name in (given,) if isinstance(given, str) else given:
+            found.setdefault(name, set()).add(spec.kind)
+    return found
+
+
+if _faults():  # a new entry says everything its consumers need
+    raise TypeError("the flag table: " + "; ".join(_faults()))
+
+
+def flag_spec(name: str) -> FlagSpec:
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise FlagError(f"unknown flag {name!r}: known flags are {', '.join(_BY_NAME)}") from None
+
+
+def _moved(specs: list[FlagSpec], after: str) -> list[FlagSpec]:
+    """`specs` with each entry whose `after` field names a flag moved behind that flag's entry."""
+    order = [spec for spec in specs if not getattr(spec, after)]
+    for spec in specs:
+        if getattr(spec, after):
+            order.insert(order.index(_BY_NAME[getattr(spec, after)]) + 1, spec)
+    return order
+
+
+def listed() -> list[FlagSpec]:
+    """The entries in the order the CLI lists their options and SPEC keys: the table's, each `listed_after`
+    entry moved behind the one it names."""
+    return _moved(list(FLAG_SPECS), "listed_after")
+
+
+def flag_options() -> list[tuple[FlagOption, tuple[str, ...]]]:
+    """Each command-line option once, in the CLI's order, with the flags it sets."""
+    found: dict[str, tuple[FlagOption, tuple[str, ...]]] = {}
+    for spec in listed():
+        if spec.option is not None:
+            option, names = found.get(spec.option.text, (spec.option, ()))
+            found[spec.option.text] = (option, (*names, spec.name))
+    return list(found.values())
+
+
+def spec_keys() -> dict[str, tuple[str, ...]]:
+    """SPEC key -> the flags it sets ('tf32' sets both TF32 flags; 'benchmark' is an alias of 'cudnn_benchmark'),
+    in the CLI's order."""
+    keys: dict[str, tuple[str, ...]] = {}
+    for spec in listed():
+        for key in spec.keys:
+            keys[key] = (*keys.get(key, ()), spec.name)
+    return keys
+
+
+def spec_keys_text() -> str:
+    """The SPEC keys as compare's help names them: each flag's first key once (`key_in_help`, in the CLI's order, a
+    `key_said_after` entry behind the one it names), with its example where it has one:
+    'cudnn_benchmark, deterministic, tf32, threads, mkldnn, sdpa (e.g. sdpa=flash+math), matmul_precision'."""
+    named: dict[str, str] = {}
+    for spec in _moved(listed(), "key_said_after"):
+        if spec.keys and spec.key_in_help and spec.keys[0] not in named:
+            named[spec.keys[0]] = spec.keys[0] + (f" (e.g. {spec.key_example})" if spec.key_example else "")
+    return ", ".join(named.values())
+
+
+def gate_name(name: str) -> str:
+    """A flag's name in the gate's differences, as the command line says it: its option's where that option sets
+    it alone ('threads', 'deterministic'), else its own ('tf32_matmul', 'mkldnn_enabled', a name from a file)."""
+    for option, names in flag_options():
+        if names == (name,):
+            return option.dest
+    return name
+
+
+def device_applicability(name: str, device: str) -> tuple[bool, str | None]:
+    """Whether flag `name` is a setting of the kind of device (`"cpu"`/`"cuda"`) at all, and why not: no torch
+    needed, so the flags' text can be made in the app's UI process."""
+    spec = flag_spec(name)
+    on_cuda = device.startswith("cuda")
+    if (spec.device == "cuda" and not on_cuda) or (spec.device == "cpu" and on_cuda):
+        return False, spec.elsewhere or _ELSEWHERE[spec.device]
+    return True, None
