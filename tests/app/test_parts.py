@@ -103,6 +103,23 @@ def test_the_first_frame_imports_no_pane_torch_numpy_or_scipy():
     assert out.strip() == "[]"
 
 
+def test_the_engine_modules_the_app_loads_import_no_torch():
+    """The app imports the engine's result types (Session.load_engine) to read what the measurement process sends:
+    each must load without torch, or the UI process would import it after the first run."""
+    import subprocess
+    import sys
+
+    code = ("import importlib, sys\n"
+            "from torchperf_tui.app.session import ENGINE_MODULES\n"
+            "for module in ENGINE_MODULES.values():\n"
+            "    importlib.import_module(module)\n"
+            "    if 'torch' in sys.modules:\n"
+            "        print(module)\n"
+            "        break")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == ""
+
+
 def test_throughput_search_progress_says_time_spent_budget_left_and_the_next_try():
     import time
 

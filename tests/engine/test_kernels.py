@@ -9,9 +9,9 @@ from torch import nn
 from torchperf_tui.engine.measurements.ab_arms import parse_arm_spec
 from torchperf_tui.core.errors import ShapeError, TorchperfError
 from torchperf_tui.engine.analysis.kernels import (CPU_NOTE, LAYER_PREFIX, KernelComparison, LayerKernels,
-                                                   backward_phase, conv_kernels, group_by_layer, short_kernel_name,
-                                                   short_kernel_names)
+                                                   backward_phase, conv_kernels, group_by_layer)
 from torchperf_tui.engine.analysis.kernel_time import KernelTime
+from torchperf_tui.wording.kernel_names import short_kernel_name, short_kernel_names
 from torchperf_tui.engine.measurements.bench_config import BenchConfig
 
 TINY = "tests.tinymodels:tiny_cnn"

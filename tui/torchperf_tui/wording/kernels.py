@@ -6,6 +6,7 @@ call sites beside them: the kernel each ran against the backends allowed, and ea
 from __future__ import annotations
 
 from torchperf_tui.wording import subject
+from torchperf_tui.wording.kernel_names import short_kernel_names
 
 
 def what_ran(result) -> str:
@@ -55,8 +56,6 @@ def kernels_title(result) -> str:
 def layer_rows(result, width: int):
     """(the layer, its name on its first row else '', the pass, its part, the kernels' short names in `width`): a
     row per conv layer, per pass (fwd, dgrad, wgrad, bwd) of a training step's."""
-    from torchperf_tui.engine.analysis.kernels import short_kernel_names  # text only: torch stays unimported
-
     for layer in result.layers:
         for index, (phase, part) in enumerate(layer.phases() if result.training else [("", layer)]):
             names = short_kernel_names([k.name for k in [*part.a, *part.b]], width)

@@ -30,7 +30,7 @@ PASS_COLUMN = ("pass", "pass")
 # A above B, the kernels in one column and their times in another, the pass and the choice under the layer's name.
 STACKED_COLUMNS = (("layer", "layer"), ("us", "µs"), ("ran", "A ran / B ran"))
 MIN_NAME = 10
-NAME_WIDTH = 26  # a kernel's short name side by side (engine.analysis.kernels.short_kernel_names)
+NAME_WIDTH = 26  # a kernel's short name side by side (wording.kernel_names.short_kernel_names)
 STACKED_LAYER = (8, 16)  # the least and the most a stacked layer's name takes: the kernels' names keep the rest
 
 
