@@ -180,7 +180,7 @@ def test_checking_a_device_name_imports_no_torch():
     import subprocess
     import sys
 
-    code = ("import sys; from torchperf_tui import options; options.device_name('cuda:0'); "
+    code = ("import sys; from torchperf_tui.core import options; options.device_name('cuda:0'); "
             "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"

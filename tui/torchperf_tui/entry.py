@@ -14,10 +14,9 @@ from typing import Sequence
 
 from torchperf_tui.app.launch import run_tui
 from torchperf_tui.cli.args import EXIT_BAD_INPUT, EXIT_FAILURE, build_parser
-from torchperf_tui.core.errors import PROG, TorchperfError
+from torchperf_tui.core.errors import PROG, MeasurementBug, TorchperfError
 from torchperf_tui.core.kept_files import HISTORY_ENV
 from torchperf_tui.measure.ending import Terminated, ending_on_signals
-from torchperf_tui.measure.cli_jobs import MeasurementBug
 
 
 def parse(argv: list[str]) -> argparse.Namespace:

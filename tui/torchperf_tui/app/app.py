@@ -21,7 +21,6 @@ from torchperf_tui.app.guards import while_running
 from torchperf_tui.app.messages import EngineLoaded, MeasurementEvent, MeasurementNotice
 from torchperf_tui.app.screens.main import MainScreen
 from torchperf_tui.app.session import Session
-from torchperf_tui.app.screens.help import HelpScreen
 from torchperf_tui.app.signals import exit_on_signals
 from torchperf_tui.measure.protocol import Ready, Started
 from torchperf_tui.app.demo import DemoDirector
@@ -182,6 +181,8 @@ class TorchperfApp(App):
             self.pane("compare").set_baseline()
 
     def action_help(self) -> None:
+        from torchperf_tui.app.screens.help import HelpScreen  # Markdown: not on the first frame's path
+
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 

@@ -14,9 +14,6 @@ from typing import Any
 
 from torchperf_tui.wording.history import history_line
 from torchperf_tui.core.errors import user_message
-from torchperf_tui.engine.records.mlflow_runs import describe_records, describe_sweep, describe_throughput
-from torchperf_tui.engine.records.mlflow_store import MlflowSink
-from torchperf_tui.engine.records.result_records import records_of
 
 
 class MlflowLink:
@@ -32,6 +29,9 @@ class MlflowLink:
         app.run_worker(lambda: self._open(app), thread=True, group="mlflow", exit_on_error=False)
 
     def _open(self, app) -> None:
+        # Local: the engine (and MLflow) load in a worker thread after the first frame (Session.load_engine).
+        from torchperf_tui.engine.records.mlflow_store import MlflowSink
+
         try:
             self.sink = MlflowSink.open(self.uri)
         except Exception as exc:  # noqa: BLE001 - a message, never a crash: the app runs on without MLflow
@@ -47,6 +47,10 @@ class MlflowLink:
     def log_records(self, app, result: Any, fingerprint: dict | None, saved: list) -> None:
         """From a worker thread: a finished timing, A/B or generation by its history records (`saved`: those just
         written, whose ids are tagged; else built here from the measurement process's fingerprint)."""
+        # Local: the engine loads in a worker thread after the first frame (Session.load_engine).
+        from torchperf_tui.engine.records.mlflow_runs import describe_records
+        from torchperf_tui.engine.records.result_records import records_of  # (the same)
+
         self._write(app, lambda: describe_records(saved or records_of(result, fingerprint=fingerprint or {}),
                                                   bool(saved), history_line))
 
@@ -54,6 +58,9 @@ class MlflowLink:
         """A finished throughput search or sweep, in a worker thread of its own."""
         if result.cancelled:
             return
+        # Local: the engine loads in a worker thread after the first frame (Session.load_engine).
+        from torchperf_tui.engine.records.mlflow_runs import describe_sweep, describe_throughput
+
         fingerprint = extra.get("fingerprint") or {}
         describe = (lambda: describe_throughput(result, fingerprint)) if kind == "throughput" else \
             (lambda: describe_sweep(result, fingerprint))

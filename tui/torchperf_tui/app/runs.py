@@ -7,7 +7,6 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from torchperf_tui.measure.follow_up import save_to_history
 
 MAX_RUNS = 8
 # The UI process's CPU over a run, in cores, from which the run is marked disturbed by the app's own work. Idle it
@@ -27,7 +26,7 @@ class LiveRun:
     run_id: int
     model: str
     device: str
-    flags: Any  # engine.benchmark.flags.Flags
+    flags: Any  # engine.measurements.flags.Flags
     flags_text: str
     status: str = "starting"  # starting, first, warmup, timed, done, cancelled, failed
     index: int = 0
@@ -41,13 +40,13 @@ class LiveRun:
     compile: str | None = None  # the torch.compile mode, None for eager
     step: str = "infer"  # what an iteration did: "infer", "train (sgd)", with " · amp bf16" under mixed precision
     arm: str | None = None  # "A" or "B" when the run is an arm of an interleaved comparison
-    verdict: Any = None  # an arm's comparison verdict (engine.benchmark.abtest.Verdict), on both arms
+    verdict: Any = None  # an arm's comparison verdict (engine.measurements.abtest.Verdict), on both arms
     batches: int = 0  # SamplesArrived messages received (the measurement process batches ~every 100 ms)
-    stats: Any = None  # engine.benchmark.stats.TimingStats, recomputed in the UI as samples arrive
+    stats: Any = None  # core.stats.TimingStats, recomputed in the UI as samples arrive
     stats_at: float = 0.0  # monotonic time of that last recomputation
     histogram_at: float = 0.0  # monotonic time the live histogram was last drawn (run_lines.histogram_due)
     batch: int = 1  # items per iteration, for items/s
-    result: Any = None  # engine.benchmark.timing.TimingResult
+    result: Any = None  # engine.measurements.timing.TimingResult
     error: str | None = None
     # The run as this process saw it: its start (monotonic s, the first sample's arrival) and this process's CPU
     # time then; at its end, every reason its numbers may not be the model's alone (the app's, then the host's).
@@ -198,6 +197,9 @@ def save_run(node, result, fingerprint: dict | None) -> None:
     nothing. A history that cannot be written is a warning, never a lost run; `node` then posts
     HistoryChanged."""
     from torchperf_tui.app.messages import HistoryChanged  # textual and rich: not on the app's first frame
+    # Local: the engine's records load in a worker thread after the first frame (Session.load_engine).
+    from torchperf_tui.measure.follow_up import save_to_history
+
     app = node.app
     path = app.session.history_path
 

@@ -16,7 +16,6 @@ from typing import Any, Callable
 from torchperf_tui.app.runs import Disturbances, SessionRuns
 from torchperf_tui.wording.refusals import said_in_app
 from torchperf_tui.core.errors import user_message
-from torchperf_tui.engine.hardware.nvml import Nvml
 from torchperf_tui.measure.protocol import JobDone, JobFailed, MEASURING_KINDS
 
 # The engine modules the UI process uses for their types and pure functions, by the short name `Session.has`
@@ -203,6 +202,8 @@ class Session:
         seam = self.nvml_seam
         if seam is None or not self.has("nvml"):
             return seam
+        from torchperf_tui.engine.hardware.nvml import Nvml  # loaded by now: has("nvml") says the engine is in
+
         if not isinstance(seam, Nvml):
             self.nvml_seam = seam = Nvml.open(module=seam)
         return seam

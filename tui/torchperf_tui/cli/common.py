@@ -18,7 +18,6 @@ from torchperf_tui.engine.workloads.model_args import parse_model_args
 from torchperf_tui.engine.workloads.shapes import parse_schedule
 from torchperf_tui.measure.follow_up import save_to_history
 from torchperf_tui.measure.selection import Selection
-from torchperf_tui.measure import cli_jobs
 
 
 def flags_from(args) -> Flags:
@@ -72,6 +71,9 @@ def dtype(args) -> str:
 
 def run_job(kind: str, params: dict, what: str, **callbacks):
     """The command's job in a measurement process of its own: (result, extra), or its one-line error."""
+    # Local: the job client and its process machinery load only once a job runs; a refused command loads none.
+    from torchperf_tui.measure import cli_jobs
+
     return cli_jobs.run_job(kind, params, what, **callbacks)
 
 

@@ -104,3 +104,8 @@ def user_message(exc: BaseException) -> str:
         return first_line(exc)
     text = str(exc).strip()
     return f"{type(exc).__name__}: {first_line(exc)}" if text else type(exc).__name__
+
+
+class MeasurementBug(Exception):
+    """A job failed in the measurement process with an error that is not the user's (a bug): one line
+    'Type: message', exit 1."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 import queue
 from typing import Any, Callable
 
-from torchperf_tui.core.errors import TorchperfError
+from torchperf_tui.core.errors import MeasurementBug, TorchperfError
 from torchperf_tui.measure.client import CANCEL_GRACE_S, MeasurementProcess
 from torchperf_tui.measure.ending import Terminated
 from torchperf_tui.measure.protocol import JobDone, JobFailed, Progress, Samples
@@ -26,10 +26,6 @@ POLL_S = 0.2  # how often the waiting thread wakes: a Ctrl-C is seen within this
 
 class JobError(TorchperfError):
     """The job failed with one of the engine's refusals, or its process died: one line, exit 2."""
-
-
-class MeasurementBug(Exception):
-    """The job failed with an error that is not the user's (a bug): one line 'Type: message', exit 1."""
 
 
 def run_job(kind: str, params: dict, what: str = "", *, on_progress: Callable[[str, Any], None] | None = None,

@@ -19,8 +19,6 @@ from torchperf_tui.app.guards import while_running
 from torchperf_tui.app.messages import HistoryChanged, RunsChanged
 from torchperf_tui.app.screens.layout import TABS, FitsTerminal
 from torchperf_tui.core.flag_table import FLAG_SPECS
-from torchperf_tui.engine.measurements.flags import Flags
-from torchperf_tui.measure.selection import Selection
 from torchperf_tui.wording.complexity import complexity_summary
 from torchperf_tui.wording.device import short_name
 
@@ -124,6 +122,8 @@ class MainScreen(FitsTerminal, Screen):
             for holder in self.query(PlotHolder):
                 holder.attach_plot()
         if session.has("flags"):
+            from torchperf_tui.engine.measurements.flags import Flags  # loaded by now: the engine is in
+
             self.pane("flags").flags = Flags()
         self.pane("device").probe()
         self.pane("memory").start_telemetry(self.app.interval, self.app.poll_telemetry)
@@ -248,6 +248,9 @@ class MainScreen(FitsTerminal, Screen):
         picker = self.pane("picker")
         if picker.spec is None:
             return None
+        # Local: the engine loads in a worker thread after the first frame (Session.load_engine).
+        from torchperf_tui.measure.selection import Selection
+
         settings = picker.settings()
         session = self.app.session
         options = self.pane("options").options

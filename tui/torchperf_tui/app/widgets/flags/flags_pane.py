@@ -113,7 +113,7 @@ class FlagsPane(Vertical):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.flags: Any = None  # engine.benchmark.flags.Flags, from when the engine is loaded
+        self.flags: Any = None  # engine.measurements.flags.Flags, from when the engine is loaded
         self.previous: Any = None
         self.reasons = ""  # which flags do nothing on the device, and why
 

@@ -24,8 +24,8 @@ from torchperf_tui.measure.protocol import JobDone, JobFailed, Samples
 from torchperf_tui.app.runs import save_run
 from torchperf_tui.wording.generation import generation_lines
 
-NEW_TOKENS = 64  # engine.benchmark.generation.DEFAULT_NEW_TOKENS (the engine is not imported here before a job)
-RUNS = 5  # engine.benchmark.generation.GENERATE_RUNS
+NEW_TOKENS = 64  # engine.measurements.generation.DEFAULT_NEW_TOKENS (the engine is not imported here before a job)
+RUNS = 5  # engine.measurements.generation.GENERATE_RUNS
 WAITING = "generation: the per-token latencies fill this histogram as they are timed"
 
 
