@@ -37,9 +37,9 @@ def host(monkeypatch):
         def probe(reader=None, during: str = "the timed run") -> HostProbe:
             return HostProbe(ScriptedHost(other, load), during=during)
 
-        for module in ("benchmark.timing", "analysis.layer_times", "benchmark.timing_modes", "benchmark.batch_runner",
-                       "benchmark.throughput", "benchmark.sweep", "benchmark.generation_ab", "analysis.kernels",
-                       "hardware.host_noise"):
+        for module in ("measurements.timing", "analysis.layer_times", "measurements.timing_modes",
+                       "measurements.batch_runner", "measurements.throughput", "measurements.sweep",
+                       "measurements.generation_ab", "analysis.kernels", "hardware.host_noise"):
             monkeypatch.setattr(f"torchperf_tui.engine.{module}.HostProbe", probe)
 
     return install

@@ -1,4 +1,4 @@
-"""The range a latency histogram spans follows the bulk of the samples (engine.benchmark.stats.bulk_range): a few
+"""The range a latency histogram spans follows the bulk of the samples (core.stats.bulk_range): a few
 stalls of a busy host are counted and said at its edge instead of squashing the run into one bar beside them, and
 a quiet run's own slow tail stays inside."""
 

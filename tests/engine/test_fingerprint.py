@@ -34,10 +34,10 @@ def test_fingerprint_names_the_device_the_run_used():
 
 
 def test_fingerprint_probes_the_device_once(monkeypatch):
-    from torchperf_tui.engine.hardware import device
+    from torchperf_tui.engine.records import fingerprint
 
     calls = []
-    monkeypatch.setattr(device, "probe_device", lambda: calls.append(1) or _report([], cuda=False))
+    monkeypatch.setattr(fingerprint, "probe_device", lambda: calls.append(1) or _report([], cuda=False))
     clear_fingerprint_cache()
     try:
         assert environment_fingerprint()["device_name"] == "Test CPU 9000"

@@ -133,13 +133,13 @@ def test_the_roofline_of_a_run_with_its_layers_carries_the_runs_marks_and_the_la
     from torchperf_tui.engine.measurements.timing import run_benchmark
     from torchperf_tui.measure.follow_up import layer_times_of_run
 
-    host(BUSY, 1.0, "benchmark.timing", "analysis.layer_times")
+    host(BUSY, 1.0, "measurements.timing", "analysis.layer_times")
     run = run_benchmark(BenchConfig(model=TINY, input_shape=(1, 3, 16, 16), device="cpu", warmup=1, iters=4))
     roofline = layer_times_of_run(run, iters=2)
     assert roofline.disturbance_marks() == [busy_line("the timed run"),
                                             f"time per layer: {busy_line('the passes timed per layer')}"]
     assert roofline.to_dict()["disturbance_marks"] == roofline.disturbance_marks()
-    host(0.0, QUIET_LOAD, "benchmark.timing", "analysis.layer_times")
+    host(0.0, QUIET_LOAD, "measurements.timing", "analysis.layer_times")
     quiet = run_benchmark(BenchConfig(model=TINY, input_shape=(1, 3, 16, 16), device="cpu", warmup=1, iters=4))
     assert layer_times_of_run(quiet, iters=2).disturbance_marks() == []
 
@@ -148,7 +148,7 @@ def test_a_throughput_search_is_marked_per_try_and_at_its_measurement(host):
     from torchperf_tui.engine.measurements.throughput import find_max_batch
 
     cfg = BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu")
-    host(BUSY, 1.0, "benchmark.batch_runner", "benchmark.throughput")
+    host(BUSY, 1.0, "measurements.batch_runner", "measurements.throughput")
     result = find_max_batch(cfg, max_batch=2, try_iters=2, measure_iters=2, time_budget_s=None)
     points = [*result.tries, result.measurement]
     assert [t.label for t in points] == ["batch 1 (grow)", "batch 2 (grow)", f"the measurement at batch {result.best_batch}"]
@@ -158,7 +158,7 @@ def test_a_throughput_search_is_marked_per_try_and_at_its_measurement(host):
     assert data["disturbance_marks"] == result.disturbance_marks()
     assert [t["disturbance_marks"] for t in data["tries"]] == [[busy_line(during)]] * 2
     assert data["measurement"]["host_noise"]["host_noisy"] is True
-    host(0.0, QUIET_LOAD, "benchmark.batch_runner", "benchmark.throughput")
+    host(0.0, QUIET_LOAD, "measurements.batch_runner", "measurements.throughput")
     quiet = find_max_batch(cfg, max_batch=2, try_iters=2, measure_iters=2, time_budget_s=None)
     assert quiet.disturbance_marks() == [] and not any(t.host_noise.noisy for t in quiet.tries)
 
@@ -167,7 +167,7 @@ def test_the_timing_modes_are_marked_per_mode(host):
     from torchperf_tui.engine.measurements.timing_modes import run_modes
 
     cfg = BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu", warmup=1, iters=4)
-    host(BUSY, 1.0, "benchmark.timing_modes")
+    host(BUSY, 1.0, "measurements.timing_modes")
     result = run_modes(cfg, ("sync", "pipelined"), per_block=2, rounds=2)
     assert [m.host_noise.windows for m in result.modes] == [2, 2]  # each mode's share of each round
     assert result.disturbance_marks() == [f"{mode}: {busy_line('its shares of the rounds')}"
@@ -175,7 +175,7 @@ def test_the_timing_modes_are_marked_per_mode(host):
     data = result.to_dict()
     assert data["disturbance_marks"] == result.disturbance_marks()
     assert [m["disturbance_marks"] for m in data["modes"]] == [[busy_line("its shares of the rounds")]] * 2
-    host(0.0, QUIET_LOAD, "benchmark.timing_modes")
+    host(0.0, QUIET_LOAD, "measurements.timing_modes")
     assert run_modes(cfg, ("sync", "pipelined"), per_block=2, rounds=2).disturbance_marks() == []
 
 
@@ -183,14 +183,14 @@ def test_a_sweep_is_marked_per_length(host):
     from torchperf_tui.engine.measurements.sweep import run_sweep
 
     cfg = BenchConfig(model="hf:llama", model_args=TINY_LLAMA, device="cpu", batch=1)
-    host(BUSY, 1.0, "benchmark.sweep")
+    host(BUSY, 1.0, "measurements.sweep")
     result = run_sweep(cfg, 8, 16, iters=2, warmup=0, time_budget_s=0)
     assert [p.label for p in result.points] == ["length 8", "length 16"]
     assert result.disturbance_marks() == [f"length {n}: {busy_line('its timed blocks')}" for n in (8, 16)]
     data = result.to_dict()
     assert data["disturbance_marks"] == result.disturbance_marks()
     assert data["points"][0]["host_noise"]["host_noisy"] is True
-    host(0.0, QUIET_LOAD, "benchmark.sweep")
+    host(0.0, QUIET_LOAD, "measurements.sweep")
     assert run_sweep(cfg, 8, 16, iters=2, warmup=0, time_budget_s=0).disturbance_marks() == []
 
 
@@ -198,9 +198,9 @@ def test_a_generation_is_not_called_noisy_under_a_high_load_alone(host):
     from torchperf_tui.engine.measurements.generation import run_generation
 
     cfg = BenchConfig(model="hf:llama", model_args=TINY_LLAMA, device="cpu", seq_len=8, time_budget_s=None)
-    host(0.0, QUIET_LOAD, "hardware.host_noise")  # generation imports the probe when it runs
+    host(0.0, QUIET_LOAD, "measurements.generation")
     assert run_generation(cfg, 3, runs=1).disturbance_marks() == []
-    host(BUSY, 1.0, "hardware.host_noise")
+    host(BUSY, 1.0, "measurements.generation")
     assert run_generation(cfg, 3, runs=1).disturbance_marks() == [busy_line("the timed run")]
 
 
@@ -210,13 +210,13 @@ def test_a_generation_ab_is_marked_like_an_ab(host):
 
     base = BenchConfig(model="hf:llama", model_args=TINY_LLAMA, device="cpu", seq_len=8)
     arms = parse_arm_spec(""), parse_arm_spec("threads=1")
-    host(BUSY, 1.0, "benchmark.generation_ab")
+    host(BUSY, 1.0, "measurements.generation_ab")
     result = run_generation_ab(base, *arms, 3, blocks=6)
     assert result.disturbance_marks() == [busy_line("the blocks")]
     assert result.a.host_noise.windows == 12 and result.host_noise.missing["spread"] == "said per arm"  # both arms
     data = result.to_dict()
     assert data["disturbance_marks"] == [busy_line("the blocks")] and data["b"]["host_noise"]["host_noisy"] is True
-    host(0.0, QUIET_LOAD, "benchmark.generation_ab")
+    host(0.0, QUIET_LOAD, "measurements.generation_ab")
     assert run_generation_ab(base, *arms, 3, blocks=6).disturbance_marks() == []
 
 

@@ -129,7 +129,7 @@ def unsupported_mark(supported: bool, style: str = "") -> str:
 
 
 def format_percentile(value_ms, q: float, n: int) -> str:
-    """A percentile in ms, marked '?' when `n` samples cannot support it (engine.benchmark.stats.percentile_supported)."""
+    """A percentile in ms, marked '?' when `n` samples cannot support it (core.stats.percentile_supported)."""
     return format_ms(value_ms) + unsupported_mark(not isinstance(n, int) or percentile_supported(q, n))
 
 

@@ -17,7 +17,7 @@ from torchperf_tui.core.input_files import file_kind
 
 # Seeds feed numpy's and torch's generators; numpy takes 0 .. 2**32 - 1.
 SEED_MAX = 2**32 - 1
-# Blocks per arm of an A/B comparison: at least the pairs a verdict needs (engine.benchmark.ab_result.MIN_PAIRS: with 5 the
+# Blocks per arm of an A/B comparison: at least the pairs a verdict needs (engine.measurements.ab_result.MIN_PAIRS: with 5 the
 # signed-rank test's smallest p is 0.0625), and at most ten thousand: past a few hundred pairs the CI no longer
 # narrows in any way a reader would see, and the block order and shape schedule are lists of that length.
 AB_BLOCKS_RANGE = (6, 10_000)

@@ -21,7 +21,7 @@ from torchperf_tui.engine.workloads.model_args import parse_model_args
 @dataclass(frozen=True)
 class Selection:
     """`shape` is the input without the batch as typed ('3x224x224'), or '' for the model's default;
-    `batch` as typed. `flags` is an engine.benchmark.flags.Flags; `compile` 'eager' or a torch.compile mode."""
+    `batch` as typed. `flags` is an engine.measurements.flags.Flags; `compile` 'eager' or a torch.compile mode."""
 
     spec: str
     shape: str = ""
@@ -33,7 +33,7 @@ class Selection:
     shapes: str = "fixed"
     compile: str = "eager"
     warmup: int | str = 10
-    iters: int = 64  # engine.benchmark.bench_config.DEFAULT_ITERS (the engine is not imported before a job needs it)
+    iters: int = 64  # engine.measurements.bench_config.DEFAULT_ITERS (the engine is not imported before a job needs it)
     seed: int = 0  # of the input values and of a random shape schedule
     step: str = "infer"  # "infer" or "train" (forward, loss, backward, optimizer step)
     optimizer: str = "sgd"  # a training step's

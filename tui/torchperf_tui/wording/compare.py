@@ -1,4 +1,4 @@
-"""An interleaved A/B comparison (engine.benchmark.abtest.ABResult) in words: the CLI's heading and table of the
+"""An interleaved A/B comparison (engine.measurements.abtest.ABResult) in words: the CLI's heading and table of the
 arms, and the facts the compare pane says on its verdict lines too (each arm's median interval, the GPU over each
 arm's blocks). What the model's code changed in torch's global state is wording.timing's state_rows, as for a run."""
 

@@ -1,4 +1,4 @@
-"""A generation (engine.benchmark.generation.GenerationResult) in words: the CLI's rows of `bench --generate`, and
+"""A generation (engine.measurements.generation.GenerationResult) in words: the CLI's rows of `bench --generate`, and
 the lines the app's generation view shows, the same facts in a compact form."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The timing modes side by side (engine.benchmark.timing_modes.ModesResult) in words: a row per mode for the CLI's
+"""The timing modes side by side (engine.measurements.timing_modes.ModesResult) in words: a row per mode for the CLI's
 table and the timing pane's line, the gaps between them, why a mode could not run, and each mode's marks (a busy
 host or a noisy spread over its samples, as a run's)."""
 

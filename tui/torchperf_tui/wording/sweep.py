@@ -1,4 +1,4 @@
-"""A sequence-length sweep (engine.benchmark.sweep.SweepResult) in words: its heading, the CLI's rows, its table of
+"""A sequence-length sweep (engine.measurements.sweep.SweepResult) in words: its heading, the CLI's rows, its table of
 lengths (an A/B's two arms side by side at each length, with B/A) and the line per point as the sweep goes; the
 sweep pane says the same facts through these functions."""
 

@@ -1,4 +1,4 @@
-"""A batch search (engine.benchmark.throughput.ThroughputResult) in words: the CLI's rows, its table of the batches
+"""A batch search (engine.measurements.throughput.ThroughputResult) in words: the CLI's rows, its table of the batches
 that fitted and its line per try, and the facts the throughput pane says on its lines (whether a try fitted, the
 best rate and its batch, the largest batch that fits, the rule that stopped the search)."""
 

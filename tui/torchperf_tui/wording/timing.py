@@ -1,4 +1,4 @@
-"""A timing run (engine.benchmark.timing.TimingResult) in words: the CLI's rows of `bench`, and the facts the timing
+"""A timing run (engine.measurements.timing.TimingResult) in words: the CLI's rows of `bench`, and the facts the timing
 pane says on its lines (the percentiles' intervals, the shape schedule, torch.compile, peak memory, the host's marks,
 torch state notes): the pane's compact lines beside the CLI's rows where the two say a fact in their own form."""
 
@@ -43,7 +43,7 @@ def budget_rows(result) -> list[Row]:
 
 
 def intervals_by_name(samples_ms) -> dict:
-    """The 95 % intervals of p50, p90 and p99 (engine.benchmark.stats.PercentileInterval) by name."""
+    """The 95 % intervals of p50, p90 and p99 (core.stats.PercentileInterval) by name."""
     return {interval.name: interval for interval in percentile_intervals(samples_ms)}
 
 
@@ -54,7 +54,7 @@ def percentile_cell(intervals: dict, name: str, value_ms: float, style: str = ""
 
 
 def outside_bulk_text(bulk) -> str:
-    """What a histogram spanning the bulk of the samples (engine.benchmark.stats.Bulk) leaves out: '3 samples
+    """What a histogram spanning the bulk of the samples (core.stats.Bulk) leaves out: '3 samples
     above 24.91 ms, up to 704 ms'; '' when it shows every sample."""
     def count(n: int) -> str:
         return f"{n} sample{'s' if n != 1 else ''}"

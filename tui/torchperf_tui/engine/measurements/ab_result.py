@@ -163,7 +163,7 @@ class ABResult(InputFacts):
     step: str = "infer"  # what one iteration of both arms did: "infer" or "train"
     optimizer: str | None = None  # a training step's
     amp: str | None = None  # mixed precision of both arms
-    # What the model's code changed in torch's global state during the comparison, put back (engine.benchmark.flags).
+    # What the model's code changed in torch's global state during the comparison, put back (engine.measurements.flags).
     state_notes: list[str] = field(default_factory=list)
     out_of_time: str | None = None  # the time budget stopped the blocks short: how far they got, in words
     # The host over the interleaved blocks (load, other processes' CPU; each arm's spread is on the arm), and what

@@ -14,7 +14,7 @@ at another thread count), so the compute ceiling of a dtype is the best of sever
 - 3x3 convolutions shaped like resnet's middle stages (torch.nn.functional.conv2d, stride 1, padding 1,
   2 N Cout Hout Wout Cin k k FLOPs), in NCHW and channels_last;
 - on the CPU, at the current torch thread count and at all logical cores where that differs (the best matmul
-  and the best convolution again); the thread count is restored afterwards (engine.benchmark.flags).
+  and the best convolution again); the thread count is restored afterwards (engine.measurements.flags).
 
 Dtypes: fp32 on the CPU; on a GPU fp32 (TF32 off), tf32, fp16 and bf16, with cudnn.benchmark on for the
 convolutions (every flag restored afterwards). The copy: dst.copy_(src) of a large buffer, bandwidth counting
@@ -191,7 +191,7 @@ TimeWorkload = Callable[[Workload, str, int | None], tuple[float, int]]
 
 def _settings(device: "torch.device", dtype_name: str, threads: int | None):
     """The flags a workload runs under: on a GPU TF32 for "tf32" only and cudnn.benchmark on, on the CPU
-    `threads`; engine.benchmark.flags restores what was there."""
+    `threads`; engine.measurements.flags restores what was there."""
     now = Flags.current()
     if device.type == "cuda":
         tf32 = dtype_name == "tf32"

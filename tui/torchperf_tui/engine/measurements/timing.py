@@ -90,7 +90,7 @@ class TimingResult(InputFacts):
     step: str = "infer"  # what one iteration did: "infer" or "train"
     optimizer: str | None = None  # a training step's optimizer
     amp: str | None = None  # mixed precision: None, "fp16" or "bf16"
-    loss: str | None = None  # a training step's loss (engine.benchmark.train_step: cross-entropy or the sum of outputs)
+    loss: str | None = None  # a training step's loss (engine.measurements.train_step: cross-entropy or the sum of outputs)
     # CUDA, a training step: the allocator's peak over the warm-up and timed steps (activations kept for the
     # backward, gradients, optimizer state), and over one forward pass without gradients before them.
     step_peak_bytes: int | None = None
@@ -103,7 +103,7 @@ class TimingResult(InputFacts):
     # A CUDA run: the GPU's clocks, throttling, temperature, power and energy over the timed iterations.
     conditions: RunConditions | None = None
     # What the model's code changed in torch's global state (threads, flags) during the run, each said once and
-    # put back (engine.benchmark.flags.StateWatch): a run with notes was not measured, or not wholly, under its flags.
+    # put back (engine.measurements.flags.StateWatch): a run with notes was not measured, or not wholly, under its flags.
     state_notes: list[str] = field(default_factory=list)
     threads_asked: int | None = None  # the intra-op threads the run set: its flags' count, else the process's own
     # The host over the timed iterations (load, other processes' CPU) and the spread of the samples
