@@ -345,7 +345,7 @@ def conv_kernels(base: BenchConfig, a: ArmSpec, b: ArmSpec, *, iters: int = 3, w
     profiled: list[int] = []  # iterations each arm that ran got to profile
     hosts: dict[str, HostNoise] = {}
     stopped = False
-    attention.check_attention_sets(base, [a.flags, b.flags], device)  # before anything is built
+    attention_calls.check_attention_sets(base, [a.flags, b.flags], device)  # before anything is built
     try:
         for key in dict.fromkeys(settings.values()):
             workloads[key] = prepare_workload(base.model, plan.inputs, device, parse_dtype(key[0]), key[1],
