@@ -92,7 +92,7 @@ def test_a_message_this_process_cannot_read_fails_the_running_job_as_a_bug(monke
         ours, theirs = socket.socketpair()
         return UnreadablePeer(Connection(theirs.detach())), Connection(ours.detach()), None
 
-    monkeypatch.setattr("torchperf_tui.measure.spawn.spawn", spawn)
+    monkeypatch.setattr("torchperf_tui.measure.client.spawn", spawn)
     events: list = []
     failed = threading.Event()
     client = MeasurementProcess(lambda event: events.append(event) or isinstance(event, JobFailed) and failed.set(),
