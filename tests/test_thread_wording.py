@@ -29,11 +29,12 @@ def test_the_measurement_process_names_its_own_count():
     """The app's kernels job words its arms in the measurement process, which knows its count (an A/B's arms and a
     sweep's flags the same way)."""
     from torchperf_tui.engine.measurements.bench_config import BenchConfig
-    from torchperf_tui.measure.runners import JobContext, run_kernels
+    from torchperf_tui.engine.measurements.ab_arms import ArmSpec
+    from torchperf_tui.measure.runners import JobContext, kernels_job
 
     base = BenchConfig(model="tests.tinymodels:tiny_cnn", input_shape=(1, 3, 32, 32), device="cpu")
-    result, _ = run_kernels({"base": base, "a": Flags(), "b": Flags(mkldnn_enabled=False), "device_kind": "cpu"},
-                            JobContext(1, lambda message: None))
+    result, _ = kernels_job({"base": base, "a": ArmSpec(flags=Flags()), "b": ArmSpec(flags=Flags(mkldnn_enabled=False)),
+                             "aa": True}, JobContext(1, lambda message: None))
     count = process_baseline().flags.num_threads
     assert result.a_spec == f"threads={count} (default)"
     assert result.b_spec == f"oneDNN (mkldnn)=off, threads={count} (default)"

@@ -73,10 +73,10 @@ def recorded_ab(device: str = "cuda:0", conditions: tuple = (None, None), notes:
         rng = np.random.default_rng(7)
         a_blocks = [list(6.0 + 0.2 * rng.standard_normal(10)) for _ in range(10)]
         b_blocks = [list(5.1 + 0.2 * rng.standard_normal(10)) for _ in range(10)]
-        base, kind = params["base"], params.get("device_kind", "cpu")
+        base, kind = params["base"], said_on(device)
         arms = []
-        for flags, blocks, arm_conditions in ((params["a"], a_blocks, conditions[0]),
-                                              (params["b"], b_blocks, conditions[1])):
+        for flags, blocks, arm_conditions in ((params["a"].flags, a_blocks, conditions[0]),
+                                              (params["b"].flags, b_blocks, conditions[1])):
             arm = ArmResult(spec=flags.describe(kind), flags=flags, dtype=base.dtype,
                             channels_last=base.channels_last, blocks=blocks, conditions=arm_conditions)
             arm.summarise()
@@ -90,6 +90,12 @@ def recorded_ab(device: str = "cuda:0", conditions: tuple = (None, None), notes:
         return Recorded(result, progress=blocks)
 
     return answer
+
+
+def said_on(device: str) -> str:
+    """The kind of device an app's arms are said on: the run's, as the measurement process resolves it (its flag sets
+    come without text: measure/runners.py arms_said)."""
+    return "cuda" if device.startswith("cuda") else "cpu"
 
 
 def recorded_kernels(device: str = "cuda:0"):
@@ -107,10 +113,11 @@ def recorded_kernels(device: str = "cuda:0"):
                   LayerKernels("layer1.0.conv1", [KernelTime(gemm, 41.0, 1)], [KernelTime(wino, 23.0, 1)]),
                   LayerKernels("layer1.0.conv2", [KernelTime(gemm, 40.0, 1)], [KernelTime(gemm, 40.5, 1)]),
                   LayerKernels("layer3.0.conv2", [KernelTime(gemm, 41.0, 1)], [KernelTime(wino, 23.0, 1)])]
-        base, kind = params["base"], params.get("device_kind", "cpu")
+        base, kind = params["base"], said_on(device)
         shape = tuple(base.input_shape or (1, 3, 224, 224))
         return KernelComparison(model=base.model, device=device, input_shape=shape,
-                                a_spec=params["a"].describe(kind), b_spec=params["b"].describe(kind), layers=layers,
+                                a_spec=params["a"].flags.describe(kind), b_spec=params["b"].flags.describe(kind),
+                                layers=layers,
                                 kind="cuda-kernel", note=CUDA_NOTE, iters=3)
 
     return answer

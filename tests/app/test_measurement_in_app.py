@@ -94,5 +94,5 @@ async def test_a_key_asks_the_measurement_process_and_the_pane_shows_its_answer(
         table = app.pane("kernels").query_one(DataTable)
         assert table.row_count == 1 and "conv_recorded" in str(table.get_row_at(0)[0])
         (params,) = [params for kind, params in fake.requests if kind == "kernels"]
-        assert params["a"].mkldnn_enabled and not params["b"].mkldnn_enabled  # A: before the flip, B: after
+        assert params["a"].flags.mkldnn_enabled and not params["b"].flags.mkldnn_enabled  # A: before the flip, B: after
         assert {"catalogue", "analyse"} <= set(fake.kinds_asked())  # the rest went to the real process

@@ -66,7 +66,7 @@ def recorded_analysis(params: dict):
     if spec.startswith("hf:"):
         shape = (batch, params.get("seq_len") or 128)
     else:
-        shape = (batch, *(params.get("dims") or (3, 224, 224)))
+        shape = params.get("input_shape") or (batch, 3, 224, 224)
     return Recorded(Complexity(model=spec, input_shape=shape, dtype=params["dtype"], params_total=1000,
                                params_trainable=1000, size_bytes=4000, size_mb=4000 / 2**20, flops=2_000_000,
                                macs=1_000_000), extra={"entry": None, "input_note": None})
@@ -206,7 +206,7 @@ async def test_args_and_seq_reach_the_selection_the_analysis_and_the_run():
         await pilot.press(*"32", "enter")
         await wait_until(pilot, lambda: analyses(fake)[-1].get("seq_len") == 32, what="the analysis at length 32")
         # The shape shown was the default: the length typed decides it, and the analysis fills it in again.
-        assert analyses(fake)[-1]["dims"] is None
+        assert analyses(fake)[-1]["input_shape"] is None
         await wait_until(pilot, lambda: analysed(app) and app.pane("picker").complexity.input_shape == (1, 32),
                          what="the analysis at length 32 shown")
         assert app.main.query_one("#shape").value == "32"

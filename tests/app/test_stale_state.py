@@ -81,7 +81,7 @@ async def test_args_and_seq_typed_for_one_model_are_not_the_next_models_and_come
         assert analyses(fake)[-1]["seq_len"] == 32
         await pick(pilot, "resnet18")
         assert fields(app) == ("", "", "3x64x64")
-        assert analyses(fake)[-1]["dims"] == (3, 64, 64)
+        assert analyses(fake)[-1]["input_shape"] == (1, 3, 64, 64)
 
 
 async def test_model_args_given_on_the_command_line_stay_with_the_model_given_there():

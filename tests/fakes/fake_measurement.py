@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from torchperf_tui.measure.client import JobInfo
-from torchperf_tui.measure.protocol import MEASURING_KINDS, JobDone, JobFailed, Progress, Ready, Samples, Started
+from torchperf_tui.measure.jobs import measuring_kinds
+from torchperf_tui.measure.protocol import JobDone, JobFailed, Progress, Ready, Samples, Started
 
 HELD = object()  # a Recorded result: the job streams its events, then runs on (pending) until it is cancelled
 
@@ -80,13 +81,14 @@ class FakeMeasurement:
         params = dict(params or {})
         with self._lock:
             self.requests.append((kind, params))
+        measuring = measuring_kinds()
         if kind not in self.answers and self.real is not None:
-            if kind in MEASURING_KINDS:
+            if kind in measuring:
                 self._cancel_held()
             return self.real.submit(kind, params, what)
-        if kind in MEASURING_KINDS:  # one measurement on the machine at a time, as the real client keeps it
+        if kind in measuring:  # one measurement on the machine at a time, as the real client keeps it
             self._cancel_held()
-            for other in self.real.pending(MEASURING_KINDS) if self.real is not None else []:
+            for other in self.real.pending(measuring) if self.real is not None else []:
                 self.real.cancel(other.job_id)
         job_id = next(self._ids)
         self.on_event(Started(job_id))

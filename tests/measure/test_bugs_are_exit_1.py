@@ -3,13 +3,14 @@ client, so the CLI says it as an internal error with exit 1 (the README's promis
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 
 import pytest
 
 from tests.measure.in_process import InProcessMeasurement
 from tests.test_cli import TINY, run
-from torchperf_tui.measure import cli_jobs, runners
+from torchperf_tui.measure import cli_jobs, jobs
 from torchperf_tui.measure.client import MeasurementProcess
 
 
@@ -18,8 +19,14 @@ def in_process(monkeypatch):
     monkeypatch.setattr(cli_jobs, "MeasurementProcess", InProcessMeasurement)
 
 
+def unpicklable_job(params, ctx):
+    """A runner whose result cannot cross the pipe."""
+    return threading.Lock(), {}
+
+
 def test_a_result_that_cannot_be_pickled_is_a_bug_exit_1(capsys, monkeypatch, in_process):
-    monkeypatch.setitem(runners.RUNNERS, "cli.flops", lambda params, ctx: (threading.Lock(), {}))
+    runner = f"{__name__}:unpicklable_job"
+    monkeypatch.setitem(jobs.KINDS, "analyse", dataclasses.replace(jobs.KINDS["analyse"], runner=runner))
     code, out, err = run(capsys, "flops", TINY, "--input", "1x3x8x8")
     assert code == 1 and out == "" and err.count("\n") == 1, err
     assert "internal error" in err and "its result could not be sent" in err
@@ -85,7 +92,7 @@ def test_a_message_this_process_cannot_read_fails_the_running_job_as_a_bug(monke
         ours, theirs = socket.socketpair()
         return UnreadablePeer(Connection(theirs.detach())), Connection(ours.detach()), None
 
-    monkeypatch.setattr("torchperf_tui.measure.spawn.spawn", spawn)
+    monkeypatch.setattr("torchperf_tui.measure.client.spawn", spawn)
     events: list = []
     failed = threading.Event()
     client = MeasurementProcess(lambda event: events.append(event) or isinstance(event, JobFailed) and failed.set(),

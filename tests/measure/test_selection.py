@@ -27,11 +27,11 @@ def test_a_typed_shape_and_batch_become_the_full_input():
 def test_no_shape_typed_means_the_models_default_at_the_batch_and_eager_means_no_compile():
     cfg = Selection(spec="resnet18", batch="2").config()
     assert cfg.input_shape is None and cfg.batch == 2 and cfg.compile is None and cfg.flags == Flags()
-    assert Selection(spec="x", batch="2").analysis_params() == {"spec": "x", "batch": 2, "dims": None,
+    assert Selection(spec="x", batch="2").analysis_params() == {"spec": "x", "batch": 2, "input_shape": None,
                                                                 "dtype": "float32", "step": "infer",
                                                                 "model_args": (), "seq_len": None}
     assert Selection(spec="x", step="train").analysis_params()["step"] == "train"  # the backward per layer too
-    assert Selection(spec="x", shape="3x8x8").analysis_params()["dims"] == (3, 8, 8)
+    assert Selection(spec="x", shape="3x8x8").analysis_params()["input_shape"] == (1, 3, 8, 8)
 
 
 def test_the_selection_is_frozen():

@@ -16,7 +16,8 @@ from typing import Any, Callable
 from torchperf_tui.app.runs import Disturbances, SessionRuns
 from torchperf_tui.wording.refusals import said_in_app
 from torchperf_tui.core.errors import user_message
-from torchperf_tui.measure.protocol import JobDone, JobFailed, MEASURING_KINDS
+from torchperf_tui.measure.jobs import measuring_kinds
+from torchperf_tui.measure.protocol import NOTE, JobDone, JobFailed, Progress
 
 # The engine modules the UI process uses for their types and pure functions, by the short name `Session.has`
 # takes; none imports torch (the measurement process does everything that needs it). The session's warm-up
@@ -161,12 +162,15 @@ class Session:
         """The measuring jobs pending in the measurement process (all of them, or of `kinds`)."""
         if self.measure is None:
             return []
-        return self.measure.pending(kinds if kinds is not None else MEASURING_KINDS)
+        return self.measure.pending(kinds if kinds is not None else measuring_kinds())
 
     def dispatch(self, event) -> None:
         """A job's event to the pane that started it (a final one forgets the job); a refusal that says what to
-        change names the app's fields, not the CLI's options (wording/refusals.py)."""
+        change names the app's fields, not the CLI's options (wording/refusals.py). A job's notes (Progress "note",
+        the CLI's lines on stderr) are left out: the panes say what they need of them in their own places."""
         from torchperf_tui.app.messages import JobEvent  # textual and rich: not on the app's first frame
+        if isinstance(event, Progress) and event.what == NOTE:
+            return
         owner = self._owners.get(event.job_id)
         if isinstance(event, (JobDone, JobFailed)):
             self._owners.pop(event.job_id, None)

@@ -143,7 +143,7 @@ def measure_now(args, cfg, record):
     """The baseline's configuration (`cfg`) timed now, as bench times it; its record, saved unless --no-history.
     (The gate's one call into the measurement process: a test puts a fake here to force a disturbed run.)"""
     try:
-        result, extra = common.run_job("cli.bench", {"cfg": cfg}, f"timing {record.model} as baseline {record.short_id} ran",
+        result, extra = common.run_job("time", {"cfg": cfg}, f"timing {record.model} as baseline {record.short_id} ran",
                              on_progress=common.print_note)
     except TorchperfError as exc:
         if record.device.startswith("cuda") and "no CUDA device" in str(exc):

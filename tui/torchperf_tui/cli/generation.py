@@ -49,7 +49,7 @@ def bench_generate(args, sink=None) -> int:
             progress.update(batch.phase, batch.index, batch.total, batch.samples_ms[-1])
 
     try:
-        result, extra = common.run_job("cli.generate", {"cfg": cfg, "new_tokens": args.generate},
+        result, extra = common.run_job("generate", {"cfg": cfg, "new_tokens": args.generate},
                                  f"generating {args.generate} tokens with {args.model}",
                                  on_progress=common.print_note, on_samples=samples)
     finally:
@@ -83,6 +83,6 @@ def compare_generate(args) -> int:
     arm_a, arm_b = common.arms(args, base)
     params = dict(base=base, a=arm_a, b=arm_b, new_tokens=args.generate, blocks=args.blocks, seed=args.seed,
                   time_budget_s=args.time_budget or None, aa=args.aa)
-    result, _ = common.run_job("cli.generate_ab", params, f"comparing A and B generating with {args.model}",
+    result, _ = common.run_job("generate_ab", params, f"comparing A and B generating with {args.model}",
                          on_progress=common.print_note)
     return common.output(args, result, render_generation_ab)

@@ -39,8 +39,8 @@ def cmd_bench(args) -> int:
             progress.update(batch.phase, batch.index, batch.total, batch.samples_ms[-1])
 
     try:  # notes about the flags and dtype on this device come first, from the measurement process
-        result, extra = common.run_job("cli.bench", {"cfg": cfg}, f"timing {args.model}",
-                             on_progress=print_note, on_samples=samples)
+        result, extra = common.run_job("time", {"cfg": cfg}, f"timing {args.model}",
+                                       on_progress=print_note, on_samples=samples)
     finally:
         progress.close()
     record = bench_record(args, result, extra.get("fingerprint"))
@@ -52,9 +52,9 @@ def cmd_bench(args) -> int:
 def bench_modes(args, cfg) -> int:
     """bench --modes: the timing modes side by side (not appended to the history: a record holds one timing)."""
     from torchperf_tui.cli.render import render_modes  # rich: not loaded for --json or a refusal
-    result, _ = common.run_job("cli.bench", {"cfg": cfg, "modes": parse_modes(args.modes), "cold_l2": args.cold_l2,
-                                   "per_block": args.per_block}, f"timing {args.model} in several modes",
-                     on_progress=print_note)
+    result, _ = common.run_job("modes", {"cfg": cfg, "modes": parse_modes(args.modes), "cold_l2": args.cold_l2,
+                                          "per_block": args.per_block}, f"timing {args.model} in several modes",
+                               on_progress=print_note)
     def to_json(r) -> dict:
         data = r.to_dict()
         for mode in data["modes"]:
@@ -96,14 +96,14 @@ def cmd_compare(args) -> int:
     arm_a, arm_b = common.arms(args, base)
     if not args.kernels:  # the kernels are not kept in the history; both arms of a comparison are
         check_history_writable(args)
-    params = dict(base=base, a=arm_a, b=arm_b, blocks=args.blocks, per_block=args.per_block, seed=args.seed,
-                  kernels=args.kernels, time_budget_s=args.time_budget or None, aa=args.aa)
+    params = dict(base=base, a=arm_a, b=arm_b, aa=args.aa)
     if args.kernels:
         from torchperf_tui.cli.render import render_kernels  # rich: not loaded for --json or a refusal
 
-        kernels, _ = common.run_job("cli.compare", params, f"profiling the kernels of {args.model} under A and B")
+        kernels, _ = common.run_job("kernels", params, f"profiling the kernels of {args.model} under A and B")
         return output(args, kernels, render_kernels)
-    result, extra = common.run_job("cli.compare", params, f"comparing A and B on {args.model}")
+    params.update(blocks=args.blocks, per_block=args.per_block, seed=args.seed, time_budget_s=args.time_budget or None)
+    result, extra = common.run_job("ab", params, f"comparing A and B on {args.model}")
     records = []
     if not args.no_history and not result.cancelled:
         records = append_history(args, result, extra.get("fingerprint"))
@@ -131,7 +131,7 @@ def cmd_determinism(args) -> int:
     cfg = BenchConfig(model=args.model, input_shape=resolve_input(args), batch=args.batch, device=args.device,
                       dtype=dtype(args), flags=flags_from(args), channels_last=args.channels_last, step=args.step,
                       optimizer=args.optimizer, amp=args.amp, model_args=model_args(args), seq_len=seq_len(args))
-    report, _ = common.run_job("cli.determinism", {"cfg": cfg, "runs": args.runs}, f"checking {args.model}")
+    report, _ = common.run_job("determinism", {"cfg": cfg, "runs": args.runs}, f"checking {args.model}")
     return output(args, report, lambda r: print(r.summary()))
 
 

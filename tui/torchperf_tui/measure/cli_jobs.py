@@ -1,9 +1,10 @@
 """The CLI's way to run a job: in a measurement process of its own, as the app runs every job.
 
-`run_job(kind, params)` starts a measurement process (measure/client.py: its stdout, the model's prints, on
-the CLI's stderr; its stderr, a crash dump or a traceback, in its log, named in the line that says it died), sends it the one job, hands its progress to callbacks while it runs, and returns the engine's result
-once it is done; the process is then stopped (killed if something of the model's, a thread that never ends,
-holds it). So the model's code can neither end the command (os._exit is one line and exit 2), nor keep it
+`run_job(kind, params)` starts a measurement process (measure/client.py: its stdout, the model's prints, on the CLI's
+stderr; its stderr, a crash dump or a traceback, in its log, named in the line that says it died), sends it the one
+job (`run_jobs`: a command's several, one after another), hands its progress to callbacks while it runs, and returns
+the engine's result once it is done; the process is then stopped (killed if something of the model's, a thread that
+never ends, holds it). So the model's code can neither end the command (os._exit is one line and exit 2), nor keep it
 alive, nor print into its output. A job that fails raises JobError (the engine's one line: exit 2) or
 MeasurementBug (not the user's fault: exit 1). Ctrl-C cancels the job; one that has not stopped within
 CANCEL_GRACE_S is killed with its process; then KeyboardInterrupt goes on up (exit 130). SIGTERM and SIGHUP
@@ -14,13 +15,14 @@ empty log is removed on the way out, as at any other end. No torch here.
 from __future__ import annotations
 
 import queue
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from torchperf_tui.core.errors import MeasurementBug, TorchperfError
 from torchperf_tui.measure.client import CANCEL_GRACE_S, MeasurementProcess
 from torchperf_tui.measure.ending import Terminated
 from torchperf_tui.measure.protocol import JobDone, JobFailed, Progress, Samples
 
+T = TypeVar("T")
 POLL_S = 0.2  # how often the waiting thread wakes: a Ctrl-C is seen within this
 
 
@@ -31,20 +33,39 @@ class JobError(TorchperfError):
 def run_job(kind: str, params: dict, what: str = "", *, on_progress: Callable[[str, Any], None] | None = None,
             on_samples: Callable[[Samples], None] | None = None,
             process_factory: Callable[..., Any] | None = None) -> tuple[Any, dict]:
-    """Run one job of `kind` (measure/runners.py RUNNERS) and return its (result, extra). `on_progress(what, data)`
-    gets its Progress events, `on_samples(samples)` its batched Samples, on this thread, in order."""
+    """Run one job of `kind` (measure/jobs.py) and return its (result, extra). `on_progress(what, data)` gets its
+    Progress events, `on_samples(samples)` its batched Samples, on this thread, in order."""
+    return run_jobs(lambda job: job(kind, params, what, on_progress=on_progress, on_samples=on_samples),
+                    process_factory=process_factory)
+
+
+def run_jobs(steps: Callable[[Callable[..., tuple[Any, dict]]], T],
+             process_factory: Callable[..., Any] | None = None) -> T:
+    """A command's jobs, one after another, in one measurement process: `steps(job)` calls `job(kind, params, what,
+    on_progress=, on_samples=)` for each (as run_job's), which returns that job's (result, extra) or raises its
+    JobError or MeasurementBug; what `steps` returns is returned once the process is stopped."""
     events: queue.Queue = queue.Queue()
     make = process_factory or MeasurementProcess
     process = make(on_event=events.put, output="stderr", restart=False)
     terminated = False  # by SIGTERM or SIGHUP: the process is killed at once, not asked to quit first
-    try:
-        process.start()
+
+    def job(kind: str, params: dict, what: str = "", *, on_progress: Callable[[str, Any], None] | None = None,
+            on_samples: Callable[[Samples], None] | None = None) -> tuple[Any, dict]:
         job_id = process.submit(kind, params, what or kind)
         try:
             end = _wait(events, job_id, on_progress, on_samples)
         except KeyboardInterrupt:
             _cancel(process, events, job_id)
             raise
+        if isinstance(end, JobFailed):
+            if end.internal:
+                raise MeasurementBug(end.error)
+            raise JobError(end.error)
+        return end.result, dict(end.extra or {})
+
+    try:
+        process.start()
+        return steps(job)
     except Terminated:
         terminated = True
         raise
@@ -53,11 +74,6 @@ def run_job(kind: str, params: dict, what: str = "", *, on_progress: Callable[[s
             process.stop(grace_s=0)
         else:
             process.stop()
-    if isinstance(end, JobFailed):
-        if end.internal:
-            raise MeasurementBug(end.error)
-        raise JobError(end.error)
-    return end.result, dict(end.extra or {})
 
 
 def _wait(events: queue.Queue, job_id: int, on_progress, on_samples, deadline: float | None = None):

@@ -30,8 +30,9 @@ from typing import Any, Callable
 from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.measure.deadlines import Deadlines, Watchdog, first_overdue, overdue_line
 from torchperf_tui.measure.process import remove_if_empty
-from torchperf_tui.measure.protocol import (ALIVE, MEASURING_KINDS, PHASE, CancelJob, JobDone, JobFailed, Progress,
-                                           ProtocolError, Quit, Ready, Samples, StartJob, Started, pack, unpack)
+from torchperf_tui.measure.jobs import measuring_kinds
+from torchperf_tui.measure.protocol import (ALIVE, NOTE, PHASE, CancelJob, JobDone, JobFailed, Progress, ProtocolError,
+                                           Quit, Ready, Samples, StartJob, Started, pack, unpack)
 from torchperf_tui.measure.spawn import spawn
 
 # A cancelled job must stop within these, or it is killed with its process (the README promises both numbers):
@@ -61,7 +62,8 @@ class JobInfo:
     def heard(self, message: Any) -> None:
         """What an event of this job says of it: any event is a sign of life (its deadline counts from there);
         Started: it runs; a PHASE: what its process does now; a heartbeat (ALIVE) or samples: a pass came back
-        (and the phase of its latest sample); samples or progress: it iterates (it checks its cancel flag)."""
+        (and the phase of its latest sample); samples or progress: it iterates (it checks its cancel flag), but for a
+        note (said before anything runs)."""
         self.alive_at = time.monotonic()
         if isinstance(message, Started):
             self.running = True
@@ -71,6 +73,8 @@ class JobInfo:
             self.passed = True
             if isinstance(message.data, tuple) and len(message.data) == 2 and message.data[1]:
                 self.samples_phase = str(message.data[1])
+        elif isinstance(message, Progress) and message.what == NOTE:
+            pass
         elif isinstance(message, (Samples, Progress)):
             self.iterating = True
             if isinstance(message, Samples):
@@ -215,8 +219,9 @@ class MeasurementProcess:
         """Start a job. The one rule of the machine: one measurement at a time. A job that measures (timing,
         A/B, kernels, throughput, profile, checks) cancels every other measuring job first (their owners get
         their cancelled answers), so two measurements never share the cores or the GPU."""
-        if kind in MEASURING_KINDS:
-            for other in self.pending(MEASURING_KINDS):
+        measuring = measuring_kinds()
+        if kind in measuring:
+            for other in self.pending(measuring):
                 self.cancel(other.job_id)
         job_id = next(self._ids)
         with self._lock:

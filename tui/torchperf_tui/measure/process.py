@@ -25,7 +25,8 @@ from torchperf_tui.measure.protocol import (ALIVE, ALIVE_EVERY_S, PHASE, CancelJ
 from torchperf_tui.core.errors import TorchperfError, first_line, user_message
 from torchperf_tui.engine.measurements.flags import TorchState, guarded_job, import_changes, process_baseline
 from torchperf_tui.engine.workloads.factories import is_custom, load_factory
-from torchperf_tui.measure.runners import JobContext, RUNNERS
+from torchperf_tui.measure.jobs import runner_of
+from torchperf_tui.measure.runners import JobContext
 
 
 PRINTS_TO_STDERR = "prints-to-stderr"  # the argument that sends stdout (the model's prints) to the stderr given
@@ -207,7 +208,7 @@ class JobServer:
                 if ctx.cancelled():
                     self.send(JobFailed(job.job_id, "cancelled before it started", cancelled=True))
                     continue
-                runner = RUNNERS.get(job.kind)
+                runner = runner_of(job.kind)
                 if runner is None:
                     self.send(JobFailed(job.job_id, f"unknown job kind {job.kind!r}", internal=True))
                     continue
@@ -281,7 +282,7 @@ def track_phases(job: StartJob, ctx: Any) -> list[str]:
         before = TorchState.current()
         load_factory(spec)  # imported once: the engine's own call finds it in sys.modules
         notes = import_changes(module, before)
-    ctx.progress(PHASE, f"the analysis of {spec}" if job.kind in ("analyse", "cli.flops") else f"the build of {spec}")
+    ctx.progress(PHASE, f"the analysis of {spec}" if job.kind == "analyse" else f"the build of {spec}")
     checked = ctx.cancel_event.is_set
     checks = 0
     said_at, said_phase = 0.0, ""

@@ -5,7 +5,7 @@ batched samples, a result, an error). Each message travels as `(PROTOCOL_VERSION
 that receives another version refuses it rather than misread it. Everything here is plain data: results
 are the engine's own dataclasses, whose modules load without torch (engine/hardware/lazy_torch.py).
 
-Job kinds are the keys of RUNNERS in measure/runners.py, whose runners document the params each takes.
+Job kinds are the names in measure/jobs.py's table, whose runners (measure/runners.py) document the params each takes.
 """
 
 from __future__ import annotations
@@ -13,13 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-PROTOCOL_VERSION = 4  # bumped whenever a message changes its fields
-
-# Jobs that measure: one at a time on the machine, and the process does nothing else while one runs.
-MEASURING_KINDS = frozenset({"time", "ab", "kernels", "modes", "throughput", "profile", "determinism", "memsnap",
-                             "ceilings", "layer_times", "cli.bench", "cli.compare", "cli.profile", "cli.roofline",
-                             "cli.determinism", "cli.memsnap", "cli.ceilings", "generate", "cli.generate",
-                             "cli.generate_ab", "sweep"})
+PROTOCOL_VERSION = 5  # bumped whenever a message changes its fields, or a job kind its name or params
 
 # Progress(what=PHASE) says which part of a job's user code runs now ("the import of M", "the build of M", "a
 # pass of M"): sent before that code runs, so a process that dies in it (os._exit, a segfault) is reported with it.
@@ -30,6 +24,10 @@ PHASE = "phase"
 # for the job's deadline (measure/deadlines.py) and does not pass it on.
 ALIVE = "alive"
 ALIVE_EVERY_S = 2.0
+# Progress(what=NOTE, data=one line): something the job says beside its result (a flag without effect on this
+# device, the dtype there, an input shape assumed), sent to every front end: the CLI prints it on stderr, the app
+# leaves it out (app/session.py). Not a sign that the job iterates (the client's cancel grace, measure/client.py).
+NOTE = "note"
 
 
 class ProtocolError(Exception):

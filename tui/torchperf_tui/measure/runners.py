@@ -1,21 +1,25 @@
-"""What each job kind does in the measurement process: plain calls of the engine, the same functions the
-CLI calls, with the job's cancel flag and event stream wired in.
+"""What each job kind does in the measurement process (measure/jobs.py names the runner of each): plain calls of
+the engine, with the job's cancel flag and event stream wired in. One runner per kind serves the app and the CLI
+alike: both send it the same params.
 
-A runner takes the job's params (plain values: a BenchConfig, a Flags, strings) and a JobContext, and
-returns (result, extra). It may raise: the main loop turns the exception into one line (JobFailed).
+A runner takes the job's params (plain values: a BenchConfig, ArmSpecs, strings) and a JobContext, and returns
+(result, extra). What a front end may show beside the result goes to both: notes as Progress("note") (the CLI's
+stderr; the app leaves them out), the history's fingerprint in extra. It may raise: the main loop turns the exception
+into one line (JobFailed).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections import deque
-from importlib import import_module
 from typing import Any, Callable
 
-from torchperf_tui.engine.measurements.ab_arms import FLIP_REMEDY, refuse_same_arms
-from torchperf_tui.engine.measurements.flags import applicability_table, process_baseline
-from torchperf_tui.measure.protocol import Progress, Samples
+from torchperf_tui.engine.measurements.ab_arms import AA_REMEDY, ArmSpec, refuse_same_arms
+from torchperf_tui.engine.measurements.flags import applicability_table, inert_flags, process_baseline
+from torchperf_tui.engine.workloads.inputs import dtype_note
+from torchperf_tui.measure.protocol import NOTE, Progress, Samples
 from torchperf_tui.engine.analysis.profiling import profile_model
 from torchperf_tui.engine.hardware.ceilings import kept_for
 from torchperf_tui.engine.hardware.device import probe_device
@@ -130,34 +134,7 @@ def send_every_s(cfg) -> float:
     return CPU_SEND_EVERY_S if on_cpu else SEND_EVERY_S
 
 
-# -- the runners ------------------------------------------------------------------------------------
-
-def run_probe(params: dict, ctx: JobContext) -> tuple[Any, dict]:
-    """-> (DeviceReport, {"applicability": {device kind: {flag: (ok, why)}}})."""
-    return probe_device(), {"applicability": applicability_table()}
-
-
-def run_catalogue(params: dict, ctx: JobContext) -> tuple[Any, dict]:
-    return list_models(), {}
-
-
-def run_analyse(params: dict, ctx: JobContext) -> tuple[Any, dict]:
-    """params: spec, batch, dims (the typed shape without batch, or None for the model's default), dtype, step
-    ("train": the backward counted too, per layer). -> (Complexity, {"entry": ModelEntry, "input_note": the line
-    saying a custom model's input shape was assumed, or None})."""
-    # torch and numpy: loaded once this process has set its CPUs (measure/process.py)
-    from torchperf_tui.engine.workloads.complexity import analyse_complexity
-    # torch and numpy: loaded once this process has set its CPUs (measure/process.py)
-    from torchperf_tui.engine.workloads.models import resolve_model
-
-    entry = resolve_model(params["spec"])
-    dims = params.get("dims")
-    inputs = analysed_inputs(params, (params["batch"], *dims) if dims else None)
-    note = say_assumed_input(params["spec"], bool(dims), None)  # the picker takes no progress
-    return (analyse_complexity(params["spec"], inputs.shape, dtype=params["dtype"], step=params.get("step", "infer"),
-                               inputs=inputs, model_args=tuple(params.get("model_args", ()))),
-            {"entry": entry, "input_note": note})
-
+# -- what every front end is told beside a job's result -------------------------------------------------
 
 def history_extra(result: Any) -> dict:
     """The environment fingerprint for the run's history records; none for a cancelled run (not saved)."""
@@ -166,43 +143,101 @@ def history_extra(result: Any) -> dict:
     return {"fingerprint": environment_fingerprint(device=result.device)}
 
 
-def run_time(params: dict, ctx: JobContext) -> tuple[Any, dict]:
-    """params: cfg (BenchConfig). Streams Samples. -> (TimingResult, {"fingerprint": ...})."""
+def say_setup_notes(cfg: BenchConfig, ctx: JobContext) -> None:
+    """A Progress "note" for each flag without effect on the run's device and for its dtype there, before anything
+    runs (the CLI prints them on stderr; the app shows its own, app/session.py). A device that is not there fails
+    here, with the line the run itself would give."""
+    kind = resolve_device(cfg.device).type
+    for line in inert_flags(cfg.flags, kind) + [note for note in (dtype_note(cfg.dtype, kind),) if note]:
+        ctx.progress(NOTE, line)
+
+
+def arms_said(params: dict) -> tuple[ArmSpec, ArmSpec]:
+    """params' arms "a" and "b" (ArmSpecs), an arm with no text of its own (the app's: a flag set, not a typed SPEC)
+    said by its flags on the base run's device, an empty thread count as this process's own ('threads=2 (default)')."""
+    try:
+        kind = resolve_device(params["base"].device).type
+    except Exception:  # noqa: BLE001 - a device that is not there is the job's own error, said in its place
+        kind = "cuda" if str(params["base"].device).startswith("cuda") else "cpu"
+    default = process_baseline().flags.num_threads
+    return tuple(arm if arm.text else dataclasses.replace(arm, text=arm.flags.describe(kind, default_threads=default))
+                 for arm in (params["a"], params["b"]))
+
+
+# -- the runners: one per job kind (measure/jobs.py names them) ------------------------------------------------
+
+def probe_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """-> (DeviceReport, {"applicability": {device kind: {flag: (ok, why)}}})."""
+    return probe_device(), {"applicability": applicability_table()}
+
+
+def catalogue_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    return list_models(), {}
+
+
+def analyse_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: spec, input_shape (with the batch; None: the model's default at `batch`), batch, dtype, step ("train":
+    the backward counted too, per layer), layers (the per-layer table too), model_args, seq_len. Progress "note": the
+    line saying a custom model's input shape was assumed, once it built. -> (Complexity, {"entry": its ModelEntry,
+    "input_note": that line or None})."""
+    # torch and numpy: loaded once this process has set its CPUs (measure/process.py)
+    from torchperf_tui.engine.workloads.complexity import analyse_complexity
+    # torch and numpy: loaded once this process has set its CPUs (measure/process.py)
+    from torchperf_tui.engine.workloads.models import resolve_model
+
+    entry = resolve_model(params["spec"])
+    inputs = analysed_inputs(params, params.get("input_shape"))
+    result = analyse_complexity(params["spec"], inputs.shape, dtype=params["dtype"], layers=params.get("layers", True),
+                                step=params.get("step", "infer"), inputs=inputs,
+                                model_args=tuple(params.get("model_args", ())))
+    note = say_assumed_input(params["spec"], params.get("input_shape") is not None, ctx)  # once it built: no noise
+    return result, {"entry": entry, "input_note": note}
+
+
+def timing_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: cfg (BenchConfig). Progress "note": the setup's (say_setup_notes), and the line saying a custom model's
+    input shape was assumed, once it ran. Streams Samples. -> (TimingResult, {"fingerprint": ...})."""
     # numpy: loaded once this process has set its CPUs (measure/process.py)
     from torchperf_tui.engine.measurements.timing import run_benchmark
 
-    stream = SampleStream(ctx, every_s=send_every_s(params["cfg"]))
+    cfg = params["cfg"]
+    say_setup_notes(cfg, ctx)
+    stream = SampleStream(ctx, every_s=send_every_s(cfg))
     try:
-        result = run_benchmark(params["cfg"], on_sample=stream.on_sample, should_cancel=ctx.cancelled,
+        result = run_benchmark(cfg, on_sample=stream.on_sample, should_cancel=ctx.cancelled,
                                on_shape=stream.on_shape, on_memory=stream.on_memory)
     finally:
         stream.close()
+    say_assumed_input(cfg.model, cfg.input_shape is not None, ctx)  # once the model ran: a failure says only itself
     return result, history_extra(result)
 
 
-def run_ab_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
-    """params: base (BenchConfig), a, b (Flags), blocks, per_block, seed. Progress "block": (arm, index,
-    total, samples_ms). -> (ABResult, {"fingerprint": ...})."""
+def ab_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: base (BenchConfig), a, b (ArmSpecs: a typed SPEC's, or a flag set's with no text: arms_said), blocks,
+    per_block (None: as the time budget allows), seed, time_budget_s, aa (identical arms allowed), remedy (what the
+    refusal of identical arms tells to do instead, in the words of the front end that asked). Progress "block":
+    (arm, index, total, samples_ms). -> (ABResult, {"fingerprint": ...})."""
     # numpy: loaded once this process has set its CPUs (measure/process.py)
-    from torchperf_tui.engine.measurements.abtest import ArmSpec, run_ab
+    from torchperf_tui.engine.measurements.abtest import run_ab
 
-    device_kind = params.get("device_kind", "cpu")
-    default = process_baseline().flags.num_threads  # a count left to the process reads 'threads=2 (default)'
-    arm_a = ArmSpec(flags=params["a"], text=params["a"].describe(device_kind, default_threads=default))
-    arm_b = ArmSpec(flags=params["b"], text=params["b"].describe(device_kind, default_threads=default))
-    refuse_same_arms(params["base"], arm_a, arm_b, FLIP_REMEDY)  # an empty threads field is this process's count
-    result = run_ab(params["base"], arm_a, arm_b, blocks=params["blocks"], per_block=params["per_block"],
-                    seed=params["seed"], should_cancel=ctx.cancelled,
+    base, (arm_a, arm_b) = params["base"], arms_said(params)
+    if not params.get("aa"):  # as they resolve here: threads=2 against '' where 2 is the default is one set-up
+        refuse_same_arms(base, arm_a, arm_b, params.get("remedy", AA_REMEDY))
+    result = run_ab(base, arm_a, arm_b, blocks=params["blocks"], per_block=params["per_block"], seed=params["seed"],
+                    should_cancel=ctx.cancelled, time_budget_s=params.get("time_budget_s"),
                     on_block=lambda arm, i, n, samples: ctx.progress("block", (arm, i, n, list(samples))))
     return result, history_extra(result)
 
 
-def run_modes_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
-    """params: cfg (BenchConfig), modes. Progress "mode": (mode, done, total), at most twice a second and at
-    each change of mode (a tiny model takes thousands of samples a second). -> (ModesResult, {})."""
+def modes_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: cfg (BenchConfig), modes (default all three), cold_l2, per_block. Progress "note": the setup's
+    (say_setup_notes); "mode": (mode, done, total), at most twice a second and at each change of mode (a tiny model
+    takes thousands of samples a second). -> (ModesResult, {})."""
     # numpy: loaded once this process has set its CPUs (measure/process.py)
-    from torchperf_tui.engine.measurements.timing_modes import MODES, run_modes
+    from torchperf_tui.engine.measurements.timing_modes import DEFAULT_PER_BLOCK, MODES, run_modes
 
+    cfg = params["cfg"]
+    say_setup_notes(cfg, ctx)
     last = {"mode": None, "at": 0.0}
 
     def progress(mode: str, done: int, total: int) -> None:
@@ -211,25 +246,23 @@ def run_modes_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
             last.update(mode=mode, at=now)
             ctx.progress("mode", (mode, done, total))
 
-    return run_modes(params["cfg"], tuple(params.get("modes", MODES)), should_cancel=ctx.cancelled,
+    return run_modes(cfg, tuple(params.get("modes", MODES)), cold_l2=params.get("cold_l2", False),
+                     per_block=params.get("per_block", DEFAULT_PER_BLOCK), should_cancel=ctx.cancelled,
                      on_progress=progress), {}
 
 
-def run_kernels(params: dict, ctx: JobContext) -> tuple[Any, dict]:
-    """params: base (BenchConfig), a, b (Flags), device_kind."""
-    # numpy: loaded once this process has set its CPUs (measure/process.py)
-    from torchperf_tui.engine.measurements.abtest import ArmSpec
+def kernels_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: base (BenchConfig), a, b (ArmSpecs, as the "ab" job's), aa, remedy. -> (KernelComparison, {})."""
     # torch and numpy: loaded once this process has set its CPUs (measure/process.py)
     from torchperf_tui.engine.analysis.kernels import conv_kernels
 
-    kind = params.get("device_kind", "cpu")
-    default = process_baseline().flags.num_threads  # a count left to the process reads 'threads=2 (default)'
-    arm_a = ArmSpec(flags=params["a"], text=params["a"].describe(kind, default_threads=default))
-    arm_b = ArmSpec(flags=params["b"], text=params["b"].describe(kind, default_threads=default))
-    return conv_kernels(params["base"], arm_a, arm_b, should_cancel=ctx.cancelled), {}
+    base, (arm_a, arm_b) = params["base"], arms_said(params)
+    if not params.get("aa"):
+        refuse_same_arms(base, arm_a, arm_b, params.get("remedy", AA_REMEDY))
+    return conv_kernels(base, arm_a, arm_b, should_cancel=ctx.cancelled), {}
 
 
-def run_throughput(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+def throughput_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: cfg, options (find_max_batch's keyword arguments). Progress "batch_try": a BatchTry."""
     # numpy: loaded once this process has set its CPUs (measure/process.py)
     from torchperf_tui.engine.measurements.throughput import find_max_batch
@@ -239,50 +272,78 @@ def run_throughput(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     return result, history_extra(result)  # the fingerprint: --mlflow's tags
 
 
-def run_profile(params: dict, ctx: JobContext) -> tuple[Any, dict]:
-    """params: cfg, iters."""
-    return profile_model(params["cfg"], iters=params["iters"], should_cancel=ctx.cancelled), {}
+def profile_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: cfg, iters, sort_by (None: self time on the model's device), trace_path (None: a temp folder).
+    -> (ProfileResult, {})."""
+    # Kineto's log lines on fd 2 go to this process's log (measure/process.py), not to the CLI's stderr.
+    return profile_model(params["cfg"], iters=params["iters"], sort_by=params.get("sort_by"),
+                         trace_path=params.get("trace_path"), should_cancel=ctx.cancelled), {}
 
 
-def run_roofline(params: dict, ctx: JobContext) -> tuple[Any, dict]:
-    """params: result (a TimingResult), report (the DeviceReport the UI shows)."""
-    return roofline_of_run(params["result"], params.get("report")), {}
+def roofline_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: result (a finished TimingResult), report (the DeviceReport; None: probed here on CUDA), peak_tflops,
+    peak_bandwidth_gbs (the user's, where a peak cannot be derived), measured (the ceilings to use; by default those
+    kept for the run's device). -> (Roofline, {})."""
+    return roofline_of_run(params["result"], params.get("report"), **roofline_options(params)), {}
 
 
-def run_layer_times(params: dict, ctx: JobContext) -> tuple[Any, dict]:
-    """params: result (a finished TimingResult), report. The run's roofline with each layer's time (None when
-    cancelled before a pass)."""
-    return layer_times_of_run(params["result"], params.get("report"), should_cancel=ctx.cancelled), {}
+def layer_times_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: as the "roofline" job's, and iters (passes profiled; None: the engine's default). The run's roofline
+    with each layer's time (None when cancelled before a pass). -> (Roofline | None, {})."""
+    return layer_times_of_run(params["result"], params.get("report"), iters=params.get("iters"),
+                              should_cancel=ctx.cancelled, **roofline_options(params)), {}
 
 
-def run_determinism(params: dict, ctx: JobContext) -> tuple[Any, dict]:
-    """params: cfg (BenchConfig)."""
-    return determinism_of(params["cfg"], runs=2), {}
+def roofline_options(params: dict) -> dict:
+    """The "roofline" and "layer_times" jobs' peaks and ceilings, as roofline_of_run takes them."""
+    options = {"peak_tflops": params.get("peak_tflops"), "peak_bandwidth_gbs": params.get("peak_bandwidth_gbs")}
+    if "measured" in params:
+        options["measured"] = params["measured"]
+    return options
 
 
-def run_memsnap(params: dict, ctx: JobContext) -> tuple[Any, dict]:
-    """params: cfg (BenchConfig)."""
-    return record_memory_snapshot(params["cfg"], should_cancel=ctx.cancelled), {}
+def determinism_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: cfg (BenchConfig; its input None: the model's default), runs (default 2). -> (DeterminismReport, {})."""
+    return determinism_of(params["cfg"], runs=params.get("runs", 2)), {}
 
 
-def run_ceilings_kept(params: dict, ctx: JobContext) -> tuple[Any, dict]:
-    """params: device. The ceilings kept for it (engine.hardware.ceilings), or None: nothing is measured."""
-    return kept_for(params.get("device", "auto")), {}
+def memsnap_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: cfg (BenchConfig), iters (None: the engine's default), out_dir (None: a temp folder).
+    -> (MemorySnapshotResult, {})."""
+    options = {"iters": params["iters"]} if params.get("iters") is not None else {}
+    return record_memory_snapshot(params["cfg"], out_dir=params.get("out_dir"), should_cancel=ctx.cancelled,
+                                  **options), {}
 
 
-def run_ceilings(params: dict, ctx: JobContext) -> tuple[Any, dict]:
-    """params: device. Measure the ceilings now and keep them. Progress "ceiling": what is being measured."""
-    return ceilings(params.get("device", "auto"), refresh=True, should_cancel=ctx.cancelled,
+def ceilings_kept_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: device. The ceilings kept for it (engine.hardware.ceilings), or None: nothing is measured. A ceilings
+    file that is corrupt is taken as none kept, its line a Progress "note" and extra["corrupt"] (the CLI's roofline
+    says it as a note and goes on without; the app's Device tab says it as its error); a path that is no file to read
+    fails the job."""
+    corrupt: list[str] = []
+
+    def said(line: str) -> None:
+        corrupt.append(line)
+        ctx.progress(NOTE, line)
+
+    kept = kept_for(params.get("device", "auto"), on_corrupt=said)
+    return kept, {"corrupt": corrupt[0]} if corrupt else {}
+
+
+def ceilings_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: device, refresh (measure again even where ceilings are kept). The kept ceilings, or measured now (and
+    kept). Progress "ceiling": what is being measured. -> (CeilingsResult, {})."""
+    return ceilings(params.get("device", "auto"), refresh=params.get("refresh", False), should_cancel=ctx.cancelled,
                     on_progress=lambda what: ctx.progress("ceiling", what)), {}
 
 
-def run_release(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+def release_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: device ("cpu", "cuda", "cuda:N"). gc + empty_cache (CUDA) or malloc_trim (CPU), here, where
     the model and the caching allocator live. -> ReleaseReport."""
     return release_memory(device=params.get("device", "auto")), {}
 
 
-def run_memory(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+def memory_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """The allocator's readings and this process's RSS now: {"pid", "rss", "allocated", "reserved", "peak"}
     (allocator figures None without CUDA)."""
     import os
@@ -300,6 +361,14 @@ def run_memory(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     return reading, {}
 
 
+def sweep_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: cfg (BenchConfig), seq_lens (LO, HI), arms (None or two ArmSpecs), options (run_sweep's keywords).
+    Progress "sweep_point": each SweepPoint as it is measured. -> (SweepResult, {})."""
+    result = run_sweep(params["cfg"], *params["seq_lens"], arms=params.get("arms"), **params.get("options", {}),
+                       on_point=lambda point: ctx.progress("sweep_point", point), should_cancel=ctx.cancelled)
+    return result, history_extra(result)  # the fingerprint: --mlflow's tags
+
+
 def analysed_inputs(params: dict, input_shape: tuple | None):
     """What an analysis feeds the model (an InputSpec): `input_shape` (with the batch) or the model's default at
     params' batch, its sequence length and overrides (importing the model's module: here)."""
@@ -307,8 +376,8 @@ def analysed_inputs(params: dict, input_shape: tuple | None):
                        seq_len=params.get("seq_len"), model_args=tuple(params.get("model_args", ()))).input_spec()
 
 
-def say_assumed_input(spec: str, shape_given: bool, ctx: JobContext | None) -> str | None:
-    """The line (and, with `ctx`, a Progress "note") when no shape was given and a custom model declares none:
+def say_assumed_input(spec: str, shape_given: bool, ctx: JobContext) -> str | None:
+    """The line (and a Progress "note") when no shape was given and a custom model declares none:
     its input is assumed, which a user must be told rather than find out from odd figures. Called once the model
     has built: a model that fails is said in its error line alone."""
     if shape_given:
@@ -317,36 +386,6 @@ def say_assumed_input(spec: str, shape_given: bool, ctx: JobContext | None) -> s
     from torchperf_tui.engine.workloads.models import input_shape_note
 
     note = input_shape_note(spec)
-    if note and ctx is not None:
-        ctx.progress("note", note)
+    if note:
+        ctx.progress(NOTE, note)
     return note
-
-
-def run_sweep_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
-    """params: cfg (BenchConfig), seq_lens (LO, HI), arms (None or two ArmSpecs), options (run_sweep's keywords).
-    Progress "sweep_point": each SweepPoint as it is measured. -> (SweepResult, {})."""
-    result = run_sweep(params["cfg"], *params["seq_lens"], arms=params.get("arms"), **params.get("options", {}),
-                       on_point=lambda point: ctx.progress("sweep_point", point), should_cancel=ctx.cancelled)
-    return result, history_extra(result)  # the fingerprint: --mlflow's tags
-
-
-RUNNERS: dict[str, Callable[[dict, JobContext], tuple[Any, dict]]] = {
-    "probe": run_probe, "catalogue": run_catalogue, "analyse": run_analyse, "time": run_time, "ab": run_ab_job,
-    "kernels": run_kernels, "modes": run_modes_job, "throughput": run_throughput, "profile": run_profile, "roofline": run_roofline,
-    "layer_times": run_layer_times,
-    "determinism": run_determinism, "memsnap": run_memsnap, "ceilings": run_ceilings,
-    "ceilings_kept": run_ceilings_kept, "release": run_release, "memory": run_memory,
-}
-RUNNERS["sweep"] = run_sweep_job  # the app and the CLI alike
-
-
-def _lazy(module: str, name: str) -> Callable[[dict, JobContext], tuple[Any, dict]]:
-    """measure/`module`.py's runner `name`, imported when its job comes (that module imports this one)."""
-    return lambda params, ctx: getattr(import_module(f"torchperf_tui.measure.{module}"), name)(params, ctx)
-
-
-RUNNERS.update({f"cli.{kind}": _lazy("cli_runners", f"run_cli_{kind}")
-                for kind in ("flops", "bench", "profile", "roofline", "compare", "determinism", "memsnap", "ceilings")})
-RUNNERS.update({"generate": _lazy("generation_runners", "run_generate"),
-                "cli.generate": _lazy("generation_runners", "run_cli_generate"),
-                "cli.generate_ab": _lazy("generation_runners", "run_cli_generate_ab")})

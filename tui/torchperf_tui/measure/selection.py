@@ -75,9 +75,10 @@ class Selection:
         return text + (f" · amp {self.amp}" if self.amp else "")
 
     def analysis_params(self) -> dict:
-        """The measurement process's "analyse" job: the model at the typed input (dims None: its default)."""
+        """The measurement process's "analyse" job, as the CLI's flops sends it: the model at the typed input (with the
+        batch; None: its default at the batch)."""
         shape = self.full_shape()
-        return {"spec": self.spec, "batch": self.batch_size(), "dims": tuple(shape[1:]) if shape else None,
+        return {"spec": self.spec, "batch": self.batch_size(), "input_shape": tuple(shape) if shape else None,
                 "dtype": self.dtype, "step": self.step, "model_args": self.parsed_model_args(),
                 "seq_len": self.sequence_length()}
 

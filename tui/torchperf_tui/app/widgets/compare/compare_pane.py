@@ -25,7 +25,7 @@ from torchperf_tui.app.setup_diff import against_text, differences, setup_text, 
 from torchperf_tui.app.runs import LiveRun, app_marks, save_run
 from torchperf_tui.measure.protocol import JobDone, JobFailed, Progress
 from torchperf_tui.app.widgets.timing.histogram import LatencyOverlay, theme_palette
-from torchperf_tui.engine.measurements.ab_arms import FLIP_REMEDY, same_arms_refusal
+from torchperf_tui.engine.measurements.ab_arms import FLIP_REMEDY, ArmSpec, same_arms_refusal
 
 AB_BLOCKS = 10
 COMPACT_BELOW_ROWS = 30  # the pane's height under which its note takes one row
@@ -138,7 +138,6 @@ class ComparePane(Vertical):
                 record.status = "cancelled"
         if selection.compile != "eager":
             self.app.notify("A/B compares the flag sets eager: compiled A/B is not supported", severity="warning")
-        kind = session.device_kind()
         records = []
         for arm, flags in (("A", flags_a), ("B", flags_b)):
             record = LiveRun.of(session, selection, self.screen.default_shape(), flags=flags, arm=arm)
@@ -158,9 +157,11 @@ class ComparePane(Vertical):
         base = self.jobs.config(selection, self._ab_failed, flags=flags_a, slot="ab")
         if base is None:
             return
-        self.jobs.start("ab", "ab", {"base": base, "a": flags_a, "b": flags_b, "blocks": AB_BLOCKS,
-                                     "per_block": max(3, session.iters // 5), "seed": self.ab_runs[0],
-                                     "device_kind": kind}, f"comparing A/B on {selection.spec}")
+        # The arms are flag sets, not typed SPECs: the measurement process says them on the run's device.
+        self.jobs.start("ab", "ab", {"base": base, "a": ArmSpec(flags=flags_a), "b": ArmSpec(flags=flags_b),
+                                     "blocks": AB_BLOCKS, "per_block": max(3, session.iters // 5),
+                                     "seed": self.ab_runs[0], "remedy": FLIP_REMEDY},
+                        f"comparing A/B on {selection.spec}")
 
     def arms(self) -> list[LiveRun]:
         """The latest A/B's arms still kept (A, B)."""

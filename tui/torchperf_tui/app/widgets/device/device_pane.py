@@ -21,7 +21,7 @@ from torchperf_tui.wording.device import cpu_figures, formula_lines, gpu_figures
 from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.measure.protocol import JobFailed, Progress
-from torchperf_tui.core.errors import user_message
+from torchperf_tui.core.errors import first_line, user_message
 from torchperf_tui.engine.hardware.device import probe_device
 from torchperf_tui.engine.measurements.flags import applicability_table
 
@@ -150,7 +150,8 @@ class DevicePane(VerticalScroll):
         widget = self.query_one("#device-ceilings", Static)
         widget.display = True
         widget.update(f"\n[b]Measured ceilings[/] of {device}: measuring…")
-        self.jobs.start("ceilings", "ceilings", {"device": device}, f"measuring the ceilings of {device}")
+        self.jobs.start("ceilings", "ceilings", {"device": device, "refresh": True},
+                        f"measuring the ceilings of {device}")
 
     def _ceilings_event(self, event) -> None:
         widget = self.query_one("#device-ceilings", Static)
@@ -158,9 +159,11 @@ class DevicePane(VerticalScroll):
         device = self.app.session.resolved_device()
         if isinstance(event, Progress):
             widget.update(f"\n[b]Measured ceilings[/] of {device}: measuring {escape(str(event.data))}…")
-        elif isinstance(event, JobFailed):
-            widget.update(f"\n[b]Measured ceilings[/] of {device}: "
-                          + ("cancelled" if event.cancelled else f"[b $error]error:[/] {escape(event.error)}"))
+        elif isinstance(event, JobFailed) and event.cancelled:
+            widget.update(f"\n[b]Measured ceilings[/] of {device}: cancelled")
+        elif isinstance(event, JobFailed) or event.extra.get("corrupt"):  # a corrupt ceilings file: its line, here
+            error = event.error if isinstance(event, JobFailed) else first_line(event.extra["corrupt"])
+            widget.update(f"\n[b]Measured ceilings[/] of {device}: [b $error]error:[/] {escape(error)}")
         else:
             widget.update(ceilings_text(event.result, device))
             if event.result is not None and not event.result.cached:

@@ -16,6 +16,7 @@ from textual.widgets import Button, DataTable, Static
 from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.core.formatting import fit_name, format_shape
+from torchperf_tui.engine.measurements.ab_arms import ArmSpec
 from torchperf_tui.wording.conditions import disturbed_text
 from torchperf_tui.wording.kernels import (attention_ran_text, fallback_lines, kernels_summary, layer_rows, ran_text,
                                            shows_step, us_text)
@@ -155,7 +156,6 @@ class KernelsPane(Vertical):
         selection = self.screen.ready_selection("kernel view", module="kernels")
         if selection is None:
             return
-        kind = self.app.session.device_kind()
         self.screen.show_tab("kernels")
         what = "" if selection.step == "infer" and not selection.amp else f" ({selection.step_text()})"
         self.status = (f"[b]{selection.spec}[/]{what} · profiling each conv layer and attention call under A: "
@@ -164,8 +164,10 @@ class KernelsPane(Vertical):
         base = self.jobs.config(selection, self._failed, flags=flags_a, slot="kernels")
         if base is None:
             return
-        self.jobs.start("kernels", "kernels", {"base": base, "a": flags_a, "b": flags_b, "device_kind": kind},
-                        f"profiling the conv kernels of {selection.spec}")
+        # Flag sets said on the run's device by the measurement process; the same set under both is a view, not a
+        # comparison: not refused (aa).
+        self.jobs.start("kernels", "kernels", {"base": base, "a": ArmSpec(flags=flags_a), "b": ArmSpec(flags=flags_b),
+                                               "aa": True}, f"profiling the conv kernels of {selection.spec}")
 
     @on(JobEvent)
     def _job_event(self, message: JobEvent) -> None:
