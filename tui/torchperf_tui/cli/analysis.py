@@ -6,7 +6,6 @@ from __future__ import annotations
 from torchperf_tui.cli import common
 from torchperf_tui.cli.common import bench_config, dtype, model_args, output, print_note, resolve_input, seq_len, without
 from torchperf_tui.core.errors import TorchperfError
-from torchperf_tui.measure import cli_jobs
 from torchperf_tui.engine.analysis.profiling import SORT_KEYS
 
 
@@ -45,7 +44,7 @@ def cmd_roofline(args) -> int:
             return job("layer_times", {"result": timing, "iters": args.layer_iters, **peaks}, what)[0]
         return job("roofline", {"result": timing, **peaks}, what)[0]
 
-    result = cli_jobs.run_jobs(steps)
+    result = common.run_jobs(steps)
     return output(args, result, lambda r: render_roofline(r, layers=args.layers),
                    lambda r: without(r.to_dict(), "layers", unless=args.layers))
 

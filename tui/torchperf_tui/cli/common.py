@@ -77,6 +77,14 @@ def run_job(kind: str, params: dict, what: str, **callbacks):
     return cli_jobs.run_job(kind, params, what, **callbacks)
 
 
+def run_jobs(steps):
+    """The command's jobs one after another in one measurement process (measure/cli_jobs.run_jobs)."""
+    # Local: as run_job's, a refused command loads no job client.
+    from torchperf_tui.measure import cli_jobs
+
+    return cli_jobs.run_jobs(steps)
+
+
 def print_note(what: str, data) -> None:
     """A job's note (on_progress), one line on stderr."""
     if what == "note":
