@@ -9,15 +9,14 @@ import sys
 from torchperf_tui.core.errors import PROG
 from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.core.flag_table import flag_options
-from torchperf_tui.core.formatting import format_shape
 from torchperf_tui.engine.measurements.ab_arms import AA_REMEDY, parse_arm_spec, same_arms, same_arms_refusal
 from torchperf_tui.engine.measurements.flags import Flags
 from torchperf_tui.engine.records.history_file import HistoryFile
-from torchperf_tui.engine.workloads.inputs import canonical_dtype, parse_seq_len, parse_shape
+from torchperf_tui.engine.measurements.bench_config import BenchConfig
+from torchperf_tui.engine.workloads.inputs import canonical_dtype, check_dims, parse_seq_len, parse_shape
 from torchperf_tui.engine.workloads.model_args import parse_model_args
 from torchperf_tui.engine.workloads.shapes import parse_schedule
 from torchperf_tui.measure.follow_up import save_to_history
-from torchperf_tui.measure.selection import Selection
 
 
 def flags_from(args) -> Flags:
@@ -91,23 +90,22 @@ def print_note(what: str, data) -> None:
         print(f"{PROG}: note: {data}", file=sys.stderr)
 
 
-def bench_config(args, **overrides):
-    """A BenchConfig from the shared input, device and flag options, through the same frozen Selection the
-    TUI builds from its sidebar, with --step, --optimizer and --amp where the command has them (`overrides`:
-    warmup, iters, compile, shapes, seed)."""
+def bench_config(args, **overrides) -> BenchConfig:
+    """The run's spec, built once from the arguments: the model and its overrides, the input, device, dtype and
+    flags, --step, --optimizer and --amp where the command has them, and `overrides` (warmup, iters, compile,
+    shapes, seed) where given. Each value is checked as it is read, with the same words as the app's fields."""
     full = resolve_input(args)
-    batch = args.batch if args.batch is not None else (full[0] if full else 1)
-    values = dict(spec=args.model, shape=format_shape(full[1:]) if full else "", batch=str(batch),
-                  device=args.device, dtype=dtype(args), channels_last=args.channels_last,
-                  flags=flags_from(args))
-    values.update({k: getattr(args, k) for k in ("step", "optimizer", "amp") if getattr(args, k, None) is not None})
-    values.update(model_args=getattr(args, "model_args", "") or "", seq_len=getattr(args, "seq_len", None) or "")
-    values.update({k: v for k, v in overrides.items() if v is not None})
-    if "compile" in values:
-        values["compile"] = values["compile"] or "eager"
-    if "shapes" in values:
-        values["shapes"] = parse_schedule(values["shapes"]).describe()  # a bad schedule: one line, exit 2
-    return Selection(**values).config()
+    run = {k: v for k, v in overrides.items() if v is not None}
+    run.update({k: getattr(args, k) for k in ("step", "optimizer", "amp") if getattr(args, k, None) is not None})
+    chosen_dtype, flags = dtype(args), flags_from(args)
+    if "compile" in run:
+        run["compile"] = None if run["compile"] in ("", "eager") else run["compile"]
+    if "shapes" in run:
+        run["shapes"] = parse_schedule(run["shapes"]).describe()  # a bad schedule: one line, exit 2
+    batch = check_dims((args.batch if args.batch is not None else (full[0] if full else 1),))[0]
+    return BenchConfig(model=args.model, input_shape=check_dims((batch, *full[1:])) if full else None, batch=batch,
+                       device=args.device, dtype=chosen_dtype, channels_last=args.channels_last, flags=flags,
+                       model_args=model_args(args), seq_len=seq_len(args), **run)
 
 
 def check_history_writable(args) -> None:

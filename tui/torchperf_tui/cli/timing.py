@@ -7,12 +7,11 @@ import dataclasses
 import sys
 
 from torchperf_tui.cli import common
-from torchperf_tui.cli.common import (append_history, bench_config, check_history_writable, dtype, flags_from,
-                                      model_args, output, print_note, resolve_input, seq_len, without)
+from torchperf_tui.cli.common import (append_history, bench_config, check_history_writable, output, print_note,
+                                      without)
 from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.cli.baseline import baseline_command, bench_record, typed_options
 from torchperf_tui.cli.mlflow import log_records, log_result, open_mlflow
-from torchperf_tui.engine.measurements.bench_config import BenchConfig
 from torchperf_tui.engine.measurements.throughput import DEFAULT_TIME_BUDGET_S
 from torchperf_tui.engine.measurements.timing_modes import parse_modes
 from torchperf_tui.cli.generation import bench_generate, compare_generate
@@ -128,9 +127,7 @@ def refuse_gate_options(args) -> None:
 
 
 def cmd_determinism(args) -> int:
-    cfg = BenchConfig(model=args.model, input_shape=resolve_input(args), batch=args.batch, device=args.device,
-                      dtype=dtype(args), flags=flags_from(args), channels_last=args.channels_last, step=args.step,
-                      optimizer=args.optimizer, amp=args.amp, model_args=model_args(args), seq_len=seq_len(args))
+    cfg = bench_config(args)
     report, _ = common.run_job("determinism", {"cfg": cfg, "runs": args.runs}, f"checking {args.model}")
     return output(args, report, lambda r: print(r.summary()))
 

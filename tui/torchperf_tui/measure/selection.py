@@ -1,5 +1,6 @@
 """What the user chose, frozen: the model, its input, the device, the flags and the run options, as one
-value built on the UI thread (or from the CLI's arguments) and turned into the engine's BenchConfig.
+value built on the UI thread from the sidebar's fields and turned into the engine's BenchConfig (the CLI builds
+its BenchConfig from its arguments: cli/common.bench_config).
 
 A job gets the config made from the selection at the moment it was asked for, so an option changed while it
 runs cannot change what it measures, and its history record says what was measured. No torch: the modules
