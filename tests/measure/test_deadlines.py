@@ -4,8 +4,6 @@ its place for the next request; a run that keeps making progress is never cut, h
 
 from __future__ import annotations
 
-import threading
-import time
 
 import pytest
 
@@ -15,36 +13,10 @@ from torchperf_tui.measure.client import MeasurementProcess
 from torchperf_tui.measure.deadlines import BUILD_DEADLINE_S, BUILD_ENV, PASS_DEADLINE_S, PASS_ENV, Deadlines, stage
 from torchperf_tui.measure.protocol import JobDone, JobFailed
 
+from tests.measure.recorder import Recorder
+
 STALLING = "tests.stalling_models"
 TINY = "tests.tinymodels:tiny_cnn"
-
-
-class Events:
-    def __init__(self) -> None:
-        self.events: list = []
-        self.notices: list[str] = []
-        self.changed = threading.Condition()
-
-    def on_event(self, event) -> None:
-        with self.changed:
-            self.events.append(event)
-            self.changed.notify_all()
-
-    def on_notice(self, text: str) -> None:
-        with self.changed:
-            self.notices.append(text)
-            self.changed.notify_all()
-
-    def end_of(self, job_id: int, timeout: float = 120.0):
-        deadline = time.monotonic() + timeout
-        with self.changed:
-            while True:
-                for event in self.events:
-                    if isinstance(event, (JobDone, JobFailed)) and event.job_id == job_id:
-                        return event
-                left = deadline - time.monotonic()
-                assert left > 0, f"no end for job {job_id}: {[type(e).__name__ for e in self.events]}"
-                self.changed.wait(left)
 
 
 def config(model: str, **kw) -> BenchConfig:
@@ -81,12 +53,12 @@ def test_the_line_names_the_part_that_did_not_finish(phase, passed, samples_phas
 
 def test_a_bad_deadline_in_the_environment_fails_each_job_with_its_line_and_starts_nothing(monkeypatch):
     monkeypatch.setenv(BUILD_ENV, "soon")
-    events = Events()
+    events = Recorder()
     process = MeasurementProcess(events.on_event, events.on_notice)
     process.start()
     try:
         job = process.submit("time", {"cfg": config(TINY)})
-        end = events.end_of(job, timeout=5)
+        end = events.ended(job, timeout=5)
     finally:
         process.stop()
     assert isinstance(end, JobFailed) and end.error.startswith(f"{BUILD_ENV}='soon': give a number of seconds > 0")
@@ -96,7 +68,7 @@ def test_a_bad_deadline_in_the_environment_fails_each_job_with_its_line_and_star
 # -- the real measurement process ---------------------------------------------------------------------------
 
 def test_an_analysis_that_never_ends_is_stopped_and_a_new_process_serves_the_next_request():
-    events = Events()
+    events = Recorder()
     # A fresh process's first job imports the engine's modules before its model's phases begin: seconds on a busy
     # box, which a deadline of a few seconds would take for the model's silence.
     process = MeasurementProcess(events.on_event, events.on_notice, deadlines=Deadlines(build_s=15, pass_s=15))
@@ -105,26 +77,26 @@ def test_an_analysis_that_never_ends_is_stopped_and_a_new_process_serves_the_nex
         spec = f"{STALLING}:sleeps_when_built"
         job = process.submit("analyse", {"spec": spec, "batch": 1, "input_shape": None, "dtype": "float32"},
                              f"analysing {spec}")
-        end = events.end_of(job)
+        end = events.ended(job)
         assert isinstance(end, JobFailed) and not end.internal
         assert end.error.startswith(f"analysing {spec}: the model did not finish its analysis within 15 s; stopped "
                                     f"its measurement process ({BUILD_ENV}=SECONDS waits longer)")
         assert end.error.endswith("; started a new one") and any("did not finish" in n for n in events.notices)
         process.deadlines = Deadlines()  # the next request, as long as it needs: a busy box's first job is slow
         after = process.submit("time", {"cfg": config(TINY, input_shape=(1, 3, 16, 16))})
-        assert isinstance(events.end_of(after), JobDone)
+        assert isinstance(events.ended(after), JobDone)
     finally:
         process.stop()
 
 
 def test_a_run_that_keeps_going_is_never_cut_however_long_it_takes_in_all():
-    events = Events()
+    events = Recorder()
     process = MeasurementProcess(events.on_event, events.on_notice, deadlines=Deadlines(build_s=60, pass_s=4))
     process.start()
     try:
         # 1 + 1 + 16 passes of 0.4 s: about 7 s in all, each pass well within the 4 s a pass may take.
         job = process.submit("time", {"cfg": config(f"{STALLING}:slow_but_steady", iters=16)})
-        end = events.end_of(job)
+        end = events.ended(job)
     finally:
         process.stop()
     assert isinstance(end, JobDone), getattr(end, "error", "")

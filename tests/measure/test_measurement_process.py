@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import pickle
 import sys
-import threading
 import time
 
 import pytest
@@ -18,40 +17,9 @@ from torchperf_tui.measure.client import (BUILD_GRACE_S, CANCEL_GRACE_S, JobInfo
 from torchperf_tui.measure.protocol import (PROTOCOL_VERSION, JobDone, JobFailed, ProtocolError, Ready, Samples,
                                            StartJob, pack, unpack)
 
+from tests.measure.recorder import Recorder
+
 TINY = "tests.tinymodels:tiny_cnn"
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.events: list = []
-        self.notices: list[str] = []
-        self.changed = threading.Condition()
-
-    def on_event(self, event) -> None:
-        with self.changed:
-            self.events.append(event)
-            self.changed.notify_all()
-
-    def on_notice(self, text: str) -> None:
-        with self.changed:
-            self.notices.append(text)
-            self.changed.notify_all()
-
-    def wait_for(self, predicate, timeout: float = 60.0):
-        deadline = time.monotonic() + timeout
-        with self.changed:
-            while not predicate():
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise AssertionError(f"timed out; events: {[type(e).__name__ for e in self.events]}, "
-                                         f"notices: {self.notices}")
-                self.changed.wait(left)
-
-    def end_of(self, job_id: int):
-        for event in self.events:
-            if isinstance(event, (JobDone, JobFailed)) and event.job_id == job_id:
-                return event
-        return None
 
 
 @pytest.fixture
