@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from tests.engine.test_hostile_files import _read_only_folder, _valid_ceilings
+from tests.engine.test_hostile_files import _read_only_folder, _valid_ceilings, keep_history_and_ceilings
 from tests.records import make_record
 from tests.test_cli import TINY, run
 from torchperf_tui.engine.measurements import ceiling_measurement
@@ -141,12 +141,7 @@ def test_ceilings_are_not_measured_where_they_cannot_be_kept(capsys, tmp_path, m
 @pytest.fixture
 def kept(tmp_path, monkeypatch):
     """A history with a record and a ceilings file with this device's: (history, ceilings, their bytes)."""
-    (tmp_path / "data").mkdir()
-    history, ceilings_file = tmp_path / "data" / "history.jsonl", tmp_path / "data" / "ceilings.json"
-    HistoryFile(history).append(make_record())
-    ceilings_file.write_text(json.dumps(_valid_ceilings()))
-    monkeypatch.setenv("TORCHPERF_HISTORY", str(history))
-    monkeypatch.setenv("TORCHPERF_CEILINGS", str(ceilings_file))
+    history, ceilings_file = keep_history_and_ceilings(tmp_path, monkeypatch)
     os.link(history, tmp_path / "hard.jsonl")
     return history, ceilings_file, (history.read_bytes(), ceilings_file.read_bytes())
 

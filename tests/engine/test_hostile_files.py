@@ -343,6 +343,12 @@ def test_a_baseline_that_is_a_fifo_or_a_device_is_one_line_not_a_hang(tmp_path):
 @pytest.fixture
 def kept(tmp_path, monkeypatch):
     """A history in use with a record in it, and a ceilings file: (history, ceilings)."""
+    return keep_history_and_ceilings(tmp_path, monkeypatch)
+
+
+def keep_history_and_ceilings(tmp_path, monkeypatch):
+    """A history in use with a record in it and a ceilings file with this device's, both under tmp_path/data and
+    named by their environment variables: (history, ceilings)."""
     (tmp_path / "data").mkdir()
     history, ceilings_file = tmp_path / "data" / "history.jsonl", tmp_path / "data" / "ceilings.json"
     HistoryFile(history).append(make_record())
