@@ -37,8 +37,17 @@ from torchperf_tui.engine.workloads.model_entry import ModelEntry
 
 posix_only = pytest.mark.skipif(not hasattr(os, "mkfifo") or not os.path.exists("/dev/zero"),
                                 reason="needs POSIX FIFOs and devices")
+NOT_FILES = [("FIFO", "a named pipe (FIFO)"), ("/dev/zero", "a character device"), ("/dev/full", "a character device")]
 ENTRIES = [ModelEntry("timm:resnet18", "classification", (3, 224, 224), source="timm")]
 KEY = device_key(torch.device("cpu"))
+
+
+def not_a_file(tmp_path, path: str) -> str:
+    """A path of NOT_FILES (or "DIR") made real: "FIFO" a named pipe in tmp_path, "DIR" tmp_path itself."""
+    if path == "FIFO":
+        os.mkfifo(tmp_path / "fifo")
+        return str(tmp_path / "fifo")
+    return str(tmp_path) if path == "DIR" else path
 
 
 def in_child(code: str, env: dict | None = None, timeout: float = 60) -> str:
@@ -96,14 +105,9 @@ def _read_only_folder(tmp_path, monkeypatch):
 
 
 @posix_only
-@pytest.mark.parametrize("path, kind", [("FIFO", "a named pipe (FIFO)"), ("/dev/zero", "a character device"),
-                                        ("/dev/full", "a character device"), ("DIR", "a directory")])
+@pytest.mark.parametrize("path, kind", [*NOT_FILES, ("DIR", "a directory")])
 def test_a_small_file_that_is_not_a_regular_file_is_refused_without_waiting_or_reading(tmp_path, path, kind):
-    if path == "FIFO":
-        path = str(tmp_path / "fifo")
-        os.mkfifo(path)
-    elif path == "DIR":
-        path = str(tmp_path)
+    path = not_a_file(tmp_path, path)
     said = in_child(f"""
         from torchperf_tui.core.input_files import InputFileError, read_json
         try:
@@ -149,12 +153,9 @@ def test_a_file_whose_size_says_nothing_is_still_read_no_further_than_its_cap():
 
 
 @posix_only
-@pytest.mark.parametrize("path, kind", [("FIFO", "a named pipe (FIFO)"), ("/dev/zero", "a character device"),
-                                        ("/dev/full", "a character device")])
+@pytest.mark.parametrize("path, kind", NOT_FILES)
 def test_a_ceilings_path_that_is_no_file_is_one_line_not_a_hang_or_all_the_memory(tmp_path, path, kind):
-    if path == "FIFO":
-        path = str(tmp_path / "fifo")
-        os.mkfifo(path)
+    path = not_a_file(tmp_path, path)
     said = in_child("""
         from torchperf_tui.engine.hardware.ceilings import CeilingsPathError, load_ceilings
         try:
@@ -272,12 +273,9 @@ def test_a_ceilings_file_that_cannot_be_written_whole_is_left_as_it_was(tmp_path
 
 
 @posix_only
-@pytest.mark.parametrize("path, kind", [("FIFO", "a named pipe (FIFO)"), ("/dev/zero", "a character device"),
-                                        ("/dev/full", "a character device")])
+@pytest.mark.parametrize("path, kind", NOT_FILES)
 def test_a_catalogue_cache_named_by_its_variable_that_is_no_file_is_one_line(tmp_path, path, kind):
-    if path == "FIFO":
-        path = str(tmp_path / "fifo")
-        os.mkfifo(path)
+    path = not_a_file(tmp_path, path)
     said = in_child("""
         from torchperf_tui.core.errors import TorchperfError
         from torchperf_tui.engine.workloads.catalogue_cache import cached
