@@ -12,3 +12,16 @@ def run(capsys, *argv):
         code = exit_.code
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def no_job_sent(monkeypatch, owner, before: str) -> list:
+    """`owner.run_job` replaced by one that fails the test, saying the job was sent before `before`: the list of the
+    kinds sent (none may be)."""
+    sent: list = []
+
+    def send(kind, params, what, **callbacks):
+        sent.append(kind)
+        raise AssertionError(f"a {kind} job was sent before {before}")
+
+    monkeypatch.setattr(owner, "run_job", send)
+    return sent

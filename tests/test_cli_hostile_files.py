@@ -12,6 +12,7 @@ import os
 import pytest
 
 from tests.engine.test_hostile_files import _read_only_folder, _valid_ceilings, keep_history_and_ceilings
+from tests.cli_run import no_job_sent
 from tests.records import make_record
 from tests.test_cli import TINY, run
 from torchperf_tui.engine.measurements import ceiling_measurement
@@ -44,14 +45,7 @@ def no_job(monkeypatch) -> list:
     """The jobs a command sent (none may be: the history is checked before any is)."""
     from torchperf_tui.measure import cli_jobs
 
-    sent: list = []
-
-    def send(kind, params, what, **callbacks):
-        sent.append(kind)
-        raise AssertionError(f"a {kind} job was sent before the history was checked")
-
-    monkeypatch.setattr(cli_jobs, "run_job", send)
-    return sent
+    return no_job_sent(monkeypatch, cli_jobs, "the history was checked")
 
 
 def one_line(code, out, err) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.cli_run import no_job_sent
 from tests.test_cli import TINY, run
 
 
@@ -23,14 +24,7 @@ def no_job(monkeypatch) -> list:
     spawned and before torch is imported, 2-3 s)."""
     from torchperf_tui.cli import common
 
-    sent: list = []
-
-    def send(kind, params, what, **callbacks):
-        sent.append(kind)
-        raise AssertionError(f"a {kind} job was sent before the arguments were checked")
-
-    monkeypatch.setattr(common, "run_job", send)
-    return sent
+    return no_job_sent(monkeypatch, common, "the arguments were checked")
 
 
 @pytest.mark.parametrize("argv", [["bench", TINY], ["throughput", TINY], ["profile", TINY], ["roofline", TINY],
