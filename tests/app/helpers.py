@@ -212,14 +212,15 @@ def gpu_report_and_fakes():
 
 def make_app(*, gpu: bool = False, frozen: bool = False, answers: dict | None = None, measurement=None,
              poll_telemetry: bool = False, **options):
-    """Every test app: TorchperfApp(**options) with telemetry sampled once (`poll_telemetry=True`: polled).
+    """Every test app: the package's make_app (app/factory.py) with telemetry sampled once (`poll_telemetry=True`:
+    polled) and these tests' fakes as its seams.
 
     `gpu`: on the fake H100 of `gpu_report_and_fakes` (its NVML and CUDA seams), else on this box's CPU. `frozen`:
     the device report fixed (CPU facts pinned) and a frozen telemetry source, for snapshots. `answers`: the
     measurement process is a FakeMeasurement answering those job kinds with recorded results (tests/app/
     recorded_answers.py) and handing the rest to a real one; `measurement`: another client factory (a
     FakeMeasurement the test keeps, to read its requests); neither: the real measurement process."""
-    from torchperf_tui.app.app import TorchperfApp
+    from torchperf_tui.app.factory import Seams, make_app as build_app
 
     if answers is not None:
         if measurement is not None:
@@ -228,7 +229,7 @@ def make_app(*, gpu: bool = False, frozen: bool = False, answers: dict | None = 
         from torchperf_tui.measure.client import MeasurementProcess
 
         measurement = FakeMeasurement(answers, real=MeasurementProcess)
-    seams: dict = {}
+    seams: dict = {"measurement": measurement}
     if gpu:
         report, seams["nvml"], seams["cuda"] = gpu_report_and_fakes()
         if frozen:
@@ -237,7 +238,7 @@ def make_app(*, gpu: bool = False, frozen: bool = False, answers: dict | None = 
         seams["device_report"] = cpu_report()
     if frozen:
         seams["telemetry"] = FrozenTelemetry(gpu=gpu)
-    return TorchperfApp(poll_telemetry=poll_telemetry, measurement=measurement, **seams, **options)
+    return build_app(Seams(**seams), poll_telemetry=poll_telemetry, **options)
 
 
 class FrozenTelemetry:
