@@ -244,7 +244,10 @@ def make_app(*, gpu: bool = False, frozen: bool = False, answers: dict | None = 
         measurement = FakeMeasurement(answers, real=real_process())
     elif measurement is None:
         measurement = real_process()
-    seams: dict = {"measurement": measurement}
+    # a seam a test gives by name (a telemetry source, a fixed device report) goes with the others
+    seams: dict = {"measurement": measurement,
+                   **{name: options.pop(name) for name in ("device_report", "telemetry", "nvml", "cuda")
+                      if name in options}}
     if gpu:
         report, seams["nvml"], seams["cuda"] = gpu_report_and_fakes()
         if frozen:
