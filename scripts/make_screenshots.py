@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tui"))
 
-from torchperf_tui.app.app import TorchperfApp  # noqa: E402
+from torchperf_tui.app.factory import make_app  # noqa: E402
 
 SIZES = {"": (100, 30), "-80x24": (80, 24)}  # file-name suffix -> terminal size
 
@@ -43,7 +43,7 @@ def fresh_app(out: Path, suffix: str, history: Path, **options):
     """(app, saved, shoot): an app on an emptied history file of its own (the History view shows only this script's
     runs), the list of files it saved, and its shoot(name)."""
     history.unlink(missing_ok=True)
-    app = TorchperfApp(interval=0.5, history_path=str(history), **options)
+    app = make_app(interval=0.5, history_path=str(history), **options)
     saved: list[Path] = []
     return app, saved, shooter(app, out, suffix, saved)
 
@@ -226,7 +226,7 @@ def ab_done(app, first_arm: int = 0) -> bool:
 
 async def make_demo(out: Path, model: str, history: Path) -> list[Path]:
     """The demo during its second step (random shapes), banner shown."""
-    app = TorchperfApp(model=model, demo=True, demo_pace=1.0, warmup=3, iters=30, history_path=str(history))
+    app = make_app(model=model, demo=True, demo_pace=1.0, warmup=3, iters=30, history_path=str(history))
     async with app.run_test(size=SIZES[""]) as pilot:
         await wait_until(pilot, lambda: ab_done(app, first_arm=3), what="the demo's second comparison")
         await pilot.pause(0.3)

@@ -402,8 +402,7 @@ def test_a_row_that_quotes_an_error_is_printed_as_text_not_markup():
 
 
 def test_the_app_takes_the_pickers_args_and_seq_and_a_transformers_demo_its_small_config(capsys, monkeypatch):
-    from torchperf_tui.app import app as app_module
-    from torchperf_tui.app import launch
+    from torchperf_tui.app import factory, launch
     from torchperf_tui.app.demo_attention import SMALL_CONFIGS
 
     started = {}
@@ -416,7 +415,7 @@ def test_the_app_takes_the_pickers_args_and_seq_and_a_transformers_demo_its_smal
         def run(self):
             pass
 
-    monkeypatch.setattr(app_module, "TorchperfApp", NotStarted)
+    monkeypatch.setattr(factory, "TorchperfApp", NotStarted)
     monkeypatch.setattr(launch, "terminal_missing", lambda: "")
     assert run(capsys, "--model", "hf:gpt2", "--model-args", "n_layer=2", "--seq-len", "64")[0] == 0
     assert (started["model"], started["model_args"], started["seq_len"]) == ("hf:gpt2", "n_layer=2", "64")

@@ -1,5 +1,6 @@
 """The app tests' fixtures: "app ready, a tiny model chosen", instead of each test repeating it; every
-notification an app shows is recorded."""
+notification an app shows is recorded; the apps of a test share the worker's warm measurement process unless the
+test is marked `own_process` (tests/fakes/shared_measurement.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,34 @@ import contextlib
 
 import pytest
 
+from tests.app import helpers
 from tests.app.helpers import TINY, choose_model, make_app, recording_notify, wait_ready
+from tests.fakes.shared_measurement import SharedMeasurement
+
+OWN_PROCESS = "own_process"
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", f"{OWN_PROCESS}: the test's apps each start a measurement process of their "
+                                       "own (it tests the process: its start, death, deadlines, pid, CPUs or "
+                                       "environment), not the worker's shared one")
+
+
+@pytest.fixture(scope="session")
+def _shared_measurement():
+    """The worker's one warm measurement process, started by the first app that asks for it, stopped at the end."""
+    shared = SharedMeasurement()
+    yield shared
+    shared.close()
+
+
+@pytest.fixture(autouse=True)
+def _measurement_process(request, _shared_measurement):
+    """This test's apps get the shared measurement process, or (marked own_process) a process each."""
+    own = request.node.get_closest_marker(OWN_PROCESS) is not None
+    helpers.REAL_PROCESS["shared"] = None if own else _shared_measurement
+    yield
+    helpers.REAL_PROCESS["shared"] = None
 
 
 @pytest.fixture(autouse=True)

@@ -210,25 +210,44 @@ def gpu_report_and_fakes():
     return fixed_cpu(report), fake_nvml, fake_cuda
 
 
+# The real measurement process the app tests get (tests/app/conftest.py sets it for each test): the worker's warm
+# one (tests/fakes/shared_measurement.py), or None where the test keeps a process of its own.
+REAL_PROCESS: dict = {"shared": None}
+
+
+def real_process():
+    """The client factory of the real measurement process for this test's apps: the worker's shared one, or
+    measure/client.py's MeasurementProcess (a process of the app's own) where the test is marked `own_process`."""
+    from torchperf_tui.measure.client import MeasurementProcess
+
+    return REAL_PROCESS["shared"] or MeasurementProcess
+
+
 def make_app(*, gpu: bool = False, frozen: bool = False, answers: dict | None = None, measurement=None,
              poll_telemetry: bool = False, **options):
-    """Every test app: TorchperfApp(**options) with telemetry sampled once (`poll_telemetry=True`: polled).
+    """Every test app: the package's make_app (app/factory.py) with telemetry sampled once (`poll_telemetry=True`:
+    polled) and these tests' fakes as its seams.
 
     `gpu`: on the fake H100 of `gpu_report_and_fakes` (its NVML and CUDA seams), else on this box's CPU. `frozen`:
     the device report fixed (CPU facts pinned) and a frozen telemetry source, for snapshots. `answers`: the
     measurement process is a FakeMeasurement answering those job kinds with recorded results (tests/app/
     recorded_answers.py) and handing the rest to a real one; `measurement`: another client factory (a
-    FakeMeasurement the test keeps, to read its requests); neither: the real measurement process."""
-    from torchperf_tui.app.app import TorchperfApp
+    FakeMeasurement the test keeps, to read its requests); neither: the real measurement process, the worker's
+    warm one (`real_process()`) unless the test is marked `own_process`."""
+    from torchperf_tui.app.factory import Seams, make_app as build_app
 
     if answers is not None:
         if measurement is not None:
             raise ValueError("answers or measurement, not both")
         from tests.fakes.fake_measurement import FakeMeasurement
-        from torchperf_tui.measure.client import MeasurementProcess
 
-        measurement = FakeMeasurement(answers, real=MeasurementProcess)
-    seams: dict = {}
+        measurement = FakeMeasurement(answers, real=real_process())
+    elif measurement is None:
+        measurement = real_process()
+    # a seam a test gives by name (a telemetry source, a fixed device report) goes with the others
+    seams: dict = {"measurement": measurement,
+                   **{name: options.pop(name) for name in ("device_report", "telemetry", "nvml", "cuda")
+                      if name in options}}
     if gpu:
         report, seams["nvml"], seams["cuda"] = gpu_report_and_fakes()
         if frozen:
@@ -237,7 +256,7 @@ def make_app(*, gpu: bool = False, frozen: bool = False, answers: dict | None = 
         seams["device_report"] = cpu_report()
     if frozen:
         seams["telemetry"] = FrozenTelemetry(gpu=gpu)
-    return TorchperfApp(poll_telemetry=poll_telemetry, measurement=measurement, **seams, **options)
+    return build_app(Seams(**seams), poll_telemetry=poll_telemetry, **options)
 
 
 class FrozenTelemetry:

@@ -201,6 +201,7 @@ async def test_help_screenshot_and_command_palette(tmp_path):
             assert title in titles
 
 
+@pytest.mark.own_process  # the app's own process goes with it
 async def test_quit_key_cancels_a_run_in_flight(tiny_app):
     async with tiny_app(size=(100, 30), warmup=0, iters=1_000_000) as pilot:
         app = pilot.app

@@ -7,7 +7,12 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
+
 from tests.app.helpers import run_and_wait, screen_text, wait_until
+
+# The ceilings kept are read from this test's TORCHPERF_CEILINGS, which a process started for another test never sees.
+pytestmark = pytest.mark.own_process
 
 
 async def test_c_measures_the_ceilings_keeps_them_and_the_next_roofline_uses_them(tiny_app):

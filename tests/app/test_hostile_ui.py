@@ -35,6 +35,7 @@ async def test_a_screenshot_never_replaces_a_directory_and_the_palettes_goes_whe
         assert not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob(".*.tmp"))
 
 
+@pytest.mark.own_process  # what the process does with a model that exits
 async def test_a_model_calling_sys_exit_fails_its_run_and_the_app_keeps_running():
     from tests.app.helpers import run_custom_model, wait_ready, wait_until
 

@@ -7,7 +7,9 @@ import subprocess
 import sys
 import textwrap
 
-from tests.app.helpers import make_app, notifications, run_custom_model, wait_ready, wait_until
+import pytest
+
+from tests.app.helpers import make_app, notifications, real_process, run_custom_model, wait_ready, wait_until
 
 
 def test_the_ui_process_never_imports_torch_even_after_a_run(tmp_path):
@@ -46,6 +48,7 @@ def test_the_ui_process_never_imports_torch_even_after_a_run(tmp_path):
     assert "torch imported: False scipy imported: False timm or transformers imported: False" in proc.stdout
 
 
+@pytest.mark.own_process  # its process dies and another starts
 async def test_a_model_that_kills_its_process_fails_its_run_and_the_next_run_works():
     app = make_app(warmup=1, iters=5)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -76,14 +79,13 @@ async def test_a_key_asks_the_measurement_process_and_the_pane_shows_its_answer(
     from tests.fakes.fake_measurement import FakeMeasurement
     from torchperf_tui.engine.analysis.kernels import CPU_NOTE, KernelComparison, LayerKernels
     from torchperf_tui.engine.analysis.kernel_time import KernelTime
-    from torchperf_tui.measure.client import MeasurementProcess
 
     recorded = KernelComparison(
         model=TINY, device="cpu", input_shape=(1, 3, 32, 32), a_spec="defaults", b_spec="mkldnn off",
         layers=[LayerKernels("conv_recorded", [KernelTime("aten::mkldnn_convolution", 120.0, 1)],
                              [KernelTime("aten::thnn_conv2d", 310.0, 1)])],
         kind="cpu-op", note=CPU_NOTE, iters=3)
-    fake = FakeMeasurement(answers={"kernels": recorded}, real=MeasurementProcess)
+    fake = FakeMeasurement(answers={"kernels": recorded}, real=real_process())
     app = make_app(warmup=1, iters=5, measurement=fake)
     async with app.run_test(size=(110, 34)) as pilot:
         await wait_ready(pilot)

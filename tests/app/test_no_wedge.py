@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from tests.app.helpers import TINY, analysed, make_app, wait_ready, wait_until
+
+pytestmark = pytest.mark.own_process  # what the app does while its measurement process is stuck or killed
 
 BLOCKER = "tests.hostile_process_models:blocks_when_built"
 

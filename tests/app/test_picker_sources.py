@@ -20,6 +20,7 @@ from tests.app.helpers import (
     analysed,
     make_app,
     notifications,
+    real_process,
     screen_text,
     wait_ready,
     wait_until,
@@ -75,10 +76,9 @@ def recorded_analysis(params: dict):
 def sources_app():
     """The app on this box's CPU with the recorded catalogue, analyses and timing runs; the fake keeps the
     requests."""
-    from torchperf_tui.measure.client import MeasurementProcess
 
     fake = FakeMeasurement({"catalogue": catalogue(), "analyse": recorded_analysis, "time": TimedRuns(),
-                            "roofline": NOT_PLACED}, real=MeasurementProcess)
+                            "roofline": NOT_PLACED}, real=real_process())
     return make_app(frozen=True, measurement=fake), fake
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from tests.app.helpers import flip, notifications, row_cells, screen_text, wait_until
+from tests.app.helpers import flip, notifications, real_process, row_cells, screen_text, wait_until
 from tests.fakes.fake_measurement import Failed, Recorded
 from torchperf_tui.engine.measurements.sweep import SweepPoint, SweepResult
 
@@ -36,9 +36,8 @@ def plotted(app, selector: str) -> list[list[int]]:
 
 async def test_w_sweeps_the_lengths_and_plots_latency_and_memory_against_them(tiny_app):
     from tests.fakes.fake_measurement import FakeMeasurement
-    from torchperf_tui.measure.client import MeasurementProcess
 
-    fake = FakeMeasurement({"sweep": recorded_sweep()}, real=MeasurementProcess)
+    fake = FakeMeasurement({"sweep": recorded_sweep()}, real=real_process())
     async with tiny_app(measurement=fake, size=(120, 40)) as pilot:
         app = pilot.app
         await pilot.press("w")
@@ -61,9 +60,8 @@ async def test_w_sweeps_the_lengths_and_plots_latency_and_memory_against_them(ti
 
 async def test_shift_w_sweeps_the_flags_before_the_flip_against_now_and_overlays_their_curves(tiny_app):
     from tests.fakes.fake_measurement import FakeMeasurement
-    from torchperf_tui.measure.client import MeasurementProcess
 
-    fake = FakeMeasurement({"sweep": recorded_sweep(("A", "B"))}, real=MeasurementProcess)
+    fake = FakeMeasurement({"sweep": recorded_sweep(("A", "B"))}, real=real_process())
     async with tiny_app(measurement=fake, size=(120, 40)) as pilot:
         app = pilot.app
         await pilot.press("W")  # no flip yet: nothing to compare, said, and no job

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 
-from torchperf_tui.app.demo_attention import demo_inputs
 from torchperf_tui.core.errors import PROG, TorchperfError
 
 
@@ -14,15 +13,10 @@ def run_tui(args) -> int:
     if missing:
         raise TorchperfError(f"the app needs a terminal, and {missing}: run it in one (over SSH: ssh -t), or use a "
                              f"command for scripts (e.g. {PROG} bench MODEL)")
-    from torchperf_tui.app.app import TorchperfApp  # Textual: not on the commands' path (entry.py imports this)
+    # Textual: not on the commands' path (entry.py imports this module)
+    from torchperf_tui.app.factory import app_options, make_app
 
-    model_args, seq_len = args.app_model_args or "", args.app_seq_len or ""
-    if args.demo is not None:  # a transformers demo's small config and length
-        model_args, seq_len = demo_inputs(args.demo, model_args, seq_len)
-    app = TorchperfApp(model=args.demo or args.model, autostart=args.autostart, interval=args.interval,
-                       device=args.app_device, history_path=args.history, demo=args.demo is not None,
-                       screenshot_dir=args.screenshot_dir, model_args=model_args, seq_len=seq_len,
-                       mlflow_uri=getattr(args, "app_mlflow", None))
+    app = make_app(**app_options(args))
     app.run()
     return app.return_code or 0
 
