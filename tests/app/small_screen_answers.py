@@ -26,8 +26,8 @@ class DisturbedRuns(TimedRuns):
         from torchperf_tui.engine.hardware.host_noise import HostNoise
 
         recorded = super().__call__(params)
-        recorded.result.host_noise = HostNoise(cores=2, load_start=6.0, load_end=7.0, other_busy_cores=1.5,
-                                               slow_share=0.05, samples=60)
+        recorded.result.host_noise = HostNoise(cores=2, load_start=6.0, load_end=7.0, window_s=30.0,
+                                               other_busy_cores=1.5, slow_share=0.05, samples=60)
         return recorded
 
 

@@ -161,3 +161,11 @@ def test_a_comparison_with_a_disturbed_run_says_its_ratio_may_be_the_disturbance
     both = compare_records(other, disturbed).disturbance_note  # two disturbances are not like for like
     assert both.startswith(f"{other.short_id} was disturbed (noisy host") and f" and {disturbed.short_id} was" in both
     assert compare_records(clean, make_record(11.0)).disturbance_note is None
+
+
+def test_other_processes_cpu_without_the_windows_length_is_judged_as_read():
+    """A HostNoise that says the others' CPU but not how long the window was (a record written before its length was
+    kept): judged on the figure as read, never a TypeError in whatever reads it (the app's Timing tab)."""
+    busy = HostNoise(cores=2, other_busy_cores=host_noise.OTHER_BUSY_CORES + 0.5)
+    quiet = HostNoise(cores=2, other_busy_cores=0.1)
+    assert busy.uncertainty_cores is None and busy.host_noisy and not quiet.host_noisy

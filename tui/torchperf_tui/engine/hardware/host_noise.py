@@ -146,8 +146,8 @@ class HostNoise:
     def host_noisy(self) -> bool:
         """Other processes used OTHER_BUSY_CORES or more over the windows, less what the reading may be off by.
         Where the CPU times could not be read (only there), a load average above LOAD_PER_CORE per core."""
-        if self.other_busy_cores is not None:
-            return self.other_busy_cores - self.uncertainty_cores >= OTHER_BUSY_CORES
+        if self.other_busy_cores is not None:  # without the window's length (a record written before it was kept):
+            return self.other_busy_cores - (self.uncertainty_cores or 0.0) >= OTHER_BUSY_CORES  # as read
         if "cpu" not in self.missing:
             return False  # no window to judge (none opened): nothing measured, nothing said
         return self.load is not None and bool(self.cores) and self.load > LOAD_PER_CORE * self.cores
