@@ -23,8 +23,6 @@ from torchperf_tui.app.screens.main import MainScreen
 from torchperf_tui.app.session import Session
 from torchperf_tui.app.signals import exit_on_signals
 from torchperf_tui.measure.protocol import Ready, Started
-from torchperf_tui.app.demo import DemoDirector
-from torchperf_tui.app.mlflow_link import MlflowLink
 
 
 class TorchperfApp(App):
@@ -73,11 +71,14 @@ class TorchperfApp(App):
         self.screenshot_dir = screenshot_dir
         self.mlflow = None
         if mlflow_uri:
+            from torchperf_tui.app.mlflow_link import MlflowLink  # with --mlflow only: not on the first frame's path
+
             self.mlflow = MlflowLink(mlflow_uri)
         self.main: MainScreen | None = None
         self._restore_signals = None
         self.demo = None
         if demo:
+            from torchperf_tui.app.demo import DemoDirector  # with --demo only: not on the first frame's path
 
             self.demo = DemoDirector(self, pace=demo_pace)
 

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from torchperf_tui.app.app import TorchperfApp
-from torchperf_tui.app.demo_attention import demo_inputs
 
 
 @dataclass(frozen=True)
@@ -40,6 +39,8 @@ def app_options(args: Any) -> dict[str, Any]:
     (--demo) starts on its model with its small config and length, unless the user gave others."""
     model_args, seq_len = args.app_model_args or "", args.app_seq_len or ""
     if args.demo is not None:
+        from torchperf_tui.app.demo_attention import demo_inputs  # with --demo only: not on the first frame's path
+
         model_args, seq_len = demo_inputs(args.demo, model_args, seq_len)
     return dict(model=args.demo or args.model, autostart=args.autostart, interval=args.interval,
                 device=args.app_device, history_path=args.history, demo=args.demo is not None,

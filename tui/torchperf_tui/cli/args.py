@@ -10,7 +10,6 @@ from torchperf_tui.core import options
 from torchperf_tui.core.errors import PROG, TorchperfError
 from torchperf_tui.core.flag_table import CHOICE, ON, SWITCH, flag_options, flag_spec, spec_keys_text
 from torchperf_tui import __version__
-from torchperf_tui.cli.mlflow import add_mlflow_option
 from torchperf_tui.engine.workloads.inputs import parse_seq_len
 from torchperf_tui.engine.workloads.model_args import parse_model_args
 
@@ -185,7 +184,10 @@ def _add_sweep_parser(sub) -> None:
 
 
 def _add_mlflow_option(p: argparse.ArgumentParser) -> None:
-    add_mlflow_option(p)
+    """--mlflow (cli/mlflow.py logs the result)."""
+    p.add_argument("--mlflow", metavar="URI", help="log the result as an MLflow run to this tracking store: "
+                   "sqlite:///path/mlflow.db or a tracking server http://HOST:PORT (experiment "
+                   "$MLFLOW_EXPERIMENT_NAME, default torchperf-tui; needs pip install 'torchperf-tui[mlflow]')")
 
 
 def _add_exporter_parser(sub) -> None:

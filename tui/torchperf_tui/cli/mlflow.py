@@ -22,12 +22,6 @@ NOT_LOGGED = {"modes": "--modes gives several timings side by side, not one resu
               "kernels": "--kernels lists kernels, not timings"}
 
 
-def add_mlflow_option(p) -> None:
-    p.add_argument("--mlflow", metavar="URI", help="log the result as an MLflow run to this tracking store: "
-                   "sqlite:///path/mlflow.db or a tracking server http://HOST:PORT (experiment "
-                   "$MLFLOW_EXPERIMENT_NAME, default torchperf-tui; needs pip install 'torchperf-tui[mlflow]')")
-
-
 def open_mlflow(args) -> Any:
     """The open store of --mlflow (None without it), checked before the measurement: one line, exit 2."""
     uri = getattr(args, "mlflow", None)
