@@ -8,6 +8,7 @@ from __future__ import annotations
 from textual.widgets import Footer, Input, Tab
 from textual.widgets._footer import FooterKey
 
+from tests.app.recorded_answers import TimedRuns
 from tests.app.helpers import flip, make_app, row_cells, screen_text, shown_notifications, wait_until
 from torchperf_tui.app.screens.layout import TABS
 from torchperf_tui.core.stats import bulk_range
@@ -42,21 +43,23 @@ async def run_and_wait(pilot) -> None:
 
 
 async def test_at_80x24_the_histogram_has_bars_beside_the_sidebar(tiny_app):
-    async with tiny_app(size=(80, 24), warmup=1, iters=40) as pilot:
+    # A recorded run of 60 samples, not disturbed: a real run on a busy box is marked disturbed, and its marks take
+    # the rows the bars would have (tests/app/test_screen_80x24.py has the disturbed run at this size).
+    async with tiny_app(size=(80, 24), answers={"time": TimedRuns()}) as pilot:
         app = pilot.app
         assert app.main.query_one("#sidebar").display  # 80 columns: the sidebar stays
         await run_and_wait(pilot)
         histogram = app.main.query_one("#latency-histogram")
         outside = lambda: bulk_range(app.session.runs.get(1).samples_ms).outside  # noqa: E731 (stalls: at the edge)
         await wait_until(pilot, lambda: histogram.has_plot and bool(histogram._plot._datasets)
-                         and sum(histogram._plot._datasets[0].y) + outside() == 40, what="the bars of the run")
+                         and sum(histogram._plot._datasets[0].y) + outside() == 60, what="the bars of the run")
         await wait_until(pilot, lambda: len([row for row in plot_rows(histogram) if BAR_GLYPHS & set(row)]) >= 4,
                          what="the bars drawn on at least 4 rows")
         # The axis labels moved to one caption line; the stats still say what they are.
         await wait_until(pilot, lambda: "latency, ms" in screen_text(app, "#latency-histogram .plot-caption"),
                          what="the caption")
         stats = screen_text(app, "#run-stats")
-        for word in ("p50", "p99", "mean", "std", "FPS", "at p50", "n=40"):
+        for word in ("p50", "p99", "mean", "std", "FPS", "at p50", "n=60"):
             assert word in stats
         # The run line says the phase first, so a cut line still says what the run is doing.
         assert screen_text(app, "#run-status").startswith("run #1 · done")
