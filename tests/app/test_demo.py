@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.app.helpers import TINY, make_app, screen_text, wait_until
 from torchperf_tui.app.demo import story
 from torchperf_tui.engine.measurements.flags import Flags
@@ -58,6 +60,7 @@ TINY_ATTENTION = ("num_hidden_layers=2,hidden_size=64,intermediate_size=128,num_
                   "vocab_size=256,max_position_embeddings=256,attention_dropout=0.1")
 
 
+@pytest.mark.own_process  # in full runs beside the shared process its A/B's B arm ended cancelled (alone it passes)
 async def test_a_transformers_demo_tells_the_attention_story_step_by_step():
     """`--demo hf:llama`: math against flash with a verdict, the kernel each ran, a fallback with its reason, the
     sweep's two arms, generation's per-token histogram; each step announced; the flags put back."""
