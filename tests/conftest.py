@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import tempfile
 
@@ -61,8 +62,12 @@ def fake_gpu_conditions(monkeypatch):
     from torchperf_tui.engine.hardware.nvml import Nvml
     from torchperf_tui.engine.hardware.condition_sampler import ConditionSampler
 
+    # A clock a second further on at each reading, so that a window (its two edges) lasts a second: long enough for
+    # its energy to be judged (run_conditions.SHORT_WINDOW_S), whatever the tiny CPU model's real speed.
+    seconds = itertools.count()
+
     def sampler(device, period_s=None):
-        return ConditionSampler(Nvml.open(fake), 0, period_s=None)
+        return ConditionSampler(Nvml.open(fake), 0, period_s=None, clock=lambda: float(next(seconds)))
 
     monkeypatch.setattr("torchperf_tui.engine.measurements.timing.conditions_sampler", sampler)
     monkeypatch.setattr("torchperf_tui.engine.measurements.abtest.conditions_sampler", sampler)

@@ -11,7 +11,7 @@ from torchperf_tui.engine.hardware.run_conditions import RunConditions, throttle
 
 
 def _conditions(throttled: float) -> RunConditions:
-    return RunConditions(gpu_index=0, readings=40, window_s=4.0, sm_clock_mhz=1980 - 400 * throttled,
+    return RunConditions(gpu_index=0, readings=40, window_s=4.0, windows=1, window_median_s=4.0, sm_clock_mhz=1980 - 400 * throttled,
                          sm_clock_min_mhz=1410 if throttled else 1980, sm_clock_max_mhz=1980, mem_clock_mhz=2619,
                          temperature_start_c=45, temperature_max_c=71, power_mean_w=612.0, power_max_w=700.0,
                          reasons={"power cap (software)": throttled} if throttled else {"GPU idle": 0.05},

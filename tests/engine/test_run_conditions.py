@@ -161,6 +161,38 @@ def test_windows_are_summed_per_label_and_an_unclosed_window_is_left_out():
     assert a.window_s == 2.0 and a.readings == 4
 
 
+def test_energy_over_windows_shorter_than_the_counters_steps_is_not_judged_and_says_why():
+    # As on an H200: A/B blocks of 50 ms, each window's counter delta a step of the counter, not the work.
+    fake = FakeNvml(gpus=[FakeGpu(energy_mj=0)])
+    ticks = itertools.count()
+    sampler = ConditionSampler(Nvml.open(fake), 0, period_s=None, clock=lambda: next(ticks) * 0.05)
+    gpu = fake.gpus[0]
+    for label, joules in (("A0", 1), ("B0", 0), ("A1", 1), ("B1", 0), ("A2", 0), ("B2", 1)):
+        sampler.begin(label)
+        gpu.energy_mj += joules * 1000
+        sampler.end(label)
+    a = sampler.summary(["A0", "A1", "A2"], items=60)
+    assert a.windows == 3 and a.window_median_s == pytest.approx(0.05) and a.window_s == pytest.approx(0.15)
+    assert a.energy_j == pytest.approx(2.0)  # the counter's delta is kept (the JSON has it) ...
+    assert a.energy_per_item_j is None and a.items_per_joule is None  # ... but no figure per inference
+    assert a.energy_text() == (
+        "energy n/a per inference: each timed window lasted 50 ms (median of 3), and NVML's energy counter and power "
+        "move in steps too coarse for windows under 1 s: longer windows give a figure (more timed iterations: "
+        "--iters, or an A/B's --per-block)")
+    assert "energy n/a (50 ms windows)" in a.short() and "mJ" not in a.short()
+    assert a.fingerprint()["gpu_energy_per_item_j"] is None and a.fingerprint()["gpu_energy_window_s"] == 0.05
+    assert a.to_dict()["energy_j"] == pytest.approx(2.0) and a.to_dict()["window_median_s"] == pytest.approx(0.05)
+    # Windows of a second and more are judged, the median of them deciding.
+    long = ConditionSampler(Nvml.open(FakeNvml(gpus=[FakeGpu(energy_mj=0)])), 0, period_s=None,
+                            clock=lambda: float(next(ticks)))
+    long.begin("timed")
+    long.nvml.module.gpus[0].energy_mj += 3000
+    long.end("timed")
+    c = long.summary("timed", items=30)
+    assert c.windows == 1 and c.window_median_s == pytest.approx(1.0)
+    assert c.energy_per_item_j == pytest.approx(0.1) and "100 mJ per inference" in c.energy_text()
+
+
 def test_ticks_between_iterations_read_once_a_period_has_passed():
     fake = FakeNvml()
     now = [0.0]
@@ -195,7 +227,7 @@ def test_a_power_cap_in_one_reading_of_a_long_run_is_brief_not_a_throttled_run()
 
 
 def _conditions(share: float, sm: float, reasons=None) -> RunConditions:
-    return RunConditions(gpu_index=0, readings=20, window_s=2.0, sm_clock_mhz=sm, sm_clock_max_mhz=1980,
+    return RunConditions(gpu_index=0, readings=20, window_s=2.0, windows=1, window_median_s=2.0, sm_clock_mhz=sm, sm_clock_max_mhz=1980,
                          reasons=reasons if reasons is not None else ({"power cap (software)": share} if share else {}),
                          throttled_share=share, items=10)
 
@@ -300,10 +332,13 @@ def test_a_cuda_run_reads_the_real_gpus_clocks_and_energy():
     from torchperf_tui.engine.measurements.bench_config import BenchConfig
     from torchperf_tui.engine.measurements.timing import run_benchmark
 
-    result = run_benchmark(BenchConfig(model="resnet18", batch=32, device="cuda", warmup=5, iters=100))
+    # 1,000 iterations of batch 64 last a few seconds even on an H200 (about 2 ms each): a window long enough for
+    # the energy counter's steps, so that the energy is judged (run_conditions.SHORT_WINDOW_S).
+    result = run_benchmark(BenchConfig(model="resnet18", batch=64, device="cuda", warmup=5, iters=1000))
     c = result.conditions
     assert c is not None and c.gpu_index is not None, c and c.missing
-    assert c.readings >= 2 and c.sm_clock_mhz and c.sm_clock_mhz > 0 and c.items == 3200
+    assert c.readings >= 2 and c.sm_clock_mhz and c.sm_clock_mhz > 0 and c.items == 64_000
+    assert c.windows == 1 and c.window_median_s >= 1.0, c.window_median_s
     assert c.temperature_max_c is not None and c.power_mean_w and c.power_mean_w > 0
     assert c.energy_per_item_j is not None and c.energy_per_item_j > 0, c.missing
     assert c.throttled_share is not None, c.missing
@@ -336,7 +371,8 @@ def test_energy_is_said_without_exponents():
 
     assert [format_energy(v) for v in (0.9999995, 999.9999, 0.0375, 4.2e-5, 0)] == ["1 J", "1,000 J", "37.5 mJ",
                                                                                    "42 µJ", "0 J"]
-    c = RunConditions(gpu_index=0, window_s=2.0, energy_j=0.5, items=800, energy_method="m")
+    c = RunConditions(gpu_index=0, window_s=2.0, windows=1, window_median_s=2.0, energy_j=0.5, items=800,
+                      energy_method="m")
     assert c.energy_text().startswith("625 µJ per inference (1,600 inferences per J; m, over 2.0 s)")
 
 

@@ -172,7 +172,8 @@ class ConditionSampler:
             windows = [(start, end) for name, start, end in self._windows if name in wanted]
             inside = [r for r in self._readings if any(start.t <= r.t <= end.t for start, end in windows)]
         readings = sorted([*inside, *(edge for window in windows for edge in window)], key=lambda r: r.t)
-        window_s = sum(end.t - start.t for start, end in windows)
+        lengths = [end.t - start.t for start, end in windows]
+        window_s = sum(lengths)
         sm = [r.sm_mhz for r in readings if r.sm_mhz is not None]
         mem = [r.mem_mhz for r in readings if r.mem_mhz is not None]
         temps = [r.temperature_c for r in readings if r.temperature_c is not None]
@@ -188,7 +189,8 @@ class ConditionSampler:
         if not windows:
             missing["window"] = "no timed window closed (the run was cancelled before its timed iterations)"
         return RunConditions(
-            gpu_index=self.index, readings=len(readings), window_s=window_s, period_s=self.period_s,
+            gpu_index=self.index, readings=len(readings), window_s=window_s, windows=len(lengths),
+            window_median_s=statistics.median(lengths) if lengths else 0.0, period_s=self.period_s,
             sm_clock_mhz=statistics.median(sm) if sm else None, sm_clock_min_mhz=min(sm) if sm else None,
             sm_clock_max_mhz=self.max_sm_mhz, mem_clock_mhz=statistics.median(mem) if mem else None,
             temperature_start_c=temps[0] if temps else None, temperature_max_c=max(temps) if temps else None,

@@ -12,6 +12,13 @@ the gaps between iterations too (the GPU idles there, drawing idle power), so th
 as timed, not of the kernels alone. Where the counter is missing, the mean of the power readings times the
 window's wall time stands in, and the method says so.
 
+Both move in coarse steps: NVML's power is an average over up to a second, and on the A100 and H100 it samples
+about a quarter of the time (Yang et al., "Accurate and Convenient Energy Measurements for GPUs", SC24). A window
+much shorter than that reads the counter's steps, not the work: on an H200, A/B blocks of about 50 ms gave SDPA's
+math arm 2.7x the flash arm's energy per inference at the same power, for a latency only 1.28x. So energy is judged only where the median
+timed window lasts SHORT_WINDOW_S or more; below that the counter's delta is kept (`energy_j`, for the JSON) but no
+figure per inference is given, and `energy_text` says why and what lengthens the windows.
+
 No torch and no textual here.
 """
 
@@ -24,7 +31,7 @@ from torchperf_tui.core.formatting import format_energy
 
 DEFAULT_PERIOD_S = 0.1  # between two readings of the sampler inside a timed window
 THROTTLED_SHARE = 0.05  # a run is called throttled from this share of its readings; below it, "briefly"
-SHORT_WINDOW_S = 1.0  # an energy figure over less than this is coarse: the counter and the readings are slow
+SHORT_WINDOW_S = 1.0  # energy is judged over timed windows this long or longer: the counter and power move in coarse steps
 CLOCK_GAP_NOTE = 0.03  # A/B: an SM clock median this share below the other's is worth a note
 THROTTLE_GAP_NOTE = 0.10  # A/B: throttled shares of readings this far apart are worth a note
 
@@ -62,6 +69,8 @@ class RunConditions:
     gpu_index: int | None  # NVML's index of the GPU (None: NVML could not be read at all)
     readings: int = 0
     window_s: float = 0.0  # the timed windows' wall time, summed
+    windows: int = 0  # how many timed windows (a run's timed iterations: one; an A/B arm: one per block)
+    window_median_s: float = 0.0  # the median length of one window: what the energy counter's steps are set against
     period_s: float | None = DEFAULT_PERIOD_S  # between readings inside a window (None: its edges only)
     sm_clock_mhz: float | None = None  # median
     sm_clock_min_mhz: int | None = None
@@ -90,16 +99,26 @@ class RunConditions:
         return [name for name in self.reasons if name in slowing]
 
     @property
+    def energy_too_coarse(self) -> str | None:
+        """Why the energy is not judged per item (the timed windows were too short for the counter's steps), or
+        None when it is."""
+        if self.energy_j is None or self.window_median_s >= SHORT_WINDOW_S:
+            return None
+        many = f" (median of {self.windows})" if self.windows > 1 else ""
+        return (f"each timed window lasted {_seconds(self.window_median_s)}{many}, and NVML's energy counter and "
+                f"power move in steps too coarse for windows under {SHORT_WINDOW_S:g} s: longer windows give a "
+                "figure (more timed iterations: --iters, or an A/B's --per-block)")
+
+    @property
     def energy_per_item_j(self) -> float | None:
-        if self.energy_j is None or self.items <= 0:
+        if self.energy_j is None or self.items <= 0 or self.energy_too_coarse:
             return None
         return self.energy_j / self.items
 
     @property
     def items_per_joule(self) -> float | None:
-        if not self.energy_j or self.items <= 0:
-            return None
-        return self.items / self.energy_j
+        each = self.energy_per_item_j
+        return 1.0 / each if each else None
 
     def throttle_text(self) -> str:
         """'throttled: power cap (software) in 40 % of 52 readings (SM clock median 1755 MHz, ...)'; '' when no
@@ -135,12 +154,12 @@ class RunConditions:
         per = per_item_word(step)
         each = self.energy_per_item_j
         if each is None:
-            return f"energy n/a ({self.missing.get('energy', 'nothing was timed')})"
-        coarse = (f"; over only {self.window_s:.2f} s, so coarse: a longer run gives a steadier figure"
-                  if self.window_s < SHORT_WINDOW_S else f", over {self.window_s:.1f} s")
-        rate = self.items_per_joule
+            why = self.energy_too_coarse or self.missing.get("energy", "nothing was timed")
+            return f"energy n/a per {per}: {why}" if self.energy_too_coarse else f"energy n/a ({why})"
+        rate = 1.0 / each
         rate_text = f"{rate:,.0f}" if rate >= 100 else f"{rate:.3g}"
-        return f"{format_energy(each)} per {per} ({rate_text} {per}s per J; {self.energy_method}{coarse})"
+        return (f"{format_energy(each)} per {per} ({rate_text} {per}s per J; {self.energy_method}, over "
+                f"{self.window_s:.1f} s)")
 
     def summary(self) -> str:
         """One line: clocks, temperature, power, and throttling in a word."""
@@ -178,6 +197,8 @@ class RunConditions:
             parts.append(f"{self.power_mean_w:.0f} W")
         if self.energy_per_item_j is not None:
             parts.append(f"{format_energy(self.energy_per_item_j)}/{per_item_word(step)}")
+        elif self.energy_too_coarse:
+            parts.append(f"energy n/a ({_seconds(self.window_median_s)} windows)")
         if self.throttled_share is not None:
             parts.append(self.throttle_word())
         return " · ".join(parts) or "nothing NVML could read"
@@ -196,8 +217,13 @@ class RunConditions:
             "gpu_throttle_reasons": ", ".join(self.slowdown_reasons),
             "gpu_energy_per_item_j": self.energy_per_item_j,
             "gpu_energy_method": self.energy_method,
+            "gpu_energy_window_s": _rounded(self.window_median_s, 3),
             "gpu_condition_readings": self.readings,
         }
+
+
+def _seconds(value: float) -> str:
+    return f"{value * 1000:.0f} ms" if value < 1 else f"{value:.1f} s"
 
 
 def _rounded(value: float | None, digits: int = 0) -> float | None:
