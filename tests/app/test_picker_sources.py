@@ -73,13 +73,13 @@ def recorded_analysis(params: dict):
                                macs=1_000_000), extra={"entry": None, "input_note": None})
 
 
-def sources_app():
-    """The app on this box's CPU with the recorded catalogue, analyses and timing runs; the fake keeps the
-    requests."""
+def sources_app(**options):
+    """The app on this box's CPU with the recorded catalogue, analyses and timing runs (`options`: the app's, such
+    as the model it starts on); the fake keeps the requests."""
 
     fake = FakeMeasurement({"catalogue": catalogue(), "analyse": recorded_analysis, "time": TimedRuns(),
                             "roofline": NOT_PLACED}, real=real_process())
-    return make_app(frozen=True, measurement=fake), fake
+    return make_app(frozen=True, measurement=fake, **options), fake
 
 
 def listed(app) -> list[str]:
@@ -241,3 +241,18 @@ async def test_a_bad_override_is_one_line_where_the_picker_says_errors_and_the_a
         await pilot.press("enter")  # no overrides: analysed again
         await wait_until(pilot, lambda: analysed(app, "hf:gpt2"), what="the analysis without overrides")
         assert app.is_running
+
+
+async def test_a_model_chosen_past_what_the_list_shows_is_filtered_for_and_highlighted_and_a_custom_one_is_not():
+    # As with --model or the demo's hf:llama: the list shows its first 60 timm names, not this one, and its
+    # highlight must not rest on another model (the first of the list) while this one is analysed and run.
+    app, _ = sources_app(model="timm:test_net_250")
+    async with app.run_test(size=(110, 34)) as pilot:
+        await wait_ready(pilot)
+        await wait_until(pilot, lambda: analysed(app, "timm:test_net_250"), what="the analysis of the model given")
+        assert highlighted_id(app) == "timm:test_net_250"
+        assert app.main.query_one("#model-filter").value == "timm:test_net_250"
+        await pilot.click("#custom-spec")
+        await pilot.press(*"mypkg.nets:make_net", "enter")
+        await wait_until(pilot, lambda: analysed(app, "mypkg.nets:make_net"), what="the analysis of the custom model")
+        assert highlighted_id(app) is None  # not in the catalogue: nothing highlighted, not the model before

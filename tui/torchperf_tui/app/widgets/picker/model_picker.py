@@ -255,11 +255,23 @@ class ModelPicker(Vertical):
         self._analyse()
 
     def _highlight(self, spec: str) -> None:
-        """The list's highlight on the chosen model (also one chosen with --model or typed), when listed."""
+        """The list's highlight on the chosen model (also one chosen with --model, typed, or by the demo). A
+        catalogue model the list does not show (past a group's first MAX_PER_GROUP, or filtered out) is filtered
+        for, so the list shows it highlighted; a model outside the catalogue (module:factory) leaves nothing
+        highlighted: the highlight never rests on a model that is not the one chosen."""
         listing = self.query_one("#model-list", OptionList)
-        index = next((i for i in range(listing.option_count) if listing.get_option_at_index(i).id == spec), None)
-        if index is not None:
-            listing.highlighted = index
+        index = self._listed_at(listing, spec)
+        if index is None and any(entry.name == spec for entry in self._entries):
+            field = self.query_one("#model-filter", Input)
+            with field.prevent(Input.Changed):
+                field.value = spec
+            self._refilter(spec)
+            index = self._listed_at(listing, spec)
+        listing.highlighted = index
+
+    @staticmethod
+    def _listed_at(listing: OptionList, spec: str) -> int | None:
+        return next((i for i in range(listing.option_count) if listing.get_option_at_index(i).id == spec), None)
 
     def _analyse(self) -> None:
         """FLOPs, parameters and the layer table on the meta device, in the measurement process; a newer
