@@ -100,8 +100,26 @@ def test_a_batch_search_says_its_best_batch_limit_and_stop_rule_once_for_the_cli
 
 
 class _Flags:
-    def describe(self, device, threads_used=None, default_threads=None):
+    def describe(self, device, threads_used=None, default_threads=None, stated=()):
         return f"flags on {device}, {threads_used} threads"
+
+    def changed_from(self, other):
+        return {}
+
+
+def test_an_ab_row_says_each_flag_the_arms_differ_in_at_its_default_too():
+    # On the H200, tf32=off against tf32=on read 'TF32 cuDNN=off' beside 'TF32 matmul=on': each the flag that left
+    # PyTorch's default, which reads as two different flags changed.
+    from torchperf_tui.engine.measurements.flags import Flags
+    from torchperf_tui.wording.compare import arm_cells
+
+    result = SimpleNamespace(device="cuda:0",
+                             a=_arm("tf32=off", 11.8, flags=Flags(tf32_matmul=False, tf32_cudnn=False)),
+                             b=_arm("tf32=on", 5.3, flags=Flags(tf32_matmul=True, tf32_cudnn=True)))
+    assert [cells[2] for cells in arm_cells(result)] == ["TF32 matmul=off, TF32 cuDNN=off",
+                                                          "TF32 matmul=on, TF32 cuDNN=on"]
+    result.a.flags, result.b.flags = Flags(), Flags(cudnn_benchmark=True)
+    assert [cells[2] for cells in arm_cells(result)] == ["cudnn.benchmark=off", "cudnn.benchmark=on"]
 
 
 def _arm(spec, median, ci=None, **changes):
