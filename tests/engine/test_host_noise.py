@@ -169,3 +169,14 @@ def test_other_processes_cpu_without_the_windows_length_is_judged_as_read():
     busy = HostNoise(cores=2, other_busy_cores=host_noise.OTHER_BUSY_CORES + 0.5)
     quiet = HostNoise(cores=2, other_busy_cores=0.1)
     assert busy.uncertainty_cores is None and busy.host_noisy and not quiet.host_noisy
+
+
+def test_others_busy_beside_a_whole_idle_core_are_not_a_noisy_host():
+    """Others compete for the cores a run needs: on a 16-core box a GPU run (one launch thread) beside 0.7 of a core
+    of other work, 14 cores idle, is quiet (the H200 check called it noisy); on 2 cores the same others are not."""
+    big = HostNoise(cores=16, window_s=10.0, own_busy_cores=1.1, other_busy_cores=0.7)
+    small = HostNoise(cores=2, window_s=10.0, own_busy_cores=1.1, other_busy_cores=0.7)
+    cpu_run = HostNoise(cores=16, window_s=10.0, own_busy_cores=15.6, other_busy_cores=0.7)  # threads on every core
+    assert big.spare_cores == pytest.approx(14.2) and not big.host_noisy
+    assert small.host_noisy and cpu_run.host_noisy
+    assert HostNoise(cores=16, window_s=10.0, other_busy_cores=0.7).host_noisy  # own CPU unread: judged as before

@@ -86,4 +86,4 @@ class PaneJobs:
     def _mark(self, result: Any, sent: tuple[float, float]) -> None:
         """What the app saw beside the job goes on its result, when the result keeps it (a measurement's)."""
         if isinstance(getattr(result, "disturbed", None), list):
-            result.disturbed = app_marks(self.session.disturbances, sent[0], sent)
+            result.disturbed = app_marks(self.session.disturbances, sent[0], sent, result)

@@ -7,6 +7,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from torchperf_tui.engine.hardware.host_noise import SPARE_CORES
 
 MAX_RUNS = 8
 # The UI process's CPU over a run, in cores, from which the run is marked disturbed by the app's own work. Idle it
@@ -123,10 +124,12 @@ class Disturbances:
         return self._clock()
 
 
-def busy_mark(cpu_s: float, wall_s: float) -> str | None:
+def busy_mark(cpu_s: float, wall_s: float, spare_cores: float | None = None) -> str | None:
     """A mark when this process used UI_BUSY_CORES or more over a run ('the app was busy during the run: its
-    process used 0.62 of a core (redraws, its own jobs)'), else None."""
-    if wall_s <= 0:
+    process used 0.62 of a core (redraws, its own jobs)'), else None; none either where the run's host figures say a
+    whole core stayed idle beside it (`spare_cores`, engine/hardware/host_noise.py's SPARE_CORES: this process is
+    one of the others there, and had a core of its own)."""
+    if wall_s <= 0 or (spare_cores is not None and spare_cores >= SPARE_CORES):
         return None
     cores = cpu_s / wall_s
     if cores < UI_BUSY_CORES:
@@ -134,12 +137,16 @@ def busy_mark(cpu_s: float, wall_s: float) -> str | None:
     return f"the app was busy during the run: its process used {cores:.2f} of a core (redraws, its own jobs)"
 
 
-def app_marks(disturbances: "Disturbances", seen_from: float, cpu_from: tuple[float, float]) -> list[str]:
+def app_marks(disturbances: "Disturbances", seen_from: float, cpu_from: tuple[float, float],
+              result: Any = None) -> list[str]:
     """What this process did beside a run that it saw from `seen_from` (monotonic s) to now: the disturbances then
-    (a resize), and a busy mark when its CPU since `cpu_from` (monotonic s, process CPU s then) says so."""
+    (a resize), and a busy mark when its CPU since `cpu_from` (monotonic s, process CPU s then) says so and the
+    run's host figures (`result`'s host_noise, where it has them) do not say a core was left to spare."""
     now = disturbances.now()
     wall = now - cpu_from[0]
-    busy = busy_mark(time.process_time() - cpu_from[1], wall) if wall >= BUSY_MIN_WALL_S else None
+    host = getattr(result, "host_noise", None)
+    spare = getattr(host, "spare_cores", None)
+    busy = busy_mark(time.process_time() - cpu_from[1], wall, spare) if wall >= BUSY_MIN_WALL_S else None
     return [*disturbances.between(seen_from, now), *([busy] if busy else [])]
 
 

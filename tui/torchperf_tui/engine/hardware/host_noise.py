@@ -34,6 +34,11 @@ from torchperf_tui.core.stats import p50_over_min, share_above
 # window is something else competing: on a CPU run the measurement's threads fill the cores, so it is taken from
 # them; on a GPU run it is taken from the thread that launches the kernels whenever they meet.
 OTHER_BUSY_CORES = 0.5
+# ... unless a whole core stayed idle beside them through the window: the others' CPU then had a core to run on that
+# the measurement did not need, and the scheduler puts them there. On a 2-core box a run fills both cores (a CPU run's
+# threads, or a GPU run's launch thread and the app), so nothing changes there; on an H200 box of 16 cores a GPU run
+# beside 0.7 of a core of other work (the app's redraws among it) was called noisy with 14 cores idle.
+SPARE_CORES = 1.0
 # Other processes' CPU seconds over a window are read from counters in clock ticks (10 ms) at both edges, the
 # machine's and this process's: a reading is uncertain by a few ticks. The figure judges the window less this, so a
 # window of a few milliseconds (a tiny model's run) cannot be called noisy by one tick landing in it: over 2 s the
@@ -143,11 +148,22 @@ class HostNoise:
         return CPU_TIMES_SLACK_S * max(1, self.windows) / self.window_s if self.window_s > 0 else None
 
     @property
+    def spare_cores(self) -> float | None:
+        """The cores neither the measuring process nor the others used over the windows (None where a figure is
+        missing)."""
+        if not self.cores or self.other_busy_cores is None or self.own_busy_cores is None:
+            return None
+        return self.cores - self.own_busy_cores - self.other_busy_cores
+
+    @property
     def host_noisy(self) -> bool:
-        """Other processes used OTHER_BUSY_CORES or more over the windows, less what the reading may be off by.
-        Where the CPU times could not be read (only there), a load average above LOAD_PER_CORE per core."""
+        """Other processes used OTHER_BUSY_CORES or more over the windows, less what the reading may be off by,
+        and less than SPARE_CORES was left idle beside them. Where the CPU times could not be read (only there), a
+        load average above LOAD_PER_CORE per core."""
         if self.other_busy_cores is not None:  # without the window's length (a record written before it was kept):
-            return self.other_busy_cores - (self.uncertainty_cores or 0.0) >= OTHER_BUSY_CORES  # as read
+            spare = self.spare_cores
+            return (self.other_busy_cores - (self.uncertainty_cores or 0.0) >= OTHER_BUSY_CORES  # as read
+                    and (spare is None or spare < SPARE_CORES))
         if "cpu" not in self.missing:
             return False  # no window to judge (none opened): nothing measured, nothing said
         return self.load is not None and bool(self.cores) and self.load > LOAD_PER_CORE * self.cores

@@ -361,5 +361,5 @@ def mark_disturbed(pane: TimingPane, record: LiveRun, result) -> None:
     session = pane.app.session
     if record.seen_from is not None and hasattr(result, "disturbed"):
         result.disturbed = app_marks(session.disturbances, record.seen_from,
-                                     (record.seen_from, record.ui_cpu_from))
+                                     (record.seen_from, record.ui_cpu_from), result)
     record.disturbed = list(result.disturbance_marks()) if hasattr(result, "disturbance_marks") else []
