@@ -134,7 +134,7 @@ PY
   cat "$work/logs/exporter.out" >>"$log"
 }
 check_shots() {
-  step 110 python3 scripts/make_screenshots.py --only attention --out "$work/shots"
+  step 110 python3 scripts/make_screenshots.py --only attention --attention-config demo --out "$work/shots"
   step 85 python3 scripts/make_screenshots.py --only main --model resnet50 --flag cudnn_benchmark --iters 60 \
       --sizes 100x30 --out "$work/shots"
 }

@@ -189,10 +189,15 @@ ATTENTION_ARGS = ("num_hidden_layers=2,hidden_size=64,intermediate_size=128,num_
                   "vocab_size=256,max_position_embeddings=512,attention_dropout=0.1")
 
 
-async def make_attention(out: Path, history: Path, suffix: str = "") -> list[Path]:
-    """The attention story (--demo hf:llama, a small config at sequence 256): math against flash with the verdict,
-    the kernel each ran and a fallback with its reason, the sequence sweep's two arms, generation per token."""
-    app, saved, shoot = fresh_app(out, suffix, history, model="hf:llama", model_args=ATTENTION_ARGS, seq_len="256",
+async def make_attention(out: Path, history: Path, suffix: str = "", config: str = "small") -> list[Path]:
+    """The attention story (--demo hf:llama): math against flash with the verdict, the kernel each ran and a fallback
+    with its reason, the sequence sweep's two arms, generation per token. `config` "small": ATTENTION_ARGS at sequence
+    256, for a CPU box (the sweep stops at its 512 positions); "demo": the demo's own config and length, as
+    `torchperf-tui --demo hf:llama` plays it (a GPU's: the sweep reaches 2,048)."""
+    from torchperf_tui.app.demo_attention import demo_inputs
+
+    model_args, seq_len = (ATTENTION_ARGS, "256") if config == "small" else demo_inputs("hf:llama", "", "")
+    app, saved, shoot = fresh_app(out, suffix, history, model="hf:llama", model_args=model_args, seq_len=seq_len,
                                   demo=True, demo_pace=1.5, warmup=2, iters=20)
 
     def kernels():
@@ -249,6 +254,9 @@ def main() -> None:
                         help="a history file of its own (emptied first), so the History view shows these runs")
     parser.add_argument("--only", choices=VIEWS, action="append",
                         help="only these views (again for more): " + ", ".join(VIEWS) + "; default all")
+    parser.add_argument("--attention-config", choices=("small", "demo"), default="small",
+                        help="the attention story's llama: small (a CPU box's, sequence 256) or the demo's own "
+                             "(scripts/gpu_check.sh on a GPU)")
     parser.add_argument("--sizes", choices=[f"{w}x{h}" for w, h in SIZES.values()], action="append",
                         help="only at these terminal sizes (again for more); default both")
     args = parser.parse_args()
@@ -266,7 +274,7 @@ VIEWS = ("attention", "why", "training", "main", "demo")
 
 def make_view(view: str, args, suffix: str):
     if view == "attention":
-        return make_attention(args.out, args.history, suffix)
+        return make_attention(args.out, args.history, suffix, args.attention_config)
     if view == "why":
         return make_why(args.out, args.model, args.warmup, args.iters, args.history, suffix)
     if view == "training":
