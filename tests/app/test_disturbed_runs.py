@@ -121,8 +121,8 @@ def test_the_app_busy_for_half_a_core_over_a_run_marks_it():
                                     "own jobs)")
     # As on the H200's box of 16 cores: a GPU run beside the app's 0.63 of a core, with 14 cores idle, is not marked;
     # on a 2-core box with less than a core idle it is.
-    assert busy_mark(6.3, 10.0, spare_cores=14.0) is None
-    assert busy_mark(6.3, 10.0, spare_cores=0.4) is not None
+    assert busy_mark(6.3, 10.0, core_to_spare=True) is None
+    assert busy_mark(6.3, 10.0, core_to_spare=False) is not None
 
 
 def test_compare_says_a_disturbed_run_in_the_words_of_a_comparison_of_history_records():

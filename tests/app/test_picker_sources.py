@@ -232,12 +232,14 @@ async def test_a_bad_override_is_one_line_where_the_picker_says_errors_and_the_a
         assert len(analyses(fake)) == asked
         field = app.main.query_one("#model-args")
         field.value = ""
+        await pilot.click("#model-args")  # ⏎ left the field for the model list
         await pilot.press(*"bogus=1", "enter")  # well formed, but the model has no such setting: the job says so
         await wait_until(pilot, lambda: "has no setting 'bogus'" in screen_text(app, "#model-summary"),
                          what="the engine's line for an unknown setting")
         shape = app.main.query_one("#shape")
         assert (shape.value, shape.placeholder) == ("", "128")  # the last default, greyed, not an image's shape
         field.value = ""
+        await pilot.click("#model-args")
         await pilot.press("enter")  # no overrides: analysed again
         await wait_until(pilot, lambda: analysed(app, "hf:gpt2"), what="the analysis without overrides")
         assert app.is_running
@@ -256,3 +258,26 @@ async def test_a_model_chosen_past_what_the_list_shows_is_filtered_for_and_highl
         await pilot.press(*"mypkg.nets:make_net", "enter")
         await wait_until(pilot, lambda: analysed(app, "mypkg.nets:make_net"), what="the analysis of the custom model")
         assert highlighted_id(app) is None  # not in the catalogue: nothing highlighted, not the model before
+
+
+async def test_args_left_with_tab_are_analysed_as_with_enter_and_enter_hands_the_keys_back():
+    # A new user typed a llama's overrides and left the field with Tab: the run took them, but the model's line and
+    # the layer table still showed the default config's 6.74 G parameters.
+    app, fake = sources_app()
+    async with app.run_test(size=(110, 34)) as pilot:
+        await choose_gpt2(pilot, app)
+        asked = len(analyses(fake))
+        await pilot.click("#model-args")
+        await pilot.press(*GPT2_ARGS, "tab")
+        await wait_until(pilot, lambda: len(analyses(fake)) > asked
+                         and analyses(fake)[-1].get("model_args") == (("n_layer", "2"), ("n_embd", "64"), ("n_head", "2")),
+                         what="the analysis with the overrides, on leaving the field")
+        await wait_until(pilot, lambda: analysed(app, "hf:gpt2"), what="the analysis shown")
+        asked = len(analyses(fake))
+        await pilot.click("#seq-len")
+        await pilot.press("tab")  # left as analysed: not analysed again
+        await pilot.click("#seq-len")
+        await pilot.press(*"32", "enter")
+        await wait_until(pilot, lambda: analyses(fake)[-1].get("seq_len") == 32, what="the analysis at length 32")
+        assert len(analyses(fake)) == asked + 1
+        assert app.main.focused is app.main.query_one("#model-list")  # ⏎: the next key is a command, not text

@@ -177,6 +177,6 @@ def test_others_busy_beside_a_whole_idle_core_are_not_a_noisy_host():
     big = HostNoise(cores=16, window_s=10.0, own_busy_cores=1.1, other_busy_cores=0.7)
     small = HostNoise(cores=2, window_s=10.0, own_busy_cores=1.1, other_busy_cores=0.7)
     cpu_run = HostNoise(cores=16, window_s=10.0, own_busy_cores=15.6, other_busy_cores=0.7)  # threads on every core
-    assert big.spare_cores == pytest.approx(14.2) and not big.host_noisy
+    assert big.spare_cores == pytest.approx(14.2) and big.core_to_spare and not big.host_noisy
     assert small.host_noisy and cpu_run.host_noisy
     assert HostNoise(cores=16, window_s=10.0, other_busy_cores=0.7).host_noisy  # own CPU unread: judged as before

@@ -7,8 +7,6 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from torchperf_tui.engine.hardware.host_noise import SPARE_CORES
-
 MAX_RUNS = 8
 # The UI process's CPU over a run, in cores, from which the run is marked disturbed by the app's own work. Idle it
 # uses under 3 % of a core (the README's budget), and a run's lines are redrawn at most twice a second, a few
@@ -124,12 +122,12 @@ class Disturbances:
         return self._clock()
 
 
-def busy_mark(cpu_s: float, wall_s: float, spare_cores: float | None = None) -> str | None:
+def busy_mark(cpu_s: float, wall_s: float, core_to_spare: bool = False) -> str | None:
     """A mark when this process used UI_BUSY_CORES or more over a run ('the app was busy during the run: its
     process used 0.62 of a core (redraws, its own jobs)'), else None; none either where the run's host figures say a
-    whole core stayed idle beside it (`spare_cores`, engine/hardware/host_noise.py's SPARE_CORES: this process is
-    one of the others there, and had a core of its own)."""
-    if wall_s <= 0 or (spare_cores is not None and spare_cores >= SPARE_CORES):
+    core stayed idle beside it (`core_to_spare`, engine/hardware/host_noise.py: this process is one of the others
+    there, and had a core of its own)."""
+    if wall_s <= 0 or core_to_spare:
         return None
     cores = cpu_s / wall_s
     if cores < UI_BUSY_CORES:
@@ -144,8 +142,7 @@ def app_marks(disturbances: "Disturbances", seen_from: float, cpu_from: tuple[fl
     run's host figures (`result`'s host_noise, where it has them) do not say a core was left to spare."""
     now = disturbances.now()
     wall = now - cpu_from[0]
-    host = getattr(result, "host_noise", None)
-    spare = getattr(host, "spare_cores", None)
+    spare = bool(getattr(getattr(result, "host_noise", None), "core_to_spare", False))
     busy = busy_mark(time.process_time() - cpu_from[1], wall, spare) if wall >= BUSY_MIN_WALL_S else None
     return [*disturbances.between(seen_from, now), *([busy] if busy else [])]
 

@@ -156,14 +156,19 @@ class HostNoise:
         return self.cores - self.own_busy_cores - self.other_busy_cores
 
     @property
+    def core_to_spare(self) -> bool:
+        """SPARE_CORES or more stayed idle over the windows: whatever else ran (the app among it) had room."""
+        spare = self.spare_cores
+        return spare is not None and spare >= SPARE_CORES
+
+    @property
     def host_noisy(self) -> bool:
         """Other processes used OTHER_BUSY_CORES or more over the windows, less what the reading may be off by,
         and less than SPARE_CORES was left idle beside them. Where the CPU times could not be read (only there), a
         load average above LOAD_PER_CORE per core."""
         if self.other_busy_cores is not None:  # without the window's length (a record written before it was kept):
-            spare = self.spare_cores
             return (self.other_busy_cores - (self.uncertainty_cores or 0.0) >= OTHER_BUSY_CORES  # as read
-                    and (spare is None or spare < SPARE_CORES))
+                    and not self.core_to_spare)
         if "cpu" not in self.missing:
             return False  # no window to judge (none opened): nothing measured, nothing said
         return self.load is not None and bool(self.cores) and self.load > LOAD_PER_CORE * self.cores

@@ -84,6 +84,8 @@ class ModelPicker(Vertical):
         self._shape_typed = False  # the shape field holds what the user typed, not the model's default
         self._shape_given = False  # the user gave this model a shape (typed, ⏎), kept with it when another is chosen
         self.complexity: Any = None
+        self._analysed: dict | None = None  # the settings the last analysis was asked at (a field left as it was
+        # analysed is not analysed again when it loses the focus)
         self.jobs = PaneJobs(self)
 
     def compose(self) -> ComposeResult:
@@ -134,6 +136,8 @@ class ModelPicker(Vertical):
         else:
             self.complexity = event.result
             self.set_default_shape(tuple(event.result.input_shape)[1:])
+            if self._analysed is not None:  # the default shape shown is what was analysed
+                self._analysed = {**self._analysed, "shape": self.settings()["shape"]}
             if getattr(event.result, "example_inputs", False):  # no shape: the factory makes its inputs
                 self.query_one("#shape", Input).placeholder = "example_inputs"
             self.show_default_seq_len(tuple(event.result.input_shape))
@@ -279,6 +283,7 @@ class ModelPicker(Vertical):
         blocks is killed with its process after the grace (measure/client.py), so the next model is analysed."""
         self.complexity = None
         spec = self.spec
+        self._analysed = self.settings()
         self.post_message(self.Analysing(spec))
         try:
             params = self.screen.selection().analysis_params()  # the sidebar's choice, frozen, as jobs get it
@@ -316,15 +321,18 @@ class ModelPicker(Vertical):
             self._analyse()
 
     @on(Input.Submitted, "#shape, #batch, #model-args, #seq-len")
+    @on(Input.Blurred, "#shape, #batch, #model-args, #seq-len")
     @on(Select.Changed, "#dtype")
     @on(Checkbox.Changed, "#channels-last")
     def _settings_changed(self, event) -> None:
         event.stop()
-        if isinstance(event, Input.Submitted) and event.input.id == "shape":
+        typed = isinstance(event, (Input.Submitted, Input.Blurred))
+        if isinstance(event, Input.Blurred) and self.settings() == self._analysed:
+            return  # left as it was analysed: nothing to do again
+        if typed and event.input.id == "shape":
             self.show_input_note(None)  # a shape typed is not assumed
             self._shape_given = bool(event.value.strip())
-        if isinstance(event, Input.Submitted) and event.input.id in ("model-args", "seq-len") \
-                and not self._shape_typed:
+        if typed and event.input.id in ("model-args", "seq-len") and not self._shape_typed:
             # The shape shown is the model's default at the old overrides and length: the new ones decide it
             # (a timm img_size, a sequence length); the analysis fills it in again.
             self.set_default_shape(())
@@ -332,6 +340,9 @@ class ModelPicker(Vertical):
         self.update_dtype_note()
         if self.spec is not None:
             self._analyse()
+        if isinstance(event, Input.Submitted):
+            # as for a chosen model: ⏎ sets the field, and the next key (r, a tab's number) is a command
+            self.query_one("#model-list", OptionList).focus()
 
     def show_input_note(self, note: str | None) -> None:
         """Say the input shape is assumed (the model declares none), or nothing once a shape was given."""
