@@ -77,6 +77,12 @@ async def test_each_history_row_says_what_it_is_and_the_highlighted_one_is_said_
         assert "per token p50 12.00 ms" in said and "64 new tokens after 128" in said
         said = flat(await highlight(pilot, "A/B arm B, finished 2026-11-22 20:30 UTC"))
         assert f"flags: {B_FLAGS}" in said  # the flags whole, however narrow their column
+        # ... and the table keeps its header and five runs in sight however long the lines under it (a new user
+        # saw one row of six): a line of ten rows at this width
+        table, under = app.main.query_one("#history-table"), app.main.query_one("#history-compare")
+        under.update("a long line " * 40)
+        await pilot.pause(0.2)
+        assert table.size.height >= 6, table.size.height
         said = flat(await highlight(pilot, f"({records['timing'].short_id})"))
         assert f"disturbed: {DISTURBANCE}" in said and "per pass p50 10.00 ms?" in said
 

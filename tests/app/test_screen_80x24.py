@@ -143,6 +143,18 @@ async def test_kernels_shows_what_a_and_b_ran_stacked_beside_the_sidebar_and_wit
         for hidden in (False, True):
             await wait_until(pilot, lambda: "ran" in table.columns and column_in_sight(table, "ran"),
                              what="A ran / B ran in sight")
+            # The table keeps room for its header and two layers (two lines each) beside the sidebar: the lines
+            # above and below it wrap at this width, and a new user saw one layer of resnet18's twenty. What does
+            # not fit is reached by scrolling the pane.
+            assert table.size.height >= 6, table.size.height
+            if not hidden:  # however long the lines around it: a note of ten lines at this width
+                note = app.main.query_one("#kernels-note")
+                text = str(note.render())
+                note.update("a long note " * 40)
+                await pilot.pause(0.2)
+                assert table.size.height >= 6, table.size.height
+                note.update(text)
+                await wait_until(pilot, lambda: table.size.height > 6, what="the table's room back")
             for i, layer in enumerate(pane.result.layers):
                 cells = row_cells(table, i)
                 a_ran, b_ran = cells["ran"].split("\n")

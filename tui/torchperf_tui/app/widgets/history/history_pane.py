@@ -109,10 +109,12 @@ class HistoryPane(BaselineMark, Vertical):
 
     PAGE_SIZE = 200
 
+    # The table keeps its header and five runs however long the highlighted run's lines wrap at 80 columns beside
+    # the sidebar (a new user saw one row of six); the pane scrolls to what does not fit.
     DEFAULT_CSS = """
-    HistoryPane { height: 1fr; }
+    HistoryPane { height: 1fr; overflow-y: auto; }
     HistoryPane > Static { height: auto; }
-    HistoryPane > DataTable { height: 1fr; }
+    HistoryPane > DataTable { height: 1fr; min-height: 6; }
     """
 
     BINDINGS = [

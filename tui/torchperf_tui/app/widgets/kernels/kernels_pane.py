@@ -79,10 +79,12 @@ class KernelsPane(Vertical):
     status: reactive[str] = reactive("", init=False, always_update=True)  # the line beside the pane's button
     result = reactive(None, init=False)  # the latest engine.analysis.kernels.KernelComparison
 
+    # The table keeps its header and two layers (stacked, two lines each) however long the lines around it wrap
+    # at 80 columns beside the sidebar; the pane scrolls to what does not fit.
     DEFAULT_CSS = """
-    KernelsPane { height: 1fr; }
+    KernelsPane { height: 1fr; overflow-y: auto; }
     KernelsPane > Static { height: auto; }
-    KernelsPane > DataTable { height: 1fr; }
+    KernelsPane > DataTable { height: 1fr; min-height: 6; }
     """
 
     def __init__(self, **kwargs) -> None:
