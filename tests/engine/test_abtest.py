@@ -311,12 +311,13 @@ def test_blocks_left_open_are_fitted_to_the_time_budget_from_a_pass_of_each_arm(
     per_block, note = fit_per_block(10, 120.0, {"A": 0.6, "B": 0.4})
     assert per_block == 5 and note.startswith("5 timed passes per block, not 20: at a pass of A 600 ms and B 400 ms")
     assert fit_per_block(10, 1e6, {"A": 0.01, "B": 0.01}) == (DEFAULT_PER_BLOCK, None)  # fits: left as it is
-    assert fit_per_block(10, 1.0, {"A": 5.0, "B": 5.0})[0] == 1  # at least one, the budget stops the rest
+    one, note = fit_per_block(10, 1.0, {"A": 5.0, "B": 5.0})
+    assert one == 1 and note.startswith("1 timed pass per block, not 20")  # at least one, the budget stops the rest
     # the engine times one pass of each arm first: a sleepy model's 2 ms passes and a 1 s budget for 6 pairs
     base = BenchConfig(model="tests.engine.test_timing_modes:sleepy", input_shape=(2, 4), device="cpu")
     result = run_ab(base, parse_arm_spec(""), parse_arm_spec("mkldnn=off"), blocks=6, per_block=None,
                     time_budget_s=0.5)
-    fitted = [n for n in result.notes if "timed passes per block, not 20" in n]
+    fitted = [n for n in result.notes if " per block, not 20" in n]
     assert len(fitted) == 1 and all(len(block) < DEFAULT_PER_BLOCK for block in result.a.blocks)
     assert len(result.a.blocks[0]) == int(fitted[0].split()[0])
     explicit = run_ab(base, parse_arm_spec(""), parse_arm_spec("mkldnn=off"), blocks=6, per_block=3,

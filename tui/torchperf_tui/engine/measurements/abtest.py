@@ -286,7 +286,8 @@ def fit_per_block(blocks: int, budget_s: float, pass_s: dict[str, float]) -> tup
         return DEFAULT_PER_BLOCK, None
     per_block = max(1, fit)
     passes = " and ".join(f"{name} {format_ms(s * 1000)}" for name, s in pass_s.items())
-    return per_block, (f"{per_block} timed passes per block, not {DEFAULT_PER_BLOCK}: at a pass of {passes}, "
+    passes_word = "pass" if per_block == 1 else "passes"
+    return per_block, (f"{per_block} timed {passes_word} per block, not {DEFAULT_PER_BLOCK}: at a pass of {passes}, "
                        f"{blocks} block pairs of {DEFAULT_PER_BLOCK} would not fit the {budget_s:g} s time budget")
 
 
