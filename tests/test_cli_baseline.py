@@ -136,3 +136,17 @@ def test_a_cuda_baseline_keeps_the_gpus_power_limit_and_gates_on_cuda(capsys, tm
     code, out, _ = run(capsys, "compare", "--baseline", str(path), "--json", "--fail-if-slower", "1000")
     gate = json.loads(out)
     assert code == 0 and gate["record"]["device"].startswith("cuda") and gate["differences"] == []
+
+
+def test_the_gates_lines_wrap_at_the_terminals_width_and_stay_whole_in_a_pipe(capsys, base_json, monkeypatch):
+    # A new user's 80-column terminal broke the gate's lines of 144 and 316 characters mid-number ('ratio 0.37' /
+    # '7 (95 % CI'); a pipe (a CI log) keeps each line whole.
+    from torchperf_tui.cli import render
+
+    code, piped, _ = run(capsys, "compare", "--baseline", str(base_json), "--no-history", "--no-confirm")
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setattr(render.console, "_width", 80)
+    code, wrapped, _ = run(capsys, "compare", "--baseline", str(base_json), "--no-history", "--no-confirm")
+    assert all(len(line) <= 80 for line in wrapped.splitlines()), wrapped
+    assert any(len(line) > 80 for line in piped.splitlines()), piped  # the verdict's line, whole
+    assert " ".join(wrapped.split()).startswith(piped.splitlines()[0].split(" now, ")[0].split(":")[0])

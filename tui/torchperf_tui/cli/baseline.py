@@ -23,6 +23,7 @@ from torchperf_tui.core.errors import PROG, TorchperfError
 from torchperf_tui.core.flag_table import flag_options, gate_name
 from torchperf_tui.cli import common
 from torchperf_tui.cli.mlflow import log_gate, open_mlflow
+from torchperf_tui.cli.render import print_line
 from torchperf_tui.engine.records.baseline import BaselineError, config_of_record, resolve_baseline
 from torchperf_tui.engine.records.baseline_gate import gate
 from torchperf_tui.engine.records.result_records import records_of
@@ -135,7 +136,7 @@ def baseline_command(args) -> int:
         print(json.dumps({**verdict.to_dict(), "record": now.to_dict()}, indent=2, default=str))
     else:
         for line in gate_lines(verdict):
-            print(line)
+            print_line(line)
     return verdict.exit_code
 
 

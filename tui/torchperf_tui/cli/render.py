@@ -57,6 +57,13 @@ console = Console(file=TrimmedStdout(), highlight=False,
                   width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 200)
 
 
+def print_line(line: str) -> None:
+    """One line of plain text (never read as markup): wrapped at a terminal's width (or COLUMNS), whole in a pipe,
+    where a script or a CI log reads it line by line."""
+    wrap = sys.stdout.isatty() or bool(os.environ.get("COLUMNS"))
+    console.print(Text(line), soft_wrap=not wrap)
+
+
 def print_kv(title: str, rows: list[tuple]) -> None:
     """A heading line, then key/value rows aligned in two columns. A value is text, never markup: it can quote an
     error ('call to [/usr/bin/cc] failed'), which Rich would read as a tag (a closing one fails the whole table)."""
