@@ -36,6 +36,7 @@ def test_the_measurement_process_names_its_own_count():
     result, _ = kernels_job({"base": base, "a": ArmSpec(flags=Flags()), "b": ArmSpec(flags=Flags(mkldnn_enabled=False)),
                              "aa": True}, JobContext(1, lambda message: None))
     count = process_baseline().flags.num_threads
-    assert result.a_spec == f"threads={count} (default)"
+    # the flag the arms differ in, said by both (not 'threads=2 (default)' against 'oneDNN (mkldnn)=off, ...')
+    assert result.a_spec == f"oneDNN (mkldnn)=on, threads={count} (default)"
     assert result.b_spec == f"oneDNN (mkldnn)=off, threads={count} (default)"
     assert Flags().describe("cuda", default_threads=count) == "defaults"  # a GPU run: threads are not its setting

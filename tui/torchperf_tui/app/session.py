@@ -226,9 +226,10 @@ class Session:
         count = getattr(getattr(self.report, "cpu", None), "torch_threads", None)
         return count if isinstance(count, int) and not isinstance(count, bool) else None
 
-    def flags_text(self, flags) -> str:
-        """`flags` in words where runs go, a default thread count said as a run's result says it."""
-        return flags.describe(self.device_kind(), default_threads=self.default_threads())
+    def flags_text(self, flags, stated: tuple[str, ...] = ()) -> str:
+        """`flags` in words where runs go, a default thread count said as a run's result says it (`stated`: flags
+        said at their default too, as Flags.describe says them)."""
+        return flags.describe(self.device_kind(), default_threads=self.default_threads(), stated=stated)
 
     def resolved_device(self) -> str:
         if self.device != "auto":

@@ -154,13 +154,16 @@ def say_setup_notes(cfg: BenchConfig, ctx: JobContext) -> None:
 
 def arms_said(params: dict) -> tuple[ArmSpec, ArmSpec]:
     """params' arms "a" and "b" (ArmSpecs), an arm with no text of its own (the app's: a flag set, not a typed SPEC)
-    said by its flags on the base run's device, an empty thread count as this process's own ('threads=2 (default)')."""
+    said by its flags on the base run's device, an empty thread count as this process's own ('threads=2 (default)'),
+    a flag the arms differ in said by both ('oneDNN (mkldnn)=off' against '...=on', not against nothing)."""
     try:
         kind = resolve_device(params["base"].device).type
     except Exception:  # noqa: BLE001 - a device that is not there is the job's own error, said in its place
         kind = "cuda" if str(params["base"].device).startswith("cuda") else "cpu"
     default = process_baseline().flags.num_threads
-    return tuple(arm if arm.text else dataclasses.replace(arm, text=arm.flags.describe(kind, default_threads=default))
+    differ = tuple(params["a"].flags.changed_from(params["b"].flags))  # said by both arms, at its default too
+    return tuple(arm if arm.text else dataclasses.replace(arm, text=arm.flags.describe(kind, default_threads=default,
+                                                                                        stated=differ))
                  for arm in (params["a"], params["b"]))
 
 
