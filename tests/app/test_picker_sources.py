@@ -219,12 +219,18 @@ async def test_args_and_seq_reach_the_selection_the_analysis_and_the_run():
         assert cfg.model_args == (("n_layer", "2"), ("n_embd", "64"), ("n_head", "2"))
 
 
+async def in_gpt2s_args(pilot, app, fake) -> int:
+    """hf:gpt2 chosen and analysed, the args field clicked: the count of analyses asked so far."""
+    await choose_gpt2(pilot, app)
+    asked = len(analyses(fake))
+    await pilot.click("#model-args")
+    return asked
+
+
 async def test_a_bad_override_is_one_line_where_the_picker_says_errors_and_the_app_keeps_running():
     app, fake = sources_app()
     async with app.run_test(size=(110, 34)) as pilot:
-        await choose_gpt2(pilot, app)
-        asked = len(analyses(fake))
-        await pilot.click("#model-args")
+        asked = await in_gpt2s_args(pilot, app, fake)
         await pilot.press(*"n_layer", "enter")  # no '=': the engine's parser refuses it before any job
         await wait_until(pilot, lambda: "is not KEY=VALUE" in screen_text(app, "#model-summary"),
                          what="the parser's line in the model's summary")
@@ -265,9 +271,7 @@ async def test_args_left_with_tab_are_analysed_as_with_enter_and_enter_hands_the
     # the layer table still showed the default config's 6.74 G parameters.
     app, fake = sources_app()
     async with app.run_test(size=(110, 34)) as pilot:
-        await choose_gpt2(pilot, app)
-        asked = len(analyses(fake))
-        await pilot.click("#model-args")
+        asked = await in_gpt2s_args(pilot, app, fake)
         await pilot.press(*GPT2_ARGS, "tab")
         await wait_until(pilot, lambda: len(analyses(fake)) > asked
                          and analyses(fake)[-1].get("model_args") == (("n_layer", "2"), ("n_embd", "64"), ("n_head", "2")),
