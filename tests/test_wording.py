@@ -100,11 +100,8 @@ def test_a_batch_search_says_its_best_batch_limit_and_stop_rule_once_for_the_cli
 
 
 class _Flags:
-    def describe(self, device, threads_used=None, default_threads=None, stated=()):
+    def describe(self, device, threads_used=None, default_threads=None, beside=None):
         return f"flags on {device}, {threads_used} threads"
-
-    def changed_from(self, other):
-        return {}
 
 
 def test_an_ab_row_says_each_flag_the_arms_differ_in_at_its_default_too():

@@ -226,10 +226,10 @@ class Session:
         count = getattr(getattr(self.report, "cpu", None), "torch_threads", None)
         return count if isinstance(count, int) and not isinstance(count, bool) else None
 
-    def flags_text(self, flags, stated: tuple[str, ...] = ()) -> str:
-        """`flags` in words where runs go, a default thread count said as a run's result says it (`stated`: flags
-        said at their default too, as Flags.describe says them)."""
-        return flags.describe(self.device_kind(), default_threads=self.default_threads(), stated=stated)
+    def flags_text(self, flags, beside=None) -> str:
+        """`flags` in words where runs go, a default thread count said as a run's result says it (`beside`: the
+        other arm's flags, as Flags.describe takes them)."""
+        return flags.describe(self.device_kind(), default_threads=self.default_threads(), beside=beside)
 
     def resolved_device(self) -> str:
         if self.device != "auto":

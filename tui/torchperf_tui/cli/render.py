@@ -51,17 +51,20 @@ class TrimmedStdout:
         return getattr(sys.stdout, "encoding", None) or "utf-8"
 
 
+def wraps() -> bool:
+    """Output goes to a terminal, or COLUMNS says how wide it is: lines wrap at that width."""
+    return sys.stdout.isatty() or bool(os.environ.get("COLUMNS"))
+
+
 # Piped output (scripts, files) gets wide lines instead of rich's 80-column wrapping.
 # A pipe gets 200 columns (a log keeps whole lines) unless COLUMNS says how wide to be.
-console = Console(file=TrimmedStdout(), highlight=False,
-                  width=None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 200)
+console = Console(file=TrimmedStdout(), highlight=False, width=None if wraps() else 200)
 
 
 def print_line(line: str) -> None:
     """One line of plain text (never read as markup): wrapped at a terminal's width (or COLUMNS), whole in a pipe,
     where a script or a CI log reads it line by line."""
-    wrap = sys.stdout.isatty() or bool(os.environ.get("COLUMNS"))
-    console.print(Text(line), soft_wrap=not wrap)
+    console.print(Text(line), soft_wrap=not wraps())
 
 
 def print_kv(title: str, rows: list[tuple]) -> None:

@@ -161,10 +161,10 @@ def arms_said(params: dict) -> tuple[ArmSpec, ArmSpec]:
     except Exception:  # noqa: BLE001 - a device that is not there is the job's own error, said in its place
         kind = "cuda" if str(params["base"].device).startswith("cuda") else "cpu"
     default = process_baseline().flags.num_threads
-    differ = tuple(params["a"].flags.changed_from(params["b"].flags))  # said by both arms, at its default too
+    a, b = params["a"], params["b"]
     return tuple(arm if arm.text else dataclasses.replace(arm, text=arm.flags.describe(kind, default_threads=default,
-                                                                                        stated=differ))
-                 for arm in (params["a"], params["b"]))
+                                                                                        beside=other.flags))
+                 for arm, other in ((a, b), (b, a)))
 
 
 # -- the runners: one per job kind (measure/jobs.py names them) ------------------------------------------------

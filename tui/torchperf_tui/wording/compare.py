@@ -35,11 +35,11 @@ def arm_cells(result) -> list[tuple[str, ...]]:
     from torchperf_tui.engine.measurements.abtest import arm_step_text
 
     mixed = "mixed" in (getattr(result, "step", "infer"), getattr(result, "amp", None))  # each arm says its own
-    differ = tuple(result.a.flags.changed_from(result.b.flags))  # said in both rows, at its default too
     cells = []
     for name, arm in arm_pairs(result):
+        other = result.b if arm is result.a else result.a
         setup = (arm.flags.describe(device=result.device, threads_used=getattr(arm, "threads_used", None),
-                                    default_threads=getattr(arm, "threads_asked", None), stated=differ) +
+                                    default_threads=getattr(arm, "threads_asked", None), beside=other.flags) +
                  (f", {arm.dtype}" if arm.dtype != "float32" else "") +
                  (", channels_last" if arm.channels_last else "") +
                  (f", shapes {arm.shapes} ({arm.first_seen} new)" if arm.shapes != "fixed" else "") +

@@ -99,10 +99,15 @@ class RunConditions:
         return [name for name in self.reasons if name in slowing]
 
     @property
+    def windows_too_short(self) -> bool:
+        """There is an energy figure, but over timed windows too short for the counter's steps."""
+        return self.energy_j is not None and self.window_median_s < SHORT_WINDOW_S
+
+    @property
     def energy_too_coarse(self) -> str | None:
         """Why the energy is not judged per item (the timed windows were too short for the counter's steps), or
         None when it is."""
-        if self.energy_j is None or self.window_median_s >= SHORT_WINDOW_S:
+        if not self.windows_too_short:
             return None
         many = f" (median of {self.windows})" if self.windows > 1 else ""
         return (f"each timed window lasted {_seconds(self.window_median_s)}{many}, and NVML's energy counter and "
@@ -111,7 +116,7 @@ class RunConditions:
 
     @property
     def energy_per_item_j(self) -> float | None:
-        if self.energy_j is None or self.items <= 0 or self.energy_too_coarse:
+        if self.energy_j is None or self.items <= 0 or self.windows_too_short:
             return None
         return self.energy_j / self.items
 
@@ -152,11 +157,12 @@ class RunConditions:
         """'213 mJ per inference (4.69 inferences per J; NVML energy counter ..., over 3.2 s)', or why there is
         none; per training sample when `step` is a training step."""
         per = per_item_word(step)
-        each = self.energy_per_item_j
-        if each is None:
-            why = self.energy_too_coarse or self.missing.get("energy", "nothing was timed")
-            return f"energy n/a per {per}: {why}" if self.energy_too_coarse else f"energy n/a ({why})"
-        rate = 1.0 / each
+        coarse = self.energy_too_coarse
+        if coarse:
+            return f"energy n/a per {per}: {coarse}"
+        each, rate = self.energy_per_item_j, self.items_per_joule
+        if each is None or rate is None:
+            return f"energy n/a ({self.missing.get('energy', 'nothing was timed')})"
         rate_text = f"{rate:,.0f}" if rate >= 100 else f"{rate:.3g}"
         return (f"{format_energy(each)} per {per} ({rate_text} {per}s per J; {self.energy_method}, over "
                 f"{self.window_s:.1f} s)")
@@ -197,7 +203,7 @@ class RunConditions:
             parts.append(f"{self.power_mean_w:.0f} W")
         if self.energy_per_item_j is not None:
             parts.append(f"{format_energy(self.energy_per_item_j)}/{per_item_word(step)}")
-        elif self.energy_too_coarse:
+        elif self.windows_too_short:
             parts.append(f"energy n/a ({_seconds(self.window_median_s)} windows)")
         if self.throttled_share is not None:
             parts.append(self.throttle_word())

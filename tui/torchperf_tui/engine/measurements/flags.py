@@ -86,18 +86,19 @@ class Flags:
 
     def describe(self, device: str | None = None, against: "Flags | None" = None, *,
                  threads_used: int | None = None, against_threads: int | None = None,
-                 default_threads: int | None = None, stated: tuple[str, ...] = ()) -> str:
+                 default_threads: int | None = None, beside: "Flags | None" = None) -> str:
         """Short text of the flags that differ from PyTorch's defaults, or from `against` (those that apply on
         `device`). The thread count is always said on the CPU (or with no device), one way: "threads=2" when asked
         for, "threads=2 (default)" when left to the process (the count `threads_used` says ran, else the process's
         own, `default_threads`), "threads=default" only where neither is known. Against another set, the threads
         are said when the counts that ran (`threads_used`, `against_threads`, else the asked ones) differ; "same
         flags" when nothing does. `default_threads` also tells a default count from one the model's code set.
-        `stated`: flags said even at their default, in the order of the flag table (an A/B arm's table row says
-        each flag the arms differ in, so that 'TF32 cuDNN=off' is not read beside 'TF32 matmul=on' as two
-        different flags changed)."""
+        `beside`: the other arm's flags, when this set is said beside them (an A/B's rows, the kernel view's
+        arms): each flag the two differ in is said, at its default too, so that 'TF32 cuDNN=off' is not read beside
+        'TF32 matmul=on' as two different flags changed."""
         diffs = []
         changed = self.changed_from(against or Flags())
+        stated = self.changed_from(beside) if beside is not None else {}
         for name in (f.name for f in fields(self)):
             if name == "num_threads" or (name not in changed and name not in stated):
                 continue

@@ -160,10 +160,9 @@ class KernelsPane(Vertical):
             return
         self.screen.show_tab("kernels")
         what = "" if selection.step == "infer" and not selection.amp else f" ({selection.step_text()})"
-        differ = tuple(flags_a.changed_from(flags_b))
         self.status = (f"[b]{selection.spec}[/]{what} · profiling each conv layer and attention call under A: "
-                       f"{self.app.session.flags_text(flags_a, differ)} "
-                       f"and B: {self.app.session.flags_text(flags_b, differ)}…")
+                       f"{self.app.session.flags_text(flags_a, beside=flags_b)} "
+                       f"and B: {self.app.session.flags_text(flags_b, beside=flags_a)}…")
         base = self.jobs.config(selection, self._failed, flags=flags_a, slot="kernels")
         if base is None:
             return

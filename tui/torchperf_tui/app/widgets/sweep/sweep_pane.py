@@ -185,7 +185,9 @@ class SweepPane(Vertical):
         arms = None
         self.arm_labels = {"": self.app.session.flags_text(selection.flags)}
         if flag_arms is not None:
-            arms = tuple(ArmSpec(flags=f, text=self.app.session.flags_text(f)) for f in flag_arms)
+            a, b = flag_arms  # each arm said beside the other: a flag they differ in, by both
+            arms = tuple(ArmSpec(flags=f, text=self.app.session.flags_text(f, beside=other))
+                         for f, other in ((a, b), (b, a)))
             self.arm_labels = {"A": f"A ({arms[0].text})", "B": f"B ({arms[1].text})"}
         self.screen.show_tab("sweep")
         self.result, self.error = None, None
