@@ -121,9 +121,11 @@ async def test_below_the_smallest_size_a_notice_and_q_still_in_the_footer(tiny_a
         notice = app.main.query_one("#too-small")
         await wait_until(pilot, lambda: notice.display and resized_to(app, 60, 15), what="the notice")
         assert not app.main.query_one("#body").display
-        quit_key = next(key for key in app.main.query_one(Footer).query(FooterKey) if key.action == "app.quit"
-                        or key.key == "q")
-        await wait_until(pilot, lambda: inside_screen(app, quit_key), what="q in sight")
+        # the footer composes its keys again after a resize: look for q in what it holds at each check
+        def quit_keys():
+            return [key for key in app.main.query_one(Footer).query(FooterKey) if key.action == "app.quit"
+                    or key.key == "q"]
+        await wait_until(pilot, lambda: any(inside_screen(app, key) for key in quit_keys()), what="q in sight")
         await pilot.resize_terminal(100, 30)
         await wait_until(pilot, lambda: not notice.display and app.main.query_one("#body").display, what="the body back")
 
