@@ -83,6 +83,26 @@ async def test_shift_w_sweeps_the_flags_before_the_flip_against_now_and_overlays
         assert list(memory[0].y) == [1, 4, 16] and list(memory[2].y) == [1, 2, 4]  # quadratic A, linear B
 
 
+async def test_plots_short_of_rows_say_so_once_for_both_and_both_come_back_with_room(tiny_app):
+    from tests.fakes.fake_measurement import FakeMeasurement
+
+    fake = FakeMeasurement({"sweep": recorded_sweep(("A", "B"))}, real=real_process())
+    async with tiny_app(measurement=fake, size=(80, 24)) as pilot:
+        app = pilot.app
+        await flip(pilot, "mkldnn_enabled")
+        await pilot.press("W")
+        await wait_until(pilot, lambda: "stopped:" in screen_text(app, "#sweep-summary"), what="the sweep's end")
+        memory = app.main.query_one("#sweep-memory")
+        note = "#sweep-latency .plot-placeholder"
+        # 80x24 beside the sidebar: the table and summary leave the plots fewer rows than a plot needs
+        await wait_until(pilot, lambda: screen_text(app, note).startswith(
+            "the latency and memory plots need 7 rows, they have") and not memory.display, what="one note for both")
+        await pilot.resize_terminal(120, 44)
+        await wait_until(pilot, lambda: memory.display and plotted(app, "#sweep-memory") == [[128, 256, 512]] * 2
+                         and plotted(app, "#sweep-latency") == [[128, 256, 512]] * 2, what="both plots back")
+        assert not app.main.query_one(note).display
+
+
 async def test_a_refused_sweep_is_a_message_and_the_app_keeps_running(tiny_app):
     answers = {"sweep": Failed("sweep varies a token model's sequence length, and tests.tinymodels:tiny_cnn takes "
                                "1x3x32x32, not token ids: use bench --shapes for other inputs")}

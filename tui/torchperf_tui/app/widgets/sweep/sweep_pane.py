@@ -16,7 +16,7 @@ from textual.widgets import Button, DataTable, Static
 
 from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.app.pane_jobs import PaneJobs
-from torchperf_tui.app.widgets.timing.histogram import PlotHolder, theme_palette
+from torchperf_tui.app.widgets.timing.histogram import MIN_PLOT_ROWS, PlotHolder, theme_palette
 from torchperf_tui.core.formatting import format_bytes, format_ms, number_text
 from torchperf_tui.measure.protocol import JobDone, JobFailed, Progress
 from torchperf_tui.engine.measurements.ab_arms import ArmSpec, same_arms_refusal
@@ -81,6 +81,13 @@ class SweepPlot(PlotHolder):
         self.series: dict[str, list[tuple[int, float]]] = {}
         self.labels: dict[str, str] = {}
 
+    def speak_for_both(self, both: bool) -> None:
+        """Name both plots in the no-room note (the memory plot is hidden meanwhile), or this one alone."""
+        what = "the latency and memory plots" if both else f"the {self.metric} plot"
+        if (what, both) != (self.what, self.plural):
+            self.what, self.plural = what, both
+            self.request_redraw()
+
     def show(self, series: dict[str, list[tuple[int, float]]], labels: dict[str, str]) -> None:
         self.series = {arm: sorted(points) for arm, points in series.items() if points}
         self.labels = labels
@@ -118,6 +125,18 @@ class SweepPlot(PlotHolder):
             self.show_legend(plot, LegendLocation.TOPLEFT, legend)
 
 
+class SweepPlots(Horizontal):
+    """The two plots side by side; short of the rows a plot needs, the memory plot steps aside and the latency plot
+    says it for both, in one line across the pane (two notes side by side would run into each other)."""
+
+    def on_resize(self) -> None:
+        latency = self.query_one("#sweep-latency", SweepPlot)
+        memory = self.query_one("#sweep-memory", SweepPlot)
+        cramped = 0 < self.size.height < MIN_PLOT_ROWS
+        latency.speak_for_both(cramped)
+        memory.display = not cramped
+
+
 class SweepPane(Vertical):
     """Owns the sweep (keys w and W): a row per length and arm as it streams, then the result and its plots."""
 
@@ -128,7 +147,7 @@ class SweepPane(Vertical):
     SweepPane > Static { height: auto; }
     SweepPane > DataTable { height: auto; max-height: 7; }
     SweepPane > Horizontal { height: 1fr; }
-    SweepPane > Horizontal > SweepPlot { width: 1fr; }
+    SweepPlots > SweepPlot { width: 1fr; }
     """
 
     def __init__(self, **kwargs) -> None:
@@ -147,7 +166,7 @@ class SweepPane(Vertical):
                          "before the last flip against the current ones)", id="sweep-status")
         yield DataTable(id="sweep-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="sweep-summary")
-        with Horizontal(id="sweep-plots"):
+        with SweepPlots(id="sweep-plots"):
             yield SweepPlot("latency", id="sweep-latency")
             yield SweepPlot("memory", id="sweep-memory")
 

@@ -125,13 +125,16 @@ class PlotHolder(Vertical):
     def no_room(self) -> bool:
         return 0 < self.size.height < MIN_PLOT_ROWS
 
+    plural = False  # `what` names more than one plot ("the latency and memory plots need ...")
+
     def no_room_text(self) -> str:
         """'the histogram needs 7 rows, it has 4: hide the sidebar (h) or enlarge the terminal; its percentiles are
         in the lines above', or a shorter form where that does not fit the rows it has."""
         sidebar = self.screen.query("#sidebar") if self.is_attached else []
         shown = bool(sidebar) and sidebar.first().display
         how = "hide the sidebar (h) or enlarge the terminal" if shown else "enlarge the terminal"
-        head = f"{self.what} needs {MIN_PLOT_ROWS} rows, it has {self.size.height}: {how}"
+        need, have = ("need", "they have") if self.plural else ("needs", "it has")
+        head = f"{self.what} {need} {MIN_PLOT_ROWS} rows, {have} {self.size.height}: {how}"
         forms = [f"{head}; {self.elsewhere}" if self.elsewhere else head, head,
                  f"{self.what}: no room ({'h or ' if shown else ''}a taller terminal)"]
         width, height = max(self.size.width, 1), max(self.size.height, 1)
