@@ -98,8 +98,10 @@ def said_on(device: str) -> str:
     return "cuda" if device.startswith("cuda") else "cpu"
 
 
-def recorded_kernels(device: str = "cuda:0"):
-    """Answers a "kernels" job: four conv layers of a resnet50 on an H100 under A and B, three of them changed."""
+def recorded_kernels(device: str = "cuda:0", attention: bool = False):
+    """Answers a "kernels" job: four conv layers of a resnet50 on an H100 under A and B, three of them changed;
+    with `attention`, two SDPA call sites after them as the H200 gave them, math kept at one (a fallback: flash
+    allowed, dtype float32) and math to flash at the other."""
 
     def answer(params: dict):
         from torchperf_tui.engine.analysis.kernels import CUDA_NOTE, KernelComparison, LayerKernels
@@ -117,7 +119,19 @@ def recorded_kernels(device: str = "cuda:0"):
         shape = tuple(base.input_shape or (1, 3, 224, 224))
         return KernelComparison(model=base.model, device=device, input_shape=shape,
                                 a_spec=params["a"].flags.describe(kind), b_spec=params["b"].flags.describe(kind),
-                                layers=layers,
+                                layers=layers, attention=sites() if attention else [],
                                 kind="cuda-kernel", note=CUDA_NOTE, iters=3)
+
+    def sites():
+        from torchperf_tui.engine.analysis.attention_result import AttentionRun, AttentionSite
+
+        def run(allowed, ran, us, passed_over=None):
+            return AttentionRun(allowed=allowed, ran=ran, us_per_iter=us, calls_per_iter=1.0,
+                                passed_over=passed_over or {})
+
+        return [AttentionSite("model.layers.0.self_attn", "fwd", run("math", "math", 120.0),
+                              run("flash+math", "math", 119.0, {"flash": "dtype float32"})),
+                AttentionSite("model.layers.1.self_attn", "fwd", run("math", "math", 133.0),
+                              run("flash", "flash", 12.0))]
 
     return answer

@@ -67,9 +67,17 @@ def widest(rows: list[dict], field: str, label: str = "") -> int:
     return max([len(label)] + [len(row[field]) for row in rows])
 
 
-def choice_cell(row: dict) -> str:
-    """'changed' (or an attention site's 'math→flash') in bold warning, or 'same'."""
-    return f"[b $warning]{row['choice']}[/]" if row["changed"] else row["choice"]
+def stacked_choice(row: dict) -> str:
+    """What a stacked row says under the layer's name: 'changed' or 'same', for an attention site too (its kernels
+    are in the column beside: 'math' under a site's name would read as a layer's)."""
+    return "changed" if row["changed"] else "same"
+
+
+def choice_cell(row: dict, stacked: bool = False) -> str:
+    """'changed' (or, side by side, an attention site's 'math→flash') in bold warning, or 'same' (an unchanged
+    attention site's kernel side by side)."""
+    text = stacked_choice(row) if stacked else row["choice"]
+    return f"[b $warning]{text}[/]" if row["changed"] else text
 
 
 class KernelsPane(Vertical):
@@ -130,7 +138,7 @@ class KernelsPane(Vertical):
         # Stacked: the layer's name takes what the kernels' names leave it, between STACKED_LAYER's bounds.
         scrollbar = 2 if 2 * len(rows) + 1 > table.size.height else 0
         for row in rows:
-            row["under"] = f"{row['phase']} · {row['choice']}" if training else row["choice"]
+            row["under"] = f"{row['phase']} · {stacked_choice(row)}" if training else stacked_choice(row)
         times = max(widest(rows, "a_us"), widest(rows, "b_us")) + len("A ") + 2
         room = self.size.width - scrollbar - times - 4  # the name's and the kernels' columns, less their padding
         least, most = STACKED_LAYER
@@ -143,7 +151,8 @@ class KernelsPane(Vertical):
             rows = kernel_rows(result, max(MIN_NAME, min(ran_width, NAME_WIDTH) - over))
         self._set_columns(training, stacked=True)
         for row in rows:
-            under = f"{row['phase']} · {choice_cell(row)}" if training else choice_cell(row)
+            choice = choice_cell(row, stacked=True)
+            under = f"{row['phase']} · {choice}" if training else choice
             table.add_row(f"{fit_name(row['name'], name_width)}\n{under}", f"A {row['a_us']}\nB {row['b_us']}",
                           f"{row['a']}\n{row['b']}", key=row["key"], height=2)
 
