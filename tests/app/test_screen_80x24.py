@@ -112,6 +112,27 @@ async def test_the_generation_summary_is_whole_beside_the_sidebar():
                          and in_sight(app, histogram._plot), what="its histogram drawn")
 
 
+async def test_a_generation_with_long_model_args_keeps_its_histogram_at_80x24():
+    # The H200's demo at 80x24: a llama's overrides took five lines of the head and the histogram had no room.
+    from torchperf_tui.app.demo_attention import SMALL_CONFIGS
+
+    args = SMALL_CONFIGS["hf:llama"]
+    app = make_app(answers={"generate": recorded_generation}, model="hf:llama", model_args=args, seq_len="64")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_ready(pilot)
+        await wait_until(pilot, lambda: "params" in screen_text(app, "#model-summary"), what="the llama analysed")
+        await pilot.press("g")
+        view = app.main.query_one("#generation")
+        await wait_until(pilot, lambda: view.result is not None, what="the generation")
+        text = screen_text(app, "#generation-lines")
+        assert text.startswith("generate hf:llama · 64 new tokens after 1x64 float32") and args not in text, text
+        histogram = app.main.query_one("#generation-histogram")
+        await wait_until(pilot, lambda: histogram.has_plot and histogram._plot.display
+                         and in_sight(app, histogram._plot), what="its histogram drawn")
+        await pilot.resize_terminal(140, 44)  # room: the head says the overrides again
+        await wait_until(pilot, lambda: args in screen_text(app, "#generation-lines"), what="the whole head")
+
+
 async def test_the_sweeps_memory_column_is_in_sight_beside_the_sidebar():
     app = make_app(answers={"sweep": recorded_sweep()})
     async with app.run_test(size=(80, 24)) as pilot:

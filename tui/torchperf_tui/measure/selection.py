@@ -87,9 +87,10 @@ class Selection:
         """'1x3x224x224' for lines that say what a job is doing: the typed shape, else the model's default
         (as its analysis found it), else words; after the model's overrides, when it has any ('(n_layer=2) 1x128')."""
         overrides = f"({self.model_args.strip()}) " if self.model_args.strip() else ""
-        return overrides + self._shape_text(default_shape)
+        return overrides + self.shape_text(default_shape)
 
-    def _shape_text(self, default_shape: tuple | None) -> str:
+    def shape_text(self, default_shape: tuple | None = None) -> str:
+        """input_text without the model's overrides: '1x128', for a line the sidebar's args stand beside."""
         try:
             shape = self.full_shape()
             batch = self.batch_size()

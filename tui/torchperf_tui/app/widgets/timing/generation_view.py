@@ -47,6 +47,7 @@ class GenerationView(Vertical):
         self.jobs = PaneJobs(self)
         self.spec: str | None = None  # the model the section is about
         self.setup = ""  # what is generated, in words
+        self.short_setup = ""  # the same without the model's overrides, on a short pane (the sidebar has them)
         self.result = None  # the last GenerationResult
         self.error: str | None = None  # why the last generation failed
         self.ttft_ms: list[float] = []
@@ -61,6 +62,15 @@ class GenerationView(Vertical):
         yield Static("", id="generation-lines")
         yield LatencyHistogram(id="generation-histogram")
 
+    def head(self, tail: str = "", short: bool = False) -> str:
+        """'generate MODEL · 64 new tokens after the prompt (ARGS) 1x128 float32' and `tail` (markup); `short`,
+        without the model's overrides: at 80x24 a llama's args took five lines and the histogram its room."""
+        return f"[b]generate[/] {escape(self.short_setup if short else self.setup)}{tail}"
+
+    def say_head(self, tail: str) -> None:
+        """The head and `tail` alone (what the generation is doing), the short head on a short pane."""
+        self.say(self.head(tail), compact=[self.head(tail, short=True)])
+
     def say(self, *lines: str, compact: list[str] | None = None) -> None:
         """The section's lines (markup), wrapped at the pane's edge; on a short pane `compact` (else the same)."""
         self._lines = list(lines)
@@ -73,7 +83,9 @@ class GenerationView(Vertical):
         self.set_class(compact, "-compact")
         self.query_one("#generation-lines", Static).update("\n".join(self._compact_lines if compact else self._lines))
 
-    def on_resize(self) -> None:
+    def compact(self) -> None:
+        """The pane's height crossed COMPACT_BELOW_ROWS (its class changed, maybe after this section's own resize):
+        the lines again, in the form that fits."""
         if self._lines:
             self._show_lines()
 
@@ -116,10 +128,13 @@ class GenerationView(Vertical):
         # Generation is greedy inference on the eager model at one prompt length, in the model's dtype.
         cfg = dataclasses.replace(cfg, step="infer", compile=None, shapes="fixed", amp=None)
         self._on_cpu = self.app.session.device_kind() == "cpu"
+        default_shape = self.screen.default_shape()
         self.setup = (f"{selection.spec} · {NEW_TOKENS} new tokens after the prompt "
-                      f"{selection.input_text(self.screen.default_shape())} {selection.dtype}")
+                      f"{selection.input_text(default_shape)} {selection.dtype}")
+        self.short_setup = (f"{selection.spec} · {NEW_TOKENS} new tokens after "
+                            f"{selection.shape_text(default_shape)} {selection.dtype}")
         note = f" (the run options {', '.join(ignored)} do not apply: inference, eager, one prompt)" if ignored else ""
-        self.say(f"[b]generate[/] {escape(self.setup)}: building…{escape(note)}")
+        self.say_head(f": building…{escape(note)}")
         self._histogram([])
         self.jobs.start("generate", "generate", {"cfg": cfg, "new_tokens": NEW_TOKENS},
                         f"generating {NEW_TOKENS} tokens with {selection.spec}")
@@ -139,7 +154,7 @@ class GenerationView(Vertical):
             self._samples(event)
         elif isinstance(event, JobFailed):
             if event.cancelled:
-                self.say(f"[b]generate[/] {escape(self.setup)}: cancelled")
+                self.say_head(": cancelled")
             else:
                 self.refused(event.error)
                 self.app.notify(event.error, title="generation failed", severity="error", timeout=8)
@@ -148,7 +163,7 @@ class GenerationView(Vertical):
 
     def _samples(self, event: Samples) -> None:
         if event.phase == "warmup":
-            self.say(f"[b]generate[/] {escape(self.setup)}: warm-up generation, step {event.index + 1}/{event.total}")
+            self.say_head(f": warm-up generation, step {event.index + 1}/{event.total}")
             return
         if event.phase == "prefill":
             self.ttft_ms.extend(event.samples_ms)
@@ -159,8 +174,7 @@ class GenerationView(Vertical):
         runs = len(self.ttft_ms)
         steps = event.total // RUNS if event.phase == "decode" and event.total else 0
         token = f", token {event.index % steps + 2}" if steps else ""
-        self.say(f"[b]generate[/] {escape(self.setup)}: run {runs}/{RUNS}{token} · "
-                 f"{len(self.decode_ms)} decode steps timed")
+        self.say_head(f": run {runs}/{RUNS}{token} · {len(self.decode_ms)} decode steps timed")
         last = event.phase == "decode" and event.index >= event.total - 1
         now = time.monotonic()
         if not self._on_cpu or last or now - self._histogram_at >= LIVE_CPU_HISTOGRAM_EVERY_S:
@@ -171,9 +185,8 @@ class GenerationView(Vertical):
     def _finished(self, result, fingerprint) -> None:
         self.result = result
         self.decode_ms = list(result.decode_ms)
-        head = f"[b]generate[/] {escape(self.setup)}"
-        self.say(head, *(escape(line) for line in generation_lines(result)),
-                 compact=[head, *(escape(line) for line in generation_lines(result, compact=True))])
+        self.say(self.head(), *(escape(line) for line in generation_lines(result)),
+                 compact=[self.head(short=True), *(escape(line) for line in generation_lines(result, compact=True))])
         self._histogram(self.decode_ms)
         if result.cancelled:
             return

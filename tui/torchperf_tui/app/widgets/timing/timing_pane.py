@@ -106,6 +106,7 @@ class TimingPane(Vertical):
             if self.record is not None:
                 self._show(self.record, histogram=False)
             self.modes_lines.compact(compact)
+            self.query_one(GenerationView).compact()
 
     # -- the timing run ------------------------------------------------------------------------------
     def start_run(self) -> None:
