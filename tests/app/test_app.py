@@ -221,6 +221,35 @@ async def test_autostart_opens_with_the_model_chosen_and_a_run_started():
         assert app.pane("picker").spec == TINY and app.session.runs.get(1).status == "done", app.session.runs.get(1).error
 
 
+async def test_r_pressed_while_the_app_starts_is_held_and_runs_once_the_engine_is_in():
+    # A new user pressed r as the first frame came: nothing happened, and nothing said why. And a model given on
+    # the command line was lost when the catalogue came before the engine ("the model registry is still loading").
+    import threading
+
+    app = make_app(model=TINY, warmup=0, iters=20)
+    engine_may_load = threading.Event()
+    load_engine = app.session.load_engine
+
+    def slow_engine():  # the engine's import on a cold box takes seconds: here, until the test says
+        engine_may_load.wait(60)
+        load_engine()
+
+    app.session.load_engine = slow_engine
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, app.main.panes_mounted, what="the panes")
+        await pilot.press("r")
+        await pilot.press("r")  # pressed twice while it loads: one run
+        # the catalogue listed before the engine is in (a warm box): the model given is chosen once it is
+        await wait_until(pilot, lambda: app.main.query_one("#model-list").option_count > 1, what="the catalogue")
+        await pilot.pause(0.3)
+        assert app.session.runs.get(1) is None
+        engine_may_load.set()
+        await wait_until(pilot, lambda: app.session.runs.get(1) is not None and app.session.runs.get(1).finished,
+                         timeout=90, what="the held run")
+        assert app.session.runs.get(1).status == "done" and app.session.runs.get(2) is None
+        assert app.pane("picker").spec == TINY
+
+
 async def test_fake_h100_device_and_memory_views():
     app = make_app(gpu=True)
     async with app.run_test(size=(110, 32)) as pilot:

@@ -137,8 +137,7 @@ class TorchperfApp(App):
     # -- global keys (navigation keys are the main screen's) ------------------------------------------
     def action_pane(self, name: str, method: str) -> None:
         """A job's key: the pane that owns the job starts it (app/commands.py names which)."""
-        if self.main.panes_mounted():  # not in the instant before they mount
-            getattr(self.pane(name), method)()
+        self.main.run_key(name, method)
 
     def action_cancel_run(self) -> None:
         """Cancel what measures (each job stops between iterations; one stuck in native code is killed with

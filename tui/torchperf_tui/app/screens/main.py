@@ -79,6 +79,9 @@ class MainScreen(FitsTerminal, Screen):
     def on_mount(self) -> None:
         self._sidebar_chosen = False  # the user pressed h: the width no longer decides
         self._probe_failed = False  # the device probe failed: the flags show without its applicability
+        self._engine_in = self._catalogue_in = False  # start-up: a job's key is held until both are in
+        self._held: tuple[str, str] | None = None  # (pane, method) of the last job key pressed before then
+        self._catalogue_error: str | None = None
         self.fit_terminal(self.app.size)  # the first frame is drawn in the layout this size gets
         self.call_after_refresh(self._mount_panes)
 
@@ -110,6 +113,40 @@ class MainScreen(FitsTerminal, Screen):
         return all(self.query(f"#{wid}") for wid, _, _ in PANES.values()) and \
             all(select.query("SelectCurrent") for select in self.query("Select"))
 
+    # -- job keys ---------------------------------------------------------------------------------------------
+    def run_key(self, name: str, method: str) -> None:
+        """A job's key: the pane that owns the job starts it; pressed while the app starts (the panes mounting, the
+        engine or the model catalogue loading), it is held, said, and started once they are in (the last one)."""
+        if self.panes_mounted() and self._engine_in and self._catalogue_in:
+            getattr(self.pane(name), method)()
+            return
+        if self._held is None:
+            what = next((b.description for b in self.app.BINDINGS if getattr(b, "action", "") ==
+                         f"pane('{name}', '{method}')"), method)
+            self.app.notify(f"{what}: held until the engine has loaded", timeout=4)
+        self._held = (name, method)
+
+    def _started(self, engine: bool = False, catalogue: bool = False) -> None:
+        """The engine or the catalogue is in. Once both are (in either order: a warm box lists the catalogue
+        first), the model given on the command line is chosen (choosing needs the engine's registry), then the
+        demo or --autostart or a held key goes."""
+        was_in = self._engine_in and self._catalogue_in
+        self._engine_in |= engine
+        self._catalogue_in |= catalogue
+        if was_in or not (self._engine_in and self._catalogue_in):
+            return
+        app, picker = self.app, self.pane("picker")
+        if not self._catalogue_error and app.initial_model and picker.spec is None:
+            picker.set_inputs(**app.initial_inputs)
+            picker.choose(app.initial_model)
+            if app.demo is not None:
+                app.demo.start()
+            elif app.autostart:
+                self._held = self._held or ("timing", "start_run")
+        if self._held is not None:
+            held, self._held = self._held, None
+            self.run_key(*held)
+
     # -- routing: facts passed between panes ----------------------------------------------------------
     def engine_loaded(self) -> None:
         """The session's engine modules are in (those that failed are in session.missing): the panes start."""
@@ -128,6 +165,7 @@ class MainScreen(FitsTerminal, Screen):
         self.pane("device").probe()
         self.pane("memory").start_telemetry(self.app.interval, self.app.poll_telemetry)
         self.pane("history").refresh_history()
+        self._started(engine=True)
 
     def _show_flags(self) -> None:
         """The switches, once the engine and the device report (which flags apply where) are in."""
@@ -171,15 +209,10 @@ class MainScreen(FitsTerminal, Screen):
         if message.error:
             app.notify(f"models: {message.error}", severity="error", timeout=8)
             timing.model_line = (f"model catalogue not available: {message.error}")
-            return
-        timing.model_line = ("pick a model: / to filter, ⏎ to choose")
-        if app.initial_model and self.pane("picker").spec is None:
-            self.pane("picker").set_inputs(**app.initial_inputs)
-            self.pane("picker").choose(app.initial_model)
-            if app.demo is not None:
-                app.demo.start()
-            elif app.autostart:
-                timing.start_run()
+        else:
+            timing.model_line = ("pick a model: / to filter, ⏎ to choose")
+        self._catalogue_error = message.error
+        self._started(catalogue=True)
 
     @while_running
     def on_model_picker_analysing(self, message) -> None:
