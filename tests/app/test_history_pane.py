@@ -182,3 +182,28 @@ async def test_a_run_whose_gpu_throttled_is_marked_in_its_row_and_in_a_compariso
     flags, comparison = await two_runs_compared(path, cool, hot, says="GPU throttled")
     assert flags[hot.short_id].endswith("(GPU throttled)") and "throttled" not in flags[cool.short_id]
     assert "GPU throttled 40 %: power cap (software)" in comparison
+
+
+async def test_the_marks_of_the_table_are_said_under_it_where_it_shows_them(tmp_path):
+    # A new user at 80x24 saw '!' and '?' in the table and nothing saying what they mean (a tooltip, out of reach
+    # of the keyboard).
+    from tests.records import ENV
+
+    path = tmp_path / "h.jsonl"
+    hot_env = {**ENV, "gpu_throttled": True, "gpu_throttled_share": 0.4, "gpu_throttle_reasons": "power cap (software)"}
+    HistoryFile(path).extend([make_record(p50=10.0)])
+    app = PaneApp(path)
+    async with app.run_test(size=(120, 30)) as pilot:
+        pane = app.query_one(HistoryPane)
+        await wait_until(pilot, lambda: len(app.loaded) == 1, what="the first page")
+        legend = pane.query_one("#history-legend")
+        table = pane.query_one("#history-table")
+        marked = any(row_cells(table, i)["per"].endswith("!") or "?" in row_cells(table, i)["p99"]
+                     for i in range(table.row_count))
+        assert legend.display == marked
+        HistoryFile(path).extend([make_record(p50=12.0, env=hot_env)])
+        pane.show_history(path)
+        await wait_until(pilot, lambda: len(app.loaded) == 2, what="the page again")
+        await wait_until(pilot, lambda: legend.display and "! = the run's figures have a mark" in screen_text(
+            app, "#history-legend"), what="the legend of '!'")
+        assert any(row_cells(table, i)["per"].endswith("!") for i in range(table.row_count))

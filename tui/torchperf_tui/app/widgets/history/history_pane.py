@@ -54,7 +54,7 @@ def model_width(rows: list[list[str]], width: int) -> int:
 
 
 def legend(records, pers: list[str]) -> str | None:
-    """The table's tooltip: what its '?' and '!' mean, where it shows one (`pers`: its 'per' cells)."""
+    """The line under the table: what its '?' and '!' mean, where it shows one (`pers`: its 'per' cells)."""
     # p99 needs the most samples: a '?' beside any p50 or p99 means one beside that run's p99
     unsupported = any(r.stats is not None and not percentile_supported(0.99, r.stats.n) for r in records)
     marked = any(per.endswith(CONDITION_MARK) for per in pers)
@@ -155,6 +155,8 @@ class HistoryPane(BaselineMark, Vertical):
         yield DataTable(id="history-table", cursor_type="row", zebra_stripes=True)
         yield HistoryDetail("", id="history-detail")  # the highlighted row whole: the table cuts its flags
         yield Static("mark two runs (m or ⏎ on a row) to compare them", id="history-compare")
+        # what the table's marks mean, when it shows one: a tooltip is out of reach of a keyboard over SSH
+        yield Static("", id="history-legend", classes="dim-note")
 
     def on_mount(self) -> None:
         if not self.query(DataTable):
@@ -291,7 +293,10 @@ class HistoryPane(BaselineMark, Vertical):
             row[2] = fit_model(row[2], width)
             # Text, not markup: a model's name or flags read from a file are shown as they are ('[b]' and all)
             table.add_row(*(Text(cell) for cell in row[:-1]), key=row[-1])
-        table.tooltip = legend(self.records.values(), [row[1] for row in rows])
+        text = legend(self.records.values(), [row[1] for row in rows])
+        marks = self.query_one("#history-legend", Static)
+        marks.update(text or "")
+        marks.display = text is not None
         if keep in self.records:
             table.move_cursor(row=table.get_row_index(keep))
         self._show_detail()
