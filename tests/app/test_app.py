@@ -405,9 +405,11 @@ async def test_compare_gives_no_speed_up_between_runs_that_are_not_like_for_like
         await pilot.press("2")
         table = app.main.query_one("#compare-table")
         columns = [str(c.label) for c in table.columns.values()]
-        row = [str(cell) for cell in table.get_row("2")]
+        # the baseline is the newest run's oldest like-for-like run (#2 itself): #1 says what differs from it
+        assert app.session.runs.baseline().run_id == 2
+        row = [str(cell) for cell in table.get_row("1")]
         assert row[columns.index("speed-up")] == "n/a: input"
-        assert row[columns.index("setup vs baseline")].startswith("1x3x16x16 float32")
+        assert row[columns.index("setup vs baseline")].startswith("1x3x32x32 float32")
         overlay = app.main.query_one("#latency-overlay")
         await wait_until(pilot, lambda: overlay.has_plot and overlay._plot._datasets, what="overlay")
         assert len(overlay._plot._datasets) == 1  # the input differs: nothing to overlay it with

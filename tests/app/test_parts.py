@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from tests.app.helpers import wait_until
@@ -43,6 +45,21 @@ def test_run_history_is_bounded_and_the_baseline_falls_back_to_the_oldest_comple
     assert history.baseline().run_id == 5
     history.baseline_id = 1  # no longer kept
     assert history.baseline().run_id == 2
+
+
+def test_the_baseline_by_default_is_the_oldest_run_like_for_like_with_the_newest():
+    # A new user timed resnet18, then resnet50 three times with flags flipped: every speed-up read 'n/a: model'
+    # against run #1 until they found `b`.
+    history = SessionRuns(capacity=10)
+    history.add(_record(1))
+    for i in (2, 3, 4):
+        history.add(dataclasses.replace(_record(i), model="other"))
+    assert history.baseline().run_id == 2
+    history.add(_record(5))  # back to the first model: its oldest run again
+    assert history.baseline().run_id == 1
+    history.baseline_id = 3  # a baseline chosen with b stays, whatever runs after it
+    history.add(_record(6))
+    assert history.baseline().run_id == 3
 
 
 def test_a_speedup_keeps_three_significant_figures_however_slow_the_run():

@@ -151,7 +151,7 @@ async def test_the_sweeps_memory_column_is_in_sight_beside_the_sidebar():
 
 
 async def test_kernels_shows_what_a_and_b_ran_stacked_beside_the_sidebar_and_with_h():
-    app = make_app(gpu=True, answers={"kernels": recorded_kernels(), "time": TimedRuns(device="cuda:0"),
+    app = make_app(gpu=True, answers={"kernels": recorded_kernels(attention=True), "time": TimedRuns(device="cuda:0"),
                                       "roofline": NOT_PLACED})
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_ready(pilot)
@@ -184,29 +184,16 @@ async def test_kernels_shows_what_a_and_b_ran_stacked_beside_the_sidebar_and_wit
                 # each kernel by a name of its own (the long ones shortened to the width), never cut by the edge
                 assert a_ran and whole(a_ran) in drawn(table) and whole(b_ran) in drawn(table)
             if not hidden:
+                # An attention site says changed or same under its name too, its kernels beside (the H200's
+                # fallback view read "math" under a site's name, as if it were a layer's).
+                sites = [row_cells(table, len(pane.result.layers) + i) for i in range(len(pane.result.attention))]
+                unders = [cells["layer"].split("\n")[1].replace("[b $warning]", "").replace("[/]", "")
+                          for cells in sites]
+                assert unders == ["same", "changed"] and [cells["ran"] for cells in sites] == ["math\nmath*",
+                                                                                               "math\nflash"]
                 await pilot.press("h")
         # With the tab's full width the names are the pane's usual short names, whole.
         assert row_cells(table, 1)["ran"] == "implicit_convolve_sgemm\nwinogradForwardData4x4"
-
-
-async def test_stacked_attention_sites_say_changed_or_same_under_their_names_and_their_kernels_beside():
-    # At 80x24 the H200's fallback view read "math" under a site's name, as if it were a layer's.
-    app = make_app(gpu=True, answers={"kernels": recorded_kernels(attention=True),
-                                      "time": TimedRuns(device="cuda:0"), "roofline": NOT_PLACED})
-    async with app.run_test(size=(80, 24)) as pilot:
-        await wait_ready(pilot)
-        await flip(pilot, "cudnn_benchmark")
-        await choose_tiny(pilot)
-        await pilot.press("k")
-        pane = app.main.query_one("KernelsPane")
-        await wait_until(pilot, lambda: pane.result is not None and "ran" in app.main.query_one(
-            "#kernels-table").columns, what="the kernel profile, stacked")
-        table = app.main.query_one("#kernels-table")
-        layers = len(pane.result.layers)
-        sites = [row_cells(table, layers + i) for i in range(len(pane.result.attention))]
-        unders = [cells["layer"].split("\n")[1] for cells in sites]
-        assert [under.replace("[b $warning]", "").replace("[/]", "") for under in unders] == ["same", "changed"]
-        assert [cells["ran"] for cells in sites] == ["math\nmath*", "math\nflash"]
 
 
 async def test_the_throughput_plot_without_room_says_where_to_see_it():

@@ -7,6 +7,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from torchperf_tui.app.setup_diff import differences
+
 MAX_RUNS = 8
 # The UI process's CPU over a run, in cores, from which the run is marked disturbed by the app's own work. Idle it
 # uses under 3 % of a core (the README's budget), and a run's lines are redrawn at most twice a second, a few
@@ -183,12 +185,13 @@ class SessionRuns:
         return [r for r in self._runs if r.complete]
 
     def baseline(self) -> LiveRun | None:
-        """The chosen baseline if it is still kept and complete, else the oldest complete run."""
+        """The chosen baseline if it is still kept and complete, else the oldest complete run measured like for
+        like with the newest (a run of another model first would leave every speed-up 'n/a: model')."""
         chosen = self.get(self.baseline_id) if self.baseline_id is not None else None
         if chosen is not None and chosen.complete:
             return chosen
         done = self.completed()
-        return done[0] if done else None
+        return next((run for run in done if not differences(done[-1], run)), None) if done else None
 
     def clear(self) -> None:
         self._runs.clear()
