@@ -65,7 +65,7 @@ async def test_each_history_row_says_what_it_is_and_the_highlighted_one_is_said_
         assert "p50" in header and "p99" in header
         rows = [flat(row) for row in lines[lines.index(header) + 1:][:5]]  # newest first
         assert [row.split(" resnet18")[0].split(" evil")[0].split(" hf:")[0].split(" …")[0] for row in rows] == [
-            "pass", "token", "B pass", "A pass", "pass !"]  # per what; '!': a run with a mark (the disturbed one)
+            "pass", "token", "B pass", "A pass", "! pass"]  # per what; '!': a run with a mark (the disturbed one)
         assert "evil\\x1b" in rows[0] and "layer=2)" in rows[1] and "12.00 ms?" in rows[1]
         assert "9.00 ms?" in rows[2] and "11.00 ms?" in rows[3] and "10.00 ms?" in rows[4]
         if size == (100, 30):
@@ -82,7 +82,7 @@ async def test_each_history_row_says_what_it_is_and_the_highlighted_one_is_said_
         table, under = app.main.query_one("#history-table"), app.main.query_one("#history-compare")
         under.update("a long line " * 40)
         await pilot.pause(0.2)
-        assert table.size.height >= 6, table.size.height
+        assert table.size.height >= 7, table.size.height
         said = flat(await highlight(pilot, f"({records['timing'].short_id})"))
         assert f"disturbed: {DISTURBANCE}" in said and "per pass p50 10.00 ms?" in said
 

@@ -10,6 +10,9 @@ from torchperf_tui.engine.records.baseline import check_usable
 
 MARK = "●"  # a run marked to compare (m)
 BASELINE_MARK = "B"
+# The run has a mark (disturbed, GPU throttled, cancelled). In this column, not after the 'per' cell: there one more
+# character pushed p99 out of sight at 80x24.
+CONDITION_MARK = "!"
 
 
 class BaselineMark:
@@ -18,10 +21,14 @@ class BaselineMark:
     baseline = None
 
     def mark_cell(self, record_id: str) -> str:
-        """The mark column's cell: ● for a run marked to compare, B for the baseline (●B for both)."""
+        """The mark column's cell: ● for a run marked to compare, B for the baseline (●B for both), ! for a run
+        with a mark."""
         text = MARK if record_id in self.marked else ""
         if self.baseline is not None and self.baseline.id == record_id:
             text += BASELINE_MARK
+        record = self.records.get(record_id)
+        if record is not None and history_row(record).marks:
+            text += CONDITION_MARK
         return text
 
     def toggle_baseline(self):

@@ -23,7 +23,7 @@ from textual.content import Content
 from textual.widgets import DataTable, Static
 from textual.worker import get_current_worker
 
-from torchperf_tui.app.widgets.history.baseline_mark import BaselineMark
+from torchperf_tui.app.widgets.history.baseline_mark import CONDITION_MARK, BaselineMark
 from torchperf_tui.app.widgets.history.history_detail import HistoryDetail
 from torchperf_tui.core.stats import percentile_supported
 from torchperf_tui.core.formatting import fit_name, printable, shorten_parts, UNSUPPORTED_LEGEND
@@ -32,7 +32,6 @@ from torchperf_tui.core.errors import user_message
 from torchperf_tui.engine.records.history_file import HistoryFile, default_history_path
 from torchperf_tui.engine.records.history_compare import compare_records
 
-CONDITION_MARK = "!"  # after what a row's figures are per: the run has a mark (disturbed, GPU throttled, cancelled)
 # What a row is (per: 'pass', 'token', an A/B arm's 'A pass') and its figures first, then when it finished: at 80
 # columns beside the sidebar the pane is some 44 wide, and the line under the table says the highlighted row whole.
 # The id comes last: it names a run once told apart (with the id second, two runs whose percentiles read
@@ -44,6 +43,11 @@ MARKS_LEGEND = f"{CONDITION_MARK} = the run's figures have a mark (disturbed, GP
                "under the table says it whole"
 
 
+COMPACT_UNSUPPORTED = "?: more than its samples support (? in Help)"
+COMPACT_MARKS = f"{CONDITION_MARK}: a mark, said under the table"
+NARROW = 60  # a pane narrower than this says the legend compactly
+
+
 def model_width(rows: list[list[str]], width: int) -> int:
     """The model's column in a table `width` wide: what the mark, per, p50 and p99 leave (each column its widest cell
     + 2), less the time's column where that leaves MIN_MODEL (at 80 columns it does not: the line under the table
@@ -53,13 +57,16 @@ def model_width(rows: list[list[str]], width: int) -> int:
     return max(MIN_MODEL, rest - widths["when"] if rest - widths["when"] >= MIN_MODEL else rest)
 
 
-def legend(records, pers: list[str]) -> str | None:
-    """The line under the table: what its '?' and '!' mean, where it shows one (`pers`: its 'per' cells)."""
+def legend(records, marks: list[str], compact: bool = False) -> str | None:
+    """The line under the table: what its '?' and '!' mean, where it shows one (`marks`: its mark cells);
+    `compact`, in a few words each, on one line (beside the sidebar at 80 columns the whole words took four lines
+    and the table its fifth run)."""
     # p99 needs the most samples: a '?' beside any p50 or p99 means one beside that run's p99
     unsupported = any(r.stats is not None and not percentile_supported(0.99, r.stats.n) for r in records)
-    marked = any(per.endswith(CONDITION_MARK) for per in pers)
-    shown = [text for text, show in ((UNSUPPORTED_LEGEND, unsupported), (MARKS_LEGEND, marked)) if show]
-    return "\n".join(shown) or None
+    marked = any(CONDITION_MARK in mark for mark in marks)
+    forms = ((COMPACT_UNSUPPORTED, COMPACT_MARKS) if compact else (UNSUPPORTED_LEGEND, MARKS_LEGEND))
+    shown = [text for text, show in zip(forms, (unsupported, marked)) if show]
+    return (" · " if compact else "\n").join(shown) or None
 
 
 def home_short(path) -> str:
@@ -109,12 +116,12 @@ class HistoryPane(BaselineMark, Vertical):
 
     PAGE_SIZE = 200
 
-    # The table keeps its header and five runs however long the highlighted run's lines wrap at 80 columns beside
-    # the sidebar (a new user saw one row of six); the pane scrolls to what does not fit.
+    # The table keeps its header, five runs and its horizontal scrollbar however long the highlighted run's lines
+    # wrap at 80 columns beside the sidebar (a new user saw one row of six); the pane scrolls to what does not fit.
     DEFAULT_CSS = """
     HistoryPane { height: 1fr; overflow-y: auto; }
     HistoryPane > Static { height: auto; }
-    HistoryPane > DataTable { height: 1fr; min-height: 6; }
+    HistoryPane > DataTable { height: 1fr; min-height: 7; }
     """
 
     BINDINGS = [
@@ -282,8 +289,7 @@ class HistoryPane(BaselineMark, Vertical):
         rows = []
         for r in self.records.values():
             row = history_row(r)  # every string printable: a record's are read from a file
-            per = row.compact_per() + (f" {CONDITION_MARK}" if row.marks else "")
-            rows.append([self.mark_cell(r.id), per, row.model, row.p50, row.p99, row.when[5:], row.compact_flags(),
+            rows.append([self.mark_cell(r.id), row.compact_per(), row.model, row.p50, row.p99, row.when[5:], row.compact_flags(),
                          row.input, row.device, row.short_id, r.id])
         self._fitted_to = self.size.width
         scrollbar = 2 if len(rows) + 1 > table.size.height else 0
@@ -293,7 +299,7 @@ class HistoryPane(BaselineMark, Vertical):
             row[2] = fit_model(row[2], width)
             # Text, not markup: a model's name or flags read from a file are shown as they are ('[b]' and all)
             table.add_row(*(Text(cell) for cell in row[:-1]), key=row[-1])
-        text = legend(self.records.values(), [row[1] for row in rows])
+        text = legend(self.records.values(), [row[0] for row in rows], compact=self.size.width < NARROW)
         marks = self.query_one("#history-legend", Static)
         marks.update(text or "")
         marks.display = text is not None
