@@ -16,7 +16,7 @@ How fast a PyTorch model runs on this box, and why.
 | key | action |
 | --- | --- |
 | `/` | filter the model list (type, `↓` to the list, `⏎` to choose) |
-| `r` | start a timing run (cancels the one in flight) |
+| `r` | start a timing run (cancels the one in flight; pressed while the app starts, it waits for the engine) |
 | `c` | cancel the run, search or profile in flight |
 | `f` | go to the flags; flipping one restarts the run (or, with *on flip: A/B*, compares old and new) |
 | `a` | A/B: the flags before the last flip against the current ones, interleaved, with a verdict |
