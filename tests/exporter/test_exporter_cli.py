@@ -28,8 +28,20 @@ PROBE = ("import atexit, sys\n"
 
 
 def _start(*argv: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", PROBE, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=dict(os.environ))
+    # faulthandler: a process that does not end when told is made to say where each of its threads stands
+    return subprocess.Popen([sys.executable, "-X", "faulthandler", "-c", PROBE, *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+
+
+def _ended(process: subprocess.Popen, timeout: float) -> tuple[str, str]:
+    """Its stdout and stderr once it has ended; past `timeout`, its threads' stacks (SIGABRT to faulthandler) in the
+    failure, so a hang under load says where it hung."""
+    try:
+        return process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGABRT)
+        out, err = process.communicate(timeout=30)
+        pytest.fail(f"the exporter did not end within {timeout:g} s of its signal; where its threads stood:\n{err}")
 
 
 def _serving_url(process: subprocess.Popen) -> str:
@@ -55,7 +67,7 @@ def test_the_exporter_process_serves_without_torch_and_ctrl_c_ends_it_cleanly(tm
             assert time.monotonic() < deadline, "the new record never reached /metrics"
             time.sleep(0.1)
         process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=20)
+        out, err = _ended(process, timeout=20)
     finally:
         process.kill()
     assert process.returncode == 0, err
@@ -120,7 +132,31 @@ def test_sigterm_ends_it_as_ctrl_c_does(tmp_path):
     try:
         scrape(_serving_url(process))
         process.send_signal(signal.SIGTERM)
-        _, err = process.communicate(timeout=20)
+        _, err = _ended(process, timeout=20)
     finally:
         process.kill()
     assert process.returncode == 0 and "Traceback" not in err and "stopped" in err, err
+
+
+def test_a_stop_waits_a_bounded_time_for_a_server_loop_that_does_not_end():
+    """Ctrl-C ends the exporter even when the server's loop does not answer its shutdown (socketserver would wait
+    for it without end): the loop's thread is a daemon and goes with the process."""
+    import threading
+
+    from torchperf_tui.cli.exporter import stop_serving
+
+    class StuckServer:
+        closed = False
+
+        def shutdown(self):
+            threading.Event().wait()  # never returns
+
+        def server_close(self):
+            self.closed = True
+
+    loop = threading.Thread(target=threading.Event().wait, daemon=True)
+    loop.start()
+    server = StuckServer()
+    started = time.monotonic()
+    stop_serving(server, loop, wait_s=0.2)
+    assert server.closed and time.monotonic() - started < 10  # 2 x 0.2 s, with room for a busy box

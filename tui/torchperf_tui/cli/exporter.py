@@ -45,13 +45,22 @@ def exporter_command(args) -> int:
             finally:
                 signal.signal(signal.SIGTERM, previous)
         finally:
-            server.shutdown()
-            server.server_close()
-            thread.join(timeout=5)
+            stop_serving(server, thread)
     except KeyboardInterrupt:
         pass
     _say("stopped")
     return 0
+
+
+def stop_serving(server, thread: threading.Thread, wait_s: float = 5.0) -> None:
+    """Stop the server's loop and close it, waiting at most `wait_s` for the loop (socketserver's own shutdown waits
+    for it without end): Ctrl-C ends the exporter however busy the box or a scrape in flight (its threads are
+    daemons and go with the process)."""
+    stopper = threading.Thread(target=server.shutdown, name="exporter-shutdown", daemon=True)
+    stopper.start()
+    stopper.join(timeout=wait_s)
+    server.server_close()
+    thread.join(timeout=wait_s)
 
 
 def _url_host(host: str) -> str:
