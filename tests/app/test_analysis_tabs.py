@@ -104,8 +104,15 @@ async def test_a_new_request_or_c_cancels_the_search_in_flight():
                          what="the first search to stop")
         await wait_until(pilot, lambda: app.main.query_one("#throughput-table").row_count >= 1, what="a try")
         await pilot.press("c")
-        await wait_until(pilot, lambda: "cancelled" in screen_text(app, "#throughput-summary"), timeout=60,
-                         what="the search cancelled")
+        # Stopped at its next try, or (a try longer than the 2 s grace on a loaded box) killed with its process,
+        # which the pane's status line says: either way, c ended it.
+        try:
+            await wait_until(pilot, lambda: "cancelled" in screen_text(app, "#throughput-summary")
+                             or "of the cancel" in app.pane("throughput").status, timeout=60,
+                             what="the search cancelled")
+        except AssertionError:  # seen once under two burners: what the pane said instead
+            raise AssertionError(f"the search not said cancelled: {screen_text(app, '#throughput-summary')!r}, "
+                                 f"{app.pane('throughput').status!r}") from None
         # Both searches have stopped in the measurement process: nothing keeps computing there.
         assert not app.session.measure.pending({"throughput"})
 
