@@ -27,10 +27,12 @@ PROBE = ("import atexit, sys\n"
          "raise SystemExit(main())\n")
 
 
-def _start(*argv: str) -> subprocess.Popen:
+def _start(*argv: str, sigint_ignored: bool = False) -> subprocess.Popen:
     # faulthandler: a process that does not end when told is made to say where each of its threads stands
     return subprocess.Popen([sys.executable, "-X", "faulthandler", "-c", PROBE, *argv], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+                            stderr=subprocess.PIPE, text=True, env=dict(os.environ),
+                            preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored
+                            else None)
 
 
 def _ended(process: subprocess.Popen, timeout: float) -> tuple[str, str]:
@@ -124,6 +126,19 @@ def test_bad_input_is_one_line_and_exit_2(argv, words, capsys, tmp_path):
     err = capsys.readouterr().err
     assert code == 2, err
     assert err.count("\n") == 1 and words in err, err
+
+
+def test_ctrl_c_ends_it_when_it_started_with_sigint_ignored(tmp_path):
+    """A background job of a script (and the suite run in one) starts with SIGINT ignored: it served on past its
+    Ctrl-C until it was handled by the exporter itself."""
+    process = _start("exporter", "--history", str(tmp_path / "h.jsonl"), "--port", "0", sigint_ignored=True)
+    try:
+        scrape(_serving_url(process))
+        process.send_signal(signal.SIGINT)
+        _, err = _ended(process, timeout=20)
+    finally:
+        process.kill()
+    assert process.returncode == 0 and "Traceback" not in err and "stopped" in err, err
 
 
 def test_sigterm_ends_it_as_ctrl_c_does(tmp_path):

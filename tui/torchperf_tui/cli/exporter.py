@@ -36,14 +36,17 @@ def exporter_command(args) -> int:
         try:
             gpus = state.nvml.device_count()
             what = f"{gpus} GPU(s)" if state.nvml.available else f"no GPU ({state.nvml.reason})"
+            # Ctrl-C and `kill` end it, whatever SIGINT's state it inherited: a script's background job starts with
+            # SIGINT ignored, and Python then never raises KeyboardInterrupt (it served on, past its Ctrl-C).
+            previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
             _say(f"serving http://{_url_host(args.host)}:{server.server_port}/metrics: {what}, the host, "
                  f"and the outcomes of {history.path} (every {args.interval:g} s; Ctrl-C ends it)")
-            previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())  # `kill` ends it as Ctrl-C does
             try:
                 while not stop.wait(args.interval):
                     state.refresh()
             finally:
-                signal.signal(signal.SIGTERM, previous)
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
         finally:
             stop_serving(server, thread)
     except KeyboardInterrupt:
