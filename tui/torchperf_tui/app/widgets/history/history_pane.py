@@ -43,8 +43,9 @@ MARKS_LEGEND = f"{CONDITION_MARK} = the run's figures have a mark (disturbed, GP
                "under the table says it whole"
 
 
-COMPACT_UNSUPPORTED = "?: more than its samples support (? in Help)"
-COMPACT_MARKS = f"{CONDITION_MARK}: a mark, said under the table"
+# one line beside the sidebar at 80 columns: a second one cost the table a row, and its width p99 (the Help says more)
+COMPACT_UNSUPPORTED = "? too few samples"
+COMPACT_MARKS = f"{CONDITION_MARK} a mark (said below)"
 NARROW = 60  # a pane narrower than this says the legend compactly
 
 
