@@ -4,7 +4,7 @@ against (app/widgets/timing/baseline_line.py); b on it again unmarks it. A mixin
 from __future__ import annotations
 
 from torchperf_tui.core.formatting import printable
-from torchperf_tui.wording.history import history_row
+from torchperf_tui.wording.history import history_row, marks_of
 from torchperf_tui.core.errors import user_message
 from torchperf_tui.engine.records.baseline import check_usable
 
@@ -27,7 +27,7 @@ class BaselineMark:
         if self.baseline is not None and self.baseline.id == record_id:
             text += BASELINE_MARK
         record = self.records.get(record_id)
-        if record is not None and history_row(record).marks:
+        if record is not None and marks_of(record):
             text += CONDITION_MARK
         return text
 
