@@ -48,22 +48,13 @@ def exporter_command(args) -> int:
                 for sig, handler in previous.items():
                     signal.signal(sig, handler)
         finally:
-            stop_serving(server, thread)
+            server.shutdown()
+            server.server_close()
+            thread.join(timeout=5)
     except KeyboardInterrupt:
         pass
     _say("stopped")
     return 0
-
-
-def stop_serving(server, thread: threading.Thread, wait_s: float = 5.0) -> None:
-    """Stop the server's loop and close it, waiting at most `wait_s` for the loop (socketserver's own shutdown waits
-    for it without end): Ctrl-C ends the exporter however busy the box or a scrape in flight (its threads are
-    daemons and go with the process)."""
-    stopper = threading.Thread(target=server.shutdown, name="exporter-shutdown", daemon=True)
-    stopper.start()
-    stopper.join(timeout=wait_s)
-    server.server_close()
-    thread.join(timeout=wait_s)
 
 
 def _url_host(host: str) -> str:
