@@ -286,6 +286,16 @@ class FrozenTelemetry:
         return self.history[-1]
 
 
+def column_in_sight(table, key: str) -> bool:
+    """The column `key` ends within the table's width without scrolling (its left columns' widths summed)."""
+    right = 0
+    for column_key, column in table.columns.items():
+        right += column.get_render_width(table)
+        if column_key.value == key:
+            return right <= table.scrollable_content_region.width
+    raise KeyError(key)
+
+
 def row_cells(table, index: int) -> dict[str, str]:
     """Row `index` of a DataTable as {column key: cell text}: a test names the column it reads, so a column moved
     for the layout's sake does not make it read another."""

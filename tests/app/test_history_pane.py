@@ -207,3 +207,54 @@ async def test_the_marks_of_the_table_are_said_under_it_where_it_shows_them(tmp_
         await wait_until(pilot, lambda: legend.display and "! = the run's figures have a mark" in screen_text(
             app, "#history-legend"), what="the legend of '!'")
         assert ["!" in row_cells(table, i)["mark"] for i in range(table.row_count)] == [True, False]
+
+
+async def test_p99_stays_in_sight_when_the_panes_scrollbar_shows_after_the_table_is_filled(tmp_path):
+    # CI at 80x24: the table was fitted to the pane's width, then the highlighted run's long lines gave the pane
+    # its scrollbar, the table lost two columns and p99 was cut ('147 m').
+    from tests.app.helpers import column_in_sight
+    from tests.records import ENV
+
+    path = tmp_path / "h.jsonl"
+    hot_env = {**ENV, "gpu_throttled": True, "gpu_throttled_share": 0.4, "gpu_throttle_reasons": "power cap (software)"}
+    long_model = "my_company.vision.backbones.experimental:build_a_rather_long_named_model"
+    HistoryFile(path).extend([make_record(p50=10.0, model=long_model), make_record(p50=147.0, p99=151.25,
+                                                                                   model=long_model, env=hot_env)])
+    app = PaneApp(path)
+    async with app.run_test(size=(46, 16)) as pilot:
+        pane = app.query_one(HistoryPane)
+        table = pane.query_one("#history-table")
+        await wait_until(pilot, lambda: len(app.loaded) == 1 and table.row_count == 2, what="the two runs")
+        await wait_until(pilot, lambda: pane.show_vertical_scrollbar, what="the pane's scrollbar")
+        await wait_until(pilot, lambda: column_in_sight(table, "p99"), what="p99 in sight beside the scrollbar")
+        assert table.columns[next(k for k in table.columns if k.value == "model")].get_render_width(table) > 8 + 2
+
+
+async def test_runs_shown_while_the_tab_is_hidden_are_fitted_to_the_tables_width_once_it_is_in_view(tmp_path):
+    # Under load a page arrived as the History tab came into view, before it was laid out: the table had no width
+    # then, the model was cut to its least, and Textual did not call the tab's coming back at its old width a resize.
+    from textual.widgets import Static, TabbedContent, TabPane
+
+    long_model = "my_company.vision.backbones:build_model"
+    path = tmp_path / "h.jsonl"
+    HistoryFile(path).extend([make_record(model=long_model)])
+
+    class TabsApp(App):
+        def compose(self) -> ComposeResult:
+            with TabbedContent(initial="history-tab"):
+                with TabPane("History", id="history-tab"):
+                    yield HistoryPane(id="history")
+                with TabPane("Other", id="other-tab"):
+                    yield Static("another pane")
+
+    app = TabsApp()
+    async with app.run_test(size=(120, 30)) as pilot:
+        pane, tabs = app.query_one(HistoryPane), app.query_one(TabbedContent)
+        table = pane.query_one("#history-table")
+        await wait_until(pilot, lambda: table.size.width > 0, what="the History tab laid out")
+        tabs.active = "other-tab"
+        await wait_until(pilot, lambda: table.size.width == 0, what="the History tab hidden")
+        pane.show_records(HistoryFile(path).load())
+        tabs.active = "history-tab"
+        await wait_until(pilot, lambda: table.row_count == 1 and row_cells(table, 0)["model"] == long_model,
+                         what="the model's name whole")

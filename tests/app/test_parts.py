@@ -169,7 +169,7 @@ def test_run_colours_are_each_used_once_even_where_a_theme_repeats_one():
 async def test_the_kernels_table_stacks_a_and_b_and_fits_long_layer_names_so_all_stay_in_sight_at_80_columns():
     from textual.app import App
 
-    from tests.app.test_small_terminal import column_in_sight
+    from tests.app.helpers import column_in_sight
     from torchperf_tui.app.widgets.kernels.kernels_pane import KernelsPane
     from torchperf_tui.engine.analysis.kernels import KernelComparison, LayerKernels
     from torchperf_tui.engine.analysis.kernel_time import KernelTime

@@ -6,11 +6,10 @@ at its edge. The measurement process answers with recorded results (tests/app/sm
 
 from __future__ import annotations
 
-from tests.app.helpers import flip, make_app, row_cells, screen_text, wait_ready, wait_until
+from tests.app.helpers import column_in_sight, flip, make_app, row_cells, screen_text, wait_ready, wait_until
 from tests.app.recorded_answers import NOT_PLACED, TimedRuns, recorded_kernels
 from tests.app.small_screen_answers import (SLOW, DisturbedRuns, recorded_generation, recorded_modes,
                                             recorded_roofline, recorded_throughput)
-from tests.app.test_small_terminal import column_in_sight
 from tests.app.test_sweep_pane import recorded_sweep
 
 

@@ -9,7 +9,7 @@ from textual.widgets import Footer, Input, Tab
 from textual.widgets._footer import FooterKey
 
 from tests.app.recorded_answers import TimedRuns
-from tests.app.helpers import flip, make_app, row_cells, screen_text, shown_notifications, wait_until
+from tests.app.helpers import column_in_sight, flip, make_app, row_cells, screen_text, shown_notifications, wait_until
 from torchperf_tui.app.screens.layout import TABS
 from torchperf_tui.core.stats import bulk_range
 
@@ -200,16 +200,6 @@ async def test_the_help_overlay_footer_offers_only_what_works_there(tiny_app):
         assert app.is_running
 
 
-def column_in_sight(table, key: str) -> bool:
-    """The column `key` ends within the table's width without scrolling (its left columns' widths summed)."""
-    right = 0
-    for column_key, column in table.columns.items():
-        right += column.get_render_width(table)
-        if column_key.value == key:
-            return right <= table.scrollable_content_region.width
-    raise KeyError(key)
-
-
 async def test_at_80x24_layers_history_and_compare_keep_their_key_columns_in_sight(tiny_app):
     async with tiny_app(size=(80, 24), warmup=1, iters=8) as pilot:
         app = pilot.app
@@ -231,7 +221,8 @@ async def test_at_80x24_layers_history_and_compare_keep_their_key_columns_in_sig
         await pilot.press("8")
         history = app.main.query_one("#history-table")
         await wait_until(pilot, lambda: history.row_count == 2, what="both runs in the history")
-        assert column_in_sight(history, "model") and column_in_sight(history, "p99")
+        await wait_until(pilot, lambda: column_in_sight(history, "model") and column_in_sight(history, "p99"),
+                         what="the model and p99 in sight")
         assert "tiny_cnn" in row_cells(history, 0)["model"]
 
 

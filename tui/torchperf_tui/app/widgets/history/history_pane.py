@@ -24,6 +24,7 @@ from textual.widgets import DataTable, Static
 from textual.worker import get_current_worker
 
 from torchperf_tui.app.widgets.history.baseline_mark import CONDITION_MARK, BaselineMark
+from torchperf_tui.app.widgets.fitted_table import FittedTable
 from torchperf_tui.app.widgets.history.history_detail import HistoryDetail
 from torchperf_tui.core.stats import percentile_supported
 from torchperf_tui.core.formatting import fit_name, printable, shorten_parts, UNSUPPORTED_LEGEND
@@ -156,11 +157,10 @@ class HistoryPane(BaselineMark, Vertical):
         self._pages: list[tuple[int | None, int]] = [(None, 0)]
         self._older: int | None = None  # `before` of the next older page; None: the oldest page is shown
         self._loading = False
-        self._fitted_to = 0  # the pane's width the table was last fitted to
 
     def compose(self) -> ComposeResult:
         yield Static("loading the history…", id="history-note", classes="loading")
-        yield DataTable(id="history-table", cursor_type="row", zebra_stripes=True)
+        yield FittedTable(id="history-table", cursor_type="row", zebra_stripes=True)
         yield HistoryDetail("", id="history-detail")  # the highlighted row whole: the table cuts its flags
         yield Static("mark two runs (m or ⏎ on a row) to compare them", id="history-compare")
         # what the table's marks mean, when it shows one: a tooltip is out of reach of a keyboard over SSH
@@ -179,8 +179,9 @@ class HistoryPane(BaselineMark, Vertical):
         for key, label in COLUMNS:
             table.add_column(label, key=key)
 
-    def on_resize(self, event) -> None:
-        if self.records and event.size.width != self._fitted_to:
+    @on(FittedTable.WidthChanged)
+    def _refit(self) -> None:
+        if self.records:
             self._fill_table()
 
     # -- feeding the pane ---------------------------------------------------------------------------
@@ -264,7 +265,6 @@ class HistoryPane(BaselineMark, Vertical):
     def _show_page(self, loaded) -> None:
         """Newest first; the highlighted row and the marks survive a refresh of the same page."""
         self._loading = False
-        table = self.query_one(DataTable)
         keep = self.highlighted_id()
         records, offsets = loaded.records[-self.PAGE_SIZE:], self._offsets_of(loaded)[-self.PAGE_SIZE:]
         if len(loaded.records) > self.PAGE_SIZE:
@@ -292,9 +292,7 @@ class HistoryPane(BaselineMark, Vertical):
             row = history_row(r)  # every string printable: a record's are read from a file
             rows.append([self.mark_cell(r.id), row.compact_per(), row.model, row.p50, row.p99, row.when[5:], row.compact_flags(),
                          row.input, row.device, row.short_id, r.id])
-        self._fitted_to = self.size.width
-        scrollbar = 2 if len(rows) + 1 > table.size.height else 0
-        width = model_width(rows, self.size.width - scrollbar)
+        width = model_width(rows, table.columns_width(len(rows), laid_out=self.scrollable_content_region.width))
         self._columns(table)
         for row in rows:
             row[2] = fit_model(row[2], width)

@@ -14,6 +14,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, DataTable, Static
 
 from torchperf_tui.app.pane_jobs import PaneJobs
+from torchperf_tui.app.widgets.fitted_table import FittedTable
 from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.core.formatting import fit_name, format_shape
 from torchperf_tui.engine.measurements.ab_arms import ArmSpec
@@ -98,7 +99,6 @@ class KernelsPane(Vertical):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.jobs = PaneJobs(self)
-        self._fitted_to = 0  # the pane's width the table was last fitted to
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="pane-actions"):
@@ -106,7 +106,7 @@ class KernelsPane(Vertical):
             yield Static("flip a flag, then k: what each conv layer and attention call ran before (A) and after (B)",
                          id="kernels-status")
         yield Static("", id="kernels-summary")
-        yield DataTable(id="kernels-table", cursor_type="row", zebra_stripes=True)
+        yield FittedTable(id="kernels-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="kernels-note", classes="dim-note")
 
     def on_mount(self) -> None:
@@ -121,14 +121,12 @@ class KernelsPane(Vertical):
         columns, beside the sidebar too."""
         training = result.training
         table = self.query_one(DataTable)
-        self._fitted_to = self.size.width
         rows = kernel_rows(result, NAME_WIDTH)
         pass_width = widest(rows, "phase", "pass") + 2 if training else 0
-        scrollbar = 2 if len(rows) + 1 > table.size.height else 0
         beside = pass_width + sum(widest(rows, field, label) + 2 for field, label in
                                   (("a_us", "A µs"), ("b_us", "B µs"), ("choice", "choice"), ("a", "A ran"),
                                    ("b", "B ran")))
-        width = self.size.width - scrollbar - beside - 2
+        width = table.columns_width(len(rows), laid_out=self.scrollable_content_region.width) - beside - 2
         if width >= MIN_NAME:
             self._set_columns(training)
             for row in rows:
@@ -136,11 +134,11 @@ class KernelsPane(Vertical):
                               row["b_us"], choice_cell(row), row["a"], row["b"], key=row["key"])
             return
         # Stacked: the layer's name takes what the kernels' names leave it, between STACKED_LAYER's bounds.
-        scrollbar = 2 if 2 * len(rows) + 1 > table.size.height else 0
         for row in rows:
             row["under"] = f"{row['phase']} · {stacked_choice(row)}" if training else stacked_choice(row)
         times = max(widest(rows, "a_us"), widest(rows, "b_us")) + len("A ") + 2
-        room = self.size.width - scrollbar - times - 4  # the name's and the kernels' columns, less their padding
+        # the name's and the kernels' columns, less their padding
+        room = table.columns_width(2 * len(rows), laid_out=self.scrollable_content_region.width) - times - 4
         least, most = STACKED_LAYER
         name_width = max(least, widest(rows, "under"),  # the pass and the choice whole, the name cut to fit
                          min(room - max(widest(rows, "a"), widest(rows, "b")), most, widest(rows, "name", "layer")))
@@ -208,8 +206,9 @@ class KernelsPane(Vertical):
     def show_error(self, text: str) -> None:
         self.status = f"[b $error]error:[/] {text}"
 
-    def on_resize(self, event) -> None:
-        if self.result is not None and event.size.width != self._fitted_to:
+    @on(FittedTable.WidthChanged)
+    def _refit(self) -> None:
+        if self.result is not None:
             self._fill_table(self.result)
 
     def watch_result(self, result) -> None:

@@ -11,6 +11,7 @@ from textual.markup import escape
 from textual.widgets import DataTable, Static
 
 from torchperf_tui.app.pane_jobs import PaneJobs
+from torchperf_tui.app.widgets.fitted_table import FittedTable
 from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.core.formatting import fit_name, format_count, format_ms, is_number, number_text
 from torchperf_tui.wording.complexity import (attention_text, complexity_summary, counts_backward, layer_figures,
@@ -80,7 +81,6 @@ class LayersPane(Vertical):
         self._shown: tuple | None = None  # (spec, complexity) on show
         self._roofline: list = []  # the latest run's per-layer roofline, for a rebuild
         self._row_of: dict[str, str] = {}
-        self._fitted_to = 0  # the pane's width the table was last fitted to
         self.jobs = PaneJobs(self)
         self._run = None  # (label, TimingResult): the latest run of the shown model, for `l`
         self._timed = None  # the RooflineResult with layer times of that run, while it is the shown model's
@@ -90,7 +90,7 @@ class LayersPane(Vertical):
         times = Static("", id="layers-times")
         times.display = False  # until there is a run to time
         yield times
-        yield DataTable(id="layers-table", cursor_type="row", zebra_stripes=True)
+        yield FittedTable(id="layers-table", cursor_type="row", zebra_stripes=True)
 
     def on_mount(self) -> None:
         if not self.query(DataTable):
@@ -103,8 +103,9 @@ class LayersPane(Vertical):
         for key, label in columns:
             table.add_column(label, key=key)
 
-    def on_resize(self, event) -> None:
-        if self._shown is not None and event.size.width != self._fitted_to:
+    @on(FittedTable.WidthChanged)
+    def _refit(self) -> None:
+        if self._shown is not None:
             self.show_complexity(*self._shown)
 
     def show_complexity(self, spec: str, cx) -> None:
@@ -143,9 +144,8 @@ class LayersPane(Vertical):
         last = (4 if training else 3) + (len(TIME_COLUMNS) if timed is not None else 0)
         beside = sum(max([len(label)] + [len(row[i]) for row in rows]) + 2
                      for i, (_, label) in enumerate(columns) if 1 <= i <= last)
-        self._fitted_to = self.size.width
-        scrollbar = 2 if len(rows) + 1 > table.size.height else 0
-        width = max(MIN_NAME, self.size.width - scrollbar - beside - 2)  # 2: its own cell padding
+        width = max(MIN_NAME, table.columns_width(len(rows), laid_out=self.scrollable_content_region.width)
+                    - beside - 2)  # 2: its own cell padding
         self._columns(table, columns)
         keys = list(self._row_of.values()) if timed is not None else [f"{i}" for i in range(len(rows))]
         for key, row in zip(keys, rows):
