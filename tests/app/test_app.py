@@ -250,6 +250,30 @@ async def test_r_pressed_while_the_app_starts_is_held_and_runs_once_the_engine_i
         assert app.pane("picker").spec == TINY
 
 
+async def test_a_pressed_while_the_app_starts_is_held_and_answered_once_the_engine_is_in():
+    # a (and k) read the flags, which come with the engine: pressed before, they did nothing and said nothing.
+    import threading
+
+    app = make_app(model=TINY, warmup=0, iters=20)
+    engine_may_load = threading.Event()
+    load_engine = app.session.load_engine
+
+    def slow_engine():
+        engine_may_load.wait(60)
+        load_engine()
+
+    app.session.load_engine = slow_engine
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, app.main.panes_mounted, what="the panes")
+        await pilot.press("a")
+        await pilot.pause(0.3)
+        assert "A/B: held until the engine has loaded" in notifications(app)
+        engine_may_load.set()
+        # no flag flipped: the A/B's answer is its refusal of two identical arms, in the verdict line that stays
+        await wait_until(pilot, lambda: "A/B: arms A and B are the same flags" in screen_text(app, "#compare-verdict"),
+                         what="the A/B's answer")
+
+
 async def test_fake_h100_device_and_memory_views():
     app = make_app(gpu=True)
     async with app.run_test(size=(110, 32)) as pilot:

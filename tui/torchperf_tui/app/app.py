@@ -137,7 +137,7 @@ class TorchperfApp(App):
     # -- global keys (navigation keys are the main screen's) ------------------------------------------
     def action_pane(self, name: str, method: str) -> None:
         """A job's key: the pane that owns the job starts it (app/commands.py names which)."""
-        self.main.run_key(name, method)
+        self.main.run_key(f"pane('{name}', '{method}')", lambda: getattr(self.pane(name), method)())
 
     def action_cancel_run(self) -> None:
         """Cancel what measures (each job stops between iterations; one stuck in native code is killed with
@@ -150,8 +150,9 @@ class TorchperfApp(App):
             self.notify("cancelling the run…", timeout=2)
 
     def action_compare_ab(self) -> None:
-        if not self.main.panes_mounted():
-            return
+        self.main.run_key("compare_ab", self._compare_ab)
+
+    def _compare_ab(self) -> None:
         flags = self.pane("flags")
         arms = flags.arms() if flags.flags is not None else None
         if arms is not None:
@@ -160,8 +161,9 @@ class TorchperfApp(App):
             self.pane("compare").start_ab(flags.flags, flags.flags)
 
     def action_kernels(self) -> None:
-        if not self.main.panes_mounted():
-            return
+        self.main.run_key("kernels", self._kernels)
+
+    def _kernels(self) -> None:
         flags = self.pane("flags")
         if flags.flags is not None:
             self.pane("kernels").start(*(flags.arms() or (flags.flags, flags.flags)))

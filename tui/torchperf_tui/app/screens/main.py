@@ -5,6 +5,7 @@ and routes between them: a pane's message comes up here and the screen tells the
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 
 from rich.text import Text
 from textual import on
@@ -80,7 +81,7 @@ class MainScreen(FitsTerminal, Screen):
         self._sidebar_chosen = False  # the user pressed h: the width no longer decides
         self._probe_failed = False  # the device probe failed: the flags show without its applicability
         self._engine_in = self._catalogue_in = False  # start-up: a job's key is held until both are in
-        self._held: tuple[str, str] | None = None  # (pane, method) of the last job key pressed before then
+        self._held: tuple[str, Callable[[], None]] | None = None  # (action, start) of the last job key pressed then
         self._catalogue_error: str | None = None
         self.fit_terminal(self.app.size)  # the first frame is drawn in the layout this size gets
         self.call_after_refresh(self._mount_panes)
@@ -114,17 +115,17 @@ class MainScreen(FitsTerminal, Screen):
             all(select.query("SelectCurrent") for select in self.query("Select"))
 
     # -- job keys ---------------------------------------------------------------------------------------------
-    def run_key(self, name: str, method: str) -> None:
-        """A job's key: the pane that owns the job starts it; pressed while the app starts (the panes mounting, the
-        engine or the model catalogue loading), it is held, said, and started once they are in (the last one)."""
+    def run_key(self, action: str, start: Callable[[], None]) -> None:
+        """A job's key (`action`: its binding's, for the notice's words): `start` starts the job; pressed while the
+        app starts (the panes mounting, the engine or the model catalogue loading), it is held, said, and started
+        once they are in (the last one pressed)."""
         if self.panes_mounted() and self._engine_in and self._catalogue_in:
-            getattr(self.pane(name), method)()
+            start()
             return
         if self._held is None:
-            what = next((b.description for b in self.app.BINDINGS if getattr(b, "action", "") ==
-                         f"pane('{name}', '{method}')"), method)
+            what = next((b.description for b in self.app.BINDINGS if getattr(b, "action", "") == action), action)
             self.app.notify(f"{what}: held until the engine has loaded", timeout=4)
-        self._held = (name, method)
+        self._held = (action, start)
 
     def _started(self, engine: bool = False, catalogue: bool = False) -> None:
         """The engine or the catalogue is in. Once both are (in either order: a warm box lists the catalogue
@@ -142,7 +143,7 @@ class MainScreen(FitsTerminal, Screen):
             if app.demo is not None:
                 app.demo.start()
             elif app.autostart:
-                self._held = self._held or ("timing", "start_run")
+                self._held = self._held or ("autostart", lambda: self.pane("timing").start_run())
         if self._held is not None:
             held, self._held = self._held, None
             self.run_key(*held)
