@@ -285,7 +285,7 @@ def test_an_ab_comparison_reads_the_host_over_its_blocks_and_is_marked_like_a_ti
     for arm in (result.a, result.b):  # 24 samples each: their own spread, the same host figures
         assert arm.host_noise.samples == 24 and arm.host_noise.p50_over_min is not None
         assert arm.host_noise.other_busy_cores == pytest.approx(1.5)
-    result.disturbed = ["window resized during the run"]  # as the app sets it
+    result.app_marks = ["window resized during the run"]  # as the app sets it
     # an arm's noisy samples are said of that arm (a synthetic spread: the real one depends on the box)
     result.a.host_noise = noise_of(*QUIET_HOST, [2.87] * 30)  # A quiet whatever this box did meanwhile
     result.b.host_noise = noise_of(*QUIET_HOST, [2.87] * 5 + [194.0] * 25)

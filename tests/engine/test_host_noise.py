@@ -125,7 +125,7 @@ def test_run_benchmark_reads_the_host_at_the_timed_windows_edges_and_the_record_
     noise = result.host_noise
     assert noise.other_busy_cores == pytest.approx(1.5) and noise.load_start == 5.0 and noise.load_end == 5.6
     assert noise.samples == 4 and noise.p50_over_min is None  # 4 samples: no word on their spread
-    result.disturbed = ["window resized during the run"]  # as the app sets it
+    result.app_marks = ["window resized during the run"]  # as the app sets it
     marks = ["window resized during the run",
              "noisy host: load 5.6 on 2 cores, other processes busy on 1.5 of them during the timed run"]
     assert result.disturbance_marks() == marks

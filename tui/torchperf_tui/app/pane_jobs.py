@@ -3,7 +3,7 @@ roofline, its check), each holding the id of the job that is current for it. Sta
 replaces the one there (cancelled); an event of a job that is no longer current is dropped, so a slow
 answer can never paint over a newer one. This replaces a sequence counter per job kind in the App.
 
-A measurement's result that keeps what the app saw beside it (a `disturbed` list: a resize, heavy redraws) gets it
+A measurement's result that keeps what the app saw beside it (an `app_marks` list: a resize, heavy redraws) gets it
 here, from the job's start to its answer, for every pane alike (app/runs.py's app_marks); the timing and compare
 panes set it again from their first timed sample, which they see.
 """
@@ -85,5 +85,5 @@ class PaneJobs:
 
     def _mark(self, result: Any, sent: tuple[float, float]) -> None:
         """What the app saw beside the job goes on its result, when the result keeps it (a measurement's)."""
-        if isinstance(getattr(result, "disturbed", None), list):
-            result.disturbed = app_marks(self.session.disturbances, sent[0], sent, result)
+        if isinstance(getattr(result, "app_marks", None), list):
+            result.app_marks = app_marks(self.session.disturbances, sent[0], sent, result)

@@ -127,12 +127,12 @@ class KernelComparison(InputFacts):
     # The host over each arm's profiled passes ("A", "B": the arms run one after the other), and what the app saw
     # beside them: a busy host lengthens an arm's times (not which kernel ran).
     arm_hosts: dict[str, HostNoise] = field(default_factory=dict)
-    disturbed: list[str] = field(default_factory=list)
+    app_marks: list[str] = field(default_factory=list)
 
     def disturbance_marks(self) -> list[str]:
         """Every reason the times may not be the arms' alone, one line each: what the app saw, then each arm's host
         ('arm A: noisy host: ...')."""
-        return [*self.disturbed, *(f"arm {name}: {line}" for name, noise in self.arm_hosts.items()
+        return [*self.app_marks, *(f"arm {name}: {line}" for name, noise in self.arm_hosts.items()
                                    for line in noise_marks(noise))]
 
     @property

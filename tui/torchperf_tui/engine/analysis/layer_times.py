@@ -130,11 +130,11 @@ class LayerTimes(InputFacts):
     # The host over the passes (engine/hardware/host_noise.py), and what the app saw beside them (a resize, heavy
     # redraws), set by the UI process when the result reaches it.
     host_noise: HostNoise | None = None
-    disturbed: list[str] = field(default_factory=list)
+    app_marks: list[str] = field(default_factory=list)
 
     def disturbance_marks(self) -> list[str]:
         """Every reason the times may not be the model's alone, one line each: what the app saw, then the host."""
-        return [*self.disturbed, *noise_marks(self.host_noise)]
+        return [*self.app_marks, *noise_marks(self.host_noise)]
 
     def by_name(self) -> dict[str, ModuleTime]:
         return {m.name: m for m in self.modules}

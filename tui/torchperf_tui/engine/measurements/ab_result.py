@@ -170,7 +170,7 @@ class ABResult(InputFacts):
     # the app saw happen beside them (a resize, heavy redraws), set by the UI process when the result reaches it.
     # Both end up in the two arms' history records' `disturbed`.
     host_noise: HostNoise | None = None
-    disturbed: list[str] = field(default_factory=list)
+    app_marks: list[str] = field(default_factory=list)
 
     def disturbance_marks(self) -> list[str]:
         """Every reason the comparison's numbers may not be the arms' alone, one line each: what the app saw, the
@@ -178,7 +178,7 @@ class ABResult(InputFacts):
         host = self.host_noise.warnings() if self.host_noise is not None else []
         arms = [f"arm {name}: {line}" for name, arm in (("A", self.a), ("B", self.b))
                 if getattr(arm, "host_noise", None) is not None for line in arm.host_noise.sample_warnings()]
-        return [*self.disturbed, *host, *arms]
+        return [*self.app_marks, *host, *arms]
 
     @property
     def pairs(self) -> int:

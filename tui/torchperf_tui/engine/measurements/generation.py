@@ -80,7 +80,7 @@ class GenerationResult(InputFacts, PromptInput):
     warmup_stopped: bool = False  # it ran out in the warm-up generation, which stopped there (warmup_decode_ms short)
     next_run_s: float | None = None  # when budget_stopped: the last generation's time, the next one's estimate
     host_noise: HostNoise | None = None
-    disturbed: list[str] = field(default_factory=list)
+    app_marks: list[str] = field(default_factory=list)
 
 
     @property
@@ -115,7 +115,7 @@ class GenerationResult(InputFacts, PromptInput):
 
     def disturbance_marks(self) -> list[str]:
         noise = self.host_noise.warnings() if self.host_noise is not None else []
-        return [*self.disturbed, *noise]
+        return [*self.app_marks, *noise]
 
     def to_dict(self) -> dict:
         data = asdict(self)

@@ -84,7 +84,7 @@ class GenerationABResult(InputFacts, PromptInput):
     state_notes: list[str] = field(default_factory=list)
     # The host over the interleaved blocks (each arm's decode spread is on the arm), and what the app saw beside them.
     host_noise: HostNoise | None = None
-    disturbed: list[str] = field(default_factory=list)
+    app_marks: list[str] = field(default_factory=list)
 
     @property
     def pairs(self) -> int:
@@ -95,7 +95,7 @@ class GenerationABResult(InputFacts, PromptInput):
         host, then each arm's decode spread ('arm B: noisy samples: ...')."""
         arms = [f"arm {name}: {line}" for name, arm in (("A", self.a), ("B", self.b))
                 if arm.host_noise is not None for line in arm.host_noise.sample_warnings()]
-        return [*self.disturbed, *noise_marks(self.host_noise), *arms]
+        return [*self.app_marks, *noise_marks(self.host_noise), *arms]
 
     def summary(self) -> str:
         """The headline: the decode verdict (per output token), or why there is none."""

@@ -143,12 +143,12 @@ class SweepResult(InputFacts):
     # The host over the whole sweep (each point has its own), and what the app saw beside it (a resize, heavy
     # redraws), set by the UI process when the result reaches it.
     host_noise: HostNoise | None = None
-    disturbed: list[str] = field(default_factory=list)
+    app_marks: list[str] = field(default_factory=list)
 
     def disturbance_marks(self) -> list[str]:
         """Every reason the figures may not be the model's alone, one line each: what the app saw, then the host per
         point, or over the whole sweep where no point could tell."""
-        return [*self.disturbed, *point_marks([(p.label, p.host_noise) for p in self.points], self.host_noise)]
+        return [*self.app_marks, *point_marks([(p.label, p.host_noise) for p in self.points], self.host_noise)]
 
     @property
     def ab(self) -> bool:

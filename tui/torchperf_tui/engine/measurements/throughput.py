@@ -87,13 +87,13 @@ class ThroughputResult(InputFacts):
     # The host over the whole search and measurement (each point has its own: BatchTry.host_noise), and what the
     # app saw beside it (a resize, heavy redraws), set by the UI process when the result reaches it.
     host_noise: HostNoise | None = None
-    disturbed: list[str] = field(default_factory=list)
+    app_marks: list[str] = field(default_factory=list)
 
     def disturbance_marks(self) -> list[str]:
         """Every reason the figures may not be the model's alone, one line each: what the app saw, then the host per
         point (each try, the measurement), or over the whole search where no point could tell."""
         points = [*self.tries, *([self.measurement] if self.measurement is not None else [])]
-        return [*self.disturbed, *point_marks([(t.label, t.host_noise) for t in points], self.host_noise)]
+        return [*self.app_marks, *point_marks([(t.label, t.host_noise) for t in points], self.host_noise)]
 
     @property
     def points(self) -> list[BatchTry]:

@@ -107,10 +107,10 @@ class TimingResult(InputFacts):
     state_notes: list[str] = field(default_factory=list)
     threads_asked: int | None = None  # the intra-op threads the run set: its flags' count, else the process's own
     # The host over the timed iterations (load, other processes' CPU) and the spread of the samples
-    # (engine/hardware/host_noise.py); `disturbed`: what the app saw happen beside the run (a resize, heavy redraws), set by
+    # (engine/hardware/host_noise.py); `app_marks`: what the app saw happen beside the run (a resize, heavy redraws), set by
     # the UI process when the result reaches it. Both end up in the history record's `disturbed`.
     host_noise: HostNoise | None = None
-    disturbed: list[str] = field(default_factory=list)
+    app_marks: list[str] = field(default_factory=list)
 
     @property
     def batch(self) -> int:
@@ -130,7 +130,7 @@ class TimingResult(InputFacts):
     def disturbance_marks(self) -> list[str]:
         """Every reason the numbers may not be the model's alone, one line each: what the app saw, then the host."""
         noise = self.host_noise.warnings() if self.host_noise is not None else []
-        return [*self.disturbed, *noise]
+        return [*self.app_marks, *noise]
 
     def to_dict(self) -> dict:
         data = asdict(self)

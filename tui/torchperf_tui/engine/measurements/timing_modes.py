@@ -95,12 +95,12 @@ class ModesResult(InputFacts):
     # The host over every mode's rounds (each mode has its own: ModeResult.host_noise), and what the app saw beside
     # them (a resize, heavy redraws), set by the UI process when the result reaches it.
     host_noise: HostNoise | None = None
-    disturbed: list[str] = field(default_factory=list)
+    app_marks: list[str] = field(default_factory=list)
 
     def disturbance_marks(self) -> list[str]:
         """Every reason the medians may not be the model's alone, one line each: what the app saw, then each mode's
         host and spread ('sync: noisy host: ...'), or the rounds' host where no mode could tell."""
-        return [*self.disturbed, *point_marks([(m.mode, m.host_noise) for m in self.modes], self.host_noise)]
+        return [*self.app_marks, *point_marks([(m.mode, m.host_noise) for m in self.modes], self.host_noise)]
 
     def mode(self, name: str) -> ModeResult | None:
         return next((m for m in self.modes if m.mode == name), None)

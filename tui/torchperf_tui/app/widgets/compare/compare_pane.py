@@ -199,8 +199,8 @@ class ComparePane(Vertical):
         batch = result.input_shape[0]
         # What this process did beside the blocks (a resize, heavy redraws) goes on the result, as a timing run's
         # does (timing_pane._mark_disturbed): both arms' history records keep it with the host's noise.
-        if self._ab_seen is not None and hasattr(result, "disturbed"):
-            result.disturbed = app_marks(self.app.session.disturbances, *self._ab_seen, result)
+        if self._ab_seen is not None and hasattr(result, "app_marks"):
+            result.app_marks = app_marks(self.app.session.disturbances, *self._ab_seen, result)
         marks = list(result.disturbance_marks()) if hasattr(result, "disturbance_marks") else []
         for record in self.arms():
             arm_result = result.a if record.arm == "A" else result.b

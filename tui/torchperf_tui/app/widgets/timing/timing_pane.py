@@ -360,7 +360,7 @@ def mark_disturbed(pane: TimingPane, record: LiveRun, result) -> None:
     """What the app's process did beside the run (a resize, heavy redraws: app/runs.py) goes on the result, whose
     history record keeps it with the host's noise; the run shows both. The pane's, out of its class for its size."""
     session = pane.app.session
-    if record.seen_from is not None and hasattr(result, "disturbed"):
-        result.disturbed = app_marks(session.disturbances, record.seen_from,
+    if record.seen_from is not None and hasattr(result, "app_marks"):
+        result.app_marks = app_marks(session.disturbances, record.seen_from,
                                      (record.seen_from, record.ui_cpu_from), result)
     record.disturbed = list(result.disturbance_marks()) if hasattr(result, "disturbance_marks") else []
