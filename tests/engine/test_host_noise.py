@@ -180,3 +180,13 @@ def test_others_busy_beside_a_whole_idle_core_are_not_a_noisy_host():
     assert big.spare_cores == pytest.approx(14.2) and big.core_to_spare and not big.host_noisy
     assert small.host_noisy and cpu_run.host_noisy
     assert HostNoise(cores=16, window_s=10.0, other_busy_cores=0.7).host_noisy  # own CPU unread: judged as before
+
+
+def test_disturbance_marks_of_a_measurement_and_of_what_measures_nothing():
+    from types import SimpleNamespace
+
+    from torchperf_tui.core.marks import disturbance_marks
+
+    measured = SimpleNamespace(disturbance_marks=lambda: ("window resized during the run",))
+    assert disturbance_marks(measured) == ["window resized during the run"]
+    assert disturbance_marks(SimpleNamespace(flops=10)) == []  # a count of FLOPs measures nothing

@@ -7,6 +7,7 @@ the CLI's rows, a pane's line and a point's cell."""
 from __future__ import annotations
 
 from torchperf_tui.wording import WARNING, Row, row
+from torchperf_tui.core.marks import disturbance_marks
 
 
 def conditions_rows(conditions, step: str = "infer", during: str = "the run") -> list[Row]:
@@ -42,7 +43,7 @@ def noise_rows(result) -> list[Row]:
     has points): the same rows for a run, an A/B, a throughput search, the timing modes, a sweep, a generation."""
     noise = getattr(result, "host_noise", None)
     rows = [row("host", noise.summary())] if noise is not None else []
-    marks = result.disturbance_marks() if hasattr(result, "disturbance_marks") else []
+    marks = disturbance_marks(result)
     return rows + [row("warning", line, WARNING) for line in marks]
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from torchperf_tui.core.formatting import format_ms, format_shape
 from torchperf_tui.wording import WARNING, Row, row, subject
 from torchperf_tui.wording.conditions import disturbed_text, noise_rows, point_mark
+from torchperf_tui.core.marks import disturbance_marks
 
 NO_FIGURE = "–"
 
@@ -73,7 +74,7 @@ def modes_rows(result) -> list[Row]:
 
 def modes_marks_text(result, compact: bool = False) -> str:
     """The pane's line of marks: 'disturbed: sync: noisy host: ...' ('' when none; `compact`: the heads alone)."""
-    marks = result.disturbance_marks() if hasattr(result, "disturbance_marks") else []
+    marks = disturbance_marks(result)
     return disturbed_text(marks, compact)
 
 

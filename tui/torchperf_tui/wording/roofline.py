@@ -8,6 +8,7 @@ from torchperf_tui.core.formatting import format_bytes, format_count, format_flo
 from torchperf_tui.wording import Row, row, subject
 from torchperf_tui.wording.conditions import disturbed_text, noise_rows
 from torchperf_tui.engine.analysis.roofline import utilisation_text
+from torchperf_tui.core.marks import disturbance_marks
 
 
 class Footnotes:
@@ -107,7 +108,7 @@ def roofline_text(result, split: bool = False) -> str:
             f"{number_text(result.arithmetic_intensity, '.1f', ' FLOP/byte', na='n/a')} (ridge {ridge}) · {side}")
     if any(hasattr(value, "reason") for value in (result.mfu_pct, result.ridge_flops_per_byte, result.side)):
         text += " · why n/a: Device tab"
-    marks = disturbed_text(result.disturbance_marks() if hasattr(result, "disturbance_marks") else [], compact=True)
+    marks = disturbed_text(disturbance_marks(result), compact=True)
     return text + (f" · {marks}" if marks else "")
 
 
@@ -123,5 +124,5 @@ def roofline_notes(result) -> str:
     reasons = [f"{name}: {value.reason}" for name, value in
                (("MFU", result.mfu_pct), ("ridge", result.ridge_flops_per_byte), ("side", result.side))
                if hasattr(value, "reason")]
-    marks = disturbed_text(result.disturbance_marks() if hasattr(result, "disturbance_marks") else [])
+    marks = disturbed_text(disturbance_marks(result))
     return "\n".join(reasons + list(result.notes) + [f"bytes moved: {result.bytes_method}"] + ([marks] if marks else []))

@@ -7,6 +7,7 @@ from __future__ import annotations
 from torchperf_tui.core.formatting import format_bytes, format_ms, number_text
 from torchperf_tui.wording import RANDOM_WEIGHTS, Row, model_label, random_weights, row
 from torchperf_tui.wording.conditions import disturbed_text, noise_rows, point_mark
+from torchperf_tui.core.marks import disturbance_marks
 
 MEMORY_WORDS = {"cuda-allocator": "peak allocated over the weights (the CUDA allocator's peak)",
                 "rss": "peak RSS growth (the process's resident memory, as the batch search measures it)"}
@@ -92,7 +93,7 @@ def sweep_cells(result) -> list[list[str]]:
 
 def sweep_marks_text(result, compact: bool = False) -> str:
     """The pane's line of marks: 'disturbed: length 512: noisy host: ...' ('' when none; `compact`: the heads)."""
-    return disturbed_text(result.disturbance_marks() if hasattr(result, "disturbance_marks") else [], compact)
+    return disturbed_text(disturbance_marks(result), compact)
 
 
 def sweep_summary(result) -> str:

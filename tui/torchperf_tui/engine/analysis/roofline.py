@@ -27,6 +27,7 @@ from torchperf_tui.engine.workloads.input_facts import InputFacts
 from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.engine.hardware.nvml import NA, to_jsonable
 from torchperf_tui.core.formatting import is_positive_number
+from torchperf_tui.core.marks import disturbance_marks
 
 
 BYTES_METHOD = ("unfused estimate: per layer, weights + first input + outputs, each read or written once "
@@ -434,8 +435,8 @@ def analyse_roofline(complexity: Any, timing: Any, peaks: RooflinePeaks, layer_t
 
 def _marks(timing: Any, layer_times: Any) -> list[str]:
     """The timed run's marks, then the per-layer passes' said as theirs."""
-    run = timing.disturbance_marks() if hasattr(timing, "disturbance_marks") else []
-    layers = layer_times.disturbance_marks() if hasattr(layer_times, "disturbance_marks") else []
+    run = disturbance_marks(timing)
+    layers = disturbance_marks(layer_times)
     return [*run, *(f"time per layer: {line}" for line in layers)]
 
 

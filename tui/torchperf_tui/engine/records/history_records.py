@@ -22,6 +22,7 @@ from torchperf_tui.engine.hardware.nvml import to_jsonable
 from torchperf_tui.core.stats import TimingStats, compute_stats
 from torchperf_tui.core.formatting import format_shape, printable
 from torchperf_tui.engine.workloads.model_source import source_of
+from torchperf_tui.core.marks import disturbance_marks
 
 if TYPE_CHECKING:  # only for annotations: importing them would import torch
     from torchperf_tui.engine.measurements.abtest import ABResult
@@ -325,7 +326,7 @@ def record_from_timing(result: "TimingResult", fingerprint: dict[str, Any] | Non
     noise = getattr(result, "host_noise", None)
     if noise is not None:
         details["host_noise"] = noise.to_dict()
-    marks = result.disturbance_marks() if hasattr(result, "disturbance_marks") else []
+    marks = disturbance_marks(result)
     return HistoryRecord(
         id=new_record_id(), kind="timing", created_at=iso_utc(result.started_at + result.duration_s),
         model=result.model, input_shape=tuple(result.input_shape), dtype=result.dtype,
@@ -344,7 +345,7 @@ def records_from_ab(result: "ABResult", fingerprint: dict[str, Any] | None = Non
     verdict = result.verdict.to_dict() if result.verdict is not None else None
     created = iso_utc(time.time())
     # The comparison's marks on both arms: the arms' blocks interleave, so what disturbed one disturbed the pair.
-    marks = result.disturbance_marks() if hasattr(result, "disturbance_marks") else []
+    marks = disturbance_marks(result)
     records = []
     for name, arm in (("A", result.a), ("B", result.b)):
         details = {"arm": name, "pair": ids["B" if name == "A" else "A"], "spec": arm.spec, "shapes": arm.shapes,

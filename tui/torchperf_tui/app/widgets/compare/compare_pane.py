@@ -26,6 +26,7 @@ from torchperf_tui.app.runs import LiveRun, app_marks, save_run
 from torchperf_tui.measure.protocol import JobDone, JobFailed, Progress
 from torchperf_tui.app.widgets.timing.histogram import LatencyOverlay, theme_palette
 from torchperf_tui.engine.measurements.ab_arms import FLIP_REMEDY, ArmSpec, same_arms_refusal
+from torchperf_tui.core.marks import disturbance_marks
 
 AB_BLOCKS = 10
 COMPACT_BELOW_ROWS = 30  # the pane's height under which its note takes one row
@@ -201,7 +202,7 @@ class ComparePane(Vertical):
         # does (timing_pane._mark_disturbed): both arms' history records keep it with the host's noise.
         if self._ab_seen is not None and hasattr(result, "app_marks"):
             result.app_marks = app_marks(self.app.session.disturbances, *self._ab_seen, result)
-        marks = list(result.disturbance_marks()) if hasattr(result, "disturbance_marks") else []
+        marks = disturbance_marks(result)
         for record in self.arms():
             arm_result = result.a if record.arm == "A" else result.b
             record.samples_ms = list(arm_result.samples_ms)
@@ -336,8 +337,7 @@ def ab_verdict_text(result) -> str:
     else:
         style = "$success" if verdict.ratio < 1 else "$error"
     lines = [head, f"[b {style}]{result.summary()}[/]"]
-    disturbed = disturbed_sentence([("the comparison", result.disturbance_marks())]) \
-        if hasattr(result, "disturbance_marks") else None
+    disturbed = disturbed_sentence([("the comparison", disturbance_marks(result))])
     if disturbed:  # one line, in the words of a comparison of history records
         lines.append(f"[$warning]{escape(disturbed)}[/]")
     note = result.ratio_note()

@@ -22,6 +22,7 @@ from torchperf_tui.wording.conditions import disturbed_text
 from torchperf_tui.wording.kernels import (attention_ran_text, fallback_lines, kernels_summary, layer_rows, ran_text,
                                            shows_step, us_text)
 from torchperf_tui.measure.protocol import JobFailed
+from torchperf_tui.core.marks import disturbance_marks
 
 # The numbers and whether the choice changed come first, so they fit at 80 columns; the names follow. A
 # training step's comparison has a row per pass of each layer (fwd, dgrad, wgrad, bwd) and says which.
@@ -220,6 +221,6 @@ class KernelsPane(Vertical):
                        f"B: {result.b_spec}{state}")
         self.query_one("#kernels-summary", Static).update(kernels_summary(result))
         fallbacks = "\n".join(f"[$warning]{escape(line)}[/]" for line in fallback_lines(result))
-        marks = disturbed_text(result.disturbance_marks() if hasattr(result, "disturbance_marks") else [])
+        marks = disturbed_text(disturbance_marks(result))
         self.query_one("#kernels-note", Static).update("\n".join(filter(None, [
             fallbacks, escape(result.note), f"[$warning]{escape(marks)}[/]" if marks else ""])))

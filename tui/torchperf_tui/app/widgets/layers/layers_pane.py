@@ -18,6 +18,7 @@ from torchperf_tui.wording.complexity import (attention_text, complexity_summary
                                               shape_text)
 from torchperf_tui.wording.conditions import disturbed_text
 from torchperf_tui.measure.protocol import JobFailed
+from torchperf_tui.core.marks import disturbance_marks
 
 
 # (key, label): what says where the time is likely to go first, so it is in sight at 80 columns beside the
@@ -59,7 +60,7 @@ def time_split_text(roofline, label: str) -> tuple[str, str]:
             + (f" · {format_ms(outside)} outside the rows" if outside else ""))
     if times.gpu is not None:
         line += f" · {times.gpu.short()}"
-    marks = roofline.disturbance_marks() if hasattr(roofline, "disturbance_marks") else []
+    marks = disturbance_marks(roofline)
     if marks:
         line += f"\n{disturbed_text(marks, compact=True)}"
     rows = "\n".join(f"  {format_ms(ms)}  {row}" for row, ms in roofline.time_outside.items())

@@ -23,6 +23,7 @@ from torchperf_tui.wording.conditions import conditions_line_rows, disturbed_tex
 from torchperf_tui.wording.throughput import best_text, fits_text, limit_row, stopped_by_row
 from torchperf_tui.app.widgets.timing.histogram import PlotHolder, theme_palette
 from torchperf_tui.app.widgets.timing.run_lines import conditions_markup
+from torchperf_tui.core.marks import disturbance_marks
 
 
 # The figures first, so they are in sight at 80 columns beside the sidebar; how each try went after them.
@@ -62,7 +63,7 @@ def throughput_summary(result) -> str:
     lines += [escape(n) for n in result.notes if not n.startswith("CPU memory cap")]
     # a GPU: its clocks, energy per sample and throttling over the measurement
     gpu = conditions_markup(conditions_line_rows(result, result.best_batch, compact=True, where="at batch"))
-    marks = disturbed_text(result.disturbance_marks() if hasattr(result, "disturbance_marks") else [], compact=True)
+    marks = disturbed_text(disturbance_marks(result), compact=True)
     return "\n".join(lines + ([gpu] if gpu else []) + ([f"[$warning]{escape(marks)}[/]"] if marks else []))
 
 

@@ -32,6 +32,7 @@ from torchperf_tui.app.widgets.timing.run_lines import (WAITING_TEXT, bar_progre
 from torchperf_tui.measure.protocol import JobDone, JobFailed, Progress, Samples
 from torchperf_tui.engine.workloads.inputs import dtype_note
 from torchperf_tui.core.stats import compute_stats
+from torchperf_tui.core.marks import disturbance_marks
 
 
 def update_live(line: Static, text: str, settled: bool) -> None:
@@ -363,4 +364,4 @@ def mark_disturbed(pane: TimingPane, record: LiveRun, result) -> None:
     if record.seen_from is not None and hasattr(result, "app_marks"):
         result.app_marks = app_marks(session.disturbances, record.seen_from,
                                      (record.seen_from, record.ui_cpu_from), result)
-    record.disturbed = list(result.disturbance_marks()) if hasattr(result, "disturbance_marks") else []
+    record.disturbed = disturbance_marks(result)
