@@ -105,7 +105,10 @@ def test_readings_that_move_a_little_are_not_differences():
     base = timing(noisy(10.0), fingerprint={"gpu_sm_clock_mhz": 1980, "gpu_power_mean_w": 300.0})
     now = timing(noisy(10.0), fingerprint={"gpu_sm_clock_mhz": 1965, "gpu_power_mean_w": 310.0})
     assert gate(base, now).environment == []
-    assert gate_lines(gate(base, now))[3].startswith("environment: the same")
+    assert gate_lines(gate(base, now))[3] == (
+        "environment: no difference (device, driver, CUDA, cuDNN, torch, host, GPU power limit and throttling the "
+        "same; GPU SM clock within 5 %, GPU memory clock within 5 %, GPU power within 15 %, other processes' CPU within "
+        "0.5 cores)")
 
 
 # -- reading a REF

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from torchperf_tui.core.formatting import format_ms, printable
+from torchperf_tui.engine.records.baseline_gate import ENV_READINGS, OTHER_BUSY_CORES_DELTA
 
 
 def verdict_line(result) -> str:
@@ -52,10 +53,12 @@ def differences_line(result) -> str:
 
 def environment_line(result) -> str:
     """'environment: host load 0.2 on 2 cores -> load 2.9 on 2 cores; torch 2.11.0 -> 2.14.1', or that nothing
-    differs in what the records keep."""
+    differs in what the records keep, the readings that move between any two runs within their tolerances (a
+    gate under load called two load averages 'the same')."""
     if not result.environment:
-        return ("environment: the same (device, driver, CUDA, cuDNN, torch, host, GPU clocks, power limit and "
-                "throttling, host load)")
+        readings = ", ".join(f"{label.split(' (')[0]} within {share * 100:g} %" for _, label, share in ENV_READINGS)
+        return (f"environment: no difference (device, driver, CUDA, cuDNN, torch, host, GPU power limit and "
+                f"throttling the same; {readings}, other processes' CPU within {OTHER_BUSY_CORES_DELTA:g} cores)")
     return "environment: " + "; ".join(f"{name} {_value(a)} -> {_value(b)}" for name, a, b in result.environment)
 
 
