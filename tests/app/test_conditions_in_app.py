@@ -1,5 +1,5 @@
 """The panes say a busy host under every measurement as the run's lines do: a throughput search per try (its table's
-'yes · noisy host', the summary's 'disturbed: ...') and the timing modes per mode, from recorded results whose host
+'yes !', cut as 'yes · noisy ho' at 80 columns before; the summary's '! disturbed: ...') and the timing modes per mode, from recorded results whose host
 was busy (tests/fakes/fake_measurement.py); and a factory's example_inputs are listed in the model's line, with no
 'assumed' note and no shape in the shape field."""
 
@@ -68,9 +68,9 @@ async def test_the_throughput_pane_marks_each_busy_try_and_says_the_marks_under_
                          what="the search's summary")
         table = app.main.query_one("#throughput-table")
         assert [row_cells(table, i)["fits"] for i in range(table.row_count)] == [
-            "yes", "yes · noisy host", "yes · noisy host"]  # batch 1 was quiet under a load of 8.4
+            "yes", "yes !", "yes !"]  # batch 1 was quiet under a load of 8.4
         summary = " ".join(screen_text(app, "#throughput-summary").split())
-        assert "disturbed: batch 2 (grow): noisy host, the measurement at batch 2: noisy host" in summary
+        assert "! disturbed: batch 2 (grow): noisy host, the measurement at batch 2: noisy host" in summary
         assert "batch 1" not in summary.split("disturbed:")[1]
 
 

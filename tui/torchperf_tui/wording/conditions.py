@@ -56,6 +56,10 @@ def mark_head(mark: str) -> str:
     return parts[0]
 
 
+# A row of a table has a mark (disturbed, GPU throttled, cancelled): the line under the table says it whole.
+CONDITION_MARK = "!"
+
+
 def disturbed_text(marks, compact: bool = False) -> str:
     """'disturbed: noisy host: load 3.1 on 2 cores, ...; batch 4 (grow): noisy samples: ...' ('' without marks): a
     pane's line under a measurement; `compact`: each mark's head alone ('disturbed: noisy host, batch 4 (grow): noisy

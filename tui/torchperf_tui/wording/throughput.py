@@ -8,15 +8,17 @@ from types import SimpleNamespace
 
 from torchperf_tui.core.formatting import format_bytes, format_shape, is_number, number_text
 from torchperf_tui.wording import RANDOM_WEIGHTS, Row, model_label, plain, random_weights, row, subject
-from torchperf_tui.wording.conditions import conditions_rows, noise_rows, point_mark
+from torchperf_tui.wording.conditions import CONDITION_MARK, conditions_rows, noise_rows, point_mark
 
 
 def fits_text(t, marked: bool = True, compact: bool = False) -> str:
     """A BatchTry: 'fits', 'fits · noisy host' (its timed iterations' host or spread marked it; not unless
-    `marked`), or 'does not fit: why'. `compact` (the pane's column "fits", in sight at 80 columns): 'yes' (with its
-    mark) or 'no', why in the pane's summary."""
+    `marked`), or 'does not fit: why'. `compact` (the pane's column "fits", in sight at 80 columns): 'yes' ('yes !'
+    with a mark: 'yes · noisy host' was cut there) or 'no'; the pane's summary says the marks and why."""
     mark = point_mark(t) if marked and t.fits else ""
-    said = ("yes" if t.fits else "no") if compact else ("fits" if t.fits else f"does not fit: {t.reason}")
+    if compact:
+        return ("yes" if t.fits else "no") + (f" {CONDITION_MARK}" if mark else "")
+    said = "fits" if t.fits else f"does not fit: {t.reason}"
     return f"{said} · {mark}" if mark else said
 
 

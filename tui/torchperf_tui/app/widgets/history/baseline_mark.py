@@ -4,15 +4,15 @@ against (app/widgets/timing/baseline_line.py); b on it again unmarks it. A mixin
 from __future__ import annotations
 
 from torchperf_tui.core.formatting import printable
+from torchperf_tui.wording.conditions import CONDITION_MARK
 from torchperf_tui.wording.history import history_row, marks_of
 from torchperf_tui.core.errors import user_message
 from torchperf_tui.engine.records.baseline import check_usable
 
 MARK = "●"  # a run marked to compare (m)
 BASELINE_MARK = "B"
-# The run has a mark (disturbed, GPU throttled, cancelled). In this column, not after the 'per' cell: there one more
-# character pushed p99 out of sight at 80x24.
-CONDITION_MARK = "!"
+# CONDITION_MARK, a run with a mark (disturbed, GPU throttled, cancelled), goes in this column, not after the 'per'
+# cell: there one more character pushed p99 out of sight at 80x24.
 
 
 class BaselineMark:

@@ -19,7 +19,7 @@ from torchperf_tui.measure.protocol import JobDone, JobFailed, Progress
 
 from torchperf_tui.core.formatting import format_bytes, format_ms, format_number, format_shape, is_number, number_text
 from torchperf_tui.wording import bold
-from torchperf_tui.wording.conditions import conditions_line_rows, disturbed_text
+from torchperf_tui.wording.conditions import CONDITION_MARK, conditions_line_rows, disturbed_text, point_mark
 from torchperf_tui.wording.throughput import best_text, fits_text, limit_row, stopped_by_row
 from torchperf_tui.app.widgets.timing.histogram import PlotHolder, theme_palette
 from torchperf_tui.app.widgets.timing.run_lines import conditions_markup
@@ -41,7 +41,7 @@ def try_cells(t) -> tuple[str, str, str, str, str, str]:
 def throughput_summary(result) -> str:
     """The best samples/s and its batch; the largest batch that fits (or how far the search went); the
     rule that stopped the search; why each try that did not fit did not; the time spent; the engine's notes; the
-    marks of a busy host per try (their heads: the table's 'yes · noisy host' says which)."""
+    marks of a busy host per try (their heads, after the '!' of the table's 'yes !' that says which)."""
     latency = format_ms(result.latency_ms) if result.latency_ms is not None else "–"
     if result.samples_per_s is not None:
         head = f"best {best_text(result, bold)} · latency {latency} per batch"
@@ -64,6 +64,8 @@ def throughput_summary(result) -> str:
     # a GPU: its clocks, energy per sample and throttling over the measurement
     gpu = conditions_markup(conditions_line_rows(result, result.best_batch, compact=True, where="at batch"))
     marks = disturbed_text(disturbance_marks(result), compact=True)
+    if marks and any(point_mark(t) for t in result.tries if t.fits):
+        marks = f"{CONDITION_MARK} {marks}"  # what the table's marks are
     return "\n".join(lines + ([gpu] if gpu else []) + ([f"[$warning]{escape(marks)}[/]"] if marks else []))
 
 
