@@ -16,6 +16,7 @@ from textual.widgets import Button, DataTable, Static
 
 from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.app.pane_jobs import PaneJobs
+from torchperf_tui.app.widgets.fitted_table import FittedTable
 from torchperf_tui.app.widgets.timing.histogram import MIN_PLOT_ROWS, PlotHolder, theme_palette
 from torchperf_tui.core.formatting import format_bytes, format_ms, number_text
 from torchperf_tui.measure.protocol import JobDone, JobFailed, Progress
@@ -28,24 +29,26 @@ SWEEP_LENGTHS = "128-4096"  # the app's lengths (the CLI's default): cut at the 
 MiB = 1024**2
 
 
-# The figures a user reads first lead, so latency and memory stay in sight at 80 columns beside the sidebar; an arm's
-# column only in an A/B (a lone sweep's would say "–" on every row).
-COLUMNS = (("length", "length"), ("arm", "arm"), ("p50", "p50"), ("peak", "peak"), ("p90", "p90"),
-           ("rate", "tokens/s"))
+# The figures a user reads first lead, so latency, memory and tokens/s stay in sight at 80 columns beside the sidebar;
+# an arm's column only in an A/B (a lone sweep's would say "–" on every row); p90 where there is room (P90_WHERE).
+COLUMNS = (("length", "length"), ("arm", "arm"), ("p50", "p50"), ("peak", "peak"), ("rate", "tokens/s"),
+           ("p90", "p90"))
+P90_WHERE = "p90: h hides the sidebar"
 
 
-def columns_for(ab: bool) -> tuple[tuple[str, str], ...]:
-    return COLUMNS if ab else tuple(column for column in COLUMNS if column[0] != "arm")
+def columns_for(ab: bool, p90: bool = True) -> tuple[tuple[str, str], ...]:
+    return tuple(column for column in COLUMNS if (ab or column[0] != "arm") and (p90 or column[0] != "p90"))
 
 
-def point_cells(point, ab: bool = False) -> tuple[str, ...]:
-    """(length, [arm,] p50, peak, p90, tokens/s) of one SweepPoint; one that did not fit says so (why: in the
+def point_cells(point, ab: bool = False, p90: bool = True) -> tuple[str, ...]:
+    """(length, [arm,] p50, peak, tokens/s[, p90]) of one SweepPoint; one that did not fit says so (why: in the
     summary, which says what stopped the sweep)."""
     arm = (point.arm or "–",) if ab else ()
+    last = (format_ms(point.p90_ms),) if p90 else ()
     if not point.fits:
-        return (str(point.length), *arm, "does not fit", "", "", "")
+        return (str(point.length), *arm, "does not fit", "", "", *("",) * len(last))
     return (str(point.length), *arm, format_ms(point.median_ms), format_bytes(point.peak_bytes),
-            format_ms(point.p90_ms), number_text(point.tokens_per_s, ",.0f"))
+            number_text(point.tokens_per_s, ",.0f"), *last)
 
 
 class LengthAxis:
@@ -158,13 +161,15 @@ class SweepPane(Vertical):
         self.result = None  # the last sweep's SweepResult; `error` its one line when it failed
         self.error: str | None = None
         self._ab = False  # the table's columns are an A/B's
+        self._p90 = True  # the table has room for p90
+        self._summary: list[str] = []  # the result's lines under the table
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="pane-actions"):
             yield Button("Sweep lengths (w)", id="sweep-start", compact=True, action="app.pane('sweep', 'start')")
             yield Static("pick a token model, then w: latency and memory at lengths 128 to 4096 (W: the flags "
                          "before the last flip against the current ones)", id="sweep-status")
-        yield DataTable(id="sweep-table", cursor_type="row", zebra_stripes=True)
+        yield FittedTable(id="sweep-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="sweep-summary")
         with SweepPlots(id="sweep-plots"):
             yield SweepPlot("latency", id="sweep-latency")
@@ -178,10 +183,30 @@ class SweepPane(Vertical):
     def _set_columns(self, ab: bool) -> None:
         """The table emptied, with the columns of a lone sweep or an A/B's."""
         self._ab = ab
-        table = self.query_one(DataTable)
+        self._fill()
+
+    def _fill(self) -> None:
+        """The table's columns and a row per point; p90 only where every column fits the table's width."""
+        table = self.query_one(FittedTable)
+        cells = [point_cells(point, self._ab) for point in self.points]
+        widths = [max([len(label)] + [len(row[i]) for row in cells]) + 2
+                  for i, (_, label) in enumerate(columns_for(self._ab))]
+        self._p90 = sum(widths) <= table.columns_width(len(cells), laid_out=self.scrollable_content_region.width)
         table.clear(columns=True)
-        for key, label in columns_for(ab):
-            table.add_column(label, key=key)
+        # Each column as wide as its widest cell, said here: Textual measures new rows when idle, and a table drawn
+        # before that, refilled to the size it had, kept each cell cut to its header's width ('3.0' for '3.00 ms').
+        for (key, label), width in zip(columns_for(self._ab), widths):
+            if self._p90 or key != "p90":
+                table.add_column(label, key=key, width=width - 2)
+        for point in self.points:
+            table.add_row(*point_cells(point, self._ab, self._p90))
+        if table.row_count:
+            table.move_cursor(row=table.row_count - 1)
+        self._say_summary()
+
+    @on(FittedTable.WidthChanged)
+    def _refit(self) -> None:
+        self._fill()
 
     def start(self) -> None:
         """Sweep under the current flags (replacing a sweep or any measurement in flight)."""
@@ -210,9 +235,8 @@ class SweepPane(Vertical):
             self.arm_labels = {"A": f"A ({arms[0].text})", "B": f"B ({arms[1].text})"}
         self.screen.show_tab("sweep")
         self.result, self.error = None, None
+        self.points, self._summary = [], []
         self._set_columns(ab=arms is not None)
-        self.query_one("#sweep-summary", Static).update("")
-        self.points = []
         self._replot()
         under = "A and B interleaved" if arms else self.arm_labels[""]
         self.status = (f"[b]{selection.spec}[/] on {self.app.session.resolved_device()} · sweeping lengths "
@@ -249,33 +273,34 @@ class SweepPane(Vertical):
 
     def add_point(self, point) -> None:
         self.points.append(point)
-        table = self.query_one(DataTable)
-        table.add_row(*point_cells(point, self._ab))
-        table.move_cursor(row=table.row_count - 1)
+        self._fill()  # a longer length's figures can be wider: p90 goes where they no longer fit
         self._replot()
 
     def show_result(self, result) -> None:
         self.result = result
         # A point's event lost to a replaced job, or a table laid out for the other kind: the result's own rows.
         if len(self.points) != len(result.points) or self._ab != result.ab:
+            self.points = list(result.points)
             self._set_columns(result.ab)
-            self.points = []
-            for point in result.points:
-                self.add_point(point)
         self.arm_labels = {name: (f"{name} ({text})" if name else text) for name, text in result.arms}
         lines = [f"[b]{escape(sweep_summary(result))}[/]"] + [escape(note) for note in result.notes
                                                                if not note.startswith("CPU memory cap")]
         lines += [f"[b $warning]torch state:[/] {escape(note)}" for note in result.state_notes]
         marks = sweep_marks_text(result, compact=True)  # per length, as a run's; whole in the tooltip
         lines += [f"[$warning]{escape(marks)}[/]"] if marks else []
-        summary = self.query_one("#sweep-summary", Static)
-        summary.update("\n".join(lines))
-        summary.tooltip = sweep_marks_text(result) or None
+        self._summary = lines
+        self._say_summary()
+        self.query_one("#sweep-summary", Static).tooltip = sweep_marks_text(result) or None
         span = f"{result.lengths[0]}-{result.lengths[-1]}"
         self.status = (f"[b]{escape(model_label(result.model, result.model_args))}[/] on {result.device}, "
                        f"{result.dtype}, batch {result.batch}, lengths {span} · "
                        f"{'cancelled' if result.cancelled else 'done'}")
         self._replot()
+
+    def _say_summary(self) -> None:
+        """The result's lines, then where p90 is while the table has no room for it."""
+        where = [f"[dim]{P90_WHERE}[/]"] if self.points and not self._p90 else []
+        self.query_one("#sweep-summary", Static).update("\n".join(self._summary + where))
 
     def _replot(self) -> None:
         latency: dict[str, list] = {}
