@@ -10,9 +10,20 @@ view has no width, and comes back at the width it had before.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from rich.cells import cell_len
+from rich.text import Text
 from textual import events
 from textual.message import Message
 from textual.widgets import DataTable
+
+
+def cell_width(cell) -> int:
+    """The widest line of a cell as the table shows it (a str is markup to DataTable; a rich Text its plain
+    text), in terminal columns."""
+    text = Text.from_markup(cell).plain if isinstance(cell, str) else getattr(cell, "plain", None)
+    return max(cell_len(line) for line in (text if text is not None else str(cell)).split("\n"))
 
 
 class FittedTable(DataTable):
@@ -29,6 +40,18 @@ class FittedTable(DataTable):
         if event.size.width and event.size.width != self._fitted:
             self._fitted = event.size.width  # said once: the pane's fit sets it again
             self.post_message(self.WidthChanged())
+
+    def fill(self, columns: Sequence[tuple[str, str]], rows: Sequence[Sequence], keys: Sequence[str] | None = None,
+             height: int = 1) -> None:
+        """The table emptied, with `columns` ((key, label) each) as wide as their widest cell, then `rows` (their
+        `keys`, `height` lines each). The widths are said, not left to Textual: it measures new rows when idle, and
+        a table refilled to the size it had and drawn before then kept each cell cut to its header's width ('3.0'
+        for '3.00 ms', seen in the sweep's table under load)."""
+        self.clear(columns=True)
+        for i, (key, label) in enumerate(columns):
+            self.add_column(label, key=key, width=max([cell_width(label)] + [cell_width(row[i]) for row in rows]))
+        for n, row in enumerate(rows):
+            self.add_row(*row, key=keys[n] if keys is not None else None, height=height)
 
     def columns_width(self, lines: int, laid_out: int) -> int:
         """The width the columns of rows `lines` lines high in all have without scrolling sideways: the table's

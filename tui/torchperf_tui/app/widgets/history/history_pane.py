@@ -169,15 +169,7 @@ class HistoryPane(BaselineMark, Vertical):
     def on_mount(self) -> None:
         if not self.query(DataTable):
             return  # the app is closing as the pane mounts: its children are already gone
-        self._columns(self.query_one(DataTable))
-
-    @staticmethod
-    def _columns(table: DataTable) -> None:
-        """The columns anew (no width kept from an earlier page): what tells runs apart first, the model, then
-        its p50 and p99 and flags, so they are in sight at 80 columns beside the sidebar."""
-        table.clear(columns=True)
-        for key, label in COLUMNS:
-            table.add_column(label, key=key)
+        self.query_one(FittedTable).fill(COLUMNS, [])
 
     @on(FittedTable.WidthChanged)
     def _refit(self) -> None:
@@ -285,7 +277,7 @@ class HistoryPane(BaselineMark, Vertical):
         self.post_message(self.Loaded(loaded))
 
     def _fill_table(self, keep: str | None = None) -> None:
-        table = self.query_one(DataTable)
+        table = self.query_one(FittedTable)
         keep = keep if keep is not None else self.highlighted_id()
         rows = []
         for r in self.records.values():
@@ -293,11 +285,10 @@ class HistoryPane(BaselineMark, Vertical):
             rows.append([self.mark_cell(r.id), row.compact_per(), row.model, row.p50, row.p99, row.when[5:], row.compact_flags(),
                          row.input, row.device, row.short_id, r.id])
         width = model_width(rows, table.columns_width(len(rows), laid_out=self.scrollable_content_region.width))
-        self._columns(table)
         for row in rows:
             row[2] = fit_model(row[2], width)
-            # Text, not markup: a model's name or flags read from a file are shown as they are ('[b]' and all)
-            table.add_row(*(Text(cell) for cell in row[:-1]), key=row[-1])
+        # Text, not markup: a model's name or flags read from a file are shown as they are ('[b]' and all)
+        table.fill(COLUMNS, [[Text(cell) for cell in row[:-1]] for row in rows], keys=[row[-1] for row in rows])
         text = legend(self.records.values(), [row[0] for row in rows], compact=self.size.width < NARROW)
         marks = self.query_one("#history-legend", Static)
         marks.update(text or "")

@@ -113,7 +113,7 @@ class KernelsPane(Vertical):
     def on_mount(self) -> None:
         if not self.query(DataTable):
             return  # the app is closing as the pane mounts: its children are already gone
-        self._set_columns(training=False)
+        self.query_one(FittedTable).fill(columns_for(False), [])
 
     def _fill_table(self, result) -> None:
         """A row per conv layer (per pass of a training step's), then per attention call site: A ran and B ran side
@@ -129,10 +129,9 @@ class KernelsPane(Vertical):
                                    ("b", "B ran")))
         width = table.columns_width(len(rows), laid_out=self.scrollable_content_region.width) - beside - 2
         if width >= MIN_NAME:
-            self._set_columns(training)
-            for row in rows:
-                table.add_row(fit_name(row["name"], width), *([row["phase"]] if training else []), row["a_us"],
-                              row["b_us"], choice_cell(row), row["a"], row["b"], key=row["key"])
+            table.fill(columns_for(training), [[fit_name(row["name"], width), *([row["phase"]] if training else []),
+                                                 row["a_us"], row["b_us"], choice_cell(row), row["a"], row["b"]]
+                                                for row in rows], keys=[row["key"] for row in rows])
             return
         # Stacked: the layer's name takes what the kernels' names leave it, between STACKED_LAYER's bounds.
         for row in rows:
@@ -148,18 +147,13 @@ class KernelsPane(Vertical):
         over = max(widest(rows, "a"), widest(rows, "b")) - ran_width  # a name and its ' +2' (kernels more)
         if over > 0:
             rows = kernel_rows(result, max(MIN_NAME, min(ran_width, NAME_WIDTH) - over))
-        self._set_columns(training, stacked=True)
+        cells = []
         for row in rows:
             choice = choice_cell(row, stacked=True)
             under = f"{row['phase']} · {choice}" if training else choice
-            table.add_row(f"{fit_name(row['name'], name_width)}\n{under}", f"A {row['a_us']}\nB {row['b_us']}",
-                          f"{row['a']}\n{row['b']}", key=row["key"], height=2)
-
-    def _set_columns(self, training: bool, stacked: bool = False) -> None:
-        table = self.query_one(DataTable)
-        table.clear(columns=True)
-        for key, label in columns_for(training, stacked):
-            table.add_column(label, key=key)
+            cells.append([f"{fit_name(row['name'], name_width)}\n{under}", f"A {row['a_us']}\nB {row['b_us']}",
+                          f"{row['a']}\n{row['b']}"])
+        table.fill(columns_for(training, stacked=True), cells, keys=[row["key"] for row in rows], height=2)
 
     def start(self, flags_a, flags_b) -> None:
         """Profile each conv layer under A and under B (replacing a profile or any measurement in flight)."""

@@ -96,13 +96,7 @@ class LayersPane(Vertical):
     def on_mount(self) -> None:
         if not self.query(DataTable):
             return  # the app is closing as the pane mounts: its children are already gone
-        self._columns(self.query_one(DataTable))
-
-    @staticmethod
-    def _columns(table: DataTable, columns: tuple = COLUMNS) -> None:
-        table.clear(columns=True)
-        for key, label in columns:
-            table.add_column(label, key=key)
+        self.query_one(FittedTable).fill(COLUMNS, [])
 
     @on(FittedTable.WidthChanged)
     def _refit(self) -> None:
@@ -147,11 +141,10 @@ class LayersPane(Vertical):
                      for i, (_, label) in enumerate(columns) if 1 <= i <= last)
         width = max(MIN_NAME, table.columns_width(len(rows), laid_out=self.scrollable_content_region.width)
                     - beside - 2)  # 2: its own cell padding
-        self._columns(table, columns)
         keys = list(self._row_of.values()) if timed is not None else [f"{i}" for i in range(len(rows))]
-        for key, row in zip(keys, rows):
+        for row in rows:
             row[0] = fit_name(row[0], width)
-            table.add_row(*row, key=key)
+        table.fill(columns, rows, keys=keys)
         if self._roofline:
             self.show_roofline(self._roofline)
         if 0 < cursor < table.row_count:
@@ -234,4 +227,4 @@ class LayersPane(Vertical):
         self._times_line("")
         self._shown, self._roofline = None, []
         self.query_one("#layers-summary", Static).update(f"[b]{spec}[/]: [b $error]error:[/] {text}")
-        self._columns(self.query_one(DataTable))
+        self.query_one(FittedTable).fill(COLUMNS, [])

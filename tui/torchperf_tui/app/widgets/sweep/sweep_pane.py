@@ -192,14 +192,7 @@ class SweepPane(Vertical):
         widths = [max([len(label)] + [len(row[i]) for row in cells]) + 2
                   for i, (_, label) in enumerate(columns_for(self._ab))]
         self._p90 = sum(widths) <= table.columns_width(len(cells), laid_out=self.scrollable_content_region.width)
-        table.clear(columns=True)
-        # Each column as wide as its widest cell, said here: Textual measures new rows when idle, and a table drawn
-        # before that, refilled to the size it had, kept each cell cut to its header's width ('3.0' for '3.00 ms').
-        for (key, label), width in zip(columns_for(self._ab), widths):
-            if self._p90 or key != "p90":
-                table.add_column(label, key=key, width=width - 2)
-        for point in self.points:
-            table.add_row(*point_cells(point, self._ab, self._p90))
+        table.fill(columns_for(self._ab, self._p90), [point_cells(point, self._ab, self._p90) for point in self.points])
         if table.row_count:
             table.move_cursor(row=table.row_count - 1)
         self._say_summary()
