@@ -221,20 +221,27 @@ async def test_autostart_opens_with_the_model_chosen_and_a_run_started():
         assert app.pane("picker").spec == TINY and app.session.runs.get(1).status == "done", app.session.runs.get(1).error
 
 
-async def test_r_pressed_while_the_app_starts_is_held_and_runs_once_the_engine_is_in():
-    # A new user pressed r as the first frame came: nothing happened, and nothing said why. And a model given on
-    # the command line was lost when the catalogue came before the engine ("the model registry is still loading").
+def app_with_a_slow_engine():
+    """An app whose engine loads once the test sets the event it returns with it (the engine's import on a cold box
+    takes seconds)."""
     import threading
 
     app = make_app(model=TINY, warmup=0, iters=20)
     engine_may_load = threading.Event()
     load_engine = app.session.load_engine
 
-    def slow_engine():  # the engine's import on a cold box takes seconds: here, until the test says
+    def slow_engine():
         engine_may_load.wait(60)
         load_engine()
 
     app.session.load_engine = slow_engine
+    return app, engine_may_load
+
+
+async def test_r_pressed_while_the_app_starts_is_held_and_runs_once_the_engine_is_in():
+    # A new user pressed r as the first frame came: nothing happened, and nothing said why. And a model given on
+    # the command line was lost when the catalogue came before the engine ("the model registry is still loading").
+    app, engine_may_load = app_with_a_slow_engine()
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_until(pilot, app.main.panes_mounted, what="the panes")
         await pilot.press("r")
@@ -252,17 +259,7 @@ async def test_r_pressed_while_the_app_starts_is_held_and_runs_once_the_engine_i
 
 async def test_a_pressed_while_the_app_starts_is_held_and_answered_once_the_engine_is_in():
     # a (and k) read the flags, which come with the engine: pressed before, they did nothing and said nothing.
-    import threading
-
-    app = make_app(model=TINY, warmup=0, iters=20)
-    engine_may_load = threading.Event()
-    load_engine = app.session.load_engine
-
-    def slow_engine():
-        engine_may_load.wait(60)
-        load_engine()
-
-    app.session.load_engine = slow_engine
+    app, engine_may_load = app_with_a_slow_engine()
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_until(pilot, app.main.panes_mounted, what="the panes")
         await pilot.press("a")
