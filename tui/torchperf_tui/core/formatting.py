@@ -118,6 +118,7 @@ def format_energy(joules) -> str:
 UNSUPPORTED_MARK = "?"
 UNSUPPORTED_LEGEND = ("? = more than the sample can support: its 95 % CI reaches the largest (or smallest) sample "
                       "(p50 needs 9 samples, p90 54, p99 555)")
+COMPACT_UNSUPPORTED = "? too few samples"  # the same on a narrow pane (the Help says it whole)
 
 
 def unsupported_mark(supported: bool, style: str = "") -> str:

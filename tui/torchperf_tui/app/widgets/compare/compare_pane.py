@@ -16,7 +16,7 @@ from textual.widgets import DataTable, Static
 
 from torchperf_tui.engine.records.history_compare import disturbed_sentence
 from torchperf_tui.core.stats import compute_stats, percentile_supported
-from torchperf_tui.core.formatting import UNSUPPORTED_LEGEND, format_ms, format_number, format_percentile
+from torchperf_tui.core.formatting import COMPACT_UNSUPPORTED, format_ms, format_number, format_percentile
 from torchperf_tui.wording.compare import arm_conditions, arm_pairs, ci_text
 from torchperf_tui.wording.timing import state_rows
 from torchperf_tui.app.pane_jobs import PaneJobs
@@ -301,14 +301,16 @@ class ComparePane(Vertical):
         if keep is not None and history.get(keep) is not None:
             table.move_cursor(row=table.get_row_index(str(keep)))
         marked = any(r.stats is not None and not percentile_supported(0.99, r.stats.n) for r in history)
-        table.tooltip = UNSUPPORTED_LEGEND if marked else None  # what a '?' beside a p99 means
         note = self.query_one("#compare-note", Static)
         if len(history) == 0:
             note.update("no runs yet: pick a model and press r")
         else:
             head = f"baseline {base.label}: {setup_text(base)} · " if base is not None else ""
+            # what a '?' beside a p99 means, said on the pane (a tooltip is out of reach of a keyboard over SSH);
+            # whole in the Help
+            legend = f" · {COMPACT_UNSUPPORTED}" if marked else ""
             note.update(f"{head}speed-up = baseline median / run median, like for like only · b: make the "
-                        "highlighted run the baseline" + disturbed_note(list(history)))
+                        "highlighted run the baseline" + escape(legend) + disturbed_note(list(history)))
         self.query_one(LatencyOverlay).show_runs(
             [(f"{r.label} {r.flags_text if base is None or r is base else against_text(r, base, kind)}",
               r.samples_ms) for r in overlaid],  # the note above says the baseline's whole setup

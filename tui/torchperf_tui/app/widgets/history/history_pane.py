@@ -27,7 +27,7 @@ from torchperf_tui.app.widgets.history.baseline_mark import CONDITION_MARK, Base
 from torchperf_tui.app.widgets.fitted_table import FittedTable
 from torchperf_tui.app.widgets.history.history_detail import HistoryDetail
 from torchperf_tui.core.stats import percentile_supported
-from torchperf_tui.core.formatting import fit_name, printable, shorten_parts, UNSUPPORTED_LEGEND
+from torchperf_tui.core.formatting import COMPACT_UNSUPPORTED, UNSUPPORTED_LEGEND, fit_name, printable, shorten_parts
 from torchperf_tui.wording.history import history_row
 from torchperf_tui.core.errors import user_message
 from torchperf_tui.engine.records.history_file import HistoryFile, default_history_path
@@ -45,7 +45,6 @@ MARKS_LEGEND = f"{CONDITION_MARK} = the run's figures have a mark (disturbed, GP
 
 
 # one line beside the sidebar at 80 columns: a second one cost the table a row, and its width p99 (the Help says more)
-COMPACT_UNSUPPORTED = "? too few samples"
 COMPACT_MARKS = f"{CONDITION_MARK} a mark (said below)"
 NARROW = 60  # a pane narrower than this says the legend compactly
 
