@@ -45,7 +45,9 @@ def test_a_model_that_never_finishes_building_is_stopped_in_one_line(tmp_path, a
 
 def test_a_pass_that_never_returns_is_stopped_by_the_pass_deadline_and_said_to_be_a_timed_one(tmp_path):
     spec = f"{STALLING}:sleeps_on_its_fourth_pass"  # the first, one of warm-up, one timed, then the one that sleeps
-    proc = _cli(tmp_path, "bench", spec, "--warmup", "1", "--iters", "5", "--no-history", build_s=120, pass_s=4)
+    # The build deadline past the subprocess's timeout: a client that kept waiting for it once a pass had come back
+    # (its watchdog asleep for the build's wait) fails here, as it took 120 s of a build deadline of 120.
+    proc = _cli(tmp_path, "bench", spec, "--warmup", "1", "--iters", "5", "--no-history", build_s=600, pass_s=4)
     assert proc.returncode == 2 and proc.stdout == "", proc.stderr
     assert proc.stderr.splitlines() == [f"torchperf-tui: error: timing {spec}: the model did not finish a timed pass "
                                         f"within 4 s; stopped its measurement process ({PASS_ENV}=SECONDS waits "

@@ -314,9 +314,12 @@ class MeasurementProcess:
                 elif isinstance(message, (JobDone, JobFailed)):
                     self._jobs.pop(message.job_id, None)
                 elif info is not None:
+                    passed = info.passed
                     info.heard(message)
-                    if isinstance(message, Started):
-                        self._watchdog.wake()  # its deadline starts
+                    if isinstance(message, Started) or info.passed != passed:
+                        # its deadline starts, or shortens to the pass deadline: the watchdog may be asleep for the
+                        # build's (a pass that never returned was stopped after 120 s, not its 4)
+                        self._watchdog.wake()
                 if isinstance(message, Progress) and message.what in (PHASE, ALIVE):
                     continue  # for the line that says what a death or a deadline interrupted; no one else's business
             self.on_event(message)
