@@ -94,11 +94,11 @@ async def test_a_new_request_or_c_cancels_the_search_in_flight():
         # The tiny CNN's search now stops at its plateau in under a second: too soon to be cancelled.
         await choose_model(pilot, "tests.app.test_analysis_tabs:slow_rising", "3x16x16")
         await pilot.press("t")
-        first = app.pane("throughput").jobs.job_id("search")
+        first = app.pane("throughput").jobs.job_id("throughput")
         await wait_until(pilot, lambda: app.main.query_one("#throughput-table").row_count >= 1, what="a try")
         assert any(j.job_id == first for j in app.session.measure.pending())
         await pilot.press("t")  # a new request cancels the first
-        second = app.pane("throughput").jobs.job_id("search")
+        second = app.pane("throughput").jobs.job_id("throughput")
         assert second != first
         await wait_until(pilot, lambda: not any(j.job_id == first for j in app.session.measure.pending()),
                          what="the first search to stop")

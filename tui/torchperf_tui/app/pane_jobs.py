@@ -31,8 +31,10 @@ class PaneJobs:
     def session(self):
         return self.owner.app.session
 
-    def start(self, slot: str, kind: str, params: dict, what: str, enforce_cancel: bool = True) -> int:
-        """Send a job to the measurement process for `slot`, replacing the one there."""
+    def start(self, kind: str, params: dict, what: str, *, slot: str | None = None, enforce_cancel: bool = True) -> int:
+        """Send a job of `kind` to the measurement process, replacing the one in its slot: the kind's own, or `slot`
+        where two kinds take turns in one (the Device pane's ceilings, read or measured)."""
+        slot = slot or kind
         self.cancel(slot, enforce=enforce_cancel)
         disturbances = getattr(self.session, "disturbances", None)
         sent = (disturbances.now(), time.process_time()) if disturbances is not None else None

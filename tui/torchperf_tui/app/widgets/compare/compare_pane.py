@@ -159,7 +159,7 @@ class ComparePane(Vertical):
         if base is None:
             return
         # The arms are flag sets, not typed SPECs: the measurement process says them on the run's device.
-        self.jobs.start("ab", "ab", {"base": base, "a": ArmSpec(flags=flags_a), "b": ArmSpec(flags=flags_b),
+        self.jobs.start("ab", {"base": base, "a": ArmSpec(flags=flags_a), "b": ArmSpec(flags=flags_b),
                                      "blocks": AB_BLOCKS, "per_block": max(3, session.iters // 5),
                                      "seed": self.ab_runs[0], "remedy": FLIP_REMEDY},
                         f"comparing A/B on {selection.spec}")

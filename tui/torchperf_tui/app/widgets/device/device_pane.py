@@ -124,7 +124,7 @@ class DevicePane(VerticalScroll):
         if session.nvml_seam is not None or session.cuda_seam is not None:
             self._probe_with_seams()
         else:
-            self.jobs.start("probe", "probe", {}, "probing the device", enforce_cancel=False)
+            self.jobs.start("probe", {}, "probing the device", enforce_cancel=False)
 
     @work(thread=True, group="probe", exit_on_error=False)
     def _probe_with_seams(self) -> None:
@@ -141,8 +141,8 @@ class DevicePane(VerticalScroll):
     # -- measured ceilings (key C) ------------------------------------------------------------------------
     def load_ceilings(self) -> None:
         """The ceilings kept for the device runs go to (nothing is measured)."""
-        self.jobs.start("ceilings", "ceilings_kept", {"device": self.app.session.resolved_device()},
-                        "reading the kept ceilings", enforce_cancel=False)
+        self.jobs.start("ceilings_kept", {"device": self.app.session.resolved_device()}, "reading the kept ceilings",
+                        slot="ceilings", enforce_cancel=False)
 
     def measure_ceilings(self) -> None:
         """Measure the ceilings of the device runs go to, now, and keep them."""
@@ -150,7 +150,7 @@ class DevicePane(VerticalScroll):
         widget = self.query_one("#device-ceilings", Static)
         widget.display = True
         widget.update(f"\n[b]Measured ceilings[/] of {device}: measuring…")
-        self.jobs.start("ceilings", "ceilings", {"device": device, "refresh": True},
+        self.jobs.start("ceilings", {"device": device, "refresh": True},
                         f"measuring the ceilings of {device}")
 
     def _ceilings_event(self, event) -> None:

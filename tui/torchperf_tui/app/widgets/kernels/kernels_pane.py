@@ -170,7 +170,7 @@ class KernelsPane(Vertical):
             return
         # Flag sets said on the run's device by the measurement process; the same set under both is a view, not a
         # comparison: not refused (aa).
-        self.jobs.start("kernels", "kernels", {"base": base, "a": ArmSpec(flags=flags_a), "b": ArmSpec(flags=flags_b),
+        self.jobs.start("kernels", {"base": base, "a": ArmSpec(flags=flags_a), "b": ArmSpec(flags=flags_b),
                                                "aa": True}, f"profiling the conv kernels of {selection.spec}")
 
     @on(JobEvent)

@@ -191,7 +191,7 @@ class LayersPane(Vertical):
             return
         label, run = self._run
         self._times_line(f"run {label}: timing each layer of {escape(run.model)}…")
-        self.jobs.start("layer_times", "layer_times", {"result": run, "report": self.app.session.report},
+        self.jobs.start("layer_times", {"result": run, "report": self.app.session.report},
                         f"timing each layer of {run.model}")
 
     def _times_line(self, text: str, tooltip: str | None = None) -> None:

@@ -77,7 +77,7 @@ def process_gpu_text(used, reserved) -> str:
 
 class MemoryPane(Vertical):
     """Telemetry at the app's interval (NVML, psutil) from a thread of this pane, and the measurement
-    process's allocator between measurements. Jobs: "reading", "release", "snapshot"."""
+    process's allocator between measurements. Jobs: "memory" (a reading), "release", "memsnap"."""
 
     DEFAULT_CSS = """
     MemoryPane { height: 1fr; }
@@ -220,9 +220,9 @@ class MemoryPane(Vertical):
         """Ask the measurement process for its allocator and RSS, only while nothing measures there (a run's
         own memory trace covers that time) and only one question at a time."""
         session = self.app.session
-        if session.measure is None or self.jobs.busy("reading") or session.measuring():
+        if session.measure is None or self.jobs.busy("memory") or session.measuring():
             return
-        self.jobs.start("reading", "memory", {}, "reading memory", enforce_cancel=False)
+        self.jobs.start("memory", {}, "reading memory", enforce_cancel=False)
 
     def _with_allocator(self, sample) -> tuple[Any, str]:
         """The sample with the measurement process's allocator figures and RSS (this process holds no model),
@@ -246,7 +246,7 @@ class MemoryPane(Vertical):
         event = self.jobs.accept(message)
         if event is None:
             return
-        if message.slot == "reading":
+        if message.slot == "memory":
             if not isinstance(event, JobFailed):
                 self.allocator_reading = event.result
         elif message.slot == "release":
@@ -254,7 +254,7 @@ class MemoryPane(Vertical):
                 self._release_failed(event.error)
             else:
                 self._released(event.result)
-        elif message.slot == "snapshot":
+        elif message.slot == "memsnap":
             snapshot_answered(self.app, event)
 
     # -- release (key e) ----------------------------------------------------------------------------
@@ -269,7 +269,7 @@ class MemoryPane(Vertical):
         if session.cuda_seam is not None:
             self._release_with_seams(kind)  # tests: the fake GPU's allocator lives in this process
             return
-        self.jobs.start("release", "release", {"device": kind}, "releasing memory", enforce_cancel=False)
+        self.jobs.start("release", {"device": kind}, "releasing memory", enforce_cancel=False)
 
     @work(thread=True, exclusive=True, group="release", exit_on_error=False)
     def _release_with_seams(self, kind: str) -> None:

@@ -10,7 +10,7 @@ from torchperf_tui.engine.measurements.memsnap import NOT_CUDA
 
 def start_snapshot(pane) -> None:
     """Record the CUDA allocator's history over a few iterations of the selected model, from `pane`'s jobs
-    (its "snapshot" slot); a box without CUDA, or no model ready, is told why instead."""
+    (its "memsnap" slot); a box without CUDA, or no model ready, is told why instead."""
     selection = pane.screen.ready_selection("memory snapshot", module="memsnap")
     if selection is None:
         return
@@ -24,7 +24,7 @@ def start_snapshot(pane) -> None:
         return
     pane.app.notify(f"recording the allocator's history over {selection.spec} ({selection.step_text()})…",
                     title="memory snapshot", timeout=3)
-    pane.jobs.start("snapshot", "memsnap", {"cfg": cfg},
+    pane.jobs.start("memsnap", {"cfg": cfg},
                     f"recording the allocator's history over {selection.spec}")
 
 

@@ -119,7 +119,7 @@ class ModelPicker(Vertical):
 
     # -- catalogue -----------------------------------------------------------------------
     def load_catalogue(self) -> None:
-        self.jobs.start("catalogue", "catalogue", {}, "listing the models", enforce_cancel=False)
+        self.jobs.start("catalogue", {}, "listing the models", enforce_cancel=False)
 
     @on(JobEvent)
     def _job_event(self, message: JobEvent) -> None:
@@ -288,10 +288,10 @@ class ModelPicker(Vertical):
         try:
             params = self.screen.selection().analysis_params()  # the sidebar's choice, frozen, as jobs get it
         except Exception as exc:
-            self.jobs.cancel("analysis")
+            self.jobs.cancel("analyse")
             self._failed(spec, app_message(exc))
             return
-        self.jobs.start("analysis", "analyse", params, f"analysing {spec}")
+        self.jobs.start("analyse", params, f"analysing {spec}")
 
     # -- input settings ------------------------------------------------------------------
     def set_default_shape(self, shape: tuple) -> None:

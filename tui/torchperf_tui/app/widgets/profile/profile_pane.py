@@ -70,7 +70,7 @@ class ProfilePane(Vertical):
         cfg = self.jobs.config(selection, self._failed, slot="profile")
         if cfg is None:
             return
-        self.jobs.start("profile", "profile", {"cfg": cfg, "iters": session.profile_iters},
+        self.jobs.start("profile", {"cfg": cfg, "iters": session.profile_iters},
                         f"profiling {selection.spec}")
 
     @on(JobEvent)

@@ -237,7 +237,7 @@ class SweepPane(Vertical):
         cfg = self.jobs.config(selection, self._failed, slot="sweep")
         if cfg is None:
             return
-        self.jobs.start("sweep", "sweep", {"cfg": cfg, "seq_lens": parse_seq_lens(SWEEP_LENGTHS), "arms": arms},
+        self.jobs.start("sweep", {"cfg": cfg, "seq_lens": parse_seq_lens(SWEEP_LENGTHS), "arms": arms},
                         f"sweeping the sequence length of {selection.spec}")
 
     @on(JobEvent)

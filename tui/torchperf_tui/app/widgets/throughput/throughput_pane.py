@@ -160,11 +160,11 @@ class ThroughputPane(Vertical):
         self.status = (f"[b]{selection.spec}[/] on {session.resolved_device()} · {selection.step_text()} · "
                          f"{session.flags_text(selection.flags)} · searching: doubling the batch until "
                          "samples/s stops improving, it does not fit, or the time budget runs out…")
-        cfg = self.jobs.config(selection, self._failed, slot="search")
+        cfg = self.jobs.config(selection, self._failed, slot="throughput")
         if cfg is None:
             return
         options = {} if session.max_batch is None else {"max_batch": session.max_batch}
-        self.jobs.start("search", "throughput", {"cfg": cfg, "options": options},
+        self.jobs.start("throughput", {"cfg": cfg, "options": options},
                         f"searching the largest batch of {selection.spec}")
         from torchperf_tui.engine.measurements.throughput import DEFAULT_TIME_BUDGET_S  # loaded by the session's warm-up
 

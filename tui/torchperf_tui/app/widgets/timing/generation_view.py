@@ -136,7 +136,7 @@ class GenerationView(Vertical):
         note = f" (the run options {', '.join(ignored)} do not apply: inference, eager, one prompt)" if ignored else ""
         self.say_head(f": building…{escape(note)}")
         self._histogram([])
-        self.jobs.start("generate", "generate", {"cfg": cfg, "new_tokens": NEW_TOKENS},
+        self.jobs.start("generate", {"cfg": cfg, "new_tokens": NEW_TOKENS},
                         f"generating {NEW_TOKENS} tokens with {selection.spec}")
 
     def refused(self, error: str) -> None:

@@ -45,7 +45,7 @@ def update_live(line: Static, text: str, settled: bool) -> None:
 COMPACT_BELOW_ROWS = 30  # the pane's height under which its lines are compact
 
 class TimingPane(Vertical):
-    """The current (or last) run. Jobs: "run" (timing), "roofline" (of the finished run), "determinism"."""
+    """The current (or last) run. Jobs: "time" (the run), "roofline" (of the finished run), "determinism"."""
 
     @dataclass
     class RooflineReady(Message):
@@ -127,7 +127,7 @@ class TimingPane(Vertical):
         self.roofline_line.say("")
         self._show(record)
         self.post_message(RunsChanged())
-        cfg = self.jobs.config(selection, lambda error: self._failed(record, error), slot="run")
+        cfg = self.jobs.config(selection, lambda error: self._failed(record, error), slot="time")
         if cfg is None:
             return
         record.batch = cfg.batch or 1
@@ -135,7 +135,7 @@ class TimingPane(Vertical):
         if note:
             self.app.notify(note, title="dtype", severity="warning", timeout=8)
         what = f"timing {selection.spec} at {selection.input_text(self.screen.default_shape())}"
-        self._job_runs[self.jobs.start("run", "time", {"cfg": cfg}, what)] = record
+        self._job_runs[self.jobs.start("time", {"cfg": cfg}, what)] = record
 
     def cancel_run(self) -> None:
         """The run shows it is being cancelled until its last answer comes."""
@@ -146,7 +146,7 @@ class TimingPane(Vertical):
     @on(JobEvent)
     def _job_event(self, message: JobEvent) -> None:
         current = self.jobs.current(message)
-        if message.slot == "run":
+        if message.slot == "time":
             self._run_event(message.event, current)
         elif current:
             getattr(self, f"_{message.slot}_event")(message.event)
@@ -231,7 +231,7 @@ class TimingPane(Vertical):
         if result.shapes != "fixed":  # FLOPs and bytes are counted at one input shape
             self.roofline_line.varying_shapes(record.label, result.shapes)
             return
-        self.jobs.start("roofline", "roofline", {"result": result, "report": self.app.session.report},
+        self.jobs.start("roofline", {"result": result, "report": self.app.session.report},
                         f"placing run {record.label} on the roofline", enforce_cancel=False)
 
     def _failed(self, record: LiveRun, error: str) -> None:
@@ -262,7 +262,7 @@ class TimingPane(Vertical):
         self.determinism_note.running(selection.spec, selection.step_text(),
                                       self.app.session.flags_text(selection.flags))
         self.screen.show_tab("timing")
-        self.jobs.start("determinism", "determinism", {"cfg": cfg}, f"checking determinism of {selection.spec}")
+        self.jobs.start("determinism", {"cfg": cfg}, f"checking determinism of {selection.spec}")
 
     def _determinism_event(self, event) -> None:
         if isinstance(event, JobFailed):
@@ -286,7 +286,7 @@ class TimingPane(Vertical):
         self.modes_lines.measuring(selection.spec, f"{selection.spec} {selection.input_text(self.screen.default_shape())} "
                                                    f"{selection.dtype} · {selection.step_text()}")
         self.screen.show_tab("timing")  # where its lines are: pressed on another tab, nothing showed it ran
-        self.jobs.start("modes", "modes", {"cfg": cfg}, f"timing modes of {selection.spec}")
+        self.jobs.start("modes", {"cfg": cfg}, f"timing modes of {selection.spec}")
 
     def _modes_event(self, event) -> None:
         if isinstance(event, Progress):
