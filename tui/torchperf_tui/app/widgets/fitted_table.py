@@ -26,6 +26,11 @@ def cell_width(cell) -> int:
     return max(cell_len(line) for line in (text if text is not None else str(cell)).split("\n"))
 
 
+def column_widths(columns: Sequence[tuple[str, str]], rows: Sequence[Sequence]) -> list[int]:
+    """Each column's width at its widest cell or label (its cells' padding not counted)."""
+    return [max([cell_width(label)] + [cell_width(row[i]) for row in rows]) for i, (_, label) in enumerate(columns)]
+
+
 class FittedTable(DataTable):
     """A DataTable that says when its width is not the one its columns were fitted to, and what width they have."""
 
@@ -48,10 +53,14 @@ class FittedTable(DataTable):
         a table refilled to the size it had and drawn before then kept each cell cut to its header's width ('3.0'
         for '3.00 ms', seen in the sweep's table under load)."""
         self.clear(columns=True)
-        for i, (key, label) in enumerate(columns):
-            self.add_column(label, key=key, width=max([cell_width(label)] + [cell_width(row[i]) for row in rows]))
+        for (key, label), width in zip(columns, column_widths(columns, rows)):
+            self.add_column(label, key=key, width=width)
         for n, row in enumerate(rows):
             self.add_row(*row, key=keys[n] if keys is not None else None, height=height)
+
+    def natural_width(self, columns: Sequence[tuple[str, str]], rows: Sequence[Sequence]) -> int:
+        """The width `columns` take with `rows` filled in, each as wide as its widest cell, padding included."""
+        return sum(width + 2 * self.cell_padding for width in column_widths(columns, rows))
 
     def columns_width(self, lines: int, laid_out: int) -> int:
         """The width the columns of rows `lines` lines high in all have without scrolling sideways: the table's

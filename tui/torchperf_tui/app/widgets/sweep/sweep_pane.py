@@ -188,10 +188,8 @@ class SweepPane(Vertical):
     def _fill(self) -> None:
         """The table's columns and a row per point; p90 only where every column fits the table's width."""
         table = self.query_one(FittedTable)
-        cells = [point_cells(point, self._ab) for point in self.points]
-        widths = [max([len(label)] + [len(row[i]) for row in cells]) + 2
-                  for i, (_, label) in enumerate(columns_for(self._ab))]
-        self._p90 = sum(widths) <= table.columns_width(len(cells), laid_out=self.scrollable_content_region.width)
+        every = table.natural_width(columns_for(self._ab), [point_cells(point, self._ab) for point in self.points])
+        self._p90 = every <= table.columns_width(len(self.points), laid_out=self.scrollable_content_region.width)
         table.fill(columns_for(self._ab, self._p90), [point_cells(point, self._ab, self._p90) for point in self.points])
         if table.row_count:
             table.move_cursor(row=table.row_count - 1)
