@@ -286,6 +286,15 @@ class FrozenTelemetry:
         return self.history[-1]
 
 
+def in_sight(app, widget) -> bool:
+    """The widget lies within the screen and within every container around it (a tab scrolled or not)."""
+    region = widget.region
+    if region.height == 0 or region.width == 0:
+        return False
+    return all(ancestor.region.contains_region(region) for ancestor in widget.ancestors
+               if hasattr(ancestor, "region") and ancestor is not app)
+
+
 def column_in_sight(table, key: str) -> bool:
     """The column `key` ends within the table's width without scrolling (its left columns' widths summed)."""
     right = 0

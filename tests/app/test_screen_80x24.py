@@ -6,7 +6,8 @@ at its edge. The measurement process answers with recorded results (tests/app/sm
 
 from __future__ import annotations
 
-from tests.app.helpers import column_in_sight, flip, make_app, row_cells, screen_text, wait_ready, wait_until
+from tests.app.helpers import (column_in_sight, flip, in_sight, make_app, row_cells, screen_text, wait_ready,
+                               wait_until)
 from tests.app.recorded_answers import NOT_PLACED, TimedRuns, recorded_kernels
 from tests.app.small_screen_answers import (SLOW, DisturbedRuns, recorded_generation, recorded_modes,
                                             recorded_roofline, recorded_throughput)
@@ -20,15 +21,6 @@ def drawn(widget) -> str:
 
 def whole(text: str) -> str:
     return "".join(text.split())
-
-
-def in_sight(app, widget) -> bool:
-    """The widget lies within the screen and within every container around it (a tab scrolled or not)."""
-    region = widget.region
-    if region.height == 0 or region.width == 0:
-        return False
-    return all(ancestor.region.contains_region(region) for ancestor in widget.ancestors
-               if hasattr(ancestor, "region") and ancestor is not app)
 
 
 async def choose_tiny(pilot) -> None:

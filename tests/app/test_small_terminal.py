@@ -9,7 +9,8 @@ from textual.widgets import Footer, Input, Tab
 from textual.widgets._footer import FooterKey
 
 from tests.app.recorded_answers import TimedRuns
-from tests.app.helpers import column_in_sight, flip, make_app, row_cells, screen_text, shown_notifications, wait_until
+from tests.app.helpers import (column_in_sight, flip, in_sight, make_app, row_cells, screen_text, shown_notifications,
+                               wait_until)
 from torchperf_tui.app.screens.layout import TABS
 from torchperf_tui.core.stats import bulk_range
 
@@ -220,8 +221,9 @@ async def test_at_80x24_layers_history_and_compare_keep_their_key_columns_in_sig
         assert str(compare.get_row_at(1)[2]).endswith("x")  # a speed-up, not n/a
         # 8 samples cannot support a p99: its '?' is said on the pane (it was a tooltip, out of a keyboard's reach)
         assert "?" in str(compare.get_row_at(1)[3])
-        await wait_until(pilot, lambda: "? too few samples" in screen_text(app, "#compare-note"),
-                         what="what the '?' means")
+        legend = app.main.query_one("#compare-legend")
+        await wait_until(pilot, lambda: in_sight(app, legend) and "? too few samples" in screen_text(app, "#compare-legend"),
+                         what="what the '?' means, in sight")
         await pilot.press("8")
         history = app.main.query_one("#history-table")
         await wait_until(pilot, lambda: history.row_count == 2, what="both runs in the history")

@@ -92,6 +92,9 @@ class ComparePane(Vertical):
         yield Static("no runs yet: pick a model and press r", id="compare-note")
         yield Static(f"{IDLE_HINT} (interleaved, with a verdict)", id="compare-verdict")
         yield DataTable(id="compare-table", cursor_type="row", zebra_stripes=True)
+        # what a '?' beside a p99 means, where one shows (a tooltip is out of reach of a keyboard over SSH; the note
+        # above is cut to a line a statement on a short terminal)
+        yield Static("", id="compare-legend", classes="dim-note")
         yield LatencyOverlay(id="latency-overlay")
 
     def on_mount(self) -> None:
@@ -306,11 +309,11 @@ class ComparePane(Vertical):
             note.update("no runs yet: pick a model and press r")
         else:
             head = f"baseline {base.label}: {setup_text(base)} · " if base is not None else ""
-            # what a '?' beside a p99 means, said on the pane (a tooltip is out of reach of a keyboard over SSH);
-            # whole in the Help
-            legend = f" · {COMPACT_UNSUPPORTED}" if marked else ""
             note.update(f"{head}speed-up = baseline median / run median, like for like only · b: make the "
-                        "highlighted run the baseline" + escape(legend) + disturbed_note(list(history)))
+                        "highlighted run the baseline" + disturbed_note(list(history)))
+        legend = self.query_one("#compare-legend", Static)
+        legend.update(COMPACT_UNSUPPORTED)  # whole in the Help
+        legend.display = marked
         self.query_one(LatencyOverlay).show_runs(
             [(f"{r.label} {r.flags_text if base is None or r is base else against_text(r, base, kind)}",
               r.samples_ms) for r in overlaid],  # the note above says the baseline's whole setup
