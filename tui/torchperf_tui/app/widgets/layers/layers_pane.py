@@ -137,8 +137,7 @@ class LayersPane(Vertical):
         # The name gets what the numbers beside it leave of the width (each: its widest cell + 2): the times,
         # FLOPs, their share (a training step's backward FLOPs) and params.
         last = (4 if training else 3) + (len(TIME_COLUMNS) if timed is not None else 0)
-        beside = sum(max([len(label)] + [len(row[i]) for row in rows]) + 2
-                     for i, (_, label) in enumerate(columns) if 1 <= i <= last)
+        beside = table.natural_width(columns[1:last + 1], [row[1:last + 1] for row in rows])
         width = max(MIN_NAME, table.columns_width(len(rows), laid_out=self.scrollable_content_region.width)
                     - beside - 2)  # 2: its own cell padding
         keys = list(self._row_of.values()) if timed is not None else [f"{i}" for i in range(len(rows))]
