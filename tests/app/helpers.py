@@ -129,14 +129,27 @@ async def first_recorded_run(pilot, path):
     return HistoryFile(str(path)).load().records[-1]
 
 
+async def paste(pilot, text: str, *then: str) -> None:
+    """`text` pasted into the focused field, as a terminal sends a paste (one event), then the keys `then` pressed
+    (⏎, Tab). The field takes it as typed text: its Changed, then Submitted or Blurred. Typing it key by key costs
+    two idle waits of Pilot's a key, seconds for a model's spec; a test of what each key does types it."""
+    from textual import events
+
+    pilot.app.post_message(events.Paste(text))
+    await pilot.pause()
+    if then:
+        await pilot.press(*then)
+
+
 async def choose_model(pilot, spec: str = TINY, shape: str = "3x32x32") -> None:
-    """Type the spec and the input shape as a user would, and wait for the analysis at that shape (for a model
-    whose analysis fails, for its error line)."""
+    """Paste the spec and the input shape into their fields as a user would, and wait for the analysis at that
+    shape (for a model whose analysis fails, for its error line)."""
     app = pilot.app
     picker = app.pane("picker")
-    await pilot.click("#custom-spec")
-    app.main.query_one("#custom-spec").value = ""
-    await pilot.press(*spec, "enter")
+    field = app.main.query_one("#custom-spec")
+    field.focus()
+    field.value = ""
+    await paste(pilot, spec, "enter")
     shape_field = app.main.query_one("#shape")
     if "oom" in spec:  # its forward raises, so the analysis fails too: wait for that error
         await wait_until(pilot, lambda: picker.spec == spec and "error" in screen_text(app, "#model-summary"),
@@ -147,7 +160,7 @@ async def choose_model(pilot, spec: str = TINY, shape: str = "3x32x32") -> None:
     await wait_until(pilot, lambda: analysed(app, spec), what="the analysis")
     shape_field.focus()
     shape_field.value = ""
-    await pilot.press(*shape, "enter")
+    await paste(pilot, shape, "enter")
     size = int(shape.split("x")[-1])
     await wait_until(pilot, lambda: analysed(app) and picker.complexity.input_shape[-1] == size,
                      what="the analysis at the new shape")
@@ -163,12 +176,13 @@ async def pick_listed(pilot, name: str) -> None:
 
 
 async def run_custom_model(pilot, spec: str) -> None:
-    """Type a module:factory into the custom field as a user would (the field cleared first), wait for its
+    """Paste a module:factory into the custom field as a user would (the field cleared first), wait for its
     analysis, and press r."""
     app = pilot.app
-    await pilot.click("#custom-spec")
-    app.main.query_one("#custom-spec").value = ""
-    await pilot.press(*spec, "enter")
+    field = app.main.query_one("#custom-spec")
+    field.focus()
+    field.value = ""
+    await paste(pilot, spec, "enter")
     await wait_until(pilot, lambda: analysed(app, spec), what=f"the analysis of {spec}")
     await pilot.press("escape", "r")
 

@@ -3,7 +3,7 @@ assumed, as the CLI does; typing a shape or choosing another model takes the not
 
 from __future__ import annotations
 
-from tests.app.helpers import TINY, analysed, make_app, screen_text, wait_ready, wait_until
+from tests.app.helpers import TINY, analysed, make_app, paste, screen_text, wait_ready, wait_until
 
 
 async def test_choosing_a_model_without_an_input_shape_says_the_shape_is_assumed_until_one_is_typed():
@@ -11,7 +11,7 @@ async def test_choosing_a_model_without_an_input_shape_says_the_shape_is_assumed
     async with app.run_test(size=(110, 34)) as pilot:
         await wait_ready(pilot)
         await pilot.click("#custom-spec")
-        await pilot.press(*TINY, "enter")
+        await paste(pilot, TINY, "enter")
         await wait_until(pilot, lambda: analysed(app, TINY), timeout=120, what="the analysis of tiny_cnn")
         note = app.main.query_one("#input-note")
         await wait_until(pilot, lambda: "input 3x224x224 assumed" in screen_text(app, "#input-note"), timeout=30,

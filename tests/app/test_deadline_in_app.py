@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 
-from tests.app.helpers import analysed, make_app, run_custom_model, screen_text, wait_ready, wait_until
+from tests.app.helpers import analysed, make_app, paste, run_custom_model, screen_text, wait_ready, wait_until
 from torchperf_tui.measure.client import MeasurementProcess
 from torchperf_tui.measure.deadlines import BUILD_ENV, Deadlines
 
@@ -22,7 +22,7 @@ async def test_an_analysis_past_its_deadline_shows_its_line_and_the_next_model_i
         first_pid = app.session.measurement_pid
         await pilot.click("#custom-spec")
         app.main.query_one("#custom-spec").value = ""
-        await pilot.press(*STALLS, "enter")
+        await paste(pilot, STALLS, "enter")
         said = (f"analysing {STALLS}: the model did not finish its analysis within 15 s; stopped its measurement "
                 f"process ({BUILD_ENV}=SECONDS waits longer)")
         await wait_until(pilot, lambda: said in " ".join(screen_text(app, "#model-summary").split()),

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tests.app.helpers import TINY, analysed, make_app, wait_ready, wait_until
+from tests.app.helpers import TINY, analysed, make_app, paste, wait_ready, wait_until
 
 pytestmark = pytest.mark.own_process  # what the app does while its measurement process is stuck or killed
 
@@ -18,7 +18,7 @@ async def _type_spec(pilot, spec: str) -> None:
     app = pilot.app
     await pilot.click("#custom-spec")
     app.main.query_one("#custom-spec").value = ""
-    await pilot.press(*spec, "enter")
+    await paste(pilot, spec, "enter")
 
 
 async def test_after_a_model_whose_build_blocks_the_next_model_is_analysed(tmp_path, monkeypatch):

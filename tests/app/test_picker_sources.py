@@ -20,6 +20,7 @@ from tests.app.helpers import (
     analysed,
     make_app,
     notifications,
+    paste,
     real_process,
     screen_text,
     wait_ready,
@@ -197,7 +198,7 @@ async def test_args_and_seq_reach_the_selection_the_analysis_and_the_run():
         await choose_gpt2(pilot, app)
         assert app.main.query_one("#shape").value == "128"  # the default length, as analysed
         await pilot.click("#model-args")
-        await pilot.press(*GPT2_ARGS, "enter")
+        await paste(pilot, GPT2_ARGS, "enter")
         await wait_until(pilot, lambda: analyses(fake)[-1].get("model_args") == (("n_layer", "2"), ("n_embd", "64"),
                                                                                  ("n_head", "2")),
                          what="the analysis with the overrides")
@@ -261,7 +262,7 @@ async def test_a_model_chosen_past_what_the_list_shows_is_filtered_for_and_highl
         assert highlighted_id(app) == "timm:test_net_250"
         assert app.main.query_one("#model-filter").value == "timm:test_net_250"
         await pilot.click("#custom-spec")
-        await pilot.press(*"mypkg.nets:make_net", "enter")
+        await paste(pilot, "mypkg.nets:make_net", "enter")
         await wait_until(pilot, lambda: analysed(app, "mypkg.nets:make_net"), what="the analysis of the custom model")
         assert highlighted_id(app) is None  # not in the catalogue: nothing highlighted, not the model before
 
@@ -272,7 +273,7 @@ async def test_args_left_with_tab_are_analysed_as_with_enter_and_enter_hands_the
     app, fake = sources_app()
     async with app.run_test(size=(110, 34)) as pilot:
         asked = await in_gpt2s_args(pilot, app, fake)
-        await pilot.press(*GPT2_ARGS, "tab")
+        await paste(pilot, GPT2_ARGS, "tab")
         await wait_until(pilot, lambda: len(analyses(fake)) > asked
                          and analyses(fake)[-1].get("model_args") == (("n_layer", "2"), ("n_embd", "64"), ("n_head", "2")),
                          what="the analysis with the overrides, on leaving the field")

@@ -8,8 +8,8 @@ picker's tests), except where the measurement process's own refusal is what is c
 
 from __future__ import annotations
 
-from tests.app.helpers import (TINY, analysed, choose_model, flip, make_app, notifications, real_process, row_cells,
-                               screen_text, wait_ready, wait_until)
+from tests.app.helpers import (TINY, analysed, choose_model, flip, make_app, notifications, paste, real_process,
+                               row_cells, screen_text, wait_ready, wait_until)
 from tests.app.recorded_answers import NOT_PLACED, TimedRuns
 from tests.app.test_picker_sources import GPT2_ARGS, analyses, catalogue, recorded_analysis
 from tests.fakes.fake_measurement import HELD, Failed, FakeMeasurement, Recorded
@@ -32,15 +32,15 @@ async def pick(pilot, text: str) -> None:
     its analysis is shown."""
     await pilot.press("escape", "slash")
     pilot.app.main.query_one("#model-filter").value = ""
-    await pilot.press(*text, "enter")
+    await paste(pilot, text, "enter")
     await wait_until(pilot, lambda: analysed(pilot.app, text), what=f"the analysis of {text}")
 
 
 async def type_into(pilot, field_id: str, text: str) -> None:
-    """Click a field, clear it and type `text` with ⏎, as a user does."""
+    """Click a field, clear it and paste `text` with ⏎, as a user does."""
     await pilot.click(f"#{field_id}")
     pilot.app.main.query_one(f"#{field_id}").value = ""
-    await pilot.press(*text, "enter")
+    await paste(pilot, text, "enter")
 
 
 def fields(app) -> tuple[str, str, str]:
@@ -128,7 +128,7 @@ async def test_a_spec_typed_in_the_filter_and_entered_leaves_the_filter_so_r_run
         assert app.main.query_one("#model-filter").value == TINY  # no "r" typed into it
         assert timed(fake)[-1].model == TINY
         await pilot.click("#custom-spec")
-        await pilot.press(*"tests.tinymodels:threads_probe", "enter")  # the custom field's ⏎ too
+        await paste(pilot, "tests.tinymodels:threads_probe", "enter")  # the custom field's ⏎ too
         await wait_until(pilot, lambda: analysed(app, "tests.tinymodels:threads_probe"), what="the custom model")
         assert app.main.focused is app.main.query_one("#model-list")
 
