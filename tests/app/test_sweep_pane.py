@@ -114,3 +114,23 @@ async def test_a_refused_sweep_is_a_message_and_the_app_keeps_running(tiny_app):
         assert any("not token ids" in n for n in notifications(app))
         await pilot.press("1")
         assert app.main.active_tab() == "timing"
+
+
+async def test_a_length_measured_on_a_busy_host_is_marked_in_its_row_and_the_line_under_the_table_says_why(tiny_app):
+    # Beside the sidebar at 80x24 the line of marks is below the fold: the row itself must say it is marked, as
+    # Throughput's 'yes !' does. A walk under load showed five noisy lengths with nothing in their rows.
+    from torchperf_tui.engine.hardware.host_noise import HostNoise
+
+    recorded = recorded_sweep()
+    busy = HostNoise(cores=2, load_start=6.0, load_end=7.0, window_s=3.0, other_busy_cores=1.5, slow_share=0.0,
+                     samples=10)
+    recorded.result.points[1].host_noise = busy  # length 256
+    async with tiny_app(answers={"sweep": recorded}, size=(80, 24)) as pilot:
+        app = pilot.app
+        await pilot.press("w")
+        await wait_until(pilot, lambda: "stopped:" in screen_text(app, "#sweep-summary"), what="the sweep's end")
+        table = app.main.query_one("#sweep-table")
+        lengths = [row_cells(table, i)["length"] for i in range(table.row_count)]
+        assert lengths == ["128", "256 !", "512", "1024"]
+        marks = [line for line in screen_text(app, "#sweep-summary").splitlines() if "disturbed" in line]
+        assert marks and marks[0].startswith("! disturbed: length 256: noisy host"), marks

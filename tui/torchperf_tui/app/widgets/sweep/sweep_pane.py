@@ -23,6 +23,7 @@ from torchperf_tui.measure.protocol import JobDone, JobFailed, Progress
 from torchperf_tui.engine.measurements.ab_arms import ArmSpec, same_arms_refusal
 from torchperf_tui.engine.measurements.sweep import parse_seq_lens
 from torchperf_tui.wording import model_label
+from torchperf_tui.wording.conditions import CONDITION_MARK, point_mark
 from torchperf_tui.wording.sweep import sweep_marks_text, sweep_summary
 
 SWEEP_LENGTHS = "128-4096"  # the app's lengths (the CLI's default): cut at the model's maximum, within the budget
@@ -42,12 +43,14 @@ def columns_for(ab: bool, p90: bool = True) -> tuple[tuple[str, str], ...]:
 
 def point_cells(point, ab: bool = False, p90: bool = True) -> tuple[str, ...]:
     """(length, [arm,] p50, peak, tokens/s[, p90]) of one SweepPoint; one that did not fit says so (why: in the
-    summary, which says what stopped the sweep)."""
+    summary, which says what stopped the sweep). A point whose window was disturbed has its length marked '128 !',
+    as Throughput marks a try: the line under the table says what each mark is."""
     arm = (point.arm or "–",) if ab else ()
     last = (format_ms(point.p90_ms),) if p90 else ()
     if not point.fits:
         return (str(point.length), *arm, "does not fit", "", "", *("",) * len(last))
-    return (str(point.length), *arm, format_ms(point.median_ms), format_bytes(point.peak_bytes),
+    length = f"{point.length} {CONDITION_MARK}" if point_mark(point) else str(point.length)
+    return (length, *arm, format_ms(point.median_ms), format_bytes(point.peak_bytes),
             number_text(point.tokens_per_s, ",.0f"), *last)
 
 
@@ -278,7 +281,8 @@ class SweepPane(Vertical):
                                                                if not note.startswith("CPU memory cap")]
         lines += [f"[b $warning]torch state:[/] {escape(note)}" for note in result.state_notes]
         marks = sweep_marks_text(result, compact=True)  # per length, as a run's; whole in the tooltip
-        lines += [f"[$warning]{escape(marks)}[/]"] if marks else []
+        marked = any(point_mark(point) for point in result.points if point.fits)
+        lines += [f"[$warning]{CONDITION_MARK + ' ' if marked else ''}{escape(marks)}[/]"] if marks else []
         self._summary = lines
         self._say_summary()
         self.query_one("#sweep-summary", Static).tooltip = sweep_marks_text(result) or None
