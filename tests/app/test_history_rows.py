@@ -66,7 +66,8 @@ async def test_each_history_row_says_what_it_is_and_the_highlighted_one_is_said_
         rows = [flat(row) for row in lines[lines.index(header) + 1:][:5]]  # newest first
         assert [row.split(" resnet18")[0].split(" evil")[0].split(" hf:")[0].split(" …")[0] for row in rows] == [
             "pass", "token", "B pass", "A pass", "! pass"]  # per what; '!': a run with a mark (the disturbed one)
-        assert "evil\\x1b" in rows[0] and "layer=2)" in rows[1] and "12.00 ms?" in rows[1]
+        # the model is named first, its overrides cut
+        assert "evil\\x1b" in rows[0] and "token hf:gpt2" in rows[1] and "12.00 ms?" in rows[1]
         assert "9.00 ms?" in rows[2] and "11.00 ms?" in rows[3] and "10.00 ms?" in rows[4]
         if size == (100, 30):
             assert "when (UTC)" in header and all("11-22 20:30" in row for row in rows)

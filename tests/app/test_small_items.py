@@ -105,6 +105,21 @@ def test_a_module_factory_too_long_for_the_history_keeps_the_factory_whole():
     assert fit_model("efficientnet_b7", 10) == "efficient…"  # a torchvision name keeps its start
 
 
+def test_a_model_with_overrides_too_long_for_the_history_keeps_its_name_and_cuts_its_overrides():
+    # Walking the app at 80x24, two rows of hf:llama with overrides read '…eads=4)': the model's name was gone.
+    from torchperf_tui.app.widgets.history.history_pane import fit_model
+
+    label = "hf:llama (num_hidden_layers=2,hidden_size=256,num_key_value_heads=4)"
+    assert fit_model(label, 70) == label
+    assert fit_model(label, 20) == "hf:llama (num_hidd…)"
+    assert fit_model(label, 10) == "hf:llama…"
+    for width in range(4, 30):
+        fitted = fit_model(label, width)
+        assert len(fitted) <= width, (width, fitted)
+        if width >= 9:
+            assert fitted.startswith("hf:llama"), (width, fitted)
+
+
 async def test_a_failed_comparison_is_said_in_the_pane_and_its_toast_is_short(tiny_app):
     """A flip (its run answered), then a; the comparison fails in the measurement process: the Compare pane's
     verdict line says the error, and its toast is short (once 8 s over the table at 80x24)."""

@@ -79,9 +79,17 @@ def home_short(path) -> str:
 def fit_model(model: str, width: int) -> str:
     """A model's name in `width` characters: a module:factory keeps its factory whole and elides the middle of
     the module's words first ('tests.tiny…s:tiny_cnn', as a layer path is cut), then cuts from the left; a
-    torchvision name keeps its start."""
+    torchvision name keeps its start. A model with overrides ('hf:llama (num_hidden_layers=2,...)') keeps its name
+    and cuts the overrides ('hf:llama (num_hid…)'): which model comes first, its whole settings are in the line
+    under the table."""
     if len(model) <= width:
         return model
+    name, paren, overrides = model.partition(" (")
+    if paren:
+        room = width - len(name) - len(" (…)")
+        if room >= 1:
+            return f"{name} ({overrides[:room]}…)"
+        return fit_model(name + "…", width) if len(name) + 1 > width else name + "…"
     module, sep, factory = model.rpartition(":")
     if not sep:
         return fit_name(model, width) if "." in model else model[: width - 1] + "…"
