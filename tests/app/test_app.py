@@ -111,8 +111,11 @@ async def test_samples_arrive_in_batches_not_one_message_per_iteration(tiny_app)
         await wait_until(pilot, lambda: app.session.runs.get(1) is not None and app.session.runs.get(1).finished,
                          what="the run to finish")
         record = app.session.runs.get(1)
-        assert record.status == "done" and len(record.samples_ms) == 2000
-        assert 2 <= record.batches < 2001 / 4  # first iteration + timed batches, far fewer than iterations
+        # every timed iteration the engine took is on screen: all 2000, or (on a box slow enough to reach the run's
+        # 60 s time budget first, as beside two CPU burners: 1597) as many as the result says it took
+        assert record.status == "done" and record.samples_ms == record.result.samples_ms
+        assert len(record.samples_ms) == 2000 or (record.result.budget_stopped and len(record.samples_ms) > 100)
+        assert 2 <= record.batches < len(record.samples_ms) / 4  # first iteration + timed batches, far fewer
 
 
 async def test_flipping_a_flag_mid_run_cancels_it_and_restarts_with_the_new_flags(tiny_app):
