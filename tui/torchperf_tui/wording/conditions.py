@@ -70,6 +70,12 @@ def disturbed_text(marks, compact: bool = False) -> str:
     return "disturbed: " + (", ".join(dict.fromkeys(mark_head(m) for m in marks)) if compact else "; ".join(marks))
 
 
+def table_marks(marks: str, rows) -> str:
+    """The line of marks under a table of points, '! disturbed: …' where one of its `rows` (the points measured) is
+    marked '!', so that the line says what the table's marks are; else `marks` as they are."""
+    return f"{CONDITION_MARK} {marks}" if marks and any(point_mark(row) for row in rows) else marks
+
+
 def point_mark(point) -> str:
     """A point's findings in a word or two for its cell or line ('noisy host', 'noisy host, noisy samples'); '' when
     its window was quiet (a BatchTry, a SweepPoint, a ModeResult: anything with a host_noise)."""

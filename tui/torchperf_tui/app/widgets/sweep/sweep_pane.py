@@ -23,7 +23,7 @@ from torchperf_tui.measure.protocol import JobDone, JobFailed, Progress
 from torchperf_tui.engine.measurements.ab_arms import ArmSpec, same_arms_refusal
 from torchperf_tui.engine.measurements.sweep import parse_seq_lens
 from torchperf_tui.wording import model_label
-from torchperf_tui.wording.conditions import CONDITION_MARK, point_mark
+from torchperf_tui.wording.conditions import CONDITION_MARK, point_mark, table_marks
 from torchperf_tui.wording.sweep import sweep_marks_text, sweep_summary
 
 SWEEP_LENGTHS = "128-4096"  # the app's lengths (the CLI's default): cut at the model's maximum, within the budget
@@ -280,9 +280,9 @@ class SweepPane(Vertical):
         lines = [f"[b]{escape(sweep_summary(result))}[/]"] + [escape(note) for note in result.notes
                                                                if not note.startswith("CPU memory cap")]
         lines += [f"[b $warning]torch state:[/] {escape(note)}" for note in result.state_notes]
-        marks = sweep_marks_text(result, compact=True)  # per length, as a run's; whole in the tooltip
-        marked = any(point_mark(point) for point in result.points if point.fits)
-        lines += [f"[$warning]{CONDITION_MARK + ' ' if marked else ''}{escape(marks)}[/]"] if marks else []
+        # per length, as a run's; whole in the tooltip
+        marks = table_marks(sweep_marks_text(result, compact=True), [point for point in result.points if point.fits])
+        lines += [f"[$warning]{escape(marks)}[/]"] if marks else []
         self._summary = lines
         self._say_summary()
         self.query_one("#sweep-summary", Static).tooltip = sweep_marks_text(result) or None

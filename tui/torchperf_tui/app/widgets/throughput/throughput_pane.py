@@ -19,7 +19,7 @@ from torchperf_tui.measure.protocol import JobDone, JobFailed, Progress
 
 from torchperf_tui.core.formatting import format_bytes, format_ms, format_number, format_shape, is_number, number_text
 from torchperf_tui.wording import bold
-from torchperf_tui.wording.conditions import CONDITION_MARK, conditions_line_rows, disturbed_text, point_mark
+from torchperf_tui.wording.conditions import conditions_line_rows, disturbed_text, table_marks
 from torchperf_tui.wording.throughput import best_text, fits_text, limit_row, stopped_by_row
 from torchperf_tui.app.widgets.timing.histogram import PlotHolder, theme_palette
 from torchperf_tui.app.widgets.timing.run_lines import conditions_markup
@@ -63,9 +63,7 @@ def throughput_summary(result) -> str:
     lines += [escape(n) for n in result.notes if not n.startswith("CPU memory cap")]
     # a GPU: its clocks, energy per sample and throttling over the measurement
     gpu = conditions_markup(conditions_line_rows(result, result.best_batch, compact=True, where="at batch"))
-    marks = disturbed_text(disturbance_marks(result), compact=True)
-    if marks and any(point_mark(t) for t in result.tries if t.fits):
-        marks = f"{CONDITION_MARK} {marks}"  # what the table's marks are
+    marks = table_marks(disturbed_text(disturbance_marks(result), compact=True), [t for t in result.tries if t.fits])
     return "\n".join(lines + ([gpu] if gpu else []) + ([f"[$warning]{escape(marks)}[/]"] if marks else []))
 
 
