@@ -32,6 +32,39 @@ def pytest_collection_modifyitems(config, items):
         item.add_marker(skip)
 
 
+OWN_PROCESS = "own_process"
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", f"{OWN_PROCESS}: the test's apps and commands each start a measurement "
+                                       "process of their own (it tests the process: its start, death, deadlines, "
+                                       "pid, CPUs, output or environment), not the worker's shared one")
+
+
+@pytest.fixture(scope="session")
+def _shared_cli_measurement():
+    """The worker's one warm measurement process for the CLI's commands (tests/fakes/shared_measurement.py), started
+    by the first command that runs a job, stopped at the end. The app tests have one of their own
+    (tests/app/conftest.py): an app's process runs on the app's CPUs, a command's on all of them."""
+    from torchperf_tui.measure.client import MeasurementProcess
+    from tests.fakes.shared_measurement import SharedMeasurement
+
+    shared = SharedMeasurement(lambda on_event, on_notice, cpus: MeasurementProcess(on_event=on_event,
+                                                                                   on_notice=on_notice,
+                                                                                   output="stderr"))
+    yield shared
+    shared.close()
+
+
+@pytest.fixture(autouse=True)
+def _cli_measurement(request, monkeypatch, _shared_cli_measurement):
+    """The CLI's commands in this test run their jobs in the worker's shared process (a test that patches
+    cli_jobs.MeasurementProcess itself still does), or, marked own_process, in a process each as a user's do.
+    Each job carries the test's own history and ceilings files (core/kept_files.py's FILE_ENVS)."""
+    if request.node.get_closest_marker(OWN_PROCESS) is None:
+        monkeypatch.setattr("torchperf_tui.measure.cli_jobs.MeasurementProcess", _shared_cli_measurement.for_cli)
+
+
 @pytest.fixture(autouse=True)
 def _private_history(tmp_path, monkeypatch):
     """Runs made by tests go to a history file of their own, never the user's; so do measured ceilings."""

@@ -12,14 +12,7 @@ from tests.app import helpers
 from tests.app.helpers import TINY, choose_model, make_app, recording_notify, wait_ready
 from tests.fakes.shared_measurement import SharedMeasurement
 
-OWN_PROCESS = "own_process"
-
-
-def pytest_configure(config):
-    config.addinivalue_line("markers", f"{OWN_PROCESS}: the test's apps each start a measurement process of their "
-                                       "own (it tests the process: its start, death, deadlines, pid, CPUs or "
-                                       "environment), not the worker's shared one")
-
+OWN_PROCESS = "own_process"  # the mark (tests/conftest.py)
 
 @pytest.fixture(scope="session")
 def _shared_measurement():

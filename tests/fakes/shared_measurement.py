@@ -10,9 +10,9 @@ Between two apps it is reset: as an app stops, every job it asked for is cancell
 its grace, as the client does for any cancel) and waited for, so the next app finds the process idle, and what
 those jobs still send is dropped, never handed to the next app. Each job runs from the process's pristine torch
 state as it always does (measure/process.py). What is not reset is what a process keeps for its life: the model
-modules it has imported, the environment it was started with (TORCHPERF_CEILINGS, the deadlines), its pid and its
-CPUs. A test that depends on any of those, or on the process's start, death or restart, keeps a process of its
-own (the `own_process` mark, tests/app/conftest.py).
+modules it has imported, the environment it was started with (the deadlines; a job carries the files it reads,
+measure/protocol.py), its working directory, its pid and its CPUs. A test that depends on any of those, or on the process's start, death or restart, keeps a process of its
+own (the `own_process` mark, tests/conftest.py). The CLI's tests share one too (`for_cli`).
 """
 
 from __future__ import annotations
@@ -43,6 +43,24 @@ class SharedMeasurement:
     def __call__(self, on_event: Callable[[Any], None], on_notice: Callable[[str], None] | None = None,
                  cpus: Any = None) -> "Lease":
         return Lease(self, on_event, on_notice or (lambda text: None), cpus)
+
+    def for_cli(self, on_event: Callable[[Any], None], output: str = "stderr", restart: bool = False,
+                **options: Any) -> Any:
+        """As measure/cli_jobs.py makes a command's process (`make(on_event=, output=, restart=)`): a lease of the
+        shared one. Where the command's set-up is not the shared process's (its deadlines, read from the
+        environment as a client starts; other options), the command gets a process of its own, as it would."""
+        from torchperf_tui.core.errors import TorchperfError
+        from torchperf_tui.measure.deadlines import Deadlines
+
+        try:
+            deadlines = Deadlines.from_env()
+        except TorchperfError:
+            deadlines = None  # a bad value: the real client's own line, from a process of its own
+        with self.lock:
+            started = self.client.deadlines if self.client is not None else None
+        if options or output != "stderr" or deadlines is None or (started is not None and deadlines != started):
+            return MeasurementProcess(on_event=on_event, output=output, restart=restart, **options)
+        return Lease(self, on_event, lambda text: None, None)
 
     # -- what the process says, to the app it is lent to --------------------------------------------------
     def _event(self, event: Any) -> None:
@@ -88,8 +106,9 @@ class Lease:
         elif pid is not None:
             self.on_event(Ready(pid))  # warm: ready now (a Ready still to come reaches this app through _event)
 
-    def stop(self) -> None:
-        """This app is done with the process: its jobs are cancelled and waited for, and the process stays."""
+    def stop(self, grace_s: float | None = None) -> None:
+        """This app is done with the process: its jobs are cancelled and waited for, and the process stays
+        (`grace_s`, the client's, is not used: a job that does not settle is killed with the process)."""
         shared = self.shared
         with shared.lock:
             if shared.lease is self:

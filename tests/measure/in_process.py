@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import pickle
 
+from torchperf_tui.core.kept_files import files_environ
 from torchperf_tui.measure.process import JobServer
 from torchperf_tui.measure.protocol import PHASE, Progress, StartJob, unpack
 
@@ -35,7 +36,7 @@ class InProcessMeasurement:
 
     def submit(self, kind: str, params: dict | None = None, what: str = "") -> int:
         job_id = next(self._ids)
-        self.server.jobs.put(StartJob(job_id, kind, dict(params or {})))
+        self.server.jobs.put(StartJob(job_id, kind, dict(params or {}), files_environ()))  # as the client sends it
         self.server.jobs.put(None)
         self.server.serve()  # runs the job, then ends at the None
         return job_id

@@ -63,6 +63,26 @@ def test_a_timing_job_streams_samples_and_returns_its_result_without_torch_here(
     assert "torch" not in sys.modules or "pytest" in sys.modules  # (pytest's own process has torch: see below)
 
 
+def test_a_job_reads_the_files_its_sender_chose_as_it_sent_it_not_those_the_process_started_with(
+        measurement, tmp_path, monkeypatch):
+    """A process that serves several senders (the tests' shared one) reads each job's history and ceilings where
+    that job's sender chose them."""
+    import json
+
+    from tests.engine.test_hostile_files import _valid_ceilings
+
+    process, rec = measurement  # started under the test's own $TORCHPERF_CEILINGS, where none are kept
+    kept = tmp_path / "elsewhere.json"
+    kept.write_text(json.dumps(_valid_ceilings()))
+    monkeypatch.setenv("TORCHPERF_CEILINGS", str(kept))
+    there = process.submit("ceilings_kept", {"device": "cpu"})
+    monkeypatch.setenv("TORCHPERF_CEILINGS", str(tmp_path / "none-here.json"))
+    nowhere = process.submit("ceilings_kept", {"device": "cpu"})
+    rec.wait_for(lambda: rec.end_of(there) is not None and rec.end_of(nowhere) is not None)
+    assert isinstance(rec.end_of(there), JobDone) and rec.end_of(there).result.path == str(kept)
+    assert isinstance(rec.end_of(nowhere), JobDone) and rec.end_of(nowhere).result is None
+
+
 def test_a_model_that_kills_its_process_fails_its_job_and_the_next_job_works(measurement):
     process, rec = measurement
     job = process.submit("time", {"cfg": _cfg("tests.hostilemodels:kills_its_process", input_shape=(1, 8))},

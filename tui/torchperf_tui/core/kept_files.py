@@ -19,6 +19,15 @@ APP_NAME = "torchperf-tui"  # the user data directory's name
 HISTORY_FILENAME = "history.jsonl"
 CEILINGS_FILENAME = "ceilings.json"
 HISTORY, CEILINGS = "history", "ceilings"
+CATALOGUE_CACHE_ENV = "TORCHPERF_CATALOGUE_CACHE"  # the model catalogue's listing (engine/workloads/catalogue_cache.py)
+# The variables that choose the files a job reads and writes: a job carries its sender's values (measure/protocol.py's
+# StartJob), and the measurement process runs it under them, whatever it was started with.
+FILE_ENVS = (HISTORY_ENV, CEILINGS_ENV, CATALOGUE_CACHE_ENV)
+
+
+def files_environ() -> dict[str, str]:
+    """This process's FILE_ENVS as they are set now (unset ones left out)."""
+    return {name: os.environ[name] for name in FILE_ENVS if name in os.environ}
 
 
 def default_history_path(path: str | os.PathLike | None = None) -> Path:

@@ -24,10 +24,11 @@ import signal
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from torchperf_tui.core.errors import TorchperfError
+from torchperf_tui.core.kept_files import files_environ
 from torchperf_tui.measure.deadlines import Deadlines, Watchdog, first_overdue, overdue_line
 from torchperf_tui.measure.process import remove_if_empty
 from torchperf_tui.measure.jobs import measuring_kinds
@@ -49,6 +50,7 @@ class JobInfo:
     kind: str
     params: dict
     what: str  # "timing resnet18 at 1x3x224x224": for the line that says what a crash interrupted
+    files_environ: dict = field(default_factory=dict)  # the files it reads and writes, chosen as it was submitted
     running: bool = False
     iterating: bool = False  # it has streamed samples or progress: it checks its cancel flag from now on
     cancel_sent_at: float | None = None
@@ -187,7 +189,7 @@ class MeasurementProcess:
             for job in self._jobs.values():  # jobs that were waiting when the old process went
                 job.running = job.iterating = False
                 job.phase = ""
-                self._outbox.put(StartJob(job.job_id, job.kind, job.params))
+                self._outbox.put(StartJob(job.job_id, job.kind, job.params, job.files_environ))
         for job in dropped:
             self.on_event(JobFailed(job.job_id, "cancelled before it started", cancelled=True))
 
@@ -227,9 +229,9 @@ class MeasurementProcess:
         with self._lock:
             unavailable = self._outbox is None
             if not unavailable:
-                info = JobInfo(job_id, kind, dict(params or {}), what or kind)
+                info = JobInfo(job_id, kind, dict(params or {}), what or kind, files_environ())
                 self._jobs[job_id] = info
-                self._outbox.put(StartJob(job_id, kind, info.params))
+                self._outbox.put(StartJob(job_id, kind, info.params, info.files_environ))
                 # A job cancelled without enforcing (its result merely dropped) now holds this one up: it
                 # gets the same grace as any other, then it is killed, so a stuck one cannot wedge the queue.
                 for other in list(self._jobs.values()):

@@ -12,6 +12,7 @@ nothing else (samples leave in batches, twice a second, between iterations: meas
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import signal
@@ -23,6 +24,7 @@ from typing import Any
 from torchperf_tui.measure.protocol import (ALIVE, ALIVE_EVERY_S, PHASE, CancelJob, JobDone, JobFailed, Quit, Ready,
                                            StartJob, Started, pack, unpack)
 from torchperf_tui.core.errors import TorchperfError, first_line, user_message
+from torchperf_tui.core.kept_files import FILE_ENVS
 from torchperf_tui.engine.measurements.flags import TorchState, guarded_job, import_changes, process_baseline
 from torchperf_tui.engine.workloads.factories import is_custom, load_factory
 from torchperf_tui.measure.jobs import runner_of
@@ -219,7 +221,8 @@ class JobServer:
 
                 try:
                     # From the process's pristine torch state, put back after: no model's settings leak on.
-                    result, extra = guarded_job(call)
+                    with files_chosen(job.files_environ):
+                        result, extra = guarded_job(call)
                 except BaseException as exc:  # the model's or ours: one line either way, the process stays
                     if os.environ.get("TORCHPERF_DEBUG"):
                         import traceback
@@ -242,6 +245,26 @@ class JobServer:
             finally:
                 with self.lock:
                     self.contexts.pop(job.job_id, None)
+
+
+@contextlib.contextmanager
+def files_chosen(environ: dict[str, str]):
+    """The job's files as its sender chose them (core/kept_files.py's FILE_ENVS set or unset as `environ` says),
+    then this process's own again."""
+    own = {name: os.environ.get(name) for name in FILE_ENVS}
+    for name in FILE_ENVS:
+        if name in environ:
+            os.environ[name] = environ[name]
+        else:
+            os.environ.pop(name, None)
+    try:
+        yield
+    finally:
+        for name, value in own.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def model_spec(params: dict) -> str | None:

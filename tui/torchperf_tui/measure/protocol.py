@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-PROTOCOL_VERSION = 5  # bumped whenever a message changes its fields, or a job kind its name or params
+PROTOCOL_VERSION = 6  # bumped whenever a message changes its fields, or a job kind its name or params
 
 # Progress(what=PHASE) says which part of a job's user code runs now ("the import of M", "the build of M", "a
 # pass of M"): sent before that code runs, so a process that dies in it (os._exit, a segfault) is reported with it.
@@ -43,6 +43,9 @@ class StartJob:
     job_id: int
     kind: str
     params: dict[str, Any] = field(default_factory=dict)
+    # The sender's variables that choose the files the job reads and writes (core/kept_files.py's FILE_ENVS), as
+    # they were when it sent the job: the job runs under them, not under those the process was started with.
+    files_environ: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

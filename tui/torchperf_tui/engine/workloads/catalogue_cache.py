@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Callable
 
 from torchperf_tui.core.errors import TorchperfError
+from torchperf_tui.core.kept_files import CATALOGUE_CACHE_ENV as CACHE_ENV
 from torchperf_tui.core.input_files import InputFileError, NotJsonError, read_json
 from torchperf_tui.core.output_files import write_text
 from torchperf_tui.engine.workloads.model_entry import ModelEntry
 
 PACKAGES = {"timm": "timm", "hf": "transformers"}
 FILENAME = "catalogue.json"
-CACHE_ENV = "TORCHPERF_CATALOGUE_CACHE"
 # Both listings take about 0.3 MB: a file far larger is not this cache, and is not read into memory.
 MAX_CACHE_BYTES = 16 << 20
 
