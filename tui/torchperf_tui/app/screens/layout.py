@@ -3,7 +3,7 @@ shows it), short tab labels when the full ones do not fit, and below MIN_SIZE a 
 
 from __future__ import annotations
 
-from textual.widgets import Footer, Static, TabbedContent
+from textual.widgets import Footer, Static, TabbedContent, Tabs
 
 TABS = ("timing", "compare", "layers", "device", "memory", "throughput", "profile", "history", "kernels", "sweep")
 # Below this size the screen cannot show a pane with its controls: a notice says so instead.
@@ -58,11 +58,13 @@ class FitsTerminal:
         if not self.query(TabbedContent):
             return
         tabs = self.query_one(TabbedContent)
+        bar = tabs.query_one(Tabs)
         full_width = sum(len(name) + 2 for name in TABS)
         narrow = 0 < tabs.size.width < full_width
-        if narrow == tabs.has_class("-narrow"):
+        if narrow == bar.has_class("-narrow"):
             return
-        tabs.set_class(narrow, "-narrow")
+        # On the tab bar, not on TabbedContent: a class there restyles every pane under it (0.4 s of CPU each time).
+        bar.set_class(narrow, "-narrow")
         for name in TABS:
             tabs.get_tab(f"tab-{name}").label = SHORT_LABELS[name] if narrow else name.title()
 
