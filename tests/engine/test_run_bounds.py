@@ -266,6 +266,19 @@ def test_the_apps_input_field_refuses_an_empty_dimension_too():
     assert parse_shape(" 1 x 3 x 8 x 8 ") == (1, 3, 8, 8) and parse_shape("1 3 8 8") == (1, 3, 8, 8)
 
 
+@pytest.mark.parametrize("typed", ["512_4_4", "+3", "1e3", "٣", "3.0", ""])
+def test_the_apps_batch_and_length_fields_take_only_digits_as_a_dimension_does(typed):
+    """Model arguments typed into the batch field by mistake ('512_4_4': the integer field keeps digits and
+    underscores) must not become a batch of 51244: Python's int() would read it so."""
+    from torchperf_tui.engine.workloads.inputs import parse_batch, parse_seq_len
+
+    with pytest.raises(ShapeError, match="is not a whole number"):
+        parse_batch(typed)
+    with pytest.raises(ShapeError, match="is not a whole number"):
+        parse_seq_len(typed)
+    assert parse_batch(" 32 ") == 32 and parse_seq_len("128") == 128
+
+
 def test_an_sdpa_backend_named_twice_is_refused():
     with pytest.raises(FlagError, match="flash given twice"):
         parse_sdpa("flash+flash")

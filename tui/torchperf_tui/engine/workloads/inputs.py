@@ -88,10 +88,10 @@ def parse_dims(text: str, field: str = "input") -> tuple[int, ...]:
 def _count(text: str | int, what: str, example: str, too_small: str, limit: int | None = None) -> int:
     """A whole number of at least 1 (and at most `limit`) as typed, or ShapeError in the words of the field `what`
     (too_small: how a number below 1 is said; {value} is the number)."""
-    try:
-        value = int(str(text).strip())
-    except ValueError:
-        raise ShapeError(f"{what} {str(text).strip()!r} is not a whole number: give it like {example}") from None
+    typed = str(text).strip()
+    if not re.fullmatch(r"-?[0-9]+", typed):  # as a dimension (_dim): '1_000', '+3' and '٣' are not typed numbers
+        raise ShapeError(f"{what} {typed!r} is not a whole number: give it like {example}")
+    value = int(typed)
     if value < 1:
         raise ShapeError(too_small.format(value=value))
     if limit is not None and value > limit:
