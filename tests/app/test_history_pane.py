@@ -129,7 +129,9 @@ async def test_a_new_run_shows_on_the_newest_page_and_an_older_page_stays_put(tm
 
 async def test_runs_marked_on_two_pages_compare_older_first(tmp_path):
     async with first_page(tmp_path, 300) as (path, records, app, pilot, pane):
-        pane.toggle_mark()  # the newest run, on the first page
+        pane.mark()  # the newest run, on the first page
+        # of the two a comparison takes, not "1 of 2" beside the 300 runs listed
+        assert str(pane.query_one("#history-compare").render()) == "1 of the 2 runs to compare marked (m or ⏎)"
         await pilot.press("right_square_bracket")
         await wait_until(pilot, lambda: len(app.loaded) == 2, what="the older page")
         pane.toggle_mark()  # the newest run of the older page

@@ -366,7 +366,7 @@ class HistoryPane(BaselineMark, Vertical):
     def show_marked_comparison(self) -> None:
         pair = self.marked_pair()
         if pair is None:
-            self.show_comparison(f"{len(self.marked)} of 2 runs marked: m or ⏎ on a row marks it")
+            self.show_comparison(f"{len(self.marked)} of the 2 runs to compare marked (m or ⏎)")  # not 2 in all
             return
         try:
             comparison = compare_records(*pair)
