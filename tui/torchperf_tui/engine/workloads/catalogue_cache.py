@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Callable
 
 from torchperf_tui.core.errors import TorchperfError
-from torchperf_tui.core.kept_files import CATALOGUE_CACHE_ENV as CACHE_ENV
 from torchperf_tui.core.input_files import InputFileError, NotJsonError, read_json
+from torchperf_tui.core.kept_files import CATALOGUE_CACHE_ENV
 from torchperf_tui.core.output_files import write_text
 from torchperf_tui.engine.workloads.model_entry import ModelEntry
 
@@ -29,8 +29,8 @@ MAX_CACHE_BYTES = 16 << 20
 
 
 def cache_path() -> Path:
-    if os.environ.get(CACHE_ENV, "").strip():
-        return Path(os.environ[CACHE_ENV].strip()).expanduser()
+    if os.environ.get(CATALOGUE_CACHE_ENV, "").strip():
+        return Path(os.environ[CATALOGUE_CACHE_ENV].strip()).expanduser()
     import platformdirs
 
     return Path(platformdirs.user_cache_dir("torchperf-tui")) / FILENAME
@@ -64,9 +64,9 @@ def cached(source: str, listing: Callable[[], list[ModelEntry]]) -> list[ModelEn
 def _read(path: Path) -> dict:
     """What the cache holds, {} when it holds nothing usable. InputFileError only for a path chosen with
     $TORCHPERF_CATALOGUE_CACHE that is there and cannot be the cache."""
-    named = bool(os.environ.get(CACHE_ENV, "").strip())
+    named = bool(os.environ.get(CATALOGUE_CACHE_ENV, "").strip())
     try:
-        data = read_json(path, f"the catalogue cache (${CACHE_ENV})" if named else "the catalogue cache",
+        data = read_json(path, f"the catalogue cache (${CATALOGUE_CACHE_ENV})" if named else "the catalogue cache",
                          MAX_CACHE_BYTES)
     except (OSError, NotJsonError):  # not there yet, or not a listing: listed again, and kept if it can be
         return {}
