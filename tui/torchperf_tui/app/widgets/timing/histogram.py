@@ -143,7 +143,8 @@ class PlotHolder(Vertical):
     def show_edge_note(self, text: str) -> None:
         """A line under the plot at its right edge (what the plot leaves out), or none."""
         note = self.query_one(".plot-edge-note", Static)
-        note.update(text)
+        if note.content != text:  # at each redraw, mostly unchanged: an update lays out the whole screen again
+            note.update(text)
         note.display = bool(text)
 
     def on_resize(self) -> None:
@@ -244,8 +245,9 @@ class PlotHolder(Vertical):
         placeholder.set_class(text is None, "loading")
         if visible:
             self.query_one(".plot-caption", Static).display = False
-        if visible and self._plot is not None:
-            placeholder.update(self.empty_text if text is None else text)
+        wanted = self.empty_text if text is None else text
+        if visible and self._plot is not None and placeholder.content != wanted:  # as show_edge_note's
+            placeholder.update(wanted)
         if self._plot is not None:
             self._plot.display = not visible
 
