@@ -13,11 +13,6 @@ from tests.fakes.fake_nvml import FakeNvml
 # The CLI's output is 200 columns wide in a pipe unless COLUMNS says otherwise; pytest-xdist's workers inherit
 # COLUMNS=80 from execnet, so the tests that read whole lines would depend on how they were started.
 os.environ.pop("COLUMNS", None)
-# The apps under test draw at most 15 frames a second (Textual's default: 60). What a frame shows is the same; a burst
-# of changes (panes mounting, a paste, a tab switched) is drawn in fewer frames, each a full layout of the screen, and
-# the app tests are CPU-bound on a 2-core box. Read as Textual is first imported: in each xdist worker, started after
-# this file is loaded (a run with -n 0 imported Textual before it, and draws at 60).
-os.environ.setdefault("TEXTUAL_FPS", "15")
 # The timm and transformers catalogues take seconds to list: the test session keeps one listing per version for all
 # its workers and the measurement processes they start (engine/workloads/catalogue_cache.py), not the user's.
 os.environ.setdefault("TORCHPERF_CATALOGUE_CACHE",
