@@ -44,8 +44,8 @@ async def test_a_disturbed_runs_histogram_spans_its_bulk_the_stalls_said_at_its_
         run = app.session.runs.get(1)
         bulk = [s for s in run.samples_ms if s not in SLOW.values()]
         assert screen_text(app, ".plot-edge-note") == f"3 samples above {max(bulk):.2f} ms, up to 704 ms →"
-        await wait_until(pilot, lambda: in_sight(app, note) and whole(screen_text(app, ".plot-edge-note")) in drawn(note),
-                         what="the edge note drawn in sight")  # the frame that draws it follows its text
+        await wait_until(pilot, lambda: in_sight(app, note) and whole(screen_text(app, ".plot-edge-note"))
+                         in drawn(note), what="the edge note drawn in sight")  # its frame follows its text
         # The bars span the bulk (about 20-25 ms), not 20-704 ms with the bulk in one bar.
         bars = histogram._plot._datasets[0]
         assert min(bars.x) > min(bulk) - 1 and max(bars.x) < max(bulk) + 1
