@@ -11,8 +11,9 @@ its grace, as the client does for any cancel) and waited for, so the next app fi
 those jobs still send is dropped, never handed to the next app. Each job runs from the process's pristine torch
 state as it always does (measure/process.py). What is not reset is what a process keeps for its life: the model
 modules it has imported, the environment it was started with (the deadlines; a job carries the files it reads,
-measure/protocol.py), its working directory, its pid and its CPUs. A test that depends on any of those, or on the process's start, death or restart, keeps a process of its
-own (the `own_process` mark, tests/conftest.py). The CLI's tests share one too (`for_cli`).
+measure/protocol.py), its working directory, its pid and its CPUs. A test that depends on any of those, or on the
+process's start, death or restart, keeps a process of its own (the `own_process` mark, tests/conftest.py). The CLI's
+tests share one too (`for_cli`).
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from typing import Any
 from torchperf_tui.measure.protocol import (ALIVE, ALIVE_EVERY_S, PHASE, CancelJob, JobDone, JobFailed, Quit, Ready,
                                            StartJob, Started, pack, unpack)
 from torchperf_tui.core.errors import TorchperfError, first_line, user_message
-from torchperf_tui.core.kept_files import FILE_ENVS
+from torchperf_tui.core.kept_files import FILE_ENVS, files_environ
 from torchperf_tui.engine.measurements.flags import TorchState, guarded_job, import_changes, process_baseline
 from torchperf_tui.engine.workloads.factories import is_custom, load_factory
 from torchperf_tui.measure.jobs import runner_of
@@ -251,20 +251,21 @@ class JobServer:
 def files_chosen(environ: dict[str, str]):
     """The job's files as its sender chose them (core/kept_files.py's FILE_ENVS set or unset as `environ` says),
     then this process's own again."""
-    own = {name: os.environ.get(name) for name in FILE_ENVS}
+    own = files_environ()
+    _set_files(environ)
+    try:
+        yield
+    finally:
+        _set_files(own)
+
+
+def _set_files(environ: dict[str, str]) -> None:
+    """FILE_ENVS as `environ` has them; those it lacks unset."""
     for name in FILE_ENVS:
         if name in environ:
             os.environ[name] = environ[name]
         else:
             os.environ.pop(name, None)
-    try:
-        yield
-    finally:
-        for name, value in own.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def model_spec(params: dict) -> str | None:
