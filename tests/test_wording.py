@@ -271,6 +271,28 @@ def test_the_kernels_per_layer_say_what_ran_and_what_changed_once():
     assert what_ran(SimpleNamespace(kind="aten")) == "ATen conv implementation"
 
 
+def test_a_disturbed_arms_kernel_times_are_marked_in_the_clis_rows_and_its_marks_said_once():
+    # `compare --kernels` prints the marks under its tables; each row's time of the disturbed arm carries the mark,
+    # as the pane's do (a busy host lengthens an arm's times, not which kernel ran).
+    from torchperf_tui.engine.analysis.kernel_time import KernelTime
+    from torchperf_tui.engine.analysis.kernels import KernelComparison, LayerKernels
+    from torchperf_tui.engine.hardware.host_noise import HostNoise
+    from torchperf_tui.wording.kernels import disturbed_arms, kernel_cells, kernels_marks_text
+
+    busy = HostNoise(cores=2, load_start=6.0, load_end=7.0, window_s=3.0, other_busy_cores=1.5, samples=10,
+                     during="its profiled passes")
+    layer = LayerKernels("conv1", [KernelTime("k", 1234.0, 1)], [KernelTime("k", 1000.0, 1)])
+    result = KernelComparison(model="m", device="cpu", input_shape=(1, 3, 8, 8), a_spec="A", b_spec="B",
+                              layers=[layer], kind="cpu-op", note="", iters=3, arm_hosts={"B": busy})
+    assert disturbed_arms(result) == {"B"}
+    assert kernel_cells(result)[0][3:5] == ("1,234", "1,000 !")
+    assert kernels_marks_text(result, compact=True) == "! disturbed: arm B: noisy host"
+    result.arm_hosts = {}
+    assert kernel_cells(result)[0][3:5] == ("1,234", "1,000") and kernels_marks_text(result) == ""
+    result.app_marks = ["window resized during the run"]  # what the app saw beside them marks both arms
+    assert kernel_cells(result)[0][3:5] == ("1,234 !", "1,000 !")
+
+
 def test_a_runs_compile_shapes_and_intervals_are_worded_in_one_place_for_the_cli_and_the_timing_pane():
     from torchperf_tui.wording.timing import (compile_line_rows, compile_rows, intervals_by_name, intervals_line,
                                               percentile_cell, shapes_line)

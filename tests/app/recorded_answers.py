@@ -98,10 +98,11 @@ def said_on(device: str) -> str:
     return "cuda" if device.startswith("cuda") else "cpu"
 
 
-def recorded_kernels(device: str = "cuda:0", attention: bool = False):
+def recorded_kernels(device: str = "cuda:0", attention: bool = False, arm_hosts: dict | None = None):
     """Answers a "kernels" job: four conv layers of a resnet50 on an H100 under A and B, three of them changed;
     with `attention`, two SDPA call sites after them as the H200 gave them, math kept at one (a fallback: flash
-    allowed, dtype float32) and math to flash at the other."""
+    allowed, dtype float32) and math to flash at the other. `arm_hosts`: the host over each arm's passes (HostNoise
+    by "A", "B")."""
 
     def answer(params: dict):
         from torchperf_tui.engine.analysis.kernels import CUDA_NOTE, KernelComparison, LayerKernels
@@ -120,7 +121,7 @@ def recorded_kernels(device: str = "cuda:0", attention: bool = False):
         return KernelComparison(model=base.model, device=device, input_shape=shape,
                                 a_spec=params["a"].flags.describe(kind), b_spec=params["b"].flags.describe(kind),
                                 layers=layers, attention=sites() if attention else [],
-                                kind="cuda-kernel", note=CUDA_NOTE, iters=3)
+                                kind="cuda-kernel", note=CUDA_NOTE, iters=3, arm_hosts=dict(arm_hosts or {}))
 
     def sites():
         from torchperf_tui.engine.analysis.attention_result import AttentionRun, AttentionSite

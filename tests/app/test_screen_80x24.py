@@ -196,6 +196,36 @@ async def test_kernels_shows_what_a_and_b_ran_stacked_beside_the_sidebar_and_wit
         assert row_cells(table, 1)["ran"] == "implicit_convolve_sgemm\nwinogradForwardData4x4"
 
 
+async def test_kernels_times_of_a_disturbed_arm_are_marked_in_their_rows_and_said_above_the_fold():
+    # At 80x24 beside the sidebar the note under the table is below the fold: a walk under load saw µs per layer
+    # measured on a busy host with nothing in sight to say so. The disturbed arm's times carry the mark, and the line
+    # above the table says what it is.
+    from torchperf_tui.engine.hardware.host_noise import HostNoise
+
+    busy = HostNoise(cores=2, load_start=6.0, load_end=7.0, window_s=3.0, other_busy_cores=1.5, samples=10,
+                     during="its profiled passes")
+    app = make_app(gpu=True, answers={"kernels": recorded_kernels(arm_hosts={"A": busy}),
+                                      "time": TimedRuns(device="cuda:0"), "roofline": NOT_PLACED})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_ready(pilot)
+        await flip(pilot, "cudnn_benchmark")
+        await choose_tiny(pilot)
+        await pilot.press("k")
+        pane = app.main.query_one("KernelsPane")
+        await wait_until(pilot, lambda: pane.result is not None, what="the kernel profile")
+        table = app.main.query_one("#kernels-table")
+        await wait_until(pilot, lambda: "us" in table.columns and table.row_count == 4, what="the rows")
+        for i in range(table.row_count):
+            a_us, b_us = row_cells(table, i)["us"].split("\n")
+            assert a_us.startswith("A ") and a_us.endswith(" !") and not b_us.endswith("!"), (a_us, b_us)
+        summary = app.main.query_one("#kernels-summary")
+        lines = screen_text(app, "#kernels-summary").splitlines()
+        assert lines[-1] == "! disturbed: arm A: noisy host", lines
+        await wait_until(pilot, lambda: in_sight(app, summary) and whole(lines[-1]) in drawn(summary),
+                         what="the marks above the table in sight")
+        assert "arm A: noisy host: " in screen_text(app, "#kernels-note")  # whole under the table
+
+
 async def test_the_throughput_plot_without_room_says_where_to_see_it():
     app = make_app(answers={"throughput": recorded_throughput})
     async with app.run_test(size=(80, 24)) as pilot:

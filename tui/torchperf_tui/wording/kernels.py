@@ -5,7 +5,10 @@ call sites beside them: the kernel each ran against the backends allowed, and ea
 
 from __future__ import annotations
 
+from torchperf_tui.core.marks import disturbance_marks
+from torchperf_tui.engine.hardware.host_noise import noise_marks
 from torchperf_tui.wording import subject
+from torchperf_tui.wording.conditions import CONDITION_MARK, disturbed_text
 from torchperf_tui.wording.kernel_names import short_kernel_names
 
 
@@ -25,6 +28,26 @@ def changed_text(result) -> str:
 def us_text(us: float) -> str:
     """A time per iteration in µs: '1,234'."""
     return f"{us:,.0f}"
+
+
+def disturbed_arms(result) -> set[str]:
+    """The arms ("A", "B") whose profiled passes were disturbed: the app saw something beside them (both), or the
+    host was busy over that arm's passes (the arms run one after the other)."""
+    hosts = getattr(result, "arm_hosts", {})
+    return {arm for arm in ("A", "B") if getattr(result, "app_marks", None) or noise_marks(hosts.get(arm))}
+
+
+def arm_us_text(result, arm: str, us: float) -> str:
+    """An arm's time per iteration, marked '1,234 !' where that arm's passes were disturbed (the line of marks
+    under, or above, the table says what the mark is)."""
+    return us_text(us) + (f" {CONDITION_MARK}" if arm in disturbed_arms(result) else "")
+
+
+def kernels_marks_text(result, compact: bool = False) -> str:
+    """'! disturbed: arm A: noisy host' where an arm's times are marked ('' when none; `compact`: the marks'
+    heads, the pane's line above its table)."""
+    text = disturbed_text(disturbance_marks(result), compact)
+    return f"{CONDITION_MARK} {text}" if text and disturbed_arms(result) else text
 
 
 def shows_step(result) -> bool:
@@ -65,7 +88,8 @@ def layer_rows(result, width: int):
 def kernel_cells(result) -> list[tuple[str, ...]]:
     """The CLI's table: (layer, [pass,] what A ran, what B ran or 'same', A us, B us, 'changed' or '')."""
     return [(name, *([phase] if result.training else []), ran_text(part.a, names),
-             ran_text(part.b, names) if part.changed else "same", us_text(part.a_us), us_text(part.b_us),
+             ran_text(part.b, names) if part.changed else "same", arm_us_text(result, "A", part.a_us),
+             arm_us_text(result, "B", part.b_us),
              "changed" if part.changed else "")
             for _, name, phase, part, names in layer_rows(result, 36)]
 
@@ -129,8 +153,8 @@ def attention_cells(result) -> list[tuple[str, ...]]:
     for index, site in enumerate(result.attention):
         first = index == 0 or result.attention[index - 1].site != site.site
         rows.append((site.site if first or not result.training else "", *([site.phase] if result.training else []),
-                     attention_ran_text(site.a), attention_ran_text(site.b), us_text(site.a.us_per_iter),
-                     us_text(site.b.us_per_iter), "changed" if site.changed else ""))
+                     attention_ran_text(site.a), attention_ran_text(site.b), arm_us_text(result, "A", site.a.us_per_iter),
+                     arm_us_text(result, "B", site.b.us_per_iter), "changed" if site.changed else ""))
     return rows
 
 

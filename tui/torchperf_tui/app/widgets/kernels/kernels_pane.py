@@ -19,8 +19,8 @@ from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.core.formatting import fit_name, format_shape
 from torchperf_tui.engine.measurements.ab_arms import ArmSpec
 from torchperf_tui.wording.conditions import disturbed_text
-from torchperf_tui.wording.kernels import (attention_ran_text, fallback_lines, kernels_summary, layer_rows, ran_text,
-                                           shows_step, us_text)
+from torchperf_tui.wording.kernels import (arm_us_text, attention_ran_text, fallback_lines, kernels_marks_text,
+                                           kernels_summary, layer_rows, ran_text, shows_step)
 from torchperf_tui.measure.protocol import JobFailed
 from torchperf_tui.core.marks import disturbance_marks
 
@@ -48,7 +48,8 @@ def kernel_rows(result, names_width: int) -> list[dict]:
     then a row per attention call site (per pass): the facts the table lays out side by side or stacked."""
     rows = []
     for layer, name, phase, part, names in layer_rows(result, names_width):
-        rows.append({"name": name, "phase": phase, "a_us": us_text(part.a_us), "b_us": us_text(part.b_us),
+        rows.append({"name": name, "phase": phase, "a_us": arm_us_text(result, "A", part.a_us),
+                     "b_us": arm_us_text(result, "B", part.b_us),
                      "changed": part.changed, "choice": "changed" if part.changed else "same",
                      "a": ran_text(part.a, names, compact=True),
                      "b": ran_text(part.b, names, compact=True) if part.changed else "same",
@@ -58,7 +59,8 @@ def kernel_rows(result, names_width: int) -> list[dict]:
         first = index == 0 or result.attention[index - 1].site != site.site
         a_ran, b_ran = attention_ran_text(site.a, compact=True), attention_ran_text(site.b, compact=True)
         rows.append({"name": site.site if first or not result.training else "", "phase": site.phase,
-                     "a_us": us_text(site.a.us_per_iter), "b_us": us_text(site.b.us_per_iter),
+                     "a_us": arm_us_text(result, "A", site.a.us_per_iter),
+                     "b_us": arm_us_text(result, "B", site.b.us_per_iter),
                      "changed": site.changed, "choice": f"{a_ran}→{b_ran}" if site.changed else a_ran,
                      "a": a_ran, "b": b_ran, "key": f"attention:{site.site}:{site.phase}"})
     return rows
@@ -213,7 +215,11 @@ class KernelsPane(Vertical):
         step = f" · {result.step}" if shows_step(result) else ""
         self.status = (f"[b]{result.model}[/] · {shape}{step} on {result.device} · A: {result.a_spec} · "
                        f"B: {result.b_spec}{state}")
-        self.query_one("#kernels-summary", Static).update(kernels_summary(result))
+        # An arm's disturbed times are marked in the table; the marks' heads are said above it, in sight at 80x24,
+        # and whole under it.
+        above = kernels_marks_text(result, compact=True)
+        summary = self.query_one("#kernels-summary", Static)
+        summary.update(escape(kernels_summary(result)) + (f"\n[$warning]{escape(above)}[/]" if above else ""))
         fallbacks = "\n".join(f"[$warning]{escape(line)}[/]" for line in fallback_lines(result))
         marks = disturbed_text(disturbance_marks(result))
         self.query_one("#kernels-note", Static).update("\n".join(filter(None, [
