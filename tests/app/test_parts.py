@@ -278,3 +278,22 @@ async def test_a_widget_whose_children_were_pruned_by_an_exiting_app_mounts_with
     with pytest.raises(NoMatches):  # the library's own widget, pruned alike, raises
         async with Holder(PrunedLibraryWidget).run_test(size=(80, 24)) as pilot:
             await pilot.pause()
+
+
+def test_compares_columns_give_way_from_the_right_and_always_keep_the_run():
+    # A table filled before its tab had a width kept rows with no column at all, and the next look at the
+    # highlighted run raised (the Compare pane vanished from an 80x24 snapshot).
+    from torchperf_tui.app.widgets.compare.compare_pane import COLUMNS, fitted_columns
+
+    rows = [["#1", "21.23 ms", "baseline", "23.59 ms?", "tests.tinymodels:tiny_cnn 1x3x32x32", "47.1", "done"]]
+    assert fitted_columns(rows, 0, 1) == (len(COLUMNS), None)  # not laid out yet: fitted again once it is
+    assert fitted_columns(rows, 3, 1) == (1, None)
+    assert fitted_columns(rows, 44, 1) == (4, None)  # run, median, speed-up and p99 (36 wide) beside the sidebar
+    assert fitted_columns(rows, 55, 1) == (5, 17)  # the setup cut to what is left, its label whole
+    assert fitted_columns(rows, 54, 1) == (4, None)  # less than its label: left out
+    assert fitted_columns(rows, 200, 1) == (len(COLUMNS), None)
+    from torchperf_tui.app.widgets.compare.compare_pane import wrapped_text
+
+    assert wrapped_text("tests.tinymodels:tiny_cnn 1x3x32x32 float32 · eager", 26) == (
+        "tests.tinymodels:tiny_cnn\n1x3x32x32 float32 · eager")
+    assert wrapped_text("a b c d e f", 3, lines=2) == "a b\nc…"  # what a row's lines cannot hold is elided

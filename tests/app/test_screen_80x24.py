@@ -226,6 +226,44 @@ async def test_kernels_times_of_a_disturbed_arm_are_marked_in_their_rows_and_sai
         assert "arm A: noisy host: " in screen_text(app, "#kernels-note")  # whole under the table
 
 
+async def test_compares_table_shows_whole_columns_beside_the_sidebar_and_names_the_rest_then_all_with_h():
+    # A walk at 80x24 saw the setup column cut at the table's edge ('tests.') and FPS and status out of sight, with
+    # nothing to say they were there: the columns that do not fit give way, and the line under the table names them.
+    from tests.app.helpers import run_and_wait
+
+    app = make_app(answers={"time": TimedRuns(), "roofline": NOT_PLACED})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await choose_tiny(pilot)
+        await run_and_wait(pilot)
+        await flip(pilot, "mkldnn_enabled")  # run #2 starts on the flip
+        await wait_until(pilot, lambda: app.session.runs.get(2) is not None and app.session.runs.get(2).finished,
+                         what="run #2")
+        await pilot.press("escape", "2")
+        table = app.main.query_one("#compare-table")
+        legend = app.main.query_one("#compare-legend")
+        keys = ["run", "median", "speedup", "p99", "setup", "fps", "status"]
+        for hidden in (False, True):
+            await wait_until(pilot, lambda: table.row_count == 2 and all(column_in_sight(table, key.value)
+                                                                         for key in table.columns),
+                             what="every column shown whole")
+            shown = [key.value for key in table.columns]
+            assert shown == keys[:len(shown)] and "speedup" in shown, shown
+            assert row_cells(table, 1)["speedup"].endswith("x")
+            where = [line for line in screen_text(app, "#compare-legend").splitlines() if not line.startswith("?")]
+            if not hidden:
+                assert shown == keys[:4], shown
+                assert where == ["setup vs baseline, FPS at p50, status: h hides the sidebar"], where
+                await wait_until(pilot, lambda: in_sight(app, legend), what="where the rest is, in sight")
+                await pilot.press("h")
+            else:
+                # The tab's full width: the setup, wrapped in what is left, and the line says what is not shown and
+                # that the sidebar is not what hides it.
+                assert shown == keys[:5], shown
+                assert row_cells(table, 1)["setup"].startswith("oneDNN")
+                assert len(row_cells(table, 0)["setup"].split("\n")) > 1
+                assert where == ["FPS at p50, status: a wider terminal shows them"], where
+
+
 async def test_the_throughput_plot_without_room_says_where_to_see_it():
     app = make_app(answers={"throughput": recorded_throughput})
     async with app.run_test(size=(80, 24)) as pilot:

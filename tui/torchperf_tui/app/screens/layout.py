@@ -68,6 +68,10 @@ class FitsTerminal:
         for name in TABS:
             tabs.get_tab(f"tab-{name}").label = SHORT_LABELS[name] if narrow else name.title()
 
+    def sidebar_shown(self) -> bool:
+        """Whether the sidebar takes its columns beside the tabs (h hides it)."""
+        return bool(self.query_one("#sidebar").display)
+
     def action_toggle_sidebar(self) -> None:
         """Hide the sidebar for the tabs' full width (80 columns leave them 47), or show it again (below
         NARROW_COLUMNS it starts hidden)."""

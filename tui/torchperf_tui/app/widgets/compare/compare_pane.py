@@ -5,6 +5,7 @@ verdict; the arms are kept as runs beside the others."""
 
 from __future__ import annotations
 
+import textwrap
 import time
 
 from textual import on
@@ -13,6 +14,8 @@ from textual.reactive import reactive
 from textual.containers import Vertical
 from textual.markup import escape
 from textual.widgets import DataTable, Static
+
+from torchperf_tui.app.widgets.fitted_table import FittedTable, column_widths
 
 from torchperf_tui.engine.records.history_compare import disturbed_sentence
 from torchperf_tui.core.stats import compute_stats, percentile_supported
@@ -37,6 +40,43 @@ TOAST_S = 4  # a toast that repeats what the verdict line shows: at 80x24 it lie
 
 
 AB_OVERLAY_WAITING = "A/B: each arm's histogram fills as its blocks are timed"
+
+# What answers "which is faster" first, so it is in sight at 80 columns beside the sidebar, then what differs: the
+# setup, said against the baseline (the baseline's row says it whole). Where the columns do not all fit the table's
+# width, the last ones give way from the right (the setup wrapped to what is left, its label's width at least), and
+# the line under the table names them and where to see them (h, or a wider terminal), as the sweep says where its p90
+# is.
+COLUMNS = (("run", "run"), ("median", "median"), ("speedup", "speed-up"), ("p99", "p99"),
+           ("setup", "setup vs baseline"), ("fps", "FPS at p50"), ("status", "status"))
+SETUP = 4
+MIN_SETUP = len(COLUMNS[SETUP][1])  # its label whole
+SETUP_LINES = 3  # a setup that does not fit its column wraps, on as many lines as a row then takes
+
+
+def fitted_columns(rows: list[list[str]], room: int, padding: int) -> tuple[int, int | None]:
+    """How many of COLUMNS fit in `room` columns with `rows` filled in (each cell `padding` wide on both sides),
+    and the width the setup's column is wrapped to where it does not fit on one line (else None)."""
+    if room <= 0:  # not laid out yet (a tab being shown): all of them, fitted again once it has its width
+        return len(COLUMNS), None
+    widths = [width + 2 * padding for width in column_widths(COLUMNS, rows)]
+    used = 0
+    for n, width in enumerate(widths):
+        if used + width > room:
+            left = room - used - 2 * padding
+            if n == SETUP and left >= MIN_SETUP:
+                return n + 1, left
+            return max(n, 1), None  # the run's column at least: a row needs a cell
+        used += width
+    return len(COLUMNS), None
+
+
+def wrapped_text(text: str, width: int, lines: int = SETUP_LINES) -> str:
+    """`text` wrapped to `width` on up to `lines` lines, the last one's end elided where it is longer still."""
+    parts = textwrap.wrap(text, width) or [""]
+    if len(parts) > lines:
+        last = " ".join(parts[lines - 1:])
+        parts = parts[:lines - 1] + [last[:width - 1].rstrip() + "…"]
+    return "\n".join(parts)
 
 
 def ab_overlaid(runs: list, ab_runs: tuple[int, int] | None) -> list | None:
@@ -91,7 +131,7 @@ class ComparePane(Vertical):
     def compose(self) -> ComposeResult:
         yield Static("no runs yet: pick a model and press r", id="compare-note")
         yield Static(f"{IDLE_HINT} (interleaved, with a verdict)", id="compare-verdict")
-        yield DataTable(id="compare-table", cursor_type="row", zebra_stripes=True)
+        yield FittedTable(id="compare-table", cursor_type="row", zebra_stripes=True)
         # what a '?' beside a p99 means, where one shows (a tooltip is out of reach of a keyboard over SSH; the note
         # above is cut to a line a statement on a short terminal)
         yield Static("", id="compare-legend", classes="dim-note")
@@ -100,17 +140,11 @@ class ComparePane(Vertical):
     def on_mount(self) -> None:
         if not self.query(DataTable):
             return  # the app is closing as the pane mounts: its children are already gone
-        self._columns(self.query_one(DataTable))
+        self.query_one(FittedTable).fill(COLUMNS, [])
 
-    @staticmethod
-    def _columns(table: DataTable) -> None:
-        """The columns anew, sized by what they hold now (not by runs since cleared). What answers "which is
-        faster" first, so it is in sight at 80 columns beside the sidebar; the setup is said against the
-        baseline (the baseline's row says it whole)."""
-        table.clear(columns=True)
-        for key, label in (("run", "run"), ("median", "median"), ("speedup", "speed-up"), ("p99", "p99"),
-                           ("setup", "setup vs baseline"), ("fps", "FPS at p50"), ("status", "status")):
-            table.add_column(label, key=key)
+    @on(FittedTable.WidthChanged)
+    def _refit(self) -> None:
+        self.refresh_runs()
 
     def watch_verdict(self, text: str) -> None:
         self.query_one("#compare-verdict", Static).update(text)
@@ -119,8 +153,7 @@ class ComparePane(Vertical):
         table = self.query_one(DataTable)
         if table.row_count == 0:
             return None
-        row_key, _ = table.coordinate_to_cell_key((table.cursor_row, 0))
-        return int(row_key.value)
+        return int(table.ordered_rows[table.cursor_row].key.value)  # a row's key needs no column
 
     # -- the A/B comparison ------------------------------------------------------------------------
     def start_ab(self, flags_a, flags_b) -> None:
@@ -273,14 +306,14 @@ class ComparePane(Vertical):
             self.show_runs(self.app.session.runs, theme_palette(self.app))
 
     def show_runs(self, history, palette: list[str]) -> None:
-        table = self.query_one(DataTable)
+        table = self.query_one(FittedTable)
         keep = self.highlighted_run_id()
-        self._columns(table)
         base = history.baseline()
         arms = ab_overlaid(list(history), self.ab_runs)
         overlaid = arms if arms is not None else overlaid_runs(history.completed())
         colour = {r.run_id: palette[i % len(palette)] for i, r in enumerate(overlaid)}
         kind = self.app.session.device_kind()
+        rows, setups = [], []
         for record in history:
             s = record.stats
             label = record.label
@@ -295,12 +328,24 @@ class ComparePane(Vertical):
             if changed:  # the flags asked may match; the state the runs ran under did not
                 setup = (setup.replace("same flags", "same flags asked") +
                          f" · torch state changed by the model's code in {' and '.join(changed)}")
-            table.add_row(label, format_ms(s.p50_ms) if s else "–",
-                          speedup_text(record, base) if base is not None else "–",
-                          format_percentile(s.p99_ms, 0.99, s.n) if s else "–", setup,
-                          format_number(s.fps_at_median, digits=1) if s else "–",
-                          record.status + (", disturbed" if record.disturbed else ""),
-                          key=str(record.run_id))
+            rows.append([label, format_ms(s.p50_ms) if s else "–",
+                         speedup_text(record, base) if base is not None else "–",
+                         format_percentile(s.p99_ms, 0.99, s.n) if s else "–", escape(setup),
+                         format_number(s.fps_at_median, digits=1) if s else "–",
+                         record.status + (", disturbed" if record.disturbed else "")])
+            setups.append(setup)
+        shown, setup_width = fitted_columns(
+            rows, table.columns_width(len(rows), laid_out=self.scrollable_content_region.width), table.cell_padding)
+        height = 1
+        if setup_width is not None:
+            setups = [wrapped_text(setup, setup_width) for setup in setups]
+            height = max(setup.count("\n") + 1 for setup in setups)
+            rows = [[*row[:SETUP], escape(setup), *row[SETUP + 1:]] for row, setup in zip(rows, setups)]
+        table.fill(COLUMNS[:shown], [row[:shown] for row in rows], keys=[str(record.run_id) for record in history],
+                   height=height)
+        cut = any(setup.endswith("…") for setup in setups) if setup_width is not None else False
+        hidden = [label for _, label in COLUMNS[shown:]] + (["the setup whole"] if cut else [])
+        where = "h hides the sidebar" if self.screen.sidebar_shown() else "a wider terminal shows them"
         if keep is not None and history.get(keep) is not None:
             table.move_cursor(row=table.get_row_index(str(keep)))
         marked = any(r.stats is not None and not percentile_supported(0.99, r.stats.n) for r in history)
@@ -312,8 +357,10 @@ class ComparePane(Vertical):
             note.update(f"{head}speed-up = baseline median / run median, like for like only · b: make the "
                         "highlighted run the baseline" + disturbed_note(list(history)))
         legend = self.query_one("#compare-legend", Static)
-        legend.update(COMPACT_UNSUPPORTED)  # whole in the Help
-        legend.display = marked
+        lines = [COMPACT_UNSUPPORTED] if marked else []  # whole in the Help
+        lines += [f"{', '.join(hidden)}: {where}"] if hidden and len(history) else []
+        legend.update("\n".join(lines))
+        legend.display = bool(lines)
         self.query_one(LatencyOverlay).show_runs(
             [(f"{r.label} {r.flags_text if base is None or r is base else against_text(r, base, kind)}",
               r.samples_ms) for r in overlaid],  # the note above says the baseline's whole setup
