@@ -9,6 +9,7 @@ Each answer streams what the real job streams before its result (measure/runners
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from tests.fakes.fake_measurement import HELD, Failed, Recorded
@@ -49,7 +50,8 @@ class TimedRuns:
                               cancelled=False, started_at=1_000_000.0, duration_s=1.4,
                               timer="cuda-events" if self.device.startswith("cuda") else "perf_counter",
                               shapes=cfg.shapes, sample_first_seen=[False] * len(samples), step=cfg.step,
-                              iters_asked=len(samples), conditions=self.conditions)
+                              iters_asked=len(samples), conditions=self.conditions,
+                              config=dataclasses.replace(cfg, device=self.device, input_shape=shape, batch=None))
         return Recorded(result, samples=(("first", 0, 1, [85.0]), ("warmup", 9, 10, warmup),
                                          ("timed", 59, 60, samples)))
 

@@ -10,10 +10,8 @@ from typing import Any
 from torchperf_tui.core.errors import TorchperfError, user_message
 from torchperf_tui.engine.analysis.layer_times import DEFAULT_ITERS, layer_times
 from torchperf_tui.engine.analysis.roofline import analyse_roofline, gpu_for_device, peaks_for
-from torchperf_tui.engine.measurements.bench_config import BenchConfig
 from torchperf_tui.engine.records.history_file import HistoryFile, HistoryNotDurable
 from torchperf_tui.engine.records.result_records import records_of
-from torchperf_tui.engine.workloads.model_args import parse_model_args
 from torchperf_tui.engine.hardware.ceilings import kept_for
 from torchperf_tui.engine.hardware.device import probe_device
 
@@ -51,7 +49,7 @@ def roofline_of_run(result: Any, report: Any = None, peak_tflops: float | None =
     if result.shapes != "fixed":
         raise TorchperfError(f"shape schedule {result.shapes}: the roofline needs one input shape")
     step = getattr(result, "step", "infer")
-    cfg = config_of_run(result)
+    cfg = measured_config(result)
     complexity = analyse_complexity(result.model, result.input_shape, dtype=result.dtype, layers=True,
                                     step=step, inputs=cfg.input_spec(), model_args=cfg.model_args)
     gpu = None
@@ -73,15 +71,11 @@ def roofline_of_run(result: Any, report: Any = None, peak_tflops: float | None =
     return roofline
 
 
-def config_of_run(result: Any):
-    """The BenchConfig that measures again what a finished TimingResult measured: its model with its overrides,
-    input (and sequence length), device, dtype, flags and step."""
-    return BenchConfig(model=result.model, input_shape=tuple(result.input_shape), device=result.device,
-                       dtype=result.dtype, channels_last=result.channels_last, flags=result.flags,
-                       compile=result.compile_mode, shapes=result.shapes, step=getattr(result, "step", "infer"),
-                       optimizer=getattr(result, "optimizer", None) or "sgd", amp=getattr(result, "amp", None),
-                       model_args=parse_model_args(getattr(result, "model_args", "")),
-                       seq_len=getattr(result, "seq_len", None))
+def measured_config(result: Any):
+    """The BenchConfig a finished TimingResult measured (its `config`), to measure it again."""
+    if getattr(result, "config", None) is None:
+        raise TorchperfError("this run does not say what it measured (a result from another version): run it again")
+    return result.config
 
 
 def layer_times_of_run(result: Any, report: Any = None, *, iters: int | None = None,
@@ -89,7 +83,7 @@ def layer_times_of_run(result: Any, report: Any = None, *, iters: int | None = N
     """A finished run on the roofline with the time of each layer: its model, input, flags and step profiled
     again (engine.analysis.layer_times), so every row has its time, share of the pass and achieved FLOP/s. Needs
     torch."""
-    times = layer_times(config_of_run(result), iters=iters or DEFAULT_ITERS, should_cancel=should_cancel)
+    times = layer_times(measured_config(result), iters=iters or DEFAULT_ITERS, should_cancel=should_cancel)
     if times.cancelled and not times.modules:
         return None
     return roofline_of_run(result, report, layer_times=times, **roofline_options)

@@ -111,6 +111,9 @@ class TimingResult(InputFacts):
     # the UI process when the result reaches it. Both end up in the history record's `disturbed`.
     host_noise: HostNoise | None = None
     app_marks: list[str] = field(default_factory=list)
+    # What was measured, as resolved (the device, the input shape with its batch, the dtype): a follow-up of this run
+    # (its roofline, the time of each layer) measures it again from here, not from fields copied back into a config.
+    config: BenchConfig | None = None
 
     @property
     def batch(self) -> int:
@@ -134,6 +137,7 @@ class TimingResult(InputFacts):
 
     def to_dict(self) -> dict:
         data = asdict(self)
+        del data["config"]  # its fields are the result's own, said above (the JSON keeps its keys)
         data["conditions"] = self.conditions.to_dict() if self.conditions is not None else None
         data["input_shape"] = list(self.input_shape)
         data["flags"] = self.flags.to_dict()
@@ -400,6 +404,7 @@ def _run_benchmark(cfg: BenchConfig, watch: StateWatch, on_sample: OnSample | No
         conditions=conditions,
         threads_asked=asked_state(cfg.flags).flags.num_threads,
         host_noise=host.summary(samples, spread=not schedule.varies),
+        config=replace(cfg, device=str(device), input_shape=tuple(shape), batch=None, dtype=dtype_name(dtype)),
     )
 
 
