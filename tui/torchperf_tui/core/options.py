@@ -10,8 +10,6 @@ from __future__ import annotations
 import math
 import os
 
-import psutil
-
 from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.core.input_files import file_kind
 
@@ -155,6 +153,8 @@ def memory_cap_gib(value: float | str, name: str = "--memory-cap") -> float:
     """GiB a CPU search may use: > 0 and at most this machine's RAM (more is no cap: the search would go on until
     the machine swapped or its kernel ended a process)."""
     number = positive_float(name, value)
+    import psutil  # off the app's first frame, which checks options without this one (50 ms with subprocess)
+
     ram_gib = psutil.virtual_memory().total / 1024**3
     if number > ram_gib:
         raise OptionError(f"{name}: {number:g} GiB is more than this machine's {ram_gib:.1f} GiB of RAM; "
