@@ -9,7 +9,6 @@ the box is."""
 from __future__ import annotations
 
 import dataclasses
-
 import itertools
 import tracemalloc
 from types import SimpleNamespace
