@@ -150,16 +150,26 @@ async def test_the_sweeps_memory_and_tokens_per_s_are_in_sight_beside_the_sideba
         assert "p90: h" not in screen_text(app, "#sweep-summary")
 
 
+def kernels_app(kernels):
+    """The fake H100 app whose kernel profile is answered by `kernels` (recorded_kernels)."""
+    return make_app(gpu=True, answers={"kernels": kernels, "time": TimedRuns(device="cuda:0"), "roofline": NOT_PLACED})
+
+
+async def profile_kernels(pilot):
+    """A flag flipped, the tiny model chosen and k pressed, as a user does; -> the pane once its profile is in."""
+    await wait_ready(pilot)
+    await flip(pilot, "cudnn_benchmark")
+    await choose_tiny(pilot)
+    await pilot.press("k")
+    pane = pilot.app.main.query_one("KernelsPane")
+    await wait_until(pilot, lambda: pane.result is not None, what="the kernel profile")
+    return pane
+
+
 async def test_kernels_shows_what_a_and_b_ran_stacked_beside_the_sidebar_and_with_h():
-    app = make_app(gpu=True, answers={"kernels": recorded_kernels(attention=True), "time": TimedRuns(device="cuda:0"),
-                                      "roofline": NOT_PLACED})
+    app = kernels_app(recorded_kernels(attention=True))
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_ready(pilot)
-        await flip(pilot, "cudnn_benchmark")
-        await choose_tiny(pilot)
-        await pilot.press("k")
-        pane = app.main.query_one("KernelsPane")
-        await wait_until(pilot, lambda: pane.result is not None, what="the kernel profile")
+        pane = await profile_kernels(pilot)
         table = app.main.query_one("#kernels-table")
         for hidden in (False, True):
             await wait_until(pilot, lambda: "ran" in table.columns and column_in_sight(table, "ran"),
@@ -204,15 +214,9 @@ async def test_kernels_times_of_a_disturbed_arm_are_marked_in_their_rows_and_sai
 
     busy = HostNoise(cores=2, load_start=6.0, load_end=7.0, window_s=3.0, other_busy_cores=1.5, samples=10,
                      during="its profiled passes")
-    app = make_app(gpu=True, answers={"kernels": recorded_kernels(arm_hosts={"A": busy}),
-                                      "time": TimedRuns(device="cuda:0"), "roofline": NOT_PLACED})
+    app = kernels_app(recorded_kernels(arm_hosts={"A": busy}))
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_ready(pilot)
-        await flip(pilot, "cudnn_benchmark")
-        await choose_tiny(pilot)
-        await pilot.press("k")
-        pane = app.main.query_one("KernelsPane")
-        await wait_until(pilot, lambda: pane.result is not None, what="the kernel profile")
+        await profile_kernels(pilot)
         table = app.main.query_one("#kernels-table")
         await wait_until(pilot, lambda: "us" in table.columns and table.row_count == 4, what="the rows")
         for i in range(table.row_count):
