@@ -153,7 +153,7 @@ def memory_cap_gib(value: float | str, name: str = "--memory-cap") -> float:
     """GiB a CPU search may use: > 0 and at most this machine's RAM (more is no cap: the search would go on until
     the machine swapped or its kernel ended a process)."""
     number = positive_float(name, value)
-    import psutil  # off the app's first frame, which checks options without this one (50 ms with subprocess)
+    import psutil  # off the app's first frame, which needs no memory cap (with subprocess: 0.1 s under load)
 
     ram_gib = psutil.virtual_memory().total / 1024**3
     if number > ram_gib:

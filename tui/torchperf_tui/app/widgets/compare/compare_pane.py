@@ -16,7 +16,6 @@ from textual.markup import escape
 from textual.widgets import DataTable, Static
 
 from torchperf_tui.app.widgets.fitted_table import FittedTable, column_widths
-
 from torchperf_tui.engine.records.history_compare import disturbed_sentence
 from torchperf_tui.core.stats import compute_stats, percentile_supported
 from torchperf_tui.core.formatting import COMPACT_UNSUPPORTED, format_ms, format_number, format_percentile
