@@ -24,6 +24,12 @@ class ExitSafePlot(PlotWidget):
         if self._children_pruned():
             event.prevent_default()  # the library's on_mount would query the children that were pruned
 
+    def on_resize(self) -> None:
+        """textual-plot sizes its canvases to the widget only on a layout refresh of the widget: a new size asks
+        for one (a caption or edge note shown or hidden beside it, a resize), so a redraw at the same size need not."""
+        if not self._children_pruned():
+            self.refresh(layout=True)
+
     def _update_margin_sizes(self) -> None:
         # The margins' watchers run at mount too; the library's update sets its Grid's rows and columns.
         if not self._children_pruned():

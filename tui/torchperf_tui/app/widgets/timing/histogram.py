@@ -94,6 +94,7 @@ class PlotHolder(Vertical):
         self._last_redraw = 0.0
         self._redraw_timer = None
         self._axis_caption = ""
+        self._note_said = False  # the drawing under way has said its edge note
 
     def request_redraw(self) -> None:
         """Redraw now, or once the minimum interval has passed (never more than one pending)."""
@@ -142,6 +143,7 @@ class PlotHolder(Vertical):
 
     def show_edge_note(self, text: str) -> None:
         """A line under the plot at its right edge (what the plot leaves out), or none."""
+        self._note_said = True
         note = self.query_one(".plot-edge-note", Static)
         if note.content != text:  # at each redraw, mostly unchanged: an update lays out the whole screen again
             note.update(text)
@@ -182,7 +184,8 @@ class PlotHolder(Vertical):
         caption = self.query_one(".plot-caption", Static)
         caption.display = self.compact
         self._axis_caption = f"{y_label} by {x_label}" if self.compact else ""
-        caption.update(self._axis_caption)
+        if caption.content != self._axis_caption:  # as show_edge_note's
+            caption.update(self._axis_caption)
         if self.compact:
             x_label = y_label = ""
         plot.set_xlabel(x_label)
@@ -217,19 +220,24 @@ class PlotHolder(Vertical):
             # grid to set yet, and setting them would raise. Once it has composed, draw.
             self.call_after_refresh(self.redraw)
             return
-        plot.margin_top, plot.margin_bottom, plot.margin_left = (0, 1, 6) if self.compact else (2, 3, 10)
-        # textual-plot sizes its canvas to the widget only on a layout refresh: after a resize or new margins
-        # it would draw into the old size (a small box above empty rows).
-        plot.refresh(layout=True)
+        margins = (0, 1, 6) if self.compact else (2, 3, 10)
+        if (plot.margin_top, plot.margin_bottom, plot.margin_left) != margins:
+            plot.margin_top, plot.margin_bottom, plot.margin_left = margins
+            # textual-plot sizes its canvas to the widget only on a layout refresh: with new margins it would draw
+            # into the old size (a small box above empty rows). A new size of the plot asks for one itself
+            # (ExitSafePlot); a redraw at the same size and margins does not: a layout is of the whole screen.
+            plot.refresh(layout=True)
         plot.clear()
-        self.show_edge_note("")
+        self._note_said = False
         empty = not self.has_data()
         if not empty and self.no_room:
             self._set_placeholder(True, self.no_room_text())
-            return
-        self._set_placeholder(empty)
-        if not empty:
-            self.draw(self._plot)
+        else:
+            self._set_placeholder(empty)
+            if not empty:
+                self.draw(self._plot)
+        if not self._note_said:  # this drawing has no note (or none was drawn): the last one's goes
+            self.show_edge_note("")
 
     def has_data(self) -> bool:  # pragma: no cover - overridden
         raise NotImplementedError
