@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import time
 from typing import NamedTuple
@@ -11,12 +12,14 @@ GiB = 1024**3
 
 
 async def wait_until(pilot, predicate, timeout: float = 120.0, what: str = "condition") -> None:
-    """Let the app run until `predicate()` is true (workers report through messages)."""
+    """Let the app run until `predicate()` is true (workers report through messages). The app runs on this loop
+    and draws on its own timer meanwhile: the wait sleeps between looks. Pilot's pause would first wait for every
+    widget's queue (a message to each of hundreds) and then refresh the screen, at each look."""
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
-        await pilot.pause(0.05)
+        await asyncio.sleep(0.05)
 
 
 class Shown(NamedTuple):
