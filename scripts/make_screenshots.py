@@ -32,11 +32,14 @@ SIZES = {"": (100, 30), "-80x24": (80, 24)}  # file-name suffix -> terminal size
 
 
 async def wait_until(pilot, predicate, timeout: float = 300.0, what: str = "condition") -> None:
+    """Let the app run until `predicate()` holds, sleeping between looks: Pilot's pause messages every widget and
+    refreshes the screen at each look, and the runs being pictured were marked 'noisy host' for it (others at
+    0.4-0.8 of a core beside them; the app alone takes 0.07 while a run is drawn, bench/run_ui_cpu.py)."""
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
             raise SystemExit(f"timed out waiting for {what}")
-        await pilot.pause(0.1)
+        await asyncio.sleep(0.1)
 
 
 def fresh_app(out: Path, suffix: str, history: Path, **options):
