@@ -16,15 +16,9 @@ import subprocess
 import sys
 import time
 
-from tmux_app import app_in_tmux, require_tmux, send_keys  # bench/tmux_app.py
-
-TICKS = os.sysconf("SC_CLK_TCK")
+from tmux_app import app_in_tmux, cpu_seconds, require_tmux, send_keys  # bench/tmux_app.py
 
 
-def cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as fh:
-        fields = fh.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
 
 
 def app_pid(session: str, timeout: float = 30.0) -> int:

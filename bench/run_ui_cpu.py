@@ -21,16 +21,10 @@ import subprocess
 import time
 from pathlib import Path
 
-from tmux_app import app_in_tmux, require_tmux, send_keys  # bench/tmux_app.py
+from tmux_app import app_in_tmux, cpu_seconds, require_tmux, send_keys  # bench/tmux_app.py
 
 ROOT = Path(__file__).resolve().parents[1]
-TICKS = os.sysconf("SC_CLK_TCK")
 
-
-def cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as fh:
-        fields = fh.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
 
 
 def app_pid(session: str, timeout: float = 30.0) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import time
@@ -33,3 +34,13 @@ def app_in_tmux(command: str, session: str, *, width: int = 80, height: int = 24
 
 def send_keys(session: str, *keys: str) -> None:
     subprocess.run(["tmux", "send-keys", "-t", session, *keys], check=True)
+
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """The CPU time process `pid` has used (utime + stime from /proc), in seconds."""
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
