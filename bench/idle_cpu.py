@@ -19,8 +19,6 @@ import time
 from tmux_app import app_in_tmux, cpu_seconds, require_tmux, send_keys  # bench/tmux_app.py
 
 
-
-
 def app_pid(session: str, timeout: float = 30.0) -> int:
     """The Python process of the app inside the tmux pane (not the pane's shell)."""
     shell = int(subprocess.run(["tmux", "display", "-p", "-t", session, "#{pane_pid}"], capture_output=True,
