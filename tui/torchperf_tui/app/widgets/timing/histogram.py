@@ -61,6 +61,13 @@ def theme_palette(app) -> list[str]:
     return list(dict.fromkeys(c for c in colours if c))  # a theme may give two roles one colour: each once
 
 
+def set_text(static: Static, content) -> None:
+    """`content` in `static`, updated only where it differs: a Static's update lays out the whole screen again, and
+    a plot's redraw sets the same caption, note and placeholder time after time."""
+    if static.content != content:
+        static.update(content)
+
+
 # Below this height a plot's default margins (2 rows above, 3 below, the axis box) leave no room for bars:
 # the axis labels become one caption line above the plot and the margins shrink to the tick labels.
 COMPACT_BELOW_ROWS = 14
@@ -145,8 +152,7 @@ class PlotHolder(Vertical):
         """A line under the plot at its right edge (what the plot leaves out), or none."""
         self._note_said = True
         note = self.query_one(".plot-edge-note", Static)
-        if note.content != text:  # at each redraw, mostly unchanged: an update lays out the whole screen again
-            note.update(text)
+        set_text(note, text)
         note.display = bool(text)
 
     def on_resize(self) -> None:
@@ -184,8 +190,7 @@ class PlotHolder(Vertical):
         caption = self.query_one(".plot-caption", Static)
         caption.display = self.compact
         self._axis_caption = f"{y_label} by {x_label}" if self.compact else ""
-        if caption.content != self._axis_caption:  # as show_edge_note's
-            caption.update(self._axis_caption)
+        set_text(caption, self._axis_caption)
         if self.compact:
             x_label = y_label = ""
         plot.set_xlabel(x_label)
@@ -253,9 +258,8 @@ class PlotHolder(Vertical):
         placeholder.set_class(text is None, "loading")
         if visible:
             self.query_one(".plot-caption", Static).display = False
-        wanted = self.empty_text if text is None else text
-        if visible and self._plot is not None and placeholder.content != wanted:  # as show_edge_note's
-            placeholder.update(wanted)
+        if visible and self._plot is not None:
+            set_text(placeholder, self.empty_text if text is None else text)
         if self._plot is not None:
             self._plot.display = not visible
 
