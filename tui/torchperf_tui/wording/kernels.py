@@ -37,10 +37,10 @@ def disturbed_arms(result) -> set[str]:
     return {arm for arm in ("A", "B") if getattr(result, "app_marks", None) or noise_marks(hosts.get(arm))}
 
 
-def arm_us_text(result, arm: str, us: float) -> str:
-    """An arm's time per iteration, marked '1,234 !' where that arm's passes were disturbed (the line of marks
-    under, or above, the table says what the mark is)."""
-    return us_text(us) + (f" {CONDITION_MARK}" if arm in disturbed_arms(result) else "")
+def arm_us_text(us: float, arm: str, disturbed: set[str]) -> str:
+    """An arm's time per iteration, marked '1,234 !' where that arm is among the `disturbed` (disturbed_arms: the
+    line of marks under, or above, the table says what the mark is)."""
+    return us_text(us) + (f" {CONDITION_MARK}" if arm in disturbed else "")
 
 
 def kernels_marks_text(result, compact: bool = False) -> str:
@@ -87,10 +87,10 @@ def layer_rows(result, width: int):
 
 def kernel_cells(result) -> list[tuple[str, ...]]:
     """The CLI's table: (layer, [pass,] what A ran, what B ran or 'same', A us, B us, 'changed' or '')."""
+    disturbed = disturbed_arms(result)
     return [(name, *([phase] if result.training else []), ran_text(part.a, names),
-             ran_text(part.b, names) if part.changed else "same", arm_us_text(result, "A", part.a_us),
-             arm_us_text(result, "B", part.b_us),
-             "changed" if part.changed else "")
+             ran_text(part.b, names) if part.changed else "same", arm_us_text(part.a_us, "A", disturbed),
+             arm_us_text(part.b_us, "B", disturbed), "changed" if part.changed else "")
             for _, name, phase, part, names in layer_rows(result, 36)]
 
 
@@ -150,11 +150,13 @@ def attention_cells(result) -> list[tuple[str, ...]]:
     """The CLI's attention table: (site, [pass,] what A ran and allowed, what B ran and allowed, A us, B us,
     'changed' or '')."""
     rows = []
+    disturbed = disturbed_arms(result)
     for index, site in enumerate(result.attention):
         first = index == 0 or result.attention[index - 1].site != site.site
         rows.append((site.site if first or not result.training else "", *([site.phase] if result.training else []),
-                     attention_ran_text(site.a), attention_ran_text(site.b), arm_us_text(result, "A", site.a.us_per_iter),
-                     arm_us_text(result, "B", site.b.us_per_iter), "changed" if site.changed else ""))
+                     attention_ran_text(site.a), attention_ran_text(site.b),
+                     arm_us_text(site.a.us_per_iter, "A", disturbed), arm_us_text(site.b.us_per_iter, "B", disturbed),
+                     "changed" if site.changed else ""))
     return rows
 
 

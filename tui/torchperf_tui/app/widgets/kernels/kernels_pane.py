@@ -19,8 +19,8 @@ from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.core.formatting import fit_name, format_shape
 from torchperf_tui.engine.measurements.ab_arms import ArmSpec
 from torchperf_tui.wording.conditions import disturbed_text
-from torchperf_tui.wording.kernels import (arm_us_text, attention_ran_text, fallback_lines, kernels_marks_text,
-                                           kernels_summary, layer_rows, ran_text, shows_step)
+from torchperf_tui.wording.kernels import (arm_us_text, attention_ran_text, disturbed_arms, fallback_lines,
+                                           kernels_marks_text, kernels_summary, layer_rows, ran_text, shows_step)
 from torchperf_tui.measure.protocol import JobFailed
 from torchperf_tui.core.marks import disturbance_marks
 
@@ -47,9 +47,10 @@ def kernel_rows(result, names_width: int) -> list[dict]:
     """A row per conv layer (per pass of a training step's), its kernels by their short names in `names_width`,
     then a row per attention call site (per pass): the facts the table lays out side by side or stacked."""
     rows = []
+    disturbed = disturbed_arms(result)
     for layer, name, phase, part, names in layer_rows(result, names_width):
-        rows.append({"name": name, "phase": phase, "a_us": arm_us_text(result, "A", part.a_us),
-                     "b_us": arm_us_text(result, "B", part.b_us),
+        rows.append({"name": name, "phase": phase, "a_us": arm_us_text(part.a_us, "A", disturbed),
+                     "b_us": arm_us_text(part.b_us, "B", disturbed),
                      "changed": part.changed, "choice": "changed" if part.changed else "same",
                      "a": ran_text(part.a, names, compact=True),
                      "b": ran_text(part.b, names, compact=True) if part.changed else "same",
@@ -59,8 +60,8 @@ def kernel_rows(result, names_width: int) -> list[dict]:
         first = index == 0 or result.attention[index - 1].site != site.site
         a_ran, b_ran = attention_ran_text(site.a, compact=True), attention_ran_text(site.b, compact=True)
         rows.append({"name": site.site if first or not result.training else "", "phase": site.phase,
-                     "a_us": arm_us_text(result, "A", site.a.us_per_iter),
-                     "b_us": arm_us_text(result, "B", site.b.us_per_iter),
+                     "a_us": arm_us_text(site.a.us_per_iter, "A", disturbed),
+                     "b_us": arm_us_text(site.b.us_per_iter, "B", disturbed),
                      "changed": site.changed, "choice": f"{a_ran}→{b_ran}" if site.changed else a_ran,
                      "a": a_ran, "b": b_ran, "key": f"attention:{site.site}:{site.phase}"})
     return rows
