@@ -266,6 +266,16 @@ async def test_compares_table_shows_whole_columns_beside_the_sidebar_and_names_t
                 assert row_cells(table, 1)["setup"].startswith("oneDNN")
                 assert len(row_cells(table, 0)["setup"].split("\n")) > 1
                 assert where == ["FPS at p50, status: a wider terminal shows them"], where
+        # Four runs more: rows of wrapped setups overflow the table's ten rows, and its scrollbar takes two columns:
+        # the columns shown are still whole beside it.
+        await pilot.press("1")
+        for run_id in (3, 4, 5, 6):
+            await run_and_wait(pilot, run_id)
+        await pilot.press("2")
+        await wait_until(pilot, lambda: table.row_count == 6 and table.virtual_size.height > table.size.height
+                         and all(column_in_sight(table, key.value) for key in table.columns),
+                         what="six runs, the table scrolling, every column shown whole")
+        assert [key.value for key in table.columns] == keys[:5]
 
 
 async def test_the_throughput_plot_without_room_says_where_to_see_it():
