@@ -26,3 +26,29 @@ async def test_a_count_past_the_clis_bound_is_refused_in_the_app_too(tiny_app, f
         await wait_until(pilot, lambda: field.value == before, what="the value in use back in the field")
         assert (app.session.iters, app.session.warmup) == (20, 3)
         assert any(message in line for line in notifications(app)), notifications(app)
+
+
+async def test_the_sidebars_run_options_are_the_tables_values_in_its_words(tiny_app):
+    """The selects offer what core/run_option_table.py says each option takes, and their tooltips say its help: the
+    words `--help` says for the same option (tests/test_run_option_table.py checks that side)."""
+    from textual.widgets import Checkbox, Select
+
+    from torchperf_tui.core.run_option_table import RUN_OPTIONS, run_option
+
+    async with tiny_app(size=(100, 30)) as pilot:
+        main = pilot.app.main
+        for entry in RUN_OPTIONS:
+            if entry.name in ("step", "optimizer"):  # one select: the step with its optimizer
+                continue
+            widget = main.query_one(f"#{entry.name}" if entry.name == "dtype" else
+                                    "#channels-last" if entry.name == "channels_last" else f"#option-{entry.name}")
+            assert entry.help in str(widget.tooltip), (entry.name, widget.tooltip)
+            if isinstance(widget, Select):
+                offered = [value for _, value in widget._options if value is not Select.BLANK]  # noqa: SLF001
+                assert offered == [value for _, value in entry.shown] or offered == list(entry.choices), entry.name
+            elif isinstance(widget, Checkbox):
+                assert str(widget.label) == entry.label
+        step = main.query_one("#option-step", Select)
+        assert [value for _, value in step._options] == ["infer", *(f"train:{name}" for name in  # noqa: SLF001
+                                                                  run_option("optimizer").choices)]
+        assert run_option("step").help in str(step.tooltip) and run_option("optimizer").help in str(step.tooltip)

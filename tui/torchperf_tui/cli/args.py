@@ -9,6 +9,8 @@ import functools
 from torchperf_tui.core import options
 from torchperf_tui.core.errors import PROG, TorchperfError
 from torchperf_tui.core.flag_table import CHOICE, ON, SWITCH, flag_options, flag_spec, spec_keys_text
+from torchperf_tui.core import run_option_table
+from torchperf_tui.core.run_option_table import ARM_KEYS, run_option, with_default
 from torchperf_tui import __version__
 from torchperf_tui.engine.workloads.inputs import parse_seq_len
 from torchperf_tui.engine.workloads.model_args import parse_model_args
@@ -64,23 +66,33 @@ def _seq_len(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _add_run_option(p: argparse.ArgumentParser, name: str, help: str | None = None, **kwargs) -> None:
+    """Run option `name` (core/run_option_table.py) as its entry says: its option, values, default and help."""
+    entry = run_option(name)
+    if entry.style == run_option_table.ON:
+        p.add_argument(entry.option, action="store_true", help=help or entry.help)
+        return
+    said = dict(help=help or (with_default(name, entry.default) if entry.default is not None else entry.help),
+                metavar=entry.metavar or (entry.choices and "{" + ",".join(entry.choices) + "}") or None,
+                default=entry.default)
+    if entry.choices:  # refused in the words a SPEC's and the engine's refusals use: 'unknown step 'fly': ...'
+        said["type"] = _parsed(entry.choose)
+    if entry.style == run_option_table.OPTIONAL:
+        said.update(nargs="?", const=entry.const)
+    p.add_argument(entry.option, **{**said, **kwargs})
+
+
 def _add_step_options(p: argparse.ArgumentParser) -> None:
     """What one timed iteration does: an inference pass or a training step, and mixed precision."""
-    p.add_argument("--step", choices=("infer", "train"), default="infer",
-                   help="what one iteration does: infer (a forward pass, the default) or train (forward, loss, "
-                        "backward, optimizer step; gradients set to None between steps)")
-    p.add_argument("--optimizer", choices=("sgd", "adamw"), default="sgd",
-                   help="the training step's optimizer (default sgd with momentum 0.9)")
-    p.add_argument("--amp", choices=("fp16", "bf16"),
-                   help="mixed precision: torch.autocast around forward and loss (a gradient scaler for fp16 "
-                        "training); not --dtype, which casts the whole model")
+    for name in ("step", "optimizer", "amp"):
+        _add_run_option(p, name)
 
 
 def _add_input_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--input", metavar="SHAPE", help="input shape with batch, e.g. 1x3x224x224 "
                    "(default: the model's own input size)")
     p.add_argument("--batch", type=_positive_int, help="batch size (replaces the shape's first dimension)")
-    p.add_argument("--dtype", default="float32", help="float32 | float16 | bfloat16 (default float32)")
+    _add_run_option(p, "dtype")
     p.add_argument("--seq-len", metavar="N", type=_seq_len, help="a token model's sequence length (default: the "
                    "model's own, "
                    "within its maximum positions)")
@@ -96,7 +108,7 @@ def _add_workload_options(p: argparse.ArgumentParser) -> None:
     _add_input_options(p)
     p.add_argument("--device", default="auto", type=_checked(options.device_name),
                    help="auto | cpu | cuda[:N] (default auto)")
-    p.add_argument("--channels-last", action="store_true", help="channels_last memory format")
+    _add_run_option(p, "channels_last")
 
 
 def _add_flag_options(p: argparse.ArgumentParser) -> None:
@@ -111,11 +123,12 @@ def _add_flag_options(p: argparse.ArgumentParser) -> None:
         elif option.style == CHOICE:
             p.add_argument(option.text, choices=spec.choices, help=option.help)
         else:
-            p.add_argument(option.text, metavar=option.metavar, type=_flag_value(spec.parse), help=option.help)
+            p.add_argument(option.text, metavar=option.metavar, type=_parsed(spec.parse), help=option.help)
 
 
-def _flag_value(parse):
-    """An argparse type from a flag's parse (core/flag_table.py, no torch): its error one line."""
+def _parsed(parse):
+    """An argparse type from a parse that raises TorchperfError (a flag's, a run option's choice; no torch): its
+    error one line."""
     def convert(text: str):
         try:
             return parse(text)
@@ -145,9 +158,7 @@ def _schedule(text: str) -> str:
 
 
 def _add_shapes_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--shapes", default="fixed", metavar="SCHEDULE", type=_schedule,
-                   help="input shapes of the timed iterations: fixed | cycle:K[:LO-HI] | random[:LO-HI[:batch=B1-B2]] "
-                        "(default fixed; cudnn.benchmark re-tunes for every new shape)")
+    _add_run_option(p, "shapes", type=_schedule)
 
 
 def _add_sweep_parser(sub) -> None:
@@ -160,7 +171,7 @@ def _add_sweep_parser(sub) -> None:
                    help="lengths: LO, 2 LO, 4 LO, ... and HI last; cut at the model's maximum positions "
                         "(default 128-4096)")
     p.add_argument("--batch", type=_positive_int, default=1, help="the batch at every length (default 1)")
-    p.add_argument("--dtype", default="float32", help="float32 | float16 | bfloat16 (default float32)")
+    _add_run_option(p, "dtype")
     p.add_argument("--model-args", metavar="KEY=VALUE,...", default="",
                    help="the model's overrides, e.g. num_hidden_layers=2,hidden_size=256")
     p.add_argument("--device", default="auto", type=_checked(options.device_name),
@@ -284,8 +295,8 @@ def build_parser(commands: bool = True, baseline: bool = False) -> argparse.Argu
                    "or package.module:factory")
     _add_input_options(p)
     p.add_argument("--layers", action="store_true", help="also the per-layer table")
-    p.add_argument("--step", choices=("infer", "train"), default="infer",
-                   help="train: also the backward of a training step's loss, counted apart (default infer)")
+    _add_run_option(p, "step", help="train: also the backward of a training step's loss, counted apart "
+                    "(default infer)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
     p = sub.add_parser("bench", help="latency: warm-up, then timed iterations with synchronisation")
@@ -301,9 +312,7 @@ def build_parser(commands: bool = True, baseline: bool = False) -> argparse.Argu
                         "cannot support are marked (default 60; 0: no budget)")
     _add_flag_options(p)
     _add_step_options(p)
-    p.add_argument("--compile", nargs="?", const="default", metavar="MODE",
-                   help="time the torch.compile'd model (default | reduce-overhead (CUDA graphs) | max-autotune); "
-                        "compile time is reported apart")
+    _add_run_option(p, "compile")
     _add_shapes_option(p)
     p.add_argument("--modes", metavar="MODES",
                    help="instead of one timing: the same model in several timing modes side by side, in interleaved "
@@ -381,8 +390,7 @@ def build_parser(commands: bool = True, baseline: bool = False) -> argparse.Argu
     if baseline:  # the model comes from the baseline (a MODEL given must be the baseline's)
         _make_optional(p, "model")
     p.add_argument("--a", required=not baseline, metavar="SPEC", help=f"arm A: key=value,... over {spec_keys_text()}, "
-                   "dtype, channels_last, shapes, step, optimizer, amp "
-                   "('' = the base run; e.g. amp=fp16 against amp=off)")
+                   f"{', '.join(ARM_KEYS)} ('' = the base run; e.g. amp=fp16 against amp=off)")
     p.add_argument("--b", required=not baseline, metavar="SPEC", help="arm B, likewise")
     p.add_argument("--blocks", type=_checked(options.ab_blocks), default=10,
                    help="blocks per arm (default 10, 6-10000: with 5 pairs the signed-rank test's smallest p is 0.0625)")

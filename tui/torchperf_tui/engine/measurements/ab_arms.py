@@ -13,16 +13,16 @@ from dataclasses import dataclass
 
 from torchperf_tui.core.errors import FlagError, TorchperfError
 from torchperf_tui.core.flag_table import flag_spec, spec_keys
+from torchperf_tui.core.run_option_table import ARM_KEYS
 from torchperf_tui.engine.measurements.flags import Flags, process_baseline
 from torchperf_tui.engine.measurements.train_step import check_amp, check_optimizer, check_step, StepSpec
 from torchperf_tui.engine.workloads.inputs import canonical_dtype
 
 # SPEC keys: the flag table's (core/flag_table.py: each flag's keys; aliases set the same flags, 'tf32' both TF32
-# flags) -> the Flags field(s) each sets; run settings apart.
+# flags) -> the Flags field(s) each sets; the run options an arm may set apart (core/run_option_table.ARM_KEYS).
 _BOOL_WORDS = {"1": True, "true": True, "on": True, "yes": True, "0": False, "false": False, "off": False,
                "no": False}
 FLAG_KEYS: dict[str, tuple[str, ...]] = spec_keys()
-SETTING_KEYS = ("dtype", "channels_last", "shapes", "step", "optimizer", "amp")
 
 
 @dataclass(frozen=True)
@@ -56,10 +56,7 @@ def parse_arm_spec(text: str, base: Flags | None = None) -> ArmSpec:
     """'threads=2,cudnn_benchmark=on' -> ArmSpec. An empty spec is the base run unchanged. Needs no torch (the
     CLI's process parses the SPECs before it sends the job): a dtype is checked and named by its text."""
     flags = base or Flags()
-    dtype: str | None = None
-    channels_last: bool | None = None
-    shapes: str | None = None
-    steps: dict[str, str | None] = {}
+    settings: dict[str, object] = {}  # the run options the arm sets (ARM_KEYS), by name
     given: dict[str, str] = {}  # what a key sets (aliases set the same thing) -> the key as typed
     parts = [p.strip() for p in text.split(",")] if text.strip() else []
     if "" in parts:  # 'cudnn_benchmark=on,,tf32=on': a setting lost between two commas, not nothing
@@ -81,26 +78,33 @@ def parse_arm_spec(text: str, base: Flags | None = None) -> ArmSpec:
             # a bad value is one line: 'sdpa: unknown backend ...', 'threads: must be at least 1 ...'
             setting = _parse_bool(key, value) if spec.kind is bool else spec.parse(value.strip())
             flags = flags.replace(**{target: setting for target in targets})
-        elif key == "dtype":
-            dtype = canonical_dtype(value)  # 'fp16' -> 'float16', the name torch gives the dtype
-        elif key == "channels_last":
-            channels_last = _parse_bool(key, value)
-        elif key == "shapes":
-            # numpy: the app loads this module's results without it
-            from torchperf_tui.engine.workloads.shapes import parse_schedule
-            shapes = parse_schedule(value).describe()
-        elif key in ("step", "optimizer", "amp"):
-            word = value.strip().lower()
-            check = {"step": check_step, "optimizer": check_optimizer, "amp": check_amp}[key]
+        elif key in ARM_KEYS:
             try:
-                steps[key] = word if key == "amp" and word == "off" else check(word)
+                settings[key] = _arm_value(key, value)
+            except FlagError:
+                raise
             except TorchperfError as exc:
                 raise FlagError(f"{part!r} in {text!r}: {exc}") from None
         else:
-            known = ", ".join([*FLAG_KEYS, *SETTING_KEYS])
+            known = ", ".join([*FLAG_KEYS, *ARM_KEYS])
             raise FlagError(f"unknown key {key!r} in {text!r}: known keys are {known}")
-    return ArmSpec(flags=flags, dtype=dtype, channels_last=channels_last, shapes=shapes,
-                   text=text.strip() or "base", **steps)
+    return ArmSpec(flags=flags, text=text.strip() or "base", **settings)
+
+
+def _arm_value(key: str, value: str):
+    """The value of run option `key` (one of ARM_KEYS) as an arm's SPEC gives it, checked as the CLI checks it."""
+    if key == "dtype":
+        return canonical_dtype(value)  # 'fp16' -> 'float16', the name torch gives the dtype
+    if key == "channels_last":
+        return _parse_bool(key, value)
+    if key == "shapes":
+        # numpy: the app loads this module's results without it
+        from torchperf_tui.engine.workloads.shapes import parse_schedule
+        return parse_schedule(value).describe()
+    word = value.strip().lower()
+    if key == "amp":
+        return word if word == "off" else check_amp(word)
+    return {"step": check_step, "optimizer": check_optimizer}[key](word)
 
 
 def same_arms(base, a: ArmSpec, b: ArmSpec, default_threads: int | None = None) -> bool:

@@ -22,9 +22,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from torchperf_tui.core.errors import TorchperfError, first_line
+from torchperf_tui.core.run_option_table import run_option
 
-# torch.compile modes offered: "reduce-overhead" adds CUDA graphs on a GPU (a static graph replayed whole).
-COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
+# torch.compile modes offered (the run option table's): "reduce-overhead" adds CUDA graphs on a GPU.
+COMPILE_MODES = run_option("compile").choices
 
 
 def break_even_calls(compile_s: float, eager_median_ms: float, compiled_median_ms: float) -> int | None:
@@ -139,8 +140,7 @@ def compile_model(model, x, mode: str | None, device) -> CompiledModel:
     compile (no C++ compiler, an unsupported op) falls back to eager and says why instead of failing the run."""
     if mode is None:
         return CompiledModel(model)
-    if mode not in COMPILE_MODES:
-        raise TorchperfError(f"unknown compile mode {mode!r}: choose one of {', '.join(COMPILE_MODES)}")
+    run_option("compile").choose(mode)
     import torch
 
     torch._dynamo.reset()

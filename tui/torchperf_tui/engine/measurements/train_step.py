@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from torchperf_tui.core.errors import TorchperfError
+from torchperf_tui.core.run_option_table import run_option
 from torchperf_tui.engine.hardware.lazy_torch import torch
 from torchperf_tui.engine.workloads.model_inputs import ModelInputs
 from torchperf_tui.engine.workloads.loss import training_loss
 
-STEPS = ("infer", "train")
-OPTIMIZERS = ("sgd", "adamw")
-AMP_DTYPES = {"fp16": "float16", "bf16": "bfloat16"}  # --amp value -> the autocast dtype's name
+# --amp's value (core/run_option_table.py: the values it takes) -> the autocast dtype's name
+AMP_DTYPES = {"fp16": "float16", "bf16": "bfloat16"}
 
 
 @dataclass(frozen=True)
@@ -47,20 +47,17 @@ class StepSpec:
 
 
 def check_step(value: str) -> str:
-    if value not in STEPS:
-        raise TorchperfError(f"unknown step {value!r}: choose infer or train")
-    return value
+    return run_option("step").choose(value)
 
 
 def check_optimizer(value: str) -> str:
-    if value not in OPTIMIZERS:
-        raise TorchperfError(f"unknown optimizer {value!r}: choose {' or '.join(OPTIMIZERS)}")
-    return value
+    return run_option("optimizer").choose(value)
 
 
 def check_amp(value: str | None) -> str | None:
-    if value is not None and value not in AMP_DTYPES:
-        raise TorchperfError(f"unknown mixed precision {value!r}: choose fp16 or bf16 (or leave it off)")
+    if value is not None and value not in run_option("amp").choices:
+        raise TorchperfError(f"unknown mixed precision {value!r}: choose {run_option('amp').choices_said()} (or "
+                             "leave it off)")
     return value
 
 

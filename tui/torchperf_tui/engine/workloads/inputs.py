@@ -10,6 +10,7 @@ import re
 from typing import TYPE_CHECKING
 
 from torchperf_tui.core.errors import InputTooLarge, ShapeError
+from torchperf_tui.core.run_option_table import run_option
 from torchperf_tui.engine.hardware.device_choice import free_bytes
 from torchperf_tui.core.formatting import format_shape  # the one shape formatter (re-exported: engine modules import it here)
 from torchperf_tui.core.formatting import format_bytes
@@ -17,7 +18,7 @@ from torchperf_tui.core.formatting import format_bytes
 if TYPE_CHECKING:
     import torch
 
-DTYPE_NAMES: tuple[str, ...] = ("float32", "float16", "bfloat16")  # attributes of torch with these names
+DTYPE_NAMES: tuple[str, ...] = run_option("dtype").choices  # attributes of torch with these names
 DTYPE_ALIASES = {"fp32": "float32", "f32": "float32", "fp16": "float16", "half": "float16",
                  "f16": "float16", "bf16": "bfloat16"}
 

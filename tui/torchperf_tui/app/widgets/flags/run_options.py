@@ -14,32 +14,24 @@ from textual.widgets import Input, Label, Select
 
 from torchperf_tui.app.widgets.exit_safe_select import ExitSafeSelect
 from torchperf_tui.core import options as checks
+from torchperf_tui.core.run_option_table import RunOption, run_option
 
-# (name, label, [(shown, value)], help). Values are what the engine takes (a schedule, a compile mode).
-RUN_OPTIONS = (
-    ("shapes", "shapes", [("fixed", "fixed"), ("cycle:4", "cycle:4"), ("random", "random")],
-     "input shapes of the timed iterations: fixed, 4 sizes in turn, or a new size each iteration "
-     "(cudnn.benchmark re-tunes for every new shape; first-seen iterations are drawn apart)"),
-    ("compile", "graph", [("eager", "eager"), ("compile", "default"), ("compile+graphs", "reduce-overhead"),
-                          ("max-autotune", "max-autotune")],
-     "torch.compile the model (compile time is reported apart); compile+graphs adds CUDA graphs on a GPU"),
-    ("flip", "on flip", [("new run", "run"), ("A/B", "ab")],
-     "what flipping a flag starts: a new run, or the old flags against the new interleaved in blocks, "
-     "with a significance verdict in Compare"),
-)
-# One row, two selects whose values say what they are: what an iteration does, and mixed precision.
-STEP_CHOICES = [("infer", "infer"), ("train · sgd", "train:sgd"), ("train · adamw", "train:adamw")]
-AMP_CHOICES = [("no amp", "off"), ("amp bf16", "bf16"), ("amp fp16", "fp16")]
-STEP_HELP = ("what one timed iteration does: a forward pass (infer), or a training step: forward, loss, backward "
-             "and the optimizer's step")
-AMP_HELP = "mixed precision: torch.autocast around forward and loss (not a cast of the model, as dtype is)"
-DEFAULTS = {"shapes": "fixed", "compile": "eager", "flip": "run", "step": "infer", "amp": "off"}
-
-
-# (name, label, check, help): counts typed in a field, checked as the CLI checks --iters and --warmup.
-COUNTS = (("iters", "iters", checks.iters, "timed iterations of a run (an A/B splits them into blocks)"),
-          ("warmup", "warm-up", checks.warmup, "untimed iterations before the timed ones, or 'auto' (until the "
-                                               "iteration time settles)"))
+# The run options the sidebar shows (core/run_option_table.py words them; the dtype and the memory format are the
+# model picker's): a select per option under the step row, in this order, and two counts typed in a field.
+SELECTS = tuple(run_option(name) for name in ("shapes", "compile", "flip"))
+COUNTS = tuple(run_option(name) for name in ("iters", "warmup"))
+# One row, two selects whose values say what they are: what an iteration does (the step with its optimizer, in
+# one value: 'train:adamw'), and mixed precision.
+STEP = RunOption("step", "step", f"{run_option('step').help}; {run_option('optimizer').help}", default="infer",
+                 shown=(("infer", "infer"), *((f"train · {name}", f"train:{name}")
+                                                for name in run_option("optimizer").choices)))
+AMP = run_option("amp")
+# What each select shows at first: the option's default, or its first value (amp off, eager) where it has none.
+DEFAULTS = {entry.name: entry.shown[0][1] if entry.default is None else entry.default
+            for entry in (STEP, AMP, *SELECTS)}
+# What an option means in the sidebar beyond the table's words (which the CLI's help says too).
+APP_NOTES = {"iters": "; an A/B splits them into blocks",
+             "shapes": ". Here: fixed, cycle:4 (4 sizes in turn) or random (a new size each iteration)"}
 
 
 class RunOptionsPane(Vertical):
@@ -71,19 +63,19 @@ class RunOptionsPane(Vertical):
         yield Label("Run", classes="section-title")
         session = self.app.session
         with Horizontal(id="option-row-step"):
-            yield ExitSafeSelect(STEP_CHOICES, value=DEFAULTS["step"], allow_blank=False, compact=True,
-                                 id="option-step", tooltip=STEP_HELP)
-            yield ExitSafeSelect(AMP_CHOICES, value=DEFAULTS["amp"], allow_blank=False, compact=True,
-                                 id="option-amp", tooltip=AMP_HELP)
+            for entry in (STEP, AMP):
+                yield ExitSafeSelect(entry.shown, value=DEFAULTS[entry.name], allow_blank=False, compact=True,
+                                     id=f"option-{entry.name}", tooltip=entry.help)
         with Horizontal(id="option-row-counts"):
-            for name, label, _, help_text in COUNTS:
-                yield Label(label)
-                yield Input(str(getattr(session, name)), id=f"option-{name}", compact=True, tooltip=help_text)
-        for name, label, choices, help_text in RUN_OPTIONS:
-            with Horizontal(id=f"option-row-{name}"):
-                yield ExitSafeSelect(choices, value=DEFAULTS[name], allow_blank=False, compact=True,
-                                     id=f"option-{name}", tooltip=help_text)
-                yield Label(label, classes="option-label")
+            for entry in COUNTS:
+                yield Label(entry.label)
+                yield Input(str(getattr(session, entry.name)), id=f"option-{entry.name}", compact=True,
+                            tooltip=entry.help + APP_NOTES.get(entry.name, ""))
+        for entry in SELECTS:
+            with Horizontal(id=f"option-row-{entry.name}"):
+                yield ExitSafeSelect(entry.shown, value=DEFAULTS[entry.name], allow_blank=False, compact=True,
+                                     id=f"option-{entry.name}", tooltip=entry.help + APP_NOTES.get(entry.name, ""))
+                yield Label(entry.label, classes="option-label")
 
     def set_value(self, name: str, value: str) -> None:
         """Use and show `value` without posting Changed (the app chose it, e.g. the demo)."""
@@ -100,12 +92,12 @@ class RunOptionsPane(Vertical):
         event.stop()
         field = event.input
         name = (field.id or "").removeprefix("option-")
-        _, label, check, _ = next(c for c in COUNTS if c[0] == name)
+        entry = run_option(name)
         session = self.app.session
         try:
-            value = check(field.value.strip())
+            value = entry.check(field.value.strip())
         except checks.OptionError as exc:
-            self.app.notify(f"{exc}; keeping {getattr(session, name)}", title=label, severity="error")
+            self.app.notify(f"{exc}; keeping {getattr(session, name)}", title=entry.label, severity="error")
             field.value = str(getattr(session, name))
             return
         field.value = str(value)

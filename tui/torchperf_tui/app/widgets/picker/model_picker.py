@@ -25,10 +25,10 @@ from torchperf_tui.app.widgets.picker.model_filter import CatalogueIndex, bare_n
 from torchperf_tui.engine.workloads.inputs import dtype_note
 from torchperf_tui.engine.workloads.model_source import source_of
 from torchperf_tui.core.formatting import format_shape
+from torchperf_tui.core.run_option_table import run_option
 from torchperf_tui.measure.protocol import JobFailed
 from torchperf_tui.wording.refusals import app_message
 
-DTYPE_CHOICES = ("float32", "float16", "bfloat16")
 SHAPE_EXAMPLE = "3x224x224"  # the shape field's placeholder until a model's default input is known
 MAX_PER_GROUP = 60  # entries listed under a heading; a line says how many more match (typing narrows them)
 
@@ -99,9 +99,10 @@ class ModelPicker(Vertical):
             yield Input("1", id="batch", compact=True, type="integer")
         yield ArgsRow(id="args-row")
         with Horizontal(id="dtype-row"):
-            yield ExitSafeSelect([(d, d) for d in DTYPE_CHOICES], value="float32", allow_blank=False,
-                                 id="dtype", compact=True)
-            yield Checkbox("channels_last", id="channels-last", compact=True)
+            dtype, channels_last = run_option("dtype"), run_option("channels_last")
+            yield ExitSafeSelect([(d, d) for d in dtype.choices], value=dtype.default, allow_blank=False,
+                                 id="dtype", compact=True, tooltip=dtype.help)
+            yield Checkbox(channels_last.label, id="channels-last", compact=True, tooltip=channels_last.help)
         note = Static("", id="dtype-note", classes="dim-note")
         note.display = False
         yield note
