@@ -1,6 +1,6 @@
 """A new flag is one entry in the flag table (core/flag_table.py), end to end.
 
-The test copies the package, adds one entry to the copy's FLAG_SPECS (a bool flag on a real torch setting, cuBLAS's
+The test copies the package, adds one entry to the copy's FLAG_ENTRIES (a bool flag on a real torch setting, cuBLAS's
 reduced-precision reductions in fp16 matmuls) and nothing else, and runs tests/new_flag_script.py against the copy
 in a process of its own: the flag must be in `--help` and compare's SPEC keys, set by its option, a SPEC (and its
 alias) and the baseline's overrides, applied and read back by the guard (which also catches a model's code flipping
@@ -26,7 +26,7 @@ PACKAGE = ROOT / "tui" / "torchperf_tui"
 # Its name (a record's key, MLflow's and the CSV's), its option, and its SPEC keys all differ, so that a consumer that
 # names flags any other way than through the table (its own list, or the name where the option is meant) is caught.
 ENTRY = '''
-    FlagSpec("matmul_fp16_reduction", "fp16 reduction", bool, True, "cuda",
+    FlagEntry("matmul_fp16_reduction", "fp16 reduction", bool, True, "cuda",
              "allow reduced-precision reductions in fp16 matmuls (cuBLAS)",
              option=FlagOption("--fp16-reduction", "cuBLAS may reduce in fp16 within fp16 matmuls (default on)",
                                SWITCH),
@@ -55,16 +55,16 @@ def flips_fp16_reduction():
 
 
 def with_entry(source: str, entry: str) -> str:
-    """`source` (core/flag_table.py) with `entry` added as the last element of FLAG_SPECS."""
+    """`source` (core/flag_table.py) with `entry` added as the last element of FLAG_ENTRIES."""
     for node in ast.parse(source).body:
-        if isinstance(node, (ast.Assign, ast.AnnAssign)) and "FLAG_SPECS" in ast.unparse(node).split("=")[0]:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and "FLAG_ENTRIES" in ast.unparse(node).split("=")[0]:
             last = node.value.elts[-1]
             lines = source.splitlines(keepends=True)
             offset = sum(len(line.encode()) for line in lines[:last.end_lineno - 1]) + last.end_col_offset
             data = source.encode()
             end = data.index(b",", offset) + 1  # the comma after the last entry
             return (data[:end] + entry.encode() + data[end:]).decode()
-    raise AssertionError("FLAG_SPECS not found in core/flag_table.py")
+    raise AssertionError("FLAG_ENTRIES not found in core/flag_table.py")
 
 
 def test_a_flag_added_to_the_table_is_everywhere_a_flag_goes(tmp_path):
@@ -132,7 +132,7 @@ def test_an_entry_that_misses_what_a_consumer_needs_is_refused_at_import(tmp_pat
 
 
 BAD_ENTRIES = '''
-    FlagSpec("conv_algo", "conv algo", str, "auto", "cuda", "the convolution algorithm", parse=str.lower,
+    FlagEntry("conv_algo", "conv algo", str, "auto", "cuda", "the convolution algorithm", parse=str.lower,
              keys=("conv_algo",), torch_attr="backends.cudnn.conv_algo"),
-    FlagSpec("fused", "fused", bool, True, "any", "fused kernels", option=FlagOption("--fused", "fused", ON),
+    FlagEntry("fused", "fused", bool, True, "any", "fused kernels", option=FlagOption("--fused", "fused", ON),
              torch_attr="backends.fused"),'''

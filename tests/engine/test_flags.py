@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from torchperf_tui.core.errors import FlagError
-from torchperf_tui.core.flag_table import FLAG_SPECS
+from torchperf_tui.core.flag_table import FLAG_ENTRIES
 from torchperf_tui.engine.measurements.flags import (Flags, TorchState, applied_flags, flag_applicability, guarded_job,
                                                      process_baseline, restore_state)
 from torchperf_tui.engine.measurements.bench_config import BenchConfig
@@ -77,7 +77,7 @@ def test_bad_threads_and_unknown_flag_are_flag_errors():
 
 
 def test_cuda_flags_do_not_apply_on_cpu_and_say_why():
-    for spec in FLAG_SPECS:
+    for spec in FLAG_ENTRIES:
         applies, reason = flag_applicability(spec.name, "cpu")
         if spec.device == "cuda":
             assert not applies and "CUDA" in reason

@@ -8,7 +8,7 @@ import functools
 
 from torchperf_tui.core import options
 from torchperf_tui.core.errors import PROG, TorchperfError
-from torchperf_tui.core.flag_table import CHOICE, ON, SWITCH, flag_options, flag_spec, spec_keys_text
+from torchperf_tui.core.flag_table import CHOICE, ON, SWITCH, flag_options, flag_entry, spec_keys_text
 from torchperf_tui.core import run_option_table
 from torchperf_tui.core.run_option_table import ARM_KEYS, run_option, with_default
 from torchperf_tui import __version__
@@ -114,7 +114,7 @@ def _add_workload_options(p: argparse.ArgumentParser) -> None:
 def _add_flag_options(p: argparse.ArgumentParser) -> None:
     """The flag table's options (core/flag_table.py), in its order; common.flags_from makes them the run's Flags."""
     for option, names in flag_options():
-        spec = flag_spec(names[0])  # the flags an option sets are of one kind
+        spec = flag_entry(names[0])  # the flags an option sets are of one kind
         if option.style == SWITCH:
             p.add_argument(option.text, action=argparse.BooleanOptionalAction, default=option.default,
                            help=option.help)

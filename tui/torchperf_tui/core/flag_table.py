@@ -42,7 +42,7 @@ class FlagOption:
 
 
 @dataclass(frozen=True)
-class FlagSpec:
+class FlagEntry:
     """What a flag is, where it acts, and how a user and torch name it."""
 
     name: str
@@ -69,41 +69,41 @@ class FlagSpec:
 
 TF32_OPTION = FlagOption("--tf32", "allow TF32 for fp32 matmuls and convolutions (default: PyTorch's)", SWITCH)
 
-FLAG_SPECS: tuple[FlagSpec, ...] = (
-    FlagSpec("cudnn_benchmark", "cudnn.benchmark", bool, False, "cuda",
+FLAG_ENTRIES: tuple[FlagEntry, ...] = (
+    FlagEntry("cudnn_benchmark", "cudnn.benchmark", bool, False, "cuda",
              "autotune conv algorithms per input shape (wins on fixed shapes, re-tunes on new ones)",
              option=FlagOption("--cudnn-benchmark", "torch.backends.cudnn.benchmark (default off)", SWITCH,
                                default=False),
              keys=("cudnn_benchmark", "benchmark"), needs=("cudnn",), torch_attr="backends.cudnn.benchmark"),
-    FlagSpec("cudnn_deterministic", "cudnn.deterministic", bool, False, "cuda",
+    FlagEntry("cudnn_deterministic", "cudnn.deterministic", bool, False, "cuda",
              "only deterministic cuDNN conv algorithms",
              option=FlagOption("--deterministic", "torch.backends.cudnn.deterministic", ON),
              keys=("deterministic", "cudnn_deterministic"), needs=("cudnn",),
              torch_attr="backends.cudnn.deterministic"),
-    FlagSpec("cudnn_enabled", "cudnn.enabled", bool, True, "cuda",
+    FlagEntry("cudnn_enabled", "cudnn.enabled", bool, True, "cuda",
              "use cuDNN at all (off: PyTorch's native CUDA kernels)",
              keys=("cudnn_enabled",), key_in_help=False, needs=("cudnn",), torch_attr="backends.cudnn.enabled"),
-    FlagSpec("tf32_matmul", "TF32 matmul", bool, False, "cuda",
+    FlagEntry("tf32_matmul", "TF32 matmul", bool, False, "cuda",
              "allow TF32 tensor cores for fp32 matmuls (Ampere and newer)",
              option=TF32_OPTION, keys=("tf32",), needs=("tf32",), torch_attr="backends.cuda.matmul.allow_tf32"),
-    FlagSpec("tf32_cudnn", "TF32 cuDNN", bool, True, "cuda",
+    FlagEntry("tf32_cudnn", "TF32 cuDNN", bool, True, "cuda",
              "allow TF32 tensor cores for fp32 convolutions (Ampere and newer)",
              option=TF32_OPTION, keys=("tf32",), needs=("cudnn", "tf32"), torch_attr="backends.cudnn.allow_tf32"),
-    FlagSpec("deterministic_algorithms", "deterministic algos", bool, False, "any",
+    FlagEntry("deterministic_algorithms", "deterministic algos", bool, False, "any",
              "torch.use_deterministic_algorithms: error on ops with no deterministic version",
              option=FlagOption("--deterministic-algorithms", "torch.use_deterministic_algorithms(True)", ON),
              keys=("deterministic_algorithms",), key_in_help=False, listed_after="cudnn_deterministic"),
-    FlagSpec("mkldnn_enabled", "oneDNN (mkldnn)", bool, True, "cpu",
+    FlagEntry("mkldnn_enabled", "oneDNN (mkldnn)", bool, True, "cpu",
              "use oneDNN kernels for CPU convolutions and matmuls",
              keys=("mkldnn",), key_said_after="num_threads", elsewhere="oneDNN runs CPU ops only",
              needs=("onednn",), torch_attr="backends.mkldnn.enabled"),
-    FlagSpec("num_threads", "threads", int, None, "cpu",
+    FlagEntry("num_threads", "threads", int, None, "cpu",
              "intra-op CPU threads (torch.set_num_threads); empty: the measurement process's own count",
              parse=thread_count,
              option=FlagOption("--threads", "CPU intra-op threads (torch.set_num_threads), at most the machine's "
                                             "logical CPUs"),
              keys=("threads",), elsewhere="sets CPU threads; the model runs on the GPU"),
-    FlagSpec("sdpa", "sdpa", str, SDPA_ALL, "any",
+    FlagEntry("sdpa", "sdpa", str, SDPA_ALL, "any",
              "the backends scaled_dot_product_attention may choose from (sdpa_kernel): flash, efficient, cudnn, "
              "math, joined with +; all: PyTorch's choice. The CPU has flash and math", SDPA_CHOICES,
              parse=parse_sdpa,
@@ -111,7 +111,7 @@ FLAG_SPECS: tuple[FlagSpec, ...] = (
                                          "efficient, cudnn, math, e.g. flash+math (default all; the CPU has flash "
                                          "and math)", metavar="BACKENDS"),
              keys=("sdpa",), key_example="sdpa=flash+math"),
-    FlagSpec("matmul_precision", "matmul", str, DEFAULT_MATMUL_PRECISION, "any",
+    FlagEntry("matmul_precision", "matmul", str, DEFAULT_MATMUL_PRECISION, "any",
              "torch.set_float32_matmul_precision: highest (full fp32), high (TF32 on CUDA), medium (bf16 passes too)",
              MATMUL_PRECISIONS, parse=parse_matmul_precision,
              option=FlagOption("--matmul-precision", "torch.set_float32_matmul_precision: highest (default), high "
@@ -119,7 +119,7 @@ FLAG_SPECS: tuple[FlagSpec, ...] = (
              keys=("matmul_precision",), needs=("tf32",)),
 )
 
-_BY_NAME = {spec.name: spec for spec in FLAG_SPECS}
+_BY_NAME = {entry.name: entry for entry in FLAG_ENTRIES}
 # Why a flag of one kind of device does nothing on the other, unless its entry says.
 _ELSEWHERE = {"cuda": "a CUDA setting: no effect on the CPU", "cpu": "a CPU setting: no effect on the GPU"}
 NEEDS = ("cudnn", "tf32", "onednn")  # what an entry's `needs` may name (engine/measurements/flags.py checks each)
@@ -127,31 +127,31 @@ NEEDS = ("cudnn", "tf32", "onednn")  # what an entry's `needs` may name (engine/
 
 def _faults() -> list[str]:
     """What an entry lacks for the CLI, a SPEC, the sidebar and the guard to take it, a line each."""
-    faults = [f"{name}: two entries" for name in _BY_NAME if [s.name for s in FLAG_SPECS].count(name) > 1]
-    for spec in FLAG_SPECS:
-        if spec.kind not in (bool, int, str):
-            faults.append(f"{spec.name}: a flag is a bool, an int or a str")
-        if spec.kind is not bool and spec.parse is None:
-            faults.append(f"{spec.name}: a value other than on/off needs its parse (as typed -> the value)")
-        if spec.kind is str and not spec.choices:
-            faults.append(f"{spec.name}: a text flag needs its choices (the sidebar's select)")
-        if spec.device not in ("cuda", "cpu", "any"):
-            faults.append(f"{spec.name}: device is cuda, cpu or any")
-        faults += [f"{spec.name}: needs {need!r} is none of {', '.join(NEEDS)}" for need in spec.needs
+    faults = [f"{name}: two entries" for name in _BY_NAME if [s.name for s in FLAG_ENTRIES].count(name) > 1]
+    for entry in FLAG_ENTRIES:
+        if entry.kind not in (bool, int, str):
+            faults.append(f"{entry.name}: a flag is a bool, an int or a str")
+        if entry.kind is not bool and entry.parse is None:
+            faults.append(f"{entry.name}: a value other than on/off needs its parse (as typed -> the value)")
+        if entry.kind is str and not entry.choices:
+            faults.append(f"{entry.name}: a text flag needs its choices (the sidebar's select)")
+        if entry.device not in ("cuda", "cpu", "any"):
+            faults.append(f"{entry.name}: device is cuda, cpu or any")
+        faults += [f"{entry.name}: needs {need!r} is none of {', '.join(NEEDS)}" for need in entry.needs
                    if need not in NEEDS]
-        faults += [f"{spec.name}: {after} names no flag" for after in (spec.listed_after, spec.key_said_after)
+        faults += [f"{entry.name}: {after} names no flag" for after in (entry.listed_after, entry.key_said_after)
                    if after and after not in _BY_NAME]
-        option = spec.option
-        if option is not None and option.style in (SWITCH, ON) and spec.kind is not bool:
-            faults.append(f"{spec.name}: {option.text} is a switch, for an on/off flag")
-        if option is not None and option.style == ON and spec.default is not False:
-            faults.append(f"{spec.name}: {option.text} typed alone turns it on, so it is off by default")
-        if option is not None and option.style == CHOICE and not spec.choices:
-            faults.append(f"{spec.name}: {option.text} takes one of the flag's choices, and it has none")
-    for text, spec_kinds in _kinds_by(lambda spec: spec.option and spec.option.text).items():
+        option = entry.option
+        if option is not None and option.style in (SWITCH, ON) and entry.kind is not bool:
+            faults.append(f"{entry.name}: {option.text} is a switch, for an on/off flag")
+        if option is not None and option.style == ON and entry.default is not False:
+            faults.append(f"{entry.name}: {option.text} typed alone turns it on, so it is off by default")
+        if option is not None and option.style == CHOICE and not entry.choices:
+            faults.append(f"{entry.name}: {option.text} takes one of the flag's choices, and it has none")
+    for text, spec_kinds in _kinds_by(lambda entry: entry.option and entry.option.text).items():
         if len(spec_kinds) > 1:
             faults.append(f"{text} sets flags of different kinds")
-    for key, spec_kinds in _kinds_by(lambda spec: spec.keys).items():
+    for key, spec_kinds in _kinds_by(lambda entry: entry.keys).items():
         if len(spec_kinds) > 1:
             faults.append(f"SPEC key {key} sets flags of different kinds")
     return faults
@@ -160,10 +160,10 @@ def _faults() -> list[str]:
 def _kinds_by(names) -> dict[str, set[type]]:
     """Option text or SPEC key -> the kinds of the flags it sets."""
     found: dict[str, set[type]] = {}
-    for spec in FLAG_SPECS:
-        given = names(spec) or ()
+    for entry in FLAG_ENTRIES:
+        given = names(entry) or ()
         for name in (given,) if isinstance(given, str) else given:
-            found.setdefault(name, set()).add(spec.kind)
+            found.setdefault(name, set()).add(entry.kind)
     return found
 
 
@@ -171,35 +171,35 @@ if _faults():  # a new entry says everything its consumers need
     raise TypeError("the flag table: " + "; ".join(_faults()))
 
 
-def flag_spec(name: str) -> FlagSpec:
+def flag_entry(name: str) -> FlagEntry:
     try:
         return _BY_NAME[name]
     except KeyError:
         raise FlagError(f"unknown flag {name!r}: known flags are {', '.join(_BY_NAME)}") from None
 
 
-def _moved(specs: list[FlagSpec], after: str) -> list[FlagSpec]:
-    """`specs` with each entry whose `after` field names a flag moved behind that flag's entry."""
-    order = [spec for spec in specs if not getattr(spec, after)]
-    for spec in specs:
-        if getattr(spec, after):
-            order.insert(order.index(_BY_NAME[getattr(spec, after)]) + 1, spec)
+def _moved(entries: list[FlagEntry], after: str) -> list[FlagEntry]:
+    """`entries` with each entry whose `after` field names a flag moved behind that flag's entry."""
+    order = [entry for entry in entries if not getattr(entry, after)]
+    for entry in entries:
+        if getattr(entry, after):
+            order.insert(order.index(_BY_NAME[getattr(entry, after)]) + 1, entry)
     return order
 
 
-def listed() -> list[FlagSpec]:
+def listed() -> list[FlagEntry]:
     """The entries in the order the CLI lists their options and SPEC keys: the table's, each `listed_after`
     entry moved behind the one it names."""
-    return _moved(list(FLAG_SPECS), "listed_after")
+    return _moved(list(FLAG_ENTRIES), "listed_after")
 
 
 def flag_options() -> list[tuple[FlagOption, tuple[str, ...]]]:
     """Each command-line option once, in the CLI's order, with the flags it sets."""
     found: dict[str, tuple[FlagOption, tuple[str, ...]]] = {}
-    for spec in listed():
-        if spec.option is not None:
-            option, names = found.get(spec.option.text, (spec.option, ()))
-            found[spec.option.text] = (option, (*names, spec.name))
+    for entry in listed():
+        if entry.option is not None:
+            option, names = found.get(entry.option.text, (entry.option, ()))
+            found[entry.option.text] = (option, (*names, entry.name))
     return list(found.values())
 
 
@@ -207,9 +207,9 @@ def spec_keys() -> dict[str, tuple[str, ...]]:
     """SPEC key -> the flags it sets ('tf32' sets both TF32 flags; 'benchmark' is an alias of 'cudnn_benchmark'),
     in the CLI's order."""
     keys: dict[str, tuple[str, ...]] = {}
-    for spec in listed():
-        for key in spec.keys:
-            keys[key] = (*keys.get(key, ()), spec.name)
+    for entry in listed():
+        for key in entry.keys:
+            keys[key] = (*keys.get(key, ()), entry.name)
     return keys
 
 
@@ -218,9 +218,9 @@ def spec_keys_text() -> str:
     `key_said_after` entry behind the one it names), with its example where it has one:
     'cudnn_benchmark, deterministic, tf32, threads, mkldnn, sdpa (e.g. sdpa=flash+math), matmul_precision'."""
     named: dict[str, str] = {}
-    for spec in _moved(listed(), "key_said_after"):
-        if spec.keys and spec.key_in_help and spec.keys[0] not in named:
-            named[spec.keys[0]] = spec.keys[0] + (f" (e.g. {spec.key_example})" if spec.key_example else "")
+    for entry in _moved(listed(), "key_said_after"):
+        if entry.keys and entry.key_in_help and entry.keys[0] not in named:
+            named[entry.keys[0]] = entry.keys[0] + (f" (e.g. {entry.key_example})" if entry.key_example else "")
     return ", ".join(named.values())
 
 
@@ -236,8 +236,8 @@ def gate_name(name: str) -> str:
 def device_applicability(name: str, device: str) -> tuple[bool, str | None]:
     """Whether flag `name` is a setting of the kind of device (`"cpu"`/`"cuda"`) at all, and why not: no torch
     needed, so the flags' text can be made in the app's UI process."""
-    spec = flag_spec(name)
+    entry = flag_entry(name)
     on_cuda = device.startswith("cuda")
-    if (spec.device == "cuda" and not on_cuda) or (spec.device == "cpu" and on_cuda):
-        return False, spec.elsewhere or _ELSEWHERE[spec.device]
+    if (entry.device == "cuda" and not on_cuda) or (entry.device == "cpu" and on_cuda):
+        return False, entry.elsewhere or _ELSEWHERE[entry.device]
     return True, None

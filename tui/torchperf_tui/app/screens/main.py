@@ -19,7 +19,7 @@ from textual.widgets import Footer, Header, Label, Static, TabbedContent, TabPan
 from torchperf_tui.app.guards import while_running
 from torchperf_tui.app.messages import HistoryChanged, RunsChanged
 from torchperf_tui.app.screens.layout import TABS, FitsTerminal
-from torchperf_tui.core.flag_table import FLAG_SPECS
+from torchperf_tui.core.flag_table import FLAG_ENTRIES
 from torchperf_tui.wording.complexity import complexity_summary
 from torchperf_tui.wording.device import short_name
 
@@ -173,7 +173,7 @@ class MainScreen(FitsTerminal, Screen):
         session = self.app.session
         if not session.has("flags") or (not session.applicability and not self._probe_failed):
             return
-        self.pane("flags").show_applicability(FLAG_SPECS, session.device_kind(), session.flag_applies)
+        self.pane("flags").show_applicability(FLAG_ENTRIES, session.device_kind(), session.flag_applies)
         self.pane("device").show_flags_note(session.device_kind(), self.pane("flags").reasons)
 
     @while_running

@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from torchperf_tui.core.errors import FlagError, TorchperfError
-from torchperf_tui.core.flag_table import flag_spec, spec_keys
+from torchperf_tui.core.flag_table import flag_entry, spec_keys
 from torchperf_tui.core.run_option_table import ARM_KEYS
 from torchperf_tui.engine.measurements.flags import Flags, process_baseline
 from torchperf_tui.engine.measurements.train_step import check_amp, check_optimizer, check_step, StepSpec
@@ -74,7 +74,7 @@ def parse_arm_spec(text: str, base: Flags | None = None) -> ArmSpec:
             given[target] = key
         if key in FLAG_KEYS:
             targets = FLAG_KEYS[key]
-            spec = flag_spec(targets[0])  # the flags a key sets are of one kind
+            spec = flag_entry(targets[0])  # the flags a key sets are of one kind
             # a bad value is one line: 'sdpa: unknown backend ...', 'threads: must be at least 1 ...'
             setting = _parse_bool(key, value) if spec.kind is bool else spec.parse(value.strip())
             flags = flags.replace(**{target: setting for target in targets})

@@ -18,7 +18,7 @@ from torchperf_tui.engine.measurements.ab_arms import ArmSpec, same_arms
 from torchperf_tui.engine.measurements.ab_result import MIN_PAIRS, ABResult, ArmResult, block_verdict
 from torchperf_tui.engine.hardware.condition_sampler import conditions_sampler
 from torchperf_tui.core.errors import TorchperfError
-from torchperf_tui.core.flag_table import FLAG_SPECS
+from torchperf_tui.core.flag_table import FLAG_ENTRIES
 from torchperf_tui.engine.measurements.flags import (applied_flags, asked_state, flag_applicability, Flags,
                                                      process_baseline, StateWatch)
 from torchperf_tui.engine.hardware.host_noise import HostProbe
@@ -295,7 +295,7 @@ def inert_arm_flags(base: Flags, a: Flags, b: Flags, device: str) -> list[str]:
     """One line per flag the arms differ in that has no effect on `device`, naming the arm that set it away
     from the base run (so a flag arm A set is not blamed on B): a same-speed verdict is not that flag's."""
     lines = []
-    for spec in FLAG_SPECS:
+    for spec in FLAG_ENTRIES:
         values = {"A": getattr(a, spec.name), "B": getattr(b, spec.name)}
         if values["A"] == values["B"]:
             continue

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterator
 
 from torchperf_tui.core.attention_settings import allows_tf32
 from torchperf_tui.core.errors import FlagError
-from torchperf_tui.core.flag_table import FLAG_SPECS, NEEDS, FlagSpec, device_applicability, flag_spec
+from torchperf_tui.core.flag_table import FLAG_ENTRIES, NEEDS, FlagEntry, device_applicability, flag_entry
 from torchperf_tui.engine.measurements import attention_flags as attn
 
 # cuBLAS is only deterministic with a fixed workspace; PyTorch raises at the first matmul otherwise.
@@ -37,10 +37,10 @@ _FLAGS_LOCK = threading.RLock()
 
 def _fields_of_the_table(cls):
     """One field per entry of the flag table, in its order, with its default."""
-    cls.__annotations__ = {spec.name: spec.kind if spec.default is not None else spec.kind | None
-                           for spec in FLAG_SPECS}
-    for spec in FLAG_SPECS:
-        setattr(cls, spec.name, spec.default)
+    cls.__annotations__ = {entry.name: entry.kind if entry.default is not None else entry.kind | None
+                           for entry in FLAG_ENTRIES}
+    for entry in FLAG_ENTRIES:
+        setattr(cls, entry.name, entry.default)
     return cls
 
 
@@ -55,7 +55,7 @@ class Flags:
     @classmethod
     def current(cls) -> "Flags":
         """The flags torch runs with right now."""
-        return cls(**{spec.name: _read(spec) for spec in FLAG_SPECS})
+        return cls(**{entry.name: _read(entry) for entry in FLAG_ENTRIES})
 
     def effective(self) -> "Flags":
         """These flags as torch holds them once applied: a matmul precision below 'highest' has TF32 matmul on."""
@@ -73,7 +73,7 @@ class Flags:
         unknown = set(changes) - {f.name for f in fields(self)}
         if unknown:
             raise FlagError(f"unknown flag(s): {', '.join(sorted(unknown))}")
-        return replace(self, **{name: flag_spec(name).parse(value) if flag_spec(name).kind is str else value
+        return replace(self, **{name: flag_entry(name).parse(value) if flag_entry(name).kind is str else value
                                 for name, value in changes.items()})
 
     def to_dict(self) -> dict:
@@ -105,7 +105,7 @@ class Flags:
             value = getattr(self, name)
             if device is not None and not device_applicability(name, device)[0]:
                 continue
-            diffs.append(f"{flag_spec(name).label}={_value_text(value)}")
+            diffs.append(f"{flag_entry(name).label}={_value_text(value)}")
         mine = threads_used if threads_used is not None else self.num_threads
         left = threads_used if threads_used is not None else default_threads  # a count left to the process
         left_text = f"threads={left} (default)" if left is not None else "threads=default"
@@ -158,7 +158,7 @@ def _without_onednn(on_cuda: bool) -> str | None:
     return None
 
 
-# What a flag's entry says it needs (FlagSpec.needs): why it cannot act here, or None.
+# What a flag's entry says it needs (FlagEntry.needs): why it cannot act here, or None.
 _NEEDS: dict[str, Callable[[bool], str | None]] = {"cudnn": _without_cudnn, "tf32": _without_tf32,
                                                     "onednn": _without_onednn}
 if set(_NEEDS) != set(NEEDS):  # the table's words for what torch must have, each checked here
@@ -171,7 +171,7 @@ def flag_applicability(name: str, device: str) -> tuple[bool, str | None]:
     applies, why = device_applicability(name, device)
     if not applies:
         return applies, why
-    for need in flag_spec(name).needs:
+    for need in flag_entry(name).needs:
         why = _NEEDS[need](device.startswith("cuda"))
         if why:
             return False, why
@@ -181,7 +181,7 @@ def flag_applicability(name: str, device: str) -> tuple[bool, str | None]:
 def applicability_table() -> dict[str, dict[str, tuple[bool, str | None]]]:
     """flag_applicability for every flag on the CPU and on CUDA: what the app's UI process, which has no
     torch, is told once by the process that has it."""
-    return {kind: {spec.name: flag_applicability(spec.name, kind) for spec in FLAG_SPECS} for kind in ("cpu", "cuda")}
+    return {kind: {entry.name: flag_applicability(entry.name, kind) for entry in FLAG_ENTRIES} for kind in ("cpu", "cuda")}
 
 
 def inert_flags(flags: Flags, device: str, reference: Flags | None = None) -> list[str]:
@@ -189,11 +189,11 @@ def inert_flags(flags: Flags, device: str, reference: Flags | None = None) -> li
     `device`, e.g. cudnn.benchmark on the CPU: a user should not read a same-speed result as its effect."""
     reference = reference or Flags()
     lines = []
-    for spec in FLAG_SPECS:
-        if getattr(flags, spec.name) != getattr(reference, spec.name):
-            ok, why = flag_applicability(spec.name, device)
+    for entry in FLAG_ENTRIES:
+        if getattr(flags, entry.name) != getattr(reference, entry.name):
+            ok, why = flag_applicability(entry.name, device)
             if not ok:
-                lines.append(f"{spec.label} has no effect here: {why}")
+                lines.append(f"{entry.label} has no effect here: {why}")
     return lines + attn.absent_lines(flags.sdpa, device)
 
 
@@ -238,27 +238,27 @@ _READERS: dict[str, Callable[[], Any]] = {
 }
 
 
-def _read(spec: FlagSpec) -> Any:
-    if spec.name in _READERS:
-        return spec.kind(_READERS[spec.name]())
-    owner, name = _attribute(spec.torch_attr)
-    return spec.kind(getattr(owner, name))
+def _read(entry: FlagEntry) -> Any:
+    if entry.name in _READERS:
+        return entry.kind(_READERS[entry.name]())
+    owner, name = _attribute(entry.torch_attr)
+    return entry.kind(getattr(owner, name))
 
 
 def _apply(flags: Flags) -> None:
     """Set every flag, in the table's order."""
-    for spec in FLAG_SPECS:
-        if spec.name in _APPLIERS:
-            _APPLIERS[spec.name](flags)
+    for entry in FLAG_ENTRIES:
+        if entry.name in _APPLIERS:
+            _APPLIERS[entry.name](flags)
         else:
-            owner, name = _attribute(spec.torch_attr)
-            setattr(owner, name, getattr(flags, spec.name))
+            owner, name = _attribute(entry.torch_attr)
+            setattr(owner, name, getattr(flags, entry.name))
 
 
 def _unheld_flags() -> list[str]:
     """Entries of the table torch would not know how to hold: no attribute, and no applier and reader here."""
-    return [spec.name for spec in FLAG_SPECS
-            if not spec.torch_attr and not (spec.name in _APPLIERS and spec.name in _READERS)]
+    return [entry.name for entry in FLAG_ENTRIES
+            if not entry.torch_attr and not (entry.name in _APPLIERS and entry.name in _READERS)]
 
 
 if _unheld_flags():  # a new entry names its torch attribute, or has its applier and reader above
@@ -345,7 +345,7 @@ def asked_state(flags: Flags) -> TorchState:
 
 
 def _label(name: str) -> str:
-    return _STATE_LABELS.get(name) or flag_spec(name).label
+    return _STATE_LABELS.get(name) or flag_entry(name).label
 
 
 def _value_text(value: object) -> str:

@@ -24,7 +24,7 @@ from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.engine.records.history_records import HistoryRecord
 from torchperf_tui.core.input_files import InputFileError, read_small
 from torchperf_tui.engine.measurements.bench_config import BenchConfig, DEFAULT_TIME_BUDGET_S
-from torchperf_tui.core.flag_table import FLAG_SPECS
+from torchperf_tui.core.flag_table import FLAG_ENTRIES
 from torchperf_tui.engine.measurements.flags import Flags
 from torchperf_tui.engine.measurements.train_step import check_amp, check_optimizer, check_step
 from torchperf_tui.engine.records.history_file import HistoryFile
@@ -234,7 +234,7 @@ def _checked_flags(flags: dict[str, Any], threads_given: bool) -> dict[str, Any]
     options.thread_count as if typed (so 1.5, "x", 0 and more threads than this machine's CPUs are refused; null is
     the process's own count), sdpa and matmul precision parsed by Flags.replace. `threads_given`: the command
     line's count replaces the record's, which is then not applied (the gate names the difference)."""
-    kinds = {spec.name: spec.kind for spec in FLAG_SPECS}
+    kinds = {spec.name: spec.kind for spec in FLAG_ENTRIES}
     checked: dict[str, Any] = {}
     for name, value in flags.items():
         if name == "num_threads":

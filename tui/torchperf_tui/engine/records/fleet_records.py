@@ -12,7 +12,7 @@ from typing import Any, Iterable
 
 from torchperf_tui.engine.records.history_records import HistoryRecord
 from torchperf_tui.core.formatting import printable
-from torchperf_tui.core.flag_table import FLAG_SPECS, device_applicability
+from torchperf_tui.core.flag_table import FLAG_ENTRIES, device_applicability
 
 GITHUB_BENCHMARK = "github-benchmark"
 PYTORCH_V3 = "pytorch-v3"
@@ -131,7 +131,7 @@ def setup_flags(record: HistoryRecord) -> str:
     says how the count was chosen, which is not the set-up."""
     kind = device_kind(record)
     parts = []
-    for spec in FLAG_SPECS:
+    for spec in FLAG_ENTRIES:
         if spec.name not in record.flags or not device_applicability(spec.name, kind)[0]:
             continue
         value = record.flags[spec.name]

@@ -15,7 +15,7 @@ from textual.message import Message
 from textual.widgets import Label, Select, Static, Switch
 
 from torchperf_tui.app.widgets.exit_safe_select import ExitSafeSelect
-from torchperf_tui.core.flag_table import flag_spec
+from torchperf_tui.core.flag_table import flag_entry
 from torchperf_tui.core.options import cpu_count
 from torchperf_tui.engine.measurements.attention_flags import sdpa_refusal
 from torchperf_tui.core.errors import user_message
@@ -129,7 +129,7 @@ class FlagsPane(Vertical):
         return (a, self.flags) if a != self.flags else None
 
     def show_applicability(self, specs, device_kind: str, applicability) -> None:
-        """One row per FlagSpec the first time, then only which apply on `device_kind`;
+        """One row per FlagEntry the first time, then only which apply on `device_kind`;
         `applicability(name, device_kind)` -> (ok, reason)."""
         if self.query(FlagRow):
             self.update_applicability(device_kind, applicability)
@@ -198,7 +198,7 @@ class FlagsPane(Vertical):
     def _select_changed(self, event: Select.Changed) -> None:
         event.stop()
         name = (event.select.id or "").removeprefix("flag-")
-        if flag_spec(name).kind is str:
+        if flag_entry(name).kind is str:
             if self._refused(name, str(event.value), event.select):
                 return
             self._post_if_changed(name, str(event.value))
