@@ -68,3 +68,10 @@ def test_a_value_none_of_the_entrys_is_refused_in_the_same_words_everywhere(caps
     if entry.arm_key:
         with pytest.raises(FlagError, match=words):
             parse_arm_spec(f"{name}={bad}")
+
+
+def test_a_value_is_named_in_any_case_or_by_its_alias_and_read_as_the_one_it_names():
+    parser = build_parser()
+    args = parser.parse_args(["bench", "m", "--dtype", "BF16", "--step", "Train"])
+    assert (args.dtype, args.step) == ("bfloat16", "train")
+    assert parse_arm_spec("dtype=half").dtype == "float16"

@@ -7,7 +7,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from torchperf_tui.app.session import Session
-from torchperf_tui.engine.measurements.flags import Flags, process_baseline
+from torchperf_tui.engine.measurements.flags import Flags, pristine_state
 
 
 def test_the_app_says_the_default_count_once_the_measurement_process_has_reported_it():
@@ -35,7 +35,7 @@ def test_the_measurement_process_names_its_own_count():
     base = BenchConfig(model="tests.tinymodels:tiny_cnn", input_shape=(1, 3, 32, 32), device="cpu")
     result, _ = kernels_job({"base": base, "a": ArmSpec(flags=Flags()), "b": ArmSpec(flags=Flags(mkldnn_enabled=False)),
                              "aa": True}, JobContext(1, lambda message: None))
-    count = process_baseline().flags.num_threads
+    count = pristine_state().flags.num_threads
     # the flag the arms differ in, said by both (not 'threads=2 (default)' against 'oneDNN (mkldnn)=off, ...')
     assert result.a_spec == f"oneDNN (mkldnn)=on, threads={count} (default)"
     assert result.b_spec == f"oneDNN (mkldnn)=off, threads={count} (default)"

@@ -1,5 +1,5 @@
 """torch.compile's cost (engine/measurements/compile_cost.py): the break-even arithmetic (a pure function, no torch),
-dynamo's counters read from a real small compile, the eager baseline beside it, recompiles under a varying schedule
+dynamo's counters read from a real small compile, the eager run beside it, recompiles under a varying schedule
 kept out of the statistics, and their words. The compiling tests skip where there is no C++ compiler (inductor
 needs one on the CPU); the fallback without one is test_timing.py's."""
 
@@ -44,7 +44,7 @@ def test_the_words_of_a_compile_cost():
     rows = {label: (value, level) for label, value, level in compile_rows(result)}
     assert rows["graph breaks"] == ("1 graph break (a print)", WARNING)
     assert rows["recompiles"] == ("0 recompiles after the first call", "")
-    assert rows["eager baseline"][0] == "p50 2.00 ms (timed right after)"
+    assert rows["eager run"][0] == "p50 2.00 ms (timed right after)"
     assert rows["break-even"] == ("after 10,000 calls (compile 10.0 s / (eager 2.00 ms - compiled 1.00 ms per "
                                   "call))", "")
     line = compile_line_rows("default", result)[1]
@@ -54,8 +54,8 @@ def test_the_words_of_a_compile_cost():
                         break_even_note="never: the compiled model is not faster than eager")
     assert break_even_text(never) == ("never: the compiled model is not faster than eager (compiled 1.20 ms, eager "
                                       "1.00 ms per call)")
-    unknown = CompileCost(compile_s=1.0, break_even_note="shapes vary (cycle:2): no eager baseline on one input")
-    assert break_even_text(unknown) == "not known: shapes vary (cycle:2): no eager baseline on one input"
+    unknown = CompileCost(compile_s=1.0, break_even_note="shapes vary (cycle:2): no eager run on one input")
+    assert break_even_text(unknown) == "not known: shapes vary (cycle:2): no eager run on one input"
 
 
 @needs_compiler

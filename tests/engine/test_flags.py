@@ -6,7 +6,7 @@ import torch
 from torchperf_tui.core.errors import FlagError
 from torchperf_tui.core.flag_table import FLAG_ENTRIES
 from torchperf_tui.engine.measurements.flags import (Flags, TorchState, applied_flags, flag_applicability, guarded_job,
-                                                     process_baseline, restore_state)
+                                                     pristine_state, restore_state)
 from torchperf_tui.engine.measurements.bench_config import BenchConfig
 from torchperf_tui.engine.measurements.timing import run_benchmark
 from tests import state_changing_models as hostile
@@ -129,7 +129,7 @@ def test_flags_described_against_another_set_tell_the_thread_counts_that_ran_apa
 @pytest.fixture
 def baseline():
     """The process's pristine state; put back after the test whatever it did."""
-    state = process_baseline()
+    state = pristine_state()
     restore_state(state)
     yield state
     restore_state(state)

@@ -23,7 +23,7 @@ from torchperf_tui.engine.measurements import generation, timing
 from torchperf_tui.engine.measurements.ab_arms import parse_arm_spec, refuse_same_arms, same_arms
 from torchperf_tui.core.attention_settings import parse_sdpa
 from torchperf_tui.engine.measurements.bench_config import BenchConfig
-from torchperf_tui.engine.measurements.flags import Flags, process_baseline
+from torchperf_tui.engine.measurements.flags import Flags, pristine_state
 from torchperf_tui.core.errors import FlagError, ModelError, ModelTooLarge, ShapeError, TorchperfError
 from torchperf_tui.engine.workloads.input_spec import InputSpec
 from torchperf_tui.engine.workloads.inputs import parse_dims, parse_shape
@@ -306,7 +306,7 @@ def test_an_empty_item_in_an_arm_is_refused(spec):
 
 def test_arms_are_compared_as_they_resolve():
     base = BenchConfig(model=TINY)
-    default = process_baseline().flags.num_threads
+    default = pristine_state().flags.num_threads
     a, b = parse_arm_spec(f"threads={default}"), parse_arm_spec("")
     assert not same_arms(base, a, b) and same_arms(base, a, b, default_threads=default)
     assert not same_arms(base, a, b, default_threads=default + 1)

@@ -42,6 +42,7 @@ class RunOption:
     shown: tuple[tuple[str, str], ...] = ()  # the sidebar's select: (what it shows, the value); empty: its choices
     check: Callable[[str], object] | None = None  # a count's check (core/options.py), for the CLI and the sidebar
     noun: str = ""  # what a refusal calls it (default: its label)
+    aliases: tuple[tuple[str, str], ...] = ()  # other names of its values: (alias, value)
 
     @property
     def option(self) -> str:
@@ -49,10 +50,13 @@ class RunOption:
         return "" if self.style == APP else "--" + self.name.replace("_", "-")
 
     def choose(self, value: str) -> str:
-        """`value` where it is one of the choices; else TorchperfError in one line naming them."""
-        if value not in self.choices:
+        """`value` as the one of the choices it names (in any case, or by an alias: 'BF16' -> 'bfloat16'); else
+        TorchperfError in one line naming them."""
+        key = value.strip().lower()
+        key = dict(self.aliases).get(key, key)
+        if key not in self.choices:
             raise TorchperfError(f"unknown {self.noun or self.label} {value!r}: choose {self.choices_said()}")
-        return value
+        return key
 
     def choices_said(self) -> str:
         """Its values as a sentence says them: 'default, reduce-overhead or max-autotune'."""
@@ -62,7 +66,9 @@ class RunOption:
 
 RUN_OPTIONS: tuple[RunOption, ...] = (
     RunOption("dtype", "dtype", "the dtype of the model and its input: float32, float16 or bfloat16, the whole model "
-              "cast (amp is mixed precision instead)", ("float32", "float16", "bfloat16"), "float32", arm_key=True),
+              "cast (amp is mixed precision instead)", ("float32", "float16", "bfloat16"), "float32", arm_key=True,
+              aliases=(("fp32", "float32"), ("f32", "float32"), ("fp16", "float16"), ("half", "float16"),
+                       ("f16", "float16"), ("bf16", "bfloat16"))),
     RunOption("channels_last", "channels_last", "channels_last memory format for the model and its input",
               style=ON, arm_key=True),
     RunOption("shapes", "shapes", "input shapes of the timed iterations: fixed | cycle:K[:LO-HI] | "

@@ -25,7 +25,7 @@ from torchperf_tui.measure.protocol import (ALIVE, ALIVE_EVERY_S, PHASE, CancelJ
                                            StartJob, Started, pack, unpack)
 from torchperf_tui.core.errors import TorchperfError, first_line, user_message
 from torchperf_tui.core.kept_files import FILE_ENVS, files_environ
-from torchperf_tui.engine.measurements.flags import TorchState, guarded_job, import_changes, process_baseline
+from torchperf_tui.engine.measurements.flags import TorchState, guarded_job, import_changes, pristine_state
 from torchperf_tui.engine.workloads.factories import is_custom, load_factory
 from torchperf_tui.measure.jobs import runner_of
 from torchperf_tui.measure.runners import JobContext
@@ -346,7 +346,7 @@ def serve(conn: Any, log_path: str | None = None, prints_to_stderr: bool = False
     import torch  # noqa: F401 - the seconds this takes are spent here, once, before the first job
 
     import torchperf_tui.engine.measurements.timing  # noqa: F401
-    process_baseline()  # torch's pristine state, before any job imports a model's module
+    pristine_state()  # torch's pristine state, before any job imports a model's module
 
     server = JobServer(conn)
     threading.Thread(target=server.read_requests, name="requests", daemon=True).start()

@@ -17,7 +17,7 @@ from collections import deque
 from typing import Any, Callable
 
 from torchperf_tui.engine.measurements.ab_arms import AA_REMEDY, ArmSpec, refuse_same_arms
-from torchperf_tui.engine.measurements.flags import applicability_table, inert_flags, process_baseline
+from torchperf_tui.engine.measurements.flags import applicability_table, inert_flags, pristine_state
 from torchperf_tui.engine.workloads.inputs import dtype_note
 from torchperf_tui.measure.protocol import NOTE, Progress, Samples
 from torchperf_tui.engine.analysis.profiling import profile_model
@@ -160,7 +160,7 @@ def arms_said(params: dict) -> tuple[ArmSpec, ArmSpec]:
         kind = resolve_device(params["base"].device).type
     except Exception:  # noqa: BLE001 - a device that is not there is the job's own error, said in its place
         kind = "cuda" if str(params["base"].device).startswith("cuda") else "cpu"
-    default = process_baseline().flags.num_threads
+    default = pristine_state().flags.num_threads
     a, b = params["a"], params["b"]
     return tuple(arm if arm.text else dataclasses.replace(arm, text=arm.flags.describe(kind, default_threads=default,
                                                                                         beside=other.flags))

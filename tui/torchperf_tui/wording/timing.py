@@ -179,7 +179,7 @@ def _level(cost) -> str:
 
 def compile_rows(result) -> list[Row]:
     """The CLI's rows: the compile mode and time apart from the samples (or why it failed, as a warning), then
-    what dynamo's counters say, the eager baseline and the break-even (engine/measurements/compile_cost.py)."""
+    what dynamo's counters say, the eager run and the break-even (engine/measurements/compile_cost.py)."""
     if result.compile_mode is None:
         return []
     if not result.compiled:
@@ -191,7 +191,7 @@ def compile_rows(result) -> list[Row]:
     rows += [row("graph breaks", graph_breaks_text(cost), WARNING if cost.graph_breaks else ""),
              row("recompiles", recompiles_text(cost), WARNING if cost.recompiles else "")]
     if cost.eager_median_ms is not None:
-        rows.append(row("eager baseline", f"p50 {format_ms(cost.eager_median_ms)} ({cost.eager_source})"))
+        rows.append(row("eager run", f"p50 {format_ms(cost.eager_median_ms)} ({cost.eager_source})"))
     return rows + [row("break-even", break_even_text(cost), WARNING if cost.break_even_calls is None else "")]
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from torchperf_tui.core.errors import FlagError, TorchperfError
 from torchperf_tui.core.flag_table import flag_entry, spec_keys
 from torchperf_tui.core.run_option_table import ARM_KEYS
-from torchperf_tui.engine.measurements.flags import Flags, process_baseline
+from torchperf_tui.engine.measurements.flags import Flags, pristine_state
 from torchperf_tui.engine.measurements.train_step import check_amp, check_optimizer, check_step, StepSpec
 from torchperf_tui.engine.workloads.inputs import canonical_dtype
 
@@ -125,9 +125,9 @@ def same_arms(base, a: ArmSpec, b: ArmSpec, default_threads: int | None = None) 
 
 def refuse_same_arms(base, a: ArmSpec, b: ArmSpec, remedy: str) -> None:
     """TorchperfError (same_arms_refusal) when the arms resolve to the same set-up in this process, the measurement
-    process (it reads torch's own thread count: `process_baseline`): arms that differ only in text (threads=2 against
+    process (it reads torch's own thread count: `pristine_state`): arms that differ only in text (threads=2 against
     '' where 2 is the default) are refused there as identical arms are where they are typed."""
-    default = process_baseline().flags.num_threads
+    default = pristine_state().flags.num_threads
     if same_arms(base, a, b, default_threads=default):
         why = "" if same_arms(base, a, b) else f"threads left empty runs this machine's default, {default}"
         raise TorchperfError(same_arms_refusal(remedy, why))

@@ -20,7 +20,7 @@ from torchperf_tui.engine.hardware.condition_sampler import conditions_sampler
 from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.core.flag_table import FLAG_ENTRIES
 from torchperf_tui.engine.measurements.flags import (applied_flags, asked_state, flag_applicability, Flags,
-                                                     process_baseline, StateWatch)
+                                                     pristine_state, StateWatch)
 from torchperf_tui.engine.hardware.host_noise import HostProbe
 from torchperf_tui.engine.hardware.run_conditions import throttle_note
 from torchperf_tui.core.formatting import format_ms
@@ -247,7 +247,7 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int | None, se
         arm.host_noise = host.summary(arm.samples_ms, spread=not schedules[name].varies)
     host_noise = host.summary([*arms["A"].samples_ms, *arms["B"].samples_ms]).host_only("said per arm")
     verdict = block_verdict(arms["A"].blocks, arms["B"].blocks, seed=seed) if pairs >= MIN_PAIRS else None
-    notes = [AA_NOTE] if same_arms(base, a, b, default_threads=process_baseline().flags.num_threads) else []
+    notes = [AA_NOTE] if same_arms(base, a, b, default_threads=pristine_state().flags.num_threads) else []
     notes += [fitted] if fitted else []
     notes += inert_arm_flags(base.flags, arms["A"].flags, arms["B"].flags, device.type)
     notes += step_notes(arms["A"], arms["B"])

@@ -108,7 +108,7 @@ class CompiledModel:
         return (flags + [False] * samples)[:samples]
 
     def cost(self, compiled_median_ms: float | None, eager_median_ms: float | None, eager_iters: int,
-             recompiled_samples: int, no_baseline: str = "") -> CompileCost | None:
+             recompiled_samples: int, no_eager: str = "") -> CompileCost | None:
         """The cost of this compile against the eager median (None for a run that did not compile)."""
         if not self.compiled:
             return None
@@ -124,7 +124,7 @@ class CompiledModel:
             cost.graphs = _count(counters, "stats", "unique_graphs")
             cost.recompiles = max(0, _count(counters, "frames", "total") - self.first["frames"])
         if eager_median_ms is None:
-            cost.break_even_note = no_baseline or "no eager baseline"
+            cost.break_even_note = no_eager or "no eager run"
             return cost
         cost.eager_source = (f"the eager model, timed right after the compiled one in this process: same input, "
                              f"same flags, {eager_iters} iterations")
@@ -165,7 +165,7 @@ def compile_model(model, x, mode: str | None, device) -> CompiledModel:
     return out
 
 
-def eager_baseline(run_loop: Callable[..., Any], forward: Callable[[], object], *, warmup, iters: int,
+def time_eager(run_loop: Callable[..., Any], forward: Callable[[], object], *, warmup, iters: int,
                    budget_s: float | None, should_cancel) -> tuple[float | None, int]:
     """(median ms, iterations) of the eager model timed by `run_loop` (timing.run_timed_loop, given its device)
     with the compiled run's warm-up, iterations and budget; (None, 0) when cancelled before a sample."""

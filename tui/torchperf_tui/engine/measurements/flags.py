@@ -9,9 +9,9 @@ applied, so a timed run never sees its flags change under it: a second run waits
 flags context.
 
 User code can change that state too (a factory calling `torch.set_num_threads(1)`), and it would then leak
-into every later model of the process. So the process keeps its pristine state (`process_baseline`, taken
-before any user code runs), a run's flags are applied over that baseline (threads left empty mean the
-baseline's count, not whatever the last model set), and `StateWatch` / `guarded_job` notice what user
+into every later model of the process. So the process keeps its pristine state (`pristine_state`, taken
+before any user code runs), a run's flags are applied over that state (threads left empty mean its
+count, not whatever the last model set), and `StateWatch` / `guarded_job` notice what user
 code changed, put the state back, and say so in words a result carries (`state_notes`).
 """
 
@@ -48,7 +48,7 @@ def _fields_of_the_table(cls):
 @_fields_of_the_table
 class Flags:
     """A complete set of backend flags: a field per entry of the flag table (core/flag_table.py), defaults
-    PyTorch's. `num_threads=None` is the process's own thread count (its baseline, see `process_baseline`),
+    PyTorch's. `num_threads=None` is the process's own thread count (its pristine state's, see `pristine_state`),
     whatever user code set since; `sdpa` the SDPA backends allowed, as core/attention_settings.parse_sdpa writes
     them ('flash+math')."""
 
@@ -62,10 +62,10 @@ class Flags:
         return replace(self, tf32_matmul=True) if allows_tf32(self.matmul_precision) else self
 
     def resolved(self) -> "Flags":
-        """These flags with the thread count they run on: the asked one, else the process's baseline count."""
+        """These flags with the thread count they run on: the asked one, else the process's pristine count."""
         if self.num_threads is not None:
             return self
-        return replace(self, num_threads=process_baseline().flags.num_threads)
+        return replace(self, num_threads=pristine_state().flags.num_threads)
 
     def replace(self, **changes) -> "Flags":
         """These flags with `changes`; a text value (the SDPA set, the matmul precision) checked and written as
@@ -267,7 +267,7 @@ if _unheld_flags():  # a new entry names its torch attribute, or has its applier
 
 @contextmanager
 def applied_flags(flags: Flags) -> Iterator[Flags]:
-    """Run the body under `flags` (threads left empty: the process's baseline count, see `process_baseline`),
+    """Run the body under `flags` (threads left empty: the process's pristine count, see `pristine_state`),
     then put back exactly what was there before, even on error."""
     import torch
 
@@ -321,24 +321,24 @@ class TorchState:
         return {name: (theirs[name], value) for name, value in mine.items() if value != theirs[name]}
 
 
-_BASELINE: TorchState | None = None
+_PRISTINE: TorchState | None = None
 
 
-def process_baseline() -> TorchState:
+def pristine_state() -> TorchState:
     """The process's pristine state, taken at the first call: the measurement process calls it (through
     `guarded_job`) before its first job, so before any user code; an engine call from a script takes it at
     its first run, before that run builds its model."""
-    global _BASELINE
+    global _PRISTINE
     with _FLAGS_LOCK:
-        if _BASELINE is None:
-            _BASELINE = TorchState.current()
-        return _BASELINE
+        if _PRISTINE is None:
+            _PRISTINE = TorchState.current()
+        return _PRISTINE
 
 
 def asked_state(flags: Flags) -> TorchState:
-    """The state a run under `flags` should see from its first iteration to its last: the baseline with the
-    flags applied (as `applied_flags` does), threads left empty being the baseline's count."""
-    base = process_baseline()
+    """The state a run under `flags` should see from its first iteration to its last: the pristine state with
+    the flags applied (as `applied_flags` does), threads left empty being its count."""
+    base = pristine_state()
     threads = flags.num_threads if flags.num_threads is not None else base.flags.num_threads
     # Setting deterministic algorithms on or off (as applying flags does) clears warn-only.
     return replace(base, flags=replace(flags.effective(), num_threads=threads), warn_only=False)
@@ -392,7 +392,7 @@ class StateWatch:
     """
 
     def __init__(self) -> None:
-        process_baseline()  # before any user code, in a process that has not taken it yet
+        pristine_state()  # before any user code, in a process that has not taken it yet
         self.start = TorchState.current()
         self.notes: list[str] = []
         self._said: set[str] = set()
@@ -438,19 +438,19 @@ def import_changes(module: str, before: TorchState) -> list[str]:
 
 
 def guarded_job(call: Callable[[], tuple[Any, dict]]) -> tuple[Any, dict]:
-    """Run one job of the measurement process (`call` returns (result, extra)) from the process's baseline
+    """Run one job of the measurement process (`call` returns (result, extra)) from the process's pristine state
     state and put that state back after it: no model's settings leak into the next job.
 
     What user code changed is said on the result: added to its `state_notes` when it has that field (runs
     whose engine runner watched for itself have said it already), else in `extra["state_notes"]`."""
-    baseline = process_baseline()
-    if TorchState.current() != baseline:  # left by code outside any job (never expected): not this job's doing
-        restore_state(baseline)
+    pristine = pristine_state()
+    if TorchState.current() != pristine:  # left by code outside any job (never expected): not this job's doing
+        restore_state(pristine)
     try:
         result, extra = call()
     finally:
-        changes = TorchState.current().changes_from(baseline)
-        stuck = restore_state(baseline) if changes else []
+        changes = TorchState.current().changes_from(pristine)
+        stuck = restore_state(pristine) if changes else []
     if not changes:
         return result, extra
     said = " ".join(getattr(result, "state_notes", ()) or ())

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable
 
 from torchperf_tui.engine.measurements.watched import watched
-from torchperf_tui.engine.measurements.flags import applied_flags, asked_state, Flags, process_baseline
+from torchperf_tui.engine.measurements.flags import applied_flags, asked_state, Flags, pristine_state
 from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.engine.hardware.host_noise import HostNoise, HostProbe, noise_marks
 from torchperf_tui.engine.workloads.input_facts import InputFacts, PromptInput
@@ -235,7 +235,7 @@ def _run(base, a, b, new_tokens, blocks, seed, should_cancel, time_budget_s, on_
         decode_verdict = block_verdict(arms["A"].decode_blocks, arms["B"].decode_blocks, seed=seed)
         prefill_verdict = block_verdict([[ms] for ms in arms["A"].ttft_ms], [[ms] for ms in arms["B"].ttft_ms],
                                         seed=seed)
-    notes = [AA_NOTE] if same_arms(base, a, b, default_threads=process_baseline().flags.num_threads) else []
+    notes = [AA_NOTE] if same_arms(base, a, b, default_threads=pristine_state().flags.num_threads) else []
     notes += inert_arm_flags(base.flags, arms["A"].flags, arms["B"].flags, device.type)
     return GenerationABResult(
         **base.input_facts(inputs), model=base.model, device=str(device), batch=inputs.batch,

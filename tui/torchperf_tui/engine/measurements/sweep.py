@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from torchperf_tui.engine.measurements.flags import applied_flags, process_baseline
+from torchperf_tui.engine.measurements.flags import applied_flags, pristine_state
 from torchperf_tui.engine.measurements.watched import watched
 from torchperf_tui.core.errors import ShapeError, TorchperfError, first_line
 from torchperf_tui.engine.hardware.host_noise import HostNoise, HostProbe, point_marks
@@ -303,7 +303,7 @@ class _Sweep:
         finally:
             self.models.clear()
             release_memory(self.kind)
-        default = process_baseline().flags.num_threads  # a count left to the process: 'threads=2 (default)'
+        default = pristine_state().flags.num_threads  # a count left to the process: 'threads=2 (default)'
         texts = [(n, a.text or a.flags.describe(device.type, default_threads=default))
                  for n, a in self.arms.items()]
         return SweepResult(
@@ -355,7 +355,7 @@ class _Sweep:
                 continue
             if self.cancelled():
                 return None
-            release(self.kind)  # before the runner takes its baseline: a fresh footing for each block
+            release(self.kind)  # before the runner reads the memory it starts from: a fresh footing for each block
             t0 = self.clock()
             outcome, why = self._block(name, length, per_block, estimate=length_estimate(last.get(name), length),
                                        cap=cap, host=hosts[name])

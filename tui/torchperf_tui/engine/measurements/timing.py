@@ -39,7 +39,7 @@ STABLE_TOLERANCE = 0.02
 STABLE_MAX_ITERS = 200
 STABLE_MAX_SECONDS = 10.0
 
-from torchperf_tui.engine.measurements.compile_cost import COMPILE_MODES, CompileCost, compile_model, eager_baseline  # noqa: F401
+from torchperf_tui.engine.measurements.compile_cost import COMPILE_MODES, CompileCost, compile_model, time_eager  # noqa: F401
 from torchperf_tui.engine.measurements.train_step import StepRunner, grad_context
 from torchperf_tui.engine.workloads.workload import forward_errors, prepare_workload
 
@@ -78,7 +78,7 @@ class TimingResult(InputFacts):
     compiled: bool = False  # whether the timed iterations ran the compiled model
     compile_s: float | None = None  # compilation (first call of the compiled model), kept out of the samples
     compile_error: str | None = None  # why compilation failed; the samples are then eager
-    compile_cost: CompileCost | None = None  # dynamo's counters, the eager baseline, the break-even (compile_cost.py)
+    compile_cost: CompileCost | None = None  # dynamo's counters, the eager run, the break-even (compile_cost.py)
     shapes: str = "fixed"  # the schedule the timed iterations followed
     sample_shapes: list[tuple[int, ...]] = field(default_factory=list)  # the input shape of each timed sample
     sample_first_seen: list[bool] = field(default_factory=list)  # per timed sample: its shape met for the first time
@@ -336,7 +336,7 @@ def _run_benchmark(cfg: BenchConfig, watch: StateWatch, on_sample: OnSample | No
             eager = (None, 0)
             if compiling.compiled and not schedule.varies and not times.cancelled:  # the baseline: same input
                 eager_step = StepRunner(work.model, step, device, seed=cfg.seed)
-                eager = eager_baseline(lambda fn, **kw: run_timed_loop(fn, device=device, **kw),
+                eager = time_eager(lambda fn, **kw: run_timed_loop(fn, device=device, **kw),
                                        lambda: eager_step(feed.x), warmup=cfg.warmup, iters=len(times.samples_ms),
                                        budget_s=cfg.time_budget_s, should_cancel=should_cancel)
                 del eager_step
@@ -381,8 +381,8 @@ def _run_benchmark(cfg: BenchConfig, watch: StateWatch, on_sample: OnSample | No
         compile_s=compiling.compile_s,
         compile_error=compiling.error,
         compile_cost=compiling.cost(stats.p50_ms if stats is not None else None, *eager, sum(recompiled),
-                                    no_baseline=f"shapes vary ({schedule.describe()}): no eager baseline on one "
-                                    "input" if schedule.varies else "cancelled before the eager baseline"),
+                                    no_eager=f"shapes vary ({schedule.describe()}): no eager run on one "
+                                    "input" if schedule.varies else "cancelled before the eager run"),
         shapes=schedule.describe(),
         sample_shapes=list(shapes_done),
         sample_first_seen=first_seen,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from torchperf_tui.core.errors import InputTooLarge, ShapeError
+from torchperf_tui.core.errors import InputTooLarge, ShapeError, TorchperfError
 from torchperf_tui.core.run_option_table import run_option
 from torchperf_tui.engine.hardware.device_choice import free_bytes
 from torchperf_tui.core.formatting import format_shape  # the one shape formatter (re-exported: engine modules import it here)
@@ -18,9 +18,6 @@ from torchperf_tui.core.formatting import format_bytes
 if TYPE_CHECKING:
     import torch
 
-DTYPE_NAMES: tuple[str, ...] = run_option("dtype").choices  # attributes of torch with these names
-DTYPE_ALIASES = {"fp32": "float32", "f32": "float32", "fp16": "float16", "half": "float16",
-                 "f16": "float16", "bf16": "bfloat16"}
 
 
 # What a person choosing float16 on the CPU should know before timing it (no figures: they depend on the CPU).
@@ -128,10 +125,10 @@ def check_dims(dims: tuple[int, ...]) -> tuple[int, ...]:
 
 def canonical_dtype(name: str) -> str:
     """'fp16', 'half', 'float16' -> 'float16'; ShapeError for a dtype the app does not time."""
-    key = DTYPE_ALIASES.get(name.strip().lower(), name.strip().lower())
-    if key not in DTYPE_NAMES:
-        raise ShapeError(f"unknown dtype {name!r}: choose one of {', '.join(DTYPE_NAMES)}")
-    return key
+    try:
+        return run_option("dtype").choose(name)  # its values are the names of torch's dtypes
+    except TorchperfError as exc:
+        raise ShapeError(str(exc)) from None
 
 
 def parse_dtype(name: str) -> "torch.dtype":
@@ -141,7 +138,7 @@ def parse_dtype(name: str) -> "torch.dtype":
 
 
 def dtype_name(dtype: "torch.dtype") -> str:
-    """torch.float16 -> 'float16' (the names DTYPE_NAMES and torch share)."""
+    """torch.float16 -> 'float16' (the names the run option table's dtypes and torch share)."""
     return str(dtype).removeprefix("torch.")
 
 
