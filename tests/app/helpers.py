@@ -73,15 +73,23 @@ async def run_and_wait(pilot, run_id: int = 1) -> None:
 
 
 async def wait_ready(pilot, timeout: float = 90.0) -> None:
-    """Engine imported, device probed, catalogue listed and flag switches built."""
+    """Engine imported, device probed, catalogue listed and flag switches built: every flag's row holds its control.
+    (A row is in the screen before it has composed its switch: a stress run saw a flip find the rows and no
+    '#flag-cudnn_benchmark' in them, once this wait no longer let the app's queues empty at each look.)"""
     app = pilot.app
 
     def ready() -> bool:
+        rows = app.main.query("FlagRow")
         return (app.session.report is not None and app.pane("flags").flags is not None
-                and bool(app.main.query("FlagRow"))
+                and bool(rows) and all(_flag_control(row) for row in rows)
                 and bool(app.main.query_one("#model-list").option_count > 1))
 
     await wait_until(pilot, ready, timeout, "the engine to load")
+
+
+def _flag_control(row):
+    """The control a flag's row composes (its switch, or its select), or an empty query while it has not yet."""
+    return row.query("#" + (row.id or "").replace("flag-row-", "flag-", 1))
 
 
 async def flip(pilot, name: str, attempts: int = 5, follow_s: float = 30.0) -> None:
@@ -94,6 +102,7 @@ async def flip(pilot, name: str, attempts: int = 5, follow_s: float = 30.0) -> N
 
     flags = pilot.app.pane("flags")
     before = getattr(flags.flags, name)
+    await wait_until(pilot, lambda: pilot.app.main.query(f"#flag-{name}"), what=f"the switch of {name}")
     switch = pilot.app.main.query_one(f"#flag-{name}", Switch)
     for _ in range(attempts):
         await pilot.click(switch)
