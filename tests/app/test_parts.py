@@ -280,6 +280,43 @@ async def test_a_widget_whose_children_were_pruned_by_an_exiting_app_mounts_with
             await pilot.pause()
 
 
+async def test_a_select_whose_value_bar_lost_its_label_to_an_exiting_app_mounts_without_raising():
+    # A burner run: the bar that shows a select's value was still there, its label already pruned, and Select's
+    # set-up of its value raised NoMatches ('#label'): one level below the case above.
+    from textual.app import App
+    from textual.css.query import NoMatches
+    from textual.widgets import Select
+    from textual.widgets._select import SelectCurrent, SelectOverlay  # noqa: PLC2701 (the parts to prune)
+
+    from torchperf_tui.app.widgets.exit_safe_select import ExitSafeSelect
+
+    class BareBar(SelectCurrent):
+        def compose(self):
+            return iter(())
+
+    def pruned(base):
+        class Pruned(base):
+            def compose(self):
+                yield BareBar("")
+                yield SelectOverlay()
+        return Pruned
+
+    class Holder(App):
+        def __init__(self, widget_type):
+            super().__init__()
+            self.widget_type = widget_type
+
+        def compose(self):
+            yield self.widget_type([("a", "a")], value="a", allow_blank=False)
+
+    async with Holder(pruned(ExitSafeSelect)).run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+    assert pilot.app.return_code is None
+    with pytest.raises(NoMatches):  # the library's own select, pruned alike, raises
+        async with Holder(pruned(Select)).run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+
+
 def test_compares_columns_give_way_from_the_right_and_always_keep_the_run():
     # A table filled before its tab had a width kept rows with no column at all, and the next look at the
     # highlighted run raised (the Compare pane vanished from an 80x24 snapshot).
