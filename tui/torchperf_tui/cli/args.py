@@ -114,16 +114,16 @@ def _add_workload_options(p: argparse.ArgumentParser) -> None:
 def _add_flag_options(p: argparse.ArgumentParser) -> None:
     """The flag table's options (core/flag_table.py), in its order; common.flags_from makes them the run's Flags."""
     for option, names in flag_options():
-        spec = flag_entry(names[0])  # the flags an option sets are of one kind
+        entry = flag_entry(names[0])  # the flags an option sets are of one kind
         if option.style == SWITCH:
             p.add_argument(option.text, action=argparse.BooleanOptionalAction, default=option.default,
                            help=option.help)
         elif option.style == ON:
             p.add_argument(option.text, action="store_true", help=option.help)
         elif option.style == CHOICE:
-            p.add_argument(option.text, choices=spec.choices, help=option.help)
+            p.add_argument(option.text, choices=entry.choices, help=option.help)
         else:
-            p.add_argument(option.text, metavar=option.metavar, type=_parsed(spec.parse), help=option.help)
+            p.add_argument(option.text, metavar=option.metavar, type=_parsed(entry.parse), help=option.help)
 
 
 def _parsed(parse):

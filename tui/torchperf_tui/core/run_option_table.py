@@ -58,6 +58,12 @@ class RunOption:
             raise TorchperfError(f"unknown {self.noun or self.label} {value!r}: choose {self.choices_said()}")
         return key
 
+    @property
+    def initial(self) -> str | None:
+        """The value a run takes when it is not given: its default, or where it has none (amp, compile) the
+        sidebar's first value, which stands for none ('off', 'eager')."""
+        return self.shown[0][1] if self.default is None and self.shown else self.default
+
     def choices_said(self) -> str:
         """Its values as a sentence says them: 'default, reduce-overhead or max-autotune'."""
         *rest, last = self.choices
@@ -114,7 +120,7 @@ def _faults() -> list[str]:
             faults.append(f"{entry.name}: its default is none of its choices")
         shown_values = [value for _, value in entry.shown]
         faults += [f"{entry.name}: the sidebar shows {value!r}, none of its choices" for value in shown_values
-                   if entry.choices and value not in (*entry.choices, "off", "eager")]
+                   if entry.choices and value not in (*entry.choices, entry.initial)]
     return faults
 
 
@@ -127,7 +133,6 @@ def run_option(name: str) -> RunOption:
     return _BY_NAME[name]
 
 
-def with_default(name: str, default, extra: str = "") -> str:
-    """An entry's help with a command's own default said after it: '... (default 64; at most 100,000)'."""
-    said = f"default {default}" + (f"; {extra}" if extra else "")
-    return f"{run_option(name).help} ({said})"
+def with_default(name: str, default) -> str:
+    """An entry's help with the default said after it: '... (default fixed)'."""
+    return f"{run_option(name).help} (default {default})"

@@ -74,9 +74,9 @@ def parse_arm_spec(text: str, base: Flags | None = None) -> ArmSpec:
             given[target] = key
         if key in FLAG_KEYS:
             targets = FLAG_KEYS[key]
-            spec = flag_entry(targets[0])  # the flags a key sets are of one kind
+            entry = flag_entry(targets[0])  # the flags a key sets are of one kind
             # a bad value is one line: 'sdpa: unknown backend ...', 'threads: must be at least 1 ...'
-            setting = _parse_bool(key, value) if spec.kind is bool else spec.parse(value.strip())
+            setting = _parse_bool(key, value) if entry.kind is bool else entry.parse(value.strip())
             flags = flags.replace(**{target: setting for target in targets})
         elif key in ARM_KEYS:
             try:

@@ -26,9 +26,8 @@ STEP = RunOption("step", "step", f"{run_option('step').help}; {run_option('optim
                  shown=(("infer", "infer"), *((f"train · {name}", f"train:{name}")
                                                 for name in run_option("optimizer").choices)))
 AMP = run_option("amp")
-# What each select shows at first: the option's default, or its first value (amp off, eager) where it has none.
-DEFAULTS = {entry.name: entry.shown[0][1] if entry.default is None else entry.default
-            for entry in (STEP, AMP, *SELECTS)}
+# What each select shows at first: the value a run takes when it is not given.
+DEFAULTS = {entry.name: entry.initial for entry in (STEP, AMP, *SELECTS)}
 # What an option means in the sidebar beyond the table's words (which the CLI's help says too).
 APP_NOTES = {"iters": "; an A/B splits them into blocks",
              "shapes": ". Here: fixed, cycle:4 (4 sizes in turn) or random (a new size each iteration)"}
