@@ -260,6 +260,24 @@ async def test_r_pressed_while_the_app_starts_is_held_and_runs_once_the_engine_i
         assert app.pane("picker").spec == TINY
 
 
+async def test_once_the_panes_are_in_asking_again_walks_no_widget():
+    # Each look walked the whole screen once per pane: the screenshot script's wait on an A/B asked it ten times a
+    # second and took half a core beside the A/B, which was then marked "noisy host" (0.50 of a core; 0.07 after).
+    app, engine_may_load = app_with_a_slow_engine()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, app.main.panes_mounted, what="the panes")
+        engine_may_load.set()
+
+        def no_walk(*args, **kwargs):
+            raise AssertionError("panes_mounted queried the screen again")
+
+        app.main.query = no_walk
+        try:
+            assert app.main.panes_mounted()
+        finally:
+            del app.main.query
+
+
 async def test_a_pressed_while_the_app_starts_is_held_and_answered_once_the_engine_is_in():
     # a (and k) read the flags, which come with the engine: pressed before, they did nothing and said nothing.
     app, engine_may_load = app_with_a_slow_engine()

@@ -53,6 +53,7 @@ class MainScreen(FitsTerminal, Screen):
     add a third)."""
 
     AUTO_FOCUS = None  # nothing to focus in the first frame: the model list takes it once mounted
+    _panes_in = False  # panes_mounted: once in, the panes stay for the screen's life (the App asks before its mount)
 
     BINDINGS = [
         Binding("f", "focus_flags", "Flags", show=False),
@@ -110,9 +111,13 @@ class MainScreen(FitsTerminal, Screen):
         return self.query_one(f"#{PANES[name][0]}")
 
     def panes_mounted(self) -> bool:
-        """The panes mount just after the first frame, their selects a little after them."""
-        return all(self.query(f"#{wid}") for wid, _, _ in PANES.values()) and \
-            all(select.query("SelectCurrent") for select in self.query("Select"))
+        """The panes mount just after the first frame, their selects a little after them. Looked up until they are
+        in, then remembered: each look walks the whole screen once per pane, and a caller that polls it (a job's
+        key, a script waiting on an A/B) took half a core doing so."""
+        if not self._panes_in:
+            self._panes_in = all(self.query(f"#{wid}") for wid, _, _ in PANES.values()) and \
+                all(select.query("SelectCurrent") for select in self.query("Select"))
+        return self._panes_in
 
     # -- job keys ---------------------------------------------------------------------------------------------
     def run_key(self, action: str, start: Callable[[], None]) -> None:
