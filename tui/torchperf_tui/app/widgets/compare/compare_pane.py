@@ -21,16 +21,21 @@ from torchperf_tui.core.stats import compute_stats, percentile_supported
 from torchperf_tui.core.formatting import COMPACT_UNSUPPORTED, format_ms, format_number, format_percentile
 from torchperf_tui.wording.compare import arm_conditions, arm_pairs, ci_text
 from torchperf_tui.wording.timing import state_rows
+from torchperf_tui.app.pace import Pace
 from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent, RunsChanged
 from torchperf_tui.app.setup_diff import against_text, differences, setup_text, speedup_text
 from torchperf_tui.app.runs import LiveRun, app_marks, save_run
 from torchperf_tui.measure.protocol import JobDone, JobFailed, Progress
-from torchperf_tui.app.widgets.timing.histogram import LatencyOverlay, theme_palette
+from torchperf_tui.app.widgets.timing.histogram import LatencyOverlay, set_text, theme_palette
 from torchperf_tui.engine.measurements.ab_arms import FLIP_REMEDY, ArmSpec, same_arms_refusal
 from torchperf_tui.core.marks import disturbance_marks
 
 AB_BLOCKS = 10
+# An A/B's blocks can come several a second (a small model); each redraw lays out the table and its notes. On a
+# 2-core box that took 0.6 of a core beside the A/B, which its host check then saw; the blocks are shown at most
+# this often (the verdict at once).
+BLOCKS_SHOWN_EVERY_S = 0.5
 COMPACT_BELOW_ROWS = 30  # the pane's height under which its note takes one row
 IDLE_HINT = "a: A/B, the flags before vs after the last flip"
 
@@ -126,6 +131,8 @@ class ComparePane(Vertical):
         # The latest A/B as this process saw it: when its blocks began (monotonic s), and (monotonic s, this
         # process's CPU s) at its first block's arrival; None before that arrival.
         self._ab_seen: tuple[float, tuple[float, float]] | None = None
+        self._blocks = Pace(self, self._show_blocks, BLOCKS_SHOWN_EVERY_S)
+        self._block_said = ""  # the latest block's line, for the next paced redraw
 
     def compose(self) -> ComposeResult:
         yield Static("no runs yet: pick a model and press r", id="compare-note")
@@ -146,7 +153,7 @@ class ComparePane(Vertical):
         self.refresh_runs()
 
     def watch_verdict(self, text: str) -> None:
-        self.query_one("#compare-verdict", Static).update(text)
+        set_text(self.query_one("#compare-verdict", Static), text)
 
     def highlighted_run_id(self) -> int | None:
         table = self.query_one(DataTable)
@@ -169,6 +176,7 @@ class ComparePane(Vertical):
             return
         session = self.app.session
         runs = session.runs
+        self._blocks.cancel()
         for record in self.arms():  # a comparison in flight is replaced: its result will be dropped
             if not record.finished:
                 record.status = "cancelled"
@@ -228,10 +236,15 @@ class ComparePane(Vertical):
         record.samples_ms.extend(samples)
         record.stats = compute_stats(record.samples_ms, batch=record.batch)
         record.status, record.index, record.total = "timed", index, total
-        self.verdict = (f"A/B: block {index + 1} of {total} done ({arm}) · the verdict comes at the end")
+        self._block_said = f"A/B: block {index + 1} of {total} done ({arm}) · the verdict comes at the end"
+        self._blocks.request()
+
+    def _show_blocks(self) -> None:
+        self.verdict = self._block_said
         self.post_message(RunsChanged())
 
     def _ab_finished(self, result, fingerprint) -> None:
+        self._blocks.cancel()  # a block's line must not come after the verdict
         batch = result.input_shape[0]
         # What this process did beside the blocks (a resize, heavy redraws) goes on the result, as a timing run's
         # does (timing_pane._mark_disturbed): both arms' history records keep it with the host's noise.
@@ -261,6 +274,7 @@ class ComparePane(Vertical):
             save_run(self, result, fingerprint)
 
     def _ab_failed(self, error: str) -> None:
+        self._blocks.cancel()
         cancelled = error == "cancelled"
         for record in self.arms():
             if not record.finished:
@@ -350,15 +364,15 @@ class ComparePane(Vertical):
         marked = any(r.stats is not None and not percentile_supported(0.99, r.stats.n) for r in history)
         note = self.query_one("#compare-note", Static)
         if len(history) == 0:
-            note.update("no runs yet: pick a model and press r")
+            set_text(note, "no runs yet: pick a model and press r")
         else:
             head = f"baseline {base.label}: {setup_text(base)} · " if base is not None else ""
-            note.update(f"{head}speed-up = baseline median / run median, like for like only · b: make the "
+            set_text(note, f"{head}speed-up = baseline median / run median, like for like only · b: make the "
                         "highlighted run the baseline" + disturbed_note(list(history)))
         legend = self.query_one("#compare-legend", Static)
         lines = [COMPACT_UNSUPPORTED] if marked else []  # whole in the Help
         lines += [f"{', '.join(hidden)}: {where}"] if hidden and len(history) else []
-        legend.update("\n".join(lines))
+        set_text(legend, "\n".join(lines))
         legend.display = bool(lines)
         self.query_one(LatencyOverlay).show_runs(
             [(f"{r.label} {r.flags_text if base is None or r is base else against_text(r, base, kind)}",

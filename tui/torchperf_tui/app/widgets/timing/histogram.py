@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 import textwrap
-import time
 from typing import Sequence
 
 from rich.text import Text
@@ -15,6 +14,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
+from torchperf_tui.app.pace import Pace
 from torchperf_tui.core.stats import bulk_range, runs_bulk_range
 from torchperf_tui.wording.timing import outside_bulk_text
 
@@ -98,23 +98,13 @@ class PlotHolder(Vertical):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self._plot = None
-        self._last_redraw = 0.0
-        self._redraw_timer = None
+        self._pace = Pace(self, self.redraw, self.min_redraw_interval)
         self._axis_caption = ""
         self._note_said = False  # the drawing under way has said its edge note
 
     def request_redraw(self) -> None:
         """Redraw now, or once the minimum interval has passed (never more than one pending)."""
-        wait = self._last_redraw + self.min_redraw_interval - time.monotonic()
-        if wait <= 0:
-            self._redraw_now()
-        elif self._redraw_timer is None:
-            self._redraw_timer = self.set_timer(wait, self._redraw_now)
-
-    def _redraw_now(self) -> None:
-        self._redraw_timer = None
-        self._last_redraw = time.monotonic()
-        self.redraw()
+        self._pace.request()
 
     def compose(self) -> ComposeResult:
         caption = Static("", classes="plot-caption")
@@ -159,9 +149,7 @@ class PlotHolder(Vertical):
         """A new size redraws at once (the rate limit is for data arriving): the ticks, margins and caption
         depend on it, and a plot drawn while hidden had no size at all."""
         if self._plot is not None and self.size.width > 0:
-            if self._redraw_timer is not None:
-                self._redraw_timer.stop()
-            self._redraw_now()
+            self._pace.now()
 
     def show_legend(self, plot, location, entries: list[tuple[str, str]]) -> None:
         """The series' (label, colour) in a box over the plot, or, on a small plot where the box would cover
