@@ -186,6 +186,62 @@ def test_the_baselines_configuration_is_measured_again():
         ("train", "adamw", "bf16", (("num_hidden_layers", "2"),), 16)
 
 
+def asked_config(**changes):
+    from torchperf_tui.engine.measurements.bench_config import BenchConfig
+    from torchperf_tui.engine.measurements.flags import Flags
+
+    return BenchConfig(**{**dict(
+        model="hf:llama", input_shape=(2, 64), device="cpu", dtype="float32", warmup="auto", iters=64,
+        flags=Flags(sdpa="math"), shapes="random:8-64", seed=7, step="train", optimizer="adamw", amp="bf16",
+        compile="reduce-overhead", model_args=(("num_hidden_layers", "2"), ("rope_scaling", "{'type': 'linear'}")),
+        seq_len=64, time_budget_s=30.0), **changes})
+
+
+def test_a_record_keeps_its_runs_config_and_the_gate_reads_it_back_as_it_was_asked():
+    # The record's details keep the options as words to show (model_args as text, the warm-up's count as it ran):
+    # a gate rebuilt from them lost the seed of a random shape schedule and turned 'auto' into a count.
+    cfg = asked_config()
+    record = dataclasses.replace(
+        timing(noisy(10.0, n=40)), model=cfg.model, input_shape=(2, 64), device="cpu",
+        flags={**make_record().flags, "num_threads": 2, "sdpa": "math"},
+        details={"warmup_iters": 13, "step": "infer"}, config=cfg.to_record())
+    again = config_of_record(HistoryRecord.from_dict(json.loads(json.dumps(record.to_dict()))))
+    for name in ("model", "input_shape", "device", "dtype", "warmup", "shapes", "seed", "step", "optimizer", "amp",
+                 "compile", "model_args", "seq_len"):
+        assert getattr(again, name) == getattr(cfg, name), name
+    assert again.flags.num_threads == 2 and again.flags.sdpa == "math"  # the flags the run used
+    assert again.iters == 40  # as many as it kept samples
+    # a record from before configs were kept reads as it did, from its details
+    older = config_of_record(dataclasses.replace(record, config={}))
+    assert (older.warmup, older.step, older.seed) == (13, "infer", 0)
+
+
+def test_a_record_without_a_config_writes_no_key_and_one_with_it_keeps_it_through_the_file(tmp_path):
+    plain = timing(noisy(10.0))
+    assert "config" not in plain.to_dict()
+    kept = dataclasses.replace(plain, config=asked_config().to_record())
+    history = HistoryFile(str(tmp_path / "h.jsonl"))
+    history.append(kept)
+    assert history.load().records[0].config == json.loads(json.dumps(asked_config().to_record()))
+
+
+@pytest.mark.parametrize("changes, said", [
+    ({"seed": -1}, "seed"),
+    ({"warmup": 10**12}, "warm"),
+    ({"model_args": "num_hidden_layers"}, "not KEY=VALUE"),
+    ({"model_args": [["num_hidden_layers"]]}, "not a list of [key, value] pairs"),
+    ({"model_args": [["2x", "1"]]}, "not a setting's name"),
+    ({"step": "fly"}, "fly"),
+    ({"shapes": "random:9-1"}, "random"),
+])
+def test_a_config_from_a_file_is_checked_as_typed_options_are(changes, said):
+    record = dataclasses.replace(timing(noisy(10.0)), config={**asked_config().to_record(), **changes})
+    with pytest.raises(BaselineError) as caught:
+        config_of_record(record, source="base.json")
+    text = str(caught.value)
+    assert text.startswith(f"the baseline {record.short_id} (base.json): ") and said in text and "\n" not in text
+
+
 def test_reading_a_baseline_imports_no_torch(tmp_path):
     import subprocess
 

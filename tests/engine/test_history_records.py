@@ -86,3 +86,19 @@ def test_a_record_names_the_models_source_overrides_sequence_length_and_inputs()
                                             cancelled=False, started_at=1.0, duration_s=1.0, timer="perf_counter"),
                                fingerprint=ENV)
     assert plain.details["source"] == "torchvision" and "model_args" not in plain.details
+
+
+def test_a_timing_runs_record_keeps_the_config_it_ran_and_a_gate_measures_that_again():
+    from torchperf_tui.engine.measurements.bench_config import BenchConfig
+    from torchperf_tui.engine.measurements.timing import run_benchmark
+    from torchperf_tui.engine.records.baseline import config_of_record
+
+    cfg = BenchConfig(model="tests.tinymodels:tiny_cnn", input_shape=(1, 3, 16, 16), device="cpu", warmup="auto",
+                      iters=6, shapes="random:8-16", seed=3, flags=Flags(num_threads=1))
+    result = run_benchmark(cfg)
+    record = record_from_timing(result, fingerprint=ENV)
+    assert record.config == result.config.to_record()
+    assert (record.config["seed"], record.config["warmup"], record.config["shapes"]) == (3, "auto", "random:8-16")
+    again = config_of_record(record)
+    assert (again.seed, again.warmup, again.shapes, again.input_shape, again.flags.num_threads) == \
+        (3, "auto", "random:8-16", (1, 3, 16, 16), 1)

@@ -7,7 +7,7 @@ app's UI process builds configs; `prepare` imports it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from torchperf_tui.core.errors import TorchperfError
@@ -77,6 +77,15 @@ class BenchConfig:
     # arguments (engine/workloads/model_args.py).
     model_args: tuple[tuple[str, str], ...] = ()
     seq_len: int | None = None  # a token model's sequence length (None: its default)
+
+    def to_record(self) -> dict[str, Any]:
+        """This config as a history record keeps it (JSON): each field under its name, the flags as Flags.to_dict,
+        the input shape and the overrides as lists. engine/records/baseline.py's config_of_record reads it back."""
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["flags"] = self.flags.to_dict()
+        data["input_shape"] = None if self.input_shape is None else list(self.input_shape)
+        data["model_args"] = [list(pair) for pair in self.model_args]
+        return data
 
     def prepare(self, *, before_amp: Check | None = None, before_inputs: Check | None = None,
                 amp_for: Iterable[tuple["StepSpec", str]] | None = None, arms: Iterable[Any] | None = None) -> RunPlan:

@@ -181,8 +181,12 @@ def config_of_record(record: HistoryRecord, *, time_budget_s: float | None = Non
                      threads_given: bool = False):
     """The BenchConfig that measures `record`'s configuration again: its model with its overrides, its input
     (shape with batch, sequence length), dtype, memory format, flags (threads, sdpa, matmul precision included),
-    step, optimizer and mixed precision, compile mode, shape schedule, device, and its warm-up and iteration
-    counts. Flags a newer version added and this one lacks are dropped (said by the differences, if any).
+    step, optimizer and mixed precision, compile mode, shape schedule and its seed, device, and its warm-up and
+    iteration counts. The run options come from the config the record keeps (HistoryRecord.config, as the run asked
+    for them: a warm-up of 'auto' stays 'auto'), or, in a record from before configs were kept, from its details. The
+    flags are the record's own: those the run used, the thread count it ran on included, so that a box with more
+    CPUs measures it on as many. As many timed iterations as it kept samples. Flags a newer version added and this
+    one lacks are dropped (said by the differences, if any).
 
     A baseline file is input as much as the command line is: its settings go through the checks the same values
     typed as options go through (core/options.py and the parsers the options use), so a record that asks for 16
@@ -196,21 +200,21 @@ def config_of_record(record: HistoryRecord, *, time_budget_s: float | None = Non
 
     where = f"the baseline {record.short_id}" + (f" ({source})" if source else "")
     known = {f.name for f in fields(Flags)}
-    details = record.details
-    seq_len = details.get("seq_len")
-    warmup = details.get("warmup_iters")
+    asked = _run_options(record)
     try:
         flags = Flags().replace(**_checked_flags({k: v for k, v in record.flags.items() if k in known},
                                                  threads_given))
-        model_args = parse_model_args(str(details.get("model_args") or ""))
+        model_args = parse_model_args(_model_args_text(asked["model_args"]))
+        warmup, seq_len, seed = asked["warmup"], asked["seq_len"], asked["seed"]
         checked = dict(
             warmup=10 if warmup is None else options.warmup(_as_typed(warmup)),
             iters=options.iters(str(len(record.samples_ms)), name="iterations (its samples)"),
             dtype=canonical_dtype(record.dtype), device=options.device_name(record.device, name="device"),
-            step=check_step(_as_typed(details.get("step") or "infer")),
-            optimizer=check_optimizer(_as_typed(details.get("optimizer") or "sgd")),
-            amp=check_amp(_as_typed(details["amp"]) if details.get("amp") else None))
-        shapes = _as_typed(details.get("shapes") or "fixed")
+            step=check_step(_as_typed(asked["step"] or "infer")),
+            optimizer=check_optimizer(_as_typed(asked["optimizer"] or "sgd")),
+            amp=check_amp(_as_typed(asked["amp"]) if asked["amp"] else None),
+            seed=0 if seed is None else options.seed(_as_typed(seed), name="seed"))
+        shapes = _as_typed(asked["shapes"] or "fixed")
         parse_schedule(shapes)
     except TorchperfError as exc:
         raise BaselineError(f"{where}: {exc}") from None
@@ -218,9 +222,32 @@ def config_of_record(record: HistoryRecord, *, time_budget_s: float | None = Non
         raise BaselineError(f"{where}: its flags or overrides cannot be read: {exc}") from None
     return BenchConfig(
         model=record.model, input_shape=tuple(record.input_shape), channels_last=record.channels_last, flags=flags,
-        compile=_compile_mode(details.get("compile_mode")), shapes=shapes, model_args=model_args,
-        seq_len=seq_len if isinstance(seq_len, int) and seq_len > 0 else None,
+        compile=_compile_mode(asked["compile"]), shapes=shapes, model_args=model_args,
+        seq_len=seq_len if isinstance(seq_len, int) and not isinstance(seq_len, bool) and seq_len > 0 else None,
         time_budget_s=DEFAULT_TIME_BUDGET_S if time_budget_s is None else (time_budget_s or None), **checked)
+
+
+# A run option as BenchConfig names it -> where a record from before configs were kept has it in its details.
+DETAIL_OF_OPTION = {"warmup": "warmup_iters", "compile": "compile_mode", "step": "step", "optimizer": "optimizer",
+                    "amp": "amp", "shapes": "shapes", "model_args": "model_args", "seq_len": "seq_len"}
+
+
+def _run_options(record: HistoryRecord) -> dict[str, Any]:
+    """The run options `record`'s run asked for, as the record has them (unchecked): from its config, else from
+    its details (no seed there: the default one)."""
+    if record.config:
+        return {name: record.config.get(name) for name in (*DETAIL_OF_OPTION, "seed")}
+    return {**{name: record.details.get(key) for name, key in DETAIL_OF_OPTION.items()}, "seed": None}
+
+
+def _model_args_text(value: Any) -> str:
+    """The overrides as typed ('a=1,b=[2,3]'): a config keeps them as [key, value] pairs, older details as text."""
+    if value is None or isinstance(value, str):
+        return value or ""
+    if not (isinstance(value, list) and all(isinstance(pair, list) and len(pair) == 2
+                                            and all(isinstance(part, str) for part in pair) for pair in value)):
+        raise ValueError(f"model_args is not a list of [key, value] pairs: {json.dumps(value)[:60]}")
+    return ",".join(f"{key}={text}" for key, text in value)
 
 
 def _as_typed(value: Any) -> str:

@@ -73,6 +73,10 @@ class HistoryRecord:
     # samples: p50 is 67x the fastest sample"). Empty (no key in the file): nothing was seen; `details["host_noise"]`
     # says whether the host was read at all. A gate reads this to treat the run as such.
     disturbed: list[str] = field(default_factory=list)
+    # The run as it was asked for (BenchConfig.to_record, JSON): a timing run's model, input, dtype, device, flags as
+    # asked, run options, counts, seed and time budget, read back whole by a gate that measures it again
+    # (engine/records/baseline.py). Empty (no key in the file) in other kinds' records and those from before.
+    config: dict[str, Any] = field(default_factory=dict)
 
     @property
     def batch(self) -> int:
@@ -131,6 +135,8 @@ class HistoryRecord:
         data["samples_ms"] = None  # put back below: walking the samples one by one was most of an export's time
         if not self.disturbed:  # no key, no mark: a record from before marks were kept writes back the same
             del data["disturbed"]
+        if not self.config:  # the same for a record without its config
+            del data["config"]
         data = nonfinite_to_none(to_jsonable(data))
         data["samples_ms"] = jsonable_samples(self.samples_ms)
         return data
@@ -176,7 +182,7 @@ class HistoryRecord:
             cancelled=_boolean(data, "cancelled"),
             duration_s=None if duration is None else finite_float(duration, "duration_s"),
             timer=_string(data, "timer", ""), details=_object(data, "details"), schema=schema,
-            disturbed=_marks(data, "disturbed"),
+            disturbed=_marks(data, "disturbed"), config=_object(data, "config"),
         )
 
 
@@ -333,8 +339,14 @@ def record_from_timing(result: "TimingResult", fingerprint: dict[str, Any] | Non
         channels_last=result.channels_last, device=result.device, flags=flags_used(result.flags, threads),
         flags_text=result.flags_text(), stats=result.stats, samples_ms=list(result.samples_ms),
         fingerprint=env, cancelled=result.cancelled, duration_s=result.duration_s, timer=result.timer,
-        details=details, disturbed=list(marks),
+        details=details, disturbed=list(marks), config=config_kept(getattr(result, "config", None)),
     )
+
+
+def config_kept(config: Any) -> dict[str, Any]:
+    """What a record keeps of the run's config: all of it (BenchConfig.to_record), where its model is named (a
+    catalogue name or module:factory), not a module built in the process."""
+    return config.to_record() if config is not None and isinstance(config.model, str) else {}
 
 
 def records_from_ab(result: "ABResult", fingerprint: dict[str, Any] | None = None) -> list[HistoryRecord]:
