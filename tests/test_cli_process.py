@@ -75,7 +75,7 @@ def test_a_failed_job_is_the_engines_line_or_a_bug_said_as_one():
     with pytest.raises(cli_jobs.JobError, match="rejected input 1x5x8x8"):
         cli_jobs.run_job("time", {"cfg": _cfg(input_shape=(1, 5, 8, 8))})
     with pytest.raises(cli_jobs.MeasurementBug, match="^KeyError: 'dtype'$"):  # params a runner cannot take
-        cli_jobs.run_job("analyse", {"spec": TINY, "layers": False, "step": "infer"})
+        cli_jobs.run_job("analyse", {"model": TINY, "layers": False, "step": "infer"})
 
 
 def _cfg(**kw):

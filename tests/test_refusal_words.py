@@ -77,7 +77,7 @@ def test_the_measurement_process_sends_a_refusal_in_parts_for_the_app():
     process = MeasurementProcess(on_event=events.put, output="stderr", restart=False)
     process.start()
     try:
-        job = process.submit("analyse", {"spec": "tests.tinymodels:tiny_cnn", "model_args": (("width", "2"),),
+        job = process.submit("analyse", {"model": "tests.tinymodels:tiny_cnn", "model_args": (("width", "2"),),
                                          "batch": 1, "dtype": "float32"}, "analysing")
         while True:
             event = events.get(timeout=120)

@@ -125,10 +125,10 @@ def analysed(app, spec: str | None = None) -> bool:
     from torchperf_tui.wording.complexity import complexity_summary
 
     picker = app.pane("picker")
-    if picker.complexity is None or (spec is not None and picker.spec != spec):
+    if picker.complexity is None or (spec is not None and picker.model != spec):
         return False
     summary = " ".join(screen_text(app, "#model-summary").split())
-    return f"{picker.spec} · {complexity_summary(picker.complexity)}" in summary
+    return f"{picker.model} · {complexity_summary(picker.complexity)}" in summary
 
 
 async def first_recorded_run(pilot, path):
@@ -158,13 +158,13 @@ async def choose_model(pilot, spec: str = TINY, shape: str = "3x32x32") -> None:
     shape (for a model whose analysis fails, for its error line)."""
     app = pilot.app
     picker = app.pane("picker")
-    field = app.main.query_one("#custom-spec")
+    field = app.main.query_one("#custom-model")
     field.focus()
     field.value = ""
     await paste(pilot, spec, "enter")
     shape_field = app.main.query_one("#shape")
     if "oom" in spec:  # its forward raises, so the analysis fails too: wait for that error
-        await wait_until(pilot, lambda: picker.spec == spec and "error" in screen_text(app, "#model-summary"),
+        await wait_until(pilot, lambda: picker.model == spec and "error" in screen_text(app, "#model-summary"),
                          what="the analysis error")
         shape_field.value = shape
         await pilot.press("escape")
@@ -191,7 +191,7 @@ async def run_custom_model(pilot, spec: str) -> None:
     """Paste a module:factory into the custom field as a user would (the field cleared first), wait for its
     analysis, and press r."""
     app = pilot.app
-    field = app.main.query_one("#custom-spec")
+    field = app.main.query_one("#custom-model")
     field.focus()
     field.value = ""
     await paste(pilot, spec, "enter")

@@ -154,15 +154,15 @@ async def test_model_errors_are_notified_and_earlier_results_stay(tiny_app):
         app = pilot.app
         await pilot.press("r")
         await wait_until(pilot, lambda: app.session.runs.get(1).finished, what="run 1")
-        await pilot.click("#custom-spec")
-        app.main.query_one("#custom-spec").value = ""
+        await pilot.click("#custom-model")
+        app.main.query_one("#custom-model").value = ""
         await pilot.press(*"resnt18", "enter")
         await wait_until(pilot, lambda: any("did you mean" in t for t in notifications(app)),
                          what="the error notification")
         assert "resnt18" in screen_text(app, "#model-summary") and "error" in screen_text(app, "#model-summary")
         # A model whose forward raises: the run fails with a one-line error, the app keeps going.
-        await pilot.click("#custom-spec")  # the ⏎ that chose the last spec moved the focus to the list
-        app.main.query_one("#custom-spec").value = "tests.tinymodels:oom_model"
+        await pilot.click("#custom-model")  # the ⏎ that chose the last spec moved the focus to the list
+        app.main.query_one("#custom-model").value = "tests.tinymodels:oom_model"
         await pilot.press("enter")
         await pilot.press("escape", "r")
         await wait_until(pilot, lambda: app.session.runs.get(2) is not None and app.session.runs.get(2).finished,
@@ -221,7 +221,7 @@ async def test_autostart_opens_with_the_model_chosen_and_a_run_started():
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_until(pilot, lambda: app.session.runs.get(1) is not None and app.session.runs.get(1).finished,
                          timeout=90, what="the autostarted run")
-        assert app.pane("picker").spec == TINY and app.session.runs.get(1).status == "done", app.session.runs.get(1).error
+        assert app.pane("picker").model == TINY and app.session.runs.get(1).status == "done", app.session.runs.get(1).error
 
 
 def app_with_a_slow_engine():
@@ -257,7 +257,7 @@ async def test_r_pressed_while_the_app_starts_is_held_and_runs_once_the_engine_i
         await wait_until(pilot, lambda: app.session.runs.get(1) is not None and app.session.runs.get(1).finished,
                          timeout=90, what="the held run")
         assert app.session.runs.get(1).status == "done" and app.session.runs.get(2) is None
-        assert app.pane("picker").spec == TINY
+        assert app.pane("picker").model == TINY
 
 
 async def test_once_the_panes_are_in_asking_again_walks_no_widget():
@@ -417,7 +417,7 @@ async def test_each_line_belongs_to_the_model_or_run_it_describes(tiny_app):
 async def test_the_model_given_with_model_is_highlighted_in_the_list():
     app = make_app(model="resnet18")
     async with app.run_test(size=(110, 34)) as pilot:
-        await wait_until(pilot, lambda: app.main.panes_mounted() and app.pane("picker").spec == "resnet18",
+        await wait_until(pilot, lambda: app.main.panes_mounted() and app.pane("picker").model == "resnet18",
                          what="the model chosen")
         listing = app.main.query_one("#model-list")
         assert listing.get_option_at_index(listing.highlighted).id == "resnet18"

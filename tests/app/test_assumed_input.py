@@ -10,7 +10,7 @@ async def test_choosing_a_model_without_an_input_shape_says_the_shape_is_assumed
     app = make_app(device="cpu")
     async with app.run_test(size=(110, 34)) as pilot:
         await wait_ready(pilot)
-        await pilot.click("#custom-spec")
+        await pilot.click("#custom-model")
         await paste(pilot, TINY, "enter")
         await wait_until(pilot, lambda: analysed(app, TINY), timeout=120, what="the analysis of tiny_cnn")
         note = app.main.query_one("#input-note")

@@ -92,7 +92,7 @@ async def test_a_factorys_example_inputs_are_listed_with_no_assumed_shape():
     async with app.run_test(size=(160, 34)) as pilot:
         await wait_ready(pilot)
         spec = "tests.tinymodels:keyword_inputs"
-        await pilot.click("#custom-spec")
+        await pilot.click("#custom-model")
         await paste(pilot, spec, "enter")
         await wait_until(pilot, lambda: analysed(app, spec), timeout=120, what="the analysis of keyword_inputs")
         line = " ".join(screen_text(app, "#model-summary").split())
@@ -102,8 +102,8 @@ async def test_a_factorys_example_inputs_are_listed_with_no_assumed_shape():
         shape = app.main.query_one("#shape")
         assert shape.value == "" and shape.placeholder == "example_inputs"
         # a model that declares no input and makes none is still said to be assumed
-        await pilot.click("#custom-spec")
-        app.main.query_one("#custom-spec").value = ""
+        await pilot.click("#custom-model")
+        app.main.query_one("#custom-model").value = ""
         await paste(pilot, TINY, "enter")
         await wait_until(pilot, lambda: "input 3x224x224 assumed" in screen_text(app, "#input-note"), timeout=120,
                          what="the note that tiny_cnn's input shape is assumed")

@@ -20,8 +20,8 @@ async def test_an_analysis_past_its_deadline_shows_its_line_and_the_next_model_i
     async with app.run_test(size=(120, 36)) as pilot:
         await wait_ready(pilot)
         first_pid = app.session.measurement_pid
-        await pilot.click("#custom-spec")
-        app.main.query_one("#custom-spec").value = ""
+        await pilot.click("#custom-model")
+        app.main.query_one("#custom-model").value = ""
         await paste(pilot, STALLS, "enter")
         said = (f"analysing {STALLS}: the model did not finish its analysis within 15 s; stopped its measurement "
                 f"process ({BUILD_ENV}=SECONDS waits longer)")

@@ -16,8 +16,8 @@ BLOCKER = "tests.hostile_process_models:blocks_when_built"
 
 async def _type_spec(pilot, spec: str) -> None:
     app = pilot.app
-    await pilot.click("#custom-spec")
-    app.main.query_one("#custom-spec").value = ""
+    await pilot.click("#custom-model")
+    app.main.query_one("#custom-model").value = ""
     await paste(pilot, spec, "enter")
 
 
@@ -36,4 +36,4 @@ async def test_after_a_model_whose_build_blocks_the_next_model_is_analysed(tmp_p
         # Killed after the grace and started again (a few seconds of torch import), not after 15 s or never.
         assert time.monotonic() - chosen < 90
         assert app.session.measurement_pid not in (None, first_pid)
-        assert app.pane("picker").spec == TINY
+        assert app.pane("picker").model == TINY

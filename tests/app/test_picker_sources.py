@@ -61,7 +61,7 @@ def recorded_analysis(params: dict):
     token ids at its sequence length, 128 by default), or the engine's line for an override the model lacks."""
     from torchperf_tui.engine.workloads.complexity_result import Complexity
 
-    spec, batch = params["spec"], params["batch"]
+    spec, batch = params["model"], params["batch"]
     for key, _ in params.get("model_args", ()):
         if key == "bogus":
             return Failed(f"{spec} has no setting 'bogus' to override")
@@ -150,7 +150,7 @@ async def test_typing_timm_then_letters_lists_timm_alone_and_enter_chooses_the_b
         assert highlighted_id(app) == "timm:vit_base_patch16_224"
         await pilot.press("enter")
         await wait_until(pilot, lambda: analysed(app, "timm:vit_base_patch16_224"), what="the analysis of the timm model")
-        assert analyses(fake)[-1]["spec"] == "timm:vit_base_patch16_224"
+        assert analyses(fake)[-1]["model"] == "timm:vit_base_patch16_224"
         assert app.main.focused is app.main.query_one("#model-list")  # chosen: the next key is a command
 
 
@@ -261,7 +261,7 @@ async def test_a_model_chosen_past_what_the_list_shows_is_filtered_for_and_highl
         await wait_until(pilot, lambda: analysed(app, "timm:test_net_250"), what="the analysis of the model given")
         assert highlighted_id(app) == "timm:test_net_250"
         assert app.main.query_one("#model-filter").value == "timm:test_net_250"
-        await pilot.click("#custom-spec")
+        await pilot.click("#custom-model")
         await paste(pilot, "mypkg.nets:make_net", "enter")
         await wait_until(pilot, lambda: analysed(app, "mypkg.nets:make_net"), what="the analysis of the custom model")
         assert highlighted_id(app) is None  # not in the catalogue: nothing highlighted, not the model before

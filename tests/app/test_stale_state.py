@@ -127,7 +127,7 @@ async def test_a_spec_typed_in_the_filter_and_entered_leaves_the_filter_so_r_run
                          what="the run r started")
         assert app.main.query_one("#model-filter").value == TINY  # no "r" typed into it
         assert timed(fake)[-1].model == TINY
-        await pilot.click("#custom-spec")
+        await pilot.click("#custom-model")
         await paste(pilot, "tests.tinymodels:threads_probe", "enter")  # the custom field's ⏎ too
         await wait_until(pilot, lambda: analysed(app, "tests.tinymodels:threads_probe"), what="the custom model")
         assert app.main.focused is app.main.query_one("#model-list")

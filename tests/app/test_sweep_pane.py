@@ -55,7 +55,7 @@ async def test_w_sweeps_the_lengths_and_plots_latency_and_memory_against_them(ti
             await wait_until(pilot, lambda: plotted(app, selector) == [[128, 256, 512]], what=f"{selector}")
         params = next(p for kind, p in fake.requests if kind == "sweep")
         assert params["arms"] is None and params["seq_lens"] == (128, 4096) and params["cfg"].model == app.pane(
-            "picker").spec
+            "picker").model
 
 
 async def test_shift_w_sweeps_the_flags_before_the_flip_against_now_and_overlays_their_curves(tiny_app):

@@ -161,7 +161,7 @@ async def test_the_graph_option_reaches_the_engine_config():
     async with app.run_test(size=(110, 34)) as pilot:
         await wait_ready(pilot)
         picker = app.pane("picker")
-        picker.spec = TINY  # chosen without its analysis: only the config is looked at
+        picker.model = TINY  # chosen without its analysis: only the config is looked at
         app.main.query_one("#shape").value = "3x16x16"
         assert app.main.selection().config().compile is None
         await pick(pilot, "compile", 2)  # eager -> compile -> compile+graphs

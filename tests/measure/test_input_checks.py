@@ -20,7 +20,7 @@ TINY = "tests.tinymodels:tiny_cnn"
 ])
 def test_each_field_error_quotes_that_field_as_typed(shape, batch, words, not_words):
     with pytest.raises(ShapeError) as caught:
-        Selection(spec=TINY, shape=shape, batch=batch).config()
+        Selection(model=TINY, shape=shape, batch=batch).config()
     message = str(caught.value)
     for word in words:
         assert word in message

@@ -170,7 +170,7 @@ def blocking_mark(tmp_path, monkeypatch):
 def _blocking_job(process, mark, kind="time"):
     """A job whose model blocks in its build (never checking its cancel flag), once it has started blocking."""
     params = ({"cfg": _cfg(BLOCKS_WHEN_BUILT, input_shape=(1, 8))} if kind == "time" else
-              {"spec": BLOCKS_WHEN_BUILT, "batch": 1, "input_shape": None, "dtype": "float32"})
+              {"model": BLOCKS_WHEN_BUILT, "batch": 1, "input_shape": None, "dtype": "float32"})
     job = process.submit(kind, params, f"{kind} of the blocker")
     deadline = time.monotonic() + 120
     while not mark.exists():
@@ -199,7 +199,7 @@ def test_an_analysis_cancelled_without_enforcing_is_killed_once_a_new_request_wa
     process, rec = measurement
     job = _blocking_job(process, blocking_mark, kind="analyse")
     process.cancel(job, enforce=False)  # its result merely dropped: alone, it would hold the process for ever
-    after = process.submit("analyse", {"spec": TINY, "batch": 1, "input_shape": (1, 3, 16, 16), "dtype": "float32"})
+    after = process.submit("analyse", {"model": TINY, "batch": 1, "input_shape": (1, 3, 16, 16), "dtype": "float32"})
     rec.wait_for(lambda: rec.end_of(after) is not None, timeout=120)
     assert isinstance(rec.end_of(after), JobDone) and rec.end_of(after).result.params_total > 0
     assert "did not stop analyse of the blocker" in rec.end_of(job).error

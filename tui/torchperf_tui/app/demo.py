@@ -135,10 +135,10 @@ class DemoDirector:
     async def _story(self) -> None:
         app = self.app
         picker, flags = app.pane("picker"), app.pane("flags")
-        await self._wait(lambda: picker.spec is not None and picker.complexity is not None
+        await self._wait(lambda: picker.model is not None and picker.complexity is not None
                          and flags.flags is not None and app.session.report is not None)
         on_gpu = app.session.device_kind() == "cuda"
-        if tells_attention(picker.spec):  # a transformers model: SDPA's math against flash
+        if tells_attention(picker.model):  # a transformers model: SDPA's math against flash
 
             async def count(index: int, steps: list) -> None:
                 await self._announce(index + 1, DemoStep(*steps[index]), len(steps) + 1)

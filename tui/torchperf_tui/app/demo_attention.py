@@ -46,17 +46,17 @@ FALLBACK_WHY = {
 }
 
 
-def tells_attention(spec: str | None) -> bool:
+def tells_attention(model: str | None) -> bool:
     """A transformers model plays the attention story; any other model the cuDNN one."""
-    return bool(spec) and spec.startswith("hf:")
+    return bool(model) and model.startswith("hf:")
 
 
-def demo_inputs(spec: str, model_args: str, seq_len: str) -> tuple[str, str]:
-    """The picker's args and seq for the demo of `spec`: what was given, else the small config and DEMO_SEQ_LEN
+def demo_inputs(model: str, model_args: str, seq_len: str) -> tuple[str, str]:
+    """The picker's args and seq for the demo of `model`: what was given, else the small config and DEMO_SEQ_LEN
     for a transformers model."""
-    if not tells_attention(spec):
+    if not tells_attention(model):
         return model_args, seq_len
-    return model_args or SMALL_CONFIGS.get(spec, ""), seq_len or DEMO_SEQ_LEN
+    return model_args or SMALL_CONFIGS.get(model, ""), seq_len or DEMO_SEQ_LEN
 
 
 def attention_steps(on_gpu: bool, seq_len: str) -> list[tuple[str, str]]:

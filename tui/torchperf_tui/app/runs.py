@@ -60,7 +60,7 @@ class LiveRun:
         """A new run of the user's `selection` (measure/selection.py) under `flags` (None: the selection's), with
         the session's next id; `default_shape`: the catalogue's input shape when the selection gives none."""
         flags = selection.flags if flags is None else flags
-        return cls(run_id=session.new_run_id(), model=selection.spec, step=selection.step_text(),
+        return cls(run_id=session.new_run_id(), model=selection.model, step=selection.step_text(),
                    device=session.resolved_device(), flags=flags, flags_text=session.flags_text(flags),
                    arm=arm, shapes=selection.shapes,
                    compile=None if arm is not None or selection.compile == "eager" else selection.compile,

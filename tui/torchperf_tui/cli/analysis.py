@@ -12,7 +12,7 @@ from torchperf_tui.engine.analysis.profiling import SORT_KEYS
 def cmd_flops(args) -> int:
     from torchperf_tui.cli.render_facts import render_complexity  # rich: not loaded for --json or a refusal
 
-    params = dict(spec=args.model, input_shape=resolve_input(args), batch=args.batch, dtype=dtype(args),
+    params = dict(model=args.model, input_shape=resolve_input(args), batch=args.batch, dtype=dtype(args),
                   layers=args.layers, step=args.step, model_args=model_args(args), seq_len=seq_len(args))
     result, _ = common.run_job("analyse", params, f"analysing {args.model}", on_progress=print_note)
     return output(args, result, lambda r: render_complexity(r, layers=args.layers),

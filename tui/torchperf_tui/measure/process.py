@@ -268,10 +268,10 @@ def _set_files(environ: dict[str, str]) -> None:
             os.environ.pop(name, None)
 
 
-def model_spec(params: dict) -> str | None:
-    """The model a job's params name (a spec, or a config's, a base's or a run's model), if any."""
-    if isinstance(params.get("spec"), str):
-        return params["spec"]
+def named_model(params: dict) -> str | None:
+    """The model a job's params name (its own, or a config's, a base's or a run's), if any."""
+    if isinstance(params.get("model"), str):
+        return params["model"]
     for key in ("cfg", "base", "result"):
         model = getattr(params.get(key), "model", None)
         if isinstance(model, str):
@@ -296,17 +296,17 @@ def track_phases(job: StartJob, ctx: Any) -> list[str]:
     passes (from the job's first check of its cancel flag: the engine's loops check it before each pass, after
     the build). A process that dies in there (os._exit, a segfault) is then reported with that phase. Returns
     what the import changed of torch's state, in words (put back: the job runs from the process's own)."""
-    spec = model_spec(job.params)
-    if spec is None:
+    model = named_model(job.params)
+    if model is None:
         return []
     notes: list[str] = []
-    if is_custom(spec):
-        module = spec.split(':')[0].strip()
+    if is_custom(model):
+        module = model.split(':')[0].strip()
         ctx.progress(PHASE, f"the import of {module}")
         before = TorchState.current()
-        load_factory(spec)  # imported once: the engine's own call finds it in sys.modules
+        load_factory(model)  # imported once: the engine's own call finds it in sys.modules
         notes = import_changes(module, before)
-    ctx.progress(PHASE, f"the analysis of {spec}" if job.kind == "analyse" else f"the build of {spec}")
+    ctx.progress(PHASE, f"the analysis of {model}" if job.kind == "analyse" else f"the build of {model}")
     checked = ctx.cancel_event.is_set
     checks = 0
     said_at, said_phase = 0.0, ""
@@ -319,7 +319,7 @@ def track_phases(job: StartJob, ctx: Any) -> list[str]:
         checks += 1
         phase = getattr(ctx, "last_phase", "")
         if checks == 1:
-            ctx.progress(PHASE, f"a pass of {spec}")
+            ctx.progress(PHASE, f"a pass of {model}")
         elif checks == 2 or phase != said_phase or time.monotonic() - said_at >= ALIVE_EVERY_S:
             said_at, said_phase = time.monotonic(), phase
             ctx.progress(ALIVE, (checks - 1, phase))

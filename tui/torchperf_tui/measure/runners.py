@@ -179,7 +179,7 @@ def catalogue_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 
 
 def analyse_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
-    """params: spec, input_shape (with the batch; None: the model's default at `batch`), batch, dtype, step ("train":
+    """params: model, input_shape (with the batch; None: the model's default at `batch`), batch, dtype, step ("train":
     the backward counted too, per layer), layers (the per-layer table too), model_args, seq_len. Progress "note": the
     line saying a custom model's input shape was assumed, once it built. -> (Complexity, {"entry": its ModelEntry,
     "input_note": that line or None})."""
@@ -188,12 +188,12 @@ def analyse_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     # torch and numpy: loaded once this process has set its CPUs (measure/process.py)
     from torchperf_tui.engine.workloads.models import resolve_model
 
-    entry = resolve_model(params["spec"])
+    entry = resolve_model(params["model"])
     inputs = analysed_inputs(params, params.get("input_shape"))
-    result = analyse_complexity(params["spec"], inputs.shape, dtype=params["dtype"], layers=params.get("layers", True),
+    result = analyse_complexity(params["model"], inputs.shape, dtype=params["dtype"], layers=params.get("layers", True),
                                 step=params.get("step", "infer"), inputs=inputs,
                                 model_args=tuple(params.get("model_args", ())))
-    note = say_assumed_input(params["spec"], params.get("input_shape") is not None, ctx)  # once it built: no noise
+    note = say_assumed_input(params["model"], params.get("input_shape") is not None, ctx)  # once it built: no noise
     return result, {"entry": entry, "input_note": note}
 
 
@@ -375,11 +375,11 @@ def sweep_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 def analysed_inputs(params: dict, input_shape: tuple | None):
     """What an analysis feeds the model (an InputSpec): `input_shape` (with the batch) or the model's default at
     params' batch, its sequence length and overrides (importing the model's module: here)."""
-    return BenchConfig(model=params["spec"], input_shape=input_shape, batch=params.get("batch"),
+    return BenchConfig(model=params["model"], input_shape=input_shape, batch=params.get("batch"),
                        seq_len=params.get("seq_len"), model_args=tuple(params.get("model_args", ()))).input_spec()
 
 
-def say_assumed_input(spec: str, shape_given: bool, ctx: JobContext) -> str | None:
+def say_assumed_input(model: str, shape_given: bool, ctx: JobContext) -> str | None:
     """The line (and a Progress "note") when no shape was given and a custom model declares none:
     its input is assumed, which a user must be told rather than find out from odd figures. Called once the model
     has built: a model that fails is said in its error line alone."""
@@ -388,7 +388,7 @@ def say_assumed_input(spec: str, shape_given: bool, ctx: JobContext) -> str | No
     # torch and numpy: loaded once this process has set its CPUs (measure/process.py)
     from torchperf_tui.engine.workloads.models import input_shape_note
 
-    note = input_shape_note(spec)
+    note = input_shape_note(model)
     if note:
         ctx.progress(NOTE, note)
     return note

@@ -24,7 +24,7 @@ class Selection:
     """`shape` is the input without the batch as typed ('3x224x224'), or '' for the model's default;
     `batch` as typed. `flags` is an engine.measurements.flags.Flags; `compile` 'eager' or a torch.compile mode."""
 
-    spec: str
+    model: str
     shape: str = ""
     batch: str = "1"
     dtype: str = "float32"
@@ -55,7 +55,7 @@ class Selection:
     def config(self, flags: Any = None):
         """The engine's BenchConfig (with `flags` instead of the selection's, for an arm of an A/B). Raises
         the engine's one-line errors for a bad shape or batch."""
-        return BenchConfig(model=self.spec, input_shape=self.full_shape(), batch=self.batch_size(),
+        return BenchConfig(model=self.model, input_shape=self.full_shape(), batch=self.batch_size(),
                            device=self.device, dtype=self.dtype, channels_last=self.channels_last,
                            warmup=self.warmup, iters=self.iters,
                            flags=flags if flags is not None else (self.flags or Flags()), shapes=self.shapes,
@@ -79,7 +79,7 @@ class Selection:
         """The measurement process's "analyse" job, as the CLI's flops sends it: the model at the typed input (with the
         batch; None: its default at the batch)."""
         shape = self.full_shape()
-        return {"spec": self.spec, "batch": self.batch_size(), "input_shape": tuple(shape) if shape else None,
+        return {"model": self.model, "batch": self.batch_size(), "input_shape": tuple(shape) if shape else None,
                 "dtype": self.dtype, "step": self.step, "model_args": self.parsed_model_args(),
                 "seq_len": self.sequence_length()}
 

@@ -142,7 +142,7 @@ class MainScreen(FitsTerminal, Screen):
         if was_in or not (self._engine_in and self._catalogue_in):
             return
         app, picker = self.app, self.pane("picker")
-        if not self._catalogue_error and app.initial_model and picker.spec is None:
+        if not self._catalogue_error and app.initial_model and picker.model is None:
             picker.set_inputs(**app.initial_inputs)
             picker.choose(app.initial_model)
             if app.demo is not None:
@@ -222,33 +222,33 @@ class MainScreen(FitsTerminal, Screen):
 
     @while_running
     def on_model_picker_analysing(self, message) -> None:
-        self.pane("timing").model_line = f"[b]{message.spec}[/] · analysing…"
+        self.pane("timing").model_line = f"[b]{message.model}[/] · analysing…"
         for name in ("timing", "throughput", "profile", "kernels", "sweep", "generation"):
-            self.pane(name).model_chosen(message.spec)
+            self.pane(name).model_chosen(message.model)
 
     @while_running
     def on_model_picker_analysed(self, message) -> None:
-        self.pane("timing").model_line = (f"[b]{message.spec}[/] · {complexity_summary(message.complexity)}")
-        self.pane("layers").show_complexity(message.spec, message.complexity)
+        self.pane("timing").model_line = (f"[b]{message.model}[/] · {complexity_summary(message.complexity)}")
+        self.pane("layers").show_complexity(message.model, message.complexity)
 
     @while_running
     def on_model_picker_failed(self, message) -> None:
-        self.app.notify(message.error, title=message.spec, severity="error", timeout=8)
+        self.app.notify(message.error, title=message.model, severity="error", timeout=8)
         if self.app.demo is not None:
-            self.app.demo.stop(f"demo stopped: {message.spec}: {message.error}")
-        self.pane("timing").model_line = (f"[b]{message.spec}[/] · [b $error]error:[/] {message.error}")
-        self.pane("layers").show_error(message.spec, message.error)
+            self.app.demo.stop(f"demo stopped: {message.model}: {message.error}")
+        self.pane("timing").model_line = (f"[b]{message.model}[/] · [b $error]error:[/] {message.error}")
+        self.pane("layers").show_error(message.model, message.error)
 
     @while_running
     def on_timing_pane_roofline_ready(self, message) -> None:
-        if message.result.model == self.pane("picker").spec:
+        if message.result.model == self.pane("picker").model:
             self.pane("layers").show_roofline(message.result.layers, run=message.run, label=message.label)
         self.pane("device").show_roofline(message.label, message.notes)
 
     @while_running
     def on_flags_pane_changed(self, message) -> None:
         """A flip re-measures: the old flags against the new interleaved (on flip: A/B), or a new run."""
-        if self.pane("picker").spec is None or not self.app.session.has("timing"):
+        if self.pane("picker").model is None or not self.app.session.has("timing"):
             return
         if self.pane("options").options["flip"] == "ab" and self.app.session.has("abtest"):
             self.pane("compare").start_ab(message.before, message.after)
@@ -259,7 +259,7 @@ class MainScreen(FitsTerminal, Screen):
     def on_run_options_pane_changed(self, message) -> None:
         if message.name == "step":  # the Layers tab counts a training step's backward per layer
             self.pane("picker").reanalyse()
-        if message.name in ("shapes", "compile", "step", "amp") and self.pane("picker").spec is not None \
+        if message.name in ("shapes", "compile", "step", "amp") and self.pane("picker").model is not None \
                 and self.app.session.has("timing"):
             self.pane("timing").start_run()
 
@@ -285,7 +285,7 @@ class MainScreen(FitsTerminal, Screen):
     def selection(self):
         """The model, input, device, flags and run options chosen now, frozen (None: no model chosen)."""
         picker = self.pane("picker")
-        if picker.spec is None:
+        if picker.model is None:
             return None
         # Local: the engine loads in a worker thread after the first frame (Session.load_engine).
         from torchperf_tui.measure.selection import Selection
@@ -294,7 +294,7 @@ class MainScreen(FitsTerminal, Screen):
         session = self.app.session
         options = self.pane("options").options
         step, _, optimizer = options["step"].partition(":")
-        return Selection(spec=picker.spec, shape=settings["shape"], batch=settings["batch"], dtype=settings["dtype"],
+        return Selection(model=picker.model, shape=settings["shape"], batch=settings["batch"], dtype=settings["dtype"],
                          channels_last=settings["channels_last"], device=session.device,
                          flags=self.pane("flags").flags, shapes=options["shapes"], compile=options["compile"],
                          warmup=session.warmup, iters=session.iters, step=step, optimizer=optimizer or "sgd",

@@ -205,7 +205,7 @@ class ComparePane(Vertical):
         self.jobs.start("ab", {"base": base, "a": ArmSpec(flags=flags_a), "b": ArmSpec(flags=flags_b),
                                      "blocks": AB_BLOCKS, "per_block": max(3, session.iters // 5),
                                      "seed": self.ab_runs[0], "remedy": FLIP_REMEDY},
-                        f"comparing A/B on {selection.spec}")
+                        f"comparing A/B on {selection.model}")
 
     def arms(self) -> list[LiveRun]:
         """The latest A/B's arms still kept (A, B)."""

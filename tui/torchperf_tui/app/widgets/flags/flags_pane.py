@@ -25,9 +25,9 @@ from torchperf_tui.core.errors import user_message
 CHOICE_LABELS = {"efficient": "effic.", "flash+math": "fl+math", "highest": "highest"}
 
 
-def choice_options(spec, value) -> list[tuple[str, str]]:
+def choice_options(entry, value) -> list[tuple[str, str]]:
     """(shown, value) for each of a flag's choices, and the flag's value where it is none of them (a SPEC's)."""
-    choices = list(spec.choices) + ([str(value)] if value is not None and str(value) not in spec.choices else [])
+    choices = list(entry.choices) + ([str(value)] if value is not None and str(value) not in entry.choices else [])
     return [(CHOICE_LABELS.get(choice, choice), choice) for choice in choices]
 
 
@@ -46,36 +46,36 @@ class FlagRow(Horizontal):
     FlagRow .flag-label { width: 1fr; }
     """
 
-    def __init__(self, spec, value, ok: bool = True, reason: str | None = None, **kwargs) -> None:
-        super().__init__(id=f"flag-row-{spec.name}", **kwargs)
-        self.spec = spec
+    def __init__(self, entry, value, ok: bool = True, reason: str | None = None, **kwargs) -> None:
+        super().__init__(id=f"flag-row-{entry.name}", **kwargs)
+        self.entry = entry
         self._value = value
         self._ok, self._reason = ok, reason
 
     def compose(self) -> ComposeResult:
-        if self.spec.kind is bool:
-            yield Switch(bool(self._value), id=f"flag-{self.spec.name}", animate=False,
-                         tooltip=self.spec.help, disabled=not self._ok)
+        if self.entry.kind is bool:
+            yield Switch(bool(self._value), id=f"flag-{self.entry.name}", animate=False,
+                         tooltip=self.entry.help, disabled=not self._ok)
             yield Label(state_text(bool(self._value)), classes="flag-state")
-        elif self.spec.kind is str:
-            yield ExitSafeSelect(choice_options(self.spec, self._value), value=str(self._value), allow_blank=False,
-                                 id=f"flag-{self.spec.name}", compact=True, tooltip=self.spec.help,
+        elif self.entry.kind is str:
+            yield ExitSafeSelect(choice_options(self.entry, self._value), value=str(self._value), allow_blank=False,
+                                 id=f"flag-{self.entry.name}", compact=True, tooltip=self.entry.help,
                                  disabled=not self._ok)
         else:
             cores = cpu_count()  # the same bound the CLI and the A/B SPECs enforce
             counts = sorted({1, 2, 4, 8, 16, cores} & set(range(1, cores + 1)) | {cores})
             yield ExitSafeSelect([("auto", "auto")] + [(str(n), str(n)) for n in counts],
                                  value="auto" if self._value is None else str(self._value),
-                                 allow_blank=False, id=f"flag-{self.spec.name}", compact=True,
-                                 tooltip=self.spec.help, disabled=not self._ok)
+                                 allow_blank=False, id=f"flag-{self.entry.name}", compact=True,
+                                 tooltip=self.entry.help, disabled=not self._ok)
         yield Label(self._label_text(self._ok), classes="flag-label")
 
     def on_mount(self) -> None:
-        if not self.query(f"#flag-{self.spec.name}"):
+        if not self.query(f"#flag-{self.entry.name}"):
             return  # the app is closing as the row mounts: its children are already gone
         self.set_applicable(self._ok, self._reason)
-        if self.spec.kind is bool:  # every change of the value, a user's flip or set_values' quiet one
-            self.watch(self.query_one(f"#flag-{self.spec.name}", Switch), "value", self._show_state)
+        if self.entry.kind is bool:  # every change of the value, a user's flip or set_values' quiet one
+            self.watch(self.query_one(f"#flag-{self.entry.name}", Switch), "value", self._show_state)
 
     def _show_state(self, value: bool) -> None:
         state = self.query_one(".flag-state", Label)
@@ -83,14 +83,14 @@ class FlagRow(Horizontal):
         state.set_class(bool(value), "-on")
 
     def _label_text(self, ok: bool) -> str:
-        return self.spec.label if ok else f"{self.spec.label} [dim]· n/a[/]"
+        return self.entry.label if ok else f"{self.entry.label} [dim]· n/a[/]"
 
     def set_applicable(self, ok: bool, reason: str | None) -> None:
-        control = self.query_one(f"#flag-{self.spec.name}")
+        control = self.query_one(f"#flag-{self.entry.name}")
         control.disabled = not ok
         label = self.query_one(".flag-label", Label)
         label.update(self._label_text(ok))
-        self.tooltip = self.spec.help if ok else f"{self.spec.label}: {reason}"
+        self.tooltip = self.entry.help if ok else f"{self.entry.label}: {reason}"
         control.tooltip = self.tooltip
         self.set_class(not ok, "-not-applicable")
 
@@ -128,25 +128,25 @@ class FlagsPane(Vertical):
         a = self.previous if self.previous is not None else type(self.flags)()
         return (a, self.flags) if a != self.flags else None
 
-    def show_applicability(self, specs, device_kind: str, applicability) -> None:
+    def show_applicability(self, entries, device_kind: str, applicability) -> None:
         """One row per FlagEntry the first time, then only which apply on `device_kind`;
         `applicability(name, device_kind)` -> (ok, reason)."""
         if self.query(FlagRow):
             self.update_applicability(device_kind, applicability)
             return
         self.query_one("#flags-loading").remove()
-        rows = [FlagRow(spec, getattr(self.flags, spec.name), *applicability(spec.name, device_kind))
-                for spec in specs]
+        rows = [FlagRow(entry, getattr(self.flags, entry.name), *applicability(entry.name, device_kind))
+                for entry in entries]
         self.mount_all(rows, before=self.query_one("#flags-reason"))
-        self._show_reasons([(row.spec.label, row._reason) for row in rows if not row._ok])
+        self._show_reasons([(row.entry.label, row._reason) for row in rows if not row._ok])
 
     def update_applicability(self, device_kind: str, applicability) -> None:
         not_applicable = []
         for row in self.query(FlagRow):
-            ok, reason = applicability(row.spec.name, device_kind)
+            ok, reason = applicability(row.entry.name, device_kind)
             row.set_applicable(ok, reason)
             if not ok:
-                not_applicable.append((row.spec.label, reason))
+                not_applicable.append((row.entry.label, reason))
         self._show_reasons(not_applicable)
 
     def _show_reasons(self, not_applicable: list[tuple[str, str | None]]) -> None:
@@ -165,14 +165,14 @@ class FlagsPane(Vertical):
         """Show `flags` as the switches would, without posting Changed (the demo set them, not the user)."""
         self.flags = flags
         for row in self.query(FlagRow):
-            control = row.query_one(f"#flag-{row.spec.name}")
-            value = getattr(flags, row.spec.name)
+            control = row.query_one(f"#flag-{row.entry.name}")
+            value = getattr(flags, row.entry.name)
             if isinstance(control, Switch):
                 with control.prevent(Switch.Changed):
                     control.value = bool(value)
-            elif row.spec.kind is str:
+            elif row.entry.kind is str:
                 with control.prevent(Select.Changed):
-                    control.set_options(choice_options(row.spec, value))
+                    control.set_options(choice_options(row.entry, value))
                     control.value = str(value)
             else:
                 with control.prevent(Select.Changed):

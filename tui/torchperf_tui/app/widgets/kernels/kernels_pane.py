@@ -165,7 +165,7 @@ class KernelsPane(Vertical):
             return
         self.screen.show_tab("kernels")
         what = "" if selection.step == "infer" and not selection.amp else f" ({selection.step_text()})"
-        self.status = (f"[b]{selection.spec}[/]{what} · profiling each conv layer and attention call under A: "
+        self.status = (f"[b]{selection.model}[/]{what} · profiling each conv layer and attention call under A: "
                        f"{self.app.session.flags_text(flags_a, beside=flags_b)} "
                        f"and B: {self.app.session.flags_text(flags_b, beside=flags_a)}…")
         base = self.jobs.config(selection, self._failed, flags=flags_a, slot="kernels")
@@ -174,7 +174,7 @@ class KernelsPane(Vertical):
         # Flag sets said on the run's device by the measurement process; the same set under both is a view, not a
         # comparison: not refused (aa).
         self.jobs.start("kernels", {"base": base, "a": ArmSpec(flags=flags_a), "b": ArmSpec(flags=flags_b),
-                                               "aa": True}, f"profiling the conv kernels of {selection.spec}")
+                                               "aa": True}, f"profiling the conv kernels of {selection.model}")
 
     @on(JobEvent)
     def _job_event(self, message: JobEvent) -> None:
@@ -192,10 +192,10 @@ class KernelsPane(Vertical):
         self.show_error(error)
         self.app.notify(error, title="kernels failed", severity="error", timeout=8)
 
-    def model_chosen(self, spec: str) -> None:
+    def model_chosen(self, model: str) -> None:
         """The status line names the chosen model until this pane's first job (it said "pick a model")."""
         if self.status == "":
-            self.status = f"[b]{spec}[/] · k: flip a flag first: what each conv layer and attention call ran before " \
+            self.status = f"[b]{model}[/] · k: flip a flag first: what each conv layer and attention call ran before " \
                           "(A) and after (B)"
 
     def watch_status(self, text: str) -> None:

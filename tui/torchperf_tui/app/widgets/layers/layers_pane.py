@@ -79,7 +79,7 @@ class LayersPane(Vertical):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
-        self._shown: tuple | None = None  # (spec, complexity) on show
+        self._shown: tuple | None = None  # (model, complexity) on show
         self._roofline: list = []  # the latest run's per-layer roofline, for a rebuild
         self._row_of: dict[str, str] = {}
         self.jobs = PaneJobs(self)
@@ -103,16 +103,16 @@ class LayersPane(Vertical):
         if self._shown is not None:
             self.show_complexity(*self._shown)
 
-    def show_complexity(self, spec: str, cx) -> None:
+    def show_complexity(self, model: str, cx) -> None:
         if self._shown is None or self._shown[1] is not cx:
             # another model or input: the last run's roofline and times are not this one's
             self._roofline, self._timed, self._run = [], None, None
             self.jobs.cancel("layer_times")
             self._times_line("")
-        self._shown = (spec, cx)
+        self._shown = (model, cx)
         attention = attention_text(cx)
         self.query_one("#layers-summary", Static).update(
-            f"[b]{spec}[/] · {complexity_summary(cx)} · {len(cx.layers)} layers"
+            f"[b]{model}[/] · {complexity_summary(cx)} · {len(cx.layers)} layers"
             + (f"\n{escape(attention)}" if attention else ""))
         table = self.query_one(DataTable)
         cursor = table.cursor_row
@@ -221,9 +221,9 @@ class LayersPane(Vertical):
         if self._shown is not None:
             self.show_complexity(*self._shown)
 
-    def show_error(self, spec: str, text: str) -> None:
+    def show_error(self, model: str, text: str) -> None:
         self._timed, self._run = None, None
         self._times_line("")
         self._shown, self._roofline = None, []
-        self.query_one("#layers-summary", Static).update(f"[b]{spec}[/]: [b $error]error:[/] {text}")
+        self.query_one("#layers-summary", Static).update(f"[b]{model}[/]: [b $error]error:[/] {text}")
         self.query_one(FittedTable).fill(COLUMNS, [])

@@ -22,10 +22,10 @@ def start_snapshot(pane) -> None:
                                                                     severity="error", timeout=8))
     if cfg is None:
         return
-    pane.app.notify(f"recording the allocator's history over {selection.spec} ({selection.step_text()})…",
+    pane.app.notify(f"recording the allocator's history over {selection.model} ({selection.step_text()})…",
                     title="memory snapshot", timeout=3)
     pane.jobs.start("memsnap", {"cfg": cfg},
-                    f"recording the allocator's history over {selection.spec}")
+                    f"recording the allocator's history over {selection.model}")
 
 
 def snapshot_answered(app, event) -> None:

@@ -21,23 +21,23 @@ class ModelFields:
 
 
 class FieldsPerModel:
-    """The fields typed for each model, by its spec, bounded."""
+    """The fields typed for each model, by its name, bounded."""
 
     def __init__(self, limit: int = KEPT_MODELS) -> None:
         self.limit = max(1, limit)
         self._kept: OrderedDict[str, ModelFields] = OrderedDict()
 
-    def keep(self, spec: str, fields: ModelFields) -> None:
-        """`spec` was left with these fields (all defaults: nothing to remember)."""
-        self._kept.pop(spec, None)
+    def keep(self, model: str, fields: ModelFields) -> None:
+        """`model` was left with these fields (all defaults: nothing to remember)."""
+        self._kept.pop(model, None)
         if fields != ModelFields():
-            self._kept[spec] = fields
+            self._kept[model] = fields
             while len(self._kept) > self.limit:
                 self._kept.popitem(last=False)
 
-    def recall(self, spec: str) -> ModelFields:
-        """The fields `spec` was left with, or its defaults."""
-        return self._kept.get(spec, ModelFields())
+    def recall(self, model: str) -> ModelFields:
+        """The fields `model` was left with, or its defaults."""
+        return self._kept.get(model, ModelFields())
 
     def __len__(self) -> int:
         return len(self._kept)

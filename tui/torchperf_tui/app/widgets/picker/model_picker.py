@@ -33,14 +33,14 @@ SHAPE_EXAMPLE = "3x224x224"  # the shape field's placeholder until a model's def
 MAX_PER_GROUP = 60  # entries listed under a heading; a line says how many more match (typing narrows them)
 
 
-def seq_placeholder(spec: str | None, input_shape: tuple) -> str:
+def seq_placeholder(model: str | None, input_shape: tuple) -> str:
     """The seq field's placeholder: a transformers model's sequence length as analysed (its input is token ids,
     (batch, length)), '-' for another source's model (SEQ_EXAMPLE before any model is analysed)."""
-    return str(input_shape[-1]) if source_of(spec or "") == "hf" and len(input_shape) == 2 else "-"
+    return str(input_shape[-1]) if source_of(model or "") == "hf" and len(input_shape) == 2 else "-"
 
 
 class ModelPicker(Vertical):
-    """Pick a model and describe its input. `spec` is the model chosen, `complexity` its analysis at the
+    """Pick a model and describe its input. `model` is the model chosen, `complexity` its analysis at the
     input typed (None while it runs); posts CatalogueReady, Analysing, Analysed and Failed."""
 
     @dataclass
@@ -53,20 +53,20 @@ class ModelPicker(Vertical):
     class Analysing(Message):
         """A model was chosen (or its input changed) and is being analysed."""
 
-        spec: str
+        model: str
 
     @dataclass
     class Analysed(Message):
         """The chosen model's analysis (a Complexity) at the input typed."""
 
-        spec: str
+        model: str
         complexity: Any
 
     @dataclass
     class Failed(Message):
         """Resolving or analysing the chosen model failed; `error` is one line."""
 
-        spec: str
+        model: str
         error: str
 
     DEFAULT_CSS = """
@@ -80,7 +80,7 @@ class ModelPicker(Vertical):
         self._entries: list = []
         self._index = CatalogueIndex([])
         self._options: dict[str, Option] = {}  # an entry's option, made once: its prompt is parsed once
-        self.spec: str | None = None
+        self.model: str | None = None
         self._shape_typed = False  # the shape field holds what the user typed, not the model's default
         self._shape_given = False  # the user gave this model a shape (typed, ⏎), kept with it when another is chosen
         self.complexity: Any = None
@@ -91,7 +91,7 @@ class ModelPicker(Vertical):
     def compose(self) -> ComposeResult:
         yield Input(placeholder="/ type to filter models…", id="model-filter", compact=True)
         yield OptionList(Option("loading…", disabled=True), id="model-list", compact=True)
-        yield Input(placeholder="custom package.module:factory ⏎", id="custom-spec", compact=True)
+        yield Input(placeholder="custom package.module:factory ⏎", id="custom-model", compact=True)
         with Horizontal(id="shape-row"):
             yield Label("input", classes="field-label")
             yield Input(placeholder=SHAPE_EXAMPLE, id="shape", compact=True)
@@ -133,7 +133,7 @@ class ModelPicker(Vertical):
                 self.set_catalogue(event.result)
             self.post_message(self.CatalogueReady(event.error if failed else None))
         elif failed:
-            self._failed(self.spec, event.error)
+            self._failed(self.model, event.error)
         else:
             self.complexity = event.result
             self.set_default_shape(tuple(event.result.input_shape)[1:])
@@ -144,10 +144,10 @@ class ModelPicker(Vertical):
             self.show_default_seq_len(tuple(event.result.input_shape))
             if event.extra.get("input_note"):  # kept until a shape is typed or another model chosen
                 self.show_input_note(event.extra["input_note"])
-            self.post_message(self.Analysed(self.spec, event.result))
+            self.post_message(self.Analysed(self.model, event.result))
 
-    def _failed(self, spec: str, error: str) -> None:
-        self.post_message(self.Failed(spec, error))
+    def _failed(self, model: str, error: str) -> None:
+        self.post_message(self.Failed(model, error))
 
     def set_catalogue(self, entries: list) -> None:
         self._entries = list(entries)
@@ -231,23 +231,23 @@ class ModelPicker(Vertical):
         if event.option.id:
             self.choose(event.option.id)
 
-    @on(Input.Submitted, "#custom-spec")
+    @on(Input.Submitted, "#custom-model")
     def _custom_submitted(self, event: Input.Submitted) -> None:
         event.stop()
         if event.value.strip():
             self.choose(event.value.strip())
             self.query_one("#model-list", OptionList).focus()  # chosen: r runs it, it is not typed
 
-    def choose(self, spec: str) -> None:
+    def choose(self, model: str) -> None:
         """Choose a model and analyse it at the input typed: another model starts from its default input, or the
         args, seq and shape it was left with (ArgsRow.switch); the last model's are kept with it."""
         if not self.app.session.has("inputs"):
             self.app.notify("the model registry is still loading", severity="warning")
             return
-        if spec != self.spec:
+        if model != self.model:
             field = self.query_one("#shape", Input)
             typed = field.value.strip() if self._shape_typed or self._shape_given else ""
-            shape = self.query_one(ArgsRow).switch(self.spec, spec, typed)
+            shape = self.query_one(ArgsRow).switch(self.model, model, typed)
             self.set_default_shape(())
             with field.prevent(Input.Changed):
                 field.value = shape  # as the user typed it for this model ('': its default)
@@ -255,44 +255,44 @@ class ModelPicker(Vertical):
             self.query_one("#shape", Input).placeholder = SHAPE_EXAMPLE
             self.query_one("#seq-len", Input).placeholder = SEQ_EXAMPLE
             self.show_input_note(None)
-        self.spec = spec
-        self._highlight(spec)
+        self.model = model
+        self._highlight(model)
         self._analyse()
 
-    def _highlight(self, spec: str) -> None:
+    def _highlight(self, model: str) -> None:
         """The list's highlight on the chosen model (also one chosen with --model, typed, or by the demo). A
         catalogue model the list does not show (past a group's first MAX_PER_GROUP, or filtered out) is filtered
         for, so the list shows it highlighted; a model outside the catalogue (module:factory) leaves nothing
         highlighted: the highlight never rests on a model that is not the one chosen."""
         listing = self.query_one("#model-list", OptionList)
-        index = self._listed_at(listing, spec)
-        if index is None and any(entry.name == spec for entry in self._entries):
+        index = self._listed_at(listing, model)
+        if index is None and any(entry.name == model for entry in self._entries):
             field = self.query_one("#model-filter", Input)
             with field.prevent(Input.Changed):
-                field.value = spec
-            self._refilter(spec)
-            index = self._listed_at(listing, spec)
+                field.value = model
+            self._refilter(model)
+            index = self._listed_at(listing, model)
         listing.highlighted = index
 
     @staticmethod
-    def _listed_at(listing: OptionList, spec: str) -> int | None:
-        return next((i for i in range(listing.option_count) if listing.get_option_at_index(i).id == spec), None)
+    def _listed_at(listing: OptionList, model: str) -> int | None:
+        return next((i for i in range(listing.option_count) if listing.get_option_at_index(i).id == model), None)
 
     def _analyse(self) -> None:
         """FLOPs, parameters and the layer table on the meta device, in the measurement process; a newer
         request replaces one still waiting, and one still running is cancelled: a model whose build or forward
         blocks is killed with its process after the grace (measure/client.py), so the next model is analysed."""
         self.complexity = None
-        spec = self.spec
+        model = self.model
         self._analysed = self.settings()
-        self.post_message(self.Analysing(spec))
+        self.post_message(self.Analysing(model))
         try:
             params = self.screen.selection().analysis_params()  # the sidebar's choice, frozen, as jobs get it
         except Exception as exc:
             self.jobs.cancel("analyse")
-            self._failed(spec, app_message(exc))
+            self._failed(model, app_message(exc))
             return
-        self.jobs.start("analyse", params, f"analysing {spec}")
+        self.jobs.start("analyse", params, f"analysing {model}")
 
     # -- input settings ------------------------------------------------------------------
     def set_default_shape(self, shape: tuple) -> None:
@@ -310,7 +310,7 @@ class ModelPicker(Vertical):
         self.query_one(ArgsRow).fill(model_args, seq_len)
 
     def show_default_seq_len(self, input_shape: tuple) -> None:
-        self.query_one("#seq-len", Input).placeholder = seq_placeholder(self.spec, input_shape)
+        self.query_one("#seq-len", Input).placeholder = seq_placeholder(self.model, input_shape)
 
     @on(Input.Changed, "#shape")
     def _shape_edited(self, event: Input.Changed) -> None:
@@ -318,7 +318,7 @@ class ModelPicker(Vertical):
 
     def reanalyse(self) -> None:
         """Analyse the chosen model again (the step changed: a training step's backward is counted too)."""
-        if self.spec is not None:
+        if self.model is not None:
             self._analyse()
 
     @on(Input.Submitted, "#shape, #batch, #model-args, #seq-len")
@@ -339,7 +339,7 @@ class ModelPicker(Vertical):
             self.set_default_shape(())
             self._shape_given = False
         self.update_dtype_note()
-        if self.spec is not None:
+        if self.model is not None:
             self._analyse()
         if isinstance(event, Input.Submitted):
             # as for a chosen model: ⏎ sets the field, and the next key (r, a tab's number) is a command

@@ -65,13 +65,13 @@ class ProfilePane(Vertical):
             return
         session = self.app.session
         self.screen.show_tab("profile")
-        self.status = (f"[b]{selection.spec}[/] on {session.resolved_device()} · profiling "
+        self.status = (f"[b]{selection.model}[/] on {session.resolved_device()} · profiling "
                          f"{session.profile_iters} iterations, {selection.step_text()}…")
         cfg = self.jobs.config(selection, self._failed, slot="profile")
         if cfg is None:
             return
         self.jobs.start("profile", {"cfg": cfg, "iters": session.profile_iters},
-                        f"profiling {selection.spec}")
+                        f"profiling {selection.model}")
 
     @on(JobEvent)
     def _job_event(self, message: JobEvent) -> None:
@@ -108,10 +108,10 @@ class ProfilePane(Vertical):
         current = self.sort_key if self.sort_key in keys else keys[-1]
         self.sort_by(keys[(keys.index(current) + 1) % len(keys)])
 
-    def model_chosen(self, spec: str) -> None:
+    def model_chosen(self, model: str) -> None:
         """The status line names the chosen model until this pane's first job (it said "pick a model")."""
         if self.status == "":
-            self.status = f"[b]{spec}[/] · p: the top operators over a few iterations"
+            self.status = f"[b]{model}[/] · p: the top operators over a few iterations"
 
     def watch_status(self, text: str) -> None:
         self.query_one("#profile-status", Static).update(text)

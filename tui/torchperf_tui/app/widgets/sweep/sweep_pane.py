@@ -233,13 +233,13 @@ class SweepPane(Vertical):
         self._set_columns(ab=arms is not None)
         self._replot()
         under = "A and B interleaved" if arms else self.arm_labels[""]
-        self.status = (f"[b]{selection.spec}[/] on {self.app.session.resolved_device()} · sweeping lengths "
+        self.status = (f"[b]{selection.model}[/] on {self.app.session.resolved_device()} · sweeping lengths "
                        f"{SWEEP_LENGTHS} (doubling, cut at the model's maximum) under {escape(under)}…")
         cfg = self.jobs.config(selection, self._failed, slot="sweep")
         if cfg is None:
             return
         self.jobs.start("sweep", {"cfg": cfg, "seq_lens": parse_seq_lens(SWEEP_LENGTHS), "arms": arms},
-                        f"sweeping the sequence length of {selection.spec}")
+                        f"sweeping the sequence length of {selection.model}")
 
     @on(JobEvent)
     def _job_event(self, message: JobEvent) -> None:
@@ -258,9 +258,9 @@ class SweepPane(Vertical):
         self.status = f"[b $error]error:[/] {escape(error)}"
         self.app.notify(error, title="sweep failed", severity="error", timeout=8)
 
-    def model_chosen(self, spec: str) -> None:
+    def model_chosen(self, model: str) -> None:
         if self.status == "":
-            self.status = f"[b]{spec}[/] · w: sweep the sequence length (a token model)"
+            self.status = f"[b]{model}[/] · w: sweep the sequence length (a token model)"
 
     def watch_status(self, text: str) -> None:
         self.query_one("#sweep-status", Static).update(text)

@@ -67,12 +67,12 @@ def throughput_summary(result) -> str:
     return "\n".join(lines + ([gpu] if gpu else []) + ([f"[$warning]{escape(marks)}[/]"] if marks else []))
 
 
-def search_progress(spec: str, started: float, budget_s: float, last) -> str:
+def search_progress(model: str, started: float, budget_s: float, last) -> str:
     """While the search runs: the time spent against its budget, and what the next try may take (a doubled
     batch takes about twice the last try; the budget bounds the whole search)."""
     elapsed = time.monotonic() - started
     left = max(budget_s - elapsed, 0.0)
-    text = f"[b]{spec}[/] · searching: {elapsed:.0f} s of the {budget_s:g} s budget, at most {left:.0f} s left"
+    text = f"[b]{model}[/] · searching: {elapsed:.0f} s of the {budget_s:g} s budget, at most {left:.0f} s left"
     if last.phase == "grow" and last.fits and last.seconds is not None:
         text += f" · next try batch {2 * last.batch}, about {min(2 * last.seconds, left):.0f} s"
     return text
@@ -155,7 +155,7 @@ class ThroughputPane(Vertical):
         self.query_one(DataTable).clear()
         self.query_one("#throughput-summary", Static).update("")
         self.query_one(ThroughputPlot).show_points([])
-        self.status = (f"[b]{selection.spec}[/] on {session.resolved_device()} · {selection.step_text()} · "
+        self.status = (f"[b]{selection.model}[/] on {session.resolved_device()} · {selection.step_text()} · "
                          f"{session.flags_text(selection.flags)} · searching: doubling the batch until "
                          "samples/s stops improving, it does not fit, or the time budget runs out…")
         cfg = self.jobs.config(selection, self._failed, slot="throughput")
@@ -163,10 +163,10 @@ class ThroughputPane(Vertical):
             return
         options = {} if session.max_batch is None else {"max_batch": session.max_batch}
         self.jobs.start("throughput", {"cfg": cfg, "options": options},
-                        f"searching the largest batch of {selection.spec}")
+                        f"searching the largest batch of {selection.model}")
         from torchperf_tui.engine.measurements.throughput import DEFAULT_TIME_BUDGET_S  # loaded by the session's warm-up
 
-        self._searching = (selection.spec, time.monotonic(), DEFAULT_TIME_BUDGET_S)
+        self._searching = (selection.model, time.monotonic(), DEFAULT_TIME_BUDGET_S)
 
     @on(JobEvent)
     def _job_event(self, message: JobEvent) -> None:
@@ -192,10 +192,10 @@ class ThroughputPane(Vertical):
         self.show_error(error)
         self.app.notify(error, title="throughput failed", severity="error", timeout=8)
 
-    def model_chosen(self, spec: str) -> None:
+    def model_chosen(self, model: str) -> None:
         """The status line names the chosen model until this pane's first job (it said "pick a model")."""
         if self.status == "":
-            self.status = (f"[b]{spec}[/] · t: search the largest batch that fits, doubling until samples/s stops "
+            self.status = (f"[b]{model}[/] · t: search the largest batch that fits, doubling until samples/s stops "
                            "improving or it does not fit, within a time budget")
 
     def watch_status(self, text: str) -> None:

@@ -30,7 +30,7 @@ WAITING = "generation: the per-token latencies fill this histogram as they are t
 
 
 class GenerationView(Vertical):
-    """The last generation of one model (`spec`): what runs, live progress, then the result or why it failed."""
+    """The last generation of one model (`model`): what runs, live progress, then the result or why it failed."""
 
     class Started(Message):
         """A generation was asked for: the lines of a failed run above it are stale."""
@@ -45,7 +45,7 @@ class GenerationView(Vertical):
     def __init__(self) -> None:
         super().__init__(id="generation")
         self.jobs = PaneJobs(self)
-        self.spec: str | None = None  # the model the section is about
+        self.model: str | None = None  # the model the section is about
         self.setup = ""  # what is generated, in words
         self.short_setup = ""  # the same without the model's overrides, on a short pane (the sidebar has them)
         self.result = None  # the last GenerationResult
@@ -118,7 +118,7 @@ class GenerationView(Vertical):
         self.post_message(self.Started())
         self._run_seen = getattr(self.parent, "record", None)
         self._take_histogram(True)
-        self.spec, self.result, self.error = selection.spec, None, None
+        self.model, self.result, self.error = selection.model, None, None
         self.ttft_ms, self.decode_ms = [], []
         cfg = self.jobs.config(selection, self.refused, slot="generate")
         if cfg is None:
@@ -129,15 +129,15 @@ class GenerationView(Vertical):
         cfg = dataclasses.replace(cfg, step="infer", compile=None, shapes="fixed", amp=None)
         self._on_cpu = self.app.session.device_kind() == "cpu"
         default_shape = self.screen.default_shape()
-        self.setup = (f"{selection.spec} · {NEW_TOKENS} new tokens after the prompt "
+        self.setup = (f"{selection.model} · {NEW_TOKENS} new tokens after the prompt "
                       f"{selection.input_text(default_shape)} {selection.dtype}")
-        self.short_setup = (f"{selection.spec} · {NEW_TOKENS} new tokens after "
+        self.short_setup = (f"{selection.model} · {NEW_TOKENS} new tokens after "
                             f"{selection.shape_text(default_shape)} {selection.dtype}")
         note = f" (the run options {', '.join(ignored)} do not apply: inference, eager, one prompt)" if ignored else ""
         self.say_head(f": building…{escape(note)}")
         self._histogram([])
         self.jobs.start("generate", {"cfg": cfg, "new_tokens": NEW_TOKENS},
-                        f"generating {NEW_TOKENS} tokens with {selection.spec}")
+                        f"generating {NEW_TOKENS} tokens with {selection.model}")
 
     def refused(self, error: str) -> None:
         self.error = error
@@ -197,10 +197,10 @@ class GenerationView(Vertical):
         self.query_one(LatencyHistogram).show_samples(samples, "per output token", empty=empty)
 
     # -- another model -----------------------------------------------------------------------------------------
-    def model_chosen(self, spec: str) -> None:
+    def model_chosen(self, model: str) -> None:
         """Another model: the generation of the last one would read as this one's."""
-        if self.spec is not None and spec != self.spec:
+        if self.model is not None and model != self.model:
             self.jobs.cancel("generate", enforce=False)
-            self.spec, self.result, self._lines, self._compact_lines = None, None, [], []
+            self.model, self.result, self._lines, self._compact_lines = None, None, [], []
             self.display = False
             self._take_histogram(False)

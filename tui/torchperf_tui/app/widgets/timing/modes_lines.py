@@ -23,12 +23,12 @@ def modes_text(result, flags_text: str, compact: bool = False) -> tuple[str, str
 
 
 class ModesLines(Static):
-    """The lines of one model's timing modes (`spec`): measuring, the result, or why they could not run."""
+    """The lines of one model's timing modes (`model`): measuring, the result, or why they could not run."""
 
     def __init__(self) -> None:
         super().__init__("", id="run-modes")
         self.display = False  # until there is a line to show
-        self.spec: str | None = None  # the model the timing modes are about
+        self.model: str | None = None  # the model the timing modes are about
         self.setup = ""  # what is measured: model, input, dtype, step
         self.result = None  # the last ModesResult (kept while the next one is measured)
         self.showing_result = False  # its lines are on screen (not a measuring, cancelled or error line)
@@ -40,8 +40,8 @@ class ModesLines(Static):
         self.display = bool(text)
         self.showing_result = result_lines
 
-    def measuring(self, spec: str, setup: str) -> None:
-        self.spec, self.setup = spec, setup  # the last result stays until the next one (as it did in the pane)
+    def measuring(self, model: str, setup: str) -> None:
+        self.model, self.setup = model, setup  # the last result stays until the next one (as it did in the pane)
         self.say(f"timing modes: measuring {setup} in sync, pipelined and graph…")
 
     def progress(self, mode: str, done: int, total: int) -> None:
@@ -72,5 +72,5 @@ class ModesLines(Static):
             self.say(*modes_text(self.result, self._flags_text, compact=compact), result_lines=True)
 
     def clear(self) -> None:
-        self.spec, self.result = None, None
+        self.model, self.result = None, None
         self.say("")

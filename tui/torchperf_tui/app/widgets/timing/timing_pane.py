@@ -134,7 +134,7 @@ class TimingPane(Vertical):
         note = dtype_note(selection.dtype, session.device_kind())
         if note:
             self.app.notify(note, title="dtype", severity="warning", timeout=8)
-        what = f"timing {selection.spec} at {selection.input_text(self.screen.default_shape())}"
+        what = f"timing {selection.model} at {selection.input_text(self.screen.default_shape())}"
         self._job_runs[self.jobs.start("time", {"cfg": cfg}, what)] = record
 
     def cancel_run(self) -> None:
@@ -259,10 +259,10 @@ class TimingPane(Vertical):
         cfg = self.jobs.config(selection, self.determinism_note.failed)
         if cfg is None:
             return
-        self.determinism_note.running(selection.spec, selection.step_text(),
+        self.determinism_note.running(selection.model, selection.step_text(),
                                       self.app.session.flags_text(selection.flags))
         self.screen.show_tab("timing")
-        self.jobs.start("determinism", {"cfg": cfg}, f"checking determinism of {selection.spec}")
+        self.jobs.start("determinism", {"cfg": cfg}, f"checking determinism of {selection.model}")
 
     def _determinism_event(self, event) -> None:
         if isinstance(event, JobFailed):
@@ -283,10 +283,10 @@ class TimingPane(Vertical):
             self.modes_lines.refused("timing modes measure the eager model at a fixed shape (a CUDA graph replays one "
                                 "shape): set shapes to fixed and graph to eager")
             return
-        self.modes_lines.measuring(selection.spec, f"{selection.spec} {selection.input_text(self.screen.default_shape())} "
+        self.modes_lines.measuring(selection.model, f"{selection.model} {selection.input_text(self.screen.default_shape())} "
                                                    f"{selection.dtype} · {selection.step_text()}")
         self.screen.show_tab("timing")  # where its lines are: pressed on another tab, nothing showed it ran
-        self.jobs.start("modes", {"cfg": cfg}, f"timing modes of {selection.spec}")
+        self.jobs.start("modes", {"cfg": cfg}, f"timing modes of {selection.model}")
 
     def _modes_event(self, event) -> None:
         if isinstance(event, Progress):
@@ -298,14 +298,14 @@ class TimingPane(Vertical):
                                     compact=self.has_class("-compact"))
 
     # -- lines ----------------------------------------------------------------------------------------
-    def model_chosen(self, spec: str) -> None:
+    def model_chosen(self, model: str) -> None:
         """Another model: a note about the last one would read as this one's, and so would its finished run's
         lines (the run stays in Compare; one still measuring stays until it ends: its line names its model)."""
-        self.determinism_note.model_chosen(spec)
-        if self.modes_lines.spec is not None and spec != self.modes_lines.spec:
+        self.determinism_note.model_chosen(model)
+        if self.modes_lines.model is not None and model != self.modes_lines.model:
             self.jobs.cancel("modes", enforce=False)
             self.modes_lines.clear()
-        if self.record is not None and self.record.finished and self.record.model != spec:
+        if self.record is not None and self.record.finished and self.record.model != model:
             self.clear_run()
 
     @on(GenerationView.Started)
