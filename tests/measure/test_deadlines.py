@@ -75,7 +75,7 @@ def test_an_analysis_that_never_ends_is_stopped_and_a_new_process_serves_the_nex
     process.start()
     try:
         spec = f"{STALLING}:sleeps_when_built"
-        job = process.submit("analyse", {"spec": spec, "batch": 1, "input_shape": None, "dtype": "float32"},
+        job = process.submit("analyse", {"model": spec, "batch": 1, "input_shape": None, "dtype": "float32"},
                              f"analysing {spec}")
         end = events.ended(job)
         assert isinstance(end, JobFailed) and not end.internal

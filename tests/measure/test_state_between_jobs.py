@@ -63,7 +63,7 @@ def test_a_factory_that_sets_threads_is_said_and_the_next_model_runs_on_the_proc
 def test_a_job_that_is_not_a_run_has_its_changes_put_back_and_said_in_its_extra():
     """The analysis runs the factory too (on the meta device): what it set is put back before the next job."""
     with _started() as (process, rec):
-        job = process.submit("analyse", {"spec": "tests.state_changing_models:factory_sets_threads", "batch": 1,
+        job = process.submit("analyse", {"model": "tests.state_changing_models:factory_sets_threads", "batch": 1,
                                          "input_shape": (1, 3, 16, 16), "dtype": "float32"}, "analysing")
         rec.wait_for(lambda: rec.end_of(job) is not None, timeout=120)
         done = rec.end_of(job)
