@@ -14,11 +14,12 @@ from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Label, Static, TabbedContent, TabPane
+from textual.widgets import Header, Label, Static, TabbedContent, TabPane
 
 from torchperf_tui.app.guards import while_running
 from torchperf_tui.app.messages import HistoryChanged, RunsChanged
 from torchperf_tui.app.screens.layout import TABS, FitsTerminal
+from torchperf_tui.app.widgets.steady_footer import SteadyFooter
 from torchperf_tui.core.flag_table import FLAG_ENTRIES
 from torchperf_tui.wording.complexity import complexity_summary
 from torchperf_tui.wording.device import short_name
@@ -76,7 +77,7 @@ class MainScreen(FitsTerminal, Screen):
         too_small = Static("", id="too-small")
         too_small.display = False
         yield too_small
-        yield Footer()
+        yield SteadyFooter()
 
     def on_mount(self) -> None:
         self._sidebar_chosen = False  # the user pressed h: the width no longer decides
