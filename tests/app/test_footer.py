@@ -1,4 +1,4 @@
-"""The footer is rebuilt when the keys it shows change, and only then (app/widgets/steady_footer.py)."""
+"""The footer is rebuilt when the keys it shows change, and only then (app/screens/steady_footer.py)."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ from textual.widgets import Header, Label, Static, TabbedContent, TabPane
 from torchperf_tui.app.guards import while_running
 from torchperf_tui.app.messages import HistoryChanged, RunsChanged
 from torchperf_tui.app.screens.layout import TABS, FitsTerminal
-from torchperf_tui.app.widgets.steady_footer import SteadyFooter
+from torchperf_tui.app.screens.steady_footer import SteadyFooter
 from torchperf_tui.core.flag_table import FLAG_ENTRIES
 from torchperf_tui.wording.complexity import complexity_summary
 from torchperf_tui.wording.device import short_name
