@@ -150,3 +150,24 @@ def test_the_gates_lines_wrap_at_the_terminals_width_and_stay_whole_in_a_pipe(ca
     assert all(len(line) <= 80 for line in wrapped.splitlines()), wrapped
     assert any(len(line) > 80 for line in piped.splitlines()), piped  # the verdict's line, whole
     assert " p50 " in wrapped.splitlines()[0] and " p50 " in piped.splitlines()[0]  # the verdict's line first
+
+
+def test_a_typed_seed_overrides_the_baselines_and_is_named_where_the_shapes_vary():
+    import dataclasses
+
+    from torchperf_tui.cli.args import build_parser
+    from torchperf_tui.cli.baseline import overridden
+    from torchperf_tui.engine.measurements.bench_config import BenchConfig
+    from torchperf_tui.engine.records.baseline_gate import setup_and_flag_differences
+    from torchperf_tui.engine.records.history_records import HistoryRecord
+
+    base = BenchConfig(model="resnet18", input_shape=(1, 3, 32, 32), device="cpu", shapes="random:24-32", seed=7)
+    argv = ["compare", "--baseline", "base.json", "--seed", "5"]
+    cfg, names = overridden(base, build_parser(baseline=True).parse_args(argv), typed_options(argv))
+    assert cfg.seed == 5 and "seed" in names  # it seeded only the bootstrap, and the run kept the baseline's 7
+    record = HistoryRecord(id="0123456789ab", kind="timing", created_at="", model="resnet18",
+                           input_shape=(1, 3, 32, 32), dtype="float32", channels_last=False, device="cpu", flags={},
+                           flags_text="", stats=None, samples_ms=[], fingerprint={}, details={"shapes": "random:24-32"},
+                           config=base.to_record())
+    now = dataclasses.replace(record, config=cfg.to_record())
+    assert ("seed", 7, 5) in setup_and_flag_differences(record, now)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from tests.records import make_record
+from torchperf_tui.engine.measurements.bench_config import DEFAULT_TIME_BUDGET_S
 from torchperf_tui.engine.records.baseline import BaselineError, config_of_record, resolve_baseline
 from torchperf_tui.engine.records.baseline_gate import gate
 from torchperf_tui.engine.records.history_file import HistoryFile
@@ -207,13 +208,24 @@ def test_a_record_keeps_its_runs_config_and_the_gate_reads_it_back_as_it_was_ask
         details={"warmup_iters": 13, "step": "infer"}, config=cfg.to_record())
     again = config_of_record(HistoryRecord.from_dict(json.loads(json.dumps(record.to_dict()))))
     for name in ("model", "input_shape", "device", "dtype", "warmup", "shapes", "seed", "step", "optimizer", "amp",
-                 "compile", "model_args", "seq_len"):
+                 "compile", "model_args", "seq_len", "time_budget_s"):
         assert getattr(again, name) == getattr(cfg, name), name
     assert again.flags.num_threads == 2 and again.flags.sdpa == "math"  # the flags the run used
     assert again.iters == 40  # as many as it kept samples
     # a record from before configs were kept reads as it did, from its details
     older = config_of_record(dataclasses.replace(record, config={}))
-    assert (older.warmup, older.step, older.seed) == (13, "infer", 0)
+    assert (older.warmup, older.step, older.seed, older.time_budget_s) == (13, "infer", 0, DEFAULT_TIME_BUDGET_S)
+    # a run with no time budget is measured again with none (a gate stopped at the default's 60 s kept fewer samples)
+    assert config_of_record(dataclasses.replace(record, config=asked_config(time_budget_s=None).to_record())
+                            ).time_budget_s is None
+
+
+def test_a_varying_schedules_seed_is_part_of_what_was_measured():
+    record = dataclasses.replace(timing(noisy(10.0)), details={"shapes": "random:8-64"},
+                                 config=asked_config(seed=7).to_record())
+    assert record.setup()["seed"] == 7
+    assert dataclasses.replace(record, config={}).setup()["seed"] == 0  # a record from before: seed 0 it was
+    assert "seed" not in timing(noisy(10.0)).setup()  # fixed shapes: the seed draws nothing that is timed
 
 
 def test_a_record_without_a_config_writes_no_key_and_one_with_it_keeps_it_through_the_file(tmp_path):
@@ -233,6 +245,11 @@ def test_a_record_without_a_config_writes_no_key_and_one_with_it_keeps_it_throug
     ({"model_args": [["2x", "1"]]}, "not a setting's name"),
     ({"step": "fly"}, "fly"),
     ({"shapes": "random:9-1"}, "random"),
+    ({"compile": "fastest"}, "unknown compile mode 'fastest'"),
+    ({"seq_len": "256x"}, "sequence length"),
+    ({"seq_len": -5}, "sequence length"),
+    ({"time_budget_s": -1}, "time budget"),
+    ({"time_budget_s": 10**12}, "time budget"),
 ])
 def test_a_config_from_a_file_is_checked_as_typed_options_are(changes, said):
     record = dataclasses.replace(timing(noisy(10.0)), config={**asked_config().to_record(), **changes})

@@ -72,7 +72,7 @@ def overridden(cfg, args, typed: set[str]) -> tuple[Any, list[str]]:
     simple = {"dtype": lambda: common.dtype(args), "device": lambda: args.device, "channels_last": lambda: True,
               "step": lambda: args.step, "optimizer": lambda: args.optimizer, "amp": lambda: args.amp,
               "model_args": lambda: common.model_args(args), "seq_len": lambda: common.seq_len(args),
-              "shapes": lambda: _schedule(args.shapes)}
+              "shapes": lambda: _schedule(args.shapes), "seed": lambda: args.seed}
     for dest, value in simple.items():
         if dest in typed:
             changes[dest] = value()

@@ -25,10 +25,11 @@ from torchperf_tui.engine.records.history_records import HistoryRecord
 from torchperf_tui.core.input_files import InputFileError, read_small
 from torchperf_tui.engine.measurements.bench_config import BenchConfig, DEFAULT_TIME_BUDGET_S
 from torchperf_tui.core.flag_table import FLAG_ENTRIES
+from torchperf_tui.core.run_option_table import run_option
 from torchperf_tui.engine.measurements.flags import Flags
 from torchperf_tui.engine.measurements.train_step import check_amp, check_optimizer, check_step
 from torchperf_tui.engine.records.history_file import HistoryFile
-from torchperf_tui.engine.workloads.inputs import canonical_dtype
+from torchperf_tui.engine.workloads.inputs import canonical_dtype, parse_seq_len
 from torchperf_tui.engine.workloads.model_args import parse_model_args
 
 # A bench --json file is read whole: bound it (a history line is at most 16 MiB, see history_file.MAX_LINE_BYTES).
@@ -177,13 +178,13 @@ def _text(value: Any) -> str:
     return "" if value is None else str(value).lower()
 
 
-def config_of_record(record: HistoryRecord, *, time_budget_s: float | None = None, source: str = "",
-                     threads_given: bool = False):
+def config_of_record(record: HistoryRecord, *, source: str = "", threads_given: bool = False):
     """The BenchConfig that measures `record`'s configuration again: its model with its overrides, its input
     (shape with batch, sequence length), dtype, memory format, flags (threads, sdpa, matmul precision included),
-    step, optimizer and mixed precision, compile mode, shape schedule and its seed, device, and its warm-up and
-    iteration counts. The run options come from the config the record keeps (HistoryRecord.config, as the run asked
-    for them: a warm-up of 'auto' stays 'auto'), or, in a record from before configs were kept, from its details. The
+    step, optimizer and mixed precision, compile mode, shape schedule and its seed, device, time budget, and its
+    warm-up and iteration counts. The run options come from the config the record keeps (HistoryRecord.config, as
+    the run asked for them: a warm-up of 'auto' stays 'auto'), or, in a record from before configs were kept, from
+    its details. The
     flags are the record's own: those the run used, the thread count it ran on included, so that a box with more
     CPUs measures it on as many. As many timed iterations as it kept samples. Flags a newer version added and this
     one lacks are dropped (said by the differences, if any).
@@ -216,15 +217,28 @@ def config_of_record(record: HistoryRecord, *, time_budget_s: float | None = Non
             seed=0 if seed is None else options.seed(_as_typed(seed), name="seed"))
         shapes = _as_typed(asked["shapes"] or "fixed")
         parse_schedule(shapes)
+        compile_mode = asked["compile"]
+        compile_mode = (None if compile_mode in (None, "", "eager")
+                        else run_option("compile").choose(_as_typed(compile_mode)))
+        seq_len = None if seq_len is None else parse_seq_len(_as_typed(seq_len))
+        budget = _time_budget(record)
     except TorchperfError as exc:
         raise BaselineError(f"{where}: {exc}") from None
     except (TypeError, ValueError) as exc:
         raise BaselineError(f"{where}: its flags or overrides cannot be read: {exc}") from None
     return BenchConfig(
         model=record.model, input_shape=tuple(record.input_shape), channels_last=record.channels_last, flags=flags,
-        compile=_compile_mode(asked["compile"]), shapes=shapes, model_args=model_args,
-        seq_len=seq_len if isinstance(seq_len, int) and not isinstance(seq_len, bool) and seq_len > 0 else None,
-        time_budget_s=DEFAULT_TIME_BUDGET_S if time_budget_s is None else (time_budget_s or None), **checked)
+        compile=compile_mode, shapes=shapes, model_args=model_args, seq_len=seq_len, time_budget_s=budget,
+        **checked)
+
+
+def _time_budget(record: HistoryRecord) -> float | None:
+    """The time budget the record's run had (None: none), checked as --time-budget typed; a record that keeps no
+    config: bench's default."""
+    if "time_budget_s" not in record.config:
+        return DEFAULT_TIME_BUDGET_S
+    budget = record.config["time_budget_s"]
+    return None if budget is None else (options.time_budget(_as_typed(budget), name="time budget") or None)
 
 
 # A run option as BenchConfig names it -> where a record from before configs were kept has it in its details.
@@ -280,5 +294,3 @@ def _checked_flags(flags: dict[str, Any], threads_given: bool) -> dict[str, Any]
     return checked
 
 
-def _compile_mode(mode: Any) -> str | None:
-    return mode if isinstance(mode, str) and mode not in ("", "eager") else None
