@@ -184,10 +184,9 @@ def config_of_record(record: HistoryRecord, *, source: str = "", threads_given: 
     step, optimizer and mixed precision, compile mode, shape schedule and its seed, device, time budget, and its
     warm-up and iteration counts. The run options come from the config the record keeps (HistoryRecord.config, as
     the run asked for them: a warm-up of 'auto' stays 'auto'), or, in a record from before configs were kept, from
-    its details. The
-    flags are the record's own: those the run used, the thread count it ran on included, so that a box with more
-    CPUs measures it on as many. As many timed iterations as it kept samples. Flags a newer version added and this
-    one lacks are dropped (said by the differences, if any).
+    its details. The flags are the record's own: those the run used, the thread count it ran on included, so that a
+    box with more CPUs measures it on as many. As many timed iterations as it kept samples. Flags a newer version
+    added and this one lacks are dropped (said by the differences, if any).
 
     A baseline file is input as much as the command line is: its settings go through the checks the same values
     typed as options go through (core/options.py and the parsers the options use), so a record that asks for 16
@@ -292,5 +291,3 @@ def _checked_flags(flags: dict[str, Any], threads_given: bool) -> dict[str, Any]
         else:
             checked[name] = value
     return checked
-
-

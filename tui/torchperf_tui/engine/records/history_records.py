@@ -98,16 +98,17 @@ class HistoryRecord:
         return [note for note in notes if isinstance(note, str)] if isinstance(notes, list) else []
 
     def setup(self) -> dict[str, Any]:
-        """What was measured, for spotting that two runs are not like for like; the seed where the shapes vary (a
-        random schedule draws them from it; a record that keeps no config ran seed 0)."""
+        """What was measured, for spotting that two runs are not like for like; the seed where the shapes vary and
+        the record keeps it (a random schedule draws them from it; a record without a config, such as an A/B arm's
+        or one from before configs were kept, does not say which seed its run had)."""
         setup = {"model": self.model, "input_shape": self.shape_text, "dtype": self.dtype,
                  "channels_last": self.channels_last, "device": self.device,
                  "compile": self.details.get("compile_mode"), "shapes": self.details.get("shapes", "fixed"),
                  "step": self.details.get("step", "infer"), "optimizer": self.details.get("optimizer"),
                  "amp": self.details.get("amp"), "model_args": self.details.get("model_args", ""),
                  "seq_len": self.details.get("seq_len"), "generate": self.details.get("new_tokens")}
-        if setup["shapes"] != "fixed":
-            setup["seed"] = self.config.get("seed", 0)
+        if setup["shapes"] != "fixed" and "seed" in self.config:
+            setup["seed"] = self.config["seed"]
         return setup
 
     def disturbed_text(self) -> str:
