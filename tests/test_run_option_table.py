@@ -75,3 +75,16 @@ def test_a_value_is_named_in_any_case_or_by_its_alias_and_read_as_the_one_it_nam
     args = parser.parse_args(["bench", "m", "--dtype", "BF16", "--step", "Train"])
     assert (args.dtype, args.step) == ("bfloat16", "train")
     assert parse_arm_spec("dtype=half").dtype == "float16"
+
+
+def test_the_value_that_stands_for_none_is_no_value_wherever_a_run_is_built():
+    """'eager' (the compile select's first value), 'off' (amp's) and nothing are a run without that option, in the
+    CLI's config, the app's selection and a record read back alike; any other value is the run's."""
+    from torchperf_tui.measure.selection import Selection
+
+    compile_option, amp = run_option("compile"), run_option("amp")
+    assert [compile_option.run_value(text) for text in (None, "", "eager", "default")] == [None, None, None, "default"]
+    assert [amp.run_value(text) for text in ("off", "bf16")] == [None, "bf16"]
+    assert run_option("dtype").run_value("float32") == "float32"  # a value with a default is never none
+    assert Selection(model="resnet18", compile="eager").config().compile is None
+    assert Selection(model="resnet18", compile="max-autotune").config().compile == "max-autotune"

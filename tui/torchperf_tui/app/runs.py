@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from torchperf_tui.app.setup_diff import differences
+from torchperf_tui.core.run_option_table import run_option
 
 MAX_RUNS = 8
 # The UI process's CPU over a run, in cores, from which the run is marked disturbed by the app's own work. Idle it
@@ -63,7 +64,7 @@ class LiveRun:
         return cls(run_id=session.new_run_id(), model=selection.model, step=selection.step_text(),
                    device=session.resolved_device(), flags=flags, flags_text=session.flags_text(flags),
                    arm=arm, shapes=selection.shapes,
-                   compile=None if arm is not None or selection.compile == "eager" else selection.compile,
+                   compile=None if arm is not None else run_option("compile").run_value(selection.compile),
                    input_text=f"{selection.input_text(default_shape)} {selection.dtype}")
 
     @property

@@ -9,6 +9,7 @@ import sys
 from torchperf_tui.core.errors import PROG
 from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.core.flag_table import flag_options
+from torchperf_tui.core.run_option_table import run_option
 from torchperf_tui.engine.measurements.ab_arms import AA_REMEDY, parse_arm_spec, same_arms, same_arms_refusal
 from torchperf_tui.engine.measurements.flags import Flags
 from torchperf_tui.engine.records.history_file import HistoryFile
@@ -99,7 +100,7 @@ def bench_config(args, **overrides) -> BenchConfig:
     run.update({k: getattr(args, k) for k in ("step", "optimizer", "amp") if getattr(args, k, None) is not None})
     chosen_dtype, flags = dtype(args), flags_from(args)
     if "compile" in run:
-        run["compile"] = None if run["compile"] in ("", "eager") else run["compile"]
+        run["compile"] = run_option("compile").run_value(run["compile"])
     if "shapes" in run:
         run["shapes"] = parse_schedule(run["shapes"]).describe()  # a bad schedule: one line, exit 2
     batch = check_dims((args.batch if args.batch is not None else (full[0] if full else 1),))[0]

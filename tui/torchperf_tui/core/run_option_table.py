@@ -64,6 +64,13 @@ class RunOption:
         sidebar's first value, which stands for none ('off', 'eager')."""
         return self.shown[0][1] if self.default is None and self.shown else self.default
 
+    def run_value(self, text: str | None) -> str | None:
+        """The value a run takes from `text` as the CLI, the sidebar or a record gives it: None (off) for none, ''
+        or the sidebar's value that stands for none ('eager', 'off'); else `text` as it is."""
+        if text is None or text == "" or (self.default is None and text == self.initial):
+            return None
+        return text
+
     def choices_said(self) -> str:
         """Its values as a sentence says them: 'default, reduce-overhead or max-autotune'."""
         *rest, last = self.choices

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from torchperf_tui.core.formatting import format_shape
+from torchperf_tui.core.run_option_table import run_option
 from torchperf_tui.engine.measurements.bench_config import BenchConfig
 from torchperf_tui.engine.measurements.flags import Flags
 from torchperf_tui.engine.workloads.inputs import check_dims, parse_batch, parse_dims, parse_seq_len
@@ -59,7 +60,7 @@ class Selection:
                            device=self.device, dtype=self.dtype, channels_last=self.channels_last,
                            warmup=self.warmup, iters=self.iters,
                            flags=flags if flags is not None else (self.flags or Flags()), shapes=self.shapes,
-                           compile=None if self.compile == "eager" else self.compile, seed=self.seed,
+                           compile=run_option("compile").run_value(self.compile), seed=self.seed,
                            step=self.step, optimizer=self.optimizer, amp=self.amp,
                            model_args=self.parsed_model_args(), seq_len=self.sequence_length())
 

@@ -21,6 +21,7 @@ from torchperf_tui.app.messages import HistoryChanged, RunsChanged
 from torchperf_tui.app.screens.layout import TABS, FitsTerminal
 from torchperf_tui.app.screens.steady_footer import SteadyFooter
 from torchperf_tui.core.flag_table import FLAG_ENTRIES
+from torchperf_tui.core.run_option_table import run_option
 from torchperf_tui.wording.complexity import complexity_summary
 from torchperf_tui.wording.device import short_name
 
@@ -299,7 +300,7 @@ class MainScreen(FitsTerminal, Screen):
                          channels_last=settings["channels_last"], device=session.device,
                          flags=self.pane("flags").flags, shapes=options["shapes"], compile=options["compile"],
                          warmup=session.warmup, iters=session.iters, step=step, optimizer=optimizer or "sgd",
-                         amp=None if options["amp"] == "off" else options["amp"],
+                         amp=run_option("amp").run_value(options["amp"]),
                          model_args=settings["model_args"], seq_len=settings["seq_len"])
 
     def ready_selection(self, what: str, module: str = "timing"):

@@ -216,9 +216,8 @@ def config_of_record(record: HistoryRecord, *, source: str = "", threads_given: 
             seed=0 if seed is None else options.seed(_as_typed(seed), name="seed"))
         shapes = _as_typed(asked["shapes"] or "fixed")
         parse_schedule(shapes)
-        compile_mode = asked["compile"]
-        compile_mode = (None if compile_mode in (None, "", "eager")
-                        else run_option("compile").choose(_as_typed(compile_mode)))
+        compile_mode = run_option("compile").run_value(asked["compile"])
+        compile_mode = None if compile_mode is None else run_option("compile").choose(_as_typed(compile_mode))
         seq_len = None if seq_len is None else parse_seq_len(_as_typed(seq_len))
         budget = _time_budget(record)
     except TorchperfError as exc:
