@@ -59,8 +59,8 @@ class JobContext:
 
 
 class SampleStream:
-    """Samples from a timed loop, sent in batches of at most one every `every_s` (SEND_EVERY_S, or
-    CPU_SEND_EVERY_S for a run on the CPU).
+    """Samples from a timed loop: the first at once, the rest in batches of at most one every `every_s`
+    (SEND_EVERY_S, or CPU_SEND_EVERY_S for a run on the CPU).
 
     The loop's callbacks append to deques; the batch leaves from the measuring thread itself, between two
     iterations (outside the timer, a pickle of a few floats and one write to the pipe, some tens of
@@ -77,7 +77,9 @@ class SampleStream:
         self.first_seen: deque = deque()  # bool per timed iteration, appended before its sample
         self.memory: deque = deque()  # (time, allocated, reserved)
         self.memory_kind = ""
-        self._last_send = time.monotonic()
+        # The first sample leaves at once (a model whose next pass takes a minute shows its first pass meanwhile);
+        # the rest in batches. It left at once before only because the flags took over a second to apply.
+        self._last_send = float("-inf")
 
     # -- the measuring thread, between iterations -------------------------------------------------
     def on_sample(self, phase: str, index: int, total: int, ms: float) -> None:
