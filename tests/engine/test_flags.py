@@ -262,3 +262,31 @@ def test_an_ab_arm_whose_thread_count_the_model_set_is_not_called_the_default(ba
         cli_render.render_ab(result)
     assert "set by the model's code" in captured.get()
     assert TorchState.current() == baseline
+
+
+def test_a_run_with_deterministic_algorithms_off_does_not_import_the_compiler():
+    """torch's use_deterministic_algorithms imports torch._inductor (and dynamo) to mirror the flag in the
+    compiler's config: over a second of CPU in every measurement process for a flag already off. Off stays off
+    without it; on, and back off, go through torch's setter and the compiler's config follows."""
+    import subprocess
+    import sys
+
+    code = """
+import sys, torch
+from torchperf_tui.engine.measurements.flags import Flags, applied_flags
+with applied_flags(Flags()):
+    assert not torch.are_deterministic_algorithms_enabled()
+print("compiler imported when off:", "torch._inductor" in sys.modules)
+with applied_flags(Flags(deterministic_algorithms=True)):
+    import torch._inductor.config as config
+    assert torch.are_deterministic_algorithms_enabled() and config.deterministic
+assert not torch.are_deterministic_algorithms_enabled() and not config.deterministic
+torch.use_deterministic_algorithms(True, warn_only=True)
+with applied_flags(Flags()):
+    assert not torch.are_deterministic_algorithms_enabled()
+assert torch.are_deterministic_algorithms_enabled() and torch.is_deterministic_algorithms_warn_only_enabled()
+print("ok")
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == ["compiler imported when off: False", "ok"]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 import threading
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields, replace
@@ -206,9 +207,16 @@ def _attribute(path: str) -> tuple[Any, str]:
 
 
 def _apply_deterministic_algorithms(flags: Flags) -> None:
-    if flags.deterministic_algorithms:
+    torch, wanted = _torch(), flags.deterministic_algorithms
+    if wanted:
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", _CUBLAS_DETERMINISTIC_WORKSPACE)
-    _torch().use_deterministic_algorithms(flags.deterministic_algorithms)
+    elif (not torch.are_deterministic_algorithms_enabled() and not torch.is_deterministic_algorithms_warn_only_enabled()
+          and "torch._inductor.config" not in sys.modules):
+        # Off already: torch's setter would import its compiler (torch._inductor and dynamo, over a second of CPU
+        # in every measurement process) only to write the same off into the compiler's config, which is off by
+        # default. Once something has imported that config, the setter runs as usual.
+        return
+    torch.use_deterministic_algorithms(wanted)
 
 
 def _apply_threads(flags: Flags) -> None:
