@@ -1,4 +1,4 @@
-"""The timm and transformers catalogues are listed once per installed version and read back after."""
+"""The torchvision, timm and transformers catalogues are listed once per installed version and read back after."""
 
 from __future__ import annotations
 
@@ -33,3 +33,26 @@ def test_a_corrupt_or_unwritable_cache_is_listed_again_never_an_error(tmp_path, 
     monkeypatch.setenv("TORCHPERF_CATALOGUE_CACHE", str(tmp_path / "a-file" / "below"))
     (tmp_path / "a-file").write_text("")  # its folder is a file: nothing can be written there
     assert catalogue_cache.cached("timm", lambda: list(ENTRIES)) == ENTRIES
+
+
+def test_torchvisions_listing_read_back_imports_no_torchvision(tmp_path):
+    """Read back from the cache, torchvision's catalogue is the same as listed and costs no import of torchvision
+    (which imports torch's compiler with it: 2-3 s of CPU in a process that may never build one of its models)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    code = """
+import json, sys
+from torchperf_tui.engine.workloads.model_catalogue import list_models
+entries = list_models("torchvision")
+print(json.dumps({"imported": "torchvision" in sys.modules, "entries": [[e.name, e.task, list(e.input_shape),
+                  e.supported, e.reason] for e in entries]}))
+"""
+    env = {**os.environ, "TORCHPERF_CATALOGUE_CACHE": str(tmp_path / "catalogue.json")}
+    listed, read_back = (json.loads(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                                                   text=True, timeout=300, check=True).stdout) for _ in range(2))
+    assert listed["imported"] and not read_back["imported"]
+    assert read_back["entries"] == listed["entries"] and len(listed["entries"]) > 100
+    assert any(not supported for _, task, _, supported, _ in listed["entries"] if task == "quantization")

@@ -1,6 +1,7 @@
-"""The timm and transformers catalogues kept on disk: listing them imports the package and walks its registry
-(3-7 s on a small box), and the measurement process answers one job at a time, so the app's first analysis would
-wait that long at every start. The listing is kept per package version (read from the installed metadata, without
+"""The torchvision, timm and transformers catalogues kept on disk: listing them imports the package and walks its
+registry (2-3 s of CPU for torchvision, which imports torch's compiler with it, 3-7 s for the others on a small box),
+and the measurement process answers one job at a time, so the app's first analysis would wait that long at every
+start, and a process that never builds one of their models would import them for nothing. The listing is kept per package version (read from the installed metadata, without
 importing the package) in the user cache directory ($TORCHPERF_CATALOGUE_CACHE to choose the file), and listed
 again when the version changes. A missing or corrupt file is listed again, never an error: it is read as
 every small file the app reads back (core/input_files.py), so a FIFO or /dev/zero there is neither waited
@@ -22,9 +23,9 @@ from torchperf_tui.core.kept_files import CATALOGUE_CACHE_ENV
 from torchperf_tui.core.output_files import write_text
 from torchperf_tui.engine.workloads.model_entry import ModelEntry
 
-PACKAGES = {"timm": "timm", "hf": "transformers"}
+PACKAGES = {"torchvision": "torchvision", "timm": "timm", "hf": "transformers"}
 FILENAME = "catalogue.json"
-# Both listings take about 0.3 MB: a file far larger is not this cache, and is not read into memory.
+# The listings take about 0.3 MB: a file far larger is not this cache, and is not read into memory.
 MAX_CACHE_BYTES = 16 << 20
 
 

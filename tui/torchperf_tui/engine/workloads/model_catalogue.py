@@ -156,7 +156,7 @@ def list_models(source: str | None = None) -> list[ModelEntry]:
     entries: list[ModelEntry] = []
     for each in LISTED_SOURCES if source is None else (source,):
         try:
-            entries.extend(_listed(each) if each == "torchvision" else cached(each, lambda: _listed(each)))
+            entries.extend(cached(each, lambda: _listed(each)))
         except ModelError:
             if source is not None:  # asked for by name: say it is not installed
                 raise
