@@ -21,6 +21,7 @@ SDPA op ever run instead, the ones FlopCounterMode has no formula for are counte
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 
 from typing import Any, Iterator
@@ -82,7 +83,6 @@ def _detection_on_meta() -> Iterator[None]:
     only on meta tensors and calls the real function otherwise, so a detector timed on another
     thread meanwhile is unaffected.
     """
-    import torch.fx.experimental._config as fx_config
     import torchvision.models.detection.roi_heads as roi_heads
     import torchvision.models.detection.transform as det_transform
     import torchvision.ops.boxes as box_ops
@@ -110,11 +110,23 @@ def _detection_on_meta() -> Iterator[None]:
         return probs, scores
 
     with contextlib.ExitStack() as stack:
-        # nonzero on meta refuses by default; this flag makes it assume all elements are non-zero.
-        stack.enter_context(mock.patch.object(fx_config, "meta_nonzero_assume_all_nonzero", True))
         stack.enter_context(mock.patch.object(box_ops, "batched_nms", batched_nms))
         stack.enter_context(mock.patch.object(det_transform, "paste_masks_in_image", paste_masks_in_image))
         stack.enter_context(mock.patch.object(roi_heads, "keypointrcnn_inference", keypointrcnn_inference))
+        yield
+
+
+@contextlib.contextmanager
+def _value_dependent_sizes_on_meta() -> Iterator[None]:
+    """nonzero on meta assumes every element is non-zero (it refuses by default), and torchvision's detectors run
+    on meta (_detection_on_meta) where the model has imported torchvision: a model built without it runs none of
+    them, and importing it to stand in for them costs 2-3 s of CPU (it imports torch's compiler)."""
+    import torch.fx.experimental._config as fx_config
+
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(mock.patch.object(fx_config, "meta_nonzero_assume_all_nonzero", True))
+        if "torchvision" in sys.modules:
+            stack.enter_context(_detection_on_meta())
         yield
 
 
@@ -364,7 +376,7 @@ def analyse_complexity(spec: str | nn.Module, input_shape: tuple[int, ...], dtyp
         # The fast shape keepers answer with fresh tensors, which would cut the autograd graph a training
         # step's backward walks: it runs the real meta kernels (slower, the same forward count).
         keepers = contextlib.nullcontext() if training else _FastMetaShapeKeepers()
-        with analysis_lock, torch.set_grad_enabled(training), _detection_on_meta(), keepers, \
+        with analysis_lock, torch.set_grad_enabled(training), _value_dependent_sizes_on_meta(), keepers, \
                 (both if training else contextlib.nullcontext()):
             with counter, attention:
                 output = torch.func.functional_call(model, state, x.args, x.kwargs, strict=False)
