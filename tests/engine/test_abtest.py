@@ -323,3 +323,24 @@ def test_blocks_left_open_are_fitted_to_the_time_budget_from_a_pass_of_each_arm(
     explicit = run_ab(base, parse_arm_spec(""), parse_arm_spec("mkldnn=off"), blocks=6, per_block=3,
                       time_budget_s=0.5)
     assert all(len(block) == 3 for block in explicit.a.blocks) and not any("timed passes" in n for n in explicit.notes)
+
+
+def test_each_arms_record_keeps_the_run_that_arm_was():
+    """An A/B arm's record keeps its run whole, as a timing run's does: the base with the arm's flags and run options,
+    the device and shape resolved; so History can say a random schedule's seed of an arm as of any run. The
+    comparison's JSON stays as it was."""
+    from torchperf_tui.engine.measurements.abtest import run_ab
+    from torchperf_tui.engine.measurements.bench_config import BenchConfig
+    from torchperf_tui.engine.records.history_records import HistoryRecord, records_from_ab
+
+    base = BenchConfig(model="tests.tinymodels:tiny_cnn", input_shape=(1, 3, 16, 16), device="auto", seed=5,
+                       shapes="random:12-16")
+    result = run_ab(base, parse_arm_spec(""), parse_arm_spec("mkldnn=off,channels_last=on"), blocks=6, per_block=2)
+    records = [HistoryRecord.from_dict(record.to_dict()) for record in records_from_ab(result, fingerprint={})]
+    configs = [record.config for record in records]
+    assert [config["flags"]["mkldnn_enabled"] for config in configs] == [True, False]
+    assert [config["channels_last"] for config in configs] == [False, True]
+    assert all(config["device"] == "cpu" and config["input_shape"] == [1, 3, 16, 16] and config["seed"] == 5
+               and config["shapes"] == "random:12-16" for config in configs)
+    assert [record.setup()["seed"] for record in records] == [5, 5]
+    assert all("config" not in result.to_dict()[arm] for arm in ("a", "b"))

@@ -184,6 +184,10 @@ def test_a_generate_record_keeps_the_figures_and_reads_back():
     line = history_line(again)
     assert "generation" in line and "3 new tokens after 8" in line and "TTFT" in line and "tokens/s" in line
     assert again.setup()["generate"] == 3
+    # The run it was is kept whole, as a timing run's is, and read back as written; the result's JSON is as before.
+    assert again.config == result.config.to_record() and again.config["device"] == "cpu"
+    assert (again.config["model"], again.config["seed"]) == (config().model, config().seed)
+    assert "config" not in result.to_dict()
 
 
 @pytest.mark.gpu

@@ -38,6 +38,18 @@ class ArmSpec:
     optimizer: str | None = None  # a training step's: "sgd" or "adamw"
     amp: str | None = None  # "fp16", "bf16", or "off" (mixed precision off where the base has it on)
 
+    def run_of(self, base, **resolved):
+        """The run this arm is: `base` (a BenchConfig) with `resolved` (what the comparison resolved of it: its
+        device, shape and dtype), then the arm's flags and each run option the arm sets."""
+        step = self.step_spec(base)
+        run = {**resolved, "flags": self.flags, "shapes": self.shapes or base.shapes, "step": step.step,
+               "optimizer": step.optimizer, "amp": step.amp}
+        if self.dtype is not None:
+            run["dtype"] = self.dtype
+        if self.channels_last is not None:
+            run["channels_last"] = self.channels_last
+        return dataclasses.replace(base, **run)
+
     def step_spec(self, base):
         """This arm's StepSpec: its own step, optimizer and mixed precision where it sets them, else the base's."""
         base_step = base.step_spec()

@@ -10,6 +10,7 @@ CI and miss real differences on a busy machine.) How the blocks are run is engin
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
+from typing import Any
 
 import numpy as np
 
@@ -113,6 +114,8 @@ class ArmResult:
     threads_asked: int | None = None
     # The host over the comparison's blocks (the same figures on both arms) and the spread of this arm's samples.
     host_noise: HostNoise | None = None
+    # The run this arm was (a BenchConfig: the comparison's base with the arm's settings), kept by its history record.
+    config: Any = None
 
     def flags_text(self, device: str) -> str:
         """The arm's flags with the thread count it ran on: 'threads=2 (default)', 'threads=1 (set by the model's
@@ -211,7 +214,8 @@ class ABResult(InputFacts):
         for arm in ("a", "b"):
             arm_result = getattr(self, arm)
             noise = getattr(arm_result, "host_noise", None)
-            data[arm] = {**asdict(arm_result), "flags": arm_result.flags.to_dict(),
+            data[arm] = {**{k: v for k, v in asdict(arm_result).items() if k != "config"},  # its fields are said
+                         "flags": arm_result.flags.to_dict(),
                          "conditions": arm_result.conditions.to_dict() if arm_result.conditions else None,
                          "host_noise": noise.to_dict() if noise is not None else None}
         data["input_shape"] = list(self.input_shape)

@@ -27,7 +27,7 @@ from torchperf_tui.core.formatting import format_ms
 from torchperf_tui.engine.measurements.timing import check_schedule_accepted, run_timed_loop
 from torchperf_tui.engine.measurements.train_step import StepRunner, grad_context
 from torchperf_tui.engine.workloads.input_spec import ShapeFeed
-from torchperf_tui.engine.workloads.inputs import parse_dtype
+from torchperf_tui.engine.workloads.inputs import dtype_name, parse_dtype
 from torchperf_tui.engine.workloads.shapes import parse_schedule
 from torchperf_tui.engine.workloads.workload import forward_errors, prepare_workload
 
@@ -133,7 +133,9 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int | None, se
                                channels_last=base.channels_last if spec.channels_last is None else spec.channels_last,
                                blocks=[], shapes=schedule.describe(), step=step.step,
                                optimizer=step.optimizer if step.training else None, amp=step.amp,
-                               threads_asked=asked_state(spec.flags).flags.num_threads)
+                               threads_asked=asked_state(spec.flags).flags.num_threads,
+                               config=spec.run_of(base, device=str(device), input_shape=tuple(shape), batch=None,
+                                                  dtype=dtype_name(plan.dtype)))
         if schedule.varies and (schedule.describe(), arms[name].dtype) not in checked:
             check_schedule_accepted(base.model, schedule, plan.inputs, arms[name].dtype, base.model_args)
             checked.add((schedule.describe(), arms[name].dtype))

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable
 
 from torchperf_tui.engine.measurements.watched import watched
@@ -81,7 +81,8 @@ class GenerationResult(InputFacts, PromptInput):
     next_run_s: float | None = None  # when budget_stopped: the last generation's time, the next one's estimate
     host_noise: HostNoise | None = None
     app_marks: list[str] = field(default_factory=list)
-
+    # The run it was (a BenchConfig, its device and dtype resolved), kept by its history record.
+    config: Any = None
 
     @property
     def runs(self) -> int:
@@ -119,6 +120,7 @@ class GenerationResult(InputFacts, PromptInput):
 
     def to_dict(self) -> dict:
         data = asdict(self)
+        del data["config"]  # its fields are the result's own, said above (the JSON keeps its keys)
         data["flags"] = self.flags.to_dict()
         data["flags_in_effect"] = self.flags_in_effect.to_dict() if self.flags_in_effect is not None else None
         data["input_shape"] = list(self.input_shape)
@@ -376,4 +378,5 @@ def _run_generation(cfg, new_tokens: int, runs: int, watch, on_sample, should_ca
         cache_keyword=loop.cache_keyword if loop is not None else "past_key_values",
         last_logits_only=bool(loop is not None and loop.keep), flags_in_effect=in_effect,
         threads_asked=asked_state(cfg.flags).flags.num_threads, time_budget_s=cfg.time_budget_s,
-        budget_stopped=budget_stopped, warmup_stopped=warmup_stopped, next_run_s=next_run_s, host_noise=host.summary(decode, spread=True) if ttft else None)
+        budget_stopped=budget_stopped, warmup_stopped=warmup_stopped, next_run_s=next_run_s, host_noise=host.summary(decode, spread=True) if ttft else None,
+        config=replace(cfg, device=str(device), dtype=dtype_name(plan.dtype)))

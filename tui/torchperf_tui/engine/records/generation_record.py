@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from torchperf_tui.engine.records.fingerprint import environment_fingerprint
-from torchperf_tui.engine.records.history_records import (HistoryRecord, flags_used, iso_utc, model_facts,
-                                                          new_record_id)
+from torchperf_tui.engine.records.history_records import (HistoryRecord, config_kept, flags_used, iso_utc,
+                                                          model_facts, new_record_id)
 
 if TYPE_CHECKING:
     from torchperf_tui.engine.measurements.generation import GenerationResult
@@ -38,4 +38,5 @@ def record_from_generation(result: "GenerationResult", fingerprint: dict[str, An
         input_shape=tuple(result.input_shape), dtype=result.dtype, channels_last=False, device=result.device,
         flags=flags_used(result.flags, result.threads_used), flags_text=result.flags_text(),
         stats=result.decode_stats, samples_ms=list(result.decode_ms), fingerprint=env, cancelled=result.cancelled,
-        duration_s=result.duration_s, timer=result.timer, details=details, disturbed=list(result.disturbance_marks()))
+        duration_s=result.duration_s, timer=result.timer, details=details, disturbed=list(result.disturbance_marks()),
+        config=config_kept(getattr(result, "config", None)))

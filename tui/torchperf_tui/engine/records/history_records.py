@@ -99,8 +99,8 @@ class HistoryRecord:
 
     def setup(self) -> dict[str, Any]:
         """What was measured, for spotting that two runs are not like for like; the seed where the shapes vary and
-        the record keeps it (a random schedule draws them from it; a record without a config, such as an A/B arm's
-        or one from before configs were kept, does not say which seed its run had)."""
+        the record keeps it (a random schedule draws them from it; a record from before configs were kept does not
+        say which seed its run had)."""
         setup = {"model": self.model, "input_shape": self.shape_text, "dtype": self.dtype,
                  "channels_last": self.channels_last, "device": self.device,
                  "compile": self.details.get("compile_mode"), "shapes": self.details.get("shapes", "fixed"),
@@ -385,7 +385,7 @@ def records_from_ab(result: "ABResult", fingerprint: dict[str, Any] | None = Non
             stats=compute_stats(arm.samples_ms, batch=result.input_shape[0]),
             samples_ms=list(arm.samples_ms), fingerprint=arm_env, cancelled=result.cancelled,
             duration_s=result.duration_s, timer="cuda-events" if result.device.startswith("cuda") else "perf_counter",
-            details=details, disturbed=list(marks)))
+            details=details, disturbed=list(marks), config=config_kept(getattr(arm, "config", None))))
     return records
 
 
