@@ -37,9 +37,14 @@ class FittedTable(DataTable):
     class WidthChanged(Message):
         """The table's width is not the one its columns were fitted to: its pane fits them again."""
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, columns: Sequence[tuple[str, str]] = (), **kwargs) -> None:
         super().__init__(**kwargs)
         self._fitted = 0  # the width columns_width last said
+        self._columns = tuple(columns)  # the columns it shows, empty, once mounted
+
+    def on_mount(self) -> None:
+        if self._columns:
+            self.fill(self._columns, [])
 
     def on_resize(self, event: events.Resize) -> None:
         if event.size.width and event.size.width != self._fitted:

@@ -23,7 +23,7 @@ from torchperf_tui.engine.measurements.watched import watched
 from torchperf_tui.engine.measurements.flags import applied_flags, asked_state, Flags
 from torchperf_tui.core.stats import TimingStats, compute_stats
 from torchperf_tui.core.errors import ModelError, Remedy, ShapeError, TorchperfError
-from torchperf_tui.engine.hardware.host_noise import HostNoise, HostProbe
+from torchperf_tui.engine.hardware.host_noise import HostNoise, HostProbe, noise_marks
 from torchperf_tui.engine.workloads.input_facts import InputFacts, PromptInput
 from torchperf_tui.engine.hardware.lazy_torch import torch
 from torchperf_tui.engine.workloads.inputs import dtype_name
@@ -115,8 +115,7 @@ class GenerationResult(InputFacts, PromptInput):
         return self.flags.describe(self.device, threads_used=self.threads_used, default_threads=self.threads_asked)
 
     def disturbance_marks(self) -> list[str]:
-        noise = self.host_noise.warnings() if self.host_noise is not None else []
-        return [*self.app_marks, *noise]
+        return [*self.app_marks, *noise_marks(self.host_noise)]
 
     def to_dict(self) -> dict:
         data = asdict(self)

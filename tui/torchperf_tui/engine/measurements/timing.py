@@ -18,7 +18,7 @@ from torchperf_tui.engine.measurements.bench_config import DEFAULT_ITERS, BenchC
 from torchperf_tui.engine.workloads.input_facts import InputFacts
 from torchperf_tui.core.errors import ModelError, ShapeError, TorchperfError
 from torchperf_tui.engine.measurements.flags import Flags, StateWatch, applied_flags, asked_state
-from torchperf_tui.engine.hardware.host_noise import HostNoise, HostProbe
+from torchperf_tui.engine.hardware.host_noise import HostNoise, HostProbe, noise_marks
 from torchperf_tui.engine.workloads.input_spec import InputSpec, OnShape, ShapeFeed
 from torchperf_tui.engine.workloads.inputs import check_dims, dtype_name
 from torchperf_tui.engine.hardware.lazy_torch import torch
@@ -132,8 +132,7 @@ class TimingResult(InputFacts):
 
     def disturbance_marks(self) -> list[str]:
         """Every reason the numbers may not be the model's alone, one line each: what the app saw, then the host."""
-        noise = self.host_noise.warnings() if self.host_noise is not None else []
-        return [*self.app_marks, *noise]
+        return [*self.app_marks, *noise_marks(self.host_noise)]
 
     def to_dict(self) -> dict:
         data = asdict(self)

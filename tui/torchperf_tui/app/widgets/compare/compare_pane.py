@@ -137,16 +137,11 @@ class ComparePane(Vertical):
     def compose(self) -> ComposeResult:
         yield Static("no runs yet: pick a model and press r", id="compare-note")
         yield Static(f"{IDLE_HINT} (interleaved, with a verdict)", id="compare-verdict")
-        yield FittedTable(id="compare-table", cursor_type="row", zebra_stripes=True)
+        yield FittedTable(COLUMNS, id="compare-table", cursor_type="row", zebra_stripes=True)
         # what a '?' beside a p99 means, where one shows (a tooltip is out of reach of a keyboard over SSH; the note
         # above is cut to a line a statement on a short terminal)
         yield Static("", id="compare-legend", classes="dim-note")
         yield LatencyOverlay(id="latency-overlay")
-
-    def on_mount(self) -> None:
-        if not self.query(DataTable):
-            return  # the app is closing as the pane mounts: its children are already gone
-        self.query_one(FittedTable).fill(COLUMNS, [])
 
     @on(FittedTable.WidthChanged)
     def _refit(self) -> None:

@@ -167,16 +167,11 @@ class HistoryPane(BaselineMark, Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static("loading the history…", id="history-note", classes="loading")
-        yield FittedTable(id="history-table", cursor_type="row", zebra_stripes=True)
+        yield FittedTable(COLUMNS, id="history-table", cursor_type="row", zebra_stripes=True)
         yield HistoryDetail("", id="history-detail")  # the highlighted row whole: the table cuts its flags
         yield Static("mark two runs (m or ⏎ on a row) to compare them", id="history-compare")
         # what the table's marks mean, when it shows one: a tooltip is out of reach of a keyboard over SSH
         yield Static("", id="history-legend", classes="dim-note")
-
-    def on_mount(self) -> None:
-        if not self.query(DataTable):
-            return  # the app is closing as the pane mounts: its children are already gone
-        self.query_one(FittedTable).fill(COLUMNS, [])
 
     @on(FittedTable.WidthChanged)
     def _refit(self) -> None:

@@ -91,12 +91,7 @@ class LayersPane(Vertical):
         times = Static("", id="layers-times")
         times.display = False  # until there is a run to time
         yield times
-        yield FittedTable(id="layers-table", cursor_type="row", zebra_stripes=True)
-
-    def on_mount(self) -> None:
-        if not self.query(DataTable):
-            return  # the app is closing as the pane mounts: its children are already gone
-        self.query_one(FittedTable).fill(COLUMNS, [])
+        yield FittedTable(COLUMNS, id="layers-table", cursor_type="row", zebra_stripes=True)
 
     @on(FittedTable.WidthChanged)
     def _refit(self) -> None:
