@@ -56,3 +56,18 @@ print(json.dumps({"imported": "torchvision" in sys.modules, "entries": [[e.name,
     assert listed["imported"] and not read_back["imported"]
     assert read_back["entries"] == listed["entries"] and len(listed["entries"]) > 100
     assert any(not supported for _, task, _, supported, _ in listed["entries"] if task == "quantization")
+
+
+def test_a_kept_listing_with_an_escape_sequence_or_a_dimension_below_one_is_listed_again(tmp_path, monkeypatch):
+    """A cache written by something else (another machine, a hand): a model named with an escape sequence would
+    reach the terminal through `models` and the picker; a dimension of 0 or -5 would be a model's default input."""
+    import json
+
+    path = tmp_path / "catalogue.json"
+    monkeypatch.setenv("TORCHPERF_CATALOGUE_CACHE", str(path))
+    key = catalogue_cache.version_key("timm")
+    for name, shape in (("timm:\x1b[31mevil", [3, 224, 224]), ("timm:resnet18", [3, -5, 224]),
+                        ("timm:resnet18", [0, 224, 224])):
+        path.write_text(json.dumps({"timm": {"key": key, "entries": [
+            {"name": name, "task": "classification", "input_shape": shape, "source": "timm"}]}}))
+        assert catalogue_cache.cached("timm", lambda: list(ENTRIES)) == ENTRIES

@@ -1,13 +1,14 @@
 """The torchvision, timm and transformers catalogues kept on disk: listing them imports the package and walks its
 registry (2-3 s of CPU for torchvision, which imports torch's compiler with it, 3-7 s for the others on a small box),
 and the measurement process answers one job at a time, so the app's first analysis would wait that long at every
-start, and a process that never builds one of their models would import them for nothing. The listing is kept per package version (read from the installed metadata, without
-importing the package) in the user cache directory ($TORCHPERF_CATALOGUE_CACHE to choose the file), and listed
-again when the version changes. A missing or corrupt file is listed again, never an error: it is read as
-every small file the app reads back (core/input_files.py), so a FIFO or /dev/zero there is neither waited
-on nor read into memory, and it is written only where a regular file may be replaced (a link there is left as it
-is, and the listing is made again next time). Only a path the user chose with $TORCHPERF_CATALOGUE_CACHE that is
-there and cannot be the cache (not a regular file, far larger than a listing) is an error, one line.
+start, and a process that never builds one of their models would import them for nothing. The listing is kept per
+package version (read from the installed metadata, without importing the package) in the user cache directory
+($TORCHPERF_CATALOGUE_CACHE to choose the file), and listed again when the version changes. A missing or corrupt file
+is listed again, never an error: it is read as every small file the app reads back (core/input_files.py), so a FIFO
+or /dev/zero there is neither waited on nor read into memory, and it is written only where a regular file may be
+replaced (a link there is left as it is, and the listing is made again next time). Only a path the user chose with
+$TORCHPERF_CATALOGUE_CACHE that is there and cannot be the cache (not a regular file, far larger than a listing) is
+an error, one line.
 """
 
 from __future__ import annotations
@@ -85,10 +86,13 @@ def _entries(block, key: str) -> list[ModelEntry] | None:
     entries = []
     for item in block["entries"]:
         if not (isinstance(item, dict) and isinstance(item.get("name"), str) and isinstance(item.get("task"), str)
-                and isinstance(item.get("input_shape"), list) and all(type(d) is int for d in item["input_shape"])
+                and isinstance(item.get("input_shape"), list)
+                and all(type(d) is int and d >= 1 for d in item["input_shape"])
                 and isinstance(item.get("supported", True), bool) and isinstance(item.get("reason", ""), str)
-                and isinstance(item.get("source", ""), str)):
-            return None
+                and isinstance(item.get("source", ""), str)
+                and all(text.isprintable() for text in (item["name"], item["task"], item.get("reason", ""),
+                                                        item.get("source", "")))):
+            return None  # a control character (an escape sequence) is no model's: written by something else
         entries.append(ModelEntry(item["name"], item["task"], tuple(item["input_shape"]), item.get("supported", True),
                                   item.get("reason", ""), source=item.get("source", "torchvision")))
     return entries
