@@ -377,5 +377,6 @@ def _run_generation(cfg, new_tokens: int, runs: int, watch, on_sample, should_ca
         cache_keyword=loop.cache_keyword if loop is not None else "past_key_values",
         last_logits_only=bool(loop is not None and loop.keep), flags_in_effect=in_effect,
         threads_asked=asked_state(cfg.flags).flags.num_threads, time_budget_s=cfg.time_budget_s,
-        budget_stopped=budget_stopped, warmup_stopped=warmup_stopped, next_run_s=next_run_s, host_noise=host.summary(decode, spread=True) if ttft else None,
+        budget_stopped=budget_stopped, warmup_stopped=warmup_stopped, next_run_s=next_run_s,
+        host_noise=host.summary(decode, spread=True) if ttft else None,
         config=replace(cfg, device=str(device), dtype=dtype_name(plan.dtype)))
