@@ -126,16 +126,14 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int | None, se
     schedules = {}
     checked = set()  # (schedule, dtype) pairs already run through the model on meta
     for name, spec in (("A", a), ("B", b)):
-        schedule = parse_schedule(spec.shapes or base.shapes, seed=seed)
+        run = spec.run_of(base, device=str(device), input_shape=tuple(shape), batch=None, dtype=dtype_name(plan.dtype))
+        schedule = parse_schedule(run.shapes, seed=seed)
         schedules[name] = schedule
         step = steps[name]
         arms[name] = ArmResult(spec=spec.text, flags=spec.flags, dtype=spec.dtype or base.dtype,
-                               channels_last=base.channels_last if spec.channels_last is None else spec.channels_last,
-                               blocks=[], shapes=schedule.describe(), step=step.step,
+                               channels_last=run.channels_last, blocks=[], shapes=schedule.describe(), step=step.step,
                                optimizer=step.optimizer if step.training else None, amp=step.amp,
-                               threads_asked=asked_state(spec.flags).flags.num_threads,
-                               config=spec.run_of(base, device=str(device), input_shape=tuple(shape), batch=None,
-                                                  dtype=dtype_name(plan.dtype)))
+                               threads_asked=asked_state(spec.flags).flags.num_threads, config=run)
         if schedule.varies and (schedule.describe(), arms[name].dtype) not in checked:
             check_schedule_accepted(base.model, schedule, plan.inputs, arms[name].dtype, base.model_args)
             checked.add((schedule.describe(), arms[name].dtype))
