@@ -32,3 +32,29 @@ async def test_a_focus_move_that_changes_no_key_keeps_the_footer_and_one_that_do
         await wait_until(pilot, lambda: "Run" in [key.description for key in footer_keys(app)],
                          what="the letter keys back in the footer")
         assert all(key not in before for key in footer_keys(app))  # shown again by a rebuild
+
+
+async def test_a_focus_move_into_a_text_field_rebuilds_the_footer_once(monkeypatch):
+    from torchperf_tui.app.screens.steady_footer import SteadyFooter
+
+    builds = []
+    compose = SteadyFooter.compose
+
+    def counted(self):
+        builds.append(self)
+        yield from compose(self)
+
+    monkeypatch.setattr(SteadyFooter, "compose", counted)
+    app = make_app()
+    async with app.run_test(size=(110, 34)) as pilot:
+        await wait_ready(pilot)
+        app.main.query_one("#model-list").focus()
+        await wait_until(pilot, lambda: "Run" in [key.description for key in footer_keys(app)],
+                         what="the footer with the app's keys")
+        await pilot.pause(0.3)
+        builds.clear()
+        app.main.query_one("#model-filter").focus()  # the focus and the field's own bindings each say so
+        await wait_until(pilot, lambda: "Run" not in [key.description for key in footer_keys(app)],
+                         what="the footer without the letter keys")
+        await pilot.pause(0.3)  # a second rebuild (a call after the next refresh) would have happened by now
+        assert len(builds) == 1, f"the footer was built {len(builds)} times for one change of its keys"

@@ -4,7 +4,8 @@ Textual's Footer builds its keys again whenever the screen says its bindings may
 every key that moves it, every reactive that asks for it. Here that rebuild is about twenty widgets and a layout of
 the whole screen (tens of milliseconds on a 2-core box) at each Tab, ⏎ or esc, though the keys shown rarely change.
 This footer remembers what it last showed (each key, its words, whether it is enabled) and
-rebuilds only when that differs.
+rebuilds only when that differs. A focus move into a text field says its bindings changed twice before the rebuild
+runs (a call after the next refresh): the second asks for the keys already on their way and is skipped too.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ class SteadyFooter(Footer):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.shown: tuple | None = None  # what the keys now on screen were built from (None: not built yet)
+        self.coming: tuple | None = None  # what a rebuild asked for and not yet run will show (None: none asked)
 
     def keys_to_show(self) -> tuple:
         """Everything the footer's keys are built from, as Footer.compose reads it: each binding it would show, with
@@ -38,9 +40,15 @@ class SteadyFooter(Footer):
             built += 1
             yield widget
         self.shown = self.keys_to_show() if built else None  # nothing built: the bindings were not ready
+        self.coming = None
 
     def bindings_changed(self, screen) -> None:
-        if self.shown is not None and screen is self.screen and self.is_attached and \
-                self.keys_to_show() == self.shown:
-            return  # the same keys: a rebuild would redraw them as they are, at the cost of a layout
+        if self.shown is None or screen is not self.screen or not self.is_attached:
+            super().bindings_changed(screen)
+            return
+        keys = self.keys_to_show()
+        if keys == (self.shown if self.coming is None else self.coming):
+            return  # the keys on screen, or those a rebuild on its way will show: another would redraw the same
+        if self.app.app_focus:  # Footer rebuilds only while the app has the focus
+            self.coming = keys
         super().bindings_changed(screen)
