@@ -83,6 +83,20 @@ async def test_args_and_seq_typed_for_one_model_are_not_the_next_models_and_come
         assert analyses(fake)[-1]["input_shape"] == (1, 3, 64, 64)
 
 
+async def test_a_shape_typed_before_the_first_model_is_that_models_as_args_and_seq_are():
+    app, fake = state_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_ready(pilot)
+        await type_into(pilot, "shape", "3x64x64")
+        await pick(pilot, "resnet18")
+        assert [a["input_shape"] for a in analyses(fake)] == [(1, 3, 64, 64)]  # analysed once, at the shape typed
+        assert fields(app)[2] == "3x64x64"
+        await pick(pilot, "hf:gpt2")
+        assert analyses(fake)[-1]["input_shape"] is None and fields(app)[2] != "3x64x64"  # resnet18's, not gpt2's
+        await pick(pilot, "resnet18")
+        assert fields(app)[2] == "3x64x64" and analyses(fake)[-1]["input_shape"] == (1, 3, 64, 64)
+
+
 async def test_model_args_given_on_the_command_line_stay_with_the_model_given_there():
     app, fake = state_app(model="hf:gpt2", model_args=GPT2_ARGS, seq_len="32")
     async with app.run_test(size=SIZE) as pilot:

@@ -38,7 +38,7 @@ class ArgsRow(Horizontal):
         fill in `chosen`'s; -> the shape typed for `chosen` ('': its default). Those filled or typed before the
         first model is chosen are that model's."""
         if left is None:
-            return ""
+            return shape  # typed before any model: the first one's, as args and seq are
         self.kept.keep(left, ModelFields(**self.values(), shape=shape))
         fields = self.kept.recall(chosen)
         self.fill(fields.model_args, fields.seq_len)
