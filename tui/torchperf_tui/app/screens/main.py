@@ -56,6 +56,7 @@ class MainScreen(FitsTerminal, Screen):
 
     AUTO_FOCUS = None  # nothing to focus in the first frame: the model list takes it once mounted
     _panes_in = False  # panes_mounted: once in, the panes stay for the screen's life (the App asks before its mount)
+    _tabs_in = False  # _mount_panes has mounted the sidebar's panes and the tabs'
 
     BINDINGS = [
         Binding("f", "focus_flags", "Flags", show=False),
@@ -102,6 +103,7 @@ class MainScreen(FitsTerminal, Screen):
         placeholder = self.query_one("#tabs-placeholder")
         await self.query_one("#body").mount(tabs, after=placeholder)
         await placeholder.remove()
+        self._tabs_in = True
         self.call_after_refresh(self._fit_tab_labels)
         # Start in the model list, not a text field: arrows browse, `/` types, and r/q/e keys work at once.
         focused = self.focused  # the scrolling sidebar or the tabs take it as they mount, not a user
@@ -113,12 +115,12 @@ class MainScreen(FitsTerminal, Screen):
         return self.query_one(f"#{PANES[name][0]}")
 
     def panes_mounted(self) -> bool:
-        """The panes mount just after the first frame, their selects a little after them. Looked up until they are
-        in, then remembered: each look walks the whole screen once per pane, and a caller that polls it (a job's
-        key, a script waiting on an A/B) took half a core doing so."""
+        """The panes mount just after the first frame (_mount_panes), their selects a little after them. Looked up
+        until they are in, then remembered: the App polls it at start-up, and a caller that polls it (a job's key, a
+        script waiting on an A/B) took half a core when each look walked the whole screen once per pane; a look is
+        now one walk, for the selects, once the panes are in."""
         if not self._panes_in:
-            self._panes_in = all(self.query(f"#{wid}") for wid, _, _ in PANES.values()) and \
-                all(select.query("SelectCurrent") for select in self.query("Select"))
+            self._panes_in = self._tabs_in and all(select.query("SelectCurrent") for select in self.query("Select"))
         return self._panes_in
 
     # -- job keys ---------------------------------------------------------------------------------------------
