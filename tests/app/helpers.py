@@ -155,28 +155,37 @@ async def paste(pilot, text: str, *then: str) -> None:
 
 async def choose_model(pilot, spec: str = TINY, shape: str = "3x32x32") -> None:
     """Paste the spec and the input shape into their fields as a user would, and wait for the analysis at that
-    shape (for a model whose analysis fails, for its error line)."""
+    shape (for a model whose analysis fails, for its error line). Before the first model the shape goes first: it
+    is then that model's, analysed once at it; after one, the model first and then its shape."""
     app = pilot.app
     picker = app.pane("picker")
+    size = int(shape.split("x")[-1])
+    first = picker.model is None and "oom" not in spec
+    if first:
+        await _type_shape(pilot, shape)
     field = app.main.query_one("#custom-model")
     field.focus()
     field.value = ""
     await paste(pilot, spec, "enter")
-    shape_field = app.main.query_one("#shape")
     if "oom" in spec:  # its forward raises, so the analysis fails too: wait for that error
         await wait_until(pilot, lambda: picker.model == spec and "error" in screen_text(app, "#model-summary"),
                          what="the analysis error")
-        shape_field.value = shape
+        app.main.query_one("#shape").value = shape
         await pilot.press("escape")
         return
-    await wait_until(pilot, lambda: analysed(app, spec), what="the analysis")
-    shape_field.focus()
-    shape_field.value = ""
-    await paste(pilot, shape, "enter")
-    size = int(shape.split("x")[-1])
-    await wait_until(pilot, lambda: analysed(app) and picker.complexity.input_shape[-1] == size,
-                     what="the analysis at the new shape")
+    if not first:
+        await wait_until(pilot, lambda: analysed(app, spec), what="the analysis")
+        await _type_shape(pilot, shape)
+    await wait_until(pilot, lambda: analysed(app, spec) and picker.complexity.input_shape[-1] == size,
+                     what="the analysis at the shape typed")
     await pilot.press("escape")
+
+
+async def _type_shape(pilot, shape: str) -> None:
+    field = pilot.app.main.query_one("#shape")
+    field.focus()
+    field.value = ""
+    await paste(pilot, shape, "enter")
 
 
 async def pick_listed(pilot, name: str) -> None:
