@@ -86,7 +86,7 @@ check_env() {
   tui 30 info
 }
 check_tests() {
-  # pytest-xdist is not on the GPU machine: the project's addopts (-n 3) are set aside
+  # pytest-xdist is not on the GPU machine: the project's addopts (-n 4) are set aside
   step 115 python3 -m pytest -q -o addopts= -m gpu -p no:cacheprovider tests
 }
 check_attention() {
