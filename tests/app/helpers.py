@@ -153,6 +153,14 @@ async def paste(pilot, text: str, *then: str) -> None:
         await pilot.press(*then)
 
 
+async def paste_into(pilot, field_id: str, text: str) -> None:
+    """Focus the field `field_id`, clear it and paste `text` with ⏎, as a user enters a value there."""
+    field = pilot.app.main.query_one(f"#{field_id}")
+    field.focus()
+    field.value = ""
+    await paste(pilot, text, "enter")
+
+
 async def choose_model(pilot, spec: str = TINY, shape: str = "3x32x32") -> None:
     """Paste the spec and the input shape into their fields as a user would, and wait for the analysis at that
     shape (for a model whose analysis fails, for its error line). Before the first model the shape goes first: it
@@ -162,11 +170,8 @@ async def choose_model(pilot, spec: str = TINY, shape: str = "3x32x32") -> None:
     size = int(shape.split("x")[-1])
     first = picker.model is None and "oom" not in spec
     if first:
-        await _type_shape(pilot, shape)
-    field = app.main.query_one("#custom-model")
-    field.focus()
-    field.value = ""
-    await paste(pilot, spec, "enter")
+        await paste_into(pilot, "shape", shape)
+    await paste_into(pilot, "custom-model", spec)
     if "oom" in spec:  # its forward raises, so the analysis fails too: wait for that error
         await wait_until(pilot, lambda: picker.model == spec and "error" in screen_text(app, "#model-summary"),
                          what="the analysis error")
@@ -175,17 +180,10 @@ async def choose_model(pilot, spec: str = TINY, shape: str = "3x32x32") -> None:
         return
     if not first:
         await wait_until(pilot, lambda: analysed(app, spec), what="the analysis")
-        await _type_shape(pilot, shape)
+        await paste_into(pilot, "shape", shape)
     await wait_until(pilot, lambda: analysed(app, spec) and picker.complexity.input_shape[-1] == size,
                      what="the analysis at the shape typed")
     await pilot.press("escape")
-
-
-async def _type_shape(pilot, shape: str) -> None:
-    field = pilot.app.main.query_one("#shape")
-    field.focus()
-    field.value = ""
-    await paste(pilot, shape, "enter")
 
 
 async def pick_listed(pilot, name: str) -> None:
@@ -200,10 +198,7 @@ async def run_custom_model(pilot, spec: str) -> None:
     """Paste a module:factory into the custom field as a user would (the field cleared first), wait for its
     analysis, and press r."""
     app = pilot.app
-    field = app.main.query_one("#custom-model")
-    field.focus()
-    field.value = ""
-    await paste(pilot, spec, "enter")
+    await paste_into(pilot, "custom-model", spec)
     await wait_until(pilot, lambda: analysed(app, spec), what=f"the analysis of {spec}")
     await pilot.press("escape", "r")
 
