@@ -257,3 +257,20 @@ def _fail(batch, device, dtype):
 
 
 failing_examples.example_inputs = _fail
+
+
+class QuantMLP(nn.Module):
+    """Two Linear layers a quantization scheme converts and a head too small for it (4 outputs), on a (batch, 32)
+    input."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 32))
+        self.head = nn.Linear(32, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.relu(self.body(x)))
+
+
+def quant_mlp() -> nn.Module:
+    return QuantMLP()

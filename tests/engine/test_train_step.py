@@ -169,10 +169,14 @@ def test_an_ab_of_inference_against_a_training_step_keeps_the_inference_arm_on_t
     assert result.step == "mixed" and result.amp == "mixed"
     assert any("A infer, B train (sgd) · amp bf16" in note and "not a flag's effect" in note for note in result.notes)
     per_block = 4
-    seen = WeightProbe.seen
+    # B's mixed precision changes numerics: before the blocks, three untimed passes measure its drift (the float32
+    # reference, then each arm's output), all on the built weights.
+    drift_passes, seen = WeightProbe.seen[:3], WeightProbe.seen[3:]
+    assert result.b.drift is not None and result.a.drift is None and result.drift_b is not None
     blocks = [seen[i:i + per_block] for i in range(0, len(seen), per_block)]
     order = result.order[:len(blocks)]
     built = blocks[0][0]
+    assert drift_passes == [built] * 3
     for arm, block in zip(order, blocks):
         assert block[0] == built  # every block starts from the built weights
         if arm == "A":  # inference never trains, even right after a block of B's training steps

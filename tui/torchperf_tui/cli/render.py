@@ -16,6 +16,7 @@ from torchperf_tui.core.stats import percentile_supported
 from torchperf_tui.core.formatting import UNSUPPORTED_LEGEND, fit_name, format_bytes, format_count, format_ms
 from torchperf_tui.wording import subject
 from torchperf_tui.wording.compare import ab_title, arm_cells, arm_conditions
+from torchperf_tui.wording.numerics import ab_numerics_rows
 from torchperf_tui.wording.kernels import (attention_cells, attention_changed_text, attention_title, changed_text,
                                            fallback_lines, kernel_cells, kernels_title)
 from torchperf_tui.wording.modes import mode_cells, modes_rows, modes_title
@@ -289,6 +290,8 @@ def render_ab(result) -> None:
         console.print(f"GPU during {name}'s blocks: {text}")
     console.print()
     console.print(result.summary(), style="bold")
+    for label, text, level in ab_numerics_rows(result):
+        console.print(f"{label}: {text}", style="yellow" if level else None, markup=False)
     if result.ratio_note():
         console.print(f"note: {result.ratio_note()}")
     for note in result.notes:

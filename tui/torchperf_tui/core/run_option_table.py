@@ -102,6 +102,13 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
               noun="compile mode",
               shown=(("eager", "eager"), ("compile", "default"), ("compile+graphs", "reduce-overhead"),
                      ("max-autotune", "max-autotune"))),
+    RunOption("quant", "quantization", "quantize the model's Linear layers with torchao (the [quant] extra): int8wo "
+              "(int8 weights), int8dq (int8 weights and activations), int4wo (int4 weights, CUDA, bfloat16), fp8 "
+              "(float8 weights and activations, compute capability 8.9+) or fp8wo (float8 weights); the run also "
+              "says how far its outputs drift from the float32 model", ("int8wo", "int8dq", "int4wo", "fp8", "fp8wo"),
+              arm_key=True, metavar="SCHEME", noun="quantization scheme",
+              shown=(("no quant", "off"), ("int8wo", "int8wo"), ("int8dq", "int8dq"), ("int4wo", "int4wo"),
+                     ("fp8", "fp8"), ("fp8wo", "fp8wo"))),
     RunOption("iters", "iters", "timed iterations of a run", check=checks.iters),
     RunOption("warmup", "warm-up", "untimed iterations before the timed ones, or 'auto': until the iteration time "
               "settles", check=checks.warmup),

@@ -42,6 +42,7 @@ class Selection:
     amp: str | None = None  # mixed precision: None, "fp16" or "bf16"
     model_args: str = ""  # the model's overrides as typed: 'KEY=VALUE,...' (engine/workloads/model_args.py)
     seq_len: str = ""  # a token model's sequence length as typed ('' for its default)
+    quant: str | None = None  # a quantization scheme (engine/workloads/quantization.py), None: none
 
     def batch_size(self) -> int:
         return check_dims((parse_batch(self.batch),))[0]
@@ -62,7 +63,7 @@ class Selection:
                            flags=flags if flags is not None else (self.flags or Flags()), shapes=self.shapes,
                            compile=run_option("compile").run_value(self.compile), seed=self.seed,
                            step=self.step, optimizer=self.optimizer, amp=self.amp,
-                           model_args=self.parsed_model_args(), seq_len=self.sequence_length())
+                           model_args=self.parsed_model_args(), seq_len=self.sequence_length(), quant=self.quant)
 
     def parsed_model_args(self) -> tuple:
         return parse_model_args(self.model_args)

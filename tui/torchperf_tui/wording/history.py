@@ -147,6 +147,8 @@ def _setup(record: Any) -> str:
         text += f" step {printable(details['step'])} ({printable(details.get('optimizer'))})"
     if details.get("amp"):
         text += f" amp {printable(details['amp'])}"
+    if details.get("quant"):
+        text += f" quant {printable(details['quant'])}"
     if record.kind == "generate":
         new, prompt = details.get("new_tokens"), details.get("prompt_len")
         if _finite(new) and _finite(prompt):

@@ -8,6 +8,7 @@ from torchperf_tui.core.formatting import (budget_text, format_bytes, format_ms,
                                       unsupported_mark)
 from torchperf_tui.wording import WARNING, Row, row, subject
 from torchperf_tui.wording.conditions import conditions_rows, noise_rows
+from torchperf_tui.wording.numerics import numerics_rows
 from torchperf_tui.core.stats import percentile_intervals
 
 
@@ -223,6 +224,7 @@ def timing_rows(result) -> list[Row]:
     if getattr(result, "amp", None):
         rows.append(row("mixed precision", f"torch.autocast {result.amp}"
                         + (" with a gradient scaler" if step == "train" and result.amp == "fp16" else "")))
+    rows += numerics_rows(result)
     rows += [row("flags", result.flags_text()), row("timer", result.timer),
              row("first iteration", format_ms(result.first_iter_ms)),
              row("warm-up", f"{len(result.warmup_ms)} iterations")]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from torchperf_tui.core.errors import FlagError, TorchperfError
 from torchperf_tui.core.flag_table import flag_entry, spec_keys
-from torchperf_tui.core.run_option_table import ARM_KEYS
+from torchperf_tui.core.run_option_table import ARM_KEYS, run_option
 from torchperf_tui.engine.measurements.flags import Flags, pristine_state
 from torchperf_tui.engine.measurements.train_step import check_amp, check_optimizer, check_step, StepSpec
 from torchperf_tui.engine.workloads.inputs import canonical_dtype
@@ -37,6 +37,7 @@ class ArmSpec:
     step: str | None = None  # "infer" or "train"
     optimizer: str | None = None  # a training step's: "sgd" or "adamw"
     amp: str | None = None  # "fp16", "bf16", or "off" (mixed precision off where the base has it on)
+    quant: str | None = None  # a quantization scheme, or "off" (none where the base quantizes)
 
     def run_of(self, base, **resolved):
         """The run this arm is: `base` (a BenchConfig) with `resolved` (what the comparison resolved of it: its
@@ -48,6 +49,8 @@ class ArmSpec:
             run["dtype"] = self.dtype
         if self.channels_last is not None:
             run["channels_last"] = self.channels_last
+        if self.quant is not None:
+            run["quant"] = None if self.quant == "off" else self.quant
         return dataclasses.replace(base, **run)
 
     def step_spec(self, base):
@@ -114,6 +117,8 @@ def _arm_value(key: str, value: str):
         from torchperf_tui.engine.workloads.shapes import parse_schedule
         return parse_schedule(value).describe()
     word = value.strip().lower()
+    if key == "quant":
+        return word if word == "off" else run_option("quant").choose(word)
     if key == "amp":
         return word if word == "off" else check_amp(word)
     return {"step": check_step, "optimizer": check_optimizer}[key](word)
@@ -130,7 +135,7 @@ def same_arms(base, a: ArmSpec, b: ArmSpec, default_threads: int | None = None) 
             flags = dataclasses.replace(flags, num_threads=default_threads)
         return (flags, arm.dtype or base.dtype,
                 base.channels_last if arm.channels_last is None else arm.channels_last,
-                arm.shapes or base.shapes, arm.step_spec(base))
+                arm.shapes or base.shapes, arm.step_spec(base), arm.run_of(base).quant)
 
     return effective(a) == effective(b)
 

@@ -116,6 +116,9 @@ class ArmResult:
     host_noise: HostNoise | None = None
     # The run this arm was (a BenchConfig: the comparison's base with the arm's settings), kept by its history record.
     config: Any = None
+    quant: str | None = None  # its quantization scheme
+    quantized: Any = None  # what the scheme converted and left (engine/workloads/quantization.QuantReport)
+    drift: Any = None  # an arm that changes numerics: its outputs against the float32 model's (drift.Drift)
 
     def flags_text(self, device: str) -> str:
         """The arm's flags with the thread count it ran on: 'threads=2 (default)', 'threads=1 (set by the model's
@@ -174,6 +177,8 @@ class ABResult(InputFacts):
     # Both end up in the two arms' history records' `disturbed`.
     host_noise: HostNoise | None = None
     app_marks: list[str] = field(default_factory=list)
+    # Where an arm changes numerics: B's outputs against A's on the same input and weights (drift.Drift).
+    drift_b: Any = None
 
     def disturbance_marks(self) -> list[str]:
         """Every reason the comparison's numbers may not be the arms' alone, one line each: what the app saw, the
@@ -222,5 +227,6 @@ class ABResult(InputFacts):
         data["host_noise"] = self.host_noise.to_dict() if self.host_noise is not None else None
         data["disturbance_marks"] = self.disturbance_marks()
         data["verdict"] = self.verdict.to_dict() if self.verdict else None
+        data["drift_b"] = self.drift_b.to_dict() if self.drift_b is not None else None
         data["summary"] = self.summary()
         return data

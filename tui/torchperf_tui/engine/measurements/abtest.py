@@ -30,6 +30,7 @@ from torchperf_tui.engine.workloads.input_spec import ShapeFeed
 from torchperf_tui.engine.workloads.inputs import dtype_name, parse_dtype
 from torchperf_tui.engine.workloads.shapes import parse_schedule
 from torchperf_tui.engine.workloads.workload import forward_errors, prepare_workload
+from torchperf_tui.engine.measurements.drift import Reference, changes_numerics, drift_between, forward_output
 
 # Timed iterations per block when the caller leaves it open (per_block=None): fewer when, at the pass time measured
 # before the blocks, all of them would not fit the time budget (a verdict needs pairs more than long blocks).
@@ -87,6 +88,25 @@ class ArmThreads:
 OnBlock = Callable[[str, int, int, list[float]], None]
 
 
+def _key(arm: ArmResult) -> tuple:
+    """What makes an arm's model its own: its dtype, memory format and quantization (arms alike share one)."""
+    return (arm.dtype, arm.channels_last, arm.quant)
+
+
+def _drifts(base, arms: dict, workloads: dict, references: dict, steps: dict, numerics: dict, device):
+    """Once, untimed, before the blocks: each arm's outputs under its own flags and mixed precision; an arm that
+    changes numerics gets its drift from the float32 model, and B's drift against A is returned."""
+    outputs = {}
+    for name, arm in arms.items():
+        work = workloads[_key(arm)]
+        with applied_flags(arm.flags), forward_errors(base.model, work.shape, work.dtype, device):
+            outputs[name], what = forward_output(work.model, work.x, steps[name].amp, device.type)
+        reference = references[_key(arm)]
+        if numerics[name] and reference is not None:
+            arm.drift = reference.drift_of(outputs[name])
+    return drift_between(outputs["A"], outputs["B"], "arm A's outputs", what)
+
+
 def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int | None = DEFAULT_PER_BLOCK, seed: int = 0,
            on_block: OnBlock | None = None, should_cancel: Callable[[], bool] | None = None,
            time_budget_s: float | None = None) -> ABResult:
@@ -133,17 +153,24 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int | None, se
         arms[name] = ArmResult(spec=spec.text, flags=spec.flags, dtype=spec.dtype or base.dtype,
                                channels_last=run.channels_last, blocks=[], shapes=schedule.describe(), step=step.step,
                                optimizer=step.optimizer if step.training else None, amp=step.amp,
-                               threads_asked=asked_state(spec.flags).flags.num_threads, config=run)
+                               threads_asked=asked_state(spec.flags).flags.num_threads, config=run, quant=run.quant)
         if schedule.varies and (schedule.describe(), arms[name].dtype) not in checked:
             check_schedule_accepted(base.model, schedule, plan.inputs, arms[name].dtype, base.model_args)
             checked.add((schedule.describe(), arms[name].dtype))
     workloads = {}
+    numerics = {name: changes_numerics(arm.config, device.type) for name, arm in arms.items()}
+    references = {}  # per workload that changes numerics: the float32 output of its weights
     for name, arm in arms.items():
-        key = (arm.dtype, arm.channels_last)
+        key = _key(arm)
         if key not in workloads:
+            references[key] = Reference(device.type) if any(numerics.values()) else None
             workloads[key] = prepare_workload(base.model, plan.inputs, device, parse_dtype(arm.dtype),
-                                              arm.channels_last, model_args=base.model_args)
+                                              arm.channels_last, model_args=base.model_args, quant=arm.quant,
+                                              before_cast=references[key].take if references[key] else None)
+        arm.quantized = workloads[key].quantized
     watch.built()
+    drift_b = _drifts(base, arms, workloads, references, steps, numerics, device) if any(numerics.values()) else None
+    references.clear()
     # A training step changes the weights (and batch norm's statistics): when either arm trains, every block
     # of either arm starts from the state the model was built in (a training arm with a fresh optimizer), so
     # neither arm trains on, or infers with, the other's steps.
@@ -154,13 +181,13 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int | None, se
     if per_block is None:
         per_block = DEFAULT_PER_BLOCK
         if time_budget_s is not None:
-            pass_s = {name: _one_pass_s(workloads[(arm.dtype, arm.channels_last)], arm.flags, steps[name], device,
+            pass_s = {name: _one_pass_s(workloads[_key(arm)], arm.flags, steps[name], device,
                                         seed, cancelled) for name, arm in arms.items()}
             per_block, fitted = fit_per_block(blocks, time_budget_s, pass_s)
     # Each arm follows its own schedule across its blocks (the same seeded sequence for both arms, so a
     # random schedule shows them the same shapes in the same order); the block's settling iteration
     # runs the configured shape.
-    feeds = {name: ShapeFeed(workloads[(arm.dtype, arm.channels_last)].x, plan.inputs,
+    feeds = {name: ShapeFeed(workloads[_key(arm)].x, plan.inputs,
                              schedules[name].stream(shape, sequence=plan.inputs.tokens), parse_dtype(arm.dtype), device,
                              arm.channels_last, seed, None)
              for name, arm in arms.items()}
@@ -173,7 +200,7 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int | None, se
 
     def run_block(name: str):
         arm = arms[name]
-        work = workloads[(arm.dtype, arm.channels_last)]
+        work = workloads[_key(arm)]
         model, feed, base_x = work.model, feeds[name], work.x
 
         window = f"{name}{len(arms[name].blocks)}"
@@ -189,7 +216,7 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int | None, se
 
         step = steps[name]
         if training:
-            model.load_state_dict(initial[(arm.dtype, arm.channels_last)])
+            model.load_state_dict(initial[_key(arm)])
         with applied_flags(arm.flags), grad_context(step), forward_errors(base.model, shape, work.dtype, device):
             runner = StepRunner(model, step, device, seed=seed)
             times = run_timed_loop(lambda: runner(feed.x), device=device, warmup=1, iters=per_block,
@@ -257,7 +284,7 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int | None, se
     # The result's step and amp are what both arms did; where the arms differ they are said per arm.
     same = arms["A"].step == arms["B"].step and arms["A"].optimizer == arms["B"].optimizer
     return ABResult(**base.input_facts(plan.inputs), model=base.model, device=str(device), input_shape=tuple(shape), a=arms["A"], b=arms["B"],
-                    order=order, verdict=verdict, cancelled=stopped, duration_s=time.time() - started,
+                    order=order, verdict=verdict, cancelled=stopped, duration_s=time.time() - started, drift_b=drift_b,
                     notes=notes, step=arms["A"].step if same else "mixed",
                     optimizer=arms["A"].optimizer if same else None,
                     amp=arms["A"].amp if arms["A"].amp == arms["B"].amp else "mixed", out_of_time=out_of_time,

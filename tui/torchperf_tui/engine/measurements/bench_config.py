@@ -16,7 +16,8 @@ from torchperf_tui.engine.workloads.input_facts import input_facts
 from torchperf_tui.engine.workloads.input_spec import InputSpec
 from torchperf_tui.engine.hardware.device_choice import resolve_device
 from torchperf_tui.engine.measurements.train_step import StepSpec, amp_problem
-from torchperf_tui.engine.workloads.inputs import check_dims, parse_dtype
+from torchperf_tui.engine.workloads.inputs import canonical_dtype, check_dims, parse_dtype
+from torchperf_tui.engine.workloads.quantization import check_quant
 
 if TYPE_CHECKING:
     import torch
@@ -77,6 +78,7 @@ class BenchConfig:
     # arguments (engine/workloads/model_args.py).
     model_args: tuple[tuple[str, str], ...] = ()
     seq_len: int | None = None  # a token model's sequence length (None: its default)
+    quant: str | None = None  # a quantization scheme of engine/workloads/quantization.py (None: none)
 
     def to_record(self) -> dict[str, Any]:
         """This config as a history record keeps it (JSON): each field under its name, the flags as Flags.to_dict,
@@ -106,6 +108,7 @@ class BenchConfig:
             for arm_step, arm_dtype in amp_for:
                 check_amp(arm_step, device, parse_dtype(arm_dtype))
         self._check_attention(device, arms)
+        self._check_quant(device, arms)
         if before_inputs is not None:
             before_inputs(device, step)
         return RunPlan(device=device, dtype=dtype, step=step, inputs=self.input_spec())
@@ -126,6 +129,14 @@ class BenchConfig:
 
             for cfg, flags in sets:
                 check_attention_sets(cfg, [flags], device)
+
+    def _check_quant(self, device, arms: Iterable[Any] | None) -> None:
+        """A quantization scheme the box cannot run (its device, its dtype, torchao absent) is refused in one line
+        here, before the model is built: this run's, or each arm's."""
+        runs = [self] if arms is None else [arm.run_of(self) for arm in arms]
+        for run in runs:
+            if run.quant is not None:
+                check_quant(run.quant, device, canonical_dtype(run.dtype))
 
     def input_spec(self) -> InputSpec:
         """What the model is fed: its inputs at the typed shape, or at its default (engine/workloads/models.py)."""

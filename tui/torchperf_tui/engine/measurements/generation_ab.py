@@ -125,7 +125,7 @@ class GenerationABResult(InputFacts, PromptInput):
 
 def check_arm(arm) -> None:
     """An arm of a generation A/B sets flags and the dtype; the run settings a generation does not take, refused."""
-    for key in ("shapes", "step", "optimizer", "amp", "channels_last"):
+    for key in ("shapes", "step", "optimizer", "amp", "channels_last", "quant"):
         if getattr(arm, key, None) is not None:
             raise TorchperfError(f"{key}= in {arm.text!r}: a generation A/B compares flags and dtype (generation is "
                                  "greedy inference on one prompt in the model's dtype)")
@@ -167,7 +167,7 @@ def _run(base, a, b, new_tokens, blocks, seed, should_cancel, time_budget_s, on_
     for arm in arms.values():
         if arm.dtype not in workloads:
             workloads[arm.dtype] = prepare_workload(base.model, inputs, device, parse_dtype(arm.dtype), seed=seed,
-                                                    model_args=base.model_args)
+                                                    model_args=base.model_args, quant=base.quant)
     watch.built()
     sample = token_clock(device)
     cancelled = should_cancel or (lambda: False)

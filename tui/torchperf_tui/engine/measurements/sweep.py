@@ -39,6 +39,7 @@ from torchperf_tui.engine.measurements.ab_arms import ArmSpec
 from torchperf_tui.engine.measurements.batch_search import is_out_of_memory
 from torchperf_tui.engine.measurements.train_step import grad_context
 from torchperf_tui.engine.workloads.workload import build_for_run, forward_errors, place_model
+from torchperf_tui.engine.workloads.quantization import quantize_model
 
 DEFAULT_SEQ_LENS = "128-4096"
 DEFAULT_ITERS = 10  # timed iterations per length and arm (split over the arms' interleaved blocks)
@@ -234,6 +235,9 @@ class _Sweep:
         else:
             if any(arm.shapes for arm in arms):
                 raise TorchperfError("a sweep sets the input's length itself: leave shapes= out of the SPECs")
+            if any(arm.quant for arm in arms):
+                raise TorchperfError("a sweep's arms compare flags, dtype and step: quantize both arms with --quant, "
+                                     "or compare quant= at one length with `compare`")
             self.arms = {"A": arms[0], "B": arms[1]}
         self.steps = {name: arm.step_spec(cfg) for name, arm in self.arms.items()}
 
@@ -330,6 +334,8 @@ class _Sweep:
             with forward_errors(self.cfg.model, self.inputs.shape, dtype, self.device, action="loading"):
                 model = build_for_run(self.cfg.model, self.device, dtype, self.cfg.model_args)
                 self.models[dtype_text] = place_model(model, self.device, dtype, False, self.inputs.rank)
+                if self.cfg.quant is not None:
+                    quantize_model(self.models[dtype_text], self.cfg.quant)
             self.watch.built()
             shape = (self.inputs.batch, first)
             with applied_flags(arm.flags), torch.no_grad(), forward_errors(self.cfg.model, shape, dtype, self.device):

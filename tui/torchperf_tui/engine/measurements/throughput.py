@@ -44,6 +44,7 @@ from torchperf_tui.engine.hardware.condition_sampler import ConditionSampler, co
 from torchperf_tui.engine.hardware.host_noise import HostNoise, HostProbe, point_marks
 from torchperf_tui.engine.hardware.run_conditions import RunConditions
 from torchperf_tui.engine.workloads.workload import build_for_run, forward_errors, place_model
+from torchperf_tui.engine.workloads.quantization import quantize_model
 from torchperf_tui.core.formatting import format_bytes, format_number
 from torchperf_tui.engine.measurements.train_step import grad_context
 
@@ -225,6 +226,8 @@ def find_max_batch(cfg: BenchConfig, *, max_batch: int = DEFAULT_MAX_BATCH, reso
         try:
             model = place_model(build_for_run(cfg.model, device, dtype, cfg.model_args), device, dtype,
                                 cfg.channels_last, one.rank)
+            if cfg.quant is not None:
+                quantize_model(model, cfg.quant)
         except torch.OutOfMemoryError as exc:
             release()
             raise OutOfMemory(f"{cfg.model}'s weights alone do not fit on {device}: {first_line(exc)}") from None

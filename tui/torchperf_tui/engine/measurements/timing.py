@@ -42,6 +42,8 @@ STABLE_MAX_SECONDS = 10.0
 from torchperf_tui.engine.measurements.compile_cost import COMPILE_MODES, CompileCost, compile_model, time_eager  # noqa: F401
 from torchperf_tui.engine.measurements.train_step import StepRunner, grad_context
 from torchperf_tui.engine.workloads.workload import forward_errors, prepare_workload
+from torchperf_tui.engine.workloads.quantization import QuantReport
+from torchperf_tui.engine.measurements.drift import Drift, Reference, changes_numerics, forward_output
 
 
 @dataclass
@@ -114,6 +116,8 @@ class TimingResult(InputFacts):
     # What was measured, as resolved (the device, the input shape with its batch, the dtype): a follow-up of this run
     # (its roofline, the time of each layer) measures it again from here, not from fields copied back into a config.
     config: BenchConfig | None = None
+    quantized: QuantReport | None = None  # what the run's quantization scheme converted, and what it left
+    drift: Drift | None = None  # a run that changes numerics: its outputs against the float32 model's
 
     @property
     def batch(self) -> int:
@@ -147,6 +151,8 @@ class TimingResult(InputFacts):
         data["host_noise"] = self.host_noise.to_dict() if self.host_noise is not None else None
         data["compile_cost"] = self.compile_cost.to_dict() if self.compile_cost is not None else None
         data["disturbance_marks"] = self.disturbance_marks()
+        data["quant"] = self.config.quant if self.config is not None else None
+        data["quantized"] = self.quantized.to_dict() if self.quantized is not None else None
         return data
 
 
@@ -292,15 +298,22 @@ def _run_benchmark(cfg: BenchConfig, watch: StateWatch, on_sample: OnSample | No
     timed_shapes = schedule.stream(shape, sequence=plan.inputs.tokens)  # drawn as the iterations go: no list of iters
     if schedule.varies:
         check_schedule_accepted(cfg.model, schedule, plan.inputs, cfg.dtype, cfg.model_args)
+    reference = Reference(device.type) if changes_numerics(cfg, device.type) else None
     work = prepare_workload(cfg.model, plan.inputs, device, dtype, cfg.channels_last, seed=cfg.seed,
-                            model_args=cfg.model_args)
+                            model_args=cfg.model_args, quant=cfg.quant,
+                            before_cast=reference.take if reference is not None else None)
     watch.built()
+    drift = None
     feed = ShapeFeed(work.x, plan.inputs, timed_shapes, dtype, device, cfg.channels_last, cfg.seed, on_shape)
     memory = MemoryTrace(device, on_memory)
     sampler = conditions_sampler(device)  # None on the CPU
     host = HostProbe()
     try:
         with applied_flags(cfg.flags), grad_context(step):
+            if reference is not None:  # once, untimed, eager, under the run's own flags and mixed precision
+                with forward_errors(cfg.model, shape, dtype, device):
+                    drift = reference.drift_of(forward_output(work.model, work.x, step.amp, device.type)[0])
+                reference = None
             compiling = compile_model(work.model, work.x, cfg.compile, device)
             runner = StepRunner(work.model, step, device, seed=cfg.seed, forward=compiling.forward)
             work.x = None  # the feed holds the input from here on
@@ -404,6 +417,8 @@ def _run_benchmark(cfg: BenchConfig, watch: StateWatch, on_sample: OnSample | No
         threads_asked=asked_state(cfg.flags).flags.num_threads,
         host_noise=host.summary(samples, spread=not schedule.varies),
         config=replace(cfg, device=str(device), input_shape=tuple(shape), batch=None, dtype=dtype_name(dtype)),
+        quantized=work.quantized,
+        drift=drift,
     )
 
 

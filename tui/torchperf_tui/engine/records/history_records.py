@@ -105,7 +105,8 @@ class HistoryRecord:
                  "channels_last": self.channels_last, "device": self.device,
                  "compile": self.details.get("compile_mode"), "shapes": self.details.get("shapes", "fixed"),
                  "step": self.details.get("step", "infer"), "optimizer": self.details.get("optimizer"),
-                 "amp": self.details.get("amp"), "model_args": self.details.get("model_args", ""),
+                 "amp": self.details.get("amp"), "quant": self.details.get("quant"),
+                 "model_args": self.details.get("model_args", ""),
                  "seq_len": self.details.get("seq_len"), "generate": self.details.get("new_tokens")}
         if setup["shapes"] != "fixed" and "seed" in self.config:
             setup["seed"] = self.config["seed"]
@@ -324,6 +325,7 @@ def record_from_timing(result: "TimingResult", fingerprint: dict[str, Any] | Non
         if hasattr(result, name):
             details[name] = getattr(result, name)
     details.update(model_facts(result))
+    details.update(numerics_details(result))
     report = getattr(result, "shape_report", None)
     if getattr(result, "shapes", "fixed") != "fixed" and report is not None:
         details["shapes"] = result.shapes
@@ -348,6 +350,21 @@ def record_from_timing(result: "TimingResult", fingerprint: dict[str, Any] | Non
     )
 
 
+def numerics_details(run: Any, drift_b: Any = None) -> dict[str, Any]:
+    """What a record keeps of a run's (or an arm's) numerics: its quantization scheme with the layers it converted
+    and left, its drift from the float32 model, and (B's record of an A/B) its drift against arm A."""
+    config = getattr(run, "config", None)
+    details: dict[str, Any] = {}
+    quant = getattr(config, "quant", None)
+    if quant is not None:
+        details["quant"] = quant
+    for key, value in (("quantized", getattr(run, "quantized", None)), ("drift", getattr(run, "drift", None)),
+                       ("drift_b", drift_b)):
+        if value is not None:
+            details[key] = value.to_dict()
+    return details
+
+
 def config_kept(config: Any) -> dict[str, Any]:
     """What a record keeps of the run's config: all of it (BenchConfig.to_record), where its model is named (a
     catalogue name or module:factory), not a module built in the process."""
@@ -368,7 +385,8 @@ def records_from_ab(result: "ABResult", fingerprint: dict[str, Any] | None = Non
         details = {"arm": name, "pair": ids["B" if name == "A" else "A"], "spec": arm.spec, "shapes": arm.shapes,
                    "blocks": len(arm.blocks), "verdict": verdict, "summary": result.summary(),
                    "step": getattr(arm, "step", "infer"), "optimizer": getattr(arm, "optimizer", None),
-                   "amp": getattr(arm, "amp", None), **model_facts(result)}
+                   "amp": getattr(arm, "amp", None), **model_facts(result),
+                   **numerics_details(arm, getattr(result, "drift_b", None) if name == "B" else None)}
         if getattr(result, "state_notes", None):
             details["state_notes"] = list(result.state_notes)
         noise = getattr(arm, "host_noise", None)  # the host over the blocks, and this arm's spread

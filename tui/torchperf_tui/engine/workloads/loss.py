@@ -27,19 +27,20 @@ def training_loss(output, labels_for, inputs: ModelInputs | None = None) -> tupl
         return torch.nn.functional.cross_entropy(shifted, ids[:, 1:].reshape(-1)), LOSS_NEXT_TOKEN
     if isinstance(output, torch.Tensor) and output.dim() == 2 and output.shape[1] > 1:
         return torch.nn.functional.cross_entropy(output.float(), labels_for(*output.shape)), LOSS_CROSS_ENTROPY
-    tensors = [t for t in _tensors(output) if t.is_floating_point()]
+    tensors = [t for t in output_tensors(output) if t.is_floating_point()]
     if not tensors:
         raise TorchperfError("a training step needs a floating-point output to take a loss of: "
                              f"the model returned {type(output).__name__}")
     return sum(t.float().sum() for t in tensors), LOSS_SUM
 
 
-def _tensors(output):
+def output_tensors(output):
+    """Every tensor of a model's output, walking its dicts (a transformers ModelOutput is one), lists and tuples."""
     if isinstance(output, torch.Tensor):
         yield output
     elif isinstance(output, dict):
         for value in output.values():
-            yield from _tensors(value)
+            yield from output_tensors(value)
     elif isinstance(output, (list, tuple)):
         for value in output:
-            yield from _tensors(value)
+            yield from output_tensors(value)

@@ -18,6 +18,7 @@ from torchperf_tui.core.errors import first_line, FlagError, ModelError, OutOfMe
 from torchperf_tui.engine.workloads.input_spec import InputSpec
 from torchperf_tui.engine.workloads.model_inputs import ModelInputs
 from torchperf_tui.engine.workloads.inputs import dtype_name, format_shape
+from torchperf_tui.engine.workloads.quantization import QuantReport, quantize_model
 
 # What a model raises when it cannot take an input (a wrong channel count, a too-small image, a dtype
 # its kernels lack). Anything else is a bug and should surface as one.
@@ -51,6 +52,7 @@ class Workload:
     shape: tuple[int, ...]
     device: torch.device
     dtype: torch.dtype
+    quantized: QuantReport | None = None  # what a quantization scheme converted, and what it left
 
     def release(self) -> None:
         """Drop the model and input so a following run (or a memory release) starts clean."""
@@ -79,20 +81,33 @@ def build_for_run(spec: str, device: torch.device, dtype: torch.dtype, model_arg
 
 
 def prepare_workload(spec: str | torch.nn.Module, inputs: InputSpec, device: torch.device, dtype: torch.dtype,
-                     channels_last: bool = False, seed: int = 0, model_args: tuple = ()) -> Workload:
-    """Build `spec` (a name of any source or module:factory, with random weights, eval mode; or a module as it is)
-    on `device` in `dtype`, with `model_args` (the model's checked overrides), and its input made from `inputs`
-    (deterministic for `seed`)."""
+                     channels_last: bool = False, seed: int = 0, model_args: tuple = (), quant: str | None = None,
+                     before_cast: Callable[[torch.nn.Module, ModelInputs], None] | None = None) -> Workload:
+    """Build `spec` (a name of any source or module:factory, with random weights drawn from `seed`, eval mode; or a
+    module as it is) on `device` in `dtype`, with `model_args` (the model's checked overrides), quantized with
+    `quant` (engine/workloads/quantization.py), and its input made from `inputs` (deterministic for `seed`).
+
+    `before_cast(model, x)`: called with the model built and placed in float32 and its input in float32, before the
+    model is cast to `dtype` and quantized (a run that changes numerics takes its reference output there, from the
+    same weights). Not for a module given as it is, which is not the caller's to cast twice."""
     name = model_name(spec)
     shape = inputs.shape
     with forward_errors(name, shape, dtype, device, action="loading"):
         if isinstance(spec, torch.nn.Module):
             model = spec.eval()
         else:
-            model = build_for_run(spec, device, dtype, model_args)
+            # The same weights for the same seed: the arms of an A/B (and a reference) are one model, not two draws.
+            torch.manual_seed(seed)
+            if before_cast is not None:
+                model = place_model(build_for_run(spec, device, torch.float32, model_args), device, torch.float32,
+                                    channels_last, inputs.rank)
+                before_cast(model, inputs.make(device, torch.float32, channels_last, seed=seed))
+            else:
+                model = build_for_run(spec, device, dtype, model_args)
         model = place_model(model, device, dtype, channels_last, inputs.rank)
+        quantized = quantize_model(model, quant) if quant is not None else None
         x = inputs.make(device, dtype, channels_last, seed=seed)
-    return Workload(name=name, model=model, x=x, shape=tuple(shape), device=device, dtype=dtype)
+    return Workload(name=name, model=model, x=x, shape=tuple(shape), device=device, dtype=dtype, quantized=quantized)
 
 
 @contextmanager

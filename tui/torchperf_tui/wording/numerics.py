@@ -1,0 +1,104 @@
+"""A run's numerics in words: what its quantization scheme converted (engine/workloads/quantization.QuantReport) and
+how far its outputs drifted (engine/measurements/drift.Drift), for the CLI's rows and the panes' lines alike."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from torchperf_tui.core.formatting import format_number
+from torchperf_tui.engine.measurements.drift import FLOAT32
+from torchperf_tui.wording import WARNING, Row, row
+
+# Below this SQNR a drift is worth a second look: int8 weight-only typically keeps 30-45 dB on a model's outputs,
+# and 20 dB is an error a tenth of the signal's size.
+LOW_SQNR_DB = 20.0
+
+
+def quant_text(report) -> str:
+    """'int8wo: 1 Linear converted (head.fc); 40 layers left as they were: 39 not a Linear, 1 too small'."""
+    converted = report.converted
+    names = f" ({', '.join(converted)})" if 0 < len(converted) <= 3 else ""
+    text = f"{report.scheme}: {format_number(len(converted))} Linear converted{names}"
+    if not converted:
+        text = f"{report.scheme}: no layer converted (no Linear large enough)"
+    if report.left:
+        reasons = Counter(_kind(why) for _, why in report.left)
+        said = ", ".join(f"{count} {reason}" for reason, count in reasons.most_common())
+        left = len(report.left)
+        text += (f"; {format_number(left)} layer{'s' if left != 1 else ''} left as "
+                 f"{'they were' if left != 1 else 'it was'}: {said}")
+    return text
+
+
+def _kind(why: str) -> str:
+    """A reason a layer was left, without its sizes: 'too small: 8 in, 4 out' -> 'too small'."""
+    return why.split(":")[0]
+
+
+def drift_text(drift) -> str:
+    """'SQNR 42.9 dB, max error 0.0085, arg-max changed at 0 of 1 position': the figures of a drift, or that they
+    are not finite."""
+    if not drift.finite:
+        return "not finite: the outputs hold a NaN or an infinity"
+    sqnr = "identical outputs" if drift.sqnr_db is None else f"SQNR {drift.sqnr_db:.1f} dB"
+    text = f"{sqnr}, max error {drift.max_abs_error:.3g}"
+    if drift.argmax_changed is not None:
+        changed = round(drift.argmax_changed * drift.positions)
+        text += (f", arg-max changed at {format_number(changed)} of {format_number(drift.positions)} "
+                 f"position{'s' if drift.positions != 1 else ''}")
+    return text
+
+
+def drift_level(drift) -> str:
+    """WARNING for a drift that is not finite, or whose SQNR is below LOW_SQNR_DB."""
+    low = drift.sqnr_db is not None and drift.sqnr_db < LOW_SQNR_DB
+    return WARNING if not drift.finite or low else ""
+
+
+def numerics_rows(result) -> list[Row]:
+    """The CLI's rows of a run: its quantization, then its drift from the float32 model (with what was compared)."""
+    rows = []
+    report = getattr(result, "quantized", None)
+    if report is not None:
+        rows.append(row("quantization", quant_text(report)))
+    drift = getattr(result, "drift", None)
+    if drift is not None:
+        rows.append(row("drift", f"{drift_text(drift)} ({drift.outputs} against {drift.against})",
+                        drift_level(drift)))
+    return rows
+
+
+def numerics_brief(result) -> list[tuple[str, str]]:
+    """The compact form of numerics_rows, for a short screen: ('quant int8wo: 1 Linear', ''), ('SQNR 42.7 dB', level)."""
+    parts = []
+    report = getattr(result, "quantized", None)
+    if report is not None:
+        parts.append((f"quant {report.scheme}: {format_number(len(report.converted))} Linear", ""))
+    drift = getattr(result, "drift", None)
+    if drift is not None:
+        sqnr = ("drift not finite" if not drift.finite else "identical outputs" if drift.sqnr_db is None
+                else f"SQNR {drift.sqnr_db:.1f} dB")
+        parts.append((sqnr, drift_level(drift)))
+    return parts
+
+
+def ab_numerics_rows(result) -> list[Row]:
+    """An A/B's rows: each arm's quantization, then B's drift against A (said beside the verdict: what B's speed
+    costs in accuracy). Where A changes numerics too, each arm's drift from the float32 model comes first; where A
+    is the float32 model at full precision, B against A is that drift, said once."""
+    rows = []
+    for name, arm in (("A", result.a), ("B", result.b)):
+        report = getattr(arm, "quantized", None)
+        if report is not None:
+            rows.append(row(f"arm {name} quantization", quant_text(report)))
+    a_drift = getattr(result.a, "drift", None)
+    if a_drift is not None:
+        for name, arm in (("A", result.a), ("B", result.b)):
+            if arm.drift is not None:
+                rows.append(row(f"arm {name} drift", f"{drift_text(arm.drift)} ({arm.drift.outputs} against "
+                                f"{arm.drift.against})", drift_level(arm.drift)))
+    drift = getattr(result, "drift_b", None)
+    if drift is not None:
+        whose = "" if a_drift is not None else f"; A is {FLOAT32}"
+        rows.append(row("B against A", f"{drift_text(drift)} ({drift.outputs}{whose})", drift_level(drift)))
+    return rows
