@@ -92,7 +92,8 @@ async def test_the_first_frame_at_80x24_is_drawn_in_the_short_layout(monkeypatch
 async def test_at_80x24_the_run_options_are_above_the_fold(tiny_app):
     async with tiny_app(size=(80, 24)) as pilot:
         app = pilot.app
-        for selector in ("#option-iters", "#option-warmup", "#option-shapes", "#option-compile", "#option-flip"):
+        for selector in ("#option-iters", "#option-warmup", "#option-shapes", "#option-compile", "#option-quant",
+                         "#option-flip"):
             await wait_until(pilot, lambda: inside_screen(app, app.main.query_one(selector)), what=f"{selector} in sight")
         # On this CPU box the CUDA flags do nothing: their rows give way to one line that names them.
         na_line = screen_text(app, "#flags-na")

@@ -65,7 +65,7 @@ class LiveRun:
                    device=session.resolved_device(), flags=flags, flags_text=session.flags_text(flags),
                    arm=arm, shapes=selection.shapes,
                    compile=None if arm is not None else run_option("compile").run_value(selection.compile),
-                   input_text=f"{selection.input_text(default_shape)} {selection.dtype}")
+                   input_text=input_text(selection.input_text(default_shape), selection.dtype, selection.quant))
 
     @property
     def label(self) -> str:
@@ -85,6 +85,11 @@ class LiveRun:
     @property
     def complete(self) -> bool:
         return self.status == "done" and bool(self.samples_ms)
+
+
+def input_text(shape: str, dtype: str, quant: str | None) -> str:
+    """What a run fed its model, as its lines and Compare's like-for-like check say it: '1x32 float32 quant int8wo'."""
+    return f"{shape} {dtype}" + (f" quant {quant}" if quant else "")
 
 
 class Disturbances:

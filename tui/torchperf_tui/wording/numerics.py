@@ -69,15 +69,16 @@ def numerics_rows(result) -> list[Row]:
 
 
 def numerics_brief(result) -> list[tuple[str, str]]:
-    """The compact form of numerics_rows, for a short screen: ('quant int8wo: 1 Linear', ''), ('SQNR 42.7 dB', level)."""
+    """The compact form of numerics_rows, for a short screen: ('quant int8wo: 1 Linear', ''), ('drift SQNR 42.7 dB',
+    level)."""
     parts = []
     report = getattr(result, "quantized", None)
     if report is not None:
         parts.append((f"quant {report.scheme}: {format_number(len(report.converted))} Linear", ""))
     drift = getattr(result, "drift", None)
     if drift is not None:
-        sqnr = ("drift not finite" if not drift.finite else "identical outputs" if drift.sqnr_db is None
-                else f"SQNR {drift.sqnr_db:.1f} dB")
+        sqnr = ("drift not finite" if not drift.finite else "no drift: identical outputs" if drift.sqnr_db is None
+                else f"drift SQNR {drift.sqnr_db:.1f} dB")
         parts.append((sqnr, drift_level(drift)))
     return parts
 

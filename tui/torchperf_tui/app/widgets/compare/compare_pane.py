@@ -19,6 +19,7 @@ from torchperf_tui.app.widgets.fitted_table import FittedTable, column_widths
 from torchperf_tui.engine.records.history_compare import disturbed_sentence
 from torchperf_tui.core.stats import compute_stats, percentile_supported
 from torchperf_tui.core.formatting import COMPACT_UNSUPPORTED, format_ms, format_number, format_percentile
+from torchperf_tui.wording.numerics import ab_numerics_rows
 from torchperf_tui.wording.compare import arm_conditions, arm_pairs, ci_text
 from torchperf_tui.wording.timing import state_rows
 from torchperf_tui.app.pace import Pace
@@ -397,6 +398,9 @@ def ab_verdict_text(result) -> str:
     else:
         style = "$success" if verdict.ratio < 1 else "$error"
     lines = [head, f"[b {style}]{result.summary()}[/]"]
+    # what B's speed costs in accuracy, beside the verdict
+    lines += [f"[b ${level}]{label}:[/] {escape(value)}" if level else f"{label}: {escape(value)}"
+              for label, value, level in ab_numerics_rows(result)]
     disturbed = disturbed_sentence([("the comparison", disturbance_marks(result))])
     if disturbed:  # one line, in the words of a comparison of history records
         lines.append(f"[$warning]{escape(disturbed)}[/]")

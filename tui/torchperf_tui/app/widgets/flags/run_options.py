@@ -26,8 +26,13 @@ STEP = RunOption("step", "step", f"{run_option('step').help}; {run_option('optim
                  shown=(("infer", "infer"), *((f"train · {name}", f"train:{name}")
                                                 for name in run_option("optimizer").choices)))
 AMP = run_option("amp")
+# Beside the graph mode, on its row: quantization, its values saying what they are ('no quant', 'quant int8wo'), so
+# that the sidebar takes no row more and the run options stay above the fold at 80x24.
+QUANT = RunOption("quant", run_option("quant").label, run_option("quant").help,
+                  shown=tuple((text if value == "off" else f"quant {text}", value)
+                              for text, value in run_option("quant").shown))
 # What each select shows at first: the value a run takes when it is not given.
-DEFAULTS = {entry.name: entry.initial for entry in (STEP, AMP, *SELECTS)}
+DEFAULTS = {entry.name: entry.initial for entry in (STEP, AMP, QUANT, *SELECTS)}
 # What an option means in the sidebar beyond the table's words (which the CLI's help says too).
 APP_NOTES = {"iters": "; an A/B splits them into blocks",
              "shapes": ". Here: fixed, cycle:4 (4 sizes in turn) or random (a new size each iteration)"}
@@ -39,7 +44,8 @@ class RunOptionsPane(Vertical):
 
     @dataclass
     class Changed(Message):
-        """A run option changed: `name` is "iters", "warmup", "step", "amp", "shapes", "compile" or "flip";
+        """A run option changed: `name` is "iters", "warmup", "step", "amp", "shapes", "compile", "quant" or
+        "flip";
         `value` its new value."""
 
         name: str
@@ -55,7 +61,7 @@ class RunOptionsPane(Vertical):
     RunOptionsPane .option-label { width: 1fr; }
     RunOptionsPane #option-row-counts Label { width: auto; padding: 0 1 0 0; color: $text-muted; }
     RunOptionsPane #option-row-counts Input { width: 7; margin-right: 1; }
-    RunOptionsPane #option-row-step Select { width: 16; margin-right: 1; }
+    RunOptionsPane #option-row-step Select, RunOptionsPane #option-row-compile Select { width: 16; margin-right: 1; }
     """
 
     def compose(self) -> ComposeResult:
@@ -74,7 +80,11 @@ class RunOptionsPane(Vertical):
             with Horizontal(id=f"option-row-{entry.name}"):
                 yield ExitSafeSelect(entry.shown, value=DEFAULTS[entry.name], allow_blank=False, compact=True,
                                      id=f"option-{entry.name}", tooltip=entry.help + APP_NOTES.get(entry.name, ""))
-                yield Label(entry.label, classes="option-label")
+                if entry.name == "compile":
+                    yield ExitSafeSelect(QUANT.shown, value=DEFAULTS[QUANT.name], allow_blank=False, compact=True,
+                                         id=f"option-{QUANT.name}", tooltip=QUANT.help)
+                else:
+                    yield Label(entry.label, classes="option-label")
 
     def set_value(self, name: str, value: str) -> None:
         """Use and show `value` without posting Changed (the app chose it, e.g. the demo)."""

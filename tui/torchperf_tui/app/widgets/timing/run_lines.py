@@ -10,6 +10,7 @@ from textual.markup import escape
 
 from torchperf_tui.core.formatting import format_ms, format_number
 from torchperf_tui.wording.conditions import conditions_line_rows
+from torchperf_tui.wording.numerics import numerics_brief, numerics_rows
 from torchperf_tui.wording.timing import (budget_rows, compile_line_rows, intervals_by_name, intervals_line, peak_value,
                                           percentile_cell, shapes_line, state_rows)
 
@@ -106,10 +107,24 @@ def stats_text(record, compact: bool = False, intervals: dict | None = None) -> 
                     f"({format_number(s.fps, digits=1)} at the mean)  first {first}  n={s.n}\n"
                     f"{intervals_text(record, intervals)}")
     budget = "\n".join(value for _, value, _ in budget_rows(record.result))
-    extra = [line for line in (shapes_text(record), compile_text(record), peak_text(record), budget,
+    extra = [line for line in (numerics_text(record, compact), shapes_text(record), compile_text(record),
+                               peak_text(record), budget,
                                conditions_text(record, compact), state_text(record),
                                disturbed_text(record, compact)) if line]
     return "\n".join([text, *extra])
+
+
+def numerics_text(record, compact: bool = False) -> str:
+    """A finished run that changes numerics: what its quantization converted and how far its outputs drifted from
+    the float32 model (a low or non-finite drift in the warning colour); `compact`: one row of both."""
+    result = record.result
+    if result is None:
+        return ""
+    if compact:
+        return "  ".join(f"[${level}]{escape(text)}[/]" if level else escape(text)
+                         for text, level in numerics_brief(result))
+    return "\n".join(f"[b ${level}]{label}:[/] {escape(value)}" if level else f"{label}: {escape(value)}"
+                     for label, value, level in numerics_rows(result))
 
 
 def state_text(record) -> str:

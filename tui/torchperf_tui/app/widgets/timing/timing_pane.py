@@ -20,7 +20,7 @@ from textual.widgets import ProgressBar, Static
 from torchperf_tui.core.formatting import format_shape
 from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent, RunsChanged
-from torchperf_tui.app.runs import LiveRun, app_marks, save_run
+from torchperf_tui.app.runs import LiveRun, app_marks, input_text, save_run
 from torchperf_tui.app.widgets.timing.determinism_note import DeterminismNote
 from torchperf_tui.app.widgets.timing.generation_view import GenerationView
 from torchperf_tui.app.widgets.timing.histogram import LatencyHistogram
@@ -210,7 +210,8 @@ class TimingPane(Vertical):
             record.flags = result.flags.replace(num_threads=threads)
         if hasattr(result, "flags_text"):
             record.flags_text = result.flags_text()
-        record.input_text = f"{format_shape(result.input_shape)} {result.dtype}"  # as measured
+        record.input_text = input_text(format_shape(result.input_shape), result.dtype,  # as measured
+                                       getattr(result.config, "quant", None))
         record.status = "cancelled" if result.cancelled else "done"
         record.samples_ms = list(result.samples_ms)
         record.warmup_ms = list(result.warmup_ms)
