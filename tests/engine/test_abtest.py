@@ -80,7 +80,8 @@ def test_block_order_is_balanced_and_seeded():
 
 def test_arm_specs_parse_flags_and_settings():
     spec = parse_arm_spec("threads=2, cudnn_benchmark=on, tf32=off, dtype=fp16, channels_last=true")
-    assert spec.flags == Flags(num_threads=2, cudnn_benchmark=True, tf32_matmul=False, tf32_cudnn=False)
+    assert spec.flags == Flags(num_threads=2, cudnn_benchmark=True, tf32_matmul=False, tf32_cudnn=False,
+                               tf32_rnn=False)  # tf32 is CUDA's three: cuDNN's RNNs with its convolutions, as before
     assert spec.dtype == "float16" and spec.channels_last is True
     assert parse_arm_spec("").flags == Flags() and parse_arm_spec("").text == "base"
     assert parse_arm_spec("deterministic=1").flags.cudnn_deterministic

@@ -1,13 +1,14 @@
 """The attention-era flags' values as text: which SDPA backends `F.scaled_dot_product_attention` may choose from,
 and float32 matmul precision. Parsed, checked and written one way, for the flag table (core/flag_table.py), the CLI,
 the SPECs and the app's UI process alike; how they are applied to torch and read back is the engine's
-(engine/measurements/attention_flags.py).
+(engine/measurements/attention_flags.py, and precision_flags.py for the precision).
 
 SDPA backends: a set is written as the backends joined with '+' ('flash+math'), or 'all' (PyTorch's default). On
 the CPU only flash and math exist.
 
 Matmul precision: torch.set_float32_matmul_precision (highest, high, medium). On CUDA 'high' and 'medium' allow
-TF32 for float32 matmuls (torch ties allow_tf32 to it), so a set with either has TF32 matmul on.
+TF32 for float32 matmuls (torch ties CUDA's matmul fp32_precision to it), so a set with either has TF32 matmul on; on
+the CPU they let oneDNN's matmuls use TF32 ('high') or bfloat16 ('medium') where the CPU has them.
 """
 
 from __future__ import annotations
@@ -72,5 +73,5 @@ def parse_matmul_precision(text: str) -> str:
 
 
 def allows_tf32(precision: str) -> bool:
-    """Whether float32 matmuls may use TF32 on CUDA at this precision (torch ties allow_tf32 to it)."""
+    """Whether float32 matmuls may use TF32 on CUDA at this precision (torch ties CUDA's matmul setting to it)."""
     return precision != DEFAULT_MATMUL_PRECISION

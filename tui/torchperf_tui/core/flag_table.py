@@ -2,11 +2,13 @@
 
 An entry says what the flag is (its name, which is its field of engine/measurements/flags.Flags and its key in a
 record; its label, kind, default and choices), where it has an effect (cpu, cuda or any, and what torch must have
-for it to act), its help in the sidebar, its command-line option, its SPEC keys, and the attribute of torch that
-holds it. The rest follows from the table by looping over it: Flags' fields, the CLI's options and the flags they
-set, the SPEC keys and their aliases, the baseline's overrides and the gate's names, the sidebar's switches, what
-a record, MLflow and an export write. A new flag is one entry here (and, where torch holds it in a way no attribute
-says, its apply and read functions in engine/measurements/flags.py, the one place that changes torch's state).
+for it to act), its help in the sidebar, its command-line options, its SPEC keys, and the attribute of torch that
+holds it (for a TF32 flag, the per-backend fp32_precision settings it switches, and the allow_tf32 attribute a torch
+without them holds it in). The rest follows from the table by looping over it: Flags' fields, the CLI's options and
+the flags they set, the SPEC keys and their aliases, the baseline's overrides and the gate's names, the sidebar's
+switches, what a record, MLflow and an export write. A new flag is one entry here (and, where torch holds it in a
+way no attribute says, its apply and read functions in engine/measurements/flags.py, the one place that changes
+torch's state).
 
 No torch: the CLI's process and the app's UI process read the table.
 """
@@ -27,7 +29,8 @@ SWITCH, ON, VALUE, CHOICE = "switch", "on", "value", "choice"
 
 @dataclass(frozen=True)
 class FlagOption:
-    """A command-line option: every flag whose entry names it takes its value (--tf32 sets both TF32 flags)."""
+    """A command-line option: every flag whose entry names it takes its value (--tf32 sets the three CUDA TF32
+    flags)."""
 
     text: str  # "--cudnn-benchmark"
     help: str
@@ -54,7 +57,9 @@ class FlagEntry:
     choices: tuple[str, ...] = ()
     parse: Callable[[str], Any] | None = None  # a value as typed -> the value (an int or str flag's; a SPEC's bools
     #                                            are on/off words, engine/measurements/ab_arms.py)
-    option: FlagOption | None = None
+    option: FlagOption | None = None  # its own option
+    shared_option: FlagOption | None = None  # an option that sets it with other flags (--tf32), listed before its
+    #                                          own, which wins where both are typed
     keys: tuple[str, ...] = ()  # SPEC keys: the first is the one compare's help names, the others aliases
     key_example: str = ""  # said beside that key in compare's help
     key_in_help: bool = True  # whether compare's help names its key (two flags' keys it has never named)
@@ -62,12 +67,24 @@ class FlagEntry:
     key_said_after: str = ""  # compare's help names its key after this flag's (where it has always named it)
     elsewhere: str = ""  # why it does nothing on the other kind of device (default: said by `device`)
     needs: tuple[str, ...] = ()  # what torch must have for it to act, checked in this order: "cudnn" in the build,
-    #                              "tf32" (compute capability 8.0 on CUDA), "onednn" in the build
+    #                              "tf32" (compute capability 8.0 on CUDA), "onednn" in the build, "fp32_precision"
+    #                              (torch's per-backend fp32 precision settings), "cpu_tf32" (a CPU oneDNN may use
+    #                              TF32 on)
     torch_attr: str = ""  # the attribute of torch that holds it, set and read as `kind`; where that is not all,
     #                       engine/measurements/flags.py names the flag among its own appliers and readers
+    fp32_precision: tuple[str, ...] = ()  # a TF32 flag's: the objects of torch whose fp32_precision it switches
+    #                                       between "tf32" (on) and "ieee" (off), e.g. "backends.cudnn.rnn"; it reads
+    #                                       on where every one says "tf32" (engine/measurements/precision_flags.py)
+    allow_tf32: str = ""  # a TF32 flag's: the attribute a torch without fp32_precision holds it in, read there, and
+    #                       set there unless the flag needs "fp32_precision" (it shares the attribute, or has none)
 
 
-TF32_OPTION = FlagOption("--tf32", "allow TF32 for fp32 matmuls and convolutions (default: PyTorch's)", SWITCH)
+# --tf32 and SPEC key tf32 set TF32 for CUDA's matmuls, cuDNN's convolutions and cuDNN's RNNs together: the one
+# allow_tf32 of cuDNN that they set before held its convolutions and RNNs as one, so --no-tf32 still turns off all
+# that it did. oneDNN's TF32 on the CPU is not among them (it never was): --tf32-mkldnn, tf32_mkldnn=on. Each has
+# its own option and key besides. tf32_cudnn keeps its name (records, the gate) and is cuDNN's convolutions.
+TF32_OPTION = FlagOption("--tf32", "allow TF32 on CUDA for fp32 matmuls, cuDNN convolutions and cuDNN RNNs (default: "
+                                   "PyTorch's; --tf32-matmul, --tf32-cudnn, --tf32-rnn set one each)", SWITCH)
 
 FLAG_ENTRIES: tuple[FlagEntry, ...] = (
     FlagEntry("cudnn_benchmark", "cudnn.benchmark", bool, False, "cuda",
@@ -84,11 +101,23 @@ FLAG_ENTRIES: tuple[FlagEntry, ...] = (
              "use cuDNN at all (off: PyTorch's native CUDA kernels)",
              keys=("cudnn_enabled",), key_in_help=False, needs=("cudnn",), torch_attr="backends.cudnn.enabled"),
     FlagEntry("tf32_matmul", "TF32 matmul", bool, False, "cuda",
-             "allow TF32 tensor cores for fp32 matmuls (Ampere and newer)",
-             option=TF32_OPTION, keys=("tf32",), needs=("tf32",), torch_attr="backends.cuda.matmul.allow_tf32"),
+             "allow TF32 tensor cores for fp32 matmuls (cuBLAS; Ampere and newer)",
+             option=FlagOption("--tf32-matmul", "TF32 for fp32 matmuls on CUDA "
+                                                "(torch.backends.cuda.matmul.fp32_precision; default off)", SWITCH),
+             shared_option=TF32_OPTION, keys=("tf32", "tf32_matmul"), needs=("tf32",),
+             fp32_precision=("backends.cuda.matmul",), allow_tf32="backends.cuda.matmul.allow_tf32"),
     FlagEntry("tf32_cudnn", "TF32 cuDNN", bool, True, "cuda",
-             "allow TF32 tensor cores for fp32 convolutions (Ampere and newer)",
-             option=TF32_OPTION, keys=("tf32",), needs=("cudnn", "tf32"), torch_attr="backends.cudnn.allow_tf32"),
+             "allow TF32 tensor cores for fp32 cuDNN convolutions (Ampere and newer)",
+             option=FlagOption("--tf32-cudnn", "TF32 for fp32 cuDNN convolutions "
+                                               "(torch.backends.cudnn.conv.fp32_precision; default on)", SWITCH),
+             shared_option=TF32_OPTION, keys=("tf32", "tf32_cudnn"), needs=("cudnn", "tf32"),
+             fp32_precision=("backends.cudnn.conv",), allow_tf32="backends.cudnn.allow_tf32"),
+    FlagEntry("tf32_rnn", "TF32 RNN", bool, True, "cuda",
+             "allow TF32 tensor cores for fp32 cuDNN RNNs (LSTM, GRU; Ampere and newer)",
+             option=FlagOption("--tf32-rnn", "TF32 for fp32 cuDNN RNNs (torch.backends.cudnn.rnn.fp32_precision; "
+                                             "default on)", SWITCH),
+             shared_option=TF32_OPTION, keys=("tf32", "tf32_rnn"), needs=("cudnn", "tf32", "fp32_precision"),
+             fp32_precision=("backends.cudnn.rnn",), allow_tf32="backends.cudnn.allow_tf32"),
     FlagEntry("deterministic_algorithms", "deterministic algos", bool, False, "any",
              "torch.use_deterministic_algorithms: error on ops with no deterministic version",
              option=FlagOption("--deterministic-algorithms", "torch.use_deterministic_algorithms(True)", ON),
@@ -97,6 +126,17 @@ FLAG_ENTRIES: tuple[FlagEntry, ...] = (
              "use oneDNN kernels for CPU convolutions and matmuls",
              keys=("mkldnn",), key_said_after="num_threads", elsewhere="oneDNN runs CPU ops only",
              needs=("onednn",), torch_attr="backends.mkldnn.enabled"),
+    # oneDNN's matmuls are not this flag's: torch ties their precision to set_float32_matmul_precision (matmul_precision
+    # high: TF32, medium: bfloat16), and torch's mkldnn.fp32_precision, the parent of all three, sets every backend's.
+    FlagEntry("tf32_mkldnn", "TF32 oneDNN", bool, False, "cpu",
+             "allow TF32 in oneDNN's fp32 convolutions and RNNs on the CPU: torch uses it only on a CPU with "
+             "AMX-FP16; oneDNN's matmuls follow matmul precision (high: TF32)",
+             option=FlagOption("--tf32-mkldnn", "TF32 for oneDNN's fp32 convolutions and RNNs on a CPU with AMX-FP16 "
+                                                "(torch.backends.mkldnn.conv and .rnn fp32_precision; default off)",
+                               SWITCH),
+             keys=("tf32_mkldnn",), key_said_after="mkldnn_enabled", elsewhere="oneDNN runs CPU ops only",
+             needs=("onednn", "fp32_precision", "cpu_tf32"),
+             fp32_precision=("backends.mkldnn.conv", "backends.mkldnn.rnn")),
     FlagEntry("num_threads", "threads", int, None, "cpu",
              "intra-op CPU threads (torch.set_num_threads); empty: the measurement process's own count",
              parse=thread_count,
@@ -122,7 +162,13 @@ FLAG_ENTRIES: tuple[FlagEntry, ...] = (
 _BY_NAME = {entry.name: entry for entry in FLAG_ENTRIES}
 # Why a flag of one kind of device does nothing on the other, unless its entry says.
 _ELSEWHERE = {"cuda": "a CUDA setting: no effect on the CPU", "cpu": "a CPU setting: no effect on the GPU"}
-NEEDS = ("cudnn", "tf32", "onednn")  # what an entry's `needs` may name (engine/measurements/flags.py checks each)
+# What an entry's `needs` may name (engine/measurements/flags.py checks each).
+NEEDS = ("cudnn", "tf32", "onednn", "fp32_precision", "cpu_tf32")
+
+
+def options_of(entry: FlagEntry) -> tuple[FlagOption, ...]:
+    """The command-line options that set the flag: the one it shares with others first, then its own."""
+    return tuple(option for option in (entry.shared_option, entry.option) if option is not None)
 
 
 def _faults() -> list[str]:
@@ -141,14 +187,18 @@ def _faults() -> list[str]:
                    if need not in NEEDS]
         faults += [f"{entry.name}: {after} names no flag" for after in (entry.listed_after, entry.key_said_after)
                    if after and after not in _BY_NAME]
-        option = entry.option
-        if option is not None and option.style in (SWITCH, ON) and entry.kind is not bool:
-            faults.append(f"{entry.name}: {option.text} is a switch, for an on/off flag")
-        if option is not None and option.style == ON and entry.default is not False:
-            faults.append(f"{entry.name}: {option.text} typed alone turns it on, so it is off by default")
-        if option is not None and option.style == CHOICE and not entry.choices:
-            faults.append(f"{entry.name}: {option.text} takes one of the flag's choices, and it has none")
-    for text, spec_kinds in _kinds_by(lambda entry: entry.option and entry.option.text).items():
+        for option in options_of(entry):
+            if option.style in (SWITCH, ON) and entry.kind is not bool:
+                faults.append(f"{entry.name}: {option.text} is a switch, for an on/off flag")
+            if option.style == ON and entry.default is not False:
+                faults.append(f"{entry.name}: {option.text} typed alone turns it on, so it is off by default")
+            if option.style == CHOICE and not entry.choices:
+                faults.append(f"{entry.name}: {option.text} takes one of the flag's choices, and it has none")
+        if entry.fp32_precision and (entry.kind is not bool or entry.torch_attr):
+            faults.append(f"{entry.name}: a TF32 flag (fp32_precision) is on/off, held by those settings alone")
+        if entry.allow_tf32 and not entry.fp32_precision:
+            faults.append(f"{entry.name}: allow_tf32 is where an older torch holds a TF32 flag (fp32_precision)")
+    for text, spec_kinds in _kinds_by(lambda entry: [option.text for option in options_of(entry)]).items():
         if len(spec_kinds) > 1:
             faults.append(f"{text} sets flags of different kinds")
     for key, spec_kinds in _kinds_by(lambda entry: entry.keys).items():
@@ -194,18 +244,19 @@ def listed() -> list[FlagEntry]:
 
 
 def flag_options() -> list[tuple[FlagOption, tuple[str, ...]]]:
-    """Each command-line option once, in the CLI's order, with the flags it sets."""
+    """Each command-line option once, in the CLI's order, with the flags it sets. An option shared by several flags
+    comes before their own options, so that one typed beside it wins (--no-tf32 --tf32-rnn: TF32 for RNNs alone)."""
     found: dict[str, tuple[FlagOption, tuple[str, ...]]] = {}
     for entry in listed():
-        if entry.option is not None:
-            option, names = found.get(entry.option.text, (entry.option, ()))
-            found[entry.option.text] = (option, (*names, entry.name))
+        for given in options_of(entry):
+            option, names = found.get(given.text, (given, ()))
+            found[given.text] = (option, (*names, entry.name))
     return list(found.values())
 
 
 def spec_keys() -> dict[str, tuple[str, ...]]:
-    """SPEC key -> the flags it sets ('tf32' sets both TF32 flags; 'benchmark' is an alias of 'cudnn_benchmark'),
-    in the CLI's order."""
+    """SPEC key -> the flags it sets ('tf32' sets the three CUDA TF32 flags; 'benchmark' is an alias of
+    'cudnn_benchmark'), in the CLI's order."""
     keys: dict[str, tuple[str, ...]] = {}
     for entry in listed():
         for key in entry.keys:
@@ -216,7 +267,8 @@ def spec_keys() -> dict[str, tuple[str, ...]]:
 def spec_keys_text() -> str:
     """The SPEC keys as compare's help names them: each flag's first key once (`key_in_help`, in the CLI's order, a
     `key_said_after` entry behind the one it names), with its example where it has one:
-    'cudnn_benchmark, deterministic, tf32, threads, mkldnn, sdpa (e.g. sdpa=flash+math), matmul_precision'."""
+    'cudnn_benchmark, deterministic, tf32, threads, mkldnn, tf32_mkldnn, sdpa (e.g. sdpa=flash+math),
+    matmul_precision'."""
     named: dict[str, str] = {}
     for entry in _moved(listed(), "key_said_after"):
         if entry.keys and entry.key_in_help and entry.keys[0] not in named:

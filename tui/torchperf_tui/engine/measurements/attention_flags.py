@@ -1,27 +1,20 @@
-"""The attention-era flags: which SDPA backends `F.scaled_dot_product_attention` may choose from, and float32
-matmul precision. How they are applied and read back (engine/measurements/flags.py calls these: it stays the one
-place global torch state is changed), and what the documented constraints alone refuse. Their values as text are
-the ground floor's (core/attention_settings.py).
+"""The SDPA backends as a flag: which backends `F.scaled_dot_product_attention` may choose from. How they are applied
+and read back (engine/measurements/flags.py calls these: it stays the one place global torch state is changed), and
+what the documented constraints alone refuse. Their values as text are the ground floor's
+(core/attention_settings.py), as float32 matmul precision's are; that one is applied with TF32 matmul
+(engine/measurements/precision_flags.py).
 
 SDPA backends: torch.nn.attention.sdpa_kernel is a context manager over four process-wide switches
 (torch.backends.cuda.enable_flash_sdp, enable_mem_efficient_sdp, enable_math_sdp, enable_cudnn_sdp); the flags
 context sets the same switches and puts them back, as it does every other flag. On the CPU only flash and math
 exist. A set is written as the backends joined with '+' ('flash+math'), or 'all' (PyTorch's default).
 
-Matmul precision: torch.set_float32_matmul_precision (highest, high, medium). On CUDA 'high' and 'medium' allow
-TF32 for float32 matmuls (torch ties allow_tf32 to it), so a set with either has TF32 matmul on; on the CPU,
-oneDNN may use TF32 ('high') or bfloat16 ('medium') for float32 matmuls where the CPU has them.
-
 No torch at import: the CLI's process and the app's UI process check these.
 """
 
 from __future__ import annotations
 
-from torchperf_tui.core.attention_settings import (CPU_SDPA_BACKENDS, DEFAULT_MATMUL_PRECISION, SDPA_ALL, SDPA_LABELS,
-                                                   allows_tf32, sdpa_backends, sdpa_text)
-
-# torch >= 2.9 keeps the precision per backend; oneDNN's says what set_float32_matmul_precision last set.
-_MKLDNN_PRECISION = {"ieee": "highest", "tf32": "high", "bf16": "medium"}
+from torchperf_tui.core.attention_settings import CPU_SDPA_BACKENDS, SDPA_ALL, SDPA_LABELS, sdpa_backends, sdpa_text
 
 
 # -- applying and reading (torch) -----------------------------------------------------------------------------
@@ -47,31 +40,6 @@ def apply_sdpa(value: str) -> None:
     for name, (_, enable) in _sdpa_switches().items():
         if enable is not None:
             enable(name in allowed)
-
-
-def current_matmul_precision() -> str:
-    """torch's float32 matmul precision. Read from oneDNN's setting where torch keeps one per backend (asking
-    torch for the one precision raises once allow_tf32 and the precision were set apart)."""
-    import torch
-
-    mkldnn = getattr(getattr(torch.backends.mkldnn, "matmul", None), "fp32_precision", None)
-    if mkldnn in _MKLDNN_PRECISION:
-        return _MKLDNN_PRECISION[mkldnn]
-    try:
-        return torch.get_float32_matmul_precision()
-    except RuntimeError:
-        return DEFAULT_MATMUL_PRECISION
-
-
-def apply_matmul_precision(precision: str, tf32_matmul: bool) -> None:
-    """Set the precision, then TF32 matmul where the precision leaves it free ('highest'): at 'high' and 'medium'
-    TF32 is on (turning it off there would set CUDA's precision apart from oneDNN's, a state torch refuses to
-    report)."""
-    import torch
-
-    torch.set_float32_matmul_precision(precision)
-    if not allows_tf32(precision):
-        torch.backends.cuda.matmul.allow_tf32 = tf32_matmul
 
 
 # -- what the documented constraints refuse, before anything runs (no torch) ----------------------------------

@@ -3,10 +3,11 @@
 What each flag is, where it acts and how a user names it is the flag table's (core/flag_table.py): Flags has one
 field per entry. This module is how torch holds them: each flag is set and read through the attribute of torch its
 entry names, or through the appliers and readers below, and this is the only place that changes torch's global
-backend state (cuDNN, TF32, deterministic algorithms, oneDNN, intra-op threads, the SDPA backends and float32
-matmul precision: engine/measurements/attention_flags.py). A module-wide re-entrant lock is held while flags are
-applied, so a timed run never sees its flags change under it: a second run waits until the first has left its
-flags context.
+backend state (cuDNN, deterministic algorithms, oneDNN, intra-op threads; the SDPA backends:
+engine/measurements/attention_flags.py; TF32 per backend and float32 matmul precision, through torch's per-backend
+fp32_precision where it has it, else allow_tf32: engine/measurements/precision_flags.py). A module-wide re-entrant
+lock is held while flags are applied, so a timed run never sees its flags change under it: a second run waits until
+the first has left its flags context.
 
 User code can change that state too (a factory calling `torch.set_num_threads(1)`), and it would then leak
 into every later model of the process. So the process keeps its pristine state (`pristine_state`, taken
@@ -29,6 +30,7 @@ from torchperf_tui.core.attention_settings import allows_tf32
 from torchperf_tui.core.errors import FlagError
 from torchperf_tui.core.flag_table import FLAG_ENTRIES, NEEDS, FlagEntry, device_applicability, flag_entry
 from torchperf_tui.engine.measurements import attention_flags as attn
+from torchperf_tui.engine.measurements import precision_flags as precision
 
 # cuBLAS is only deterministic with a fixed workspace; PyTorch raises at the first matmul otherwise.
 _CUBLAS_DETERMINISTIC_WORKSPACE = ":4096:8"
@@ -159,9 +161,27 @@ def _without_onednn(on_cuda: bool) -> str | None:
     return None
 
 
+# The one place the fallback of an older torch is said: the TF32 flags that need per-backend settings say it, in the
+# sidebar, an A/B's arms and a run's notes; TF32 matmul and TF32 cuDNN act through allow_tf32 there.
+WITHOUT_FP32_PRECISION = ("this PyTorch has no per-backend fp32_precision: TF32 is set through allow_tf32, which holds "
+                          "cuDNN's convolutions and RNNs as one (TF32 cuDNN) and has none for oneDNN on the CPU")
+
+
+def _without_fp32_precision(on_cuda: bool) -> str | None:
+    return None if precision.per_backend() else WITHOUT_FP32_PRECISION
+
+
+def _without_cpu_tf32(on_cuda: bool) -> str | None:
+    if not on_cuda and precision.cpu_has_tf32() is False:
+        return "this CPU has no AMX-FP16, which torch requires before oneDNN computes float32 in TF32"
+    return None
+
+
 # What a flag's entry says it needs (FlagEntry.needs): why it cannot act here, or None.
 _NEEDS: dict[str, Callable[[bool], str | None]] = {"cudnn": _without_cudnn, "tf32": _without_tf32,
-                                                    "onednn": _without_onednn}
+                                                    "onednn": _without_onednn,
+                                                    "fp32_precision": _without_fp32_precision,
+                                                    "cpu_tf32": _without_cpu_tf32}
 if set(_NEEDS) != set(NEEDS):  # the table's words for what torch must have, each checked here
     raise TypeError(f"what a flag needs, checked here: {', '.join(_NEEDS)}; named by the table: {', '.join(NEEDS)}")
 
@@ -229,10 +249,11 @@ def _apply_threads(flags: Flags) -> None:
 
 
 # The flags that are more than an attribute of torch set and read: how each is applied (from the whole set: the
-# matmul precision sets TF32 matmul with it) and read back.
+# matmul precision sets TF32 matmul with it) and read back. The TF32 flags (an entry's `fp32_precision`) are
+# precision_flags' to apply and read, each from its entry, but for TF32 matmul, applied with the precision here.
 _APPLIERS: dict[str, Callable[[Flags], None]] = {
     # TF32 matmul is set with the precision, which torch ties it to (the precision first, then TF32 matmul)
-    "tf32_matmul": lambda flags: attn.apply_matmul_precision(flags.matmul_precision, flags.tf32_matmul),
+    "tf32_matmul": lambda flags: precision.apply_matmul_precision(flags.matmul_precision, flags.tf32_matmul),
     "deterministic_algorithms": _apply_deterministic_algorithms,
     "num_threads": _apply_threads,
     "sdpa": lambda flags: attn.apply_sdpa(flags.sdpa),
@@ -242,13 +263,15 @@ _READERS: dict[str, Callable[[], Any]] = {
     "deterministic_algorithms": lambda: _torch().are_deterministic_algorithms_enabled(),
     "num_threads": lambda: _torch().get_num_threads(),
     "sdpa": attn.current_sdpa,
-    "matmul_precision": attn.current_matmul_precision,
+    "matmul_precision": precision.current_matmul_precision,
 }
 
 
 def _read(entry: FlagEntry) -> Any:
     if entry.name in _READERS:
         return entry.kind(_READERS[entry.name]())
+    if entry.fp32_precision:
+        return precision.tf32_on(entry)
     owner, name = _attribute(entry.torch_attr)
     return entry.kind(getattr(owner, name))
 
@@ -258,15 +281,31 @@ def _apply(flags: Flags) -> None:
     for entry in FLAG_ENTRIES:
         if entry.name in _APPLIERS:
             _APPLIERS[entry.name](flags)
+        elif entry.fp32_precision:
+            precision.apply_tf32(entry, getattr(flags, entry.name))
         else:
             owner, name = _attribute(entry.torch_attr)
             setattr(owner, name, getattr(flags, entry.name))
 
 
+def _held(flags: Flags) -> Flags:
+    """`flags` as this torch holds them once applied: where it has no per-backend fp32_precision, a TF32 flag that
+    needs them reads as the flag that holds its allow_tf32 (TF32 RNN as TF32 cuDNN), or off where it has none."""
+    if precision.per_backend():
+        return flags
+    holders = {entry.allow_tf32: entry.name for entry in FLAG_ENTRIES
+               if entry.allow_tf32 and "fp32_precision" not in entry.needs}
+    return replace(flags, **{entry.name: bool(getattr(flags, holders[entry.allow_tf32]))
+                             if entry.allow_tf32 in holders else False
+                             for entry in FLAG_ENTRIES if entry.fp32_precision and "fp32_precision" in entry.needs})
+
+
 def _unheld_flags() -> list[str]:
-    """Entries of the table torch would not know how to hold: no attribute, and no applier and reader here."""
+    """Entries of the table torch would not know how to hold: no attribute, no TF32 settings, and no applier and
+    reader here."""
     return [entry.name for entry in FLAG_ENTRIES
-            if not entry.torch_attr and not (entry.name in _APPLIERS and entry.name in _READERS)]
+            if not entry.torch_attr and not entry.fp32_precision
+            and not (entry.name in _APPLIERS and entry.name in _READERS)]
 
 
 if _unheld_flags():  # a new entry names its torch attribute, or has its applier and reader above
@@ -281,12 +320,14 @@ def applied_flags(flags: Flags) -> Iterator[Flags]:
 
     with _FLAGS_LOCK:
         previous = Flags.current()
+        settings = precision.settings()  # "none" (inherit) included, which the flags alone do not say
         warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
         try:
             _apply(flags.resolved())
             yield flags
         finally:
             _apply(previous)
+            precision.restore(settings)
             if previous.deterministic_algorithms and warn_only:
                 torch.use_deterministic_algorithms(True, warn_only=True)
 
@@ -296,19 +337,24 @@ def applied_flags(flags: Flags) -> Iterator[Flags]:
 # What TorchState holds beyond the flags, and how a change of each is said.
 _STATE_LABELS = {"num_threads": "torch threads", "interop_threads": "inter-op threads",
                  "default_dtype": "the default dtype", "grad_enabled": "grad mode",
-                 "warn_only": "deterministic algorithms' warn-only mode"}
+                 "warn_only": "deterministic algorithms' warn-only mode", "fp32_precision": "fp32 precision"}
+# The flags the per-backend fp32 precision settings hold: a change they show is said by them, not twice.
+_HELD_BY_PRECISION = {entry.name for entry in FLAG_ENTRIES if entry.fp32_precision} | {"matmul_precision"}
 
 
 @dataclass(frozen=True)
 class TorchState:
     """Torch's process-wide settings a model's code can change behind a run's back: every flag (threads
-    included, as a count), the inter-op threads, the default dtype, grad mode and deterministic warn-only."""
+    included, as a count), the inter-op threads, the default dtype, grad mode, deterministic warn-only, and every
+    per-backend fp32 precision setting as read ("none" included, a change no flag shows: oneDNN's convolutions
+    to bf16)."""
 
     flags: Flags
     interop_threads: int
     default_dtype: str
     grad_enabled: bool
     warn_only: bool
+    fp32_precision: tuple[tuple[str, str], ...] = ()  # precision_flags.settings(): (setting, value), parents first
 
     @classmethod
     def current(cls) -> "TorchState":
@@ -317,16 +363,25 @@ class TorchState:
         return cls(flags=Flags.current(), interop_threads=int(torch.get_num_interop_threads()),
                    default_dtype=str(torch.get_default_dtype()).removeprefix("torch."),
                    grad_enabled=bool(torch.is_grad_enabled()),
-                   warn_only=bool(torch.is_deterministic_algorithms_warn_only_enabled()))
+                   warn_only=bool(torch.is_deterministic_algorithms_warn_only_enabled()),
+                   fp32_precision=precision.settings())
 
     def values(self) -> dict[str, object]:
         return {**self.flags.to_dict(), "interop_threads": self.interop_threads,
-                "default_dtype": self.default_dtype, "grad_enabled": self.grad_enabled, "warn_only": self.warn_only}
+                "default_dtype": self.default_dtype, "grad_enabled": self.grad_enabled, "warn_only": self.warn_only,
+                "fp32_precision": self.fp32_precision}
 
     def changes_from(self, expected: "TorchState") -> dict[str, tuple]:
-        """Settings whose values differ: name -> (expected, this state's value)."""
+        """Settings whose values differ: name -> (expected, this state's value). Of the fp32 precision settings,
+        those that differ, and only where no flag they hold changed with them."""
         mine, theirs = self.values(), expected.values()
-        return {name: (theirs[name], value) for name, value in mine.items() if value != theirs[name]}
+        changes = {name: (theirs[name], value) for name, value in mine.items() if value != theirs[name]}
+        if "fp32_precision" in changes:
+            before, now = changes.pop("fp32_precision")
+            if not _HELD_BY_PRECISION & set(changes):
+                changes["fp32_precision"] = (tuple(pair for pair in before if pair not in now),
+                                             tuple(pair for pair in now if pair not in before))
+        return changes
 
 
 _PRISTINE: TorchState | None = None
@@ -349,7 +404,7 @@ def asked_state(flags: Flags) -> TorchState:
     base = pristine_state()
     threads = flags.num_threads if flags.num_threads is not None else base.flags.num_threads
     # Setting deterministic algorithms on or off (as applying flags does) clears warn-only.
-    return replace(base, flags=replace(flags.effective(), num_threads=threads), warn_only=False)
+    return replace(base, flags=replace(_held(flags.effective()), num_threads=threads), warn_only=False)
 
 
 def _label(name: str) -> str:
@@ -357,6 +412,9 @@ def _label(name: str) -> str:
 
 
 def _value_text(value: object) -> str:
+    if isinstance(value, tuple):  # fp32 precision settings: 'cudnn.conv=ieee, mkldnn.conv=bf16'
+        return ", ".join(f"{'all' if path == 'backends' else path.removeprefix('backends.')}={setting}"
+                         for path, setting in value) or "as before"
     return ("on" if value else "off") if isinstance(value, bool) else str(value)
 
 
@@ -372,6 +430,7 @@ def restore_state(state: TorchState) -> list[str]:
 
     with _FLAGS_LOCK:
         _apply(state.flags)
+        precision.restore(state.fp32_precision)
         if state.warn_only and state.flags.deterministic_algorithms:
             torch.use_deterministic_algorithms(True, warn_only=True)
         dtype = getattr(torch, state.default_dtype, None)
@@ -419,6 +478,7 @@ class StateWatch:
     def ran(self, flags: Flags, during: str = "the run") -> None:
         changes = TorchState.current().changes_from(asked_state(flags))
         changes.pop("grad_enabled", None)  # the run's own: inference runs without gradients
+        changes.pop("fp32_precision", None)  # the run's flags wrote them (a change is said by the flags they hold)
         self._note(changes,
                    lambda n, e, a: f"the model's code set {change_text(n, e, a)} during {during}: samples "
                                    f"measured under a state the run did not ask for; put back after it")
