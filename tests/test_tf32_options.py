@@ -1,6 +1,7 @@
 """The TF32 flags from the front ends to the history: --tf32 and SPEC key tf32 set what they set before (TF32 for CUDA's
 matmuls and cuDNN, whose one allow_tf32 held its convolutions and RNNs), each backend has its own option and key, a
-record carries each, and the gate names each as the command line does."""
+record carries each, a record written before TF32 RNN and TF32 oneDNN existed reads as its run had them, and the gate
+names each as the command line does."""
 
 from __future__ import annotations
 
@@ -99,3 +100,18 @@ def test_the_baseline_s_overrides_name_the_tf32_flags_as_the_gate_does(argv, nam
                             build_parser(baseline=True).parse_args(argv), typed_options(argv))
     assert typed == names
     assert {name: getattr(cfg.flags, name) for name in names} == dict.fromkeys(names, "--no" not in argv[3])
+
+
+def test_a_record_from_before_tf32_rnn_reads_as_its_run_had_it():
+    """Its tf32_cudnn was the one allow_tf32 of cuDNN, its RNNs' too; oneDNN's TF32 it never set (off)."""
+    for cudnn in (False, True):
+        data = make_record().to_dict()
+        data["flags"] = {name: value for name, value in Flags(tf32_cudnn=cudnn).to_dict().items()
+                         if name not in ("tf32_rnn", "tf32_mkldnn")}
+        old = HistoryRecord.from_dict(data)
+        assert (old.flags["tf32_cudnn"], old.flags["tf32_rnn"], old.flags["tf32_mkldnn"]) == (cudnn, cudnn, False)
+        assert tf32_of(config_of_record(old).flags) == {"tf32_matmul": False, "tf32_cudnn": cudnn, "tf32_rnn": cudnn,
+                                                        "tf32_mkldnn": False}
+        same = make_record(flags=Flags(tf32_cudnn=cudnn, tf32_rnn=cudnn).to_dict())
+        assert gate(old, same).differences == []
+    assert HistoryRecord.from_dict({**make_record().to_dict(), "flags": {}}).flags == {}  # no flags: none made up

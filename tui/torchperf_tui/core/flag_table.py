@@ -77,6 +77,9 @@ class FlagEntry:
     #                                       on where every one says "tf32" (engine/measurements/precision_flags.py)
     allow_tf32: str = ""  # a TF32 flag's: the attribute a torch without fp32_precision holds it in, read there, and
     #                       set there unless the flag needs "fp32_precision" (it shares the attribute, or has none)
+    older: str = ""  # a flag added later: the flag that a record written before it holds (it lacks this one)
+    older_value: str = "same"  # how such a record ran this one: "same", at that flag's value (tf32_rnn: the one
+    #                            allow_tf32 held cuDNN's RNNs with its convolutions); "default", at this one's default
 
 
 # --tf32 and SPEC key tf32 set TF32 for CUDA's matmuls, cuDNN's convolutions and cuDNN's RNNs together: the one
@@ -117,7 +120,7 @@ FLAG_ENTRIES: tuple[FlagEntry, ...] = (
              option=FlagOption("--tf32-rnn", "TF32 for fp32 cuDNN RNNs (torch.backends.cudnn.rnn.fp32_precision; "
                                              "default on)", SWITCH),
              shared_option=TF32_OPTION, keys=("tf32", "tf32_rnn"), needs=("cudnn", "tf32", "fp32_precision"),
-             fp32_precision=("backends.cudnn.rnn",), allow_tf32="backends.cudnn.allow_tf32"),
+             fp32_precision=("backends.cudnn.rnn",), allow_tf32="backends.cudnn.allow_tf32", older="tf32_cudnn"),
     FlagEntry("deterministic_algorithms", "deterministic algos", bool, False, "any",
              "torch.use_deterministic_algorithms: error on ops with no deterministic version",
              option=FlagOption("--deterministic-algorithms", "torch.use_deterministic_algorithms(True)", ON),
@@ -136,7 +139,8 @@ FLAG_ENTRIES: tuple[FlagEntry, ...] = (
                                SWITCH),
              keys=("tf32_mkldnn",), key_said_after="mkldnn_enabled", elsewhere="oneDNN runs CPU ops only",
              needs=("onednn", "fp32_precision", "cpu_tf32"),
-             fp32_precision=("backends.mkldnn.conv", "backends.mkldnn.rnn")),
+             fp32_precision=("backends.mkldnn.conv", "backends.mkldnn.rnn"), older="tf32_cudnn",
+             older_value="default"),
     FlagEntry("num_threads", "threads", int, None, "cpu",
              "intra-op CPU threads (torch.set_num_threads); empty: the measurement process's own count",
              parse=thread_count,
@@ -196,6 +200,8 @@ def _faults() -> list[str]:
                 faults.append(f"{entry.name}: {option.text} takes one of the flag's choices, and it has none")
         if entry.fp32_precision and (entry.kind is not bool or entry.torch_attr):
             faults.append(f"{entry.name}: a TF32 flag (fp32_precision) is on/off, held by those settings alone")
+        if entry.older and (entry.older not in _BY_NAME or entry.older_value not in ("same", "default")):
+            faults.append(f"{entry.name}: older names the flag an older record holds; older_value is same or default")
         if entry.allow_tf32 and not entry.fp32_precision:
             faults.append(f"{entry.name}: allow_tf32 is where an older torch holds a TF32 flag (fp32_precision)")
     for text, spec_kinds in _kinds_by(lambda entry: [option.text for option in options_of(entry)]).items():
@@ -274,6 +280,14 @@ def spec_keys_text() -> str:
         if entry.keys and entry.key_in_help and entry.keys[0] not in named:
             named[entry.keys[0]] = entry.keys[0] + (f" (e.g. {entry.key_example})" if entry.key_example else "")
     return ", ".join(named.values())
+
+
+def recorded_flags(flags: dict[str, Any]) -> dict[str, Any]:
+    """A record's flags as its run had them: where it was written before a flag existed (it holds the flag's `older`,
+    not the flag), that flag as `older_value` says (an old record's tf32_cudnn off had cuDNN's RNNs off too)."""
+    missing = {entry.name: flags[entry.older] if entry.older_value == "same" else entry.default
+               for entry in FLAG_ENTRIES if entry.older in flags and entry.name not in flags}
+    return {**flags, **missing} if missing else flags
 
 
 def gate_name(name: str) -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+from torchperf_tui.core.flag_table import recorded_flags
 from torchperf_tui.engine.records.fingerprint import environment_fingerprint
 from torchperf_tui.core.json_checks import finite_float, is_int, json_type, nonfinite_to_none, shown
 from torchperf_tui.engine.hardware.nvml import to_jsonable
@@ -43,7 +44,8 @@ class HistoryRecord:
 
     `flags` is `Flags.to_dict()` and `flags_text` its `describe(device)`, stored at record time so that
     reading the history needs no torch; `num_threads` there is the count the run used (left to the process,
-    its default count), so two runs on different thread counts never read as the same flags. A run whose
+    its default count), so two runs on different thread counts never read as the same flags; read from a file
+    written before a flag existed, that flag as the run had it (core/flag_table.recorded_flags). A run whose
     model's code changed torch's global state keeps what it did in `details["state_notes"]`. `fingerprint` is
     the environment (see engine/records/fingerprint.py); the run's own set-up (model, shape, dtype, channels_last,
     device, flags) lives in the record's fields. `details` carries what a kind adds (compile mode for timing;
@@ -182,7 +184,7 @@ class HistoryRecord:
         _check_latencies(samples, stats, data)
         return cls(
             **text, input_shape=tuple(shape),
-            channels_last=_boolean(data, "channels_last"), flags=_object(data, "flags"),
+            channels_last=_boolean(data, "channels_last"), flags=recorded_flags(_object(data, "flags")),
             flags_text=_string(data, "flags_text", ""),
             stats=stats, samples_ms=samples, fingerprint=_object(data, "fingerprint"),
             cancelled=_boolean(data, "cancelled"),
