@@ -10,6 +10,12 @@ import tempfile
 import pytest
 
 from tests.fakes.fake_nvml import FakeNvml
+from torchperf_tui.engine.hardware.torch_notices import quiet_torch_notices
+
+# The tests import torch in their own process, where transformers then imports torchao (the test extra has it) and
+# torch logs its notices for torch's developers into the output a test reads: dropped here as the measurement
+# process drops them (measure/process.py).
+quiet_torch_notices()
 
 # The CLI's output is 200 columns wide in a pipe unless COLUMNS says otherwise; pytest-xdist's workers inherit
 # COLUMNS=80 from execnet, so the tests that read whole lines would depend on how they were started.

@@ -21,6 +21,7 @@ import threading
 import time
 from typing import Any
 
+from torchperf_tui.engine.hardware.torch_notices import quiet_torch_notices
 from torchperf_tui.measure.protocol import (ALIVE, ALIVE_EVERY_S, PHASE, CancelJob, JobDone, JobFailed, Quit, Ready,
                                            StartJob, Started, pack, unpack)
 from torchperf_tui.core.errors import TorchperfError, first_line, user_message
@@ -340,6 +341,7 @@ def serve(conn: Any, log_path: str | None = None, prints_to_stderr: bool = False
     _detach_from_terminal(log_path, prints_to_stderr)
     apply_cpu_set()  # before torch is imported: its default thread count follows the mask
     os.environ.setdefault("KINETO_LOG_LEVEL", KINETO_QUIET)  # read when torch loads its profiler
+    quiet_torch_notices()  # torchao's import (transformers makes it where installed) logs notices for torch's developers
     import faulthandler
 
     faulthandler.enable()  # a segfault in an extension leaves its Python stack in the log

@@ -9,11 +9,11 @@ without torch: the app's UI process unpickles a result's QuantReport.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
 from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.engine.hardware.lazy_torch import torch
+from torchperf_tui.engine.hardware.torch_notices import quiet_torch_notices
 
 
 @dataclass(frozen=True)
@@ -105,15 +105,11 @@ def torchao_version() -> str | None:
 
 
 def _torchao_quantization():
-    """torchao.quantization, imported without its import's log line: torchao registers an Enum with torch's pytree,
-    which logs a notice meant for torch's developers into a user's terminal."""
-    quiet = logging.getLogger("torch.utils._pytree")
-    level = quiet.level
-    quiet.setLevel(logging.ERROR)
-    try:
-        import torchao.quantization
-    finally:
-        quiet.setLevel(level)
+    """torchao.quantization, imported without the notices its import makes torch log (engine/hardware/
+    torch_notices.py)."""
+    quiet_torch_notices()
+    import torchao.quantization
+
     return torchao.quantization
 
 
