@@ -18,7 +18,8 @@ from torchperf_tui.engine.measurements.ceiling_measurement import ceilings
 from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.engine.analysis.roofline import REMEASURE, peaks_for
 
-SMALL = dict(matmul_sizes=(32, 64), matmul_n=64, convs=((1, 8, 8),), copy_bytes=2**20, reps=3, warmup=1, threads=(1,))
+SMALL = dict(matmul_sizes=(32, 64), matmul_n=64, convs=((1, 8, 8),), copy_bytes=2**20, int8_n=32, reps=3, warmup=1,
+             threads=(1,))
 
 
 @pytest.fixture(autouse=True)
@@ -32,7 +33,12 @@ def test_the_cpu_compute_ceiling_is_the_best_of_every_workload_tried_and_says_wh
     said = []
     result = measure_ceilings("cpu", on_progress=said.append, **SMALL)
     compute, copy = result.compute("float32"), result.copy()
-    assert [c.kind for c in result.ceilings] == ["compute", "copy"] and result.compute("float16") is None
+    assert [(c.kind, c.dtype) for c in result.ceilings] == [("compute", "float32"), ("compute", "int8"),
+                                                              ("copy", "float32")]
+    assert result.compute("float16") is None
+    int8 = result.compute("int8")  # torch._int_mm: what a quantization scheme's prediction computes int8 at
+    assert (int8.workload, int8.size) == ("matmul int8", "32x32x32") and int8.value == pytest.approx(
+        2 * 32**3 / int8.median_s)
     tried = {(t.workload, t.size): t for t in compute.tried}
     assert set(tried) == {("matmul", "32x32x32"), ("matmul", "64x64x64"), ("matmul x@W^T", "64x64x64"),
                           ("matmul tall-skinny", "256x64x16"), ("conv2d 3x3", "1x8x8x8 -> 8"),

@@ -168,3 +168,25 @@ def test_two_arms_that_differ_only_in_quantization_are_not_the_same_run():
     quantized = BenchConfig(model=MLP, quant="int8wo")
     assert same_arms(quantized, parse_arm_spec(""), parse_arm_spec("quant=int8wo"))
     assert parse_arm_spec("quant=off").run_of(quantized).quant is None
+
+
+def test_torchs_notice_about_torchaos_enums_is_dropped_and_nothing_else():
+    import logging
+
+    from torchperf_tui.engine.hardware.torch_notices import PYTREE_LOGGER, quiet_torch_notices
+
+    quiet_torch_notices()
+    quiet_torch_notices()  # once is enough: a second call adds no second filter
+    logger = logging.getLogger(PYTREE_LOGGER)
+    assert sum(type(f).__name__ == "DropEnumNotice" for f in logger.filters) == 1
+    seen: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())
+    logger.addHandler(handler)  # torch's loggers do not propagate to the root's
+    try:
+        logger.warning("%s is an Enum subclass and is now natively supported by torch.compile as an opaque value type.",
+                       "<enum 'KernelPreference'>")
+        logger.warning("a notice a user should see")
+    finally:
+        logger.removeHandler(handler)
+    assert seen == ["a notice a user should see"]

@@ -225,3 +225,12 @@ def _escaped(ch: str, json: bool) -> str:
             return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
         return f"\\u{code:04x}"
     return f"\\x{code:02x}" if code <= 0xFF else (f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")
+
+
+def compute_rate_text(per_s: float, integer: bool = False, digits: int = 2) -> str:
+    """A compute rate: '0.19 TFLOP/s', or below a tenth of a tera in giga ('1.3 GOP/s'); `integer`: operations
+    that are not floating-point (int8), 'OP/s'."""
+    unit = "OP/s" if integer else "FLOP/s"
+    if per_s < 1e11:
+        return f"{per_s / 1e9:.{max(1, digits - 1)}f} G{unit}"
+    return f"{per_s / 1e12:.{digits}f} T{unit}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from torchperf_tui.core.formatting import format_ms
+from torchperf_tui.core.formatting import compute_rate_text, format_ms
 
 
 def measured_when(measured_at: float) -> str:
@@ -54,6 +54,7 @@ def tried_cells(result) -> list[tuple[str, ...]]:
             if t.value is None:
                 reached = f"skipped: {t.skipped}"
             else:
-                reached = f"{t.value / 1e12:.3f} TFLOP/s" if c.kind == "compute" else f"{t.value / 1e9:.1f} GB/s"
+                reached = (compute_rate_text(t.value, integer=c.dtype == "int8", digits=3) if c.kind == "compute"
+                           else f"{t.value / 1e9:.1f} GB/s")
             cells.append((c.dtype, t.workload, t.size, str(t.threads or "–"), str(t.reps or "–"), reached))
     return cells

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from torchperf_tui.core.errors import TorchperfError
+from torchperf_tui.core.formatting import compute_rate_text
 from torchperf_tui.engine.hardware.lazy_torch import torch
 from torchperf_tui.core.input_files import InputFileError, NotJsonError, read_json
 from torchperf_tui.core.json_checks import finite_float, is_int, json_type, shown
@@ -101,7 +102,7 @@ class Ceiling:
     @property
     def text(self) -> str:
         if self.kind == "compute":
-            return f"{self.value / 1e12:.2f} TFLOP/s"
+            return compute_rate_text(self.value, integer=self.dtype == "int8")
         return f"{self.value / 1e9:.1f} GB/s"
 
     @property

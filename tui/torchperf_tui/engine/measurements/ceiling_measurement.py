@@ -17,7 +17,8 @@ at another thread count), so the compute ceiling of a dtype is the best of sever
   and the best convolution again); the thread count is restored afterwards (engine.measurements.flags).
 
 Dtypes: fp32 on the CPU; on a GPU fp32 (TF32 off), tf32, fp16 and bf16, with cudnn.benchmark on for the
-convolutions (every flag restored afterwards). The copy: dst.copy_(src) of a large buffer, bandwidth counting
+convolutions (every flag restored afterwards); and on both int8, one square matmul (torch._int_mm), for what a
+quantization scheme predicts. The copy: dst.copy_(src) of a large buffer, bandwidth counting
 the bytes read and the bytes written (2x size), at each thread count, the best kept.
 
 Each workload is a warm-up, then timed repetitions (CUDA events on a GPU, perf_counter on the CPU) as many as
@@ -56,6 +57,12 @@ CPU_BUDGET_S = 0.2  # the timed repetitions of one workload
 GPU_BUDGET_S = 0.15
 MIN_REPS = 3
 GPU_DTYPES = ("float32", "tf32", "float16", "bfloat16")
+# int8 matmuls (torch._int_mm, int8 in, int32 out: what torchao's int8 kernels build on), square at this size: a
+# quantization scheme's prediction needs the int8 ceiling beside the float ones. Smaller on the CPU, where a box
+# without int8 dot-product instructions runs it far below its float32 rate.
+INT8 = "int8"
+CPU_INT8_N = 512
+GPU_INT8_N = 8192
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -75,7 +82,7 @@ class Workload:
 
 
 def _torch_dtype(dtype_name: str) -> "torch.dtype":
-    return torch.float32 if dtype_name in ("float32", "tf32") else getattr(torch, dtype_name)
+    return torch.float32 if dtype_name in ("float32", "tf32", INT8) else getattr(torch, dtype_name)
 
 
 def matmul_workload(m: int, k: int, n: int, name: str = "matmul", transposed: bool = False,
@@ -108,6 +115,17 @@ def conv_workload(batch: int, channels: int, hw: int, channels_last: bool = Fals
     flops = 2 * batch * channels * hw * hw * channels * kernel * kernel
     name = f"conv2d {kernel}x{kernel}" + (" channels_last" if channels_last else "")
     return Workload("compute", name, f"{batch}x{channels}x{hw}x{hw} -> {channels}", flops, build)
+
+
+def int8_matmul_workload(n: int) -> Workload:
+    """An int8 matmul of n x n by n x n into int32 (torch._int_mm), 2 n^3 operations a call."""
+
+    def build(device, dtype, generator):
+        a = torch.randint(-128, 128, (n, n), device=device, dtype=torch.int8, generator=generator)
+        b = torch.randint(-128, 128, (n, n), device=device, dtype=torch.int8, generator=generator)
+        return lambda: torch._int_mm(a, b)
+
+    return Workload("compute", "matmul int8", f"{n}x{n}x{n}", 2 * n ** 3, build)
 
 
 def copy_workload(nbytes: int) -> Workload:
@@ -205,7 +223,8 @@ def _settings(device: "torch.device", dtype_name: str, threads: int | None):
 
 def measure_ceilings(device: str = "auto", *, matmul_sizes: tuple[int, ...] | None = None,
                      matmul_n: int | None = None, convs: tuple[tuple[int, int, int], ...] | None = None,
-                     copy_bytes: int | None = None, threads: tuple[int, ...] | None = None, reps: int = 10,
+                     copy_bytes: int | None = None, int8_n: int | None = None,
+                     threads: tuple[int, ...] | None = None, reps: int = 10,
                      warmup: int = 1, budget_s: float | None = None, should_cancel: Callable[[], bool] | None = None,
                      on_progress: Callable[[str], None] | None = None,
                      time_workload: TimeWorkload | None = None) -> CeilingsResult:
@@ -213,7 +232,8 @@ def measure_ceilings(device: str = "auto", *, matmul_sizes: tuple[int, ...] | No
 
     `matmul_n`: the reference size (always measured; the other layouts run at it); `matmul_sizes`: the square
     sizes (a size above the reference only where a repetition fits half the budget at the rate reached so far);
-    `convs`: (batch, channels, height) of each 3x3 convolution; `threads`: the CPU thread counts tried (by
+    `convs`: (batch, channels, height) of each 3x3 convolution; `int8_n`: the int8 matmul's size; `threads`: the
+    CPU thread counts tried (by
     default thread_counts()). `time_workload(workload, dtype, threads) -> (median s, reps)`: a seam for tests;
     by default the workload is built on the device and timed.
     """
@@ -257,11 +277,13 @@ def measure_ceilings(device: str = "auto", *, matmul_sizes: tuple[int, ...] | No
 
     result = CeilingsResult(device=str(dev), key=device_key(dev), measured_at=time.time())
     with torch.inference_mode():
-        for dtype_name in (GPU_DTYPES if cuda else ("float32",)):
+        int8_size = int8_n or (GPU_INT8_N if cuda else CPU_INT8_N)
+        int8 = [int8_matmul_workload(int8_size)] if hasattr(torch, "_int_mm") else []
+        for dtype_name in (*(GPU_DTYPES if cuda else ("float32",)), *((INT8,) if int8 else ())):
             tried: list[Trial] = []
             for index, count in enumerate(counts):
                 if index == 0:
-                    chosen = workloads
+                    chosen = int8 if dtype_name == INT8 else workloads
                 else:  # another thread count: the best matmul and the best convolution again
                     chosen = [w for w in workloads if (w.name, w.size) in _best_per_family(tried)]
                 best = 0.0
