@@ -16,11 +16,13 @@ import time
 from collections import deque
 from typing import Any, Callable
 
+from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.engine.measurements.ab_arms import AA_REMEDY, ArmSpec, refuse_same_arms
 from torchperf_tui.engine.measurements.flags import applicability_table, inert_flags, pristine_state
 from torchperf_tui.engine.workloads.inputs import dtype_note
 from torchperf_tui.measure.protocol import NOTE, Progress, Samples
 from torchperf_tui.engine.analysis.profiling import profile_model
+from torchperf_tui.engine.analysis.quant_prediction import QuantPrediction, prediction_for, ratio_of_quantized
 from torchperf_tui.engine.hardware.ceilings import kept_for
 from torchperf_tui.engine.hardware.device import probe_device
 from torchperf_tui.engine.hardware.device_choice import resolve_device
@@ -214,7 +216,31 @@ def timing_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     finally:
         stream.close()
     say_assumed_input(cfg.model, cfg.input_shape is not None, ctx)  # once the model ran: a failure says only itself
+    if result.quantized is not None and result.stats is not None:
+        result.prediction = quant_prediction(result.config, result.quantized, result.device)
+        result.predicted_ratio = ratio_of_quantized(result.prediction, result.stats.p50_ms)
     return result, history_extra(result)
+
+
+def quant_prediction(run, report, device: str):
+    """What the measured ceilings kept for `device` predict of `report`'s scheme (the layers it converted) on `run`;
+    a prediction that cannot be made says why instead of failing the run it stands beside."""
+    try:
+        return prediction_for(run, report.scheme, device, kept_for(device), report.converted)
+    except TorchperfError as exc:
+        return QuantPrediction(scheme=report.scheme, dtype=run.dtype, missing=str(exc))
+
+
+def ab_prediction(result) -> None:
+    """An A/B of a quantization scheme against none: its prediction, and the predicted B/A beside the measured one."""
+    quantized = [arm for arm in (result.a, result.b) if arm.quant is not None]
+    if len(quantized) != 1 or quantized[0].quantized is None:
+        return
+    arm = quantized[0]
+    other = result.b if arm is result.a else result.a
+    result.prediction = quant_prediction(arm.config, arm.quantized, result.device)
+    ratio = result.prediction.ratio(other.median_ms) if other.median_ms else None
+    result.predicted_ratio = None if ratio is None else (ratio if arm is result.b else 1.0 / ratio)
 
 
 def ab_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
@@ -231,6 +257,7 @@ def ab_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     result = run_ab(base, arm_a, arm_b, blocks=params["blocks"], per_block=params["per_block"], seed=params["seed"],
                     should_cancel=ctx.cancelled, time_budget_s=params.get("time_budget_s"),
                     on_block=lambda arm, i, n, samples: ctx.progress("block", (arm, i, n, list(samples))))
+    ab_prediction(result)
     return result, history_extra(result)
 
 

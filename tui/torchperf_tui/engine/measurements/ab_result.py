@@ -179,6 +179,10 @@ class ABResult(InputFacts):
     app_marks: list[str] = field(default_factory=list)
     # Where an arm changes numerics: B's outputs against A's on the same input and weights (drift.Drift).
     drift_b: Any = None
+    # A quantization scheme against none: its prediction per Linear (engine/analysis/quant_prediction.py), and the
+    # B/A it predicts from the unquantized arm's median, beside the measured one.
+    prediction: Any = None
+    predicted_ratio: float | None = None
 
     def disturbance_marks(self) -> list[str]:
         """Every reason the comparison's numbers may not be the arms' alone, one line each: what the app saw, the
@@ -228,5 +232,6 @@ class ABResult(InputFacts):
         data["disturbance_marks"] = self.disturbance_marks()
         data["verdict"] = self.verdict.to_dict() if self.verdict else None
         data["drift_b"] = self.drift_b.to_dict() if self.drift_b is not None else None
+        data["prediction"] = self.prediction.to_dict() if self.prediction is not None else None
         data["summary"] = self.summary()
         return data

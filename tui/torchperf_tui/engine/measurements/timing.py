@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field, replace
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -118,6 +118,10 @@ class TimingResult(InputFacts):
     config: BenchConfig | None = None
     quantized: QuantReport | None = None  # what the run's quantization scheme converted, and what it left
     drift: Drift | None = None  # a run that changes numerics: its outputs against the float32 model's
+    # A quantized run: what the measured ceilings predict of its scheme per Linear (engine/analysis/
+    # quant_prediction.QuantPrediction), and the pass's predicted time quantized over as it is.
+    prediction: Any = None
+    predicted_ratio: float | None = None
 
     @property
     def batch(self) -> int:
@@ -153,6 +157,7 @@ class TimingResult(InputFacts):
         data["disturbance_marks"] = self.disturbance_marks()
         data["quant"] = self.config.quant if self.config is not None else None
         data["quantized"] = self.quantized.to_dict() if self.quantized is not None else None
+        data["prediction"] = self.prediction.to_dict() if self.prediction is not None else None
         return data
 
 

@@ -364,6 +364,8 @@ def numerics_details(run: Any, drift_b: Any = None) -> dict[str, Any]:
                        ("drift_b", drift_b)):
         if value is not None:
             details[key] = value.to_dict()
+    if getattr(run, "predicted_ratio", None) is not None:  # a quantized run's: its pass quantized over as it is
+        details["predicted_ratio"] = run.predicted_ratio
     return details
 
 
