@@ -1,11 +1,12 @@
-"""Quantization in the app: the sidebar's select beside the graph mode starts a quantized run, whose lines say what
-was converted and how far the outputs drifted, and whose history record keeps both."""
+"""Quantization and the attention implementation in the app: the sidebar's select beside the graph mode starts a
+quantized run, whose lines say what was converted and how far the outputs drifted, and whose history record keeps
+both; the one beside the shape schedule asks a transformers model's attention, and is refused for any other."""
 
 from __future__ import annotations
 
 from textual.widgets import Select
 
-from tests.app.helpers import choose_model, make_app, screen_text, wait_ready, wait_until
+from tests.app.helpers import choose_model, make_app, notifications, screen_text, wait_ready, wait_until
 from torchperf_tui.engine.records.history_file import HistoryFile
 
 MLP = "tests.tinymodels:quant_mlp"
@@ -31,3 +32,11 @@ async def test_choosing_a_scheme_runs_the_model_quantized_and_says_its_drift(tmp
         await wait_until(pilot, lambda: path.exists() and HistoryFile(str(path)).load().records, what="the record")
         record = HistoryFile(str(path)).load().records[-1]
         assert record.config["quant"] == "int8wo" and record.details["drift"]["sqnr_db"] == run.result.drift.sqnr_db
+        # The attention implementation is a transformers model's: asked of this one, the run is refused in one line.
+        assert app.main.query_one("#option-attn", Select).value == "default" and app.main.selection().attn is None
+        app.main.query_one("#option-attn", Select).value = "eager"
+        await wait_until(pilot, lambda: app.session.runs.get(2) is not None and app.session.runs.get(2).finished,
+                         what="the refused run")
+        assert app.session.runs.get(2).status == "failed" and app.main.selection().config().attn == "eager"
+        assert any("attn eager: an attention implementation is a transformers model's setting" in line
+                   for line in notifications(app))

@@ -190,3 +190,17 @@ def test_torchs_notice_about_torchaos_enums_is_dropped_and_nothing_else():
     finally:
         logger.removeHandler(handler)
     assert seen == ["a notice a user should see"]
+
+
+def test_an_arms_attention_implementation_makes_it_another_run_and_builds_the_model_with_it():
+    from torchperf_tui.engine.measurements.ab_arms import parse_arm_spec, same_arms
+    from torchperf_tui.engine.workloads.models import build_model
+
+    llama = BenchConfig(model="hf:llama")
+    assert parse_arm_spec("attn=flex").attn == "flex_attention"  # an alias
+    assert not same_arms(llama, parse_arm_spec("attn=eager"), parse_arm_spec("attn=sdpa"))
+    assert parse_arm_spec("attn=default").run_of(BenchConfig(model="hf:llama", attn="eager")).attn is None
+    model = build_model("hf:llama", model_args=(("num_hidden_layers", "1"), ("hidden_size", "64"),
+                                                ("intermediate_size", "128"), ("num_attention_heads", "4"),
+                                                ("num_key_value_heads", "4"), ("vocab_size", "256")), attn="eager")
+    assert model.config._attn_implementation == "eager"

@@ -65,7 +65,8 @@ class LiveRun:
                    device=session.resolved_device(), flags=flags, flags_text=session.flags_text(flags),
                    arm=arm, shapes=selection.shapes,
                    compile=None if arm is not None else run_option("compile").run_value(selection.compile),
-                   input_text=input_text(selection.input_text(default_shape), selection.dtype, selection.quant))
+                   input_text=input_text(selection.input_text(default_shape), selection.dtype, selection.quant,
+                                         selection.attn))
 
     @property
     def label(self) -> str:
@@ -87,9 +88,10 @@ class LiveRun:
         return self.status == "done" and bool(self.samples_ms)
 
 
-def input_text(shape: str, dtype: str, quant: str | None) -> str:
-    """What a run fed its model, as its lines and Compare's like-for-like check say it: '1x32 float32 quant int8wo'."""
-    return f"{shape} {dtype}" + (f" quant {quant}" if quant else "")
+def input_text(shape: str, dtype: str, quant: str | None, attn: str | None = None) -> str:
+    """What a run fed its model and how the model computes it, as its lines and Compare's like-for-like check say it:
+    '1x32 float32 quant int8wo', '1x128 float32 attn eager'."""
+    return f"{shape} {dtype}" + (f" quant {quant}" if quant else "") + (f" attn {attn}" if attn else "")
 
 
 class Disturbances:

@@ -107,6 +107,7 @@ def _add_workload_options(p: argparse.ArgumentParser) -> None:
                    "or package.module:factory")
     _add_input_options(p)
     _add_run_option(p, "quant")
+    _add_run_option(p, "attn")
     p.add_argument("--device", default="auto", type=_checked(options.device_name),
                    help="auto | cpu | cuda[:N] (default auto)")
     _add_run_option(p, "channels_last")
@@ -174,6 +175,7 @@ def _add_sweep_parser(sub) -> None:
     p.add_argument("--batch", type=_positive_int, default=1, help="the batch at every length (default 1)")
     _add_run_option(p, "dtype")
     _add_run_option(p, "quant")
+    _add_run_option(p, "attn")
     p.add_argument("--model-args", metavar="KEY=VALUE,...", default="",
                    help="the model's overrides, e.g. num_hidden_layers=2,hidden_size=256")
     p.add_argument("--device", default="auto", type=_checked(options.device_name),

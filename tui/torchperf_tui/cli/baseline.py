@@ -71,7 +71,7 @@ def overridden(cfg, args, typed: set[str]) -> tuple[Any, list[str]]:
         names.append("input_shape")
     simple = {"dtype": lambda: common.dtype(args), "device": lambda: args.device, "channels_last": lambda: True,
               "step": lambda: args.step, "optimizer": lambda: args.optimizer, "amp": lambda: args.amp,
-              "quant": lambda: args.quant,
+              "quant": lambda: args.quant, "attn": lambda: args.attn,
               "model_args": lambda: common.model_args(args), "seq_len": lambda: common.seq_len(args),
               "shapes": lambda: _schedule(args.shapes), "seed": lambda: args.seed}
     for dest, value in simple.items():

@@ -106,7 +106,8 @@ def bench_config(args, **overrides) -> BenchConfig:
     batch = check_dims((args.batch if args.batch is not None else (full[0] if full else 1),))[0]
     return BenchConfig(model=args.model, input_shape=check_dims((batch, *full[1:])) if full else None, batch=batch,
                        device=args.device, dtype=chosen_dtype, channels_last=args.channels_last, flags=flags,
-                       model_args=model_args(args), seq_len=seq_len(args), quant=getattr(args, "quant", None), **run)
+                       model_args=model_args(args), seq_len=seq_len(args), quant=getattr(args, "quant", None),
+                       attn=getattr(args, "attn", None), **run)
 
 
 def check_history_writable(args) -> None:

@@ -109,6 +109,13 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
               arm_key=True, metavar="SCHEME", noun="quantization scheme",
               shown=(("no quant", "off"), ("int8wo", "int8wo"), ("int8dq", "int8dq"), ("int4wo", "int4wo"),
                      ("fp8", "fp8"), ("fp8wo", "fp8wo"))),
+    RunOption("attn", "attention", "a transformers model's attention implementation (hf: only): eager (its own "
+              "matmuls and softmax), sdpa (torch's scaled_dot_product_attention), flex_attention (torch's FlexAttention) "
+              "or flash_attention_2 (the flash-attn package, CUDA); default: the one transformers picks",
+              ("eager", "sdpa", "flex_attention", "flash_attention_2"), arm_key=True, metavar="IMPL",
+              noun="attention implementation", aliases=(("flex", "flex_attention"), ("fa2", "flash_attention_2")),
+              shown=(("attn default", "default"), ("attn eager", "eager"), ("attn sdpa", "sdpa"),
+                     ("attn flex", "flex_attention"), ("attn fa2", "flash_attention_2"))),
     RunOption("iters", "iters", "timed iterations of a run", check=checks.iters),
     RunOption("warmup", "warm-up", "untimed iterations before the timed ones, or 'auto': until the iteration time "
               "settles", check=checks.warmup),

@@ -43,6 +43,7 @@ class Selection:
     model_args: str = ""  # the model's overrides as typed: 'KEY=VALUE,...' (engine/workloads/model_args.py)
     seq_len: str = ""  # a token model's sequence length as typed ('' for its default)
     quant: str | None = None  # a quantization scheme (engine/workloads/quantization.py), None: none
+    attn: str | None = None  # a transformers model's attention implementation, None: the one it picks
 
     def batch_size(self) -> int:
         return check_dims((parse_batch(self.batch),))[0]
@@ -63,7 +64,8 @@ class Selection:
                            flags=flags if flags is not None else (self.flags or Flags()), shapes=self.shapes,
                            compile=run_option("compile").run_value(self.compile), seed=self.seed,
                            step=self.step, optimizer=self.optimizer, amp=self.amp,
-                           model_args=self.parsed_model_args(), seq_len=self.sequence_length(), quant=self.quant)
+                           model_args=self.parsed_model_args(), seq_len=self.sequence_length(), quant=self.quant,
+                           attn=self.attn)
 
     def parsed_model_args(self) -> tuple:
         return parse_model_args(self.model_args)

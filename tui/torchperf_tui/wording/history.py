@@ -149,6 +149,8 @@ def _setup(record: Any) -> str:
         text += f" amp {printable(details['amp'])}"
     if details.get("quant"):
         text += f" quant {printable(details['quant'])}"
+    if details.get("attn"):
+        text += f" attn {printable(details['attn'])}"
     if record.kind == "generate":
         new, prompt = details.get("new_tokens"), details.get("prompt_len")
         if _finite(new) and _finite(prompt):

@@ -224,6 +224,9 @@ def timing_rows(result) -> list[Row]:
     if getattr(result, "amp", None):
         rows.append(row("mixed precision", f"torch.autocast {result.amp}"
                         + (" with a gradient scaler" if step == "train" and result.amp == "fp16" else "")))
+    attn = getattr(getattr(result, "config", None), "attn", None)
+    if attn:
+        rows.append(row("attention", f"{attn} (transformers' attn_implementation)"))
     rows += numerics_rows(result)
     rows += [row("flags", result.flags_text()), row("timer", result.timer),
              row("first iteration", format_ms(result.first_iter_ms)),

@@ -263,7 +263,7 @@ class MainScreen(FitsTerminal, Screen):
     def on_run_options_pane_changed(self, message) -> None:
         if message.name == "step":  # the Layers tab counts a training step's backward per layer
             self.pane("picker").reanalyse()
-        if message.name in ("shapes", "compile", "quant", "step", "amp") and self.pane("picker").model is not None \
+        if message.name in ("shapes", "compile", "quant", "attn", "step", "amp") and self.pane("picker").model is not None \
                 and self.app.session.has("timing"):
             self.pane("timing").start_run()
 
@@ -304,6 +304,7 @@ class MainScreen(FitsTerminal, Screen):
                          warmup=session.warmup, iters=session.iters, step=step, optimizer=optimizer or "sgd",
                          amp=run_option("amp").run_value(options["amp"]),
                          quant=run_option("quant").run_value(options["quant"]),
+                         attn=run_option("attn").run_value(options["attn"]),
                          model_args=settings["model_args"], seq_len=settings["seq_len"])
 
     def ready_selection(self, what: str, module: str = "timing"):

@@ -240,8 +240,9 @@ def conv_kernels(base: BenchConfig, a: ArmSpec, b: ArmSpec, *, iters: int = 3, w
                              "step, optimizer and amp to both arms alike (or as --step, --optimizer, --amp)")
     arms = {"a": a, "b": b}
     settings = {arm: (spec.dtype or base.dtype, base.channels_last if spec.channels_last is None
-                      else spec.channels_last, spec.run_of(base).quant) for arm, spec in arms.items()}
-    plan = base.prepare(amp_for=[(step, dtype) for dtype in dict.fromkeys(d for d, _, _ in settings.values())],
+                      else spec.channels_last, spec.run_of(base).quant, spec.run_of(base).attn)
+                for arm, spec in arms.items()}
+    plan = base.prepare(amp_for=[(step, dtype) for dtype in dict.fromkeys(d for d, *_ in settings.values())],
                         arms=(a, b))
     device, shape = plan.device, plan.shape
     name = model_name(base.model)
@@ -262,7 +263,7 @@ def conv_kernels(base: BenchConfig, a: ArmSpec, b: ArmSpec, *, iters: int = 3, w
     try:
         for key in dict.fromkeys(settings.values()):
             workloads[key] = prepare_workload(base.model, plan.inputs, device, parse_dtype(key[0]), key[1],
-                                              model_args=base.model_args, quant=key[2])
+                                              model_args=base.model_args, quant=key[2], attn=key[3])
         # A training step changes the weights: each arm starts from the built ones (kernel choice does not
         # depend on the values, but a diverging model could reach NaNs, and those take other paths on the CPU).
         initial = ({key: {k: v.detach().clone() for k, v in work.model.state_dict().items()}

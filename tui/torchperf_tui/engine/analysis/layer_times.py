@@ -401,7 +401,7 @@ def layer_times(cfg: BenchConfig, *, iters: int = DEFAULT_ITERS, warmup: int = D
     on_cuda = device.type == "cuda"
     cancelled = should_cancel or (lambda: False)
     work = prepare_workload(cfg.model, plan.inputs, device, dtype, cfg.channels_last, seed=cfg.seed,
-                            model_args=cfg.model_args, quant=cfg.quant)
+                            model_args=cfg.model_args, quant=cfg.quant, attn=cfg.attn)
     gpu = None
     host = HostProbe(during=DURING)
     try:

@@ -248,7 +248,7 @@ def profile_model(cfg: BenchConfig, *, iters: int = DEFAULT_ITERS, warmup: int =
     plan = cfg.prepare()
     device, dtype, step, shape = plan.device, plan.dtype, plan.step, plan.shape
     work = prepare_workload(cfg.model, plan.inputs, device, dtype, cfg.channels_last,
-                            model_args=cfg.model_args, quant=cfg.quant)
+                            model_args=cfg.model_args, quant=cfg.quant, attn=cfg.attn)
     try:
         model, x = work.model, work.x
         run_step = StepRunner(model, step, device, seed=cfg.seed)

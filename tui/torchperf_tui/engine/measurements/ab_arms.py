@@ -38,6 +38,7 @@ class ArmSpec:
     optimizer: str | None = None  # a training step's: "sgd" or "adamw"
     amp: str | None = None  # "fp16", "bf16", or "off" (mixed precision off where the base has it on)
     quant: str | None = None  # a quantization scheme, or "off" (none where the base quantizes)
+    attn: str | None = None  # a transformers model's attention implementation ("default": the one it picks)
 
     def run_of(self, base, **resolved):
         """The run this arm is: `base` (a BenchConfig) with `resolved` (what the comparison resolved of it: its
@@ -51,6 +52,8 @@ class ArmSpec:
             run["channels_last"] = self.channels_last
         if self.quant is not None:
             run["quant"] = None if self.quant == "off" else self.quant
+        if self.attn is not None:
+            run["attn"] = None if self.attn == "default" else self.attn
         return dataclasses.replace(base, **run)
 
     def step_spec(self, base):
@@ -119,6 +122,8 @@ def _arm_value(key: str, value: str):
     word = value.strip().lower()
     if key == "quant":
         return word if word == "off" else run_option("quant").choose(word)
+    if key == "attn":
+        return word if word == "default" else run_option("attn").choose(word)
     if key == "amp":
         return word if word == "off" else check_amp(word)
     return {"step": check_step, "optimizer": check_optimizer}[key](word)
@@ -135,7 +140,8 @@ def same_arms(base, a: ArmSpec, b: ArmSpec, default_threads: int | None = None) 
             flags = dataclasses.replace(flags, num_threads=default_threads)
         return (flags, arm.dtype or base.dtype,
                 base.channels_last if arm.channels_last is None else arm.channels_last,
-                arm.shapes or base.shapes, arm.step_spec(base), arm.run_of(base).quant)
+                arm.shapes or base.shapes, arm.step_spec(base), arm.run_of(base).quant,
+                arm.run_of(base).attn)
 
     return effective(a) == effective(b)
 

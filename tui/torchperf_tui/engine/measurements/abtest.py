@@ -89,8 +89,9 @@ OnBlock = Callable[[str, int, int, list[float]], None]
 
 
 def _key(arm: ArmResult) -> tuple:
-    """What makes an arm's model its own: its dtype, memory format and quantization (arms alike share one)."""
-    return (arm.dtype, arm.channels_last, arm.quant)
+    """What makes an arm's model its own: its dtype, memory format, quantization and attention implementation (arms
+    alike share one)."""
+    return (arm.dtype, arm.channels_last, arm.quant, arm.config.attn)
 
 
 def _drifts(base, arms: dict, workloads: dict, references: dict, steps: dict, numerics: dict, device):
@@ -166,6 +167,7 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int | None, se
             references[key] = Reference(device.type) if any(numerics.values()) else None
             workloads[key] = prepare_workload(base.model, plan.inputs, device, parse_dtype(arm.dtype),
                                               arm.channels_last, model_args=base.model_args, quant=arm.quant,
+                                              attn=arm.config.attn,
                                               before_cast=references[key].take if references[key] else None)
         arm.quantized = workloads[key].quantized
     watch.built()

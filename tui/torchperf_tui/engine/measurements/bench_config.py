@@ -18,6 +18,7 @@ from torchperf_tui.engine.hardware.device_choice import resolve_device
 from torchperf_tui.engine.measurements.train_step import StepSpec, amp_problem
 from torchperf_tui.engine.workloads.inputs import canonical_dtype, check_dims, parse_dtype
 from torchperf_tui.engine.workloads.quantization import check_quant
+from torchperf_tui.engine.workloads.attention_impl import attn_problem
 
 if TYPE_CHECKING:
     import torch
@@ -79,6 +80,7 @@ class BenchConfig:
     model_args: tuple[tuple[str, str], ...] = ()
     seq_len: int | None = None  # a token model's sequence length (None: its default)
     quant: str | None = None  # a quantization scheme of engine/workloads/quantization.py (None: none)
+    attn: str | None = None  # a transformers model's attention implementation (None: the one transformers picks)
 
     def to_record(self) -> dict[str, Any]:
         """This config as a history record keeps it (JSON): each field under its name, the flags as Flags.to_dict,
@@ -109,6 +111,7 @@ class BenchConfig:
                 check_amp(arm_step, device, parse_dtype(arm_dtype))
         self._check_attention(device, arms)
         self._check_quant(device, arms)
+        self._check_attn(device, arms)
         if before_inputs is not None:
             before_inputs(device, step)
         return RunPlan(device=device, dtype=dtype, step=step, inputs=self.input_spec())
@@ -137,6 +140,16 @@ class BenchConfig:
         for run in runs:
             if run.quant is not None:
                 check_quant(run.quant, device, canonical_dtype(run.dtype))
+
+    def _check_attn(self, device, arms: Iterable[Any] | None) -> None:
+        """An attention implementation asked of a model that is not a transformers one, or that this box cannot
+        run (flash_attention_2 without its package or a GPU), is refused in one line before anything is built; one
+        the model's class does not support is refused by transformers as it builds (engine/workloads/hf_models.py)."""
+        runs = [self] if arms is None else [arm.run_of(self) for arm in arms]
+        for run in runs:
+            problem = attn_problem(run.attn, run.model, device)
+            if problem:
+                raise TorchperfError(problem)
 
     def input_spec(self) -> InputSpec:
         """What the model is fed: its inputs at the typed shape, or at its default (engine/workloads/models.py)."""

@@ -277,7 +277,8 @@ def determinism_of(cfg: BenchConfig, runs: int = 2) -> DeterminismReport:
     torch_device, torch_dtype, spec, shape = plan.device, plan.dtype, plan.step, plan.shape
     flags, seed, channels_last = cfg.flags, cfg.seed, cfg.channels_last
     work = prepare_workload(cfg.model, plan.inputs, torch_device, torch_dtype, channels_last,
-                            model_args=cfg.model_args if isinstance(cfg.model, str) else (), quant=cfg.quant)
+                            model_args=cfg.model_args if isinstance(cfg.model, str) else (), quant=cfg.quant,
+                            attn=cfg.attn)
     model, x = work.model, work.x
     outputs: list[Any] = []
     # With deterministic algorithms on, an op without a deterministic version raises here: it is reported.

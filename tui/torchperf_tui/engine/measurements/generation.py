@@ -295,7 +295,7 @@ def _run_generation(cfg, new_tokens: int, runs: int, watch, on_sample, should_ca
     emit = on_sample or (lambda phase, index, total, ms: None)
     cancelled = should_cancel or (lambda: False)
     work = prepare_workload(cfg.model, inputs, device, plan.dtype, seed=cfg.seed, model_args=cfg.model_args,
-                            quant=cfg.quant)
+                            quant=cfg.quant, attn=cfg.attn)
     watch.built()
     sample = token_clock(device)
     steps = new_tokens - 1

@@ -167,7 +167,8 @@ def _run(base, a, b, new_tokens, blocks, seed, should_cancel, time_budget_s, on_
     for arm in arms.values():
         if arm.dtype not in workloads:
             workloads[arm.dtype] = prepare_workload(base.model, inputs, device, parse_dtype(arm.dtype), seed=seed,
-                                                    model_args=base.model_args, quant=base.quant)
+                                                    model_args=base.model_args, quant=base.quant,
+                                                    attn=base.attn)
     watch.built()
     sample = token_clock(device)
     cancelled = should_cancel or (lambda: False)

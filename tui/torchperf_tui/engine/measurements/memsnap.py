@@ -156,7 +156,7 @@ def record_memory_snapshot(cfg: BenchConfig, *, iters: int = DEFAULT_ITERS, out_
     try:
         try:
             work = prepare_workload(cfg.model, plan.inputs, device, dtype, cfg.channels_last,
-                                     model_args=cfg.model_args, quant=cfg.quant)
+                                     model_args=cfg.model_args, quant=cfg.quant, attn=cfg.attn)
             model, x = work.model, work.x
             run_step = StepRunner(model, step, device, seed=cfg.seed)
             with applied_flags(cfg.flags), grad_context(step), \

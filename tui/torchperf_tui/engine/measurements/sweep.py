@@ -264,7 +264,7 @@ class _Sweep:
             notes.append(f"CPU memory cap {_bytes(self.cap)} = {self.fraction:g} x RAM available at the start; a "
                          "length estimated or measured over it counts as not fitting")
         cap = None if on_cuda else self.cap
-        self.models: dict[str, Any] = {}
+        self.models: dict[tuple[str, str | None], Any] = {}
         points: list[SweepPoint] = []
         last: dict[str, SweepPoint] = {}
         fitted: dict[str, list[SweepPoint]] = {name: [] for name in self.arms}
@@ -322,24 +322,28 @@ class _Sweep:
     def _dtype(self, name: str) -> str:
         return self.arms[name].dtype or self.cfg.dtype
 
+    def _model_key(self, name: str) -> tuple[str, str | None]:
+        """What makes an arm's model its own: its dtype and its attention implementation."""
+        return self._dtype(name), self.arms[name].run_of(self.cfg).attn
+
     def _build(self, first: int) -> None:
-        """The model once per dtype the arms run in, on the device (a failure to load is one line), and one pass
+        """The model once per dtype and attention implementation the arms run in, on the device (a failure to load is one line), and one pass
         of each at the first length, untimed: the one-off allocations of a first pass (library workspaces, the
         allocator's arenas, a model's caches) land before any length's memory is read, not in the first's."""
         for name, arm in self.arms.items():
-            dtype_text = self._dtype(name)
-            if dtype_text in self.models:
+            key = self._model_key(name)
+            if key in self.models:
                 continue
-            dtype = parse_dtype(dtype_text)
+            dtype = parse_dtype(key[0])
             with forward_errors(self.cfg.model, self.inputs.shape, dtype, self.device, action="loading"):
-                model = build_for_run(self.cfg.model, self.device, dtype, self.cfg.model_args)
-                self.models[dtype_text] = place_model(model, self.device, dtype, False, self.inputs.rank)
+                model = build_for_run(self.cfg.model, self.device, dtype, self.cfg.model_args, key[1])
+                self.models[key] = place_model(model, self.device, dtype, False, self.inputs.rank)
                 if self.cfg.quant is not None:
-                    quantize_model(self.models[dtype_text], self.cfg.quant)
+                    quantize_model(self.models[key], self.cfg.quant)
             self.watch.built()
             shape = (self.inputs.batch, first)
             with applied_flags(arm.flags), torch.no_grad(), forward_errors(self.cfg.model, shape, dtype, self.device):
-                self.inputs.with_shape(shape).make(self.device, dtype, seed=self.cfg.seed).call(self.models[dtype_text])
+                self.inputs.with_shape(shape).make(self.device, dtype, seed=self.cfg.seed).call(self.models[key])
 
     def _length(self, length: int, live: list[str], last: dict, cap, release, index: int) -> list[SweepPoint] | None:
         """Every live arm at `length`: alone, or in blocks A B B A (B A A B at every other length); None when
@@ -392,7 +396,7 @@ class _Sweep:
         from torchperf_tui.engine.measurements.batch_runner import ModelBatchRunner
         arm, step, batch = self.arms[name], self.steps[name], self.inputs.batch
         dtype = parse_dtype(self._dtype(name))
-        runner = ModelBatchRunner(self.models[self._dtype(name)], self.inputs.with_shape((batch, length)),
+        runner = ModelBatchRunner(self.models[self._model_key(name)], self.inputs.with_shape((batch, length)),
                                   device=self.device, dtype=dtype, memory_cap_bytes=cap,
                                   activation_bytes_per_sample=-(-estimate // batch) if estimate else None,
                                   should_cancel=self.cancelled, step=step, seed=self.cfg.seed)

@@ -224,7 +224,7 @@ def find_max_batch(cfg: BenchConfig, *, max_batch: int = DEFAULT_MAX_BATCH, reso
         runner = try_batch
     else:
         try:
-            model = place_model(build_for_run(cfg.model, device, dtype, cfg.model_args), device, dtype,
+            model = place_model(build_for_run(cfg.model, device, dtype, cfg.model_args, cfg.attn), device, dtype,
                                 cfg.channels_last, one.rank)
             if cfg.quant is not None:
                 quantize_model(model, cfg.quant)

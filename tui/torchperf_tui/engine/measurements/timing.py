@@ -156,6 +156,7 @@ class TimingResult(InputFacts):
         data["compile_cost"] = self.compile_cost.to_dict() if self.compile_cost is not None else None
         data["disturbance_marks"] = self.disturbance_marks()
         data["quant"] = self.config.quant if self.config is not None else None
+        data["attn"] = self.config.attn if self.config is not None else None
         data["quantized"] = self.quantized.to_dict() if self.quantized is not None else None
         data["prediction"] = self.prediction.to_dict() if self.prediction is not None else None
         return data
@@ -305,7 +306,7 @@ def _run_benchmark(cfg: BenchConfig, watch: StateWatch, on_sample: OnSample | No
         check_schedule_accepted(cfg.model, schedule, plan.inputs, cfg.dtype, cfg.model_args)
     reference = Reference(device.type) if changes_numerics(cfg, device.type) else None
     work = prepare_workload(cfg.model, plan.inputs, device, dtype, cfg.channels_last, seed=cfg.seed,
-                            model_args=cfg.model_args, quant=cfg.quant,
+                            model_args=cfg.model_args, quant=cfg.quant, attn=cfg.attn,
                             before_cast=reference.take if reference is not None else None)
     watch.built()
     drift = None

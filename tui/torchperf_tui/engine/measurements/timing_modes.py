@@ -282,7 +282,7 @@ def run_modes(cfg: BenchConfig, modes: tuple[str, ...] = MODES, *, cold_l2: bool
                          modes=list(results.values()), per_block=per_block, rounds=rounds, cold_l2=cold_l2)
 
     work = prepare_workload(cfg.model, plan.inputs, device, dtype, cfg.channels_last, seed=cfg.seed,
-                            model_args=cfg.model_args, quant=cfg.quant)
+                            model_args=cfg.model_args, quant=cfg.quant, attn=cfg.attn)
     sampler = conditions_sampler(device)  # None on the CPU; on CUDA, each mode's share of a round is a window
     windows: dict[str, list[str]] = {mode: [] for mode in modes}
     hosts = {mode: HostProbe(during="its shares of the rounds") for mode in modes}

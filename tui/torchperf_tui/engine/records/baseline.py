@@ -38,7 +38,7 @@ MAX_BASELINE_FILE_BYTES = 64 << 20
 MIN_BASELINE_SAMPLES = 5
 # What --baseline-filter may name: a record's set-up (HistoryRecord.setup) and a few of its own fields.
 FILTER_KEYS = ("id", "model", "input_shape", "dtype", "device", "channels_last", "compile", "shapes", "step",
-               "optimizer", "amp", "quant", "model_args", "seq_len", "hostname")
+               "optimizer", "amp", "quant", "attn", "model_args", "seq_len", "hostname")
 
 
 class BaselineError(TorchperfError):
@@ -220,6 +220,7 @@ def config_of_record(record: HistoryRecord, *, source: str = "", threads_given: 
         compile_mode = None if compile_mode is None else run_option("compile").choose(_as_typed(compile_mode))
         seq_len = None if seq_len is None else parse_seq_len(_as_typed(seq_len))
         quant = None if asked["quant"] is None else run_option("quant").choose(_as_typed(asked["quant"]))
+        attn = None if asked["attn"] is None else run_option("attn").choose(_as_typed(asked["attn"]))
         budget = _time_budget(record)
     except TorchperfError as exc:
         raise BaselineError(f"{where}: {exc}") from None
@@ -228,6 +229,7 @@ def config_of_record(record: HistoryRecord, *, source: str = "", threads_given: 
     return BenchConfig(
         model=record.model, input_shape=tuple(record.input_shape), channels_last=record.channels_last, flags=flags,
         compile=compile_mode, shapes=shapes, model_args=model_args, seq_len=seq_len, time_budget_s=budget, quant=quant,
+        attn=attn,
         **checked)
 
 
@@ -243,7 +245,7 @@ def _time_budget(record: HistoryRecord) -> float | None:
 # A run option as BenchConfig names it -> where a record from before configs were kept has it in its details.
 DETAIL_OF_OPTION = {"warmup": "warmup_iters", "compile": "compile_mode", "step": "step", "optimizer": "optimizer",
                     "amp": "amp", "shapes": "shapes", "model_args": "model_args", "seq_len": "seq_len",
-                    "quant": "quant"}
+                    "quant": "quant", "attn": "attn"}
 
 
 def _run_options(record: HistoryRecord) -> dict[str, Any]:

@@ -107,7 +107,7 @@ class HistoryRecord:
                  "channels_last": self.channels_last, "device": self.device,
                  "compile": self.details.get("compile_mode"), "shapes": self.details.get("shapes", "fixed"),
                  "step": self.details.get("step", "infer"), "optimizer": self.details.get("optimizer"),
-                 "amp": self.details.get("amp"), "quant": self.details.get("quant"),
+                 "amp": self.details.get("amp"), "quant": self.details.get("quant"), "attn": self.details.get("attn"),
                  "model_args": self.details.get("model_args", ""),
                  "seq_len": self.details.get("seq_len"), "generate": self.details.get("new_tokens")}
         if setup["shapes"] != "fixed" and "seed" in self.config:
@@ -357,9 +357,9 @@ def numerics_details(run: Any, drift_b: Any = None) -> dict[str, Any]:
     and left, its drift from the float32 model, and (B's record of an A/B) its drift against arm A."""
     config = getattr(run, "config", None)
     details: dict[str, Any] = {}
-    quant = getattr(config, "quant", None)
-    if quant is not None:
-        details["quant"] = quant
+    for option in ("quant", "attn"):  # the run options that change what the model computes, or how
+        if getattr(config, option, None) is not None:
+            details[option] = getattr(config, option)
     for key, value in (("quantized", getattr(run, "quantized", None)), ("drift", getattr(run, "drift", None)),
                        ("drift_b", drift_b)):
         if value is not None:

@@ -106,18 +106,24 @@ def model_class(config):
     return found
 
 
-def build(config, dtype: "torch.dtype", device: "str | torch.device" = "cpu") -> "nn.Module":
+def build(config, dtype: "torch.dtype", device: "str | torch.device" = "cpu", attn: str | None = None) -> "nn.Module":
     """The model of `config` with random weights, in eval mode, built directly in `dtype` on `device` (no float32
-    copy first; "meta": the structure without memory)."""
+    copy first; "meta": the structure without memory), with the attention implementation `attn` (None: the one
+    transformers picks); one its class does not support is transformers' refusal, in one line."""
     import torch
 
     auto = _auto_class(config)
     with quiet(), torch.device(device):
         try:
             # Never the code of a directory's auto_map (transformers would ask on the terminal): its own class.
-            model = auto.from_config(config, dtype=dtype, trust_remote_code=False)
+            chosen = {"attn_implementation": attn} if attn is not None else {}
+            model = auto.from_config(config, dtype=dtype, trust_remote_code=False, **chosen)
         except Exception as exc:  # noqa: BLE001 - a config the model code refuses is one line
-            raise ModelError(f"cannot build {label(config)}: {type(exc).__name__}: {refusal(exc)}") from None
+            why = refusal(exc)
+            if attn is not None and "attention implementation" in why:  # its first sentence says it; then links
+                raise ModelError(f"attn {attn}: {why.split('. ')[0]} (transformers); its class supports "
+                                 "others: try eager or sdpa") from None
+            raise ModelError(f"cannot build {label(config)}: {type(exc).__name__}: {why}") from None
     return model.eval()
 
 

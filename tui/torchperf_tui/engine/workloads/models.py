@@ -219,21 +219,21 @@ def _resolve_for_build(spec: str) -> ModelEntry:
 
 
 def build_model(spec: str, device: str | torch.device = "cpu", *, builder_kwargs: dict[str, Any] | None = None,
-                model_args: ModelArgs = (), dtype: torch.dtype | None = None) -> nn.Module:
+                model_args: ModelArgs = (), dtype: torch.dtype | None = None, attn: str | None = None) -> nn.Module:
     """Build a model with random weights (weights=None, pretrained=False, from a config) in eval mode.
 
     device="meta" builds only the structure (no weight memory; for complexity analysis and the footprint).
     hf: and timm: models are built on the device itself, hf: directly in `dtype` (float32 when None); torchvision
     and custom models build on the CPU and move, then take `dtype` when given. `builder_kwargs` go to a
     torchvision builder (e.g. image_size for ViT); `model_args` (checked) to the torchvision or timm builder, or
-    into the transformers config.
+    into the transformers config. `attn`: a transformers model's attention implementation (None: its default).
     """
     spec = (spec or "").strip()
     source = source_of(spec)
     device = torch.device(device)
     if source == "hf":
         config = hf_models.load_config(spec, model_args)
-        return hf_models.build(config, dtype or torch.float32, device)
+        return hf_models.build(config, dtype or torch.float32, device, attn=attn)
     if source == "timm":
         model = timm_models.build(spec, model_args, device)
         return model.to(dtype) if dtype is not None else model

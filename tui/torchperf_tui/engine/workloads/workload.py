@@ -62,7 +62,8 @@ class Workload:
             torch.cuda.synchronize(self.device)
 
 
-def build_for_run(spec: str, device: torch.device, dtype: torch.dtype, model_args: tuple = ()) -> torch.nn.Module:
+def build_for_run(spec: str, device: torch.device, dtype: torch.dtype, model_args: tuple = (),
+                  attn: str | None = None) -> torch.nn.Module:
     """Build `spec` with its overrides for a run on `device` in `dtype`: hf: and timm: on the device (hf: in the
     run's dtype: no float32 copy), refused in one line first when their weights cannot fit (full-size configs);
     torchvision and custom models on the CPU, which place_model then moves and casts tensor by tensor (a torchvision
@@ -77,15 +78,17 @@ def build_for_run(spec: str, device: torch.device, dtype: torch.dtype, model_arg
             check_fits(spec, model_args, dtype, device)
         return build_model(spec, device="cpu", model_args=model_args)
     check_fits(spec, model_args, dtype, device)
-    return build_model(spec, device=device, model_args=model_args, dtype=dtype if source == "hf" else None)
+    return build_model(spec, device=device, model_args=model_args, dtype=dtype if source == "hf" else None, attn=attn)
 
 
 def prepare_workload(spec: str | torch.nn.Module, inputs: InputSpec, device: torch.device, dtype: torch.dtype,
                      channels_last: bool = False, seed: int = 0, model_args: tuple = (), quant: str | None = None,
+                     attn: str | None = None,
                      before_cast: Callable[[torch.nn.Module, ModelInputs], None] | None = None) -> Workload:
     """Build `spec` (a name of any source or module:factory, with random weights drawn from `seed`, eval mode; or a
     module as it is) on `device` in `dtype`, with `model_args` (the model's checked overrides), quantized with
-    `quant` (engine/workloads/quantization.py), and its input made from `inputs` (deterministic for `seed`).
+    `quant` (engine/workloads/quantization.py), a transformers model with the attention implementation `attn`, and
+    its input made from `inputs` (deterministic for `seed`).
 
     `before_cast(model, x)`: called with the model built and placed in float32 and its input in float32, before the
     model is cast to `dtype` and quantized (a run that changes numerics takes its reference output there, from the
@@ -99,11 +102,11 @@ def prepare_workload(spec: str | torch.nn.Module, inputs: InputSpec, device: tor
             # The same weights for the same seed: the arms of an A/B (and a reference) are one model, not two draws.
             torch.manual_seed(seed)
             if before_cast is not None:
-                model = place_model(build_for_run(spec, device, torch.float32, model_args), device, torch.float32,
+                model = place_model(build_for_run(spec, device, torch.float32, model_args, attn), device, torch.float32,
                                     channels_last, inputs.rank)
                 before_cast(model, inputs.make(device, torch.float32, channels_last, seed=seed))
             else:
-                model = build_for_run(spec, device, dtype, model_args)
+                model = build_for_run(spec, device, dtype, model_args, attn)
         model = place_model(model, device, dtype, channels_last, inputs.rank)
         quantized = quantize_model(model, quant) if quant is not None else None
         x = inputs.make(device, dtype, channels_last, seed=seed)

@@ -31,8 +31,15 @@ AMP = run_option("amp")
 QUANT = RunOption("quant", run_option("quant").label, run_option("quant").help,
                   shown=tuple((text if value == "off" else f"quant {text}", value)
                               for text, value in run_option("quant").shown))
+# Likewise beside the shape schedule: a transformers model's attention implementation ('attn default', 'attn sdpa'),
+# the schedule's values then saying what they are too ('shapes fixed').
+ATTN = run_option("attn")
+SHAPES = RunOption("shapes", run_option("shapes").label, run_option("shapes").help, default="fixed",
+                   shown=tuple((f"shapes {text}", value) for text, value in run_option("shapes").shown))
+# The select paired with a row's own, in place of the row's label.
+PAIRED = {"compile": QUANT, "shapes": ATTN}
 # What each select shows at first: the value a run takes when it is not given.
-DEFAULTS = {entry.name: entry.initial for entry in (STEP, AMP, QUANT, *SELECTS)}
+DEFAULTS = {entry.name: entry.initial for entry in (STEP, AMP, QUANT, ATTN, *SELECTS)}
 # What an option means in the sidebar beyond the table's words (which the CLI's help says too).
 APP_NOTES = {"iters": "; an A/B splits them into blocks",
              "shapes": ". Here: fixed, cycle:4 (4 sizes in turn) or random (a new size each iteration)"}
@@ -44,8 +51,8 @@ class RunOptionsPane(Vertical):
 
     @dataclass
     class Changed(Message):
-        """A run option changed: `name` is "iters", "warmup", "step", "amp", "shapes", "compile", "quant" or
-        "flip";
+        """A run option changed: `name` is "iters", "warmup", "step", "amp", "shapes", "attn", "compile",
+        "quant" or "flip";
         `value` its new value."""
 
         name: str
@@ -61,7 +68,8 @@ class RunOptionsPane(Vertical):
     RunOptionsPane .option-label { width: 1fr; }
     RunOptionsPane #option-row-counts Label { width: auto; padding: 0 1 0 0; color: $text-muted; }
     RunOptionsPane #option-row-counts Input { width: 7; margin-right: 1; }
-    RunOptionsPane #option-row-step Select, RunOptionsPane #option-row-compile Select { width: 16; margin-right: 1; }
+    RunOptionsPane #option-row-step Select, RunOptionsPane #option-row-compile Select,
+    RunOptionsPane #option-row-shapes Select { width: 16; margin-right: 1; }
     """
 
     def compose(self) -> ComposeResult:
@@ -77,12 +85,14 @@ class RunOptionsPane(Vertical):
                 yield Input(str(getattr(session, entry.name)), id=f"option-{entry.name}", compact=True,
                             tooltip=entry.help + APP_NOTES.get(entry.name, ""))
         for entry in SELECTS:
+            paired = PAIRED.get(entry.name)
+            shown = SHAPES.shown if entry.name == "shapes" else entry.shown
             with Horizontal(id=f"option-row-{entry.name}"):
-                yield ExitSafeSelect(entry.shown, value=DEFAULTS[entry.name], allow_blank=False, compact=True,
+                yield ExitSafeSelect(shown, value=DEFAULTS[entry.name], allow_blank=False, compact=True,
                                      id=f"option-{entry.name}", tooltip=entry.help + APP_NOTES.get(entry.name, ""))
-                if entry.name == "compile":
-                    yield ExitSafeSelect(QUANT.shown, value=DEFAULTS[QUANT.name], allow_blank=False, compact=True,
-                                         id=f"option-{QUANT.name}", tooltip=QUANT.help)
+                if paired is not None:
+                    yield ExitSafeSelect(paired.shown, value=DEFAULTS[paired.name], allow_blank=False, compact=True,
+                                         id=f"option-{paired.name}", tooltip=paired.help)
                 else:
                     yield Label(entry.label, classes="option-label")
 

@@ -211,7 +211,7 @@ class TimingPane(Vertical):
         if hasattr(result, "flags_text"):
             record.flags_text = result.flags_text()
         record.input_text = input_text(format_shape(result.input_shape), result.dtype,  # as measured
-                                       getattr(result.config, "quant", None))
+                                       getattr(result.config, "quant", None), getattr(result.config, "attn", None))
         record.status = "cancelled" if result.cancelled else "done"
         record.samples_ms = list(result.samples_ms)
         record.warmup_ms = list(result.warmup_ms)
