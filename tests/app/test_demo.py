@@ -16,10 +16,10 @@ def banner(app) -> str:
 async def test_the_demo_plays_its_first_steps_hands_free_with_cpu_analogues():
     app = make_app(model=TINY, demo=True, demo_pace=0.0, warmup=1, iters=5)
     async with app.run_test(size=(110, 34)) as pilot:
-        await wait_until(pilot, lambda: "demo 1/6" in banner(app), what="step 1")
+        await wait_until(pilot, lambda: "demo 1/7" in banner(app), what="step 1")
         assert "oneDNN on vs off, fixed shape" in banner(app) and "GPU-only" in banner(app)
         assert "any key takes over" in banner(app)
-        await wait_until(pilot, lambda: "demo 2/6" in banner(app), what="step 2")
+        await wait_until(pilot, lambda: "demo 2/7" in banner(app), what="step 2")
         # step 1 was an interleaved comparison of oneDNN on (A) against off (B), with a verdict
         first_b = app.session.runs.get(2)
         assert first_b.arm == "B" and first_b.status == "done" and first_b.verdict is not None
@@ -27,10 +27,17 @@ async def test_the_demo_plays_its_first_steps_hands_free_with_cpu_analogues():
         await wait_until(pilot, lambda: app.session.runs.get(4) is not None and app.session.runs.get(4).finished,
                          what="step 2's A/B")
         assert app.session.runs.get(4).arm == "B" and app.session.runs.get(4).shapes == "random"
-        await wait_until(pilot, lambda: "demo 3/6" in banner(app), what="step 3")
-        await wait_until(pilot, lambda: "demo 4/6" in banner(app), timeout=180, what="step 4")
+        await wait_until(pilot, lambda: "demo 3/7" in banner(app), what="step 3")
+        await wait_until(pilot, lambda: "demo 4/7" in banner(app), timeout=180, what="step 4")
         assert "a training step" in banner(app)
-        await wait_until(pilot, lambda: "demo 6/6" in banner(app), timeout=180, what="the end")
+        await wait_until(pilot, lambda: "demo 5/7" in banner(app), timeout=180, what="step 5")
+        assert "int8 weight-only (torchao) against float32" in banner(app)
+        await wait_until(pilot, lambda: "demo 7/7" in banner(app), timeout=180, what="the end")
+        # step 5 compared the same flags, B's Linear layers in int8 weights: its drift and prediction beside the verdict
+        quant_b = app.session.runs.get(10)
+        assert quant_b.arm == "B" and quant_b.status == "done" and quant_b.input_text.endswith("quant int8wo")
+        verdict = " ".join(screen_text(app, "#compare-verdict").split())
+        assert "arm B quantization: int8wo: no layer converted" in verdict and "prediction:" in verdict
         # step 4 compared a training step under deterministic algorithms off and on, then checked its gradients
         train_b = app.session.runs.get(8)
         assert train_b.arm == "B" and train_b.status == "done" and train_b.step.startswith("train")
@@ -43,7 +50,7 @@ async def test_the_demo_plays_its_first_steps_hands_free_with_cpu_analogues():
 async def test_any_key_takes_over_from_the_demo():
     app = make_app(model=TINY, demo=True, demo_pace=30.0, warmup=1, iters=5)
     async with app.run_test(size=(110, 34)) as pilot:
-        await wait_until(pilot, lambda: "demo 1/6" in banner(app), what="step 1")
+        await wait_until(pilot, lambda: "demo 1/7" in banner(app), what="step 1")
         await pilot.press("2")  # a user switches to Compare: the demo stops, the key still works
         assert not app.demo.running and "the keys are yours" in banner(app)
         assert app.main.active_tab() == "compare"

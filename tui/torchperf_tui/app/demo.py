@@ -5,7 +5,8 @@ the attention story instead (app/demo_attention.py).
 The story, on a GPU: cudnn.benchmark off vs on at a fixed shape (interleaved A/B with a verdict), the same
 with random shapes (benchmark re-tunes for every new one), cudnn.deterministic on (its cost, then the
 determinism check's bit-equality), the same for a training step (forward, loss, backward, SGD: where
-non-determinism lives, in the gradients), and a memory release on the Memory tab. On a CPU box each GPU-only flag
+non-determinism lives, in the gradients), int8 weight-only against float32 (its verdict, B's drift and the
+prediction; skipped and said where torchao is not installed), and a memory release on the Memory tab. On a CPU box each GPU-only flag
 is replaced by its CPU analogue (oneDNN, deterministic algorithms) and the banner says so.
 
 The director drives the panes only through what their keys call (the A/B, the determinism check, the
@@ -15,6 +16,7 @@ release), so the demo shows exactly what a user would get by pressing the keys.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 from dataclasses import dataclass
 from typing import Callable
 
@@ -56,11 +58,22 @@ CNN_KEYS = "r runs, a compares the flags before and after a flip, k shows the ke
 ATTENTION_KEYS = ("r runs, a compares the flags before and after a flip, k shows the kernels, W sweeps both, "
                   "g generates, ? for help")
 RELEASE_STEP = ("release cached memory and watch the curve drop", "the chart marks the instant and what was freed")
+# Low precision: the model's Linear layers in int8 weights (torchao) against float32, where torchao is installed.
+QUANT_STEP = ("int8 weight-only (torchao) against float32: speed, drift, prediction",
+              "Compare: the verdict, B's SQNR against A, and the ceilings' prediction beside the measured ratio")
+NO_QUANT_STEP = ("int8 weight-only: skipped, torchao is not installed",
+                 "pip install 'torchperf-tui[quant]' to see a quantized model's speed and drift")
+
+
+def quant_installed() -> bool:
+    """Whether torchao can be imported by the measurement process (looked up, not imported: this is the UI's)."""
+    return importlib.util.find_spec("torchao") is not None
 
 
 def story(on_gpu: bool) -> list[DemoStep]:
-    """The steps' banners for this device."""
-    return [DemoStep(title, note) for title, note in (*(GPU_STEPS if on_gpu else CPU_STEPS), RELEASE_STEP)]
+    """The CNN story's banners, in order: the flags, the training step, low precision, then the memory release."""
+    quant = QUANT_STEP if quant_installed() else NO_QUANT_STEP
+    return [DemoStep(title, note) for title, note in (*(GPU_STEPS if on_gpu else CPU_STEPS), quant, RELEASE_STEP)]
 
 
 class DemoDirector:
@@ -98,9 +111,9 @@ class DemoDirector:
         self.app.main.show_banner(f"demo {index}/{total} · {step.title}", f"{step.note} · any key takes over")
         await asyncio.sleep(self.pace)
 
-    async def _ab(self, flags_a, flags_b) -> None:
+    async def _ab(self, flags_a, flags_b, b_options: dict | None = None) -> None:
         compare, runs = self.app.pane("compare"), self.app.session.runs
-        compare.start_ab(flags_a, flags_b)
+        compare.start_ab(flags_a, flags_b, b_options)
         if compare.ab_runs is None:
             raise RuntimeError("the A/B comparison did not start")
         arm_b = compare.ab_runs[1]
@@ -186,6 +199,12 @@ class DemoDirector:
         self._set_run_option("step", "infer")
 
         await self._announce(5, steps[4], total)
+        if quant_installed():  # the same flags, B's Linear layers in int8 weights
+            await self._ab(base, base, {"quant": "int8wo"})
+        else:
+            await asyncio.sleep(self.pace)
+
+        await self._announce(6, steps[5], total)
         app.main.show_tab("memory")
         released = memory.last_release
         memory.release()

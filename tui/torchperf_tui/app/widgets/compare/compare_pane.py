@@ -5,6 +5,8 @@ verdict; the arms are kept as runs beside the others."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import textwrap
 import time
 
@@ -158,10 +160,12 @@ class ComparePane(Vertical):
         return int(table.ordered_rows[table.cursor_row].key.value)  # a row's key needs no column
 
     # -- the A/B comparison ------------------------------------------------------------------------
-    def start_ab(self, flags_a, flags_b) -> None:
+    def start_ab(self, flags_a, flags_b, b_options: dict | None = None) -> None:
         """Time A against B interleaved in blocks (replacing a comparison or any measurement in flight); two
-        identical flag sets are refused, in the verdict line (it stays) and a short toast."""
-        if flags_a == flags_b:
+        identical arms are refused, in the verdict line (it stays) and a short toast. `b_options`: run options of
+        arm B's own, as an arm's SPEC sets them ({"quant": "int8wo"}: the same flags, B quantized)."""
+        b_options = dict(b_options or {})
+        if flags_a == flags_b and not b_options:
             text = same_arms_refusal(FLIP_REMEDY, self.app.session.flags_text(flags_a))
             if not self.comparing():
                 self.verdict = f"A/B: {escape(text)}"
@@ -180,7 +184,8 @@ class ComparePane(Vertical):
             self.app.notify("A/B compares the flag sets eager: compiled A/B is not supported", severity="warning")
         records = []
         for arm, flags in (("A", flags_a), ("B", flags_b)):
-            record = LiveRun.of(session, selection, self.screen.default_shape(), flags=flags, arm=arm)
+            chosen = dataclasses.replace(selection, **b_options) if arm == "B" else selection
+            record = LiveRun.of(session, chosen, self.screen.default_shape(), flags=flags, arm=arm)
             runs.add(record)
             records.append(record)
         try:
@@ -191,14 +196,15 @@ class ComparePane(Vertical):
         self._ab_seen = None
         runs.baseline_id = records[0].run_id  # speed-ups read B against A
         self.screen.show_tab("compare")
-        self.verdict = (f"A/B: [b]{records[0].flags_text}[/] vs [b]{records[1].flags_text}[/] · interleaved in "
-                          f"{AB_BLOCKS} randomised blocks per arm…")
+        b_said = "".join(f" · {name} {value}" for name, value in b_options.items())
+        self.verdict = (f"A/B: [b]{records[0].flags_text}[/] vs [b]{records[1].flags_text}{escape(b_said)}[/] · "
+                        f"interleaved in {AB_BLOCKS} randomised blocks per arm…")
         self.post_message(RunsChanged())
         base = self.jobs.config(selection, self._ab_failed, flags=flags_a, slot="ab")
         if base is None:
             return
         # The arms are flag sets, not typed SPECs: the measurement process says them on the run's device.
-        self.jobs.start("ab", {"base": base, "a": ArmSpec(flags=flags_a), "b": ArmSpec(flags=flags_b),
+        self.jobs.start("ab", {"base": base, "a": ArmSpec(flags=flags_a), "b": ArmSpec(flags=flags_b, **b_options),
                                      "blocks": AB_BLOCKS, "per_block": max(3, session.iters // 5),
                                      "seed": self.ab_runs[0], "remedy": FLIP_REMEDY},
                         f"comparing A/B on {selection.model}")
