@@ -32,8 +32,30 @@ def test_generate_says_ttft_per_token_latency_tokens_per_second_and_the_cache(ca
     assert out.startswith("generation: hf:llama (num_hidden_layers=2,")
     for words in ("greedy, the model's own KV cache, 4 new tokens after a 8-token prompt, synchronised per token",
                   "time to first token", "per-token latency", "over 15 decode steps (3 per run)", "tokens/s",
-                  "KV cache", "11 positions: the 8-token prompt + 4 new tokens - 1"):
+                  "KV cache", "11 positions: the 8-token prompt + 4 new tokens - 1",
+                  "decode reads", "the mean of 3 decode steps: the first", "at 9 positions", "at 11 positions",
+                  " GB/s (the bytes a step reads / the per-token median)",
+                  "no measured copy ceiling: measure it (C / torchperf-tui ceilings)"):
         assert words in out
+
+
+def test_generate_json_carries_bytes_per_step_bandwidth_and_mbu_against_the_kept_copy_ceiling(capsys, monkeypatch):
+    """`bench hf:gpt2 --generate 32 --json` (a small gpt2): the bytes a decode step reads, the GB/s they make over the
+    per-token median, and MBU against the copy ceiling kept for the device (a fake one here)."""
+    from torchperf_tui.engine.hardware.ceilings import Ceiling, CeilingsResult
+
+    copy = Ceiling(kind="copy", dtype="float32", value=20e9, size="256.0 MiB", median_s=0.1, reps=3, workload="copy")
+    monkeypatch.setattr("torchperf_tui.engine.measurements.decode_bandwidth.kept_for",
+                        lambda device, on_corrupt=None: CeilingsResult("cpu", "fake", 0.0, ceilings=[copy]))
+    code, out, err = run(capsys, "bench", "hf:gpt2", "--model-args", "n_layer=2,n_embd=32,n_head=2,vocab_size=256",
+                         "--generate", "32", "--prompt-len", "8", "--json", "--no-history")
+    assert code == 0, err
+    data = json.loads(out)
+    params = 256 * 32 + 1024 * 32 + 2 * (12 * 32 * 32 + 13 * 32) + 2 * 32  # 12e² + 13e a block; the LM head tied
+    kv_mean = 2 * 2 * 32 * 4 * (8 + 32 / 2)  # positions 9 .. 39, 24 on average
+    assert data["decode_bytes"]["weight_bytes"] == params * 4 and data["bytes_per_step"] == params * 4 + kv_mean
+    assert data["bandwidth_gbs"] == pytest.approx(data["bytes_per_step"] / data["decode_stats"]["p50_ms"] / 1e6)
+    assert data["mbu_pct"] == pytest.approx(100 * data["bandwidth_gbs"] / 20) and data["copy_ceiling_gbs"] == 20.0
 
 
 def test_generate_json_and_its_history_record(capsys, tmp_path):
@@ -88,11 +110,12 @@ def test_compare_generate_gives_a_verdict_on_decode_and_the_prefill_apart(capsys
     assert data["summary"].startswith("decode (per output token): ")
     for arm in ("a", "b"):
         assert len(data[arm]["ttft_ms"]) == 6 and [len(block) for block in data[arm]["decode_blocks"]] == [2] * 6
-        assert data[arm]["per_token_median_ms"] > 0
+        assert data[arm]["per_token_median_ms"] > 0 and data[arm]["bandwidth_gbs"] > 0
     assert data["b"]["flags"]["num_threads"] == 1
     code, out, err = run(capsys, "compare", "hf:llama", "--model-args", TINY_LLAMA, "--generate", "3", "--prompt-len",
                          "6", "--a", "", "--b", "threads=1", "--blocks", "6")
     assert code == 0 and "\ndecode " in out and "prefill (apart)" in out and "arm B            threads=1" in out
+    assert out.count(" GB/s") >= 2  # each arm's bandwidth
 
 
 @pytest.mark.parametrize("extra, words", [

@@ -24,6 +24,8 @@ from torchperf_tui.engine.measurements.flags import applied_flags, asked_state, 
 from torchperf_tui.core.stats import TimingStats, compute_stats
 from torchperf_tui.core.errors import ModelError, Remedy, ShapeError, TorchperfError
 from torchperf_tui.engine.hardware.host_noise import HostNoise, HostProbe, noise_marks
+from torchperf_tui.engine.measurements.decode_bandwidth import (CopyCeiling, DecodeBytes, bandwidth_gbs,
+                                                                kept_copy_ceiling, mbu_pct, parameter_bytes)
 from torchperf_tui.engine.workloads.input_facts import InputFacts, PromptInput
 from torchperf_tui.engine.hardware.lazy_torch import torch
 from torchperf_tui.engine.workloads.inputs import dtype_name
@@ -81,6 +83,11 @@ class GenerationResult(InputFacts, PromptInput):
     next_run_s: float | None = None  # when budget_stopped: the last generation's time, the next one's estimate
     host_noise: HostNoise | None = None
     app_marks: list[str] = field(default_factory=list)
+    # What a decode step reads (engine/measurements/decode_bandwidth.py), and the copy ceiling kept for the device
+    # (None: none kept; copy_ceiling_problem: why none could be read, a corrupt ceilings file).
+    decode_bytes: DecodeBytes | None = None
+    copy_ceiling: CopyCeiling | None = None
+    copy_ceiling_problem: str | None = None
     # The run it was (a BenchConfig, its device and dtype resolved), kept by its history record.
     config: Any = None
 
@@ -107,6 +114,22 @@ class GenerationResult(InputFacts, PromptInput):
         return self.batch * 1000.0 / stats.p50_ms
 
     @property
+    def bytes_per_step(self) -> float | None:
+        """The bytes a decode step reads: the weights and the KV cache at its position, the mean over the steps."""
+        return self.decode_bytes.per_step if self.decode_bytes is not None else None
+
+    @property
+    def bandwidth_gbs(self) -> float | None:
+        """Achieved bandwidth (GB/s): the bytes a decode step reads over the per-token median."""
+        stats = self.decode_stats
+        return bandwidth_gbs(self.bytes_per_step, stats.p50_ms if stats is not None else None)
+
+    @property
+    def mbu_pct(self) -> float | None:
+        """The achieved bandwidth's share of the copy ceiling kept for the device (%), None without one."""
+        return mbu_pct(self.bandwidth_gbs, self.copy_ceiling)
+
+    @property
     def threads_used(self) -> int | None:
         in_effect = self.flags_in_effect
         return in_effect.num_threads if in_effect is not None else self.flags.num_threads
@@ -127,6 +150,10 @@ class GenerationResult(InputFacts, PromptInput):
             stats = getattr(self, name)
             data[name] = asdict(stats) if stats is not None else None
         data["tokens_per_s"] = self.tokens_per_s
+        mbu = self.mbu_pct
+        data.update(bytes_per_step=self.bytes_per_step, bandwidth_gbs=self.bandwidth_gbs, mbu_pct=mbu,
+                    mbu_above_ceiling=mbu is not None and mbu > 100.0,
+                    copy_ceiling_gbs=self.copy_ceiling.gbs if self.copy_ceiling is not None else None)
         data["host_noise"] = self.host_noise.to_dict() if self.host_noise is not None else None
         data["disturbance_marks"] = self.disturbance_marks()
         return data
@@ -302,6 +329,7 @@ def _run_generation(cfg, new_tokens: int, runs: int, watch, on_sample, should_ca
     ttft: list[float] = []
     decode: list[float] = []
     warm_decode: list[float] = []
+    kv_steps: list[tuple[int, int | None]] = []  # the first timed generation's: the cache each decode step read
     warm_ttft = None
     stopped = budget_stopped = warmup_stopped = False
     next_run_s = None
@@ -349,6 +377,8 @@ def _run_generation(cfg, new_tokens: int, runs: int, watch, on_sample, should_ca
                             emit("warmup", step, new_tokens, ms)
                         else:
                             decode.append(ms)
+                            if run == 0:  # outside the timed step: the cache it returned is the one it read
+                                kv_steps.append((cache_bytes(loop.cache), cache_positions(loop.cache)))
                             emit("decode", run * steps + step - 1, runs * steps, ms)
                     if stopped:
                         break
@@ -361,6 +391,10 @@ def _run_generation(cfg, new_tokens: int, runs: int, watch, on_sample, should_ca
             kv_bytes = cache_bytes(loop.cache) if complete and loop.cache is not None else None
             kv_positions = cache_positions(loop.cache) if kv_bytes is not None else None
             kv_kind = type(loop.cache).__name__ if loop.cache is not None else ""
+            # Counted once the first timed generation is whole (a cancel within it leaves no figures at all).
+            reads = DecodeBytes.of_steps(parameter_bytes(work.model), kv_steps) if len(kv_steps) == steps else None
+            # Under the run's flags: a CPU's ceilings are kept per thread count, the run's.
+            copy_ceiling, ceiling_problem = kept_copy_ceiling(str(device)) if reads is not None else (None, None)
     finally:
         if loop is not None:
             loop.cache = loop.token = loop.prompt = loop.model = loop.generated = None
@@ -379,5 +413,6 @@ def _run_generation(cfg, new_tokens: int, runs: int, watch, on_sample, should_ca
         last_logits_only=bool(loop is not None and loop.keep), flags_in_effect=in_effect,
         threads_asked=asked_state(cfg.flags).flags.num_threads, time_budget_s=cfg.time_budget_s,
         budget_stopped=budget_stopped, warmup_stopped=warmup_stopped, next_run_s=next_run_s,
-        host_noise=host.summary(decode, spread=True) if ttft else None,
+        host_noise=host.summary(decode, spread=True) if ttft else None, decode_bytes=reads,
+        copy_ceiling=copy_ceiling, copy_ceiling_problem=ceiling_problem,
         config=replace(cfg, device=str(device), dtype=dtype_name(plan.dtype)))

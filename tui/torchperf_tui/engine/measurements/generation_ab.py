@@ -9,6 +9,8 @@ token for the prefill, apart, since a change (a kernel, a dtype) can speed one a
 block is preceded by a warm-up generation, and every block by an untimed prefill (a flag change such as the thread
 count needs a pass to settle). The arms run on the calling thread. The host is read over the interleaved blocks and
 each arm's decode steps judged for their spread, as an A/B's (engine/hardware/host_noise.py): the result says so.
+Each arm's first timed block counts the bytes a decode step reads in its dtype
+(engine/measurements/decode_bandwidth.py), for the bandwidth its per-token median reached.
 
 The result's module loads without torch (the UI process reads it).
 """
@@ -28,8 +30,9 @@ from torchperf_tui.engine.hardware.host_noise import HostNoise, HostProbe, noise
 from torchperf_tui.engine.workloads.input_facts import InputFacts, PromptInput
 from torchperf_tui.engine.hardware.lazy_torch import torch
 from torchperf_tui.engine.measurements.ab_arms import same_arms
-from torchperf_tui.engine.measurements.generation import (GreedyLoop, check_generation, check_new_tokens,
-                                                          check_positions, method_text, token_clock)
+from torchperf_tui.engine.measurements.decode_bandwidth import DecodeBytes, bandwidth_gbs, parameter_bytes
+from torchperf_tui.engine.measurements.generation import (GreedyLoop, cache_bytes, cache_positions, check_generation,
+                                                          check_new_tokens, check_positions, method_text, token_clock)
 from torchperf_tui.engine.workloads.inputs import parse_dtype
 from torchperf_tui.engine.workloads.workload import forward_errors, prepare_workload
 
@@ -47,6 +50,7 @@ class GenerationArm:
     decode_blocks: list[list[float]] = field(default_factory=list)
     threads_asked: int | None = None
     host_noise: HostNoise | None = None  # the host over the blocks (both arms alike), and this arm's decode spread
+    decode_bytes: DecodeBytes | None = None  # what a decode step reads in this arm's dtype (its first timed block)
 
     @property
     def decode_ms(self) -> list[float]:
@@ -58,6 +62,11 @@ class GenerationArm:
     def per_token_median_ms(self) -> float | None:
         samples = self.decode_ms
         return statistics.median(samples) if samples else None
+
+    def bandwidth_gbs(self) -> float | None:
+        """The bytes a decode step reads over this arm's per-token median, in GB/s."""
+        return bandwidth_gbs(self.decode_bytes.per_step if self.decode_bytes is not None else None,
+                             self.per_token_median_ms())
 
     def flags_text(self, device: str) -> str:
         return self.flags.describe(device, default_threads=self.threads_asked)
@@ -111,7 +120,8 @@ class GenerationABResult(InputFacts, PromptInput):
         for name in ("a", "b"):
             arm = getattr(self, name)
             data[name] = {**asdict(arm), "flags": arm.flags.to_dict(), "ttft_median_ms": arm.ttft_median_ms(),
-                          "per_token_median_ms": arm.per_token_median_ms(),
+                          "per_token_median_ms": arm.per_token_median_ms(), "bandwidth_gbs": arm.bandwidth_gbs(),
+                          "bytes_per_step": arm.decode_bytes.per_step if arm.decode_bytes is not None else None,
                           "host_noise": arm.host_noise.to_dict() if arm.host_noise is not None else None}
         for name in ("decode_verdict", "prefill_verdict"):
             verdict = getattr(self, name)
@@ -192,12 +202,16 @@ def _run(base, a, b, new_tokens, blocks, seed, should_cancel, time_budget_s, on_
                 return None
             host.begin()
             ttft = sample(loop.prefill)
-            decode = []
+            decode, kv_steps = [], []
             for step in range(1, new_tokens):
                 if cancelled():
                     return None
                 decode.append(sample(lambda: loop.decode(step)))
+                if arm.decode_bytes is None:  # outside the timed step: the cache it returned is the one it read
+                    kv_steps.append((cache_bytes(loop.cache), cache_positions(loop.cache)))
             host.end()
+            if arm.decode_bytes is None:
+                arm.decode_bytes = DecodeBytes.of_steps(parameter_bytes(work.model), kv_steps)
             watch.ran(arm.flags, during=f"arm {name}'s blocks")
         return ttft, decode
 

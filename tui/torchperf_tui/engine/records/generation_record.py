@@ -1,7 +1,7 @@
 """A generation's history record (kind "generate"): the per-token latencies as the record's samples and statistics
-(what `history` and Compare read of every record), the time to first token, the prompt, the new tokens, tokens/s
-and the KV cache's size in its details (worded in wording/history.py). No torch here (the history is read without
-it)."""
+(what `history` and Compare read of every record), the time to first token, the prompt, the new tokens, tokens/s, the
+KV cache's size, and the bytes a decode step reads with the bandwidth and MBU they make, in its details (worded in
+wording/history.py). No torch here (the history is read without it)."""
 
 from __future__ import annotations
 
@@ -29,6 +29,11 @@ def record_from_generation(result: "GenerationResult", fingerprint: dict[str, An
         "kv_cache_positions": result.kv_cache_positions, "kv_cache_kind": result.kv_cache_kind,
         "method": result.method, "last_logits_only": result.last_logits_only, "step": "infer",
         **model_facts(result)}
+    if result.decode_bytes is not None:  # what a decode step reads, the bandwidth it reached, its share of the ceiling
+        ceiling = result.copy_ceiling
+        details.update(bytes_per_step=result.bytes_per_step, bandwidth_gbs=result.bandwidth_gbs,
+                       mbu_pct=result.mbu_pct, decode_bytes=asdict(result.decode_bytes),
+                       copy_ceiling=asdict(ceiling) if ceiling is not None else None)
     if result.state_notes:
         details["state_notes"] = list(result.state_notes)
     if result.host_noise is not None:
