@@ -76,7 +76,9 @@ def recorded_throughput(params: dict) -> Recorded:
 
 
 def recorded_generation(params: dict) -> Recorded:
-    """Five generations of 64 tokens after a 16-token prompt: the TTFT of each and 63 decode steps per run."""
+    """Five generations of 64 tokens after a 16-token prompt: the TTFT of each and 63 decode steps per run, the bytes
+    a decode step reads and the copy ceiling kept for the device (the bandwidth's line as long as a real one)."""
+    from torchperf_tui.engine.measurements.decode_bandwidth import CopyCeiling, DecodeBytes
     from torchperf_tui.engine.measurements.generation import GenerationResult, method_text
 
     cfg = params["cfg"]
@@ -86,7 +88,12 @@ def recorded_generation(params: dict) -> Recorded:
                               decode_ms=decode, decode_steps=63, runs_asked=5, kv_cache_bytes=4718592,
                               kv_cache_positions=79, kv_cache_kind="DynamicCache", method=method_text(64, 16),
                               timer="perf_counter", cancelled=False, started_at=1_000_000.0, duration_s=9.0,
-                              warmup_ttft_ms=120.0)
+                              warmup_ttft_ms=120.0,
+                              decode_bytes=DecodeBytes(weight_bytes=497_759_232, kv_first_bytes=1_015_376,
+                                                       kv_mean_bytes=2_866_944.0, kv_last_bytes=4_718_512, steps=63,
+                                                       first_positions=17, last_positions=79),
+                              copy_ceiling=CopyCeiling(bytes_per_s=127.3e9, origin="copy 256.0 MiB, 16 threads",
+                                                       key="recorded"))
     samples = (("prefill", 0, 5, result.ttft_ms), ("decode", len(decode) - 1, len(decode), decode))
     return Recorded(result, samples=samples)
 

@@ -29,6 +29,8 @@ async def test_g_generates_with_a_causal_lm_and_fills_the_per_token_histogram(ti
         text = screen_text(app, "#generation-lines")
         assert text.startswith(f"generate {spec} · 64 new tokens after the prompt 1x16 float32")
         assert "TTFT " in text and "per token p50 " in text and "tokens/s" in text and "KV cache " in text
+        assert "decode reads " in text and " GB/s · no measured copy ceiling: measure it (C / torchperf-tui ceilings)" \
+            in text  # the test's own ceilings file: none kept
         assert "greedy, the model's own KV cache, 64 new tokens after a 16-token prompt, synchronised per token" in text
         histogram = app.main.query_one("#generation-histogram")
         assert len(histogram.samples) == 5 * 63 == len(view.result.decode_ms)

@@ -99,6 +99,7 @@ async def test_the_generation_summary_is_whole_beside_the_sidebar():
         lines = app.main.query_one("#generation-lines")
         text = screen_text(app, "#generation-lines")
         assert "TTFT 45.20 ms" in text and "KV cache 4.5 MiB" in text and "tokens/s" in text
+        assert "decode reads 500.6 MB/token · 40.7 GB/s · MBU 32.0 % of the 127.3 GB/s copy ceiling" in text
         await wait_until(pilot, lambda: in_sight(app, lines) and whole(text) == drawn(lines),
                          what="the generation's lines whole")
         assert "greedy" not in text  # the method, too long for the short tab, is the CLI's and the record's
