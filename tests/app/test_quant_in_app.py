@@ -32,11 +32,22 @@ async def test_choosing_a_scheme_runs_the_model_quantized_and_says_its_drift(tmp
         await wait_until(pilot, lambda: path.exists() and HistoryFile(str(path)).load().records, what="the record")
         record = HistoryFile(str(path)).load().records[-1]
         assert record.config["quant"] == "int8wo" and record.details["drift"]["sqnr_db"] == run.result.drift.sqnr_db
+        # In A/B mode a change of scheme compares the model as it was (A) against as chosen now (B), interleaved.
+        app.main.query_one("#option-flip", Select).value = "ab"
+        select.value = "off"
+        await wait_until(pilot, lambda: app.session.runs.get(3) is not None and app.session.runs.get(3).finished,
+                         what="the A/B of int8wo against none")
+        a, b = app.session.runs.get(2), app.session.runs.get(3)
+        assert (a.arm, a.input_text, b.arm, b.input_text) == ("A", "1x32 float32 quant int8wo", "B", "1x32 float32")
+        assert b.status == "done" and b.verdict is not None
+        verdict = " ".join(screen_text(app, "#compare-verdict").split())
+        assert "arm A quantization: int8wo: 2 Linear converted" in verdict and "arm A drift: SQNR" in verdict
+        app.main.query_one("#option-flip", Select).value = "run"
         # The attention implementation is a transformers model's: asked of this one, the run is refused in one line.
         assert app.main.query_one("#option-attn", Select).value == "default" and app.main.selection().attn is None
         app.main.query_one("#option-attn", Select).value = "eager"
-        await wait_until(pilot, lambda: app.session.runs.get(2) is not None and app.session.runs.get(2).finished,
+        await wait_until(pilot, lambda: app.session.runs.get(4) is not None and app.session.runs.get(4).finished,
                          what="the refused run")
-        assert app.session.runs.get(2).status == "failed" and app.main.selection().config().attn == "eager"
+        assert app.session.runs.get(4).status == "failed" and app.main.selection().config().attn == "eager"
         assert any("attn eager: an attention implementation is a transformers model's setting" in line
                    for line in notifications(app))

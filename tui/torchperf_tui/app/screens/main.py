@@ -43,6 +43,10 @@ PANES = {"picker": ("picker", "picker.model_picker", "ModelPicker"),
          "generation": ("generation", "timing.generation_view", "GenerationView")}  # in the Timing tab, under the run
 
 
+# The run options a flip in A/B mode compares, old against new, as it compares a flag's (an arm's SPEC sets them).
+AB_OPTIONS = ("quant", "attn")
+
+
 def pane_class(name: str):
     _, module, cls = PANES[name]
     return getattr(importlib.import_module(f"torchperf_tui.app.widgets.{module}"), cls)
@@ -263,8 +267,15 @@ class MainScreen(FitsTerminal, Screen):
     def on_run_options_pane_changed(self, message) -> None:
         if message.name == "step":  # the Layers tab counts a training step's backward per layer
             self.pane("picker").reanalyse()
-        if message.name in ("shapes", "compile", "quant", "attn", "step", "amp") and self.pane("picker").model is not None \
-                and self.app.session.has("timing"):
+        if self.pane("picker").model is None or not self.app.session.has("timing"):
+            return
+        if message.name in AB_OPTIONS and self.pane("options").options["flip"] == "ab" \
+                and self.app.session.has("abtest"):  # in A/B mode: the model as it was against as chosen now
+            flags = self.pane("flags").flags
+            option = run_option(message.name)
+            self.pane("compare").start_ab(flags, flags, {message.name: option.run_value(message.value)},
+                                          a_options={message.name: option.run_value(message.before)})
+        elif message.name in ("shapes", "compile", "quant", "attn", "step", "amp"):
             self.pane("timing").start_run()
 
     @on(RunsChanged)

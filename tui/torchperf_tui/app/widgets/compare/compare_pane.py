@@ -110,6 +110,15 @@ def overlaid_runs(completed: list) -> list:
     return [r for r in completed if not differences(r, newest)][-OVERLAY_RUNS:]
 
 
+# What an arm's SPEC says for a run option set to none: its word for "as transformers/none" (ab_arms.ArmSpec).
+ARM_NONE = {"quant": "off", "attn": "default"}
+
+
+def arm_settings(options: dict) -> dict:
+    """Run options as the selection holds them (None: none) -> as an ArmSpec takes them ('off', 'default')."""
+    return {name: ARM_NONE.get(name) if value is None else value for name, value in options.items()}
+
+
 class ComparePane(Vertical):
     """Runs side by side; `b` makes the highlighted run the baseline."""
 
@@ -160,12 +169,13 @@ class ComparePane(Vertical):
         return int(table.ordered_rows[table.cursor_row].key.value)  # a row's key needs no column
 
     # -- the A/B comparison ------------------------------------------------------------------------
-    def start_ab(self, flags_a, flags_b, b_options: dict | None = None) -> None:
+    def start_ab(self, flags_a, flags_b, b_options: dict | None = None, a_options: dict | None = None) -> None:
         """Time A against B interleaved in blocks (replacing a comparison or any measurement in flight); two
-        identical arms are refused, in the verdict line (it stays) and a short toast. `b_options`: run options of
-        arm B's own, as an arm's SPEC sets them ({"quant": "int8wo"}: the same flags, B quantized)."""
-        b_options = dict(b_options or {})
-        if flags_a == flags_b and not b_options:
+        identical arms are refused, in the verdict line (it stays) and a short toast. `b_options`, `a_options`: run
+        options of an arm's own as the selection holds them ({"quant": "int8wo"}: the same flags, B quantized; a
+        value of None: none), over the selection's; A's are the comparison's base."""
+        a_options, b_options = dict(a_options or {}), dict(b_options or {})
+        if flags_a == flags_b and a_options == b_options:
             text = same_arms_refusal(FLIP_REMEDY, self.app.session.flags_text(flags_a))
             if not self.comparing():
                 self.verdict = f"A/B: {escape(text)}"
@@ -184,7 +194,7 @@ class ComparePane(Vertical):
             self.app.notify("A/B compares the flag sets eager: compiled A/B is not supported", severity="warning")
         records = []
         for arm, flags in (("A", flags_a), ("B", flags_b)):
-            chosen = dataclasses.replace(selection, **b_options) if arm == "B" else selection
+            chosen = dataclasses.replace(selection, **(b_options if arm == "B" else a_options))
             record = LiveRun.of(session, chosen, self.screen.default_shape(), flags=flags, arm=arm)
             runs.add(record)
             records.append(record)
@@ -196,15 +206,15 @@ class ComparePane(Vertical):
         self._ab_seen = None
         runs.baseline_id = records[0].run_id  # speed-ups read B against A
         self.screen.show_tab("compare")
-        b_said = "".join(f" · {name} {value}" for name, value in b_options.items())
+        b_said = "".join(f" · {name} {value or 'none'}" for name, value in b_options.items())
         self.verdict = (f"A/B: [b]{records[0].flags_text}[/] vs [b]{records[1].flags_text}{escape(b_said)}[/] · "
                         f"interleaved in {AB_BLOCKS} randomised blocks per arm…")
         self.post_message(RunsChanged())
-        base = self.jobs.config(selection, self._ab_failed, flags=flags_a, slot="ab")
+        base = self.jobs.config(dataclasses.replace(selection, **a_options), self._ab_failed, flags=flags_a, slot="ab")
         if base is None:
             return
         # The arms are flag sets, not typed SPECs: the measurement process says them on the run's device.
-        self.jobs.start("ab", {"base": base, "a": ArmSpec(flags=flags_a), "b": ArmSpec(flags=flags_b, **b_options),
+        self.jobs.start("ab", {"base": base, "a": ArmSpec(flags=flags_a), "b": ArmSpec(flags=flags_b, **arm_settings(b_options)),
                                      "blocks": AB_BLOCKS, "per_block": max(3, session.iters // 5),
                                      "seed": self.ab_runs[0], "remedy": FLIP_REMEDY},
                         f"comparing A/B on {selection.model}")

@@ -52,11 +52,11 @@ class RunOptionsPane(Vertical):
     @dataclass
     class Changed(Message):
         """A run option changed: `name` is "iters", "warmup", "step", "amp", "shapes", "attn", "compile",
-        "quant" or "flip";
-        `value` its new value."""
+        "quant" or "flip"; `value` its new value, `before` the one it replaced (a select's)."""
 
         name: str
         value: str
+        before: str | None = None
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -128,7 +128,8 @@ class RunOptionsPane(Vertical):
     def _changed(self, event: Select.Changed) -> None:
         event.stop()
         name = (event.select.id or "").removeprefix("option-")
-        if self.options.get(name) == event.value:
+        before = self.options.get(name)
+        if before == event.value:
             return  # a select reporting its value as it mounts, or the same value again: nothing changed
         self.options[name] = event.value
-        self.post_message(self.Changed(name, event.value))
+        self.post_message(self.Changed(name, event.value, before))
