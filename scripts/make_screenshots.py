@@ -3,7 +3,8 @@ a fallback, the sequence sweep, generation), the main screen after a run, two ru
 the throughput search, the profiler's top operators, the run history with two runs compared, a run against the
 baseline marked in History, a random
 shape schedule, an interleaved A/B with its verdict, the kernel table, a training step's layers, A/B and
-kernels per pass, a run's time per layer and its timing modes, and the hands-free demo.
+kernels per pass, a run's time per layer and its timing modes, a quantized run and an A/B of its scheme, and the
+hands-free demo.
 
     PYTHONPATH=tui .venv/bin/python scripts/make_screenshots.py [--model mobilenet_v3_small] [--iters 60]
 
@@ -221,6 +222,32 @@ async def make_attention(out: Path, history: Path, suffix: str = "", config: str
     return saved
 
 
+# A small llama for the low-precision views: int8 weight-only on its Linear layers, on a CPU box.
+QUANT_ARGS = "num_hidden_layers=2,hidden_size=256,intermediate_size=512,num_attention_heads=4,num_key_value_heads=4"
+
+
+async def make_quant(out: Path, history: Path, suffix: str = "") -> list[Path]:
+    """Low precision: a run of the model quantized (int8 weight-only: what was converted, the drift from float32,
+    the prediction), then in A/B mode the scheme turned off again: float32 against int8wo with the verdict, B's
+    drift and the prediction beside the measured ratio."""
+    app, saved, shoot = fresh_app(out, suffix, history, model="hf:llama", model_args=QUANT_ARGS, seq_len="128",
+                                  warmup=2, iters=20)
+    async with app.run_test(size=SIZES[suffix]) as pilot:
+        await wait_until(pilot, lambda: app.main.panes_mounted() and app.pane("picker").complexity is not None
+                         and app.session.report is not None, what="the model's analysis")
+        app.main.query_one("#option-quant").value = "int8wo"  # a run starts
+        await wait_until(pilot, lambda: app.session.runs.get(1) is not None and app.session.runs.get(1).finished,
+                         what="the quantized run")
+        await pilot.pause(0.8)
+        await shoot("quant")
+        app.main.query_one("#option-flip").value = "ab"
+        app.main.query_one("#option-quant").value = "off"  # A: int8wo as it was, B: none
+        await wait_until(pilot, lambda: ab_done(app, first_arm=2), what="the A/B of the scheme")
+        await pilot.pause(1.0)
+        await shoot("quant-ab")
+    return saved
+
+
 def ab_done(app, first_arm: int = 0) -> bool:
     """The latest A/B (its A arm run #first_arm or later) has finished."""
     if not app.main.panes_mounted():
@@ -272,7 +299,7 @@ def main() -> None:
 
 
 # Each group of views, in the order they are made: a name for --only, and how it is made at one size.
-VIEWS = ("attention", "why", "training", "main", "demo")
+VIEWS = ("attention", "why", "training", "quant", "main", "demo")
 
 
 def make_view(view: str, args, suffix: str):
@@ -280,6 +307,8 @@ def make_view(view: str, args, suffix: str):
         return make_attention(args.out, args.history, suffix, args.attention_config)
     if view == "why":
         return make_why(args.out, args.model, args.warmup, args.iters, args.history, suffix)
+    if view == "quant":
+        return make_quant(args.out, args.history, suffix)
     if view == "training":
         return make_training(args.out, args.model, args.flag, args.warmup, args.iters, args.history, suffix)
     if view == "main":

@@ -37,7 +37,7 @@ async def test_the_demo_plays_its_first_steps_hands_free_with_cpu_analogues():
         quant_b = app.session.runs.get(10)
         assert quant_b.arm == "B" and quant_b.status == "done" and quant_b.input_text.endswith("quant int8wo")
         verdict = " ".join(screen_text(app, "#compare-verdict").split())
-        assert "arm B quantization: int8wo: no layer converted" in verdict and "prediction:" in verdict
+        assert "arm B quantization: int8wo on 0 Linear" in verdict and "prediction:" in verdict
         # step 4 compared a training step under deterministic algorithms off and on, then checked its gradients
         train_b = app.session.runs.get(8)
         assert train_b.arm == "B" and train_b.status == "done" and train_b.step.startswith("train")

@@ -41,7 +41,9 @@ async def test_choosing_a_scheme_runs_the_model_quantized_and_says_its_drift(tmp
         assert (a.arm, a.input_text, b.arm, b.input_text) == ("A", "1x32 float32 quant int8wo", "B", "1x32 float32")
         assert b.status == "done" and b.verdict is not None
         verdict = " ".join(screen_text(app, "#compare-verdict").split())
-        assert "arm A quantization: int8wo: 2 Linear converted" in verdict and "arm A drift: SQNR" in verdict
+        # the pane's short form: the runs table stays in sight below it
+        assert "arm A quantization: int8wo on 2 Linear, 1 left" in verdict and "B against A: SQNR" in verdict
+        assert "prediction: " in verdict
         app.main.query_one("#option-flip", Select).value = "run"
         # The attention implementation is a transformers model's: asked of this one, the run is refused in one line.
         assert app.main.query_one("#option-attn", Select).value == "default" and app.main.selection().attn is None

@@ -108,30 +108,37 @@ def prediction_rows(result) -> list[Row]:
     return [row("prediction", head + prediction_text(prediction))]
 
 
-def ab_numerics_rows(result) -> list[Row]:
+def ab_numerics_rows(result, brief: bool = False) -> list[Row]:
     """An A/B's rows: each arm's quantization, then B's drift against A (said beside the verdict: what B's speed
-    costs in accuracy). Where A changes numerics too, each arm's drift from the float32 model comes first; where A
-    is the float32 model at full precision, B against A is that drift, said once."""
+    costs in accuracy), then the prediction beside the measured ratio. Where both arms change numerics, each arm's
+    drift from the float32 model comes first; where one arm is the float32 model at full precision, B against A is
+    the other's drift, said once. `brief`: a pane's short form (the scheme's counts, the drift's figures alone, no
+    prediction's reasons), for a screen that must keep its runs table in sight."""
     rows = []
     for name, arm in (("A", result.a), ("B", result.b)):
         report = getattr(arm, "quantized", None)
         if report is not None:
-            rows.append(row(f"arm {name} quantization", quant_text(report)))
-    a_drift = getattr(result.a, "drift", None)
-    if a_drift is not None:
-        for name, arm in (("A", result.a), ("B", result.b)):
-            if arm.drift is not None:
-                rows.append(row(f"arm {name} drift", f"{drift_text(arm.drift)} ({arm.drift.outputs} against "
-                                f"{arm.drift.against})", drift_level(arm.drift)))
+            text = (f"{report.scheme} on {format_number(len(report.converted))} Linear, "
+                    f"{format_number(len(report.left))} left" if brief else quant_text(report))
+            rows.append(row(f"arm {name} quantization", text))
+    drifts = {name: getattr(arm, "drift", None) for name, arm in (("A", result.a), ("B", result.b))}
+    if all(drift is not None for drift in drifts.values()) and not brief:
+        for name, drift in drifts.items():
+            rows.append(row(f"arm {name} drift", f"{drift_text(drift)} ({drift.outputs} against {drift.against})",
+                            drift_level(drift)))
     drift = getattr(result, "drift_b", None)
     if drift is not None:
-        whose = "" if a_drift is not None else f"; A is {FLOAT32}"
+        plain = [name for name, arm_drift in drifts.items() if arm_drift is None]
+        whose = f"; {plain[0]} is {FLOAT32}" if len(plain) == 1 and not brief else ""
         rows.append(row("B against A", f"{drift_text(drift)} ({drift.outputs}{whose})", drift_level(drift)))
     prediction = getattr(result, "prediction", None)
     if prediction is not None:
         predicted = getattr(result, "predicted_ratio", None)
         measured = result.verdict.ratio if result.verdict is not None else None
-        head = " · ".join(part for part in (f"B/A {predicted:.2f} predicted" if predicted is not None else "",
-                                            f"{measured:.2f} measured" if measured is not None else "") if part)
-        rows.append(row("prediction", (head + " · " if head else "") + prediction_text(prediction)))
+        if predicted is None:
+            text = f"none for {prediction.scheme}" + ("" if brief else f": {prediction_text(prediction).split(': ', 1)[-1]}")
+        else:
+            text = f"B/A {predicted:.2f} predicted" + (f" · {measured:.2f} measured" if measured is not None else "")
+            text += "" if brief else f" · {prediction_text(prediction)}"
+        rows.append(row("prediction", text))
     return rows

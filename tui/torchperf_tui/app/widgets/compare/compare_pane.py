@@ -416,7 +416,7 @@ def ab_verdict_text(result) -> str:
     lines = [head, f"[b {style}]{result.summary()}[/]"]
     # what B's speed costs in accuracy, beside the verdict
     lines += [f"[b ${level}]{label}:[/] {escape(value)}" if level else f"{label}: {escape(value)}"
-              for label, value, level in ab_numerics_rows(result)]
+              for label, value, level in ab_numerics_rows(result, brief=True)]
     disturbed = disturbed_sentence([("the comparison", disturbance_marks(result))])
     if disturbed:  # one line, in the words of a comparison of history records
         lines.append(f"[$warning]{escape(disturbed)}[/]")
