@@ -76,9 +76,9 @@ def test_the_compare_spec_takes_sdpa_and_matmul_precision():
         parse_arm_spec("sdpa=fast")
     with pytest.raises(FlagError, match="given twice"):
         parse_arm_spec("sdpa=math,sdpa=flash")
-    base = SimpleNamespace(dtype="float32", channels_last=False, shapes="fixed",
-                           step_spec=lambda: __import__("torchperf_tui.engine.measurements.train_step",
-                                                        fromlist=["StepSpec"]).StepSpec())
+    from torchperf_tui.engine.measurements.bench_config import BenchConfig
+
+    base = BenchConfig(model="m")  # float32, NCHW, fixed shapes, inference: what an arm resolves against
     assert same_arms(base, parse_arm_spec("sdpa=flash+math"), parse_arm_spec("sdpa=math+flash"))
     assert not same_arms(base, parse_arm_spec("sdpa=math"), parse_arm_spec("sdpa=flash"))
 
