@@ -204,3 +204,16 @@ def test_an_arms_attention_implementation_makes_it_another_run_and_builds_the_mo
                                                 ("intermediate_size", "128"), ("num_attention_heads", "4"),
                                                 ("num_key_value_heads", "4"), ("vocab_size", "256")), attn="eager")
     assert model.config._attn_implementation == "eager"
+
+
+def test_a_quantized_runs_mlflow_run_has_its_scheme_and_its_drift():
+    from torchperf_tui.engine.measurements.timing import run_benchmark
+    from torchperf_tui.engine.records.history_records import record_from_timing
+    from torchperf_tui.engine.records.mlflow_runs import describe_record
+
+    result = run_benchmark(BenchConfig(model=MLP, input_shape=(8, 32), iters=3, warmup=0, quant="int8wo"))
+    content = describe_record(record_from_timing(result, fingerprint={}), saved=False)
+    metrics = {key: value for key, value, _ in content.metrics}
+    assert content.params["quant"] == "int8wo" and "attn" not in content.params
+    assert metrics["drift.sqnr_db"] == pytest.approx(result.drift.sqnr_db)
+    assert metrics["drift.max_abs_error"] == pytest.approx(result.drift.max_abs_error)

@@ -111,8 +111,12 @@ def describe_record(record: Any, saved: bool, note: str = "") -> RunContent:
     content.metric("duration_s", record.duration_s)
     details = record.details
     for key in ("compile_s", "tuning_cost_ms", "repeat_p50_ms", "tokens_per_s", "kv_cache_bytes", "prompt_len",
-                "new_tokens"):
+                "new_tokens", "bytes_per_step", "bandwidth_gbs", "mbu_pct", "predicted_ratio"):
         content.metric(key, details.get(key))
+    drift = details.get("drift")  # a run that changed numerics: how far its outputs moved from float32's
+    if isinstance(drift, dict):
+        for key in ("sqnr_db", "max_abs_error", "argmax_changed"):
+            content.metric(f"drift.{key}", drift.get(key))
     ttft = details.get("ttft_stats")
     if isinstance(ttft, dict):
         content.metric("ttft_p50_ms", ttft.get("p50_ms"))
