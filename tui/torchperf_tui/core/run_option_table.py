@@ -98,10 +98,10 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
               shown=(("no amp", "off"), ("amp bf16", "bf16"), ("amp fp16", "fp16"))),
     RunOption("compile", "graph", "torch.compile the model, in one of its modes: default, reduce-overhead (adds "
               "CUDA graphs on a GPU) or max-autotune; compile time is reported apart",
-              ("default", "reduce-overhead", "max-autotune"), style=OPTIONAL, const="default", metavar="MODE",
-              noun="compile mode",
+              ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"),
+              style=OPTIONAL, const="default", metavar="MODE", noun="compile mode",
               shown=(("eager", "eager"), ("compile", "default"), ("compile+graphs", "reduce-overhead"),
-                     ("max-autotune", "max-autotune"))),
+                     ("max-autotune", "max-autotune"), ("autotune-nocg", "max-autotune-no-cudagraphs"))),
     RunOption("quant", "quantization", "quantize the model's Linear layers with torchao (the [quant] extra): int8wo "
               "(int8 weights), int8dq (int8 weights and activations), int4wo (int4 weights, CUDA, bfloat16), fp8 "
               "(float8 weights and activations, compute capability 8.9+) or fp8wo (float8 weights); the run also "
