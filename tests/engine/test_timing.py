@@ -94,9 +94,10 @@ def test_cuda_benchmark_uses_events_and_restores_flags():
 
 def test_compiled_run_reports_compile_time_apart_from_samples():
     cfg = BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu", warmup=1, iters=3, compile="default")
-    result = run_benchmark(cfg)
+    result = run_benchmark(cfg, warm_start=None)  # the warm start's second process: test_compile_cost.py
     assert result.compiled and result.compile_error is None
     assert result.compile_s > 0 and len(result.samples_ms) == 3
+    assert result.compile_cost.cold.wall_s == result.compile_s
     assert result.to_dict()["compile_mode"] == "default"
 
 

@@ -141,18 +141,97 @@ def _compiled_in(result) -> str:
 
 
 _FAILED = "eager numbers shown"  # a compile that failed: the samples are eager
+# The phases of a first call (engine/measurements/compile_cost.CompilePhases), in the order they run.
+_PHASES = (("dynamo", "dynamo_s"), ("AOT autograd", "aot_s"), ("inductor", "inductor_s"),
+           ("code generation", "codegen_s"), ("the rest", "rest_s"))
+
+
+def seconds_text(seconds) -> str:
+    """'4.22 s', '592 ms', '0' (a phase that did not run)."""
+    return "0" if seconds == 0 else format_ms(seconds * 1000.0 if seconds is not None else None)
+
+
+def phases_text(phases) -> str:
+    """'dynamo 385 ms · AOT autograd 164 ms · inductor 229 ms · code generation 3.37 s · the rest 73 ms', with
+    ' (autotuning 1.20 s of it)' where torch timed some; or why there are none."""
+    if phases.dynamo_s is None:
+        return f"no phases: {phases.note}"
+    text = " · ".join(f"{label} {seconds_text(getattr(phases, name))}" for label, name in _PHASES)
+    return text + (f" (autotuning {seconds_text(phases.autotune_s)} of it)" if phases.autotune_s else "")
+
+
+def caches_text(phases) -> str:
+    """'FX graph cache 1 hit, AOT autograd cache 1 hit' ('' where torch counted neither)."""
+    parts = []
+    for name, hits, misses in (("FX graph cache", phases.fx_graph_hits, phases.fx_graph_misses),
+                               ("AOT autograd cache", phases.aot_hits, phases.aot_misses)):
+        counts = [f"{n} {word}{'' if n == 1 else ('es' if word == 'miss' else 's')}"
+                  for n, word in ((hits, "hit"), (misses, "miss")) if n]
+        if counts:
+            parts.append(f"{name} {' '.join(counts)}")
+    return ", ".join(parts)
+
+
+def _warm_missed(cost) -> bool:
+    return cost.warm is not None and cost.warm.misses > 0
+
+
+def cold_start_text(cost) -> str:
+    """The cold start: its time, where, its phases and what the caches found."""
+    cold = cost.cold
+    caches = caches_text(cold)
+    return (f"{seconds_text(cold.wall_s)}, an empty cache, in this process: {phases_text(cold)}"
+            + (f"; {caches}" if caches else ""))
+
+
+def warm_start_text(cost) -> str:
+    """The warm start: its time, where, its phases, what the caches found, and how long its process took to ready
+    torch's compiler before it; or why there is none."""
+    warm = cost.warm
+    if warm is None:
+        return cost.warm_note or "not measured"
+    caches = caches_text(warm)
+    text = (f"{seconds_text(warm.wall_s)}, a second process, the cache filled: {phases_text(warm)}"
+            + (f"; {caches}" if caches else ""))
+    if _warm_missed(cost):
+        text += f" (it missed the cache {warm.misses} time{'' if warm.misses == 1 else 's'}: compiled again)"
+    if warm.ready_s:
+        text += (f"; that process first readied torch's compiler ({seconds_text(warm.ready_s)}, in neither start: "
+                 "what any new process pays once)")
+    return text
+
+
+def _starts(cost, compact: bool = False) -> str:
+    """'cold start 4.22 s · warm start 592 ms' (the warm one '–' where not measured); `compact`: 'cold 4.22 s ·
+    warm 592 ms'."""
+    warm = seconds_text(cost.warm.wall_s) if cost.warm is not None else "–"
+    start = "" if compact else " start"
+    return f"cold{start} {seconds_text(cost.compile_s)} · warm{start} {warm}"
 
 
 def break_even_text(cost) -> str:
-    """'after 1,234 calls (compile 10.0 s / (eager 0.080 ms - compiled 0.070 ms per call))', 'never: the compiled
-    model is not faster than eager (compiled 0.114 ms, eager 0.080 ms)', or why there is none."""
+    """'after 1,234 calls from a cold start (compile 10.0 s / (eager 0.080 ms - compiled 0.070 ms per call)), 99
+    from a warm one (592 ms)', 'never: the compiled model is not faster than eager (compiled 0.114 ms, eager 0.080
+    ms)', or why there is none."""
     if cost.break_even_calls is not None:
-        return (f"after {cost.break_even_calls:,} calls (compile {cost.compile_s:.1f} s / (eager "
-                f"{format_ms(cost.eager_median_ms)} - compiled {format_ms(cost.compiled_median_ms)} per call))")
+        text = (f"after {cost.break_even_calls:,} calls from a cold start (compile {seconds_text(cost.compile_s)} / "
+                f"(eager {format_ms(cost.eager_median_ms)} - compiled {format_ms(cost.compiled_median_ms)} per call))")
+        warm = getattr(cost, "break_even_warm_calls", None)
+        if warm is not None:
+            text += f", {warm:,} from a warm one ({seconds_text(cost.warm.wall_s)})"
+        return text
     if cost.eager_median_ms is not None:
         return (f"{cost.break_even_note} (compiled {format_ms(cost.compiled_median_ms)}, eager "
                 f"{format_ms(cost.eager_median_ms)} per call)")
     return f"not known: {cost.break_even_note}"
+
+
+def _break_even_brief(cost) -> str:
+    """The pane's on a short terminal: '1,234 calls cold, 99 warm', 'never', 'not known'."""
+    if cost.break_even_calls is not None:
+        warm = getattr(cost, "break_even_warm_calls", None)
+        return f"{cost.break_even_calls:,} calls cold" + (f", {warm:,} warm" if warm is not None else "")
+    return "never" if cost.eager_median_ms is not None else "not known"
 
 
 def graph_breaks_text(cost, reasons: bool = True) -> str:
@@ -178,15 +257,28 @@ def _level(cost) -> str:
     return WARNING if cost.graph_breaks or cost.recompiles or cost.break_even_calls is None else ""
 
 
+def _warm_level(cost) -> str:
+    """A warm start that was not measured for a reason of its own (skipped, failed), or missed the cache."""
+    if cost.warm is None:
+        return WARNING if cost.warm_note and not cost.warm_note.startswith("not measured") else ""
+    return WARNING if _warm_missed(cost) else ""
+
+
 def compile_rows(result) -> list[Row]:
-    """The CLI's rows: the compile mode and time apart from the samples (or why it failed, as a warning), then
-    what dynamo's counters say, the eager run and the break-even (engine/measurements/compile_cost.py)."""
+    """The CLI's rows: the compile mode and its cold and warm starts apart from the samples (or why it failed, as a
+    warning), each start by phase, then what dynamo's counters say, the eager run and the break-even
+    (engine/measurements/compile_cost.py)."""
     if result.compile_mode is None:
         return []
     if not result.compiled:
         return [row("torch.compile", f"FAILED, {_FAILED}: {result.compile_error}", WARNING)]
-    rows = [row("torch.compile", f"mode {result.compile_mode}, {_compiled_in(result)}")]
     cost = getattr(result, "compile_cost", None)
+    if cost is None or getattr(cost, "cold", None) is None:  # a result from before the starts were measured
+        rows = [row("torch.compile", f"mode {result.compile_mode}, {_compiled_in(result)}")]
+    else:
+        rows = [row("torch.compile", f"mode {result.compile_mode}, {_starts(cost)} (not in the samples)"),
+                row("cold start", cold_start_text(cost)),
+                row("warm start", warm_start_text(cost), _warm_level(cost))]
     if cost is None:
         return rows
     rows += [row("graph breaks", graph_breaks_text(cost), WARNING if cost.graph_breaks else ""),
@@ -202,18 +294,39 @@ def compile_cost_line(cost) -> str:
                        "break-even " + break_even_text(cost)])
 
 
-def compile_line_rows(mode: str | None, result) -> list[Row]:
-    """The pane's line of a run under torch.compile `mode`: compiling (no `result` yet), the compile time apart
-    from the samples, or why it failed, as a warning."""
+def _compile_brief(cost) -> str:
+    """The pane's one line on a short terminal: 'cold 4.22 s · warm 592 ms · break-even 1,234 calls cold, 99 warm',
+    with the graph breaks and recompiles where there are some."""
+    parts = [_starts(cost, compact=True), "break-even " + _break_even_brief(cost)]
+    if cost.graph_breaks:
+        parts.append(graph_breaks_text(cost, reasons=False))
+    if cost.recompiles:
+        parts.append(f"{cost.recompiles} recompile{'' if cost.recompiles == 1 else 's'}")
+    return " · ".join(parts)
+
+
+def compile_line_rows(mode: str | None, result, compact: bool = False) -> list[Row]:
+    """The pane's lines of a run under torch.compile `mode`: compiling (no `result` yet); its cold and warm starts
+    apart from the samples, each by phase, and what the compile cost and bought, or all that in one line where
+    `compact` (a short terminal); or why it failed, as a warning."""
     if mode is None:
         return []
     if result is None:
         return [row(f"torch.compile mode {mode}", "compiling before the timed iterations…")]
-    if result.compiled:
-        cost = getattr(result, "compile_cost", None)
-        return [row(f"torch.compile mode {mode}", f"{_compiled_in(result)} (not in the samples)")] + (
-            [row("compile cost", compile_cost_line(cost), _level(cost))] if cost is not None else [])
-    return [row(f"torch.compile failed, {_FAILED}", str(result.compile_error), WARNING)]
+    if not result.compiled:
+        return [row(f"torch.compile failed, {_FAILED}", str(result.compile_error), WARNING)]
+    cost = getattr(result, "compile_cost", None)
+    if cost is None or getattr(cost, "cold", None) is None:  # a result from before the starts were measured
+        rows = [row(f"torch.compile mode {mode}", f"{_compiled_in(result)} (not in the samples)")]
+    elif compact:
+        return [row(f"compile {mode}", _compile_brief(cost), _level(cost) or _warm_level(cost))]
+    else:
+        rows = [row(f"torch.compile mode {mode}", f"{_starts(cost)} (not in the samples)"),
+                row("cold start", cold_start_text(cost)),
+                row("warm start", warm_start_text(cost), _warm_level(cost))]
+    if cost is not None:
+        rows.append(row("compile cost", compile_cost_line(cost), _level(cost)))
+    return rows
 
 
 def timing_rows(result) -> list[Row]:

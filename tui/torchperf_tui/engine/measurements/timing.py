@@ -40,6 +40,8 @@ STABLE_MAX_ITERS = 200
 STABLE_MAX_SECONDS = 10.0
 
 from torchperf_tui.engine.measurements.compile_cost import COMPILE_MODES, CompileCost, compile_model, time_eager  # noqa: F401
+from torchperf_tui.engine.measurements.compile_cache import CompileCache
+from torchperf_tui.engine.measurements.warm_compile import WarmStart, compile_warm, warm_start_of
 from torchperf_tui.engine.measurements.train_step import StepRunner, grad_context
 from torchperf_tui.engine.workloads.workload import forward_errors, prepare_workload
 from torchperf_tui.engine.workloads.quantization import QuantReport
@@ -279,7 +281,7 @@ def run_timed_loop(fn: Callable[[], object], *, device: torch.device | str = "cp
 
 def run_benchmark(cfg: BenchConfig, on_sample: OnSample | None = None,
                   should_cancel: ShouldCancel | None = None, on_shape: OnShape | None = None,
-                  on_memory: OnMemory | None = None) -> TimingResult:
+                  on_memory: OnMemory | None = None, warm_start: WarmStart | None = compile_warm) -> TimingResult:
     """Build the model (weights=None), make the input, and time it under `cfg.flags`, restored afterwards.
 
     With a varying shape schedule the timed iterations change their input before each one (outside the
@@ -289,13 +291,19 @@ def run_benchmark(cfg: BenchConfig, on_sample: OnSample | None = None,
     is taken (kind: see `TimingResult.memory_kind`). What the model's code changes in torch's global state
     (threads, flags) is overridden for the timed iterations where it can be, put back at the end, and said in
     `state_notes`.
+
+    Under torch.compile the model compiles with an empty cache of its own (the cold start: compile_cache.py), and
+    once the run is over `warm_start` compiles it again in a second process from the cache it filled (the warm
+    start: warm_compile.compile_warm; None: not measured); both first calls, by phase, are in `compile_cost`.
     """
-    return watched(lambda watch: _run_benchmark(cfg, watch, on_sample, should_cancel, on_shape, on_memory))
+    with CompileCache(cfg.compile) as cache:
+        return watched(lambda watch: _run_benchmark(cfg, watch, on_sample, should_cancel, on_shape, on_memory,
+                                                    cache, warm_start))
 
 
 def _run_benchmark(cfg: BenchConfig, watch: StateWatch, on_sample: OnSample | None,
                    should_cancel: ShouldCancel | None, on_shape: OnShape | None,
-                   on_memory: OnMemory | None) -> TimingResult:
+                   on_memory: OnMemory | None, cache: CompileCache, warm_start: WarmStart | None) -> TimingResult:
     started = time.time()
     plan = cfg.prepare()
     device, dtype, step, shape = plan.device, plan.dtype, plan.step, plan.shape
@@ -315,7 +323,7 @@ def _run_benchmark(cfg: BenchConfig, watch: StateWatch, on_sample: OnSample | No
     sampler = conditions_sampler(device)  # None on the CPU
     host = HostProbe()
     try:
-        with applied_flags(cfg.flags), grad_context(step):
+        with applied_flags(cfg.flags), grad_context(step), cache.in_use():
             if reference is not None:  # once, untimed, eager, under the run's own flags and mixed precision
                 with forward_errors(cfg.model, shape, dtype, device):
                     drift = reference.drift_of(forward_output(work.model, work.x, step.amp, device.type)[0])
@@ -361,6 +369,9 @@ def _run_benchmark(cfg: BenchConfig, watch: StateWatch, on_sample: OnSample | No
     finally:
         feed.x = None
         work.release()
+    compiling.forward = None  # the run's model goes before the warm start's second process builds its own
+    warm, warm_note = warm_start_of(cfg, cache.environ(), cache.root, compiling, in_effect.num_threads,
+                                    times.cancelled, warm_start, should_cancel)
     samples = times.samples_ms
     shapes_done = feed.fed[:len(samples)]
     first_seen = feed.first_seen[:len(samples)]
@@ -400,7 +411,8 @@ def _run_benchmark(cfg: BenchConfig, watch: StateWatch, on_sample: OnSample | No
         compile_error=compiling.error,
         compile_cost=compiling.cost(stats.p50_ms if stats is not None else None, *eager, sum(recompiled),
                                     no_eager=f"shapes vary ({schedule.describe()}): no eager run on one "
-                                    "input" if schedule.varies else "cancelled before the eager run"),
+                                    "input" if schedule.varies else "cancelled before the eager run",
+                                    warm=warm, warm_note=warm_note),
         shapes=schedule.describe(),
         sample_shapes=list(shapes_done),
         sample_first_seen=first_seen,

@@ -326,6 +326,9 @@ def record_from_timing(result: "TimingResult", fingerprint: dict[str, Any] | Non
     for name in ("compile_mode", "compiled", "compile_s", "compile_error", "step", "optimizer", "amp", "loss"):
         if hasattr(result, name):
             details[name] = getattr(result, name)
+    cost = getattr(result, "compile_cost", None)
+    if cost is not None:  # the cold and warm starts by phase, the break-even against each, the graph breaks
+        details["compile_cost"] = cost.to_dict()
     details.update(model_facts(result))
     details.update(numerics_details(result))
     report = getattr(result, "shape_report", None)

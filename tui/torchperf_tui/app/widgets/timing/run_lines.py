@@ -107,7 +107,7 @@ def stats_text(record, compact: bool = False, intervals: dict | None = None) -> 
                     f"({format_number(s.fps, digits=1)} at the mean)  first {first}  n={s.n}\n"
                     f"{intervals_text(record, intervals)}")
     budget = "\n".join(value for _, value, _ in budget_rows(record.result))
-    extra = [line for line in (numerics_text(record, compact), shapes_text(record), compile_text(record),
+    extra = [line for line in (numerics_text(record, compact), shapes_text(record), compile_text(record, compact),
                                peak_text(record), budget,
                                conditions_text(record, compact), state_text(record),
                                disturbed_text(record, compact)) if line]
@@ -190,7 +190,8 @@ def shapes_text(record) -> str:
     return shapes_line(record.shapes, *record.split_by_shape(), getattr(record.result, "shape_report", None))
 
 
-def compile_text(record) -> str:
-    """torch.compile: the compile time apart from the samples, or why it failed (eager numbers shown)."""
+def compile_text(record, compact: bool = False) -> str:
+    """torch.compile: the cold and warm starts apart from the samples, by phase unless `compact`, and what the compile
+    cost and bought; or why it failed (eager numbers shown)."""
     return "\n".join(f"[b ${level}]{label}:[/] {escape(value)}" if level else f"{label}: {escape(value)}"
-                     for label, value, level in compile_line_rows(record.compile, record.result))
+                     for label, value, level in compile_line_rows(record.compile, record.result, compact))
