@@ -97,7 +97,8 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
               "for fp16 training); not the dtype, which casts the whole model", ("fp16", "bf16"), arm_key=True,
               shown=(("no amp", "off"), ("amp bf16", "bf16"), ("amp fp16", "fp16"))),
     RunOption("compile", "graph", "torch.compile the model, in one of its modes: default, reduce-overhead (adds "
-              "CUDA graphs on a GPU) or max-autotune; compile time is reported apart",
+              "CUDA graphs on a GPU), max-autotune or max-autotune-no-cudagraphs; its cold start (an empty cache) and "
+              "its warm start (a second process, the cache filled) are reported apart",
               ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"),
               style=OPTIONAL, const="default", metavar="MODE", noun="compile mode",
               shown=(("eager", "eager"), ("compile", "default"), ("compile+graphs", "reduce-overhead"),
