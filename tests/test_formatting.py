@@ -77,3 +77,11 @@ def test_one_unsupported_mark():
     assert unsupported_mark(True) == "" and unsupported_mark(True, "$warning") == ""
     assert unsupported_mark(False) == "?" and unsupported_mark(False, "$warning") == "[$warning]?[/]"
     assert format_percentile(12.0, 0.99, 50) == "12.00 ms?" and format_percentile(12.0, 0.5, 50) == "12.00 ms"
+
+
+def test_a_compute_rate_is_in_tflops_and_an_integer_one_in_gops_where_small():
+    from torchperf_tui.core.formatting import compute_rate_text
+
+    assert compute_rate_text(45.1e9) == "0.05 TFLOP/s"  # as float ceilings have always been said
+    assert compute_rate_text(1.3e9, integer=True) == "1.3 GOP/s"  # an int8 rate a CPU reaches: not '0.00'
+    assert compute_rate_text(2.5e14, integer=True) == "250.00 TOP/s"

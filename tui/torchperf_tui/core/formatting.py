@@ -228,9 +228,8 @@ def _escaped(ch: str, json: bool) -> str:
 
 
 def compute_rate_text(per_s: float, integer: bool = False, digits: int = 2) -> str:
-    """A compute rate: '0.19 TFLOP/s', or below a tenth of a tera in giga ('1.3 GOP/s'); `integer`: operations
-    that are not floating-point (int8), 'OP/s'."""
-    unit = "OP/s" if integer else "FLOP/s"
-    if per_s < 1e11:
-        return f"{per_s / 1e9:.{max(1, digits - 1)}f} G{unit}"
-    return f"{per_s / 1e12:.{digits}f} T{unit}"
+    """A compute rate: '0.19 TFLOP/s'; `integer`: operations that are not floating-point (int8) in OP/s, in giga
+    below a tenth of a tera ('1.3 GOP/s': a CPU without int8 dot products reaches that, which '0.00' would hide)."""
+    if integer:
+        return f"{per_s / 1e9:.1f} GOP/s" if per_s < 1e11 else f"{per_s / 1e12:.{digits}f} TOP/s"
+    return f"{per_s / 1e12:.{digits}f} TFLOP/s"
