@@ -16,7 +16,7 @@ from torchperf_tui.engine.measurements import drift as drift_module
 from torchperf_tui.engine.measurements.drift import FLOAT32, changes_numerics, drift_between, full_precision
 from torchperf_tui.engine.measurements.flags import Flags
 from torchperf_tui.engine.workloads import quantization
-from torchperf_tui.engine.workloads.quantization import SCHEMES, check_quant, plan_layers, quant_problem
+from torchperf_tui.engine.workloads.quantization import SCHEMES, plan_layers, quant_problem
 
 MLP = "tests.tinymodels:quant_mlp"
 CPU = torch.device("cpu")
@@ -82,8 +82,8 @@ def test_what_the_cpu_cannot_run_is_one_line_saying_why():
     assert "CUDA" in quant_problem("int4wo", CPU, "bfloat16")
     for name in ("int8wo", "int8dq", "fp8wo"):
         assert quant_problem(name, CPU, "float32") is None and SCHEMES[name].cpu
-    with pytest.raises(TorchperfError, match="fp8"):
-        check_quant("fp8", CPU, "float32")
+    with pytest.raises(TorchperfError, match="quant fp8 needs a CUDA GPU"):  # a run's, before anything is built
+        BenchConfig(model=MLP, device="cpu", quant="fp8").prepare()
     assert quant_problem(None, CPU, "float32") is None
 
 

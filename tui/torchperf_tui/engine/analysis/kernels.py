@@ -239,9 +239,8 @@ def conv_kernels(base: BenchConfig, a: ArmSpec, b: ArmSpec, *, iters: int = 3, w
         raise TorchperfError("--kernels compares the kernels of one kind of iteration under two flag sets: give "
                              "step, optimizer and amp to both arms alike (or as --step, --optimizer, --amp)")
     arms = {"a": a, "b": b}
-    settings = {arm: (spec.dtype or base.dtype, base.channels_last if spec.channels_last is None
-                      else spec.channels_last, spec.run_of(base).quant, spec.run_of(base).attn)
-                for arm, spec in arms.items()}
+    settings = {arm: spec.run_of(base).model_key() for arm, spec in arms.items()}  # (dtype, channels_last, quant,
+    #                                                                                  attn): arms alike share a model
     plan = base.prepare(amp_for=[(step, dtype) for dtype in dict.fromkeys(d for d, *_ in settings.values())],
                         arms=(a, b))
     device, shape = plan.device, plan.shape

@@ -116,9 +116,13 @@ class ArmResult:
     host_noise: HostNoise | None = None
     # The run this arm was (a BenchConfig: the comparison's base with the arm's settings), kept by its history record.
     config: Any = None
-    quant: str | None = None  # its quantization scheme
     quantized: Any = None  # what the scheme converted and left (engine/workloads/quantization.QuantReport)
     drift: Any = None  # an arm that changes numerics: its outputs against the float32 model's (drift.Drift)
+
+    @property
+    def quant(self) -> str | None:
+        """Its quantization scheme (its run's)."""
+        return getattr(self.config, "quant", None)
 
     def flags_text(self, device: str) -> str:
         """The arm's flags with the thread count it ran on: 'threads=2 (default)', 'threads=1 (set by the model's
@@ -224,7 +228,7 @@ class ABResult(InputFacts):
             arm_result = getattr(self, arm)
             noise = getattr(arm_result, "host_noise", None)
             data[arm] = {**{k: v for k, v in asdict(arm_result).items() if k != "config"},  # its fields are said
-                         "flags": arm_result.flags.to_dict(),
+                         "flags": arm_result.flags.to_dict(), "quant": arm_result.quant,
                          "conditions": arm_result.conditions.to_dict() if arm_result.conditions else None,
                          "host_noise": noise.to_dict() if noise is not None else None}
         data["input_shape"] = list(self.input_shape)

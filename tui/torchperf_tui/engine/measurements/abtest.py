@@ -89,9 +89,8 @@ OnBlock = Callable[[str, int, int, list[float]], None]
 
 
 def _key(arm: ArmResult) -> tuple:
-    """What makes an arm's model its own: its dtype, memory format, quantization and attention implementation (arms
-    alike share one)."""
-    return (arm.dtype, arm.channels_last, arm.quant, arm.config.attn)
+    """The arm's model, which arms alike share (BenchConfig.model_key)."""
+    return arm.config.model_key()
 
 
 def _drifts(base, arms: dict, workloads: dict, references: dict, steps: dict, numerics: dict, device):
@@ -154,7 +153,7 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int | None, se
         arms[name] = ArmResult(spec=spec.text, flags=spec.flags, dtype=spec.dtype or base.dtype,
                                channels_last=run.channels_last, blocks=[], shapes=schedule.describe(), step=step.step,
                                optimizer=step.optimizer if step.training else None, amp=step.amp,
-                               threads_asked=asked_state(spec.flags).flags.num_threads, config=run, quant=run.quant)
+                               threads_asked=asked_state(spec.flags).flags.num_threads, config=run)
         if schedule.varies and (schedule.describe(), arms[name].dtype) not in checked:
             check_schedule_accepted(base.model, schedule, plan.inputs, arms[name].dtype, base.model_args)
             checked.add((schedule.describe(), arms[name].dtype))
@@ -166,7 +165,7 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int | None, se
         if key not in workloads:
             references[key] = Reference(device.type) if any(numerics.values()) else None
             workloads[key] = prepare_workload(base.model, plan.inputs, device, parse_dtype(arm.dtype),
-                                              arm.channels_last, model_args=base.model_args, quant=arm.quant,
+                                              arm.channels_last, model_args=base.model_args, quant=arm.config.quant,
                                               attn=arm.config.attn,
                                               before_cast=references[key].take if references[key] else None)
         arm.quantized = workloads[key].quantized

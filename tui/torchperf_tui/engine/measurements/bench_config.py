@@ -17,7 +17,7 @@ from torchperf_tui.engine.workloads.input_spec import InputSpec
 from torchperf_tui.engine.hardware.device_choice import resolve_device
 from torchperf_tui.engine.measurements.train_step import StepSpec, amp_problem
 from torchperf_tui.engine.workloads.inputs import canonical_dtype, check_dims, parse_dtype
-from torchperf_tui.engine.workloads.quantization import check_quant
+from torchperf_tui.engine.workloads.quantization import quant_problem
 from torchperf_tui.engine.workloads.attention_impl import attn_problem
 
 if TYPE_CHECKING:
@@ -110,8 +110,7 @@ class BenchConfig:
             for arm_step, arm_dtype in amp_for:
                 check_amp(arm_step, device, parse_dtype(arm_dtype))
         self._check_attention(device, arms)
-        self._check_quant(device, arms)
-        self._check_attn(device, arms)
+        self._check_model_options(device, arms)
         if before_inputs is not None:
             before_inputs(device, step)
         return RunPlan(device=device, dtype=dtype, step=step, inputs=self.input_spec())
@@ -133,23 +132,23 @@ class BenchConfig:
             for cfg, flags in sets:
                 check_attention_sets(cfg, [flags], device)
 
-    def _check_quant(self, device, arms: Iterable[Any] | None) -> None:
-        """A quantization scheme the box cannot run (its device, its dtype, torchao absent) is refused in one line
-        here, before the model is built: this run's, or each arm's."""
+    def _check_model_options(self, device, arms: Iterable[Any] | None) -> None:
+        """This run's model options (each arm's): a quantization scheme the box cannot run (its device, its dtype,
+        torchao absent), or an attention implementation asked of a model that is not a transformers one or that
+        this box cannot run (flash_attention_2 without its package or a GPU), is refused in one line here, before
+        anything is built. An implementation the model's class does not support is refused by transformers as it
+        builds (engine/workloads/hf_models.py)."""
         runs = [self] if arms is None else [arm.run_of(self) for arm in arms]
         for run in runs:
-            if run.quant is not None:
-                check_quant(run.quant, device, canonical_dtype(run.dtype))
+            for problem in (quant_problem(run.quant, device, canonical_dtype(run.dtype)),
+                            attn_problem(run.attn, run.model, device)):
+                if problem:
+                    raise TorchperfError(problem)
 
-    def _check_attn(self, device, arms: Iterable[Any] | None) -> None:
-        """An attention implementation asked of a model that is not a transformers one, or that this box cannot
-        run (flash_attention_2 without its package or a GPU), is refused in one line before anything is built; one
-        the model's class does not support is refused by transformers as it builds (engine/workloads/hf_models.py)."""
-        runs = [self] if arms is None else [arm.run_of(self) for arm in arms]
-        for run in runs:
-            problem = attn_problem(run.attn, run.model, device)
-            if problem:
-                raise TorchperfError(problem)
+    def model_key(self) -> tuple:
+        """What makes this run's model its own, once built: its dtype, memory format, quantization scheme and
+        attention implementation. Runs (an A/B's arms, a sweep's) with the same key can share one built model."""
+        return (canonical_dtype(self.dtype), self.channels_last, self.quant, self.attn)
 
     def input_spec(self) -> InputSpec:
         """What the model is fed: its inputs at the typed shape, or at its default (engine/workloads/models.py)."""

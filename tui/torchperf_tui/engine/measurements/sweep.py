@@ -264,7 +264,7 @@ class _Sweep:
             notes.append(f"CPU memory cap {_bytes(self.cap)} = {self.fraction:g} x RAM available at the start; a "
                          "length estimated or measured over it counts as not fitting")
         cap = None if on_cuda else self.cap
-        self.models: dict[tuple[str, str | None], Any] = {}
+        self.models: dict[tuple, Any] = {}
         points: list[SweepPoint] = []
         last: dict[str, SweepPoint] = {}
         fitted: dict[str, list[SweepPoint]] = {name: [] for name in self.arms}
@@ -322,9 +322,9 @@ class _Sweep:
     def _dtype(self, name: str) -> str:
         return self.arms[name].dtype or self.cfg.dtype
 
-    def _model_key(self, name: str) -> tuple[str, str | None]:
-        """What makes an arm's model its own: its dtype and its attention implementation."""
-        return self._dtype(name), self.arms[name].run_of(self.cfg).attn
+    def _model_key(self, name: str) -> tuple:
+        """The arm's model, which arms alike share (BenchConfig.model_key: (dtype, channels_last, quant, attn))."""
+        return self.arms[name].run_of(self.cfg).model_key()
 
     def _build(self, first: int) -> None:
         """The model once per dtype and attention implementation the arms run in, on the device (a failure to load is one line), and one pass
@@ -336,7 +336,7 @@ class _Sweep:
                 continue
             dtype = parse_dtype(key[0])
             with forward_errors(self.cfg.model, self.inputs.shape, dtype, self.device, action="loading"):
-                model = build_for_run(self.cfg.model, self.device, dtype, self.cfg.model_args, key[1])
+                model = build_for_run(self.cfg.model, self.device, dtype, self.cfg.model_args, key[3])
                 self.models[key] = place_model(model, self.device, dtype, False, self.inputs.rank)
                 if self.cfg.quant is not None:
                     quantize_model(self.models[key], self.cfg.quant)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.engine.hardware.lazy_torch import torch
 from torchperf_tui.engine.hardware.torch_notices import quiet_torch_notices
 
@@ -85,13 +84,6 @@ def quant_problem(scheme: str | None, device: "torch.device", dtype_name: str) -
     if torchao_version() is None:
         return f"quant {scheme} needs torchao, which is not installed: {INSTALL}"
     return None
-
-
-def check_quant(scheme: str | None, device: "torch.device", dtype_name: str) -> None:
-    """TorchperfError in one line when `scheme` cannot run here (quant_problem)."""
-    problem = quant_problem(scheme, device, dtype_name)
-    if problem:
-        raise TorchperfError(problem)
 
 
 def torchao_version() -> str | None:
