@@ -11,14 +11,16 @@ TINY = "tests.tinymodels:tiny_cnn"
 GiB = 1024**3
 
 
-async def wait_until(pilot, predicate, timeout: float = 120.0, what: str = "condition") -> None:
+async def wait_until(pilot, predicate, timeout: float = 120.0, what: str = "condition", shown=None) -> None:
     """Let the app run until `predicate()` is true (workers report through messages). The app runs on this loop
     and draws on its own timer meanwhile: the wait sleeps between looks. Pilot's pause would first wait for every
-    widget's queue (a message to each of hundreds) and then refresh the screen, at each look."""
+    widget's queue (a message to each of hundreds) and then refresh the screen, at each look. `shown`: what the
+    screen says instead, for the failure's message (a wait that times out on a busy CI box is read from it)."""
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
+            instead = f"; the screen shows {shown()!r}" if shown is not None else ""
+            raise AssertionError(f"timed out waiting for {what}{instead}")
         await asyncio.sleep(0.05)
 
 

@@ -84,7 +84,7 @@ async def test_a_resize_during_an_ab_comparison_marks_both_arms_its_verdict_and_
         assert [r.status for r in arms()] == ["done", "done"]
         assert all(RESIZED in r.disturbed for r in arms())
         await wait_until(pilot, lambda: "the comparison was disturbed" in screen_text(app, "#compare-verdict"),
-                         what="the mark in the verdict")
+                         what="the mark in the verdict", shown=lambda: screen_text(app, "#compare-verdict"))
         assert f"the comparison was disturbed ({RESIZED}" in " ".join(screen_text(app, "#compare-verdict").split())
         await wait_until(pilot, lambda: len(history_lines()) == 2, what="the arms' history records")
         assert all(RESIZED in line["disturbed"] and line["kind"] == "ab" for line in history_lines())
