@@ -1,5 +1,5 @@
-"""The attention kernel each SDPA call site ran under arm A and arm B (from the profiler's ops), a fallback found
-with its reason, an impossible set refused before the run, and flash against math called significant on a tiny
+"""The attention kernel each SDPA call site ran under arm A and arm B (from the profiler's ops), another attention
+implementation (attn=eager) named with its own ops, a fallback found with its reason, an impossible set refused before the run, and flash against math called significant on a tiny
 llama at sequence 1024 (CPU: flash and math exist there)."""
 
 from __future__ import annotations
@@ -33,6 +33,48 @@ def test_the_kernel_each_arm_ran_is_named_per_attention_site():
         assert site.b.kernels[0].name == "aten::_scaled_dot_product_flash_attention_for_cpu"
         assert site.a.kernels[0].name == "aten::_scaled_dot_product_attention_math"
     assert result.to_dict()["attention"][0]["changed"] is True
+
+
+def test_an_eager_attention_is_named_with_its_own_ops_beside_sdpa_at_the_same_sites():
+    from torchperf_tui.wording.kernels import attention_cells
+
+    result = conv_kernels(_llama(step="train"), parse_arm_spec("attn=eager"), parse_arm_spec("attn=sdpa"), iters=1,
+                          warmup=1)
+    assert [(s.site, s.phase) for s in result.attention] == [(f"model.layers.{i}.self_attn", p)
+                                                             for i in (0, 1) for p in ("fwd", "bwd")]
+    for site in result.attention:
+        assert site.a.ran == "eager" and site.b.ran == "flash" and site.changed
+        assert site.a.us_per_iter > 0 and site.b.us_per_iter > 0
+    forward = result.attention[0].a.kernels
+    names = {k.name for k in forward}
+    # its attention, the two matmuls with the softmax between them, and none of the projections around it
+    assert {"aten::matmul", "aten::softmax"} <= names and "aten::linear" not in names
+    assert [k.calls_per_iter for k in forward if k.name == "aten::matmul"] == [2.0]
+    assert attention_cells(result)[0][2] == "eager (matmul + softmax), no SDPA call"
+
+
+def test_attention_modules_are_the_innermost_of_transformers_attention_classes():
+    from torchperf_tui.engine.analysis.attention_kernels import attention_modules
+
+    class BertSelfAttention(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.query = torch.nn.Linear(2, 2)
+
+    class BertAttention(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.self = BertSelfAttention()
+            self.output = torch.nn.Linear(2, 2)
+
+    class LlamaAttention(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.q_proj = torch.nn.Linear(2, 2)
+
+    model = torch.nn.ModuleDict({"bert": torch.nn.ModuleList([BertAttention(), BertAttention()]),
+                                 "llama": torch.nn.ModuleDict({"self_attn": LlamaAttention()})})
+    assert attention_modules(model) == ["bert.0.self", "bert.1.self", "llama.self_attn"]
 
 
 def test_a_fallback_is_found_with_its_reason_in_each_pass_of_a_training_step():

@@ -96,7 +96,10 @@ def kernel_cells(result) -> list[tuple[str, ...]]:
 
 # -- attention: the kernel each SDPA call site ran (engine.analysis.attention_kernels.AttentionSite) ---------------
 
-KERNEL_WORDS = {"flash": "flash", "efficient": "efficient", "cudnn": "cuDNN", "math": "math"}
+# transformers' attention implementations other than SDPA, as a site that ran one is named
+OTHER_IMPLEMENTATIONS = {"eager": "eager (matmul + softmax)", "flex_attention": "flex_attention (compiled)",
+                         "flash_attention_2": "flash_attention_2 (flash-attn)"}
+KERNEL_WORDS = {"flash": "flash", "efficient": "efficient", "cudnn": "cuDNN", "math": "math", **OTHER_IMPLEMENTATIONS}
 _BACKEND_WORDS = {"flash": "flash", "efficient": "efficient", "cudnn": "cuDNN", "math": "math"}
 
 
@@ -113,6 +116,8 @@ def attention_ran_text(run, compact: bool = False) -> str:
     pane's compact 'math' (its status line says what each arm allowed), with '*' where it passed one over."""
     if compact:
         return (run.ran or "–") + ("*" if run.passed_over else "")
+    if run.ran in OTHER_IMPLEMENTATIONS:  # no SDPA call: what SDPA allowed does not apply
+        return f"{kernel_word(run.ran)}, no SDPA call"
     return f"{kernel_word(run.ran)}, allowed {run.allowed}"
 
 
@@ -163,7 +168,8 @@ def attention_cells(result) -> list[tuple[str, ...]]:
 def attention_title(result) -> str:
     """The heading of the attention table."""
     per = " and pass" if result.training else ""
-    return f"Attention: the kernel each SDPA call site{per} ran, beside the backends its arm allowed, µs per iteration"
+    return (f"Attention: the kernel each attention site{per} ran, beside the SDPA backends its arm allowed, µs per "
+            f"iteration")
 
 
 def kernels_summary(result) -> str:

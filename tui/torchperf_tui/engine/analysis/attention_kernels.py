@@ -35,11 +35,51 @@ def family(name: str) -> str | None:
     return None
 
 
-def attention_by_site(events: Any, iters: int, on_cuda: bool) -> dict[tuple[str, str], dict]:
+# The ops of an attention that is not SDPA's, directly under its module: eager's two matmuls (what lies between them,
+# the scale, the mask, softmax and dropout, is its attention too), flex_attention's compiled region with its guard
+# lookup, flash-attn's own ops.
+_OTHER_ATTENTION_OPS = re.compile(r"aten::(matmul|bmm|baddbmm|einsum)$|flex_attention|flash_attn|"
+                                  r"Torch-Compiled Region|TorchDynamo Cache Lookup")
+
+
+def implementation_of(model: Any) -> str | None:
+    """The attention implementation a transformers model runs ('sdpa', 'eager', 'flex_attention', ...), from the
+    config of the first module that has one; None for another model (its attention, if any, is found by its SDPA
+    calls)."""
+    for module in model.modules():
+        config = getattr(module, "config", None)
+        implementation = getattr(config, "_attn_implementation", None)
+        if isinstance(implementation, str):
+            return implementation
+    return None
+
+
+def attention_modules(model: Any) -> list[str]:
+    """The attention modules of a transformers model, by transformers' class names (LlamaAttention,
+    BertSelfAttention): the innermost where one holds another, the module an SDPA call site would be."""
+    named = [(name, type(module).__name__) for name, module in model.named_modules() if name]
+    attention = [name for name, kind in named if kind.endswith("Attention")]
+    return [name for name in attention if not any(other.startswith(name + ".") for other in attention)]
+
+
+def _other_attention_span(site_event: Any) -> list[Any]:
+    """The ops of a non-SDPA attention directly under its site's range: from its first attention op to its last
+    (the projections before and after are not attention, nor the rotary embedding before the first matmul)."""
+    ops = [c for c in getattr(site_event, "cpu_children", []) or [] if not str(c.name).startswith(LAYER_PREFIX)]
+    marks = [i for i, op in enumerate(ops) if _OTHER_ATTENTION_OPS.search(str(op.name))]
+    return ops[marks[0]:marks[-1] + 1] if marks else []
+
+
+def attention_by_site(events: Any, iters: int, on_cuda: bool,
+                      implementation: str | None = None) -> dict[tuple[str, str], dict]:
     """(site, pass) -> {"ran": family, "kernels": {name: [us, calls]}} from a profile whose attention sites ran in
-    LAYER_PREFIX ranges; the backward found by the autograd sequence numbers of the ops under each SDPA call."""
+    LAYER_PREFIX ranges; the backward found by the autograd sequence numbers of the ops under each SDPA call. A site
+    with no SDPA call under it, in a model whose `implementation` is another (eager, flex_attention), ran that: its
+    ops from its first attention op to its last (_other_attention_span)."""
     found: dict[tuple[str, str], dict] = {}
     backward_of: dict[tuple[Any, int], str] = {}
+    other = implementation if implementation not in (None, "sdpa") else None
+    ran_at: dict[str, str] = {}  # a site of the other implementation -> its name, for its backward
     ordered = sorted(events, key=lambda e: e.time_range.start)
 
     def add(site: str, phase: str, ran: str | None, kernels: list[tuple[str, float]]) -> None:
@@ -55,7 +95,21 @@ def attention_by_site(events: Any, iters: int, on_cuda: bool) -> dict[tuple[str,
         if not (str(event.name).startswith(LAYER_PREFIX) and on_cpu(event)):
             continue
         site = str(event.name)[len(LAYER_PREFIX):]
-        for op in (op for op in descendants(event) if str(op.name) == SDPA_OP):
+        sdpa = [op for op in descendants(event) if str(op.name) == SDPA_OP]
+        if not sdpa and other is not None:
+            span = _other_attention_span(event)
+            for op in span:
+                for child in [op, *descendants(op)]:
+                    if (getattr(child, "sequence_nr", -1) or -1) >= 0:
+                        backward_of[(getattr(child, "thread", None), child.sequence_nr)] = site
+            if on_cuda:
+                kernels = [(str(k.name), float(k.duration)) for op in span for c in [op, *descendants(op)]
+                           for k in getattr(c, "kernels", []) or []]
+            else:
+                kernels = [(str(op.name), float(op.cpu_time_total)) for op in span]
+            ran_at[site] = other
+            add(site, "fwd", other, kernels)
+        for op in sdpa:
             inner = descendants(op)
             impl = next((c for c in op.cpu_children if family(str(c.name))), None)
             for child in inner:
@@ -73,7 +127,8 @@ def attention_by_site(events: Any, iters: int, on_cuda: bool) -> dict[tuple[str,
         if site is None:
             continue
         node = str(event.name)[len(BACKWARD_PREFIX):]
-        ran = family(node) or "math"  # only math decomposes into nodes of its own (bmm, softmax, ...)
+        # only math decomposes into nodes of its own (bmm, softmax, ...), and another implementation's ops
+        ran = ran_at.get(site) or family(node) or "math"
         if on_cuda:
             kernels = [(str(k.name), float(k.duration)) for c in descendants(event) for k in getattr(c, "kernels", []) or []]
         else:

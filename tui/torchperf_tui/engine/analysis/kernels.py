@@ -61,7 +61,10 @@ CUDA_TRAIN_NOTE = ("backward kernels sorted by their names: dgrad (data gradient
                    "for a 1x1 conv's gradients, the bias gradient, layout copies)")
 CPU_TRAIN_NOTE = "on the CPU one ATen op computes a conv layer's data and weight gradients: shown as bwd"
 ATTENTION_NOTE = ("attention: the kernel each SDPA call ran, from the op under aten::scaled_dot_product_attention; an "
-                  "allowed backend passed over is said with torch's reason, found by running that call under it alone")
+                  "allowed backend passed over is said with torch's reason, found by running that call under it "
+                  "alone; another implementation (attn=eager, flex_attention) is named with its ops from the first "
+                  "attention op to the last (eager's matmul, softmax, matmul; flex's compiled region), not its "
+                  "projections")
 PHASES = ("fwd", "dgrad", "wgrad", "bwd")  # the order a layer's kernels are listed in
 _WGRAD = re.compile(r"(?i)wgrad|grad_?weight|grad_?filter|backward_?filter|bwd_?filter")
 _DGRAD = re.compile(r"(?i)dgrad|grad_?input|backward_?data|bwd_?data|depthwise\dd_backward")
@@ -267,6 +270,7 @@ def conv_kernels(base: BenchConfig, a: ArmSpec, b: ArmSpec, *, iters: int = 3, w
         # depend on the values, but a diverging model could reach NaNs, and those take other paths on the CPU).
         initial = ({key: {k: v.detach().clone() for k, v in work.model.state_dict().items()}
                     for key, work in workloads.items()} if step.training else {})
+        implementations = {arm: attention.implementation_of(workloads[key].model) for arm, key in settings.items()}
         for arm, spec in arms.items():
             work = workloads[settings[arm]]
             layers = conv_layers(work.model)
@@ -282,13 +286,16 @@ def conv_kernels(base: BenchConfig, a: ArmSpec, b: ArmSpec, *, iters: int = 3, w
                         runner = StepRunner(work.model, step, device, seed=base.seed)
                         # One iteration recorded (its SDPA calls and their modules) before the warm-up.
                         calls = attention_calls.record_calls(work.model, lambda: runner(work.x))
-                        if not layers and not calls:
+                        attention_sites = list(dict.fromkeys(c.site for c in calls))
+                        if not calls and implementations[arm] not in (None, "sdpa"):  # eager, flex_attention
+                            attention_sites = attention.attention_modules(work.model)
+                        if not layers and not attention_sites:
                             raise TorchperfError(f"{name} has no convolution layers and no attention "
                                                  "(scaled_dot_product_attention) calls: kernel choice needs one")
                         reasons[arm] = attention_calls.probe_sites(calls, sdpa_backends(spec.flags.sdpa),
                                                              device)
-                        handles = attach_layer_ranges(layers + [(site, work.model.get_submodule(site)) for site
-                                                                in dict.fromkeys(c.site for c in calls)])
+                        handles = attach_layer_ranges(layers + [(site, work.model.get_submodule(site))
+                                                                for site in attention_sites])
                         return profile_iterations(runner, work.x, device, iters, warmup, cancelled)
                 finally:
                     for handle in handles:
@@ -305,7 +312,7 @@ def conv_kernels(base: BenchConfig, a: ArmSpec, b: ArmSpec, *, iters: int = 3, w
             profiled.append(done)
             if events is not None:
                 grouped[arm] = group_by_layer(events, done, on_cuda)
-                sites[arm] = attention.attention_by_site(events, done, on_cuda)
+                sites[arm] = attention.attention_by_site(events, done, on_cuda, implementations[arm])
             if stopped:
                 break
     finally:
