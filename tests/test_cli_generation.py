@@ -89,6 +89,11 @@ def test_the_prompt_length_defaults_to_the_sequence_length(capsys):
     (("bench", "hf:llama", "--model-args", TINY_LLAMA, "--generate", "4", "--prompt-len", "4096"),
      "past the model's maximum positions"),
     (("bench", "hf:llama", "--model-args", TINY_LLAMA, "--prompt-len", "8"), "--prompt-len goes with --generate"),
+    (("bench", "hf:llama", "--model-args", TINY_LLAMA, "--cache", "static"), "--cache goes with --generate"),
+    (("bench", "hf:llama", "--model-args", TINY_LLAMA, "--generate", "4", "--cache", "full"),
+     "unknown KV cache 'full': choose dynamic or static"),
+    (("compare", "hf:llama", "--model-args", TINY_LLAMA, "--a", "", "--b", "cache=static"),
+     "cache static: a KV cache is a generation's (--generate N)"),
     (("bench", "hf:llama", "--model-args", TINY_LLAMA, "--generate", "4", "--modes", "sync"), "leave out --modes"),
     (("bench", "hf:llama", "--model-args", TINY_LLAMA, "--generate", "4", "--prompt-len", "8", "--seq-len", "9"),
      "give one of them"),
@@ -119,7 +124,9 @@ def test_compare_generate_gives_a_verdict_on_decode_and_the_prefill_apart(capsys
 
 
 @pytest.mark.parametrize("extra, words", [
-    (("--a", "", "--b", "step=train"), "a generation A/B compares flags and dtype"),
+    (("--a", "", "--b", "step=train"), "a generation A/B compares flags, dtype, quant, attn and cache"),
+    (("--a", "", "--b", "cache=stati"), "unknown KV cache 'stati': choose dynamic or static"),
+    (("--a", "cache=static", "--b", "cache=static"), "nothing to compare"),
     (("--a", "", "--b", "threads=1", "--kernels"), "leave out --generate"),
     (("--a", "", "--b", ""), "nothing to compare"),
     (("--a", "", "--b", "threads=1", "--blocks", "6", "--prompt-len", "4096"), "past the model's maximum positions"),
@@ -128,3 +135,25 @@ def test_bad_compare_generate_input_is_one_line_and_exit_2(capsys, extra, words)
     code, out, err = run(capsys, "compare", "hf:llama", "--model-args", TINY_LLAMA, "--generate", "3", *extra)
     assert code == 2 and out == ""
     assert words in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_static_cache_is_compared_with_the_dynamic_one_and_kept_apart_in_the_history(capsys):
+    """compare --generate --b cache=static: each arm's cache in its --json, B's compiled decode in the method; bench
+    --generate --cache static: its compile said apart, and its history record not like for like with a dynamic one."""
+    from torchperf_tui.engine.records.history_compare import compare_records
+    from torchperf_tui.engine.records.history_file import HistoryFile
+
+    code, out, err = run(capsys, "compare", "hf:llama", "--model-args", TINY_LLAMA, "--generate", "3", "--prompt-len",
+                         "6", "--a", "", "--b", "cache=static", "--blocks", "6", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert (data["a"]["cache"], data["b"]["cache"]) == ("dynamic", "static") and data["decode_verdict"]["blocks"] == 6
+    assert "arm B: a static KV cache (transformers' StaticCache" in data["method"]
+    for kind in ("dynamic", "static"):
+        code, out, err = bench(capsys, "--generate", "3", "--prompt-len", "6", "--cache", kind)
+        assert code == 0, err
+        assert ("\ncompile " in out) == (kind == "static")
+    records = HistoryFile().load().records
+    assert [r.details.get("cache") for r in records] == [None, "static"]
+    assert records[1].details["compile_ms"] > 0
+    assert compare_records(records[0], records[1]).setup_diff == {"cache": (None, "static")}

@@ -114,6 +114,27 @@ def test_the_greedy_loop_makes_the_tokens_model_generate_makes():
     assert cache_bytes(loop.cache) == 2 * LAYERS * 2 * KV_HEADS * (8 + 6 - 1) * (HIDDEN // HEADS) * 4
 
 
+def test_a_static_cache_with_a_compiled_decode_step_makes_the_same_tokens_and_is_read_whole():
+    from torchperf_tui.engine.measurements.generation import cache_positions
+    from torchperf_tui.engine.workloads.models import build_model, input_spec_for
+
+    model = build_model("hf:llama", model_args=TINY_LLAMA).eval()
+    prompt = input_spec_for("hf:llama", batch=2, seq_len=8, model_args=TINY_LLAMA).make(seed=1)
+    loops = {kind: GreedyLoop(model, prompt, 6, kind) for kind in ("dynamic", "static")}
+    with torch.inference_mode():
+        for loop in loops.values():
+            for _ in range(2):  # a second generation empties the static cache first
+                loop.prefill()
+                for step in range(1, 6):
+                    loop.decode(step)
+    tokens = {kind: torch.cat(loop.generated, dim=1).tolist() for kind, loop in loops.items()}
+    assert tokens["static"] == tokens["dynamic"]
+    static = loops["static"].cache
+    assert type(static).__name__ == "StaticCache" and cache_positions(static) == 8 + 6 - 1
+    # allocated for the prompt and every new token, and read whole by each step's attention
+    assert cache_bytes(static) == 2 * LAYERS * 2 * KV_HEADS * (8 + 6) * (HIDDEN // HEADS) * 4
+
+
 def test_a_cancel_keeps_only_whole_runs():
     calls = {"n": 0}
 

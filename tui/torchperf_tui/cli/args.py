@@ -82,6 +82,12 @@ def _add_run_option(p: argparse.ArgumentParser, name: str, help: str | None = No
     p.add_argument(entry.option, **{**said, **kwargs})
 
 
+def _add_cache_option(p: argparse.ArgumentParser) -> None:
+    """--cache, with --generate: None when not given, so that given without --generate it is refused."""
+    _add_run_option(p, "cache", help="with --generate: " + with_default("cache", run_option("cache").default),
+                    default=None)
+
+
 def _add_step_options(p: argparse.ArgumentParser) -> None:
     """What one timed iteration does: an inference pass or a training step, and mixed precision."""
     for name in ("step", "optimizer", "amp"):
@@ -334,6 +340,7 @@ def build_parser(commands: bool = True, baseline: bool = False) -> argparse.Argu
                         "latency (the decode steps), tokens/s and the cache's size; 1 warm-up and 5 timed generations")
     p.add_argument("--prompt-len", type=_positive_int, metavar="P",
                    help="with --generate: the prompt's length in tokens (default: --seq-len, else the model's own)")
+    _add_cache_option(p)
     p.add_argument("--samples", action="store_true", help="with --json: include every sample")
     p.add_argument("--no-history", action="store_true", help="do not append this run to the history file")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -416,6 +423,7 @@ def build_parser(commands: bool = True, baseline: bool = False) -> argparse.Argu
                    "block is a greedy generation of N new tokens; the verdict is on decode (per output token), the "
                    "prefill (time to first token) said apart")
     p.add_argument("--prompt-len", type=_positive_int, metavar="P", help="with --generate: the prompt's length")
+    _add_cache_option(p)
     _add_shapes_option(p)
     _add_run_options(p)  # the base flags; each arm's SPEC applies on top
     _add_mlflow_option(p)

@@ -15,16 +15,22 @@ from torchperf_tui.wording.generation import generation_ab_rows, generation_ab_t
 
 
 def check_generate_args(args) -> None:
-    """What the arguments alone refuse: --prompt-len without --generate, the timing modes, a prompt length and a
-    sequence length that disagree, too few new tokens."""
+    """What the arguments alone refuse: --prompt-len or --cache without --generate, the timing modes, a prompt
+    length and a sequence length that disagree, too few new tokens."""
     if args.generate is None:
-        raise TorchperfError("--prompt-len goes with --generate N (the number of new tokens to generate)")
+        raise TorchperfError(f"{without_generate(args)} goes with --generate N (the number of new tokens to generate)")
     if args.modes is not None or args.cold_l2:
         raise TorchperfError("--generate times generation, not the timing modes: leave out --modes and --cold-l2")
     if args.prompt_len is not None and args.seq_len is not None and str(args.prompt_len) != str(args.seq_len).strip():
         raise TorchperfError(f"--prompt-len {args.prompt_len} and --seq-len {args.seq_len}: the prompt is the "
                              "sequence, give one of them")
     check_new_tokens(args.generate)
+
+
+def without_generate(args) -> str:
+    """The generation's options given without --generate: '--prompt-len', '--cache' or both."""
+    return " and ".join(option for option, name in (("--prompt-len", "prompt_len"), ("--cache", "cache"))
+                        if getattr(args, name, None) is not None)
 
 
 def render_generation(result) -> None:
@@ -72,7 +78,7 @@ def compare_generate(args) -> int:
     (a record holds one run's latencies)."""
 
     if args.generate is None:
-        raise TorchperfError("--prompt-len goes with --generate N (the number of new tokens to generate)")
+        raise TorchperfError(f"{without_generate(args)} goes with --generate N (the number of new tokens to generate)")
     if args.kernels:
         raise TorchperfError("--kernels profiles the conv layers' passes, not a generation: leave out --generate")
     args.modes, args.cold_l2 = None, False  # compare has neither: the checks bench's --generate makes

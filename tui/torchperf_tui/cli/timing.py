@@ -23,7 +23,7 @@ def cmd_bench(args) -> int:
     sink = open_mlflow(args)  # --mlflow: its store checked before anything runs (one line, exit 2)
     if args.modes is None:  # the timing modes are not kept in the history; a run and a generation are
         check_history_writable(args)
-    if getattr(args, "generate", None) is not None or getattr(args, "prompt_len", None) is not None:
+    if any(getattr(args, name, None) is not None for name in ("generate", "prompt_len", "cache")):
         return bench_generate(args, sink)
     if args.cold_l2 and args.modes is None:
         raise TorchperfError("--cold-l2 goes with --modes (it flushes the L2 between the modes' iterations)")
@@ -89,7 +89,7 @@ def cmd_compare(args) -> int:
         return baseline_command(args)
     refuse_gate_options(args)
     sink = open_mlflow(args)  # --mlflow: checked before anything runs
-    if getattr(args, "generate", None) is not None or getattr(args, "prompt_len", None) is not None:
+    if any(getattr(args, name, None) is not None for name in ("generate", "prompt_len", "cache")):
         return compare_generate(args)
     base = bench_config(args, shapes=args.shapes, seed=args.seed)
     arm_a, arm_b = common.arms(args, base)

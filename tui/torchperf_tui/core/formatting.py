@@ -59,6 +59,11 @@ def format_bytes(value, like=None) -> str:
     return f"{float(value):.0f} B"
 
 
+def gbs_text(gbs) -> str:
+    """'12.3 GB/s' (10^9 bytes a second), 'n/a'."""
+    return "n/a" if gbs is None else f"{gbs:,.1f} GB/s"
+
+
 def format_count(value, unit: str = "") -> str:
     """11_689_512 -> '11.7 M'; with a unit, 1.82e9 -> '1.82 GFLOPs'. Three significant figures."""
     text = _unavailable(value)

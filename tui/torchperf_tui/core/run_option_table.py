@@ -117,6 +117,10 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
               noun="attention implementation", aliases=(("flex", "flex_attention"), ("fa2", "flash_attention_2")),
               shown=(("attn default", "default"), ("attn eager", "eager"), ("attn sdpa", "sdpa"),
                      ("attn flex", "flex_attention"), ("attn fa2", "flash_attention_2"))),
+    RunOption("cache", "KV cache", "a generation's KV cache: dynamic (transformers' DynamicCache, grown a position a "
+              "step) or static (its StaticCache, allocated for the whole generation and read whole each step, with "
+              "the decode step torch.compiled: the warm-up's first step compiles, said apart)", ("dynamic", "static"),
+              "dynamic", arm_key=True, metavar="KIND", noun="KV cache"),
     RunOption("iters", "iters", "timed iterations of a run", check=checks.iters),
     RunOption("warmup", "warm-up", "untimed iterations before the timed ones, or 'auto': until the iteration time "
               "settles", check=checks.warmup),

@@ -3,7 +3,7 @@ the lines the app's generation view shows, the same facts in a compact form."""
 
 from __future__ import annotations
 
-from torchperf_tui.core.formatting import format_bytes, format_count, format_ms, format_number
+from torchperf_tui.core.formatting import format_bytes, format_count, format_ms, format_number, gbs_text
 from torchperf_tui.engine.hardware.ceilings import REMEASURE
 from torchperf_tui.wording import Row, row, subject
 from torchperf_tui.wording.conditions import noise_rows
@@ -78,11 +78,6 @@ def decimal_bytes(value) -> str:
     return format_count(value, "B")
 
 
-def gbs_text(gbs) -> str:
-    """'12.3 GB/s' (10^9 bytes a second), 'n/a'."""
-    return "n/a" if gbs is None else f"{gbs:,.1f} GB/s"
-
-
 def above_copy_ceiling_text(pct: float, compact: bool = False) -> str:
     """A bandwidth above the copy ceiling is no fact about the model: the ceiling under it is too low for it."""
     if compact:
@@ -119,6 +114,16 @@ def bandwidth_line(result) -> str | None:
             f"{mbu_text(result, compact=True)}")
 
 
+def compile_text(result) -> str:
+    """A static cache's compiled decode step: '12.3 s, the warm-up's first decode step (torch.compile of the step:
+    once per process and shape; kept apart)'."""
+    ms = result.compile_ms
+    if ms is None:
+        return "n/a (the warm-up reached no decode step)"
+    return (f"{format_ms(ms)}, the warm-up's first decode step (torch.compile of the step, once per process and "
+            "shapes; kept apart)")
+
+
 def runs_text(result) -> str:
     """'3 timed after 1 warm-up generation (5 asked: another, at about 4.1 s like the last, would end past the 10 s
     time budget)'; the warm-up cut short by the budget is said too."""
@@ -146,6 +151,7 @@ def generation_rows(result) -> list[Row]:
         rows.append(row("prefill", LAST_LOGITS_NOTE))
     rows += [row("flags", result.flags_text()), row("timer", result.timer), row("runs", runs_text(result)),
              row("warm-up TTFT", f"{format_ms(result.warmup_ttft_ms)} (kept apart)"),
+             *([row("compile", compile_text(result))] if getattr(result, "cache", "dynamic") == "static" else []),
              row("time to first token", ttft_text(result)), row("per-token latency", per_token_text(result)),
              row("tokens/s", tokens_per_s_text(result)), row("KV cache", kv_cache_text(result)),
              row("decode reads", decode_reads_text(result)), row("count", READS_COUNT),

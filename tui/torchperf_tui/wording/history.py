@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from torchperf_tui.core.formatting import format_bytes, format_ms, format_percentile, is_number, printable
+from torchperf_tui.core.formatting import format_bytes, format_ms, format_percentile, gbs_text, is_number, printable
 from torchperf_tui.wording import model_label
 
 # What the kinds of record are called, and what one of their samples is.
@@ -155,6 +155,8 @@ def _setup(record: Any) -> str:
         new, prompt = details.get("new_tokens"), details.get("prompt_len")
         if _finite(new) and _finite(prompt):
             text += f" {new} new tokens after {prompt}"
+        if details.get("cache"):
+            text += f" cache {printable(details['cache'])}"
     return text
 
 
@@ -171,8 +173,9 @@ def _figures(record: Any, per: str) -> str:
 
 
 def _generation_figures(record: Any) -> str:
-    """'TTFT 45.2 ms · per token p50 12.3 ms p90 13.1 ms · 81.3 tokens/s · KV cache 4.5 MiB (n=315)'. The details
-    are read from a file: numbers are checked, not trusted."""
+    """'TTFT 45.2 ms · per token p50 12.3 ms p90 13.1 ms · 81.3 tokens/s · 12.3 GB/s · KV cache 4.5 MiB (n=315)',
+    the decode's bandwidth where the record has it. The details are read from a file: numbers are checked, not
+    trusted."""
     details = record.details
     ttft = details.get("ttft_stats")
     ttft_ms = ttft.get("p50_ms") if isinstance(ttft, dict) else None
@@ -183,7 +186,9 @@ def _generation_figures(record: Any) -> str:
     rate_text = f"{rate:,.1f} tokens/s" if _finite(rate) else "tokens/s n/a"
     kv = details.get("kv_cache_bytes")
     n = stats.n if stats is not None else 0
-    return (f"TTFT {format_ms(ttft_ms) if _finite(ttft_ms) else 'n/a'} · {per_token} · {rate_text} · "
+    gbs = details.get("bandwidth_gbs")
+    bandwidth = f"{gbs_text(gbs)} · " if _finite(gbs) and gbs >= 0 else ""
+    return (f"TTFT {format_ms(ttft_ms) if _finite(ttft_ms) else 'n/a'} · {per_token} · {rate_text} · {bandwidth}"
             f"KV cache {format_bytes(kv) if _finite(kv) else 'n/a'}  (n={n})")
 
 

@@ -39,6 +39,7 @@ class ArmSpec:
     amp: str | None = None  # "fp16", "bf16", or "off" (mixed precision off where the base has it on)
     quant: str | None = None  # a quantization scheme, or "off" (none where the base quantizes)
     attn: str | None = None  # a transformers model's attention implementation ("default": the one it picks)
+    cache: str | None = None  # a generation's KV cache: "dynamic" or "static"
 
     def run_of(self, base, **resolved):
         """The run this arm is: `base` (a BenchConfig) with `resolved` (what the comparison resolved of it: its
@@ -54,6 +55,8 @@ class ArmSpec:
             run["quant"] = None if self.quant == "off" else self.quant
         if self.attn is not None:
             run["attn"] = None if self.attn == "default" else self.attn
+        if self.cache is not None:
+            run["cache"] = self.cache
         return dataclasses.replace(base, **run)
 
     def step_spec(self, base):
@@ -124,6 +127,8 @@ def _arm_value(key: str, value: str):
         return word if word == "off" else run_option("quant").choose(word)
     if key == "attn":
         return word if word == "default" else run_option("attn").choose(word)
+    if key == "cache":
+        return run_option("cache").choose(word)
     if key == "amp":
         return word if word == "off" else check_amp(word)
     return {"step": check_step, "optimizer": check_optimizer}[key](word)
@@ -141,7 +146,7 @@ def same_arms(base, a: ArmSpec, b: ArmSpec, default_threads: int | None = None) 
         return (flags, arm.dtype or base.dtype,
                 base.channels_last if arm.channels_last is None else arm.channels_last,
                 arm.shapes or base.shapes, arm.step_spec(base), arm.run_of(base).quant,
-                arm.run_of(base).attn)
+                arm.run_of(base).attn, arm.run_of(base).cache)
 
     return effective(a) == effective(b)
 

@@ -81,6 +81,7 @@ class BenchConfig:
     seq_len: int | None = None  # a token model's sequence length (None: its default)
     quant: str | None = None  # a quantization scheme of engine/workloads/quantization.py (None: none)
     attn: str | None = None  # a transformers model's attention implementation (None: the one transformers picks)
+    cache: str = "dynamic"  # a generation's KV cache: "dynamic" or "static" (with a compiled decode step)
 
     def to_record(self) -> dict[str, Any]:
         """This config as a history record keeps it (JSON): each field under its name, the flags as Flags.to_dict,
@@ -92,13 +93,14 @@ class BenchConfig:
         return data
 
     def prepare(self, *, before_amp: Check | None = None, before_inputs: Check | None = None,
-                amp_for: Iterable[tuple["StepSpec", str]] | None = None, arms: Iterable[Any] | None = None) -> RunPlan:
+                amp_for: Iterable[tuple["StepSpec", str]] | None = None, arms: Iterable[Any] | None = None,
+                generates: bool = False) -> RunPlan:
         """The run's device, dtype, step and inputs, checked in this order: the device, the dtype, the step,
         `before_amp(device, step)` (a runner's own checks), the mixed-precision check, the SDPA backends,
         `before_inputs(device, step)`, then the input shape. `amp_for`: (step, dtype name) pairs to check mixed
         precision for instead of this config's own (the arms of an A/B, each with its own step and dtype); `arms`:
         the ArmSpecs whose flags run instead of this config's (their SDPA sets are checked, each at its arm's
-        dtype, step and amp)."""
+        dtype, step and amp); `generates`: the run is a generation (the only one a KV cache's kind applies to)."""
         device = resolve_device(self.device)
         dtype = parse_dtype(self.dtype)
         step = self.step_spec()
@@ -110,7 +112,7 @@ class BenchConfig:
             for arm_step, arm_dtype in amp_for:
                 check_amp(arm_step, device, parse_dtype(arm_dtype))
         self._check_attention(device, arms)
-        self._check_model_options(device, arms)
+        self._check_model_options(device, arms, generates)
         if before_inputs is not None:
             before_inputs(device, step)
         return RunPlan(device=device, dtype=dtype, step=step, inputs=self.input_spec())
@@ -132,14 +134,17 @@ class BenchConfig:
             for cfg, flags in sets:
                 check_attention_sets(cfg, [flags], device)
 
-    def _check_model_options(self, device, arms: Iterable[Any] | None) -> None:
+    def _check_model_options(self, device, arms: Iterable[Any] | None, generates: bool = False) -> None:
         """This run's model options (each arm's): a quantization scheme the box cannot run (its device, its dtype,
         torchao absent), or an attention implementation asked of a model that is not a transformers one or that
         this box cannot run (flash_attention_2 without its package or a GPU), is refused in one line here, before
         anything is built. An implementation the model's class does not support is refused by transformers as it
-        builds (engine/workloads/hf_models.py)."""
+        builds (engine/workloads/hf_models.py). A static KV cache asked of a run that does not generate, likewise."""
         runs = [self] if arms is None else [arm.run_of(self) for arm in arms]
         for run in runs:
+            if run.cache != "dynamic" and not generates:
+                raise TorchperfError(f"cache {run.cache}: a KV cache is a generation's (--generate N); this run "
+                                     "times passes over the whole input, with no cache to keep")
             for problem in (quant_problem(run.quant, device, canonical_dtype(run.dtype)),
                             attn_problem(run.attn, run.model, device)):
                 if problem:

@@ -41,9 +41,12 @@ OnSample = Callable[[str, int, int, float], None]  # (phase, index, total, ms): 
 ShouldCancel = Callable[[], bool]
 
 
-def method_text(new_tokens: int, prompt_len: int) -> str:
-    return (f"greedy, the model's own KV cache, {new_tokens} new tokens after a {prompt_len}-token prompt, "
-            "synchronised per token")
+STATIC_CACHE = "a static KV cache (transformers' StaticCache, read whole each step) and the decode step torch.compiled"
+
+
+def method_text(new_tokens: int, prompt_len: int, cache: str = "dynamic") -> str:
+    kept = "the model's own KV cache" if cache == "dynamic" else STATIC_CACHE
+    return f"greedy, {kept}, {new_tokens} new tokens after a {prompt_len}-token prompt, synchronised per token"
 
 
 @dataclass
@@ -90,6 +93,13 @@ class GenerationResult(InputFacts, PromptInput):
     copy_ceiling_problem: str | None = None
     # The run it was (a BenchConfig, its device and dtype resolved), kept by its history record.
     config: Any = None
+    cache: str = "dynamic"  # the KV cache: "dynamic", or "static" with the decode step compiled
+
+    @property
+    def compile_ms(self) -> float | None:
+        """A static cache's compiled decode step: its first call, the warm-up's first decode step, which compiles
+        (None for a dynamic cache, or a warm-up with no decode step)."""
+        return self.warmup_decode_ms[0] if self.cache == "static" and self.warmup_decode_ms else None
 
     @property
     def runs(self) -> int:
@@ -150,6 +160,7 @@ class GenerationResult(InputFacts, PromptInput):
             stats = getattr(self, name)
             data[name] = asdict(stats) if stats is not None else None
         data["tokens_per_s"] = self.tokens_per_s
+        data["compile_ms"] = self.compile_ms
         mbu = self.mbu_pct
         data.update(bytes_per_step=self.bytes_per_step, bandwidth_gbs=self.bandwidth_gbs, mbu_pct=mbu,
                     mbu_above_ceiling=mbu is not None and mbu > 100.0,
@@ -257,12 +268,19 @@ def cache_positions(cache: Any) -> int | None:
 
 class GreedyLoop:
     """One greedy generation of a model on its prompt, a step at a time: `prefill()`, then `decode(k)` for
-    k = 1 .. new_tokens - 1, each returning nothing (the timer wraps it) and keeping the cache and next token."""
+    k = 1 .. new_tokens - 1, each returning nothing (the timer wraps it) and keeping the cache and next token.
 
-    def __init__(self, model, prompt, new_tokens: int) -> None:
+    `cache` "static": transformers' StaticCache, made once for the prompt and every new token and emptied at each
+    prefill (its tensors keep their addresses, as CUDA graphs need), each decode step given its position and the
+    whole mask, so that every step has the same shapes, and the decode step torch.compiled (fullgraph; on CUDA
+    reduce-overhead, CUDA graphs): its first call compiles. The prefill runs eager, as transformers' own generate
+    does with a static cache."""
+
+    def __init__(self, model, prompt, new_tokens: int, cache: str = "dynamic") -> None:
         import inspect
 
         self.model, self.prompt, self.new_tokens = model, prompt, new_tokens
+        self.static = cache == "static"
         params = set(inspect.signature(model.forward).parameters)
         # transformers 5.x renamed the forward's past_key_values to cache (5.24 here; older 5.x on the GPU box).
         self.cache_keyword = "cache" if "cache" in params else "past_key_values"
@@ -276,6 +294,24 @@ class GreedyLoop:
         self.cache: Any = None
         self.token = None
         self.generated: list = []  # the tokens of the generation in flight, (batch, 1) each: references, no copy
+        self.step_forward = model
+        if self.static:
+            self._static_cache(ids.device)
+
+    def _static_cache(self, device) -> None:
+        """The static cache for the prompt and every new token, each decode step's position, and the compiled
+        decode step."""
+        from transformers import StaticCache
+
+        config = next((m.config for m in self.model.modules() if hasattr(getattr(m, "config", None), "model_type")),
+                      None)
+        if config is None:
+            raise TorchperfError("cache static: the model has no transformers config to size a StaticCache from")
+        self.static_cache = StaticCache(config=config, max_cache_len=self.prompt_len + self.new_tokens)
+        self.positions = torch.arange(self.prompt_len + self.new_tokens, device=device)
+        self.on_cuda = device.type == "cuda"
+        self.step_forward = torch.compile(self.model, fullgraph=True, dynamic=False,
+                                          mode="reduce-overhead" if self.on_cuda else None)
 
     def _take(self, out) -> None:
         self.cache = out.cache if hasattr(out, "cache") else out.past_key_values
@@ -284,13 +320,24 @@ class GreedyLoop:
 
     def prefill(self) -> None:
         self.cache, self.generated = None, []
-        self._take(self.prompt.call(lambda *a, **kw: self.model(*a, **kw, use_cache=True, **self.keep)))
+        static = {}
+        if self.static:
+            self.static_cache.reset()
+            static = {self.cache_keyword: self.static_cache, "cache_position": self.positions[:self.prompt_len]}
+        self._take(self.prompt.call(lambda *a, **kw: self.model(*a, **kw, use_cache=True, **static, **self.keep)))
 
     def decode(self, step: int) -> None:
         kwargs = {"input_ids": self.token, self.cache_keyword: self.cache, "use_cache": True}
-        if self.full_mask is not None:
+        if self.static:  # the same shapes every step: its position, and the mask over the whole cache
+            position = self.prompt_len + step - 1
+            kwargs["cache_position"] = self.positions[position:position + 1]
+            if self.full_mask is not None:
+                kwargs["attention_mask"] = self.full_mask
+            if self.on_cuda:  # a new CUDA graph replay: the outputs of the one before are no longer read
+                torch.compiler.cudagraph_mark_step_begin()
+        elif self.full_mask is not None:
             kwargs["attention_mask"] = self.full_mask[:, :self.prompt_len + step]
-        self._take(self.model(**kwargs))
+        self._take(self.step_forward(**kwargs))
 
 
 def token_clock(device):
@@ -316,7 +363,7 @@ def run_generation(cfg, new_tokens: int = DEFAULT_NEW_TOKENS, *, runs: int = GEN
 
 def _run_generation(cfg, new_tokens: int, runs: int, watch, on_sample, should_cancel) -> GenerationResult:
     started = time.time()
-    plan = cfg.prepare(before_amp=lambda device, step: check_generation(cfg, new_tokens))
+    plan = cfg.prepare(before_amp=lambda device, step: check_generation(cfg, new_tokens), generates=True)
     device, inputs = plan.device, plan.inputs
     check_positions(inputs, new_tokens)
     emit = on_sample or (lambda phase, index, total, ms: None)
@@ -340,8 +387,8 @@ def _run_generation(cfg, new_tokens: int, runs: int, watch, on_sample, should_ca
         # On CUDA, events and syncs go to the current device, which is per thread: made the run's for its length.
         on_device = torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
         with applied_flags(cfg.flags), torch.inference_mode(), on_device:
-            loop = GreedyLoop(work.model, work.x, new_tokens)
             with forward_errors(cfg.model, inputs.shape, plan.dtype, device, action="generating"):
+                loop = GreedyLoop(work.model, work.x, new_tokens, cfg.cache)
                 budget_start = time.perf_counter()
                 last_run_s = 0.0  # the generation before: how long the next one is expected to take
                 timed = False
@@ -406,7 +453,7 @@ def _run_generation(cfg, new_tokens: int, runs: int, watch, on_sample, should_ca
         **cfg.input_facts(inputs), model=cfg.model, device=str(device), dtype=dtype_name(plan.dtype),
         batch=inputs.batch, prompt_len=inputs.seq_len, new_tokens=new_tokens, flags=cfg.flags, ttft_ms=ttft,
         decode_ms=decode, decode_steps=steps, runs_asked=runs, kv_cache_bytes=kv_bytes,
-        kv_cache_positions=kv_positions, kv_cache_kind=kv_kind, method=method_text(new_tokens, inputs.seq_len),
+        kv_cache_positions=kv_positions, kv_cache_kind=kv_kind, method=method_text(new_tokens, inputs.seq_len, cfg.cache),
         timer="cuda-events" if device.type == "cuda" else "perf_counter", cancelled=stopped, started_at=started,
         duration_s=time.time() - started, warmup_ttft_ms=warm_ttft, warmup_decode_ms=warm_decode,
         cache_keyword=loop.cache_keyword if loop is not None else "past_key_values",
@@ -415,4 +462,4 @@ def _run_generation(cfg, new_tokens: int, runs: int, watch, on_sample, should_ca
         budget_stopped=budget_stopped, warmup_stopped=warmup_stopped, next_run_s=next_run_s,
         host_noise=host.summary(decode, spread=True) if ttft else None, decode_bytes=reads,
         copy_ceiling=copy_ceiling, copy_ceiling_problem=ceiling_problem,
-        config=replace(cfg, device=str(device), dtype=dtype_name(plan.dtype)))
+        config=replace(cfg, device=str(device), dtype=dtype_name(plan.dtype)), cache=cfg.cache)

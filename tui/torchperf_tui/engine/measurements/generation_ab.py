@@ -31,7 +31,7 @@ from torchperf_tui.engine.workloads.input_facts import InputFacts, PromptInput
 from torchperf_tui.engine.hardware.lazy_torch import torch
 from torchperf_tui.engine.measurements.ab_arms import same_arms
 from torchperf_tui.engine.measurements.decode_bandwidth import DecodeBytes, bandwidth_gbs, parameter_bytes
-from torchperf_tui.engine.measurements.generation import (GreedyLoop, cache_bytes, cache_positions, check_generation,
+from torchperf_tui.engine.measurements.generation import (STATIC_CACHE, GreedyLoop, cache_bytes, cache_positions, check_generation,
                                                           check_new_tokens, check_positions, method_text, token_clock)
 from torchperf_tui.engine.workloads.inputs import parse_dtype
 from torchperf_tui.engine.workloads.workload import forward_errors, prepare_workload
@@ -51,6 +51,9 @@ class GenerationArm:
     threads_asked: int | None = None
     host_noise: HostNoise | None = None  # the host over the blocks (both arms alike), and this arm's decode spread
     decode_bytes: DecodeBytes | None = None  # what a decode step reads in this arm's dtype (its first timed block)
+    quant: str | None = None  # the arm's model: its quantization scheme and attention implementation
+    attn: str | None = None
+    cache: str = "dynamic"  # its KV cache: "dynamic", or "static" with the decode step compiled
 
     @property
     def decode_ms(self) -> list[float]:
@@ -134,11 +137,13 @@ class GenerationABResult(InputFacts, PromptInput):
 
 
 def check_arm(arm) -> None:
-    """An arm of a generation A/B sets flags and the dtype; the run settings a generation does not take, refused."""
-    for key in ("shapes", "step", "optimizer", "amp", "channels_last", "quant"):
+    """An arm of a generation A/B sets flags, the dtype, the quantization, the attention implementation and the KV
+    cache; the run settings a generation does not take, refused."""
+    for key in ("shapes", "step", "optimizer", "amp", "channels_last"):
         if getattr(arm, key, None) is not None:
-            raise TorchperfError(f"{key}= in {arm.text!r}: a generation A/B compares flags and dtype (generation is "
-                                 "greedy inference on one prompt in the model's dtype)")
+            raise TorchperfError(f"{key}= in {arm.text!r}: a generation A/B compares flags, dtype, quant, attn and "
+                                 "cache (generation is "
+                                 "greedy inference on one prompt)")
 
 
 def run_generation_ab(base, a, b, new_tokens: int, *, blocks: int = DEFAULT_BLOCKS, seed: int = 0,
@@ -165,21 +170,24 @@ def _run(base, a, b, new_tokens, blocks, seed, should_cancel, time_budget_s, on_
         check_arm(a)
         check_arm(b)
 
-    plan = base.prepare(before_amp=checks, arms=(a, b))
+    plan = base.prepare(before_amp=checks, arms=(a, b), generates=True)
     device, inputs = plan.device, plan.inputs
     check_positions(inputs, new_tokens)
-    arms = {name: GenerationArm(spec=spec.text, flags=spec.flags, dtype=spec.dtype or base.dtype,
-                                threads_asked=asked_state(spec.flags).flags.num_threads)
+    runs = {"A": a.run_of(base), "B": b.run_of(base)}
+    arms = {name: GenerationArm(spec=spec.text, flags=spec.flags, dtype=runs[name].dtype,
+                                threads_asked=asked_state(spec.flags).flags.num_threads, quant=runs[name].quant,
+                                attn=runs[name].attn, cache=runs[name].cache)
             for name, spec in (("A", a), ("B", b))}
     for arm in arms.values():
         parse_dtype(arm.dtype)  # an unknown dtype is one line before anything is built
-    workloads = {}
-    for arm in arms.values():
-        if arm.dtype not in workloads:
-            workloads[arm.dtype] = prepare_workload(base.model, inputs, device, parse_dtype(arm.dtype), seed=seed,
-                                                    model_args=base.model_args, quant=base.quant,
-                                                    attn=base.attn)
+    workloads = {}  # arms alike in their model (BenchConfig.model_key) share one
+    for run in runs.values():
+        if run.model_key() not in workloads:
+            workloads[run.model_key()] = prepare_workload(base.model, inputs, device, parse_dtype(run.dtype),
+                                                          seed=seed, model_args=base.model_args, quant=run.quant,
+                                                          attn=run.attn)
     watch.built()
+    loops: dict[str, GreedyLoop] = {}  # each arm's, kept over its blocks (a static cache's compiled step with it)
     sample = token_clock(device)
     cancelled = should_cancel or (lambda: False)
     order = block_order(blocks, seed)
@@ -188,10 +196,10 @@ def _run(base, a, b, new_tokens, blocks, seed, should_cancel, time_budget_s, on_
     on_device = torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
 
     def run_block(name: str) -> tuple[float, list[float]] | None:
-        arm, work = arms[name], workloads[arms[name].dtype]
+        arm, work = arms[name], workloads[runs[name].model_key()]
         with applied_flags(arm.flags), torch.inference_mode(), on_device, \
                 forward_errors(base.model, inputs.shape, work.dtype, device, action="generating"):
-            loop = GreedyLoop(work.model, work.x, new_tokens)
+            loop = loops.get(name) or loops.setdefault(name, GreedyLoop(work.model, work.x, new_tokens, arm.cache))
             if name not in warmed:  # the arm's first block: a whole warm-up generation
                 loop.prefill()
                 for step in range(1, new_tokens):
@@ -237,6 +245,7 @@ def _run(base, a, b, new_tokens, blocks, seed, should_cancel, time_budget_s, on_
             if on_block is not None:
                 on_block(name, index, len(order))
     finally:
+        loops.clear()  # their caches and compiled steps go with the models
         for work in workloads.values():
             work.release()
     pairs = min(len(arms["A"].ttft_ms), len(arms["B"].ttft_ms))
@@ -256,6 +265,8 @@ def _run(base, a, b, new_tokens, blocks, seed, should_cancel, time_budget_s, on_
         **base.input_facts(inputs), model=base.model, device=str(device), batch=inputs.batch,
         prompt_len=inputs.seq_len, new_tokens=new_tokens, a=arms["A"], b=arms["B"], order=order,
         decode_verdict=decode_verdict, prefill_verdict=prefill_verdict,
-        method=method_text(new_tokens, inputs.seq_len) + "; one generation per block",
+        method=method_text(new_tokens, inputs.seq_len) + "; one generation per block" + "".join(
+            f"; arm {name}: {STATIC_CACHE} (in its warm-up)" for name, arm in arms.items()
+            if arm.cache == "static"),
         timer="cuda-events" if device.type == "cuda" else "perf_counter", cancelled=stopped,
         duration_s=time.time() - started, out_of_time=out_of_time, notes=notes, host_noise=host_noise)

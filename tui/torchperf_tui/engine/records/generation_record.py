@@ -34,6 +34,8 @@ def record_from_generation(result: "GenerationResult", fingerprint: dict[str, An
         details.update(bytes_per_step=result.bytes_per_step, bandwidth_gbs=result.bandwidth_gbs,
                        mbu_pct=result.mbu_pct, decode_bytes=asdict(result.decode_bytes),
                        copy_ceiling=asdict(ceiling) if ceiling is not None else None)
+    if getattr(result, "cache", "dynamic") == "static":  # a static cache and a compiled decode step: not like for like
+        details.update(cache="static", compile_ms=result.compile_ms)
     if result.state_notes:
         details["state_notes"] = list(result.state_notes)
     if result.host_noise is not None:

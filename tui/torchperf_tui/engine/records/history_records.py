@@ -109,7 +109,8 @@ class HistoryRecord:
                  "step": self.details.get("step", "infer"), "optimizer": self.details.get("optimizer"),
                  "amp": self.details.get("amp"), "quant": self.details.get("quant"), "attn": self.details.get("attn"),
                  "model_args": self.details.get("model_args", ""),
-                 "seq_len": self.details.get("seq_len"), "generate": self.details.get("new_tokens")}
+                 "seq_len": self.details.get("seq_len"), "generate": self.details.get("new_tokens"),
+                 "cache": self.details.get("cache")}
         if setup["shapes"] != "fixed" and "seed" in self.config:
             setup["seed"] = self.config["seed"]
         return setup
