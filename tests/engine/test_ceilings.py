@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from tests.test_cli import run
-from torchperf_tui.engine.measurements.ceiling_measurement import measure_ceilings
+from torchperf_tui.engine.measurements.ceiling_measurement import measure_ceilings, runs_float8
 from torchperf_tui.engine.hardware.ceilings import (OUTDATED, Ceiling, CeilingsResult, device_key, load_ceilings,
                                                     save_ceilings)
 from torchperf_tui.engine.measurements.ceiling_measurement import ceilings
@@ -33,12 +33,17 @@ def test_the_cpu_compute_ceiling_is_the_best_of_every_workload_tried_and_says_wh
     said = []
     result = measure_ceilings("cpu", on_progress=said.append, **SMALL)
     compute, copy = result.compute("float32"), result.copy()
-    assert [(c.kind, c.dtype) for c in result.ceilings] == [("compute", "float32"), ("compute", "int8"),
+    float8 = [("compute", "float8")] if runs_float8(torch.device("cpu")) else []  # this torch build's CPU has it
+    assert [(c.kind, c.dtype) for c in result.ceilings] == [("compute", "float32"), ("compute", "int8"), *float8,
                                                               ("copy", "float32")]
     assert result.compute("float16") is None
     int8 = result.compute("int8")  # torch._int_mm: what a quantization scheme's prediction computes int8 at
     assert (int8.workload, int8.size) == ("matmul int8", "32x32x32") and int8.value == pytest.approx(
         2 * 32**3 / int8.median_s)
+    if float8:  # torch._scaled_mm at the int8 matmul's size: what fp8's prediction computes at
+        low = result.compute("float8")
+        assert (low.workload, low.size) == ("matmul float8", "32x32x32") and low.value == pytest.approx(
+            2 * 32**3 / low.median_s)
     tried = {(t.workload, t.size): t for t in compute.tried}
     assert set(tried) == {("matmul", "32x32x32"), ("matmul", "64x64x64"), ("matmul x@W^T", "64x64x64"),
                           ("matmul tall-skinny", "256x64x16"), ("conv2d 3x3", "1x8x8x8 -> 8"),
@@ -54,6 +59,12 @@ def test_the_cpu_compute_ceiling_is_the_best_of_every_workload_tried_and_says_wh
     assert copy.value == pytest.approx(2 * 2**20 / copy.median_s) and copy.size == "1.0 MiB"  # read + written
     assert result.key == device_key(torch.device("cpu")) and f"threads {torch.get_num_threads()}" in result.key
     assert "float32 conv2d 3x3 channels_last 1x8x8x8 -> 8" in said and result.seconds > 0
+
+
+def test_a_gpu_runs_float8_matmuls_from_compute_capability_8_9(monkeypatch):
+    for capability, runs in (((8, 6), False), ((8, 9), True), ((9, 0), True)):
+        monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None, c=capability: c)
+        assert runs_float8(torch.device("cuda")) is runs, capability
 
 
 def _rates(**by_name):

@@ -95,7 +95,8 @@ def predict(layers, scheme: str, dtype: str, compute: dict[str, float], copy_byt
     if missing:
         prediction.missing = (f"no measured ceiling for {' or '.join(missing)} on this device"
                               + (": measure them (C / torchperf-tui ceilings --refresh)" if computes_in != "float8"
-                                 else ": float8 matmuls are not measured here"))
+                                 else ": measure them (C / torchperf-tui ceilings --refresh) on a device that runs "
+                                      "float8 matmuls (CUDA compute capability 8.9+)"))
         return prediction
     act = DTYPE_BYTES.get(dtype, 4)
     group = SCHEMES[scheme].group_size

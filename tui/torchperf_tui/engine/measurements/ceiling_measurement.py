@@ -17,7 +17,8 @@ at another thread count), so the compute ceiling of a dtype is the best of sever
   and the best convolution again); the thread count is restored afterwards (engine.measurements.flags).
 
 Dtypes: fp32 on the CPU; on a GPU fp32 (TF32 off), tf32, fp16 and bf16, with cudnn.benchmark on for the
-convolutions (every flag restored afterwards); and on both int8, one square matmul (torch._int_mm), for what a
+convolutions (every flag restored afterwards); and on both int8, one square matmul (torch._int_mm), and float8 where
+the device runs it (torch._scaled_mm), for what a
 quantization scheme predicts. The copy: dst.copy_(src) of a large buffer, bandwidth counting
 the bytes read and the bytes written (2x size), at each thread count, the best kept.
 
@@ -63,6 +64,10 @@ GPU_DTYPES = ("float32", "tf32", "float16", "bfloat16")
 INT8 = "int8"
 CPU_INT8_N = 512
 GPU_INT8_N = 8192
+# float8 matmuls (torch._scaled_mm: e4m3 in with per-tensor scales, bfloat16 out; what torchao's float8 schemes build
+# on), at the int8 matmul's size, where the device runs them: CUDA at compute capability 8.9 or newer, a CPU whose
+# torch build has the kernel.
+FLOAT8 = "float8"
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -82,7 +87,7 @@ class Workload:
 
 
 def _torch_dtype(dtype_name: str) -> "torch.dtype":
-    return torch.float32 if dtype_name in ("float32", "tf32", INT8) else getattr(torch, dtype_name)
+    return torch.float32 if dtype_name in ("float32", "tf32", INT8, FLOAT8) else getattr(torch, dtype_name)
 
 
 def matmul_workload(m: int, k: int, n: int, name: str = "matmul", transposed: bool = False,
@@ -126,6 +131,32 @@ def int8_matmul_workload(n: int) -> Workload:
         return lambda: torch._int_mm(a, b)
 
     return Workload("compute", "matmul int8", f"{n}x{n}x{n}", 2 * n ** 3, build)
+
+
+def float8_matmul_workload(n: int) -> Workload:
+    """A float8 (e4m3) matmul of n x n by n x n into bfloat16 (torch._scaled_mm, per-tensor scales of 1), 2 n^3
+    operations a call; the second operand column-major, as _scaled_mm asks."""
+
+    def build(device, dtype, generator):
+        a = torch.randn(n, n, device=device, generator=generator).to(torch.float8_e4m3fn)
+        b = torch.randn(n, n, device=device, generator=generator).to(torch.float8_e4m3fn).t()
+        scale = torch.ones((), device=device)
+        return lambda: torch._scaled_mm(a, b, scale_a=scale, scale_b=scale, out_dtype=torch.bfloat16)
+
+    return Workload("compute", "matmul float8", f"{n}x{n}x{n}", 2 * n ** 3, build)
+
+
+def runs_float8(device: "torch.device") -> bool:
+    """Whether `device` runs a float8 matmul: CUDA from compute capability 8.9; elsewhere, a 16 x 16 one tried."""
+    if not (hasattr(torch, "_scaled_mm") and hasattr(torch, "float8_e4m3fn")):
+        return False
+    if device.type == "cuda":
+        return tuple(torch.cuda.get_device_capability(device)) >= (8, 9)
+    try:
+        float8_matmul_workload(16).build(device, None, torch.Generator(device=device).manual_seed(0))()
+    except (RuntimeError, NotImplementedError, TypeError):
+        return False
+    return True
 
 
 def copy_workload(nbytes: int) -> Workload:
@@ -278,12 +309,13 @@ def measure_ceilings(device: str = "auto", *, matmul_sizes: tuple[int, ...] | No
     result = CeilingsResult(device=str(dev), key=device_key(dev), measured_at=time.time())
     with torch.inference_mode():
         int8_size = int8_n or (GPU_INT8_N if cuda else CPU_INT8_N)
-        int8 = [int8_matmul_workload(int8_size)] if hasattr(torch, "_int_mm") else []
-        for dtype_name in (*(GPU_DTYPES if cuda else ("float32",)), *((INT8,) if int8 else ())):
+        special = {INT8: [int8_matmul_workload(int8_size)] if hasattr(torch, "_int_mm") else [],
+                   FLOAT8: [float8_matmul_workload(int8_size)] if runs_float8(dev) else []}
+        for dtype_name in (*(GPU_DTYPES if cuda else ("float32",)), *(name for name, ran in special.items() if ran)):
             tried: list[Trial] = []
             for index, count in enumerate(counts):
                 if index == 0:
-                    chosen = int8 if dtype_name == INT8 else workloads
+                    chosen = special.get(dtype_name, workloads)
                 else:  # another thread count: the best matmul and the best convolution again
                     chosen = [w for w in workloads if (w.name, w.size) in _best_per_family(tried)]
                 best = 0.0
