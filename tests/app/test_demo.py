@@ -63,6 +63,21 @@ def test_the_story_names_the_gpu_flags_on_a_gpu():
     assert "cudnn.benchmark off vs on" in titles and "cudnn.deterministic" in titles and "GPU-only" not in titles
 
 
+@pytest.mark.parametrize("capability, device, fp8", [("9.0", "auto", True), ("8.9", "cuda:0", True),
+                                                     ("8.6", "auto", False), ("NA", "auto", False),
+                                                     ("9.0", "cuda:1", False)])
+def test_the_low_precision_step_is_float8_against_bfloat16_on_a_gpu_that_runs_it(capability, device, fp8):
+    from types import SimpleNamespace
+
+    from torchperf_tui.app.demo import FP8_STEP, QUANT_STEP, quant_installed, runs_float8
+
+    report = SimpleNamespace(gpus=[SimpleNamespace(compute_capability=capability)])
+    assert runs_float8(report, device) is fp8
+    titles = [step.title for step in story(on_gpu=True, fp8=runs_float8(report, device))]
+    if quant_installed():
+        assert (FP8_STEP[0] in titles, QUANT_STEP[0] in titles) == (fp8, not fp8)
+
+
 TINY_ATTENTION = ("num_hidden_layers=2,hidden_size=64,intermediate_size=128,num_attention_heads=4,num_key_value_heads=4,"
                   "vocab_size=256,max_position_embeddings=256,attention_dropout=0.1")
 

@@ -63,6 +63,26 @@ QUANT_STEP = ("int8 weight-only (torchao) against float32: speed, drift, predict
               "Compare: the verdict, B's SQNR against A, and the ceilings' prediction beside the measured ratio")
 NO_QUANT_STEP = ("int8 weight-only: skipped, torchao is not installed",
                  "pip install 'torchperf-tui[quant]' to see a quantized model's speed and drift")
+# On a GPU that runs float8 matmuls (compute capability 8.9+): both arms in bfloat16, B's Linear layers in float8.
+FP8_STEP = ("float8 (torchao, rowwise) against bfloat16: speed, drift, prediction",
+            "Compare: the verdict, B's SQNR against A, and the float8 ceiling's prediction beside the measured ratio")
+# The arms of the low-precision step: (A's run options, B's), as the selection holds them.
+QUANT_ARMS = ({}, {"quant": "int8wo"})
+FP8_ARMS = ({"dtype": "bfloat16"}, {"dtype": "bfloat16", "quant": "fp8"})
+
+
+def runs_float8(report, device: str) -> bool:
+    """Whether the GPU runs go to (`device`: 'auto', 'cuda', 'cuda:N') runs float8 matmuls: its compute capability,
+    from the device report (the UI's process imports no torch), 8.9 or newer."""
+    index = int(device.split(":", 1)[1]) if device.startswith("cuda:") and device[5:].isdigit() else 0
+    gpus = getattr(report, "gpus", None) or []
+    if index >= len(gpus):
+        return False
+    try:
+        major, minor = (int(part) for part in str(gpus[index].compute_capability).split(".")[:2])
+    except ValueError:  # not available: NA, or a name it could not read
+        return False
+    return (major, minor) >= (8, 9)
 
 
 def quant_installed() -> bool:
@@ -70,9 +90,10 @@ def quant_installed() -> bool:
     return importlib.util.find_spec("torchao") is not None
 
 
-def story(on_gpu: bool) -> list[DemoStep]:
-    """The CNN story's banners, in order: the flags, the training step, low precision, then the memory release."""
-    quant = QUANT_STEP if quant_installed() else NO_QUANT_STEP
+def story(on_gpu: bool, fp8: bool = False) -> list[DemoStep]:
+    """The CNN story's banners, in order: the flags, the training step, low precision (float8 against bfloat16 where
+    `fp8`: the GPU runs it), then the memory release."""
+    quant = (FP8_STEP if fp8 else QUANT_STEP) if quant_installed() else NO_QUANT_STEP
     return [DemoStep(title, note) for title, note in (*(GPU_STEPS if on_gpu else CPU_STEPS), quant, RELEASE_STEP)]
 
 
@@ -111,9 +132,9 @@ class DemoDirector:
         self.app.main.show_banner(f"demo {index}/{total} · {step.title}", f"{step.note} · any key takes over")
         await asyncio.sleep(self.pace)
 
-    async def _ab(self, flags_a, flags_b, b_options: dict | None = None) -> None:
+    async def _ab(self, flags_a, flags_b, b_options: dict | None = None, a_options: dict | None = None) -> None:
         compare, runs = self.app.pane("compare"), self.app.session.runs
-        compare.start_ab(flags_a, flags_b, b_options)
+        compare.start_ab(flags_a, flags_b, b_options, a_options)
         if compare.ab_runs is None:
             raise RuntimeError("the A/B comparison did not start")
         arm_b = compare.ab_runs[1]
@@ -167,7 +188,8 @@ class DemoDirector:
         """The cuDNN trade-offs (or their CPU analogues); the number of banners it shows, the last included."""
         app = self.app
         flags, memory = app.pane("flags"), app.pane("memory")
-        steps = story(on_gpu)
+        fp8 = on_gpu and runs_float8(app.session.report, app.session.device)
+        steps = story(on_gpu, fp8)
         total = len(steps) + 1
         base = flags.flags
         if on_gpu:
@@ -199,8 +221,9 @@ class DemoDirector:
         self._set_run_option("step", "infer")
 
         await self._announce(5, steps[4], total)
-        if quant_installed():  # the same flags, B's Linear layers in int8 weights
-            await self._ab(base, base, {"quant": "int8wo"})
+        if quant_installed():  # the same flags, B's Linear layers in int8 weights (float8 on a GPU that runs it)
+            a_options, b_options = FP8_ARMS if fp8 else QUANT_ARMS
+            await self._ab(base, base, b_options, a_options)
         else:
             await asyncio.sleep(self.pace)
 
