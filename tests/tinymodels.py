@@ -274,3 +274,45 @@ class QuantMLP(nn.Module):
 
 def quant_mlp() -> nn.Module:
     return QuantMLP()
+
+
+class SlowElementwise(nn.Module):
+    """A layer written slowly: a scale applied one row at a time, in a Python loop (what a vectorised multiply does in
+    one op)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.stack([row * 0.5 for row in x.flatten(1).unbind(1)], dim=1).view_as(x)
+
+
+class SlowLayerNet(nn.Module):
+    """Three Linear layers and, between two of them, a layer written slowly: `why` names it with its share."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inp = nn.Linear(64, 256)
+        self.scale = SlowElementwise()
+        self.mid = nn.Linear(256, 256)
+        self.out = nn.Linear(256, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.out(torch.relu(self.mid(self.scale(torch.relu(self.inp(x))))))
+
+
+def slow_layer_net() -> nn.Module:
+    return SlowLayerNet()
+
+
+class WideMLP(nn.Module):
+    """GEMMs big enough that a second thread divides them (on a (batch, 512) input): `why` on one thread finds it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(512, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(),
+                                  nn.Linear(1024, 512))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.body(x)
+
+
+def wide_mlp() -> nn.Module:
+    return WideMLP()

@@ -432,6 +432,26 @@ def build_parser(commands: bool = True, baseline: bool = False) -> argparse.Argu
     _add_sweep_parser(sub)
     _add_exporter_parser(sub)
 
+    p = sub.add_parser("why", help="what costs this set-up its time: findings ranked by the time at stake per pass, "
+                       "each with its evidence and a fix to paste, the top ones measured as A/Bs")
+    _add_workload_options(p)
+    p.add_argument("--budget", type=_checked(functools.partial(options.time_budget, name="--budget")),
+                   metavar="SECONDS", default=120.0,
+                   help="the whole pass: gathering the evidence and the fixes' A/Bs (default 120; 0: no budget)")
+    p.add_argument("--verify", type=_checked(options.verify_count), default=3, metavar="N",
+                   help="measure the fixes of the top N findings as interleaved A/Bs against the set-up as given "
+                        "(default 3; 0: estimates only)")
+    p.add_argument("--threshold", type=_checked(options.threshold_pct), default=5.0, metavar="PCT",
+                   help="list the findings at stake for at least this share of the pass (default 5)")
+    p.add_argument("--blocks", type=_checked(options.ab_blocks), default=10,
+                   help="each fix's A/B: blocks per arm (default 10)")
+    p.add_argument("--iters", type=_iters, default=64, help="the set-up's timed iterations (default 64)")
+    p.add_argument("--warmup", type=_warmup, default=10, help="its warm-up iterations (default 10, or 'auto')")
+    p.add_argument("--report", metavar="FILE",
+                   help="also write the findings, their evidence and plots to FILE.md or FILE.html, one "
+                        "self-contained file")
+    _add_run_options(p)
+
     p = sub.add_parser("determinism", help="run the same input twice: bitwise equal, or how far apart")
     _add_workload_options(p)
     p.add_argument("--runs", type=_checked(functools.partial(options.recorded_passes, name="--runs")), default=2,

@@ -9,9 +9,11 @@ from torchperf_tui.cli import analysis, facts, timing
 from torchperf_tui.cli.exporter import exporter_command
 from torchperf_tui.cli.history import export_command, history_command
 from torchperf_tui.cli.sweep import sweep_command
+from torchperf_tui.cli.why import why_command
 
 COMMANDS = {"ceilings": facts.cmd_ceilings, "info": facts.cmd_info, "models": facts.cmd_models,
             "flops": analysis.cmd_flops, "bench": timing.cmd_bench, "throughput": timing.cmd_throughput,
             "profile": analysis.cmd_profile, "roofline": analysis.cmd_roofline, "compare": timing.cmd_compare,
             "determinism": timing.cmd_determinism, "memsnap": analysis.cmd_memsnap, "history": history_command,
-            "export": export_command, "sweep": sweep_command, "exporter": exporter_command}
+            "export": export_command, "sweep": sweep_command, "exporter": exporter_command,
+            "why": why_command}

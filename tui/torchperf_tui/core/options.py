@@ -144,6 +144,16 @@ def time_budget(value: float | str, name: str = "--time-budget") -> float:
     return finite_float(name, value, low=0.0, high=86_400.0)
 
 
+def threshold_pct(value: float | str, name: str = "--threshold") -> float:
+    """A share of the pass in percent: 0 (every finding listed) to 100."""
+    return finite_float(name, value, low=0.0, high=100.0)
+
+
+def verify_count(value: int | str, name: str = "--verify") -> int:
+    """How many findings' fixes to measure: 0 (none) to 20."""
+    return whole_number(name, value, low=0, high=20)
+
+
 def positive_float(name: str, value: float | str) -> float:
     """A finite number > 0 (a peak, a memory cap, a time budget)."""
     return finite_float(name, value, low=0.0, low_inclusive=False)

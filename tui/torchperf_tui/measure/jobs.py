@@ -78,6 +78,7 @@ KINDS: dict[str, JobKind] = {kind.name: kind for kind in (
             actions=("pane('sweep', 'start')", "pane('sweep', 'start_ab')"), pane="sweep", engine="sweep"),
     JobKind("profile", f"{RUNNERS}:profile_job", measures=True, commands=("profile",), keys=("p",),
             palette=("Profile",), actions=("pane('profile', 'start')",), pane="profile", engine="profiling"),
+    JobKind("why", f"{RUNNERS}:why_job", measures=True, commands=("why",)),
     JobKind("roofline", f"{RUNNERS}:roofline_job", commands=("roofline",), pane="timing", engine="roofline"),
     JobKind("analyse", f"{RUNNERS}:analyse_job", commands=("flops",), pane="picker", engine="complexity_result"),
     JobKind("ceilings_kept", f"{RUNNERS}:ceilings_kept_job", commands=("roofline",), pane="device"),

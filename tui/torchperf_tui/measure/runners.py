@@ -294,6 +294,20 @@ def kernels_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     return conv_kernels(base, arm_a, arm_b, should_cancel=ctx.cancelled), {}
 
 
+def why_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: cfg (BenchConfig), options (advise's keyword arguments: budget_s, verify, threshold_pct, blocks).
+    Progress "note": each measurement as it starts. -> (Advice, {"fingerprint": ...}: the environment, for its
+    report)."""
+    # torch and numpy: loaded once this process has set its CPUs (measure/process.py)
+    from torchperf_tui.engine.analysis.advisor import advise
+
+    cfg = params["cfg"]
+    say_setup_notes(cfg, ctx)
+    result = advise(cfg, should_cancel=ctx.cancelled, on_progress=lambda line: ctx.progress(NOTE, line),
+                    **params.get("options", {}))
+    return result, {"fingerprint": environment_fingerprint(device=result.device)}
+
+
 def throughput_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: cfg, options (find_max_batch's keyword arguments). Progress "batch_try": a BatchTry."""
     # numpy: loaded once this process has set its CPUs (measure/process.py)

@@ -182,6 +182,38 @@ def probe(call: AttentionCall, backend: str, device) -> str | None:
     return None
 
 
+def call_ms(call: AttentionCall, backend: str, device, reps: int = 5) -> float | None:
+    """The median time of `call` run alone under `backend` on `device`, in ms (a warm-up first; synchronised on a
+    GPU); None when the backend cannot take it."""
+    import statistics
+    import time
+
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    if probe(call, backend, device) is not None:
+        return None
+    member = {"flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION", "cudnn": "CUDNN_ATTENTION",
+              "math": "MATH"}[backend]
+    q, k, v = (t.make(device, call.compute_dtype) for t in (call.q, call.k, call.v))
+    mask = None
+    if call.mask is not None:
+        mask = call.mask.make(device, call.compute_dtype if call.mask.dtype != "bool" else None)
+    options = {"enable_gqa": True} if call.enable_gqa else {}
+    times = []
+    with torch.no_grad(), sdpa_kernel([getattr(SDPBackend, member)]):
+        for rep in range(reps + 1):  # the first is the warm-up
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            started = time.perf_counter()
+            torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=0.0,
+                                                             is_causal=call.is_causal, **options)
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            if rep:
+                times.append((time.perf_counter() - started) * 1000.0)
+    return statistics.median(times)
+
+
 def probe_sites(calls: list[AttentionCall], backends: tuple[str, ...], device) -> dict[str, dict[str, str | None]]:
     """Site -> {backend: why it cannot take the site's calls (None: it can)} for each fused backend of
     `backends` that exists on the device; each distinct call is run once per backend."""

@@ -1,0 +1,106 @@
+"""`why` (engine/analysis/advisor.py) on planted problems: a layer written slowly is named with its share, a pass on one
+thread of several cores gets the thread count with its fix, attention forced to math at a long sequence gets "attention
+runs math" first, a well-set-up small model gets no finding above the threshold; a fix's A/B marks its finding
+confirmed or refuted and re-ranks by the measured gain (the A/B here a seam: the real ones, with the estimates beside
+the measured gains, are bench/why_planted.py's)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from torchperf_tui.engine.analysis.advice_result import CONFIRMED, NOT_RUN, REFUTED, Finding
+from torchperf_tui.engine.analysis.advisor import advise
+from torchperf_tui.engine.measurements.bench_config import BenchConfig
+from torchperf_tui.engine.measurements.flags import Flags
+from torchperf_tui.engine.workloads.model_args import parse_model_args
+
+TINY_LLAMA = parse_model_args("num_hidden_layers=2,hidden_size=64,intermediate_size=128,num_attention_heads=4,"
+                              "num_key_value_heads=4,vocab_size=256")
+
+
+def cores(monkeypatch, n: int) -> None:
+    """The box as `why` reads it: `n` physical cores."""
+    from torchperf_tui.engine.hardware import device
+
+    real = device.probe_cpu()
+    monkeypatch.setattr(device, "probe_cpu", lambda: SimpleNamespace(**{**real.__dict__, "physical_cores": n}))
+
+
+def fake_ab(ratio: float, significant: bool, a_ms: float = 10.0, asked: list | None = None):
+    """An A/B seam: each fix's 'measurement', B/A `ratio` around a `a_ms` arm A."""
+    def run(cfg, fix, budget_s, blocks):
+        if asked is not None:
+            asked.append(fix)
+        verdict = SimpleNamespace(ratio=ratio, ci_low=ratio * 0.95, ci_high=ratio * 1.05, p_value=0.002 if significant
+                                  else 0.4, significant=significant)
+        return SimpleNamespace(verdict=verdict, a=SimpleNamespace(median_ms=a_ms))
+    return run
+
+
+def test_a_layer_written_slowly_is_named_with_its_share_and_no_option_to_fix_it(monkeypatch):
+    cores(monkeypatch, 1)
+    cfg = BenchConfig(model="tests.tinymodels:slow_layer_net", input_shape=(8, 64), device="cpu", iters=10, warmup=2,
+                      flags=Flags(num_threads=1))
+    result = advise(cfg, budget_s=None, verify=3, run_fix=fake_ab(0.5, True))
+    assert [(f.key, f.layer) for f in result.findings] == [("slow_layer", "scale")]
+    finding = result.findings[0]
+    assert finding.what.startswith("layer scale (SlowElementwise) takes ") and finding.share > 0.3
+    assert not finding.fix and finding.verdict == NOT_RUN and finding.why_not_run.startswith("no option fixes it")
+    assert any(line.startswith("time per layer: ") for line in finding.evidence)
+    assert result.layers[0][0] == "scale"  # the slowest layer first, for the report's bars
+
+
+def test_one_thread_of_several_cores_gets_the_thread_count_confirmed_and_its_measured_gain(monkeypatch):
+    cores(monkeypatch, 4)
+    asked = []
+    cfg = BenchConfig(model="tests.tinymodels:wide_mlp", input_shape=(16, 512), device="cpu", iters=10, warmup=2,
+                      flags=Flags(num_threads=1))
+    result = advise(cfg, budget_s=None, verify=3, run_fix=fake_ab(0.6, True, a_ms=4.0, asked=asked))
+    finding = result.findings[0]
+    assert finding.key == "threads" and finding.fix == "threads=4" and finding.options == "--threads 4"
+    assert asked == ["threads=4"]
+    # at stake: the computing share of the pass times 1 - 1/4, at most three quarters of it
+    assert 0.3 < finding.share <= 0.75
+    assert finding.verdict == CONFIRMED and finding.measured_ms == pytest.approx(4.0 * 0.4)
+    assert finding.measured_interval_ms == pytest.approx((4.0 * (1 - 0.63), 4.0 * (1 - 0.57)))
+
+
+def test_attention_forced_to_math_at_a_long_sequence_comes_first_with_its_fix(monkeypatch):
+    cores(monkeypatch, 1)
+    cfg = BenchConfig(model="hf:llama", model_args=TINY_LLAMA, seq_len=1024, device="cpu", iters=3, warmup=1,
+                      flags=Flags(sdpa="math", num_threads=1))
+    result = advise(cfg, budget_s=None, verify=1, run_fix=fake_ab(0.3, True))
+    first = result.findings[0]
+    assert first.key == "attention_math" and first.what.startswith("attention runs math (sdpa=math) where flash")
+    assert first.fix == "sdpa=all" and first.verdict == CONFIRMED and first.share > 0.2
+    assert any("under math" in line and "under flash" in line for line in first.evidence)
+
+
+def test_a_well_set_up_small_model_has_no_finding_above_the_threshold(monkeypatch):
+    cfg = BenchConfig(model="tests.tinymodels:tiny_cnn", input_shape=(2, 3, 32, 32), device="cpu", iters=10,
+                      warmup=2, flags=Flags(num_threads=1))
+    cores(monkeypatch, 1)  # one thread on a one-core box: nothing to gain there
+    asked = []
+    result = advise(cfg, budget_s=None, verify=3, run_fix=fake_ab(0.5, True, asked=asked))
+    assert result.findings == [] and asked == []
+    from torchperf_tui.wording.advice import advice_lines
+
+    assert "no finding above 5 % of the pass" in advice_lines(result)
+
+
+def test_a_refuted_fix_goes_below_the_estimates_and_one_out_of_budget_is_not_run(monkeypatch):
+    from torchperf_tui.engine.analysis import advisor
+
+    findings = [Finding("a", "a", [], at_stake_ms=5.0, pass_ms=10.0, fix="threads=2", options="--threads 2"),
+                Finding("b", "b", [], at_stake_ms=3.0, pass_ms=10.0, fix="sdpa=all", options="--sdpa all"),
+                Finding("c", "c", [], at_stake_ms=2.0, pass_ms=10.0, fix="mkldnn=on", options="--mkldnn")]
+    budget = iter([100.0, 100.0, 0.5])
+    advisor._verify(None, findings, 3, 6, lambda: next(budget), lambda: False, lambda line: None,
+                    lambda cfg, fix, b, blocks: fake_ab(1.01 if fix == "threads=2" else 0.9, fix != "threads=2")(
+                        cfg, fix, b, blocks))
+    assert [f.verdict for f in findings] == [REFUTED, CONFIRMED, NOT_RUN]
+    assert findings[2].why_not_run == "out of budget"
+    findings.sort(key=lambda f: f.rank())
+    assert [f.key for f in findings] == ["b", "c", "a"]  # the measured first, then the estimates, the refuted last

@@ -1,0 +1,103 @@
+"""What `why` found (engine/analysis/advisor.py gathers it): ranked findings, each with its evidence, the time it puts
+at stake per pass, the fix a user can paste, and, where the fix was run as an interleaved A/B, the measured gain
+beside the estimate. Results that travel to the CLI's and the app's processes: no torch here."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from torchperf_tui.engine.hardware.host_noise import HostNoise, noise_marks
+from torchperf_tui.engine.workloads.input_facts import InputFacts
+
+CONFIRMED, REFUTED, NOT_RUN = "confirmed", "refuted", "not run"
+
+
+@dataclass
+class Finding:
+    """One thing that costs the pass time, with what it rests on and what to do about it."""
+
+    key: str  # what kind of finding: "attention_math", "threads", "slow_layer"
+    what: str  # one sentence
+    evidence: list[str]  # the figures it rests on, each naming the measurement it comes from
+    at_stake_ms: float  # the estimated time per pass the fix would save
+    pass_ms: float  # the pass it is a share of (the set-up as given, its timing's median)
+    fix: str = ""  # the fix as an A/B arm's SPEC ('sdpa=all', 'threads=2'); '' when no option fixes it
+    options: str = ""  # the same as command-line options to paste ('--sdpa all')
+    changes_numerics: bool = False
+    layer: str | None = None  # the layer a finding is about
+    # The fix run as an interleaved A/B against the set-up as given (when verified):
+    verdict: str = NOT_RUN  # confirmed, refuted or not run
+    why_not_run: str | None = None  # no option fixes it; out of budget; not asked
+    ratio: float | None = None  # B/A per block pair (below 1: the fix is faster)
+    ci_low: float | None = None
+    ci_high: float | None = None
+    p_value: float | None = None
+    a_median_ms: float | None = None  # the A/B's own arm A median: the measured gain's base
+
+    @property
+    def share(self) -> float:
+        """The estimate's share of the pass, 0-1."""
+        return self.at_stake_ms / self.pass_ms if self.pass_ms > 0 else 0.0
+
+    @property
+    def measured_ms(self) -> float | None:
+        """The gain the A/B measured per pass: arm A's median times (1 - B/A); None before it ran."""
+        if self.ratio is None or self.a_median_ms is None:
+            return None
+        return self.a_median_ms * (1.0 - self.ratio)
+
+    @property
+    def measured_interval_ms(self) -> tuple[float, float] | None:
+        """The measured gain's 95 % interval, from the ratio's CI."""
+        if None in (self.ci_low, self.ci_high, self.a_median_ms):
+            return None
+        return self.a_median_ms * (1.0 - self.ci_high), self.a_median_ms * (1.0 - self.ci_low)
+
+    def rank(self) -> tuple[int, float]:
+        """A finding's place, smallest first: the confirmed by their measured gain, then the rest by their estimate,
+        the refuted last."""
+        if self.verdict == CONFIRMED and self.measured_ms is not None:
+            return 0, -self.measured_ms
+        return (2 if self.verdict == REFUTED else 1), -self.at_stake_ms
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "share": self.share, "measured_ms": self.measured_ms,
+                "measured_interval_ms": list(self.measured_interval_ms) if self.measured_interval_ms else None}
+
+
+@dataclass
+class Advice(InputFacts):
+    """Why the set-up takes the time it takes: the findings above the threshold, ranked, and what was measured."""
+
+    model: str
+    device: str
+    input_shape: tuple[int, ...]
+    dtype: str
+    flags_text: str
+    pass_ms: float  # the set-up's timing: its median
+    samples_ms: list[float]  # that timing's samples (the report's histogram)
+    threshold_pct: float  # findings below this share of the pass are counted, not listed
+    findings: list[Finding] = field(default_factory=list)  # ranked
+    below: int = 0  # findings found under the threshold
+    layers: list[tuple[str, float]] = field(default_factory=list)  # (layer, own ms per pass), slowest first
+    measurements: list[str] = field(default_factory=list)  # what was measured, a line each, in order
+    budget_s: float | None = None
+    duration_s: float = 0.0
+    cancelled: bool = False
+    notes: list[str] = field(default_factory=list)
+    host_noise: HostNoise | None = None  # the host over the set-up's timing
+    app_marks: list[str] = field(default_factory=list)
+    config: Any = None  # the set-up (a BenchConfig), for its history record
+
+    def disturbance_marks(self) -> list[str]:
+        return [*self.app_marks, *noise_marks(self.host_noise)]
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {key: value for key, value in self.__dict__.items() if key not in ("findings", "config", "host_noise")}
+        data["findings"] = [finding.to_dict() for finding in self.findings]
+        data["input_shape"] = list(self.input_shape)
+        data["layers"] = [list(pair) for pair in self.layers]
+        data["host_noise"] = self.host_noise.to_dict() if self.host_noise is not None else None
+        data["disturbance_marks"] = self.disturbance_marks()
+        return data

@@ -1,0 +1,279 @@
+"""`why`: what costs this set-up its time and what to do about it, each fix measured.
+
+In one pass within a time budget, on the set-up as given (a BenchConfig): its timing (the pass's median, the
+threads it ran on), the time of each layer (engine/analysis/layer_times.py) beside the FLOPs counted for it on the
+meta device (engine/workloads/complexity.py), and its attention calls (engine/measurements/attention_calls.py).
+From them, findings, each with the time it puts at stake per pass:
+
+- threads: the pass ran on fewer CPU threads than the box has physical cores. At stake: the share of the pass spent
+  in layers that compute (FLOPs counted), which more threads divide, times 1 - used / cores.
+- attention runs math: the SDPA set allows only math where a fused backend could take every call. At stake: the
+  attention sites' own time in the pass, times 1 - fused / math, the two timed alone for each distinct call (under
+  math and under the fastest fused backend that takes it) times its calls a pass.
+- a slow layer: a layer that takes SLOW_SHARE of the pass or more, SLOW_FACTOR times what its calls and FLOPs would
+  take at the rate the rest of the model reaches (a typical layer's time a call, and the other layers' FLOPs a
+  second). At stake: the excess. No option fixes it: it is the layer's code.
+
+A finding under `threshold_pct` of the pass is counted, not listed. The top `verify` findings with a fix are run as
+an interleaved A/B against the set-up (engine/measurements/abtest.py), within what is left of the budget: confirmed
+(a significant gain, with its interval), refuted (none, or slower) or not run; the findings are then ranked by the
+measured gain where there is one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+import time
+from typing import Callable
+
+from torchperf_tui.core.formatting import format_ms
+from torchperf_tui.engine.analysis.advice_result import CONFIRMED, NOT_RUN, REFUTED, Advice, Finding
+from torchperf_tui.engine.measurements.bench_config import BenchConfig
+
+THRESHOLD_PCT = 5.0
+BUDGET_S = 120.0
+VERIFY = 3
+SLOW_FACTOR = 3.0
+SLOW_SHARE = 0.10  # and a slow layer takes at least this share of the pass (a layer's own glue can reach a few %)
+LAYER_ITERS = 3
+MIN_AB_S = 2.0  # an A/B given less of the budget than this is not started
+TIMING_SHARE = 0.25  # of the budget, the set-up's own timing at most
+
+# The seam tests replace: (base config, fix SPEC, time budget s, blocks) -> ABResult.
+RunAB = Callable[[BenchConfig, str, float | None, int], object]
+
+
+def advise(cfg: BenchConfig, *, budget_s: float | None = BUDGET_S, verify: int = VERIFY,
+           threshold_pct: float = THRESHOLD_PCT, blocks: int = 10, should_cancel: Callable[[], bool] | None = None,
+           on_progress: Callable[[str], None] | None = None, run_fix: RunAB | None = None) -> Advice:
+    """The findings for `cfg`, ranked; the top `verify` with a fix measured as A/Bs of `blocks` block pairs."""
+    from torchperf_tui.engine.analysis.layer_times import layer_times
+    from torchperf_tui.engine.measurements.timing import run_benchmark
+
+    started = time.perf_counter()
+    said = on_progress or (lambda line: None)
+    cancelled = should_cancel or (lambda: False)
+
+    def left() -> float:
+        return math.inf if budget_s is None else budget_s - (time.perf_counter() - started)
+
+    plan = cfg.prepare()
+    said("timing the set-up as given")
+    own_budget = None if budget_s is None else budget_s * TIMING_SHARE
+    timing = run_benchmark(dataclasses.replace(cfg, time_budget_s=_smaller(cfg.time_budget_s, own_budget)),
+                           should_cancel=cancelled, warm_start=None)
+    if timing.stats is None or cancelled():
+        return _advice(cfg, timing, plan, [], threshold_pct, [], [], started, budget_s, cancelled=True)
+    pass_ms = timing.stats.p50_ms
+    measurements = [f"timing: {timing.stats.n} iterations, median {format_ms(pass_ms)} ({timing.timer})"]
+    layers = None
+    if cfg.compile is None and cfg.shapes == "fixed":
+        said("timing each layer")
+        layers = layer_times(cfg, iters=LAYER_ITERS, should_cancel=cancelled)
+        measurements.append(f"time per layer: {layers.iters} passes, {layers.method}")
+    flops = _layer_flops(cfg, plan)
+    if flops:
+        measurements.append("FLOPs per layer: counted on the meta device")
+    findings = [*_thread_findings(timing, layers, flops, pass_ms, plan.device),
+                *_attention_findings(cfg, plan.device, pass_ms, layers, said, measurements),
+                *_layer_findings(layers, flops, pass_ms)]
+    for finding in findings:  # no fix saves more than the whole pass
+        finding.at_stake_ms = min(max(0.0, finding.at_stake_ms), pass_ms)
+    findings.sort(key=lambda f: -f.at_stake_ms)
+    listed = [f for f in findings if f.share * 100.0 >= threshold_pct]
+    _verify(cfg, listed, verify, blocks, left, cancelled, said, run_fix or _run_fix)
+    listed.sort(key=lambda f: f.rank())
+    ranked_layers = sorted(((m.name, m.ms) for m in (layers.modules if layers else []) if m.name), key=lambda p: -p[1])
+    advice = _advice(cfg, timing, plan, listed, threshold_pct, ranked_layers, measurements, started, budget_s,
+                     cancelled=cancelled())
+    advice.below = len(findings) - len(listed)
+    return advice
+
+
+def _smaller(a: float | None, b: float | None) -> float | None:
+    values = [v for v in (a, b) if v is not None]
+    return min(values) if values else None
+
+
+def _advice(cfg, timing, plan, findings, threshold_pct, layers, measurements, started, budget_s, cancelled) -> Advice:
+    from torchperf_tui.engine.workloads.inputs import dtype_name
+
+    stats = timing.stats
+    return Advice(**cfg.input_facts(plan.inputs), model=timing.model, device=timing.device,
+                  input_shape=tuple(timing.input_shape), dtype=dtype_name(plan.dtype), flags_text=timing.flags_text(),
+                  pass_ms=stats.p50_ms if stats is not None else 0.0, samples_ms=list(timing.samples_ms),
+                  threshold_pct=threshold_pct, findings=findings, layers=layers[:12], measurements=measurements,
+                  budget_s=budget_s, duration_s=time.perf_counter() - started, cancelled=cancelled,
+                  host_noise=timing.host_noise, config=cfg)
+
+
+def _layer_flops(cfg: BenchConfig, plan) -> dict[str, tuple[int, int]]:
+    """Each layer's own forward (FLOPs, bytes in and out), counted on the meta device (empty where the model cannot
+    run there)."""
+    from torchperf_tui.engine.workloads.complexity import analyse_complexity
+
+    if not isinstance(cfg.model, str):
+        return {}
+    try:
+        complexity = analyse_complexity(cfg.model, plan.shape, cfg.dtype, inputs=plan.inputs,
+                                         model_args=cfg.model_args)
+    except Exception:  # noqa: BLE001 - a model meta cannot run: the findings that need FLOPs are not made
+        return {}
+    itemsize = plan.dtype.itemsize
+    return {layer.name: (layer.flops, layer.output_bytes + math.prod(layer.input_shape) * itemsize)
+            for layer in complexity.layers}
+
+
+# -- the findings ---------------------------------------------------------------------------------------------------
+
+def _thread_findings(timing, layers, flops: dict[str, int], pass_ms: float, device) -> list[Finding]:
+    from torchperf_tui.engine.hardware.device import probe_cpu
+
+    if device.type != "cpu":
+        return []
+    used = timing.threads_used
+    cores = probe_cpu().physical_cores
+    if not isinstance(cores, int) or used is None or used >= cores:
+        return []
+    if layers is not None and layers.modules and flops:
+        computing = sum(m.ms for m in layers.modules if flops.get(m.name, (0, 0))[0] > 0)
+        parallel = min(1.0, computing / layers.pass_ms) if layers.pass_ms > 0 else 1.0
+        where = (f"time per layer: {parallel * 100:.0f} % of the pass in layers that compute (FLOPs counted), "
+                 "which more threads divide")
+    else:
+        parallel, where = 1.0, "no time per layer: the whole pass taken as divisible"
+    at_stake = pass_ms * parallel * (1.0 - used / cores)
+    return [Finding("threads", f"the pass runs on {used} CPU thread{'s' if used != 1 else ''} of {cores} physical "
+                               "cores", [f"timing: {used} thread{'s' if used != 1 else ''} in effect", f"the box: "
+                                         f"{cores} physical cores", where],
+                    at_stake_ms=at_stake, pass_ms=pass_ms, fix=f"threads={cores}", options=f"--threads {cores}")]
+
+
+def _attention_findings(cfg: BenchConfig, device, pass_ms: float, layers, said,
+                        measurements: list[str]) -> list[Finding]:
+    from torchperf_tui.core.attention_settings import CPU_SDPA_BACKENDS, SDPA_BACKENDS, sdpa_backends
+    from torchperf_tui.engine.measurements import attention_calls
+
+    allowed = sdpa_backends(cfg.flags.sdpa)
+    if any(b != "math" for b in allowed):
+        return []  # a fused backend is allowed: what runs is torch's choice (the kernels view says which)
+    calls = attention_calls.meta_calls(cfg)
+    if not calls:
+        return []
+    said("timing the attention calls under each backend")
+    fused = [b for b in SDPA_BACKENDS if b != "math" and (device.type == "cuda" or b in CPU_SDPA_BACKENDS)]
+    saved, best_of, counted = 0.0, {}, {}
+    for call in calls:
+        key = call.signature()
+        counted[key] = counted.get(key, 0) + 1
+        if key in best_of:
+            continue
+        math_ms = attention_calls.call_ms(call, "math", device)
+        options = {b: attention_calls.call_ms(call, b, device) for b in fused}
+        options = {b: ms for b, ms in options.items() if ms is not None}
+        if math_ms is None or not options:
+            best_of[key] = None
+            continue
+        backend = min(options, key=options.get)
+        best_of[key] = (backend, math_ms, options[backend])
+    if any(best is None for best in best_of.values()):
+        return []  # a call no fused backend takes: math is the only way for it
+    for key, (backend, math_ms, fused_ms) in best_of.items():
+        saved += counted[key] * max(0.0, math_ms - fused_ms)
+    backends = sorted({best[0] for best in best_of.values()})
+    math_total = sum(counted[k] * best_of[k][1] for k in best_of)
+    fused_total = sum(counted[k] * best_of[k][2] for k in best_of)
+    sites = list(dict.fromkeys(call.site for call in calls))
+    timed = layers.by_name() if layers is not None else {}
+    in_model = sum(timed[site].ms for site in sites if site in timed)
+    if in_model > 0 and math_total > 0 and all(site in timed for site in sites):
+        # the sites' own time in the model (the calls and their reshapes) at the calls' fused / math ratio: alone, a
+        # call runs on other tensors in other caches, so the ratio is taken from it, not the time
+        saved = in_model * max(0.0, 1.0 - fused_total / math_total) * pass_ms / layers.pass_ms
+        scale = (f"time per layer: the attention sites' own time {format_ms(in_model)} a pass, at that ratio "
+                 f"({fused_total / math_total:.2f})")
+    else:
+        scale = "no time per layer of the sites: the calls' own times taken as they are"
+    measurements.append(f"attention calls: {len(best_of)} distinct of {len(calls)} a pass, each timed alone under "
+                        "math and each fused backend")
+    return [Finding("attention_math", f"attention runs math (sdpa={cfg.flags.sdpa}) where "
+                                      f"{' and '.join(backends)} could take every call",
+                    [f"flags: sdpa={cfg.flags.sdpa} allows math alone", f"attention calls: {len(calls)} a pass at "
+                     f"{len(sites)} site{'s' if len(sites) != 1 else ''} ({sites[0]}{' ...' if len(sites) > 1 else ''}),"
+                     f" {calls[0].describe()}", f"attention calls timed alone: {format_ms(math_total)} a pass under "
+                     f"math, {format_ms(fused_total)} under {' and '.join(backends)}", scale],
+                    at_stake_ms=saved, pass_ms=pass_ms, fix="sdpa=all", options="--sdpa all")]
+
+
+def _layer_findings(layers, flops: dict[str, tuple[int, int]], pass_ms: float) -> list[Finding]:
+    """A layer that takes SLOW_FACTOR times what the rest of the model's rates say it should: its calls at a typical
+    layer's time a call, plus the longer of its FLOPs at the others' FLOPs a ms and its bytes at their bytes a ms."""
+    if layers is None or not layers.modules or layers.pass_ms <= 0:
+        return []
+    rows = [m for m in layers.modules if m.name and m.calls > 0]
+    per_call = [m.ms / m.calls for m in rows if m.ms > 0]
+    if len(per_call) < 3:
+        return []
+    typical = statistics.median(per_call)  # a layer's time a call here: dispatch and the small work most do
+    found = []
+    scale = pass_ms / layers.pass_ms  # the profiled pass against the timing's median
+    for row in rows:
+        others = [m for m in rows if m is not row]
+        other_flops = sum(flops.get(m.name, (0, 0))[0] for m in others)
+        other_bytes = sum(flops.get(m.name, (0, 0))[1] for m in others)
+        other_ms = sum(m.ms for m in others)
+        rate = other_flops / other_ms if other_ms > 0 and other_flops > 0 else None  # FLOPs a ms
+        byte_rate = other_bytes / other_ms if other_ms > 0 and other_bytes > 0 else None  # bytes a ms
+        own, own_bytes = flops.get(row.name, (0, 0))
+        work = max(own / rate if rate and own else 0.0, own_bytes / byte_rate if byte_rate and own_bytes else 0.0)
+        expected = row.calls * typical + work
+        share = row.ms / layers.pass_ms
+        if row.ms < SLOW_FACTOR * expected or share < SLOW_SHARE:
+            continue
+        achieved = (f"{own / row.ms / 1e6:.3g} GFLOP/s against {rate / 1e6:.3g} GFLOP/s for the rest of the model"
+                    if rate and own else "no FLOPs counted for it")
+        found.append(Finding("slow_layer", f"layer {row.name} ({row.type}) takes {share * 100:.0f} % of the pass",
+                             [f"time per layer: {format_ms(row.ms)} of a {format_ms(layers.pass_ms)} pass, "
+                              f"{row.calls:g} call{'s' if row.calls != 1 else ''}",
+                              f"FLOPs per layer: {achieved}",
+                              f"expected at the rest's rates: {format_ms(expected)} ({row.calls:g} x a typical layer's "
+                              f"{format_ms(typical)} a call" + (f" + {format_ms(work)} for its FLOPs or bytes at the "
+                                                                "others' rates)" if work else ")")],
+                             at_stake_ms=(row.ms - expected) * scale, pass_ms=pass_ms, layer=row.name,
+                             why_not_run="no option fixes it: the layer's own code"))
+    return found
+
+
+# -- the fixes measured ----------------------------------------------------------------------------------------------
+
+def _run_fix(cfg: BenchConfig, fix: str, budget_s: float | None, blocks: int):
+    from torchperf_tui.engine.measurements.ab_arms import parse_arm_spec
+    from torchperf_tui.engine.measurements.abtest import run_ab
+
+    # A is the set-up as given, B the same with the fix: both arms on the set-up's own flags
+    return run_ab(cfg, parse_arm_spec("", base=cfg.flags), parse_arm_spec(fix, base=cfg.flags), blocks=blocks,
+                  time_budget_s=budget_s)
+
+
+def _verify(cfg, findings: list[Finding], verify: int, blocks: int, left, cancelled, said, run_fix: RunAB) -> None:
+    fixable = [f for f in findings if f.fix][:max(0, verify)]
+    for index, finding in enumerate(fixable):
+        share = left() / (len(fixable) - index)
+        if cancelled() or share < MIN_AB_S:
+            finding.why_not_run = "out of budget" if not cancelled() else "cancelled"
+            continue
+        said(f"measuring the fix {finding.options} as an A/B")
+        result = run_fix(cfg, finding.fix, None if math.isinf(share) else share, blocks)
+        verdict = getattr(result, "verdict", None)
+        if verdict is None:
+            finding.why_not_run = "the A/B ended before a verdict (too few block pairs)"
+            continue
+        finding.ratio, finding.ci_low, finding.ci_high, finding.p_value = (verdict.ratio, verdict.ci_low,
+                                                                           verdict.ci_high, verdict.p_value)
+        finding.a_median_ms = result.a.median_ms
+        finding.verdict = CONFIRMED if verdict.significant and verdict.ratio < 1 else REFUTED
+    for finding in findings:
+        if finding.fix and finding.verdict == NOT_RUN and finding.why_not_run is None:
+            finding.why_not_run = f"not asked (--verify {verify})"
