@@ -27,7 +27,20 @@ async def test_number_keys_reach_every_tab_including_the_new_ones():
         for i, name in enumerate(TABS[:9]):  # the tenth, Sweep, is reached by its key w (tests/app/test_sweep_pane.py)
             await pilot.press(str(i + 1))
             assert app.main.active_tab() == name
-        assert TABS[-5:] == ("throughput", "profile", "history", "kernels", "sweep")
+        assert TABS[-6:] == ("throughput", "profile", "history", "kernels", "sweep", "why")
+
+
+async def test_why_names_a_slow_layer_with_its_share_and_says_what_it_measured(tiny_app):
+    async with tiny_app(spec="tests.tinymodels:slow_layer_net", shape="64", size=(110, 32), iters=10,
+                        warmup=2) as pilot:
+        app = pilot.app
+        await pilot.press("y")
+        assert app.main.active_tab() == "why"
+        await wait_until(pilot, lambda: screen_text(app, "#why-status").startswith("why: "), timeout=180,
+                         what="the findings", shown=lambda: screen_text(app, "#why-status"))
+        text = screen_text(app, "#why-findings")
+        assert "layer scale (SlowElementwise) takes" in text and "no option fixes it: the layer's own code" in text
+        assert "gathered: timing: 10 iterations" in text
 
 
 async def test_throughput_search_streams_tries_then_shows_the_largest_batch_and_a_plot(tiny_app):

@@ -33,6 +33,7 @@ BINDINGS = [
     Binding("w", "pane('sweep', 'start')", "Sweep lengths", show=False),
     Binding("W", "pane('sweep', 'start_ab')", "Sweep A/B", show=False),
     Binding("g", "pane('generation', 'start')", "Generate", show=False),
+    Binding("y", "pane('why', 'start')", "Why", show=False),
 ]
 
 # (title, help, action) for the command palette
@@ -66,6 +67,8 @@ PALETTE = [
      "pane('sweep', 'start_ab')"),
     ("Generate", "Causal LMs: greedy generation with the model's KV cache; time to first token and per output token",
      "pane('generation', 'start')"),
+    ("Why", "What costs this set-up its time: findings ranked, the top three fixes measured as A/Bs",
+     "pane('why', 'start')"),
     ("Mark history run", "History: mark the highlighted run; two marked are compared", "mark_history_run"),
     ("Filter models", "Type to filter the model list", "screen.focus_filter"),
     ("Flags", "Move to the flag switches", "screen.focus_flags"),

@@ -44,6 +44,7 @@ ENGINE_MODULES = {
     "memsnap": "torchperf_tui.engine.measurements.memsnap",
     "model_entry": "torchperf_tui.engine.workloads.model_entry",
     "complexity_result": "torchperf_tui.engine.workloads.complexity_result",
+    "advice_result": "torchperf_tui.engine.analysis.advice_result",
     "sweep": "torchperf_tui.engine.measurements.sweep",
 }
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from textual.widgets import Footer, Static, TabbedContent, Tabs
 
-TABS = ("timing", "compare", "layers", "device", "memory", "throughput", "profile", "history", "kernels", "sweep")
+TABS = ("timing", "compare", "layers", "device", "memory", "throughput", "profile", "history", "kernels", "sweep",
+        "why")
 # Below this size the screen cannot show a pane with its controls: a notice says so instead.
 MIN_SIZE = (60, 18)
 # Narrower than this, the sidebar starts hidden (h shows it); shorter than this, the sidebar and the panes
@@ -17,7 +18,7 @@ SHORT_ROWS = 36
 # and a column between each take 46, the full ones 90): every tab stays in sight, and 1-9 still switch to them.
 SHORT_LABELS = {"timing": "Time", "compare": "Comp", "layers": "Lay", "device": "Dev", "memory": "Mem",
                 "throughput": "Thru", "profile": "Prof", "history": "Hist", "kernels": "Kern",
-                "sweep": "Swp"}
+                "sweep": "Swp", "why": "Why"}
 
 
 class FitsTerminal:

@@ -40,6 +40,7 @@ PANES = {"picker": ("picker", "picker.model_picker", "ModelPicker"),
          "history": ("history", "history.history_pane", "HistoryPane"),
          "kernels": ("kernels", "kernels.kernels_pane", "KernelsPane"),
          "sweep": ("sweep", "sweep.sweep_pane", "SweepPane"),
+         "why": ("why", "why.why_pane", "WhyPane"),
          "generation": ("generation", "timing.generation_view", "GenerationView")}  # in the Timing tab, under the run
 
 
@@ -231,7 +232,7 @@ class MainScreen(FitsTerminal, Screen):
     @while_running
     def on_model_picker_analysing(self, message) -> None:
         self.pane("timing").model_line = f"[b]{message.model}[/] · analysing…"
-        for name in ("timing", "throughput", "profile", "kernels", "sweep", "generation"):
+        for name in ("timing", "throughput", "profile", "kernels", "sweep", "generation", "why"):
             self.pane(name).model_chosen(message.model)
 
     @while_running
