@@ -44,7 +44,8 @@ def test_a_layer_written_slowly_is_named_with_its_share_and_no_option_to_fix_it(
     cfg = BenchConfig(model="tests.tinymodels:slow_layer_net", input_shape=(8, 64), device="cpu", iters=10, warmup=2,
                       flags=Flags(num_threads=1))
     result = advise(cfg, budget_s=None, verify=3, run_fix=fake_ab(0.5, True))
-    assert [(f.key, f.layer) for f in result.findings] == [("slow_layer", "scale")]
+    assert [(f.key, f.layer) for f in result.findings] == [("slow_layer", "scale")], (result.layers, result.below,
+                                                                                        result.measurements)
     finding = result.findings[0]
     assert finding.what.startswith("layer scale (SlowElementwise) takes ") and finding.share > 0.3
     assert not finding.fix and finding.verdict == NOT_RUN and finding.why_not_run.startswith("no option fixes it")
@@ -104,3 +105,34 @@ def test_a_refuted_fix_goes_below_the_estimates_and_one_out_of_budget_is_not_run
     assert findings[2].why_not_run == "out of budget"
     findings.sort(key=lambda f: f.rank())
     assert [f.key for f in findings] == ["b", "c", "a"]  # the measured first, then the estimates, the refuted last
+
+
+def test_the_measured_ceilings_give_tf32_bfloat16_and_channels_last_on_a_gpu_that_has_them():
+    """A float32 conv model on an Ampere GPU whose kept ceilings say tf32 4x, bfloat16 8x and channels_last convs 2x
+    the float32 NCHW rate: each compute-bound layer's FLOPs at the faster rate (the GPU faked: the ceilings and the
+    layer times are given)."""
+    from torchperf_tui.engine.analysis.advisor import _ceiling_findings
+    from torchperf_tui.engine.analysis.layer_times import ModuleTime
+    from torchperf_tui.engine.hardware.ceilings import Ceiling, CeilingsResult, Trial
+
+    fp32_trials = [Trial("conv2d 3x3", "8x64x56x56 -> 64", None, 1e13), Trial("conv2d 3x3 channels_last",
+                                                                                "8x64x56x56 -> 64", None, 2e13)]
+    kept = CeilingsResult(device="cuda:0", key="fake", measured_at=0.0, ceilings=[
+        Ceiling("compute", "float32", 1e13, "", 0.1, 3, "conv2d 3x3 channels_last", tried=fp32_trials),
+        Ceiling("compute", "tf32", 4e13, "", 0.1, 3), Ceiling("compute", "bfloat16", 8e13, "", 0.1, 3)])
+    layers = SimpleNamespace(pass_ms=2.0, modules=[ModuleTime("conv", "Conv2d", True, 1.2, calls=1),
+                                                   ModuleTime("relu", "ReLU", True, 0.3, calls=1),
+                                                   ModuleTime("fc", "Linear", True, 0.5, calls=1)])
+    flops = {"conv": (10**10, 0), "relu": (0, 10**6), "fc": (10**6, 10**6)}  # conv: 1 ms at 1e13; fc: not bound
+    cfg = BenchConfig(model="resnet50", device="cuda", flags=Flags(tf32_matmul=False, tf32_cudnn=False))
+    found = {f.key: f for f in _ceiling_findings(cfg, "cuda", (8, 0), layers, flops, 2.0, kept)}
+    assert set(found) == {"dtype_tf32", "dtype_bfloat16", "channels_last"}
+    assert found["dtype_tf32"].at_stake_ms == pytest.approx(1.0 * (1 - 1 / 4))
+    assert found["dtype_bfloat16"].at_stake_ms == pytest.approx(1.0 * (1 - 1 / 8))
+    assert found["channels_last"].at_stake_ms == pytest.approx(1.0 * (1 - 1 / 2))
+    assert (found["dtype_tf32"].options, found["dtype_tf32"].changes_numerics) == ("--tf32", True)
+    assert (found["channels_last"].options, found["channels_last"].changes_numerics) == ("--channels-last", False)
+    # before Ampere neither tf32 nor bfloat16 runs on tensor cores: only the layout is said
+    assert [f.key for f in _ceiling_findings(cfg, "cuda", (7, 5), layers, flops, 2.0, kept)] == ["channels_last"]
+    # no ceilings kept: nothing is guessed
+    assert _ceiling_findings(cfg, "cuda", (8, 0), layers, flops, 2.0, None) == []

@@ -28,7 +28,7 @@ import statistics
 import time
 from typing import Callable
 
-from torchperf_tui.core.formatting import format_ms
+from torchperf_tui.core.formatting import compute_rate_text, format_ms
 from torchperf_tui.engine.analysis.advice_result import CONFIRMED, NOT_RUN, REFUTED, Advice, Finding
 from torchperf_tui.engine.measurements.bench_config import BenchConfig
 
@@ -38,6 +38,7 @@ VERIFY = 3
 SLOW_FACTOR = 3.0
 SLOW_SHARE = 0.10  # and a slow layer takes at least this share of the pass (a layer's own glue can reach a few %)
 LAYER_ITERS = 3
+LAYER_RUNS = 2  # time per layer measured this often, each layer's lower time kept: a stall in one is not a finding
 MIN_AB_S = 2.0  # an A/B given less of the budget than this is not started
 TIMING_SHARE = 0.25  # of the budget, the set-up's own timing at most
 
@@ -71,14 +72,18 @@ def advise(cfg: BenchConfig, *, budget_s: float | None = BUDGET_S, verify: int =
     layers = None
     if cfg.compile is None and cfg.shapes == "fixed":
         said("timing each layer")
-        layers = layer_times(cfg, iters=LAYER_ITERS, should_cancel=cancelled)
-        measurements.append(f"time per layer: {layers.iters} passes, {layers.method}")
+        layers = _lower_layer_times([layer_times(cfg, iters=LAYER_ITERS, should_cancel=cancelled)
+                                     for _ in range(LAYER_RUNS)])
+        measurements.append(f"time per layer: each layer's lower time of {LAYER_RUNS} measurements of "
+                            f"{layers.iters} passes, {layers.method}")
     flops = _layer_flops(cfg, plan)
     if flops:
         measurements.append("FLOPs per layer: counted on the meta device")
     findings = [*_thread_findings(timing, layers, flops, pass_ms, plan.device),
                 *_attention_findings(cfg, plan.device, pass_ms, layers, said, measurements),
-                *_layer_findings(layers, flops, pass_ms)]
+                *_layer_findings(layers, flops, pass_ms),
+                *_ceiling_findings(cfg, plan.device.type, _capability(plan.device), layers, flops, pass_ms,
+                                   _kept_ceilings(cfg, plan.device, measurements))]
     for finding in findings:  # no fix saves more than the whole pass
         finding.at_stake_ms = min(max(0.0, finding.at_stake_ms), pass_ms)
     findings.sort(key=lambda f: -f.at_stake_ms)
@@ -90,6 +95,25 @@ def advise(cfg: BenchConfig, *, budget_s: float | None = BUDGET_S, verify: int =
                      cancelled=cancelled())
     advice.below = len(findings) - len(listed)
     return advice
+
+
+def _lower_layer_times(runs: list):
+    """One LayerTimes of several measurements of the same pass: each module's lower time, the lower pass. A stall of
+    the host (another process taking the core) lands in one module of one measurement; taking the lower keeps it
+    from reading as a slow layer, or from hiding one."""
+    measured = [run for run in runs if run.modules]
+    if not measured:
+        return runs[0]
+    first = measured[0]
+    times = [run.by_name() for run in measured]
+
+    def lower(module):
+        rows = [t[module.name] for t in times if module.name in t]
+        return dataclasses.replace(module, forward_ms=min(r.forward_ms for r in rows),
+                                   backward_ms=min(r.backward_ms for r in rows))
+
+    return dataclasses.replace(first, modules=[lower(m) for m in first.modules],
+                               pass_ms=min(run.pass_ms for run in measured))
 
 
 def _smaller(a: float | None, b: float | None) -> float | None:
@@ -213,14 +237,14 @@ def _layer_findings(layers, flops: dict[str, tuple[int, int]], pass_ms: float) -
     if layers is None or not layers.modules or layers.pass_ms <= 0:
         return []
     rows = [m for m in layers.modules if m.name and m.calls > 0]
-    per_call = [m.ms / m.calls for m in rows if m.ms > 0]
-    if len(per_call) < 3:
+    if len([m for m in rows if m.ms > 0]) < 3:
         return []
-    typical = statistics.median(per_call)  # a layer's time a call here: dispatch and the small work most do
     found = []
     scale = pass_ms / layers.pass_ms  # the profiled pass against the timing's median
     for row in rows:
         others = [m for m in rows if m is not row]
+        # a layer's time a call here, the others': dispatch and the small work most do
+        typical = statistics.median(m.ms / m.calls for m in others if m.ms > 0)
         other_flops = sum(flops.get(m.name, (0, 0))[0] for m in others)
         other_bytes = sum(flops.get(m.name, (0, 0))[1] for m in others)
         other_ms = sum(m.ms for m in others)
@@ -243,6 +267,93 @@ def _layer_findings(layers, flops: dict[str, tuple[int, int]], pass_ms: float) -
                                                                 "others' rates)" if work else ")")],
                              at_stake_ms=(row.ms - expected) * scale, pass_ms=pass_ms, layer=row.name,
                              why_not_run="no option fixes it: the layer's own code"))
+    return found
+
+
+def _capability(device) -> tuple[int, int] | None:
+    from torchperf_tui.engine.hardware.lazy_torch import torch
+
+    return tuple(torch.cuda.get_device_capability(device)) if device.type == "cuda" else None
+
+
+def _kept_ceilings(cfg: BenchConfig, device, measurements: list[str]):
+    """The ceilings kept for the device at the run's thread count (a CPU's are kept per count); None, said among the
+    measurements, when there are none or they cannot be read."""
+    from torchperf_tui.engine.hardware.ceilings import kept_for
+    from torchperf_tui.engine.measurements.flags import applied_flags
+
+    with applied_flags(cfg.flags):
+        kept = kept_for(str(device), on_corrupt=lambda line: measurements.append(f"ceilings: {line}"))
+    if kept is None:
+        measurements.append("no measured ceilings kept for the device: the dtype and layout findings need them "
+                            "(C / torchperf-tui ceilings)")
+    else:
+        measurements.append(f"measured ceilings kept for {kept.key}")
+    return kept
+
+
+def _best_conv(ceiling, channels_last: bool) -> float | None:
+    """The best 3x3 convolution rate a compute ceiling tried, in one memory format."""
+    rates = [t.value for t in ceiling.tried if t.value and t.workload.startswith("conv2d")
+             and t.workload.endswith("channels_last") == channels_last]
+    return max(rates) if rates else None
+
+
+def _ceiling_findings(cfg: BenchConfig, device_type: str, capability, layers, flops: dict[str, tuple[int, int]],
+                      pass_ms: float, kept) -> list[Finding]:
+    """What a dtype or a memory format would save, from the measured ceilings: each layer whose FLOPs at the
+    ceiling it runs at now take at least half its time (compute-bound) would take its FLOPs at the other's rate.
+    TF32 and bfloat16 where a float32 model runs on a GPU that has them (compute capability 8.0+); channels_last
+    where the conv ceiling measured faster in it than in NCHW. Each changes numerics but channels_last."""
+    if kept is None or layers is None or not layers.modules or not flops or layers.pass_ms <= 0:
+        return []
+    from torchperf_tui.engine.workloads.inputs import canonical_dtype
+
+    dtype = canonical_dtype(cfg.dtype)
+    cuda = device_type == "cuda"
+    tf32_on = cuda and dtype == "float32" and cfg.flags.tf32_matmul and cfg.flags.tf32_cudnn
+    now_name = "tf32" if tf32_on else dtype
+    now = kept.compute(now_name)
+    if now is None or not now.value:
+        return []
+    scale = pass_ms / layers.pass_ms
+
+    def compute_ms(name: str, rate: float) -> float:
+        return flops.get(name, (0, 0))[0] / rate * 1000.0
+
+    bound = [m for m in layers.modules if m.name and flops.get(m.name, (0, 0))[0] > 0
+             and compute_ms(m.name, now.value) >= 0.5 * m.ms]
+    if not bound:
+        return []
+    bound_ms = sum(m.ms for m in bound)
+    where = (f"time per layer: {len(bound)} compute-bound layer{'s' if len(bound) != 1 else ''} "
+             f"({format_ms(bound_ms)} of a {format_ms(layers.pass_ms)} pass: their FLOPs at the {now_name} ceiling take "
+             "half their time or more)")
+    ampere = capability is not None and tuple(capability) >= (8, 0)
+    found = []
+    for target, fix, options, applies in (
+            ("tf32", "tf32=on", "--tf32", cuda and ampere and dtype == "float32" and not tf32_on),
+            ("bfloat16", "dtype=bfloat16", "--dtype bfloat16", cuda and ampere and dtype == "float32")):
+        ceiling = kept.compute(target)
+        if not applies or ceiling is None or not ceiling.value or ceiling.value <= now.value:
+            continue
+        saved = sum(compute_ms(m.name, now.value) for m in bound) * (1.0 - now.value / ceiling.value) * scale
+        found.append(Finding(f"dtype_{target}", f"the compute-bound layers run at the {now_name} ceiling; {target} "
+                                                f"reaches {ceiling.value / now.value:.1f}x it on this device",
+                             [f"measured ceilings: {target} {compute_rate_text(ceiling.value)}, {now_name} "
+                              f"{compute_rate_text(now.value)}", where],
+                             at_stake_ms=saved, pass_ms=pass_ms, fix=fix, options=options, changes_numerics=True))
+    convs = [m for m in bound if "Conv" in m.type]
+    nchw, nhwc = _best_conv(now, False), _best_conv(now, True)
+    if convs and not cfg.channels_last and nchw and nhwc and nhwc > nchw:
+        saved = sum(compute_ms(m.name, now.value) for m in convs) * (1.0 - nchw / nhwc) * scale
+        found.append(Finding("channels_last", f"the convolutions run in NCHW; channels_last convolutions reach "
+                                              f"{nhwc / nchw:.2f}x their rate on this device",
+                             [f"measured ceilings: {now_name} 3x3 convolutions at {compute_rate_text(nhwc)} "
+                              f"channels_last against {compute_rate_text(nchw)} NCHW",
+                              f"time per layer: {len(convs)} compute-bound convolution{'s' if len(convs) != 1 else ''}"
+                              f" ({format_ms(sum(m.ms for m in convs))} of the pass)"],
+                             at_stake_ms=saved, pass_ms=pass_ms, fix="channels_last=on", options="--channels-last"))
     return found
 
 
