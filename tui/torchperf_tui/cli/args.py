@@ -450,6 +450,7 @@ def build_parser(commands: bool = True, baseline: bool = False) -> argparse.Argu
     p.add_argument("--report", metavar="FILE",
                    help="also write the findings, their evidence and plots to FILE.md or FILE.html, one "
                         "self-contained file")
+    p.add_argument("--no-history", action="store_true", help="do not keep this result in the history file")
     _add_run_options(p)
 
     p = sub.add_parser("determinism", help="run the same input twice: bitwise equal, or how far apart")

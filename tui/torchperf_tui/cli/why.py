@@ -24,11 +24,14 @@ def check_report_path(path: str | None) -> None:
 
 def why_command(args) -> int:
     check_report_path(args.report)
+    common.check_history_writable(args)
     cfg = common.bench_config(args, warmup=args.warmup, iters=args.iters)
     options = {"budget_s": args.budget or None, "verify": args.verify, "threshold_pct": args.threshold,
                "blocks": args.blocks}
     result, extra = common.run_job("why", {"cfg": cfg, "options": options}, f"finding why {args.model} takes its time",
                                    on_progress=common.print_note)
+    if not args.no_history and not result.cancelled:  # its findings, to compare with a later one's
+        common.append_history(args, result, extra.get("fingerprint"))
     if args.report is not None:
         path = write_text(args.report, report_text(result, args.report, extra.get("fingerprint")))
         common.print_note("note", f"report written to {path}")

@@ -17,7 +17,7 @@ from torchperf_tui.core.formatting import format_bytes, format_ms, format_percen
 from torchperf_tui.wording import model_label
 
 # What the kinds of record are called, and what one of their samples is.
-KIND_WORDS = {"timing": "timing", "ab": "A/B arm", "generate": "generation"}
+KIND_WORDS = {"timing": "timing", "ab": "A/B arm", "generate": "generation", "why": "why"}
 # A kind this version does not know (a newer one's record): its figures are per timed iteration, whatever that is.
 PER_PASS, PER_TRAINING_STEP, PER_TOKEN, PER_ITERATION = "pass", "training step", "token", "iteration"
 # The app's compact form of what a row's figures are per (its arm first for an A/B: 'A pass').
@@ -98,7 +98,8 @@ def history_row(record: Any) -> HistoryRow:
         device=printable(record.device),
         p50=NO_FIGURE if stats is None else format_percentile(stats.p50_ms, 0.5, stats.n),
         p99=NO_FIGURE if stats is None else format_percentile(stats.p99_ms, 0.99, stats.n),
-        figures=_generation_figures(record) if record.kind == "generate" else _figures(record, per),
+        figures=_generation_figures(record) if record.kind == "generate" else _figures(record, per)
+        + _findings_text(record),
         flags=printable(record.flags_text), marks=marks_of(record))
 
 
@@ -158,6 +159,22 @@ def _setup(record: Any) -> str:
         if details.get("cache"):
             text += f" cache {printable(details['cache'])}"
     return text
+
+
+def _findings_text(record: Any) -> str:
+    """A `why` record's findings after its figures: ' · findings: threads (confirmed), slow_layer:scale (not run)',
+    or ' · no finding above 5 % of the pass'; '' for another kind. Read from a file: checked, not trusted."""
+    if record.kind != "why":
+        return ""
+    found = record.details.get("findings")
+    found = [f for f in found if isinstance(f, dict)] if isinstance(found, list) else []
+    if not found:
+        threshold = record.details.get("threshold_pct")
+        return f" · no finding above {threshold:g} % of the pass" if _finite(threshold) else " · no finding"
+    from torchperf_tui.engine.records.why_record import finding_name
+
+    return " · findings: " + ", ".join(f"{printable(finding_name(f), 60)} ({printable(f.get('verdict'), 12)})"
+                                       for f in found)
 
 
 def _figures(record: Any, per: str) -> str:

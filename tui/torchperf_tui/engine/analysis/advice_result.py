@@ -89,12 +89,16 @@ class Advice(InputFacts):
     host_noise: HostNoise | None = None  # the host over the set-up's timing
     app_marks: list[str] = field(default_factory=list)
     config: Any = None  # the set-up (a BenchConfig), for its history record
+    flags: Any = None  # its Flags, and the thread count its timing ran on (the record's flags)
+    threads_used: int | None = None
 
     def disturbance_marks(self) -> list[str]:
         return [*self.app_marks, *noise_marks(self.host_noise)]
 
     def to_dict(self) -> dict[str, Any]:
-        data = {key: value for key, value in self.__dict__.items() if key not in ("findings", "config", "host_noise")}
+        data = {key: value for key, value in self.__dict__.items()
+                if key not in ("findings", "config", "host_noise", "flags")}
+        data["flags"] = self.flags.to_dict() if self.flags is not None else None
         data["findings"] = [finding.to_dict() for finding in self.findings]
         data["input_shape"] = list(self.input_shape)
         data["layers"] = [list(pair) for pair in self.layers]

@@ -130,7 +130,7 @@ def _advice(cfg, timing, plan, findings, threshold_pct, layers, measurements, st
                   pass_ms=stats.p50_ms if stats is not None else 0.0, samples_ms=list(timing.samples_ms),
                   threshold_pct=threshold_pct, findings=findings, layers=layers[:12], measurements=measurements,
                   budget_s=budget_s, duration_s=time.perf_counter() - started, cancelled=cancelled,
-                  host_noise=timing.host_noise, config=cfg)
+                  host_noise=timing.host_noise, config=cfg, flags=timing.flags, threads_used=timing.threads_used)
 
 
 def _layer_flops(cfg: BenchConfig, plan) -> dict[str, tuple[int, int]]:

@@ -32,6 +32,7 @@ class Comparison:
     setup_diff: dict[str, tuple[Any, Any]]  # model, input, dtype, layout, device, compile mode, shapes
     clock_note: str | None = None  # one run's GPU throttled and the other's did not: the ratio may be the clocks
     disturbance_note: str | None = None  # a run was disturbed or its host noisy: the ratio may be the disturbance
+    findings_note: str | None = None  # two `why` records: the findings that appeared and went away
 
     def summary(self) -> str:
         verdict = (f"{1 / self.median_ratio:.2f}x as fast" if self.median_ratio <= 1
@@ -47,6 +48,8 @@ class Comparison:
             text += f"; {self.clock_note}"
         if self.disturbance_note:
             text += f"; {self.disturbance_note}"
+        if self.findings_note:
+            text += f"; {self.findings_note}"
         return text
 
 
@@ -78,7 +81,30 @@ def compare_records(baseline: HistoryRecord, candidate: HistoryRecord) -> Compar
         setup_diff=dict_diff(baseline.setup(), candidate.setup()),
         clock_note=_clock_note(baseline, candidate),
         disturbance_note=disturbance_note(baseline, candidate),
+        findings_note=findings_note(baseline, candidate),
     )
+
+
+def findings_note(baseline: HistoryRecord, candidate: HistoryRecord) -> str | None:
+    """Two `why` records: 'findings appeared: threads; went away: attention_math' ('the same findings' when none
+    did); None for any other pair. The records are read from a file: names are printable, findings are dicts."""
+    from torchperf_tui.engine.records.why_record import KIND, finding_name
+
+    if baseline.kind != KIND or candidate.kind != KIND:
+        return None
+
+    def names(record: HistoryRecord) -> list[str]:
+        found = record.details.get("findings")
+        return [printable(finding_name(f), 80) for f in found if isinstance(f, dict)] if isinstance(found, list) else []
+
+    before, after = names(baseline), names(candidate)
+    appeared = [name for name in after if name not in before]
+    went = [name for name in before if name not in after]
+    if not appeared and not went:
+        return "the same findings" if before else "no findings in either"
+    parts = ([f"findings appeared: {', '.join(appeared)}"] if appeared else []) + (
+        [f"went away: {', '.join(went)}"] if went else [])
+    return "; ".join(parts)
 
 
 def _clock_note(baseline: HistoryRecord, candidate: HistoryRecord) -> str | None:

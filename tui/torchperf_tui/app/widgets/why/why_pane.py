@@ -13,6 +13,7 @@ from textual.widgets import Button, Static
 
 from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.app.pane_jobs import PaneJobs
+from torchperf_tui.app.runs import save_run
 from torchperf_tui.measure.protocol import JobFailed, Progress
 from torchperf_tui.wording.advice import advice_lines, advice_title
 
@@ -69,6 +70,8 @@ class WhyPane(Vertical):
                          notify=not event.cancelled)
             return
         self.show_result(event.result)
+        if not event.result.cancelled:  # kept: History compares two, which findings appeared or went away
+            save_run(self, event.result, event.extra.get("fingerprint"))
 
     def _failed(self, error: str, notify: bool = True) -> None:
         self.status = f"[b $error]error:[/] {escape(error)}"
