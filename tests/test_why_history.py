@@ -14,7 +14,7 @@ from torchperf_tui.wording.history import history_line
 
 def advice(*findings: Finding, p50: float = 10.0) -> Advice:
     samples = [p50 * (1 + i / 100) for i in range(20)]
-    return Advice(model="resnet18", device="cpu", input_shape=(1, 3, 224, 224), dtype="float32",
+    return Advice(model="resnet18", device="cpu", input_shape=(1, 3, 224, 224), dtype="float32", step="infer",
                   flags_text="threads=1", pass_ms=compute_stats(samples).p50_ms, samples_ms=samples,
                   threshold_pct=5.0, findings=list(findings), flags=Flags(num_threads=1), threads_used=1)
 

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from torchperf_tui.engine.analysis.advice_result import CONFIRMED, NOT_RUN, REFUTED, Finding
+from torchperf_tui.engine.analysis.advice_result import CONFIRMED, INCONCLUSIVE, NOT_RUN, REFUTED, Finding
 from torchperf_tui.engine.analysis.advisor import advise
 from torchperf_tui.engine.measurements.bench_config import BenchConfig
 from torchperf_tui.engine.measurements.flags import Flags
@@ -96,15 +96,22 @@ def test_a_refuted_fix_goes_below_the_estimates_and_one_out_of_budget_is_not_run
 
     findings = [Finding("a", "a", [], at_stake_ms=5.0, pass_ms=10.0, fix="threads=2", options="--threads 2"),
                 Finding("b", "b", [], at_stake_ms=3.0, pass_ms=10.0, fix="sdpa=all", options="--sdpa all"),
+                Finding("d", "d", [], at_stake_ms=2.5, pass_ms=10.0, fix="tf32=on", options="--tf32"),
                 Finding("c", "c", [], at_stake_ms=2.0, pass_ms=10.0, fix="mkldnn=on", options="--mkldnn")]
-    budget = iter([100.0, 100.0, 0.5])
-    advisor._verify(None, findings, 3, 6, lambda: next(budget), lambda: False, lambda line: None,
-                    lambda cfg, fix, b, blocks: fake_ab(1.01 if fix == "threads=2" else 0.9, fix != "threads=2")(
-                        cfg, fix, b, blocks))
-    assert [f.verdict for f in findings] == [REFUTED, CONFIRMED, NOT_RUN]
-    assert findings[2].why_not_run == "out of budget"
+    budget = iter([100.0, 100.0, 100.0, 0.5])
+    # a: B/A 1.1, its interval all above 1 (refuted); b: a significant 0.9 (confirmed); d: 0.9 not significant,
+    # its interval on both sides of 1 (inconclusive); c: out of budget
+    ratios = {"threads=2": (1.1, False), "sdpa=all": (0.9, True), "tf32=on": (0.99, False)}
+    advisor._verify(None, findings, 4, 6, lambda: next(budget), lambda: False, lambda line: None,
+                    lambda cfg, fix, b, blocks: fake_ab(*ratios[fix])(cfg, fix, b, blocks))
+    assert [f.verdict for f in findings] == [REFUTED, CONFIRMED, INCONCLUSIVE, NOT_RUN]
+    assert findings[3].why_not_run == "out of budget"
     findings.sort(key=lambda f: f.rank())
-    assert [f.key for f in findings] == ["b", "c", "a"]  # the measured first, then the estimates, the refuted last
+    assert [f.key for f in findings] == ["b", "d", "c", "a"]  # the measured first, then the estimates, refuted last
+    from torchperf_tui.wording.advice import measured_text
+
+    assert measured_text(findings[1]).startswith("inconclusive: the A/B could not tell (B/A 0.99, CI 0.94-1.04")
+    assert measured_text(findings[3]).startswith("refuted: slower (B/A 1.10")
 
 
 def test_the_measured_ceilings_give_tf32_bfloat16_and_channels_last_on_a_gpu_that_has_them():

@@ -31,8 +31,10 @@ def _checked(check, name: str | None = None):
     def convert(text: str):
         try:
             return check(name, text) if name is not None else check(text)
-        except options.OptionError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
+        except options.OptionError as exc:  # argparse names the option itself: "argument --budget: must be ..."
+            text = str(exc)
+            raise argparse.ArgumentTypeError(text.split(": ", 1)[1] if text.startswith("--") and ": " in text
+                                             else text) from None
 
     convert.__name__ = getattr(check, "__name__", "value")  # argparse names the type in its messages
     return convert

@@ -60,8 +60,10 @@ def format_bytes(value, like=None) -> str:
 
 
 def gbs_text(gbs) -> str:
-    """'12.3 GB/s' (10^9 bytes a second), 'n/a'."""
-    return "n/a" if gbs is None else f"{gbs:,.1f} GB/s"
+    """'12.3 GB/s' (10^9 bytes a second), '0.034 GB/s' below one (not '0.0'), 'n/a'."""
+    if gbs is None:
+        return "n/a"
+    return f"{gbs:,.1f} GB/s" if abs(gbs) >= 1 or gbs == 0 else f"{gbs:.2g} GB/s"
 
 
 def format_count(value, unit: str = "") -> str:
@@ -237,4 +239,7 @@ def compute_rate_text(per_s: float, integer: bool = False, digits: int = 2) -> s
     below a tenth of a tera ('1.3 GOP/s': a CPU without int8 dot products reaches that, which '0.00' would hide)."""
     if integer:
         return f"{per_s / 1e9:.1f} GOP/s" if per_s < 1e11 else f"{per_s / 1e12:.{digits}f} TOP/s"
-    return f"{per_s / 1e12:.{digits}f} TFLOP/s"
+    tera = per_s / 1e12
+    if 0 < abs(tera) < 10 ** -digits:  # '0.0042 TFLOP/s' (a CPU's float8), not '0.00'
+        return f"{tera:.2g} TFLOP/s"
+    return f"{tera:.{digits}f} TFLOP/s"

@@ -180,8 +180,8 @@ def ab_blocks(value: int | str) -> int:
         raise OptionError(f"--blocks: a comparison needs at least {low} blocks per arm, got {number} (with fewer "
                           "pairs the signed-rank test can never reach p < 0.05)")
     if number > high:
-        raise OptionError(f"--blocks: at most {high:,} blocks per arm, got {number:,} (the time budget, "
-                          "--time-budget, is what bounds a long comparison)")
+        raise OptionError(f"--blocks: at most {high:,} blocks per arm, got {number:,} (a time budget is "
+                          "what bounds a long comparison)")
     return number
 
 

@@ -9,7 +9,8 @@ import html
 import math
 
 from torchperf_tui.core.formatting import format_ms
-from torchperf_tui.wording.advice import advice_title, estimate_text, measured_text, none_found_text, setup_line
+from torchperf_tui.wording.advice import (advice_title, estimate_text, measured_text, none_found_text, per_text,
+                                          setup_line)
 
 ENVIRONMENT = ("device_name", "compute_capability", "driver", "torch", "transformers", "timm", "cpu_model",
                "hostname")
@@ -47,11 +48,11 @@ def report_markdown(result, environment: dict | None = None) -> str:
     if not result.findings:
         lines += [none_found_text(result), ""]
     for rank, finding in enumerate(result.findings, 1):
-        lines += [f"### {rank}. {finding.what}", "", f"- at stake: {estimate_text(finding)}",
+        lines += [f"### {rank}. {finding.what}", "", f"- at stake: {estimate_text(finding, per_text(result))}",
                   *[f"- evidence: {line}" for line in finding.evidence]]
         if finding.fix:
             lines.append(f"- fix: `{finding.options}`")
-        lines += [f"- measured: {measured_text(finding)}", ""]
+        lines += [f"- measured: {measured_text(finding, per_text(result))}", ""]
     samples = histogram(result.samples_ms)
     if samples:
         top = max(count for *_, count in samples)
@@ -115,10 +116,11 @@ def report_html(result, environment: dict | None = None) -> str:
     if not result.findings:
         body.append(f"<p>{e(none_found_text(result))}</p>")
     for rank, finding in enumerate(result.findings, 1):
-        items = [f"at stake: {estimate_text(finding)}", *[f"evidence: {line}" for line in finding.evidence]]
+        items = [f"at stake: {estimate_text(finding, per_text(result))}",
+                 *[f"evidence: {line}" for line in finding.evidence]]
         if finding.fix:
             items.append(f"fix: {finding.options}")
-        items.append(f"measured: {measured_text(finding)}")
+        items.append(f"measured: {measured_text(finding, per_text(result))}")
         body.append(f"<h3>{rank}. {e(finding.what)}</h3><ul>" + "".join(f"<li>{e(i)}</li>" for i in items)
                     + "</ul>")
     bins = histogram(result.samples_ms)

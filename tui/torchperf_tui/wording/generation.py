@@ -54,6 +54,9 @@ def kv_cache_text(result) -> str:
     expected = result.prompt_len + result.new_tokens - 1
     why = f": the {result.prompt_len}-token prompt + {result.new_tokens} new tokens - 1, the last never fed back" \
         if positions == expected else ""
+    if getattr(result, "cache", "dynamic") == "static":  # allocated whole at the start, read whole each step
+        return (f"{format_bytes(result.kv_cache_bytes)} allocated for {result.prompt_len + result.new_tokens} "
+                f"positions ({result.kv_cache_kind}){held.replace(',', ';', 1)} held at the end{why}")
     return f"{format_bytes(result.kv_cache_bytes)} at the end ({result.kv_cache_kind}{held}{why})"
 
 

@@ -157,7 +157,7 @@ def _setup(record: Any) -> str:
         if _finite(new) and _finite(prompt):
             text += f" {new} new tokens after {prompt}"
         if details.get("cache"):
-            text += f" cache {printable(details['cache'])}"
+            text += f", cache {printable(details['cache'])}"
     return text
 
 

@@ -27,7 +27,7 @@ How fast a PyTorch model runs on this box, and why.
 | `C` | measured ceilings (Device tab): per dtype the best of several matmuls and 3x3 convolutions (and, on the CPU, thread counts), and a large copy, kept per device; roofline and MFU then use them, and a utilisation above one says the ceiling is too low |
 | `n` | CUDA: a memory snapshot of a few iterations, for pytorch.org/memory_viz |
 | `g` | generation (causal LMs, Timing tab): greedy, the model's own KV cache, 64 new tokens after the input as the prompt; time to first token, per-token latency (a live histogram), tokens/s, the cache's size |
-| `y` | why (Why tab): what costs this set-up its time, findings ranked by the time at stake per pass with their evidence and the fix to paste, the top three fixes measured as interleaved A/Bs (confirmed, refuted or not run), within 2 minutes |
+| `y` | why (Why tab): what costs this set-up its time, findings ranked by the time at stake per pass with their evidence and the fix to paste, the top three fixes measured as interleaved A/Bs (confirmed, refuted, inconclusive or not run), within 2 minutes |
 | `1`–`9` | Timing, Compare, Layers, Device, Memory, Throughput, Profile, History, Kernels tabs (Sweep: `w`, Why: `y`) |
 | `h` | hide or show the sidebar (the tabs get the full width; below 70 columns it starts hidden) |
 | `b` | (Compare) make the highlighted run the baseline; (History) mark the highlighted record as the baseline: each timing run after it is shown against it in Timing (ratio of medians with its 95 % CI, faster / slower / the same, what differs, as `compare --baseline` says it); `b` again unmarks it |

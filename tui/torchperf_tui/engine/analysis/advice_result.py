@@ -10,7 +10,7 @@ from typing import Any
 from torchperf_tui.engine.hardware.host_noise import HostNoise, noise_marks
 from torchperf_tui.engine.workloads.input_facts import InputFacts
 
-CONFIRMED, REFUTED, NOT_RUN = "confirmed", "refuted", "not run"
+CONFIRMED, REFUTED, INCONCLUSIVE, NOT_RUN = "confirmed", "refuted", "inconclusive", "not run"
 
 
 @dataclass
@@ -27,7 +27,9 @@ class Finding:
     changes_numerics: bool = False
     layer: str | None = None  # the layer a finding is about
     # The fix run as an interleaved A/B against the set-up as given (when verified):
-    verdict: str = NOT_RUN  # confirmed, refuted or not run
+    # confirmed (a significant gain), refuted (the interval holds no gain), inconclusive (neither: more blocks would
+    # settle it) or not run
+    verdict: str = NOT_RUN
     why_not_run: str | None = None  # no option fixes it; out of budget; not asked
     ratio: float | None = None  # B/A per block pair (below 1: the fix is faster)
     ci_low: float | None = None
@@ -76,6 +78,7 @@ class Advice(InputFacts):
     dtype: str
     flags_text: str
     pass_ms: float  # the set-up's timing: its median
+    step: str  # what one of its iterations did: 'infer', or a training step as StepSpec.describe says it
     samples_ms: list[float]  # that timing's samples (the report's histogram)
     threshold_pct: float  # findings below this share of the pass are counted, not listed
     findings: list[Finding] = field(default_factory=list)  # ranked

@@ -29,7 +29,7 @@ import time
 from typing import Callable
 
 from torchperf_tui.core.formatting import compute_rate_text, format_ms
-from torchperf_tui.engine.analysis.advice_result import CONFIRMED, NOT_RUN, REFUTED, Advice, Finding
+from torchperf_tui.engine.analysis.advice_result import CONFIRMED, INCONCLUSIVE, NOT_RUN, REFUTED, Advice, Finding
 from torchperf_tui.engine.measurements.bench_config import BenchConfig
 
 THRESHOLD_PCT = 5.0
@@ -68,19 +68,29 @@ def advise(cfg: BenchConfig, *, budget_s: float | None = BUDGET_S, verify: int =
     if timing.stats is None or cancelled():
         return _advice(cfg, timing, plan, [], threshold_pct, [], [], started, budget_s, cancelled=True)
     pass_ms = timing.stats.p50_ms
-    measurements = [f"timing: {timing.stats.n} iterations, median {format_ms(pass_ms)} ({timing.timer})"]
-    layers = None
+    n = timing.stats.n
+    measurements = [f"timing: {n} iteration{'s' if n != 1 else ''}, median {format_ms(pass_ms)} ({timing.timer})"]
+    layers, skipped = None, []
     if cfg.compile is None and cfg.shapes == "fixed":
-        said("timing each layer")
-        layers = _lower_layer_times([layer_times(cfg, iters=LAYER_ITERS, should_cancel=cancelled)
-                                     for _ in range(LAYER_RUNS)])
-        measurements.append(f"time per layer: each layer's lower time of {LAYER_RUNS} measurements of "
-                            f"{layers.iters} passes, {layers.method}")
+        if left() <= 0:
+            skipped.append("time per layer")
+        else:
+            said("timing each layer")
+            runs = [layer_times(cfg, iters=LAYER_ITERS, should_cancel=cancelled)]
+            if left() > 0:  # the second measurement only within the budget
+                runs.append(layer_times(cfg, iters=LAYER_ITERS, should_cancel=cancelled))
+            layers = _lower_layer_times(runs)
+            measurements.append(f"time per layer: each layer's lower time of {len(runs)} measurement"
+                                f"{'s' if len(runs) != 1 else ''} of {layers.iters} passes, {layers.method}")
     flops = _layer_flops(cfg, plan)
     if flops:
         measurements.append("FLOPs per layer: counted on the meta device")
-    findings = [*_thread_findings(timing, layers, flops, pass_ms, plan.device),
-                *_attention_findings(cfg, plan.device, pass_ms, layers, said, measurements),
+    attention = []
+    if left() > 0:
+        attention = _attention_findings(cfg, plan.device, pass_ms, layers, said, measurements)
+    elif cfg.flags.sdpa != "all":
+        skipped.append("the attention calls")
+    findings = [*_thread_findings(timing, layers, flops, pass_ms, plan.device), *attention,
                 *_layer_findings(layers, flops, pass_ms),
                 *_ceiling_findings(cfg, plan.device.type, _capability(plan.device), layers, flops, pass_ms,
                                    _kept_ceilings(cfg, plan.device, measurements))]
@@ -94,6 +104,12 @@ def advise(cfg: BenchConfig, *, budget_s: float | None = BUDGET_S, verify: int =
     advice = _advice(cfg, timing, plan, listed, threshold_pct, ranked_layers, measurements, started, budget_s,
                      cancelled=cancelled())
     advice.below = len(findings) - len(listed)
+    if skipped:
+        advice.notes.append(f"not measured, the {budget_s:g} s budget spent: {', '.join(skipped)} (--budget gives "
+                            "more)")
+    if budget_s is not None and advice.duration_s > budget_s * 1.05:
+        advice.notes.append(f"the evidence took {advice.duration_s:.0f} s, past the {budget_s:g} s budget: a stage "
+                            "once started runs to its end (the set-up's timing is cut to a quarter of the budget)")
     return advice
 
 
@@ -125,7 +141,7 @@ def _advice(cfg, timing, plan, findings, threshold_pct, layers, measurements, st
     from torchperf_tui.engine.workloads.inputs import dtype_name
 
     stats = timing.stats
-    return Advice(**cfg.input_facts(plan.inputs), model=timing.model, device=timing.device,
+    return Advice(**cfg.input_facts(plan.inputs), model=timing.model, device=timing.device, step=plan.step.describe(),
                   input_shape=tuple(timing.input_shape), dtype=dtype_name(plan.dtype), flags_text=timing.flags_text(),
                   pass_ms=stats.p50_ms if stats is not None else 0.0, samples_ms=list(timing.samples_ms),
                   threshold_pct=threshold_pct, findings=findings, layers=layers[:12], measurements=measurements,
@@ -384,7 +400,12 @@ def _verify(cfg, findings: list[Finding], verify: int, blocks: int, left, cancel
         finding.ratio, finding.ci_low, finding.ci_high, finding.p_value = (verdict.ratio, verdict.ci_low,
                                                                            verdict.ci_high, verdict.p_value)
         finding.a_median_ms = result.a.median_ms
-        finding.verdict = CONFIRMED if verdict.significant and verdict.ratio < 1 else REFUTED
+        if verdict.significant and verdict.ratio < 1:
+            finding.verdict = CONFIRMED
+        elif verdict.ci_low >= 1 or (verdict.significant and verdict.ratio >= 1):
+            finding.verdict = REFUTED  # no gain in the interval, or significantly slower
+        else:
+            finding.verdict = INCONCLUSIVE
     for finding in findings:
         if finding.fix and finding.verdict == NOT_RUN and finding.why_not_run is None:
             finding.why_not_run = f"not asked (--verify {verify})"
