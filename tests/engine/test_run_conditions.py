@@ -439,3 +439,46 @@ def test_the_throughput_texts_say_the_gpu_at_the_best_batch(fake_gpu_conditions,
     render_throughput(result)
     out = capsys.readouterr().out
     assert f"GPU during the measurement at batch {result.best_batch}" in out and "per inference" in out
+
+
+def test_the_gpm_counters_are_read_between_each_windows_edges_and_weighted_by_its_length():
+    """A Hopper GPU's GPM: a sample at each edge of a window, the metrics NVML computes between them, each label's
+    windows weighted by their lengths; every sample freed (engine/hardware/gpm.py)."""
+    fake, sampler = _sampler(FakeGpu(gpm={2: 80.0, 3: 40.0, 5: 60.0, 10: 30.0}))
+    gpu = fake.gpus[0]
+    sampler.begin("A")
+    sampler.end("A")  # a window of one tick
+    gpu.gpm = {2: 20.0, 3: 10.0, 5: 0.0, 10: 90.0}
+    sampler.begin("A")
+    sampler.sample()
+    sampler.sample()
+    sampler.end("A")  # three ticks: weighs 3 to 1
+    sampler.begin("B")
+    sampler.discard("B")  # a cancelled block: its sample freed, no window
+    c = sampler.summary("A", items=10)
+    assert c.gpm == pytest.approx({"sm_active": (80 + 3 * 20) / 4, "sm_occupancy": (40 + 3 * 10) / 4,
+                                   "tensor_active": 60 / 4, "dram_active": (30 + 3 * 90) / 4})
+    assert "SM active 35 % · occupancy 18 % · tensor 15 % · DRAM 75 %" in c.short()
+    assert c.fingerprint()["gpu_gpm_sm_active_pct"] == 35.0 and "gpm" not in c.missing
+    assert fake.gpm_samples_alive == 0
+
+
+def test_a_gpu_without_gpm_says_so_once_and_reads_no_counters():
+    from torchperf_tui.engine.hardware.gpm import NO_GPM
+
+    fake, sampler = _sampler(FakeGpu(name="NVIDIA A100-SXM4-80GB", compute_capability=(8, 0)))
+    sampler.begin("timed")
+    sampler.end("timed")
+    c = sampler.summary("timed", items=1)
+    assert c.gpm == {} and c.missing["gpm"] == NO_GPM and "SM active" not in c.short()
+    assert fake.calls["nvmlGpmSampleAlloc"] == 0  # asked once whether it has any, then never sampled
+
+
+def test_gpm_that_fails_mid_run_is_said_and_leaves_the_rest_of_the_readings():
+    fake, sampler = _sampler(FakeGpu(gpm={2: 50.0}))
+    fake.fail("nvmlGpmMetricsGet", NVML_ERROR_NOT_SUPPORTED)
+    sampler.begin("timed")
+    sampler.end("timed")
+    c = sampler.summary("timed", items=1)
+    assert c.gpm == {} and c.missing["gpm"] == "not supported on this GPU" and c.sm_clock_mhz is not None
+    assert fake.gpm_samples_alive == 0

@@ -40,6 +40,23 @@ def test_gpu_metrics_use_dcgm_names_and_labels(tmp_path):
     assert value(samples, "torchperf_host_memory_total_bytes", hostname="box-a") > 0  # the host beside the GPUs
 
 
+def test_a_hopper_gpu_serves_dcgm_s_profiling_fields_from_its_gpm_counters_between_scrapes(tmp_path):
+    fake = two_gpus()
+    fake.gpus[0].gpm = {2: 80.0, 3: 40.0, 5: 60.0, 10: 35.0}  # the H100's; the A100 has none
+    with served(Nvml.open(module=fake), tmp_path / "history.jsonl") as (state, url):
+        first = scrape(url)
+        state.refresh(strict=True)  # the counters are over the time between two readings
+        samples = scrape(url)
+    assert "DCGM_FI_PROF_SM_ACTIVE" not in first
+    assert value(samples, "DCGM_FI_PROF_SM_ACTIVE", gpu="0") == 0.8  # DCGM's ratio, not a percent
+    assert value(samples, "DCGM_FI_PROF_SM_OCCUPANCY", gpu="0") == 0.4
+    assert value(samples, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", gpu="0") == 0.6
+    assert value(samples, "DCGM_FI_PROF_DRAM_ACTIVE", gpu="0") == 0.35
+    assert [s for s in samples["DCGM_FI_PROF_SM_ACTIVE"] if s.labels["gpu"] == "1"] == []  # no GPM: none served
+    assert "torchperf_gpu_field_unavailable" not in samples  # a GPU without GPM is no fault
+    assert fake.gpm_samples_alive == 1  # the last scrape's sample, kept for the next
+
+
 def test_prometheus_s_openmetrics_scrape_parses_whole(tmp_path):
     """Prometheus asks for OpenMetrics first; its parser refuses a whole scrape for one bad family."""
     history = tmp_path / "history.jsonl"

@@ -120,6 +120,8 @@ class FakeGpu:
     energy_mj: int = 1_000_000  # the total energy counter, millijoules since the driver loaded
     name_as_bytes: bool = False  # older nvidia-ml-py releases return bytes for strings
     processes: dict = dataclasses.field(default_factory=dict)  # pid -> used GPU memory in bytes (None: n/a)
+    # GPM (Hopper and later): NVML_GPM_METRIC_* id -> the percent every pair of samples reads; None: no GPM
+    gpm: dict | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -272,6 +274,42 @@ class FakeNvml:
 
     def nvmlDeviceGetTotalEnergyConsumption(self, handle) -> int:
         return self._enter("nvmlDeviceGetTotalEnergyConsumption", handle).energy_mj
+
+    # -- GPM, as nvidia-ml-py wraps it: support, samples, and the metrics between two samples -------------
+    NVML_GPM_METRICS_GET_VERSION = 1
+
+    def nvmlGpmQueryDeviceSupport(self, handle):
+        gpu = self._enter("nvmlGpmQueryDeviceSupport", handle)
+        return SimpleNamespace(version=1, isSupportedDevice=int(gpu.gpm is not None))
+
+    def nvmlGpmSampleAlloc(self):
+        self._enter("nvmlGpmSampleAlloc")
+        self.gpm_samples_alive = getattr(self, "gpm_samples_alive", 0) + 1
+        return SimpleNamespace(gpu=None)
+
+    def nvmlGpmSampleFree(self, sample) -> None:
+        self._enter("nvmlGpmSampleFree")
+        self.gpm_samples_alive -= 1
+
+    def nvmlGpmSampleGet(self, handle, sample):
+        self._enter("nvmlGpmSampleGet", handle)
+        sample.gpu = handle.index
+        return sample
+
+    @staticmethod
+    def c_nvmlGpmMetricsGet_t():
+        return SimpleNamespace(version=0, numMetrics=0, sample1=None, sample2=None,
+                               metrics=[SimpleNamespace(metricId=0, nvmlReturn=0, value=0.0) for _ in range(16)])
+
+    def nvmlGpmMetricsGet(self, request):
+        self._enter("nvmlGpmMetricsGet")
+        gpu = self.gpus[request.sample1.gpu]
+        for metric in request.metrics[:request.numMetrics]:
+            if metric.metricId in (gpu.gpm or {}):
+                metric.value = float(gpu.gpm[metric.metricId])
+            else:
+                metric.nvmlReturn = NVML_ERROR_NOT_SUPPORTED
+        return request
 
 
 def _pick_clock(sm: int, mem: int, clock_type: int) -> int:

@@ -17,6 +17,7 @@ from typing import Any
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 
+from torchperf_tui.engine.hardware.gpm import GPM_METRICS, NO_GPM, GpmProbe
 from torchperf_tui.engine.hardware.nvml import NA, Nvml
 from torchperf_tui.engine.hardware.run_conditions import THROTTLE_MASK
 from torchperf_tui.engine.hardware.telemetry import GpuSample
@@ -44,6 +45,9 @@ GPU_METRICS: dict[str, str] = {
     "DCGM_FI_DEV_CLOCKS_EVENT_REASONS": "Clock event (throttle) reasons, NVML's bitmask.",
     "torchperf_gpu_throttled": ("1 when a reason that slows a running workload holds the clocks down "
                                 "(power cap, thermal, hardware slowdown, power brake)."),
+    # DCGM's profiling fields, from NVML's GPM counters between this scrape and the one before (Hopper and later);
+    # DCGM gives them as ratios, 0 to 1.
+    **{dcgm: f"{words} (ratio, over the time since the last scrape; NVML GPM)." for _, _, words, dcgm in GPM_METRICS},
 }
 # DCGM exporter's clock_event label values, by NVML's nvmlClocksEventReason* bit.
 CLOCK_EVENTS: tuple[tuple[int, str], ...] = (
@@ -76,6 +80,8 @@ class GpuReader:
         self.hostname = hostname
         self._identity: dict[int, tuple[str, str]] = {}
         self._reason_query: str | None = None
+        self._gpm: dict[int, GpmProbe] = {}  # per GPU: its GPM counters, and the sample of the scrape before
+        self._gpm_last: dict[int, object] = {}
 
     def _labels(self, index: int) -> tuple[str, ...]:
         known = self._identity.get(index)
@@ -110,6 +116,7 @@ class GpuReader:
             "DCGM_FI_DEV_ENFORCED_POWER_LIMIT": _milli(self.nvml.query(index, "nvmlDeviceGetEnforcedPowerLimit")),
             "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": self.nvml.query(index, "nvmlDeviceGetTotalEnergyConsumption"),
         }
+        self._read_gpm(index, reading)
         reasons = self._reasons(index)
         values["DCGM_FI_DEV_CLOCKS_EVENT_REASONS"] = reasons
         if not isinstance(reasons, NA):
@@ -121,6 +128,26 @@ class GpuReader:
             else:
                 reading.values[name] = float(value)
         return reading
+
+    def _read_gpm(self, index: int, reading: GpuReading) -> None:
+        """The GPM counters between the scrape before and this one (none at the first). A GPU that has none (before
+        Hopper) serves none, as DCGM's exporter does; one whose counters fail says so as one field, "gpm"."""
+        probe = self._gpm.get(index)
+        if probe is None:
+            probe = self._gpm[index] = GpmProbe(self.nvml, index)
+        if not probe.available:
+            if probe.missing != NO_GPM:
+                reading.missing["gpm"] = probe.missing or "not read"
+            return
+        sample = probe.sample()
+        before = self._gpm_last.pop(index, None)
+        if sample is not None:
+            self._gpm_last[index] = sample
+        metrics = probe.between(before, sample, free=False) if before is not None else {}
+        probe.free(before)
+        for name, _, _, dcgm in GPM_METRICS:
+            if name in metrics:
+                reading.values[dcgm] = metrics[name] / 100.0
 
     def _reasons(self, index: int) -> int | NA:
         if self._reason_query is not None:

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from torchperf_tui.engine.hardware.gpm import GpmProbe
 from torchperf_tui.engine.hardware.nvml import default_nvml, NA, Nvml
 from torchperf_tui.engine.hardware.run_conditions import CLOCK_EVENT_REASONS, DEFAULT_PERIOD_S, THROTTLE_MASK, RunConditions
 from torchperf_tui.engine.hardware.device import TorchCudaBackend, nvml_index_for
@@ -60,9 +61,17 @@ class ConditionSampler:
             self.index = None
         self._reason_query: str | None = None
         self.max_sm_mhz: int | None = None
+        # The GPM counters over each window: a sample at each edge (engine/hardware/gpm.py); where the GPU has none,
+        # said once among what could not be read.
+        self._gpm: GpmProbe | None = None
+        self._gpm_open: dict[str, Any] = {}
+        self._gpm_windows: list[tuple[str, float, dict[str, float]]] = []  # (label, seconds, metrics)
         if self.index is not None:
             top = nvml.clock_mhz(self.index, "NVML_CLOCK_SM", maximum=True)
             self.max_sm_mhz = None if isinstance(top, NA) else int(top)
+            self._gpm = GpmProbe(nvml, self.index)
+            if not self._gpm.available:
+                self._missing["gpm"] = self._gpm.missing
 
     @classmethod
     def unavailable(cls, reason: str) -> ConditionSampler:
@@ -122,9 +131,13 @@ class ConditionSampler:
     def begin(self, label: str) -> None:
         """A timed window of `label` opens now (a run's timed iterations, one A/B block, a mode's share)."""
         reading = self.read()
+        sample = self._gpm.sample() if self._gpm is not None else None
         with self._lock:
             self._open[label] = reading
             self._last_t = reading.t
+            if sample is not None:
+                self._gpm.free(self._gpm_open.pop(label, None))
+                self._gpm_open[label] = sample
 
     def end(self, label: str) -> None:
         """The window of `label` closes now; a label with no open window is ignored (and costs no reading)."""
@@ -133,15 +146,27 @@ class ConditionSampler:
                 return
         reading = self.read()
         with self._lock:
+            first = self._gpm_open.pop(label, None)
+        if first is not None:
+            metrics = self._gpm.between(first, self._gpm.sample())
+            if not metrics and self._gpm.missing:
+                with self._lock:
+                    self._missing.setdefault("gpm", self._gpm.missing)
+        with self._lock:
             start = self._open.pop(label, None)
             if start is not None:
                 self._windows.append((label, start, reading))
+                if first is not None and metrics:
+                    self._gpm_windows.append((label, reading.t - start.t, metrics))
             self._last_t = reading.t
 
     def discard(self, label: str) -> None:
         """Forget the open window of `label` (a block cancelled before it was complete)."""
         with self._lock:
             self._open.pop(label, None)
+            first = self._gpm_open.pop(label, None)
+        if first is not None:
+            self._gpm.free(first)
 
     def before_timed(self, label: str, index: int) -> None:
         """Before timed iteration `index` of window `label`, outside the timer: the first opens the window, the
@@ -186,6 +211,9 @@ class ConditionSampler:
                 reasons[words] = active / len(masks)
         throttled = sum(1 for mask in masks if mask & THROTTLE_MASK) / len(masks) if masks else None
         energy_j, method = self._energy(windows, power, window_s, missing)
+        with self._lock:
+            counted = [(seconds, metrics) for name, seconds, metrics in self._gpm_windows if name in wanted]
+        gpm = _weighted(counted)
         if not windows:
             missing["window"] = "no timed window closed (the run was cancelled before its timed iterations)"
         return RunConditions(
@@ -196,7 +224,7 @@ class ConditionSampler:
             temperature_start_c=temps[0] if temps else None, temperature_max_c=max(temps) if temps else None,
             power_mean_w=statistics.fmean(power) if power else None, power_max_w=max(power) if power else None,
             reasons=reasons, throttled_share=throttled, energy_j=energy_j, energy_method=method, items=items,
-            missing=missing,
+            missing=missing, gpm=gpm,
         )
 
     @staticmethod
@@ -237,3 +265,14 @@ def _current_cuda_index() -> int:
     import torch
 
     return torch.cuda.current_device()
+
+
+def _weighted(windows: list[tuple[float, dict[str, float]]]) -> dict[str, float]:
+    """Each GPM metric over several windows: their values weighted by the windows' lengths."""
+    out: dict[str, float] = {}
+    for name in dict.fromkeys(name for _, metrics in windows for name in metrics):
+        pairs = [(seconds, metrics[name]) for seconds, metrics in windows if name in metrics]
+        total = sum(seconds for seconds, _ in pairs)
+        out[name] = (sum(seconds * value for seconds, value in pairs) / total if total > 0
+                     else sum(value for _, value in pairs) / len(pairs))
+    return out

@@ -89,6 +89,7 @@ def _decode(value: Any) -> Any:
 _STRUCT_FIELDS: dict[str, tuple[str, ...]] = {
     "nvmlDeviceGetMemoryInfo": ("total", "used", "free"),
     "nvmlDeviceGetUtilizationRates": ("gpu", "memory"),
+    "nvmlGpmQueryDeviceSupport": ("isSupportedDevice",),
 }
 _COUNTS = frozenset({"nvmlDeviceGetCount", "nvmlDeviceGetTemperature", "nvmlDeviceGetPowerUsage",
                      "nvmlDeviceGetEnforcedPowerLimit", "nvmlDeviceGetClockInfo", "nvmlDeviceGetMaxClockInfo",

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from torchperf_tui.core.formatting import format_energy
+from torchperf_tui.engine.hardware.gpm import gpm_text
 
 DEFAULT_PERIOD_S = 0.1  # between two readings of the sampler inside a timed window
 THROTTLED_SHARE = 0.05  # a run is called throttled from this share of its readings; below it, "briefly"
@@ -86,6 +87,8 @@ class RunConditions:
     energy_method: str = ""
     items: int = 0  # inferences (or training samples) in the windows
     missing: dict[str, str] = field(default_factory=dict)  # what could not be read, and why
+    # The GPU's own counters over the windows (engine/hardware/gpm.py): name -> percent; {} where it has none.
+    gpm: dict[str, float] = field(default_factory=dict)
 
     @property
     def throttled(self) -> bool:
@@ -207,6 +210,8 @@ class RunConditions:
             parts.append(f"energy n/a ({_seconds(self.window_median_s)} windows)")
         if self.throttled_share is not None:
             parts.append(self.throttle_word())
+        if self.gpm and not brief:
+            parts.append(gpm_text(self.gpm))
         return " · ".join(parts) or "nothing NVML could read"
 
     def fingerprint(self) -> dict[str, Any]:
@@ -225,6 +230,7 @@ class RunConditions:
             "gpu_energy_method": self.energy_method,
             "gpu_energy_window_s": _rounded(self.window_median_s, 3),
             "gpu_condition_readings": self.readings,
+            **{f"gpu_gpm_{name}_pct": _rounded(value, 1) for name, value in self.gpm.items()},
         }
 
 
