@@ -143,3 +143,17 @@ def test_the_measured_ceilings_give_tf32_bfloat16_and_channels_last_on_a_gpu_tha
     assert [f.key for f in _ceiling_findings(cfg, "cuda", (7, 5), layers, flops, 2.0, kept)] == ["channels_last"]
     # no ceilings kept: nothing is guessed
     assert _ceiling_findings(cfg, "cuda", (8, 0), layers, flops, 2.0, None) == []
+
+
+def test_a_gpu_idle_a_third_of_the_pass_is_launch_bound_with_cuda_graphs_to_try():
+    from torchperf_tui.engine.analysis.advisor import _launch_findings
+    from torchperf_tui.engine.analysis.layer_times import GpuBusy
+
+    layers = SimpleNamespace(gpu=GpuBusy(busy_ms=2.0, wall_ms=5.0, kernels=300, median_kernel_us=4.0))
+    conditions = SimpleNamespace(gpm={"sm_active": 31.0})
+    finding, = _launch_findings(layers, conditions, 5.0)
+    assert finding.key == "launch_bound" and finding.at_stake_ms == pytest.approx(3.0)
+    assert finding.options == "--compile reduce-overhead" and not finding.fix  # shown, not A/B-tested
+    assert "GPM over the timing: SM active 31 %" in finding.evidence
+    busy = SimpleNamespace(gpu=GpuBusy(busy_ms=4.5, wall_ms=5.0, kernels=30, median_kernel_us=100.0))
+    assert _launch_findings(busy, None, 5.0) == [] and _launch_findings(SimpleNamespace(gpu=None), None, 5.0) == []

@@ -55,7 +55,7 @@ def finding_lines(finding, rank: int, per: str = "a pass") -> list[str]:
     """A finding as the CLI says it: its sentence numbered, then its estimate, evidence, fix and measurement."""
     lines = [f"{rank}. {finding.what}", f"   at stake: {estimate_text(finding, per)}"]
     lines += [f"   evidence: {line}" for line in finding.evidence]
-    if finding.fix:
+    if finding.options:
         lines.append(f"   fix: {finding.options}" + (" (changes numerics: its drift is measured with it)"
                                                        if finding.changes_numerics else ""))
     lines.append(f"   measured: {measured_text(finding, per)}")

@@ -50,7 +50,7 @@ def report_markdown(result, environment: dict | None = None) -> str:
     for rank, finding in enumerate(result.findings, 1):
         lines += [f"### {rank}. {finding.what}", "", f"- at stake: {estimate_text(finding, per_text(result))}",
                   *[f"- evidence: {line}" for line in finding.evidence]]
-        if finding.fix:
+        if finding.options:
             lines.append(f"- fix: `{finding.options}`")
         lines += [f"- measured: {measured_text(finding, per_text(result))}", ""]
     samples = histogram(result.samples_ms)
@@ -118,7 +118,7 @@ def report_html(result, environment: dict | None = None) -> str:
     for rank, finding in enumerate(result.findings, 1):
         items = [f"at stake: {estimate_text(finding, per_text(result))}",
                  *[f"evidence: {line}" for line in finding.evidence]]
-        if finding.fix:
+        if finding.options:
             items.append(f"fix: {finding.options}")
         items.append(f"measured: {measured_text(finding, per_text(result))}")
         body.append(f"<h3>{rank}. {e(finding.what)}</h3><ul>" + "".join(f"<li>{e(i)}</li>" for i in items)

@@ -29,6 +29,7 @@ import time
 from typing import Callable
 
 from torchperf_tui.core.formatting import compute_rate_text, format_ms
+from torchperf_tui.engine.hardware.gpm import gpm_text
 from torchperf_tui.engine.analysis.advice_result import CONFIRMED, INCONCLUSIVE, NOT_RUN, REFUTED, Advice, Finding
 from torchperf_tui.engine.measurements.bench_config import BenchConfig
 
@@ -90,7 +91,11 @@ def advise(cfg: BenchConfig, *, budget_s: float | None = BUDGET_S, verify: int =
         attention = _attention_findings(cfg, plan.device, pass_ms, layers, said, measurements)
     elif cfg.flags.sdpa != "all":
         skipped.append("the attention calls")
+    conditions = getattr(timing, "conditions", None)
+    if conditions is not None and conditions.gpm:
+        measurements.append(f"the GPU's GPM counters over the timing: {gpm_text(conditions.gpm)}")
     findings = [*_thread_findings(timing, layers, flops, pass_ms, plan.device), *attention,
+                *_launch_findings(layers, conditions, pass_ms),
                 *_layer_findings(layers, flops, pass_ms),
                 *_ceiling_findings(cfg, plan.device.type, _capability(plan.device), layers, flops, pass_ms,
                                    _kept_ceilings(cfg, plan.device, measurements))]
@@ -189,6 +194,26 @@ def _thread_findings(timing, layers, flops: dict[str, int], pass_ms: float, devi
                                "cores", [f"timing: {used} thread{'s' if used != 1 else ''} in effect", f"the box: "
                                          f"{cores} physical cores", where],
                     at_stake_ms=at_stake, pass_ms=pass_ms, fix=f"threads={cores}", options=f"--threads {cores}")]
+
+
+LAUNCH_BOUND_IDLE = 0.30  # the GPU idle this share of a profiled pass or more: it waits for the next launch
+
+
+def _launch_findings(layers, conditions, pass_ms: float) -> list[Finding]:
+    """On a GPU: a pass whose device sat idle LAUNCH_BOUND_IDLE of its time or more waits for Python to launch the
+    next kernel; at stake, that idle share. CUDA graphs (torch.compile's reduce-overhead) replay the launches; an A/B
+    of a compiled arm is not run here, so the fix is given to measure with bench."""
+    gpu = getattr(layers, "gpu", None)
+    if gpu is None or gpu.idle_pct < LAUNCH_BOUND_IDLE * 100:
+        return []
+    evidence = [f"time per layer: {gpu.summary()}"]
+    if conditions is not None and "sm_active" in conditions.gpm:
+        evidence.append(f"GPM over the timing: SM active {conditions.gpm['sm_active']:.0f} %")
+    return [Finding("launch_bound", f"the GPU sits idle {gpu.idle_pct:.0f} % of the pass, waiting for the next kernel's "
+                                    "launch", evidence, at_stake_ms=pass_ms * gpu.idle_pct / 100.0, pass_ms=pass_ms,
+                    options="--compile reduce-overhead",
+                    why_not_run="a compiled arm is not A/B-tested here: `bench --compile reduce-overhead` measures it, "
+                                "with its compile's cost and break-even")]
 
 
 def _attention_findings(cfg: BenchConfig, device, pass_ms: float, layers, said,
