@@ -221,3 +221,23 @@ def test_gpu_ceilings_cover_fp32_tf32_fp16_bf16_and_restore_tf32():
     assert [c.dtype for c in result.ceilings if c.kind == "compute"] == ["float32", "tf32", "float16", "bfloat16"]
     assert result.compute("float16").value > result.compute("float32").value
     assert torch.backends.cuda.matmul.allow_tf32 == before
+
+
+def test_ceilings_at_a_thread_count_are_measured_and_kept_under_it(monkeypatch):
+    """`ceilings --threads 1`: measured at that count alone and with it in effect, so a run of --threads 1 finds them
+    under its key (a CPU's ceilings are kept per thread count)."""
+    from types import SimpleNamespace
+
+    from torchperf_tui.measure import runners
+
+    seen = {}
+
+    def fake(device, refresh=False, should_cancel=None, on_progress=None, **options):
+        seen.update(options, in_effect=torch.get_num_threads(), device=device)
+        return "kept"
+
+    monkeypatch.setattr(runners, "ceilings", fake)
+    before = torch.get_num_threads()
+    ctx = SimpleNamespace(cancelled=lambda: False, progress=lambda what, data: None)
+    assert runners.ceilings_job({"device": "cpu", "threads": 1}, ctx) == ("kept", {})
+    assert seen == {"threads": (1,), "in_effect": 1, "device": "cpu"} and torch.get_num_threads() == before

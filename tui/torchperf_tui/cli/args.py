@@ -354,6 +354,9 @@ def build_parser(commands: bool = True, baseline: bool = False) -> argparse.Argu
     p.add_argument("--device", default="auto", type=_checked(options.device_name),
                    help="auto | cpu | cuda[:N] (default auto)")
     p.add_argument("--refresh", action="store_true", help="measure again, even if ceilings are kept")
+    p.add_argument("--threads", type=_checked(options.thread_count), metavar="N",
+                   help="the CPU's: measure (and keep) at N threads alone, the count a run of --threads N looks its "
+                        "ceilings up under (default: the process's count and all logical cores)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
     p = sub.add_parser("throughput", help="the batch with the most samples/s, and the largest batch that fits "

@@ -51,5 +51,6 @@ def cmd_models(args) -> int:
 def cmd_ceilings(args) -> int:
     from torchperf_tui.cli.render_facts import render_ceilings  # rich: not loaded for --json or a refusal
 
-    result, _ = common.run_job("ceilings", {"device": args.device, "refresh": args.refresh}, "measuring the ceilings")
+    result, _ = common.run_job("ceilings", {"device": args.device, "refresh": args.refresh, "threads": args.threads},
+                               "measuring the ceilings")
     return common.output(args, result, render_ceilings)

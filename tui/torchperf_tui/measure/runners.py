@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.engine.measurements.ab_arms import AA_REMEDY, ArmSpec, refuse_same_arms
-from torchperf_tui.engine.measurements.flags import applicability_table, inert_flags, pristine_state
+from torchperf_tui.engine.measurements.flags import Flags, applicability_table, applied_flags, inert_flags, pristine_state
 from torchperf_tui.engine.workloads.inputs import dtype_note
 from torchperf_tui.measure.protocol import NOTE, Progress, Samples
 from torchperf_tui.engine.analysis.profiling import profile_model
@@ -377,10 +377,14 @@ def ceilings_kept_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 
 
 def ceilings_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
-    """params: device, refresh (measure again even where ceilings are kept). The kept ceilings, or measured now (and
-    kept). Progress "ceiling": what is being measured. -> (CeilingsResult, {})."""
-    return ceilings(params.get("device", "auto"), refresh=params.get("refresh", False), should_cancel=ctx.cancelled,
-                    on_progress=lambda what: ctx.progress("ceiling", what)), {}
+    """params: device, refresh (measure again even where ceilings are kept), threads (a CPU's: at that count alone,
+    kept under it; None: the process's count and all logical cores). The kept ceilings, or measured now (and kept).
+    Progress "ceiling": what is being measured. -> (CeilingsResult, {})."""
+    threads = params.get("threads")
+    options = {"threads": (threads,)} if threads is not None else {}
+    with applied_flags(Flags(num_threads=threads)):  # a CPU's ceilings are kept under the thread count in effect
+        return ceilings(params.get("device", "auto"), refresh=params.get("refresh", False), should_cancel=ctx.cancelled,
+                        on_progress=lambda what: ctx.progress("ceiling", what), **options), {}
 
 
 def release_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
