@@ -157,3 +157,20 @@ def test_a_gpu_idle_a_third_of_the_pass_is_launch_bound_with_cuda_graphs_to_try(
     assert "GPM over the timing: SM active 31 %" in finding.evidence
     busy = SimpleNamespace(gpu=GpuBusy(busy_ms=4.5, wall_ms=5.0, kernels=30, median_kernel_us=100.0))
     assert _launch_findings(busy, None, 5.0) == [] and _launch_findings(SimpleNamespace(gpu=None), None, 5.0) == []
+
+
+def test_a_model_time_per_layer_cannot_measure_still_gets_the_other_findings(monkeypatch):
+    from torchperf_tui.core.errors import TorchperfError
+    from torchperf_tui.engine.analysis import layer_times
+
+    def refuse(cfg, **kwargs):
+        raise TorchperfError("this model's layers cannot be timed one by one")
+
+    monkeypatch.setattr(layer_times, "layer_times", refuse)
+    cores(monkeypatch, 4)
+    cfg = BenchConfig(model="tests.tinymodels:wide_mlp", input_shape=(16, 512), device="cpu", iters=5, warmup=1,
+                      flags=Flags(num_threads=1))
+    result = advise(cfg, budget_s=None, verify=0)
+    assert "time per layer: not measured (this model's layers cannot be timed one by one)" in result.measurements
+    assert [f.key for f in result.findings] == ["threads"]  # the whole pass taken as divisible
+    assert "no time per layer: the whole pass taken as divisible" in result.findings[0].evidence

@@ -28,6 +28,7 @@ import statistics
 import time
 from typing import Callable
 
+from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.core.formatting import compute_rate_text, format_ms
 from torchperf_tui.engine.hardware.gpm import gpm_text
 from torchperf_tui.engine.analysis.advice_result import CONFIRMED, INCONCLUSIVE, NOT_RUN, REFUTED, Advice, Finding
@@ -77,12 +78,16 @@ def advise(cfg: BenchConfig, *, budget_s: float | None = BUDGET_S, verify: int =
             skipped.append("time per layer")
         else:
             said("timing each layer")
-            runs = [layer_times(cfg, iters=LAYER_ITERS, should_cancel=cancelled)]
-            if left() > 0:  # the second measurement only within the budget
-                runs.append(layer_times(cfg, iters=LAYER_ITERS, should_cancel=cancelled))
-            layers = _lower_layer_times(runs)
-            measurements.append(f"time per layer: each layer's lower time of {len(runs)} measurement"
-                                f"{'s' if len(runs) != 1 else ''} of {layers.iters} passes, {layers.method}")
+            try:
+                runs = [layer_times(cfg, iters=LAYER_ITERS, should_cancel=cancelled)]
+                if left() > 0:  # the second measurement only within the budget
+                    runs.append(layer_times(cfg, iters=LAYER_ITERS, should_cancel=cancelled))
+            except TorchperfError as exc:  # the findings that need it are not made; the others are
+                measurements.append(f"time per layer: not measured ({exc})")
+            else:
+                layers = _lower_layer_times(runs)
+                measurements.append(f"time per layer: each layer's lower time of {len(runs)} measurement"
+                                    f"{'s' if len(runs) != 1 else ''} of {layers.iters} passes, {layers.method}")
     flops = _layer_flops(cfg, plan)
     if flops:
         measurements.append("FLOPs per layer: counted on the meta device")
