@@ -89,7 +89,7 @@ def test_the_prompt_length_defaults_to_the_sequence_length(capsys):
     (("bench", "hf:llama", "--model-args", TINY_LLAMA, "--generate", "4", "--prompt-len", "4096"),
      "past the model's maximum positions"),
     (("bench", "hf:llama", "--model-args", TINY_LLAMA, "--prompt-len", "8"), "--prompt-len goes with --generate"),
-    (("bench", "hf:llama", "--model-args", TINY_LLAMA, "--cache", "static"), "--cache goes with --generate"),
+    (("bench", "hf:llama", "--model-args", TINY_LLAMA, "--cache", "static"), "--cache static goes with --generate"),
     (("bench", "hf:llama", "--model-args", TINY_LLAMA, "--generate", "4", "--cache", "full"),
      "unknown KV cache 'full': choose dynamic or static"),
     (("compare", "hf:llama", "--model-args", TINY_LLAMA, "--a", "", "--b", "cache=static"),

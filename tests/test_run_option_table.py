@@ -49,7 +49,7 @@ def test_an_arms_spec_takes_exactly_the_table_s_arm_options():
     settable = {field.name for field in dataclasses.fields(ArmSpec)} - {"flags", "text"}
     assert set(ARM_KEYS) == settable
     values = {"dtype": "bfloat16", "channels_last": "on", "shapes": "cycle:2", "step": "train", "optimizer": "adamw",
-              "amp": "bf16", "quant": "int8wo", "attn": "eager"}
+              "amp": "bf16", "quant": "int8wo", "attn": "eager", "cache": "static"}
     arm = parse_arm_spec(",".join(f"{key}={values[key]}" for key in ARM_KEYS))
     assert all(getattr(arm, key) is not None for key in ARM_KEYS)
     with pytest.raises(FlagError, match="known keys are .*" + ", ".join(ARM_KEYS)):

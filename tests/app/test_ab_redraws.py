@@ -49,6 +49,23 @@ def test_a_pace_draws_at_once_then_once_more_with_the_latest_state_and_a_cancel_
     assert drawn == [1, 4, 5]
 
 
+def test_a_draw_queued_by_its_timer_before_a_cancel_draws_nothing_after_it():
+    """A widget's timer queues its call on the widget: the A/B's last block line, queued so, came after the verdict
+    that had cancelled it (CI and a stress run saw the verdict wiped). A cancel drops a queued call too."""
+    owner, drawn, state = FakeOwner(), [], {"value": 0}
+    pace = Pace(owner, lambda: drawn.append(state["value"]), interval=60.0)
+    pace.request()
+    state["value"] = 1
+    pace.request()
+    queued = owner.timers[0].callback  # the timer fired: its call waits in the widget's queue
+    pace.cancel()  # the verdict's handler ran first
+    queued()
+    assert drawn == [0]
+    pace.request()  # a later request is served again
+    owner.timers[-1].callback()
+    assert drawn == [0, 1]
+
+
 async def test_a_fast_ab_redraws_compare_at_its_pace_and_ends_on_its_verdict(tiny_app):
     async with tiny_app(iters=20, warmup=1) as pilot:
         app = pilot.app

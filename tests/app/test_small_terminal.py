@@ -108,8 +108,8 @@ async def test_every_tab_is_in_sight_at_80x24_and_full_labels_come_back_when_wid
     async with tiny_app(size=(80, 24)) as pilot:
         app = pilot.app
         tabs = list(app.main.query(Tab))
-        assert len(tabs) == len(TABS) == 10
-        await wait_until(pilot, lambda: [t.label_text for t in tabs][:2] == ["Time", "Comp"]
+        assert len(tabs) == len(TABS) == 11
+        await wait_until(pilot, lambda: [t.label_text for t in tabs][:2] == ["Time", "Cmp"]
                          and all(inside_screen(app, tab) for tab in tabs), what="every tab in sight, short labels")
         await pilot.resize_terminal(130, 34)
         await wait_until(pilot, lambda: [t.label_text for t in app.main.query(Tab)][:2] == ["Timing", "Compare"],

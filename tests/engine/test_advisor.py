@@ -22,10 +22,11 @@ TINY_LLAMA = parse_model_args("num_hidden_layers=2,hidden_size=64,intermediate_s
 
 def cores(monkeypatch, n: int) -> None:
     """The box as `why` reads it: `n` physical cores."""
-    from torchperf_tui.engine.hardware import device
+    from torchperf_tui.engine.analysis import advisor
+    from torchperf_tui.engine.hardware.device import probe_cpu
 
-    real = device.probe_cpu()
-    monkeypatch.setattr(device, "probe_cpu", lambda: SimpleNamespace(**{**real.__dict__, "physical_cores": n}))
+    real = probe_cpu()
+    monkeypatch.setattr(advisor, "probe_cpu", lambda: SimpleNamespace(**{**real.__dict__, "physical_cores": n}))
 
 
 def fake_ab(ratio: float, significant: bool, a_ms: float = 10.0, asked: list | None = None):
@@ -161,12 +162,12 @@ def test_a_gpu_idle_a_third_of_the_pass_is_launch_bound_with_cuda_graphs_to_try(
 
 def test_a_model_time_per_layer_cannot_measure_still_gets_the_other_findings(monkeypatch):
     from torchperf_tui.core.errors import TorchperfError
-    from torchperf_tui.engine.analysis import layer_times
+    from torchperf_tui.engine.analysis import advisor
 
     def refuse(cfg, **kwargs):
         raise TorchperfError("this model's layers cannot be timed one by one")
 
-    monkeypatch.setattr(layer_times, "layer_times", refuse)
+    monkeypatch.setattr(advisor, "layer_times", refuse)
     cores(monkeypatch, 4)
     cfg = BenchConfig(model="tests.tinymodels:wide_mlp", input_shape=(16, 512), device="cpu", iters=5, warmup=1,
                       flags=Flags(num_threads=1))

@@ -17,13 +17,22 @@ class Pace:
         self.interval = interval
         self._last = 0.0
         self._timer = None
+        # Which request a timer serves: a widget's timer does not call `draw` when it fires but queues the call on
+        # the widget, where it may wait behind the message that cancelled it (an A/B's last block line came after
+        # its verdict that way); a cancel moves this on, and a queued call of an older one draws nothing.
+        self._serial = 0
 
     def request(self) -> None:
         wait = self._last + self.interval - time.monotonic()
         if wait <= 0:
             self.now()
         elif self._timer is None:
-            self._timer = self._owner.set_timer(wait, self.now)
+            serial = self._serial
+            self._timer = self._owner.set_timer(wait, lambda: self._due(serial))
+
+    def _due(self, serial: int) -> None:
+        if serial == self._serial:  # not cancelled since it was asked for
+            self.now()
 
     def now(self) -> None:
         """Draw at once (a new size, a final state), dropping the one pending."""
@@ -32,7 +41,8 @@ class Pace:
         self._draw()
 
     def cancel(self) -> None:
-        """Drop the pending draw: what comes next says something newer."""
+        """Drop the pending draw (one already queued on the widget included): what comes next says something newer."""
+        self._serial += 1
         if self._timer is not None:
             self._timer.stop()
             self._timer = None

@@ -85,9 +85,8 @@ def _add_run_option(p: argparse.ArgumentParser, name: str, help: str | None = No
 
 
 def _add_cache_option(p: argparse.ArgumentParser) -> None:
-    """--cache, with --generate: None when not given, so that given without --generate it is refused."""
-    _add_run_option(p, "cache", help="with --generate: " + with_default("cache", run_option("cache").default),
-                    default=None)
+    """--cache, with --generate (a static cache without it is refused: there is no cache to keep)."""
+    _add_run_option(p, "cache", help="with --generate: " + with_default("cache", run_option("cache").default))
 
 
 def _add_step_options(p: argparse.ArgumentParser) -> None:

@@ -29,8 +29,9 @@ def check_generate_args(args) -> None:
 
 def without_generate(args) -> str:
     """The generation's options given without --generate: '--prompt-len', '--cache' or both."""
-    return " and ".join(option for option, name in (("--prompt-len", "prompt_len"), ("--cache", "cache"))
-                        if getattr(args, name, None) is not None)
+    given = [*(["--prompt-len"] if args.prompt_len is not None else []),
+             *([f"--cache {args.cache}"] if getattr(args, "cache", None) not in (None, "dynamic") else [])]
+    return " and ".join(given)
 
 
 def render_generation(result) -> None:

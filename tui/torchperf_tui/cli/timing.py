@@ -10,6 +10,7 @@ from torchperf_tui.cli import common
 from torchperf_tui.cli.common import (append_history, bench_config, check_history_writable, output, print_note,
                                       without)
 from torchperf_tui.core.errors import TorchperfError
+from torchperf_tui.core.run_option_table import run_option
 from torchperf_tui.cli.baseline import baseline_command, bench_record, typed_options
 from torchperf_tui.cli.mlflow import log_records, log_result, open_mlflow
 from torchperf_tui.engine.measurements.throughput import DEFAULT_TIME_BUDGET_S
@@ -23,7 +24,8 @@ def cmd_bench(args) -> int:
     sink = open_mlflow(args)  # --mlflow: its store checked before anything runs (one line, exit 2)
     if args.modes is None:  # the timing modes are not kept in the history; a run and a generation are
         check_history_writable(args)
-    if any(getattr(args, name, None) is not None for name in ("generate", "prompt_len", "cache")):
+    if any(getattr(args, name, None) is not None for name in ("generate", "prompt_len")) or \
+            getattr(args, "cache", None) not in (None, run_option("cache").default):
         return bench_generate(args, sink)
     if args.cold_l2 and args.modes is None:
         raise TorchperfError("--cold-l2 goes with --modes (it flushes the L2 between the modes' iterations)")

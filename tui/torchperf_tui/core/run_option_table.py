@@ -43,6 +43,7 @@ class RunOption:
     check: Callable[[str], object] | None = None  # a count's check (core/options.py), for the CLI and the sidebar
     noun: str = ""  # what a refusal calls it (default: its label)
     aliases: tuple[tuple[str, str], ...] = ()  # other names of its values: (alias, value)
+    sidebar: bool = True  # the app's sidebar has a select for it (False: the command line's and a SPEC's alone)
 
     @property
     def option(self) -> str:
@@ -120,7 +121,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
     RunOption("cache", "KV cache", "a generation's KV cache: dynamic (transformers' DynamicCache, grown a position a "
               "step) or static (its StaticCache, allocated for the whole generation and read whole each step, with "
               "the decode step torch.compiled: the warm-up's first step compiles, said apart)", ("dynamic", "static"),
-              "dynamic", arm_key=True, metavar="KIND", noun="KV cache"),
+              "dynamic", arm_key=True, metavar="KIND", noun="KV cache", sidebar=False),
     RunOption("iters", "iters", "timed iterations of a run", check=checks.iters),
     RunOption("warmup", "warm-up", "untimed iterations before the timed ones, or 'auto': until the iteration time "
               "settles", check=checks.warmup),

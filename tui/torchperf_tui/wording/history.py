@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from torchperf_tui.core.formatting import format_bytes, format_ms, format_percentile, gbs_text, is_number, printable
+from torchperf_tui.engine.analysis.advice_result import finding_name
 from torchperf_tui.wording import model_label
 
 # What the kinds of record are called, and what one of their samples is.
@@ -171,8 +172,6 @@ def _findings_text(record: Any) -> str:
     if not found:
         threshold = record.details.get("threshold_pct")
         return f" · no finding above {threshold:g} % of the pass" if _finite(threshold) else " · no finding"
-    from torchperf_tui.engine.records.why_record import finding_name
-
     return " · findings: " + ", ".join(f"{printable(finding_name(f), 60)} ({printable(f.get('verdict'), 12)})"
                                        for f in found)
 

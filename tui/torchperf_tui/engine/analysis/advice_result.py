@@ -13,6 +13,12 @@ from torchperf_tui.engine.workloads.input_facts import InputFacts
 CONFIRMED, REFUTED, INCONCLUSIVE, NOT_RUN = "confirmed", "refuted", "inconclusive", "not run"
 
 
+def finding_name(finding: dict) -> str:
+    """What tells findings apart across two records (a record keeps each as a dict): their kind, and the layer of one
+    about a layer ('slow_layer:scale')."""
+    return f"{finding.get('key')}:{finding['layer']}" if finding.get("layer") else str(finding.get("key"))
+
+
 @dataclass
 class Finding:
     """One thing that costs the pass time, with what it rests on and what to do about it."""

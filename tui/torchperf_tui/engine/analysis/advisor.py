@@ -33,6 +33,18 @@ from torchperf_tui.core.formatting import compute_rate_text, format_ms
 from torchperf_tui.engine.hardware.gpm import gpm_text
 from torchperf_tui.engine.analysis.advice_result import CONFIRMED, INCONCLUSIVE, NOT_RUN, REFUTED, Advice, Finding
 from torchperf_tui.engine.measurements.bench_config import BenchConfig
+from torchperf_tui.core.attention_settings import CPU_SDPA_BACKENDS, SDPA_BACKENDS, sdpa_backends
+from torchperf_tui.engine.analysis.layer_times import layer_times
+from torchperf_tui.engine.hardware.ceilings import kept_for
+from torchperf_tui.engine.hardware.device import probe_cpu
+from torchperf_tui.engine.hardware.lazy_torch import torch
+from torchperf_tui.engine.measurements import attention_calls
+from torchperf_tui.engine.measurements.ab_arms import parse_arm_spec
+from torchperf_tui.engine.measurements.abtest import run_ab
+from torchperf_tui.engine.measurements.flags import applied_flags
+from torchperf_tui.engine.measurements.timing import run_benchmark
+from torchperf_tui.engine.workloads.complexity import analyse_complexity
+from torchperf_tui.engine.workloads.inputs import canonical_dtype, dtype_name
 
 THRESHOLD_PCT = 5.0
 BUDGET_S = 120.0
@@ -52,8 +64,6 @@ def advise(cfg: BenchConfig, *, budget_s: float | None = BUDGET_S, verify: int =
            threshold_pct: float = THRESHOLD_PCT, blocks: int = 10, should_cancel: Callable[[], bool] | None = None,
            on_progress: Callable[[str], None] | None = None, run_fix: RunAB | None = None) -> Advice:
     """The findings for `cfg`, ranked; the top `verify` with a fix measured as A/Bs of `blocks` block pairs."""
-    from torchperf_tui.engine.analysis.layer_times import layer_times
-    from torchperf_tui.engine.measurements.timing import run_benchmark
 
     started = time.perf_counter()
     said = on_progress or (lambda line: None)
@@ -148,7 +158,6 @@ def _smaller(a: float | None, b: float | None) -> float | None:
 
 
 def _advice(cfg, timing, plan, findings, threshold_pct, layers, measurements, started, budget_s, cancelled) -> Advice:
-    from torchperf_tui.engine.workloads.inputs import dtype_name
 
     stats = timing.stats
     return Advice(**cfg.input_facts(plan.inputs), model=timing.model, device=timing.device, step=plan.step.describe(),
@@ -162,7 +171,6 @@ def _advice(cfg, timing, plan, findings, threshold_pct, layers, measurements, st
 def _layer_flops(cfg: BenchConfig, plan) -> dict[str, tuple[int, int]]:
     """Each layer's own forward (FLOPs, bytes in and out), counted on the meta device (empty where the model cannot
     run there)."""
-    from torchperf_tui.engine.workloads.complexity import analyse_complexity
 
     if not isinstance(cfg.model, str):
         return {}
@@ -179,7 +187,6 @@ def _layer_flops(cfg: BenchConfig, plan) -> dict[str, tuple[int, int]]:
 # -- the findings ---------------------------------------------------------------------------------------------------
 
 def _thread_findings(timing, layers, flops: dict[str, int], pass_ms: float, device) -> list[Finding]:
-    from torchperf_tui.engine.hardware.device import probe_cpu
 
     if device.type != "cpu":
         return []
@@ -223,8 +230,6 @@ def _launch_findings(layers, conditions, pass_ms: float) -> list[Finding]:
 
 def _attention_findings(cfg: BenchConfig, device, pass_ms: float, layers, said,
                         measurements: list[str]) -> list[Finding]:
-    from torchperf_tui.core.attention_settings import CPU_SDPA_BACKENDS, SDPA_BACKENDS, sdpa_backends
-    from torchperf_tui.engine.measurements import attention_calls
 
     allowed = sdpa_backends(cfg.flags.sdpa)
     if any(b != "math" for b in allowed):
@@ -317,7 +322,6 @@ def _layer_findings(layers, flops: dict[str, tuple[int, int]], pass_ms: float) -
 
 
 def _capability(device) -> tuple[int, int] | None:
-    from torchperf_tui.engine.hardware.lazy_torch import torch
 
     return tuple(torch.cuda.get_device_capability(device)) if device.type == "cuda" else None
 
@@ -325,8 +329,6 @@ def _capability(device) -> tuple[int, int] | None:
 def _kept_ceilings(cfg: BenchConfig, device, measurements: list[str]):
     """The ceilings kept for the device at the run's thread count (a CPU's are kept per count); None, said among the
     measurements, when there are none or they cannot be read."""
-    from torchperf_tui.engine.hardware.ceilings import kept_for
-    from torchperf_tui.engine.measurements.flags import applied_flags
 
     with applied_flags(cfg.flags):
         kept = kept_for(str(device), on_corrupt=lambda line: measurements.append(f"ceilings: {line}"))
@@ -353,7 +355,6 @@ def _ceiling_findings(cfg: BenchConfig, device_type: str, capability, layers, fl
     where the conv ceiling measured faster in it than in NCHW. Each changes numerics but channels_last."""
     if kept is None or layers is None or not layers.modules or not flops or layers.pass_ms <= 0:
         return []
-    from torchperf_tui.engine.workloads.inputs import canonical_dtype
 
     dtype = canonical_dtype(cfg.dtype)
     cuda = device_type == "cuda"
@@ -406,8 +407,6 @@ def _ceiling_findings(cfg: BenchConfig, device_type: str, capability, layers, fl
 # -- the fixes measured ----------------------------------------------------------------------------------------------
 
 def _run_fix(cfg: BenchConfig, fix: str, budget_s: float | None, blocks: int):
-    from torchperf_tui.engine.measurements.ab_arms import parse_arm_spec
-    from torchperf_tui.engine.measurements.abtest import run_ab
 
     # A is the set-up as given, B the same with the fix: both arms on the set-up's own flags
     return run_ab(cfg, parse_arm_spec("", base=cfg.flags), parse_arm_spec(fix, base=cfg.flags), blocks=blocks,

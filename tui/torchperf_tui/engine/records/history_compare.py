@@ -9,6 +9,8 @@ from typing import Any, Sequence
 
 from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.engine.records.history_records import HistoryRecord
+from torchperf_tui.engine.analysis.advice_result import finding_name
+from torchperf_tui.engine.records.why_record import KIND as WHY
 from torchperf_tui.core.formatting import format_ms, printable
 
 
@@ -88,9 +90,7 @@ def compare_records(baseline: HistoryRecord, candidate: HistoryRecord) -> Compar
 def findings_note(baseline: HistoryRecord, candidate: HistoryRecord) -> str | None:
     """Two `why` records: 'findings appeared: threads; went away: attention_math' ('the same findings' when none
     did); None for any other pair. The records are read from a file: names are printable, findings are dicts."""
-    from torchperf_tui.engine.records.why_record import KIND, finding_name
-
-    if baseline.kind != KIND or candidate.kind != KIND:
+    if baseline.kind != WHY or candidate.kind != WHY:
         return None
 
     def names(record: HistoryRecord) -> list[str]:

@@ -19,11 +19,6 @@ KIND = "why"
 KEPT = ("key", "what", "layer", "at_stake_ms", "fix", "options", "verdict", "ratio", "ci_low", "ci_high")
 
 
-def finding_name(finding: dict) -> str:
-    """What tells findings apart across two records: their kind, and the layer of one about a layer."""
-    return f"{finding.get('key')}:{finding['layer']}" if finding.get("layer") else str(finding.get("key"))
-
-
 def record_from_advice(result: "Advice", fingerprint: dict[str, Any] | None = None) -> HistoryRecord:
     env = environment_fingerprint(device=result.device) if fingerprint is None else dict(fingerprint)
     findings = [{**{name: getattr(finding, name) for name in KEPT}, "share": finding.share,
