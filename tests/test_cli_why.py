@@ -34,7 +34,7 @@ def test_why_names_the_slow_layer_in_words_and_in_json(capsys):
     code, out, err = run(capsys, *SLOW, "--json")
     data = json.loads(out)
     scale = [f for f in data["findings"] if f["key"] == "slow_layer"]
-    assert scale and scale[0]["layer"] == "scale" and scale[0]["verdict"] == "not run" and scale[0]["share"] > 0.3
+    assert scale and scale[0]["layer"] == "scale" and scale[0]["verdict"] == "not run" and scale[0]["share"] >= 0.1
     assert data["pass_ms"] > 0 and data["layers"][0][0] == "scale" and len(data["samples_ms"]) == 10
 
 

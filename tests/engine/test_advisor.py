@@ -48,7 +48,7 @@ def test_a_layer_written_slowly_is_named_with_its_share_and_no_option_to_fix_it(
     assert [(f.key, f.layer) for f in result.findings] == [("slow_layer", "scale")], (result.layers, result.below,
                                                                                         result.measurements)
     finding = result.findings[0]
-    assert finding.what.startswith("layer scale (SlowElementwise) takes ") and finding.share > 0.3
+    assert finding.what.startswith("layer scale (SlowElementwise) takes ") and finding.share >= 0.1  # SLOW_SHARE
     assert not finding.fix and finding.verdict == NOT_RUN and finding.why_not_run.startswith("no option fixes it")
     assert any(line.startswith("time per layer: ") for line in finding.evidence)
     assert result.layers[0][0] == "scale"  # the slowest layer first, for the report's bars

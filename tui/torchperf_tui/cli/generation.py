@@ -8,6 +8,7 @@ import dataclasses
 import sys
 
 from torchperf_tui.core.errors import TorchperfError
+from torchperf_tui.core.run_option_table import run_option
 from torchperf_tui.cli import common
 from torchperf_tui.cli.mlflow import log_records
 from torchperf_tui.engine.measurements.generation import check_new_tokens
@@ -27,10 +28,18 @@ def check_generate_args(args) -> None:
     check_new_tokens(args.generate)
 
 
+def asks_generation(args) -> bool:
+    """Whether the arguments are a generation's: --generate, --prompt-len, or a KV cache other than the default (each
+    of the last two refused without --generate, by check_generate_args)."""
+    return (getattr(args, "generate", None) is not None or getattr(args, "prompt_len", None) is not None
+            or getattr(args, "cache", None) not in (None, run_option("cache").default))
+
+
 def without_generate(args) -> str:
     """The generation's options given without --generate: '--prompt-len', '--cache' or both."""
     given = [*(["--prompt-len"] if args.prompt_len is not None else []),
-             *([f"--cache {args.cache}"] if getattr(args, "cache", None) not in (None, "dynamic") else [])]
+             *([f"--cache {args.cache}"] if getattr(args, "cache", None) not in (None, run_option("cache").default)
+               else [])]
     return " and ".join(given)
 
 

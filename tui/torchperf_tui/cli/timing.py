@@ -10,12 +10,11 @@ from torchperf_tui.cli import common
 from torchperf_tui.cli.common import (append_history, bench_config, check_history_writable, output, print_note,
                                       without)
 from torchperf_tui.core.errors import TorchperfError
-from torchperf_tui.core.run_option_table import run_option
 from torchperf_tui.cli.baseline import baseline_command, bench_record, typed_options
 from torchperf_tui.cli.mlflow import log_records, log_result, open_mlflow
 from torchperf_tui.engine.measurements.throughput import DEFAULT_TIME_BUDGET_S
 from torchperf_tui.engine.measurements.timing_modes import parse_modes
-from torchperf_tui.cli.generation import bench_generate, compare_generate
+from torchperf_tui.cli.generation import asks_generation, bench_generate, compare_generate
 
 
 def cmd_bench(args) -> int:
@@ -24,8 +23,7 @@ def cmd_bench(args) -> int:
     sink = open_mlflow(args)  # --mlflow: its store checked before anything runs (one line, exit 2)
     if args.modes is None:  # the timing modes are not kept in the history; a run and a generation are
         check_history_writable(args)
-    if any(getattr(args, name, None) is not None for name in ("generate", "prompt_len")) or \
-            getattr(args, "cache", None) not in (None, run_option("cache").default):
+    if asks_generation(args):
         return bench_generate(args, sink)
     if args.cold_l2 and args.modes is None:
         raise TorchperfError("--cold-l2 goes with --modes (it flushes the L2 between the modes' iterations)")
@@ -91,7 +89,7 @@ def cmd_compare(args) -> int:
         return baseline_command(args)
     refuse_gate_options(args)
     sink = open_mlflow(args)  # --mlflow: checked before anything runs
-    if any(getattr(args, name, None) is not None for name in ("generate", "prompt_len", "cache")):
+    if asks_generation(args):
         return compare_generate(args)
     base = bench_config(args, shapes=args.shapes, seed=args.seed)
     arm_a, arm_b = common.arms(args, base)
