@@ -63,8 +63,10 @@ def test_one_thread_of_several_cores_gets_the_thread_count_confirmed_and_its_mea
     finding = result.findings[0]
     assert finding.key == "threads" and finding.fix == "threads=4" and finding.options == "--threads 4"
     assert asked == ["threads=4"]
-    # at stake: the computing share of the pass times 1 - 1/4, at most three quarters of it
-    assert 0.3 < finding.share <= 0.75
+    # at stake: the computing share of the pass (as its evidence says it) times 1 - 1/4
+    computing, = [float(line.split(": ")[1].split(" %")[0]) for line in finding.evidence
+                  if line.startswith("time per layer: ")]
+    assert computing > 0 and finding.share == pytest.approx(computing / 100 * 0.75, abs=0.01)
     assert finding.verdict == CONFIRMED and finding.measured_ms == pytest.approx(4.0 * 0.4)
     assert finding.measured_interval_ms == pytest.approx((4.0 * (1 - 0.63), 4.0 * (1 - 0.57)))
 
