@@ -17,6 +17,9 @@ from torchperf_tui.app.runs import app_marks
 from torchperf_tui.wording.refusals import app_message
 from torchperf_tui.measure.protocol import JobDone, JobFailed
 
+# What a pane says of its job when a newer measurement cancelled it.
+REPLACED = "cancelled: another measurement replaced it"
+
 
 class PaneJobs:
     """The jobs of one pane. Events reach the pane as JobEvent messages (app/messages.py) with the slot's

@@ -107,8 +107,8 @@ def bench_config(args, **overrides) -> BenchConfig:
     return BenchConfig(model=args.model, input_shape=check_dims((batch, *full[1:])) if full else None, batch=batch,
                        device=args.device, dtype=chosen_dtype, channels_last=args.channels_last, flags=flags,
                        model_args=model_args(args), seq_len=seq_len(args), quant=getattr(args, "quant", None),
-                       attn=getattr(args, "attn", None), cache=getattr(args, "cache", None) or run_option("cache").default,
-                       **run)
+                       attn=getattr(args, "attn", None),
+                       cache=getattr(args, "cache", None) or run_option("cache").default, **run)
 
 
 def check_history_writable(args) -> None:

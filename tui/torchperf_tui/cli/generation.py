@@ -28,19 +28,23 @@ def check_generate_args(args) -> None:
     check_new_tokens(args.generate)
 
 
+def generation_options(args) -> list[str]:
+    """The options only a generation takes, as given: '--prompt-len', '--cache static' (the default cache is no
+    option given)."""
+    cache = getattr(args, "cache", None)
+    return [*(["--prompt-len"] if getattr(args, "prompt_len", None) is not None else []),
+            *([f"--cache {cache}"] if cache not in (None, run_option("cache").default) else [])]
+
+
 def asks_generation(args) -> bool:
-    """Whether the arguments are a generation's: --generate, --prompt-len, or a KV cache other than the default (each
-    of the last two refused without --generate, by check_generate_args)."""
-    return (getattr(args, "generate", None) is not None or getattr(args, "prompt_len", None) is not None
-            or getattr(args, "cache", None) not in (None, run_option("cache").default))
+    """Whether the arguments are a generation's: --generate, or an option only a generation takes (refused without
+    --generate, by check_generate_args)."""
+    return getattr(args, "generate", None) is not None or bool(generation_options(args))
 
 
 def without_generate(args) -> str:
-    """The generation's options given without --generate: '--prompt-len', '--cache' or both."""
-    given = [*(["--prompt-len"] if args.prompt_len is not None else []),
-             *([f"--cache {args.cache}"] if getattr(args, "cache", None) not in (None, run_option("cache").default)
-               else [])]
-    return " and ".join(given)
+    """The generation's options given without --generate: '--prompt-len', '--cache static' or both."""
+    return " and ".join(generation_options(args))
 
 
 def render_generation(result) -> None:

@@ -55,8 +55,9 @@ def kv_cache_text(result) -> str:
     why = f": the {result.prompt_len}-token prompt + {result.new_tokens} new tokens - 1, the last never fed back" \
         if positions == expected else ""
     if getattr(result, "cache", "dynamic") == "static":  # allocated whole at the start, read whole each step
+        at_end = f"; {positions} positions held at the end" if positions is not None else ""
         return (f"{format_bytes(result.kv_cache_bytes)} allocated for {result.prompt_len + result.new_tokens} "
-                f"positions ({result.kv_cache_kind}){held.replace(',', ';', 1)} held at the end{why}")
+                f"positions ({result.kv_cache_kind}){at_end}{why}")
     return f"{format_bytes(result.kv_cache_bytes)} at the end ({result.kv_cache_kind}{held}{why})"
 
 

@@ -158,7 +158,6 @@ def _smaller(a: float | None, b: float | None) -> float | None:
 
 
 def _advice(cfg, timing, plan, findings, threshold_pct, layers, measurements, started, budget_s, cancelled) -> Advice:
-
     stats = timing.stats
     return Advice(**cfg.input_facts(plan.inputs), model=timing.model, device=timing.device, step=plan.step.describe(),
                   input_shape=tuple(timing.input_shape), dtype=dtype_name(plan.dtype), flags_text=timing.flags_text(),
@@ -171,7 +170,6 @@ def _advice(cfg, timing, plan, findings, threshold_pct, layers, measurements, st
 def _layer_flops(cfg: BenchConfig, plan) -> dict[str, tuple[int, int]]:
     """Each layer's own forward (FLOPs, bytes in and out), counted on the meta device (empty where the model cannot
     run there)."""
-
     if not isinstance(cfg.model, str):
         return {}
     try:
@@ -186,8 +184,7 @@ def _layer_flops(cfg: BenchConfig, plan) -> dict[str, tuple[int, int]]:
 
 # -- the findings ---------------------------------------------------------------------------------------------------
 
-def _thread_findings(timing, layers, flops: dict[str, int], pass_ms: float, device) -> list[Finding]:
-
+def _thread_findings(timing, layers, flops: dict[str, tuple[int, int]], pass_ms: float, device) -> list[Finding]:
     if device.type != "cpu":
         return []
     used = timing.threads_used
@@ -230,7 +227,6 @@ def _launch_findings(layers, conditions, pass_ms: float) -> list[Finding]:
 
 def _attention_findings(cfg: BenchConfig, device, pass_ms: float, layers, said,
                         measurements: list[str]) -> list[Finding]:
-
     allowed = sdpa_backends(cfg.flags.sdpa)
     if any(b != "math" for b in allowed):
         return []  # a fused backend is allowed: what runs is torch's choice (the kernels view says which)
@@ -239,7 +235,7 @@ def _attention_findings(cfg: BenchConfig, device, pass_ms: float, layers, said,
         return []
     said("timing the attention calls under each backend")
     fused = [b for b in SDPA_BACKENDS if b != "math" and (device.type == "cuda" or b in CPU_SDPA_BACKENDS)]
-    saved, best_of, counted = 0.0, {}, {}
+    best_of, counted = {}, {}
     for call in calls:
         key = call.signature()
         counted[key] = counted.get(key, 0) + 1
@@ -255,8 +251,6 @@ def _attention_findings(cfg: BenchConfig, device, pass_ms: float, layers, said,
         best_of[key] = (backend, math_ms, options[backend])
     if any(best is None for best in best_of.values()):
         return []  # a call no fused backend takes: math is the only way for it
-    for key, (backend, math_ms, fused_ms) in best_of.items():
-        saved += counted[key] * max(0.0, math_ms - fused_ms)
     backends = sorted({best[0] for best in best_of.values()})
     math_total = sum(counted[k] * best_of[k][1] for k in best_of)
     fused_total = sum(counted[k] * best_of[k][2] for k in best_of)
@@ -269,7 +263,8 @@ def _attention_findings(cfg: BenchConfig, device, pass_ms: float, layers, said,
         saved = in_model * max(0.0, 1.0 - fused_total / math_total) * pass_ms / layers.pass_ms
         scale = (f"time per layer: the attention sites' own time {format_ms(in_model)} a pass, at that ratio "
                  f"({fused_total / math_total:.2f})")
-    else:
+    else:  # the calls' own times: what each distinct call saves, times its calls a pass
+        saved = sum(counted[key] * max(0.0, math_ms - fused_ms) for key, (_, math_ms, fused_ms) in best_of.items())
         scale = "no time per layer of the sites: the calls' own times taken as they are"
     measurements.append(f"attention calls: {len(best_of)} distinct of {len(calls)} a pass, each timed alone under "
                         "math and each fused backend")
@@ -322,14 +317,12 @@ def _layer_findings(layers, flops: dict[str, tuple[int, int]], pass_ms: float) -
 
 
 def _capability(device) -> tuple[int, int] | None:
-
     return tuple(torch.cuda.get_device_capability(device)) if device.type == "cuda" else None
 
 
 def _kept_ceilings(cfg: BenchConfig, device, measurements: list[str]):
     """The ceilings kept for the device at the run's thread count (a CPU's are kept per count); None, said among the
     measurements, when there are none or they cannot be read."""
-
     with applied_flags(cfg.flags):
         kept = kept_for(str(device), on_corrupt=lambda line: measurements.append(f"ceilings: {line}"))
     if kept is None:
@@ -407,7 +400,6 @@ def _ceiling_findings(cfg: BenchConfig, device_type: str, capability, layers, fl
 # -- the fixes measured ----------------------------------------------------------------------------------------------
 
 def _run_fix(cfg: BenchConfig, fix: str, budget_s: float | None, blocks: int):
-
     # A is the set-up as given, B the same with the fix: both arms on the set-up's own flags
     return run_ab(cfg, parse_arm_spec("", base=cfg.flags), parse_arm_spec(fix, base=cfg.flags), blocks=blocks,
                   time_budget_s=budget_s)

@@ -70,6 +70,19 @@ def _other_attention_span(site_event: Any) -> list[Any]:
     return ops[marks[0]:marks[-1] + 1] if marks else []
 
 
+def _device_kernels(events: Any) -> list[tuple[str, float]]:
+    """(name, us) of every device kernel the events launched."""
+    return [(str(k.name), float(k.duration)) for event in events for k in getattr(event, "kernels", []) or []]
+
+
+def _forward_of(ops: Any, site: str, backward_of: dict[tuple[Any, int], str]) -> None:
+    """Each op's autograd sequence number goes to `site`: the backward nodes of that number are the site's."""
+    for op in ops:
+        number = getattr(op, "sequence_nr", -1)
+        if number is not None and number >= 0:
+            backward_of[(getattr(op, "thread", None), number)] = site
+
+
 def attention_by_site(events: Any, iters: int, on_cuda: bool,
                       implementation: str | None = None) -> dict[tuple[str, str], dict]:
     """(site, pass) -> {"ran": family, "kernels": {name: [us, calls]}} from a profile whose attention sites ran in
@@ -98,13 +111,10 @@ def attention_by_site(events: Any, iters: int, on_cuda: bool,
         sdpa = [op for op in descendants(event) if str(op.name) == SDPA_OP]
         if not sdpa and other is not None:
             span = _other_attention_span(event)
-            for op in span:
-                for child in [op, *descendants(op)]:
-                    if (getattr(child, "sequence_nr", -1) or -1) >= 0:
-                        backward_of[(getattr(child, "thread", None), child.sequence_nr)] = site
+            spanned = [child for op in span for child in [op, *descendants(op)]]
+            _forward_of(spanned, site, backward_of)
             if on_cuda:
-                kernels = [(str(k.name), float(k.duration)) for op in span for c in [op, *descendants(op)]
-                           for k in getattr(c, "kernels", []) or []]
+                kernels = _device_kernels(spanned)
             else:
                 kernels = [(str(op.name), float(op.cpu_time_total)) for op in span]
             ran_at[site] = other
@@ -112,11 +122,9 @@ def attention_by_site(events: Any, iters: int, on_cuda: bool,
         for op in sdpa:
             inner = descendants(op)
             impl = next((c for c in op.cpu_children if family(str(c.name))), None)
-            for child in inner:
-                if getattr(child, "sequence_nr", -1) is not None and getattr(child, "sequence_nr", -1) >= 0:
-                    backward_of[(getattr(child, "thread", None), child.sequence_nr)] = site
+            _forward_of(inner, site, backward_of)
             if on_cuda:
-                kernels = [(str(k.name), float(k.duration)) for c in [op, *inner] for k in getattr(c, "kernels", []) or []]
+                kernels = _device_kernels([op, *inner])
             else:
                 kernels = [(str(impl.name if impl is not None else op.name), float(op.cpu_time_total))]
             add(site, "fwd", family(str(impl.name)) if impl is not None else None, kernels)
@@ -129,10 +137,7 @@ def attention_by_site(events: Any, iters: int, on_cuda: bool,
         node = str(event.name)[len(BACKWARD_PREFIX):]
         # only math decomposes into nodes of its own (bmm, softmax, ...), and another implementation's ops
         ran = ran_at.get(site) or family(node) or "math"
-        if on_cuda:
-            kernels = [(str(k.name), float(k.duration)) for c in descendants(event) for k in getattr(c, "kernels", []) or []]
-        else:
-            kernels = [(node, float(event.cpu_time_total))]
+        kernels = _device_kernels(descendants(event)) if on_cuda else [(node, float(event.cpu_time_total))]
         add(site, "bwd", ran, kernels)
     n = max(iters, 1)
     return {key: {"ran": "+".join(sorted(entry["ran"])) if entry["ran"] else "",

@@ -155,21 +155,31 @@ def short_reason(texts: list[str], call: AttentionCall | None = None) -> str:
     return text[:80]
 
 
+# A backend's name -> its member of torch.nn.attention.SDPBackend.
+_BACKEND_MEMBERS = {"flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION", "cudnn": "CUDNN_ATTENTION",
+                    "math": "MATH"}
+
+
+def _call_tensors(call: AttentionCall, device, requires_grad: bool = False) -> tuple:
+    """(q, k, v, mask) of the call's shapes, strides and dtypes on `device` (mask None where it had none)."""
+    q, k, v = (t.make(device, call.compute_dtype, requires_grad) for t in (call.q, call.k, call.v))
+    mask = None
+    if call.mask is not None:
+        mask = call.mask.make(device, call.compute_dtype if call.mask.dtype != "bool" else None)
+    return q, k, v, mask
+
+
 def probe(call: AttentionCall, backend: str, device) -> str | None:
     """Run `call` again under `backend` alone on `device`: None when the backend takes it, else why not."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    member = {"flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION", "cudnn": "CUDNN_ATTENTION",
-              "math": "MATH"}[backend]
+    member = _BACKEND_MEMBERS[backend]
     if not hasattr(SDPBackend, member):
         return "not in this PyTorch build"
     if device.type == "cpu" and backend not in CPU_SDPA_BACKENDS:
         return "not on the CPU"
     grad = call.requires_grad
-    q, k, v = (t.make(device, call.compute_dtype, grad) for t in (call.q, call.k, call.v))
-    mask = None
-    if call.mask is not None:
-        mask = call.mask.make(device, call.compute_dtype if call.mask.dtype != "bool" else None)
+    q, k, v, mask = _call_tensors(call, device, grad)
     with warnings.catch_warnings(record=True) as caught, torch.set_grad_enabled(grad):
         warnings.simplefilter("always")
         try:
@@ -192,15 +202,10 @@ def call_ms(call: AttentionCall, backend: str, device, reps: int = 5) -> float |
 
     if probe(call, backend, device) is not None:
         return None
-    member = {"flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION", "cudnn": "CUDNN_ATTENTION",
-              "math": "MATH"}[backend]
-    q, k, v = (t.make(device, call.compute_dtype) for t in (call.q, call.k, call.v))
-    mask = None
-    if call.mask is not None:
-        mask = call.mask.make(device, call.compute_dtype if call.mask.dtype != "bool" else None)
+    q, k, v, mask = _call_tensors(call, device)
     options = {"enable_gqa": True} if call.enable_gqa else {}
     times = []
-    with torch.no_grad(), sdpa_kernel([getattr(SDPBackend, member)]):
+    with torch.no_grad(), sdpa_kernel([getattr(SDPBackend, _BACKEND_MEMBERS[backend])]):
         for rep in range(reps + 1):  # the first is the warm-up
             if device.type == "cuda":
                 torch.cuda.synchronize(device)

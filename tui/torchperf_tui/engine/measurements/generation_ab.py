@@ -31,8 +31,9 @@ from torchperf_tui.engine.workloads.input_facts import InputFacts, PromptInput
 from torchperf_tui.engine.hardware.lazy_torch import torch
 from torchperf_tui.engine.measurements.ab_arms import same_arms
 from torchperf_tui.engine.measurements.decode_bandwidth import DecodeBytes, bandwidth_gbs, parameter_bytes
-from torchperf_tui.engine.measurements.generation import (STATIC_CACHE, GreedyLoop, cache_bytes, cache_positions, check_generation,
-                                                          check_new_tokens, check_positions, method_text, token_clock)
+from torchperf_tui.engine.measurements.generation import (STATIC_CACHE, GreedyLoop, cache_bytes, cache_positions,
+                                                          check_generation, check_new_tokens, check_positions,
+                                                          method_text, token_clock)
 from torchperf_tui.engine.workloads.inputs import parse_dtype
 from torchperf_tui.engine.workloads.workload import forward_errors, prepare_workload
 
@@ -142,8 +143,7 @@ def check_arm(arm) -> None:
     for key in ("shapes", "step", "optimizer", "amp", "channels_last"):
         if getattr(arm, key, None) is not None:
             raise TorchperfError(f"{key}= in {arm.text!r}: a generation A/B compares flags, dtype, quant, attn and "
-                                 "cache (generation is "
-                                 "greedy inference on one prompt)")
+                                 "cache (generation is greedy inference on one prompt)")
 
 
 def run_generation_ab(base, a, b, new_tokens: int, *, blocks: int = DEFAULT_BLOCKS, seed: int = 0,
@@ -199,7 +199,9 @@ def _run(base, a, b, new_tokens, blocks, seed, should_cancel, time_budget_s, on_
         arm, work = arms[name], workloads[runs[name].model_key()]
         with applied_flags(arm.flags), torch.inference_mode(), on_device, \
                 forward_errors(base.model, inputs.shape, work.dtype, device, action="generating"):
-            loop = loops.get(name) or loops.setdefault(name, GreedyLoop(work.model, work.x, new_tokens, arm.cache))
+            if name not in loops:
+                loops[name] = GreedyLoop(work.model, work.x, new_tokens, arm.cache)
+            loop = loops[name]
             if name not in warmed:  # the arm's first block: a whole warm-up generation
                 loop.prefill()
                 for step in range(1, new_tokens):

@@ -338,8 +338,8 @@ class _Sweep:
             with forward_errors(self.cfg.model, self.inputs.shape, dtype, self.device, action="loading"):
                 model = build_for_run(self.cfg.model, self.device, dtype, self.cfg.model_args, key[3])
                 self.models[key] = place_model(model, self.device, dtype, False, self.inputs.rank)
-                if self.cfg.quant is not None:
-                    quantize_model(self.models[key], self.cfg.quant)
+                if key[2] is not None:  # the key's scheme (the run's: an arm cannot set one)
+                    quantize_model(self.models[key], key[2])
             self.watch.built()
             shape = (self.inputs.batch, first)
             with applied_flags(arm.flags), torch.no_grad(), forward_errors(self.cfg.model, shape, dtype, self.device):

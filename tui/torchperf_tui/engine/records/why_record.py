@@ -4,6 +4,7 @@ that two of them can say which findings appeared or went away (engine/records/hi
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 from torchperf_tui.core.stats import compute_stats
@@ -28,7 +29,7 @@ def record_from_advice(result: "Advice", fingerprint: dict[str, Any] | None = No
     if result.host_noise is not None:
         details["host_noise"] = result.host_noise.to_dict()
     return HistoryRecord(
-        id=new_record_id(), kind=KIND, created_at=iso_utc(_now()), model=result.model,
+        id=new_record_id(), kind=KIND, created_at=iso_utc(time.time()), model=result.model,
         input_shape=tuple(result.input_shape), dtype=result.dtype,
         channels_last=bool(getattr(result.config, "channels_last", False)), device=result.device,
         flags=flags_used(result.flags, result.threads_used) if result.flags is not None else {},
@@ -36,9 +37,3 @@ def record_from_advice(result: "Advice", fingerprint: dict[str, Any] | None = No
         samples_ms=list(result.samples_ms), fingerprint=env, cancelled=result.cancelled, duration_s=result.duration_s,
         timer="", details=details, disturbed=list(result.disturbance_marks()),
         config=config_kept(getattr(result, "config", None)))
-
-
-def _now() -> float:
-    import time
-
-    return time.time()

@@ -11,7 +11,7 @@ from textual.reactive import reactive
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, DataTable, Static
 
-from torchperf_tui.app.pane_jobs import PaneJobs
+from torchperf_tui.app.pane_jobs import REPLACED, PaneJobs
 from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.measure.protocol import JobFailed
 
@@ -79,7 +79,7 @@ class ProfilePane(Vertical):
         if event is None:
             return
         if isinstance(event, JobFailed):
-            self._failed("cancelled: another measurement replaced it" if event.cancelled else event.error,
+            self._failed(REPLACED if event.cancelled else event.error,
                          notify=not event.cancelled)
             return
         result = event.result

@@ -12,7 +12,7 @@ from textual.reactive import reactive
 from textual.widgets import Button, Static
 
 from torchperf_tui.app.messages import JobEvent
-from torchperf_tui.app.pane_jobs import PaneJobs
+from torchperf_tui.app.pane_jobs import REPLACED, PaneJobs
 from torchperf_tui.app.runs import save_run
 from torchperf_tui.measure.protocol import JobFailed, Progress
 from torchperf_tui.wording.advice import advice_lines, advice_title
@@ -66,7 +66,7 @@ class WhyPane(Vertical):
                 self.status = f"{escape(str(event.data))}…"
             return
         if isinstance(event, JobFailed):
-            self._failed("cancelled: another measurement replaced it" if event.cancelled else event.error,
+            self._failed(REPLACED if event.cancelled else event.error,
                          notify=not event.cancelled)
             return
         self.show_result(event.result)
