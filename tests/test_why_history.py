@@ -39,6 +39,23 @@ def test_two_why_records_say_which_findings_appeared_and_went_away(tmp_path):
     assert compare_records(after, after).findings_note == "the same findings"
 
 
+def test_a_why_record_keeps_the_step_and_model_options_it_ran_under(tmp_path):
+    """A `why` of a training step, quantized, is not like for like with one of a pass: its record says what its
+    iterations did as a timing run's does (it said 'infer' whatever ran)."""
+    from torchperf_tui.engine.measurements.bench_config import BenchConfig
+
+    trained = advice()
+    trained.config = BenchConfig(model="resnet18", step="train", optimizer="adamw", quant="int8wo")
+    plain = advice()
+    plain.config = BenchConfig(model="resnet18")
+    history = HistoryFile(tmp_path / "h.jsonl")
+    history.extend([*records_of(trained, {}), *records_of(plain, {})])
+    a, b = history.load().records
+    assert (a.details["step"], a.details["optimizer"], a.details["quant"]) == ("train", "adamw", "int8wo")
+    assert (b.details["step"], b.details["optimizer"]) == ("infer", None) and "quant" not in b.details
+    assert {"step", "optimizer", "quant"} <= set(compare_records(a, b).setup_diff)
+
+
 def test_a_why_record_without_findings_says_so_and_other_pairs_have_no_findings_note(tmp_path):
     history = HistoryFile(tmp_path / "h.jsonl")
     history.extend(records_of(advice(), {}))

@@ -18,7 +18,8 @@ from typing import Any, Callable
 
 from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.engine.measurements.ab_arms import AA_REMEDY, ArmSpec, refuse_same_arms
-from torchperf_tui.engine.measurements.flags import Flags, applicability_table, applied_flags, inert_flags, pristine_state
+from torchperf_tui.engine.measurements.flags import (Flags, applicability_table, applied_flags, inert_flags,
+                                                     pristine_state)
 from torchperf_tui.engine.workloads.inputs import dtype_note
 from torchperf_tui.measure.protocol import NOTE, Progress, Samples
 from torchperf_tui.engine.analysis.profiling import profile_model

@@ -218,8 +218,8 @@ def _launch_findings(layers, conditions, pass_ms: float) -> list[Finding]:
     evidence = [f"time per layer: {gpu.summary()}"]
     if conditions is not None and "sm_active" in conditions.gpm:
         evidence.append(f"GPM over the timing: SM active {conditions.gpm['sm_active']:.0f} %")
-    return [Finding("launch_bound", f"the GPU sits idle {gpu.idle_pct:.0f} % of the pass, waiting for the next kernel's "
-                                    "launch", evidence, at_stake_ms=pass_ms * gpu.idle_pct / 100.0, pass_ms=pass_ms,
+    return [Finding("launch_bound", f"the GPU sits idle {gpu.idle_pct:.0f} % of the pass, waiting for the next "
+                                    "kernel's launch", evidence, at_stake_ms=pass_ms * gpu.idle_pct / 100.0, pass_ms=pass_ms,
                     options="--compile reduce-overhead",
                     why_not_run="a compiled arm is not A/B-tested here: `bench --compile reduce-overhead` measures it, "
                                 "with its compile's cost and break-even")]
@@ -271,7 +271,8 @@ def _attention_findings(cfg: BenchConfig, device, pass_ms: float, layers, said,
     return [Finding("attention_math", f"attention runs math (sdpa={cfg.flags.sdpa}) where "
                                       f"{' and '.join(backends)} could take every call",
                     [f"flags: sdpa={cfg.flags.sdpa} allows math alone", f"attention calls: {len(calls)} a pass at "
-                     f"{len(sites)} site{'s' if len(sites) != 1 else ''} ({sites[0]}{' ...' if len(sites) > 1 else ''}),"
+                     f"{len(sites)} site{'s' if len(sites) != 1 else ''} "
+                     f"({sites[0]}{' ...' if len(sites) > 1 else ''}),"
                      f" {calls[0].describe()}", f"attention calls timed alone: {format_ms(math_total)} a pass under "
                      f"math, {format_ms(fused_total)} under {' and '.join(backends)}", scale],
                     at_stake_ms=saved, pass_ms=pass_ms, fix="sdpa=all", options="--sdpa all")]
@@ -367,8 +368,8 @@ def _ceiling_findings(cfg: BenchConfig, device_type: str, capability, layers, fl
         return []
     bound_ms = sum(m.ms for m in bound)
     where = (f"time per layer: {len(bound)} compute-bound layer{'s' if len(bound) != 1 else ''} "
-             f"({format_ms(bound_ms)} of a {format_ms(layers.pass_ms)} pass: their FLOPs at the {now_name} ceiling take "
-             "half their time or more)")
+             f"({format_ms(bound_ms)} of a {format_ms(layers.pass_ms)} pass: their FLOPs at the {now_name} ceiling "
+             "take half their time or more)")
     ampere = capability is not None and tuple(capability) >= (8, 0)
     found = []
     for target, fix, options, applies in (

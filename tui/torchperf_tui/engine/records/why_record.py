@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from torchperf_tui.core.stats import compute_stats
 from torchperf_tui.engine.records.fingerprint import environment_fingerprint
 from torchperf_tui.engine.records.history_records import (HistoryRecord, config_kept, flags_used, iso_utc,
-                                                          model_facts, new_record_id)
+                                                          model_facts, new_record_id, numerics_details)
 
 if TYPE_CHECKING:
     from torchperf_tui.engine.analysis.advice_result import Advice
@@ -24,8 +24,13 @@ def record_from_advice(result: "Advice", fingerprint: dict[str, Any] | None = No
     env = environment_fingerprint(device=result.device) if fingerprint is None else dict(fingerprint)
     findings = [{**{name: getattr(finding, name) for name in KEPT}, "share": finding.share,
                  "measured_ms": finding.measured_ms} for finding in result.findings]
+    config = result.config
+    step = getattr(config, "step", "infer")
     details: dict[str, Any] = {"findings": findings, "threshold_pct": result.threshold_pct, "below": result.below,
-                               "step": "infer", **model_facts(result)}
+                               # what an iteration did, as a timing run's record says it: not like for like otherwise
+                               "step": step,
+                               "optimizer": getattr(config, "optimizer", None) if step == "train" else None,
+                               "amp": getattr(config, "amp", None), **model_facts(result), **numerics_details(result)}
     if result.host_noise is not None:
         details["host_noise"] = result.host_noise.to_dict()
     return HistoryRecord(

@@ -54,7 +54,8 @@ class WhyPane(Vertical):
         cfg = self.jobs.config(selection, self._failed, slot="why")
         if cfg is None:
             return
-        self.jobs.start("why", {"cfg": cfg, "options": {"verify": VERIFY}}, f"finding why {selection.model} takes its time")
+        self.jobs.start("why", {"cfg": cfg, "options": {"verify": VERIFY}},
+                        f"finding why {selection.model} takes its time")
 
     @on(JobEvent)
     def _job_event(self, message: JobEvent) -> None:
