@@ -156,7 +156,7 @@ def test_a_gpu_idle_a_third_of_the_pass_is_launch_bound_with_cuda_graphs_to_try(
     conditions = SimpleNamespace(gpm={"sm_active": 31.0})
     finding, = _launch_findings(layers, conditions, 5.0)
     assert finding.key == "launch_bound" and finding.at_stake_ms == pytest.approx(3.0)
-    assert finding.options == "--compile reduce-overhead" and not finding.fix  # shown, not A/B-tested
+    assert (finding.options, finding.fix) == ("--compile reduce-overhead", "compile=reduce-overhead")  # A/B-tested
     assert "GPM over the timing: SM active 31 %" in finding.evidence
     busy = SimpleNamespace(gpu=GpuBusy(busy_ms=4.5, wall_ms=5.0, kernels=30, median_kernel_us=100.0))
     assert _launch_findings(busy, None, 5.0) == [] and _launch_findings(SimpleNamespace(gpu=None), None, 5.0) == []
@@ -177,3 +177,38 @@ def test_a_model_time_per_layer_cannot_measure_still_gets_the_other_findings(mon
     assert "time per layer: not measured (this model's layers cannot be timed one by one)" in result.measurements
     assert [f.key for f in result.findings] == ["threads"]  # the whole pass taken as divisible
     assert "no time per layer: the whole pass taken as divisible" in result.findings[0].evidence
+
+
+def test_the_gpus_own_counters_make_a_float32_pass_memory_bound_with_bfloat16_to_try_merged_with_the_ceilings():
+    """GPM's DRAM activity at 70 % of a 10 ms float32 pass: memory-bound, bfloat16 moves half the bytes (3.5 ms at
+    stake). Where the ceilings also say bfloat16, one finding, the larger stake, both evidences."""
+    from torchperf_tui.engine.analysis.advisor import _gpm_findings, _merged
+
+    cfg = BenchConfig(model="resnet50", device="cuda")
+    conditions = SimpleNamespace(gpm={"sm_active": 90.0, "tensor_active": 2.0, "dram_active": 70.0})
+    finding, = _gpm_findings(cfg, "cuda", conditions, 10.0)
+    assert (finding.key, finding.fix, finding.changes_numerics) == ("memory_bound", "dtype=bfloat16", True)
+    assert finding.at_stake_ms == pytest.approx(3.5)
+    assert "GPM over the timing: SM active 90 % · tensor 2 % · DRAM 70 %" in finding.evidence
+    # not memory-bound, already half-width, quantized, or no counters (the CPU, a GPU before Hopper): nothing said
+    assert _gpm_findings(cfg, "cuda", SimpleNamespace(gpm={"dram_active": 30.0}), 10.0) == []
+    assert _gpm_findings(BenchConfig(model="resnet50", device="cuda", dtype="bfloat16"), "cuda", conditions, 10.0) == []
+    assert _gpm_findings(BenchConfig(model="resnet50", device="cuda", quant="int8wo"), "cuda", conditions, 10.0) == []
+    assert _gpm_findings(cfg, "cuda", SimpleNamespace(gpm={}), 10.0) == [] == _gpm_findings(cfg, "cpu", conditions, 10)
+    ceiling = Finding("dtype_bfloat16", "the compute-bound layers ...", ["measured ceilings: bfloat16 ..."],
+                      at_stake_ms=2.0, pass_ms=10.0, fix="dtype=bfloat16", options="--dtype bfloat16")
+    other = Finding("threads", "t", [], at_stake_ms=1.0, pass_ms=10.0, fix="threads=4", options="--threads 4")
+    merged = _merged([ceiling, other, finding])
+    assert [f.key for f in merged] == ["memory_bound", "threads"]
+    assert "measured ceilings: bfloat16 ..." in merged[0].evidence
+
+
+def test_a_compiled_set_up_s_fixes_are_not_ab_tested_and_say_why():
+    from torchperf_tui.engine.analysis import advisor
+
+    findings = [Finding("a", "a", [], at_stake_ms=5.0, pass_ms=10.0, fix="threads=2", options="--threads 2")]
+    asked = []
+    advisor._verify(BenchConfig(model="resnet18", compile="default"), findings, 3, 6, lambda: 100.0, lambda: False,
+                    lambda line: None, fake_ab(0.5, True, asked=asked))
+    assert asked == [] and findings[0].verdict == NOT_RUN
+    assert findings[0].why_not_run == "the set-up is compiled: an A/B of its fix would compile both arms"

@@ -64,7 +64,7 @@ class LiveRun:
         return cls(run_id=session.new_run_id(), model=selection.model, step=selection.step_text(),
                    device=session.resolved_device(), flags=flags, flags_text=session.flags_text(flags),
                    arm=arm, shapes=selection.shapes,
-                   compile=None if arm is not None else run_option("compile").run_value(selection.compile),
+                   compile=run_option("compile").run_value(selection.compile),
                    input_text=input_text(selection.input_text(default_shape), selection.dtype, selection.quant,
                                          selection.attn))
 

@@ -101,7 +101,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
               "CUDA graphs on a GPU), max-autotune or max-autotune-no-cudagraphs; its cold start (an empty cache) and "
               "its warm start (a second process, the cache filled) are reported apart",
               ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"),
-              style=OPTIONAL, const="default", metavar="MODE", noun="compile mode",
+              style=OPTIONAL, const="default", metavar="MODE", noun="compile mode", arm_key=True,
               shown=(("eager", "eager"), ("compile", "default"), ("compile+graphs", "reduce-overhead"),
                      ("max-autotune", "max-autotune"), ("autotune-nocg", "max-autotune-no-cudagraphs"))),
     RunOption("quant", "quantization", "quantize the model's Linear layers with torchao (the [quant] extra): int8wo "

@@ -45,7 +45,7 @@ PANES = {"picker": ("picker", "picker.model_picker", "ModelPicker"),
 
 
 # The run options a flip in A/B mode compares, old against new, as it compares a flag's (an arm's SPEC sets them).
-AB_OPTIONS = ("quant", "attn")
+AB_OPTIONS = ("quant", "attn", "compile")
 
 
 def pane_class(name: str):

@@ -13,6 +13,12 @@ From them, findings, each with the time it puts at stake per pass:
 - a slow layer: a layer that takes SLOW_SHARE of the pass or more, SLOW_FACTOR times what its calls and FLOPs would
   take at the rate the rest of the model reaches (a typical layer's time a call, and the other layers' FLOPs a
   second). At stake: the excess. No option fixes it: it is the layer's code.
+- a dtype or a memory format the measured ceilings say is faster (TF32, bfloat16, channels_last): the compute-bound
+  layers' FLOPs at the faster rate.
+- launch-bound: on a GPU idle a third of the pass or more, waiting for the next launch; the fix is a compiled arm
+  (CUDA graphs).
+- memory-bound by the GPU's own counters (GPM's DRAM activity): a float32 pass moves half the bytes in bfloat16.
+Two findings with one fix are one, with both evidences.
 
 A finding under `threshold_pct` of the pass is counted, not listed. The top `verify` findings with a fix are run as
 an interleaved A/B against the set-up (engine/measurements/abtest.py), within what is left of the budget: confirmed
@@ -111,12 +117,13 @@ def advise(cfg: BenchConfig, *, budget_s: float | None = BUDGET_S, verify: int =
         measurements.append(f"the GPU's GPM counters over the timing: {gpm_text(conditions.gpm)}")
     findings = [*_thread_findings(timing, layers, flops, pass_ms, plan.device), *attention,
                 *_launch_findings(layers, conditions, pass_ms),
+                *_gpm_findings(cfg, plan.device.type, conditions, pass_ms),
                 *_layer_findings(layers, flops, pass_ms),
                 *_ceiling_findings(cfg, plan.device.type, _capability(plan.device), layers, flops, pass_ms,
                                    _kept_ceilings(cfg, plan.device, measurements))]
     for finding in findings:  # no fix saves more than the whole pass
         finding.at_stake_ms = min(max(0.0, finding.at_stake_ms), pass_ms)
-    findings.sort(key=lambda f: -f.at_stake_ms)
+    findings = _merged(findings)
     listed = [f for f in findings if f.share * 100.0 >= threshold_pct]
     _verify(cfg, listed, verify, blocks, left, cancelled, said, run_fix or _run_fix)
     listed.sort(key=lambda f: f.rank())
@@ -210,8 +217,8 @@ LAUNCH_BOUND_IDLE = 0.30  # the GPU idle this share of a profiled pass or more: 
 
 def _launch_findings(layers, conditions, pass_ms: float) -> list[Finding]:
     """On a GPU: a pass whose device sat idle LAUNCH_BOUND_IDLE of its time or more waits for Python to launch the
-    next kernel; at stake, that idle share. CUDA graphs (torch.compile's reduce-overhead) replay the launches; an A/B
-    of a compiled arm is not run here, so the fix is given to measure with bench."""
+    next kernel; at stake, that idle share. CUDA graphs (torch.compile's reduce-overhead) replay the launches: the fix
+    is an A/B of a compiled arm (compiled before its blocks, its compile time and break-even said apart)."""
     gpu = getattr(layers, "gpu", None)
     if gpu is None or gpu.idle_pct < LAUNCH_BOUND_IDLE * 100:
         return []
@@ -220,9 +227,46 @@ def _launch_findings(layers, conditions, pass_ms: float) -> list[Finding]:
         evidence.append(f"GPM over the timing: SM active {conditions.gpm['sm_active']:.0f} %")
     return [Finding("launch_bound", f"the GPU sits idle {gpu.idle_pct:.0f} % of the pass, waiting for the next "
                                     "kernel's launch", evidence, at_stake_ms=pass_ms * gpu.idle_pct / 100.0, pass_ms=pass_ms,
-                    options="--compile reduce-overhead",
-                    why_not_run="a compiled arm is not A/B-tested here: `bench --compile reduce-overhead` measures it, "
-                                "with its compile's cost and break-even")]
+                    fix="compile=reduce-overhead", options="--compile reduce-overhead")]
+
+
+MEMORY_BOUND_DRAM = 50.0  # GPM's DRAM activity over the timing at or above this percentage: the pass waits on memory
+HALF_WIDTH = {"float32": "bfloat16"}  # a float32 pass's half-width dtype: half the bytes to move
+
+
+def _gpm_findings(cfg: BenchConfig, device_type: str, conditions, pass_ms: float) -> list[Finding]:
+    """On a GPU with GPM counters: a pass whose DRAM was active MEMORY_BOUND_DRAM of the timing or more waits on
+    memory, by the GPU's own counters. A float32 one moves half the bytes in bfloat16: at stake, half of its DRAM-active
+    share of the pass (the bytes halved, that time halved). Said alone, not as a fix, for a pass already half-width."""
+    gpm = getattr(conditions, "gpm", None) or {}
+    dram = gpm.get("dram_active")
+    if device_type != "cuda" or dram is None or dram < MEMORY_BOUND_DRAM:
+        return []
+    dtype = canonical_dtype(cfg.dtype)
+    target = HALF_WIDTH.get(dtype)
+    if target is None or cfg.quant is not None:
+        return []
+    evidence = [f"GPM over the timing: {gpm_text(gpm)}", f"DRAM active {dram:.0f} % of the timing, at or above "
+                f"{MEMORY_BOUND_DRAM:.0f} %: the pass is memory-bound by the GPU's own counters"]
+    return [Finding("memory_bound", f"the pass is memory-bound (DRAM active {dram:.0f} %) in {dtype}; {target} moves "
+                                    "half the bytes", evidence, at_stake_ms=pass_ms * dram / 100.0 * 0.5,
+                    pass_ms=pass_ms, fix=f"dtype={target}", options=f"--dtype {target}", changes_numerics=True)]
+
+
+def _merged(findings: list[Finding]) -> list[Finding]:
+    """One finding a fix: where two findings (a ceiling's, the counters') give the same fix, the larger stake is kept
+    with the other's evidence beside its own."""
+    by_fix: dict[str, Finding] = {}
+    kept = []
+    for finding in sorted(findings, key=lambda f: -f.at_stake_ms):
+        first = by_fix.get(finding.fix) if finding.fix else None
+        if first is None:
+            if finding.fix:
+                by_fix[finding.fix] = finding
+            kept.append(finding)
+        else:
+            first.evidence.extend(line for line in finding.evidence if line not in first.evidence)
+    return kept
 
 
 def _attention_findings(cfg: BenchConfig, device, pass_ms: float, layers, said,
@@ -408,6 +452,10 @@ def _run_fix(cfg: BenchConfig, fix: str, budget_s: float | None, blocks: int):
 
 def _verify(cfg, findings: list[Finding], verify: int, blocks: int, left, cancelled, said, run_fix: RunAB) -> None:
     fixable = [f for f in findings if f.fix][:max(0, verify)]
+    if getattr(cfg, "compile", None) is not None:  # an A/B compiles one arm at most (abtest.compiled_mode)
+        for finding in fixable:
+            finding.why_not_run = "the set-up is compiled: an A/B of its fix would compile both arms"
+        fixable = []
     for index, finding in enumerate(fixable):
         share = left() / (len(fixable) - index)
         if cancelled() or share < MIN_AB_S:

@@ -242,6 +242,9 @@ def conv_kernels(base: BenchConfig, a: ArmSpec, b: ArmSpec, *, iters: int = 3, w
         raise TorchperfError("--kernels compares the kernels of one kind of iteration under two flag sets: give "
                              "step, optimizer and amp to both arms alike (or as --step, --optimizer, --amp)")
     arms = {"a": a, "b": b}
+    if any(spec.run_of(base).compile is not None for spec in arms.values()):
+        raise TorchperfError("--kernels profiles each layer's own kernels, eager: a compiled arm fuses them across "
+                             "layers (`bench --compile` times a compiled pass)")
     settings = {arm: spec.run_of(base).model_key() for arm, spec in arms.items()}  # (dtype, channels_last, quant,
     #                                                                                  attn): arms alike share a model
     plan = base.prepare(amp_for=[(step, dtype) for dtype in dict.fromkeys(d for d, *_ in settings.values())],

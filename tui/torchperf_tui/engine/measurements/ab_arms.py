@@ -37,6 +37,7 @@ class ArmSpec:
     step: str | None = None  # "infer" or "train"
     optimizer: str | None = None  # a training step's: "sgd" or "adamw"
     amp: str | None = None  # "fp16", "bf16", or "off" (mixed precision off where the base has it on)
+    compile: str | None = None  # a torch.compile mode, or "eager" (not compiled where the base is)
     quant: str | None = None  # a quantization scheme, or "off" (none where the base quantizes)
     attn: str | None = None  # a transformers model's attention implementation ("default": the one it picks)
     cache: str | None = None  # a generation's KV cache: "dynamic" or "static"
@@ -51,6 +52,8 @@ class ArmSpec:
             run["dtype"] = self.dtype
         if self.channels_last is not None:
             run["channels_last"] = self.channels_last
+        if self.compile is not None:
+            run["compile"] = run_option("compile").run_value(self.compile)
         if self.quant is not None:
             run["quant"] = None if self.quant == "off" else self.quant
         if self.attn is not None:
@@ -129,6 +132,8 @@ def _arm_value(key: str, value: str):
         return word if word == "default" else run_option("attn").choose(word)
     if key == "cache":
         return run_option("cache").choose(word)
+    if key == "compile":
+        return word if word == "eager" else run_option("compile").choose(word)
     if key == "amp":
         return word if word == "off" else check_amp(word)
     return {"step": check_step, "optimizer": check_optimizer}[key](word)
@@ -146,7 +151,7 @@ def same_arms(base, a: ArmSpec, b: ArmSpec, default_threads: int | None = None) 
         return (flags, arm.dtype or base.dtype,
                 base.channels_last if arm.channels_last is None else arm.channels_last,
                 arm.shapes or base.shapes, arm.step_spec(base), arm.run_of(base).quant,
-                arm.run_of(base).attn, arm.run_of(base).cache)
+                arm.run_of(base).attn, arm.run_of(base).cache, arm.run_of(base).compile)
 
     return effective(a) == effective(b)
 

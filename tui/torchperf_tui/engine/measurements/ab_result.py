@@ -118,6 +118,8 @@ class ArmResult:
     config: Any = None
     quantized: Any = None  # what the scheme converted and left (engine/workloads/quantization.QuantReport)
     drift: Any = None  # an arm that changes numerics: its outputs against the float32 model's (drift.Drift)
+    compile_s: float | None = None  # a compiled arm: its compile (the first call), before its blocks, not in them
+    compile_error: str | None = None  # why its compile failed (the arm then ran eager)
 
     @property
     def quant(self) -> str | None:
@@ -229,6 +231,7 @@ class ABResult(InputFacts):
             noise = getattr(arm_result, "host_noise", None)
             data[arm] = {**{k: v for k, v in asdict(arm_result).items() if k != "config"},  # its fields are said
                          "flags": arm_result.flags.to_dict(), "quant": arm_result.quant,
+                         "compile": getattr(arm_result.config, "compile", None),
                          "conditions": arm_result.conditions.to_dict() if arm_result.conditions else None,
                          "host_noise": noise.to_dict() if noise is not None else None}
         data["input_shape"] = list(self.input_shape)

@@ -8,6 +8,7 @@ own flags context. The arms are parsed by engine/measurements/ab_arms.py.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -24,6 +25,8 @@ from torchperf_tui.engine.measurements.flags import (applied_flags, asked_state,
 from torchperf_tui.engine.hardware.host_noise import HostProbe
 from torchperf_tui.engine.hardware.run_conditions import throttle_note
 from torchperf_tui.core.formatting import format_ms
+from torchperf_tui.engine.measurements.compile_cache import CompileCache
+from torchperf_tui.engine.measurements.compile_cost import break_even_calls, compile_model, frames_compiled
 from torchperf_tui.engine.measurements.timing import check_schedule_accepted, run_timed_loop
 from torchperf_tui.engine.measurements.train_step import StepRunner, grad_context
 from torchperf_tui.engine.workloads.input_spec import ShapeFeed
@@ -124,13 +127,32 @@ def run_ab(base, a: ArmSpec, b: ArmSpec, *, blocks: int = 10, per_block: int | N
     settle). `on_block(arm, index, total,
     samples)` is called after each block; `should_cancel()` is checked between iterations. What the model's
     code changes in torch's global state is put back at the end and said in `state_notes`.
+
+    An arm may be torch.compiled (its SPEC's compile=MODE; the base's own compile is not taken: the other arm runs
+    eager). It compiles once before the blocks, with an empty cache of its own (a cold start), and its compile time is
+    said apart with the passes after which it pays for itself at the two arms' medians.
     """
-    return watched(lambda watch: _run_ab(base, a, b, blocks, per_block, seed, on_block, should_cancel, watch, time_budget_s))
+    mode = compiled_mode(base, a, b)
+    with CompileCache(mode) as cache, cache.in_use():
+        return watched(lambda watch: _run_ab(base, a, b, blocks, per_block, seed, on_block, should_cancel, watch,
+                                             time_budget_s))
+
+
+def compiled_mode(base, a: ArmSpec, b: ArmSpec) -> str | None:
+    """The compile mode of the A/B's compiled arm (None: both eager). Refused: both arms compiled (they would share
+    one model's compiled code and its caches, and each compile clears the other's)."""
+    modes = [spec.compile for spec in (a, b) if spec.compile not in (None, "eager")]
+    if len(modes) > 1:
+        raise TorchperfError("an A/B compiles one arm at most: compile=MODE against the eager base (both arms "
+                             "compiled would share one model's compiled code)")
+    return modes[0] if modes else None
 
 
 def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int | None, seed: int, on_block: OnBlock | None,
             should_cancel: Callable[[], bool] | None, watch: StateWatch, time_budget_s: float | None) -> ABResult:
     import torch
+
+    base = dataclasses.replace(base, compile=None)  # an arm compiles where its own SPEC says so
 
     if blocks < MIN_PAIRS:
         raise TorchperfError(f"a comparison needs at least {MIN_PAIRS} blocks per arm, got {blocks} (with fewer "
@@ -154,6 +176,9 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int | None, se
                                channels_last=run.channels_last, blocks=[], shapes=schedule.describe(), step=step.step,
                                optimizer=step.optimizer if step.training else None, amp=step.amp,
                                threads_asked=asked_state(spec.flags).flags.num_threads, config=run)
+        if run.compile is not None and schedule.varies:
+            raise TorchperfError(f"arm {name} compiles: give it fixed shapes (shapes={run.shapes} would recompile "
+                                 "inside its blocks, timing the compiler)")
         if schedule.varies and (schedule.describe(), arms[name].dtype) not in checked:
             check_schedule_accepted(base.model, schedule, plan.inputs, arms[name].dtype, base.model_args)
             checked.add((schedule.describe(), arms[name].dtype))
@@ -169,6 +194,7 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int | None, se
                                               attn=arm.config.attn,
                                               before_cast=references[key].take if references[key] else None)
         arm.quantized = workloads[key].quantized
+    forwards = {name: _compiled(arm, workloads[_key(arm)], steps[name], device) for name, arm in arms.items()}
     watch.built()
     drift_b = _drifts(base, arms, workloads, references, steps, numerics, device) if any(numerics.values()) else None
     references.clear()
@@ -183,7 +209,7 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int | None, se
         per_block = DEFAULT_PER_BLOCK
         if time_budget_s is not None:
             pass_s = {name: _one_pass_s(workloads[_key(arm)], arm.flags, steps[name], device,
-                                        seed, cancelled) for name, arm in arms.items()}
+                                        seed, cancelled, forwards[name]) for name, arm in arms.items()}
             per_block, fitted = fit_per_block(blocks, time_budget_s, pass_s)
     # Each arm follows its own schedule across its blocks (the same seeded sequence for both arms, so a
     # random schedule shows them the same shapes in the same order); the block's settling iteration
@@ -219,7 +245,7 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int | None, se
         if training:
             model.load_state_dict(initial[_key(arm)])
         with applied_flags(arm.flags), grad_context(step), forward_errors(base.model, shape, work.dtype, device):
-            runner = StepRunner(model, step, device, seed=seed)
+            runner = StepRunner(model, step, device, seed=seed, forward=forwards[name])
             times = run_timed_loop(lambda: runner(feed.x), device=device, warmup=1, iters=per_block,
                                    should_cancel=cancelled, before_iteration=before)
             if sampler is not None:
@@ -233,6 +259,7 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int | None, se
 
     out_of_time = None
     host = HostProbe()  # read at the edges of the interleaved blocks, outside every block's timer
+    frames_before = frames_compiled() if any(arm.compile_s is not None for arm in arms.values()) else None
     try:
         with ArmThreads(arms, separate=device.type == "cuda") as threads:
             host.begin()
@@ -274,11 +301,13 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int | None, se
         # Each arm's spread over its own samples: pooled, the two arms' speeds would read as spread.
         arm.host_noise = host.summary(arm.samples_ms, spread=not schedules[name].varies)
     host_noise = host.summary([*arms["A"].samples_ms, *arms["B"].samples_ms]).host_only("said per arm")
+    compiled_notes = compile_notes(arms, frames_before)
     verdict = block_verdict(arms["A"].blocks, arms["B"].blocks, seed=seed) if pairs >= MIN_PAIRS else None
     notes = [AA_NOTE] if same_arms(base, a, b, default_threads=pristine_state().flags.num_threads) else []
     notes += [fitted] if fitted else []
     notes += inert_arm_flags(base.flags, arms["A"].flags, arms["B"].flags, device.type)
     notes += step_notes(arms["A"], arms["B"])
+    notes += compiled_notes
     clocks = throttle_note(arms["A"].conditions, arms["B"].conditions)
     if clocks:
         notes.append(clocks)
@@ -292,12 +321,47 @@ def _run_ab(base, a: ArmSpec, b: ArmSpec, blocks: int, per_block: int | None, se
                     host_noise=host_noise)
 
 
-def _one_pass_s(work, flags: Flags, step, device, seed: int, cancelled: Callable[[], bool]) -> float:
+def _compiled(arm: ArmResult, work, step, device):
+    """The forward an arm runs: None (the model itself) for an eager arm; a compiled arm's model compiled here, under
+    its flags and step, its first call (the compile) timed apart. A compile that fails leaves the arm eager, said."""
+    mode = arm.config.compile
+    if mode is None:
+        return None
+    with applied_flags(arm.flags), grad_context(step), forward_errors(work.name, work.shape, work.dtype, device):
+        compiling = compile_model(work.model, work.x, mode, device)
+    arm.compile_s, arm.compile_error = compiling.compile_s, compiling.error
+    return compiling.forward if compiling.compiled else None
+
+
+def compile_notes(arms: dict[str, ArmResult], frames_before: int | None) -> list[str]:
+    """A compiled arm's compile, said apart from its blocks: its time, and the passes after which it pays for itself
+    at the two arms' medians; or why it ran eager; and a recompile inside the blocks."""
+    notes = []
+    for name, arm in arms.items():
+        other = arms["B" if name == "A" else "A"]
+        if arm.compile_error is not None:
+            notes.append(f"arm {name} ran eager: {arm.compile_error}")
+        if arm.compile_s is None:
+            continue
+        mode = arm.config.compile
+        pays = (break_even_calls(arm.compile_s, other.median_ms, arm.median_ms)
+                if arm.median_ms is not None and other.median_ms is not None else None)
+        notes.append(f"arm {name} compiled ({mode}) in {arm.compile_s:.1f} s before its blocks, not timed in them; "
+                     + (f"at the two arms' medians it pays for itself after {pays:,} passes" if pays is not None
+                        else "at the two arms' medians it never pays for itself (not faster)"))
+    frames_after = frames_compiled() if frames_before is not None else None
+    if frames_before is not None and frames_after is not None and frames_after > frames_before:
+        notes.append(f"the compiled arm compiled again inside its blocks ({frames_after - frames_before} frame"
+                     f"{'s' if frames_after - frames_before != 1 else ''}): those samples include the compiler")
+    return notes
+
+
+def _one_pass_s(work, flags: Flags, step, device, seed: int, cancelled: Callable[[], bool], forward=None) -> float:
     """One pass of an arm, under its flags, after a discarded one (which pays the one-off costs), in seconds. The first
     passes of the arm: what the model raises here (a training step at batch 1 through a batch norm) is said as a
     block's would be (forward_errors: a rejected input is one line, exit 2), not as a failure of ours."""
     with applied_flags(flags), grad_context(step), forward_errors(work.name, work.shape, work.dtype, device):
-        runner = StepRunner(work.model, step, device, seed=seed)
+        runner = StepRunner(work.model, step, device, seed=seed, forward=forward)
         times = run_timed_loop(lambda: runner(work.x), device=device, warmup=0, iters=1, should_cancel=cancelled)
     return times.samples_ms[-1] / 1000.0 if times.samples_ms else 0.0
 

@@ -140,10 +140,11 @@ class GenerationABResult(InputFacts, PromptInput):
 def check_arm(arm) -> None:
     """An arm of a generation A/B sets flags, the dtype, the quantization, the attention implementation and the KV
     cache; the run settings a generation does not take, refused."""
-    for key in ("shapes", "step", "optimizer", "amp", "channels_last"):
+    for key in ("shapes", "step", "optimizer", "amp", "channels_last", "compile"):
         if getattr(arm, key, None) is not None:
             raise TorchperfError(f"{key}= in {arm.text!r}: a generation A/B compares flags, dtype, quant, attn and "
-                                 "cache (generation is greedy inference on one prompt)")
+                                 "cache (generation is greedy inference on one prompt; cache=static compiles its "
+                                 "decode step)")
 
 
 def run_generation_ab(base, a, b, new_tokens: int, *, blocks: int = DEFAULT_BLOCKS, seed: int = 0,

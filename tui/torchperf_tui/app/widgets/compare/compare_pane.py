@@ -111,7 +111,7 @@ def overlaid_runs(completed: list) -> list:
 
 
 # What an arm's SPEC says for a run option set to none: its word for "as transformers/none" (ab_arms.ArmSpec).
-ARM_NONE = {"quant": "off", "attn": "default"}
+ARM_NONE = {"quant": "off", "attn": "default", "compile": "eager"}
 
 
 def arm_settings(options: dict) -> dict:
@@ -190,8 +190,11 @@ class ComparePane(Vertical):
         for record in self.arms():  # a comparison in flight is replaced: its result will be dropped
             if not record.finished:
                 record.status = "cancelled"
-        if selection.compile != "eager":
-            self.app.notify("A/B compares the flag sets eager: compiled A/B is not supported", severity="warning")
+        if "compile" not in b_options:  # the arms compile where their options say so; else both run eager
+            if selection.compile != "eager":
+                self.app.notify("A/B compares the flag sets eager: flip the graph select to compare compiled against "
+                                "eager", severity="warning")
+            selection = dataclasses.replace(selection, compile="eager")
         records = []
         for arm, flags in (("A", flags_a), ("B", flags_b)):
             chosen = dataclasses.replace(selection, **(b_options if arm == "B" else a_options))
@@ -214,7 +217,8 @@ class ComparePane(Vertical):
         if base is None:
             return
         # The arms are flag sets, not typed SPECs: the measurement process says them on the run's device.
-        self.jobs.start("ab", {"base": base, "a": ArmSpec(flags=flags_a), "b": ArmSpec(flags=flags_b, **arm_settings(b_options)),
+        self.jobs.start("ab", {"base": base, "a": ArmSpec(flags=flags_a, **arm_settings(a_options)),
+                                     "b": ArmSpec(flags=flags_b, **arm_settings(b_options)),
                                      "blocks": AB_BLOCKS, "per_block": max(3, session.iters // 5),
                                      "seed": self.ab_runs[0], "remedy": FLIP_REMEDY},
                         f"comparing A/B on {selection.model}")
