@@ -40,7 +40,14 @@ async def test_why_names_a_slow_layer_with_its_share_and_says_what_it_measured(t
                          what="the findings", shown=lambda: screen_text(app, "#why-status"))
         text = screen_text(app, "#why-findings")
         assert "layer scale (SlowElementwise) takes" in text and "no option fixes it: the layer's own code" in text
-        assert "gathered: timing: 10 iterations" in text
+        assert "gathered: timing: 10 iterations" in text and "against the previous why" not in text
+        first = app.pane("why").result
+        await pilot.press("y")  # again: said against the first, which findings appeared or went away
+        await wait_until(pilot, lambda: app.pane("why").result is not first
+                         and screen_text(app, "#why-status").startswith("why: "), timeout=180,
+                         what="the second findings", shown=lambda: screen_text(app, "#why-status"))
+        text = " ".join(screen_text(app, "#why-findings").split())
+        assert text.startswith("against the previous why of this model and input (threads=")
 
 
 async def test_throughput_search_streams_tries_then_shows_the_largest_batch_and_a_plot(tiny_app):

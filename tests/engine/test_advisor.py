@@ -212,3 +212,47 @@ def test_a_compiled_set_up_s_fixes_are_not_ab_tested_and_say_why():
                     lambda line: None, fake_ab(0.5, True, asked=asked))
     assert asked == [] and findings[0].verdict == NOT_RUN
     assert findings[0].why_not_run == "the set-up is compiled: an A/B of its fix would compile both arms"
+
+
+def test_a_throttled_gpu_is_said_beside_the_findings_with_the_pass_time_at_its_clocks_shortfall():
+    from torchperf_tui.engine.analysis.advisor import throttle_notes
+    from torchperf_tui.engine.hardware.run_conditions import RunConditions
+
+    hot = RunConditions(gpu_index=0, readings=50, sm_clock_mhz=1500.0, sm_clock_max_mhz=2000,
+                        reasons={"power cap (software)": 0.6}, throttled_share=0.6)
+    note, = throttle_notes(hot, 10.0)
+    assert note.startswith("the GPU was throttled: power cap (software) in 60 % of 50 readings (SM clock median 1500")
+    assert note.endswith("at its clock's shortfall (25 %) about 2.50 ms of the pass")
+    cool = RunConditions(gpu_index=0, readings=50, sm_clock_mhz=1980.0, sm_clock_max_mhz=1980, throttled_share=0.0)
+    assert throttle_notes(cool, 10.0) == [] == throttle_notes(None, 10.0)
+
+
+def test_a_compiled_set_up_says_its_compile_and_break_even_among_the_measurements():
+    from torchperf_tui.engine.analysis.advisor import _compile_line
+
+    timing = SimpleNamespace(compile_mode="default", compile_s=12.34,
+                             compile_cost=SimpleNamespace(break_even_calls=1250, break_even_note=""))
+    assert _compile_line(timing) == ("default compiled in 12.3 s (the cold start, not in the samples); it pays for "
+                                     "itself after 1,250 passes against eager")
+    timing.compile_cost = SimpleNamespace(break_even_calls=None,
+                                          break_even_note="never: the compiled model is not faster than eager")
+    assert _compile_line(timing).endswith("break-even: never: the compiled model is not faster than eager")
+
+
+def test_two_results_say_which_findings_appeared_and_which_went_away():
+    from torchperf_tui.engine.analysis.advice_result import findings_change
+    from torchperf_tui.wording.advice import change_line
+
+    assert findings_change(["threads", "slow_layer:scale"], ["slow_layer:scale", "attention_math"]) == \
+        "findings appeared: attention_math; went away: threads"
+    assert findings_change(["threads"], ["threads"]) == "the same findings"
+    assert findings_change([], []) == "no findings in either"
+
+    def advice(flags: str, *keys: str):
+        return SimpleNamespace(model="resnet18", device="cpu", input_shape=(1, 3, 224, 224), dtype="float32",
+                               flags_text=flags, pass_ms=7.5, step="infer", findings=[
+                                   Finding(k, k, [], at_stake_ms=1.0, pass_ms=7.5) for k in keys])
+
+    line = change_line(advice("threads=1", "threads"), advice("threads=2"))
+    assert line == ("against the previous why of this model and input (threads=1, median 7.50 ms a pass): went "
+                    "away: threads")

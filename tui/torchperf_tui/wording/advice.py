@@ -4,7 +4,7 @@ fix and what the fix's A/B measured; the CLI prints them and the report (wording
 from __future__ import annotations
 
 from torchperf_tui.core.formatting import format_ms
-from torchperf_tui.engine.analysis.advice_result import CONFIRMED, INCONCLUSIVE, REFUTED
+from torchperf_tui.engine.analysis.advice_result import CONFIRMED, INCONCLUSIVE, REFUTED, finding_name, findings_change
 from torchperf_tui.wording import subject
 
 
@@ -86,3 +86,15 @@ def advice_lines(result) -> list[str]:
     lines += [f"note: {note}" for note in result.notes]
     lines += [f"disturbed: {mark}" for mark in result.disturbance_marks()]
     return lines
+
+
+def change_line(previous, result) -> str:
+    """Two `why` results, the earlier first: 'against the previous why (threads=1, median 7.53 ms a pass): went away:
+    threads'; which findings appeared and which went away, by name."""
+    def names(advice) -> list[str]:
+        return [finding_name({"key": f.key, "layer": f.layer}) for f in advice.findings]
+
+    same = subject(previous) == subject(result)
+    what = "of this model and input" if same else f"of {subject(previous)}"
+    return (f"against the previous why {what} ({previous.flags_text}, median {format_ms(previous.pass_ms)} "
+            f"{per_text(previous)}): {findings_change(names(previous), names(result))}")

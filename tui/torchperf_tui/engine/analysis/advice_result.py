@@ -19,6 +19,18 @@ def finding_name(finding: dict) -> str:
     return f"{finding.get('key')}:{finding['layer']}" if finding.get("layer") else str(finding.get("key"))
 
 
+def findings_change(before: list[str], after: list[str]) -> str:
+    """Two results' findings by name (finding_name): 'findings appeared: threads; went away: attention_math', 'the same
+    findings', or 'no findings in either'."""
+    appeared = [name for name in after if name not in before]
+    went = [name for name in before if name not in after]
+    if not appeared and not went:
+        return "the same findings" if before else "no findings in either"
+    parts = ([f"findings appeared: {', '.join(appeared)}"] if appeared else []) + (
+        [f"went away: {', '.join(went)}"] if went else [])
+    return "; ".join(parts)
+
+
 @dataclass
 class Finding:
     """One thing that costs the pass time, with what it rests on and what to do about it."""

@@ -113,6 +113,8 @@ def advise(cfg: BenchConfig, *, budget_s: float | None = BUDGET_S, verify: int =
     elif cfg.flags.sdpa != "all":
         skipped.append("the attention calls")
     conditions = getattr(timing, "conditions", None)
+    if getattr(timing, "compile_s", None) is not None:
+        measurements.append(f"compile: {_compile_line(timing)}")
     if conditions is not None and conditions.gpm:
         measurements.append(f"the GPU's GPM counters over the timing: {gpm_text(conditions.gpm)}")
     findings = [*_thread_findings(timing, layers, flops, pass_ms, plan.device), *attention,
@@ -131,6 +133,7 @@ def advise(cfg: BenchConfig, *, budget_s: float | None = BUDGET_S, verify: int =
     advice = _advice(cfg, timing, plan, listed, threshold_pct, ranked_layers, measurements, started, budget_s,
                      cancelled=cancelled())
     advice.below = len(findings) - len(listed)
+    advice.notes.extend(throttle_notes(conditions, pass_ms))
     if skipped:
         advice.notes.append(f"not measured, the {budget_s:g} s budget spent: {', '.join(skipped)} (--budget gives "
                             "more)")
@@ -226,8 +229,8 @@ def _launch_findings(layers, conditions, pass_ms: float) -> list[Finding]:
     if conditions is not None and "sm_active" in conditions.gpm:
         evidence.append(f"GPM over the timing: SM active {conditions.gpm['sm_active']:.0f} %")
     return [Finding("launch_bound", f"the GPU sits idle {gpu.idle_pct:.0f} % of the pass, waiting for the next "
-                                    "kernel's launch", evidence, at_stake_ms=pass_ms * gpu.idle_pct / 100.0, pass_ms=pass_ms,
-                    fix="compile=reduce-overhead", options="--compile reduce-overhead")]
+                                    "kernel's launch", evidence, at_stake_ms=pass_ms * gpu.idle_pct / 100.0,
+                    pass_ms=pass_ms, fix="compile=reduce-overhead", options="--compile reduce-overhead")]
 
 
 MEMORY_BOUND_DRAM = 50.0  # GPM's DRAM activity over the timing at or above this percentage: the pass waits on memory
@@ -251,6 +254,27 @@ def _gpm_findings(cfg: BenchConfig, device_type: str, conditions, pass_ms: float
     return [Finding("memory_bound", f"the pass is memory-bound (DRAM active {dram:.0f} %) in {dtype}; {target} moves "
                                     "half the bytes", evidence, at_stake_ms=pass_ms * dram / 100.0 * 0.5,
                     pass_ms=pass_ms, fix=f"dtype={target}", options=f"--dtype {target}", changes_numerics=True)]
+
+
+def _compile_line(timing) -> str:
+    """A compiled set-up's compile, as the timing measured it: its cold start and the passes after which it pays."""
+    cost = getattr(timing, "compile_cost", None)
+    calls = getattr(cost, "break_even_calls", None)
+    pays = (f"it pays for itself after {calls:,} passes against eager" if calls is not None else
+            f"break-even: {getattr(cost, 'break_even_note', '') or 'not measured'}")
+    return f"{timing.compile_mode} compiled in {timing.compile_s:.1f} s (the cold start, not in the samples); {pays}"
+
+
+def throttle_notes(conditions, pass_ms: float) -> list[str]:
+    """A GPU throttled during the timing, said beside the findings rather than ranked among them (no option fixes it,
+    and every figure here ran under it), with the pass's time at its clock's shortfall from its maximum. (A busy host
+    is said as the result's disturbance, as for any run.)"""
+    if conditions is None or not getattr(conditions, "throttled", False) or not conditions.sm_clock_mhz \
+            or not conditions.sm_clock_max_mhz or conditions.sm_clock_mhz >= conditions.sm_clock_max_mhz:
+        return []
+    shortfall = 1.0 - conditions.sm_clock_mhz / conditions.sm_clock_max_mhz
+    return [f"the GPU was {conditions.throttle_text()}; at its clock's shortfall ({shortfall * 100:.0f} %) about "
+            f"{format_ms(pass_ms * shortfall)} of the pass"]
 
 
 def _merged(findings: list[Finding]) -> list[Finding]:

@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.engine.records.history_records import HistoryRecord
-from torchperf_tui.engine.analysis.advice_result import finding_name
+from torchperf_tui.engine.analysis.advice_result import finding_name, findings_change
 from torchperf_tui.engine.records.why_record import KIND as WHY
 from torchperf_tui.core.formatting import format_ms, printable
 
@@ -97,14 +97,7 @@ def findings_note(baseline: HistoryRecord, candidate: HistoryRecord) -> str | No
         found = record.details.get("findings")
         return [printable(finding_name(f), 80) for f in found if isinstance(f, dict)] if isinstance(found, list) else []
 
-    before, after = names(baseline), names(candidate)
-    appeared = [name for name in after if name not in before]
-    went = [name for name in before if name not in after]
-    if not appeared and not went:
-        return "the same findings" if before else "no findings in either"
-    parts = ([f"findings appeared: {', '.join(appeared)}"] if appeared else []) + (
-        [f"went away: {', '.join(went)}"] if went else [])
-    return "; ".join(parts)
+    return findings_change(names(baseline), names(candidate))
 
 
 def _clock_note(baseline: HistoryRecord, candidate: HistoryRecord) -> str | None:

@@ -15,7 +15,7 @@ from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.app.pane_jobs import REPLACED, PaneJobs
 from torchperf_tui.app.runs import save_run
 from torchperf_tui.measure.protocol import JobFailed, Progress
-from torchperf_tui.wording.advice import advice_lines, advice_title
+from torchperf_tui.wording.advice import advice_lines, advice_title, change_line
 
 VERIFY = 3  # the app measures the top three fixes
 IDLE = "y: what costs this set-up its time, ranked, the top three fixes measured as A/Bs (up to 2 minutes)"
@@ -34,7 +34,7 @@ class WhyPane(Vertical):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.result = None
+        self.result = None  # the last result shown; the one before it is what the next one is said against
         self.jobs = PaneJobs(self)
 
     def compose(self) -> ComposeResult:
@@ -87,6 +87,11 @@ class WhyPane(Vertical):
         self.query_one("#why-status", Static).update(text)
 
     def show_result(self, result) -> None:
-        self.result = result
+        """The result's lines; after an earlier whole result here, first which findings appeared and went away since
+        (a fix applied, then y again: its finding went away)."""
+        previous, self.result = self.result, result
+        lines = advice_lines(result)
+        if previous is not None and not previous.cancelled and not result.cancelled:
+            lines = [change_line(previous, result), *lines]
         self.status = escape(advice_title(result))
-        self.query_one("#why-findings", Static).update(escape("\n".join(advice_lines(result))))
+        self.query_one("#why-findings", Static).update(escape("\n".join(lines)))
