@@ -47,10 +47,20 @@ def test_the_report_is_one_file_with_the_findings_and_plots(capsys, tmp_path, su
     text = path.read_text()
     assert "layer scale (SlowElementwise) takes" in text and "no option fixes it" in text
     if suffix == "html":
-        assert text.startswith("<!DOCTYPE html>") and text.count("<svg") == 2  # the histogram and the layers' bars
-        assert "<script" not in text and "http" not in text.replace('xmlns="http://www.w3.org/2000/svg"', "")
+        import base64
+        import re
+
+        images = re.findall(r'src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)"', text)
+        plots = [base64.b64decode(data).decode() for data in images]
+        # the histogram with its median, the layers' bars, the layers on the roofline: drawn inside the file
+        assert len(plots) == 3 and all(p.startswith('<svg xmlns="http://www.w3.org/2000/svg"') for p in plots)
+        assert "median " in plots[0] and "scale" in plots[1] and "<circle" in plots[2]
+        outside = re.sub(r'src="data:[^"]*"', "", text)
+        assert text.startswith("<!DOCTYPE html>") and "<script" not in text and "http" not in outside
+        assert "no ceilings kept for the device (torchperf-tui ceilings measures them)" in text
     else:
         assert "## Latency of the set-up as given" in text and "## The slowest layers" in text
+        assert "## The layers on the roofline" in text and "| layer | FLOPs a byte | reached | of the roof |" in text
 
 
 @pytest.mark.parametrize("extra, words", [

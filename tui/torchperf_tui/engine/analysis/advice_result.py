@@ -102,6 +102,11 @@ class Advice(InputFacts):
     findings: list[Finding] = field(default_factory=list)  # ranked
     below: int = 0  # findings found under the threshold
     layers: list[tuple[str, float]] = field(default_factory=list)  # (layer, own ms per pass), slowest first
+    # The report's roofline: (layer, FLOPs a byte of its inputs and outputs, FLOP/s it reached), for each layer with
+    # FLOPs counted and a time measured; and the roofs kept for the device (its dtype's compute ceiling in FLOP/s, its
+    # copy's bytes/s; None where none is kept).
+    roofline: list[tuple[str, float, float]] = field(default_factory=list)
+    roofs: tuple[float | None, float | None] = (None, None)
     measurements: list[str] = field(default_factory=list)  # what was measured, a line each, in order
     budget_s: float | None = None
     duration_s: float = 0.0
@@ -123,6 +128,8 @@ class Advice(InputFacts):
         data["findings"] = [finding.to_dict() for finding in self.findings]
         data["input_shape"] = list(self.input_shape)
         data["layers"] = [list(pair) for pair in self.layers]
+        data["roofline"] = [list(point) for point in self.roofline]
+        data["roofs"] = {"compute_flops": self.roofs[0], "copy_bytes_per_s": self.roofs[1]}
         data["host_noise"] = self.host_noise.to_dict() if self.host_noise is not None else None
         data["disturbance_marks"] = self.disturbance_marks()
         return data

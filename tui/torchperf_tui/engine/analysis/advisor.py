@@ -117,12 +117,12 @@ def advise(cfg: BenchConfig, *, budget_s: float | None = BUDGET_S, verify: int =
         measurements.append(f"compile: {_compile_line(timing)}")
     if conditions is not None and conditions.gpm:
         measurements.append(f"the GPU's GPM counters over the timing: {gpm_text(conditions.gpm)}")
+    kept = _kept_ceilings(cfg, plan.device, measurements)
     findings = [*_thread_findings(timing, layers, flops, pass_ms, plan.device), *attention,
                 *_launch_findings(layers, conditions, pass_ms),
                 *_gpm_findings(cfg, plan.device.type, conditions, pass_ms),
                 *_layer_findings(layers, flops, pass_ms),
-                *_ceiling_findings(cfg, plan.device.type, _capability(plan.device), layers, flops, pass_ms,
-                                   _kept_ceilings(cfg, plan.device, measurements))]
+                *_ceiling_findings(cfg, plan.device.type, _capability(plan.device), layers, flops, pass_ms, kept)]
     for finding in findings:  # no fix saves more than the whole pass
         finding.at_stake_ms = min(max(0.0, finding.at_stake_ms), pass_ms)
     findings = _merged(findings)
@@ -133,6 +133,8 @@ def advise(cfg: BenchConfig, *, budget_s: float | None = BUDGET_S, verify: int =
     advice = _advice(cfg, timing, plan, listed, threshold_pct, ranked_layers, measurements, started, budget_s,
                      cancelled=cancelled())
     advice.below = len(findings) - len(listed)
+    advice.roofline = roofline_points(layers, flops)
+    advice.roofs = _roofs(cfg, plan.device.type, kept)
     advice.notes.extend(throttle_notes(conditions, pass_ms))
     if skipped:
         advice.notes.append(f"not measured, the {budget_s:g} s budget spent: {', '.join(skipped)} (--budget gives "
@@ -160,6 +162,34 @@ def _lower_layer_times(runs: list):
 
     return dataclasses.replace(first, modules=[lower(m) for m in first.modules],
                                pass_ms=min(run.pass_ms for run in measured))
+
+
+def roofline_points(layers, flops: dict[str, tuple[int, int]]) -> list[tuple[str, float, float]]:
+    """(layer, FLOPs a byte, FLOP/s reached) for each layer with FLOPs and bytes counted and its own time measured."""
+    if layers is None:
+        return []
+    points = []
+    for module in layers.modules:
+        work, moved = flops.get(module.name, (0, 0))
+        if module.name and work > 0 and moved > 0 and module.ms > 0:
+            points.append((module.name, work / moved, work / (module.ms / 1000.0)))
+    return points
+
+
+def _roofs(cfg: BenchConfig, device_type: str, kept) -> tuple[float | None, float | None]:
+    """The roofs kept for the device: the compute ceiling the set-up runs at (TF32 where a float32 GPU set-up has
+    it on), the copy's bandwidth."""
+    if kept is None:
+        return None, None
+    compute, copy = kept.compute(ceiling_name(cfg, device_type)), kept.copy()
+    return (compute.value if compute is not None else None), (copy.value if copy is not None else None)
+
+
+def ceiling_name(cfg: BenchConfig, device_type: str) -> str:
+    """The compute ceiling the set-up runs at: its dtype's, or TF32 where a float32 set-up on a GPU has it on."""
+    dtype = canonical_dtype(cfg.dtype)
+    tf32_on = device_type == "cuda" and dtype == "float32" and cfg.flags.tf32_matmul and cfg.flags.tf32_cudnn
+    return "tf32" if tf32_on else dtype
 
 
 def _smaller(a: float | None, b: float | None) -> float | None:
@@ -420,8 +450,8 @@ def _ceiling_findings(cfg: BenchConfig, device_type: str, capability, layers, fl
 
     dtype = canonical_dtype(cfg.dtype)
     cuda = device_type == "cuda"
-    tf32_on = cuda and dtype == "float32" and cfg.flags.tf32_matmul and cfg.flags.tf32_cudnn
-    now_name = "tf32" if tf32_on else dtype
+    now_name = ceiling_name(cfg, device_type)
+    tf32_on = now_name == "tf32"
     now = kept.compute(now_name)
     if now is None or not now.value:
         return []
