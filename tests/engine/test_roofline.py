@@ -207,3 +207,21 @@ def test_a_layer_above_its_memory_roof_says_the_roof_is_too_low_without_a_figure
     assert act.side == "memory" and act.roofline_pct > 100
     assert act.above_ceiling.startswith("above the roofline: the memory roof is too low here")
     assert r.to_dict()["layers"][1]["above_ceiling"] == act.above_ceiling
+
+
+def test_the_gpus_own_counters_over_the_timed_run_are_said_beside_the_roofline():
+    from types import SimpleNamespace
+
+    from torchperf_tui.wording.roofline import Footnotes, roofline_rows, roofline_text
+
+    c = _complexity([RELU], flops=16_000)
+    timing = SimpleNamespace(stats=SimpleNamespace(p50_ms=1.0, n=5), samples_ms=[1.0] * 5, step="infer",
+                             conditions=SimpleNamespace(gpm={"sm_active": 40.0, "dram_active": 83.0}),
+                             input_shape=(1, 4),
+                             host_noise=None, app_marks=[])
+    r = analyse_roofline(c, timing, peaks_for("cuda", "float32", _gpu()))
+    assert r.side == "memory" and r.gpm == {"sm_active": 40.0, "dram_active": 83.0}
+    assert roofline_text(r).endswith(" · memory bound · GPU counters: SM active 40 % · DRAM 83 %")
+    rows = {label: value for label, value, *_ in roofline_rows(r, Footnotes())}
+    assert rows["GPU counters"] == "SM active 40 % · DRAM 83 % (GPM, over the timed run)"
+    assert analyse_roofline(c, 0.001, peaks_for("cuda", "float32", _gpu())).gpm == {}  # a latency alone: none

@@ -8,6 +8,7 @@ from torchperf_tui.core.formatting import format_bytes, format_count, format_flo
 from torchperf_tui.wording import Row, row, subject
 from torchperf_tui.wording.conditions import disturbed_text, noise_rows
 from torchperf_tui.engine.analysis.roofline import utilisation_text
+from torchperf_tui.engine.hardware.gpm import gpm_text
 from torchperf_tui.core.marks import disturbance_marks
 
 
@@ -76,6 +77,8 @@ def roofline_rows(result, na: Footnotes) -> list[Row]:
             row("arithmetic intensity", f"{na(result.arithmetic_intensity, '.1f', ' FLOP/byte')} "
                                         f"(ridge {na(result.ridge_flops_per_byte, '.1f')})"),
             row("side of the roofline", na(result.side)),
+            *([row("GPU counters", f"{gpm_text(result.gpm)} (GPM, over the timed run)")]
+              if getattr(result, "gpm", None) else []),
             row("attainable here", na(result.attainable_tflops, ".2f", " TFLOP/s")),
             row("of the roofline", pct("roofline_pct")),
             row("bytes moved", f"{format_bytes(result.bytes_moved)} ({result.bytes_method})" if result.bytes_moved
@@ -108,6 +111,9 @@ def roofline_text(result, split: bool = False) -> str:
             f"{number_text(result.arithmetic_intensity, '.1f', ' FLOP/byte', na='n/a')} (ridge {ridge}) · {side}")
     if any(hasattr(value, "reason") for value in (result.mfu_pct, result.ridge_flops_per_byte, result.side)):
         text += " · why n/a: Device tab"
+    counters = gpm_text(getattr(result, "gpm", None) or {})
+    if counters:  # beside the estimate's side: what the GPU's own counters saw over the same run
+        text += f"{between}GPU counters: {counters}"
     marks = disturbed_text(disturbance_marks(result), compact=True)
     return text + (f" · {marks}" if marks else "")
 

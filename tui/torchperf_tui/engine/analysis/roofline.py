@@ -115,6 +115,9 @@ class RooflineResult(InputFacts):
     # Every reason its times may not be the model's alone (engine/hardware/host_noise.py's findings, what the app
     # saw): the timed run's, whose median is the latency here, then the per-layer passes' ("time per layer: ...").
     marks: list[str] = field(default_factory=list)
+    # The GPU's own counters (GPM) over the timed run whose median is the latency: what the estimate's side of the
+    # roofline can be set against (DRAM active against SM and tensor activity); empty where none were read.
+    gpm: dict[str, float] = field(default_factory=dict)
 
     def disturbance_marks(self) -> list[str]:
         return list(self.marks)
@@ -430,6 +433,7 @@ def analyse_roofline(complexity: Any, timing: Any, peaks: RooflinePeaks, layer_t
         bandwidth_from=peaks.bandwidth_from, above_ceiling=above,
         exceeds_ceiling=bool(above),
         layer_times=layer_times, time_outside=outside, marks=_marks(timing, layer_times),
+        gpm=dict(getattr(getattr(timing, "conditions", None), "gpm", None) or {}),
     )
 
 
