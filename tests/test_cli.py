@@ -196,6 +196,36 @@ def test_throughput_command_finds_the_largest_batch_under_the_bound(capsys):
     assert code == 2 and last.startswith("torchperf-tui: error:") and "even batch 1 does not fit" in last
 
 
+def test_throughput_under_a_latency_budget_gives_the_largest_batch_within_it_and_the_frontier(capsys):
+    # p50 needs 9 passes a batch: a quick search on the tiny CNN, bounded at batch 4; each batch said as it is timed
+    code, out, err = run(capsys, "throughput", TINY, "--input", "1x3x8x8", "--max-batch", "4", "--slo", "p50=5s")
+    assert code == 0, err
+    assert "batch 1 (grow): p50 " in err and " · meets, 9 passes" in err
+    assert "largest batch within it  batch 4: p50 " in out and "within 5.00 s" in out
+    assert "the frontier: every batch timed" in out
+    code, out, err = run(capsys, "throughput", TINY, "--input", "1x3x8x8", "--max-batch", "4", "--slo", "p50=5s",
+                         "--json")
+    data = json.loads(out)
+    assert code == 0 and data["chosen_batch"] == 4 and data["slo"] == {"quantile": 0.5, "name": "p50",
+                                                                       "budget_ms": 5000.0}
+    assert [p["batch"] for p in data["frontier"]] == [1, 2, 4] and all(p["n"] == 9 for p in data["frontier"])
+    assert all(p["verdict"] == "meets" and p["quantile_supported"] for p in data["frontier"])
+    # a budget no batch meets: none chosen, said why, exit 0 (an answer, not an error)
+    code, out, err = run(capsys, "throughput", TINY, "--input", "1x3x8x8", "--slo", "p50=1us", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["chosen_batch"] is None and data["stop_reason"].startswith("batch 1 misses it: p50 ")
+
+
+@pytest.mark.parametrize("extra, words", [
+    (("--slo", "p99"), "argument --slo: 'p99': write pQ=BUDGET with a unit, e.g. p99=20ms"),
+    (("--slo", "p99=0ms"), "the budget must be above 0 and at most an hour"),
+    (("--slo", "p99=20ms", "--to-oom"), "--to-oom goes with the search for the most samples/s, not with --slo"),
+    (("--slo", "p99=20ms", "--mlflow", "file:///nonexistent"), "--mlflow goes with the search for the most")])
+def test_a_latency_budget_typed_wrong_or_with_the_other_search_s_options_is_one_line(capsys, extra, words):
+    code, _, err = run(capsys, "throughput", TINY, *extra)
+    assert code == 2 and words in err and len(err.strip().splitlines()) == 1, err
+
+
 @pytest.mark.parametrize("budget", ["-1", "nan", "inf", "1e9"])
 def test_throughput_time_budget_is_checked_where_it_enters(capsys, budget):
     code, _, err = run(capsys, "throughput", TINY, "--time-budget", budget)

@@ -11,6 +11,7 @@ from torchperf_tui.core.errors import PROG, TorchperfError
 from torchperf_tui.core.flag_table import CHOICE, ON, SWITCH, flag_options, flag_entry, spec_keys_text
 from torchperf_tui.core import run_option_table
 from torchperf_tui.core.run_option_table import ARM_KEYS, run_option, with_default
+from torchperf_tui.core.slo import parse_slo
 from torchperf_tui import __version__
 from torchperf_tui.engine.workloads.inputs import parse_seq_len
 from torchperf_tui.engine.workloads.model_args import parse_model_args
@@ -370,6 +371,10 @@ def build_parser(commands: bool = True, baseline: bool = False) -> argparse.Argu
                         "included (default 120; 0: no budget)")
     p.add_argument("--memory-cap", type=_memory_cap, metavar="GIB",
                    help="CPU only: memory the search may use (default half of the available RAM)")
+    p.add_argument("--slo", type=_checked(parse_slo), metavar="pQ=BUDGET",
+                   help="instead: the largest batch whose latency at quantile Q stays within BUDGET (e.g. p99=20ms, "
+                        "p90=0.5s), each batch timed with the passes that quantile needs, every batch tried as the "
+                        "frontier (p50, the quantile, items/s, goodput)")
     _add_run_options(p)
     _add_mlflow_option(p)
 

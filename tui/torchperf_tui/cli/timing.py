@@ -15,6 +15,7 @@ from torchperf_tui.cli.mlflow import log_records, log_result, open_mlflow
 from torchperf_tui.engine.measurements.throughput import DEFAULT_TIME_BUDGET_S
 from torchperf_tui.engine.measurements.timing_modes import parse_modes
 from torchperf_tui.cli.generation import asks_generation, bench_generate, compare_generate
+from torchperf_tui.wording.throughput import slo_point_line
 
 
 def cmd_bench(args) -> int:
@@ -68,6 +69,8 @@ def cmd_throughput(args) -> int:
 
     cap = int(args.memory_cap * 1024**3) if args.memory_cap else None
     budget = DEFAULT_TIME_BUDGET_S if args.time_budget is None else (args.time_budget or None)
+    if args.slo is not None:
+        return throughput_slo(args, cap, budget)
     options = dict(max_batch=args.max_batch, memory_cap_bytes=cap, to_oom=args.to_oom, time_budget_s=budget)
 
     def progress(what: str, data) -> None:
@@ -79,6 +82,26 @@ def cmd_throughput(args) -> int:
                          f"searching the batch of {args.model}", on_progress=progress)
     log_result(sink, "throughput", result, extra, cfg.flags.describe(result.device))
     return output(args, result, render_throughput)
+
+
+def throughput_slo(args, cap: int | None, budget: float | None) -> int:
+    """throughput --slo: the largest batch within the latency budget, each batch said as it is timed (stderr)."""
+    from torchperf_tui.cli.render import render_slo  # rich: not loaded for --json or a refusal
+
+    stray = [option for option, given in (("--to-oom", args.to_oom), ("--mlflow", args.mlflow is not None)) if given]
+    if stray:
+        raise TorchperfError(f"{' and '.join(stray)} go{'es' if len(stray) == 1 else ''} with the search for the "
+                             "most samples/s, not with --slo: leave one out")
+
+    def progress(what: str, data) -> None:
+        if what == "slo_point" and not args.json:
+            print(slo_point_line(data, args.slo), file=sys.stderr)
+
+    options = dict(max_batch=args.max_batch, memory_cap_bytes=cap, time_budget_s=budget)
+    result, _ = common.run_job("slo", {"cfg": bench_config(args), "slo": args.slo, "options": options},
+                               f"searching the largest batch of {args.model} within {args.slo.text()}",
+                               on_progress=progress)
+    return output(args, result, render_slo)
 
 
 def cmd_compare(args) -> int:

@@ -70,6 +70,7 @@ KINDS: dict[str, JobKind] = {kind.name: kind for kind in (
     JobKind("generate", f"{GENERATION}:generate_job", measures=True, commands=("bench",), keys=("g",),
             palette=("Generate",), actions=("pane('generation', 'start')",), pane="generation", engine="timing"),
     JobKind("generate_ab", f"{GENERATION}:generate_ab_job", measures=True, commands=("compare",)),
+    JobKind("slo", f"{RUNNERS}:slo_job", measures=True, commands=("throughput",)),
     JobKind("throughput", f"{RUNNERS}:throughput_job", measures=True, commands=("throughput",), keys=("t",),
             palette=("Find max batch",), actions=("pane('throughput', 'start')",), pane="throughput",
             engine="throughput"),

@@ -319,6 +319,17 @@ def throughput_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     return result, history_extra(result)  # the fingerprint: --mlflow's tags
 
 
+def slo_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: cfg, slo (core/slo.Slo), options (find_slo_batch's keyword arguments). Progress "slo_point": a
+    SloPoint, as each batch is timed."""
+    # numpy: loaded once this process has set its CPUs (measure/process.py)
+    from torchperf_tui.engine.measurements.throughput import find_slo_batch
+
+    result = find_slo_batch(params["cfg"], params["slo"], **params.get("options", {}),
+                            on_point=lambda point: ctx.progress("slo_point", point), should_cancel=ctx.cancelled)
+    return result, {}
+
+
 def profile_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: cfg, iters, sort_by (None: self time on the model's device), trace_path (None: a temp folder).
     -> (ProfileResult, {})."""

@@ -1,12 +1,13 @@
 """A batch search (engine.measurements.throughput.ThroughputResult) in words: the CLI's rows, its table of the batches
 that fitted and its line per try, and the facts the throughput pane says on its lines (whether a try fitted, the
-best rate and its batch, the largest batch that fits, the rule that stopped the search)."""
+best rate and its batch, the largest batch that fits, the rule that stopped the search); and a search under a latency
+budget (`--slo`: SloResult) in words: its line per batch, the batch chosen and the frontier's table."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
-from torchperf_tui.core.formatting import format_bytes, format_shape, is_number, number_text
+from torchperf_tui.core.formatting import format_bytes, format_ms, format_shape, is_number, number_text
 from torchperf_tui.wording import RANDOM_WEIGHTS, Row, model_label, plain, random_weights, row, subject
 from torchperf_tui.wording.conditions import CONDITION_MARK, conditions_rows, noise_rows, point_mark
 
@@ -93,3 +94,52 @@ def point_cells(result) -> list[tuple[str, str, str, str, str]]:
              number_text(p.seconds, ".1f", " s"),
              ", ".join(filter(None, ["best" if p.batch == result.best_batch else "", point_mark(p)])))
             for p in result.points]
+
+
+def slo_point_line(point, slo) -> str:
+    """'batch 4 (grow): p50 9.10 ms · p99 12.30 ms (CI 11.80 ms-13.00 ms) · 439.6 items/s · goodput 439.6/s ·
+    meets'; a batch whose quantile its passes cannot support says '?' after it, as every latency table does."""
+    if point.quantile is None:
+        return f"{point.label}: {point.verdict}" + (f" ({point.reason})" if point.reason else "")
+    q = point.quantile
+    interval = (f" (CI {format_ms(q.low_ms)}-{format_ms(q.high_ms)})" if q.supported else "?")
+    mark = point_mark(point)
+    return (f"{point.label}: p50 {format_ms(point.p50_ms)} · {slo.name} {format_ms(q.value_ms)}{interval} · "
+            f"{number_text(point.items_per_s, '.1f', ' items/s')} · goodput "
+            f"{number_text(point.goodput_per_s, '.1f', '/s')} · {point.verdict}, {point.n} passes"
+            + (f" · {mark}" if mark else ""))
+
+
+def slo_chosen_text(result) -> str:
+    """'batch 8: p99 18.20 ms within 20.00 ms, 439.6 items/s (goodput 436.0/s)', or why there is none."""
+    chosen, slo = result.chosen, result.slo
+    if chosen is None:
+        return ("none: cancelled before a batch met it" if result.cancelled else
+                f"none: not even batch 1 meets {slo.text()} ({result.stop_reason})")
+    return (f"batch {chosen.batch}: {slo.name} {format_ms(chosen.quantile.value_ms)} within "
+            f"{format_ms(slo.budget_ms)}, {number_text(chosen.items_per_s, '.1f', ' items/s')} (goodput "
+            f"{number_text(chosen.goodput_per_s, '.1f', '/s')})")
+
+
+def slo_rows(result) -> list[Row]:
+    """`throughput --slo`: the batch chosen first, what ended the search, the time spent, the memory cap and notes,
+    then the host's marks."""
+    budget = (f"{result.duration_s:.1f} s of the {result.time_budget_s:g} s budget" if result.time_budget_s
+              else f"{result.duration_s:.1f} s (no time budget)")
+    rows = [row("latency budget", result.slo.text()),
+            row("largest batch within it", slo_chosen_text(result)),
+            row("stopped", result.stop_reason or "-"),
+            row("search took", budget),
+            row("memory cap", format_bytes(result.memory_cap_bytes))]
+    rows += [row("note", note) for note in result.notes]
+    return rows + noise_rows(result)
+
+
+def frontier_cells(result) -> list[tuple[str, ...]]:
+    """The frontier's table, by batch: (batch, p50, the quantile with '?' where unsupported, items/s, goodput/s,
+    passes, verdict with 'chosen')."""
+    chosen = result.chosen.batch if result.chosen is not None else None
+    return [(str(p.batch), format_ms(p.p50_ms), format_ms(p.quantile.value_ms) + ("" if p.quantile.supported else "?"),
+             number_text(p.items_per_s, ".1f"), number_text(p.goodput_per_s, ".1f"), str(p.n),
+             p.verdict + (", chosen" if p.batch == chosen else ""))
+            for p in result.frontier]

@@ -27,7 +27,7 @@ import enum
 import math
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from torchperf_tui.core.errors import TorchperfError, first_line
@@ -92,6 +92,7 @@ class BatchTry:
     seconds: float | None = None  # wall time of the whole try: input, first iteration, warm-up, iterations
     failed_on: str = ""  # StopRule.OOM or StopRule.MEMORY_CAP when it did not fit
     host_noise: HostNoise | None = None  # the host over its timed iterations, as a timed run's
+    samples_ms: list[float] = field(default_factory=list, repr=False)  # its timed iterations (not in its JSON)
 
     @property
     def label(self) -> str:
@@ -103,7 +104,7 @@ class BatchTry:
         return self.host_noise.warnings() if self.host_noise is not None else []
 
     def to_dict(self) -> dict[str, Any]:
-        data = to_jsonable({k: v for k, v in self.__dict__.items() if k != "host_noise"})
+        data = to_jsonable({k: v for k, v in self.__dict__.items() if k not in ("host_noise", "samples_ms")})
         data["host_noise"] = self.host_noise.to_dict() if self.host_noise is not None else None
         data["disturbance_marks"] = self.disturbance_marks()
         return data
@@ -210,7 +211,7 @@ def run_try(try_batch: TryBatch, batch: int, phase: str, *, warmup: int, iters: 
     latency, rate = _rate(outcome.samples_ms, batch, by_median=phase != "measure")
     return BatchTry(batch, True, phase, latency, rate, peak_bytes=outcome.peak_bytes,
                     estimated_bytes=outcome.estimated_bytes, iters=len(outcome.samples_ms), seconds=seconds,
-                    host_noise=outcome.host_noise)
+                    host_noise=outcome.host_noise, samples_ms=list(outcome.samples_ms))
 
 
 def search_max_batch(try_batch: TryBatch, *, max_batch: int = DEFAULT_MAX_BATCH, resolution: int = 1,

@@ -33,6 +33,8 @@ from torchperf_tui.engine.measurements.batch_search import (DEFAULT_MAX_BATCH, P
                                                Clock, OnProgress, ShouldCancel, StopRule, TryBatch, best_of, per_s,
                                                run_try, search_max_batch)
 from torchperf_tui.engine.measurements.bench_config import BenchConfig
+from torchperf_tui.engine.measurements.slo_search import NO_FIT, SloPoint, search_slo
+from torchperf_tui.core.slo import Slo
 from torchperf_tui.engine.workloads.input_facts import InputFacts
 from torchperf_tui.engine.workloads.input_spec import InputSpec
 from torchperf_tui.core.errors import OutOfMemory, first_line
@@ -171,6 +173,80 @@ def _drop_cublas_workspaces() -> bool:
     return True
 
 
+class BatchSetup:
+    """What a search over batches of `cfg`'s model stands on: the model built and placed once (or `try_batch`, a
+    seam), its runner, the CPU's memory cap, the GPU's conditions sampler; `close()` drops the model and hands the
+    allocator back where it started."""
+
+    def __init__(self, cfg: BenchConfig, plan, memory_cap_bytes: int | None, memory_fraction: float,
+                 should_cancel: ShouldCancel | None, try_batch: TryBatch | None) -> None:
+        self.cfg, self.plan, self.should_cancel, self.try_batch = cfg, plan, should_cancel, try_batch
+        self.device = plan.device
+        self.on_cuda = self.device.type == "cuda"
+        self.notes: list[str] = []
+        self.model = None
+        self.cap: int | NA
+        if self.on_cuda:
+            self.cap = NA("on CUDA the device's own memory is the limit")
+            torch.cuda.synchronize(self.device)
+            _drop_cublas_workspaces()  # the same footing as the end, where they are dropped too
+            self.allocated_before: int | NA = int(torch.cuda.memory_allocated(self.device))
+        else:
+            if memory_cap_bytes is None:
+                memory_cap_bytes = int(psutil.virtual_memory().available * memory_fraction)
+                self.notes.append(f"CPU memory cap {format_bytes(memory_cap_bytes)} = {memory_fraction:g} x RAM "
+                                  "available at the start; a try estimated or measured over it counts as out of "
+                                  "memory")
+            self.cap = memory_cap_bytes
+            self.allocated_before = NA("no CUDA allocator on the CPU")
+
+    def release(self) -> None:
+        release_memory("cuda" if self.on_cuda else "cpu")
+
+    def open(self) -> tuple[TryBatch, ConditionSampler | None]:
+        """(the runner of a batch, the GPU's conditions sampler or None): the model built here unless a seam
+        runs the batches."""
+        if self.try_batch is not None:
+            return self.try_batch, None
+        cfg, plan, device, dtype = self.cfg, self.plan, self.device, self.plan.dtype
+        one = plan.inputs.at_batch(1)
+        try:
+            self.model = place_model(build_for_run(cfg.model, device, dtype, cfg.model_args, cfg.attn), device,
+                                     dtype, cfg.channels_last, one.rank)
+            if cfg.quant is not None:
+                quantize_model(self.model, cfg.quant)
+        except torch.OutOfMemoryError as exc:
+            self.release()
+            raise OutOfMemory(f"{cfg.model}'s weights alone do not fit on {device}: {first_line(exc)}") from None
+        per_sample = None if self.on_cuda else _activation_bytes_per_sample(cfg, one)
+        if not self.on_cuda:
+            self.release()  # trim first: the runner's RSS baseline must not hold reusable free pages
+        sampler = conditions_sampler(device)  # None on the CPU: the GPU over the final measurement
+        runner = ModelBatchRunner(self.model, plan.inputs, device=device, dtype=dtype,
+                                  channels_last=cfg.channels_last,
+                                  memory_cap_bytes=None if self.on_cuda else self.cap,
+                                  activation_bytes_per_sample=per_sample, should_cancel=self.should_cancel,
+                                  step=plan.step, seed=cfg.seed, sampler=sampler)
+        return runner, sampler
+
+    def close(self) -> None:
+        self.model = None
+        self.release()
+        if self.on_cuda and _drop_cublas_workspaces():
+            self.release()
+
+    def allocated_after(self) -> int | NA:
+        """The CUDA allocator once all is released (said in the notes where it holds more than before)."""
+        if not self.on_cuda:
+            return self.allocated_before
+        torch.cuda.synchronize(self.device)
+        after = int(torch.cuda.memory_allocated(self.device))
+        if after != self.allocated_before:
+            self.notes.append(f"the CUDA allocator holds {format_bytes(after - self.allocated_before)} more than "
+                              "before the search (library workspaces created by the first run stay allocated)")
+        return after
+
+
 def find_max_batch(cfg: BenchConfig, *, max_batch: int = DEFAULT_MAX_BATCH, resolution: int = 1,
                    to_oom: bool = False, time_budget_s: float | None = DEFAULT_TIME_BUDGET_S,
                    plateau_doublings: int = PLATEAU_DOUBLINGS,
@@ -196,50 +272,13 @@ def find_max_batch(cfg: BenchConfig, *, max_batch: int = DEFAULT_MAX_BATCH, reso
     sample_shape = plan.inputs.sample_shape
     one = plan.inputs.at_batch(1)  # the input of one item: the batch is what is searched
     on_cuda = device.type == "cuda"
-    notes: list[str] = []
-    cap: int | NA
-    if on_cuda:
-        cap = NA("on CUDA the device's own memory is the limit")
-        torch.cuda.synchronize(device)
-        _drop_cublas_workspaces()  # the same footing as the end, where they are dropped too
-        allocated_before: int | NA = int(torch.cuda.memory_allocated(device))
-    else:
-        if memory_cap_bytes is None:
-            memory_cap_bytes = int(psutil.virtual_memory().available * memory_fraction)
-            notes.append(f"CPU memory cap {format_bytes(memory_cap_bytes)} = {memory_fraction:g} x RAM available "
-                         "at the start; a try estimated or measured over it counts as out of memory")
-        cap = memory_cap_bytes
-        allocated_before = NA("no CUDA allocator on the CPU")
-
-    def release() -> None:
-        release_memory("cuda" if on_cuda else "cpu")
+    setup = BatchSetup(cfg, plan, memory_cap_bytes, memory_fraction, should_cancel, try_batch)
+    notes, cap, allocated_before, release = setup.notes, setup.cap, setup.allocated_before, setup.release
 
     def is_cancelled() -> bool:
         return bool(should_cancel and should_cancel())
 
-    model = None
-    sampler: ConditionSampler | None = None
-    runner: TryBatch
-    if try_batch is not None:
-        runner = try_batch
-    else:
-        try:
-            model = place_model(build_for_run(cfg.model, device, dtype, cfg.model_args, cfg.attn), device, dtype,
-                                cfg.channels_last, one.rank)
-            if cfg.quant is not None:
-                quantize_model(model, cfg.quant)
-        except torch.OutOfMemoryError as exc:
-            release()
-            raise OutOfMemory(f"{cfg.model}'s weights alone do not fit on {device}: {first_line(exc)}") from None
-        per_sample = None if on_cuda else _activation_bytes_per_sample(cfg, one)
-        if not on_cuda:
-            release()  # trim first: the runner's RSS baseline must not hold reusable free pages
-        sampler = conditions_sampler(device)  # None on the CPU: the GPU over the final measurement
-        runner = ModelBatchRunner(model, plan.inputs, device=device, dtype=dtype,
-                                  channels_last=cfg.channels_last,
-                                  memory_cap_bytes=None if on_cuda else memory_cap_bytes,
-                                  activation_bytes_per_sample=per_sample, should_cancel=should_cancel,
-                                  step=step, seed=cfg.seed, sampler=sampler)
+    runner, sampler = setup.open()
     # The measurement after the search runs the best batch 1 + warm-up + iterations times, a try 1 + ...:
     # a try is only started if the measurement that may follow it fits in the budget too.
     reserve = (1 + measure_warmup + measure_iters) / (1 + try_warmup + try_iters)
@@ -259,10 +298,8 @@ def find_max_batch(cfg: BenchConfig, *, max_batch: int = DEFAULT_MAX_BATCH, reso
                                              on_progress, clock, is_cancelled)
         host.end()
     finally:
-        del runner, model
-        release()
-        if on_cuda and _drop_cublas_workspaces():
-            release()
+        del runner
+        setup.close()
     cancelled = outcome.cancelled or is_cancelled()
     if outcome.max_batch == 0 and not cancelled:
         failure = next((t for t in outcome.tries if not t.fits), None)
@@ -280,13 +317,7 @@ def find_max_batch(cfg: BenchConfig, *, max_batch: int = DEFAULT_MAX_BATCH, reso
     if not cancelled and (measurement is None or not measurement.fits or measurement.samples_per_s is None):
         raise OutOfMemory(f"{cfg.model}: no batch that fitted in the search could be measured on {device}: "
                           + "; ".join(f"batch {m.batch}: {m.reason}" for m in measurements if not m.fits))
-    allocated_after: int | NA = allocated_before
-    if on_cuda:
-        torch.cuda.synchronize(device)
-        allocated_after = int(torch.cuda.memory_allocated(device))
-        if allocated_after != allocated_before:
-            notes.append(f"the CUDA allocator holds {format_bytes(allocated_after - allocated_before)} more than "
-                         "before the search (library workspaces created by the first run stay allocated)")
+    allocated_after = setup.allocated_after()
     fitted = measurement if measurement is not None and measurement.fits else None
     conditions = (sampler.summary(measure_window(fitted.batch), items=fitted.iters * fitted.batch)
                   if sampler is not None and fitted is not None and fitted.iters else None)
@@ -350,3 +381,90 @@ def _measure_best(runner: TryBatch, tries: list[BatchTry], warmup: int, iters: i
         release()
         candidates = [t for t in candidates if t.batch < m.batch]
     return made
+
+
+@dataclass
+class SloResult(InputFacts):
+    """`throughput --slo`: the largest batch within a latency budget at a quantile, and the frontier tried."""
+
+    model: str
+    device: str
+    sample_shape: tuple[int, ...]
+    dtype: str
+    channels_last: bool
+    slo: Slo
+    points: list[SloPoint]  # every batch timed, in the order tried
+    chosen: SloPoint | None  # the largest batch that met the budget (None: not even batch 1 did)
+    stop_reason: str
+    cancelled: bool
+    duration_s: float
+    time_budget_s: float | None
+    max_batch_bound: int
+    memory_cap_bytes: int | NA
+    notes: list[str] = field(default_factory=list)
+    step: str = "infer"
+    host_noise: HostNoise | None = None  # over the whole search (each point has its own)
+    app_marks: list[str] = field(default_factory=list)
+
+    @property
+    def frontier(self) -> list[SloPoint]:
+        """The batches that ran, by batch: latency against items/s."""
+        ran = {p.batch: p for p in self.points if p.quantile is not None}
+        return [ran[b] for b in sorted(ran)]
+
+    def disturbance_marks(self) -> list[str]:
+        return [*self.app_marks, *point_marks([(p.label, p.host_noise) for p in self.points], self.host_noise)]
+
+    def to_dict(self) -> dict[str, Any]:
+        data = to_jsonable({k: v for k, v in self.__dict__.items()
+                            if k not in ("points", "chosen", "slo", "host_noise")})
+        data["slo"] = self.slo.to_dict()
+        data["points"] = [p.to_dict() for p in self.points]
+        data["frontier"] = [p.to_dict() for p in self.frontier]
+        data["chosen"] = self.chosen.to_dict() if self.chosen is not None else None
+        data["chosen_batch"] = self.chosen.batch if self.chosen is not None else None
+        data["host_noise"] = self.host_noise.to_dict() if self.host_noise is not None else None
+        data["disturbance_marks"] = self.disturbance_marks()
+        return data
+
+
+def find_slo_batch(cfg: BenchConfig, slo: Slo, *, max_batch: int = DEFAULT_MAX_BATCH,
+                   time_budget_s: float | None = DEFAULT_TIME_BUDGET_S, memory_cap_bytes: int | None = None,
+                   memory_fraction: float = DEFAULT_MEMORY_FRACTION,
+                   on_point: Callable[[SloPoint], None] | None = None, should_cancel: ShouldCancel | None = None,
+                   try_batch: TryBatch | None = None, clock: Clock = time.monotonic) -> SloResult:
+    """The largest batch of `cfg.model` whose latency at `slo`'s quantile stays within its budget, each batch timed
+    with the passes its quantile needs (engine/measurements/slo_search.py); the model built once, as for
+    find_max_batch, whose seams (`try_batch`, `clock`) and memory cap it shares."""
+    started = clock()
+    plan = cfg.prepare()
+
+    def stop_passes() -> bool:  # a batch's passes end at a cancel or at the end of the time budget
+        past = time_budget_s is not None and clock() - started > time_budget_s
+        return past or bool(should_cancel and should_cancel())
+
+    setup = BatchSetup(cfg, plan, memory_cap_bytes, memory_fraction, stop_passes, try_batch)
+    runner, _ = setup.open()
+    one = plan.inputs.at_batch(1)
+    host = HostProbe(during="the batch search")
+    try:
+        host.begin()
+        with applied_flags(cfg.flags), grad_context(plan.step):
+            with forward_errors(cfg.model, one.shape, plan.dtype, plan.device):
+                outcome = search_slo(runner, slo, max_batch=max_batch, time_budget_s=time_budget_s,
+                                     budget_started=started, clock=clock, release=setup.release, on_point=on_point,
+                                     should_cancel=should_cancel)
+        host.end()
+    finally:
+        del runner
+        setup.close()
+    setup.allocated_after()
+    if not outcome.cancelled and outcome.points and all(p.verdict == NO_FIT for p in outcome.points):
+        raise OutOfMemory(f"{cfg.model}: even batch 1 does not fit on {plan.device}: {outcome.points[0].reason}")
+    return SloResult(**cfg.input_facts(plan.inputs), model=cfg.model, device=str(plan.device),
+                     sample_shape=plan.inputs.sample_shape, dtype=dtype_name(plan.dtype),
+                     channels_last=cfg.channels_last, slo=slo, points=outcome.points, chosen=outcome.chosen,
+                     stop_reason=outcome.stop_reason, cancelled=outcome.cancelled, duration_s=clock() - started,
+                     time_budget_s=time_budget_s, max_batch_bound=max_batch, memory_cap_bytes=setup.cap,
+                     notes=setup.notes, step=plan.step.describe(),
+                     host_noise=host.summary([], spread="said per batch"))
