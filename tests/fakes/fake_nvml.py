@@ -120,6 +120,9 @@ class FakeGpu:
     energy_mj: int = 1_000_000  # the total energy counter, millijoules since the driver loaded
     name_as_bytes: bool = False  # older nvidia-ml-py releases return bytes for strings
     processes: dict = dataclasses.field(default_factory=dict)  # pid -> used GPU memory in bytes (None: n/a)
+    graphics_processes: dict = dataclasses.field(default_factory=dict)  # likewise, the graphics (and video) ones
+    process_sm: dict = dataclasses.field(default_factory=dict)  # pid -> SM % in NVML's per-process samples
+    mig_mode: int | None = None  # 1: MIG on, 0: off; None: not supported (no MIG on this GPU)
     # GPM (Hopper and later): NVML_GPM_METRIC_* id -> the percent every pair of samples reads; None: no GPM
     gpm: dict | None = None
 
@@ -265,6 +268,23 @@ class FakeNvml:
     def nvmlDeviceGetComputeRunningProcesses(self, handle):
         gpu = self._enter("nvmlDeviceGetComputeRunningProcesses", handle)
         return [SimpleNamespace(pid=pid, usedGpuMemory=used) for pid, used in gpu.processes.items()]
+
+    def nvmlDeviceGetGraphicsRunningProcesses(self, handle):
+        gpu = self._enter("nvmlDeviceGetGraphicsRunningProcesses", handle)
+        return [SimpleNamespace(pid=pid, usedGpuMemory=used) for pid, used in gpu.graphics_processes.items()]
+
+    def nvmlDeviceGetProcessUtilization(self, handle, last_seen_us: int):
+        gpu = self._enter("nvmlDeviceGetProcessUtilization", handle)
+        if not gpu.process_sm:
+            raise NVMLError(NVML_ERROR_NOT_FOUND)  # NVML's answer when it kept no samples
+        return [SimpleNamespace(pid=pid, smUtil=sm, memUtil=0, timeStamp=last_seen_us + 1)
+                for pid, sm in gpu.process_sm.items()]
+
+    def nvmlDeviceGetMigMode(self, handle):
+        gpu = self._enter("nvmlDeviceGetMigMode", handle)
+        if gpu.mig_mode is None:
+            raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
+        return [gpu.mig_mode, gpu.mig_mode]
 
     def nvmlDeviceGetMemoryBusWidth(self, handle) -> int:
         return self._enter("nvmlDeviceGetMemoryBusWidth", handle).memory_bus_width_bits

@@ -114,12 +114,13 @@ class Advice(InputFacts):
     notes: list[str] = field(default_factory=list)
     host_noise: HostNoise | None = None  # the host over the set-up's timing
     app_marks: list[str] = field(default_factory=list)
+    gpu_marks: list[str] = field(default_factory=list)  # the GPU's other processes over that timing
     config: Any = None  # the set-up (a BenchConfig), for its history record
     flags: Any = None  # its Flags, and the thread count its timing ran on (the record's flags)
     threads_used: int | None = None
 
     def disturbance_marks(self) -> list[str]:
-        return [*self.app_marks, *noise_marks(self.host_noise)]
+        return [*self.app_marks, *noise_marks(self.host_noise), *self.gpu_marks]
 
     def to_dict(self) -> dict[str, Any]:
         data = {key: value for key, value in self.__dict__.items()

@@ -37,6 +37,7 @@ from typing import Callable
 from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.core.formatting import compute_rate_text, format_ms
 from torchperf_tui.engine.hardware.gpm import gpm_text
+from torchperf_tui.engine.hardware.gpu_tenants import tenant_marks
 from torchperf_tui.engine.analysis.advice_result import CONFIRMED, INCONCLUSIVE, NOT_RUN, REFUTED, Advice, Finding
 from torchperf_tui.engine.measurements.bench_config import BenchConfig
 from torchperf_tui.core.attention_settings import CPU_SDPA_BACKENDS, SDPA_BACKENDS, sdpa_backends
@@ -136,6 +137,7 @@ def advise(cfg: BenchConfig, *, budget_s: float | None = BUDGET_S, verify: int =
     advice.roofline = roofline_points(layers, flops)
     advice.roofs = _roofs(cfg, plan.device.type, kept)
     advice.notes.extend(throttle_notes(conditions, pass_ms))
+    advice.gpu_marks = tenant_marks(conditions)
     if skipped:
         advice.notes.append(f"not measured, the {budget_s:g} s budget spent: {', '.join(skipped)} (--budget gives "
                             "more)")

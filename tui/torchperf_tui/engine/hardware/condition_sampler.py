@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from torchperf_tui.engine.hardware.gpm import GpmProbe
+from torchperf_tui.engine.hardware.gpu_tenants import TenantWatch, sharing_mode
 from torchperf_tui.engine.hardware.nvml import default_nvml, NA, Nvml
 from torchperf_tui.engine.hardware.run_conditions import CLOCK_EVENT_REASONS, DEFAULT_PERIOD_S, THROTTLE_MASK, RunConditions
 from torchperf_tui.engine.hardware.device import TorchCudaBackend, nvml_index_for
@@ -66,7 +67,9 @@ class ConditionSampler:
         self._gpm: GpmProbe | None = None
         self._gpm_open: dict[str, Any] = {}
         self._gpm_windows: list[tuple[str, float, dict[str, float]]] = []  # (label, seconds, metrics)
+        self._tenants: TenantWatch | None = None  # the GPU's other processes, read at each window edge
         if self.index is not None:
+            self._tenants = TenantWatch(nvml, self.index)
             top = nvml.clock_mhz(self.index, "NVML_CLOCK_SM", maximum=True)
             self.max_sm_mhz = None if isinstance(top, NA) else int(top)
             self._gpm = GpmProbe(nvml, self.index)
@@ -132,6 +135,7 @@ class ConditionSampler:
         """A timed window of `label` opens now (a run's timed iterations, one A/B block, a mode's share)."""
         reading = self.read()
         sample = self._gpm.sample() if self._gpm is not None else None
+        self._read_tenants()
         with self._lock:
             self._open[label] = reading
             self._last_t = reading.t
@@ -145,6 +149,7 @@ class ConditionSampler:
             if label not in self._open:
                 return
         reading = self.read()
+        self._read_tenants()
         with self._lock:
             first = self._gpm_open.pop(label, None)
         if first is not None:
@@ -159,6 +164,11 @@ class ConditionSampler:
                 if first is not None and metrics:
                     self._gpm_windows.append((label, reading.t - start.t, metrics))
             self._last_t = reading.t
+
+    def _read_tenants(self) -> None:
+        if self._tenants is not None:
+            with self._lock:  # A/B arms open and close windows from their own threads
+                self._tenants.read()
 
     def discard(self, label: str) -> None:
         """Forget the open window of `label` (a block cancelled before it was complete)."""
@@ -216,7 +226,12 @@ class ConditionSampler:
         gpm = _weighted(counted)
         if not windows:
             missing["window"] = "no timed window closed (the run was cancelled before its timed iterations)"
+        with self._lock:
+            tenants = self._tenants.tenants() if self._tenants is not None else []
+            if self._tenants is not None and self._tenants.missing:
+                missing.setdefault("processes", self._tenants.missing)
         return RunConditions(
+            tenants=tenants, sharing=sharing_mode(self.nvml, self.index, tenants),
             gpu_index=self.index, readings=len(readings), window_s=window_s, windows=len(lengths),
             window_median_s=statistics.median(lengths) if lengths else 0.0, period_s=self.period_s,
             sm_clock_mhz=statistics.median(sm) if sm else None, sm_clock_min_mhz=min(sm) if sm else None,

@@ -121,7 +121,7 @@ def checked_result(function: str, value: Any) -> Any:
     elif function in _TEXTS:
         if not isinstance(value, str):
             return malformed(f"{type(value).__name__}, not text")
-    elif function == "nvmlDeviceGetComputeRunningProcesses":
+    elif function in ("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses"):
         if not isinstance(value, (list, tuple)) or not all(_is_count(getattr(p, "pid", None)) for p in value):
             return malformed(f"{type(value).__name__} without a pid per process")
     elif function == "nvmlDeviceGetCudaComputeCapability":

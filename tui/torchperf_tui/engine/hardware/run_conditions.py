@@ -89,6 +89,9 @@ class RunConditions:
     missing: dict[str, str] = field(default_factory=dict)  # what could not be read, and why
     # The GPU's own counters over the windows (engine/hardware/gpm.py): name -> percent; {} where it has none.
     gpm: dict[str, float] = field(default_factory=dict)
+    # The GPU's other processes over the windows (engine/hardware/gpu_tenants.py) and how it is shared (MIG, MPS)
+    tenants: list[Any] = field(default_factory=list)
+    sharing: str = ""
 
     @property
     def throttled(self) -> bool:
@@ -231,6 +234,8 @@ class RunConditions:
             "gpu_energy_window_s": _rounded(self.window_median_s, 3),
             "gpu_condition_readings": self.readings,
             **{f"gpu_gpm_{name}_pct": _rounded(value, 1) for name, value in self.gpm.items()},
+            "gpu_other_processes": len(self.tenants),
+            "gpu_sharing": self.sharing,
         }
 
 

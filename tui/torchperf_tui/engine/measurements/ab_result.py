@@ -17,6 +17,7 @@ import numpy as np
 from torchperf_tui.engine.workloads.input_facts import InputFacts
 from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.engine.measurements.flags import Flags
+from torchperf_tui.engine.hardware.gpu_tenants import tenant_marks
 from torchperf_tui.engine.hardware.host_noise import HostNoise
 from torchperf_tui.engine.hardware.run_conditions import RunConditions
 
@@ -196,7 +197,9 @@ class ABResult(InputFacts):
         host = self.host_noise.warnings() if self.host_noise is not None else []
         arms = [f"arm {name}: {line}" for name, arm in (("A", self.a), ("B", self.b))
                 if getattr(arm, "host_noise", None) is not None for line in arm.host_noise.sample_warnings()]
-        return [*self.app_marks, *host, *arms]
+        gpu = [f"arm {name}: {line}" for name, arm in (("A", self.a), ("B", self.b))
+               for line in tenant_marks(getattr(arm, "conditions", None))]
+        return [*self.app_marks, *host, *arms, *gpu]
 
     @property
     def pairs(self) -> int:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import psutil
+from torchperf_tui.engine.hardware.gpu_tenants import tenant_marks
 from torchperf_tui.engine.hardware.lazy_torch import torch
 
 from torchperf_tui.engine.measurements.batch_runner import ModelBatchRunner
@@ -96,7 +97,8 @@ class ThroughputResult(InputFacts):
         """Every reason the figures may not be the model's alone, one line each: what the app saw, then the host per
         point (each try, the measurement), or over the whole search where no point could tell."""
         points = [*self.tries, *([self.measurement] if self.measurement is not None else [])]
-        return [*self.app_marks, *point_marks([(t.label, t.host_noise) for t in points], self.host_noise)]
+        return [*self.app_marks, *point_marks([(t.label, t.host_noise) for t in points], self.host_noise),
+                *tenant_marks(self.conditions)]
 
     @property
     def points(self) -> list[BatchTry]:

@@ -18,6 +18,7 @@ from torchperf_tui.engine.measurements.bench_config import DEFAULT_ITERS, BenchC
 from torchperf_tui.engine.workloads.input_facts import InputFacts
 from torchperf_tui.core.errors import ModelError, ShapeError, TorchperfError
 from torchperf_tui.engine.measurements.flags import Flags, StateWatch, applied_flags, asked_state
+from torchperf_tui.engine.hardware.gpu_tenants import tenant_marks
 from torchperf_tui.engine.hardware.host_noise import HostNoise, HostProbe, noise_marks
 from torchperf_tui.engine.workloads.input_spec import InputSpec, OnShape, ShapeFeed
 from torchperf_tui.engine.workloads.inputs import check_dims, dtype_name
@@ -141,8 +142,9 @@ class TimingResult(InputFacts):
                                    default_threads=getattr(self, "threads_asked", None))
 
     def disturbance_marks(self) -> list[str]:
-        """Every reason the numbers may not be the model's alone, one line each: what the app saw, then the host."""
-        return [*self.app_marks, *noise_marks(self.host_noise)]
+        """Every reason the numbers may not be the model's alone, one line each: what the app saw, the host, then the
+        GPU's other processes."""
+        return [*self.app_marks, *noise_marks(self.host_noise), *tenant_marks(self.conditions)]
 
     def to_dict(self) -> dict:
         data = asdict(self)
