@@ -476,8 +476,13 @@ def build_parser(commands: bool = True, baseline: bool = False) -> argparse.Argu
     p.add_argument("--out", metavar="DIR", help="folder for the snapshot (default: a temp folder)")
     _add_run_options(p)
 
-    p = sub.add_parser("history", help="past runs, newest last")
+    p = sub.add_parser("history", help="past runs, newest last; --changes: where each set-up's median stepped")
     p.add_argument("--last", type=_positive_int, help="only the last N runs")
+    p.add_argument("--changes", action="store_true",
+                   help="the change points of each set-up's series of medians instead of the runs: the first run "
+                        "after each, the medians before and after, the change with its 95 %% interval, and what "
+                        "differs in the environment between the runs beside it (driver, torch, clocks, host, the "
+                        "host's load); a set-up with too few runs for a segment each side is said to be too short")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
     p = sub.add_parser("export", help="export the run history as json, csv, md, or for a fleet: github-benchmark "
