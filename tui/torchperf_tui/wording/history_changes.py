@@ -48,3 +48,8 @@ def no_series_line(path) -> str:
     """What `history --changes` says of a history without one record that has a median (empty, or every run
     cancelled)."""
     return f"no run with a timed sample recorded yet ({printable(str(path))})"
+
+
+def empty_series_lines(setup: str) -> list[str]:
+    """History's `v` on a run of a set-up none of whose runs has a median (each cancelled before a timed sample)."""
+    return [f"{setup}: no run with a timed sample"]
