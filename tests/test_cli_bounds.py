@@ -62,6 +62,8 @@ def test_hostile_counts_are_one_line(capsys, no_job, option, value):
     (["compare", TINY, "--a", "threads=1", "--b", "", "--fail-if-slower", "5"],
      "--fail-if-slower goes with --baseline REF"),
     (["compare", TINY, "--a", "threads=1", "--b", "", "--no-confirm"], "--no-confirm goes with --baseline REF"),
+    (["compare", TINY, "--a", "threads=1", "--b", "", "--fail-if-ambiguous"],
+     "--fail-if-ambiguous goes with --baseline REF"),
     (["throughput", TINY, "--memory-cap", "100000"], "more than this machine's"),
     (["sweep", TINY, "--memory-cap", "1e308"], "more than this machine's"),
     (["throughput", TINY, "--memory-cap", "inf"], "expected a finite number"),

@@ -127,3 +127,33 @@ def test_a_quiet_confirmed_failure_still_fails(capsys, tmp_path, measured):
     runs += [(12.0, []), (12.0, [])]
     code, out, _ = run(capsys, "compare", "--baseline", write_baseline(tmp_path, baseline_record()), "--no-history")
     assert code == 1 and "note: confirmed: the first run (" in out
+
+
+# -- ambiguous: the interval across the limit
+
+
+def test_an_ambiguous_run_passes_with_exit_0_and_says_so_first(capsys, tmp_path, measured):
+    """10 % slower with its interval across the 10 % limit: the gate cannot tell, says AMBIGUOUS on its line and
+    exits 0; nothing is measured again (a confirmation is for a failure)."""
+    runs, asked = measured
+    runs.append((11.0, []))
+    path = write_baseline(tmp_path, baseline_record())
+    code, out, err = run(capsys, "compare", "--baseline", path, "--no-history")
+    assert code == 0 and len(asked) == 1 and "confirm" not in err, out + err
+    assert out.splitlines()[1].startswith("gate: AMBIGUOUS: ") and out.splitlines()[1].endswith("(exit 0)")
+    runs.append((11.0, []))
+    code, out, _ = run(capsys, "compare", "--baseline", path, "--no-history", "--no-confirm", "--json")
+    data = json.loads(out)
+    assert (code, data["verdict"], data["ambiguous"], data["failed"], data["exit_code"]) == (0, "slower", True,
+                                                                                             False, 0)
+
+
+def test_fail_if_ambiguous_confirms_and_fails_with_exit_1(capsys, tmp_path, measured):
+    runs, asked = measured
+    runs += [(11.0, []), (11.0, [])]
+    code, out, err = run(capsys, "compare", "--baseline", write_baseline(tmp_path, baseline_record()), "--no-history",
+                         "--fail-if-ambiguous")
+    assert code == 1 and len(asked) == 2, out + err
+    assert "note: ambiguous (+10.5 %) against the baseline: measuring again to confirm" in err
+    assert out.splitlines()[1].startswith("gate: FAILS: AMBIGUOUS (--fail-if-ambiguous): ")
+

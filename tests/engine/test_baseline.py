@@ -71,6 +71,57 @@ def test_two_constant_samples_need_no_bootstrap():
     assert gate(timing([5.0] * 10), timing([8.0] * 10)).exit_code == 1
 
 
+
+# -- ambiguous: the interval across the limit
+
+
+def test_an_interval_across_the_limit_is_ambiguous_and_passes_with_exit_0():
+    """11 against 10 at a 10 % limit: slower and significant, but the interval's low end is within 10 % and its high
+    end past it; the ratio alone (past 1.10) failed this run before."""
+    verdict = gate(timing(noisy(10.0, seed=1)), timing(noisy(11.0, seed=2)), fail_if_slower_pct=10)
+    assert verdict.verdict == "slower" and verdict.significant and verdict.ratio > 1.10
+    assert verdict.ci_low <= 1.10 < verdict.ci_high
+    assert (verdict.ambiguous, verdict.failed, verdict.not_judged, verdict.exit_code) == (True, False, False, 0)
+    line = gate_lines(verdict)[1]
+    low, high = (verdict.ci_low - 1) * 100, (verdict.ci_high - 1) * 100
+    assert line == (f"gate: AMBIGUOUS: 10.5 % slower, 95 % CI {low:+.1f} % to {high:+.1f} % across the allowed 10 %: "
+                    "this run cannot tell whether it is past it; more iterations narrow the interval (exit 0)")
+    assert not gate_lines(verdict, exit_code=False)[1].endswith(")")  # the app's pane: no exit code
+    data = verdict.to_dict()
+    assert (data["ambiguous"], data["failed"], data["exit_code"]) == (True, False, 0)
+
+
+def test_the_whole_interval_on_one_side_of_the_limit_is_not_ambiguous():
+    base = timing(noisy(10.0, seed=1))
+    within = gate(base, timing(noisy(10.8, seed=2)), fail_if_slower_pct=10)  # high end 1.093
+    past = gate(base, timing(noisy(11.2, seed=2)), fail_if_slower_pct=10)  # low end 1.115
+    assert (within.ambiguous, within.exit_code, past.ambiguous, past.exit_code) == (False, 0, False, 1)
+    assert gate_lines(within)[1].startswith("gate: passes: ") and gate_lines(past)[1].startswith("gate: FAILS: ")
+
+
+def test_a_difference_too_noisy_to_be_significant_whose_interval_reaches_past_the_limit_is_ambiguous():
+    rng = np.random.default_rng(3)
+    verdict = gate(timing(list(10 * (1 + rng.normal(0, 0.15, 8)))), timing(list(10 * (1 + rng.normal(0, 0.15, 8)))))
+    assert verdict.verdict == "same" and verdict.ci_high > 1.10
+    assert (verdict.ambiguous, verdict.exit_code) == (True, 0)
+    low, high = (verdict.ci_low - 1) * 100, (verdict.ci_high - 1) * 100
+    assert gate_lines(verdict)[1].startswith(f"gate: AMBIGUOUS: no significant difference (-0.5 %), 95 % CI "
+                                             f"{low:+.1f} % to {high:+.1f} % across the allowed 10 %: ")
+
+
+def test_fail_if_ambiguous_fails_an_ambiguous_run_and_a_disturbed_one_is_not_judged():
+    base, now = timing(noisy(10.0, seed=1)), timing(noisy(11.0, seed=2))
+    verdict = gate(base, now, fail_if_slower_pct=10, fail_if_ambiguous=True)
+    assert (verdict.ambiguous, verdict.failed, verdict.exit_code) == (True, True, 1)
+    assert gate_lines(verdict)[1].startswith("gate: FAILS: AMBIGUOUS (--fail-if-ambiguous): 10.5 % slower, 95 % CI")
+    assert gate_lines(verdict)[1].endswith("(exit 1)")
+    disturbed = gate(base, dataclasses.replace(now, disturbed=["noisy host"]), fail_if_ambiguous=True)
+    assert (disturbed.failed, disturbed.not_judged, disturbed.exit_code) == (False, True, 0)
+    # Neither a clear pass nor a clear failure changes with the option.
+    assert gate(base, timing(noisy(10.8, seed=2)), fail_if_ambiguous=True).exit_code == 0
+    assert gate(base, timing(noisy(7.0, seed=2)), fail_if_ambiguous=True).exit_code == 0
+
+
 # -- what differs
 
 

@@ -236,8 +236,9 @@ def _add_baseline_options(p: argparse.ArgumentParser) -> None:
                         "override it and are listed as differences) and compare the two samples. REF: a `bench MODEL "
                         "--json` file, a history file (newest timing record, or --baseline-filter's), or a record id "
                         "or unique prefix from --history's file. Exit 0 the same or faster, 1 slower past "
-                        "--fail-if-slower and significant, 2 bad input; a run marked disturbed (a busy host) that "
-                        "reads slower past it is not judged: exit 0, 'disturbed: not judged'")
+                        "--fail-if-slower and significant (the whole 95 %% interval past it), 2 bad input; an interval "
+                        "across the limit is 'AMBIGUOUS': exit 0 (--fail-if-ambiguous: 1); a run marked disturbed (a "
+                        "busy host) that reads slower past it is not judged: exit 0, 'disturbed: not judged'")
     p.add_argument("--baseline-filter", metavar="KEY=VALUE,...",
                    help="with --baseline HISTORY_FILE: the newest timing record matching every pair, e.g. "
                         "model=resnet18,dtype=float16 (keys: id, model, input_shape, dtype, device, channels_last, "
@@ -245,8 +246,11 @@ def _add_baseline_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fail-if-slower", metavar="PCT", default=10.0,
                    type=_checked(lambda text: options.finite_float("--fail-if-slower", text, low=0.0)),
                    help="with --baseline: exit 1 when the median is slower than the baseline's by more than PCT "
-                        "%% and the difference is significant (default 10: past the few %% two runs of one build "
-                        "differ by on a shared box)")
+                        "%% beyond doubt (significant, and the 95 %% interval's low end past PCT; default 10: past "
+                        "the few %% two runs of one build differ by on a shared box)")
+    p.add_argument("--fail-if-ambiguous", action="store_true",
+                   help="with --baseline: exit 1 on an AMBIGUOUS verdict too (the 95 %% interval reaches past PCT "
+                        "and the run is not past it beyond doubt), which by default passes with exit 0")
     p.add_argument("--no-confirm", action="store_true",
                    help="with --baseline: fail on the first run past PCT (by default such a run is measured again, "
                         "and the gate fails only if the second run fails it too)")
@@ -477,8 +481,13 @@ def build_parser(commands: bool = True, baseline: bool = False) -> argparse.Argu
     p.add_argument("--out", metavar="DIR", help="folder for the snapshot (default: a temp folder)")
     _add_run_options(p)
 
-    p = sub.add_parser("history", help="past runs, newest last")
+    p = sub.add_parser("history", help="past runs, newest last; --changes: where each set-up's median stepped")
     p.add_argument("--last", type=_positive_int, help="only the last N runs")
+    p.add_argument("--changes", action="store_true",
+                   help="the change points of each set-up's series of medians instead of the runs: the first run "
+                        "after each, the medians before and after, the change with its 95 %% interval, and what "
+                        "differs in the environment between the runs beside it (driver, torch, clocks, host, the "
+                        "host's load); a set-up with too few runs for a segment each side is said to be too short")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
     p = sub.add_parser("export", help="export the run history as json, csv, md, or for a fleet: github-benchmark "

@@ -4,8 +4,9 @@ so that its output is a baseline.
 The gate reads the baseline (engine/records/baseline.py), measures its configuration now in a measurement process
 as `bench` does, with the options typed on the command line over it (only those typed: argparse's defaults do not
 override a baseline), saves the new run to the history, and words the verdict (engine/records/baseline_gate.py,
-wording/baseline.py). Exit 0 the same or faster, 1 slower past PCT and significant, 2 bad input (one line); a run
-marked disturbed that reads slower past PCT is not judged (exit 0, the verdict says "disturbed: not judged").
+wording/baseline.py). Exit 0 the same or faster, 1 slower past PCT and significant (the whole interval past it), 2
+bad input (one line); an interval across PCT is "AMBIGUOUS", exit 0 (--fail-if-ambiguous: 1); a run marked disturbed
+that reads slower past PCT is not judged (exit 0, the verdict says "disturbed: not judged").
 
 The baseline file's settings are checked as the same options typed would be (engine/records/baseline.py,
 config_of_record), before the measurement process starts.
@@ -118,14 +119,17 @@ def baseline_command(args) -> int:
 
     def verdict_of_a_run():
         now = measure_now(args, cfg, record)
-        return now, gate(record, now, fail_if_slower_pct=args.fail_if_slower, source=baseline.source,
-                         typed=typed_names, seed=args.seed)
+        return now, gate(record, now, fail_if_slower_pct=args.fail_if_slower,
+                         fail_if_ambiguous=args.fail_if_ambiguous, source=baseline.source, typed=typed_names,
+                         seed=args.seed)
 
     now, verdict = verdict_of_a_run()
     if (verdict.failed or verdict.not_judged) and not args.no_confirm:
         marked = ", in a run marked disturbed" if verdict.not_judged else ""
-        print(f"{PROG}: note: {verdict.change_pct:.1f} % slower than the baseline{marked}: measuring again to "
-              "confirm (--no-confirm: not)", file=sys.stderr)
+        reading = (f"ambiguous ({verdict.change_pct:+.1f} %)" if verdict.ambiguous
+                   else f"{verdict.change_pct:.1f} % slower")
+        print(f"{PROG}: note: {reading} against the baseline{marked}: measuring again to confirm (--no-confirm: not)",
+              file=sys.stderr)
         first = verdict
         now, verdict = verdict_of_a_run()
         outcome = "confirmed" if verdict.failed else "not judged" if verdict.not_judged else "not confirmed"

@@ -1,10 +1,12 @@
-"""`history` and `export`: the history file's records, listed or written out for other tools. Records are read
+"""`history` and `export`: the history file's records, listed or written out for other tools, and `history
+--changes`, where each set-up's median stepped (engine/records/change_points.py). Records are read
 without torch (engine/records), so these commands start at once. Without --last the file is read a line at a time
 as the records are listed or written, so a history of any size takes one record's memory (CSV and the fleets'
 formats keep what they need of each record: wording/history_export.py)."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from contextlib import contextmanager
@@ -12,8 +14,11 @@ from contextlib import contextmanager
 from torchperf_tui.core.errors import PROG
 from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.engine.records.history_file import HistoryFile
+from torchperf_tui.core.json_checks import nonfinite_to_none
 from torchperf_tui.core.output_files import write_output
+from torchperf_tui.engine.records.change_points import history_changes
 from torchperf_tui.wording.history import history_line
+from torchperf_tui.wording.history_changes import no_series_line, series_lines
 from torchperf_tui.wording.history_export import Exported, check_format, write_export
 
 
@@ -52,6 +57,8 @@ def standard_output():
 
 
 def history_command(args) -> int:
+    if args.changes:
+        return changes_command(args)
     records, source = open_history(args, last=args.last)
     with standard_output():
         if args.json:
@@ -63,6 +70,29 @@ def history_command(args) -> int:
                 count += 1
             if not count:
                 print(f"no runs recorded yet ({source.path})")
+    warn_skipped(source)
+    return 0
+
+
+def changes_command(args) -> int:
+    """`history --changes`: each set-up's change points (engine/records/change_points.py). The history is read
+    twice without --last (once for the medians, once more for the runs beside a change point), so its size costs
+    its medians' memory, not its records'."""
+    records, source = open_history(args, last=args.last)
+
+    def again():
+        return records if args.last is not None else HistoryFile(args.history).stream()  # --last: already read
+
+    found = history_changes(records, again)
+    with standard_output():
+        if args.json:
+            print(json.dumps(nonfinite_to_none([series.to_dict() for series in found]), indent=2))
+        elif not found:
+            print(no_series_line(source.path))
+        else:
+            for series in found:
+                for line in series_lines(series):
+                    print(line)
     warn_skipped(source)
     return 0
 

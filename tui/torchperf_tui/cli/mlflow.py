@@ -57,7 +57,8 @@ def log_gate(sink, record: Any, verdict: Any, saved: bool) -> None:
         content = describe_records([record], saved, history_line)
         for name in ("ratio", "ci_low", "ci_high", "p_value", "fail_if_slower_pct", "exit_code"):
             content.metric(f"gate.{name}", getattr(verdict, name))
-        outcome = " (fails)" if verdict.failed else " (disturbed: not judged)" if verdict.not_judged else ""
+        outcome = (" (fails)" if verdict.failed else " (disturbed: not judged)" if verdict.not_judged
+                   else " (ambiguous)" if verdict.ambiguous else "")
         content.tag("torchperf.gate", f"{verdict.verdict}{outcome}")
         content.tag("torchperf.baseline_id", verdict.baseline_id)
         return content

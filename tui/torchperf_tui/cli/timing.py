@@ -135,7 +135,7 @@ def cmd_compare(args) -> int:
 
 # compare's options that only the regression gate reads (compare --baseline), as typed.
 GATE_OPTIONS = {"fail_if_slower": "--fail-if-slower", "baseline_filter": "--baseline-filter",
-                "no_confirm": "--no-confirm"}
+                "no_confirm": "--no-confirm", "fail_if_ambiguous": "--fail-if-ambiguous"}
 
 
 def refuse_gate_options(args) -> None:

@@ -24,20 +24,39 @@ def verdict_line(result) -> str:
 
 
 def gate_line(result, exit_code: bool = True) -> str:
-    """Whether the gate passes, and why: 'gate: FAILS: 86.0 % slower, past the allowed 10 % (exit 1)'; the exit
-    code only where there is one (`exit_code`: the CLI's, not the app's)."""
+    """Whether the gate passes, and why: 'gate: FAILS: 86.0 % slower, past the allowed 10 % (exit 1)', 'gate:
+    AMBIGUOUS: 9.5 % slower, 95 % CI +4.1 % to +15.2 % across the allowed 10 %: ...'; the exit code only where there
+    is one (`exit_code`: the CLI's, not the app's)."""
     pct, allowed = result.change_pct, f"{result.fail_if_slower_pct:g} %"
+    reading = _ambiguity(result) if result.ambiguous else f"{pct:.1f} % slower, past the allowed {allowed}"
+
+    def code(n: int) -> str:
+        return f" (exit {n})" if exit_code else ""
+
     if result.failed:
-        return f"gate: FAILS: {pct:.1f} % slower, past the allowed {allowed}" + (" (exit 1)" if exit_code else "")
+        head = "gate: FAILS: AMBIGUOUS (--fail-if-ambiguous)" if result.ambiguous else "gate: FAILS"
+        return f"{head}: {reading}" + code(1)
     if result.not_judged:
-        return (f"gate: disturbed: not judged: {pct:.1f} % slower, past the allowed {allowed}, in a run marked "
-                "disturbed (see the note): part of it may be the disturbance; measure again on a quiet machine"
-                + (" (exit 0)" if exit_code else ""))
+        return (f"gate: disturbed: not judged: {reading}, in a run marked disturbed (see the note): part of it may be "
+                "the disturbance; measure again on a quiet machine" + code(0))
+    if result.ambiguous:
+        return f"gate: AMBIGUOUS: {reading}; more iterations narrow the interval" + code(0)
     if result.verdict == "slower":
         return f"gate: passes: {pct:.1f} % slower, within the allowed {allowed}"
     if result.verdict == "faster":
         return f"gate: passes: {-pct:.1f} % faster"
     return f"gate: passes: no significant difference ({pct:+.1f} %)"
+
+
+def _ambiguity(result) -> str:
+    """'9.5 % slower, 95 % CI +4.1 % to +15.2 % across the allowed 10 %: this run cannot tell whether it is past
+    it', or the same of a difference that is not significant."""
+    pct, allowed = result.change_pct, f"{result.fail_if_slower_pct:g} %"
+    low, high = (result.ci_low - 1.0) * 100.0, (result.ci_high - 1.0) * 100.0
+    said = f"{pct:.1f} % slower" if result.significant else f"no significant difference ({pct:+.1f} %)"
+    where = (f"across the allowed {allowed}" if low <= result.fail_if_slower_pct
+             else f"past the allowed {allowed}, but not significant (Mann-Whitney p={result.p_value:.2g})")
+    return f"{said}, 95 % CI {low:+.1f} % to {high:+.1f} % {where}: this run cannot tell whether it is past it"
 
 
 def differences_line(result) -> str:
@@ -59,7 +78,13 @@ def environment_line(result) -> str:
         readings = ", ".join(f"{label.split(' (')[0]} within {share * 100:g} %" for _, label, share in ENV_READINGS)
         return (f"environment: no difference (device, driver, CUDA, cuDNN, torch, host, GPU power limit and "
                 f"throttling the same; {readings}, other processes' CPU within {OTHER_BUSY_CORES_DELTA:g} cores)")
-    return "environment: " + "; ".join(f"{name} {_value(a)} -> {_value(b)}" for name, a, b in result.environment)
+    return "environment: " + changes_text(result.environment)
+
+
+def changes_text(changes) -> str:
+    """(name, before, after) triples in words: 'torch 2.11.0 -> 2.14.1; host load 0.2 on 2 cores -> ...': the
+    gate's environment and the change points' coinciding differences alike."""
+    return "; ".join(f"{name} {_value(a)} -> {_value(b)}" for name, a, b in changes)
 
 
 def gate_lines(result, exit_code: bool = True) -> list[str]:

@@ -92,7 +92,7 @@ def history_row(record: Any) -> HistoryRow:
         per = PER_TRAINING_STEP if details.get("step", "infer") == "train" else PER_PASS
     stats = record.stats
     return HistoryRow(
-        when=printable(record.created_at.replace("T", " ")[:16]), short_id=printable(record.short_id),
+        when=when_text(record.created_at), short_id=printable(record.short_id),
         kind=f"{kind} {arm}" if arm else kind, arm=arm, per=per,
         model=printable(model_label(record.model, details.get("model_args") or "")),
         shape=printable(record.shape_text), dtype=printable(record.dtype), setup=_setup(record),
@@ -102,6 +102,11 @@ def history_row(record: Any) -> HistoryRow:
         figures=_generation_figures(record) if record.kind == "generate" else _figures(record, per)
         + _findings_text(record),
         flags=printable(record.flags_text), marks=marks_of(record))
+
+
+def when_text(created_at: str) -> str:
+    """When a record finished, as every row says it: '2026-11-22 20:30' (UTC, to the minute; printable)."""
+    return printable(created_at.replace("T", " ")[:16])
 
 
 def history_line(record: Any) -> str:

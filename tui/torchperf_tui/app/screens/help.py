@@ -37,6 +37,7 @@ How fast a PyTorch model runs on this box, and why.
 | `o` | (Profile) sort the operators by the next key; or press a column header |
 | `m` / `⏎` | (History) mark a run; with two marked, see how they compare |
 | `]` / `[` | (History) older / newer page of runs |
+| `v` | (History) the change points of the highlighted run's set-up over the whole history, as `history --changes` says them; `v` again hides them |
 | `x` | forget all kept runs |
 | `e` | release memory (gc, `empty_cache` / `malloc_trim`) |
 | `s` | save an SVG screenshot |

@@ -3,11 +3,18 @@
 The ratio is the median now over the median of the baseline (above 1: slower now). Its 95 % interval is
 scipy.stats.bootstrap's, resampling each sample on its own (paired=False: the two runs' iterations are not
 paired), and the two samples are tested with scipy.stats.mannwhitneyu. The difference is significant when the
-test's p is under ALPHA and the interval leaves out 1. The gate fails (exit 1) when the run is significantly
-slower and its ratio is past 1 + --fail-if-slower / 100, unless the run was marked disturbed (a noisy host, a
-window resized, ...): then it does not judge (exit 0, `not_judged`), as nvbench says "cannot tell" rather than
-turn a build red for noise. A disturbance slows a run; it does not make one faster, so a disturbed run that reads
-the same or faster still passes.
+test's p is under ALPHA and the interval leaves out 1. With the limit L = 1 + --fail-if-slower / 100:
+
+- the gate fails (exit 1) when the run is significantly slower and its whole interval is past L (its low end above
+  L): slower past the limit beyond doubt;
+- it is ambiguous (exit 0, `ambiguous`; exit 1 with --fail-if-ambiguous) when the interval reaches past L (its high
+  end above L) and the run does not fail: the interval straddles L, or the slowdown is not significant. The run may
+  be past the limit or within it, and this run cannot tell which; nvbench's compare says AMBIGUOUS for the same
+  reason, rather than turn a build red for noise or pass it as the same. More iterations narrow the interval;
+- else it passes: faster, the same with an interval that stays within L, or slower within L.
+
+A run marked disturbed (a noisy host, a window resized, ...) that would fail is not judged (exit 0, `not_judged`). A
+disturbance slows a run; it does not make one faster, so a disturbed run that reads the same or faster still passes.
 
 Why a default of 10 %: the samples of one run are not independent of the host's state over that run, so two
 runs of the same build on one box differ by a few percent that the interval, taken within runs, does not cover
@@ -55,8 +62,10 @@ OTHER_BUSY_CORES_DELTA = 0.5
 class GateResult:
     """A run now (`now_id`) against a baseline (`baseline_id`, from `baseline_source`).
 
-    `verdict` is "faster", "slower" or "same"; `failed` when slower past `fail_if_slower_pct` and significant, and
-    the run now is not marked disturbed; `not_judged` when it would have failed but is (`disturbed`, its marks).
+    `verdict` is "faster", "slower" or "same"; `failed` when slower and significant with its whole interval past
+    `fail_if_slower_pct` (or ambiguous, with `fail_if_ambiguous`), and the run now is not marked disturbed;
+    `not_judged` when it would have failed but is (`disturbed`, its marks); `ambiguous` when the interval reaches past
+    the limit and the run is not past it beyond doubt (the module's docstring has the rule).
     `differences`: (name, baseline value, value now) of the set-up and flags, with `typed` naming those the
     command line changed; `environment`: likewise for the environment; `notes`: throttling or a disturbance
     that may explain part of the ratio."""
@@ -82,6 +91,8 @@ class GateResult:
     notes: list[str] = field(default_factory=list)
     disturbed: list[str] = field(default_factory=list)
     not_judged: bool = False
+    ambiguous: bool = False
+    fail_if_ambiguous: bool = False
 
     @property
     def exit_code(self) -> int:
@@ -121,14 +132,23 @@ def ratio_test(now: Sequence[float], baseline: Sequence[float], seed: int = 0) -
     return ratio, float(boot.confidence_interval.low), float(boot.confidence_interval.high), p_value
 
 
+def is_significant(low: float, high: float, p_value: float) -> bool:
+    """A ratio's difference from 1 is significant when Mann-Whitney's p is under ALPHA and its interval leaves out 1:
+    the gate's rule, and that of a change point in the history (engine/records/change_points.py)."""
+    return p_value < ALPHA and not (low <= 1.0 <= high)
+
+
 def gate(baseline: HistoryRecord, now: HistoryRecord, *, fail_if_slower_pct: float = DEFAULT_FAIL_IF_SLOWER_PCT,
-         source: str = "", typed: Sequence[str] = (), seed: int = 0) -> GateResult:
+         fail_if_ambiguous: bool = False, source: str = "", typed: Sequence[str] = (), seed: int = 0) -> GateResult:
     """The verdict on `now` against `baseline` (both timing records with samples), with what differs.
     `typed`: the names (as in the differences) of what the command line set."""
     ratio, low, high, p_value = ratio_test(now.samples_ms, baseline.samples_ms, seed=seed)
-    significant = p_value < ALPHA and not (low <= 1.0 <= high)
+    significant = is_significant(low, high, p_value)
     verdict = "same" if not significant else "slower" if ratio > 1.0 else "faster"
-    past_limit = verdict == "slower" and ratio > 1.0 + fail_if_slower_pct / 100.0
+    limit = 1.0 + fail_if_slower_pct / 100.0
+    past = verdict == "slower" and low > limit
+    ambiguous = not past and high > limit
+    past_limit = past or (ambiguous and fail_if_ambiguous)
     comparison = compare_records(baseline, now) if _comparable(baseline, now) else None
     differences = setup_and_flag_differences(baseline, now)
     notes = [n for n in (comparison.clock_note if comparison else None, disturbance_note(baseline, now)) if n]
@@ -137,7 +157,8 @@ def gate(baseline: HistoryRecord, now: HistoryRecord, *, fail_if_slower_pct: flo
         baseline_p50_ms=_median(baseline.samples_ms), now_p50_ms=_median(now.samples_ms), ratio=ratio,
         ci_low=low, ci_high=high, p_value=p_value, significant=significant, verdict=verdict,
         fail_if_slower_pct=fail_if_slower_pct, failed=past_limit and not now.disturbed,
-        not_judged=past_limit and bool(now.disturbed), disturbed=list(now.disturbed),
+        not_judged=past_limit and bool(now.disturbed), disturbed=list(now.disturbed), ambiguous=ambiguous,
+        fail_if_ambiguous=fail_if_ambiguous,
         n_baseline=len(baseline.samples_ms), n_now=len(now.samples_ms), differences=differences,
         typed=[name for name, _, _ in differences if name in set(typed)],
         environment=environment_differences(baseline, now), notes=notes)

@@ -1,5 +1,5 @@
 """History pane: past runs from the history file, a page at a time, newest first; mark two (m or ⏎) to compare
-them, on one page or on two.
+them, on one page or on two; v shows the change points of the highlighted run's set-up over the whole file.
 
 The pane reads its own pages (`show_history(path)`), backwards from the end of the file, so a history of any
 size costs a page of records in memory and a page's read on screen: ] shows the page of older runs, [ the
@@ -29,9 +29,12 @@ from torchperf_tui.app.widgets.history.history_detail import HistoryDetail
 from torchperf_tui.core.stats import percentile_supported
 from torchperf_tui.core.formatting import COMPACT_UNSUPPORTED, UNSUPPORTED_LEGEND, fit_name, printable, shorten_parts
 from torchperf_tui.wording.history import history_row
+from torchperf_tui.wording.history_changes import empty_series_lines, series_lines
 from torchperf_tui.core.errors import user_message
 from torchperf_tui.engine.records.history_file import HistoryFile, default_history_path
 from torchperf_tui.engine.records.history_compare import compare_records
+from torchperf_tui.engine.records.change_points import history_changes
+from torchperf_tui.engine.records.fleet_records import setup_name
 
 # What a row is (per: 'pass', 'token', an A/B arm's 'A pass') and its figures first, then when it finished: at 80
 # columns beside the sidebar the pane is some 44 wide, and the line under the table says the highlighted row whole.
@@ -136,6 +139,7 @@ class HistoryPane(BaselineMark, Vertical):
     BINDINGS = [
         Binding("right_square_bracket", "older_page", "Older runs", show=False),  # the note names them
         Binding("left_square_bracket", "newer_page", "Newer runs", show=False),
+        Binding("v", "show_changes", "Change points", show=False),
     ]
 
     class Loaded(Message):
@@ -152,8 +156,16 @@ class HistoryPane(BaselineMark, Vertical):
             super().__init__()
             self.before, self.loaded, self.error = before, loaded, error
 
+    class _ChangesFound(Message, bubble=False):
+        """The change points of set-up `setup` in words (`lines`), or the one-line error reading the history."""
+
+        def __init__(self, setup: str, lines: list[str] | None = None, error: str | None = None) -> None:
+            super().__init__()
+            self.setup, self.lines, self.error = setup, lines, error
+
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
+        self.changes_setup: str | None = None  # the set-up whose change points are shown (v), None: none
         self.records: dict[str, object] = {}  # the page shown, id -> record, newest first
         self.marked: list[str] = []
         self._marked_records: dict[str, tuple[int, object]] = {}  # id -> (byte offset in the file, record)
@@ -170,6 +182,9 @@ class HistoryPane(BaselineMark, Vertical):
         yield FittedTable(COLUMNS, id="history-table", cursor_type="row", zebra_stripes=True)
         yield HistoryDetail("", id="history-detail")  # the highlighted row whole: the table cuts its flags
         yield Static("mark two runs (m or ⏎ on a row) to compare them", id="history-compare")
+        changes = Static("", id="history-changes")  # v: the highlighted run's set-up, its change points
+        changes.display = False
+        yield changes
         # what the table's marks mean, when it shows one: a tooltip is out of reach of a keyboard over SSH
         yield Static("", id="history-legend", classes="dim-note")
 
@@ -339,6 +354,51 @@ class HistoryPane(BaselineMark, Vertical):
         note = self.query_one("#history-note", Static)
         note.remove_class("loading")
         note.update(Content.from_markup("[b $error]error:[/] ") + Content(text))  # the text quotes a path: not markup
+
+    # -- the change points of a set-up (v) ------------------------------------------------------------
+    def action_show_changes(self) -> None:
+        """The change points of the highlighted run's set-up over the whole history file (not only the page), as
+        `history --changes` says them; v again on a run of that set-up hides them."""
+        record = self.records.get(self.highlighted_id() or "")
+        if record is None or self.path is None:
+            self.app.bell()
+            return
+        shown = self.query_one("#history-changes", Static)
+        setup = setup_name(record)
+        if shown.display and setup == self.changes_setup:
+            self.changes_setup, shown.display = None, False
+            return
+        self.changes_setup, shown.display = setup, True
+        shown.update(Content(f"finding the change points of {setup}…"))  # not markup: a model's name from a file
+        self._find_changes(self.path, setup)
+
+    @work(thread=True, exclusive=True, group="history-changes", exit_on_error=False)
+    def _find_changes(self, path: Path, setup: str) -> None:
+        """The set-up's series read from the whole file, twice (its medians, then the runs beside a change point),
+        in a thread: ruptures and scipy take a second to import, a long history longer to read."""
+        history = HistoryFile(path)
+
+        def series():
+            return (record for record in history.stream() if setup_name(record) == setup)
+
+        try:
+            found = history_changes(series(), series)
+        except Exception as exc:  # a file gone or replaced by a folder since the page was read: one line
+            message = self._ChangesFound(setup, error=user_message(exc))
+        else:
+            message = self._ChangesFound(setup, series_lines(found[0]) if found else empty_series_lines(setup))
+        if not get_current_worker().is_cancelled:
+            self.post_message(message)
+
+    @on(_ChangesFound)
+    def _changes_found(self, message: _ChangesFound) -> None:
+        if message.setup != self.changes_setup:
+            return  # hidden, or another set-up asked for since
+        shown = self.query_one("#history-changes", Static)
+        if message.error is not None:
+            shown.update(Content.from_markup("[b $error]error:[/] ") + Content(message.error))
+            return
+        shown.update(Content("\n".join(message.lines)))  # not markup: ids and values come from a file
 
     # -- marking and comparing ------------------------------------------------------------------------
     def highlighted_id(self) -> str | None:
