@@ -114,3 +114,18 @@ def test_why_names_the_other_tenant_among_its_marks(fake_gpu_conditions):
     advice = advise(BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu", warmup=0, iters=3),
                     budget_s=None, verify=0)
     assert any(m.startswith("other processes on the GPU: pid 555") for m in advice.disturbance_marks())
+
+
+def test_the_pcie_link_is_read_under_load_in_the_conditions_and_at_the_probe_in_the_device_facts():
+    from torchperf_tui.engine.hardware.nvml import pcie_link
+    from torchperf_tui.wording.device import pcie_text
+
+    fake, sampler = _sampler(FakeGpu(pcie_link=(4, 8, 5, 16)))  # a card in a slot that runs it at half its link
+    sampler.begin("timed")
+    sampler.end("timed")
+    c = sampler.summary("timed", items=1)
+    assert c.pcie == "gen 4 x8 (max gen 5 x16)" and c.fingerprint()["gpu_pcie"] == c.pcie
+    nvml = Nvml.open(fake)
+    assert pcie_text(pcie_link(nvml, 0)) == "gen 4 x8 (max gen 5 x16) at the probe (lower when idle)"
+    fake.fail("nvmlDeviceGetCurrPcieLinkWidth", 3)
+    assert pcie_text(pcie_link(nvml, 0)) == "n/a (not supported on this GPU)"

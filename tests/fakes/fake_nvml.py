@@ -123,6 +123,7 @@ class FakeGpu:
     graphics_processes: dict = dataclasses.field(default_factory=dict)  # likewise, the graphics (and video) ones
     process_sm: dict = dataclasses.field(default_factory=dict)  # pid -> SM % in NVML's per-process samples
     mig_mode: int | None = None  # 1: MIG on, 0: off; None: not supported (no MIG on this GPU)
+    pcie_link: tuple[int, int, int, int] = (5, 16, 5, 16)  # current generation and width, then their maxima
     # GPM (Hopper and later): NVML_GPM_METRIC_* id -> the percent every pair of samples reads; None: no GPM
     gpm: dict | None = None
 
@@ -279,6 +280,18 @@ class FakeNvml:
             raise NVMLError(NVML_ERROR_NOT_FOUND)  # NVML's answer when it kept no samples
         return [SimpleNamespace(pid=pid, smUtil=sm, memUtil=0, timeStamp=last_seen_us + 1)
                 for pid, sm in gpu.process_sm.items()]
+
+    def nvmlDeviceGetCurrPcieLinkGeneration(self, handle) -> int:
+        return self._enter("nvmlDeviceGetCurrPcieLinkGeneration", handle).pcie_link[0]
+
+    def nvmlDeviceGetCurrPcieLinkWidth(self, handle) -> int:
+        return self._enter("nvmlDeviceGetCurrPcieLinkWidth", handle).pcie_link[1]
+
+    def nvmlDeviceGetMaxPcieLinkGeneration(self, handle) -> int:
+        return self._enter("nvmlDeviceGetMaxPcieLinkGeneration", handle).pcie_link[2]
+
+    def nvmlDeviceGetMaxPcieLinkWidth(self, handle) -> int:
+        return self._enter("nvmlDeviceGetMaxPcieLinkWidth", handle).pcie_link[3]
 
     def nvmlDeviceGetMigMode(self, handle):
         gpu = self._enter("nvmlDeviceGetMigMode", handle)

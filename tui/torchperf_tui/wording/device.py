@@ -29,6 +29,15 @@ def gpu_title(gpu) -> str:
     return f"GPU {gpu.index}: {gpu.name}"
 
 
+def pcie_text(link) -> str:
+    """The PCIe link in words: 'gen 5 x16 (max gen 5 x16)', 'n/a (why)'; an idle GPU's link reads lower than under
+    load, which a run's conditions say."""
+    if link is None:
+        return "n/a (not probed)"
+    reason = getattr(link, "reason", None)
+    return f"n/a ({reason})" if reason is not None else f"{link} at the probe (lower when idle)"
+
+
 def gpu_figures(gpu) -> dict[str, str]:
     """A GPU's figures by their label: what it is, its memory and clocks, its datasheet peaks."""
     return {"compute capability": str(gpu.compute_capability), "SMs": format_number(gpu.sm_count),
@@ -37,6 +46,7 @@ def gpu_figures(gpu) -> dict[str, str]:
             "max memory clock": format_number(gpu.max_mem_clock_mhz, "MHz"),
             "memory bus": format_number(gpu.memory_bus_width_bits, "bit"),
             "power limit": format_number(gpu.power_limit_w, "W"),
+            "PCIe link": pcie_text(getattr(gpu, "pcie", None)),
             "peak FP32": format_number(gpu.peak_fp32_tflops, "TFLOP/s", 1),
             "peak FP16 tensor": format_number(gpu.peak_fp16_tensor_tflops, "TFLOP/s", 1),
             "peak BF16 tensor": format_number(gpu.peak_bf16_tensor_tflops, "TFLOP/s", 1),

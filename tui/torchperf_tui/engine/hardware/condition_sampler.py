@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from torchperf_tui.engine.hardware.gpm import GpmProbe
 from torchperf_tui.engine.hardware.gpu_tenants import TenantWatch, sharing_mode
-from torchperf_tui.engine.hardware.nvml import default_nvml, NA, Nvml
+from torchperf_tui.engine.hardware.nvml import default_nvml, NA, Nvml, pcie_link
 from torchperf_tui.engine.hardware.run_conditions import CLOCK_EVENT_REASONS, DEFAULT_PERIOD_S, THROTTLE_MASK, RunConditions
 from torchperf_tui.engine.hardware.device import TorchCudaBackend, nvml_index_for
 
@@ -68,6 +68,7 @@ class ConditionSampler:
         self._gpm_open: dict[str, Any] = {}
         self._gpm_windows: list[tuple[str, float, dict[str, float]]] = []  # (label, seconds, metrics)
         self._tenants: TenantWatch | None = None  # the GPU's other processes, read at each window edge
+        self._pcie: str | None = None  # the PCIe link, read as the first window opens (under load)
         if self.index is not None:
             self._tenants = TenantWatch(nvml, self.index)
             top = nvml.clock_mhz(self.index, "NVML_CLOCK_SM", maximum=True)
@@ -136,6 +137,12 @@ class ConditionSampler:
         reading = self.read()
         sample = self._gpm.sample() if self._gpm is not None else None
         self._read_tenants()
+        if self._pcie is None and self.index is not None:
+            link = pcie_link(self.nvml, self.index)
+            self._pcie = "" if isinstance(link, NA) else link
+            if isinstance(link, NA):
+                with self._lock:
+                    self._missing.setdefault("pcie", link.reason)
         with self._lock:
             self._open[label] = reading
             self._last_t = reading.t
@@ -231,7 +238,7 @@ class ConditionSampler:
             if self._tenants is not None and self._tenants.missing:
                 missing.setdefault("processes", self._tenants.missing)
         return RunConditions(
-            tenants=tenants, sharing=sharing_mode(self.nvml, self.index, tenants),
+            tenants=tenants, sharing=sharing_mode(self.nvml, self.index, tenants), pcie=self._pcie or "",
             gpu_index=self.index, readings=len(readings), window_s=window_s, windows=len(lengths),
             window_median_s=statistics.median(lengths) if lengths else 0.0, period_s=self.period_s,
             sm_clock_mhz=statistics.median(sm) if sm else None, sm_clock_min_mhz=min(sm) if sm else None,

@@ -18,7 +18,7 @@ import psutil
 
 from torchperf_tui.engine.hardware.device_peaks import ARCH_SPECS, peak_figures
 from torchperf_tui.core.formatting import is_positive_number
-from torchperf_tui.engine.hardware.nvml import NA, Nvml, default_nvml, to_jsonable
+from torchperf_tui.engine.hardware.nvml import NA, Nvml, default_nvml, pcie_link, to_jsonable
 
 # --------------------------------------------------------------------------------------------------------
 # The torch-device seam
@@ -135,6 +135,7 @@ class GpuFacts:
     formulas: dict[str, str]
     architecture: str | NA = NA("not probed")
     nvml_index: int | NA = NA("not probed")
+    pcie: str | NA = NA("not probed")  # the PCIe link when probed (engine/hardware/nvml.pcie_link)
 
 
 @dataclasses.dataclass
@@ -247,7 +248,7 @@ def _gpu_from_cuda(index: int, nvml: Nvml, cuda: CudaBackend) -> GpuFacts:
         peak_bf16_tensor_tflops=peaks.bf16_tensor_tflops, peak_bandwidth_gbs=peaks.bandwidth_gbs,
         formulas=peaks.formulas,
         architecture=spec.name if spec else NA(f"sm_{props.major}{props.minor} not in the table"),
-        nvml_index=j,
+        nvml_index=j, pcie=pcie_link(nvml, j),
     )
 
 
@@ -270,7 +271,7 @@ def _gpu_from_nvml(index: int, nvml: Nvml, why: str) -> GpuFacts:
         power_limit_w=power / 1000.0 if is_positive_number(power) else _int_or(power, "no power limit"),
         peak_fp32_tflops=peaks.fp32_tflops, peak_fp16_tensor_tflops=peaks.fp16_tensor_tflops,
         peak_bf16_tensor_tflops=peaks.bf16_tensor_tflops, peak_bandwidth_gbs=peaks.bandwidth_gbs,
-        formulas=peaks.formulas, architecture=missing, nvml_index=index,
+        formulas=peaks.formulas, architecture=missing, nvml_index=index, pcie=pcie_link(nvml, index),
     )
 
 

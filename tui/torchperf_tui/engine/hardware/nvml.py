@@ -130,6 +130,22 @@ def checked_result(function: str, value: Any) -> Any:
     return value
 
 
+def pcie_link(nvml: "Nvml", index: int | NA) -> str | NA:
+    """GPU `index`'s PCIe link as NVML reads it now against the most it can run at: 'gen 5 x16 (max gen 5 x16)'.
+    An idle GPU drops its link to save power, so a run's conditions read it again under load."""
+    if isinstance(index, NA):
+        return index
+    figures = {name: nvml.query(index, f"nvmlDevice{name}") for name in (
+        "GetCurrPcieLinkGeneration", "GetCurrPcieLinkWidth", "GetMaxPcieLinkGeneration", "GetMaxPcieLinkWidth")}
+    missing = next((v for v in figures.values() if isinstance(v, NA)), None)
+    if missing is not None:
+        return missing
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in figures.values()):
+        return NA("NVML gave no PCIe link figures")
+    return (f"gen {figures['GetCurrPcieLinkGeneration']} x{figures['GetCurrPcieLinkWidth']} (max gen "
+            f"{figures['GetMaxPcieLinkGeneration']} x{figures['GetMaxPcieLinkWidth']})")
+
+
 class Nvml:
     """A handle on NVML (real `pynvml` or an injected fake). Build it with `Nvml.open()`."""
 

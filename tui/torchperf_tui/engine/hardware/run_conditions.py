@@ -92,6 +92,7 @@ class RunConditions:
     # The GPU's other processes over the windows (engine/hardware/gpu_tenants.py) and how it is shared (MIG, MPS)
     tenants: list[Any] = field(default_factory=list)
     sharing: str = ""
+    pcie: str = ""  # the PCIe link as the first window opened, under load: 'gen 5 x16 (max gen 5 x16)'
 
     @property
     def throttled(self) -> bool:
@@ -235,6 +236,7 @@ class RunConditions:
             "gpu_condition_readings": self.readings,
             **{f"gpu_gpm_{name}_pct": _rounded(value, 1) for name, value in self.gpm.items()},
             "gpu_other_processes": len(self.tenants),
+            "gpu_pcie": self.pcie,
             "gpu_sharing": self.sharing,
         }
 
