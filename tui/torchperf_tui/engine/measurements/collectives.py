@@ -36,7 +36,9 @@ from torchperf_tui.core import options
 from torchperf_tui.core.errors import TorchperfError, first_line, user_message
 from torchperf_tui.core.formatting import format_bytes
 from torchperf_tui.engine.hardware.lazy_torch import torch
-from torchperf_tui.engine.hardware.nvml import NA, to_jsonable
+from torchperf_tui.engine.hardware.device import TorchCudaBackend, nvml_index_for
+from torchperf_tui.engine.hardware.nvml import NA, default_nvml, to_jsonable
+from torchperf_tui.engine.hardware.topology import link_peak, probe_topology
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter")
 DTYPE = "float32"  # nccl-tests' default type
@@ -525,7 +527,7 @@ def run_collectives(spec: CollectivesSpec, *, on_point: Callable[[CollectivePoin
                     silence_s: float = SILENCE_S) -> CollectivesResult:
     """Run `spec`'s collectives across its ranks and return every point. `on_point(point)` as each size is done on
     every rank; `on_progress(op, size, done, total)` about once a second from rank 0; `on_note(line)` for what was
-    chosen. `peak`: (GB/s or NA, where it comes from), read from the link by default (link_peak). `body`: what each
+    chosen. `peak`: (GB/s or NA, where it comes from), read from the links by default (world_peak). `body`: what each
     rank runs (measure_rank; tests plant a failing one). A rank that fails, dies or is silent past `start_s` (until
     every rank has joined) or `silence_s` stops them all and raises CollectiveFailed, one line naming it; a cancel
     stops them and returns the points so far."""
@@ -533,7 +535,7 @@ def run_collectives(spec: CollectivesSpec, *, on_point: Callable[[CollectivePoin
     spec = resolve_spec(spec, notes)
     for note in notes:
         (on_note or (lambda line: None))(note)
-    peak_gbs, peak_source = peak if peak is not None else link_peak(spec)
+    peak_gbs, peak_source = peak if peak is not None else world_peak(spec)
     started = time.monotonic()
     gathering = Gathering(spec, peak_gbs if isinstance(peak_gbs, float) else None, on_point or (lambda p: None),
                           on_progress or (lambda *a: None), started)
@@ -609,8 +611,15 @@ def rank_devices(spec: CollectivesSpec) -> list[str]:
     return [f"cuda:{i} ({torch.cuda.get_device_name(i)})" for i in range(spec.world)]
 
 
-def link_peak(spec: CollectivesSpec) -> tuple[float | NA, str]:
-    """The peak busbw can be held against, GB/s each way per GPU, and where it comes from; NA on the CPU."""
+def world_peak(spec: CollectivesSpec) -> tuple[float | NA, str]:
+    """The peak busbw is held against, GB/s each way per GPU, and where it comes from: on CUDA the links of the
+    world's GPUs as NVML sees them (engine/hardware/topology.py); NA on the CPU."""
     if spec.device != "cuda":
         return NA(PEAK_NA_CPU), ""
-    return NA("the GPUs' links are not read yet"), ""
+    nvml = default_nvml()
+    cuda = TorchCudaBackend()
+    indices = [nvml_index_for(nvml, cuda, rank) for rank in range(spec.world)]
+    missing = next((index for index in indices if isinstance(index, NA)), None)
+    if missing is not None:
+        return NA(f"the GPUs' links are unknown: {missing.reason}"), ""
+    return link_peak(probe_topology(nvml), indices)
