@@ -163,7 +163,7 @@ class CollectivesSpec:
     world: int | None = None
     device: str = "auto"
     ops: tuple[str, ...] = OPS
-    sizes: tuple[int, int] = (1024, 64 * 1024**2)
+    sizes: tuple[int, int] = parse_sizes(DEFAULT_SIZES)
     iters: int = DEFAULT_ITERS
     warmup: int = DEFAULT_WARMUP
 
@@ -250,7 +250,7 @@ def resolve_spec(spec: CollectivesSpec, notes: list[str] | None = None) -> Colle
         if gpus == 0:
             raise TorchperfError("--device cuda: torch sees no CUDA device here (--device cpu runs the collectives "
                                  "with gloo across processes)")
-        if gpus == 1 and spec.world is None:
+        if gpus == 1:
             raise TorchperfError("--device cuda: this box has 1 GPU: a collective across GPUs needs two or more "
                                  "(--device cpu runs them with gloo across processes)")
         world = world_size(spec.world if spec.world is not None else gpus)
@@ -331,13 +331,13 @@ def measure_rank(rank: int, spec: CollectivesSpec, store: str, events: Any, time
     warnings.filterwarnings("ignore", category=FutureWarning)  # torch renaming its *_tensor collectives
     torch.set_num_threads(1)  # n ranks on the host's cores: one thread each, as the collective needs no more
     device = torch.device("cpu")
-    options_ = {}
+    group_options = {}
     if spec.device == "cuda":
         torch.cuda.set_device(rank)
         device = torch.device("cuda", rank)
-        options_["device_id"] = device
+        group_options["device_id"] = device
     dist.init_process_group(spec.backend, init_method=f"file://{store}", rank=rank, world_size=spec.world,
-                            timeout=timedelta(seconds=timeout_s), **options_)
+                            timeout=timedelta(seconds=timeout_s), **group_options)
     events.put(("ready", rank))
     sync = torch.cuda.synchronize if spec.device == "cuda" else (lambda: None)
     said_at = time.monotonic()
