@@ -9,6 +9,7 @@ Pass an instance wherever the engine takes an NVML module: `Nvml.open(module=Fak
     fake.lose(1)                                                     # every query of GPU 1 raises GPU_IS_LOST
     fake.gpus[0].memory_used = 10 * GiB                              # the next sample sees it
     fake.calls["nvmlDeviceGetMaxClockInfo"]                          # how often a function was called
+    box = eight_gpu_box()                                            # 8 GPUs: NVLink pairs, PCIe switches, 2 NUMA nodes
 
 Units follow NVML: bytes for memory, mW for power, MHz for clocks, percent for utilisation, Celsius.
 The constant values are NVML's ABI numbers, the same as in pynvml.py.
@@ -48,6 +49,26 @@ NVML_ERROR_NO_DATA = 21
 NVML_ERROR_UNKNOWN = 999
 
 NVML_TEMPERATURE_GPU = 0
+NVML_FEATURE_DISABLED = 0
+NVML_FEATURE_ENABLED = 1
+NVML_NVLINK_MAX_LINKS = 18
+NVML_NVLINK_DEVICE_TYPE_GPU = 0
+NVML_NVLINK_DEVICE_TYPE_SWITCH = 2
+NVML_TOPOLOGY_INTERNAL = 0
+NVML_TOPOLOGY_SINGLE = 10
+NVML_TOPOLOGY_MULTIPLE = 20
+NVML_TOPOLOGY_HOSTBRIDGE = 30
+NVML_TOPOLOGY_NODE = 40
+NVML_TOPOLOGY_SYSTEM = 50
+NVML_P2P_CAPS_INDEX_READ = 0
+NVML_P2P_CAPS_INDEX_WRITE = 1
+NVML_P2P_STATUS_OK = 0
+NVML_P2P_STATUS_CHIPSET_NOT_SUPPORTED = 1
+NVML_P2P_STATUS_GPU_NOT_SUPPORTED = 2
+NVML_P2P_STATUS_IOH_TOPOLOGY_NOT_SUPPORTED = 3
+NVML_P2P_STATUS_DISABLED_BY_REGKEY = 4
+NVML_P2P_STATUS_NOT_SUPPORTED = 5
+NVML_P2P_STATUS_UNKNOWN = 6
 NVML_CLOCK_GRAPHICS = 0
 NVML_CLOCK_SM = 1
 NVML_CLOCK_MEM = 2
@@ -126,6 +147,14 @@ class FakeGpu:
     pcie_link: tuple[int, int, int, int] = (5, 16, 5, 16)  # current generation and width, then their maxima
     # GPM (Hopper and later): NVML_GPM_METRIC_* id -> the percent every pair of samples reads; None: no GPM
     gpm: dict | None = None
+    # Where it sits: its PCI bus id, NUMA node (None: NVML says not supported), the CPUs close to it, the PCIe link's
+    # maximum generation and width, and its active NVLinks, each as (the remote end's bus id, NVML_NVLINK_DEVICE_TYPE_*)
+    pci_bus_id: str = "00000000:18:00.0"
+    numa_node: int | None = 0
+    cpus: tuple[int, ...] = ()
+    pcie_gen: int = 5
+    pcie_width: int = 16
+    nvlinks: tuple[tuple[str, int], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,6 +177,10 @@ class FakeNvml:
         self._failures: dict[str, tuple[int, int | None]] = {}
         self._init_error: int | None = None
         self._lost: dict[int, int] = {}  # GPU index -> the error every query of its handle raises
+        # The PCIe path between two GPUs (NVML_TOPOLOGY_*; SYSTEM where not given) and their P2P status per
+        # capability (NVML_P2P_CAPS_INDEX_*; OK where not given), keyed by the pair's indices in either order.
+        self.paths: dict[frozenset, int] = {}
+        self.p2p: dict[tuple[frozenset, int], int] = {}
 
     def __getattr__(self, name: str):
         # The NVML_* constants live at module level here; expose them on the instance like pynvml does.
@@ -343,6 +376,120 @@ class FakeNvml:
             else:
                 metric.nvmlReturn = NVML_ERROR_NOT_SUPPORTED
         return request
+
+
+    # -- where each GPU sits: PCI, NUMA, CPU affinity, PCIe, NVLink, the path between two GPUs, P2P ------------
+    def nvmlDeviceGetPciInfo(self, handle):
+        gpu = self._enter("nvmlDeviceGetPciInfo", handle)
+        return SimpleNamespace(busId=self._text(gpu, gpu.pci_bus_id))
+
+    def nvmlDeviceGetNumaNodeId(self, handle) -> int:
+        gpu = self._enter("nvmlDeviceGetNumaNodeId", handle)
+        if gpu.numa_node is None:
+            raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
+        return gpu.numa_node
+
+    def nvmlDeviceGetCpuAffinity(self, handle, cpu_set_size: int):
+        gpu = self._enter("nvmlDeviceGetCpuAffinity", handle)
+        words = [0] * cpu_set_size
+        for cpu in gpu.cpus:
+            if cpu // 64 < cpu_set_size:
+                words[cpu // 64] |= 1 << (cpu % 64)
+        return words
+
+    def nvmlDeviceGetMaxPcieLinkGeneration(self, handle) -> int:
+        return self._enter("nvmlDeviceGetMaxPcieLinkGeneration", handle).pcie_gen
+
+    def nvmlDeviceGetMaxPcieLinkWidth(self, handle) -> int:
+        return self._enter("nvmlDeviceGetMaxPcieLinkWidth", handle).pcie_width
+
+    def _link(self, function: str, handle, link: int) -> tuple[str, int] | None:
+        gpu = self._enter(function, handle)
+        if not gpu.nvlinks:
+            raise NVMLError(NVML_ERROR_NOT_SUPPORTED)  # a GPU without NVLink
+        if not 0 <= link < NVML_NVLINK_MAX_LINKS:
+            raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
+        return gpu.nvlinks[link] if link < len(gpu.nvlinks) else None
+
+    def nvmlDeviceGetNvLinkState(self, handle, link: int) -> int:
+        found = self._link("nvmlDeviceGetNvLinkState", handle, link)
+        return NVML_FEATURE_ENABLED if found else NVML_FEATURE_DISABLED
+
+    def nvmlDeviceGetNvLinkRemotePciInfo(self, handle, link: int):
+        found = self._link("nvmlDeviceGetNvLinkRemotePciInfo", handle, link)
+        if found is None:
+            raise NVMLError(NVML_ERROR_NOT_SUPPORTED)  # an inactive link has no remote end
+        return SimpleNamespace(busId=found[0])
+
+    def nvmlDeviceGetNvLinkRemoteDeviceType(self, handle, link: int) -> int:
+        found = self._link("nvmlDeviceGetNvLinkRemoteDeviceType", handle, link)
+        if found is None:
+            raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
+        return found[1]
+
+    def nvmlDeviceGetTopologyCommonAncestor(self, first, second) -> int:
+        self._enter("nvmlDeviceGetTopologyCommonAncestor", first)
+        self._enter("nvmlDeviceGetTopologyCommonAncestor", second)
+        return self.paths.get(frozenset((first.index, second.index)), NVML_TOPOLOGY_SYSTEM)
+
+    def nvmlDeviceGetP2PStatus(self, first, second, capability: int) -> int:
+        self._enter("nvmlDeviceGetP2PStatus", first)
+        self._enter("nvmlDeviceGetP2PStatus", second)
+        return self.p2p.get((frozenset((first.index, second.index)), capability), NVML_P2P_STATUS_OK)
+
+
+def cpu_range(first: int, last: int) -> tuple[int, ...]:
+    return tuple(range(first, last + 1))
+
+
+# The eight-GPU box of the topology tests: A100 PCIe cards bridged by NVLink in pairs (12 links each way),
+# under PCIe switches two by two, four GPUs per NUMA node (each node's CPUs 0-31,64-95 and 32-63,96-127).
+EIGHT_GPU_BUS_IDS = tuple(f"00000000:{bus}:00.0" for bus in ("18", "2A", "3A", "5D", "9A", "AB", "BA", "DB"))
+
+
+def eight_gpu_box() -> FakeNvml:
+    """As `nvidia-smi topo -m` would show it:
+    GPU0-1, 2-3, 4-5, 6-7 NV12 (bridged pairs, under one PCIe switch each);
+    GPU0/1 to GPU2/3: PXB (several PCIe switches, no host bridge);
+    GPU4/5 to GPU6/7: NODE (two host bridges of one NUMA node);
+    GPU0-3 to GPU4-7: SYS (across the NUMA nodes), where P2P reads and writes are not supported by the chipset;
+    GPU6 and GPU7 cannot write to each other (GNS: a GPU that does not support it), though they read.
+    """
+    gpus = []
+    for index, bus in enumerate(EIGHT_GPU_BUS_IDS):
+        peer = EIGHT_GPU_BUS_IDS[index ^ 1]
+        node = index // 4
+        cpus = cpu_range(0, 31) + cpu_range(64, 95) if node == 0 else cpu_range(32, 63) + cpu_range(96, 127)
+        gpus.append(FakeGpu(name="NVIDIA A100 80GB PCIe", uuid=f"GPU-00000000-0000-0000-0000-00000000000{index}",
+                            compute_capability=(8, 0), pci_bus_id=bus, numa_node=node, cpus=cpus, pcie_gen=4,
+                            nvlinks=((peer, NVML_NVLINK_DEVICE_TYPE_GPU),) * 12))
+    box = FakeNvml(gpus=gpus)
+    for a in range(8):
+        for b in range(a + 1, 8):
+            pair = frozenset((a, b))
+            if a // 4 != b // 4:
+                box.paths[pair] = NVML_TOPOLOGY_SYSTEM
+                for capability in (NVML_P2P_CAPS_INDEX_READ, NVML_P2P_CAPS_INDEX_WRITE):
+                    box.p2p[(pair, capability)] = NVML_P2P_STATUS_CHIPSET_NOT_SUPPORTED
+            elif a // 2 == b // 2:
+                box.paths[pair] = NVML_TOPOLOGY_SINGLE
+            else:
+                box.paths[pair] = NVML_TOPOLOGY_MULTIPLE if a < 4 else NVML_TOPOLOGY_NODE
+    box.p2p[(frozenset((6, 7)), NVML_P2P_CAPS_INDEX_WRITE)] = NVML_P2P_STATUS_GPU_NOT_SUPPORTED
+    return box
+
+
+def switch_box(gpus: int = 8) -> FakeNvml:
+    """H100 SXM GPUs whose 18 NVLinks each go to the NVSwitches (NV18 between every pair), one NUMA node."""
+    switch = NVML_NVLINK_DEVICE_TYPE_SWITCH
+    box = FakeNvml(gpus=[FakeGpu(uuid=f"GPU-00000000-0000-0000-0000-00000000010{i}",
+                                 pci_bus_id=f"00000000:{i + 1:02X}:00.0", cpus=cpu_range(0, 63),
+                                 nvlinks=tuple((f"00000000:F{link % 4}:00.0", switch) for link in range(18)))
+                         for i in range(gpus)])
+    for a in range(gpus):
+        for b in range(a + 1, gpus):
+            box.paths[frozenset((a, b))] = NVML_TOPOLOGY_NODE
+    return box
 
 
 def _pick_clock(sm: int, mem: int, clock_type: int) -> int:

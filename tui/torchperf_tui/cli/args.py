@@ -206,6 +206,36 @@ def _add_sweep_parser(sub) -> None:
     _add_mlflow_option(p)
 
 
+def _add_collectives_parser(sub) -> None:
+    """`collectives`: all-reduce, all-gather and reduce-scatter across processes, nccl-tests' algbw and busbw."""
+    # psutil with the collectives' engine (40 ms): loaded for a command's parser, never on the app's first frame
+    from torchperf_tui.engine.measurements import collectives
+
+    p = sub.add_parser("collectives", help="all_reduce, all_gather and reduce_scatter across the box's GPUs (NCCL) "
+                       "or across processes on the CPU (gloo) over message sizes: each size's time, algbw and "
+                       "busbw (nccl-tests' definitions) against the link's peak")
+    p.add_argument("--world", type=_checked(collectives.world_size), metavar="N",
+                   help="ranks, one process each: 2 or more (default: every GPU on CUDA, "
+                        f"{collectives.DEFAULT_CPU_WORLD} on the CPU; at most {collectives.WORLD_PER_CPU} per "
+                        "logical CPU, and one per GPU)")
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                   help="cuda: NCCL, one GPU per rank from GPU 0 (CUDA_VISIBLE_DEVICES chooses which); cpu: gloo "
+                        "across processes; auto (default): cuda where torch sees two GPUs or more")
+    p.add_argument("--ops", metavar="OPS", default=",".join(collectives.OPS),
+                   help=f"the collectives, comma-separated (default {','.join(collectives.OPS)})")
+    p.add_argument("--sizes", metavar="MIN-MAX", default=collectives.DEFAULT_SIZES,
+                   help="message sizes: MIN, 4 MIN, 16 MIN, ... and MAX last, in bytes with B, K, M or G "
+                        f"(powers of 1024; default {collectives.DEFAULT_SIZES}, at most "
+                        f"{collectives.SIZE_MAX // 1024**3}G)")
+    p.add_argument("--iters", type=_iters, default=collectives.DEFAULT_ITERS,
+                   help=f"timed iterations per size, each between barriers (default {collectives.DEFAULT_ITERS})")
+    p.add_argument("--warmup", type=_checked(functools.partial(options.whole_number, "--warmup", low=0,
+                                                               high=options.WARMUP_MAX)),
+                   default=collectives.DEFAULT_WARMUP,
+                   help=f"untimed iterations before each size's (default {collectives.DEFAULT_WARMUP})")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
 def _add_mlflow_option(p: argparse.ArgumentParser) -> None:
     """--mlflow (cli/mlflow.py logs the result)."""
     p.add_argument("--mlflow", metavar="URI", help="log the result as an MLflow run to this tracking store: "
@@ -444,6 +474,7 @@ def build_parser(commands: bool = True, baseline: bool = False) -> argparse.Argu
 
     _add_sweep_parser(sub)
     _add_exporter_parser(sub)
+    _add_collectives_parser(sub)
 
     p = sub.add_parser("why", help="what costs this set-up its time: findings ranked by the time at stake per pass, "
                        "each with its evidence and a fix to paste, the top ones measured as A/Bs")

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from torchperf_tui.cli.render import console, print_kv
+from torchperf_tui.cli.render import console, print_kv, print_line
 from torchperf_tui.core.formatting import format_shape
 from torchperf_tui.wording.complexity import complexity_rows, complexity_title, counts_backward, layer_cells
 from torchperf_tui.wording.ceilings import ceiling_cells, ceilings_title, tried_cells
 from torchperf_tui.wording.device import cpu_rows, formula_lines, gpu_rows, gpu_title, software_rows
+from torchperf_tui.wording.topology import (LINK_LEGEND, LINKS_TITLE, NUMBERING, P2P_LEGEND, P2P_TITLE,
+                                            PEAKS_HEADING, gpu_link_lines, link_cells, link_header, p2p_cells,
+                                            p2p_header, shown)
 
 
 def render_device_report(report, kept: dict | None = None) -> None:
@@ -21,8 +24,29 @@ def render_device_report(report, kept: dict | None = None) -> None:
         print_kv(gpu_title(gpu), gpu_rows(gpu, kept.get(f"cuda:{gpu.index}")))
         for line in formula_lines(gpu):
             console.print(f"  {line}")
+    if shown(getattr(report, "topology", None)):
+        render_topology(report.topology)
     console.print()
     print_kv("CPU", cpu_rows(report.cpu, kept.get("cpu")))
+
+
+def render_topology(topology) -> None:
+    """`info` across two GPUs or more: how they are linked and whether they reach each other's memory, as
+    `nvidia-smi topo -m` lays it out, with each GPU's link peaks."""
+    for title, header, rows, legend in ((LINKS_TITLE, link_header(topology), link_cells(topology), LINK_LEGEND),
+                                        (P2P_TITLE, p2p_header(topology), p2p_cells(topology), P2P_LEGEND)):
+        console.print()
+        console.print(title, style="bold underline")
+        table = Table(box=None, header_style="bold", pad_edge=False)
+        for column in header:
+            table.add_column(column)
+        for cells in rows:
+            table.add_row(*cells)
+        console.print(table)
+        print_line(legend)
+    console.print()
+    for line in [PEAKS_HEADING, *gpu_link_lines(topology), NUMBERING, *(f"n/a: {note}" for note in topology.notes)]:
+        print_line(line)
 
 
 SOURCE_ORDER = ("torchvision", "timm", "hf", "custom")

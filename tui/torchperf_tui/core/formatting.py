@@ -63,7 +63,12 @@ def gbs_text(gbs) -> str:
     """'12.3 GB/s' (10^9 bytes a second), '0.034 GB/s' below one (not '0.0'), 'n/a'."""
     if gbs is None:
         return "n/a"
-    return f"{gbs:,.1f} GB/s" if abs(gbs) >= 1 or gbs == 0 else f"{gbs:.2g} GB/s"
+    return f"{gbs_number(gbs)} GB/s"
+
+
+def gbs_number(gbs: float) -> str:
+    """GB/s without the unit, for a column that names it: '12.3', '0.034' below one (not '0.0')."""
+    return f"{gbs:,.1f}" if abs(gbs) >= 1 or gbs == 0 else f"{gbs:.2g}"
 
 
 def format_count(value, unit: str = "") -> str:

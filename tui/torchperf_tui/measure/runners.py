@@ -31,6 +31,7 @@ from torchperf_tui.engine.hardware.lazy_torch import torch
 from torchperf_tui.engine.hardware.telemetry import release_memory
 from torchperf_tui.engine.measurements.bench_config import BenchConfig
 from torchperf_tui.engine.measurements.ceiling_measurement import ceilings
+from torchperf_tui.engine.measurements.collectives import run_collectives
 from torchperf_tui.engine.measurements.determinism import determinism_of
 from torchperf_tui.engine.measurements.memsnap import record_memory_snapshot
 from torchperf_tui.engine.measurements.sweep import run_sweep
@@ -429,6 +430,15 @@ def sweep_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     result = run_sweep(params["cfg"], *params["seq_lens"], arms=params.get("arms"), **params.get("options", {}),
                        on_point=lambda point: ctx.progress("sweep_point", point), should_cancel=ctx.cancelled)
     return result, history_extra(result)  # the fingerprint: --mlflow's tags
+
+
+def collectives_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: spec (CollectivesSpec). Progress "note": what was chosen for an unsaid device; "collective_point": each
+    CollectivePoint once every rank has timed its size; "collective_progress": (op, size, done, total), about once a
+    second from rank 0. -> (CollectivesResult, {})."""
+    return run_collectives(params["spec"], on_point=lambda point: ctx.progress("collective_point", point),
+                           on_progress=lambda *at: ctx.progress("collective_progress", at),
+                           on_note=lambda line: ctx.progress(NOTE, line), should_cancel=ctx.cancelled), {}
 
 
 def analysed_inputs(params: dict, input_shape: tuple | None):

@@ -19,6 +19,7 @@ import psutil
 from torchperf_tui.engine.hardware.device_peaks import ARCH_SPECS, peak_figures
 from torchperf_tui.core.formatting import is_positive_number
 from torchperf_tui.engine.hardware.nvml import NA, Nvml, default_nvml, pcie_link, to_jsonable
+from torchperf_tui.engine.hardware.topology import Topology, probe_topology
 
 # --------------------------------------------------------------------------------------------------------
 # The torch-device seam
@@ -161,6 +162,7 @@ class DeviceReport:
     nvml_reason: str | None
     gpus: list[GpuFacts]
     cpu: CpuFacts
+    topology: Topology | None = None  # how the GPUs are linked (NVML's numbering); None: not probed
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able: NA values become "n/a (reason)"."""
@@ -359,6 +361,7 @@ def probe_device(nvml: Nvml | None = None, cuda: CudaBackend | None = None) -> D
         nvml_reason=None if nvml.available else (nvml.reason or "NVML not available"),
         gpus=gpus,
         cpu=_safe(probe_cpu, None) or _cpu_unknown(),
+        topology=probe_topology(nvml),
     )
 
 

@@ -51,6 +51,39 @@ DATASHEET_TENSOR_CLOCK_MHZ: dict[tuple[int, int, int], int] = {
 }
 
 
+# NVLink, GB/s each way per link, by the compute capability's major (NVIDIA's datasheets: P100 4 links x 20 = 80 GB/s
+# each way; V100 6 x 25 = 150; A100 12 x 25 = 300; H100 SXM 18 x 25 = 450; B200 18 x 50 = 900). Not from NVML's link
+# version, whose numbering changed between drivers (a major number, then an enum with 2.2 and 3.1 in it).
+NVLINK_GBS_PER_LINK: dict[int, float] = {6: 20.0, 7: 25.0, 8: 25.0, 9: 25.0, 10: 50.0}
+
+# PCIe, by generation: GT/s per lane and the share of it the line code leaves for data (PCI-SIG: 8b/10b for
+# generations 1-2, 128b/130b for 3-5, FLIT mode's 242/256 for 6).
+PCIE_LANE: dict[int, tuple[float, float]] = {1: (2.5, 8 / 10), 2: (5.0, 8 / 10), 3: (8.0, 128 / 130),
+                                             4: (16.0, 128 / 130), 5: (32.0, 128 / 130), 6: (64.0, 242 / 256)}
+
+
+def nvlink_gbs(compute_capability: tuple[int, int] | str | NA, links: int | NA) -> float | NA:
+    """A GPU's NVLink peak, GB/s each way: its active links x its architecture's rate per link."""
+    if isinstance(links, NA):
+        return links
+    cc = _parse_cc(compute_capability)
+    if cc is None:
+        return _first_na(compute_capability, default="compute capability unknown")
+    if cc[0] not in NVLINK_GBS_PER_LINK:
+        return NA(f"no NVLink rate for sm_{cc[0]}{cc[1]} in the table")
+    return links * NVLINK_GBS_PER_LINK[cc[0]]
+
+
+def pcie_gbs(generation: int | NA, width: int | NA) -> float | NA:
+    """A PCIe link's peak, GB/s each way: GT/s per lane x its code's efficiency x lanes / 8 bits."""
+    if isinstance(generation, NA) or isinstance(width, NA):
+        return _first_na(generation, width, default="PCIe link unknown")
+    if generation not in PCIE_LANE:
+        return NA(f"PCIe generation {generation} not in the table")
+    rate, efficiency = PCIE_LANE[generation]
+    return rate * efficiency * width / 8
+
+
 @dataclasses.dataclass
 class PeakFigures:
     fp32_tflops: float | NA

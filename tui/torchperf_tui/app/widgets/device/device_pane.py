@@ -18,6 +18,7 @@ from torchperf_tui.app.widgets.exit_safe_select import ExitSafeSelect
 from torchperf_tui.core.formatting import format_number
 from torchperf_tui.wording.ceilings import ceiling_kind, measured_when, took_text
 from torchperf_tui.wording.device import cpu_figures, formula_lines, gpu_figures, gpu_title, version_rows
+from torchperf_tui.app.widgets.device.topology_view import TopologyView
 from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.measure.protocol import JobFailed, Progress
@@ -201,6 +202,7 @@ class DevicePane(VerticalScroll):
         select.display = False  # shown once the report says there is a choice
         yield select
         yield Static("loading…", id="device-facts", classes="loading")
+        yield TopologyView(id="device-topology")
         yield Static("", id="device-flags")
         ceilings = Static("", id="device-ceilings")
         ceilings.display = False  # until there is something to say (none on a fake GPU)
@@ -214,6 +216,7 @@ class DevicePane(VerticalScroll):
         facts = self.query_one("#device-facts", Static)
         facts.remove_class("loading")
         facts.update(report_text(report))
+        self.query_one(TopologyView).show(getattr(report, "topology", None))
         choices = device_choices(report)
         select = self.query_one("#device-select", Select)
         # A selector where there is a choice (a GPU box: the CPU or each GPU), and where the device asked for
