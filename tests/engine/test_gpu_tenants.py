@@ -124,8 +124,8 @@ def test_the_pcie_link_is_read_under_load_in_the_conditions_and_at_the_probe_in_
     sampler.begin("timed")
     sampler.end("timed")
     c = sampler.summary("timed", items=1)
-    assert c.pcie == "gen 4 x8 (max gen 5 x16)" and c.fingerprint()["gpu_pcie"] == c.pcie
+    assert c.pcie == "Gen4 x8 (max Gen5 x16)" and c.fingerprint()["gpu_pcie"] == c.pcie
     nvml = Nvml.open(fake)
-    assert pcie_text(pcie_link(nvml, 0)) == "gen 4 x8 (max gen 5 x16) at the probe (lower when idle)"
+    assert pcie_text(pcie_link(nvml, 0)) == "Gen4 x8 (max Gen5 x16) at the probe (lower when idle)"
     fake.fail("nvmlDeviceGetCurrPcieLinkWidth", 3)
     assert pcie_text(pcie_link(nvml, 0)) == "n/a (not supported on this GPU)"

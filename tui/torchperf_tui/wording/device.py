@@ -30,7 +30,7 @@ def gpu_title(gpu) -> str:
 
 
 def pcie_text(link) -> str:
-    """The PCIe link in words: 'gen 5 x16 (max gen 5 x16)', 'n/a (why)'; an idle GPU's link reads lower than under
+    """The PCIe link in words: 'Gen5 x16 (max Gen5 x16)', 'n/a (why)'; an idle GPU's link reads lower than under
     load, which a run's conditions say."""
     if link is None:
         return "n/a (not probed)"

@@ -130,8 +130,13 @@ def checked_result(function: str, value: Any) -> Any:
     return value
 
 
+def pcie_words(generation: int, width: int) -> str:
+    """A PCIe link in nvidia-smi's words: 'Gen4 x16'."""
+    return f"Gen{generation} x{width}"
+
+
 def pcie_link(nvml: "Nvml", index: int | NA) -> str | NA:
-    """GPU `index`'s PCIe link as NVML reads it now against the most it can run at: 'gen 5 x16 (max gen 5 x16)'.
+    """GPU `index`'s PCIe link as NVML reads it now against the most it can run at: 'Gen5 x16 (max Gen5 x16)'.
     An idle GPU drops its link to save power, so a run's conditions read it again under load."""
     if isinstance(index, NA):
         return index
@@ -142,8 +147,8 @@ def pcie_link(nvml: "Nvml", index: int | NA) -> str | NA:
         return missing
     if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in figures.values()):
         return NA("NVML gave no PCIe link figures")
-    return (f"gen {figures['GetCurrPcieLinkGeneration']} x{figures['GetCurrPcieLinkWidth']} (max gen "
-            f"{figures['GetMaxPcieLinkGeneration']} x{figures['GetMaxPcieLinkWidth']})")
+    return (f"{pcie_words(figures['GetCurrPcieLinkGeneration'], figures['GetCurrPcieLinkWidth'])} (max "
+            f"{pcie_words(figures['GetMaxPcieLinkGeneration'], figures['GetMaxPcieLinkWidth'])})")
 
 
 class Nvml:

@@ -92,7 +92,7 @@ class RunConditions:
     # The GPU's other processes over the windows (engine/hardware/gpu_tenants.py) and how it is shared (MIG, MPS)
     tenants: list[Any] = field(default_factory=list)
     sharing: str = ""
-    pcie: str = ""  # the PCIe link as the first window opened, under load: 'gen 5 x16 (max gen 5 x16)'
+    pcie: str = ""  # the PCIe link as the first window opened, under load: 'Gen5 x16 (max Gen5 x16)'
 
     @property
     def throttled(self) -> bool:

@@ -13,7 +13,7 @@ import dataclasses
 from typing import Any
 
 from torchperf_tui.engine.hardware.device_peaks import nvlink_gbs, pcie_gbs
-from torchperf_tui.engine.hardware.nvml import NA, Nvml, to_jsonable
+from torchperf_tui.engine.hardware.nvml import NA, Nvml, pcie_words, to_jsonable
 
 # The common ancestor of two GPUs on the PCIe tree (NVML_TOPOLOGY_*, ABI values as defaults) and nvidia-smi's word.
 PATHS = (("NVML_TOPOLOGY_INTERNAL", 0, "BRD"), ("NVML_TOPOLOGY_SINGLE", 10, "PIX"),
@@ -138,7 +138,7 @@ def gpu_links(nvml: Nvml, reader: Reader, index: int, ends: list | NA) -> GpuLin
     affinity = mask if isinstance(mask, NA) else (cpu_ranges(mask) or NA("NVML gave no CPU"))
     generation = nvml.query(index, "nvmlDeviceGetMaxPcieLinkGeneration")
     width = nvml.query(index, "nvmlDeviceGetMaxPcieLinkWidth")
-    pcie = (f"Gen{generation} x{width}" if isinstance(generation, int) and isinstance(width, int)
+    pcie = (pcie_words(generation, width) if isinstance(generation, int) and isinstance(width, int)
             else generation if isinstance(generation, NA) else width)
     links = ends if isinstance(ends, NA) else len(ends)
     cc = nvml.query(index, "nvmlDeviceGetCudaComputeCapability")
