@@ -79,6 +79,30 @@ async def test_throughput_search_streams_tries_then_shows_the_largest_batch_and_
                          and [int(x) for x in plot._plot._datasets[0].x] == [1, 2, 4, 8, 16], what="the plot")
 
 
+async def test_a_latency_budget_typed_in_throughput_finds_the_largest_batch_within_it_and_draws_the_frontier(tiny_app):
+    async with tiny_app(spec="tests.tinymodels:tiny_cnn", shape="3x16x16", size=(110, 36), max_batch=4) as pilot:
+        app = pilot.app
+        await pilot.press("t")  # to the tab (a samples/s search starts; the budget below replaces it)
+        field = app.main.query_one("#throughput-slo")
+        field.value = "p99"
+        await pilot.click("#throughput-slo")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: "write pQ=BUDGET with a unit" in screen_text(app, "#throughput-status"),
+                         what="the budget's refusal")
+        field.value = "p50=5s"  # p50 needs 9 passes a batch: quick on the tiny CNN, bounded at batch 4
+        await pilot.click("#throughput-slo")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: "largest batch within it: batch 4" in screen_text(app, "#throughput-summary"),
+                         what="the batch chosen", shown=lambda: screen_text(app, "#throughput-summary"))
+        table = app.main.query_one("#throughput-table")
+        rows = [row_cells(table, i) for i in range(table.row_count)]
+        assert [r["batch"] for r in rows] == ["1", "2", "4"] and [r["passes"] for r in rows] == ["9"] * 3
+        assert rows[-1]["verdict"] == "meets, chosen" and str(table.columns["quantile"].label) == "p50"
+        plot = app.main.query_one("#throughput-plot")
+        assert [batch for _, _, batch in plot.frontier] == [1, 2, 4] and plot.chosen == 4
+        assert plot.budget == ("p50", 5000.0)
+
+
 async def test_throughput_on_a_model_that_runs_out_of_memory_says_so_and_keeps_going(tiny_app):
     async with tiny_app(spec="tests.tinymodels:oom_model", shape="3x16x16", size=(110, 32), max_batch=16) as pilot:
         app = pilot.app

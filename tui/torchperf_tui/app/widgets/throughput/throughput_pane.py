@@ -1,6 +1,8 @@
 """Throughput pane: the batch search as it goes (one row per batch tried), then the best samples/s and its
 batch, the largest batch that fits as far as the search went, the rule that stopped it and the time spent,
-and samples/s against batch as a plot."""
+and samples/s against batch as a plot. Or, with a latency budget typed in its field (`p99=50ms` ⏎), the largest batch
+within it: a row per batch timed, the batch chosen, and the frontier (the quantile's latency against items/s, the
+budget drawn across it, the chosen batch marked) as the plot."""
 
 from __future__ import annotations
 
@@ -11,16 +13,19 @@ from textual.app import ComposeResult
 from textual.reactive import reactive
 from textual.containers import Horizontal, Vertical
 from textual.markup import escape
-from textual.widgets import Button, DataTable, Static
+from textual.widgets import Button, DataTable, Input, Static
 
 from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.measure.protocol import JobDone, JobFailed, Progress
 
+from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.core.formatting import format_bytes, format_ms, format_number, format_shape, is_number, number_text
+from torchperf_tui.core.slo import EXAMPLE, parse_slo
 from torchperf_tui.wording import bold
 from torchperf_tui.wording.conditions import conditions_line_rows, disturbed_text, table_marks
-from torchperf_tui.wording.throughput import best_text, fits_text, limit_row, stopped_by_row
+from torchperf_tui.wording.throughput import (best_text, fits_text, frontier_cells, limit_row, slo_rows,
+                                             stopped_by_row)
 from torchperf_tui.app.widgets.timing.histogram import PlotHolder, theme_palette
 from torchperf_tui.app.widgets.timing.run_lines import conditions_markup
 from torchperf_tui.core.marks import disturbance_marks
@@ -29,6 +34,16 @@ from torchperf_tui.core.marks import disturbance_marks
 # The figures first, so they are in sight at 80 columns beside the sidebar; how each try went after them.
 COLUMNS = (("batch", "batch"), ("rate", "samples/s"), ("latency", "latency"), ("fits", "fits"), ("phase", "phase"),
            ("took", "took"))
+# Under a latency budget: a batch's quantile and verdict first (its name, e.g. p99, is the third column's label).
+SLO_COLUMNS = ("batch", "p50", "quantile", "items/s", "goodput/s", "passes", "verdict")
+
+
+def slo_summary(result) -> str:
+    """Under a latency budget: the batch chosen, what ended the search and the time spent (slo_rows' words), each
+    batch's marks."""
+    lines = [f"{escape(label)}: {escape(str(value))}" for label, value, *_ in slo_rows(result)
+             if not str(value).startswith("CPU memory cap")]
+    return "\n".join(lines)
 
 
 def try_cells(t) -> tuple[str, str, str, str, str, str]:
@@ -79,7 +94,8 @@ def search_progress(model: str, started: float, budget_s: float, last) -> str:
 
 
 class ThroughputPlot(PlotHolder):
-    """samples/s against batch for the batches that fitted."""
+    """samples/s against batch for the batches that fitted; under a latency budget the frontier instead: each
+    batch's latency at the quantile against its items/s, the budget across it, the chosen batch marked."""
 
     empty_text = "no batches yet: press t to search"
     what = "the plot of samples/s by batch"
@@ -88,16 +104,29 @@ class ThroughputPlot(PlotHolder):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.points: list[tuple[int, float]] = []
+        # under a latency budget: (items/s, quantile ms, batch) by batch, the budget (quantile name, ms), the chosen
+        self.frontier: list[tuple[float, float, int]] = []
+        self.budget: tuple[str, float] | None = None
+        self.chosen: int | None = None
 
     def show_points(self, points: list[tuple[int, float]]) -> None:
-        self.points = sorted(points)
+        self.points, self.frontier, self.budget, self.chosen = sorted(points), [], None, None
+        self.request_redraw()
+
+    def show_frontier(self, points: list[tuple[float, float, int]], budget: tuple[str, float],
+                      chosen: int | None = None) -> None:
+        self.points, self.frontier, self.budget, self.chosen = [], sorted(points, key=lambda p: p[2]), budget, chosen
         self.request_redraw()
 
     def has_data(self) -> bool:
-        return bool(self.points)
+        return bool(self.points or self.frontier)
 
     def draw(self, plot) -> None:
         from textual_plot import HiResMode
+
+        if self.frontier:
+            self._draw_frontier(plot)
+            return
 
         xs = [float(b) for b, _ in self.points]
         ys = [r for _, r in self.points]
@@ -109,6 +138,26 @@ class ThroughputPlot(PlotHolder):
         self.fit_xticks(plot, 0, right)
         plot.set_ylimits(0, max(ys) * 1.1 if max(ys) > 0 else 1)
 
+    def _draw_frontier(self, plot) -> None:
+        from textual_plot import HiResMode  # textual-plot: loaded with the plot, after the first frame
+
+        palette = theme_palette(self.app)
+        name, budget_ms = self.budget
+        xs = [x for x, _, _ in self.frontier]
+        ys = [y for _, y, _ in self.frontier]
+        right = max(xs) * 1.1 if max(xs) > 0 else 1.0
+        top = max(ys + [budget_ms]) * 1.15
+        plot.plot(xs, ys, line_style=palette[0], hires_mode=HiResMode.BRAILLE)
+        plot.scatter(xs, ys, marker_style=palette[1 % len(palette)])
+        plot.plot([0.0, right], [budget_ms, budget_ms], line_style="red", hires_mode=HiResMode.BRAILLE)
+        chosen = [(x, y) for x, y, batch in self.frontier if batch == self.chosen]
+        if chosen:
+            plot.scatter([chosen[0][0]], [chosen[0][1]], marker="◆", marker_style=palette[2 % len(palette)])
+        self.set_labels(plot, "items/s", f"{name} ms")
+        plot.set_xlimits(0, right)
+        self.fit_xticks(plot, 0, right)
+        plot.set_ylimits(0, top)
+
 
 class ThroughputPane(Vertical):
     """Owns the batch search (key t): one row per batch tried as it streams, then the result."""
@@ -119,17 +168,22 @@ class ThroughputPane(Vertical):
     ThroughputPane { height: 1fr; }
     ThroughputPane > Static { height: auto; }
     ThroughputPane > DataTable { height: auto; max-height: 9; }
+    ThroughputPane #throughput-slo { width: 14; }
     """
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.jobs = PaneJobs(self)
         self._searching: tuple | None = None  # (model, when the search started, its time budget) while it runs
+        self._slo = None  # the latency budget of the search shown (core/slo.Slo), None for the samples/s search
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="pane-actions"):
             yield Button("Find max batch (t)", id="throughput-start", compact=True,
                          action="app.pane('throughput', 'start')")
+            yield Input(placeholder=EXAMPLE, id="throughput-slo", compact=True,
+                        tooltip="a latency budget at a quantile (p99=50ms, p90=0.5s) and ⏎: the largest batch within "
+                                "it, each batch timed with the passes its quantile needs, and the frontier")
             yield Static("pick a model, then t: double the batch until samples/s stops improving or it does "
                          "not fit, within a time budget",
                          id="throughput-status")
@@ -140,30 +194,61 @@ class ThroughputPane(Vertical):
     def on_mount(self) -> None:
         if not self.query(DataTable):
             return  # the app is closing as the pane mounts: its children are already gone
-        table = self.query_one(DataTable)
-        for key, label in COLUMNS:
-            table.add_column(label, key=key)
+        self._columns(None)
 
-    def start(self) -> None:
+    def _columns(self, slo) -> None:
+        """The table's columns for the samples/s search, or (`slo`) for the search under a latency budget."""
+        table = self.query_one(DataTable)
+        table.clear(columns=True)
+        if slo is None:
+            for key, label in COLUMNS:
+                table.add_column(label, key=key)
+        else:
+            for key in SLO_COLUMNS:
+                table.add_column(slo.name if key == "quantile" else key, key=key)
+
+    @on(Input.Submitted, "#throughput-slo")
+    def _slo_typed(self, event: Input.Submitted) -> None:
+        event.stop()
+        text = event.value.strip()
+        if not text:
+            self.start()
+            return
+        try:
+            slo = parse_slo(text, name="latency budget")
+        except TorchperfError as exc:
+            self.show_error(escape(str(exc)))
+            return
+        self.start(slo)
+
+    def start(self, slo=None) -> None:
         """Search the largest batch that fits for the chosen model and settings (replacing a search or any
-        measurement in flight); the previous search's rows and plot are cleared."""
+        measurement in flight), or (`slo`, a core/slo.Slo) the largest within that latency budget; the previous
+        search's rows and plot are cleared."""
         selection = self.screen.ready_selection("throughput", module="throughput")
         if selection is None:
             return
         session = self.app.session
         self.screen.show_tab("throughput")
-        self.query_one(DataTable).clear()
+        self._slo = slo
+        self._columns(slo)
         self.query_one("#throughput-summary", Static).update("")
         self.query_one(ThroughputPlot).show_points([])
+        what = ("doubling the batch until samples/s stops improving, it does not fit, or the time budget runs out"
+                if slo is None else f"the largest batch within {slo.text()}, each batch timed with the passes its "
+                                    f"{slo.name} needs")
         self.status = (f"[b]{selection.model}[/] on {session.resolved_device()} · {selection.step_text()} · "
-                         f"{session.flags_text(selection.flags)} · searching: doubling the batch until "
-                         "samples/s stops improving, it does not fit, or the time budget runs out…")
+                         f"{session.flags_text(selection.flags)} · searching: {what}…")
         cfg = self.jobs.config(selection, self._failed, slot="throughput")
         if cfg is None:
             return
         options = {} if session.max_batch is None else {"max_batch": session.max_batch}
-        self.jobs.start("throughput", {"cfg": cfg, "options": options},
-                        f"searching the largest batch of {selection.model}")
+        if slo is None:
+            self.jobs.start("throughput", {"cfg": cfg, "options": options},
+                            f"searching the largest batch of {selection.model}")
+        else:
+            self.jobs.start("slo", {"cfg": cfg, "slo": slo, "options": options},
+                            f"searching the largest batch of {selection.model} within {slo.text()}")
         from torchperf_tui.engine.measurements.throughput import DEFAULT_TIME_BUDGET_S  # loaded by the session's warm-up
 
         self._searching = (selection.model, time.monotonic(), DEFAULT_TIME_BUDGET_S)
@@ -171,7 +256,9 @@ class ThroughputPane(Vertical):
     @on(JobEvent)
     def _job_event(self, message: JobEvent) -> None:
         event = self.jobs.accept(message)
-        if isinstance(event, Progress):
+        if isinstance(event, Progress) and event.what == "slo_point":
+            self.add_slo_point(event.data)
+        elif isinstance(event, Progress):
             self.add_try(event.data)
         elif isinstance(event, JobFailed):
             self._failed("cancelled before it started" if event.cancelled else event.error)
@@ -182,6 +269,8 @@ class ThroughputPane(Vertical):
             self.status = (f"[b]{result.model}[/] {format_shape(result.sample_shape)} per sample, "
                              f"{result.dtype} on {result.device} · {result.step} · "
                              f"{'cancelled' if result.cancelled else 'done'}")
+            if self._slo is not None:
+                return  # the SLO's result is its own: not a samples/s search's headline, nor logged as one
             if not result.cancelled:
                 self.app.notify(f"{result.model}: {result.headline()}", title="throughput", timeout=4)
             if getattr(self.app, "mlflow", None) is not None:  # --mlflow (app/mlflow_link.py): in a worker thread
@@ -214,7 +303,36 @@ class ThroughputPane(Vertical):
         if t.fits and t.samples_per_s is not None and t.phase != "measure":
             plot.show_points([p for p in plot.points if p[0] != t.batch] + [(t.batch, t.samples_per_s)])
 
+    def add_slo_point(self, point) -> None:
+        """A batch timed under the latency budget: its row, and the frontier so far."""
+        table = self.query_one(DataTable)
+        q = point.quantile
+        table.add_row(str(point.batch), format_ms(point.p50_ms) if point.p50_ms is not None else "–",
+                      (format_ms(q.value_ms) + ("" if q.supported else "?")) if q is not None else "–",
+                      number_text(point.items_per_s, ".1f", na="–"), number_text(point.goodput_per_s, ".1f", na="–"),
+                      str(point.n), point.verdict)
+        table.move_cursor(row=table.row_count - 1)
+        plot = self.query_one(ThroughputPlot)
+        if q is not None and point.items_per_s:
+            kept = [p for p in plot.frontier if p[2] != point.batch]
+            plot.show_frontier(kept + [(point.items_per_s, q.value_ms, point.batch)],
+                               (self._slo.name, self._slo.budget_ms))
+
     def show_result(self, result) -> None:
+        if self._slo is not None:
+            self._show_slo(result)
+            return
         self.query_one("#throughput-summary", Static).update(throughput_summary(result))
         self.query_one(ThroughputPlot).show_points(
             [(p.batch, p.samples_per_s) for p in result.points if p.samples_per_s is not None])
+
+    def _show_slo(self, result) -> None:
+        """The search under a latency budget: the table as the frontier (by batch), the batch chosen, the plot."""
+        table = self.query_one(DataTable)
+        table.clear()
+        for cells in frontier_cells(result):
+            table.add_row(*cells)
+        self.query_one("#throughput-summary", Static).update(slo_summary(result))
+        self.query_one(ThroughputPlot).show_frontier(
+            [(p.items_per_s, p.quantile.value_ms, p.batch) for p in result.frontier if p.items_per_s],
+            (result.slo.name, result.slo.budget_ms), result.chosen.batch if result.chosen is not None else None)
