@@ -82,15 +82,13 @@ async def test_throughput_search_streams_tries_then_shows_the_largest_batch_and_
 async def test_a_latency_budget_typed_in_throughput_finds_the_largest_batch_within_it_and_draws_the_frontier(tiny_app):
     async with tiny_app(spec="tests.tinymodels:tiny_cnn", shape="3x16x16", size=(110, 36), max_batch=4) as pilot:
         app = pilot.app
-        await pilot.press("t")  # to the tab (a samples/s search starts; the budget below replaces it)
+        await pilot.press("T")  # the tab, the cursor in the budget's field: typed, as a user types it
         field = app.main.query_one("#throughput-slo")
-        field.value = "p99"
-        await pilot.click("#throughput-slo")
-        await pilot.press("enter")
+        assert app.main.active_tab() == "throughput" and field.has_focus
+        await pilot.press("p", "9", "9", "enter")
         await wait_until(pilot, lambda: "write pQ=BUDGET with a unit" in screen_text(app, "#throughput-status"),
                          what="the budget's refusal")
         field.value = "p50=5s"  # p50 needs 9 passes a batch: quick on the tiny CNN, bounded at batch 4
-        await pilot.click("#throughput-slo")
         await pilot.press("enter")
         await wait_until(pilot, lambda: "largest batch within it: batch 4" in screen_text(app, "#throughput-summary"),
                          what="the batch chosen", shown=lambda: screen_text(app, "#throughput-summary"))

@@ -20,6 +20,7 @@ BINDINGS = [
     Binding("b", "baseline", "Baseline", show=False),  # History: the gate's baseline; elsewhere Compare's
     Binding("x", "pane('compare', 'clear_runs')", "Clear runs", show=False),
     Binding("t", "pane('throughput', 'start')", "Max batch", show=False),
+    Binding("T", "pane('throughput', 'focus_slo')", "Latency budget", show=False),
     Binding("p", "pane('profile', 'start')", "Profile", show=False),
     Binding("o", "pane('profile', 'cycle_sort')", "Sort ops", show=False),
     Binding("m", "mark_history_run", "Mark run", show=False),

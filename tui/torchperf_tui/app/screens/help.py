@@ -32,6 +32,7 @@ How fast a PyTorch model runs on this box, and why.
 | `h` | hide or show the sidebar (the tabs get the full width; below 70 columns it starts hidden) |
 | `b` | (Compare) make the highlighted run the baseline; (History) mark the highlighted record as the baseline: each timing run after it is shown against it in Timing (ratio of medians with its 95 % CI, faster / slower / the same, what differs, as `compare --baseline` says it); `b` again unmarks it |
 | `t` | the batch with the most samples/s and the largest that fits (Throughput) |
+| `T` | (Throughput) type a latency budget (`p99=50ms` ⏎): the largest batch within it and the frontier |
 | `w` | (Sweep) a token model's p50 latency, tokens/s and peak memory at lengths 128, 256, ... 4096 (cut at its maximum positions), until one does not fit or 120 s; `W` the flags before the last flip (A) against the current ones (B), interleaved, both curves overlaid |
 | `p` | profile a few iterations: top operators and a Chrome trace (Profile) |
 | `o` | (Profile) sort the operators by the next key; or press a column header |

@@ -168,7 +168,7 @@ class ThroughputPane(Vertical):
     ThroughputPane { height: 1fr; }
     ThroughputPane > Static { height: auto; }
     ThroughputPane > DataTable { height: auto; max-height: 9; }
-    ThroughputPane #throughput-slo { width: 14; }
+    ThroughputPane #throughput-slo { width: 16; }
     """
 
     def __init__(self, **kwargs) -> None:
@@ -181,12 +181,12 @@ class ThroughputPane(Vertical):
         with Horizontal(classes="pane-actions"):
             yield Button("Find max batch (t)", id="throughput-start", compact=True,
                          action="app.pane('throughput', 'start')")
-            yield Input(placeholder=EXAMPLE, id="throughput-slo", compact=True,
+            yield Input(placeholder=f"SLO {EXAMPLE} ⏎", id="throughput-slo", compact=True,
                         tooltip="a latency budget at a quantile (p99=50ms, p90=0.5s) and ⏎: the largest batch within "
                                 "it, each batch timed with the passes its quantile needs, and the frontier")
-            yield Static("pick a model, then t: double the batch until samples/s stops improving or it does "
-                         "not fit, within a time budget",
-                         id="throughput-status")
+        # below the row, the whole width: the button and the budget's field leave a narrow pane no room beside them
+        yield Static("pick a model, then t: double the batch until samples/s stops improving or it does not fit, "
+                     "within a time budget", id="throughput-status")
         yield DataTable(id="throughput-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="throughput-summary")
         yield ThroughputPlot(id="throughput-plot")
@@ -206,6 +206,11 @@ class ThroughputPane(Vertical):
         else:
             for key in SLO_COLUMNS:
                 table.add_column(slo.name if key == "quantile" else key, key=key)
+
+    def focus_slo(self) -> None:
+        """T: the Throughput tab, the cursor in the latency budget's field (⏎ there starts the search)."""
+        self.screen.show_tab("throughput")
+        self.query_one("#throughput-slo", Input).focus()
 
     @on(Input.Submitted, "#throughput-slo")
     def _slo_typed(self, event: Input.Submitted) -> None:
@@ -235,8 +240,8 @@ class ThroughputPane(Vertical):
         self.query_one("#throughput-summary", Static).update("")
         self.query_one(ThroughputPlot).show_points([])
         what = ("doubling the batch until samples/s stops improving, it does not fit, or the time budget runs out"
-                if slo is None else f"the largest batch within {slo.text()}, each batch timed with the passes its "
-                                    f"{slo.name} needs")
+                if slo is None else f"the largest batch with its {slo.text()}, each batch timed with the passes "
+                                    f"its {slo.name} needs")
         self.status = (f"[b]{selection.model}[/] on {session.resolved_device()} · {selection.step_text()} · "
                          f"{session.flags_text(selection.flags)} · searching: {what}…")
         cfg = self.jobs.config(selection, self._failed, slot="throughput")
