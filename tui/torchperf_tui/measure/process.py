@@ -21,6 +21,7 @@ import threading
 import time
 from typing import Any
 
+from torchperf_tui.core.parent_death import signal_on_parent_death
 from torchperf_tui.engine.hardware.torch_notices import quiet_torch_notices
 from torchperf_tui.measure.protocol import (ALIVE, ALIVE_EVERY_S, PHASE, CancelJob, JobDone, JobFailed, Quit, Ready,
                                            StartJob, Started, pack, unpack)
@@ -133,16 +134,7 @@ def _die_with_parent() -> None:
     it removes its empty log as it goes (_end_on_sigterm). The handler runs on the main thread, which a model's
     native call may hold: the requests thread sees the app's end of the socket close at the same moment and ends
     the process from there (JobServer.read_requests)."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        PR_SET_PDEATHSIG = 1
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    except (OSError, AttributeError):
-        pass
+    signal_on_parent_death(signal.SIGTERM)
 
 
 class JobServer:

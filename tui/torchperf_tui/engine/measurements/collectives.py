@@ -22,7 +22,6 @@ import re
 import shutil
 import signal
 import statistics
-import sys
 import tempfile
 import time
 import warnings
@@ -32,6 +31,7 @@ from typing import Any, Callable
 
 import psutil
 
+from torchperf_tui.core.parent_death import signal_on_parent_death
 from torchperf_tui.core import options
 from torchperf_tui.core.errors import TorchperfError, first_line, user_message
 from torchperf_tui.core.formatting import format_bytes
@@ -308,15 +308,7 @@ def rank_main(rank: int, body: Callable[..., None], spec: CollectivesSpec, store
 def die_with_parent(parent: int) -> None:
     """Linux: SIGKILL this process when the process that started it ends (torch's own wrapper asks for SIGINT, which
     a rank blocked in a collective would never act on), and end now if it has already gone."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes  # only here: the rank's own process, on Linux
-
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        pr_set_pdeathsig = 1
-        libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
-    except (OSError, AttributeError):
+    if not signal_on_parent_death(signal.SIGKILL):
         return
     if os.getppid() != parent:
         os._exit(1)
