@@ -12,8 +12,8 @@ import torch
 
 from tests.test_cli import run
 from torchperf_tui.engine.measurements.ceiling_measurement import measure_ceilings, runs_float8
-from torchperf_tui.engine.hardware.ceilings import (OUTDATED, Ceiling, CeilingsResult, device_key, load_ceilings,
-                                                    save_ceilings)
+from torchperf_tui.engine.hardware.ceilings import (FORMAT, OUTDATED, Ceiling, CeilingsResult, device_key,
+                                                    load_ceilings, save_ceilings)
 from torchperf_tui.engine.measurements.ceiling_measurement import ceilings
 from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.engine.analysis.roofline import REMEASURE, peaks_for
@@ -134,7 +134,7 @@ def test_an_earlier_versions_kept_ceiling_is_read_marked_outdated_and_measured_a
     assert "kept by an earlier" in peaks_for("cpu", "float32", measured=kept).notes[0]
     fresh = ceilings("cpu", **SMALL)  # not asked to refresh, but an outdated entry is measured again
     assert not fresh.cached and fresh.outdated is None
-    assert load_ceilings(key).format == 2 and load_ceilings(key).compute("float32").tried
+    assert load_ceilings(key).format == FORMAT and load_ceilings(key).compute("float32").tried
 
 
 def test_they_are_kept_per_device_and_measured_again_only_on_request(ceilings_file):

@@ -56,8 +56,8 @@ PALETTE = [
     ("Determinism check", "The same input twice under the current flags", "pane('timing', 'check_determinism')"),
     ("Timing modes", "Sync, pipelined and CUDA-graph timing side by side, and what the gaps mean",
      "pane('timing', 'start_modes')"),
-    ("Measure ceilings", "Device: the best of several matmuls and convolutions per dtype, and a large copy, kept; "
-     "roofline and MFU use them",
+    ("Measure ceilings", "Device: the best of several matmuls and convolutions per dtype, a large copy and, on a "
+     "GPU, the host-device transfers, kept; roofline, MFU and a run's input copy use them",
      "pane('device', 'measure_ceilings')"),
     ("Time per layer", "Layers: profile the last run's model again and give each layer its time and share of the "
      "pass (on a GPU: busy and idle)", "pane('layers', 'time_layers')"),

@@ -103,7 +103,8 @@ def render_complexity(result, layers: bool = False) -> None:
 
 
 def render_ceilings(result) -> None:
-    """`ceilings`: each measured ceiling with the workload that gave it, every workload tried, where they are kept."""
+    """`ceilings`: each measured ceiling with the workload that gave it (a GPU's host-device transfers among them, or
+    why there are none), every workload tried, where they are kept."""
     table = Table(box=None, header_style="bold")
     for column in ("ceiling", "dtype", "best of", "size", "threads", "median", "reached"):
         table.add_column(column, justify="right" if column in ("threads", "median", "reached") else "left")
@@ -113,6 +114,8 @@ def render_ceilings(result) -> None:
     console.print(table)
     if result.outdated:
         console.print(f"these were {result.outdated}", markup=False)
+    if result.no_transfers:  # a CPU has none, or a GPU's were kept before they were measured: said once
+        console.print(result.no_transfers, markup=False)
     tried = tried_cells(result)
     if tried:
         console.print()

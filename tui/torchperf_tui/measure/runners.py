@@ -27,6 +27,7 @@ from torchperf_tui.engine.analysis.quant_prediction import QuantPrediction, pred
 from torchperf_tui.engine.hardware.ceilings import kept_for
 from torchperf_tui.engine.hardware.device import probe_device
 from torchperf_tui.engine.hardware.device_choice import resolve_device
+from torchperf_tui.engine.hardware.input_copy import input_copy_of
 from torchperf_tui.engine.hardware.lazy_torch import torch
 from torchperf_tui.engine.hardware.telemetry import release_memory
 from torchperf_tui.engine.measurements.bench_config import BenchConfig
@@ -205,7 +206,8 @@ def analyse_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 
 def timing_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: cfg (BenchConfig). Progress "note": the setup's (say_setup_notes), and the line saying a custom model's
-    input shape was assumed, once it ran. Streams Samples. -> (TimingResult, {"fingerprint": ...})."""
+    input shape was assumed, once it ran. Streams Samples. On a GPU the result carries its input copy's estimate from
+    the kept ceilings. -> (TimingResult, {"fingerprint": ...})."""
     # numpy: loaded once this process has set its CPUs (measure/process.py)
     from torchperf_tui.engine.measurements.timing import run_benchmark
 
@@ -221,6 +223,7 @@ def timing_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     if result.quantized is not None and result.stats is not None:
         result.prediction = quant_prediction(result.config, result.quantized, result.device)
         result.predicted_ratio = ratio_of_quantized(result.prediction, result.stats.p50_ms)
+    result.input_copy = input_copy_of(result)  # on a GPU, from the ceilings kept for it; None on a CPU
     return result, history_extra(result)
 
 

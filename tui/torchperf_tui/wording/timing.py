@@ -4,8 +4,8 @@ torch state notes): the pane's compact lines beside the CLI's rows where the two
 
 from __future__ import annotations
 
-from torchperf_tui.core.formatting import (budget_text, format_bytes, format_ms, format_number, interval_text,
-                                      unsupported_mark)
+from torchperf_tui.core.formatting import (budget_text, format_bytes, format_ms, format_number, gbs_text,
+                                           interval_text, unsupported_mark)
 from torchperf_tui.wording import WARNING, Row, row, subject
 from torchperf_tui.wording.conditions import conditions_rows, noise_rows
 from torchperf_tui.wording.numerics import numerics_rows
@@ -329,6 +329,39 @@ def compile_line_rows(mode: str | None, result, compact: bool = False) -> list[R
     return rows
 
 
+def _small_ms(ms: float) -> str:
+    """format_ms, with a copy under a microsecond said as such (not '0 µs')."""
+    return "under 1 µs" if ms < 1e-3 else format_ms(ms)
+
+
+def _small_pct(pct: float) -> str:
+    return "under 0.1 %" if pct < 0.05 else f"{pct:.1f} %"
+
+
+def input_copy_text(copy) -> str:
+    """An estimated input copy (engine/hardware/input_copy.InputCopy): '588.0 KiB a pass from the host: pinned
+    24 µs, 0.5 % of copy + pass · pageable 61 µs, 1.2 %; from the measured host-to-device ceilings (24.1 GB/s pinned,
+    9.8 GB/s pageable), not timed in the run'; or why there is none."""
+    if copy.missing:
+        return f"not estimated: {copy.missing}"
+    parts, rates = [], []
+    for memory, ms, pct, rate in (("pinned", copy.pinned_ms, copy.pinned_pct, copy.pinned_bytes_per_s),
+                                  ("pageable", copy.pageable_ms, copy.pageable_pct, copy.pageable_bytes_per_s)):
+        if ms is not None:
+            share = _small_pct(pct) + (" of copy + pass" if not parts else "")
+            parts.append(f"{memory} {_small_ms(ms)}, {share}")
+            rates.append(f"{gbs_text(rate / 1e9)} {memory}")
+    return (f"{format_bytes(copy.bytes)} a pass from the host: {' · '.join(parts)}; from the measured host-to-device "
+            f"ceilings ({', '.join(rates)}), not timed in the run")
+
+
+def input_copy_rows(result) -> list[Row]:
+    """A GPU run: what copying its inputs from the host would add to a pass, estimated (nothing on a CPU, where they
+    are in the host's memory already)."""
+    copy = getattr(result, "input_copy", None)
+    return [] if copy is None else [row("input copy (estimate)", input_copy_text(copy))]
+
+
 def timing_rows(result) -> list[Row]:
     """`bench`: what was run and how, the statistics, the shape schedule, the GPU over the run, the host, and
     every note on the numbers."""
@@ -349,7 +382,7 @@ def timing_rows(result) -> list[Row]:
         rows.append(row("peak memory", f"{peak} (allocated: weights, activations kept for the backward, gradients, "
                         "optimizer state)" if peak is not None else
                         "n/a on the CPU (no allocator statistics; the memory trace has the process RSS)"))
-    rows += compile_rows(result) + _stats_rows(result) + _shape_rows(result)
+    rows += compile_rows(result) + _stats_rows(result) + input_copy_rows(result) + _shape_rows(result)
     rows += conditions_rows(getattr(result, "conditions", None), step)
     rows += noise_rows(result) + budget_rows(result)
     if result.cancelled:

@@ -1,11 +1,14 @@
 """Measured ceilings: what a result holds (the most this device reached on compute per dtype and on a large
-copy, with every workload tried beside it), and where it is kept. How they are measured (the workloads, the
-dtypes, the thread counts) is engine/measurements/ceiling_measurement.py's.
+copy, with every workload tried beside it; on a GPU the host-device transfers too), and where it is kept. How they
+are measured (the workloads, the dtypes, the thread counts) is engine/measurements/ceiling_measurement.py's.
 
 Results are kept per device fingerprint (device name, torch, threads on the CPU) in the user data directory,
 and measured again on request. On the CPU they stand in for the datasheet peaks that the OS cannot report.
 A ceiling kept by an earlier version (one 2048^3 matmul, FORMAT 1) is still read, marked `outdated`, and
-measured again by `ceilings()` unless asked only for what is kept.
+measured again by `ceilings()` unless asked only for what is kept. A GPU's entry kept before the transfers were measured
+(FORMAT 2) is read as it is (its compute and copy ceilings are this version's), says why it has no transfers, and is
+measured again by `ceilings()` the same way. The transfers are kept in a list of their own (`transfers`) beside
+`ceilings`: a version that does not know them leaves the key out and still reads the entry.
 
 The file is read as every small file the app reads back (core/input_files.py: a regular file only, a FIFO
 refused without waiting, a cap on its size), and every value in it is checked: a rate that is not a finite positive
@@ -34,12 +37,31 @@ from torchperf_tui.engine.hardware.device_choice import resolve_device
 
 # What a user does when the ceilings kept are wrong or old (C: the app's key, on any tab).
 REMEASURE = "measure again with C / torchperf-tui ceilings --refresh"
-FORMAT = 2  # of a kept entry: 1 (no "format" key) was one matmul per dtype
+FORMAT = 3  # of a kept entry: 1 (no "format" key) was one matmul per dtype; 2 had no host-device transfers
+SEVERAL_WORKLOADS = 2  # the first FORMAT whose compute ceilings are the best of several workloads
+WITH_TRANSFERS = 3  # the first FORMAT that measured a GPU's host-device transfers
 # A ceilings file takes a few KiB a device: one far larger is not one, and is not read into memory.
 MAX_CEILINGS_BYTES = 16 << 20
-KINDS = ("compute", "copy", "matmul")  # "matmul": FORMAT 1's name of a compute ceiling
+KINDS = ("compute", "copy", "transfer", "matmul")  # "matmul": FORMAT 1's name of a compute ceiling
 OUTDATED = ("kept by an earlier torchperf-tui from one 2048x2048x2048 matmul, which models can beat: "
             + REMEASURE)
+# A GPU's host-device transfers: (direction, host memory), each a ceiling of kind "transfer" whose workload is
+# transfer_name(direction, memory). Pinned (page-locked) memory is what the GPU's DMA engine reads and writes directly;
+# pageable memory goes through a staging buffer the driver copies it into, which is what a plain CPU tensor gets.
+TRANSFERS = (("h2d", "pinned"), ("h2d", "pageable"), ("d2h", "pinned"), ("d2h", "pageable"))
+TRANSFER_DTYPE = "uint8"  # the transfers move bytes
+NO_TRANSFERS_ON_CPU = ("no host-device transfers on a CPU: a model there computes from the host's memory, where its "
+                       "inputs already are")
+NO_TRANSFERS_KEPT = ("no host-device transfers: kept by an earlier torchperf-tui, before they were measured; "
+                     + REMEASURE)
+
+
+def transfer_name(direction: str, memory: str) -> str:
+    """'h2d pinned': the workload that gives a transfer ceiling, and how it is found again."""
+    return f"{direction} {memory}"
+
+
+TRANSFER_NAMES = tuple(transfer_name(direction, memory) for direction, memory in TRANSFERS)
 
 
 @dataclass
@@ -70,13 +92,13 @@ class Trial:
 
 @dataclass
 class Ceiling:
-    kind: str  # "compute" (a file of FORMAT 1 says "matmul": read as compute) or "copy"
-    dtype: str  # "float32", "tf32", "float16", "bfloat16"; the copy's element type
-    value: float  # FLOP/s (compute) or bytes/s (copy, read + written)
+    kind: str  # "compute" (a file of FORMAT 1 says "matmul": read as compute), "copy" or "transfer"
+    dtype: str  # "float32", "tf32", "float16", "bfloat16"; the copy's element type (a transfer's: TRANSFER_DTYPE)
+    value: float  # FLOP/s (compute), bytes/s (copy, read + written; transfer, moved once)
     size: str  # of the workload that gave it: "2048x2048x2048", "16x256x14x14 -> 256", "256.0 MiB"
     median_s: float  # of one repetition
     reps: int
-    workload: str = "matmul"  # which workload gave it (see ceiling_measurement.Workload.name)
+    workload: str = "matmul"  # which workload gave it (see ceiling_measurement.Workload.name); a transfer's names it
     threads: int | None = None  # the thread count that gave it (CPU)
     tried: list[Trial] = field(default_factory=list)  # every workload measured for it, the best among them
 
@@ -120,8 +142,9 @@ class CeilingsResult:
     ceilings: list[Ceiling] = field(default_factory=list)
     cached: bool = False  # read back from the user data directory, not measured now
     path: str | None = None  # where it is kept
-    format: int = FORMAT  # 1: kept by an earlier version (one matmul per dtype)
+    format: int = FORMAT  # 1: kept by an earlier version (one matmul per dtype); 2: before the transfers
     seconds: float | None = None  # how long the measurement took
+    transfers: list[Ceiling] = field(default_factory=list)  # a GPU's host-device transfers, in TRANSFERS' order
 
     def compute(self, dtype: str) -> Ceiling | None:
         return next((c for c in self.ceilings if c.kind == "compute" and c.dtype == dtype), None)
@@ -129,13 +152,32 @@ class CeilingsResult:
     def copy(self) -> Ceiling | None:
         return next((c for c in self.ceilings if c.kind == "copy"), None)
 
+    def transfer(self, direction: str, memory: str) -> Ceiling | None:
+        """The transfer ceiling of ('h2d', 'pinned'), ('d2h', 'pageable'), ...; None where none is kept."""
+        name = transfer_name(direction, memory)
+        return next((c for c in self.transfers if c.workload == name), None)
+
     @property
     def outdated(self) -> str | None:
-        """Why these ceilings should be measured again (an earlier version's), or None."""
-        return OUTDATED if self.format < FORMAT else None
+        """Why these ceilings should be measured again (an earlier version's, from one matmul), or None."""
+        return OUTDATED if self.format < SEVERAL_WORKLOADS else None
+
+    @property
+    def no_transfers(self) -> str | None:
+        """Why no host-device transfer is kept: a CPU has none, or a GPU's ceilings were kept before they were
+        measured; None where they are."""
+        if not self.device.startswith("cuda"):
+            return NO_TRANSFERS_ON_CPU
+        return NO_TRANSFERS_KEPT if self.format < WITH_TRANSFERS else None
+
+    @property
+    def stale(self) -> bool:
+        """Measured again by ceilings() without being asked: an earlier version's (outdated), or a GPU's kept
+        before its transfers were measured."""
+        return self.outdated is not None or self.no_transfers == NO_TRANSFERS_KEPT
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "outdated": self.outdated}
+        return {**asdict(self), "outdated": self.outdated, "no_transfers": self.no_transfers}
 
     @classmethod
     def from_dict(cls, data: Any) -> "CeilingsResult":
@@ -148,7 +190,17 @@ class CeilingsResult:
         return cls(device=_text(data, "device"), key=_text(data, "key"),
                    measured_at=finite_float(data.get("measured_at"), "measured_at"),
                    ceilings=[Ceiling.from_dict(c) for c in _list(data.get("ceilings"), "ceilings")], format=fmt,
-                   seconds=None if seconds is None else _positive(seconds, "seconds", zero=True))
+                   seconds=None if seconds is None else _positive(seconds, "seconds", zero=True),
+                   transfers=[_transfer(t) for t in _list(data.get("transfers", []), "transfers")])
+
+
+def _transfer(data: Any) -> Ceiling:
+    """A kept transfer ceiling: a ceiling of kind "transfer" whose workload is one of TRANSFER_NAMES."""
+    ceiling = Ceiling.from_dict(data)
+    if ceiling.kind != "transfer" or ceiling.workload not in TRANSFER_NAMES:
+        raise ValueError(f"a transfer is {ceiling.kind} {shown(ceiling.workload)}, not one of "
+                         f"{', '.join(TRANSFER_NAMES)}")
+    return ceiling
 
 
 class CeilingsFileError(TorchperfError):

@@ -22,6 +22,11 @@ the device runs it (torch._scaled_mm), for what a
 quantization scheme predicts. The copy: dst.copy_(src) of a large buffer, bandwidth counting
 the bytes read and the bytes written (2x size), at each thread count, the best kept.
 
+On a GPU, the host-device transfers too (engine.hardware.ceilings.TRANSFERS): a 256 MiB buffer copied host-to-device
+and device-to-host, from pinned memory (non_blocking, as a DataLoader's pin_memory feeds a model) and from pageable
+memory (a plain CPU tensor: the driver stages it); bandwidth counting the bytes moved once. Each is its own ceiling,
+the median of its repetitions like every workload. A CPU has none: nothing crosses a bus to reach its compute.
+
 Each workload is a warm-up, then timed repetitions (CUDA events on a GPU, perf_counter on the CPU) as many as
 fit its time budget (at least MIN_REPS, at most `reps`), their median. Every workload tried is kept beside the
 ceiling (`tried`), so the result says which workload, size and thread count gave it.
@@ -37,8 +42,9 @@ from pathlib import Path
 from typing import Callable
 
 from torchperf_tui.core.kept_files import ceilings_path
-from torchperf_tui.engine.hardware.ceilings import (Ceiling, CeilingsResult, Trial, check_keepable, device_key,
-                                                   kept_entry, read_kept, save_ceilings)
+from torchperf_tui.engine.hardware.ceilings import (TRANSFER_DTYPE, TRANSFERS, Ceiling, CeilingsResult, Trial,
+                                                   check_keepable, device_key, kept_entry, read_kept, save_ceilings,
+                                                   transfer_name)
 from torchperf_tui.engine.hardware.device_choice import resolve_device
 from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.engine.hardware.lazy_torch import torch
@@ -54,6 +60,9 @@ CPU_CONVS = ((8, 128, 28), (16, 256, 14))
 GPU_CONVS = ((64, 128, 28), (64, 256, 14))
 CPU_COPY_BYTES = 256 * 2**20
 GPU_COPY_BYTES = 2 * 2**30
+# A transfer's buffer: large enough that the per-copy overheads (a launch, the driver's staging set-up) are a few
+# percent of it, small enough to pin without strain.
+TRANSFER_BYTES = 256 * 2**20
 CPU_BUDGET_S = 0.2  # the timed repetitions of one workload
 GPU_BUDGET_S = 0.15
 MIN_REPS = 3
@@ -78,8 +87,9 @@ FLOAT8 = "float8"
 class Workload:
     """One thing timed: `amount` FLOPs (compute) or bytes read + written (copy) per call."""
 
-    kind: str  # "compute" or "copy"
-    name: str  # "matmul", "matmul x@W^T", "matmul tall-skinny", "conv2d 3x3", "conv2d 3x3 channels_last", "copy"
+    kind: str  # "compute", "copy" or "transfer" (bytes moved once)
+    name: str  # "matmul", "matmul x@W^T", "matmul tall-skinny", "conv2d 3x3", "conv2d 3x3 channels_last", "copy",
+    # a transfer's "h2d pinned", "d2h pageable", ...
     size: str  # "2048x2048x2048" (m x k x n), "16x256x14x14 -> 256" (N x Cin x H x W -> Cout), "256.0 MiB"
     amount: int
     build: Callable[..., Callable[[], object]] = field(repr=False, compare=False)  # (device, dtype, generator)
@@ -170,6 +180,38 @@ def copy_workload(nbytes: int) -> Workload:
     return Workload("copy", "copy", format_bytes(elements * 4), 2 * elements * 4, build)
 
 
+def transfer_workload(direction: str, memory: str, nbytes: int) -> Workload:
+    """`nbytes` copied host-to-device ("h2d") or device-to-host ("d2h"), the host's side "pinned" (page-locked, the
+    copy non_blocking) or "pageable" (a plain CPU tensor)."""
+    pinned = memory == "pinned"
+
+    def build(device, dtype, generator):
+        host = torch.empty(nbytes, dtype=torch.uint8, pin_memory=pinned)
+        host.fill_(1)  # its pages touched now: a first touch inside a timed copy would be the OS's time
+        on_device = torch.empty(nbytes, dtype=torch.uint8, device=device)
+        if direction == "h2d":
+            return lambda: on_device.copy_(host, non_blocking=pinned)
+        return lambda: host.copy_(on_device, non_blocking=pinned)
+
+    return Workload("transfer", transfer_name(direction, memory), format_bytes(nbytes), nbytes, build)
+
+
+def transfer_ceilings(timed: Callable[[Workload], tuple[float, int]], nbytes: int = TRANSFER_BYTES,
+                      said: Callable[[str], None] | None = None) -> list[Ceiling]:
+    """The host-device transfer ceilings, in TRANSFERS' order: each transfer of `nbytes` timed by `timed(workload) ->
+    (median seconds, repetitions)`, its bandwidth the bytes moved over the median."""
+    found = []
+    for direction, memory in TRANSFERS:
+        workload = transfer_workload(direction, memory, nbytes)
+        if said is not None:
+            said(f"{workload.name} {workload.size}")
+        seconds, reps = timed(workload)
+        trial = Trial(workload.name, workload.size, None, workload.amount / seconds, seconds, reps)
+        found.append(Ceiling("transfer", TRANSFER_DTYPE, trial.value, workload.size, seconds, reps, workload.name,
+                             tried=[trial]))
+    return found
+
+
 def compute_workloads(sizes: tuple[int, ...], reference: int,
                       convs: tuple[tuple[int, int, int], ...]) -> list[Workload]:
     """Square matmuls smallest first, the reference size's other layouts, then the convolutions."""
@@ -254,12 +296,13 @@ def _settings(device: "torch.device", dtype_name: str, threads: int | None):
 
 def measure_ceilings(device: str = "auto", *, matmul_sizes: tuple[int, ...] | None = None,
                      matmul_n: int | None = None, convs: tuple[tuple[int, int, int], ...] | None = None,
-                     copy_bytes: int | None = None, int8_n: int | None = None,
+                     copy_bytes: int | None = None, int8_n: int | None = None, transfer_bytes: int | None = None,
                      threads: tuple[int, ...] | None = None, reps: int = 10,
                      warmup: int = 1, budget_s: float | None = None, should_cancel: Callable[[], bool] | None = None,
                      on_progress: Callable[[str], None] | None = None,
                      time_workload: TimeWorkload | None = None) -> CeilingsResult:
-    """Measure the compute ceiling per dtype (the best workload) and the copy bandwidth on `device`, now.
+    """Measure the compute ceiling per dtype (the best workload) and the copy bandwidth on `device`, now; on a GPU the
+    host-device transfers of `transfer_bytes` (TRANSFER_BYTES) too.
 
     `matmul_n`: the reference size (always measured; the other layouts run at it); `matmul_sizes`: the square
     sizes (a size above the reference only where a repetition fits half the budget at the rate reached so far);
@@ -292,6 +335,14 @@ def measure_ceilings(device: str = "auto", *, matmul_sizes: tuple[int, ...] | No
             del fn
             if cuda:
                 torch.cuda.empty_cache()
+                release_pinned = getattr(getattr(torch, "accelerator", None), "empty_host_cache", None)
+                if workload.kind == "transfer" and release_pinned is not None:  # torch keeps pinned blocks cached
+                    release_pinned()
+
+    def timed_transfer(workload: Workload) -> tuple[float, int]:
+        if cancelled():
+            raise TorchperfError("ceilings: cancelled")
+        return timed(workload, TRANSFER_DTYPE, None)
 
     def attempt(workload: Workload, dtype_name: str, count: int | None, best: float) -> Trial:
         if cancelled():
@@ -326,6 +377,8 @@ def measure_ceilings(device: str = "auto", *, matmul_sizes: tuple[int, ...] | No
             result.ceilings.append(_best(tried, "compute", dtype_name))
         copies = [attempt(copy, "float32", count, 0.0) for count in counts]
         result.ceilings.append(_best(copies, "copy", "float32"))
+        if cuda:
+            result.transfers = transfer_ceilings(timed_transfer, transfer_bytes or TRANSFER_BYTES, said)
     result.seconds = time.perf_counter() - started
     return result
 
@@ -349,14 +402,15 @@ def _best(tried: list[Trial], kind: str, dtype_name: str) -> Ceiling:
 
 def ceilings(device: str = "auto", *, refresh: bool = False, path: Path | None = None, **options) -> CeilingsResult:
     """The kept ceilings of this device, or measured now (and kept) when there are none, they are an earlier
-    version's (outdated), or `refresh`. The file is read, and where it is written checked, before anything is
-    measured: a file that cannot be read or written is one line (CeilingsFileError), not a measurement lost."""
+    version's (stale: from one matmul, or a GPU's without its transfers), or `refresh`. The file is read, and where it
+    is written checked, before anything is measured: a file that cannot be read or written is one line
+    (CeilingsFileError), not a measurement lost."""
     path = path or ceilings_path()
     key = device_key(resolve_device(device))
     entry = read_kept(path).get(key)
     if not refresh and entry is not None:
         kept = kept_entry(entry, path)
-        if kept.outdated is None:
+        if not kept.stale:
             kept.cached, kept.path = True, str(path)
             return kept
     check_keepable(path)

@@ -20,6 +20,7 @@ from torchperf_tui.core.errors import ModelError, ShapeError, TorchperfError
 from torchperf_tui.engine.measurements.flags import Flags, StateWatch, applied_flags, asked_state
 from torchperf_tui.engine.hardware.gpu_tenants import tenant_marks
 from torchperf_tui.engine.hardware.host_noise import HostNoise, HostProbe, noise_marks
+from torchperf_tui.engine.hardware.input_copy import InputCopy
 from torchperf_tui.engine.workloads.input_spec import InputSpec, OnShape, ShapeFeed
 from torchperf_tui.engine.workloads.inputs import check_dims, dtype_name
 from torchperf_tui.engine.hardware.lazy_torch import torch
@@ -125,6 +126,11 @@ class TimingResult(InputFacts):
     # quant_prediction.QuantPrediction), and the pass's predicted time quantized over as it is.
     prediction: Any = None
     predicted_ratio: float | None = None
+    # The bytes of one timed iteration's inputs, as made on the device (the mean where the shapes vary), and on a GPU
+    # what copying them from the host would cost (engine/hardware/input_copy.py: an estimate from the kept ceilings,
+    # set in the measurement process where they are read; None on a CPU).
+    input_bytes: int | None = None
+    input_copy: InputCopy | None = None
 
     @property
     def batch(self) -> int:
@@ -439,6 +445,7 @@ def _run_benchmark(cfg: BenchConfig, watch: StateWatch, on_sample: OnSample | No
         config=replace(cfg, device=str(device), input_shape=tuple(shape), batch=None, dtype=dtype_name(dtype)),
         quantized=work.quantized,
         drift=drift,
+        input_bytes=feed.bytes_per_pass,
     )
 
 

@@ -173,7 +173,8 @@ def _make_tensor(spec: TensorSpec, shape: tuple[int, ...], device, dtype, channe
 
 class ShapeFeed:
     """The inputs of the timed iterations under a shape schedule, drawn from `timed_shapes` (a schedule's stream: one
-    shape per timed iteration, as it comes); remembers the shapes it fed (`fed`) and which were met first."""
+    shape per timed iteration, as it comes); remembers the shapes it fed (`fed`), which were met first, and the bytes
+    of the inputs it fed (`bytes_per_pass`)."""
 
     def __init__(self, x: ModelInputs, spec: InputSpec, timed_shapes: Iterable[tuple[int, ...]],
                  dtype: "torch.dtype", device: "torch.device", channels_last: bool, seed: int,
@@ -187,6 +188,14 @@ class ShapeFeed:
         self.first_seen: list[bool] = []
         self.on_shape = on_shape
         self.passes_started = 0  # counted outside the timer, to tell a rejected input from a failing model
+        self.nbytes = x.nbytes()  # of the inputs now
+        self.bytes_fed = 0  # over the timed iterations so far
+
+    @property
+    def bytes_per_pass(self) -> int:
+        """The bytes of one timed iteration's inputs: the mean over those fed (a varying schedule's shapes differ),
+        the configured shape's before any."""
+        return round(self.bytes_fed / len(self.fed)) if self.fed else self.nbytes
 
     def passes_done(self) -> int:
         """Passes completed before the one in flight; 0 when that one is the first at a new shape."""
@@ -206,5 +215,7 @@ class ShapeFeed:
             self.x = self.spec.with_shape(shape).make(self.device, self.dtype, self.channels_last,
                                                       seed=self.seed + index)
             self.shape = shape
+            self.nbytes = self.x.nbytes()
+        self.bytes_fed += self.nbytes
         if self.on_shape is not None:
             self.on_shape(index, shape, first)

@@ -78,14 +78,18 @@ def device_choices(report) -> list[str]:
 def ceilings_text(result, device: str) -> str:
     """The kept ceilings of the device with the workload that gave each, or how to measure them."""
     if result is None:
+        transfers = ", and the host-device transfers" if device.startswith("cuda") else ""
         return (f"\n[b]Measured ceilings[/] of {device}: none yet. Press C to measure the best of several matmuls "
-                "and 3x3 convolutions per dtype, and a large copy (seconds); the roofline and MFU are then given "
-                "against them too")
+                f"and 3x3 convolutions per dtype, and a large copy (seconds){transfers}; the roofline and MFU are then "
+                "given against them too")
     lines = []
     for c in result.ceilings:
         ran = [t for t in c.tried if t.value is not None]
         of = f" (best of {len(ran)} tried)" if len(ran) > 1 else ""
         lines.append(f"  {ceiling_kind(c)} {c.dtype}: {c.text}, {escape(c.origin)}{of}")
+    lines += [f"  {ceiling_kind(c)}: {c.text}, {escape(c.size)}" for c in getattr(result, "transfers", None) or ()]
+    if getattr(result, "no_transfers", None):
+        lines.append(f"  {escape(result.no_transfers)}")
     if result.outdated:
         lines.append(f"  [b $warning]outdated:[/] {escape(result.outdated)}")
     kept = f"\n  kept in {escape(str(result.path))}" if result.path else ""
