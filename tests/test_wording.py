@@ -1,5 +1,6 @@
 """The wording package: one wording per result for the CLI and the app, importing neither torch nor Textual."""
 
+import dataclasses
 import subprocess
 import sys
 from types import SimpleNamespace
@@ -162,8 +163,11 @@ def test_the_device_report_says_each_figure_once_for_info_and_the_device_pane():
     assert gpu_figures(gpu) == {
         "compute capability": "9.0", "SMs": "132", "memory": "80.0 GiB", "L2 cache": "50.0 MiB",
         "max SM clock": "1980 MHz", "max memory clock": "2619 MHz", "memory bus": "5120 bit", "power limit": "700 W",
+        "PCIe link": "n/a (not probed)",
         "peak FP32": "66.9 TFLOP/s", "peak FP16 tensor": "989.4 TFLOP/s", "peak BF16 tensor": "n/a (no table)",
         "peak bandwidth": "3352 GB/s"}
+    linked = dataclasses.replace(gpu, pcie="Gen5 x16 (max Gen5 x16)")
+    assert gpu_figures(linked)["PCIe link"] == "Gen5 x16 (max Gen5 x16) at the probe (lower when idle)"
     assert gpu_rows(gpu)[-1] == ("measured ceilings", "none measured yet: `torchperf-tui ceilings` measures them "
                                                       "(seconds) and keeps them", NORMAL)
     assert formula_lines(gpu) == ["peak FP32: 132 SMs x 128 x 2 x 1980 MHz"]
