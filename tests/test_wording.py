@@ -1,6 +1,5 @@
 """The wording package: one wording per result for the CLI and the app, importing neither torch nor Textual."""
 
-import dataclasses
 import subprocess
 import sys
 from types import SimpleNamespace
@@ -166,7 +165,7 @@ def test_the_device_report_says_each_figure_once_for_info_and_the_device_pane():
         "PCIe link": "n/a (not probed)",
         "peak FP32": "66.9 TFLOP/s", "peak FP16 tensor": "989.4 TFLOP/s", "peak BF16 tensor": "n/a (no table)",
         "peak bandwidth": "3352 GB/s"}
-    linked = dataclasses.replace(gpu, pcie="Gen5 x16 (max Gen5 x16)")
+    linked = SimpleNamespace(**{**vars(gpu), "pcie": "Gen5 x16 (max Gen5 x16)"})
     assert gpu_figures(linked)["PCIe link"] == "Gen5 x16 (max Gen5 x16) at the probe (lower when idle)"
     assert gpu_rows(gpu)[-1] == ("measured ceilings", "none measured yet: `torchperf-tui ceilings` measures them "
                                                       "(seconds) and keeps them", NORMAL)
