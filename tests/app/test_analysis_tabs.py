@@ -99,6 +99,19 @@ async def test_a_latency_budget_typed_in_throughput_finds_the_largest_batch_with
         plot = app.main.query_one("#throughput-plot")
         assert [batch for _, _, batch in plot.frontier] == [1, 2, 4] and plot.chosen == 4
         assert plot.budget == ("p50", 5000.0)
+        # one search typed while the other runs replaces it: the new one's table, rows and result alone
+        await pilot.press("escape", "t")
+        await wait_until(pilot, lambda: table.row_count > 0 and "samples/s" in
+                         [str(c.label) for c in table.columns.values()], what="the samples/s search under way")
+        await pilot.press("T")
+        await pilot.press("enter")  # the field still holds p50=5s
+        await wait_until(pilot, lambda: "largest batch within it: batch 4" in screen_text(app, "#throughput-summary"),
+                         what="the budget's search after the replaced one")
+        assert [str(c.label) for c in table.columns.values()][2] == "p50" and table.row_count == 3
+        await pilot.press("escape", "t")  # and back: the samples/s search's own result
+        await wait_until(pilot, lambda: screen_text(app, "#throughput-summary").startswith("best "),
+                         what="the samples/s search's result")
+        assert "samples/s" in [str(c.label) for c in table.columns.values()] and not plot.frontier
 
 
 async def test_throughput_on_a_model_that_runs_out_of_memory_says_so_and_keeps_going(tiny_app):

@@ -53,7 +53,7 @@ def test_alone_on_the_gpu_nothing_is_said_and_mig_or_mps_is_named_when_shared(mo
     alone.end("timed")
     c = alone.summary("timed", items=1)
     assert c.tenants == [] and tenant_marks(c) == [] and c.fingerprint()["gpu_other_processes"] == 0
-    _, shared = _sampler(FakeGpu(processes={99: None}, mig_mode=1))
+    _, shared = _sampler(FakeGpu(processes={os.getpid(): GiB, 99: None}, mig_mode=1))
     shared.begin("timed")
     shared.end("timed")
     c = shared.summary("timed", items=1)
@@ -90,7 +90,7 @@ def test_an_ab_says_the_other_tenant_per_arm(fake_gpu_conditions):
     from torchperf_tui.engine.measurements.abtest import run_ab
     from torchperf_tui.engine.measurements.bench_config import BenchConfig
 
-    fake_gpu_conditions.gpus[0].processes[555] = GiB
+    fake_gpu_conditions.gpus[0].processes.update({os.getpid(): GiB, 555: GiB})
     result = run_ab(BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu"), parse_arm_spec(""),
                     parse_arm_spec("threads=1"), blocks=6, per_block=2)
     marks = result.disturbance_marks()
@@ -110,7 +110,7 @@ def test_why_names_the_other_tenant_among_its_marks(fake_gpu_conditions):
     from torchperf_tui.engine.analysis.advisor import advise
     from torchperf_tui.engine.measurements.bench_config import BenchConfig
 
-    fake_gpu_conditions.gpus[0].processes[555] = GiB
+    fake_gpu_conditions.gpus[0].processes.update({os.getpid(): GiB, 555: GiB})
     advice = advise(BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu", warmup=0, iters=3),
                     budget_s=None, verify=0)
     assert any(m.startswith("other processes on the GPU: pid 555") for m in advice.disturbance_marks())
@@ -129,3 +129,21 @@ def test_the_pcie_link_is_read_under_load_in_the_conditions_and_at_the_probe_in_
     assert pcie_text(pcie_link(nvml, 0)) == "Gen4 x8 (max Gen5 x16) at the probe (lower when idle)"
     fake.fail("nvmlDeviceGetCurrPcieLinkWidth", 3)
     assert pcie_text(pcie_link(nvml, 0)) == "n/a (not supported on this GPU)"
+
+
+def test_in_another_pid_namespace_no_process_is_told_apart_and_an_idle_tenant_or_a_child_is_no_disturbance(
+        monkeypatch):
+    # a container: NVML lists the host's pids, this process's own (here 123456) not among them
+    _, contained = _sampler(FakeGpu(processes={123456: 3 * GiB, 777: GiB}))
+    contained.begin("timed")
+    contained.end("timed")
+    c = contained.summary("timed", items=1)
+    assert c.tenants == [] and tenant_marks(c) == []
+    assert c.missing["processes"].startswith("NVML's process ids are another PID namespace's (a container?)")
+    # a compile worker of this process's (its child) is this process's; a tenant sampled idle is listed, not a mark
+    monkeypatch.setattr("torchperf_tui.engine.hardware.gpu_tenants._own_pids", lambda pid: {pid, 31337})
+    _, sampler = _sampler(FakeGpu(processes={os.getpid(): GiB, 31337: GiB, 888: GiB}, process_sm={888: 0}))
+    sampler.begin("timed")
+    sampler.end("timed")
+    c = sampler.summary("timed", items=1)
+    assert [(t.pid, t.sm_pct) for t in c.tenants] == [(888, 0)] and tenant_marks(c) == []

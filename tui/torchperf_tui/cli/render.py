@@ -22,8 +22,8 @@ from torchperf_tui.wording.kernels import (attention_cells, attention_changed_te
 from torchperf_tui.wording.modes import mode_cells, modes_rows, modes_title
 from torchperf_tui.wording.profile import op_cells, op_columns, profile_rows, profile_title, trace_text
 from torchperf_tui.wording.roofline import Footnotes, roofline_rows, roofline_title
-from torchperf_tui.wording.throughput import (frontier_cells, point_cells, slo_rows, throughput_rows, throughput_title,
-                                             try_line)
+from torchperf_tui.wording.throughput import (SLO_LEGEND, frontier_cells, point_cells, slo_columns, slo_rows,
+                                             throughput_rows, throughput_title, try_line)
 from torchperf_tui.wording.conditions import noise_rows
 from torchperf_tui.wording.timing import state_rows, timing_rows, timing_title
 
@@ -160,14 +160,13 @@ def render_slo(result) -> None:
     """throughput --slo: the batch chosen and what ended the search, then the frontier, batch by batch."""
     print_kv(throughput_title(result), slo_rows(result))
     table = Table(box=None, header_style="bold")
-    for column in ("batch", "p50", result.slo.name, "items/s", "goodput/s", "passes", "verdict"):
+    for column in slo_columns(result.slo):
         table.add_column(column, justify="left" if column == "verdict" else "right")
     for cells in frontier_cells(result):
         table.add_row(*cells)
     console.print()
     console.print(f"the frontier: every batch timed (goodput: items of the passes within "
-                  f"{format_ms(result.slo.budget_ms)}; ? = the passes cannot support the quantile)",
-                  style="bold underline")
+                  f"{format_ms(result.slo.budget_ms)}; {SLO_LEGEND})", style="bold underline")
     console.print(table)
 
 

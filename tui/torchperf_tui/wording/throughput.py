@@ -135,11 +135,25 @@ def slo_rows(result) -> list[Row]:
     return rows + noise_rows(result)
 
 
+SLO_LEGEND = "? = the passes cannot support the quantile"
+
+
+def slo_columns(slo) -> tuple[str, ...]:
+    """The columns of a search under a latency budget: its quantile's name for the third."""
+    return ("batch", "p50", slo.name, "items/s", "goodput/s", "passes", "verdict")
+
+
+def slo_point_cells(point, chosen: int | None = None) -> tuple[str, ...]:
+    """A batch timed under the budget, in slo_columns' order: the quantile with '?' where its passes cannot support
+    it, '–' for what a batch that did not fit has none of, 'chosen' after the verdict of the batch chosen."""
+    q = point.quantile
+    return (str(point.batch), format_ms(point.p50_ms) if point.p50_ms is not None else "–",
+            (format_ms(q.value_ms) + ("" if q.supported else "?")) if q is not None else "–",
+            number_text(point.items_per_s, ".1f", na="–"), number_text(point.goodput_per_s, ".1f", na="–"),
+            str(point.n), point.verdict + (", chosen" if point.batch == chosen else ""))
+
+
 def frontier_cells(result) -> list[tuple[str, ...]]:
-    """The frontier's table, by batch: (batch, p50, the quantile with '?' where unsupported, items/s, goodput/s,
-    passes, verdict with 'chosen')."""
+    """The frontier's table, by batch (slo_point_cells each)."""
     chosen = result.chosen.batch if result.chosen is not None else None
-    return [(str(p.batch), format_ms(p.p50_ms), format_ms(p.quantile.value_ms) + ("" if p.quantile.supported else "?"),
-             number_text(p.items_per_s, ".1f"), number_text(p.goodput_per_s, ".1f"), str(p.n),
-             p.verdict + (", chosen" if p.batch == chosen else ""))
-            for p in result.frontier]
+    return [slo_point_cells(p, chosen) for p in result.frontier]

@@ -4,7 +4,11 @@ memory each held and the share of the SMs each used over the run's windows, and 
 A video decode or a second job on the same GPU slows a run as much as a busy host does, and nothing in the run's own
 figures shows it: a run beside another tenant is marked disturbed, as host noise marks it. Read at each edge of a
 timed window (outside the timer), so a process that came and went between them is missed; the per-process SM share
-is NVML's samples since the window opened, where the driver keeps them.
+is NVML's samples since the window opened, where the driver keeps them. This process and its children (inductor's
+autotuning workers) are never tenants; a tenant whose SM share NVML sampled at 0 is listed, not a disturbance.
+
+In a container NVML lists the host's process ids, and this process is not among them under its own: it cannot be told
+from the others, so none is called a tenant and the conditions say why.
 
 No torch and no textual here, only NVML through engine/hardware/nvml.py (tests drive it with the fake NVML).
 """
@@ -14,6 +18,8 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
+
+import psutil
 
 from torchperf_tui.core.formatting import format_bytes
 from torchperf_tui.engine.hardware.nvml import NA, Nvml
@@ -44,8 +50,6 @@ class Tenant:
 
 def _name(pid: int) -> str:
     try:
-        import psutil  # here: only a run on a GPU with another process asks
-
         return psutil.Process(pid).name()
     except Exception:  # noqa: BLE001 - gone, or in another PID namespace: the pid alone names it
         return ""
@@ -58,6 +62,7 @@ class TenantWatch:
     def __init__(self, nvml: Nvml, index: int, own_pid: int | None = None) -> None:
         self.nvml, self.index = nvml, index
         self.own_pid = os.getpid() if own_pid is None else own_pid
+        self.foreign = False  # NVML's pids are another namespace's: this process not among them
         self.seen: dict[int, Tenant] = {}
         self.missing: str | None = None
         self.since_us: int | None = None
@@ -66,15 +71,22 @@ class TenantWatch:
         """The processes on the GPU now, merged into those seen (each one's most memory), and their SM shares since
         the first reading."""
         now_us = int(time.time() * 1_000_000)
+        own = _own_pids(self.own_pid)
         for function, kind in KINDS:
             listed = self.nvml.query(self.index, function)
             if isinstance(listed, NA):
                 if kind == "compute":  # graphics processes are often not reported: only the compute list is said
                     self.missing = listed.reason
                 continue
+            if kind == "compute" and listed and not any(int(p.pid) == self.own_pid for p in listed):
+                self.foreign = True
+                self.missing = ("NVML's process ids are another PID namespace's (a container?): this process is not "
+                                "among them, so no other process is told apart from it")
+                self.seen.clear()
+                return
             for process in listed:
                 pid = int(process.pid)
-                if pid == self.own_pid:
+                if pid in own:
                     continue
                 used = getattr(process, "usedGpuMemory", None)
                 used = used if isinstance(used, int) and not isinstance(used, bool) and used >= 0 else None
@@ -102,7 +114,15 @@ class TenantWatch:
                                     max(sm, tenant.sm_pct or 0.0))
 
     def tenants(self) -> list[Tenant]:
-        return sorted(self.seen.values(), key=lambda t: t.pid)
+        return [] if self.foreign else sorted(self.seen.values(), key=lambda t: t.pid)
+
+
+def _own_pids(pid: int) -> set[int]:
+    """This process and its descendants (compile workers hold a CUDA context of their own)."""
+    try:
+        return {pid, *(child.pid for child in psutil.Process(pid).children(recursive=True))}
+    except Exception:  # noqa: BLE001 - gone or unreadable: this process alone
+        return {pid}
 
 
 def sharing_mode(nvml: Nvml, index: int, tenants: list[Tenant]) -> str:
@@ -118,10 +138,11 @@ def sharing_mode(nvml: Nvml, index: int, tenants: list[Tenant]) -> str:
 
 def tenant_marks(conditions) -> list[str]:
     """A run's marks for the GPU's other tenants (RunConditions.tenants), one line; none without any."""
-    tenants = getattr(conditions, "tenants", None) or []
+    tenants = [t if isinstance(t, Tenant) else Tenant(**t) for t in getattr(conditions, "tenants", None) or []]
+    tenants = [t for t in tenants if t.sm_pct is None or t.sm_pct > 0]  # sampled idle: it holds memory, no SMs
     if not tenants:
         return []
-    listed = "; ".join(Tenant(**t).text() if isinstance(t, dict) else t.text() for t in tenants[:4])
+    listed = "; ".join(t.text() for t in tenants[:4])
     more = f" and {len(tenants) - 4} more" if len(tenants) > 4 else ""
     mode = getattr(conditions, "sharing", "")
     return [f"other processes on the GPU: {listed}{more}" + (f" ({mode})" if mode else "")]

@@ -24,8 +24,8 @@ from torchperf_tui.core.formatting import format_bytes, format_ms, format_number
 from torchperf_tui.core.slo import EXAMPLE, parse_slo
 from torchperf_tui.wording import bold
 from torchperf_tui.wording.conditions import conditions_line_rows, disturbed_text, table_marks
-from torchperf_tui.wording.throughput import (best_text, fits_text, frontier_cells, limit_row, slo_rows,
-                                             stopped_by_row)
+from torchperf_tui.wording.throughput import (SLO_LEGEND, best_text, fits_text, frontier_cells, limit_row, slo_columns,
+                                             slo_point_cells, slo_rows, stopped_by_row)
 from torchperf_tui.app.widgets.timing.histogram import PlotHolder, theme_palette
 from torchperf_tui.app.widgets.timing.run_lines import conditions_markup
 from torchperf_tui.core.marks import disturbance_marks
@@ -34,16 +34,15 @@ from torchperf_tui.core.marks import disturbance_marks
 # The figures first, so they are in sight at 80 columns beside the sidebar; how each try went after them.
 COLUMNS = (("batch", "batch"), ("rate", "samples/s"), ("latency", "latency"), ("fits", "fits"), ("phase", "phase"),
            ("took", "took"))
-# Under a latency budget: a batch's quantile and verdict first (its name, e.g. p99, is the third column's label).
-SLO_COLUMNS = ("batch", "p50", "quantile", "items/s", "goodput/s", "passes", "verdict")
+# Under a latency budget: the columns' keys, in wording.throughput.slo_columns' order (the third is the quantile's)
+SLO_KEYS = ("batch", "p50", "quantile", "items/s", "goodput/s", "passes", "verdict")
 
 
 def slo_summary(result) -> str:
     """Under a latency budget: the batch chosen, what ended the search and the time spent (slo_rows' words), each
     batch's marks."""
-    lines = [f"{escape(label)}: {escape(str(value))}" for label, value, *_ in slo_rows(result)
-             if not str(value).startswith("CPU memory cap")]
-    return "\n".join(lines)
+    lines = [f"{escape(label)}: {escape(str(value))}" for label, value, *_ in slo_rows(result)]
+    return "\n".join(lines + [SLO_LEGEND])
 
 
 def try_cells(t) -> tuple[str, str, str, str, str, str]:
@@ -204,8 +203,8 @@ class ThroughputPane(Vertical):
             for key, label in COLUMNS:
                 table.add_column(label, key=key)
         else:
-            for key in SLO_COLUMNS:
-                table.add_column(slo.name if key == "quantile" else key, key=key)
+            for key, label in zip(SLO_KEYS, slo_columns(slo)):
+                table.add_column(label, key=key)
 
     def focus_slo(self) -> None:
         """T: the Throughput tab, the cursor in the latency budget's field (⏎ there starts the search)."""
@@ -252,8 +251,10 @@ class ThroughputPane(Vertical):
             self.jobs.start("throughput", {"cfg": cfg, "options": options},
                             f"searching the largest batch of {selection.model}")
         else:
+            # one slot for both searches: the one typed replaces the other, whose late events are then dropped
             self.jobs.start("slo", {"cfg": cfg, "slo": slo, "options": options},
-                            f"searching the largest batch of {selection.model} within {slo.text()}")
+                            f"searching the largest batch of {selection.model} within {slo.text()}",
+                            slot="throughput")
         from torchperf_tui.engine.measurements.throughput import DEFAULT_TIME_BUDGET_S  # loaded by the session's warm-up
 
         self._searching = (selection.model, time.monotonic(), DEFAULT_TIME_BUDGET_S)
@@ -274,7 +275,7 @@ class ThroughputPane(Vertical):
             self.status = (f"[b]{result.model}[/] {format_shape(result.sample_shape)} per sample, "
                              f"{result.dtype} on {result.device} · {result.step} · "
                              f"{'cancelled' if result.cancelled else 'done'}")
-            if self._slo is not None:
+            if hasattr(result, "slo"):
                 return  # the SLO's result is its own: not a samples/s search's headline, nor logged as one
             if not result.cancelled:
                 self.app.notify(f"{result.model}: {result.headline()}", title="throughput", timeout=4)
@@ -312,10 +313,7 @@ class ThroughputPane(Vertical):
         """A batch timed under the latency budget: its row, and the frontier so far."""
         table = self.query_one(DataTable)
         q = point.quantile
-        table.add_row(str(point.batch), format_ms(point.p50_ms) if point.p50_ms is not None else "–",
-                      (format_ms(q.value_ms) + ("" if q.supported else "?")) if q is not None else "–",
-                      number_text(point.items_per_s, ".1f", na="–"), number_text(point.goodput_per_s, ".1f", na="–"),
-                      str(point.n), point.verdict)
+        table.add_row(*slo_point_cells(point))
         table.move_cursor(row=table.row_count - 1)
         plot = self.query_one(ThroughputPlot)
         if q is not None and point.items_per_s:
@@ -324,7 +322,7 @@ class ThroughputPane(Vertical):
                                (self._slo.name, self._slo.budget_ms))
 
     def show_result(self, result) -> None:
-        if self._slo is not None:
+        if hasattr(result, "slo"):  # a search under a latency budget (SloResult)
             self._show_slo(result)
             return
         self.query_one("#throughput-summary", Static).update(throughput_summary(result))
