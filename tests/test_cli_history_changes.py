@@ -52,7 +52,7 @@ def test_the_planted_step_is_found_the_stationary_set_up_has_none_and_the_short_
         "  no change point in 40 records",
         "resnet50 1x3x224x224 float32 [defaults] on cuda NVIDIA H100 80GB HBM3: 4 records, 2026-01-01 10:00 to "
         "2026-01-04 10:00",
-        "  too short to tell: change points need at least 6 records",
+        "  too short to tell: change points need at least 8 records",
     ]
 
 
@@ -75,7 +75,7 @@ def test_last_n_takes_the_newest_records_before_the_series_are_made(capsys, plan
     code, out, _ = run(capsys, "--history", str(path), "history", "--changes", "--last", "24")
     lines = out.splitlines()
     assert code == 0 and lines[1] == "  no change point in 10 records"  # 10 float32 runs, all after the step
-    assert lines[-1] == "  too short to tell: change points need at least 6 records"
+    assert lines[-1] == "  too short to tell: change points need at least 8 records"
 
 
 @pytest.mark.parametrize("write", [None, "", "not json\n"], ids=["missing", "empty", "junk"])

@@ -34,8 +34,10 @@ from torchperf_tui.engine.records.baseline_gate import environment_differences, 
 from torchperf_tui.engine.records.fleet_records import setup_name
 from torchperf_tui.engine.records.history_records import HistoryRecord
 
-# The fewest records on either side of a change point: one or two slow records are an outlier, not a step.
-MIN_SEGMENT = 3
+# The fewest records on either side of a change point: one or two slow records are an outlier, not a step; and the
+# test each change point passes (Mann-Whitney, two-sided, p < 0.05) can pass at 4 against 4 (smallest p 0.029), never
+# at 3 against 3 or 4 (0.10, 0.057): a series too short for it is said to be, not called steady.
+MIN_SEGMENT = 4
 MIN_RECORDS = 2 * MIN_SEGMENT
 # The Gaussian kernel's gamma on values counted in noise units: exp(-d**2 / 2), a kernel one noise unit wide.
 KERNEL_GAMMA = 0.5
