@@ -147,3 +147,16 @@ def test_in_another_pid_namespace_no_process_is_told_apart_and_an_idle_tenant_or
     sampler.end("timed")
     c = sampler.summary("timed", items=1)
     assert [(t.pid, t.sm_pct) for t in c.tenants] == [(888, 0)] and tenant_marks(c) == []
+
+
+def test_a_search_under_a_latency_budget_reads_the_gpu_over_its_batches_and_names_another_tenant(fake_gpu_conditions):
+    from torchperf_tui.core.slo import parse_slo
+    from torchperf_tui.engine.measurements.bench_config import BenchConfig
+    from torchperf_tui.engine.measurements.throughput import find_slo_batch
+
+    fake_gpu_conditions.gpus[0].processes.update({os.getpid(): GiB, 555: GiB})
+    result = find_slo_batch(BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu"), parse_slo("p50=5s"),
+                            max_batch=2, time_budget_s=None)
+    assert result.conditions is not None and result.conditions.windows == 2  # batches 1 and 2, a window each
+    assert result.conditions.items == 9 * 1 + 9 * 2
+    assert any(m.startswith("other processes on the GPU: pid 555") for m in result.disturbance_marks())

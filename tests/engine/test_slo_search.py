@@ -121,3 +121,22 @@ def test_a_budget_is_read_in_its_unit():
     assert [(s.q, s.budget_ms, s.name) for s in map(parse_slo, ("p99=20ms", "P90=0.5s", "p50=800us", "p99.9=5ms"))] \
         == [(0.99, 20.0, "p99"), (0.9, 500.0, "p90"), (0.5, 0.8, "p50"), (0.999, 5.0, "p99.9")]
     assert parse_slo("p99=20ms").text() == "p99 within 20.00 ms"
+
+
+def test_a_budget_that_ends_before_a_batch_s_first_pass_is_the_time_budget_not_a_cancel():
+    # the runner's passes stopped before the first timed one: no sample
+    out = search_slo(lambda batch, warmup, iters: [], parse_slo("p50=1s"), time_budget_s=1.0)
+    assert not out.cancelled and out.points == [] and out.chosen is None
+    assert out.stop_reason == "time budget: it ended before batch 1's first timed pass"
+
+
+def test_a_batch_cut_to_a_cold_pass_is_among_the_points_tried_not_on_the_frontier(monkeypatch):
+    from torchperf_tui.engine.measurements.throughput import SloResult
+
+    cut = FakeBatches(stop_after=1)
+    out = search_slo(cut, parse_slo("p99=1s"), clock=cut.clock, time_budget_s=None)
+    assert [(p.batch, p.verdict, p.n) for p in out.points] == [(1, UNKNOWN, 1)]
+    result = SloResult(model="m", device="cpu", sample_shape=(3,), dtype="float32", channels_last=False,
+                       slo=parse_slo("p99=1s"), points=out.points, chosen=out.chosen, stop_reason=out.stop_reason,
+                       cancelled=False, duration_s=1.0, time_budget_s=None, max_batch_bound=4, memory_cap_bytes=0)
+    assert result.frontier == [] and result.to_dict()["points"][0]["n"] == 1

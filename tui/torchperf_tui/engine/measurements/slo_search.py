@@ -128,8 +128,14 @@ def search_slo(try_batch: TryBatch, slo: Slo, *, max_batch: int = DEFAULT_MAX_BA
         return per_pass_s * batch / last.batch * (needed + POINT_WARMUP + 1) <= left()
 
     def measure(batch: int, phase: str) -> SloPoint | None:
+        """The point of `batch`; None when no pass of it ran: cancelled (said in `out`), or the time budget ended
+        before its first timed pass (`try_batch` stops its passes there)."""
         tried = run_try(try_batch, batch, phase, warmup=POINT_WARMUP, iters=needed, clock=clock)
-        if tried is None or cancelled():
+        if cancelled():
+            out.cancelled = True
+            return None
+        if tried is None:
+            out.stop_reason = f"time budget: it ended before batch {batch}'s first timed pass"
             return None
         point = point_of(tried, slo, needed)
         if not tried.fits and release is not None:
@@ -147,7 +153,6 @@ def search_slo(try_batch: TryBatch, slo: Slo, *, max_batch: int = DEFAULT_MAX_BA
             break
         point = measure(batch, "grow")
         if point is None:
-            out.cancelled = True
             break
         if point.verdict != MEETS:
             hi = batch
@@ -166,7 +171,6 @@ def search_slo(try_batch: TryBatch, slo: Slo, *, max_batch: int = DEFAULT_MAX_BA
             break
         point = measure(mid, "bisect")
         if point is None:
-            out.cancelled = True
             break
         if point.verdict == MEETS:
             lo = point

@@ -36,6 +36,7 @@ from torchperf_tui.engine.measurements.batch_search import (DEFAULT_MAX_BATCH, P
 from torchperf_tui.engine.measurements.bench_config import BenchConfig
 from torchperf_tui.engine.measurements.slo_search import NO_FIT, SloPoint, search_slo
 from torchperf_tui.core.slo import Slo
+from torchperf_tui.core.stats import samples_needed
 from torchperf_tui.engine.workloads.input_facts import InputFacts
 from torchperf_tui.engine.workloads.input_spec import InputSpec
 from torchperf_tui.core.errors import OutOfMemory, first_line
@@ -407,19 +408,23 @@ class SloResult(InputFacts):
     step: str = "infer"
     host_noise: HostNoise | None = None  # over the whole search (each point has its own)
     app_marks: list[str] = field(default_factory=list)
+    conditions: RunConditions | None = None  # CUDA: the GPU over every batch's timed passes
 
     @property
     def frontier(self) -> list[SloPoint]:
-        """The batches that ran, by batch: latency against items/s."""
-        ran = {p.batch: p for p in self.points if p.quantile is not None}
+        """The batches that ran, by batch: latency against items/s; a batch the time budget cut before its median
+        was supported (a cold pass or a few) is among the points tried, not on the frontier."""
+        ran = {p.batch: p for p in self.points if p.quantile is not None and p.n >= samples_needed(0.5)}
         return [ran[b] for b in sorted(ran)]
 
     def disturbance_marks(self) -> list[str]:
-        return [*self.app_marks, *point_marks([(p.label, p.host_noise) for p in self.points], self.host_noise)]
+        return [*self.app_marks, *point_marks([(p.label, p.host_noise) for p in self.points], self.host_noise),
+                *tenant_marks(self.conditions)]
 
     def to_dict(self) -> dict[str, Any]:
         data = to_jsonable({k: v for k, v in self.__dict__.items()
-                            if k not in ("points", "chosen", "slo", "host_noise")})
+                            if k not in ("points", "chosen", "slo", "host_noise", "conditions")})
+        data["conditions"] = self.conditions.to_dict() if self.conditions is not None else None
         data["slo"] = self.slo.to_dict()
         data["points"] = [p.to_dict() for p in self.points]
         data["frontier"] = [p.to_dict() for p in self.frontier]
@@ -446,14 +451,25 @@ def find_slo_batch(cfg: BenchConfig, slo: Slo, *, max_batch: int = DEFAULT_MAX_B
         return past or bool(should_cancel and should_cancel())
 
     setup = BatchSetup(cfg, plan, memory_cap_bytes, memory_fraction, stop_passes, try_batch)
-    runner, _ = setup.open()
+    runner, sampler = setup.open()
     one = plan.inputs.at_batch(1)
+
+    def timed(batch: int, warmup: int, iters: int):
+        """A batch's passes, the GPU read over its timed ones (a window of its own)."""
+        if not isinstance(runner, ModelBatchRunner):
+            return runner(batch, warmup=warmup, iters=iters)
+        runner.window = slo_window(batch)
+        try:
+            return runner(batch, warmup=warmup, iters=iters)
+        finally:
+            runner.window = None
+
     host = HostProbe(during="the batch search")
     try:
         host.begin()
         with applied_flags(cfg.flags), grad_context(plan.step):
             with forward_errors(cfg.model, one.shape, plan.dtype, plan.device):
-                outcome = search_slo(runner, slo, max_batch=max_batch, time_budget_s=time_budget_s,
+                outcome = search_slo(timed, slo, max_batch=max_batch, time_budget_s=time_budget_s,
                                      budget_started=started, clock=clock, release=setup.release, on_point=on_point,
                                      should_cancel=should_cancel)
         host.end()
@@ -461,6 +477,10 @@ def find_slo_batch(cfg: BenchConfig, slo: Slo, *, max_batch: int = DEFAULT_MAX_B
         del runner
         setup.close()
     setup.allocated_after()
+    timed_points = [p for p in outcome.points if p.n]
+    conditions = (sampler.summary([slo_window(p.batch) for p in timed_points],
+                                  items=sum(p.n * p.batch for p in timed_points))
+                  if sampler is not None and timed_points else None)
     if not outcome.cancelled and outcome.points and all(p.verdict == NO_FIT for p in outcome.points):
         raise OutOfMemory(f"{cfg.model}: even batch 1 does not fit on {plan.device}: {outcome.points[0].reason}")
     return SloResult(**cfg.input_facts(plan.inputs), model=cfg.model, device=str(plan.device),
@@ -469,4 +489,9 @@ def find_slo_batch(cfg: BenchConfig, slo: Slo, *, max_batch: int = DEFAULT_MAX_B
                      stop_reason=outcome.stop_reason, cancelled=outcome.cancelled, duration_s=clock() - started,
                      time_budget_s=time_budget_s, max_batch_bound=max_batch, memory_cap_bytes=setup.cap,
                      notes=setup.notes, step=plan.step.describe(),
-                     host_noise=host.summary([], spread="said per batch"))
+                     host_noise=host.summary([], spread="said per batch"), conditions=conditions)
+
+
+def slo_window(batch: int) -> str:
+    """The label of a batch's timed passes under a latency budget (engine/hardware/run_conditions.py)."""
+    return f"slo{batch}"
