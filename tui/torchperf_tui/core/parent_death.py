@@ -4,6 +4,7 @@ before anything heavy is imported."""
 
 from __future__ import annotations
 
+import ctypes
 import signal
 import sys
 
@@ -14,8 +15,6 @@ def signal_on_parent_death(sig: int = signal.SIGTERM) -> bool:
     if not sys.platform.startswith("linux"):
         return False
     try:
-        import ctypes  # only here: the child's own process, on Linux
-
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         pr_set_pdeathsig = 1
         libc.prctl(pr_set_pdeathsig, sig)

@@ -11,8 +11,10 @@ from torchperf_tui.wording import WARNING, Row, row
 # What each collective's busbw factor is, in nccl-tests' words (its doc/PERFORMANCE.md).
 FACTOR_WORDS = {"all_reduce": "2(n-1)/n", "all_gather": "(n-1)/n", "reduce_scatter": "(n-1)/n"}
 ALGBW_WORDS = "algbw = S / time: S the message (all_gather's output, reduce_scatter's input, as nccl-tests sizes them)"
-BUSBW_WORDS = ("busbw = algbw x 2(n-1)/n for all_reduce, x (n-1)/n for all_gather and reduce_scatter (nccl-tests' "
-               "bus bandwidth: what each rank's link carried, comparable with its peak whatever the number of ranks)")
+BUSBW_WORDS = ("busbw = algbw x " + ", x ".join(f"{factor} for {' and '.join(ops)}" for factor, ops in {
+    factor: [op for op, f in FACTOR_WORDS.items() if f == factor] for factor in FACTOR_WORDS.values()}.items())
+    + " (nccl-tests' bus bandwidth: what each rank's link carried, comparable with its peak whatever the number of "
+      "ranks)")
 TIME_WORDS = ("each iteration timed between barriers; a size's time is the largest of the ranks' medians (a "
               "collective ends with its slowest rank)")
 BAR_WIDTH = 20

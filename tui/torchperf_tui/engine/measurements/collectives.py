@@ -570,6 +570,8 @@ def _gather(gathering: Gathering, processes: list, events: Any, should_cancel: C
         for rank, process in enumerate(processes):
             if process.exitcode is not None and not gathering.ranks[rank].done:
                 _drain(gathering, events, now)  # its own line, if it said one before it went
+                if gathering.ranks[rank].done and process.exitcode == 0:
+                    continue  # its "done" was still on its way: it ended as it should
                 raise CollectiveFailed(gathering.died_line(rank, process.exitcode))
         line = gathering.silent_line(now, start_s, silence_s)
         if line:
