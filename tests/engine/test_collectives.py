@@ -14,9 +14,10 @@ from tests.engine.collective_bodies import failing_rank, stalling_rank
 from tests.one_line import one_line_error
 from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.engine.measurements import collectives
-from torchperf_tui.engine.measurements.collectives import (CollectiveFailed, CollectivesSpec, Gathering, bus_factor,
-                                                           message_sizes, parse_ops, parse_sizes, resolve_spec,
-                                                           run_collectives, sized_for, world_size)
+from torchperf_tui.engine.measurements.collectives import (CollectivesSpec, Gathering, bus_factor, message_sizes,
+                                                           parse_ops, parse_sizes, resolve_spec, run_collectives,
+                                                           sized_for, world_size)
+from torchperf_tui.engine.measurements.ranks import RankFailed
 from torchperf_tui.engine.hardware.lazy_torch import torch
 
 KiB, MiB, GiB = 1024, 1024**2, 1024**3
@@ -94,7 +95,7 @@ def test_a_rank_that_fails_is_named_with_where_it_was_and_why():
     gathering, _ = fed()
     gathering.hear(("ready", 1), 1.0)
     gathering.hear(("begin", 1, "all_gather", 4 * MiB), 1.0)
-    with pytest.raises(CollectiveFailed) as info:
+    with pytest.raises(RankFailed) as info:
         gathering.hear(("failed", 1, "RuntimeError: out of memory"), 2.0)
     assert str(info.value) == "rank 1 failed during all_gather of 4.0 MiB: RuntimeError: out of memory"
     assert gathering.died_line(0, -9) == "rank 0 was killed (SIGKILL) while joining the group"
@@ -163,14 +164,14 @@ TINY = CollectivesSpec(world=2, device="cpu", ops=("all_reduce",), sizes=(KiB, 4
 
 def test_a_rank_that_raises_is_said_in_one_line_and_no_rank_is_left():
     began = time.monotonic()
-    line = one_line_error(CollectiveFailed, functools.partial(run_collectives, body=failing_rank), TINY)
+    line = one_line_error(RankFailed, functools.partial(run_collectives, body=failing_rank), TINY)
     assert line == "rank 1 failed while joining the group: RuntimeError: planted failure"
     assert time.monotonic() - began < 60  # rank 0 waited for it in the group: killed, not waited out
     assert ranks_left() == []
 
 
 def test_a_rank_that_stalls_is_stopped_past_the_silence_and_named():
-    line = one_line_error(CollectiveFailed, functools.partial(run_collectives, body=stalling_rank, silence_s=2.0),
+    line = one_line_error(RankFailed, functools.partial(run_collectives, body=stalling_rank, silence_s=2.0),
                           TINY)
     assert line.startswith("rank 1 said nothing for 2 s after joining the group: stopped the 2 ranks")
     assert ranks_left() == []

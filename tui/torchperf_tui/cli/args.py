@@ -209,14 +209,14 @@ def _add_sweep_parser(sub) -> None:
 def _add_collectives_parser(sub) -> None:
     """`collectives`: all-reduce, all-gather and reduce-scatter across processes, nccl-tests' algbw and busbw."""
     # psutil with the collectives' engine (40 ms): loaded for a command's parser, never on the app's first frame
-    from torchperf_tui.engine.measurements import collectives
+    from torchperf_tui.engine.measurements import collectives, ranks
 
     p = sub.add_parser("collectives", help="all_reduce, all_gather and reduce_scatter across the box's GPUs (NCCL) "
                        "or across processes on the CPU (gloo) over message sizes: each size's time, algbw and "
                        "busbw (nccl-tests' definitions) against the link's peak")
     p.add_argument("--world", type=_checked(collectives.world_size), metavar="N",
                    help="ranks, one process each: 2 or more (default: every GPU on CUDA, "
-                        f"{collectives.DEFAULT_CPU_WORLD} on the CPU; at most {collectives.WORLD_PER_CPU} per "
+                        f"{ranks.DEFAULT_CPU_WORLD} on the CPU; at most {ranks.WORLD_PER_CPU} per "
                         "logical CPU, and one per GPU)")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                    help="cuda: NCCL, one GPU per rank from GPU 0 (CUDA_VISIBLE_DEVICES chooses which); cpu: gloo "
