@@ -11,6 +11,7 @@ import psutil
 import pytest
 
 from tests.engine.collective_bodies import failing_rank, stalling_rank
+from tests.engine.rank_processes import ranks_left
 from tests.one_line import one_line_error
 from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.engine.measurements import collectives
@@ -151,13 +152,6 @@ def test_buffers_past_the_memory_are_refused_before_a_rank_starts(monkeypatch):
 
 
 # -- ranks started for real (gloo, two processes, tiny sizes) ---------------------------------------------------
-
-def ranks_left() -> list[int]:
-    """This process's children that are ranks (the spawn context's resource tracker is not one)."""
-    return [child.pid for child in psutil.Process().children(recursive=True)
-            if "spawn_main" in " ".join(child.cmdline()) and child.is_running()
-            and child.status() != psutil.STATUS_ZOMBIE]
-
 
 TINY = CollectivesSpec(world=2, device="cpu", ops=("all_reduce",), sizes=(KiB, 4 * KiB), iters=2, warmup=0)
 

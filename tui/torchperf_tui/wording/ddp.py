@@ -101,13 +101,13 @@ def part_cells(result) -> list[list[str]]:
 
 
 def hidden_text(result) -> tuple[str, str]:
-    """(the share hidden, its level): '63 % (1 - exposed / all-reduce alone)', or the clamp said with its reason."""
+    """(the share hidden, its level): '63 % of the all-reduce alone', or with the clamp said and its reason."""
     raw, hidden = result.hidden_unclamped, result.hidden
     share = f"{hidden * 100:.0f} % of the all-reduce alone"
     if raw < 0:
-        return (f"{share}: clamped from {raw * 100:.0f} %: {MORE_THAN_ALLREDUCE}", WARNING)
+        return (f"{share} (clamped from {raw * 100:.0f} %: {MORE_THAN_ALLREDUCE})", WARNING)
     if raw > 1:
-        return (f"{share}: clamped from {raw * 100:.0f} %: {FASTER_THAN_COMPUTE}", WARNING)
+        return (f"{share} (clamped from {raw * 100:.0f} %: {FASTER_THAN_COMPUTE})", WARNING)
     return share, ""
 
 
@@ -126,8 +126,8 @@ def outcome_rows(result) -> list[Row]:
     exposed = result.exposed_s
     if exposed is not None:
         step = result.time_of("ddp")
-        rows.append(row("exposed", f"{format_ms(exposed * 1e3)} ({exposed / step * 100:.0f} % of the DDP step): "
-                                   f"{EXPOSED_WORDS}"))
+        rows.append(row("exposed", f"{format_ms(exposed * 1e3)}, {exposed / step * 100:.0f} % of the DDP step "
+                                   f"({EXPOSED_WORDS})"))
     if result.hidden is not None:
         share, level = hidden_text(result)
         rows.append(row("hidden", share, level))
