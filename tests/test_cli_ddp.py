@@ -66,8 +66,8 @@ def test_the_words_say_each_part_the_exposed_communication_the_share_hidden_and_
 
 
 @pytest.mark.parametrize("step, words", [
-    (0.260, "hidden 0 % of the all-reduce alone (clamped from -50 %: DDP added more than its all-reduce alone takes"),
-    (0.190, "hidden 100 % of the all-reduce alone (clamped from 125 %: the DDP step was quicker than the compute"),
+    (0.260, "hidden 0 % of the all-reduce alone; clamped from -50 %: DDP added more than its all-reduce alone takes"),
+    (0.190, "hidden 100 % of the all-reduce alone; clamped from 125 %: the DDP step was quicker than the compute"),
 ])
 def test_a_share_outside_zero_to_one_is_said_clamped_with_its_measured_value(capsys, step, words):
     assert words in words_of(capsys, result_of(compute=0.200, step=step, allreduce=0.040))

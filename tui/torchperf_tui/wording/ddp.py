@@ -21,9 +21,9 @@ HIDDEN_WORDS = "1 - exposed / all-reduce alone: the share of the communication h
 ROUND_WORDS = ("a round times each part alone between barriers, every rank at once, in turn; a part's time is the "
                "largest of the ranks' medians (a step ends with its slowest rank)")
 # Why DDP can add more than its all-reduce alone: said with a share clamped at 0.
-MORE_THAN_ALLREDUCE = ("DDP added more than its all-reduce alone takes: its own work (gradients copied into buckets, "
-                       "buffers such as batch norm's broadcast from rank 0 at each forward) and, on the CPU, gloo "
-                       "sharing the cores with the compute")
+MORE_THAN_ALLREDUCE = ("DDP added more than its all-reduce alone takes: it also copies the gradients into its buckets "
+                       "and broadcasts rank 0's buffers (batch norm's statistics) at each forward, and on the CPU gloo "
+                       "shares the cores with the compute")
 FASTER_THAN_COMPUTE = "the DDP step was quicker than the compute alone: within the noise, nothing exposed"
 
 
@@ -105,9 +105,9 @@ def hidden_text(result) -> tuple[str, str]:
     raw, hidden = result.hidden_unclamped, result.hidden
     share = f"{hidden * 100:.0f} % of the all-reduce alone"
     if raw < 0:
-        return (f"{share} (clamped from {raw * 100:.0f} %: {MORE_THAN_ALLREDUCE})", WARNING)
+        return (f"{share}; clamped from {raw * 100:.0f} %: {MORE_THAN_ALLREDUCE}", WARNING)
     if raw > 1:
-        return (f"{share} (clamped from {raw * 100:.0f} %: {FASTER_THAN_COMPUTE})", WARNING)
+        return (f"{share}; clamped from {raw * 100:.0f} %: {FASTER_THAN_COMPUTE}", WARNING)
     return share, ""
 
 
