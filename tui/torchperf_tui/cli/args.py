@@ -238,8 +238,7 @@ def _add_collectives_parser(sub) -> None:
 
 def _add_ddp_parser(sub) -> None:
     """`ddp`: a DDP training step across processes, its compute alone and its all-reduce alone."""
-    # psutil with the DDP engine, as the collectives' (40 ms): loaded for a command's parser, never on the app's
-    # first frame
+    # psutil with the DDP engine, as collectives' (40 ms): for a command's parser, never on the app's first frame
     from torchperf_tui.engine.measurements import ddp, ranks
 
     p = sub.add_parser("ddp", help="a DDP training step across the box's GPUs (NCCL) or across processes on the "

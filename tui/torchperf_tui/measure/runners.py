@@ -444,7 +444,7 @@ def collectives_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
 
 def ddp_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     """params: spec (DdpSpec). Progress "note": what was chosen for an unsaid device; "ddp_progress": (phase, done,
-    total) of the warm-up or timed rounds, about once a second from rank 0. -> (DdpResult, {})."""
+    total) of the first steps, the warm-up or the timed rounds, about once a second from rank 0. -> (DdpResult, {})."""
     return run_ddp(params["spec"], on_progress=lambda *at: ctx.progress("ddp_progress", at),
                    on_note=lambda line: ctx.progress(NOTE, line), should_cancel=ctx.cancelled), {}
 

@@ -15,7 +15,7 @@ PART_NAMES = {"compute": "compute alone", "ddp": "DDP step", "allreduce": "all-r
 PART_WORDS = {"compute": "the step on the model without DDP: its compute, no communication",
               "ddp": "the step through DDP: each gradient bucket all-reduced as the backward fills it",
               "allreduce": "DDP's buckets all-reduced back to back, with nothing else running"}
-PHASE_WORDS = {"warmup": "warm-up rounds", "timed": "timed rounds"}
+PHASE_WORDS = {"first": "untimed first steps", "warmup": "warm-up rounds", "timed": "timed rounds"}
 EXPOSED_WORDS = "DDP step - compute alone: the communication the step waited for"
 HIDDEN_WORDS = "1 - exposed / all-reduce alone: the share of the communication hidden behind the compute"
 ROUND_WORDS = ("a round times each part alone between barriers, every rank at once, in turn; a part's time is the "
@@ -142,4 +142,4 @@ def outcome_rows(result) -> list[Row]:
 
 def progress_line(phase: str, done: int, total: int) -> str:
     """'timed rounds 12/20'."""
-    return f"{PHASE_WORDS.get(phase, phase)} {done}/{total}"
+    return f"{PHASE_WORDS[phase]} {done}/{total}"

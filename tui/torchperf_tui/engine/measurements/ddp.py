@@ -202,11 +202,11 @@ def _check_inputs_fit(inputs: Any, world: int) -> None:
 # -- one rank's process ---------------------------------------------------------------------------------------
 
 def ddp_rank(rank: int, spec: DdpSpec, store: str, events: Any, timeout_s: float) -> None:
-    """One rank: join the group, build the model and its input (seed + rank), wrap it in DDP, run one step of each
-    untimed FIRST_STEPS times (DDP makes its buckets), tell the gradients and buckets (rank 0), then the warm-up and
-    timed rounds of the three parts; its median per part goes to `events`, a sign of life about once a second."""
+    """One rank: join the group, build the model and its input (seed + rank), wrap it in DDP, run FIRST_STEPS
+    untimed steps of each (DDP makes its buckets), tell the gradients and buckets (rank 0), then the warm-up and timed
+    rounds of the three parts; its median per part goes to `events`, a sign of life about once a second."""
     import torch.distributed as dist  # torch itself: this is a rank's own process, which measures
-    from torch.nn.parallel import DistributedDataParallel  # likewise
+    from torch.nn.parallel import DistributedDataParallel  # torch's DDP: likewise, only in the rank
 
     torch.set_num_threads(spec.threads())  # the ranks share the host's cores
     device = join_group(rank, spec.device, spec.world, store, timeout_s, events)
@@ -222,9 +222,10 @@ def ddp_rank(rank: int, spec: DdpSpec, store: str, events: Any, timeout_s: float
     x, sync, beat = work.x, synchronizer(device), Heartbeat(events, rank)
     with forward_errors(run.model, plan.shape, plan.dtype, plan.device):
         events.put(("begin", rank, "first"))
-        for _ in range(FIRST_STEPS):
+        for done in range(1, FIRST_STEPS + 1):
             alone(x)
             together(x)
+            beat("first", done, FIRST_STEPS)
         sync()
         buckets, from_ddp, grads, cap = gradient_buckets(wrapped)
         buffers = [torch.zeros(size // grads.element_size(), dtype=grads.dtype, device=device) for size in buckets]
@@ -302,7 +303,7 @@ def run_ddp(spec: DdpSpec, *, on_progress: Callable[..., None] | None = None,
             body: Callable[..., None] = ddp_rank, start_s: float = START_S,
             silence_s: float = SILENCE_S) -> DdpResult:
     """Run `spec`'s DDP step across its ranks and return each part's time. `on_progress(phase, done, total)` about
-    once a second from rank 0 ("warmup" or "timed" rounds); `on_note(line)` for what was chosen. `body`: what each
+    once a second from rank 0 ("first" steps, "warmup" or "timed" rounds); `on_note(line)` for what was chosen. `body`: what each
     rank runs (ddp_rank; tests plant others). A rank that fails, dies or falls silent stops them all and raises
     ranks.RankFailed, one line naming it; a cancel stops them and returns what was complete."""
     notes: list[str] = []
