@@ -11,12 +11,14 @@ import psutil
 import pytest
 
 from tests.engine.collective_bodies import failing_rank, stalling_rank
+from tests.engine.rank_processes import ranks_left
 from tests.one_line import one_line_error
 from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.engine.measurements import collectives
-from torchperf_tui.engine.measurements.collectives import (CollectiveFailed, CollectivesSpec, Gathering, bus_factor,
-                                                           message_sizes, parse_ops, parse_sizes, resolve_spec,
-                                                           run_collectives, sized_for, world_size)
+from torchperf_tui.engine.measurements.collectives import (CollectivesSpec, Gathering, bus_factor, message_sizes,
+                                                           parse_ops, parse_sizes, resolve_spec, run_collectives,
+                                                           sized_for, world_size)
+from torchperf_tui.engine.measurements.ranks import RankFailed
 from torchperf_tui.engine.hardware.lazy_torch import torch
 
 KiB, MiB, GiB = 1024, 1024**2, 1024**3
@@ -94,7 +96,7 @@ def test_a_rank_that_fails_is_named_with_where_it_was_and_why():
     gathering, _ = fed()
     gathering.hear(("ready", 1), 1.0)
     gathering.hear(("begin", 1, "all_gather", 4 * MiB), 1.0)
-    with pytest.raises(CollectiveFailed) as info:
+    with pytest.raises(RankFailed) as info:
         gathering.hear(("failed", 1, "RuntimeError: out of memory"), 2.0)
     assert str(info.value) == "rank 1 failed during all_gather of 4.0 MiB: RuntimeError: out of memory"
     assert gathering.died_line(0, -9) == "rank 0 was killed (SIGKILL) while joining the group"
@@ -151,26 +153,19 @@ def test_buffers_past_the_memory_are_refused_before_a_rank_starts(monkeypatch):
 
 # -- ranks started for real (gloo, two processes, tiny sizes) ---------------------------------------------------
 
-def ranks_left() -> list[int]:
-    """This process's children that are ranks (the spawn context's resource tracker is not one)."""
-    return [child.pid for child in psutil.Process().children(recursive=True)
-            if "spawn_main" in " ".join(child.cmdline()) and child.is_running()
-            and child.status() != psutil.STATUS_ZOMBIE]
-
-
 TINY = CollectivesSpec(world=2, device="cpu", ops=("all_reduce",), sizes=(KiB, 4 * KiB), iters=2, warmup=0)
 
 
 def test_a_rank_that_raises_is_said_in_one_line_and_no_rank_is_left():
     began = time.monotonic()
-    line = one_line_error(CollectiveFailed, functools.partial(run_collectives, body=failing_rank), TINY)
+    line = one_line_error(RankFailed, functools.partial(run_collectives, body=failing_rank), TINY)
     assert line == "rank 1 failed while joining the group: RuntimeError: planted failure"
     assert time.monotonic() - began < 60  # rank 0 waited for it in the group: killed, not waited out
     assert ranks_left() == []
 
 
 def test_a_rank_that_stalls_is_stopped_past_the_silence_and_named():
-    line = one_line_error(CollectiveFailed, functools.partial(run_collectives, body=stalling_rank, silence_s=2.0),
+    line = one_line_error(RankFailed, functools.partial(run_collectives, body=stalling_rank, silence_s=2.0),
                           TINY)
     assert line.startswith("rank 1 said nothing for 2 s after joining the group: stopped the 2 ranks")
     assert ranks_left() == []

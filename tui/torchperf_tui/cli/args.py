@@ -96,10 +96,10 @@ def _add_step_options(p: argparse.ArgumentParser) -> None:
         _add_run_option(p, name)
 
 
-def _add_input_options(p: argparse.ArgumentParser) -> None:
+def _add_input_options(p: argparse.ArgumentParser, batch_help: str = "batch size") -> None:
     p.add_argument("--input", metavar="SHAPE", help="input shape with batch, e.g. 1x3x224x224 "
                    "(default: the model's own input size)")
-    p.add_argument("--batch", type=_positive_int, help="batch size (replaces the shape's first dimension)")
+    p.add_argument("--batch", type=_positive_int, help=f"{batch_help} (replaces the shape's first dimension)")
     _add_run_option(p, "dtype")
     p.add_argument("--seq-len", metavar="N", type=_seq_len, help="a token model's sequence length (default: the "
                    "model's own, "
@@ -209,14 +209,14 @@ def _add_sweep_parser(sub) -> None:
 def _add_collectives_parser(sub) -> None:
     """`collectives`: all-reduce, all-gather and reduce-scatter across processes, nccl-tests' algbw and busbw."""
     # psutil with the collectives' engine (40 ms): loaded for a command's parser, never on the app's first frame
-    from torchperf_tui.engine.measurements import collectives
+    from torchperf_tui.engine.measurements import collectives, ranks
 
     p = sub.add_parser("collectives", help="all_reduce, all_gather and reduce_scatter across the box's GPUs (NCCL) "
                        "or across processes on the CPU (gloo) over message sizes: each size's time, algbw and "
                        "busbw (nccl-tests' definitions) against the link's peak")
     p.add_argument("--world", type=_checked(collectives.world_size), metavar="N",
                    help="ranks, one process each: 2 or more (default: every GPU on CUDA, "
-                        f"{collectives.DEFAULT_CPU_WORLD} on the CPU; at most {collectives.WORLD_PER_CPU} per "
+                        f"{ranks.DEFAULT_CPU_WORLD} on the CPU; at most {ranks.WORLD_PER_CPU} per "
                         "logical CPU, and one per GPU)")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                    help="cuda: NCCL, one GPU per rank from GPU 0 (CUDA_VISIBLE_DEVICES chooses which); cpu: gloo "
@@ -234,6 +234,40 @@ def _add_collectives_parser(sub) -> None:
                    default=collectives.DEFAULT_WARMUP,
                    help=f"untimed iterations before each size's (default {collectives.DEFAULT_WARMUP})")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _add_ddp_parser(sub) -> None:
+    """`ddp`: a DDP training step across processes, its compute alone and its all-reduce alone."""
+    # psutil with the DDP engine, as collectives' (40 ms): for a command's parser, never on the app's first frame
+    from torchperf_tui.engine.measurements import ddp, ranks
+
+    p = sub.add_parser("ddp", help="a DDP training step across the box's GPUs (NCCL) or across processes on the "
+                       "CPU (gloo): its time, the same step's compute alone, the all-reduce of its gradients alone, "
+                       "the communication exposed and the share hidden behind the compute, the all-reduce's busbw")
+    p.add_argument("model", help="a torchvision name, timm:NAME, hf:TYPE (or hf:DIRECTORY with a config.json) "
+                   "or package.module:factory")
+    _add_input_options(p, batch_help="each rank's batch, as torchvision's training references take it: the whole "
+                       "step's is N times it (default 1)")
+    _add_run_option(p, "optimizer")
+    _add_run_option(p, "amp")
+    p.add_argument("--world", type=_checked(ddp.world_size), metavar="N",
+                   help="ranks, one process each: 2 or more (default: every GPU on CUDA, "
+                        f"{ranks.DEFAULT_CPU_WORLD} on the CPU; at most {ranks.WORLD_PER_CPU} per logical CPU, and "
+                        "one per GPU)")
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                   help="cuda: NCCL, one GPU per rank from GPU 0 (CUDA_VISIBLE_DEVICES chooses which); cpu: gloo "
+                        "across processes; auto (default): cuda where torch sees two GPUs or more")
+    p.add_argument("--bucket-mb", type=_checked(ddp.bucket_mb), metavar="MIB",
+                   help="DDP's bucket_cap_mb: the most MiB of gradients all-reduced as one (default: DDP's own)")
+    p.add_argument("--iters", type=_iters, default=ddp.DEFAULT_ITERS,
+                   help=f"timed rounds, each the three parts in turn (default {ddp.DEFAULT_ITERS})")
+    p.add_argument("--warmup", type=_checked(functools.partial(options.whole_number, "--warmup", low=0,
+                                                               high=options.WARMUP_MAX)),
+                   default=ddp.DEFAULT_WARMUP, help=f"untimed rounds before them (default {ddp.DEFAULT_WARMUP})")
+    p.add_argument("--seed", type=_checked(options.seed), default=0,
+                   help="seed of the weights and of rank 0's batch (rank r's: the seed + r)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(channels_last=False)
 
 
 def _add_mlflow_option(p: argparse.ArgumentParser) -> None:
@@ -475,6 +509,7 @@ def build_parser(commands: bool = True, baseline: bool = False) -> argparse.Argu
     _add_sweep_parser(sub)
     _add_exporter_parser(sub)
     _add_collectives_parser(sub)
+    _add_ddp_parser(sub)
 
     p = sub.add_parser("why", help="what costs this set-up its time: findings ranked by the time at stake per pass, "
                        "each with its evidence and a fix to paste, the top ones measured as A/Bs")

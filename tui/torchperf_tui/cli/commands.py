@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from torchperf_tui.cli import analysis, facts, timing
 from torchperf_tui.cli.collectives import collectives_command
+from torchperf_tui.cli.ddp import ddp_command
 from torchperf_tui.cli.exporter import exporter_command
 from torchperf_tui.cli.history import export_command, history_command
 from torchperf_tui.cli.sweep import sweep_command
@@ -17,4 +18,4 @@ COMMANDS = {"ceilings": facts.cmd_ceilings, "info": facts.cmd_info, "models": fa
             "profile": analysis.cmd_profile, "roofline": analysis.cmd_roofline, "compare": timing.cmd_compare,
             "determinism": timing.cmd_determinism, "memsnap": analysis.cmd_memsnap, "history": history_command,
             "export": export_command, "sweep": sweep_command, "exporter": exporter_command,
-            "why": why_command, "collectives": collectives_command}
+            "why": why_command, "collectives": collectives_command, "ddp": ddp_command}

@@ -83,6 +83,7 @@ KINDS: dict[str, JobKind] = {kind.name: kind for kind in (
     JobKind("why", f"{RUNNERS}:why_job", measures=True, commands=("why",), keys=("y",), palette=("Why",),
             actions=("pane('why', 'start')",), pane="why", engine="advice_result"),
     JobKind("collectives", f"{RUNNERS}:collectives_job", measures=True, commands=("collectives",)),
+    JobKind("ddp", f"{RUNNERS}:ddp_job", measures=True, commands=("ddp",)),
     JobKind("roofline", f"{RUNNERS}:roofline_job", commands=("roofline",), pane="timing", engine="roofline"),
     JobKind("analyse", f"{RUNNERS}:analyse_job", commands=("flops",), pane="picker", engine="complexity_result"),
     JobKind("ceilings_kept", f"{RUNNERS}:ceilings_kept_job", commands=("roofline",), pane="device"),

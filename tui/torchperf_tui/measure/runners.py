@@ -33,6 +33,7 @@ from torchperf_tui.engine.hardware.telemetry import release_memory
 from torchperf_tui.engine.measurements.bench_config import BenchConfig
 from torchperf_tui.engine.measurements.ceiling_measurement import ceilings
 from torchperf_tui.engine.measurements.collectives import run_collectives
+from torchperf_tui.engine.measurements.ddp import run_ddp
 from torchperf_tui.engine.measurements.determinism import determinism_of
 from torchperf_tui.engine.measurements.memsnap import record_memory_snapshot
 from torchperf_tui.engine.measurements.sweep import run_sweep
@@ -442,6 +443,13 @@ def collectives_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
     return run_collectives(params["spec"], on_point=lambda point: ctx.progress("collective_point", point),
                            on_progress=lambda *at: ctx.progress("collective_progress", at),
                            on_note=lambda line: ctx.progress(NOTE, line), should_cancel=ctx.cancelled), {}
+
+
+def ddp_job(params: dict, ctx: JobContext) -> tuple[Any, dict]:
+    """params: spec (DdpSpec). Progress "note": what was chosen for an unsaid device; "ddp_progress": (phase, done,
+    total) of the first steps, the warm-up or the timed rounds, about once a second from rank 0. -> (DdpResult, {})."""
+    return run_ddp(params["spec"], on_progress=lambda *at: ctx.progress("ddp_progress", at),
+                   on_note=lambda line: ctx.progress(NOTE, line), should_cancel=ctx.cancelled), {}
 
 
 def analysed_inputs(params: dict, input_shape: tuple | None):

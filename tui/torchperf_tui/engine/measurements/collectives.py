@@ -1,14 +1,10 @@
 """Collectives across processes: all-reduce, all-gather and reduce-scatter over message sizes, each size's time,
 algorithm bandwidth (algbw) and bus bandwidth (busbw) as nccl-tests defines them, against the link's peak.
 
-The ranks are started as torch.distributed expects: one process per rank from torch.multiprocessing (spawn), which
-meet through a FileStore in a temporary folder of their own (no port to find free, none left behind); gloo on the
-CPU, NCCL on CUDA with one GPU per rank. Each rank times every iteration between barriers and sends its median per
-size; the size's time is the largest of the ranks' medians (a collective has ended when its slowest rank has).
-
-This process only starts the ranks, hears them on a queue and stops them: when the job is cancelled, when one rank
-fails (the others would wait for it until their timeout), or when they fall silent past a deadline. A rank dies
-with this process (PR_SET_PDEATHSIG), and ignores Ctrl-C, which its parent decides on.
+The ranks are started, joined, heard and stopped as engine/measurements/ranks.py does it for every run across
+processes (gloo on the CPU, NCCL on CUDA with one GPU per rank; a rank that fails, dies or falls silent named in one
+line). Each rank times every iteration between barriers and sends its median per size; the size's time is the
+largest of the ranks' medians (a collective has ended when its slowest rank has).
 
 Loads without torch (the CLI parses the spec and the UI reads the result); torch is imported where a rank measures.
 """
@@ -16,29 +12,23 @@ Loads without torch (the CLI parses the spec and the UI reads the result); torch
 from __future__ import annotations
 
 import dataclasses
-import os
-import queue
 import re
-import shutil
-import signal
-import statistics
-import tempfile
 import time
 import warnings
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any, Callable
 
 import psutil
 
-from torchperf_tui.core.parent_death import signal_on_parent_death
-from torchperf_tui.core import options
-from torchperf_tui.core.errors import TorchperfError, first_line, user_message
+from torchperf_tui.core.errors import TorchperfError, first_line
 from torchperf_tui.core.formatting import format_bytes
 from torchperf_tui.engine.hardware.lazy_torch import torch
 from torchperf_tui.engine.hardware.device import TorchCudaBackend, nvml_index_for
 from torchperf_tui.engine.hardware.nvml import NA, default_nvml, to_jsonable
 from torchperf_tui.engine.hardware.topology import link_peak, probe_topology
+from torchperf_tui.engine.measurements import ranks
+from torchperf_tui.engine.measurements.ranks import (SILENCE_S, START_S, Heartbeat, RankWatch, join_group, medians,
+                                                     rank_devices, run_ranks, synchronizer, time_between_barriers)
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter")
 DTYPE = "float32"  # nccl-tests' default type
@@ -52,25 +42,12 @@ SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "
               "g": 1024**3, "gb": 1024**3, "gib": 1024**3}
 DEFAULT_ITERS = 20
 DEFAULT_WARMUP = 5
-DEFAULT_CPU_WORLD = 2
-WORLD_PER_CPU = 4  # ranks per logical CPU at most: each is a process with an interpreter and torch of its own
-# How long the ranks may stay silent: while they start (an interpreter each, torch imported, the group formed) and
-# once they measure (each rank says it is alive at least every ALIVE_EVERY_S between iterations). Both below the
-# measurement process's own deadlines (measure/deadlines.py), so a stuck rank is said here, by its number.
-START_S = 180.0
-SILENCE_S = 120.0
-ALIVE_EVERY_S = 1.0
-POLL_S = 0.2  # how often the parent looks at its ranks and its cancel flag
 # Memory the buffers of every rank may take on the CPU: half of what the box has available (the rest is the ranks'
 # interpreters, torch and whatever else runs); on a GPU, the GPU's memory less a tenth for NCCL and the context.
 CPU_MEMORY_SHARE = 0.5
 GPU_MEMORY_SHARE = 0.9
 PEAK_NA_CPU = ("on the CPU the ranks exchange data through the host's memory and loopback TCP (gloo): "
                "there is no link with a peak to compare with")
-
-
-class CollectiveFailed(TorchperfError):
-    """A rank failed, died or fell silent: one line naming it, its collective and why."""
 
 
 def bus_factor(op: str, world: int) -> float:
@@ -140,18 +117,15 @@ def parse_ops(text: str) -> tuple[str, ...]:
     return tuple(chosen)
 
 
+FEWEST = ("a collective needs 2 ranks or more (across one, nothing crosses a link and busbw's factor (n-1)/n "
+          "is 0)")
+WORK = "the collectives"
+
+
 def world_size(value: int | str) -> int:
     """The ranks of a collective: 2 or more (with one, nothing crosses a link and busbw's factor is 0), and at most
-    four per logical CPU of this process (each rank is a process with an interpreter and torch of its own)."""
-    world = options.whole_number("--world", value)
-    if world < 2:
-        raise options.OptionError(f"--world {world}: a collective needs 2 ranks or more (across one, nothing "
-                                  "crosses a link and busbw's factor (n-1)/n is 0)")
-    most = options.cpu_count() * WORLD_PER_CPU
-    if world > most:
-        raise options.OptionError(f"--world {world}: at most {most} ranks here ({WORLD_PER_CPU} per logical CPU of "
-                                  f"the {options.cpu_count()} this process has): each rank is a process of its own")
-    return world
+    ranks.WORLD_PER_CPU per logical CPU of this process."""
+    return ranks.world_size(value, FEWEST)
 
 
 @dataclass(frozen=True)
@@ -169,11 +143,11 @@ class CollectivesSpec:
 
     @property
     def backend(self) -> str:
-        return "nccl" if self.device == "cuda" else "gloo"
+        return ranks.backend_of(self.device)
 
     def message_sizes(self) -> list[int]:
         """The sizes run, each as the ranks' shares make it (sized_for), once."""
-        world = self.world or DEFAULT_CPU_WORLD
+        world = self.world or ranks.DEFAULT_CPU_WORLD
         return list(dict.fromkeys(sized_for(size, world) for size in message_sizes(*self.sizes)))
 
 
@@ -236,33 +210,7 @@ def resolve_spec(spec: CollectivesSpec, notes: list[str] | None = None) -> Colle
     backend torch lacks and buffers past the memory are each one line (TorchperfError). `notes`: what was chosen for
     the user ("one GPU here: ...")."""
     notes = notes if notes is not None else []
-    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    device = spec.device
-    if device == "auto":
-        device = "cuda" if gpus >= 2 else "cpu"
-        if gpus == 1:
-            notes.append("one GPU here: the collectives run across processes on the CPU (gloo); --device cuda "
-                         "needs two GPUs or more")
-    if device not in ("cpu", "cuda"):
-        raise TorchperfError(f"--device {spec.device!r}: collectives run on cpu or cuda (every GPU from 0, one per "
-                             "rank; CUDA_VISIBLE_DEVICES chooses which)")
-    if device == "cuda":
-        if gpus == 0:
-            raise TorchperfError("--device cuda: torch sees no CUDA device here (--device cpu runs the collectives "
-                                 "with gloo across processes)")
-        if gpus == 1:
-            raise TorchperfError("--device cuda: this box has 1 GPU: a collective across GPUs needs two or more "
-                                 "(--device cpu runs them with gloo across processes)")
-        world = world_size(spec.world if spec.world is not None else gpus)
-        if world > gpus:
-            raise TorchperfError(f"--world {world}: this box has {gpus} GPU(s) that torch sees, and NCCL runs one "
-                                 f"rank per GPU (give --world {'2-' if gpus > 2 else ''}{gpus}, or --device cpu)")
-        if not torch.distributed.is_nccl_available():
-            raise TorchperfError("this torch has no NCCL: collectives on CUDA need it (--device cpu uses gloo)")
-    else:
-        world = world_size(spec.world if spec.world is not None else DEFAULT_CPU_WORLD)
-        if not torch.distributed.is_gloo_available():
-            raise TorchperfError("this torch has no gloo: collectives on the CPU need it")
+    device, world = ranks.choose_world(spec.device, spec.world, FEWEST, WORK, notes)
     resolved = dataclasses.replace(spec, device=device, world=world)
     _check_memory(resolved)
     return resolved
@@ -290,30 +238,6 @@ def _check_memory(spec: CollectivesSpec) -> None:
 
 # -- one rank's process ---------------------------------------------------------------------------------------
 
-def rank_main(rank: int, body: Callable[..., None], spec: CollectivesSpec, store: str, events: Any,
-              parent: int, timeout_s: float) -> None:
-    """One rank's process, as torch.multiprocessing starts it: dies with its parent, ignores Ctrl-C (the parent
-    cancels), runs `body(rank, spec, store, events, timeout_s)` and says on `events` why it failed, in one line."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the terminal's whole process group
-    die_with_parent(parent)
-    try:
-        body(rank, spec, store, events, timeout_s)
-    except BaseException as exc:  # noqa: BLE001 - whatever it is, the parent hears it in one line
-        events.put(("failed", rank, user_message(exc)))
-        events.close()
-        events.join_thread()  # the line is on its way before the process goes
-        os._exit(1)  # no interpreter clean-up: a process group or a CUDA context must not hold the exit
-
-
-def die_with_parent(parent: int) -> None:
-    """Linux: SIGKILL this process when the process that started it ends (torch's own wrapper asks for SIGINT, which
-    a rank blocked in a collective would never act on), and end now if it has already gone."""
-    if not signal_on_parent_death(signal.SIGKILL):
-        return
-    if os.getppid() != parent:
-        os._exit(1)
-
-
 def measure_rank(rank: int, spec: CollectivesSpec, store: str, events: Any, timeout_s: float) -> None:
     """One rank: join the group, then for every collective and size check the result once, warm up and time each
     iteration between barriers; its median per size goes to `events`, and a sign of life at least every
@@ -322,17 +246,9 @@ def measure_rank(rank: int, spec: CollectivesSpec, store: str, events: Any, time
 
     warnings.filterwarnings("ignore", category=FutureWarning)  # torch renaming its *_tensor collectives
     torch.set_num_threads(1)  # n ranks on the host's cores: one thread each, as the collective needs no more
-    device = torch.device("cpu")
-    group_options = {}
-    if spec.device == "cuda":
-        torch.cuda.set_device(rank)
-        device = torch.device("cuda", rank)
-        group_options["device_id"] = device
-    dist.init_process_group(spec.backend, init_method=f"file://{store}", rank=rank, world_size=spec.world,
-                            timeout=timedelta(seconds=timeout_s), **group_options)
-    events.put(("ready", rank))
-    sync = torch.cuda.synchronize if spec.device == "cuda" else (lambda: None)
-    said_at = time.monotonic()
+    device = join_group(rank, spec.device, spec.world, store, timeout_s, events)
+    sync = synchronizer(device)
+    beat = Heartbeat(events, rank)
     for op in spec.ops:
         for size in spec.message_sizes():
             events.put(("begin", rank, op, size))
@@ -347,19 +263,10 @@ def measure_rank(rank: int, spec: CollectivesSpec, store: str, events: Any, time
             for _ in range(spec.warmup):
                 call.run()
             sync()
-            times = []
-            for i in range(spec.iters):
-                dist.barrier()
-                sync()
-                start = time.perf_counter()
-                call.run()
-                sync()
-                times.append(time.perf_counter() - start)
-                if time.monotonic() - said_at >= ALIVE_EVERY_S:
-                    said_at = time.monotonic()
-                    events.put(("alive", rank, op, size, i + 1, spec.iters))
-            events.put(("median", rank, op, size, statistics.median(times)))
-            said_at = time.monotonic()
+            times = time_between_barriers(dist, {op: call.run}, spec.iters, sync,
+                                          lambda done: beat(op, size, done, spec.iters))
+            events.put(("median", rank, op, size, medians(times)[op]))
+            beat.said()
     dist.barrier()
     dist.destroy_process_group()
     events.put(("done", rank))
@@ -418,98 +325,30 @@ def check_once(dist: Any, op: str, call: CollectiveCall, world: int, rank: int) 
 
 # -- the parent: start the ranks, hear them, stop them ----------------------------------------------------------
 
-@dataclass
-class RankState:
-    """What the parent knows of one rank: when it was last heard, where it is, and how far it has come (a step for
-    joining the group, each collective and size begun and each median sent: the ranks behind the others are those
-    the others wait for)."""
-
-    heard_at: float
-    ready: bool = False
-    at: tuple[str, int] | None = None
-    steps: int = 0
-    done: bool = False
-
-    def where(self) -> str:
-        """'during all_reduce of 64.0 MiB', 'while joining the group', 'after joining the group'."""
-        if self.at is not None:
-            return f"during {self.at[0]} of {format_bytes(self.at[1])}"
-        return "after joining the group" if self.ready else "while joining the group"
-
-
-def exit_text(code: int | None) -> str:
-    """'was killed (SIGKILL)', 'exited with code 3'."""
-    if code is not None and code < 0:
-        try:
-            return f"was killed ({signal.Signals(-code).name})"
-        except ValueError:
-            return f"was killed (signal {-code})"
-    return f"exited with code {code}"
-
-
-class Gathering:
-    """The parent's side of a run: what each rank said, the points made once every rank has sent its median of a
-    size, and the line for a rank that failed, died or fell silent."""
+class Gathering(RankWatch):
+    """The parent's side of a run of collectives: a rank is during a collective of a size, a point is made once
+    every rank has sent its median of a size, and a collective the backend lacks is skipped."""
 
     def __init__(self, spec: CollectivesSpec, peak_gbs: float | None, on_point, on_progress, now: float) -> None:
-        self.spec, self.peak_gbs = spec, peak_gbs
-        self.on_point, self.on_progress = on_point, on_progress
-        self.ranks = [RankState(now) for _ in range(spec.world)]
-        self.medians: dict[tuple[str, int], dict[int, float]] = {}
+        super().__init__(spec.world, on_progress, now)
+        self.spec, self.peak_gbs, self.on_point = spec, peak_gbs, on_point
         self.points: list[CollectivePoint] = []
         self.skipped: dict[str, str] = {}
 
-    def finished(self) -> bool:
-        return all(state.done for state in self.ranks)
+    def place(self, where: tuple) -> str:
+        """'during all_reduce of 64.0 MiB'."""
+        op, size = where
+        return f"during {op} of {format_bytes(size)}"
 
-    def hear(self, message: tuple, now: float) -> None:
-        kind, rank = message[0], message[1]
-        state = self.ranks[rank]
-        state.heard_at = now
-        if kind == "failed":
-            raise CollectiveFailed(f"rank {rank} failed {state.where()}: {message[2]}")
-        if kind == "ready":
-            state.ready = True
-            state.steps += 1
-        elif kind == "begin":
-            state.at = (message[2], message[3])
-            state.steps += 1
-        elif kind == "alive":
-            if rank == 0:
-                self.on_progress(*message[2:])
-        elif kind == "skipped":
+    def complete(self, key: tuple, medians: list[float]) -> None:
+        op, size = key
+        point = make_point(op, size, medians, self.peak_gbs)
+        self.points.append(point)
+        self.on_point(point)
+
+    def heard_other(self, message: tuple) -> None:
+        if message[0] == "skipped":
             self.skipped.setdefault(message[2], message[3])
-        elif kind == "median":
-            state.steps += 1
-            _, _, op, size, median = message
-            got = self.medians.setdefault((op, size), {})
-            got[rank] = median
-            if len(got) == self.spec.world:
-                point = make_point(op, size, [got[r] for r in range(self.spec.world)], self.peak_gbs)
-                self.points.append(point)
-                del self.medians[(op, size)]
-                self.on_point(point)
-        elif kind == "done":
-            state.done = True
-
-    def silent_line(self, now: float, start_s: float, silence_s: float) -> str | None:
-        """The line once every rank has been silent past its deadline (`start_s` until all have joined the group,
-        then `silence_s`), naming the ranks behind the others (which the others wait for); else None."""
-        ready = all(state.ready for state in self.ranks)
-        allowed = silence_s if ready else start_s
-        if min(now - state.heard_at for state in self.ranks) < allowed:
-            return None
-        going = [(rank, state) for rank, state in enumerate(self.ranks) if not state.done]
-        least = min(state.steps for _, state in going)
-        behind = [(rank, state) for rank, state in going if state.steps == least]
-        ranks = ", ".join(str(rank) for rank, _ in behind)
-        what = (f"did not join the group within {allowed:g} s" if not behind[0][1].ready
-                else f"said nothing for {allowed:g} s {behind[0][1].where()}")
-        return (f"rank{'s' if len(behind) > 1 else ''} {ranks} {what}: stopped the {self.spec.world} ranks "
-                "(a rank stuck in its collective, or a box too busy to run them)")
-
-    def died_line(self, rank: int, code: int | None) -> str:
-        return f"rank {rank} {exit_text(code)} {self.ranks[rank].where()}"
 
 
 def run_collectives(spec: CollectivesSpec, *, on_point: Callable[[CollectivePoint], None] | None = None,
@@ -521,8 +360,8 @@ def run_collectives(spec: CollectivesSpec, *, on_point: Callable[[CollectivePoin
     every rank; `on_progress(op, size, done, total)` about once a second from rank 0; `on_note(line)` for what was
     chosen. `peak`: (GB/s or NA, where it comes from), read from the links by default (world_peak). `body`: what each
     rank runs (measure_rank; tests plant a failing one). A rank that fails, dies or is silent past `start_s` (until
-    every rank has joined) or `silence_s` stops them all and raises CollectiveFailed, one line naming it; a cancel
-    stops them and returns the points so far."""
+    every rank has joined) or `silence_s` stops them all and raises RankFailed, one line naming it; a cancel stops
+    them and returns the points so far."""
     notes: list[str] = []
     spec = resolve_spec(spec, notes)
     for note in notes:
@@ -530,79 +369,12 @@ def run_collectives(spec: CollectivesSpec, *, on_point: Callable[[CollectivePoin
     peak_gbs, peak_source = peak if peak is not None else world_peak(spec)
     started = time.monotonic()
     gathering = Gathering(spec, peak_gbs if isinstance(peak_gbs, float) else None, on_point or (lambda p: None),
-                          on_progress or (lambda *a: None), started)
-    cancelled = False
-    folder = tempfile.mkdtemp(prefix="torchperf-collectives-")
-    mp = torch.multiprocessing
-    events = mp.get_context("spawn").Queue()
-    context = None
-    try:
-        context = mp.start_processes(rank_main, args=(body, spec, os.path.join(folder, "store"), events, os.getpid(),
-                                                      silence_s + start_s), nprocs=spec.world, join=False,
-                                     start_method="spawn")
-        cancelled = _gather(gathering, context.processes, events, should_cancel or (lambda: False), start_s,
-                            silence_s)
-    finally:
-        _stop(context.processes if context is not None else [])
-        events.close()
-        events.cancel_join_thread()
-        shutil.rmtree(folder, ignore_errors=True)
-    return CollectivesResult(spec=spec, backend=spec.backend, devices=rank_devices(spec), peak_gbs=peak_gbs,
-                             peak_source=peak_source, points=gathering.points, skipped=gathering.skipped,
-                             cancelled=cancelled, seconds=time.monotonic() - started, notes=notes,
-                             torch_version=str(torch.__version__))
-
-
-def _gather(gathering: Gathering, processes: list, events: Any, should_cancel: Callable[[], bool], start_s: float,
-            silence_s: float) -> bool:
-    """Hear the ranks until every one is done (False) or the job is cancelled (True); raise CollectiveFailed."""
-    while not gathering.finished():
-        if should_cancel():
-            return True
-        try:
-            message = events.get(timeout=POLL_S)
-        except queue.Empty:
-            message = None
-        now = time.monotonic()
-        if message is not None:
-            gathering.hear(message, now)
-            continue
-        for rank, process in enumerate(processes):
-            if process.exitcode is not None and not gathering.ranks[rank].done:
-                _drain(gathering, events, now)  # its own line, if it said one before it went
-                if gathering.ranks[rank].done and process.exitcode == 0:
-                    continue  # its "done" was still on its way: it ended as it should
-                raise CollectiveFailed(gathering.died_line(rank, process.exitcode))
-        line = gathering.silent_line(now, start_s, silence_s)
-        if line:
-            raise CollectiveFailed(line)
-    return False
-
-
-def _drain(gathering: Gathering, events: Any, now: float) -> None:
-    while True:
-        try:
-            message = events.get(timeout=POLL_S)
-        except queue.Empty:
-            return
-        gathering.hear(message, now)
-
-
-def _stop(processes: list) -> None:
-    """Every rank still there is killed (one blocked in a collective would never act on a gentler signal), and
-    waited for."""
-    for process in processes:
-        if process.is_alive():
-            process.kill()
-    for process in processes:
-        process.join(timeout=5)
-
-
-def rank_devices(spec: CollectivesSpec) -> list[str]:
-    """What each rank ran on: 'cpu', or 'cuda:0 (NVIDIA H100 80GB HBM3)'."""
-    if spec.device != "cuda":
-        return ["cpu"] * spec.world
-    return [f"cuda:{i} ({torch.cuda.get_device_name(i)})" for i in range(spec.world)]
+                          on_progress, started)
+    cancelled = run_ranks(spec, spec.world, body, gathering, should_cancel, start_s, silence_s, name="collectives")
+    return CollectivesResult(spec=spec, backend=spec.backend, devices=rank_devices(spec.device, spec.world),
+                             peak_gbs=peak_gbs, peak_source=peak_source, points=gathering.points,
+                             skipped=gathering.skipped, cancelled=cancelled, seconds=time.monotonic() - started,
+                             notes=notes, torch_version=str(torch.__version__))
 
 
 def world_peak(spec: CollectivesSpec) -> tuple[float | NA, str]:
