@@ -10,6 +10,10 @@
 # Sections, the ones never run on a GPU first:
 #   env        the GPU, torch, and `info` (real NVML: clocks, power, the peaks)
 #   tests      the tests marked gpu
+#   why        resnet50 in float32 at batch 32: the advisor's findings (TF32, channels_last, bfloat16 from the
+#              ceilings it measures first, with the transfer ceilings; GPM), the top three fixes measured
+#   capacity   resnet50: the largest batch whose p99 stays within 50 ms (the frontier), and a timed run's other
+#              tenants, PCIe link, GPM counters and input copy (info's topology and PCIe are env's)
 #   attention  a small llama in bfloat16 at sequence 1024: SDPA math, efficient and cuDNN against flash, each an
 #              interleaved A/B with its verdict; the kernel each ran; a real fallback (float32, flash and math allowed:
 #              math ran, "dtype float32")
@@ -24,10 +28,11 @@
 # shots.tar.gz (the screenshots).
 set -uo pipefail
 out=${1:?usage: bash scripts/gpu_check.sh OUT [SECTION...]}; shift
-all_sections=(env tests attention sweep flags generate exporter shots)
+all_sections=(env tests why capacity attention flags generate sweep exporter shots)  # the open work first
 sections=("$@"); [ ${#sections[@]} -gt 0 ] || sections=("${all_sections[@]}")
 # The least time a section needs to be worth starting (each command has its own limit besides, cut to what is left).
-declare -A least=([env]=10 [tests]=60 [attention]=60 [sweep]=40 [flags]=60 [generate]=20 [exporter]=15 [shots]=90)
+declare -A least=([env]=10 [tests]=60 [attention]=60 [sweep]=40 [flags]=60 [why]=60 [capacity]=45 [generate]=20
+                  [exporter]=15 [shots]=90)
 for section in "${sections[@]}"; do
   if [ -z "${least[$section]:-}" ]; then
     echo "gpu_check.sh: unknown section '$section' (the sections: ${all_sections[*]})" >&2; exit 2
@@ -106,6 +111,14 @@ check_flags() {
   tui 40 compare "${ab[@]}" --a tf32=off --b tf32=on
   tui 40 compare "${ab[@]}" --a cudnn_benchmark=off --b cudnn_benchmark=on
   tui 40 compare resnet50 --device cuda --batch 8 --kernels --a cudnn_benchmark=off --b cudnn_benchmark=on
+}
+check_why() {
+  tui 40 ceilings --device cuda
+  tui 100 why "${R50[@]}" --budget 90 --verify 3 --no-history
+}
+check_capacity() {
+  tui 70 throughput resnet50 --device cuda --slo p99=50ms --time-budget 60
+  tui 40 bench "${R50[@]}" --iters 100 --no-history
 }
 check_generate() {
   tui 35 bench "${LLAMA[@]}" --dtype bfloat16 --seq-len 128 --generate 64 --time-budget 15

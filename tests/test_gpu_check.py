@@ -32,7 +32,7 @@ def test_every_torchperf_command_of_the_check_parses_and_out_holds_at_most_eight
     assert 1 <= len(files) <= 8 and all(f.is_file() for f in files)
     assert {"summary.txt", "logs.tar.gz"} <= {f.name for f in files}
     summary = (tmp_path / "out" / "summary.txt").read_text()
-    for section in ("env", "tests", "attention", "sweep", "flags", "generate", "exporter", "shots"):
+    for section in ("env", "tests", "attention", "sweep", "flags", "why", "capacity", "generate", "exporter", "shots"):
         assert f"== {section} (" in summary
     ran = commands(summary)
     tui = [argv[3:] for argv in ran if argv[:3] == ["python3", "-m", "torchperf_tui"]]
