@@ -7,7 +7,7 @@
 #                              the summary says so
 #   GPU_CHECK_DRY_RUN=1        print every command instead of running it (the suite checks the script this way)
 #
-# Sections, the ones never run on a GPU first:
+# Sections, in the order they run (the open work's first):
 #   env        the GPU, torch, and `info` (real NVML: clocks, power, the peaks)
 #   tests      the tests marked gpu
 #   why        resnet50 in float32 at batch 32: the advisor's findings (TF32, channels_last, bfloat16 from the
@@ -17,9 +17,9 @@
 #   attention  a small llama in bfloat16 at sequence 1024: SDPA math, efficient and cuDNN against flash, each an
 #              interleaved A/B with its verdict; the kernel each ran; a real fallback (float32, flash and math allowed:
 #              math ran, "dtype float32")
-#   sweep      the sequence sweep of math against flash on CUDA: latency and the allocator's peak per length
 #   flags      resnet50 at batch 32: TF32 off against on, cudnn.benchmark off against on, and the conv kernels each ran
 #   generate   generation on the small llama: TTFT, per-token latency, the KV cache
+#   sweep      the sequence sweep of math against flash on CUDA: latency and the allocator's peak per length
 #   exporter   `torchperf-tui exporter` on the real NVML: /metrics scraped, the DCGM names it serves
 #   shots      the demo's GPU variant headless (the attention story: screenshots at 100x30 and 80x24) and the main
 #              views on resnet50
