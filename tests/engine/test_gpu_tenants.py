@@ -26,7 +26,7 @@ def _sampler(gpu: FakeGpu) -> tuple[FakeNvml, ConditionSampler]:
 
 
 def test_another_process_on_the_gpu_is_recorded_with_its_memory_and_sm_share_and_this_one_is_not(monkeypatch):
-    monkeypatch.setattr("torchperf_tui.engine.hardware.gpu_tenants._name",
+    monkeypatch.setattr("torchperf_tui.engine.hardware.gpu_tenants.process_name",
                         lambda pid: {4242: "ffmpeg", 777: "python"}.get(pid, ""))
     gpu = FakeGpu(processes={os.getpid(): 3 * GiB}, graphics_processes={4242: GiB}, process_sm={4242: 35})
     fake, sampler = _sampler(gpu)
@@ -46,7 +46,7 @@ def test_another_process_on_the_gpu_is_recorded_with_its_memory_and_sm_share_and
 
 
 def test_alone_on_the_gpu_nothing_is_said_and_mig_or_mps_is_named_when_shared(monkeypatch):
-    monkeypatch.setattr("torchperf_tui.engine.hardware.gpu_tenants._name",
+    monkeypatch.setattr("torchperf_tui.engine.hardware.gpu_tenants.process_name",
                         lambda pid: "nvidia-cuda-mps-server" if pid == 99 else "")
     _, alone = _sampler(FakeGpu(processes={os.getpid(): GiB}))
     alone.begin("timed")
@@ -141,7 +141,7 @@ def test_in_another_pid_namespace_no_process_is_told_apart_and_an_idle_tenant_or
     assert c.tenants == [] and tenant_marks(c) == []
     assert c.missing["processes"].startswith("NVML's process ids are another PID namespace's (a container?)")
     # a compile worker of this process's (its child) is this process's; a tenant sampled idle is listed, not a mark
-    monkeypatch.setattr("torchperf_tui.engine.hardware.gpu_tenants._own_pids", lambda pid: {pid, 31337})
+    monkeypatch.setattr("torchperf_tui.engine.hardware.gpu_tenants.own_pids", lambda pid: {pid, 31337})
     _, sampler = _sampler(FakeGpu(processes={os.getpid(): GiB, 31337: GiB, 888: GiB}, process_sm={888: 0}))
     sampler.begin("timed")
     sampler.end("timed")

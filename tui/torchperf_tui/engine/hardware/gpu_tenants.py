@@ -48,7 +48,8 @@ class Tenant:
         return f"pid {self.pid} ({', '.join(parts)})"
 
 
-def _name(pid: int) -> str:
+def process_name(pid: int) -> str:
+    """Process `pid`'s command name where this host can see it, '' where it cannot."""
     try:
         return psutil.Process(pid).name()
     except Exception:  # noqa: BLE001 - gone, or in another PID namespace: the pid alone names it
@@ -71,7 +72,7 @@ class TenantWatch:
         """The processes on the GPU now, merged into those seen (each one's most memory), and their SM shares since
         the first reading."""
         now_us = int(time.time() * 1_000_000)
-        own = _own_pids(self.own_pid)
+        own = own_pids(self.own_pid)
         for function, kind in KINDS:
             listed = self.nvml.query(self.index, function)
             if isinstance(listed, NA):
@@ -93,7 +94,7 @@ class TenantWatch:
                 before = self.seen.get(pid)
                 kinds = kind if before is None or kind in before.kind else f"{before.kind}, {kind}"
                 most = max((m for m in (used, before.memory_bytes if before else None) if m is not None), default=None)
-                self.seen[pid] = Tenant(pid, before.name if before else _name(pid), kinds, most,
+                self.seen[pid] = Tenant(pid, before.name if before else process_name(pid), kinds, most,
                                         before.sm_pct if before else None)
         if self.since_us is not None:
             self._utilisation(self.since_us)
@@ -117,7 +118,7 @@ class TenantWatch:
         return [] if self.foreign else sorted(self.seen.values(), key=lambda t: t.pid)
 
 
-def _own_pids(pid: int) -> set[int]:
+def own_pids(pid: int) -> set[int]:
     """This process and its descendants (compile workers hold a CUDA context of their own)."""
     try:
         return {pid, *(child.pid for child in psutil.Process(pid).children(recursive=True))}
