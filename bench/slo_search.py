@@ -12,7 +12,7 @@ import os
 import platform
 import sys
 
-from torchperf_tui.core.formatting import format_ms
+from torchperf_tui.core.formatting import format_ms, format_shape
 from torchperf_tui.core.slo import parse_slo
 from torchperf_tui.engine.measurements.bench_config import BenchConfig
 from torchperf_tui.engine.measurements.throughput import find_slo_batch
@@ -29,7 +29,7 @@ def main() -> int:
     for shape in ((1, 3, 224, 224), (1, 3, 112, 112)):
         result = find_slo_batch(BenchConfig(model="resnet18", input_shape=shape, device="cpu"), slo,
                                 time_budget_s=240.0)
-        print(f"\n## resnet18 at {'x'.join(map(str, shape[1:]))}: {result.duration_s:.0f} s")
+        print(f"\n## resnet18 at {format_shape(shape[1:])}: {result.duration_s:.0f} s")
         for point in result.points:
             print(f"- {slo_point_line(point, slo)}")
         print(f"chosen: {slo_chosen_text(result)}")
