@@ -6,6 +6,7 @@ model's timing."""
 from __future__ import annotations
 
 import sys
+from typing import Any, Callable
 
 from rich.table import Table
 
@@ -17,25 +18,31 @@ from torchperf_tui.wording.collectives import (bar_legend, collectives_rows, col
                                                point_cells, point_columns, point_line, progress_line)
 
 
-def collectives_command(args) -> int:
-    spec = CollectivesSpec(world=args.world, device=args.device, ops=parse_ops(args.ops),
-                           sizes=parse_sizes(args.sizes), iters=args.iters, warmup=args.warmup)
+def run_across_ranks(args, kind: str, params: dict, what: str, shown: dict[str, Callable[[Any], str]]):
+    """A job whose ranks run across processes (collectives, ddp): its progress of the kinds in `shown` on one line
+    of a terminal as it goes (in the words `shown` gives each), its notes on stderr; -> its result."""
     line = ProgressLine(enabled=sys.stderr.isatty() and not args.json)
 
-    def progress(what: str, data) -> None:
-        if what == "collective_point":
-            line.show(point_line(data))
-        elif what == "collective_progress":
-            line.show(progress_line(*data))
-        elif what == "note":
+    def progress(kind_of: str, data) -> None:
+        if kind_of in shown:
+            line.show(shown[kind_of](data))
+        elif kind_of == "note":
             line.close()
             print(f"{PROG}: note: {data}", file=sys.stderr)
 
     try:
-        result, _ = common.run_job("collectives", {"spec": spec}, f"running {', '.join(spec.ops)} across processes",
-                                   on_progress=progress)
+        result, _ = common.run_job(kind, params, what, on_progress=progress)
     finally:
         line.close()
+    return result
+
+
+def collectives_command(args) -> int:
+    spec = CollectivesSpec(world=args.world, device=args.device, ops=parse_ops(args.ops),
+                           sizes=parse_sizes(args.sizes), iters=args.iters, warmup=args.warmup)
+    shown = {"collective_point": point_line, "collective_progress": lambda data: progress_line(*data)}
+    result = run_across_ranks(args, "collectives", {"spec": spec}, f"running {', '.join(spec.ops)} across processes",
+                              shown)
     return common.output(args, result, render_collectives)
 
 

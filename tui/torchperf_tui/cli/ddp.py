@@ -5,13 +5,11 @@ there holds one model's timing on one device."""
 
 from __future__ import annotations
 
-import sys
-
 from rich.table import Table
 
 from torchperf_tui.cli import common
-from torchperf_tui.cli.render import ProgressLine, console, print_kv
-from torchperf_tui.core.errors import PROG
+from torchperf_tui.cli.collectives import run_across_ranks
+from torchperf_tui.cli.render import console, print_kv
 from torchperf_tui.engine.measurements.ddp import DdpSpec
 from torchperf_tui.wording.ddp import (ddp_rows, ddp_title, outcome_rows, part_cells, part_columns, progress_line)
 
@@ -19,20 +17,8 @@ from torchperf_tui.wording.ddp import (ddp_rows, ddp_title, outcome_rows, part_c
 def ddp_command(args) -> int:
     run = common.bench_config(args, step="train", warmup=args.warmup, iters=args.iters, seed=args.seed)
     spec = DdpSpec(run=run, world=args.world, device=args.device, bucket_mb=args.bucket_mb)
-    line = ProgressLine(enabled=sys.stderr.isatty() and not args.json)
-
-    def progress(what: str, data) -> None:
-        if what == "ddp_progress":
-            line.show(progress_line(*data))
-        elif what == "note":
-            line.close()
-            print(f"{PROG}: note: {data}", file=sys.stderr)
-
-    try:
-        result, _ = common.run_job("ddp", {"spec": spec}, f"running DDP steps of {args.model} across processes",
-                                   on_progress=progress)
-    finally:
-        line.close()
+    result = run_across_ranks(args, "ddp", {"spec": spec}, f"running DDP steps of {args.model} across processes",
+                              {"ddp_progress": lambda data: progress_line(*data)})
     return common.output(args, result, render_ddp)
 
 
