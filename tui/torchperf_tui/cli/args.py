@@ -209,18 +209,12 @@ def _add_sweep_parser(sub) -> None:
 def _add_collectives_parser(sub) -> None:
     """`collectives`: all-reduce, all-gather and reduce-scatter across processes, nccl-tests' algbw and busbw."""
     # psutil with the collectives' engine (40 ms): loaded for a command's parser, never on the app's first frame
-    from torchperf_tui.engine.measurements import collectives, ranks
+    from torchperf_tui.engine.measurements import collectives
 
     p = sub.add_parser("collectives", help="all_reduce, all_gather and reduce_scatter across the box's GPUs (NCCL) "
                        "or across processes on the CPU (gloo) over message sizes: each size's time, algbw and "
                        "busbw (nccl-tests' definitions) against the link's peak")
-    p.add_argument("--world", type=_checked(collectives.world_size), metavar="N",
-                   help="ranks, one process each: 2 or more (default: every GPU on CUDA, "
-                        f"{ranks.DEFAULT_CPU_WORLD} on the CPU; at most {ranks.WORLD_PER_CPU} per "
-                        "logical CPU, and one per GPU)")
-    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
-                   help="cuda: NCCL, one GPU per rank from GPU 0 (CUDA_VISIBLE_DEVICES chooses which); cpu: gloo "
-                        "across processes; auto (default): cuda where torch sees two GPUs or more")
+    _add_rank_options(p, collectives.world_size)
     p.add_argument("--ops", metavar="OPS", default=",".join(collectives.OPS),
                    help=f"the collectives, comma-separated (default {','.join(collectives.OPS)})")
     p.add_argument("--sizes", metavar="MIN-MAX", default=collectives.DEFAULT_SIZES,
@@ -236,10 +230,24 @@ def _add_collectives_parser(sub) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
+def _add_rank_options(p, world_size) -> None:
+    """--world (checked by `world_size`, its command's) and --device of a command whose ranks run across processes."""
+    # psutil with the ranks' engine: loaded with the command's parser, as its caller's
+    from torchperf_tui.engine.measurements import ranks
+
+    p.add_argument("--world", type=_checked(world_size), metavar="N",
+                   help="ranks, one process each: 2 or more (default: every GPU on CUDA, "
+                        f"{ranks.DEFAULT_CPU_WORLD} on the CPU; at most {ranks.WORLD_PER_CPU} per logical CPU, and "
+                        "one per GPU)")
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                   help="cuda: NCCL, one GPU per rank from GPU 0 (CUDA_VISIBLE_DEVICES chooses which); cpu: gloo "
+                        "across processes; auto (default): cuda where torch sees two GPUs or more")
+
+
 def _add_ddp_parser(sub) -> None:
     """`ddp`: a DDP training step across processes, its compute alone and its all-reduce alone."""
     # psutil with the DDP engine, as collectives' (40 ms): for a command's parser, never on the app's first frame
-    from torchperf_tui.engine.measurements import ddp, ranks
+    from torchperf_tui.engine.measurements import ddp
 
     p = sub.add_parser("ddp", help="a DDP training step across the box's GPUs (NCCL) or across processes on the "
                        "CPU (gloo): its time, the same step's compute alone, the all-reduce of its gradients alone, "
@@ -250,13 +258,7 @@ def _add_ddp_parser(sub) -> None:
                        "step's is N times it (default 1)")
     _add_run_option(p, "optimizer")
     _add_run_option(p, "amp")
-    p.add_argument("--world", type=_checked(ddp.world_size), metavar="N",
-                   help="ranks, one process each: 2 or more (default: every GPU on CUDA, "
-                        f"{ranks.DEFAULT_CPU_WORLD} on the CPU; at most {ranks.WORLD_PER_CPU} per logical CPU, and "
-                        "one per GPU)")
-    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
-                   help="cuda: NCCL, one GPU per rank from GPU 0 (CUDA_VISIBLE_DEVICES chooses which); cpu: gloo "
-                        "across processes; auto (default): cuda where torch sees two GPUs or more")
+    _add_rank_options(p, ddp.world_size)
     p.add_argument("--bucket-mb", type=_checked(ddp.bucket_mb), metavar="MIB",
                    help="DDP's bucket_cap_mb: the most MiB of gradients all-reduced as one (default: DDP's own)")
     p.add_argument("--iters", type=_iters, default=ddp.DEFAULT_ITERS,

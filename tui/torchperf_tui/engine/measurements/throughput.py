@@ -185,6 +185,7 @@ class BatchSetup:
                  should_cancel: ShouldCancel | None, try_batch: TryBatch | None) -> None:
         self.cfg, self.plan, self.should_cancel, self.try_batch = cfg, plan, should_cancel, try_batch
         self.device = plan.device
+        self.one = plan.inputs.at_batch(1)  # the input of one item: the batch is what is searched
         self.on_cuda = self.device.type == "cuda"
         self.notes: list[str] = []
         self.model = None
@@ -211,8 +212,7 @@ class BatchSetup:
         runs the batches."""
         if self.try_batch is not None:
             return self.try_batch, None
-        cfg, plan, device, dtype = self.cfg, self.plan, self.device, self.plan.dtype
-        one = plan.inputs.at_batch(1)
+        cfg, plan, device, dtype, one = self.cfg, self.plan, self.device, self.plan.dtype, self.one
         try:
             self.model = place_model(build_for_run(cfg.model, device, dtype, cfg.model_args, cfg.attn), device,
                                      dtype, cfg.channels_last, one.rank)
@@ -273,9 +273,8 @@ def find_max_batch(cfg: BenchConfig, *, max_batch: int = DEFAULT_MAX_BATCH, reso
     plan = cfg.prepare()
     device, dtype, step = plan.device, plan.dtype, plan.step
     sample_shape = plan.inputs.sample_shape
-    one = plan.inputs.at_batch(1)  # the input of one item: the batch is what is searched
-    on_cuda = device.type == "cuda"
     setup = BatchSetup(cfg, plan, memory_cap_bytes, memory_fraction, should_cancel, try_batch)
+    one = setup.one
     notes, cap, allocated_before, release = setup.notes, setup.cap, setup.allocated_before, setup.release
 
     def is_cancelled() -> bool:
@@ -452,7 +451,7 @@ def find_slo_batch(cfg: BenchConfig, slo: Slo, *, max_batch: int = DEFAULT_MAX_B
 
     setup = BatchSetup(cfg, plan, memory_cap_bytes, memory_fraction, stop_passes, try_batch)
     runner, sampler = setup.open()
-    one = plan.inputs.at_batch(1)
+    one = setup.one
 
     def timed(batch: int, warmup: int, iters: int):
         """A batch's passes, the GPU read over its timed ones (a window of its own)."""
