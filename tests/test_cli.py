@@ -187,6 +187,11 @@ def test_throughput_command_finds_the_largest_batch_under_the_bound(capsys):
     data = json.loads(out)
     assert code == 0 and data["max_batch"] == 8 and data["hit_bound"] is True and data["to_oom"] is True
     assert data["samples_per_s"] > 0 and data["stop_rule"] == "max-batch"
+    # without a latency budget the frontier is there too, in the keys of a search under one: a batch each, by batch
+    frontier = data["frontier"]
+    assert [p["batch"] for p in frontier] == [1, 2, 4, 8]
+    assert all(p["p50_ms"] > 0 and p["items_per_s"] > 0 and p["n"] == 3 for p in frontier)
+    assert [p["items_per_s"] for p in frontier] == [t["samples_per_s"] for t in data["points"]]
     code, out, err = run(capsys, "throughput", TINY, "--input", "1x3x8x8", "--max-batch", "8")
     assert code == 0
     for words in ("best throughput", "largest batch that fits", "stopped by", "search took"):

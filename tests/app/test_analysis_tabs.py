@@ -13,6 +13,7 @@ from tests.app.helpers import (TINY, choose_model, flip, make_app, notifications
                                wait_until)
 from tests.tinymodels import TinyCNN
 from torchperf_tui.app.screens.main import TABS
+from torchperf_tui.core.formatting import format_number
 
 
 def rows(app, selector: str) -> list[list[str]]:
@@ -74,9 +75,15 @@ async def test_throughput_search_streams_tries_then_shows_the_largest_batch_and_
         assert "stopped by max-batch: stopped growing at the max-batch bound 16" in summary
         assert "s of the 120 s budget" in summary
         plot = app.main.query_one("#throughput-plot")
+        # The frontier: each batch's median latency against its samples/s, the best batch marked.
+        assert [batch for _, _, batch in plot.frontier] == [1, 2, 4, 8, 16]
+        assert plot.chosen == int(table[-1]["batch"]) and plot.budget is None
+        assert (plot.latency, plot.rate) == ("median", "samples/s")
+        rates = {row["batch"]: row["rate"] for row in table if row["phase"] != "measure"}
+        assert [format_number(x, digits=1) for x, _, _ in plot.frontier] == [rates[b] for b in ("1", "2", "4", "8", "16")]
         # The plot redraws at most every 0.25 s: an earlier redraw may show fewer batches; wait for the last.
         await wait_until(pilot, lambda: plot.has_plot and bool(plot._plot._datasets)
-                         and [int(x) for x in plot._plot._datasets[0].x] == [1, 2, 4, 8, 16], what="the plot")
+                         and len(plot._plot._datasets[0].x) == 5, what="the plot")
 
 
 async def test_a_latency_budget_typed_in_throughput_finds_the_largest_batch_within_it_and_draws_the_frontier(tiny_app):
@@ -111,7 +118,8 @@ async def test_a_latency_budget_typed_in_throughput_finds_the_largest_batch_with
         await pilot.press("escape", "t")  # and back: the samples/s search's own result
         await wait_until(pilot, lambda: screen_text(app, "#throughput-summary").startswith("best "),
                          what="the samples/s search's result")
-        assert "samples/s" in [str(c.label) for c in table.columns.values()] and not plot.frontier
+        assert "samples/s" in [str(c.label) for c in table.columns.values()]
+        assert plot.budget is None and (plot.latency, plot.rate) == ("median", "samples/s")
 
 
 async def test_throughput_on_a_model_that_runs_out_of_memory_says_so_and_keeps_going(tiny_app):

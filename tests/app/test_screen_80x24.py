@@ -292,7 +292,7 @@ async def test_the_throughput_plot_without_room_says_where_to_see_it():
         await wait_until(pilot, lambda: plot.has_plot and not plot._plot.display and notice.display,
                          what="the notice")
         text = screen_text(app, "#throughput-plot .plot-placeholder")
-        assert text.startswith("the plot of samples/s by batch") and "h or a taller terminal" in text, text
+        assert text.startswith("the plot of latency against throughput") and "h or a taller terminal" in text, text
         app.pane("throughput").scroll_end(animate=False)
         await wait_until(pilot, lambda: in_sight(app, notice) and whole(text) == drawn(notice), what="it in sight")
         # The summary says why batch 256 did not fit (the table says only that it did not).

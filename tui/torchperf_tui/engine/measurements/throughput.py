@@ -110,6 +110,14 @@ class ThroughputResult(InputFacts):
                 best[t.batch] = t
         return [best[b] for b in sorted(best)]
 
+    @property
+    def frontier(self) -> list[dict[str, Any]]:
+        """The tries that fitted as the frontier between latency and throughput, by batch, in the keys of a search
+        under a latency budget (SloResult's frontier): each try's median of its passes (`p50_ms`), its samples/s
+        (`items_per_s`), its memory and passes."""
+        return [{"batch": t.batch, "p50_ms": t.latency_ms, "items_per_s": t.samples_per_s, "peak_bytes": t.peak_bytes,
+                 "n": t.iters} for t in self.points if t.latency_ms is not None and t.samples_per_s is not None]
+
     def limit_text(self) -> str:
         """The largest batch that fits, as far as the search knows it: '12 (13 does not fit)', or
         'not searched past 64: stopped by plateau', never a limit the search did not find."""
@@ -142,6 +150,7 @@ class ThroughputResult(InputFacts):
         data["tries"] = [t.to_dict() for t in self.tries]
         data["measurement"] = self.measurement.to_dict() if self.measurement is not None else None
         data["points"] = [p.to_dict() for p in self.points]
+        data["frontier"] = to_jsonable(self.frontier)
         data["conditions"] = self.conditions.to_dict() if self.conditions is not None else None
         data["host_noise"] = self.host_noise.to_dict() if self.host_noise is not None else None
         data["disturbance_marks"] = self.disturbance_marks()

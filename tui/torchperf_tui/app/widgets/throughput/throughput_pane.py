@@ -1,8 +1,8 @@
 """Throughput pane: the batch search as it goes (one row per batch tried), then the best samples/s and its
-batch, the largest batch that fits as far as the search went, the rule that stopped it and the time spent,
-and samples/s against batch as a plot. Or, with a latency budget typed in its field (`p99=50ms` ⏎), the largest batch
-within it: a row per batch timed, the batch chosen, and the frontier (the quantile's latency against items/s, the
-budget drawn across it, the chosen batch marked) as the plot."""
+batch, the largest batch that fits as far as the search went, the rule that stopped it and the time spent. Or, with a
+latency budget typed in its field (`p99=50ms` ⏎), the largest batch within it: a row per batch timed and the batch
+chosen. Either way the plot is the frontier: each batch's latency against its rate (the median of a try's passes
+against samples/s; under a budget the quantile's against items/s, the budget drawn across), the chosen batch marked."""
 
 from __future__ import annotations
 
@@ -93,66 +93,49 @@ def search_progress(model: str, started: float, budget_s: float, last) -> str:
 
 
 class ThroughputPlot(PlotHolder):
-    """samples/s against batch for the batches that fitted; under a latency budget the frontier instead: each
-    batch's latency at the quantile against its items/s, the budget across it, the chosen batch marked."""
+    """The frontier between latency and throughput: each batch's latency against its rate, the batch chosen marked
+    (the best samples/s; under a latency budget the largest within it, the budget drawn across)."""
 
     empty_text = "no batches yet: press t to search"
-    what = "the plot of samples/s by batch"
+    what = "the plot of latency against throughput"
     elsewhere = "the table above has every batch"
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.points: list[tuple[int, float]] = []
-        # under a latency budget: (items/s, quantile ms, batch) by batch, the budget (quantile name, ms), the chosen
+        # (rate, latency ms, batch) by batch; what the latency is ("median" of a try's passes, or the budget's
+        # quantile) and the rate (samples/s, or items/s under a budget); the budget (quantile name, ms); the chosen
         self.frontier: list[tuple[float, float, int]] = []
+        self.latency, self.rate = "median", "samples/s"
         self.budget: tuple[str, float] | None = None
         self.chosen: int | None = None
 
-    def show_points(self, points: list[tuple[int, float]]) -> None:
-        self.points, self.frontier, self.budget, self.chosen = sorted(points), [], None, None
-        self.request_redraw()
-
-    def show_frontier(self, points: list[tuple[float, float, int]], budget: tuple[str, float],
+    def show_frontier(self, points: list[tuple[float, float, int]], budget: tuple[str, float] | None = None,
                       chosen: int | None = None) -> None:
-        self.points, self.frontier, self.budget, self.chosen = [], sorted(points, key=lambda p: p[2]), budget, chosen
+        """`points` (rate, latency ms, batch); under a latency `budget` (quantile name, ms) the latency is that
+        quantile's and the rate items/s."""
+        self.frontier, self.budget, self.chosen = sorted(points, key=lambda p: p[2]), budget, chosen
+        self.latency, self.rate = (budget[0], "items/s") if budget is not None else ("median", "samples/s")
         self.request_redraw()
 
     def has_data(self) -> bool:
-        return bool(self.points or self.frontier)
+        return bool(self.frontier)
 
     def draw(self, plot) -> None:
-        from textual_plot import HiResMode
-
-        if self.frontier:
-            self._draw_frontier(plot)
-            return
-
-        xs = [float(b) for b, _ in self.points]
-        ys = [r for _, r in self.points]
-        plot.plot(xs, ys, line_style=theme_palette(self.app)[0], hires_mode=HiResMode.BRAILLE)
-        plot.scatter(xs, ys, marker_style=theme_palette(self.app)[1 % len(theme_palette(self.app))])
-        self.set_labels(plot, "batch", "samples/s")
-        right = max(xs) * 1.05 if max(xs) > 0 else 1
-        plot.set_xlimits(0, right)
-        self.fit_xticks(plot, 0, right)
-        plot.set_ylimits(0, max(ys) * 1.1 if max(ys) > 0 else 1)
-
-    def _draw_frontier(self, plot) -> None:
         from textual_plot import HiResMode  # textual-plot: loaded with the plot, after the first frame
 
         palette = theme_palette(self.app)
-        name, budget_ms = self.budget
         xs = [x for x, _, _ in self.frontier]
         ys = [y for _, y, _ in self.frontier]
         right = max(xs) * 1.1 if max(xs) > 0 else 1.0
-        top = max(ys + [budget_ms]) * 1.15
+        top = max(ys + ([self.budget[1]] if self.budget is not None else [])) * 1.15 or 1.0
         plot.plot(xs, ys, line_style=palette[0], hires_mode=HiResMode.BRAILLE)
         plot.scatter(xs, ys, marker_style=palette[1 % len(palette)])
-        plot.plot([0.0, right], [budget_ms, budget_ms], line_style="red", hires_mode=HiResMode.BRAILLE)
+        if self.budget is not None:
+            plot.plot([0.0, right], [self.budget[1], self.budget[1]], line_style="red", hires_mode=HiResMode.BRAILLE)
         chosen = [(x, y) for x, y, batch in self.frontier if batch == self.chosen]
         if chosen:
             plot.scatter([chosen[0][0]], [chosen[0][1]], marker="◆", marker_style=palette[2 % len(palette)])
-        self.set_labels(plot, "items/s", f"{name} ms")
+        self.set_labels(plot, self.rate, f"{self.latency} ms")
         plot.set_xlimits(0, right)
         self.fit_xticks(plot, 0, right)
         plot.set_ylimits(0, top)
@@ -237,7 +220,7 @@ class ThroughputPane(Vertical):
         self._slo = slo
         self._columns(slo)
         self.query_one("#throughput-summary", Static).update("")
-        self.query_one(ThroughputPlot).show_points([])
+        self.query_one(ThroughputPlot).show_frontier([])
         what = ("doubling the batch until samples/s stops improving, it does not fit, or the time budget runs out"
                 if slo is None else f"the largest batch with its {slo.text()}, each batch timed with the passes "
                                     f"its {slo.name} needs")
@@ -306,8 +289,9 @@ class ThroughputPane(Vertical):
             self.status = search_progress(*self._searching, t)
         table.move_cursor(row=table.row_count - 1)
         plot = self.query_one(ThroughputPlot)
-        if t.fits and t.samples_per_s is not None and t.phase != "measure":
-            plot.show_points([p for p in plot.points if p[0] != t.batch] + [(t.batch, t.samples_per_s)])
+        if t.fits and t.samples_per_s is not None and t.latency_ms is not None and t.phase != "measure":
+            plot.show_frontier([p for p in plot.frontier if p[2] != t.batch] + [(t.samples_per_s, t.latency_ms,
+                                                                                  t.batch)])
 
     def add_slo_point(self, point) -> None:
         """A batch timed under the latency budget: its row, and the frontier so far."""
@@ -326,8 +310,9 @@ class ThroughputPane(Vertical):
             self._show_slo(result)
             return
         self.query_one("#throughput-summary", Static).update(throughput_summary(result))
-        self.query_one(ThroughputPlot).show_points(
-            [(p.batch, p.samples_per_s) for p in result.points if p.samples_per_s is not None])
+        self.query_one(ThroughputPlot).show_frontier(
+            [(p["items_per_s"], p["p50_ms"], p["batch"]) for p in result.frontier],
+            chosen=result.best_batch or None)
 
     def _show_slo(self, result) -> None:
         """The search under a latency budget: the table as the frontier (by batch), the batch chosen, the plot."""
