@@ -22,12 +22,13 @@ NOT_PLACED = Failed("the roofline is not part of this view", cancelled=True)
 class TimedRuns:
     """Answers "time" jobs, the n-th (from 0) with 60 timed samples of about 20 - 2n ms (seeded), after a first
     iteration of 85 ms and a warm-up of 10: its Samples as the real job streams them, then its TimingResult at the
-    request's model, input, dtype and flags on `device`, with the GPU's `conditions` over it when given."""
+    request's model, input, dtype and flags on `device`, with the GPU's `conditions` over it and its `input_copy`
+    (engine/hardware/input_copy.InputCopy) when given."""
 
-    def __init__(self, device: str = "cpu", conditions: Any = None, seed: int = 11) -> None:
+    def __init__(self, device: str = "cpu", conditions: Any = None, seed: int = 11, input_copy: Any = None) -> None:
         import numpy as np
 
-        self.device, self.conditions = device, conditions
+        self.device, self.conditions, self.input_copy = device, conditions, input_copy
         self.rng = np.random.default_rng(seed)
         self.answered = 0
 
@@ -52,6 +53,7 @@ class TimedRuns:
                               shapes=cfg.shapes, sample_first_seen=[False] * len(samples), step=cfg.step,
                               iters_asked=len(samples), conditions=self.conditions,
                               config=dataclasses.replace(cfg, device=self.device, input_shape=shape, batch=None))
+        result.input_copy = self.input_copy
         return Recorded(result, samples=(("first", 0, 1, [85.0]), ("warmup", 9, 10, warmup),
                                          ("timed", 59, 60, samples)))
 

@@ -5,9 +5,13 @@ results that carry the GPU's conditions (tests/app/recorded_answers.py)."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from tests.app.helpers import choose_model, flip, make_app, run_and_wait, screen_text, wait_ready, wait_until
 from tests.app.recorded_answers import NOT_PLACED, TimedRuns, recorded_ab
+from torchperf_tui.engine.hardware.input_copy import estimate_input_copy
 from torchperf_tui.engine.hardware.run_conditions import RunConditions, throttle_note
+from torchperf_tui.wording.timing import input_copy_text
 
 
 def _conditions(throttled: float) -> RunConditions:
@@ -52,6 +56,26 @@ async def test_a_throttled_run_says_so_with_its_reasons_and_at_80x24_in_one_line
         text = await _show_run(pilot)
         assert "GPU over run #1: SM 1820/1980 MHz · 37.5 mJ/inference · THROTTLED 40 %: power cap (software)" in text
         assert "40 % of 40 readings" not in text
+
+
+async def test_a_gpu_run_says_what_copying_its_inputs_from_the_host_would_add_and_at_80x24_in_brief():
+    kept = SimpleNamespace(transfer=lambda direction, memory: SimpleNamespace(value=55e9 if memory == "pinned"
+                                                                               else 20e9))
+    copy = estimate_input_copy(8 * 3 * 224 * 224 * 4, 2.0, kept)  # a batch of 8 images over the H200's transfers
+    for size, line in (((110, 40), "input copy (estimate): " + input_copy_text(copy)),
+                       ((80, 24), "input copy (estimate): 4.6 MiB a pass from the host: pinned 4.2 %, pageable "
+                                  "10.7 % of copy + pass (estimated)")):
+        app = make_app(gpu=True, frozen=True, answers={"time": TimedRuns(device="cuda:0", conditions=_conditions(0.0),
+                                                                         input_copy=copy), "roofline": NOT_PLACED})
+        async with app.run_test(size=size) as pilot:
+            text = await _show_run(pilot)
+            assert line in text.replace("\n", " ") or line in text, (size, text)
+    missing = estimate_input_copy(4096, 2.0, None)  # no transfers kept for the GPU: said why, and how to measure them
+    app = make_app(gpu=True, frozen=True, answers={"time": TimedRuns(device="cuda:0", conditions=_conditions(0.0),
+                                                                     input_copy=missing), "roofline": NOT_PLACED})
+    async with app.run_test(size=(110, 40)) as pilot:
+        text = await _show_run(pilot)
+        assert "input copy (estimate): not estimated: no measured host-to-device ceilings kept" in text
 
 
 async def test_the_compare_view_says_each_arms_gpu_and_the_throttle_note():

@@ -355,6 +355,16 @@ def input_copy_text(copy) -> str:
             f"ceilings ({', '.join(rates)}), not timed in the run")
 
 
+def input_copy_brief(copy) -> str:
+    """input_copy_text on a short terminal: '588.0 KiB a pass from the host: pinned 0.5 %, pageable 1.2 % of copy +
+    pass (estimated)', or 'not estimated' and the reason's head."""
+    if copy.missing:
+        return f"not estimated: {copy.missing.split(':')[0]}"
+    shares = [f"{memory} {_small_pct(pct)}" for memory, pct in (("pinned", copy.pinned_pct),
+                                                                 ("pageable", copy.pageable_pct)) if pct is not None]
+    return f"{format_bytes(copy.bytes)} a pass from the host: {', '.join(shares)} of copy + pass (estimated)"
+
+
 def input_copy_rows(result) -> list[Row]:
     """A GPU run: what copying its inputs from the host would add to a pass, estimated (nothing on a CPU, where they
     are in the host's memory already)."""

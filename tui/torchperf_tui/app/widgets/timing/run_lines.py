@@ -11,8 +11,9 @@ from textual.markup import escape
 from torchperf_tui.core.formatting import format_ms, format_number
 from torchperf_tui.wording.conditions import conditions_line_rows
 from torchperf_tui.wording.numerics import numerics_brief, numerics_rows
-from torchperf_tui.wording.timing import (budget_rows, compile_line_rows, intervals_by_name, intervals_line, peak_value,
-                                          percentile_cell, shapes_line, state_rows)
+from torchperf_tui.wording.timing import (budget_rows, compile_line_rows, input_copy_brief, input_copy_rows,
+                                          intervals_by_name, intervals_line, peak_value, percentile_cell, shapes_line,
+                                          state_rows)
 
 
 # What the histogram says while a run has no timed sample yet (not "press r": a run is under way).
@@ -108,7 +109,7 @@ def stats_text(record, compact: bool = False, intervals: dict | None = None) -> 
                     f"{intervals_text(record, intervals)}")
     budget = "\n".join(value for _, value, _ in budget_rows(record.result))
     extra = [line for line in (numerics_text(record, compact), shapes_text(record), compile_text(record, compact),
-                               peak_text(record), budget,
+                               peak_text(record), input_copy_line(record, compact), budget,
                                conditions_text(record, compact), state_text(record),
                                disturbed_text(record, compact)) if line]
     return "\n".join([text, *extra])
@@ -125,6 +126,16 @@ def numerics_text(record, compact: bool = False) -> str:
                          for text, level in numerics_brief(result))
     return "\n".join(f"[b ${level}]{label}:[/] {escape(value)}" if level else f"{label}: {escape(value)}"
                      for label, value, level in numerics_rows(result))
+
+
+def input_copy_line(record, compact: bool = False) -> str:
+    """A finished GPU run: what copying its inputs from the host would add to a pass, estimated from the kept
+    transfer ceilings (or why not); `compact`: the shares alone. '' on a CPU."""
+    rows = input_copy_rows(record.result) if record.result is not None else []
+    if not rows:
+        return ""
+    label, value, _ = rows[0]
+    return f"{label}: {escape(input_copy_brief(record.result.input_copy) if compact else value)}"
 
 
 def state_text(record) -> str:
