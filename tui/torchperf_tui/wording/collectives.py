@@ -109,10 +109,15 @@ def bar_top(result) -> float:
     return max((p.busbw_gbs for p in result.points), default=0.0)
 
 
+def size_cell(size: int) -> str:
+    """A message size in a table: '64.0 KiB'."""
+    return format_bytes(size)
+
+
 def figure_cells(point, peak: bool) -> list[str]:
     """A size's figures: size, time, algbw, busbw (GB/s) and, where there is a peak (`peak`), busbw's % of it."""
     share = [f"{point.peak_pct:.1f}" if point.peak_pct is not None else "n/a"] if peak else []
-    return [format_bytes(point.size_bytes), format_ms(point.time_s * 1e3), gbs_number(point.algbw_gbs),
+    return [size_cell(point.size_bytes), format_ms(point.time_s * 1e3), gbs_number(point.algbw_gbs),
             gbs_number(point.busbw_gbs), *share]
 
 
