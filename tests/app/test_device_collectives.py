@@ -12,7 +12,7 @@ import pytest
 from tests.app.helpers import (column_in_sight, in_sight, make_app, notifications, real_process, row_cells, screen_text,
                                wait_ready, wait_until)
 from tests.app.recorded_answers import recorded_collectives
-from tests.fakes.fake_measurement import Failed, FakeMeasurement
+from tests.fakes.fake_measurement import Failed, FakeMeasurement, Recorded
 from torchperf_tui.app.widgets.device.collectives_view import APP_SIZES
 from torchperf_tui.engine.measurements.collectives import CollectivesSpec, bus_factor, parse_sizes
 
@@ -113,6 +113,23 @@ async def test_rows_arrive_as_the_sizes_are_timed_and_c_or_a_new_l_cancels_clean
                          shown=lambda: status(app))
         assert [kind for kind, _ in fake.requests].count("collectives") == 3
         assert len(app.session.measuring()) == 1 and status(app).startswith("Collectives: running")
+
+
+async def test_a_run_cancelled_as_its_ranks_start_says_so_with_no_table():
+    def cancelled_early(params):
+        recorded = recorded_collectives(world=2, device="cpu", peak_gbs=None)(params)
+        recorded.result.points, recorded.result.cancelled, recorded.result.seconds = [], True, 4.3
+        return Recorded(recorded.result)
+
+    app = make_app(answers={"collectives": cancelled_early})
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        await pilot.press("L")
+        await wait_until(pilot, lambda: "cancelled" in status(app), what="the cancelled run", shown=lambda: status(app))
+        assert status(app) == "Collectives across 2 ranks on the CPU (gloo), float32 · cancelled after 4.3 s"
+        assert "stopped: cancelled: the sizes timed before the cancel" in screen_text(app, "#collectives-rows")
+        for empty in ("#collectives-table", "#collectives-plot", "#collectives-definitions", "#collectives-elsewhere"):
+            assert not app.main.query_one(empty).display, empty
 
 
 async def test_a_failed_run_is_one_line_and_the_app_keeps_running():

@@ -225,11 +225,12 @@ class CollectivesView(Vertical):
         self.points = list(result.points)
         self.say(escape(done_text(result)), after=" ")
         self._fill()
+        # what the table's figures are, where it has any (a run cancelled as its ranks started has none)
         for id_, rows in (("collectives-rows", setup_rows(result) + outcome_rows(result)),
-                          ("collectives-definitions", definition_rows())):
+                          ("collectives-definitions", definition_rows() if self.points else [])):
             static = self.query_one(f"#{id_}", Static)
             static.update(row_lines(rows))
-            static.display = True
+            static.display = bool(rows)
         self.call_after_refresh(self._in_sight)
 
     def _in_sight(self) -> None:
