@@ -140,3 +140,40 @@ def recorded_kernels(device: str = "cuda:0", attention: bool = False, arm_hosts:
                               run("flash", "flash", 12.0))]
 
     return answer
+
+
+# algbw (GB/s) of each size in a recorded run of collectives, smallest first: busbw = algbw x the factor reads exactly
+# in the table (a factor of 1.5 or 0.75 on these is a round number)
+RECORDED_ALGBW = (2.0, 8.0, 20.0, 40.0, 100.0)
+
+
+def recorded_collectives(world: int = 4, device: str = "cuda", peak_gbs: float | None = 450.0, held: bool = False,
+                         ops: tuple = ()):
+    """Answers a "collectives" job with its spec as the measurement process resolves it (`world` ranks on `device`),
+    a point per collective and size at RECORDED_ALGBW, each streamed as the real job streams it (the progress of a
+    size, then its point), against the link's `peak_gbs` (None: n/a, as on the CPU). `held`: only the collectives
+    `ops` stream, then the job runs on until it is cancelled."""
+
+    def answer(params: dict) -> Recorded:
+        from torchperf_tui.engine.hardware.nvml import NA
+        from torchperf_tui.engine.measurements.collectives import PEAK_NA_CPU, CollectivesResult, make_point
+
+        spec = dataclasses.replace(params["spec"], world=world, device=device)
+        points, progress = [], []
+        for op in ops or spec.ops:
+            for size, algbw in zip(spec.message_sizes(), RECORDED_ALGBW):
+                point = make_point(op, size, [size / (algbw * 1e9)] * world, peak_gbs)
+                points.append(point)
+                progress += [("collective_progress", (op, size, spec.iters // 2, spec.iters)),
+                             ("collective_point", point)]
+        if held:
+            return Recorded(HELD, progress=tuple(progress))
+        devices = ([f"cuda:{i} (NVIDIA H100 80GB HBM3)" for i in range(world)] if device == "cuda"
+                   else ["cpu"] * world)
+        peak = (peak_gbs, "NVLink 18 links") if peak_gbs is not None else (NA(PEAK_NA_CPU), "")
+        result = CollectivesResult(spec=spec, backend="nccl" if device == "cuda" else "gloo", devices=devices,
+                                   peak_gbs=peak[0], peak_source=peak[1], points=points, seconds=6.4,
+                                   torch_version="2.x (test)")
+        return Recorded(result, progress=tuple(progress))
+
+    return answer

@@ -29,6 +29,7 @@ BINDINGS = [
     Binding("d", "pane('timing', 'check_determinism')", "Determinism", show=False),
     Binding("M", "pane('timing', 'start_modes')", "Timing modes", show=False),
     Binding("C", "pane('device', 'measure_ceilings')", "Ceilings", show=False),
+    Binding("L", "pane('device', 'run_collectives')", "Collectives", show=False),
     Binding("l", "pane('layers', 'time_layers')", "Layer times", show=False),
     Binding("n", "pane('memory', 'snapshot')", "Mem snapshot", show=False),
     Binding("w", "pane('sweep', 'start')", "Sweep lengths", show=False),
@@ -59,6 +60,9 @@ PALETTE = [
     ("Measure ceilings", "Device: the best of several matmuls and convolutions per dtype, a large copy and, on a "
      "GPU, the host-device transfers, kept; roofline, MFU and a run's input copy use them",
      "pane('device', 'measure_ceilings')"),
+    ("Collectives", "Device: all_reduce, all_gather and reduce_scatter across the GPUs (NCCL), or across processes on "
+     "the CPU (gloo): time, algbw and busbw per message size against the link's peak, and busbw plotted",
+     "pane('device', 'run_collectives')"),
     ("Time per layer", "Layers: profile the last run's model again and give each layer its time and share of the "
      "pass (on a GPU: busy and idle)", "pane('layers', 'time_layers')"),
     ("Memory snapshot", "CUDA: the allocator's history for pytorch.org/memory_viz", "pane('memory', 'snapshot')"),

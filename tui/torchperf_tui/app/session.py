@@ -46,6 +46,7 @@ ENGINE_MODULES = {
     "complexity_result": "torchperf_tui.engine.workloads.complexity_result",
     "advice_result": "torchperf_tui.engine.analysis.advice_result",
     "sweep": "torchperf_tui.engine.measurements.sweep",
+    "collectives": "torchperf_tui.engine.measurements.collectives",
 }
 
 

@@ -15,7 +15,7 @@ from torchperf_tui.cli.render import ProgressLine, console, print_kv
 from torchperf_tui.core.errors import PROG
 from torchperf_tui.engine.measurements.collectives import CollectivesSpec, parse_ops, parse_sizes
 from torchperf_tui.wording.collectives import (bar_legend, collectives_rows, collectives_title, op_heading,
-                                               point_cells, point_columns, point_line, progress_line)
+                                               point_cells, point_columns, point_line, progress_line, running_text)
 
 
 def run_across_ranks(args, kind: str, params: dict, what: str, shown: dict[str, Callable[[Any], str]]):
@@ -41,8 +41,7 @@ def collectives_command(args) -> int:
     spec = CollectivesSpec(world=args.world, device=args.device, ops=parse_ops(args.ops),
                            sizes=parse_sizes(args.sizes), iters=args.iters, warmup=args.warmup)
     shown = {"collective_point": point_line, "collective_progress": lambda data: progress_line(*data)}
-    result = run_across_ranks(args, "collectives", {"spec": spec}, f"running {', '.join(spec.ops)} across processes",
-                              shown)
+    result = run_across_ranks(args, "collectives", {"spec": spec}, running_text(spec), shown)
     return common.output(args, result, render_collectives)
 
 

@@ -1,6 +1,7 @@
 """Device pane: what this box is (GPU facts with peak FLOPS and bandwidth, or CPU facts and why no
-CUDA/NVML was found), with a device selector when there is a choice. It owns the probe, which runs in the
-measurement process (torch answers there), and tells the App the report (flags and the header need it)."""
+CUDA/NVML was found), with a device selector when there is a choice; across GPUs their links, and collectives across
+them (key L, its own section: collectives_view.py). It owns the probe, which runs in the measurement process (torch
+answers there), and tells the App the report (flags and the header need it)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from torchperf_tui.app.widgets.exit_safe_select import ExitSafeSelect
 from torchperf_tui.core.formatting import format_number
 from torchperf_tui.wording.ceilings import ceiling_kind, measured_when, took_text
 from torchperf_tui.wording.device import cpu_figures, formula_lines, gpu_figures, gpu_title, version_rows
+from torchperf_tui.app.widgets.device.collectives_view import CollectivesView
 from torchperf_tui.app.widgets.device.topology_view import TopologyView
 from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent
@@ -175,6 +177,11 @@ class DevicePane(VerticalScroll):
                 self.app.notify("kept: the next roofline gives MFU against them",
                                 title=f"ceilings measured{took_text(event.result)}")
 
+    # -- collectives across the GPUs or processes (key L) ----------------------------------------------------
+    def run_collectives(self) -> None:
+        """all_reduce, all_gather and reduce_scatter over message sizes, in the pane's collectives section."""
+        self.query_one(CollectivesView).start()
+
     @on(JobEvent)
     def _job_event(self, message: JobEvent) -> None:
         event = self.jobs.accept(message)
@@ -207,6 +214,7 @@ class DevicePane(VerticalScroll):
         yield select
         yield Static("loading…", id="device-facts", classes="loading")
         yield TopologyView(id="device-topology")
+        yield CollectivesView(id="device-collectives")
         yield Static("", id="device-flags")
         ceilings = Static("", id="device-ceilings")
         ceilings.display = False  # until there is something to say (none on a fake GPU)

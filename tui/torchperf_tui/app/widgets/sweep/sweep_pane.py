@@ -17,6 +17,7 @@ from textual.widgets import Button, DataTable, Static
 from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.widgets.fitted_table import FittedTable
+from torchperf_tui.app.widgets.log2_axis import Log2Axis
 from torchperf_tui.app.widgets.timing.histogram import MIN_PLOT_ROWS, PlotHolder, theme_palette
 from torchperf_tui.core.formatting import format_bytes, format_ms, number_text
 from torchperf_tui.measure.protocol import JobDone, JobFailed, Progress
@@ -52,26 +53,6 @@ def point_cells(point, ab: bool = False, p90: bool = True) -> tuple[str, ...]:
     length = f"{point.length} {CONDITION_MARK}" if point_mark(point) else str(point.length)
     return (length, *arm, format_ms(point.median_ms), format_bytes(point.peak_bytes),
             number_text(point.tokens_per_s, ",.0f"), *last)
-
-
-class LengthAxis:
-    """x ticks at the lengths measured, placed by log2 (each doubling one step), labelled with the length."""
-
-    def __init__(self, lengths: list[int], most: int) -> None:
-        from textual_plot.axis_formatter import AxisFormatter
-
-        lengths = sorted(set(lengths))
-        step = max(1, math.ceil(len(lengths) / max(1, most)))
-        ticks = [math.log2(n) for n in lengths[::step]]
-
-        class _Formatter(AxisFormatter):
-            def get_ticks(self, min_, max_, max_ticks=8):
-                return [t for t in ticks if min_ - 1e-9 <= t <= max_ + 1e-9]
-
-            def get_labels_for_ticks(self, shown):
-                return [str(round(2 ** t)) for t in shown]
-
-        self.ticks, self.formatter = ticks, _Formatter()
 
 
 class SweepPlot(PlotHolder):
@@ -120,11 +101,9 @@ class SweepPlot(PlotHolder):
         y_label = "p50 latency, ms" if self.metric == "latency" else "peak memory, MiB"
         self.set_labels(plot, "sequence length", y_label)
         width = self.size.width - (self._plot.margin_left if self._plot is not None else 10) - 2
-        axis = LengthAxis(lengths, max(2, width // 7))
+        axis = Log2Axis(lengths, max(2, width // 7))
         plot.set_x_formatter(axis.formatter)
-        lo, hi = math.log2(min(lengths)), math.log2(max(lengths))
-        pad = max(0.25, (hi - lo) * 0.05)
-        plot.set_xlimits(lo - pad, hi + pad)
+        plot.set_xlimits(*axis.limits())
         plot.set_xticks(axis.ticks)
         plot.set_ylimits(0, top * 1.1 if top > 0 else 1)
         if legend:
