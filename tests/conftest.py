@@ -25,6 +25,13 @@ os.environ.pop("COLUMNS", None)
 os.environ.setdefault("TORCHPERF_CATALOGUE_CACHE",
                       os.path.join(tempfile.gettempdir(), f"torchperf-tests-catalogue-{os.getuid()}.json"))
 
+# torch.compile's inductor compiles its kernels in a pool of worker processes (one a core), each importing torch: on
+# a 2-core box starting that pool costs more than it saves. The tests compile tiny models and test what the tool says
+# of a compile, not inductor's parallelism, so they compile in their own process (and so do the measurement processes
+# and commands they start, which inherit it): 35 s -> 27 s for a compiled run's test, 68 s -> 46 s for a static cache's
+# compiled decode and a warm start (one at a time, on a quiet 2-core box). A user's compile keeps torch's default.
+os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
+
 # Python collects its youngest objects every 700 allocations; an app test allocates Textual's widgets, styles and
 # strips by the million, and those collections took ~0.5 s of a test's ~3 s of CPU (measured over eight apps: 5.2 s
 # in the collector, 1.3 s with these). Collected every 50,000 instead, and whatever the worker has imported by the
