@@ -106,6 +106,11 @@ async def flip(pilot, name: str, attempts: int = 5, follow_s: float = 30.0) -> N
     before = getattr(flags.flags, name)
     await wait_until(pilot, lambda: pilot.app.main.query(f"#flag-{name}"), what=f"the switch of {name}")
     switch = pilot.app.main.query_one(f"#flag-{name}", Switch)
+    # Below the sidebar's fold (a flag more than the terminal has rows for) it is scrolled into sight first, as a
+    # user scrolls to it: a click on a switch out of sight lands elsewhere.
+    switch.scroll_visible(animate=False)
+    await wait_until(pilot, lambda: switch.region.area > 0 and pilot.app.screen.get_widget_at(
+        switch.region.x, switch.region.y)[0] is switch, what=f"the switch of {name} in sight")
     for _ in range(attempts):
         await pilot.click(switch)
         deadline = time.monotonic() + 2.0
