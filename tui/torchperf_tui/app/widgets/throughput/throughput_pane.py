@@ -102,19 +102,26 @@ class ThroughputPlot(PlotHolder):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
-        # (rate, latency ms, batch) by batch; what the latency is ("median" of a try's passes, or the budget's
-        # quantile) and the rate (samples/s, or items/s under a budget); the budget (quantile name, ms); the chosen
+        # (rate, latency ms, batch) by batch; the budget (quantile name, ms); the chosen batch
         self.frontier: list[tuple[float, float, int]] = []
-        self.latency, self.rate = "median", "samples/s"
         self.budget: tuple[str, float] | None = None
         self.chosen: int | None = None
+
+    @property
+    def latency(self) -> str:
+        """What the latency is: the budget's quantile, or the median of a try's passes."""
+        return self.budget[0] if self.budget is not None else "median"
+
+    @property
+    def rate(self) -> str:
+        """What the rate is: items/s under a budget, else samples/s."""
+        return "items/s" if self.budget is not None else "samples/s"
 
     def show_frontier(self, points: list[tuple[float, float, int]], budget: tuple[str, float] | None = None,
                       chosen: int | None = None) -> None:
         """`points` (rate, latency ms, batch); under a latency `budget` (quantile name, ms) the latency is that
         quantile's and the rate items/s."""
         self.frontier, self.budget, self.chosen = sorted(points, key=lambda p: p[2]), budget, chosen
-        self.latency, self.rate = (budget[0], "items/s") if budget is not None else ("median", "samples/s")
         self.request_redraw()
 
     def has_data(self) -> bool:
