@@ -319,14 +319,23 @@ class MainScreen(FitsTerminal, Screen):
                          attn=run_option("attn").run_value(options["attn"]),
                          model_args=settings["model_args"], seq_len=settings["seq_len"])
 
+    def engine_ready(self, what: str, module: str) -> bool:
+        """Whether the engine module a job of `what` needs is in; if not, a line saying it is loading or missing."""
+        session = self.app.session
+        if session.has(module):
+            return True
+        why = session.missing.get(module)
+        self.app.notify(f"{what} not available: {why}" if why else f"the {what} engine is still loading",
+                        severity="warning")
+        return False
+
     def ready_selection(self, what: str, module: str = "timing"):
         """The selection for a job, or None (and a line saying why) while the engine module it needs is loading
         or missing, or no model is chosen."""
-        session = self.app.session
-        if not session.has(module) or self.pane("flags").flags is None:
-            why = session.missing.get(module)
-            self.app.notify(f"{what} not available: {why}" if why else f"the {what} engine is still loading",
-                            severity="warning")
+        if not self.engine_ready(what, module):
+            return None
+        if self.pane("flags").flags is None:
+            self.app.notify(f"the {what} engine is still loading", severity="warning")
             return None
         selection = self.selection()
         if selection is None:

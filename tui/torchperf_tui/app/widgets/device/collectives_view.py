@@ -178,11 +178,7 @@ class CollectivesView(Vertical):
     # -- the job ------------------------------------------------------------------------------------------------
     def start(self) -> None:
         """Run the collectives (replacing any measurement in flight); the last run's rows and plot are cleared."""
-        session = self.app.session
-        if not session.has("collectives"):
-            why = session.missing.get("collectives")
-            self.app.notify(f"collectives not available: {why}" if why else "the collectives engine is still loading",
-                            severity="warning")
+        if not self.screen.engine_ready("collectives", "collectives"):
             return
         self.screen.show_tab("device")
         self.points, self.result, self.error = [], None, None
