@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import signal
 import statistics
 import subprocess
@@ -34,13 +33,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from intervals import LEVEL, median_interval, verdict  # bench/intervals.py
 from tmux_app import app_in_tmux, require_tmux, send_keys  # bench/tmux_app.py
 
 HERE = Path(__file__).resolve().parent
 MODELS = ("dispatch_bound:many_tiny_layers", "resnet18")
 WARMUP, ITERS = 10, 50
 BUDGET = {"p50": 1.05, "p90": 1.15}  # ../shared/DESIGN.md: the median ratio TUI/CLI
-RESAMPLES, LEVEL = 4000, 0.90
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -48,19 +47,6 @@ def percentile(values: list[float], q: float) -> float:
     k = (len(ordered) - 1) * q
     lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
-
-
-def median_interval(ratios: list[float], seed: int = 0) -> tuple[float, float]:
-    """A bootstrap interval (LEVEL, percentile method) of the median of `ratios`, resampling the rounds."""
-    rng = random.Random(seed)
-    medians = sorted(statistics.median(rng.choices(ratios, k=len(ratios))) for _ in range(RESAMPLES))
-    tail = (1 - LEVEL) / 2
-    return medians[int(tail * RESAMPLES)], medians[int((1 - tail) * RESAMPLES) - 1]
-
-
-def verdict(low: float, high: float, budget: float) -> str:
-    """'within' where the whole interval is, 'OVER' where the whole interval is above, else 'not settled'."""
-    return "within" if high <= budget else "OVER" if low > budget else "not settled"
 
 
 def cli_run(model: str, env: dict) -> list[float]:
