@@ -142,10 +142,7 @@ class TorchperfApp(App):
     def action_cancel_run(self) -> None:
         """Cancel what measures (each job stops between iterations; one stuck in native code is killed with
         its process after a grace period)."""
-        jobs = self.session.measuring()
-        for job in jobs:
-            self.session.cancel(job.job_id)
-        if jobs:
+        if self.session.cancel_measuring():
             self.pane("timing").cancel_run()
             self.notify("cancelling the run…", timeout=2)
 

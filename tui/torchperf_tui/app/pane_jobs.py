@@ -17,7 +17,7 @@ from torchperf_tui.app.runs import app_marks
 from torchperf_tui.wording.refusals import app_message
 from torchperf_tui.measure.protocol import JobDone, JobFailed
 
-# What a pane says of its job when a newer measurement cancelled it.
+# What a pane says of its job when a newer measurement cancelled it before it began.
 REPLACED = "cancelled: another measurement replaced it"
 
 
@@ -59,6 +59,11 @@ class PaneJobs:
     def job_id(self, slot: str) -> int | None:
         """The slot's current job, None when it has none."""
         return self._jobs.get(slot)
+
+    def cancelled_line(self, event: JobFailed) -> str:
+        """What the pane says of its job cancelled before it began: the event's own words where `c` cancelled it,
+        REPLACED where a newer measurement did."""
+        return event.error if self.session.cancelled_by_key(event.job_id) else REPLACED
 
     def accept(self, message: Any) -> Any:
         """The message's event when its job is the slot's current one, else None (a replaced job's answer)."""

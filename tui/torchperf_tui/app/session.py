@@ -104,6 +104,7 @@ class Session:
         self.set_affinity: Callable[[int, Any], None] = _set_affinity  # tests: a recorder
         self._ui_pinned = False
         self._owners: dict[int, tuple[Any, str]] = {}
+        self._cancelled_by_key: set[int] = set()  # jobs that `c` cancelled (cancel_measuring)
         self._next_run_id = 0
 
     # -- the measurement process ---------------------------------------------------------------------
@@ -159,6 +160,19 @@ class Session:
     def cancel(self, job_id: int, enforce: bool = True) -> None:
         if self.measure is not None:
             self.measure.cancel(job_id, enforce=enforce)
+
+    def cancel_measuring(self) -> list:
+        """Cancel every measuring job, as `c` does, and return them. A pane whose job was still waiting then says it
+        was cancelled, not that a newer measurement replaced it (cancelled_by_key)."""
+        jobs = self.measuring()
+        for job in jobs:
+            self._cancelled_by_key.add(job.job_id)
+            self.cancel(job.job_id)
+        return jobs
+
+    def cancelled_by_key(self, job_id: int) -> bool:
+        """Whether `c` cancelled job `job_id` (cancel_measuring), rather than a newer request."""
+        return job_id in self._cancelled_by_key
 
     def measuring(self, kinds=None) -> list:
         """The measuring jobs pending in the measurement process (all of them, or of `kinds`)."""

@@ -13,7 +13,7 @@ from textual.reactive import reactive
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, DataTable, Static
 
-from torchperf_tui.app.pane_jobs import REPLACED, PaneJobs
+from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.widgets.fitted_table import FittedTable
 from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.core.formatting import fit_name, format_shape
@@ -181,8 +181,8 @@ class KernelsPane(Vertical):
         event = self.jobs.accept(message)
         if event is None:
             return
-        if isinstance(event, JobFailed) and event.cancelled:
-            self.status = REPLACED
+        if isinstance(event, JobFailed) and event.cancelled:  # not a failure: said as Profile and Why say it
+            self.status = escape(self.jobs.cancelled_line(event))
         elif isinstance(event, JobFailed):
             self._failed(event.error)
         else:

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from typing import Callable
 
+from rich.markup import escape
 from textual import on
 from textual.app import ComposeResult
 from textual.reactive import reactive
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, DataTable, Static
 
-from torchperf_tui.app.pane_jobs import REPLACED, PaneJobs
+from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.measure.protocol import JobFailed
 
@@ -78,19 +79,20 @@ class ProfilePane(Vertical):
         event = self.jobs.accept(message)
         if event is None:
             return
+        if isinstance(event, JobFailed) and event.cancelled:  # not a failure: said as Kernels and Why say it
+            self.status = escape(self.jobs.cancelled_line(event))
+            return
         if isinstance(event, JobFailed):
-            self._failed(REPLACED if event.cancelled else event.error,
-                         notify=not event.cancelled)
+            self._failed(event.error)
             return
         result = event.result
         self.show_result(result, sort_ops)
         if result.trace_path:
             self.app.notify(f"Chrome trace saved to {result.trace_path}", title="profile", timeout=8)
 
-    def _failed(self, error: str, notify: bool = True) -> None:
+    def _failed(self, error: str) -> None:
         self.show_error(error)
-        if notify:
-            self.app.notify(error, title="profile failed", severity="error", timeout=8)
+        self.app.notify(error, title="profile failed", severity="error", timeout=8)
 
     def sortable_keys(self) -> list[str]:
         """The sort keys of the columns shown, without the device ones when no device time was recorded (on

@@ -12,7 +12,7 @@ from textual.reactive import reactive
 from textual.widgets import Button, Static
 
 from torchperf_tui.app.messages import JobEvent
-from torchperf_tui.app.pane_jobs import REPLACED, PaneJobs
+from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.runs import save_run
 from torchperf_tui.measure.protocol import JobFailed, Progress
 from torchperf_tui.wording.advice import advice_lines, advice_title, change_line
@@ -66,18 +66,19 @@ class WhyPane(Vertical):
             if event.what == "note":  # which measurement runs now
                 self.status = f"{escape(str(event.data))}…"
             return
+        if isinstance(event, JobFailed) and event.cancelled:  # not a failure: said as Kernels and Profile say it
+            self.status = escape(self.jobs.cancelled_line(event))
+            return
         if isinstance(event, JobFailed):
-            self._failed(REPLACED if event.cancelled else event.error,
-                         notify=not event.cancelled)
+            self._failed(event.error)
             return
         self.show_result(event.result)
         if not event.result.cancelled:  # kept: History compares two, which findings appeared or went away
             save_run(self, event.result, event.extra.get("fingerprint"))
 
-    def _failed(self, error: str, notify: bool = True) -> None:
+    def _failed(self, error: str) -> None:
         self.status = f"[b $error]error:[/] {escape(error)}"
-        if notify:
-            self.app.notify(error, title="why failed", severity="error", timeout=8)
+        self.app.notify(error, title="why failed", severity="error", timeout=8)
 
     def model_chosen(self, model: str) -> None:
         if self.result is None:
