@@ -4,10 +4,9 @@ for `c` too, and Profile and Why as an error). The jobs are recorded answers hel
 
 from __future__ import annotations
 
-from tests.app.helpers import choose_model, make_app, real_process, screen_text, wait_ready, wait_until
-from tests.app.recorded_answers import NOT_PLACED, TimedRuns
-from tests.app.test_picker_sources import catalogue, recorded_analysis
-from tests.fakes.fake_measurement import HELD, FakeMeasurement, Recorded
+from tests.app.helpers import choose_model, screen_text, wait_ready, wait_until
+from tests.app.test_picker_sources import sources_app
+from tests.fakes.fake_measurement import HELD, Recorded
 
 
 def held(fake, kind: str) -> bool:
@@ -15,10 +14,7 @@ def held(fake, kind: str) -> bool:
 
 
 async def test_c_is_said_as_a_cancel_and_a_newer_run_as_a_replacement():
-    answers = {"catalogue": catalogue(), "analyse": recorded_analysis, "time": TimedRuns(), "roofline": NOT_PLACED,
-               "profile": Recorded(HELD), "why": Recorded(HELD)}
-    fake = FakeMeasurement(answers, real=real_process())
-    app = make_app(frozen=True, measurement=fake, warmup=1, iters=5)
+    app, fake = sources_app(answers={"profile": Recorded(HELD), "why": Recorded(HELD)}, warmup=1, iters=5)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(pilot)
         await choose_model(pilot, "resnet18", "3x64x64")

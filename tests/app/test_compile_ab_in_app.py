@@ -7,10 +7,9 @@ from __future__ import annotations
 
 from textual.widgets import Select
 
-from tests.app.helpers import choose_model, make_app, notifications, real_process, wait_ready, wait_until
-from tests.app.recorded_answers import NOT_PLACED, TimedRuns
-from tests.app.test_picker_sources import catalogue, recorded_analysis
-from tests.fakes.fake_measurement import HELD, FakeMeasurement, Recorded
+from tests.app.helpers import choose_model, notifications, wait_ready, wait_until
+from tests.app.test_picker_sources import sources_app
+from tests.fakes.fake_measurement import HELD, Recorded
 
 
 def ab_requests(fake) -> list[dict]:
@@ -18,10 +17,7 @@ def ab_requests(fake) -> list[dict]:
 
 
 async def test_flipping_the_graph_select_in_ab_mode_compares_eager_against_compiled():
-    answers = {"catalogue": catalogue(), "analyse": recorded_analysis, "time": TimedRuns(), "roofline": NOT_PLACED,
-               "ab": Recorded(HELD)}
-    fake = FakeMeasurement(answers, real=real_process())
-    app = make_app(frozen=True, measurement=fake, warmup=1, iters=5)
+    app, fake = sources_app(answers={"ab": Recorded(HELD)}, warmup=1, iters=5)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(pilot)
         await choose_model(pilot, "resnet18", "3x64x64")

@@ -74,12 +74,12 @@ def recorded_analysis(params: dict):
                                macs=1_000_000), extra={"entry": None, "input_note": None})
 
 
-def sources_app(**options):
-    """The app on this box's CPU with the recorded catalogue, analyses and timing runs (`options`: the app's, such
-    as the model it starts on); the fake keeps the requests."""
+def sources_app(answers: dict | None = None, **options):
+    """The app on this box's CPU with the recorded catalogue, analyses and timing runs, and any other `answers`
+    (`options`: the app's, such as the model it starts on); the fake keeps the requests."""
 
     fake = FakeMeasurement({"catalogue": catalogue(), "analyse": recorded_analysis, "time": TimedRuns(),
-                            "roofline": NOT_PLACED}, real=real_process())
+                            "roofline": NOT_PLACED, **(answers or {})}, real=real_process())
     return make_app(frozen=True, measurement=fake, **options), fake
 
 

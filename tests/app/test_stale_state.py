@@ -8,23 +8,16 @@ picker's tests), except where the measurement process's own refusal is what is c
 
 from __future__ import annotations
 
-from tests.app.helpers import (TINY, analysed, choose_model, flip, make_app, notifications, paste, real_process,
-                               row_cells, screen_text, wait_ready, wait_until)
-from tests.app.recorded_answers import NOT_PLACED, TimedRuns
-from tests.app.test_picker_sources import GPT2_ARGS, analyses, catalogue, recorded_analysis
-from tests.fakes.fake_measurement import HELD, Failed, FakeMeasurement, Recorded
+from tests.app.helpers import (TINY, analysed, choose_model, flip, notifications, paste, row_cells, screen_text,
+                               wait_ready, wait_until)
+from tests.app.recorded_answers import TimedRuns
+from tests.app.test_picker_sources import GPT2_ARGS, analyses, sources_app
+from tests.fakes.fake_measurement import HELD, Failed, Recorded
 
 SIZE = (120, 40)
 
 
-def state_app(**options):
-    """The app with the recorded catalogue, analyses and timing runs (and any other `answers`); the fake keeps the
-    requests."""
-
-    answers = {"catalogue": catalogue(), "analyse": recorded_analysis, "time": TimedRuns(), "roofline": NOT_PLACED,
-               **options.pop("answers", {})}
-    fake = FakeMeasurement(answers, real=real_process())
-    return make_app(frozen=True, measurement=fake, **options), fake
+state_app = sources_app  # the recorded catalogue, analyses and timing runs, and any other `answers`
 
 
 async def pick(pilot, text: str) -> None:
