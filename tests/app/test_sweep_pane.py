@@ -98,8 +98,12 @@ async def test_plots_short_of_rows_say_so_once_for_both_and_both_come_back_with_
         await wait_until(pilot, lambda: screen_text(app, note).startswith(
             "the latency and memory plots need 7 rows, they have") and not memory.display, what="one note for both")
         await pilot.resize_terminal(120, 44)
+        # A stress run once timed out here; what the panes then hold goes into the failure's message.
         await wait_until(pilot, lambda: memory.display and plotted(app, "#sweep-memory") == [[128, 256, 512]] * 2
-                         and plotted(app, "#sweep-latency") == [[128, 256, 512]] * 2, what="both plots back")
+                         and plotted(app, "#sweep-latency") == [[128, 256, 512]] * 2, what="both plots back",
+                         shown=lambda: (f"memory shown {memory.display} at {memory.size}, its lengths "
+                                        f"{plotted(app, '#sweep-memory')}, the latency plot's "
+                                        f"{plotted(app, '#sweep-latency')}, the note {screen_text(app, note)!r}"))
         assert not app.main.query_one(note).display
 
 
