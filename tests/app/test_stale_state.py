@@ -17,9 +17,6 @@ from tests.fakes.fake_measurement import HELD, Failed, Recorded
 SIZE = (120, 40)
 
 
-state_app = sources_app  # the recorded catalogue, analyses and timing runs, and any other `answers`
-
-
 async def pick(pilot, text: str) -> None:
     """/ then `text` in the filter (what was typed there before cleared, as a user clears it) and ⏎; returns once
     its analysis is shown."""
@@ -49,7 +46,7 @@ def timed(fake) -> list:
 # -- args, seq and input belong to their model -------------------------------------------------------------------
 
 async def test_args_and_seq_typed_for_one_model_are_not_the_next_models_and_come_back_with_it():
-    app, fake = state_app()
+    app, fake = sources_app()
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         await pick(pilot, "hf:gpt2")
@@ -77,7 +74,7 @@ async def test_args_and_seq_typed_for_one_model_are_not_the_next_models_and_come
 
 
 async def test_a_shape_typed_before_the_first_model_is_that_models_as_args_and_seq_are():
-    app, fake = state_app()
+    app, fake = sources_app()
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         await type_into(pilot, "shape", "3x64x64")
@@ -91,7 +88,7 @@ async def test_a_shape_typed_before_the_first_model_is_that_models_as_args_and_s
 
 
 async def test_model_args_given_on_the_command_line_stay_with_the_model_given_there():
-    app, fake = state_app(model="hf:gpt2", model_args=GPT2_ARGS, seq_len="32")
+    app, fake = sources_app(model="hf:gpt2", model_args=GPT2_ARGS, seq_len="32")
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         await wait_until(pilot, lambda: analysed(app, "hf:gpt2"), what="the model given on the command line")
@@ -123,7 +120,7 @@ async def test_a_refusal_names_the_apps_field_not_the_clis_option(tiny_app):
 # -- choosing a model puts the focus where r runs it ------------------------------------------------------------
 
 async def test_a_spec_typed_in_the_filter_and_entered_leaves_the_filter_so_r_runs_it():
-    app, fake = state_app()
+    app, fake = sources_app()
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         await pilot.press("slash", *TINY, "enter")  # not in the catalogue: the engine resolves it
@@ -154,7 +151,7 @@ class FailsFirst:
 
 
 async def test_a_failed_runs_lines_go_when_a_later_run_or_a_generation_starts():
-    app, _ = state_app(answers={"time": FailsFirst(), "generate": Recorded(HELD)})
+    app, _ = sources_app(answers={"time": FailsFirst(), "generate": Recorded(HELD)})
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         await choose_model(pilot, TINY, "3x32x32")
@@ -174,7 +171,7 @@ async def test_a_failed_runs_lines_go_when_a_later_run_or_a_generation_starts():
 
 
 async def test_a_failed_generations_lines_go_when_a_run_starts_and_a_failed_run_is_replaced_by_the_next():
-    app, _ = state_app(answers={"time": FailsFirst(), "generate": Failed("generation needs a causal language model")})
+    app, _ = sources_app(answers={"time": FailsFirst(), "generate": Failed("generation needs a causal language model")})
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         await choose_model(pilot, TINY, "3x32x32")
@@ -192,7 +189,7 @@ async def test_a_failed_generations_lines_go_when_a_run_starts_and_a_failed_run_
 
 
 async def test_another_model_clears_the_last_models_run_from_the_timing_pane_but_not_from_compare():
-    app, _ = state_app()
+    app, _ = sources_app()
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         await pick(pilot, "resnet18")
@@ -218,7 +215,7 @@ def ab_in_flight(params: dict) -> Recorded:
 
 
 async def test_compares_plot_during_an_ab_shows_its_arms_not_a_kept_run_beside_them():
-    app, _ = state_app(answers={"ab": ab_in_flight})
+    app, _ = sources_app(answers={"ab": ab_in_flight})
     async with app.run_test(size=SIZE) as pilot:
         await wait_ready(pilot)
         await choose_model(pilot, TINY, "3x32x32")
