@@ -13,6 +13,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from rich.markup import escape
+
 from torchperf_tui.app.runs import app_marks
 from torchperf_tui.wording.refusals import app_message
 from torchperf_tui.measure.protocol import JobDone, JobFailed
@@ -68,6 +70,19 @@ class PaneJobs:
     def accept(self, message: Any) -> Any:
         """The message's event when its job is the slot's current one, else None (a replaced job's answer)."""
         return message.event if self.current(message) else None
+
+    def answer(self, message: Any, on_failed) -> Any:
+        """The message's event when its job is the slot's current one and did not fail (a Progress or a JobDone),
+        else None. A failure goes to `on_failed(error)`; a job cancelled before it began is no failure: the pane's
+        status line says it in cancelled_line's words."""
+        event = self.accept(message)
+        if not isinstance(event, JobFailed):
+            return event
+        if event.cancelled:
+            self.owner.status = escape(self.cancelled_line(event))
+        else:
+            on_failed(event.error)
+        return None
 
     def config(self, selection, on_error, flags: Any = None, slot: str | None = None):
         """The selection's BenchConfig (with `flags` for an arm), or None after `on_error(line)` when the engine

@@ -21,7 +21,6 @@ from torchperf_tui.engine.measurements.ab_arms import ArmSpec
 from torchperf_tui.wording.conditions import disturbed_text
 from torchperf_tui.wording.kernels import (arm_us_text, attention_ran_text, disturbed_arms, fallback_lines,
                                            kernels_marks_text, kernels_summary, layer_rows, ran_text, shows_step)
-from torchperf_tui.measure.protocol import JobFailed
 from torchperf_tui.core.marks import disturbance_marks
 
 # The numbers and whether the choice changed come first, so they fit at 80 columns; the names follow. A
@@ -178,14 +177,8 @@ class KernelsPane(Vertical):
 
     @on(JobEvent)
     def _job_event(self, message: JobEvent) -> None:
-        event = self.jobs.accept(message)
-        if event is None:
-            return
-        if isinstance(event, JobFailed) and event.cancelled:  # not a failure: said as Profile and Why say it
-            self.status = escape(self.jobs.cancelled_line(event))
-        elif isinstance(event, JobFailed):
-            self._failed(event.error)
-        else:
+        event = self.jobs.answer(message, self._failed)
+        if event is not None:
             self.result = event.result
 
     def _failed(self, error: str) -> None:

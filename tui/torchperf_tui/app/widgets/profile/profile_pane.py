@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Callable
 
-from rich.markup import escape
 from textual import on
 from textual.app import ComposeResult
 from textual.reactive import reactive
@@ -14,8 +13,6 @@ from textual.widgets import Button, DataTable, Static
 
 from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent
-from torchperf_tui.measure.protocol import JobFailed
-
 from torchperf_tui.core.formatting import format_ms, format_shape
 from torchperf_tui.wording.profile import share_text, trace_text
 from torchperf_tui.engine.analysis.profiling import sort_ops
@@ -76,14 +73,8 @@ class ProfilePane(Vertical):
 
     @on(JobEvent)
     def _job_event(self, message: JobEvent) -> None:
-        event = self.jobs.accept(message)
+        event = self.jobs.answer(message, self._failed)
         if event is None:
-            return
-        if isinstance(event, JobFailed) and event.cancelled:  # not a failure: said as Kernels and Why say it
-            self.status = escape(self.jobs.cancelled_line(event))
-            return
-        if isinstance(event, JobFailed):
-            self._failed(event.error)
             return
         result = event.result
         self.show_result(result, sort_ops)

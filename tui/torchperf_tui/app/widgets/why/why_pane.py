@@ -14,7 +14,7 @@ from textual.widgets import Button, Static
 from torchperf_tui.app.messages import JobEvent
 from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.runs import save_run
-from torchperf_tui.measure.protocol import JobFailed, Progress
+from torchperf_tui.measure.protocol import Progress
 from torchperf_tui.wording.advice import advice_lines, advice_title, change_line
 
 VERIFY = 3  # the app measures the top three fixes
@@ -59,18 +59,12 @@ class WhyPane(Vertical):
 
     @on(JobEvent)
     def _job_event(self, message: JobEvent) -> None:
-        event = self.jobs.accept(message)
+        event = self.jobs.answer(message, self._failed)
         if event is None:
             return
         if isinstance(event, Progress):
             if event.what == "note":  # which measurement runs now
                 self.status = f"{escape(str(event.data))}…"
-            return
-        if isinstance(event, JobFailed) and event.cancelled:  # not a failure: said as Kernels and Profile say it
-            self.status = escape(self.jobs.cancelled_line(event))
-            return
-        if isinstance(event, JobFailed):
-            self._failed(event.error)
             return
         self.show_result(event.result)
         if not event.result.cancelled:  # kept: History compares two, which findings appeared or went away
