@@ -20,7 +20,7 @@ from torchperf_tui.app.widgets.fitted_table import FittedTable
 from torchperf_tui.app.widgets.log2_axis import Log2Axis
 from torchperf_tui.app.widgets.timing.histogram import MIN_PLOT_ROWS, PlotHolder, theme_palette
 from torchperf_tui.core.formatting import format_bytes, format_ms, number_text
-from torchperf_tui.measure.protocol import JobDone, JobFailed, Progress
+from torchperf_tui.measure.protocol import JobDone, Progress
 from torchperf_tui.engine.measurements.ab_arms import ArmSpec, same_arms_refusal
 from torchperf_tui.engine.measurements.sweep import parse_seq_lens
 from torchperf_tui.wording import model_label
@@ -222,11 +222,9 @@ class SweepPane(Vertical):
 
     @on(JobEvent)
     def _job_event(self, message: JobEvent) -> None:
-        event = self.jobs.accept(message)
+        event = self.jobs.answer(message, self._failed)
         if isinstance(event, Progress) and event.what == "sweep_point":
             self.add_point(event.data)
-        elif isinstance(event, JobFailed):
-            self._failed("cancelled before it started" if event.cancelled else event.error)
         elif isinstance(event, JobDone):
             self.show_result(event.result)
             if getattr(self.app, "mlflow", None) is not None:  # --mlflow (app/mlflow_link.py): in a worker thread

@@ -17,7 +17,7 @@ from textual.widgets import Button, DataTable, Input, Static
 
 from torchperf_tui.app.pane_jobs import PaneJobs
 from torchperf_tui.app.messages import JobEvent
-from torchperf_tui.measure.protocol import JobDone, JobFailed, Progress
+from torchperf_tui.measure.protocol import JobDone, Progress
 
 from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.core.formatting import format_bytes, format_ms, format_number, format_shape, is_number, number_text
@@ -251,13 +251,11 @@ class ThroughputPane(Vertical):
 
     @on(JobEvent)
     def _job_event(self, message: JobEvent) -> None:
-        event = self.jobs.accept(message)
+        event = self.jobs.answer(message, self._failed)
         if isinstance(event, Progress) and event.what == "slo_point":
             self.add_slo_point(event.data)
         elif isinstance(event, Progress):
             self.add_try(event.data)
-        elif isinstance(event, JobFailed):
-            self._failed("cancelled before it started" if event.cancelled else event.error)
         elif isinstance(event, JobDone):
             self._searching = None
             result = event.result
