@@ -1,62 +1,46 @@
 """What a pane says of its job cancelled before it began: `c` pressed is said as a cancel, a newer measurement that
 took the machine as a replacement (a defect fixed: Profile, Kernels and Why said "another measurement replaced it"
 for `c` too, and Profile and Why as an error; Throughput and Sweep said "error: cancelled before it started" for
-both). The jobs are recorded answers held in flight; the rest is real."""
+both, and toasted a failure). The jobs are recorded answers held in flight; the rest is real."""
 
 from __future__ import annotations
 
-from tests.app.helpers import choose_model, real_process, screen_text, shown_notifications, wait_ready, wait_until
-from tests.app.test_picker_sources import sources_app
+from tests.app.helpers import real_process, screen_text, shown_notifications, wait_until
 from tests.fakes.fake_measurement import HELD, FakeMeasurement, Recorded
+from torchperf_tui.app.pane_jobs import REPLACED
 
 
 def held(fake, kind: str) -> bool:
     return any(info.kind == kind for info in fake.held.values())
 
 
-async def test_c_is_said_as_a_cancel_and_a_newer_run_as_a_replacement():
-    app, fake = sources_app(answers={"profile": Recorded(HELD), "why": Recorded(HELD)}, warmup=1, iters=5)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await wait_ready(pilot)
-        await choose_model(pilot, "resnet18", "3x64x64")
-
-        await pilot.press("p")
-        await wait_until(pilot, lambda: held(fake, "profile"), what="the profile in flight")
-        await pilot.press("c")
-        await wait_until(pilot, lambda: not held(fake, "profile")
-                         and "cancelled" in screen_text(app, "#profile-status"),
-                         what="the profile's cancel", shown=lambda: screen_text(app, "#profile-status"))
-        status = screen_text(app, "#profile-status")
-        assert "replaced" not in status and "error" not in status, status
-
-        await pilot.press("y")
-        await wait_until(pilot, lambda: held(fake, "why"), what="the why in flight")
-        await pilot.press("r")
-        await wait_until(pilot, lambda: "replaced" in screen_text(app, "#why-status"),
-                         what="the why's replacement", shown=lambda: screen_text(app, "#why-status"))
-        assert screen_text(app, "#why-status") == "cancelled: another measurement replaced it"
-        assert not [shown for shown in shown_notifications(app) if shown.title in ("profile failed", "why failed")]
+# Each pane that starts a measurement of its own, by its key, in an order where each next one replaces the last.
+PANES = (("p", "profile"), ("k", "kernels"), ("y", "why"), ("t", "throughput"), ("w", "sweep"))
 
 
-async def test_throughput_and_sweep_say_a_cancel_as_the_other_panes_do_and_never_as_a_failure(tiny_app):
-    """A defect fixed: Throughput and Sweep said "error: cancelled before it started" and toasted "failed" for a job
-    cancelled before it began, whether `c` cancelled it or a newer measurement replaced it."""
-    fake = FakeMeasurement({"throughput": Recorded(HELD), "sweep": Recorded(HELD)}, real=real_process())
+async def test_c_is_said_as_a_cancel_and_a_newer_measurement_as_a_replacement_in_each_pane_never_as_a_failure(
+        tiny_app):
+    fake = FakeMeasurement({kind: Recorded(HELD) for _, kind in PANES}, real=real_process())
     async with tiny_app(measurement=fake, size=(120, 40)) as pilot:
         app = pilot.app
-        await pilot.press("t")
-        await wait_until(pilot, lambda: held(fake, "throughput"), what="the search in flight")
-        await pilot.press("c")
-        await wait_until(pilot, lambda: "cancelled" in screen_text(app, "#throughput-status"),
-                         what="the search's cancel", shown=lambda: screen_text(app, "#throughput-status"))
-        status = screen_text(app, "#throughput-status")
-        assert "replaced" not in status and "error" not in status, status
 
-        await pilot.press("w")
-        await wait_until(pilot, lambda: held(fake, "sweep"), what="the sweep in flight")
-        await pilot.press("t")
-        await wait_until(pilot, lambda: "replaced" in screen_text(app, "#sweep-status"),
-                         what="the sweep's replacement", shown=lambda: screen_text(app, "#sweep-status"))
-        assert screen_text(app, "#sweep-status") == "cancelled: another measurement replaced it"
+        def status(kind: str) -> str:
+            return screen_text(app, f"#{kind}-status")
+
+        for key, kind in PANES:
+            await pilot.press(key)
+            await wait_until(pilot, lambda: held(fake, kind), what=f"the {kind} job in flight")
+            await pilot.press("c")
+            await wait_until(pilot, lambda: not held(fake, kind) and "cancelled" in status(kind),
+                             what=f"the {kind} job's cancel", shown=lambda: status(kind))
+            assert "replaced" not in status(kind) and "error" not in status(kind), status(kind)
+
+        await pilot.press(PANES[0][0])
+        for (_, kind), (newer_key, newer) in zip(PANES, PANES[1:]):
+            await wait_until(pilot, lambda: held(fake, kind), what=f"the {kind} job in flight")
+            await pilot.press(newer_key)
+            await wait_until(pilot, lambda: status(kind) == REPLACED, what=f"the {kind} job's replacement by {newer}",
+                             shown=lambda: status(kind))
         assert app.pane("sweep").error is None
-        assert not [shown for shown in shown_notifications(app) if shown.title in ("throughput failed", "sweep failed")]
+        assert not [shown for shown in shown_notifications(app) if shown.title.endswith("failed")], \
+            shown_notifications(app)
