@@ -11,6 +11,7 @@ from tests.cli_run import run
 
 TINY_LLAMA = ("num_hidden_layers=2,hidden_size=64,intermediate_size=128,num_attention_heads=4,num_key_value_heads=4,"
               "vocab_size=256")
+LLAMA = ("hf:llama", "--model-args", TINY_LLAMA)  # the model as the commands take it
 
 
 @pytest.fixture(autouse=True)
@@ -23,7 +24,7 @@ def _jobs_in_this_process(monkeypatch, tmp_path):
 
 
 def bench(capsys, *extra):
-    return run(capsys, "bench", "hf:llama", "--model-args", TINY_LLAMA, *extra)
+    return run(capsys, "bench", *LLAMA, *extra)
 
 
 def test_generate_says_ttft_per_token_latency_tokens_per_second_and_the_cache(capsys):
@@ -80,25 +81,20 @@ def test_the_prompt_length_defaults_to_the_sequence_length(capsys):
 
 @pytest.mark.parametrize("argv, words", [
     (("bench", "tests.tinymodels:tiny_cnn", "--generate", "4"), "generation needs a causal language model"),
-    (("bench", "hf:llama", "--model-args", TINY_LLAMA, "--generate", "0"), "argument --generate"),
-    (("bench", "hf:llama", "--model-args", TINY_LLAMA, "--generate", "1"), "give at least 2 new tokens"),
-    (("bench", "hf:llama", "--model-args", TINY_LLAMA, "--generate", "4", "--prompt-len", "0"),
-     "argument --prompt-len"),
-    (("bench", "hf:llama", "--model-args", TINY_LLAMA, "--generate", "10", "--prompt-len", "2040"),
+    (("bench", *LLAMA, "--generate", "0"), "argument --generate"),
+    (("bench", *LLAMA, "--generate", "1"), "give at least 2 new tokens"),
+    (("bench", *LLAMA, "--generate", "4", "--prompt-len", "0"), "argument --prompt-len"),
+    (("bench", *LLAMA, "--generate", "10", "--prompt-len", "2040"),
      "a 2040-token prompt and 10 new tokens need 2049 positions, past the model's maximum of 2048"),
-    (("bench", "hf:llama", "--model-args", TINY_LLAMA, "--generate", "4", "--prompt-len", "4096"),
-     "past the model's maximum positions"),
-    (("bench", "hf:llama", "--model-args", TINY_LLAMA, "--prompt-len", "8"), "--prompt-len goes with --generate"),
-    (("bench", "hf:llama", "--model-args", TINY_LLAMA, "--cache", "static"), "--cache static goes with --generate"),
-    (("bench", "hf:llama", "--model-args", TINY_LLAMA, "--generate", "4", "--cache", "full"),
-     "unknown KV cache 'full': choose dynamic or static"),
-    (("compare", "hf:llama", "--model-args", TINY_LLAMA, "--a", "", "--b", "cache=static"),
+    (("bench", *LLAMA, "--generate", "4", "--prompt-len", "4096"), "past the model's maximum positions"),
+    (("bench", *LLAMA, "--prompt-len", "8"), "--prompt-len goes with --generate"),
+    (("bench", *LLAMA, "--cache", "static"), "--cache static goes with --generate"),
+    (("bench", *LLAMA, "--generate", "4", "--cache", "full"), "unknown KV cache 'full': choose dynamic or static"),
+    (("compare", *LLAMA, "--a", "", "--b", "cache=static"),
      "cache static: a KV cache is a generation's (--generate N)"),
-    (("bench", "hf:llama", "--model-args", TINY_LLAMA, "--generate", "4", "--modes", "sync"), "leave out --modes"),
-    (("bench", "hf:llama", "--model-args", TINY_LLAMA, "--generate", "4", "--prompt-len", "8", "--seq-len", "9"),
-     "give one of them"),
-    (("bench", "hf:llama", "--model-args", TINY_LLAMA, "--generate", "4", "--step", "train"),
-     "leave out --step train"),
+    (("bench", *LLAMA, "--generate", "4", "--modes", "sync"), "leave out --modes"),
+    (("bench", *LLAMA, "--generate", "4", "--prompt-len", "8", "--seq-len", "9"), "give one of them"),
+    (("bench", *LLAMA, "--generate", "4", "--step", "train"), "leave out --step train"),
 ])
 def test_bad_generate_input_is_one_line_and_exit_2(capsys, argv, words):
     code, out, err = run(capsys, *argv)
@@ -107,7 +103,7 @@ def test_bad_generate_input_is_one_line_and_exit_2(capsys, argv, words):
 
 
 def test_compare_generate_gives_a_verdict_on_decode_and_the_prefill_apart(capsys):
-    code, out, err = run(capsys, "compare", "hf:llama", "--model-args", TINY_LLAMA, "--generate", "3", "--prompt-len",
+    code, out, err = run(capsys, "compare", *LLAMA, "--generate", "3", "--prompt-len",
                          "6", "--a", "", "--b", "threads=1", "--blocks", "6", "--json")
     assert code == 0, err
     data = json.loads(out)
@@ -117,7 +113,7 @@ def test_compare_generate_gives_a_verdict_on_decode_and_the_prefill_apart(capsys
         assert len(data[arm]["ttft_ms"]) == 6 and [len(block) for block in data[arm]["decode_blocks"]] == [2] * 6
         assert data[arm]["per_token_median_ms"] > 0 and data[arm]["bandwidth_gbs"] > 0
     assert data["b"]["flags"]["num_threads"] == 1
-    code, out, err = run(capsys, "compare", "hf:llama", "--model-args", TINY_LLAMA, "--generate", "3", "--prompt-len",
+    code, out, err = run(capsys, "compare", *LLAMA, "--generate", "3", "--prompt-len",
                          "6", "--a", "", "--b", "threads=1", "--blocks", "6")
     assert code == 0 and "\ndecode " in out and "prefill (apart)" in out and "arm B            threads=1" in out
     assert out.count(" GB/s") >= 2  # each arm's bandwidth
@@ -132,7 +128,7 @@ def test_compare_generate_gives_a_verdict_on_decode_and_the_prefill_apart(capsys
     (("--a", "", "--b", "threads=1", "--blocks", "6", "--prompt-len", "4096"), "past the model's maximum positions"),
 ])
 def test_bad_compare_generate_input_is_one_line_and_exit_2(capsys, extra, words):
-    code, out, err = run(capsys, "compare", "hf:llama", "--model-args", TINY_LLAMA, "--generate", "3", *extra)
+    code, out, err = run(capsys, "compare", *LLAMA, "--generate", "3", *extra)
     assert code == 2 and out == ""
     assert words in err and len(err.strip().splitlines()) == 1, err
 
@@ -143,7 +139,7 @@ def test_a_static_cache_is_compared_with_the_dynamic_one_and_kept_apart_in_the_h
     from torchperf_tui.engine.records.history_compare import compare_records
     from torchperf_tui.engine.records.history_file import HistoryFile
 
-    code, out, err = run(capsys, "compare", "hf:llama", "--model-args", TINY_LLAMA, "--generate", "3", "--prompt-len",
+    code, out, err = run(capsys, "compare", *LLAMA, "--generate", "3", "--prompt-len",
                          "6", "--a", "", "--b", "cache=static", "--blocks", "6", "--time-budget", "0", "--json")
     assert code == 0, err
     data = json.loads(out)

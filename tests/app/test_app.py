@@ -90,13 +90,11 @@ async def test_a_run_fills_progress_stats_and_histogram(tiny_app):
         assert app.main.query_one("#run-progress").percentage == 1.0
 
 
-async def test_a_completed_run_is_in_the_history_file_at_once(tmp_path):
+async def test_a_completed_run_is_in_the_history_file_at_once(tmp_path, tiny_app):
     path = tmp_path / "runs.jsonl"
-    app = make_app(warmup=1, iters=5, history_path=str(path))
-    async with app.run_test(size=(100, 30)) as pilot:
-        await wait_ready(pilot)
-        await choose_model(pilot)
+    async with tiny_app(size=(100, 30), warmup=1, iters=5, history_path=str(path)) as pilot:
         record = await first_recorded_run(pilot, path)
+        app = pilot.app
         assert record.model == TINY and len(record.samples_ms) == 5
         result = app.session.runs.get(1).result
         # The flags as asked, with the thread count the run used where they left it to the process (never "default").

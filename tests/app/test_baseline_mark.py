@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from tests.app.helpers import TINY, choose_model, first_recorded_run, make_app, notifications, row_cells, screen_text, wait_ready, wait_until
+from tests.app.helpers import TINY, first_recorded_run, make_app, notifications, row_cells, screen_text, wait_ready, wait_until
 from tests.records import make_record
 from torchperf_tui.app.widgets.history.baseline_mark import CONDITION_MARK
 from torchperf_tui.engine.records.history_file import HistoryFile
@@ -21,12 +21,10 @@ def chosen_marks(table, row: int) -> str:
     return row_cells(table, row)["mark"].replace(CONDITION_MARK, "")
 
 
-async def test_b_marks_the_baseline_and_the_next_run_is_shown_against_it(tmp_path):
+async def test_b_marks_the_baseline_and_the_next_run_is_shown_against_it(tmp_path, tiny_app):
     path = tmp_path / "runs.jsonl"
-    app = make_app(warmup=1, iters=20, history_path=str(path))
-    async with app.run_test(size=(120, 40)) as pilot:
-        await wait_ready(pilot)
-        await choose_model(pilot)
+    async with tiny_app(size=(120, 40), warmup=1, iters=20, history_path=str(path)) as pilot:
+        app = pilot.app
         first = await first_recorded_run(pilot, path)
         await pilot.press("8")
         await wait_until(pilot, lambda: history_table(app).row_count == 1, what="the run in History")
