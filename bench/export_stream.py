@@ -13,9 +13,7 @@ is memory, which the load of the machine does not change; the seconds are wall t
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import json
 import os
 import platform
 import shutil
@@ -25,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from large_history import ROOT, Report, arguments, write_history  # bench/large_history.py
 OLD_COMMIT = "12c8f47"  # the export before it was streamed
 
 
@@ -52,21 +50,6 @@ def templates() -> list[dict]:
     return out
 
 
-def write_history(path: Path, records: list[dict], size: int) -> tuple[int, int]:
-    """Repeat the records (50-sample runs most often) with fresh ids to `size` bytes. -> (records, bytes)."""
-    weights = [8, 2, 1] + [1] * (len(records) - 3)
-    cycle = [i for i, w in enumerate(weights) for _ in range(w)]
-    lines = [json.dumps(dict(r, id="@ID@"), ensure_ascii=False, separators=(",", ":")) + "\n" for r in records]
-    written = count = 0
-    with open(path, "w", encoding="utf-8") as fh:
-        while written < size:
-            line = lines[cycle[count % len(cycle)]].replace("@ID@", f"{count:012x}", 1)
-            fh.write(line)
-            written += len(line.encode("utf-8"))
-            count += 1
-    return count, written
-
-
 def run_cli(package: Path, argv: list[str]) -> tuple[float, float, int]:
     """The CLI of `package` (a tui/ folder) run with `argv` in a fresh process: (seconds, peak RSS MiB, exit code)."""
     env = dict(os.environ, PYTHONPATH=str(package))
@@ -83,18 +66,10 @@ def run_cli(package: Path, argv: list[str]) -> tuple[float, float, int]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--size-mb", type=float, default=200.0)
-    parser.add_argument("--skip-old", action="store_true", help="measure only this export")
-    parser.add_argument("--out", default=str(ROOT / "bench/results/export_stream.txt"))
-    args = parser.parse_args()
-
+    args = arguments(__doc__, "this export", "export_stream.txt")
     tmp = Path(tempfile.mkdtemp(prefix="torchperf-export-bench-"))
-    lines_out: list[str] = []
-
-    def say(text: str = "") -> None:
-        print(text, flush=True)
-        lines_out.append(text)
+    report = Report()
+    say = report.say
 
     try:
         old = tmp / "old"
@@ -141,9 +116,7 @@ def main() -> int:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text("\n".join(lines_out) + "\n")
-    print(f"(written to {args.out})")
+    report.write(args.out)
     return 0
 
 

@@ -12,7 +12,6 @@ before it (imports, and the Textual app for the tab, do not count). Linux only (
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -24,7 +23,7 @@ import textwrap
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from large_history import ROOT, Report, arguments, write_history  # bench/large_history.py
 OLD_COMMIT = "3e40781~1"  # the reader and the pane before the change
 
 # Runs in the child: prints one JSON line {"seconds", "records", "extra_mib"}. argv: version, op, path, old dir.
@@ -130,25 +129,6 @@ def real_records() -> list[dict]:
     return records
 
 
-def write_history(path: Path, templates: list[dict], size: int) -> tuple[int, int]:
-    """Repeat the records (50-sample runs most often, as people mostly run the default) with fresh ids to
-    `size` bytes. Returns (records, bytes)."""
-    weights = [8, 2, 1] + [1] * (len(templates) - 3)
-    cycle = [i for i, w in enumerate(weights) for _ in range(w)]
-    lines = []
-    for t in templates:
-        data = dict(t, id="@ID@")
-        lines.append(json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n")
-    written = count = 0
-    with open(path, "w", encoding="utf-8") as fh:
-        while written < size:
-            line = lines[cycle[count % len(cycle)]].replace("@ID@", f"{count:012x}", 1)
-            fh.write(line)
-            written += len(line.encode("utf-8"))
-            count += 1
-    return count, written
-
-
 def measure(version: str, op: str, path: Path, old_dir: Path) -> dict:
     env = dict(os.environ, PYTHONPATH=str(ROOT / "tui") + os.pathsep + str(ROOT))
     done = subprocess.run([sys.executable, "-c", CHILD, version, op, str(path), str(old_dir)], cwd=ROOT, env=env,
@@ -159,18 +139,10 @@ def measure(version: str, op: str, path: Path, old_dir: Path) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--size-mb", type=float, default=200.0)
-    parser.add_argument("--skip-old", action="store_true", help="measure only this reader")
-    parser.add_argument("--out", default=str(ROOT / "bench/results/history_reader.txt"))
-    args = parser.parse_args()
-
+    args = arguments(__doc__, "this reader", "history_reader.txt")
     tmp = Path(tempfile.mkdtemp(prefix="torchperf-history-bench-"))
-    lines_out: list[str] = []
-
-    def say(text: str = "") -> None:
-        print(text, flush=True)
-        lines_out.append(text)
+    report = Report()
+    say = report.say
 
     try:
         old_dir = tmp / "old"
@@ -216,9 +188,7 @@ def main() -> int:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)  # the 200 MB file goes
 
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text("\n".join(lines_out) + "\n")
-    print(f"(written to {args.out})")
+    report.write(args.out)
     return 0
 
 
