@@ -16,14 +16,13 @@ from __future__ import annotations
 import dataclasses
 import os
 import platform
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from large_history import ROOT, Report, arguments, write_history  # bench/large_history.py
+from large_history import ROOT, bench_run, write_history  # bench/large_history.py
 OLD_COMMIT = "12c8f47"  # the export before it was streamed
 
 
@@ -66,12 +65,7 @@ def run_cli(package: Path, argv: list[str]) -> tuple[float, float, int]:
 
 
 def main() -> int:
-    args = arguments(__doc__, "this export", "export_stream.txt")
-    tmp = Path(tempfile.mkdtemp(prefix="torchperf-export-bench-"))
-    report = Report()
-    say = report.say
-
-    try:
+    with bench_run(__doc__, "this export", "export_stream.txt") as (args, tmp, say):
         old = tmp / "old"
         if not args.skip_old:
             old.mkdir()
@@ -113,10 +107,6 @@ def main() -> int:
             + ("" if args.skip_old else f" (the old one, indent=2: {mib['old']:.0f} MiB)"))
         say("json, md and history hold one record at a time; csv's rows (no samples) wait in a temporary file until "
             "the last record names every flag.* and env.* column of its header")
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-    report.write(args.out)
     return 0
 
 

@@ -15,15 +15,13 @@ from __future__ import annotations
 import json
 import os
 import platform
-import shutil
 import subprocess
 import sys
-import tempfile
 import textwrap
 import time
 from pathlib import Path
 
-from large_history import ROOT, Report, arguments, write_history  # bench/large_history.py
+from large_history import ROOT, bench_run, write_history  # bench/large_history.py
 OLD_COMMIT = "3e40781~1"  # the reader and the pane before the change
 
 # Runs in the child: prints one JSON line {"seconds", "records", "extra_mib"}. argv: version, op, path, old dir.
@@ -139,12 +137,7 @@ def measure(version: str, op: str, path: Path, old_dir: Path) -> dict:
 
 
 def main() -> int:
-    args = arguments(__doc__, "this reader", "history_reader.txt")
-    tmp = Path(tempfile.mkdtemp(prefix="torchperf-history-bench-"))
-    report = Report()
-    say = report.say
-
-    try:
+    with bench_run(__doc__, "this reader", "history_reader.txt") as (args, tmp, say):
         old_dir = tmp / "old"
         old_dir.mkdir()
         for name, repo_path in (("results.py", "tui/torchperf_tui/engine/results.py"),
@@ -185,10 +178,6 @@ def main() -> int:
         say()
         say(f"the tab's page read alone, HistoryFile.load(last=200): {page['seconds']:.3f} s, "
             f"+{page['extra_mib']:.1f} MiB, {page['records']} records")
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)  # the 200 MB file goes
-
-    report.write(args.out)
     return 0
 
 

@@ -4,19 +4,32 @@ itself (records repeated with fresh ids to a size), and a report said line by li
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import shutil
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def arguments(doc: str, measured: str, out_name: str) -> argparse.Namespace:
-    """--size-mb, --skip-old (measure only `measured`, not the commit before it) and --out (bench/results/OUT_NAME)."""
+@contextlib.contextmanager
+def bench_run(doc: str, measured: str, out_name: str):
+    """A bench's run: its options parsed (--size-mb, --skip-old to measure only `measured` and not the commit before
+    it, --out: bench/results/OUT_NAME by default), a temporary folder for the history that goes at the end, and the
+    report, written to --out when the run ends well. Yields (options, folder, say)."""
     parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--size-mb", type=float, default=200.0)
     parser.add_argument("--skip-old", action="store_true", help=f"measure only {measured}")
     parser.add_argument("--out", default=str(ROOT / "bench/results" / out_name))
-    return parser.parse_args()
+    args = parser.parse_args()
+    report = Report()
+    tmp = Path(tempfile.mkdtemp(prefix="torchperf-bench-"))
+    try:
+        yield args, tmp, report.say
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # the large file goes
+    report.write(args.out)
 
 
 def write_history(path: Path, records: list[dict], size: int) -> tuple[int, int]:
