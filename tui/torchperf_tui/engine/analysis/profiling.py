@@ -22,7 +22,7 @@ from torchperf_tui.core.output_files import artifact_path, check_output_path, wr
 from torchperf_tui.engine.hardware.lazy_torch import torch
 
 from torchperf_tui.engine.measurements.bench_config import BenchConfig
-from torchperf_tui.engine.workloads.input_facts import InputFacts
+from torchperf_tui.engine.workloads.input_facts import RecordedPasses
 from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.engine.measurements.flags import applied_flags
 from torchperf_tui.engine.workloads.inputs import dtype_name
@@ -82,12 +82,7 @@ def sort_ops(ops: Iterable[OpStat], key: str = "self_cpu") -> list[OpStat]:
 
 
 @dataclass
-class ProfileResult(InputFacts):
-    model: str
-    device: str
-    input_shape: tuple[int, ...]
-    dtype: str
-    iters: int  # iterations recorded (fewer than asked when cancelled)
+class ProfileResult(RecordedPasses):
     activities: list[str]  # "cpu", "cuda"
     sort_by: str
     ops: list[OpStat]  # every operator, sorted by `sort_by`

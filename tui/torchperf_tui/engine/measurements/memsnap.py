@@ -20,7 +20,7 @@ from typing import Any, Callable, Protocol
 from torchperf_tui.engine.hardware.lazy_torch import torch
 
 from torchperf_tui.engine.measurements.bench_config import BenchConfig
-from torchperf_tui.engine.workloads.input_facts import InputFacts
+from torchperf_tui.engine.workloads.input_facts import RecordedPasses
 from torchperf_tui.core.errors import DeviceError, OutOfMemory, TorchperfError
 from torchperf_tui.engine.measurements.flags import applied_flags
 from torchperf_tui.engine.workloads.inputs import dtype_name
@@ -85,12 +85,7 @@ class TorchCudaMemory:
 
 
 @dataclass
-class MemorySnapshotResult(InputFacts):
-    model: str
-    device: str
-    input_shape: tuple[int, ...]
-    dtype: str
-    iters: int  # iterations recorded (fewer than asked when cancelled)
+class MemorySnapshotResult(RecordedPasses):
     path: str | None  # the pickled snapshot; None when cancelled before the first pass
     size_bytes: int
     peak_allocated_bytes: int  # since recording started: weights, input and the passes' activations

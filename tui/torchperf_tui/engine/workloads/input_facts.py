@@ -25,6 +25,17 @@ class InputFacts:
     example_inputs: bool = field(default=False, kw_only=True)
 
 
+@dataclass
+class RecordedPasses(InputFacts):
+    """A few passes of one model recorded whole (a profile, a memory snapshot): the model, where it ran and on what."""
+
+    model: str
+    device: str
+    input_shape: tuple[int, ...]
+    dtype: str
+    iters: int  # iterations recorded (fewer than asked when cancelled)
+
+
 class PromptInput:
     """A generation's main input is its prompt's token ids: `input_shape` is (batch, prompt_len) (a mixin of the
     generation results, which have both fields)."""
