@@ -93,6 +93,10 @@ def test_the_time_budget_stops_before_a_batch_it_cannot_afford_and_a_short_batch
     # batch 1: 558 passes of 3 ms (1.7 s); 2: 2.2 s; 4: 3.3 s; 8 would take 5.6 s with 2.8 s left
     assert [p.batch for p in out.points] == [1, 2, 4] and out.chosen.batch == 4
     assert out.stop_reason.startswith("time budget: batch 8 would not end within the 10 s budget")
+    fake = FakeBatches(base=2.0, per_item=1.0)  # 8 meets 10 ms, 16 misses it; 12 would not end in what is left
+    out = search_slo(fake, parse_slo("p99=10ms"), clock=fake.clock, time_budget_s=30.0)
+    assert [p.batch for p in out.points] == [1, 2, 4, 8, 16] and out.chosen.batch == 8
+    assert out.stop_reason == "time budget: bisecting between 8 and 16, batch 12 would not end within the 30 s budget"
     cut = FakeBatches(base=2.0, per_item=1.0, stop_after=100)  # the runner ends the passes early (the budget)
     out = search_slo(cut, parse_slo("p99=1s"), clock=cut.clock, time_budget_s=None)
     assert [(p.batch, p.verdict, p.n) for p in out.points] == [(1, UNKNOWN, 100)] and out.chosen is None

@@ -145,13 +145,17 @@ def search_slo(try_batch: TryBatch, slo: Slo, *, max_batch: int = DEFAULT_MAX_BA
             on_point(point)
         return point
 
+    def step(batch: int, phase: str, what: str, why: str = "") -> SloPoint | None:
+        """`batch`'s point; None when the search stops before it: its passes would not end within the time budget
+        (said in `out`: `what` would not end within it, `why`), or as `measure` says."""
+        if out.points and not affordable(batch):
+            out.stop_reason = f"time budget: {what} would not end within the {time_budget_s:g} s budget{why}"
+            return None
+        return measure(batch, phase)
+
     batch = 1
     while True:  # grow: 1, 2, 4, ... while each meets the budget
-        if out.points and not affordable(batch):
-            out.stop_reason = (f"time budget: batch {batch} would not end within the {time_budget_s:g} s budget "
-                               f"({needed} passes for a supported {slo.name})")
-            break
-        point = measure(batch, "grow")
+        point = step(batch, "grow", f"batch {batch}", f" ({needed} passes for a supported {slo.name})")
         if point is None:
             break
         if point.verdict != MEETS:
@@ -165,11 +169,7 @@ def search_slo(try_batch: TryBatch, slo: Slo, *, max_batch: int = DEFAULT_MAX_BA
     while (not out.cancelled and lo is not None and hi is not None and hi - lo.batch > 1
            and out.points[-1].verdict != UNKNOWN):  # bisect, unless the time budget cut the last batch short
         mid = (lo.batch + hi) // 2
-        if not affordable(mid):
-            out.stop_reason = (f"time budget: bisecting between {lo.batch} and {hi}, batch {mid} would not end "
-                               f"within the {time_budget_s:g} s budget")
-            break
-        point = measure(mid, "bisect")
+        point = step(mid, "bisect", f"bisecting between {lo.batch} and {hi}, batch {mid}")
         if point is None:
             break
         if point.verdict == MEETS:
