@@ -63,6 +63,18 @@ def in_child(code: str, env: dict | None = None, timeout: float = 60) -> str:
     return done.stdout.strip()
 
 
+def refusal_in_child(imported: str, call: str, env: dict | None = None) -> str:
+    """What `call` (with `imported` from torchperf_tui) says as it refuses, in a child as in_child runs it."""
+    return in_child(f"""
+        from torchperf_tui.core.errors import TorchperfError
+        from torchperf_tui.{imported}
+        try:
+            {call}
+        except TorchperfError as exc:
+            print(exc)
+        """, env=env)
+
+
 def _valid_ceilings(**changes) -> dict:
     entry = {"device": "cpu", "key": KEY, "measured_at": 1.0, "format": 2, "seconds": 3.0, "ceilings": [
         {"kind": "compute", "dtype": "float32", "value": 3.2e11, "size": "64x64x64", "median_s": 0.05, "reps": 10,
@@ -108,13 +120,7 @@ def _read_only_folder(tmp_path, monkeypatch):
 @pytest.mark.parametrize("path, kind", [*NOT_FILES, ("DIR", "a directory")])
 def test_a_small_file_that_is_not_a_regular_file_is_refused_without_waiting_or_reading(tmp_path, path, kind):
     path = not_a_file(tmp_path, path)
-    said = in_child(f"""
-        from torchperf_tui.core.input_files import InputFileError, read_json
-        try:
-            read_json({path!r}, "the state file", 1 << 20)
-        except InputFileError as exc:
-            print(exc)
-        """)
+    said = refusal_in_child("core.input_files import read_json", f'read_json({path!r}, "the state file", 1 << 20)')
     assert said == f"the state file {path} is {kind}, not a regular file"
 
 
@@ -156,14 +162,10 @@ def test_a_file_whose_size_says_nothing_is_still_read_no_further_than_its_cap():
 @pytest.mark.parametrize("path, kind", NOT_FILES)
 def test_a_ceilings_path_that_is_no_file_is_one_line_not_a_hang_or_all_the_memory(tmp_path, path, kind):
     path = not_a_file(tmp_path, path)
-    said = in_child("""
-        from torchperf_tui.engine.hardware.ceilings import CeilingsPathError, load_ceilings
-        try:
-            load_ceilings("a device")  # kept_for's read, without the torch it needs for the device's key
-        except CeilingsPathError as exc:
-            print("refused:", exc)
-        """, env={"TORCHPERF_CEILINGS": path})
-    assert said == f"refused: the ceilings file ($TORCHPERF_CEILINGS) {path} is {kind}, not a regular file"
+    # kept_for's read, without the torch it needs for the device's key
+    said = refusal_in_child("engine.hardware.ceilings import load_ceilings", 'load_ceilings("a device")',
+                            env={"TORCHPERF_CEILINGS": path})
+    assert said == f"the ceilings file ($TORCHPERF_CEILINGS) {path} is {kind}, not a regular file"
 
 
 def test_a_ceilings_folder_or_huge_file_is_refused(tmp_path, monkeypatch):
@@ -276,15 +278,9 @@ def test_a_ceilings_file_that_cannot_be_written_whole_is_left_as_it_was(tmp_path
 @pytest.mark.parametrize("path, kind", NOT_FILES)
 def test_a_catalogue_cache_named_by_its_variable_that_is_no_file_is_one_line(tmp_path, path, kind):
     path = not_a_file(tmp_path, path)
-    said = in_child("""
-        from torchperf_tui.core.errors import TorchperfError
-        from torchperf_tui.engine.workloads.catalogue_cache import cached
-        try:
-            cached("timm", lambda: [])
-        except TorchperfError as exc:
-            print("refused:", exc)
-        """, env={"TORCHPERF_CATALOGUE_CACHE": path})
-    assert said == f"refused: the catalogue cache ($TORCHPERF_CATALOGUE_CACHE) {path} is {kind}, not a regular file"
+    said = refusal_in_child("engine.workloads.catalogue_cache import cached", 'cached("timm", lambda: [])',
+                            env={"TORCHPERF_CATALOGUE_CACHE": path})
+    assert said == f"the catalogue cache ($TORCHPERF_CATALOGUE_CACHE) {path} is {kind}, not a regular file"
 
 
 @posix_only
