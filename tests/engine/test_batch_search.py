@@ -169,6 +169,12 @@ def test_cancel_between_tries_keeps_what_was_found():
     calls: list[int] = []
     out = search_max_batch(oom_above(10**6, calls), max_batch=1024, should_cancel=lambda: len(calls) >= 3)
     assert out.cancelled and calls == [1, 2, 4] and out.max_batch == 4
+    # where the cancel found the search, not the rule's name again ("stopped by cancelled: cancelled" was a defect)
+    assert out.stop_reason == "cancelled while growing, before batch 8"
+    calls.clear()
+    out = search_max_batch(oom_above(10, calls), max_batch=1024, should_cancel=lambda: len(calls) >= 6)
+    assert out.cancelled and calls == [1, 2, 4, 8, 16, 12] and out.max_batch == 8
+    assert out.stop_reason == "cancelled while bisecting between 8 (fits) and 12 (does not)"
 
 
 def test_release_runs_after_each_failed_try_and_once_at_the_end():

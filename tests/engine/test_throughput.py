@@ -321,6 +321,16 @@ def test_cancel_during_the_search_returns_a_cancelled_result():
     result = find_max_batch(cfg, max_batch=64, try_batch=oom_above(10**6, calls),
                             should_cancel=lambda: len(calls) >= 2)
     assert result.cancelled and result.measurement is None and result.max_batch == 2
+    assert result.stop_reason == "cancelled while growing, before batch 4"
+
+
+def test_a_cancel_during_the_final_measurement_says_what_had_stopped_the_search():
+    calls = []
+    cfg = BenchConfig(model=TINY, input_shape=(1, 3, 8, 8), device="cpu")
+    result = find_max_batch(cfg, max_batch=4, try_batch=oom_above(10**6, calls),
+                            should_cancel=lambda: len(calls) >= 4)  # 1, 2, 4 searched, then 4 measured
+    assert result.cancelled and calls == [1, 2, 4, 4]
+    assert result.stop_reason == "cancelled during the final measurement (the search had stopped by max-batch)"
 
 
 # -- CUDA ----------------------------------------------------------------------------------------------

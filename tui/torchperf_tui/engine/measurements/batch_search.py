@@ -308,16 +308,15 @@ class _Search:
     def run(self, attempt: Callable[[int, str], bool | None], max_batch: int, resolution: int,
             cancelled: ShouldCancel, plateau_doublings: int | None) -> SearchOutcome:
         last_fit, batch = 0, 1
-        cancel_text = "cancelled"
         while True:  # growth: 1, 2, 4, ... up to max_batch
             if cancelled():
-                return self._outcome(last_fit, StopRule.CANCELLED, cancel_text)
+                return self._outcome(last_fit, StopRule.CANCELLED, f"cancelled while growing, before batch {batch}")
             over = self._over_budget(batch)
             if over is not None:
                 return self._outcome(last_fit, StopRule.TIME_BUDGET, f"stopped growing at batch {last_fit}: {over}")
             fits = attempt(batch, "grow")
             if fits is None:
-                return self._outcome(last_fit, StopRule.CANCELLED, cancel_text)
+                return self._outcome(last_fit, StopRule.CANCELLED, f"cancelled while growing, during batch {batch}")
             if not fits:
                 break
             last_fit = batch
@@ -343,7 +342,8 @@ class _Search:
                                  first_failure=1)
         while high - low > resolution:  # bisection between the last fit and the first failure
             if cancelled():
-                return self._outcome(low, StopRule.CANCELLED, cancel_text, first_failure=high)
+                return self._outcome(low, StopRule.CANCELLED, f"cancelled while bisecting between {low} (fits) and "
+                                     f"{high} (does not)", first_failure=high)
             mid = (low + high) // 2
             over = self._over_budget(mid)
             if over is not None:
@@ -352,7 +352,8 @@ class _Search:
                                      f"(does not): {over}", first_failure=high)
             fits = attempt(mid, "bisect")
             if fits is None:
-                return self._outcome(low, StopRule.CANCELLED, cancel_text, first_failure=high)
+                return self._outcome(low, StopRule.CANCELLED, f"cancelled while bisecting between {low} (fits) and "
+                                     f"{high} (does not), during batch {mid}", first_failure=high)
             if fits:
                 low = mid
             else:

@@ -353,7 +353,8 @@ def find_max_batch(cfg: BenchConfig, *, max_batch: int = DEFAULT_MAX_BATCH, reso
         best_batch=fitted.batch if fitted else 0,
         best_try_samples_per_s=best_try.samples_per_s if best_try is not None else None,
         stop_rule=StopRule.CANCELLED if cancelled else outcome.stop_rule,
-        stop_reason="cancelled" if cancelled else outcome.stop_reason,
+        stop_reason=(f"cancelled during the final measurement (the search had stopped by {outcome.stop_rule})"
+                     if cancelled and not outcome.cancelled else outcome.stop_reason),
         limit_found=limit_found, first_failure=first_failure, time_budget_s=time_budget_s, to_oom=to_oom,
         notes=notes, step=step.describe(), conditions=conditions,
         host_noise=host.summary([], spread="said per try"),
