@@ -252,12 +252,13 @@ class ThroughputPane(Vertical):
     @on(JobEvent)
     def _job_event(self, message: JobEvent) -> None:
         event = self.jobs.answer(message, self._failed)
+        if not self.jobs.busy("throughput"):
+            self._searching = None  # the search ended: done, failed, or cancelled before it began
         if isinstance(event, Progress) and event.what == "slo_point":
             self.add_slo_point(event.data)
         elif isinstance(event, Progress):
             self.add_try(event.data)
         elif isinstance(event, JobDone):
-            self._searching = None
             result = event.result
             self.show_result(result)
             self.status = (f"[b]{result.model}[/] {format_shape(result.sample_shape)} per sample, "
