@@ -158,14 +158,24 @@ def test_a_file_whose_size_says_nothing_is_still_read_no_further_than_its_cap():
 # The ceilings file (finding 1)
 
 
+# The files a variable names (finding 1): what the refusal calls the file, its variable, and what reads it (the
+# ceilings: kept_for's read, without the torch it needs for the device's key).
+NAMED_BY_VARIABLE = [
+    ("the ceilings file", "TORCHPERF_CEILINGS",
+     "engine.hardware.ceilings import load_ceilings", 'load_ceilings("a device")'),
+    ("the catalogue cache", "TORCHPERF_CATALOGUE_CACHE",
+     "engine.workloads.catalogue_cache import cached", 'cached("timm", lambda: [])'),
+]
+
+
 @posix_only
 @pytest.mark.parametrize("path, kind", NOT_FILES)
-def test_a_ceilings_path_that_is_no_file_is_one_line_not_a_hang_or_all_the_memory(tmp_path, path, kind):
+@pytest.mark.parametrize("what, variable, imported, call", NAMED_BY_VARIABLE, ids=["ceilings", "catalogue-cache"])
+def test_a_file_named_by_its_variable_that_is_no_file_is_one_line_not_a_hang_or_all_the_memory(
+        tmp_path, path, kind, what, variable, imported, call):
     path = not_a_file(tmp_path, path)
-    # kept_for's read, without the torch it needs for the device's key
-    said = refusal_in_child("engine.hardware.ceilings import load_ceilings", 'load_ceilings("a device")',
-                            env={"TORCHPERF_CEILINGS": path})
-    assert said == f"the ceilings file ($TORCHPERF_CEILINGS) {path} is {kind}, not a regular file"
+    said = refusal_in_child(imported, call, env={variable: path})
+    assert said == f"{what} (${variable}) {path} is {kind}, not a regular file"
 
 
 def test_a_ceilings_folder_or_huge_file_is_refused(tmp_path, monkeypatch):
@@ -272,15 +282,6 @@ def test_a_ceilings_file_that_cannot_be_written_whole_is_left_as_it_was(tmp_path
 
 # --------------------------------------------------------------------------------------------------------
 # The catalogue cache (finding 1)
-
-
-@posix_only
-@pytest.mark.parametrize("path, kind", NOT_FILES)
-def test_a_catalogue_cache_named_by_its_variable_that_is_no_file_is_one_line(tmp_path, path, kind):
-    path = not_a_file(tmp_path, path)
-    said = refusal_in_child("engine.workloads.catalogue_cache import cached", 'cached("timm", lambda: [])',
-                            env={"TORCHPERF_CATALOGUE_CACHE": path})
-    assert said == f"the catalogue cache ($TORCHPERF_CATALOGUE_CACHE) {path} is {kind}, not a regular file"
 
 
 @posix_only
