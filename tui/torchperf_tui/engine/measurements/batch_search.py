@@ -341,19 +341,19 @@ class _Search:
             return self._outcome(0, rule, f"{grew_to}: even batch 1 does not fit", limit_found=True,
                                  first_failure=1)
         while high - low > resolution:  # bisection between the last fit and the first failure
+            between = f"between {low} (fits) and {high} (does not)"
             if cancelled():
-                return self._outcome(low, StopRule.CANCELLED, f"cancelled while bisecting between {low} (fits) and "
-                                     f"{high} (does not)", first_failure=high)
+                return self._outcome(low, StopRule.CANCELLED, f"cancelled while bisecting {between}",
+                                     first_failure=high)
             mid = (low + high) // 2
             over = self._over_budget(mid)
             if over is not None:
-                return self._outcome(low, StopRule.TIME_BUDGET,
-                                     f"{grew_to}; bisection stopped between {low} (fits) and {high} "
-                                     f"(does not): {over}", first_failure=high)
+                return self._outcome(low, StopRule.TIME_BUDGET, f"{grew_to}; bisection stopped {between}: {over}",
+                                     first_failure=high)
             fits = attempt(mid, "bisect")
             if fits is None:
-                return self._outcome(low, StopRule.CANCELLED, f"cancelled while bisecting between {low} (fits) and "
-                                     f"{high} (does not), during batch {mid}", first_failure=high)
+                return self._outcome(low, StopRule.CANCELLED,
+                                     f"cancelled while bisecting {between}, during batch {mid}", first_failure=high)
             if fits:
                 low = mid
             else:
