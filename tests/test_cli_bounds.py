@@ -51,6 +51,8 @@ def test_hostile_counts_are_one_line(capsys, no_job, option, value):
     (["bench", TINY, "--shapes", ""], "empty shape schedule"),
     (["bench", TINY, "--shapes", "random:1-99999999999"], "random size range '1-99999999999': HI must be at most"),
     (["bench", TINY, "--shapes", "random:8-16:batch=1-99999999999"], "batch range '1-99999999999': HI must be"),
+    (["throughput", TINY, "--max-batch", "9" * 20], f"--max-batch: must be at most {options.MAX_DIM}"),
+    (["throughput", TINY, "--max-batch", str(options.MAX_DIM + 1), "--slo", "p50=5s"], "--max-batch: must be at most"),
     (["compare", TINY, "--a", "", "--b", "mkldnn=off", "--shapes", " "], "empty shape schedule"),
     (["bench", TINY, "--input", "1xx3x32x32"], "malformed input shape '1xx3x32x32'"),
     (["bench", TINY, "--input", "1x3x32x"], "malformed input shape"),

@@ -432,7 +432,8 @@ def build_parser(commands: bool = True, baseline: bool = False) -> argparse.Argu
     p = sub.add_parser("throughput", help="the batch with the most samples/s, and the largest batch that fits "
                        "(doubling until samples/s stops improving, it does not fit, or the time budget)")
     _add_workload_options(p)
-    p.add_argument("--max-batch", type=_positive_int, default=1024, help="stop growing here (default 1024)")
+    p.add_argument("--max-batch", type=_checked(options.batch_bound), default=1024,
+                   help="stop growing here (default 1024)")
     p.add_argument("--to-oom", action="store_true",
                    help="keep growing past the best samples/s until out of memory or --max-batch, then bisect "
                         "(finds the largest batch that fits; the time budget still applies)")

@@ -33,6 +33,9 @@ WARMUP_MAX = 10_000
 # Passes recorded one by one (profiled, traced, a memory history, a determinism check): each adds to a trace or a
 # snapshot kept whole, so a thousand is plenty.
 RECORDED_MAX = 1_000
+# A tensor's dimension (a batch, a length, a shape's): it must fit a 32-bit index, past which torch fails with an
+# overflow deep inside, or the meta-device analysis reports nonsense.
+MAX_DIM = 2**31 - 1
 # The app's telemetry period: below 0.1 s the event loop does little but sample; above a minute the
 # time series say nothing.
 INTERVAL_RANGE = (0.1, 60.0)
@@ -82,6 +85,11 @@ def whole_number(name: str, value: int | str, *, low: int | None = None, high: i
 def positive_int(value: int | str, name: str = "a count") -> int:
     """A whole number >= 1 (iterations, blocks, a batch, rows)."""
     return whole_number(name, value, low=1)
+
+
+def batch_bound(value: int | str, name: str = "--max-batch") -> int:
+    """The largest batch a search may try: 1 .. MAX_DIM (a batch past it is no tensor's first dimension)."""
+    return whole_number(name, value, low=1, high=MAX_DIM)
 
 
 def iters(value: int | str, name: str = "iters") -> int:

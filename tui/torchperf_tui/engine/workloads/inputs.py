@@ -14,6 +14,7 @@ from torchperf_tui.core.run_option_table import run_option
 from torchperf_tui.engine.hardware.device_choice import free_bytes
 from torchperf_tui.core.formatting import format_shape  # the one shape formatter (re-exported: engine modules import it here)
 from torchperf_tui.core.formatting import format_bytes
+from torchperf_tui.core.options import MAX_DIM
 
 if TYPE_CHECKING:
     import torch
@@ -30,10 +31,9 @@ def dtype_note(dtype: str, device_kind: str) -> str:
     return CPU_FLOAT16_NOTE if dtype == "float16" and device_kind == "cpu" else ""
 
 
-# Bounds on an input shape: a dimension must fit a 32-bit index and the whole tensor must be one that some
-# machine could hold (2**40 elements is 4 TiB in float32). Past them torch fails with an overflow deep
-# inside, or the meta-device analysis reports nonsense.
-MAX_DIM = 2**31 - 1
+# Bounds on an input shape: a dimension must fit a 32-bit index (core/options.py's MAX_DIM) and the whole tensor
+# must be one that some machine could hold (2**40 elements is 4 TiB in float32). Past them torch fails with an
+# overflow deep inside, or the meta-device analysis reports nonsense.
 MAX_ELEMENTS = 2**40
 
 

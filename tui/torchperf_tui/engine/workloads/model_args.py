@@ -13,7 +13,7 @@ import math
 from typing import Any, Iterable
 
 from torchperf_tui.core.errors import ModelError
-from torchperf_tui.engine.workloads.inputs import MAX_DIM
+from torchperf_tui.core.options import MAX_DIM
 
 ModelArgs = tuple[tuple[str, str], ...]
 EXAMPLE = "give them like num_hidden_layers=2,hidden_size=256"

@@ -29,7 +29,7 @@ import numpy as np
 
 from torchperf_tui.core.formatting import format_shape
 from torchperf_tui.core.errors import ShapeError
-from torchperf_tui.engine.workloads.inputs import MAX_DIM
+from torchperf_tui.core.options import MAX_DIM
 
 # cycle:K without a range spreads its sizes over this span around the configured size (224 -> 192..288).
 CYCLE_SPAN = (6 / 7, 9 / 7)
