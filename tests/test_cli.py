@@ -166,6 +166,26 @@ def test_bench_appends_to_history_and_history_export_read_it(capsys, tmp_path):
     assert code == 0 and out.count(TINY) == 2 and "warning" in err and "skipped" in err
 
 
+def test_history_after_the_command_is_the_file_it_reads_and_writes(capsys, tmp_path):
+    """--history PATH after bench, history, export (and compare, why, exporter) as before the command; given in
+    both places, the command's own counts."""
+    history, elsewhere = str(tmp_path / "h.jsonl"), str(tmp_path / "elsewhere.jsonl")
+    code, _, err = run(capsys, "--history", elsewhere, "bench", TINY, "--input", "1x3x8x8", "--warmup", "0",
+                       "--iters", "3", "--history", history)
+    assert code == 0 and not (tmp_path / "elsewhere.jsonl").exists(), err
+    code, out, _ = run(capsys, "history", "--history", history)
+    assert code == 0 and out.count(TINY) == 1
+    code, out, _ = run(capsys, "history", "--changes", "--history", history)
+    assert code == 0 and "1 record" in out and "too short to tell" in out
+    code, out, _ = run(capsys, "export", "--format", "csv", "--history", history)
+    assert code == 0 and len(out.strip().splitlines()) == 2  # header + the run
+    code, _, err = run(capsys, "history", "--history", "/dev/zero")
+    assert code == 2 and "not a regular file" in err and len(err.strip().splitlines()) == 1
+    for command in ("compare", "why", "exporter"):
+        code, out, _ = run(capsys, command, "--help")
+        assert code == 0 and "--history PATH" in out, command
+
+
 def test_no_history_flag_and_empty_history(capsys, tmp_path):
     history = str(tmp_path / "h.jsonl")
     run(capsys, "--history", history, "bench", TINY, "--input", "1x3x8x8", "--iters", "1", "--no-history")

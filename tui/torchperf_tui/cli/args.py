@@ -290,8 +290,14 @@ def _add_exporter_parser(sub) -> None:
                         "elsewhere)")
     p.add_argument("--interval", type=_checked(options.interval), default=1.0, metavar="S",
                    help="seconds between readings of the GPUs, the host and the history, 0.1-60 (default 1)")
+    _add_history_file_option(p, "whose outcomes are served")
+
+
+def _add_history_file_option(p: argparse.ArgumentParser, what: str) -> None:
+    """--history PATH after a command that reads or writes the history, as before it (the top-level option: given
+    here, it is the one that counts)."""
     p.add_argument("--history", metavar="PATH", type=_checked(options.history_path), default=argparse.SUPPRESS,
-                   help="the history file whose outcomes are served (as the top-level --history)")
+                   help=f"the history file {what} (as the top-level --history)")
 
 
 def _add_baseline_options(p: argparse.ArgumentParser) -> None:
@@ -415,6 +421,7 @@ def build_parser(commands: bool = True, baseline: bool = False) -> argparse.Argu
     _add_cache_option(p)
     p.add_argument("--samples", action="store_true", help="with --json: include every sample")
     p.add_argument("--no-history", action="store_true", help="do not append this run to the history file")
+    _add_history_file_option(p, "this run is appended to")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     _add_mlflow_option(p)
 
@@ -494,6 +501,7 @@ def build_parser(commands: bool = True, baseline: bool = False) -> argparse.Argu
                         "one pass of each arm, timed first, says all the blocks would not fit the time budget)")
     p.add_argument("--seed", type=_checked(options.seed), default=0, help="seed of the block order, random shapes and the bootstrap")
     p.add_argument("--no-history", action="store_true", help="do not append the two arms to the history file")
+    _add_history_file_option(p, "the two arms are appended to, and a --baseline REF is read from")
     p.add_argument("--aa", action="store_true", help="allow identical arms: an A/A check of the noise (a "
                    "difference called significant there is a false positive); without it identical arms are refused")
     p.add_argument("--kernels", action="store_true", help="instead of timing: the kernels each conv layer and each "
@@ -533,6 +541,7 @@ def build_parser(commands: bool = True, baseline: bool = False) -> argparse.Argu
                    help="also write the findings, their evidence and plots to FILE.md or FILE.html, one "
                         "self-contained file")
     p.add_argument("--no-history", action="store_true", help="do not keep this result in the history file")
+    _add_history_file_option(p, "this result is kept in")
     _add_run_options(p)
 
     p = sub.add_parser("determinism", help="run the same input twice: bitwise equal, or how far apart")
@@ -558,6 +567,7 @@ def build_parser(commands: bool = True, baseline: bool = False) -> argparse.Argu
                         "differs in the environment between the runs beside it (driver, torch, clocks, host, the "
                         "host's load); a set-up with too few runs for a segment each side is said to be too short")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    _add_history_file_option(p, "read")
 
     p = sub.add_parser("export", help="export the run history as json, csv, md, or for a fleet: github-benchmark "
                        "(github-action-benchmark's custom JSON) or pytorch-v3 (PyTorch OSS benchmark database rows)")
@@ -572,6 +582,7 @@ def build_parser(commands: bool = True, baseline: bool = False) -> argparse.Argu
                         "p50, a generation's tokens/s: customBiggerIsBetter)")
     p.add_argument("--last", type=_positive_int, help="only the last N runs")
     p.add_argument("--output", metavar="FILE", help="write here instead of stdout ('-': stdout)")
+    _add_history_file_option(p, "exported")
     return parser
 
 
