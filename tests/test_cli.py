@@ -228,6 +228,9 @@ def test_throughput_under_a_latency_budget_gives_the_largest_batch_within_it_and
     assert "batch 1 (grow): p50 " in err and " · meets, 9 passes" in err
     assert "largest batch within it  batch 4: p50 " in out and "within 5.00 s" in out
     assert "the frontier: every batch timed" in out
+    lines = out.splitlines()
+    heading = lines[[i for i, line in enumerate(lines) if "the frontier: every batch timed" in line][0] + 1]
+    assert heading.split() == ["batch", "p50", "items/s", "goodput/s", "passes", "verdict"]  # the quantile is p50
     code, out, err = run(capsys, "throughput", TINY, "--input", "1x3x8x8", "--max-batch", "4", "--slo", "p50=5s",
                          "--json")
     data = json.loads(out)

@@ -348,3 +348,18 @@ def test_a_heading_names_the_overrides_the_sequence_length_each_input_and_random
                                "downloaded)")
     timm = SimpleNamespace(model="timm:convnext_atto", device="cpu", input_shape=(1, 3, 224, 224), dtype="float32")
     assert subject(timm) == "timm:convnext_atto on cpu, input 1x3x224x224 float32; random weights (nothing downloaded)"
+
+
+def test_a_frontier_under_p99_shows_the_median_and_the_quantile_and_under_p50_one_column():
+    from torchperf_tui.core.slo import parse_slo
+    from torchperf_tui.wording.throughput import slo_columns, slo_point_cells
+
+    point = SimpleNamespace(batch=4, p50_ms=0.2, quantile=SimpleNamespace(value_ms=0.5, supported=False),
+                            items_per_s=100.0, goodput_per_s=90.0, n=555, verdict="meets")
+    p99, p50 = parse_slo("p99=20ms"), parse_slo("p50=20ms")
+    assert [heading for _, heading in slo_columns(p99)] == ["batch", "p50", "p99", "items/s", "goodput/s", "passes",
+                                                           "verdict"]
+    assert slo_point_cells(point, p99, chosen=4) == ("4", "200 µs", "500 µs?", "100.0", "90.0", "555", "meets, chosen")
+    assert [heading for _, heading in slo_columns(p50)] == ["batch", "p50", "items/s", "goodput/s", "passes",
+                                                           "verdict"]
+    assert slo_point_cells(point, p50) == ("4", "500 µs?", "100.0", "90.0", "555", "meets")

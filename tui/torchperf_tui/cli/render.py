@@ -160,8 +160,8 @@ def render_slo(result) -> None:
     """throughput --slo: the batch chosen and what ended the search, then the frontier, batch by batch."""
     print_kv(throughput_title(result), slo_rows(result))
     table = Table(box=None, header_style="bold")
-    for column in slo_columns(result.slo):
-        table.add_column(column, justify="left" if column == "verdict" else "right")
+    for key, heading in slo_columns(result.slo):
+        table.add_column(heading, justify="left" if key == "verdict" else "right")
     for cells in frontier_cells(result):
         table.add_row(*cells)
     console.print()

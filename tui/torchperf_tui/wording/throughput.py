@@ -138,16 +138,24 @@ def slo_rows(result) -> list[Row]:
 SLO_LEGEND = "? = the passes cannot support the quantile"
 
 
-def slo_columns(slo) -> tuple[str, ...]:
-    """The columns of a search under a latency budget: its quantile's name for the third."""
-    return ("batch", "p50", slo.name, "items/s", "goodput/s", "passes", "verdict")
+def _with_median(slo) -> bool:
+    """Whether a search under `slo` shows each batch's median beside its quantile: not where the quantile is p50."""
+    return slo.q != 0.5
 
 
-def slo_point_cells(point, chosen: int | None = None) -> tuple[str, ...]:
-    """A batch timed under the budget, in slo_columns' order: the quantile with '?' where its passes cannot support
-    it, '–' for what a batch that did not fit has none of, 'chosen' after the verdict of the batch chosen."""
+def slo_columns(slo) -> tuple[tuple[str, str], ...]:
+    """(key, heading) of each column of a search under a latency budget: the quantile's named by it (p99), after
+    the median's (none where the quantile is the median)."""
+    return (("batch", "batch"), *((("p50", "p50"),) if _with_median(slo) else ()), ("quantile", slo.name),
+            ("items/s", "items/s"), ("goodput/s", "goodput/s"), ("passes", "passes"), ("verdict", "verdict"))
+
+
+def slo_point_cells(point, slo, chosen: int | None = None) -> tuple[str, ...]:
+    """A batch timed under the budget `slo`, in slo_columns' order: the quantile with '?' where its passes cannot
+    support it, '–' for what a batch that did not fit has none of, 'chosen' after the verdict of the batch chosen."""
     q = point.quantile
-    return (str(point.batch), format_ms(point.p50_ms) if point.p50_ms is not None else "–",
+    median = (format_ms(point.p50_ms) if point.p50_ms is not None else "–",) if _with_median(slo) else ()
+    return (str(point.batch), *median,
             (format_ms(q.value_ms) + ("" if q.supported else "?")) if q is not None else "–",
             number_text(point.items_per_s, ".1f", na="–"), number_text(point.goodput_per_s, ".1f", na="–"),
             str(point.n), point.verdict + (", chosen" if point.batch == chosen else ""))
@@ -156,4 +164,4 @@ def slo_point_cells(point, chosen: int | None = None) -> tuple[str, ...]:
 def frontier_cells(result) -> list[tuple[str, ...]]:
     """The frontier's table, by batch (slo_point_cells each)."""
     chosen = result.chosen.batch if result.chosen is not None else None
-    return [slo_point_cells(p, chosen) for p in result.frontier]
+    return [slo_point_cells(p, result.slo, chosen) for p in result.frontier]

@@ -34,8 +34,6 @@ from torchperf_tui.core.marks import disturbance_marks
 # The figures first, so they are in sight at 80 columns beside the sidebar; how each try went after them.
 COLUMNS = (("batch", "batch"), ("rate", "samples/s"), ("latency", "latency"), ("fits", "fits"), ("phase", "phase"),
            ("took", "took"))
-# Under a latency budget: the columns' keys, in wording.throughput.slo_columns' order (the third is the quantile's)
-SLO_KEYS = ("batch", "p50", "quantile", "items/s", "goodput/s", "passes", "verdict")
 
 
 def slo_summary(result) -> str:
@@ -193,7 +191,7 @@ class ThroughputPane(Vertical):
             for key, label in COLUMNS:
                 table.add_column(label, key=key)
         else:
-            for key, label in zip(SLO_KEYS, slo_columns(slo)):
+            for key, label in slo_columns(slo):
                 table.add_column(label, key=key)
 
     def focus_slo(self) -> None:
@@ -303,7 +301,7 @@ class ThroughputPane(Vertical):
         """A batch timed under the latency budget: its row, and the frontier so far."""
         table = self.query_one(DataTable)
         q = point.quantile
-        table.add_row(*slo_point_cells(point))
+        table.add_row(*slo_point_cells(point, self._slo))
         table.move_cursor(row=table.row_count - 1)
         plot = self.query_one(ThroughputPlot)
         if q is not None and point.items_per_s:
