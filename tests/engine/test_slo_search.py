@@ -107,7 +107,13 @@ def test_a_cancel_ends_the_search_and_what_ran_stays():
     fake = FakeBatches()
     calls = itertools.count()
     out = search_slo(fake, parse_slo("p50=1s"), clock=fake.clock, should_cancel=lambda: next(calls) >= 2)
-    assert out.cancelled and out.stop_reason == "cancelled" and [p.batch for p in out.points] == [1, 2]
+    assert out.cancelled and [p.batch for p in out.points] == [1, 2]
+    assert out.stop_reason == "cancelled while growing, during batch 4"  # where the cancel found the search
+    fake = FakeBatches(base=2.0, per_item=1.0)  # 8 meets 10 ms, 16 misses it: the cancel comes as 12 runs
+    calls = itertools.count()
+    out = search_slo(fake, parse_slo("p99=10ms"), clock=fake.clock, should_cancel=lambda: next(calls) >= 5)
+    assert out.cancelled and [p.batch for p in out.points] == [1, 2, 4, 8, 16] and out.chosen.batch == 8
+    assert out.stop_reason == "cancelled while bisecting between 8 and 16, during batch 12"
     with pytest.raises(TorchperfError, match="the max batch must be at least 1"):
         search_slo(fake, parse_slo("p50=1s"), max_batch=0)
 

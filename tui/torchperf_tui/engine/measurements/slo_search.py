@@ -127,12 +127,13 @@ def search_slo(try_batch: TryBatch, slo: Slo, *, max_batch: int = DEFAULT_MAX_BA
         per_pass_s = last.seconds / (last.n + POINT_WARMUP + 1)
         return per_pass_s * batch / last.batch * (needed + POINT_WARMUP + 1) <= left()
 
-    def measure(batch: int, phase: str) -> SloPoint | None:
-        """The point of `batch`; None when no pass of it ran: cancelled (said in `out`), or the time budget ended
-        before its first timed pass (`try_batch` stops its passes there)."""
+    def measure(batch: int, phase: str, where: str) -> SloPoint | None:
+        """The point of `batch`; None when no pass of it ran: cancelled (said in `out`: where the search was, `where`),
+        or the time budget ended before its first timed pass (`try_batch` stops its passes there)."""
         tried = run_try(try_batch, batch, phase, warmup=POINT_WARMUP, iters=needed, clock=clock)
         if cancelled():
             out.cancelled = True
+            out.stop_reason = f"cancelled {where}, during batch {batch}"
             return None
         if tried is None:
             out.stop_reason = f"time budget: it ended before batch {batch}'s first timed pass"
@@ -145,17 +146,17 @@ def search_slo(try_batch: TryBatch, slo: Slo, *, max_batch: int = DEFAULT_MAX_BA
             on_point(point)
         return point
 
-    def step(batch: int, phase: str, what: str, why: str = "") -> SloPoint | None:
+    def step(batch: int, phase: str, where: str, what: str, why: str = "") -> SloPoint | None:
         """`batch`'s point; None when the search stops before it: its passes would not end within the time budget
         (said in `out`: `what` would not end within it, `why`), or as `measure` says."""
         if out.points and not affordable(batch):
             out.stop_reason = f"time budget: {what} would not end within the {time_budget_s:g} s budget{why}"
             return None
-        return measure(batch, phase)
+        return measure(batch, phase, where)
 
     batch = 1
     while True:  # grow: 1, 2, 4, ... while each meets the budget
-        point = step(batch, "grow", f"batch {batch}", f" ({needed} passes for a supported {slo.name})")
+        point = step(batch, "grow", "while growing", f"batch {batch}", f" ({needed} passes for a supported {slo.name})")
         if point is None:
             break
         if point.verdict != MEETS:
@@ -168,8 +169,8 @@ def search_slo(try_batch: TryBatch, slo: Slo, *, max_batch: int = DEFAULT_MAX_BA
         batch = min(batch * 2, max_batch)
     while (not out.cancelled and lo is not None and hi is not None and hi - lo.batch > 1
            and out.points[-1].verdict != UNKNOWN):  # bisect, unless the time budget cut the last batch short
-        mid = (lo.batch + hi) // 2
-        point = step(mid, "bisect", f"bisecting between {lo.batch} and {hi}, batch {mid}")
+        mid, between = (lo.batch + hi) // 2, f"between {lo.batch} and {hi}"
+        point = step(mid, "bisect", f"while bisecting {between}", f"bisecting {between}, batch {mid}")
         if point is None:
             break
         if point.verdict == MEETS:
@@ -178,9 +179,7 @@ def search_slo(try_batch: TryBatch, slo: Slo, *, max_batch: int = DEFAULT_MAX_BA
             hi = mid
     out.chosen = lo
     short = next((p for p in reversed(out.points) if p.verdict == UNKNOWN), None)
-    if out.cancelled:
-        out.stop_reason = "cancelled"
-    elif short is not None and not out.stop_reason:
+    if short is not None and not out.stop_reason:  # (a cancel, a time budget said their reason as they stopped it)
         out.stop_reason = (f"time budget: batch {short.batch} ran {short.n} of the {needed} passes its {slo.name} "
                            "needs to be supported" + (f"; batch {lo.batch} is the largest that meets it"
                                                       if lo is not None else ""))
