@@ -85,13 +85,26 @@ def test_the_same_set_up_has_one_name_across_runs_hosts_and_times_and_the_newest
     {"flags": Flags(cudnn_benchmark=True).to_dict()}, {"fingerprint": {**ENV, "device_name": "NVIDIA A100"}},
     {"device": "cpu"}, {"details": {"model_args": "depth=2"}}, {"details": {"step": "train", "optimizer": "adamw"}},
     {"details": {"amp": "bf16"}}, {"details": {"compile_mode": "max-autotune"}},
-    {"details": {"shapes": "random:192-288"}}, {"kind": "ab"},
+    {"details": {"shapes": "random:192-288"}}, {"kind": "ab"}, {"details": {"quant": "int8wo"}},
+    {"details": {"attn": "eager"}},
 ], ids=lambda change: next(iter(change)) + (f"={next(iter(change['details']))}" if "details" in change else ""))
 def test_any_other_set_up_gets_another_name(change):
     base = make_record(10.0)
     other = dataclasses.replace(base, **change)
     assert setup_name(other) != setup_name(base)
     assert len(load(export_records([base, other], "github-benchmark"))) == 2
+
+
+def test_a_generation_with_a_static_kv_cache_is_another_set_up_and_the_default_cache_names_none():
+    def generation(**details):
+        return dataclasses.replace(make_record(), kind="generate", details={"new_tokens": 8, **details})
+
+    assert setup_name(generation(cache="static")) != setup_name(generation(cache="dynamic"))
+    assert "cache static, 8 new tokens [" in setup_name(generation(cache="static"))
+    # a record from before the cache was kept names the same set-up as one with the default cache
+    assert setup_name(generation()) == setup_name(generation(cache="dynamic"))
+    assert "quant int8wo, attn sdpa [" in setup_name(dataclasses.replace(make_record(), details={
+        "quant": "int8wo", "attn": "sdpa"}))
 
 
 def test_on_the_cpu_the_thread_count_is_the_set_up_and_a_cuda_flag_is_not():

@@ -13,6 +13,7 @@ from typing import Any, Iterable
 from torchperf_tui.engine.records.history_records import HistoryRecord
 from torchperf_tui.core.formatting import printable
 from torchperf_tui.core.flag_table import FLAG_ENTRIES, device_applicability
+from torchperf_tui.core.run_option_table import run_option
 
 GITHUB_BENCHMARK = "github-benchmark"
 PYTORCH_V3 = "pytorch-v3"
@@ -145,8 +146,8 @@ def setup_flags(record: HistoryRecord) -> str:
 
 def setup_name(record: HistoryRecord) -> str:
     """The record's set-up in one line, the same for every run of it and different for any other: 'resnet18
-    (depth=2) 1x3x224x224 float32 channels_last, train (adamw), amp bf16, compile default [threads=2] on cpu
-    Intel Xeon'. A compare arm starts 'compare', a generation says its new tokens."""
+    (depth=2) 1x3x224x224 float32 channels_last, train (adamw), amp bf16, compile default, quant int8wo [threads=2]
+    on cpu Intel Xeon'. A compare arm starts 'compare', a generation says its new tokens (and a static KV cache)."""
     details = record.details
     head = clean_text(record.model)
     if clean_text(details.get("model_args")):
@@ -159,6 +160,10 @@ def setup_name(record: HistoryRecord) -> str:
         extras.append(f"amp {clean_text(details.get('amp'), 20)}")
     if clean_text(details.get("compile_mode"), 40):
         extras.append(f"compile {clean_text(details.get('compile_mode'), 40)}")
+    for option in ("quant", "attn", "cache"):  # what the model computes, or how: another set-up unless the default
+        value = clean_text(details.get(option), 40)
+        if value and value != run_option(option).default:
+            extras.append(f"{option} {value}")
     if details.get("shapes", "fixed") != "fixed" and clean_text(details.get("shapes")):
         extras.append(f"shapes {clean_text(details.get('shapes'))}")
     if record.kind == "generate" and finite(details.get("new_tokens")) is not None:
