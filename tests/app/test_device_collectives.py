@@ -85,6 +85,26 @@ async def test_l_runs_the_clis_spec_and_shows_the_table_the_plot_and_the_rows():
         assert not app.main.query_one("#collectives-elsewhere").display  # every column has room
 
 
+async def test_the_cpu_chosen_in_the_device_selector_runs_the_ranks_on_the_cpu():
+    """On a GPU box with the CPU chosen, L runs gloo across processes, as `collectives --device cpu` does; back on a
+    GPU the choice is the measurement process's again (NCCL across the GPUs)."""
+    fake = FakeMeasurement({"collectives": recorded_collectives()}, real=real_process())
+    app = make_app(gpu=True, measurement=fake)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(pilot)
+        app.main.query_one("#device-select").value = "cpu"
+        await wait_until(pilot, lambda: app.session.device == "cpu", what="the device choice")
+        await pilot.press("L")
+        await wait_until(pilot, lambda: "done in" in status(app), what="the run's end", shown=lambda: status(app))
+        app.main.query_one("#device-select").value = "cuda:0"
+        await wait_until(pilot, lambda: app.session.device == "cuda:0", what="the GPU chosen again")
+        await pilot.press("L")
+        await wait_until(pilot, lambda: len([k for k, _ in fake.requests if k == "collectives"]) == 2
+                         and "done in" in status(app), what="the second run's end", shown=lambda: status(app))
+        specs = [params["spec"] for kind, params in fake.requests if kind == "collectives"]
+        assert [spec.device for spec in specs] == ["cpu", "auto"]
+
+
 async def test_rows_arrive_as_the_sizes_are_timed_and_c_or_a_new_l_cancels_cleanly():
     answer = recorded_collectives(world=2, device="cpu", peak_gbs=None, held=True, ops=("all_reduce",))
     fake = FakeMeasurement({"collectives": answer}, real=real_process())

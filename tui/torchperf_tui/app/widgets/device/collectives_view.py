@@ -7,6 +7,7 @@ widget: it owns its job ("collectives"), and its words are wording.collectives' 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from rich.text import Text
@@ -181,6 +182,9 @@ class CollectivesView(Vertical):
         if not self.screen.engine_ready("collectives", "collectives"):
             return
         self.screen.show_tab("device")
+        # The device selector's CPU is a choice the ranks keep (gloo across processes); a GPU or auto leaves the choice
+        # to the measurement process, as the CLI's default: NCCL across the box's GPUs where it has two or more.
+        self.spec = dataclasses.replace(self.spec, device="cpu" if self.app.session.device == "cpu" else "auto")
         self.points, self.result, self.error = [], None, None
         self._latest = self._now = ""
         for id_ in ("collectives-rows", "collectives-definitions"):
