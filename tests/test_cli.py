@@ -226,6 +226,8 @@ def test_throughput_under_a_latency_budget_gives_the_largest_batch_within_it_and
     code, out, err = run(capsys, "throughput", TINY, "--input", "1x3x8x8", "--max-batch", "4", "--slo", "p50=5s")
     assert code == 0, err
     assert "batch 1 (grow): p50 " in err and " · meets, 9 passes" in err
+    first = next(line for line in err.splitlines() if line.startswith("batch 1 (grow)"))
+    assert first.count("p50") == 1 and "(CI " in first  # the median once: it is the quantile, with its interval
     assert "largest batch within it  batch 4: p50 " in out and "within 5.00 s" in out
     assert "the frontier: every batch timed" in out
     lines = out.splitlines()

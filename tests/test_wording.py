@@ -352,7 +352,7 @@ def test_a_heading_names_the_overrides_the_sequence_length_each_input_and_random
 
 def test_a_frontier_under_p99_shows_the_median_and_the_quantile_and_under_p50_one_column():
     from torchperf_tui.core.slo import parse_slo
-    from torchperf_tui.wording.throughput import slo_columns, slo_point_cells
+    from torchperf_tui.wording.throughput import slo_columns, slo_point_cells, slo_point_line
 
     point = SimpleNamespace(batch=4, p50_ms=0.2, quantile=SimpleNamespace(value_ms=0.5, supported=False),
                             items_per_s=100.0, goodput_per_s=90.0, n=555, verdict="meets")
@@ -363,3 +363,7 @@ def test_a_frontier_under_p99_shows_the_median_and_the_quantile_and_under_p50_on
     assert [heading for _, heading in slo_columns(p50)] == ["batch", "p50", "items/s", "goodput/s", "passes",
                                                            "verdict"]
     assert slo_point_cells(point, p50) == ("4", "500 µs?", "100.0", "90.0", "555", "meets")
+    point = SimpleNamespace(**{**vars(point), "label": "batch 4 (grow)", "host_noise": None, "quantile": SimpleNamespace(
+        value_ms=0.5, low_ms=0.4, high_ms=0.6, supported=True)})
+    assert slo_point_line(point, p99).startswith("batch 4 (grow): p50 200 µs · p99 500 µs (CI 400 µs-600 µs) · ")
+    assert slo_point_line(point, p50).startswith("batch 4 (grow): p50 500 µs (CI 400 µs-600 µs) · 100.0 items/s")

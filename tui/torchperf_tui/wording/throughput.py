@@ -96,15 +96,22 @@ def point_cells(result) -> list[tuple[str, str, str, str, str]]:
             for p in result.points]
 
 
+def _with_median(slo) -> bool:
+    """Whether a search under `slo` shows each batch's median beside its quantile: not where the quantile is p50."""
+    return slo.q != 0.5
+
+
 def slo_point_line(point, slo) -> str:
     """'batch 4 (grow): p50 9.10 ms · p99 12.30 ms (CI 11.80 ms-13.00 ms) · 439.6 items/s · goodput 439.6/s ·
-    meets'; a batch whose quantile its passes cannot support says '?' after it, as every latency table does."""
+    meets'; a batch whose quantile its passes cannot support says '?' after it, as every latency table does; under a
+    p50 budget the median once, as the quantile with its interval."""
     if point.quantile is None:
         return f"{point.label}: {point.verdict}" + (f" ({point.reason})" if point.reason else "")
     q = point.quantile
     interval = (f" (CI {format_ms(q.low_ms)}-{format_ms(q.high_ms)})" if q.supported else "?")
     mark = point_mark(point)
-    return (f"{point.label}: p50 {format_ms(point.p50_ms)} · {slo.name} {format_ms(q.value_ms)}{interval} · "
+    median = f"p50 {format_ms(point.p50_ms)} · " if _with_median(slo) else ""
+    return (f"{point.label}: {median}{slo.name} {format_ms(q.value_ms)}{interval} · "
             f"{number_text(point.items_per_s, '.1f', ' items/s')} · goodput "
             f"{number_text(point.goodput_per_s, '.1f', '/s')} · {point.verdict}, {point.n} passes"
             + (f" · {mark}" if mark else ""))
@@ -136,11 +143,6 @@ def slo_rows(result) -> list[Row]:
 
 
 SLO_LEGEND = "? = the passes cannot support the quantile"
-
-
-def _with_median(slo) -> bool:
-    """Whether a search under `slo` shows each batch's median beside its quantile: not where the quantile is p50."""
-    return slo.q != 0.5
 
 
 def slo_columns(slo) -> tuple[tuple[str, str], ...]:
