@@ -170,9 +170,12 @@ def test_the_history_given_on_the_command_line_is_the_one_kept_from_the_trace(ca
 @pytest.mark.parametrize("argv", [["bench", TINY, *SMALL], ["compare", TINY, *SMALL, "--a", "", "--b", "threads=1"],
                                   ["compare", TINY, *SMALL, "--baseline", "base.json"]],
                          ids=["bench", "compare", "gate"])
-@pytest.mark.parametrize("make", ["read-only-folder", "fifo", "dir", "folder-is-a-file"])
+@pytest.mark.parametrize("make", ["read-only-folder", "fifo", "dir", "folder-is-a-file", "another-file"])
 def test_a_history_that_cannot_take_the_run_is_said_before_it(capsys, tmp_path, monkeypatch, no_job, argv, make):
-    if make == "read-only-folder":
+    if make == "another-file":  # a file of the user's that is no history (a CSV here): never appended to
+        history = tmp_path / "runs.csv"
+        history.write_text("model,p50\nresnet18,3.1\n")
+    elif make == "read-only-folder":
         history = _read_only_folder(tmp_path, monkeypatch) / "history.jsonl"
     elif make == "fifo":
         history = tmp_path / "history.jsonl"
@@ -188,6 +191,8 @@ def test_a_history_that_cannot_take_the_run_is_said_before_it(capsys, tmp_path, 
     assert line.startswith(f"torchperf-tui: error: ") and f"history file {history}" in line
     assert line.endswith("nothing was measured (--history chooses another file, --no-history keeps none)")
     assert no_job == []
+    if make == "another-file":
+        assert "holds something else" in line and history.read_text() == "model,p50\nresnet18,3.1\n"
 
 
 @pytest.mark.parametrize("argv", [["bench", TINY, *SMALL, "--no-history"],

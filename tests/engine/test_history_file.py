@@ -171,6 +171,32 @@ def test_append_after_a_torn_line_starts_a_fresh_line(tmp_path):
     assert len(loaded.warnings) == 1 and ":2:" in loaded.warnings[0]
 
 
+@pytest.mark.parametrize("content", ["root:x:0:0:root:/root:/bin/bash\n", "id,kind,p50\n1,timing,3.0\n",
+                                     '{\n  "name": "a package.json"\n}\n', "[1, 2]\n", "\x00\x01binary"],
+                         ids=["passwd", "csv", "pretty json", "json array", "binary"])
+def test_a_file_that_is_not_a_history_is_never_appended_to(tmp_path, content):
+    path = tmp_path / "other.txt"
+    path.write_text(content)
+    history = HistoryFile(path)
+    for attempt in (history.check_writable, lambda: history.append(make_record())):
+        with pytest.raises(TorchperfError, match=r"holds something else \(its first line is not a run's record\): "
+                                                 "runs are not appended to it"):
+            attempt()
+    assert path.read_text() == content
+
+
+@pytest.mark.parametrize("content", ["", "\n\n", "  \n" + json.dumps(make_record().to_dict()) + "\n",
+                                     json.dumps(make_record().to_dict())[:30] + "\n"],  # a torn first record too
+                         ids=["empty", "blank", "a record after a blank line", "a torn record"])
+def test_an_empty_history_or_one_that_starts_with_a_record_takes_the_next(tmp_path, content):
+    path = tmp_path / "h.jsonl"
+    path.write_text(content)
+    new = make_record()
+    HistoryFile(path).check_writable()
+    HistoryFile(path).append(new)
+    assert HistoryFile(path).load().records[-1] == new
+
+
 def test_history_path_argument_then_env_var_then_user_data_dir(tmp_path, monkeypatch):
     monkeypatch.setenv(HISTORY_ENV, str(tmp_path / "from_env.jsonl"))
     assert HistoryFile().path == tmp_path / "from_env.jsonl"

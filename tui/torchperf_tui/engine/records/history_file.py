@@ -141,6 +141,7 @@ class HistoryFile:
                     raise
                 try:
                     _refuse_kind(self.path, os.fstat(fd).st_mode)
+                    _refuse_foreign(self.path, fd)
                     _lock_file(fd)
                     if _ends_without_newline(fd):
                         # A writer killed mid-line left a torn line: start on a fresh one so that only the
@@ -182,6 +183,14 @@ class HistoryFile:
             os.close(os.open(path, os.O_WRONLY | os.O_APPEND | _O_NONBLOCK | _O_BINARY | _O_NOFOLLOW))
         except OSError as exc:
             raise TorchperfError(f"cannot write the history file {path}: {exc.strerror or exc}") from None
+        try:  # its head, as an append reads it (a file it cannot read is no history it can tell)
+            fd = os.open(path, os.O_RDONLY | _O_NONBLOCK | _O_BINARY | _O_NOFOLLOW)
+        except OSError:
+            return
+        try:
+            _refuse_foreign(path, fd)
+        finally:
+            os.close(fd)
 
     def load(self, last: int | None = None, *, before: int | None = None,
              max_line_bytes: int = MAX_LINE_BYTES) -> LoadResult:
@@ -417,6 +426,17 @@ def _lock_file(fd: int) -> None:
     except ImportError:  # Windows: the in-process lock and O_APPEND are what there is
         return
     fcntl.flock(fd, fcntl.LOCK_EX)  # released when fd is closed
+
+
+def _refuse_foreign(path: Path, fd: int) -> None:
+    """TorchperfError when the file has something in it and does not start as a history does: with a record, a JSON
+    object ('{"' once blank space is passed over). A history is never appended to another file (a CSV, a log,
+    /etc/passwd), which its readers would then find every line of bad; a torn first record still starts so."""
+    os.lseek(fd, 0, os.SEEK_SET)
+    head = os.read(fd, 4096).lstrip()
+    if head and not head.startswith(b'{"'):
+        raise TorchperfError(f"the history file {path} holds something else (its first line is not a run's record): "
+                             "runs are not appended to it")
 
 
 def _ends_without_newline(fd: int) -> bool:
