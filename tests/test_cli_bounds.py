@@ -15,7 +15,7 @@ from tests.test_cli_refusals import no_job, refused  # noqa: F401 - no_job is a 
 from torchperf_tui.core import options
 from torchperf_tui.engine.measurements.ab_arms import AA_REMEDY, same_arms_refusal
 
-HOSTILE_COUNTS = ["1e308", "nan", "inf", "-1", "", str(2**63), "9" * 40]
+HOSTILE_COUNTS = ["1e308", "nan", "inf", "-1", "", str(2**63), "9" * 40, "9" * 4000, "9" * 5000]
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -43,6 +43,7 @@ def test_iteration_counts_have_an_upper_bound_where_they_enter(capsys, no_job, a
 def test_hostile_counts_are_one_line(capsys, no_job, option, value):
     line = refused(capsys, "bench", TINY, option, value)
     assert f"argument {option}" in line and "Error" not in line and not no_job
+    assert len(line) < 200  # what was typed is said back cut, never 5,000 digits
 
 
 @pytest.mark.parametrize("argv, message", [

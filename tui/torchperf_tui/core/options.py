@@ -49,15 +49,22 @@ class OptionError(TorchperfError):
     """A number outside what the option accepts."""
 
 
+def _shown(value: object) -> str:
+    """`value` as a refusal quotes it (a string's repr, a number as written), cut to 40 characters: a 5,000-digit
+    number typed is not said back whole."""
+    text = repr(value) if isinstance(value, str) else str(value)
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
 def finite_float(name: str, value: float | str, *, low: float | None = None, high: float | None = None,
                  low_inclusive: bool = True) -> float:
     """`value` as a float that is finite and within [low, high] (or (low, high] when not low_inclusive)."""
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise OptionError(f"{name}: expected a number, got {value!r}") from None
+        raise OptionError(f"{name}: expected a number, got {_shown(value)}") from None
     if not math.isfinite(number):
-        raise OptionError(f"{name}: expected a finite number, got {value!r}")
+        raise OptionError(f"{name}: expected a finite number, got {_shown(value)}")
     if low is not None and (number < low or (number == low and not low_inclusive)):
         bound = f">= {low:g}" if low_inclusive else f"> {low:g}"
         raise OptionError(f"{name}: must be {bound}" + (f" and <= {high:g}" if high is not None else "")
@@ -70,15 +77,15 @@ def finite_float(name: str, value: float | str, *, low: float | None = None, hig
 def whole_number(name: str, value: int | str, *, low: int | None = None, high: int | None = None) -> int:
     """`value` as an int within [low, high]."""
     if isinstance(value, bool):
-        raise OptionError(f"{name}: expected a whole number, got {value!r}")
+        raise OptionError(f"{name}: expected a whole number, got {_shown(value)}")
     try:
         number = int(value)
     except (TypeError, ValueError):
-        raise OptionError(f"{name}: expected a whole number, got {value!r}") from None
+        raise OptionError(f"{name}: expected a whole number, got {_shown(value)}") from None
     if low is not None and number < low:
-        raise OptionError(f"{name}: must be at least {low}, got {number}")
+        raise OptionError(f"{name}: must be at least {low}, got {_shown(number)}")
     if high is not None and number > high:
-        raise OptionError(f"{name}: must be at most {high}, got {number}")
+        raise OptionError(f"{name}: must be at most {high}, got {_shown(number)}")
     return number
 
 
@@ -115,7 +122,7 @@ def warmup(value: int | str) -> int | str:
     try:
         return whole_number("warm-up", value, low=0, high=WARMUP_MAX)
     except OptionError:
-        raise OptionError(f"warm-up: expected a count 0-{WARMUP_MAX:,} or 'auto', got {value!r}") from None
+        raise OptionError(f"warm-up: expected a count 0-{WARMUP_MAX:,} or 'auto', got {_shown(value)}") from None
 
 
 def cpu_count() -> int:
@@ -185,10 +192,10 @@ def ab_blocks(value: int | str) -> int:
     low, high = AB_BLOCKS_RANGE
     number = whole_number("--blocks", value)
     if number < low:
-        raise OptionError(f"--blocks: a comparison needs at least {low} blocks per arm, got {number} (with fewer "
+        raise OptionError(f"--blocks: a comparison needs at least {low} blocks per arm, got {_shown(number)} (with fewer "
                           "pairs the signed-rank test can never reach p < 0.05)")
     if number > high:
-        raise OptionError(f"--blocks: at most {high:,} blocks per arm, got {number:,} (a time budget is "
+        raise OptionError(f"--blocks: at most {high:,} blocks per arm, got {_shown(number)} (a time budget is "
                           "what bounds a long comparison)")
     return number
 
@@ -227,7 +234,7 @@ def device_name(value: str, name: str = "--device") -> str:
     kind, sep, index = text.partition(":")
     if text in ("auto", "cpu", "cuda") or (kind == "cuda" and sep and index.isdigit() and index.isascii()):
         return text
-    raise OptionError(f"{name}: unknown device {value!r}: use auto, cpu, cuda or cuda:N")
+    raise OptionError(f"{name}: unknown device {_shown(value)}: use auto, cpu, cuda or cuda:N")
 
 
 def port(value: int | str, name: str = "--port") -> int:
