@@ -4,6 +4,7 @@ refusal in one line before anything is built. Tiny llama configs on the CPU, a f
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -12,6 +13,7 @@ import torch
 
 from torchperf_tui.engine.measurements.bench_config import BenchConfig
 from torchperf_tui.engine.measurements.generation import GreedyLoop, cache_bytes, method_text, run_generation
+from torchperf_tui.engine.records.fleet_records import setup_name
 from torchperf_tui.core.errors import ModelError, ShapeError, TorchperfError
 from torchperf_tui.engine.workloads.model_args import parse_model_args
 from torchperf_tui.wording.history import history_line
@@ -209,6 +211,11 @@ def test_a_generate_record_keeps_the_figures_and_reads_back():
     assert again.config == result.config.to_record() and again.config["device"] == "cpu"
     assert (again.config["model"], again.config["seed"]) == (config().model, config().seed)
     assert "config" not in result.to_dict()
+    # a generation with another attention implementation (or quantization) is another set-up, in its record and its name
+    eager = dataclasses.replace(result, config=dataclasses.replace(result.config, attn="eager"))
+    [other] = records_of(eager, fingerprint={"torch": "x"})
+    assert other.details["attn"] == "eager" and other.setup()["attn"] == "eager" and "attn" not in record.details
+    assert setup_name(other) != setup_name(record) and "attn eager" in setup_name(other)
 
 
 @pytest.mark.gpu

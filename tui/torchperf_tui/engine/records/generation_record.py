@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from torchperf_tui.engine.records.fingerprint import environment_fingerprint
 from torchperf_tui.engine.records.history_records import (HistoryRecord, config_kept, flags_used, iso_utc,
-                                                          model_facts, new_record_id)
+                                                          model_facts, new_record_id, numerics_details)
 
 if TYPE_CHECKING:
     from torchperf_tui.engine.measurements.generation import GenerationResult
@@ -28,7 +28,7 @@ def record_from_generation(result: "GenerationResult", fingerprint: dict[str, An
         "tokens_per_s": result.tokens_per_s, "kv_cache_bytes": result.kv_cache_bytes,
         "kv_cache_positions": result.kv_cache_positions, "kv_cache_kind": result.kv_cache_kind,
         "method": result.method, "last_logits_only": result.last_logits_only, "step": "infer",
-        **model_facts(result)}
+        **model_facts(result), **numerics_details(result)}
     if result.decode_bytes is not None:  # what a decode step reads, the bandwidth it reached, its share of the ceiling
         ceiling = result.copy_ceiling
         details.update(bytes_per_step=result.bytes_per_step, bandwidth_gbs=result.bandwidth_gbs,
