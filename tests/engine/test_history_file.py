@@ -179,15 +179,20 @@ def test_a_file_that_is_not_a_history_is_never_appended_to(tmp_path, content):
     path.write_text(content)
     history = HistoryFile(path)
     for attempt in (history.check_writable, lambda: history.append(make_record())):
-        with pytest.raises(TorchperfError, match=r"holds something else \(its first line is not a run's record\): "
+        with pytest.raises(TorchperfError, match=r"holds something else \(no line of its start is a run's record\): "
                                                  "runs are not appended to it"):
             attempt()
     assert path.read_text() == content
 
 
-@pytest.mark.parametrize("content", ["", "\n\n", "  \n" + json.dumps(make_record().to_dict()) + "\n",
-                                     json.dumps(make_record().to_dict())[:30] + "\n"],  # a torn first record too
-                         ids=["empty", "blank", "a record after a blank line", "a torn record"])
+RECORD_LINE = json.dumps(make_record().to_dict()) + "\n"
+
+
+@pytest.mark.parametrize("content", ["", "\n\n", "  \n" + RECORD_LINE, RECORD_LINE[:30] + "\n",
+                                     "\ufeff" + RECORD_LINE, "\x00" * 100 + "\n" + RECORD_LINE,
+                                     "{not json\n" + RECORD_LINE],
+                         ids=["empty", "blank", "a record after a blank line", "a torn record", "a byte-order mark",
+                              "NUL bytes a crash left", "a damaged first line"])
 def test_an_empty_history_or_one_that_starts_with_a_record_takes_the_next(tmp_path, content):
     path = tmp_path / "h.jsonl"
     path.write_text(content)

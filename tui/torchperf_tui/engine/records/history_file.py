@@ -39,6 +39,11 @@ READ_BLOCK_BYTES = 256 << 10
 # Bad lines a warning names (with their line numbers) before it only counts the rest.
 WARNING_EXAMPLES = 3
 
+# How much of a history's start is read to tell it from another file before appending (_refuse_foreign), and what
+# counts as blank there: white space, NUL bytes (a crash can leave a run of them), a UTF-8 byte-order mark.
+HEAD_BYTES = 64 << 10
+_BLANK = b" \t\r\n\x00"
+_BOM = b"\xef\xbb\xbf"
 _O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # POSIX: opening a FIFO must not wait for a writer
 _O_BINARY = getattr(os, "O_BINARY", 0)  # Windows: no newline translation
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # POSIX: appending through a symbolic link is refused
@@ -141,8 +146,8 @@ class HistoryFile:
                     raise
                 try:
                     _refuse_kind(self.path, os.fstat(fd).st_mode)
-                    _refuse_foreign(self.path, fd)
                     _lock_file(fd)
+                    _refuse_foreign(self.path, fd)
                     if _ends_without_newline(fd):
                         # A writer killed mid-line left a torn line: start on a fresh one so that only the
                         # torn record is lost, not this one glued to it.
@@ -183,14 +188,14 @@ class HistoryFile:
             os.close(os.open(path, os.O_WRONLY | os.O_APPEND | _O_NONBLOCK | _O_BINARY | _O_NOFOLLOW))
         except OSError as exc:
             raise TorchperfError(f"cannot write the history file {path}: {exc.strerror or exc}") from None
-        try:  # its head, as an append reads it (a file it cannot read is no history it can tell)
+        try:  # its start, as an append reads it
             fd = os.open(path, os.O_RDONLY | _O_NONBLOCK | _O_BINARY | _O_NOFOLLOW)
-        except OSError:
-            return
-        try:
-            _refuse_foreign(path, fd)
-        finally:
-            os.close(fd)
+            try:
+                _refuse_foreign(path, fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise TorchperfError(f"cannot read the history file {path}: {exc.strerror or exc}") from None
 
     def load(self, last: int | None = None, *, before: int | None = None,
              max_line_bytes: int = MAX_LINE_BYTES) -> LoadResult:
@@ -429,14 +434,18 @@ def _lock_file(fd: int) -> None:
 
 
 def _refuse_foreign(path: Path, fd: int) -> None:
-    """TorchperfError when the file has something in it and does not start as a history does: with a record, a JSON
-    object ('{"' once blank space is passed over). A history is never appended to another file (a CSV, a log,
-    /etc/passwd), which its readers would then find every line of bad; a torn first record still starts so."""
+    """TorchperfError when the file has something in it and no line of its head (HEAD_BYTES) starts as a record
+    does ('{"', past blank space): it holds something else (a CSV, a log, /etc/passwd), which a history is never
+    appended to (its readers would find every line of it bad). A history whose first lines are damaged (a torn record,
+    NUL bytes a crash left, an editor's byte-order mark) still has a record's line within its head."""
     os.lseek(fd, 0, os.SEEK_SET)
-    head = os.read(fd, 4096).lstrip()
-    if head and not head.startswith(b'{"'):
-        raise TorchperfError(f"the history file {path} holds something else (its first line is not a run's record): "
-                             "runs are not appended to it")
+    head = os.read(fd, HEAD_BYTES)
+    if not head.strip(_BLANK):
+        return
+    if any(line.lstrip(_BLANK + _BOM).startswith(b'{"') for line in head.split(b"\n")):
+        return
+    raise TorchperfError(f"the history file {path} holds something else (no line of its start is a run's record): "
+                         "runs are not appended to it")
 
 
 def _ends_without_newline(fd: int) -> bool:
