@@ -46,6 +46,15 @@ def test_hostile_counts_are_one_line(capsys, no_job, option, value):
     assert len(line) < 200  # what was typed is said back cut, never 5,000 digits
 
 
+@pytest.mark.parametrize("option", ["--threads", "--seq-len", "--batch", "--blocks", "--max-batch"])
+@pytest.mark.parametrize("digits", [4000, 5000, -5000])
+def test_a_number_of_thousands_of_digits_is_said_back_cut_in_one_line(capsys, no_job, option, digits):
+    command = {"--blocks": ["compare", TINY, "--a", "", "--b", "mkldnn=off"], "--max-batch": ["throughput", TINY]}
+    value = ("-" if digits < 0 else "") + "9" * abs(digits)
+    line = refused(capsys, *command.get(option, ["bench", TINY]), option, value)
+    assert len(line) < 300 and "Error" not in line and not no_job, line[:400]
+
+
 @pytest.mark.parametrize("argv, message", [
     (["bench", TINY, "--seq-len", ""], "sequence length '' is not a whole number"),
     (["bench", TINY, "--seq-len", " "], "is not a whole number"),

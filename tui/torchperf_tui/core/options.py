@@ -12,6 +12,7 @@ import os
 
 from torchperf_tui.core.errors import TorchperfError
 from torchperf_tui.core.input_files import file_kind
+from torchperf_tui.core.json_checks import shown
 
 # Seeds feed numpy's and torch's generators; numpy takes 0 .. 2**32 - 1.
 SEED_MAX = 2**32 - 1
@@ -49,22 +50,15 @@ class OptionError(TorchperfError):
     """A number outside what the option accepts."""
 
 
-def _shown(value: object) -> str:
-    """`value` as a refusal quotes it (a string's repr, a number as written), cut to 40 characters: a 5,000-digit
-    number typed is not said back whole."""
-    text = repr(value) if isinstance(value, str) else str(value)
-    return text if len(text) <= 40 else text[:39] + "…"
-
-
 def finite_float(name: str, value: float | str, *, low: float | None = None, high: float | None = None,
                  low_inclusive: bool = True) -> float:
     """`value` as a float that is finite and within [low, high] (or (low, high] when not low_inclusive)."""
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise OptionError(f"{name}: expected a number, got {_shown(value)}") from None
+        raise OptionError(f"{name}: expected a number, got {shown(value)}") from None
     if not math.isfinite(number):
-        raise OptionError(f"{name}: expected a finite number, got {_shown(value)}")
+        raise OptionError(f"{name}: expected a finite number, got {shown(value)}")
     if low is not None and (number < low or (number == low and not low_inclusive)):
         bound = f">= {low:g}" if low_inclusive else f"> {low:g}"
         raise OptionError(f"{name}: must be {bound}" + (f" and <= {high:g}" if high is not None else "")
@@ -77,15 +71,15 @@ def finite_float(name: str, value: float | str, *, low: float | None = None, hig
 def whole_number(name: str, value: int | str, *, low: int | None = None, high: int | None = None) -> int:
     """`value` as an int within [low, high]."""
     if isinstance(value, bool):
-        raise OptionError(f"{name}: expected a whole number, got {_shown(value)}")
+        raise OptionError(f"{name}: expected a whole number, got {shown(value)}")
     try:
         number = int(value)
     except (TypeError, ValueError):
-        raise OptionError(f"{name}: expected a whole number, got {_shown(value)}") from None
+        raise OptionError(f"{name}: expected a whole number, got {shown(value)}") from None
     if low is not None and number < low:
-        raise OptionError(f"{name}: must be at least {low}, got {_shown(number)}")
+        raise OptionError(f"{name}: must be at least {low}, got {shown(number)}")
     if high is not None and number > high:
-        raise OptionError(f"{name}: must be at most {high}, got {_shown(number)}")
+        raise OptionError(f"{name}: must be at most {high}, got {shown(number)}")
     return number
 
 
@@ -122,7 +116,7 @@ def warmup(value: int | str) -> int | str:
     try:
         return whole_number("warm-up", value, low=0, high=WARMUP_MAX)
     except OptionError:
-        raise OptionError(f"warm-up: expected a count 0-{WARMUP_MAX:,} or 'auto', got {_shown(value)}") from None
+        raise OptionError(f"warm-up: expected a count 0-{WARMUP_MAX:,} or 'auto', got {shown(value)}") from None
 
 
 def cpu_count() -> int:
@@ -139,7 +133,7 @@ def thread_count(value: int | str) -> int:
     cpus = cpu_count()
     number = whole_number("threads", value, low=1)
     if number > cpus:
-        raise OptionError(f"threads={number}: this machine gives the process {cpus} logical CPU(s); "
+        raise OptionError(f"threads={shown(number)}: this machine gives the process {cpus} logical CPU(s); "
                           f"choose 1-{cpus}")
     return number
 
@@ -192,10 +186,11 @@ def ab_blocks(value: int | str) -> int:
     low, high = AB_BLOCKS_RANGE
     number = whole_number("--blocks", value)
     if number < low:
-        raise OptionError(f"--blocks: a comparison needs at least {low} blocks per arm, got {_shown(number)} (with fewer "
+        raise OptionError(f"--blocks: a comparison needs at least {low} blocks per arm, got {shown(number)} (with fewer "
                           "pairs the signed-rank test can never reach p < 0.05)")
     if number > high:
-        raise OptionError(f"--blocks: at most {high:,} blocks per arm, got {_shown(number)} (a time budget is "
+        said = f"{number:,}" if number < 10**15 else shown(number)
+        raise OptionError(f"--blocks: at most {high:,} blocks per arm, got {said} (a time budget is "
                           "what bounds a long comparison)")
     return number
 
@@ -234,7 +229,7 @@ def device_name(value: str, name: str = "--device") -> str:
     kind, sep, index = text.partition(":")
     if text in ("auto", "cpu", "cuda") or (kind == "cuda" and sep and index.isdigit() and index.isascii()):
         return text
-    raise OptionError(f"{name}: unknown device {_shown(value)}: use auto, cpu, cuda or cuda:N")
+    raise OptionError(f"{name}: unknown device {shown(value)}: use auto, cpu, cuda or cuda:N")
 
 
 def port(value: int | str, name: str = "--port") -> int:

@@ -14,6 +14,7 @@ from torchperf_tui.core.run_option_table import run_option
 from torchperf_tui.engine.hardware.device_choice import free_bytes
 from torchperf_tui.core.formatting import format_shape  # the one shape formatter (re-exported: engine modules import it here)
 from torchperf_tui.core.formatting import format_bytes
+from torchperf_tui.core.json_checks import shown
 from torchperf_tui.core.options import MAX_DIM
 
 if TYPE_CHECKING:
@@ -88,7 +89,11 @@ def _count(text: str | int, what: str, example: str, too_small: str, limit: int 
     (too_small: how a number below 1 is said; {value} is the number)."""
     typed = str(text).strip()
     if not re.fullmatch(r"-?[0-9]+", typed):  # as a dimension (_dim): '1_000', '+3' and '٣' are not typed numbers
-        raise ShapeError(f"{what} {typed!r} is not a whole number: give it like {example}")
+        raise ShapeError(f"{what} {shown(typed)} is not a whole number: give it like {example}")
+    if len(typed) > 20:  # past any bound (and past the digits Python converts at once): said back cut
+        if typed.startswith("-"):
+            raise ShapeError(too_small.format(value=shown(typed)))
+        raise ShapeError(f"{what} {shown(typed)}: it is over {limit or MAX_DIM:,}")
     value = int(typed)
     if value < 1:
         raise ShapeError(too_small.format(value=value))
