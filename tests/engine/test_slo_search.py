@@ -106,12 +106,17 @@ def test_the_time_budget_stops_before_a_batch_it_cannot_afford_and_a_short_batch
 def test_a_cancel_ends_the_search_and_what_ran_stays():
     fake = FakeBatches()
     calls = itertools.count()
-    out = search_slo(fake, parse_slo("p50=1s"), clock=fake.clock, should_cancel=lambda: next(calls) >= 2)
+    # the search asks before each batch and after it: the fifth question is the one after batch 4 ran
+    out = search_slo(fake, parse_slo("p50=1s"), clock=fake.clock, should_cancel=lambda: next(calls) >= 5)
     assert out.cancelled and [p.batch for p in out.points] == [1, 2]
     assert out.stop_reason == "cancelled while growing, during batch 4"  # where the cancel found the search
+    calls = itertools.count()
+    out = search_slo(fake, parse_slo("p50=1s"), clock=fake.clock, should_cancel=lambda: next(calls) >= 4)
+    assert out.cancelled and [p.batch for p in out.points] == [1, 2]
+    assert out.stop_reason == "cancelled while growing, before batch 4"  # between batches: nothing of 4 ran
     fake = FakeBatches(base=2.0, per_item=1.0)  # 8 meets 10 ms, 16 misses it: the cancel comes as 12 runs
     calls = itertools.count()
-    out = search_slo(fake, parse_slo("p99=10ms"), clock=fake.clock, should_cancel=lambda: next(calls) >= 5)
+    out = search_slo(fake, parse_slo("p99=10ms"), clock=fake.clock, should_cancel=lambda: next(calls) >= 11)
     assert out.cancelled and [p.batch for p in out.points] == [1, 2, 4, 8, 16] and out.chosen.batch == 8
     assert out.stop_reason == "cancelled while bisecting between 8 and 16, during batch 12"
     with pytest.raises(TorchperfError, match="the max batch must be at least 1"):

@@ -130,10 +130,12 @@ def search_slo(try_batch: TryBatch, slo: Slo, *, max_batch: int = DEFAULT_MAX_BA
     def measure(batch: int, phase: str, where: str) -> SloPoint | None:
         """The point of `batch`; None when no pass of it ran: cancelled (said in `out`: where the search was, `where`),
         or the time budget ended before its first timed pass (`try_batch` stops its passes there)."""
+        if cancelled():  # between two batches
+            out.cancelled, out.stop_reason = True, f"cancelled {where}, before batch {batch}"
+            return None
         tried = run_try(try_batch, batch, phase, warmup=POINT_WARMUP, iters=needed, clock=clock)
-        if cancelled():
-            out.cancelled = True
-            out.stop_reason = f"cancelled {where}, during batch {batch}"
+        if cancelled():  # as the batch ran: what it timed is not kept
+            out.cancelled, out.stop_reason = True, f"cancelled {where}, during batch {batch}"
             return None
         if tried is None:
             out.stop_reason = f"time budget: it ended before batch {batch}'s first timed pass"
