@@ -574,8 +574,8 @@ def build_parser(commands: bool = True, baseline: bool = False) -> argparse.Argu
     p.add_argument("--format", required=True, choices=options.EXPORT_FORMATS,
                    help="json: full records; csv: a row per run; md: a table; github-benchmark: one entry per set-up "
                         "(its newest run), named by model, overrides, input, dtype, step, compile, quantization, "
-                        "attention, KV cache, flags and device so a chart joins the same set-up across runs; pytorch-v3: a row per metric of each run "
-                        "(samples, p50, p90, p99, mean, samples/s or tokens/s). These two leave cancelled runs out")
+                        "attention, KV cache, flags and device so a chart joins the same set-up across runs; "
+                        "pytorch-v3: a row per metric of each run (samples, p50, p90, p99, mean, samples/s or tokens/s). These two leave cancelled runs out")
     p.add_argument("--metric", choices=options.EXPORT_METRICS,
                    help="github-benchmark's file: latency (the default: each p50 in ms, for the action's tool "
                         "customSmallerIsBetter; a generation's TTFT and per-token step) or throughput (samples/s at "

@@ -186,8 +186,8 @@ def ab_blocks(value: int | str) -> int:
     low, high = AB_BLOCKS_RANGE
     number = whole_number("--blocks", value)
     if number < low:
-        raise OptionError(f"--blocks: a comparison needs at least {low} blocks per arm, got {shown(number)} (with fewer "
-                          "pairs the signed-rank test can never reach p < 0.05)")
+        raise OptionError(f"--blocks: a comparison needs at least {low} blocks per arm, got {shown(number)} "
+                          "(with fewer pairs the signed-rank test can never reach p < 0.05)")
     if number > high:
         said = f"{number:,}" if number < 10**15 else shown(number)
         raise OptionError(f"--blocks: at most {high:,} blocks per arm, got {said} (a time budget is "

@@ -2,7 +2,8 @@
 
 A series is the records of one set-up, in file order (oldest first), under the name an export's chart joins them by
 (engine/records/fleet_records.setup_name: model, overrides, input, dtype, step, compile, quantization, attention,
-KV cache, flags, device); cancelled records and those without a timed sample are left out. Its value per record is the record's median (p50).
+KV cache, flags, device); cancelled records and those without a timed sample are left out. Its value per record is
+the record's median (p50).
 
 The change points are found by ruptures' kernel change-point detection (KernelCPD: PELT in C over a Gaussian (RBF)
 kernel's cost, nonparametric like Apache Otava's E-divisive: it sees the level of the series move, and one slow

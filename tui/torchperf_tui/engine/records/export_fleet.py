@@ -6,8 +6,9 @@ github-action-benchmark (`tool: customSmallerIsBetter` / `customBiggerIsBetter`)
 {name, unit, value, range?, extra?}; one file holds one direction, so `--format github-benchmark` writes the
 latencies (smaller is better) and `--metric throughput` the rates (bigger is better). The action charts by name:
 a name is the run's set-up (model and its overrides, input, dtype, step, compile, quantization, attention, KV cache,
-flags, device) and nothing that changes from run to run (no id, no host, no date), so the points of one set-up join up
-across commits and two set-ups never share a chart. One entry per set-up and statistic: the newest record of each set-up.
+flags, device) and nothing that changes from run to run (no id, no host, no date), so the points of one set-up join
+up across commits and two set-ups never share a chart. One entry per set-up and statistic: the newest record of each
+set-up.
 
 No torch here: `export` reads the history without it.
 """

@@ -184,18 +184,15 @@ class HistoryFile:
         except OSError as exc:
             raise TorchperfError(f"cannot write the history file {path}: {exc.strerror or exc}") from None
         _refuse_kind(path, mode)
-        try:  # opening it for appending writes nothing, and says what an append would meet (EACCES, EROFS)
-            os.close(os.open(path, os.O_WRONLY | os.O_APPEND | _O_NONBLOCK | _O_BINARY | _O_NOFOLLOW))
-        except OSError as exc:
-            raise TorchperfError(f"cannot write the history file {path}: {exc.strerror or exc}") from None
-        try:  # its start, as an append reads it
-            fd = os.open(path, os.O_RDONLY | _O_NONBLOCK | _O_BINARY | _O_NOFOLLOW)
+        try:  # opened as an append opens it, which writes nothing and meets what an append would (EACCES, EROFS);
+            # its start read as an append reads it
+            fd = os.open(path, os.O_RDWR | os.O_APPEND | _O_NONBLOCK | _O_BINARY | _O_NOFOLLOW)
             try:
                 _refuse_foreign(path, fd)
             finally:
                 os.close(fd)
         except OSError as exc:
-            raise TorchperfError(f"cannot read the history file {path}: {exc.strerror or exc}") from None
+            raise TorchperfError(f"cannot write the history file {path}: {exc.strerror or exc}") from None
 
     def load(self, last: int | None = None, *, before: int | None = None,
              max_line_bytes: int = MAX_LINE_BYTES) -> LoadResult:
