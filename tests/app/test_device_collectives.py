@@ -94,6 +94,9 @@ async def test_the_cpu_chosen_in_the_device_selector_runs_the_ranks_on_the_cpu()
         await wait_ready(pilot)
         app.main.query_one("#device-select").value = "cpu"
         await wait_until(pilot, lambda: app.session.device == "cpu", what="the device choice")
+        # before the run, the section says where L runs now: not across the box's GPUs
+        assert "across 2 processes on the CPU (gloo), the device chosen" in status(app)
+        assert "GPUs" not in status(app)
         await pilot.press("L")
         await wait_until(pilot, lambda: "done in" in status(app), what="the run's end", shown=lambda: status(app))
         app.main.query_one("#device-select").value = "cuda:0"

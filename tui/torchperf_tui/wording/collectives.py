@@ -196,11 +196,14 @@ def done_text(result) -> str:
             f"{result.seconds:.1f} s")
 
 
-def not_run_text(spec, key: str) -> str:
-    """Before a run: what `key` runs, where, and how long it takes."""
-    return (f"none yet. Press {key} to time {', '.join(spec.ops)} at message sizes {sizes_text(spec)}, across the "
-            f"box's GPUs (NCCL) where it has two or more, else across {DEFAULT_CPU_WORLD} processes on the CPU "
-            "(gloo): each size's time, algbw and busbw against the link's peak (seconds on the CPU)")
+def not_run_text(spec, key: str, on_cpu: bool = False) -> str:
+    """Before a run: what `key` runs, where, and how long it takes. `on_cpu`: the CPU is the device chosen, so the
+    ranks are processes on it whatever GPUs the box has."""
+    where = (f"across {DEFAULT_CPU_WORLD} processes on the CPU (gloo), the device chosen" if on_cpu else
+             f"across the box's GPUs (NCCL) where it has two or more, else across {DEFAULT_CPU_WORLD} processes on "
+             "the CPU (gloo)")
+    return (f"none yet. Press {key} to time {', '.join(spec.ops)} at message sizes {sizes_text(spec)}, {where}: "
+            "each size's time, algbw and busbw against the link's peak (seconds on the CPU)")
 
 
 # The plot: busbw against the message size, a curve per collective, the link's peak across it.

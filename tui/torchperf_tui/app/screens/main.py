@@ -197,6 +197,7 @@ class MainScreen(FitsTerminal, Screen):
     @while_running
     def on_device_pane_chosen(self, message) -> None:
         self.app.session.device = message.device
+        self.pane("device").device_chosen()
         self._device_known()
 
     def _device_known(self) -> None:

@@ -154,10 +154,10 @@ class CollectivesView(Vertical):
         self.error: str | None = None
         self.given_up: list[str] = []  # the labels of the columns the table has no room for
         self._latest = self._now = ""  # while it runs: the latest size timed (point_line), the one timed now
+        self.started = False  # whether L has run since the app started: until then the status says what L runs
 
     def compose(self) -> ComposeResult:
-        key = KINDS["collectives"].keys[0]
-        yield Static(f"\n[b]{TITLE}[/]: {escape(not_run_text(self.spec, key))}", id="collectives-status")
+        yield Static(f"\n[b]{TITLE}[/]: {escape(self._not_run())}", id="collectives-status")
         table = FittedTable(id="collectives-table", cursor_type="none", zebra_stripes=True, header_height=2)
         table.display = False
         yield table
@@ -171,6 +171,14 @@ class CollectivesView(Vertical):
             rows = Static("", id=id_)
             rows.display = False  # until a run has its rows
             yield rows
+
+    def _not_run(self) -> str:
+        return not_run_text(self.spec, KINDS["collectives"].keys[0], on_cpu=self.app.session.device == "cpu")
+
+    def device_chosen(self) -> None:
+        """The device selector's choice changed: before the first run, say where L would run now."""
+        if not self.started:
+            self.say(escape(self._not_run()))
 
     def say(self, text: str, after: str = ": ") -> None:
         """The status line after the section's title (markup)."""
@@ -187,6 +195,7 @@ class CollectivesView(Vertical):
         self.spec = dataclasses.replace(self.spec, device="cpu" if self.app.session.device == "cpu" else "auto")
         self.points, self.result, self.error = [], None, None
         self._latest = self._now = ""
+        self.started = True
         for id_ in ("collectives-rows", "collectives-definitions"):
             self.query_one(f"#{id_}", Static).display = False
         self._fill()
