@@ -19,18 +19,18 @@ HOSTILE_COUNTS = ["1e308", "nan", "inf", "-1", "", str(2**63), "9" * 40, "9" * 4
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["bench", TINY, "--iters", str(options.ITERS_MAX + 1)], f"--iters: must be at most {options.ITERS_MAX}"),
-    (["bench", TINY, "--iters", "20000000"], f"--iters: must be at most {options.ITERS_MAX}"),
+    (["bench", TINY, "--iters", str(options.ITERS_MAX + 1)], f"--iters: must be at most {options.ITERS_MAX:,}"),
+    (["bench", TINY, "--iters", "20000000"], f"--iters: must be at most {options.ITERS_MAX:,}"),
     (["bench", TINY, "--warmup", "1000000"], f"warm-up: expected a count 0-{options.WARMUP_MAX:,} or 'auto'"),
     (["roofline", TINY, "--iters", str(2**63)], "--iters: must be at most"),
     (["sweep", TINY, "--iters", str(10**9)], "--iters: must be at most"),
     (["sweep", TINY, "--warmup", str(10**9)], "warm-up: expected a count"),
-    (["profile", TINY, "--iters", "100000"], f"--iters: must be at most {options.RECORDED_MAX}"),
-    (["memsnap", TINY, "--iters", "100000"], f"--iters: must be at most {options.RECORDED_MAX}"),
+    (["profile", TINY, "--iters", "100000"], f"--iters: must be at most {options.RECORDED_MAX:,}"),
+    (["memsnap", TINY, "--iters", "100000"], f"--iters: must be at most {options.RECORDED_MAX:,}"),
     (["roofline", TINY, "--layers", "--layer-iters", "100000"], "--layer-iters: must be at most"),
     (["determinism", TINY, "--runs", "100000"], "--runs: must be at most"),
     (["bench", TINY, "--modes", "sync", "--per-block", "100000"], "--per-block: must be at most"),
-    (["bench", "hf:llama", "--generate", str(2**62)], f"--generate: must be at most {options.ITERS_MAX}"),
+    (["bench", "hf:llama", "--generate", str(2**62)], f"--generate: must be at most {options.ITERS_MAX:,}"),
     (["compare", "hf:llama", "--a", "", "--b", "mkldnn=off", "--generate", str(options.ITERS_MAX + 1)],
      "--generate: must be at most"),
 ])
@@ -61,7 +61,7 @@ def test_a_number_of_thousands_of_digits_is_said_back_cut_in_one_line(capsys, no
     (["bench", TINY, "--shapes", ""], "empty shape schedule"),
     (["bench", TINY, "--shapes", "random:1-99999999999"], "random size range '1-99999999999': HI must be at most"),
     (["bench", TINY, "--shapes", "random:8-16:batch=1-99999999999"], "batch range '1-99999999999': HI must be"),
-    (["throughput", TINY, "--max-batch", "9" * 20], f"--max-batch: must be at most {options.MAX_DIM}"),
+    (["throughput", TINY, "--max-batch", "9" * 20], f"--max-batch: must be at most {options.MAX_DIM:,}"),
     (["throughput", TINY, "--max-batch", str(options.MAX_DIM + 1), "--slo", "p50=5s"], "--max-batch: must be at most"),
     (["compare", TINY, "--a", "", "--b", "mkldnn=off", "--shapes", " "], "empty shape schedule"),
     (["bench", TINY, "--input", "1xx3x32x32"], "malformed input shape '1xx3x32x32'"),

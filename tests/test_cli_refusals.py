@@ -86,7 +86,7 @@ def test_a_flag_given_twice_in_one_arm_is_refused(capsys):
 @pytest.mark.parametrize("argv, message", [
     (["--blocks", "100000"], "--blocks: at most 10,000 blocks per arm"),
     (["--blocks", "5"], "at least 6 blocks per arm"),
-    (["--per-block", "5000"], "--per-block: must be at most 1000"),
+    (["--per-block", "5000"], "--per-block: must be at most 1,000"),
     (["--time-budget", "nan"], "--time-budget: expected a finite number"),
     (["--time-budget", "-1"], "--time-budget: must be >= 0"),
 ])

@@ -11,8 +11,8 @@ from torchperf_tui.core import options
 
 
 @pytest.mark.parametrize("field_id, typed, message", [
-    ("#option-iters", str(options.ITERS_MAX + 1), f"iters: must be at most {options.ITERS_MAX}"),
-    ("#option-iters", "20000000", f"iters: must be at most {options.ITERS_MAX}"),
+    ("#option-iters", str(options.ITERS_MAX + 1), f"iters: must be at most {options.ITERS_MAX:,}"),
+    ("#option-iters", "20000000", f"iters: must be at most {options.ITERS_MAX:,}"),
     ("#option-warmup", "1000000", f"warm-up: expected a count 0-{options.WARMUP_MAX:,} or 'auto'"),
 ])
 async def test_a_count_past_the_clis_bound_is_refused_in_the_app_too(tiny_app, field_id, typed, message):

@@ -56,7 +56,7 @@ def with_detail(name, value) -> HistoryRecord:
     (with_flag("matmul_precision", "ultra"), "matmul precision 'ultra'"),
     (with_detail("warmup_iters", 10**12), "warm-up: expected a count 0-10,000 or 'auto', got '1000000000000'"),
     (with_detail("warmup_iters", -1), "warm-up: expected a count 0-10,000 or 'auto', got '-1'"),
-    (timing(noisy(10.0, n=options.ITERS_MAX + 1)), f"iterations (its samples): must be at most {options.ITERS_MAX}"),
+    (timing(noisy(10.0, n=options.ITERS_MAX + 1)), f"iterations (its samples): must be at most {options.ITERS_MAX:,}"),
     (timing(noisy(10.0), dtype="float128"), "unknown dtype 'float128'"),
     (timing(noisy(10.0), device="tpu:0"), "unknown device 'tpu:0'"),
     (with_detail("step", "fly"), "unknown step 'fly'"),

@@ -68,18 +68,21 @@ def finite_float(name: str, value: float | str, *, low: float | None = None, hig
     return number
 
 
-def whole_number(name: str, value: int | str, *, low: int | None = None, high: int | None = None) -> int:
-    """`value` as an int within [low, high]."""
+def whole_number(name: str, value: int | str, *, low: int | None = None, high: int | None = None,
+                 grouped: bool = True) -> int:
+    """`value` as an int within [low, high]. A bound is written as the tool writes counts (2,147,483,647) unless
+    not `grouped` (a port)."""
     if isinstance(value, bool):
         raise OptionError(f"{name}: expected a whole number, got {shown(value)}")
     try:
         number = int(value)
     except (TypeError, ValueError):
         raise OptionError(f"{name}: expected a whole number, got {shown(value)}") from None
+    group = "," if grouped else ""
     if low is not None and number < low:
-        raise OptionError(f"{name}: must be at least {low}, got {shown(number)}")
+        raise OptionError(f"{name}: must be at least {low:{group}}, got {shown(number)}")
     if high is not None and number > high:
-        raise OptionError(f"{name}: must be at most {high}, got {shown(number)}")
+        raise OptionError(f"{name}: must be at most {high:{group}}, got {shown(number)}")
     return number
 
 
@@ -234,4 +237,4 @@ def device_name(value: str, name: str = "--device") -> str:
 
 def port(value: int | str, name: str = "--port") -> int:
     """A TCP port to listen on: 0 (any free port, said when serving) to 65535."""
-    return whole_number(name, value, low=0, high=65_535)
+    return whole_number(name, value, low=0, high=65_535, grouped=False)
