@@ -132,9 +132,12 @@ def test_a_symlinked_history_is_refused_where_the_option_enters_before_any_run(c
     link = tmp_path / "history.jsonl"
     link.symlink_to(target)
     line = refused(capsys, "--history", str(link), "bench", TINY, "--input", "1x3x8x8", "--iters", "2")
-    assert line.endswith(f"--history: will not append to {link}: it is a symbolic link, not a regular file "
+    assert line.endswith(f"--history: will not use {link}: it is a symbolic link, not a regular file "
                          "(see --help)")
     assert target.read_text() == "mine\n"
+    # a reader is refused in the same words: the option is the reader's as much as the writer's
+    assert refused(capsys, "history", "--history", str(link)).endswith(
+        f"--history: will not use {link}: it is a symbolic link, not a regular file (see --help)")
     assert "a directory" in refused(capsys, "--history", str(tmp_path), "history")
 
 

@@ -113,7 +113,7 @@ def _no_gpu():
     (["exporter", "--interval", "-1"], "interval: must be >= 0.1"),
     (["exporter", "--interval", "0"], "interval: must be >= 0.1"),
     (["exporter", "--interval", "1e9"], "interval: must be <= 60"),
-    (["exporter", "--history", "/"], "will not append to /: it is a directory"),
+    (["exporter", "--history", "/"], "will not use /: it is a directory"),
     (["exporter", "--host", "no-such-host.invalid", "--port", "0"], "--host 'no-such-host.invalid'"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv, words, capsys, tmp_path):

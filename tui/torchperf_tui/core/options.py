@@ -204,9 +204,10 @@ def ab_per_block(value: int | str) -> int:
 
 
 def history_path(value: str) -> str:
-    """--history: a file the runs are appended to, so it must be a regular file or not exist yet. A symbolic
-    link, a folder, a FIFO or a device is refused here, before any run, as every file the app writes refuses
-    one (the append refuses it too, for $TORCHPERF_HISTORY and a link put there later)."""
+    """--history: a file the runs are appended to and read from, so it must be a regular file or not exist yet. A
+    symbolic link, a folder, a FIFO or a device is refused here, before any run or reading, as every file the app
+    writes refuses one (the append refuses it too, for $TORCHPERF_HISTORY and a link put there later); the words
+    say "use", as the option is a reader's (history, export) or a writer's (bench)."""
     import stat
     from pathlib import Path
 
@@ -220,7 +221,7 @@ def history_path(value: str) -> str:
     except OSError as exc:
         raise OptionError(f"--history: cannot use {target}: {exc.strerror or exc}") from None
     if not stat.S_ISREG(mode):
-        raise OptionError(f"--history: will not append to {target}: it is {file_kind(mode)}, not a regular file")
+        raise OptionError(f"--history: will not use {target}: it is {file_kind(mode)}, not a regular file")
     return value
 
 
