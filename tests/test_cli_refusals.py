@@ -141,6 +141,14 @@ def test_a_symlinked_history_is_refused_where_the_option_enters_before_any_run(c
     assert "a directory" in refused(capsys, "--history", str(tmp_path), "history")
 
 
+def test_history_dash_is_refused_not_a_file_named_dash(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for args in (("--history", "-", "bench", TINY, "--input", "1x3x8x8", "--iters", "2"), ("history", "--history", "-")):
+        assert refused(capsys, *args).endswith(
+            "--history: '-' is not a file: the history is a file of run records, give its path (see --help)")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_export_output_dash_is_stdout_not_a_file_named_dash(capsys, tmp_path, monkeypatch):
     from tests.records import make_record
     from torchperf_tui.engine.records.history_file import HistoryFile

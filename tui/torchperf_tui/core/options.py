@@ -213,6 +213,8 @@ def history_path(value: str) -> str:
 
     if not value.strip():
         raise OptionError("--history: empty path")
+    if value.strip() == "-":  # as export's --output takes it; a history is a file, never standard input or output
+        raise OptionError("--history: '-' is not a file: the history is a file of run records, give its path")
     target = Path(value).expanduser()
     try:
         mode = os.lstat(target).st_mode
