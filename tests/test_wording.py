@@ -88,6 +88,11 @@ def test_a_batch_search_says_its_best_batch_limit_and_stop_rule_once_for_the_cli
         "[b]max-batch[/]: STOPPED GROWING AT THE MAX-BATCH BOUND 4: LARGER BATCHES MAY FIT"
     assert stopped_by_row(_search(to_oom=True))[1].endswith("larger batches may fit (--to-oom: no plateau rule)")
     assert point_cells(result) == [("2", "0.803 ms", "2490.1", "0.0 s", ""), ("4", "0.891 ms", "4487.1", "0.1 s", "best")]
+    # cancelled before its best batch was measured again: no "n/a at batch 0", the best of its short tries instead
+    cancelled = _search(best_batch=0, samples_per_s=None, latency_ms=None, measurement=None)
+    assert best_text(cancelled) == ("n/a: cancelled before the best batch was measured again (its tries' best: "
+                                    "4487.1 samples/s at batch 4, a short try)")
+    assert best_text(_search(best_batch=0, points=[])) == "n/a: cancelled before the best batch was measured again"
     trained = throughput_rows(_search(step="train (sgd)"))
     assert trained[0][:2] == ("each iteration", "a training step, train (sgd): the largest batch that fits is the "
                                                 "largest that fits for training (activations kept for the backward, "

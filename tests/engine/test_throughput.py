@@ -322,6 +322,7 @@ def test_cancel_during_the_search_returns_a_cancelled_result():
                             should_cancel=lambda: len(calls) >= 2)
     assert result.cancelled and result.measurement is None and result.max_batch == 2
     assert result.stop_reason == "cancelled while growing, before batch 4"
+    assert result.limit_text() == "not searched past 2: cancelled"  # not "stopped by cancelled"
 
 
 def test_a_cancel_during_the_final_measurement_says_what_had_stopped_the_search():

@@ -127,10 +127,10 @@ class ThroughputResult(InputFacts):
             within = "" if self.first_failure == self.max_batch + 1 else \
                 f"; bisected to within {self.first_failure - self.max_batch}"
             return f"{self.max_batch} ({self.first_failure} does not fit{within})"
+        stopped = "cancelled" if self.stop_rule == StopRule.CANCELLED else f"stopped by {self.stop_rule}"
         if self.first_failure is not None:
-            return (f"between {self.max_batch} (fits) and {self.first_failure} (does not): "
-                    f"stopped by {self.stop_rule}")
-        return f"not searched past {self.max_batch}: stopped by {self.stop_rule}"
+            return f"between {self.max_batch} (fits) and {self.first_failure} (does not): {stopped}"
+        return f"not searched past {self.max_batch}: {stopped}"
 
     def time_text(self) -> str:
         """Time spent, against the budget if there was one."""
