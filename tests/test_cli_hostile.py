@@ -225,6 +225,57 @@ def test_ctrl_c_on_a_model_that_blocks_ends_the_command_within_the_grace(factory
     assert took < CANCEL_GRACE_S + 10  # the grace, then a kill: never the 11 days the model sleeps
 
 
+@pytest.mark.parametrize("budget, first", [((), "(grow): fits"), (("--slo", "p50=10s"), "(grow): p50")],
+                         ids=["samples-per-s", "slo"])
+def test_ctrl_c_during_a_search_shows_the_batches_timed_before_it_then_exit_130(budget, first):
+    """A search cut short by Ctrl-C is shown as far as it went (as the app's c keeps it), then the interrupt ends
+    the command as any other: exit 130."""
+    import signal
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "torchperf_tui", "throughput", TINY, "--input", "1x3x16x16",
+                             *budget], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as from a terminal
+    try:
+        said = []
+        for line in proc.stderr:  # each batch is said on stderr as it is timed: the first, then Ctrl-C
+            said.append(line)
+            if first in line:
+                break
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130 and err.strip().splitlines()[-1] == "torchperf-tui: interrupted", "".join(said) + err
+    words = " ".join(out.split())
+    assert "cancelled while growing" in words, out  # where the cancel found it
+    batch_one = next(row for row in out.splitlines() if row.split()[:1] == ["1"])  # batch 1's row in the table
+    assert "µs" in batch_one or "ms" in batch_one
+
+
+def test_a_bench_ctrl_c_cut_short_shows_its_samples_and_keeps_no_record(capsys, monkeypatch, tmp_path):
+    """bench's share of the same: the samples taken are shown (said cancelled), nothing goes into the history."""
+    import dataclasses
+
+    from torchperf_tui.measure import cli_jobs
+
+    real = cli_jobs.run_job
+
+    def cut_short(kind, params, what="", **callbacks):  # as a Ctrl-C after the job kept what it had timed
+        result, extra = real(kind, params, what, **callbacks)
+        raise cli_jobs.Interrupted(dataclasses.replace(result, cancelled=True), extra)
+
+    monkeypatch.setattr(cli_jobs, "run_job", cut_short)
+    history = tmp_path / "history.jsonl"
+    code, out, err = run(capsys, "--history", str(history), "bench", TINY, "--input", "1x3x8x8", "--iters", "5",
+                         "--warmup", "1")
+    assert code == 130 and err.strip().splitlines()[-1] == "torchperf-tui: interrupted"
+    assert "iterations" in out and "cancelled before the end" in out
+    assert not history.exists() or history.read_text() == ""
+
+
 OUTPUT_MODELS = "tests.process_output_models"
 
 

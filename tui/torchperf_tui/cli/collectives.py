@@ -18,10 +18,17 @@ from torchperf_tui.wording.collectives import (bar_legend, collectives_rows, col
                                                point_cells, point_columns, point_line, progress_line, running_text)
 
 
-def run_across_ranks(args, kind: str, params: dict, what: str, shown: dict[str, Callable[[Any], str]]):
+def run_across_ranks(args, kind: str, params: dict, what: str, shown: dict[str, Callable[[Any], str]],
+                     render: Callable[[Any], None] | None = None):
     """A job whose ranks run across processes (collectives, ddp): its progress of the kinds in `shown` on one line
-    of a terminal as it goes (in the words `shown` gives each), its notes on stderr; -> its result."""
+    of a terminal as it goes (in the words `shown` gives each), its notes on stderr; -> its result. `render`: how a
+    result that Ctrl-C cut short is shown (what it timed so far) before the interrupt goes on up."""
     line = ProgressLine(enabled=sys.stderr.isatty() and not args.json)
+
+    def kept(partial) -> None:
+        line.close()
+        common.output(args, partial, render)
+
 
     def progress(kind_of: str, data) -> None:
         if kind_of in shown:
@@ -31,7 +38,7 @@ def run_across_ranks(args, kind: str, params: dict, what: str, shown: dict[str, 
             print(f"{PROG}: note: {data}", file=sys.stderr)
 
     try:
-        result, _ = common.run_job(kind, params, what, on_progress=progress)
+        result, _ = common.run_job(kind, params, what, on_progress=progress, kept=kept if render is not None else None)
     finally:
         line.close()
     return result
@@ -41,7 +48,7 @@ def collectives_command(args) -> int:
     spec = CollectivesSpec(world=args.world, device=args.device, ops=parse_ops(args.ops),
                            sizes=parse_sizes(args.sizes), iters=args.iters, warmup=args.warmup)
     shown = {"collective_point": point_line, "collective_progress": lambda data: progress_line(*data)}
-    result = run_across_ranks(args, "collectives", {"spec": spec}, running_text(spec), shown)
+    result = run_across_ranks(args, "collectives", {"spec": spec}, running_text(spec), shown, render_collectives)
     return common.output(args, result, render_collectives)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any, Callable
 
 from torchperf_tui.core.errors import PROG
 from torchperf_tui.core.errors import TorchperfError
@@ -69,12 +70,19 @@ def dtype(args) -> str:
     return canonical_dtype(args.dtype)  # 'fp16' -> 'float16'; an unknown dtype is one line here
 
 
-def run_job(kind: str, params: dict, what: str, **callbacks):
-    """The command's job in a measurement process of its own: (result, extra), or its one-line error."""
+def run_job(kind: str, params: dict, what: str, *, kept: Callable[[Any], Any] | None = None, **callbacks):
+    """The command's job in a measurement process of its own: (result, extra), or its one-line error. `kept(result)`
+    shows what a job that Ctrl-C ended had measured (a search's batches so far), before the interrupt goes on up
+    (exit 130)."""
     # Local: the job client and its process machinery load only once a job runs; a refused command loads none.
     from torchperf_tui.measure import cli_jobs
 
-    return cli_jobs.run_job(kind, params, what, **callbacks)
+    try:
+        return cli_jobs.run_job(kind, params, what, **callbacks)
+    except cli_jobs.Interrupted as stop:
+        if kept is not None:
+            kept(stop.result)
+        raise
 
 
 def run_jobs(steps):

@@ -37,9 +37,13 @@ def sweep_command(args) -> int:
 
     sink = open_mlflow(args)  # --mlflow: checked before anything runs
     what = f"sweeping the sequence length of {args.model}" + (" under A and B" if arms else "")
+    def kept(partial) -> None:  # Ctrl-C: the lengths swept so far
+        line.close()
+        common.output(args, partial, render_sweep)
+
     try:
         result, extra = common.run_job("sweep", {"cfg": base, "seq_lens": (lo, hi), "arms": arms, "options": options}, what,
-                             on_progress=progress)
+                                       on_progress=progress, kept=kept)
     finally:
         line.close()
     log_result(sink, "sweep", result, extra)

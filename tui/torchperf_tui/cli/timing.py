@@ -38,15 +38,21 @@ def cmd_bench(args) -> int:
         if batch.samples_ms:
             progress.update(batch.phase, batch.index, batch.total, batch.samples_ms[-1])
 
+    def kept(partial) -> None:  # Ctrl-C: the samples taken, neither kept in the history nor logged
+        progress.close()
+        output(args, partial, render_timing, lambda r: {**timing_json(r), "record": None})
+
+    def timing_json(r) -> dict:
+        return without(r.to_dict(), "samples_ms", "warmup_ms", unless=args.samples)
+
     try:  # notes about the flags and dtype on this device come first, from the measurement process
         result, extra = common.run_job("time", {"cfg": cfg}, f"timing {args.model}",
-                                       on_progress=print_note, on_samples=samples)
+                                       on_progress=print_note, on_samples=samples, kept=kept)
     finally:
         progress.close()
     record = bench_record(args, result, extra.get("fingerprint"))
     log_records(sink, result, extra, [record] if record is not None and not args.no_history else [])
-    return output(args, result, render_timing, lambda r: {
-        **without(r.to_dict(), "samples_ms", "warmup_ms", unless=args.samples), "record": record and record.to_dict()})
+    return output(args, result, render_timing, lambda r: {**timing_json(r), "record": record and record.to_dict()})
 
 
 def bench_modes(args, cfg) -> int:
@@ -79,7 +85,8 @@ def cmd_throughput(args) -> int:
 
     cfg, sink = bench_config(args), open_mlflow(args)
     result, extra = common.run_job("throughput", {"cfg": cfg, "options": options},
-                         f"searching the batch of {args.model}", on_progress=progress)
+                                   f"searching the batch of {args.model}", on_progress=progress,
+                                   kept=lambda partial: output(args, partial, render_throughput))
     log_result(sink, "throughput", result, extra, cfg.flags.describe(result.device))
     return output(args, result, render_throughput)
 
@@ -100,7 +107,7 @@ def throughput_slo(args, cap: int | None, budget: float | None) -> int:
     options = dict(max_batch=args.max_batch, memory_cap_bytes=cap, time_budget_s=budget)
     result, _ = common.run_job("slo", {"cfg": bench_config(args), "slo": args.slo, "options": options},
                                f"searching the largest batch of {args.model} within {args.slo.text()}",
-                               on_progress=progress)
+                               on_progress=progress, kept=lambda partial: output(args, partial, render_slo))
     return output(args, result, render_slo)
 
 

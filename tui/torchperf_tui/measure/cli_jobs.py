@@ -7,7 +7,8 @@ the engine's result once it is done; the process is then stopped (killed if some
 never ends, holds it). So the model's code can neither end the command (os._exit is one line and exit 2), nor keep it
 alive, nor print into its output. A job that fails raises JobError (the engine's one line: exit 2) or
 MeasurementBug (not the user's fault: exit 1). Ctrl-C cancels the job; one that has not stopped within
-CANCEL_GRACE_S is killed with its process; then KeyboardInterrupt goes on up (exit 130). SIGTERM and SIGHUP
+CANCEL_GRACE_S is killed with its process; then KeyboardInterrupt goes on up (exit 130), as Interrupted with what the
+job kept where it ended with a result (a search's batches so far), for the command to show first. SIGTERM and SIGHUP
 (measure/ending.py) stop the process at once and go on up as Terminated (exit 128 + the signal's number), so its
 empty log is removed on the way out, as at any other end. No torch here.
 """
@@ -28,6 +29,15 @@ POLL_S = 0.2  # how often the waiting thread wakes: a Ctrl-C is seen within this
 
 class JobError(TorchperfError):
     """The job failed with one of the engine's refusals, or its process died: one line, exit 2."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C ended a job that kept what it had measured (a search's batches, a sweep's lengths): its `result`
+    (marked cancelled) and `extra`, for the command to show before the interrupt goes on up (exit 130)."""
+
+    def __init__(self, result: Any, extra: dict) -> None:
+        super().__init__()
+        self.result, self.extra = result, extra
 
 
 def run_job(kind: str, params: dict, what: str = "", *, on_progress: Callable[[str, Any], None] | None = None,
@@ -55,7 +65,9 @@ def run_jobs(steps: Callable[[Callable[..., tuple[Any, dict]]], T],
         try:
             end = _wait(events, job_id, on_progress, on_samples)
         except KeyboardInterrupt:
-            _cancel(process, events, job_id)
+            end = _cancel(process, events, job_id)
+            if isinstance(end, JobDone) and end.result is not None:
+                raise Interrupted(end.result, dict(end.extra or {})) from None
             raise
         if isinstance(end, JobFailed):
             if end.internal:
@@ -98,15 +110,16 @@ def _wait(events: queue.Queue, job_id: int, on_progress, on_samples, deadline: f
             on_progress(event.what, event.data)
 
 
-def _cancel(process: Any, events: queue.Queue, job_id: int) -> None:
+def _cancel(process: Any, events: queue.Queue, job_id: int) -> Any:
     """Ctrl-C: cancel the job and give it CANCEL_GRACE_S to stop; then (stopped or not) the process goes at once.
-    A second Ctrl-C while waiting only shortens the wait."""
+    A second Ctrl-C while waiting only shortens the wait. Returns the job's final event, None when it had none
+    within the wait."""
     import time
 
     try:
         process.cancel(job_id, enforce=False)  # the kill below is the enforcement: no restart for the CLI
-        _wait(events, job_id, None, None, deadline=time.monotonic() + CANCEL_GRACE_S)
+        return _wait(events, job_id, None, None, deadline=time.monotonic() + CANCEL_GRACE_S)
     except KeyboardInterrupt:
-        pass
+        return None
     finally:
         process.stop(grace_s=0)
