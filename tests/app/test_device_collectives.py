@@ -92,10 +92,12 @@ async def test_the_cpu_chosen_in_the_device_selector_runs_the_ranks_on_the_cpu()
     app = make_app(gpu=True, measurement=fake)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(pilot)
+        assert "across the box's GPUs (NCCL) where it has two or more" in status(app)  # a GPU box, nothing chosen
         app.main.query_one("#device-select").value = "cpu"
         await wait_until(pilot, lambda: app.session.device == "cpu", what="the device choice")
         # before the run, the section says where L runs now: not across the box's GPUs
-        assert "across 2 processes on the CPU (gloo), the device chosen" in status(app)
+        await wait_until(pilot, lambda: "across 2 processes on the CPU (gloo), the device chosen" in status(app),
+                         what="where L runs now", shown=lambda: status(app))
         assert "GPUs" not in status(app)
         await pilot.press("L")
         await wait_until(pilot, lambda: "done in" in status(app), what="the run's end", shown=lambda: status(app))
@@ -114,6 +116,10 @@ async def test_rows_arrive_as_the_sizes_are_timed_and_c_or_a_new_l_cancels_clean
     app = make_app(measurement=fake)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(pilot)
+        # a box without CUDA: before the run the section says the ranks are processes on the CPU, not GPUs
+        await wait_until(pilot, lambda: "across 2 processes on the CPU (gloo), no CUDA device here" in status(app),
+                         what="where L runs on this box", shown=lambda: status(app))
+        assert "GPUs" not in status(app)
         await pilot.press("L")
         await wait_until(pilot, lambda: len(rows(app)) == 5 and curves(app) == [[2**14 * 4**k for k in range(5)]],
                          what="all_reduce's rows and curve while it runs", shown=lambda: status(app))

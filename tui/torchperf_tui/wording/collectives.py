@@ -196,10 +196,10 @@ def done_text(result) -> str:
             f"{result.seconds:.1f} s")
 
 
-def not_run_text(spec, key: str, on_cpu: bool = False) -> str:
-    """Before a run: what `key` runs, where, and how long it takes. `on_cpu`: the CPU is the device chosen, so the
-    ranks are processes on it whatever GPUs the box has."""
-    where = (f"across {DEFAULT_CPU_WORLD} processes on the CPU (gloo), the device chosen" if on_cpu else
+def not_run_text(spec, key: str, on_cpu: str = "") -> str:
+    """Before a run: what `key` runs, where, and how long it takes. `on_cpu`: why the ranks are processes on the CPU
+    whatever GPUs the box has ('the device chosen', 'no CUDA device here'); empty: where they run is not known yet."""
+    where = (f"across {DEFAULT_CPU_WORLD} processes on the CPU (gloo), {on_cpu}" if on_cpu else
              f"across the box's GPUs (NCCL) where it has two or more, else across {DEFAULT_CPU_WORLD} processes on "
              "the CPU (gloo)")
     return (f"none yet. Press {key} to time {', '.join(spec.ops)} at message sizes {sizes_text(spec)}, {where}: "

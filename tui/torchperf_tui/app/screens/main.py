@@ -197,7 +197,6 @@ class MainScreen(FitsTerminal, Screen):
     @while_running
     def on_device_pane_chosen(self, message) -> None:
         self.app.session.device = message.device
-        self.pane("device").device_chosen()
         self._device_known()
 
     def _device_known(self) -> None:
@@ -212,6 +211,7 @@ class MainScreen(FitsTerminal, Screen):
         self._show_flags()
         self.pane("picker").update_dtype_note()
         self.pane("memory").redraw()
+        self.pane("device").device_known()
 
     @while_running
     def on_device_pane_probe_failed(self, message) -> None:

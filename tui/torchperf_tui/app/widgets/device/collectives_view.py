@@ -173,10 +173,13 @@ class CollectivesView(Vertical):
             yield rows
 
     def _not_run(self) -> str:
-        return not_run_text(self.spec, KINDS["collectives"].keys[0], on_cpu=self.app.session.device == "cpu")
+        session = self.app.session
+        on_cpu = ("the device chosen" if session.device == "cpu" else
+                  "no CUDA device here" if session.report is not None and not session.report.cuda_available else "")
+        return not_run_text(self.spec, KINDS["collectives"].keys[0], on_cpu)
 
-    def device_chosen(self) -> None:
-        """The device selector's choice changed: before the first run, say where L would run now."""
+    def device_known(self) -> None:
+        """The device probed or chosen: before the first run, say where L would run now."""
         if not self.started:
             self.say(escape(self._not_run()))
 

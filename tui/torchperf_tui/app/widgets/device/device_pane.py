@@ -182,9 +182,10 @@ class DevicePane(VerticalScroll):
         """all_reduce, all_gather and reduce_scatter over message sizes, in the pane's collectives section."""
         self.query_one(CollectivesView).start()
 
-    def device_chosen(self) -> None:
-        """The selector's device is the session's now: the collectives section says where its run would go."""
-        self.query_one(CollectivesView).device_chosen()
+    def device_known(self) -> None:
+        """The device probed, or the selector's the session's now: the collectives section says where its run
+        would go."""
+        self.query_one(CollectivesView).device_known()
 
     @on(JobEvent)
     def _job_event(self, message: JobEvent) -> None:
