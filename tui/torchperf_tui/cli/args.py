@@ -411,7 +411,7 @@ def build_parser(commands: bool = True, baseline: bool = False) -> argparse.Argu
                    help="with --modes, CUDA: write a buffer twice the L2 size before each sync and graph iteration, "
                         "outside the timed region")
     p.add_argument("--per-block", type=_checked(options.ab_per_block), default=10,
-                   help=f"with --modes: iterations per pipelined block (default 10, at most {options.AB_PER_BLOCK_MAX})")
+                   help=f"with --modes: iterations per pipelined block (default 10, at most {options.AB_PER_BLOCK_MAX:,})")
     p.add_argument("--generate", type=_checked(options.new_tokens), metavar="N",
                    help="a causal LM (hf: decoders): instead of one timing, greedy generation of N new tokens with the "
                         "model's own KV cache, each token synchronised: time to first token (the prefill), per-token "
@@ -491,13 +491,13 @@ def build_parser(commands: bool = True, baseline: bool = False) -> argparse.Argu
                    f"{', '.join(ARM_KEYS)} ('' = the base run; e.g. amp=fp16 against amp=off)")
     p.add_argument("--b", required=not baseline, metavar="SPEC", help="arm B, likewise")
     p.add_argument("--blocks", type=_checked(options.ab_blocks), default=10,
-                   help="blocks per arm (default 10, 6-10000: with 5 pairs the signed-rank test's smallest p is 0.0625)")
+                   help=f"blocks per arm (default 10, {options.AB_BLOCKS_RANGE[0]}-{options.AB_BLOCKS_RANGE[1]:,}: with 5 pairs the signed-rank test's smallest p is 0.0625)")
     p.add_argument("--time-budget", type=_checked(options.time_budget), metavar="SECONDS",
                    default=options.AB_TIME_BUDGET_S,
                    help="do not start a block pair that would end past this budget; the verdict is from the pairs "
                         f"that ran (default {options.AB_TIME_BUDGET_S:g}; 0: no budget)")
     p.add_argument("--per-block", type=_checked(options.ab_per_block), default=None,
-                   help=f"timed iterations per block (at most {options.AB_PER_BLOCK_MAX}; default 20, or fewer when "
+                   help=f"timed iterations per block (at most {options.AB_PER_BLOCK_MAX:,}; default 20, or fewer when "
                         "one pass of each arm, timed first, says all the blocks would not fit the time budget)")
     p.add_argument("--seed", type=_checked(options.seed), default=0, help="seed of the block order, random shapes and the bootstrap")
     p.add_argument("--no-history", action="store_true", help="do not append the two arms to the history file")

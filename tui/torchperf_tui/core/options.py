@@ -71,7 +71,7 @@ def finite_float(name: str, value: float | str, *, low: float | None = None, hig
 def whole_number(name: str, value: int | str, *, low: int | None = None, high: int | None = None,
                  grouped: bool = True) -> int:
     """`value` as an int within [low, high]. A bound is written as the tool writes counts (2,147,483,647) unless
-    not `grouped` (a port)."""
+    not `grouped` (a port, a seed: identifiers, not counts)."""
     if isinstance(value, bool):
         raise OptionError(f"{name}: expected a whole number, got {shown(value)}")
     try:
@@ -142,7 +142,7 @@ def thread_count(value: int | str) -> int:
 
 
 def seed(value: int | str, name: str = "seed") -> int:
-    return whole_number(name, value, low=0, high=SEED_MAX)
+    return whole_number(name, value, low=0, high=SEED_MAX, grouped=False)  # an identifier, as a port
 
 
 def interval(value: float | str) -> float:
