@@ -92,7 +92,7 @@ def test_a_batch_search_says_its_best_batch_limit_and_stop_rule_once_for_the_cli
     cancelled = _search(best_batch=0, samples_per_s=None, latency_ms=None, measurement=None)
     assert best_text(cancelled) == ("n/a: cancelled before the best batch was measured again (its tries' best: "
                                     "4487.1 samples/s at batch 4, a short try)")
-    assert best_text(_search(best_batch=0, points=[])) == "n/a: cancelled before the best batch was measured again"
+    assert best_text(_search(best_batch=0, points=[])) == "n/a: cancelled before a batch fitted"
     trained = throughput_rows(_search(step="train (sgd)"))
     assert trained[0][:2] == ("each iteration", "a training step, train (sgd): the largest batch that fits is the "
                                                 "largest that fits for training (activations kept for the backward, "

@@ -174,6 +174,8 @@ def render_throughput(result) -> None:
     """The best samples/s and its batch first, then the largest batch that fits as far as the search knows,
     the rule that stopped it and the time spent; then every batch that fitted, the best one marked."""
     print_kv(throughput_title(result), throughput_rows(result))
+    if not result.points:  # a search cancelled before a batch fitted
+        return
     table = Table(box=None, header_style="bold")
     for column in ("batch", "latency", "samples/s", "try took", ""):
         table.add_column(column, justify="right" if column else "left")

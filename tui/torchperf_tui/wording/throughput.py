@@ -39,9 +39,10 @@ def best_text(result, strong=plain) -> str:
     if not result.best_batch:
         tried = max((p for p in result.points if is_number(p.samples_per_s)), key=lambda p: p.samples_per_s,
                     default=None)
-        best_try = "" if tried is None else \
-            f" (its tries' best: {number_text(tried.samples_per_s, '.1f')} samples/s at batch {tried.batch}, a short try)"
-        return "n/a: cancelled before the best batch was measured again" + best_try
+        if tried is None:
+            return "n/a: cancelled before a batch fitted"
+        return ("n/a: cancelled before the best batch was measured again (its tries' best: "
+                f"{number_text(tried.samples_per_s, '.1f')} samples/s at batch {tried.batch}, a short try)")
     unit = " samples/s" if is_number(result.samples_per_s) else ""
     return f"{strong(number_text(result.samples_per_s, '.1f'))}{unit} at batch {strong(result.best_batch)}"
 
