@@ -225,55 +225,97 @@ def test_ctrl_c_on_a_model_that_blocks_ends_the_command_within_the_grace(factory
     assert took < CANCEL_GRACE_S + 10  # the grace, then a kill: never the 11 days the model sleeps
 
 
-@pytest.mark.parametrize("budget, first", [((), "(grow): fits"), (("--slo", "p50=10s"), "(grow): p50")],
-                         ids=["samples-per-s", "slo"])
-def test_ctrl_c_during_a_search_shows_the_batches_timed_before_it_then_exit_130(budget, first):
-    """A search cut short by Ctrl-C is shown as far as it went (as the app's c keeps it), then the interrupt ends
-    the command as any other: exit 130."""
+def _interrupted(argv: tuple, said: str, times: int = 1, reader_gone: bool = False):
+    """The CLI run with `argv`, Ctrl-C once stderr has said `said` `times` times (the first batch timed, a model's
+    print): (exit code, stdout, stderr). `reader_gone`: stdout's reader has closed its end before then (`| head -1`
+    done)."""
     import signal
     import subprocess
     import sys
 
-    proc = subprocess.Popen([sys.executable, "-m", "torchperf_tui", "throughput", TINY, "--input", "1x3x16x16",
-                             *budget], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    proc = subprocess.Popen([sys.executable, "-m", "torchperf_tui", *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as from a terminal
     try:
-        said = []
-        for line in proc.stderr:  # each batch is said on stderr as it is timed: the first, then Ctrl-C
-            said.append(line)
-            if first in line:
+        if reader_gone:
+            proc.stdout.close()
+        lines = []
+        for line in proc.stderr:
+            lines.append(line)
+            if sum(said in seen for seen in lines) >= times:
                 break
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 130 and err.strip().splitlines()[-1] == "torchperf-tui: interrupted", "".join(said) + err
+    return proc.returncode, out, "".join(lines) + err
+
+
+@pytest.mark.parametrize("budget, first", [((), "(grow): fits"), (("--slo", "p50=10s"), "(grow): p50")],
+                         ids=["samples-per-s", "slo"])
+def test_ctrl_c_during_a_search_shows_the_batches_timed_before_it_then_exit_130(budget, first):
+    """A search cut short by Ctrl-C is shown as far as it went (as the app's c keeps it), then the interrupt ends
+    the command as any other: exit 130."""
+    code, out, err = _interrupted(("throughput", TINY, "--input", "1x3x16x16", *budget), first)
+    assert code == 130 and err.strip().splitlines()[-1] == "torchperf-tui: interrupted", err
     words = " ".join(out.split())
     assert "cancelled while growing" in words, out  # where the cancel found it
     batch_one = next(row for row in out.splitlines() if row.split()[:1] == ["1"])  # batch 1's row in the table
     assert "µs" in batch_one or "ms" in batch_one
 
 
-def test_a_bench_ctrl_c_cut_short_shows_its_samples_and_keeps_no_record(capsys, monkeypatch, tmp_path):
-    """bench's share of the same: the samples taken are shown (said cancelled), nothing goes into the history."""
+@pytest.mark.parametrize("argv, said, times", [
+    (("throughput", TINY, "--input", "1x3x16x16"), "(grow): fits", 1),  # the batch said as it is timed
+    (("bench", f"{PROCESS_MODELS}:prints_as_it_goes", "--iters", "100000", "--warmup", "1", "--no-history", "--json"),
+     "hello from forward", 20),  # --json says nothing as it goes: the model's prints (on stderr) say it runs
+], ids=["words", "json"])
+def test_ctrl_c_with_stdouts_reader_gone_still_ends_interrupted_exit_130(argv, said, times):
+    """What the job kept cannot be shown (a closed pipe): the command still ends as an interrupt, not exit 1."""
+    code, _, err = _interrupted(argv, said, times, reader_gone=True)
+    assert code == 130 and err.strip().splitlines()[-1] == "torchperf-tui: interrupted", err[-2000:]
+
+
+def _cut_short(monkeypatch, emptied: dict | None = None) -> None:
+    """Every job of the command runs whole, then goes up as a Ctrl-C that came after it had kept all it timed (its
+    result marked cancelled; `emptied`: with those fields emptied, as a Ctrl-C before anything was timed)."""
     import dataclasses
 
     from torchperf_tui.measure import cli_jobs
 
     real = cli_jobs.run_job
 
-    def cut_short(kind, params, what="", **callbacks):  # as a Ctrl-C after the job kept what it had timed
+    def cut_short(kind, params, what="", **callbacks):
         result, extra = real(kind, params, what, **callbacks)
-        raise cli_jobs.Interrupted(dataclasses.replace(result, cancelled=True), extra)
+        raise cli_jobs.Interrupted(dataclasses.replace(result, cancelled=True, **(emptied or {})), extra)
 
     monkeypatch.setattr(cli_jobs, "run_job", cut_short)
+
+
+def test_a_bench_ctrl_c_cut_short_shows_its_samples_and_keeps_no_record(capsys, monkeypatch, tmp_path):
+    """bench's share of the same: the samples taken are shown (said cancelled), nothing goes into the history."""
+    _cut_short(monkeypatch)
     history = tmp_path / "history.jsonl"
     code, out, err = run(capsys, "--history", str(history), "bench", TINY, "--input", "1x3x8x8", "--iters", "5",
                          "--warmup", "1")
     assert code == 130 and err.strip().splitlines()[-1] == "torchperf-tui: interrupted"
     assert "iterations" in out and "cancelled before the end" in out
     assert not history.exists() or history.read_text() == ""
+
+
+@pytest.mark.parametrize("emptied, shown", [(None, True), ({"modes": []}, False)], ids=["modes-timed", "none-timed"])
+def test_a_bench_modes_ctrl_c_shows_the_modes_timed_and_nothing_when_none_was(capsys, monkeypatch, emptied, shown):
+    _cut_short(monkeypatch, emptied)
+    code, out, err = run(capsys, "bench", TINY, "--input", "1x3x8x8", "--iters", "4", "--warmup", "1",
+                         "--modes", "sync", "--json")
+    assert code == 130 and err.strip().splitlines()[-1] == "torchperf-tui: interrupted"
+    if shown:
+        import json
+
+        data = json.loads(out)
+        assert data["cancelled"] is True and data["modes"][0]["mode"] == "sync"
+    else:
+        assert out == ""  # cancelled before anything was measured: nothing to show
 
 
 OUTPUT_MODELS = "tests.process_output_models"

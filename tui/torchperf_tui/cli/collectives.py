@@ -27,8 +27,8 @@ def run_across_ranks(args, kind: str, params: dict, what: str, shown: dict[str, 
 
     def kept(partial) -> None:
         line.close()
-        common.output(args, partial, render)
-
+        if partial.points:  # a size was timed: cancelled before one, there is nothing to show
+            common.output(args, partial, render)
 
     def progress(kind_of: str, data) -> None:
         if kind_of in shown:

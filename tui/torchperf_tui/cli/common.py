@@ -81,8 +81,25 @@ def run_job(kind: str, params: dict, what: str, *, kept: Callable[[Any], Any] | 
         return cli_jobs.run_job(kind, params, what, **callbacks)
     except cli_jobs.Interrupted as stop:
         if kept is not None:
-            kept(stop.result)
+            show_whole(kept, stop.result)
         raise
+
+
+def show_whole(show: Callable[[Any], Any], result: Any) -> None:
+    """`show(result)` as the command ends on Ctrl-C: written whole (a second Ctrl-C waits until it is, so --json is
+    never cut in two), and never in the interrupt's way (a reader gone, a closed pipe: the command still ends
+    'interrupted', exit 130)."""
+    import signal
+
+    blocked = {signal.SIGINT}
+    signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
+    try:
+        show(result)
+        sys.stdout.flush()
+    except (OSError, SystemExit):  # rich ends a write to a gone reader with SystemExit(1)
+        pass
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, blocked)  # a Ctrl-C held meanwhile lands now: the same end
 
 
 def run_jobs(steps):

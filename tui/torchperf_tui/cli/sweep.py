@@ -39,7 +39,8 @@ def sweep_command(args) -> int:
     what = f"sweeping the sequence length of {args.model}" + (" under A and B" if arms else "")
     def kept(partial) -> None:  # Ctrl-C: the lengths swept so far
         line.close()
-        common.output(args, partial, render_sweep)
+        if partial.points:
+            common.output(args, partial, render_sweep)
 
     try:
         result, extra = common.run_job("sweep", {"cfg": base, "seq_lens": (lo, hi), "arms": arms, "options": options}, what,

@@ -40,7 +40,8 @@ def cmd_bench(args) -> int:
 
     def kept(partial) -> None:  # Ctrl-C: the samples taken, neither kept in the history nor logged
         progress.close()
-        output(args, partial, render_timing, lambda r: {**timing_json(r), "record": None})
+        if partial.samples_ms:
+            output(args, partial, render_timing, lambda r: {**timing_json(r), "record": None})
 
     def timing_json(r) -> dict:
         return without(r.to_dict(), "samples_ms", "warmup_ms", unless=args.samples)
@@ -58,15 +59,20 @@ def cmd_bench(args) -> int:
 def bench_modes(args, cfg) -> int:
     """bench --modes: the timing modes side by side (not appended to the history: a record holds one timing)."""
     from torchperf_tui.cli.render import render_modes  # rich: not loaded for --json or a refusal
-    result, _ = common.run_job("modes", {"cfg": cfg, "modes": parse_modes(args.modes), "cold_l2": args.cold_l2,
-                                          "per_block": args.per_block}, f"timing {args.model} in several modes",
-                               on_progress=print_note)
+
     def to_json(r) -> dict:
         data = r.to_dict()
         for mode in data["modes"]:
             without(mode, "samples_ms", unless=args.samples)
         return data
 
+    def kept(partial) -> None:  # Ctrl-C: the modes' samples taken so far
+        if any(mode.samples_ms for mode in partial.modes):
+            output(args, partial, render_modes, to_json)
+
+    result, _ = common.run_job("modes", {"cfg": cfg, "modes": parse_modes(args.modes), "cold_l2": args.cold_l2,
+                                          "per_block": args.per_block}, f"timing {args.model} in several modes",
+                               on_progress=print_note, kept=kept)
     return output(args, result, render_modes, to_json)
 
 
@@ -83,10 +89,13 @@ def cmd_throughput(args) -> int:
         if what == "batch_try" and not args.json:
             render_batch_try(data)
 
+    def kept(partial) -> None:  # Ctrl-C: the batches tried so far
+        if partial.tries:
+            output(args, partial, render_throughput)
+
     cfg, sink = bench_config(args), open_mlflow(args)
     result, extra = common.run_job("throughput", {"cfg": cfg, "options": options},
-                                   f"searching the batch of {args.model}", on_progress=progress,
-                                   kept=lambda partial: output(args, partial, render_throughput))
+                                   f"searching the batch of {args.model}", on_progress=progress, kept=kept)
     log_result(sink, "throughput", result, extra, cfg.flags.describe(result.device))
     return output(args, result, render_throughput)
 
@@ -104,10 +113,14 @@ def throughput_slo(args, cap: int | None, budget: float | None) -> int:
         if what == "slo_point" and not args.json:
             print(slo_point_line(data, args.slo), file=sys.stderr)
 
+    def kept(partial) -> None:  # Ctrl-C: the batches timed so far
+        if partial.points:
+            output(args, partial, render_slo)
+
     options = dict(max_batch=args.max_batch, memory_cap_bytes=cap, time_budget_s=budget)
     result, _ = common.run_job("slo", {"cfg": bench_config(args), "slo": args.slo, "options": options},
                                f"searching the largest batch of {args.model} within {args.slo.text()}",
-                               on_progress=progress, kept=lambda partial: output(args, partial, render_slo))
+                               on_progress=progress, kept=kept)
     return output(args, result, render_slo)
 
 

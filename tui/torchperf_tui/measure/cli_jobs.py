@@ -66,7 +66,7 @@ def run_jobs(steps: Callable[[Callable[..., tuple[Any, dict]]], T],
             end = _wait(events, job_id, on_progress, on_samples)
         except KeyboardInterrupt:
             end = _cancel(process, events, job_id)
-            if isinstance(end, JobDone) and end.result is not None:
+            if isinstance(end, JobDone) and getattr(end.result, "cancelled", False):  # not one that ended first
                 raise Interrupted(end.result, dict(end.extra or {})) from None
             raise
         if isinstance(end, JobFailed):
@@ -112,8 +112,8 @@ def _wait(events: queue.Queue, job_id: int, on_progress, on_samples, deadline: f
 
 def _cancel(process: Any, events: queue.Queue, job_id: int) -> Any:
     """Ctrl-C: cancel the job and give it CANCEL_GRACE_S to stop; then (stopped or not) the process goes at once.
-    A second Ctrl-C while waiting only shortens the wait. Returns the job's final event, None when it had none
-    within the wait."""
+    A second Ctrl-C while waiting ends the wait, and with it what the job would have kept. Returns the job's final
+    event, None when it had none within the wait."""
     import time
 
     try:
