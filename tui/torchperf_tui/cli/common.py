@@ -91,15 +91,17 @@ def show_whole(show: Callable[[Any], Any], result: Any) -> None:
     'interrupted', exit 130)."""
     import signal
 
-    blocked = {signal.SIGINT}
-    signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
+    # Held off this thread (a write in progress is not broken off), and ignored should another thread take it.
+    before = signal.signal(signal.SIGINT, lambda signum, frame: None)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         show(result)
         sys.stdout.flush()
     except (OSError, SystemExit):  # rich ends a write to a gone reader with SystemExit(1)
         pass
     finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, blocked)  # a Ctrl-C held meanwhile lands now: the same end
+        signal.signal(signal.SIGINT, before)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # one held meanwhile lands: the same end
 
 
 def run_jobs(steps):
