@@ -154,6 +154,31 @@ async def test_typing_timm_then_letters_lists_timm_alone_and_enter_chooses_the_b
         assert app.main.focused is app.main.query_one("#model-list")  # chosen: the next key is a command
 
 
+async def test_slash_and_a_name_in_one_burst_all_go_to_the_filter_none_is_a_command():
+    """Over SSH the keys typed quickly arrive together: '/' and the letters after it in one read. The filter takes
+    the letters; none of them is the command it is elsewhere (r would run the highlighted model, e free memory, s
+    save a screenshot)."""
+    from textual import events
+
+    app, fake = sources_app()
+    async with app.run_test(size=(110, 34)) as pilot:
+        await wait_ready(pilot)
+        for key, character in (("slash", "/"), *((letter, letter) for letter in "res")):
+            app.post_message(events.Key(key, character))  # as the terminal's driver posts them, one read at once
+        field = app.main.query_one("#model-filter")
+        await wait_until(pilot, lambda: field.value == "res", what="the letters in the filter",
+                         shown=lambda: repr(field.value))
+        assert "time" not in [kind for kind, _ in fake.requests]  # r ran nothing
+        assert app.main.focused is field
+        # in a text field '/' is a character, not the filter's key
+        custom = app.main.query_one("#custom-model")
+        app.main.set_focus(custom)
+        await pilot.press("a", "slash", "b")
+        await wait_until(pilot, lambda: custom.value == "a/b", what="a slash typed in a field",
+                         shown=lambda: repr(custom.value))
+        assert app.main.focused is custom
+
+
 async def test_typing_hf_then_a_name_chooses_the_transformers_model_and_seq_shows_its_default_length():
     app, _ = sources_app()
     async with app.run_test(size=(110, 34)) as pilot:

@@ -10,7 +10,10 @@ from torchperf_tui.app.screens.layout import TABS
 BINDINGS = [
     Binding("r", "pane('timing', 'start_run')", "Run"),
     Binding("c", "cancel_run", "Cancel"),
-    Binding("slash", "screen.focus_filter", "Model"),  # the screen's, here for its place in the footer
+    # The screen's, here for its place in the footer. A priority key, run as it is read: the name typed after it, which
+    # over SSH arrives in the same read, then goes to the filter and not to the list (where r would run a model). The
+    # screen lets it through to a text field that has the cursor (MainScreen.check_action).
+    Binding("slash", "screen.focus_filter", "Model", priority=True),
     Binding("h", "screen.toggle_sidebar", "Sidebar", show=False),
     # Help and Quit before the rest: a narrow footer cuts from the right.
     Binding("question_mark", "help", "Help"),

@@ -14,7 +14,7 @@ from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Header, Label, Static, TabbedContent, TabPane
+from textual.widgets import Header, Input, Label, Static, TabbedContent, TabPane
 
 from torchperf_tui.app.guards import while_running
 from torchperf_tui.app.messages import HistoryChanged, RunsChanged
@@ -361,9 +361,17 @@ class MainScreen(FitsTerminal, Screen):
     def action_show_tab(self, name: str) -> None:
         self.show_tab(name)
 
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        # '/' is read before any widget sees it (app/commands.py): in a text field it is a character of the field's
+        if action == "focus_filter" and isinstance(self.focused, Input):
+            return False
+        return True
+
     def action_focus_filter(self) -> None:
+        # At once, not after the keys already read (Widget.focus waits its turn): over SSH the name typed after '/'
+        # arrives with it, and its letters are the filter's, never commands (r would run the highlighted model).
         if self.query("#model-filter"):
-            self.query_one("#model-filter").focus()
+            self.set_focus(self.query_one("#model-filter"))
 
     def action_focus_flags(self) -> None:
         for control in self.query("FlagRow Switch, FlagRow Select"):
