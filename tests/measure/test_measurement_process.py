@@ -232,6 +232,23 @@ def test_each_process_has_its_own_log_named_after_it_and_an_empty_one_is_removed
     assert "hello from the factory" in (tmp_path / f"m-{chatty_pid}.log").read_text()  # kept: it holds something
 
 
+def test_a_log_left_by_an_older_process_of_the_same_pid_is_not_taken_for_this_ones(tmp_path):
+    """A pid comes round again: the log an older process of that pid left (it held a crash, so it was kept) must not
+    be named as this process's, with the older one's words in it. The template here has no {pid}, so the path is
+    the older log's whatever pid the new process gets."""
+    stale = tmp_path / "m-fixed.log"
+    stale.write_text("hostile model: blocking now\n")  # what an older process wrote before it was killed
+    rec = Recorder()
+    process = MeasurementProcess(rec.on_event, rec.on_notice, log_path=str(stale))
+    process.start()
+    try:
+        rec.wait_for(lambda: any(isinstance(e, Ready) for e in rec.events))
+        assert process.log_path == str(stale) and "blocking" not in stale.read_text()
+    finally:
+        process.stop()
+    assert not stale.exists()  # this process wrote nothing: its empty log is removed as any other
+
+
 def test_an_enforced_cancel_that_finds_its_job_finished_meanwhile_leaves_the_process_serving(measurement):
     """_enforce_cancel sees the job running, lets go of the lock, and the job's JobDone comes before _replace
     takes it again: the process must be left as it is, serving, not dropped with nothing in its place."""

@@ -85,7 +85,9 @@ def _detach_from_terminal(log_path: str | None, prints_to_stderr: bool = False) 
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
+    # Emptied as it is opened: a log of this pid can only be an older process's (a pid comes round again), kept for
+    # its crash, and must not be named as this one's with the older one's words in it.
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
     path = log_file(log_path, os.getpid()) if log_path else None
     try:
         out = os.open(path or os.devnull, flags, 0o600)
