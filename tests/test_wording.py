@@ -63,8 +63,8 @@ def _search(**changes):
                   notes=["a note"], measurement=SimpleNamespace(iters=10, fits=True),
                   limit_text=lambda: "not searched past 4: stopped by max-batch",
                   time_text=lambda: "1.8 s of the 120 s budget",
-                  points=[SimpleNamespace(batch=2, latency_ms=0.8031, samples_per_s=2490.1, seconds=0.04),
-                          SimpleNamespace(batch=4, latency_ms=0.8912, samples_per_s=4487.1, seconds=0.05)])
+                  points=[SimpleNamespace(batch=2, latency_ms=0.8031, samples_per_s=2490.1, seconds=0.04, fits=True),
+                          SimpleNamespace(batch=4, latency_ms=0.8912, samples_per_s=4487.1, seconds=0.05, fits=True)])
     result.update(changes)
     return SimpleNamespace(**result)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from torchperf_tui.core.formatting import format_bytes, format_ms, format_shape, is_number, number_text
+from torchperf_tui.engine.measurements.batch_search import best_of
 from torchperf_tui.wording import RANDOM_WEIGHTS, Row, model_label, plain, random_weights, row, subject
 from torchperf_tui.wording.conditions import CONDITION_MARK, conditions_rows, noise_rows, point_mark
 
@@ -37,8 +38,7 @@ def best_text(result, strong=plain) -> str:
     """'4911.2 samples/s at batch 4', the figures in `strong` (the pane's bold); a search cancelled before its
     best batch was measured again says so, with the best of its short tries."""
     if not result.best_batch:
-        tried = max((p for p in result.points if is_number(p.samples_per_s)), key=lambda p: p.samples_per_s,
-                    default=None)
+        tried = best_of(result.points)  # the search's own pick among its tries
         if tried is None:
             return "n/a: cancelled before a batch fitted"
         return ("n/a: cancelled before the best batch was measured again (its tries' best: "
