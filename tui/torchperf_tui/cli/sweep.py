@@ -37,6 +37,7 @@ def sweep_command(args) -> int:
 
     sink = open_mlflow(args)  # --mlflow: checked before anything runs
     what = f"sweeping the sequence length of {args.model}" + (" under A and B" if arms else "")
+
     def kept(partial) -> None:  # Ctrl-C: the lengths swept so far
         line.close()
         if partial.points:

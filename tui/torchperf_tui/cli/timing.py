@@ -38,13 +38,13 @@ def cmd_bench(args) -> int:
         if batch.samples_ms:
             progress.update(batch.phase, batch.index, batch.total, batch.samples_ms[-1])
 
+    def timing_json(r) -> dict:
+        return without(r.to_dict(), "samples_ms", "warmup_ms", unless=args.samples)
+
     def kept(partial) -> None:  # Ctrl-C: the samples taken, neither kept in the history nor logged
         progress.close()
         if partial.samples_ms:
             output(args, partial, render_timing, lambda r: {**timing_json(r), "record": None})
-
-    def timing_json(r) -> dict:
-        return without(r.to_dict(), "samples_ms", "warmup_ms", unless=args.samples)
 
     try:  # notes about the flags and dtype on this device come first, from the measurement process
         result, extra = common.run_job("time", {"cfg": cfg}, f"timing {args.model}",
